@@ -1,0 +1,72 @@
+"""Frozen configuration and result records for ``edgetool train``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from edge_tool.errors import collect_and_raise
+
+
+class Strategy(str, Enum):
+    """Distribution strategies ``train`` can run under."""
+
+    DEFAULT = "default"
+    ONE_DEVICE = "one-device"
+    MIRRORED = "mirrored"
+    MULTIWORKER = "multiworker"
+    PARAMETER_SERVER = "parameter-server"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """What to train and how; validated on construction."""
+
+    output_dir: Path
+    strategy: Strategy = Strategy.MIRRORED
+    replicas: int = 2
+    workers: int = 2
+    epochs: int = 12
+    batch_size: int = 64
+    learning_rate: float = 3e-3
+    seed: int = 0
+    calibration_samples: int = 200
+    force: bool = False
+    verbose: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "output_dir", Path(self.output_dir))
+        object.__setattr__(self, "strategy", Strategy(self.strategy))
+        problems = []
+        if self.replicas < 1:
+            problems.append(f"--replicas must be >= 1, got {self.replicas}.")
+        if self.workers < 1:
+            problems.append(f"--workers must be >= 1, got {self.workers}.")
+        if self.epochs < 1:
+            problems.append(f"--epochs must be >= 1, got {self.epochs}.")
+        if self.batch_size < 1:
+            problems.append(f"--batch-size must be >= 1, got {self.batch_size}.")
+        if not self.learning_rate > 0:
+            problems.append(f"learning rate must be > 0, got {self.learning_rate}.")
+        collect_and_raise(problems, header="Invalid training options:")
+
+    def to_dict(self) -> dict:
+        """JSON-friendly dict of the resolved options."""
+        d = asdict(self)
+        d["output_dir"] = str(self.output_dir)
+        d["strategy"] = self.strategy.value
+        return d
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a training run produced."""
+
+    output_dir: Path
+    strategy: str
+    num_replicas: int
+    eval_accuracy: float
+    epochs: int
+    seconds: float
+    history: tuple[dict, ...] = field(default_factory=tuple)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Create ./.venv and install edgetool with its pinned stack (idempotent; reinstalls when pyproject/lockfiles change).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null || PYTHON=python3
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
+  || { echo "edgetool needs Python 3.11 (found $("$PYTHON" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2; exit 2; }
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+stamp_src=$(cat pyproject.toml web_demo/package.json web_demo/package-lock.json 2>/dev/null | sha256sum | cut -c1-16)
+stamp=".venv/.edgetool-installed-$stamp_src"
+if [ ! -f "$stamp" ]; then
+  echo "==> installing edgetool and its pinned stack into ./.venv (first run downloads ~1.5 GB)"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+  rm -f .venv/.edgetool-installed-*
+  touch "$stamp"
+fi
+if [ -f web_demo/package.json ]; then
+  .venv/bin/python -m edge_tool.demo.vendor --quiet
+fi

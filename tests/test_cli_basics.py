@@ -1,0 +1,39 @@
+"""The CLI shell: help is instant (no TensorFlow import), version, option validation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from edge_tool.cli import app
+
+runner = CliRunner()
+
+
+def test_help_does_not_import_tensorflow():
+    code = "import sys; from edge_tool.cli import app; print('tensorflow' in sys.modules, 'tensorflowjs' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
+def test_help_lists_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for name in ("train", "inspect"):
+        assert name in result.output
+
+
+def test_module_entry_point_version():
+    proc = subprocess.run([sys.executable, "-m", "edge_tool", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("edgetool ")
+
+
+def test_bad_option_value_exits_2_and_writes_nothing(tmp_path):
+    out = tmp_path / "m"
+    result = runner.invoke(app, ["train", "-o", str(out), "--epochs", "0"])
+    assert result.exit_code == 2
+    assert "--epochs must be >= 1, got 0" in result.output
+    assert not out.exists()
