@@ -1,0 +1,98 @@
+"""The loaded result: cast input arrays, labels, a JSON-friendly summary, batching and the TFLite generator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from calibration.types import InputSpec
+
+
+@dataclass(frozen=True)
+class InputStats:
+    """Per-input statistics of the selected samples (after casting)."""
+
+    dtype: str
+    shape: tuple
+    min: float
+    max: float
+    mean: float
+    std: float
+
+    @classmethod
+    def of(cls, arr: np.ndarray) -> "InputStats":
+        """Compute the statistics of one cast input array (float64 accumulation)."""
+        if arr.size == 0:
+            return cls(arr.dtype.name, tuple(arr.shape), float("nan"), float("nan"), float("nan"), float("nan"))
+        a = arr.astype(np.float64, copy=False)
+        return cls(arr.dtype.name, tuple(int(d) for d in arr.shape), float(a.min()), float(a.max()),
+                   float(a.mean()), float(a.std()))
+
+
+@dataclass(frozen=True)
+class CalibrationSummary:
+    """Where the data came from and what was selected; ``to_dict`` goes into manifest.json."""
+
+    source: str
+    format: str
+    n_available: int
+    n_selected: int
+    sampling: str                       # "all", "first", "random" or "stratified" (the mode actually used)
+    seed: int
+    samples_requested: int | None
+    inputs: dict[str, InputStats]
+    class_names: tuple[str, ...] | None = None
+    class_counts: dict[str, int] | None = None   # per label value (class name when known) in the selection
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-serialisable dict (tuples become lists)."""
+        d = asdict(self)
+        d["inputs"] = {k: {**v, "shape": list(v["shape"])} for k, v in d["inputs"].items()}
+        d["class_names"] = list(self.class_names) if self.class_names is not None else None
+        d["warnings"] = list(self.warnings)
+        return d
+
+
+def class_counts(labels: np.ndarray | None, names: tuple[str, ...] | None) -> dict[str, int] | None:
+    """Count selected samples per class (keys are class names when known, else the label values)."""
+    if labels is None or labels.dtype.kind not in "iu":
+        return None
+    values, counts = np.unique(labels, return_counts=True)
+    key = (lambda v: names[v] if names is not None and 0 <= v < len(names) else str(v))
+    return {key(int(v)): int(c) for v, c in zip(values, counts)}
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Calibration / eval samples matched to the model inputs: arrays already cast to the spec dtypes."""
+
+    inputs: dict[str, np.ndarray]
+    labels: np.ndarray | None
+    summary: CalibrationSummary
+    warnings: tuple[str, ...]
+    specs: tuple[InputSpec, ...] = ()
+    class_names: tuple[str, ...] | None = None
+
+    def __len__(self) -> int:
+        return self.summary.n_selected
+
+    def batches(self, batch_size: int = 1) -> Iterator[dict[str, np.ndarray]]:
+        """Yield {input name: array} slices of ``batch_size`` samples (the last one may be shorter)."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        for start in range(0, len(self), batch_size):
+            yield {k: v[start:start + batch_size] for k, v in self.inputs.items()}
+
+    def representative_dataset(self) -> Callable[[], Iterator[list[np.ndarray]]]:
+        """A generator function for ``TFLiteConverter.representative_dataset``: one sample per step, as a list
+        ordered like the specs, each array with batch dim 1 and the spec dtype."""
+        order = [s.name for s in self.specs] or list(self.inputs)
+
+        def gen() -> Iterator[list[np.ndarray]]:
+            for i in range(len(self)):
+                yield [self.inputs[name][i:i + 1] for name in order]
+
+        return gen

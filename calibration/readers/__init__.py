@@ -1,0 +1,39 @@
+"""Format registry: which reader opens which path. Add a format by adding a reader module and one entry here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calibration.readers.arrays import NpyReader, NpzReader
+from calibration.readers.base import Reader
+from calibration.readers.images import IMAGE_SUFFIXES, ImageFolderReader
+from calibration.readers.table import CsvReader
+from calibration.readers.tfrecord import SUFFIXES as TFRECORD_SUFFIXES
+from calibration.readers.tfrecord import TFRecordReader
+from calibration.types import CalibrationError
+
+BY_SUFFIX: dict[str, type[Reader]] = {
+    ".npz": NpzReader,
+    ".npy": NpyReader,
+    ".csv": CsvReader,
+    **{s: TFRecordReader for s in TFRECORD_SUFFIXES},
+}
+
+SUPPORTED = (".npz, .npy, .csv, .tfrecord/.tfrecords/.tfr (tf.train.Example), or a folder of images ("
+             + ", ".join(s.lstrip(".") for s in IMAGE_SUFFIXES) + ", flat or in class sub-folders)")
+
+
+def reader_for(path: Path) -> type[Reader]:
+    """The reader class for ``path`` (a directory means an image folder); CalibrationError if none fits."""
+    if not path.exists():
+        raise CalibrationError(f"calibration data not found: {path} (expected {SUPPORTED})")
+    if path.is_dir():
+        return ImageFolderReader
+    cls = BY_SUFFIX.get(path.suffix.lower())
+    if cls is None:
+        kind = f"extension {path.suffix!r}" if path.suffix else "a file without extension"
+        raise CalibrationError(f"unsupported data format for {path.name} ({kind}); supported: {SUPPORTED}")
+    return cls
+
+
+__all__ = ["BY_SUFFIX", "SUPPORTED", "Reader", "reader_for"]

@@ -1,0 +1,72 @@
+"""The reader contract every format implements, plus small shared helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from calibration.types import InputSpec, LoadOptions
+
+
+class Reader:
+    """One data source opened for a model's inputs.
+
+    Opening checks the structure (keys, columns, files) and records problems instead of raising, so they can be
+    reported together with data problems. ``batches`` yields raw (uncast) sample-shaped arrays for the inputs that
+    were found; labels are read once, in full, through ``labels`` (they are small).
+    """
+
+    format = "?"
+
+    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+        self.path = path
+        self.specs = tuple(specs)
+        self.options = options
+        self.problems: list[str] = []
+        self.warnings: list[str] = []
+        self.class_names: tuple[str, ...] | None = None
+
+    def count(self) -> int:
+        """Number of samples the source holds."""
+        raise NotImplementedError
+
+    def labels(self) -> np.ndarray | None:
+        """All labels in source order (raw, 1-D or one-hot), or None when the source has none."""
+        return None
+
+    def batches(self, indices: np.ndarray | None, batch_size: int) -> Iterator[dict[str, np.ndarray]]:
+        """Yield {input name: raw array} for the given sorted indices (None = all), ``batch_size`` at a time."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release open files (no-op unless the reader keeps one open)."""
+
+
+def index_chunks(indices: np.ndarray | None, n: int, batch_size: int) -> Iterator[np.ndarray]:
+    """Split sorted indices (None = 0..n-1) into consecutive chunks of ``batch_size``."""
+    idx = np.arange(n) if indices is None else np.asarray(indices)
+    for start in range(0, len(idx), batch_size):
+        yield idx[start:start + batch_size]
+
+
+def selected_rows(rows: Iterator, indices: np.ndarray | None, batch_size: int) -> Iterator[list]:
+    """From a sequential row iterator, keep rows at the sorted ``indices`` (None = all) and group them in batches."""
+    wanted = None if indices is None else iter(np.asarray(indices).tolist())
+    nxt = None if wanted is None else next(wanted, None)
+    batch = []
+    for i, row in enumerate(rows):
+        if wanted is not None:
+            if nxt is None:
+                break
+            if i != nxt:
+                continue
+            nxt = next(wanted, None)
+        batch.append(row)
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,119 @@
+"""Image folders: class sub-folders (label = sorted folder index) or a flat folder, decoded with Pillow.
+
+Images are converted to grey / RGB / RGBA by the spec's channel count, resized to the spec's HxW (bilinear) and
+kept as 0..255 values; float inputs get 0..255 floats because the models here carry their preprocessing inside.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from calibration.readers.base import Reader, index_chunks
+from calibration.types import InputSpec, LoadOptions, show_shape
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
+_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"BM")
+
+
+def looks_like_image(data: bytes) -> bool:
+    """True when the bytes start like a PNG, JPEG, GIF or BMP file."""
+    return data.startswith(_MAGIC)
+
+
+def image_layout(spec: InputSpec) -> tuple[tuple[int | None, int | None], int | None, str | None]:
+    """(H, W), channels (None = no channel dim) and a problem, for an NHWC / NHW image input."""
+    dims = spec.sample_shape
+    if len(dims) == 2:
+        return (dims[0], dims[1]), None, None
+    if len(dims) == 3 and dims[2] in _MODES:
+        return (dims[0], dims[1]), dims[2], None
+    return (None, None), None, (f"input {spec.name!r}: images need an input of shape (any, H, W) or "
+                                f"(any, H, W, C) with C in 1/3/4, the model has {show_shape(spec.shape)}")
+
+
+def decode_image(data: bytes | Path, spec: InputSpec) -> np.ndarray:
+    """Decode one image to the spec's layout as uint8 0..255 (H, W[, C]). Raises OSError/ValueError if unreadable."""
+    from PIL import Image  # noqa: PLC0415
+
+    (h, w), channels, _ = image_layout(spec)
+    src = io.BytesIO(data) if isinstance(data, bytes) else data
+    with Image.open(src) as img:
+        img = img.convert(_MODES.get(channels or 1))
+        if h is not None and w is not None and img.size != (w, h):
+            img = img.resize((w, h), Image.BILINEAR)
+        arr = np.asarray(img, dtype=np.uint8)
+    if channels == 1:
+        arr = arr[..., np.newaxis]
+    return arr
+
+
+def _images_in(folder: Path, recursive: bool) -> list[Path]:
+    found = folder.rglob("*") if recursive else folder.iterdir()
+    return sorted(p for p in found if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
+                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+class ImageFolderReader(Reader):
+    """A folder of images: ``root/<class>/*.png`` (labelled) or ``root/*.png`` (unlabelled)."""
+
+    format = "image-folder"
+
+    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+        super().__init__(path, specs, options)
+        self.files: list[Path] = []
+        self.label_idx: np.ndarray | None = None
+        if len(self.specs) > 1:
+            self.problems.append(f"an image folder feeds one input but the model has {len(self.specs)} inputs "
+                                 f"({', '.join(s.name for s in self.specs)}); use an .npz with one array per input")
+            return
+        _, _, problem = image_layout(self.specs[0])
+        if problem:
+            self.problems.append(problem)
+            return
+        classes = sorted(d for d in path.iterdir() if d.is_dir() and not d.name.startswith("."))
+        per_class = [(d.name, _images_in(d, recursive=True)) for d in classes]
+        per_class = [(name, files) for name, files in per_class if files]
+        top = _images_in(path, recursive=False)
+        if per_class:
+            self.class_names = tuple(name for name, _ in per_class)
+            self.files = [f for _, files in per_class for f in files]
+            self.label_idx = np.concatenate([np.full(len(f), i, dtype=np.int64) for i, (_, f) in enumerate(per_class)])
+            if top:
+                self.warnings.append(f"{len(top)} images at the top of {path.name}/ ignored: with class sub-folders "
+                                     "only images inside them are used")
+        else:
+            self.files = top
+
+    def count(self) -> int:
+        """Number of image files found."""
+        return len(self.files)
+
+    def labels(self) -> np.ndarray | None:
+        """Class index of every file (sorted sub-folder order), or None for a flat folder."""
+        return self.label_idx
+
+    def batches(self, indices, batch_size) -> Iterator[dict[str, np.ndarray]]:
+        """Decode the selected files; an unreadable file or differing sizes stop with a CalibrationError."""
+        from calibration.types import CalibrationError  # noqa: PLC0415
+
+        spec = self.specs[0]
+        for chunk in index_chunks(indices, len(self.files), batch_size):
+            arrays, bad = [], []
+            for i in chunk.tolist():
+                try:
+                    arrays.append(decode_image(self.files[i], spec))
+                except (OSError, ValueError) as exc:
+                    bad.append(f"{self.files[i].relative_to(self.path)} ({exc})")
+            if bad:
+                raise CalibrationError(f"cannot decode {len(bad)} image(s) in {self.path}: " + "; ".join(bad[:5]))
+            shapes = sorted({a.shape for a in arrays})
+            if len(shapes) > 1:
+                raise CalibrationError(f"images in {self.path} differ in size ({', '.join(map(str, shapes[:4]))}) "
+                                       f"and input {spec.name!r} has no fixed H/W to resize to")
+            yield {spec.name: np.stack(arrays)}
