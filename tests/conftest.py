@@ -31,3 +31,58 @@ def digits_model(tmp_path_factory) -> Path:
     proc = run_edgetool("train", "--strategy", "mirrored", "--replicas", "2", "--epochs", "8", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
+
+
+_KERAS3_EXPORT_SCRIPT = """
+import sys, numpy as np, keras
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Rescaling(1 / 255), keras.layers.Flatten(),
+                          keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10, activation="softmax")])
+from sklearn.datasets import load_digits
+d = load_digits()
+x = (d.images * (255 / 16)).astype("float32").reshape(-1, 8, 8, 1)
+model.compile("adam", "sparse_categorical_crossentropy")
+model.fit(x, d.target, epochs=3, verbose=0)
+model.export(sys.argv[1])
+"""
+
+_UINT8_MODEL_SCRIPT = """
+import sys, numpy as np, tf_keras as keras
+from edge_tool.training.data import load_digits_split
+keras.utils.set_random_seed(0)
+s = load_digits_split(0)
+inp = keras.Input((8, 8, 1), dtype="uint8", name="image")
+x = keras.layers.Rescaling(1 / 255)(inp)  # Rescaling casts uint8 to float32 itself
+x = keras.layers.Conv2D(8, 3, padding="same", activation="relu")(x)
+x = keras.layers.Flatten()(x)
+out = keras.layers.Dense(10, activation="softmax")(x)
+model = keras.Model(inp, out)
+model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit(s.x_train.astype("uint8"), s.y_train, epochs=6, batch_size=32, verbose=0)
+model.save(sys.argv[1], save_format="tf")
+np.savez(sys.argv[1] + "/calibration.npz", x=s.x_train[:100].astype("uint8"), y=s.y_train[:100])
+np.savez(sys.argv[1] + "/eval.npz", x=s.x_eval.astype("uint8"), y=s.y_eval)
+"""
+
+
+def _run_script(script: str, *args, legacy_keras: bool = True) -> None:
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1" if legacy_keras else "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def keras3_export(tmp_path_factory) -> Path:
+    """A tiny Keras-3 model (float32 [None,8,8,1] → softmax 10) exported with ``model.export()``."""
+    out = tmp_path_factory.mktemp("keras3") / "export"
+    _run_script(_KERAS3_EXPORT_SCRIPT, out, legacy_keras=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def uint8_model(tmp_path_factory) -> Path:
+    """A tiny Keras-2 SavedModel whose signature takes uint8 pixels (with uint8 calibration.npz / eval.npz)."""
+    out = tmp_path_factory.mktemp("uint8") / "model"
+    _run_script(_UINT8_MODEL_SCRIPT, out)
+    return out

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from edge_tool.commands import train, inspect_cmd
+from edge_tool.commands import convert, inspect_cmd, train
+from edge_tool.commands import demo, serve
+from edge_tool.commands import eval_cmd
 
 COMMANDS = [
     ("train", train.command),
     ("inspect", inspect_cmd.command),
+    ("convert", convert.command),
+    ("eval", eval_cmd.command),
+    ("demo", demo.command),
+    ("serve", serve.command),
 ]

@@ -24,10 +24,11 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
     configure_tf_env()
     from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv  # noqa: PLC0415
 
+    log = io.StringIO()
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     qmap = None if quant == "none" else {quant: "*"}
-    log = io.StringIO()
     try:
         with contextlib.redirect_stdout(log):
             tfjs_conv.convert_tf_saved_model(

@@ -1,0 +1,92 @@
+"""``edgetool convert``: TFLite in every quantization mode, and TFJS."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from edge_tool.errors import UsageError
+
+QUANT_HELP = (
+    "Quantization mode(s): fp32, fp16, dynamic, int8, int16x8, qat; repeat the option or give a comma list; "
+    "'all' = every mode that needs no training data (plus qat with --train-data). "
+    "Default: fp32, or all with --format all."
+)
+
+
+def parse_modes(values: list[str] | None, output_format: str, has_train_data: bool) -> tuple[str, ...]:
+    """Turn --quant values into mode names (validating each; 'all' expands)."""
+    from edge_tool.convert.config import QuantMode  # noqa: PLC0415
+
+    every = [m.value for m in QuantMode if m is not QuantMode.QAT or has_train_data]
+    raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
+    if not raw:
+        return tuple(every) if output_format == "all" else ("fp32",)
+    known = {m.value for m in QuantMode}
+    bad = [v for v in raw if v not in known and v != "all"]
+    if bad:
+        raise UsageError(f"--quant expects one of {', '.join(sorted(known))} or all, got {', '.join(bad)}.")
+    modes = []
+    for v in raw:
+        modes.extend(every if v == "all" else [v])
+    return tuple(dict.fromkeys(modes))
+
+
+def command(
+    model: Path = typer.Argument(..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."),
+    output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force)."),
+    quant: list[str] = typer.Option(None, "--quant", "-q", help=QUANT_HELP),
+    output_format: str = typer.Option("tflite", "--format", help="tflite, tfjs or all."),
+    calibration: Path = typer.Option(None, "--calibration", help="Representative data (.npz/.npy/image folder/TFRecord/CSV). Default: calibration.npz beside the model."),
+    samples: int = typer.Option(200, "--samples", help="Calibration samples to draw (seeded)."),
+    io_type: str = typer.Option("model", "--io-type", help="Inference I/O dtype for int8/qat: model (keep), float32, int8, uint8."),
+    train_data: Path = typer.Option(None, "--train-data", help="Training data (x, y) for --quant qat."),
+    qat_epochs: int = typer.Option(3, "--qat-epochs", help="QAT fine-tuning epochs."),
+    strategy: str = typer.Option("default", "--strategy", help="QAT strategy: default, one-device, mirrored."),
+    replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored."),
+    tfjs_quant: str = typer.Option("none", "--tfjs-quant", help="TFJS weight compression: none, float16, uint8, uint16."),
+    allow_select_tf_ops: bool = typer.Option(False, "--allow-select-tf-ops", help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate."),
+    seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
+    force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory."),
+) -> None:
+    """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat) and/or a TFJS graph model."""
+    from edge_tool.convert.config import ConvertConfig, IOType, OutputFormat, TfjsQuant  # noqa: PLC0415
+
+    problems = []
+    for opt, value, enum in (("--format", output_format, OutputFormat), ("--io-type", io_type, IOType),
+                             ("--tfjs-quant", tfjs_quant, TfjsQuant)):
+        if value not in {e.value for e in enum}:
+            problems.append(f"{opt} expects one of {', '.join(e.value for e in enum)}, got {value!r}.")
+    if problems:
+        raise UsageError(" ".join(problems))
+    if strategy == "mirrored":
+        from edge_tool.env import import_tf  # noqa: PLC0415
+        from edge_tool.training.strategies import split_cpu  # noqa: PLC0415
+
+        split_cpu(import_tf(), replicas)  # must happen before TensorFlow initialises its devices
+    config = ConvertConfig(
+        model=model, output_dir=output, modes=parse_modes(quant, output_format, train_data is not None),
+        output_format=output_format, calibration=calibration, samples=samples, io_type=io_type,
+        train_data=train_data, qat_epochs=qat_epochs, strategy=strategy, replicas=replicas,
+        tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, seed=seed, force=force,
+    )
+    from edge_tool.convert.api import convert  # noqa: PLC0415
+
+    result = convert(config)
+    _print_result(result)
+
+
+def _print_result(result) -> None:
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(title=f"edgetool convert → {result.output_dir}")
+    for col in ("artefact", "format", "mode", "size", "× fp32", "seconds"):
+        table.add_column(col, justify="right" if col in ("size", "× fp32", "seconds") else "left")
+    base = next((a.size_bytes for a in result.artifacts if a.quant == "fp32" and a.format == "tflite"), None)
+    for a in result.artifacts:
+        ratio = f"{a.size_bytes / base:.2f}" if base else "–"
+        table.add_row(a.path.name, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio, f"{a.seconds:.1f}")
+    Console().print(table)
+    print(f"manifest: {result.output_dir / 'manifest.json'}")

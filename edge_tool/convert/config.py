@@ -1,0 +1,125 @@
+"""Frozen configuration for ``edgetool convert``: modes, formats, I/O types, and the validated config."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import Enum
+from pathlib import Path
+
+from edge_tool.errors import UsageError, collect_and_raise
+
+
+class QuantMode(str, Enum):
+    """TFLite quantization modes."""
+
+    FP32 = "fp32"
+    FP16 = "fp16"
+    DYNAMIC = "dynamic"
+    INT8 = "int8"
+    INT16X8 = "int16x8"
+    QAT = "qat"
+
+
+class OutputFormat(str, Enum):
+    """Which artefacts to write."""
+
+    TFLITE = "tflite"
+    TFJS = "tfjs"
+    ALL = "all"
+
+
+class IOType(str, Enum):
+    """Inference input/output dtype of the converted model; ``model`` keeps the model's own."""
+
+    MODEL = "model"
+    FLOAT32 = "float32"
+    INT8 = "int8"
+    UINT8 = "uint8"
+
+
+class TfjsQuant(str, Enum):
+    """TFJS weight compression."""
+
+    NONE = "none"
+    FLOAT16 = "float16"
+    UINT8 = "uint8"
+    UINT16 = "uint16"
+
+
+@dataclass(frozen=True)
+class ConvertConfig:
+    """Everything a conversion run needs; validated on construction (all problems reported at once)."""
+
+    model: Path
+    output_dir: Path
+    modes: tuple[QuantMode, ...] = (QuantMode.FP32,)
+    output_format: OutputFormat = OutputFormat.TFLITE
+    calibration: Path | None = None
+    samples: int = 200
+    io_type: IOType = IOType.MODEL
+    train_data: Path | None = None
+    qat_epochs: int = 3
+    strategy: str = "default"
+    replicas: int = 2
+    tfjs_quant: TfjsQuant = TfjsQuant.NONE
+    allow_select_tf_ops: bool = False
+    seed: int = 0
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", Path(self.model))
+        object.__setattr__(self, "output_dir", Path(self.output_dir))
+        object.__setattr__(self, "modes", tuple(dict.fromkeys(QuantMode(m) for m in self.modes)))
+        object.__setattr__(self, "output_format", OutputFormat(self.output_format))
+        object.__setattr__(self, "io_type", IOType(self.io_type))
+        object.__setattr__(self, "tfjs_quant", TfjsQuant(self.tfjs_quant))
+        for name in ("calibration", "train_data"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, Path(value) if value is not None else None)
+        collect_and_raise(self._problems(), UsageError, header="Invalid convert options:")
+
+    def _problems(self) -> list[str]:
+        from edge_tool.convert.registry import MODES  # noqa: PLC0415
+
+        problems = []
+        if self.samples < 1:
+            problems.append(f"--samples must be >= 1, got {self.samples}.")
+        if self.qat_epochs < 1:
+            problems.append(f"--qat-epochs must be >= 1, got {self.qat_epochs}.")
+        if self.replicas < 1:
+            problems.append(f"--replicas must be >= 1, got {self.replicas}.")
+        if self.strategy not in ("default", "one-device", "mirrored"):
+            problems.append(f"--strategy for QAT must be default, one-device or mirrored, got {self.strategy!r}.")
+        if self.wants_tflite and not self.modes:
+            problems.append("no --quant mode given.")
+        for mode in self.modes if self.wants_tflite else ():
+            spec = MODES[mode]
+            if self.io_type.value not in spec.io_types:
+                problems.append(
+                    f"--io-type {self.io_type.value} is not possible with --quant {mode.value} "
+                    f"(allowed: {', '.join(spec.io_types)})."
+                )
+            if spec.needs_train_data and self.train_data is None:
+                problems.append(f"--quant {mode.value} needs --train-data (an .npz with x and y) to fine-tune on.")
+        return problems
+
+    @property
+    def wants_tflite(self) -> bool:
+        """True when TFLite artefacts are requested."""
+        return self.output_format in (OutputFormat.TFLITE, OutputFormat.ALL)
+
+    @property
+    def wants_tfjs(self) -> bool:
+        """True when a TFJS graph model is requested."""
+        return self.output_format in (OutputFormat.TFJS, OutputFormat.ALL)
+
+    def to_dict(self) -> dict:
+        """JSON-friendly resolved options (for manifest.json)."""
+        d = asdict(self)
+        for key, value in d.items():
+            if isinstance(value, Path):
+                d[key] = str(value)
+            elif isinstance(value, Enum):
+                d[key] = value.value
+        d["modes"] = [m.value for m in self.modes]
+        return d

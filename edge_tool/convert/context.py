@@ -1,0 +1,82 @@
+"""What a mode builder gets: the converter factory, calibration data, I/O dtype and error translation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from edge_tool.convert.config import ConvertConfig, IOType
+from edge_tool.convert.source import PreparedSource
+from edge_tool.errors import ConversionError, DataError
+
+
+def flex_ops_from_error(message: str) -> list[str]:
+    """Op names the converter says need TF Select (Flex) kernels."""
+    found = re.findall(r"TF Select ops: ([^\n]+)", message)
+    names = {n.strip() for line in found for n in line.split(",") if n.strip()}
+    names |= set(re.findall(r"'tf\.(\w+)' op is neither a custom op nor a flex op", message))
+    return sorted(names)
+
+
+@dataclass
+class BuildContext:
+    """Shared state for building every requested mode from one source."""
+
+    tf: object
+    config: ConvertConfig
+    source: PreparedSource
+    representative_dataset: Callable | None = None
+    epoch_progress: Callable | None = None
+
+    @property
+    def io_dtype(self):
+        """tf dtype for inference I/O, or None to keep the model's own."""
+        return {IOType.MODEL: None, IOType.FLOAT32: None, IOType.INT8: self.tf.int8,
+                IOType.UINT8: self.tf.uint8}[self.config.io_type]
+
+    def new_converter(self):
+        """A fresh TFLiteConverter on the prepared SavedModel's serving signature."""
+        return self.tf.lite.TFLiteConverter.from_saved_model(
+            str(self.source.saved_model), signature_keys=[self.source.signature.key]
+        )
+
+    def convert(self, configure: Callable, converter=None) -> bytes:
+        """Configure a converter, apply --allow-select-tf-ops, run it; ConverterError → ConversionError."""
+        conv = converter or self.new_converter()
+        configure(conv)
+        if self.config.allow_select_tf_ops:
+            ops = set(conv.target_spec.supported_ops or {self.tf.lite.OpsSet.TFLITE_BUILTINS})
+            conv.target_spec.supported_ops = ops | {self.tf.lite.OpsSet.SELECT_TF_OPS}
+        try:
+            return conv.convert()
+        except Exception as exc:  # noqa: BLE001 - converter raises ConverterError, RuntimeError, ValueError
+            raise self._conversion_error(exc) from None
+
+    def _conversion_error(self, exc: Exception) -> ConversionError:
+        message = str(exc)
+        flex = flex_ops_from_error(message)
+        if flex and not self.config.allow_select_tf_ops:
+            return ConversionError(
+                f"{self.source.original} uses ops the TFLite builtin op set cannot express: {', '.join(flex)}. "
+                "Replace them in the model, or pass --allow-select-tf-ops to embed TF (Flex) kernels — the app then "
+                "needs the Flex delegate (larger binary)."
+            )
+        lines = [ln for ln in message.splitlines() if ln.strip()]
+        return ConversionError(f"The TFLite converter failed on {self.source.original}: {' '.join(lines[-6:])[:1500]}")
+
+    def train_data(self):
+        """(x, y) from --train-data, matched to the model input."""
+        import calibration  # noqa: PLC0415
+
+        specs = calibration.specs_from(self.source.signature.inputs)
+        if len(specs) != 1:
+            raise DataError(f"--train-data supports single-input models; this one has {len(specs)} inputs.")
+        ds = calibration.load(self.config.train_data, specs,
+                              calibration.LoadOptions(samples=None, seed=self.config.seed, require_labels=True))
+        return ds.inputs[specs[0].name], ds.labels
+
+    def keras_source(self) -> Path:
+        """Path of the Keras model for QAT (the original file/dir; QAT validates its flavour)."""
+        return self.source.original

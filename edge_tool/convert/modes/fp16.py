@@ -1,0 +1,16 @@
+"""fp16: float16 weights (dequantized to float32 at load on CPU; native on many GPUs)."""
+
+from edge_tool.convert.config import QuantMode
+from edge_tool.convert.registry import register
+
+
+@register(QuantMode.FP16, "float16 weights, float32 activations", expected_size_ratio=0.5)
+def build(ctx) -> bytes:
+    """Optimize.DEFAULT with float16 as the supported type."""
+    tf = ctx.tf
+
+    def configure(conv):
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.target_spec.supported_types = [tf.float16]
+
+    return ctx.convert(configure)

@@ -1,0 +1,22 @@
+"""int16x8: 16-bit activations with 8-bit weights, for models int8 activations hurt."""
+
+from edge_tool.convert.config import QuantMode
+from edge_tool.convert.registry import register
+
+
+@register(
+    QuantMode.INT16X8,
+    "int8 weights, int16 activations (calibrated)",
+    needs_calibration=True,
+    expected_size_ratio=0.27,
+)
+def build(ctx) -> bytes:
+    """EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8 with a representative dataset."""
+    tf = ctx.tf
+
+    def configure(conv):
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.representative_dataset = ctx.representative_dataset
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+
+    return ctx.convert(configure)

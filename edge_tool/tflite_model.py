@@ -1,0 +1,79 @@
+"""Read a .tflite flatbuffer's structure: operators, and dtypes of weights vs activations."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TfliteSummary:
+    """What a flatbuffer really contains (used to check a mode is what its name says)."""
+
+    ops: dict = field(default_factory=dict)               # op name -> count
+    weight_dtypes: dict = field(default_factory=dict)     # dtype -> tensor count (constant tensors)
+    activation_dtypes: dict = field(default_factory=dict) # dtype -> tensor count (computed tensors, I/O included)
+    input_dtypes: tuple = ()
+    output_dtypes: tuple = ()
+    weight_params: int = 0
+    flex_ops: tuple = ()
+
+    def to_dict(self) -> dict:
+        """JSON-friendly form."""
+        return {
+            "ops": self.ops, "weight_dtypes": self.weight_dtypes, "activation_dtypes": self.activation_dtypes,
+            "input_dtypes": list(self.input_dtypes), "output_dtypes": list(self.output_dtypes),
+            "weight_params": self.weight_params, "flex_ops": list(self.flex_ops),
+        }
+
+
+def _names(enum_cls) -> dict[int, str]:
+    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
+
+
+def _schema():
+    try:
+        from ai_edge_litert import schema_py_generated as schema  # noqa: PLC0415
+    except ImportError:
+        from edge_tool.env import configure_tf_env  # noqa: PLC0415
+
+        configure_tf_env()
+        from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415
+    return schema
+
+
+def summarize_tflite(data: bytes) -> TfliteSummary:
+    """Parse the flatbuffer (no interpreter) and count ops and tensor dtypes."""
+    schema = _schema()
+
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
+    type_names = _names(schema.TensorType)
+    op_names = _names(schema.BuiltinOperator)
+    ops, weights, acts, flex = Counter(), Counter(), Counter(), []
+    params = 0
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            code = model.operatorCodes[op.opcodeIndex]
+            builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
+            name = op_names.get(builtin, str(builtin))
+            if name == "CUSTOM":
+                custom = code.customCode.decode() if isinstance(code.customCode, bytes) else str(code.customCode)
+                name = custom
+                if custom.startswith("Flex"):
+                    flex.append(custom[4:])
+            ops[name] += 1
+        for t in sg.tensors:
+            buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
+            is_const = buf is not None and buf.data is not None and len(buf.data) > 0
+            dtype = type_names.get(t.type, str(t.type)).lower()
+            if is_const:
+                weights[dtype] += 1
+                params += int(np.prod(t.shape)) if t.shape is not None and len(t.shape) else 1
+            else:
+                acts[dtype] += 1
+    sg = model.subgraphs[0]
+    ins = tuple(type_names[sg.tensors[i].type].lower() for i in sg.inputs)
+    outs = tuple(type_names[sg.tensors[i].type].lower() for i in sg.outputs)
+    return TfliteSummary(dict(ops), dict(weights), dict(acts), ins, outs, params, tuple(sorted(set(flex))))
