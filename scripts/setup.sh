@@ -7,7 +7,7 @@ command -v "$PYTHON" >/dev/null || PYTHON=python3
 "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
   || { echo "edgetool needs Python 3.11 (found $("$PYTHON" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2; exit 2; }
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-stamp_src=$(cat pyproject.toml web_demo/package.json web_demo/package-lock.json 2>/dev/null | sha256sum | cut -c1-16)
+stamp_src=$(for f in pyproject.toml web_demo/package.json web_demo/package-lock.json; do [ ! -f "$f" ] || cat "$f"; done | sha256sum | cut -c1-16)
 stamp=".venv/.edgetool-installed-$stamp_src"
 if [ ! -f "$stamp" ]; then
   echo "==> installing edgetool and its pinned stack into ./.venv (first run downloads ~1.5 GB)"
