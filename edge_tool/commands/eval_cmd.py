@@ -1,0 +1,70 @@
+"""``edgetool eval``: accuracy drift against the SavedModel and LiteRT latency, with a CI gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def command(
+    artifacts: list[Path] = typer.Argument(..., help="Artefacts: .tflite files (from any tool) and TFJS model dirs."),
+    reference: Path = typer.Option(..., "--reference", "-r", help="Reference SavedModel directory (serving_default)."),
+    data: Path = typer.Option(..., "--data", "-d", help="Eval data, e.g. .npz with x (and y for accuracy)."),
+    threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads."),
+    warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing."),
+    runs: int | None = typer.Option(None, "--runs", help="Timed calls per model (default 100)."),
+    time_budget: float | None = typer.Option(None, "--time-budget", help="Seconds of timed calls per model (instead of --runs)."),
+    max_drop: float | None = typer.Option(None, "--max-drop", help="Fail (exit 1) if accuracy drops more than this fraction (0.01 = 1 point)."),
+    max_latency_ms: float | None = typer.Option(None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this."),
+    per_layer: bool = typer.Option(False, "--per-layer", help="Worst quantized layers of int8 artefacts (QuantizationDebugger)."),
+    top_k: int = typer.Option(5, "--top-k", help="Also report top-k accuracy when the model has more than k classes."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
+    markdown_path: Path | None = typer.Option(None, "--markdown", help="Write the Markdown table here."),
+    html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing report files."),
+) -> None:
+    """Measure accuracy drift and latency of converted models against the reference; exit 1 on a broken budget."""
+    from edge_tool.errors import BudgetExceeded  # noqa: PLC0415
+    from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
+    from edge_tool.evaluate.pipeline import budget_violations, run_eval, write_reports  # noqa: PLC0415
+
+    config = EvalConfig(
+        artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
+        time_budget_s=time_budget, max_drop=max_drop, max_latency_ms=max_latency_ms, per_layer=per_layer,
+        top_k=top_k, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
+    )
+    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+
+    with quiet_native_stderr():
+        report = run_eval(config)
+    violations = budget_violations(report, config)
+    failing = {artifact for artifact, _ in violations}
+    _print_table(report, failing)
+    for path in write_reports(report, config, failing):
+        typer.echo(f"wrote {path}")
+    if violations:
+        raise BudgetExceeded("\n".join(["the following artefacts break the eval budget:", *(msg for _, msg in violations)]))
+
+
+def _print_table(report, failing: set[str]) -> None:
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    from edge_tool.evaluate.report import NUMERIC, TABLE_HEADERS  # noqa: PLC0415
+
+    table = Table(title="edgetool eval", title_justify="left")
+    for h in TABLE_HEADERS:
+        table.add_column(h, justify="right" if h in NUMERIC else "left", no_wrap=True)
+    for i, row in enumerate(report.table_rows()):
+        style = "bold" if i == 0 else ("red" if row[0] in failing else None)
+        table.add_row(*row, style=style)
+    console = Console(width=max(Console().width, 130))
+    console.print(table)
+    for line in report.footer_lines():
+        console.print(f"[dim]{line}[/]", highlight=False, soft_wrap=True)
+    for r in report.results:
+        if r.per_layer:
+            console.print(f"worst quantized layers of {r.artifact} (rmse/scale):", highlight=False)
+            for e in r.per_layer:
+                console.print(f"  {e.rmse_over_scale:7.3f}  {e.op_name:<16} {e.tensor_name}", highlight=False)

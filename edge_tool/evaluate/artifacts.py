@@ -1,0 +1,139 @@
+"""What an ARTIFACT is: format (.tflite / TFJS graph model), quantization mode, size on disk."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from edge_tool.errors import ModelError
+from edge_tool.evaluate.config import ArtifactFormat
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One artefact to evaluate: the path the user gave, the model file to load, format, quant mode, size."""
+
+    given: Path
+    model_file: Path
+    format: ArtifactFormat
+    quant: str
+    quant_source: str
+    size_bytes: int
+
+    @property
+    def label(self) -> str:
+        """Short display name (file name, or directory name for TFJS)."""
+        return self.given.name or str(self.given)
+
+
+def describe(path: Path) -> Artifact:
+    """Classify ``path``; ModelError if it is neither a .tflite file nor a TFJS model directory / model.json."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"Artifact {path} does not exist; expected a .tflite file or a TFJS model directory.")
+    if path.is_file() and path.name == "model.json":
+        return _tfjs(path, path.parent)
+    if path.is_dir():
+        if (path / "model.json").is_file():
+            return _tfjs(path, path)
+        tflites = sorted(path.glob("*.tflite"))
+        if len(tflites) == 1:
+            return _tflite(path, tflites[0])
+        raise ModelError(
+            f"Artifact directory {path} holds {len(tflites)} .tflite files and no model.json; expected a TFJS model "
+            "directory or exactly one .tflite (or pass the .tflite file itself)."
+        )
+    return _tflite(path, path)
+
+
+def _tflite(given: Path, model_file: Path) -> Artifact:
+    from edge_tool.runtime import load_interpreter  # noqa: PLC0415
+
+    interp = load_interpreter(model_file)  # ModelError for a file that is not a TFLite flatbuffer
+    quant = _manifest_quant(model_file)
+    source = "manifest.json"
+    if quant is None:
+        quant, source = infer_tflite_quant(interp), "tensor types"
+    return Artifact(given, model_file, ArtifactFormat.TFLITE, quant, source, model_file.stat().st_size)
+
+
+def _manifest_quant(model_file: Path) -> str | None:
+    """``quant`` from a manifest.json written by ``edgetool convert`` beside the model, if any."""
+    manifest = model_file.parent / MANIFEST
+    if not manifest.is_file():
+        return None
+    try:
+        doc = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return None
+    entries = doc.get("artifacts") if isinstance(doc.get("artifacts"), list) else []
+    for entry in entries:
+        if isinstance(entry, dict) and Path(str(entry.get("path", entry.get("file", "")))).name == model_file.name:
+            if entry.get("quant"):
+                return str(entry["quant"])
+    quant = doc.get("quant") or doc.get("mode")
+    return str(quant) if quant else None
+
+
+def infer_tflite_quant(interp) -> str:
+    """Quant mode from tensor types: int16 activations = int16x8; int8 activations = int8 (full integer);
+    float16 constants = fp16; int8 constants with float activations = dynamic; otherwise fp32."""
+    details = {t["index"]: t for t in interp.get_tensor_details()}
+    activations = set()
+    for op in interp._get_ops_details():  # noqa: SLF001  (the only way to tell op outputs from constants)
+        activations.update(i for i in op["outputs"] if i >= 0)
+    act_types = {details[i]["dtype"].__name__ for i in activations if i in details}
+    const_types = {t["dtype"].__name__ for i, t in details.items() if i not in activations}
+    if "int16" in act_types:
+        return "int16x8"
+    if act_types & {"int8", "uint8"}:
+        return "int8"
+    if "float16" in const_types:
+        return "fp16"
+    if const_types & {"int8", "uint8"}:
+        return "dynamic"
+    return "fp32"
+
+
+def _tfjs(given: Path, model_dir: Path) -> Artifact:
+    model_json = model_dir / "model.json"
+    try:
+        doc = json.loads(model_json.read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
+    if doc.get("format") != "graph-model":
+        raise ModelError(
+            f"{model_json} is a {doc.get('format')!r} TFJS model; eval runs graph models (tensorflowjs_converter "
+            "--input_format tf_saved_model, or edgetool convert --to tfjs)."
+        )
+    size = model_json.stat().st_size
+    qtypes = set()
+    for group in doc.get("weightsManifest", []):
+        for p in group.get("paths", []):
+            shard = model_dir / p
+            if not shard.is_file():
+                raise ModelError(f"{model_json} lists weight shard {p}, but {shard} is missing.")
+            size += shard.stat().st_size
+        for w in group.get("weights", []):
+            q = (w.get("quantization") or {}).get("dtype")
+            if q:
+                qtypes.add(q)
+    quant = {"float16": "fp16"}.get(next(iter(qtypes)), next(iter(qtypes))) if len(qtypes) == 1 else (
+        "mixed" if qtypes else "fp32")
+    return Artifact(given, model_json, ArtifactFormat.TFJS, quant, "model.json weights", size)
+
+
+def saved_model_size(path: Path) -> int:
+    """Bytes of a SavedModel proper (saved_model.pb, fingerprint, variables), ignoring sidecar files."""
+    path = Path(path)
+    total = 0
+    for name in ("saved_model.pb", "saved_model.pbtxt", "fingerprint.pb", "keras_metadata.pb"):
+        if (path / name).is_file():
+            total += (path / name).stat().st_size
+    variables = path / "variables"
+    if variables.is_dir():
+        total += sum(p.stat().st_size for p in variables.rglob("*") if p.is_file())
+    return total

@@ -1,0 +1,87 @@
+"""EvalConfig: everything ``edgetool eval`` was asked to do, validated at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from edge_tool.errors import UsageError, collect_and_raise
+
+DEFAULT_RUNS = 100
+
+
+class ArtifactFormat(str, Enum):
+    """Kinds of artefact eval can run."""
+
+    TFLITE = "tflite"
+    TFJS = "tfjs"
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to evaluate, against what, on which data, how to time it and which budgets gate CI.
+
+    ``runs`` and ``time_budget_s`` are exclusive: with a time budget the loop runs until it is spent.
+    ``max_drop`` is an accuracy drop as a fraction (0.01 = one percentage point); ``max_latency_ms``
+    gates the LiteRT p50 of each .tflite artefact.
+    """
+
+    artifacts: tuple[Path, ...]
+    reference: Path
+    data: Path
+    threads: int = 1
+    warmup: int = 10
+    runs: int | None = None
+    time_budget_s: float | None = None
+    max_drop: float | None = None
+    max_latency_ms: float | None = None
+    per_layer: bool = False
+    per_layer_top: int = 10
+    top_k: int = 5
+    json_path: Path | None = None
+    markdown_path: Path | None = None
+    html_path: Path | None = None
+    force: bool = False
+    seed: int = 0
+    latency_in_subprocess: bool = True
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.artifacts:
+            problems.append("give at least one ARTIFACT (.tflite file or TFJS model directory)")
+        if self.threads < 1:
+            problems.append(f"--threads must be >= 1, got {self.threads}")
+        if self.warmup < 0:
+            problems.append(f"--warmup must be >= 0, got {self.warmup}")
+        if self.runs is not None and self.time_budget_s is not None:
+            problems.append("--runs and --time-budget are exclusive; give one of them")
+        if self.runs is not None and self.runs < 1:
+            problems.append(f"--runs must be >= 1, got {self.runs}")
+        if self.time_budget_s is not None and not self.time_budget_s > 0:
+            problems.append(f"--time-budget must be > 0 seconds, got {self.time_budget_s}")
+        if self.max_drop is not None and not 0 <= self.max_drop <= 1:
+            problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}")
+        if self.max_latency_ms is not None and not self.max_latency_ms > 0:
+            problems.append(f"--max-latency-ms must be > 0, got {self.max_latency_ms}")
+        if self.top_k < 2:
+            problems.append(f"--top-k must be >= 2, got {self.top_k}")
+        if self.per_layer_top < 1:
+            problems.append(f"per-layer top N must be >= 1, got {self.per_layer_top}")
+        outs = [p for p in (self.json_path, self.markdown_path, self.html_path) if p is not None]
+        if len({Path(p).resolve() for p in outs}) != len(outs):
+            problems.append("--json, --markdown and --html must name different files")
+        collect_and_raise(problems, UsageError, "Invalid eval options:" if len(problems) > 1 else "")
+
+    @property
+    def effective_runs(self) -> int | None:
+        """Timed runs per artefact (None when a time budget governs)."""
+        if self.time_budget_s is not None:
+            return None
+        return self.runs if self.runs is not None else DEFAULT_RUNS
+
+    @property
+    def report_paths(self) -> dict[str, Path]:
+        """The report files asked for, by kind."""
+        pairs = {"json": self.json_path, "markdown": self.markdown_path, "html": self.html_path}
+        return {k: Path(v) for k, v in pairs.items() if v is not None}

@@ -1,0 +1,122 @@
+"""Latency: an honest timing loop (set_tensor + invoke + get_tensor of one batch-1 sample) and its statistics.
+
+For each .tflite artefact the loop runs in a fresh Python process (``latency_worker``) so that cold start
+and peak RSS belong to that model alone, not to the TensorFlow already loaded by the evaluator.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from edge_tool.errors import ModelError
+from edge_tool.evaluate.report import LatencyStats
+
+MAX_SAMPLES_KEPT = 2000  # raw times kept for the report's plots
+
+
+def time_loop(step: Callable[[], object], warmup: int, runs: int | None, time_budget_s: float | None) -> list[int]:
+    """Call ``step`` ``warmup`` times untimed, then time each call with perf_counter_ns.
+
+    With ``runs`` it times exactly that many calls; with ``time_budget_s`` it times calls until the budget is
+    spent (at least one). Returns the per-call durations in nanoseconds.
+    """
+    for _ in range(warmup):
+        step()
+    times: list[int] = []
+    clock = time.perf_counter_ns
+    if runs is not None:
+        for _ in range(runs):
+            t0 = clock()
+            step()
+            times.append(clock() - t0)
+        return times
+    deadline = clock() + int(time_budget_s * 1e9)
+    while True:
+        t0 = clock()
+        step()
+        t1 = clock()
+        times.append(t1 - t0)
+        if t1 >= deadline:
+            return times
+
+
+def summarize(times_ns: list[int] | np.ndarray, cold_start_ms: float | None) -> LatencyStats:
+    """p50/p90/p99/mean/std in milliseconds of the timed calls, plus the cold start and (some of) the raw times."""
+    ms = np.asarray(times_ns, dtype=np.float64) / 1e6
+    p50, p90, p99 = (float(v) for v in np.percentile(ms, [50, 90, 99]))
+    kept = ms if len(ms) <= MAX_SAMPLES_KEPT else ms[np.linspace(0, len(ms) - 1, MAX_SAMPLES_KEPT).astype(int)]
+    return LatencyStats(
+        p50=p50, p90=p90, p99=p99, mean=float(ms.mean()), std=float(ms.std()),
+        cold_start=cold_start_ms, runs=len(ms), samples_ms=tuple(round(float(v), 5) for v in kept),
+    )
+
+
+def tflite_step(interp, feeds: dict[int, np.ndarray], output_indices: list[int]) -> Callable[[], list]:
+    """The one timed unit of work: set every input tensor, invoke, read every output tensor."""
+    set_tensor, invoke, get_tensor = interp.set_tensor, interp.invoke, interp.get_tensor
+    items = list(feeds.items())
+
+    def step() -> list:
+        for index, value in items:
+            set_tensor(index, value)
+        invoke()
+        return [get_tensor(i) for i in output_indices]
+
+    return step
+
+
+def measure_tflite(model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int], threads: int,
+                   warmup: int, runs: int | None, time_budget_s: float | None) -> LatencyStats:
+    """Cold start (load + allocate + first inference) then the timed loop, in this process."""
+    from edge_tool.runtime import interpreter_class  # noqa: PLC0415
+
+    cls, _ = interpreter_class()
+    t0 = time.perf_counter_ns()
+    interp = cls(model_path=str(model_path), num_threads=threads)
+    interp.allocate_tensors()
+    step = tflite_step(interp, feeds, output_indices)
+    step()
+    cold_ms = (time.perf_counter_ns() - t0) / 1e6
+    return summarize(time_loop(step, warmup, runs, time_budget_s), cold_ms)
+
+
+def measure_tflite_subprocess(model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int],
+                              threads: int, warmup: int, runs: int | None,
+                              time_budget_s: float | None) -> tuple[LatencyStats, float]:
+    """measure_tflite in a fresh process; returns (stats, peak RSS of that process in MB)."""
+    with tempfile.TemporaryDirectory(prefix="edgetool-lat-") as tmp:
+        feeds_path = Path(tmp) / "feeds.npz"
+        np.savez(feeds_path, **{f"t{i}": v for i, v in feeds.items()})
+        request = {"model": str(model_path), "feeds": str(feeds_path), "outputs": list(output_indices),
+                   "threads": threads, "warmup": warmup, "runs": runs, "time_budget_s": time_budget_s}
+        proc = subprocess.run([sys.executable, "-m", "edge_tool.evaluate.latency_worker", json.dumps(request)],
+                              capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ModelError(f"The LiteRT latency run of {model_path} failed:\n{proc.stderr.strip()[-2000:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return LatencyStats.from_dict(result["latency"]), float(result["peak_rss_mb"])
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process image so far, in MB.
+
+    Linux: VmHWM from /proc/self/status (getrusage's ru_maxrss would include the RSS of the parent that forked
+    the worker, since Linux carries it across fork+exec). Elsewhere: getrusage ru_maxrss.
+    """
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    import resource  # noqa: PLC0415
+
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024.0 if sys.platform != "darwin" else kb / (1024.0 * 1024.0)

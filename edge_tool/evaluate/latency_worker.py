@@ -1,0 +1,28 @@
+"""Subprocess entry: ``python -m edge_tool.evaluate.latency_worker REQUEST_JSON`` prints one JSON line.
+
+Runs only the LiteRT interpreter (no TensorFlow import), so its cold start and peak RSS are the model's own.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from edge_tool.evaluate.latency import measure_tflite, peak_rss_mb
+
+
+def main(argv: list[str]) -> int:
+    """Measure the model described by the JSON request in ``argv[0]``; print {"latency", "peak_rss_mb"}."""
+    request = json.loads(argv[0])
+    with np.load(request["feeds"]) as npz:
+        feeds = {int(k[1:]): npz[k] for k in npz.files}
+    stats = measure_tflite(request["model"], feeds, request["outputs"], request["threads"], request["warmup"],
+                           request["runs"], request["time_budget_s"])
+    print(json.dumps({"latency": stats.to_dict(samples=True), "peak_rss_mb": peak_rss_mb()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

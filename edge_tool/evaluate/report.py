@@ -1,0 +1,201 @@
+"""The eval Report (frozen dataclasses) and its JSON / Markdown renderers; HTML lives in html_report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Per-inference latency in milliseconds; ``samples_ms`` keeps (a subsample of) the raw timed calls."""
+
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+    std: float
+    cold_start: float | None
+    runs: int
+    samples_ms: tuple[float, ...] = field(default=(), repr=False)
+
+    def to_dict(self, samples: bool = False) -> dict:
+        """JSON form; raw samples only when asked."""
+        d = {"p50": self.p50, "p90": self.p90, "p99": self.p99, "mean": self.mean, "std": self.std,
+             "cold_start": self.cold_start, "runs": self.runs}
+        if samples:
+            d["samples"] = list(self.samples_ms)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LatencyStats:
+        """Inverse of to_dict(samples=True)."""
+        return cls(d["p50"], d["p90"], d["p99"], d["mean"], d["std"], d["cold_start"], d["runs"],
+                   tuple(d.get("samples", ())))
+
+
+@dataclass(frozen=True)
+class LayerError:
+    """One layer's quantization error from the QuantizationDebugger (rmse/scale: ~0.29 is ideal rounding)."""
+
+    op_name: str
+    tensor_name: str
+    rmse_over_scale: float
+    max_abs_error: float
+    scale: float
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {"op": self.op_name, "tensor": self.tensor_name, "rmse_over_scale": self.rmse_over_scale,
+                "max_abs_error": self.max_abs_error, "scale": self.scale}
+
+
+@dataclass(frozen=True)
+class ArtifactResult:
+    """Everything measured for one artefact."""
+
+    artifact: str
+    format: str
+    quant: str
+    size_bytes: int
+    size_ratio: float
+    accuracy: float | None
+    top_k_accuracy: float | None
+    reference_accuracy: float | None
+    accuracy_drop: float | None
+    top1_agreement: float
+    max_abs_error: float
+    mean_abs_error: float
+    cosine: float
+    latency: LatencyStats | None
+    peak_rss_mb: float | None
+    threads: int
+    runtime: str
+    latency_note: str = ""
+    per_layer: tuple[LayerError, ...] | None = None
+
+    def to_dict(self) -> dict:
+        """JSON form (the ``results`` entries of the report)."""
+        d = {
+            "artifact": self.artifact, "format": self.format, "quant": self.quant, "size_bytes": self.size_bytes,
+            "size_ratio": self.size_ratio, "accuracy": self.accuracy, "top_k_accuracy": self.top_k_accuracy,
+            "reference_accuracy": self.reference_accuracy, "accuracy_drop": self.accuracy_drop,
+            "top1_agreement": self.top1_agreement, "max_abs_error": self.max_abs_error,
+            "mean_abs_error": self.mean_abs_error, "cosine": self.cosine,
+            "latency_ms": self.latency.to_dict() if self.latency else None,
+            "peak_rss_mb": self.peak_rss_mb, "threads": self.threads, "runtime": self.runtime,
+        }
+        if self.latency_note:
+            d["latency_note"] = self.latency_note
+        if self.per_layer is not None:
+            d["per_layer"] = [e.to_dict() for e in self.per_layer]
+        return d
+
+
+@dataclass(frozen=True)
+class ReferenceResult:
+    """The reference SavedModel's row: its accuracy and its TensorFlow latency."""
+
+    path: str
+    size_bytes: int
+    accuracy: float | None
+    top_k_accuracy: float | None
+    latency: LatencyStats | None
+    runtime: str
+    output: str
+
+    def to_dict(self) -> dict:
+        """JSON form (the ``reference`` object of the report)."""
+        return {"saved_model": self.path, "size_bytes": self.size_bytes, "accuracy": self.accuracy,
+                "top_k_accuracy": self.top_k_accuracy, "latency_ms": self.latency.to_dict() if self.latency else None,
+                "runtime": self.runtime, "output": self.output}
+
+
+@dataclass(frozen=True)
+class Report:
+    """A full eval: reference row, one result per artefact, data and machine description, settings."""
+
+    reference: ReferenceResult
+    results: tuple[ArtifactResult, ...]
+    data: dict
+    machine: dict
+    settings: dict
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict."""
+        return {"results": [r.to_dict() for r in self.results], "reference": self.reference.to_dict(),
+                "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes)}
+
+    def to_json(self) -> str:
+        """Pretty JSON."""
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    def to_html(self, failing: set[str] | None = None) -> str:
+        """Self-contained HTML page with the table and inline SVG charts (rows in ``failing`` highlighted)."""
+        from edge_tool.evaluate.html_report import render  # noqa: PLC0415
+
+        return render(self, failing)
+
+    def table_rows(self) -> list[list[str]]:
+        """The comparison table (reference first) as display strings, shared by terminal, Markdown and HTML."""
+        ref = self.reference
+        rows = [[f"{_short(ref.path)} (reference)", "SavedModel", "float32", _mb(ref.size_bytes), "1.00×",
+                 _pct(ref.accuracy), "—", "—", _ms(ref.latency, "p50"), _ms(ref.latency, "p99")]]
+        for r in self.results:
+            rows.append([r.artifact, r.format, r.quant, _mb(r.size_bytes), f"{r.size_ratio:.2f}×", _pct(r.accuracy),
+                         _pts(r.accuracy_drop), _pct(r.top1_agreement), _ms(r.latency, "p50"), _ms(r.latency, "p99")])
+        return rows
+
+    def to_markdown(self) -> str:
+        """A Markdown section: the table, then data, runtime and machine lines."""
+        head = "| " + " | ".join(TABLE_HEADERS) + " |"
+        sep = "|" + "|".join("---:" if h in NUMERIC else "---" for h in TABLE_HEADERS) + "|"
+        lines = ["## edgetool eval", "", head, sep]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in self.table_rows()]
+        lines += ["", *[f"- {line}" for line in self.footer_lines()]]
+        for r in self.results:
+            if r.per_layer:
+                lines += ["", f"### Worst quantized layers of {r.artifact} (rmse/scale)", "",
+                          "| op | tensor | rmse/scale | max abs error |", "|---|---|---:|---:|"]
+                lines += [f"| {e.op_name} | `{e.tensor_name}` | {e.rmse_over_scale:.3f} | {e.max_abs_error:.4g} |"
+                          for e in r.per_layer]
+        return "\n".join(lines) + "\n"
+
+    def footer_lines(self) -> list[str]:
+        """Data, timing settings, machine and notes, one sentence each."""
+        m, s = self.machine, self.settings
+        runs = f"{s['runs']} runs" if s.get("runs") else f"a {s['time_budget_s']} s budget"
+        return [
+            f"Data: {self.data.get('summary')} (reference output `{self.reference.output}`).",
+            f"Latency: batch 1, {s['threads']} thread(s), {s['warmup']} warm-up calls then {runs}; "
+            "p50/p99 of set_tensor+invoke+get_tensor with the LiteRT interpreter (TFJS rows: tfjs cpu backend in "
+            "Node, not a browser; reference row: TensorFlow).",
+            f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
+            f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
+            *self.notes,
+        ]
+
+
+TABLE_HEADERS = ["artifact", "format", "mode", "size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms"]
+NUMERIC = {"size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms"}
+
+
+def _short(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1] or path
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.2f}%"
+
+
+def _pts(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:+.2f} pt"
+
+
+def _ms(lat: LatencyStats | None, key: str) -> str:
+    return "—" if lat is None else f"{getattr(lat, key):.3f}"
