@@ -86,3 +86,29 @@ def uint8_model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("uint8") / "model"
     _run_script(_UINT8_MODEL_SCRIPT, out)
     return out
+
+
+_FLAT_MODEL_SCRIPT = """
+import sys, numpy as np, tensorflow as tf
+class Flat(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(np.random.default_rng(0).normal(size=(4, 3)).astype("float32"))
+        self.b = tf.Variable(np.array([0.1, -0.2, 0.05], dtype="float32"))
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="features")])
+    def serve(self, features):
+        return {"scores": tf.nn.softmax(tf.matmul(features, self.w) + self.b)}
+m = Flat()
+tf.saved_model.save(m, sys.argv[1], signatures={"serving_default": m.serve})
+open(sys.argv[1] + "/labels.txt", "w").write("setosa\\nversicolor\\nvirginica\\n")
+x = np.random.default_rng(1).normal(size=(16, 4)).astype("float32")
+np.savez(sys.argv[1] + "/eval.npz", x=x, y=m.serve(x)["scores"].numpy().argmax(1))
+"""
+
+
+@pytest.fixture(scope="session")
+def flat_model(tmp_path_factory) -> Path:
+    """A tiny tf.Module SavedModel: float32 'features' [None,4] -> softmax 'scores' [None,3], with labels.txt, eval.npz."""
+    out = tmp_path_factory.mktemp("flat") / "model"
+    _run_script(_FLAT_MODEL_SCRIPT, out)
+    return out

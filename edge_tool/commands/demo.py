@@ -1,0 +1,24 @@
+"""``edgetool demo``: an installable, offline PWA that runs the model in the browser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def command(
+    model: Path = typer.Argument(..., help="TFJS graph-model dir (model.json) or SavedModel dir (converted on the fly)."),
+    output: Path = typer.Option(..., "-o", "--output", help="Directory for the static site."),
+    labels: Path = typer.Option(None, "--labels", help="Class labels, one per line (default: labels.txt beside the model)."),
+    title: str = typer.Option(None, "--title", help="Page and app title (default: 'edgetool demo: MODEL-DIR-NAME')."),
+    force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory."),
+) -> None:
+    """Build a static offline PWA (tfjs wasm/webgl/cpu, drawing pad/upload/camera or form) for a model."""
+    from edge_tool.demo.site import DemoConfig, build_site  # noqa: PLC0415
+
+    report = build_site(DemoConfig(model=model, output=output, labels=labels, title=title, force=force))
+    typer.echo(
+        f"demo site ({report.input_kind} input, {len(report.files)} files, cache {report.cache_version}) "
+        f"written to {report.site}; serve it with: edgetool serve {report.site}"
+    )

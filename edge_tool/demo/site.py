@@ -1,0 +1,177 @@
+"""Build the static offline PWA site of ``edgetool demo`` from a tfjs graph model or a SavedModel."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edge_tool import __version__
+from edge_tool.demo import icons as icons_mod
+from edge_tool.demo import model as model_mod
+from edge_tool.demo.model import ModelKind
+from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
+from edge_tool.errors import UsageError, collect_and_raise
+from edge_tool.fsutil import atomic_dir, check_output_dir
+
+TEMPLATE_FILES = ("index.html", "app.js", "app.css")
+SW_TEMPLATE = "sw.template.js"
+CONFIG_NAME = "demo-config.json"
+MANIFEST_NAME = "manifest.webmanifest"
+SW_NAME = "sw.js"
+MARKER_FILES = ("index.html", CONFIG_NAME, MANIFEST_NAME, SW_NAME)  # what makes a dir a demo site
+MODEL_SUBDIR = "model"
+VENDOR_SUBDIR = "vendor"
+ICON_SUBDIR = "icons"
+MAX_TITLE = 80
+TOP_K = 3
+DRAW = {"foreground": "#ffffff", "background": "#000000", "strokeFraction": 0.09}  # digits: bright on dark
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """Inputs of one ``edgetool demo`` run; validated up front so nothing is written on bad input."""
+
+    model: Path
+    output: Path
+    labels: Path | None = None
+    title: str | None = None
+    force: bool = False
+
+    def __post_init__(self):
+        problems = []
+        if self.labels is not None and not Path(self.labels).is_file():
+            problems.append(f"--labels {self.labels} does not exist (expected one label per line).")
+        if self.title is not None and not (0 < len(self.title.strip()) <= MAX_TITLE):
+            problems.append(f"--title must be 1..{MAX_TITLE} characters, got {len(self.title.strip())}.")
+        if Path(self.output).resolve() == Path(self.model).resolve():
+            problems.append("-o must differ from the model directory.")
+        collect_and_raise(problems, UsageError, "edgetool demo cannot start:")
+
+
+@dataclass(frozen=True)
+class SiteReport:
+    """What was built."""
+
+    site: Path
+    model_kind: ModelKind
+    input_kind: str
+    cache_version: str
+    files: tuple[str, ...] = field(default_factory=tuple)
+
+
+def site_files(site: Path) -> list[str]:
+    """Every file of the site as a sorted list of '/'-separated paths relative to the site root."""
+    site = Path(site)
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+
+
+def content_version(site: Path, exclude: tuple[str, ...] = (SW_NAME,)) -> str:
+    """Hash of every site file's path and bytes (sw.js excluded): the service worker's cache version."""
+    digest = hashlib.sha256()
+    for rel in site_files(site):
+        if rel in exclude:
+            continue
+        digest.update(rel.encode() + b"\0" + hashlib.sha256((Path(site) / rel).read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def is_demo_site(path: Path) -> bool:
+    """True when ``path`` holds the files every edgetool demo site has."""
+    return Path(path).is_dir() and all((Path(path) / name).is_file() for name in MARKER_FILES)
+
+
+def _default_labels_path(model: Path) -> Path | None:
+    candidate = Path(model) / "labels.txt"
+    return candidate if candidate.is_file() else None
+
+
+def _precheck_saved_model(model: Path) -> tuple:
+    from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
+
+    sig = saved_model_signature(model)
+    ins = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.inputs)
+    outs = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.outputs)
+    return ins, outs
+
+
+def _place_model(cfg: DemoConfig, kind: ModelKind, dest: Path) -> None:
+    if kind is ModelKind.SAVED_MODEL:
+        from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
+
+        export_tfjs(Path(cfg.model), dest)
+        return
+    meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
+    dest.mkdir(parents=True)
+    for name in ["model.json", *model_mod.weight_files(meta)]:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(cfg.model) / name, dest / name)
+
+
+def _manifest(title: str, icon_entries: list[dict]) -> dict:
+    short = title if len(title) <= 12 else "edgetool"
+    return {
+        "id": "./", "name": title, "short_name": short,
+        "description": "A model converted by edgetool, running offline in the browser with TensorFlow.js.",
+        "start_url": "./", "scope": "./", "display": "standalone",
+        "theme_color": icons_mod.THEME, "background_color": icons_mod.THEME, "icons": icon_entries,
+    }
+
+
+def _page_config(title: str, input_spec: dict, output_spec: dict, labels: list[str], kind: ModelKind) -> dict:
+    return {
+        "title": title, "generator": f"edgetool {__version__}", "sourceFormat": kind.value,
+        "modelUrl": f"{MODEL_SUBDIR}/model.json", "wasmPath": f"{VENDOR_SUBDIR}/",
+        "runtime": pinned_versions(), "input": input_spec, "output": output_spec,
+        "labels": labels, "topK": min(TOP_K, len(labels)) if labels else TOP_K, "draw": dict(DRAW),
+    }
+
+
+def write_service_worker(site: Path) -> str:
+    """Write sw.js precaching every file of ``site`` (itself included); return the cache version."""
+    version = content_version(site)
+    files = sorted({*site_files(site), SW_NAME})
+    text = (web_demo_dir() / SW_TEMPLATE).read_text()
+    text = text.replace("'__VERSION__'", json.dumps(version)).replace("__PRECACHE__", json.dumps(files, indent=2))
+    (Path(site) / SW_NAME).write_text(text)
+    return version
+
+
+def build_site(cfg: DemoConfig) -> SiteReport:
+    """Assemble the demo site into ``cfg.output`` atomically; return a SiteReport."""
+    check_output_dir(Path(cfg.output), cfg.force)
+    runtime = vendored_files()
+    kind = model_mod.detect_model(Path(cfg.model))
+    if kind is ModelKind.SAVED_MODEL:
+        inputs, outputs = _precheck_saved_model(Path(cfg.model))
+    else:
+        _, inputs, outputs = model_mod.read_tfjs_model(Path(cfg.model))
+    model_mod.input_ui(inputs)
+    output_spec = model_mod.output_ui(outputs)
+    labels_path = cfg.labels or _default_labels_path(Path(cfg.model))
+    labels = model_mod.read_labels(labels_path, output_spec["classes"]) if labels_path else []
+    title = (cfg.title or f"edgetool demo: {Path(cfg.model).resolve().name}").strip()
+    template = web_demo_dir()
+
+    with atomic_dir(Path(cfg.output), cfg.force) as tmp:
+        _place_model(cfg, kind, tmp / MODEL_SUBDIR)
+        _, inputs, outputs = model_mod.read_tfjs_model(tmp / MODEL_SUBDIR)  # names as the tfjs graph knows them
+        input_spec = model_mod.input_ui(inputs)
+        output_spec = model_mod.output_ui(outputs)
+        for name in TEMPLATE_FILES:
+            shutil.copyfile(template / name, tmp / name)
+        index = (tmp / "index.html").read_text().replace("{{TITLE}}", html.escape(title))
+        (tmp / "index.html").write_text(index)
+        (tmp / VENDOR_SUBDIR).mkdir()
+        for name, src in runtime.items():
+            shutil.copyfile(src, tmp / VENDOR_SUBDIR / name)
+        icon_entries = icons_mod.write_icons(tmp / ICON_SUBDIR)
+        (tmp / MANIFEST_NAME).write_text(json.dumps(_manifest(title, icon_entries), indent=2) + "\n")
+        page = _page_config(title, input_spec, output_spec, labels, kind)
+        (tmp / CONFIG_NAME).write_text(json.dumps(page, indent=2) + "\n")
+        version = write_service_worker(tmp)
+        files = tuple(site_files(tmp))
+    return SiteReport(Path(cfg.output), kind, input_spec["kind"], version, files)

@@ -1,0 +1,158 @@
+"""Vendor the pinned TensorFlow.js runtime into ``web_demo/vendor/`` so demo sites never touch a CDN.
+
+``python -m edge_tool.demo.vendor [--quiet]`` runs ``npm ci`` in web_demo/ (only when the vendored files are
+missing or package-lock.json changed since they were copied) and copies the dist files the page loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from edge_tool.errors import UsageError
+
+VENDOR_COMMAND = "python -m edge_tool.demo.vendor"
+STAMP = ".lock-sha256"
+
+# site file name -> path under web_demo/node_modules
+VENDOR_FILES: dict[str, str] = {
+    "tf.min.js": "@tensorflow/tfjs/dist/tf.min.js",
+    "tf-backend-wasm.min.js": "@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js",
+    "tfjs-backend-wasm.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm",
+    "tfjs-backend-wasm-simd.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm",
+    "tfjs-backend-wasm-threaded-simd.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm",
+}
+PACKAGES = ("@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm")
+
+
+def web_demo_dir() -> Path:
+    """Directory of the web_demo template package (index.html, app.js, package.json, vendor/)."""
+    import importlib.resources  # noqa: PLC0415
+
+    try:
+        path = Path(str(importlib.resources.files("web_demo")))
+    except (ModuleNotFoundError, NotADirectoryError, TypeError):  # stale editable install: namespace package
+        import web_demo  # noqa: PLC0415
+
+        path = next((Path(p) for p in web_demo.__path__ if Path(p, "index.html").is_file()), Path(""))
+    if not (path / "index.html").is_file():
+        raise UsageError(f"The web_demo template is missing (looked in {path!s}); reinstall edgetool.")
+    return path
+
+
+def _lock_digest(root: Path) -> str:
+    lock = root / "package-lock.json"
+    if not lock.is_file():
+        raise UsageError(f"{lock} is missing; the tfjs runtime versions are pinned there (restore it from git).")
+    return hashlib.sha256(lock.read_bytes()).hexdigest()
+
+
+def pinned_versions(root: Path | None = None) -> dict[str, str]:
+    """Exact npm versions pinned in web_demo/package.json, e.g. {'@tensorflow/tfjs': '4.22.0'}."""
+    root = root or web_demo_dir()
+    deps = json.loads((root / "package.json").read_text())["dependencies"]
+    return {name: deps[name] for name in PACKAGES}
+
+
+def vendor_status(root: Path | None = None) -> str | None:
+    """None when web_demo/vendor/ holds every runtime file for the current lockfile, else what is wrong."""
+    root = root or web_demo_dir()
+    vendor = root / "vendor"
+    missing = [name for name in VENDOR_FILES if not (vendor / name).is_file()]
+    if missing:
+        return f"{vendor} lacks {', '.join(missing)}"
+    stamp = vendor / STAMP
+    if not stamp.is_file() or stamp.read_text().strip() != _lock_digest(root):
+        return f"{vendor} was vendored from a different web_demo/package-lock.json"
+    return None
+
+
+def vendored_files(root: Path | None = None) -> dict[str, Path]:
+    """Site file name -> vendored path; UsageError naming the command to run when they are missing or stale."""
+    root = root or web_demo_dir()
+    problem = vendor_status(root)
+    if problem:
+        raise UsageError(
+            f"The TensorFlow.js runtime is not vendored ({problem}). Run `{VENDOR_COMMAND}` "
+            f"(scripts/setup.sh does it; needs node + npm) and try again."
+        )
+    return {name: root / "vendor" / name for name in VENDOR_FILES}
+
+
+def _npm_ci(root: Path, quiet: bool) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise UsageError("npm is not on PATH; install Node.js 20+ (with npm) to vendor the tfjs runtime.")
+    cmd = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"]
+    if quiet:
+        cmd.append("--loglevel=error")
+    proc = subprocess.run(cmd, cwd=root, capture_output=quiet, text=True)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout or "")[-2000:] if quiet else ""
+        raise UsageError(f"`npm ci` in {root} failed (exit {proc.returncode}).\n{detail}".rstrip())
+
+
+def _check_installed(root: Path) -> None:
+    for name, version in pinned_versions(root).items():
+        meta = root / "node_modules" / name / "package.json"
+        found = json.loads(meta.read_text()).get("version") if meta.is_file() else None
+        if found != version:
+            raise UsageError(f"{name} in {root}/node_modules is {found or 'missing'}; expected {version} after npm ci.")
+
+
+def ensure_vendored(root: Path | None = None, quiet: bool = False) -> bool:
+    """Vendor the runtime if missing or stale; return True when files were (re)copied."""
+    root = root or web_demo_dir()
+    if vendor_status(root) is None:
+        if not quiet:
+            print(f"tfjs runtime already vendored in {root / 'vendor'}")
+        return False
+    node_modules = root / "node_modules"
+    stamp = node_modules / ".edgetool-lock-sha256"
+    digest = _lock_digest(root)
+    have_sources = all((node_modules / src).is_file() for src in VENDOR_FILES.values())
+    if not (have_sources and stamp.is_file() and stamp.read_text().strip() == digest):
+        _npm_ci(root, quiet)
+        stamp.write_text(digest + "\n")
+    _check_installed(root)
+    tmp = Path(tempfile.mkdtemp(prefix=".vendor.tmp-", dir=root))
+    try:
+        for name, src in VENDOR_FILES.items():
+            shutil.copyfile(node_modules / src, tmp / name)
+        (tmp / STAMP).write_text(digest + "\n")
+        os.chmod(tmp, 0o755)
+        old = root / "vendor"
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(tmp, old)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if not quiet:
+        versions = ", ".join(f"{k}@{v}" for k, v in pinned_versions(root).items())
+        print(f"vendored {versions} into {root / 'vendor'}")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m edge_tool.demo.vendor``."""
+    parser = argparse.ArgumentParser(prog=VENDOR_COMMAND, description=__doc__.splitlines()[0])
+    parser.add_argument("--quiet", action="store_true", help="Print only errors.")
+    args = parser.parse_args(argv)
+    try:
+        ensure_vendored(quiet=args.quiet)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+"""End to end in real Chromium: the demo site served by `edgetool serve` predicts like TensorFlow, installs, works offline."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO, run_edgetool
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+N_SAMPLES = 24
+PROB_TOL = 1e-3
+ARTIFACTS = REPO / "test-artifacts"
+
+
+def _require_chromium() -> None:
+    if CHROMIUM.is_file():
+        return
+    if os.environ.get("EDGETOOL_ALLOW_NO_BROWSER") == "1":
+        pytest.skip("EDGETOOL_ALLOW_NO_BROWSER=1 and /usr/bin/chromium is missing")
+    pytest.fail("/usr/bin/chromium is missing: install it with `apt-get install -y chromium` "
+                "(or set EDGETOOL_ALLOW_NO_BROWSER=1 to skip the browser tests)")
+
+
+@pytest.fixture(scope="module")
+def site(digits_model, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("browser") / "site"
+    proc = run_edgetool("demo", digits_model, "-o", out, "--title", "Digits demo")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def url(site):
+    from edge_tool.serve import start_server
+
+    server, thread, url = start_server(site, "127.0.0.1", 0)
+    yield url
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def browser_context(tmp_path_factory):
+    """A persistent (non-incognito) Chromium profile, so installability is judged as for a normal window."""
+    _require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM),
+            args=FLAGS, headless=True, viewport={"width": 1100, "height": 720},
+        )
+        yield context
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser_context, url):
+    """The demo page, loaded and ready; page.requests records every URL it asked for."""
+    page = browser_context.new_page()
+    page.requests = []
+    page.errors = []
+    page.on("request", lambda r: page.requests.append(r.url))
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.goto(url)
+    page.evaluate("window.edgetool.ready")
+    yield page
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def samples(digits_model):
+    """N held-out digits and TensorFlow's probabilities for them (serving signature of the SavedModel)."""
+    from edge_tool.modelio import load_serving_fn
+
+    data = np.load(digits_model / "eval.npz")
+    x = data["x"][:N_SAMPLES].astype(np.float32)
+    _, fn, info = load_serving_fn(digits_model)
+    out = fn(**{info.inputs[0].name: x})
+    probs = np.asarray(out[info.outputs[0].name])
+    return x, probs
+
+
+@pytest.fixture(scope="module")
+def open_site(browser_context):
+    """Serve another demo site on its own port (own origin, own service worker) and open it; cleaned up at the end."""
+    from edge_tool.serve import start_server
+
+    opened = []
+
+    def _open(site: Path):
+        server, thread, url = start_server(site, "127.0.0.1", 0)
+        extra = browser_context.new_page()
+        extra.requests = []
+        extra.on("request", lambda r: extra.requests.append(r.url))
+        opened.append((server, thread, extra))
+        extra.goto(url)
+        extra.evaluate("window.edgetool.ready")
+        return extra, url
+
+    yield _open
+    for server, thread, extra in opened:
+        extra.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _tf_probs(model_dir: Path, x: np.ndarray) -> np.ndarray:
+    from edge_tool.modelio import load_serving_fn
+
+    _, fn, info = load_serving_fn(model_dir)
+    return np.asarray(fn(**{info.inputs[0].name: x})[info.outputs[0].name])
+
+
+def _predict_all(page, x) -> tuple[np.ndarray, list[dict]]:
+    results = page.evaluate(
+        "async (xs) => { const out = []; for (const v of xs) out.push(await window.edgetool.predict(v)); return out; }",
+        [s.ravel().tolist() for s in x],
+    )
+    return np.array([r["probabilities"] for r in results]), results
+
+
+def _assert_matches_tf(probs_js: np.ndarray, probs_tf: np.ndarray) -> None:
+    disagreements = int((probs_js.argmax(1) != probs_tf.argmax(1)).sum())
+    assert disagreements <= 1, f"{disagreements} of {len(probs_tf)} top-1 predictions differ from TensorFlow"
+    worst = float(np.abs(probs_js - probs_tf).max())
+    assert worst <= PROB_TOL, f"max |p_tfjs - p_tf| = {worst:.2e} > {PROB_TOL}"
+
+
+def _assert_same_origin(page, url) -> None:
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
+    foreign = [u for u in page.requests if not u.removeprefix("blob:").startswith(origin + "/")]
+    assert not foreign, f"requests left {origin}: {foreign[:5]}"
+    assert page.requests, "no request recorded at all"
+
+
+def _screenshot(page, name: str, tmp_path: Path) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / name
+    page.screenshot(path=str(shot), full_page=True)
+    shutil.copyfile(shot, tmp_path / name)
+    return shot
+
+
+def test_auto_backend_predicts_like_tensorflow(page, url, samples, tmp_path):
+    x, probs_tf = samples
+    info = page.evaluate("window.edgetool.ready")
+    assert info["backend"] in info["backends"] and set(info["backends"]) <= {"wasm", "webgl", "cpu"}
+    assert "wasm" in info["backends"] and "cpu" in info["backends"]
+    probs_js, results = _predict_all(page, x)
+    _assert_matches_tf(probs_js, probs_tf)
+    first = results[0]
+    assert first["backend"] == info["backend"] and first["ms"] > 0
+    assert [t["label"] for t in first["top"]][0] == str(int(probs_tf[0].argmax()))
+    assert first["top"][0]["probability"] == pytest.approx(float(probs_tf[0].max()), abs=PROB_TOL)
+    shot = _screenshot(page, "demo-prediction.png", tmp_path)
+    assert shot.stat().st_size > 10_000
+    assert page.locator("#top li").count() == 3
+    assert page.locator("#latency").inner_text().endswith("ms")
+    assert page.errors == []
+    _assert_same_origin(page, url)
+
+
+@pytest.mark.parametrize("backend", ["wasm", "cpu", "webgl"])
+def test_every_backend_predicts_like_tensorflow(page, url, samples, backend):
+    x, probs_tf = samples
+    available = page.evaluate("window.edgetool.backends")
+    if backend not in available:
+        assert backend == "webgl", available  # wasm and cpu always work; webgl depends on the GPU stack
+        pytest.skip(f"webgl is not available in this Chromium ({available})")
+    assert page.evaluate("(b) => window.edgetool.setBackend(b)", backend) == backend
+    probs_js, results = _predict_all(page, x[:8])
+    assert {r["backend"] for r in results} == {backend}
+    assert page.locator("#backend").input_value() == backend
+    _assert_matches_tf(probs_js, probs_tf[:8])
+    _assert_same_origin(page, url)
+
+
+def test_wasm_backend_is_cross_origin_isolated(page):
+    assert page.evaluate("window.crossOriginIsolated") is True  # COOP/COEP from edgetool serve: wasm threads
+
+
+def test_drawing_on_the_canvas_predicts(page, url, tmp_path):
+    page.click("#clear")
+    assert page.locator("#top li").count() == 0
+    box = page.locator("#pad").bounding_box()
+    cx, top, bottom = box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.15, box["y"] + box["height"] * 0.85
+    page.mouse.move(cx - box["width"] * 0.1, top + box["height"] * 0.1)
+    page.mouse.down()
+    page.mouse.move(cx, top, steps=5)
+    page.mouse.move(cx, bottom, steps=15)
+    page.mouse.up()
+    page.wait_for_function("document.querySelectorAll('#top li').length === 3")
+    labels = page.locator("#top li .label").all_inner_texts()
+    config_labels = page.evaluate("window.edgetool.config.labels")
+    assert len(labels) == 3 and set(labels) <= set(config_labels)
+    percents = [float(t.rstrip("%")) for t in page.locator("#top li .p").all_inner_texts()]
+    assert percents == sorted(percents, reverse=True) and 0 < sum(percents) <= 100.2
+    lit = page.evaluate("""() => { const c = document.getElementById('preview');
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] > 64) n++; return n; }""")
+    assert 2 <= lit < 40, f"{lit} of 64 model-input pixels lit by a single vertical stroke"
+    _screenshot(page, "demo-drawing.png", tmp_path)
+    _assert_same_origin(page, url)
+
+
+def test_installable_service_worker_and_offline_reload(browser_context, page, url, samples):
+    x, probs_tf = samples
+    online, _ = _predict_all(page, x)
+    assert page.evaluate("navigator.serviceWorker.ready.then((r) => r.active.state)") == "activated"
+    page.reload()
+    page.evaluate("window.edgetool.ready")
+    assert page.evaluate("navigator.serviceWorker.controller !== null")
+    cdp = browser_context.new_cdp_session(page)
+    errors = cdp.send("Page.getInstallabilityErrors")["installabilityErrors"]
+    assert errors == [], errors
+    manifest = cdp.send("Page.getAppManifest")
+    assert manifest["url"].endswith("/manifest.webmanifest") and not manifest.get("errors")
+    browser_context.set_offline(True)
+    try:
+        page.reload()
+        page.evaluate("window.edgetool.ready")
+        probe = "fetch('offline-probe.txt', {cache: 'no-store'}).then(() => 'network', () => 'offline')"
+        assert page.evaluate(probe) == "offline"  # the reload above was served by the service worker alone
+        offline, _ = _predict_all(page, x)
+    finally:
+        browser_context.set_offline(False)
+    np.testing.assert_allclose(offline, online, atol=1e-6)
+    _assert_matches_tf(offline, probs_tf)
+    _assert_same_origin(page, url)
+
+
+def test_uint8_input_model_is_cast_and_predicts_like_tensorflow(uint8_model, open_site, tmp_path):
+    site = tmp_path / "site"
+    proc = run_edgetool("demo", uint8_model, "-o", site)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    page, url = open_site(site)
+    assert page.evaluate("window.edgetool.config.input.tfjsDtype") == "int32"
+    x = np.load(uint8_model / "eval.npz")["x"][:N_SAMPLES]
+    assert x.dtype == np.uint8
+    probs_js, _ = _predict_all(page, x.astype(np.float64))
+    _assert_matches_tf(probs_js, _tf_probs(uint8_model, x))
+    _assert_same_origin(page, url)
+
+
+def test_flat_input_form_predicts_like_tensorflow(flat_model, open_site, tmp_path):
+    site = tmp_path / "site"
+    proc = run_edgetool("demo", flat_model, "-o", site)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    page, url = open_site(site)
+    x = np.load(flat_model / "eval.npz")["x"]
+    probs_tf = _tf_probs(flat_model, x)
+    probs_js, _ = _predict_all(page, x)
+    _assert_matches_tf(probs_js, probs_tf)
+    assert page.locator("#pad").is_hidden() and page.locator("#fields input").count() == 4
+    for i, value in enumerate(x[0]):
+        page.fill(f"#fields input[name=f{i}]", repr(float(value)))
+    page.locator("#top li").first.wait_for()  # the API predictions above already rendered; refresh from the form:
+    page.evaluate("document.getElementById('top').replaceChildren()")
+    page.click("#flat-input button[type=submit]")
+    page.wait_for_function("document.querySelectorAll('#top li').length === 3")
+    labels = page.locator("#top li .label").all_inner_texts()
+    expected = [["setosa", "versicolor", "virginica"][i] for i in np.argsort(-probs_tf[0])]
+    assert labels == expected
+    percents = [float(t.rstrip("%")) for t in page.locator("#top li .p").all_inner_texts()]
+    np.testing.assert_allclose(percents, np.sort(probs_tf[0])[::-1] * 100, atol=0.051)
+    _screenshot(page, "demo-flat-form.png", tmp_path)
+    _assert_same_origin(page, url)
+
+
+def _wait_for(page, expression: str, arg, timeout_s: float = 60.0):
+    """Poll an async page expression until it returns something truthy (bounded); return that value."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = page.evaluate(expression, arg)
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {expression}")
+
+
+def test_rebuilt_site_replaces_the_old_cache(page, site, digits_model, url):
+    before = page.evaluate("caches.keys()")
+    assert len(before) == 1 and before[0].startswith("edgetool-demo:")
+    proc = run_edgetool("demo", digits_model, "-o", site, "--force", "--title", "Digits demo v2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    new_version = (site / "sw.js").read_text().split('const VERSION = "')[1].split('"')[0]
+    assert not before[0].endswith(new_version)
+    page.evaluate("navigator.serviceWorker.getRegistration().then((r) => r.update())")
+    _wait_for(page, "async (v) => { const k = await caches.keys(); return k.length === 1 && k[0].endsWith(':' + v); }",
+              new_version)
+    page.reload()
+    page.evaluate("window.edgetool.ready")
+    assert page.title() == "Digits demo v2"
+    keys = page.evaluate("caches.keys()")
+    assert len(keys) == 1 and keys[0].endswith(":" + new_version), keys
+    _assert_same_origin(page, url)

@@ -1,0 +1,244 @@
+"""edgetool demo: the static PWA site (files, manifest, icons, service worker, page config) and its refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from edge_tool.cli import app
+from edge_tool.demo import vendor
+from edge_tool.demo.site import content_version, site_files
+from tests.conftest import run_edgetool
+
+RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}
+FIXED_FILES = {"index.html", "app.js", "app.css", "demo-config.json", "manifest.webmanifest", "sw.js",
+               "icons/icon-192.png", "icons/icon-512.png", "icons/icon-maskable-512.png", "model/model.json"} | RUNTIME
+
+
+def sw_precache(site: Path) -> tuple[str, list[str]]:
+    """(VERSION, PRECACHE list) parsed out of the generated sw.js."""
+    text = (site / "sw.js").read_text()
+    version = re.search(r"const VERSION = \"([0-9a-f]+)\";", text).group(1)
+    precache = json.loads(re.search(r"const PRECACHE = (\[.*?\]);", text, re.S).group(1))
+    return version, precache
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def tfjs_models(digits_model, tmp_path_factory) -> dict[str, Path]:
+    """The digits model converted to tfjs twice: float32 weights and float16 weights."""
+    from edge_tool.convert.tfjs import export_tfjs
+
+    root = tmp_path_factory.mktemp("tfjs")
+    export_tfjs(digits_model, root / "fp32")
+    export_tfjs(digits_model, root / "fp16", weight_quant="float16")
+    return {"fp32": root / "fp32", "fp16": root / "fp16"}
+
+
+@pytest.fixture(scope="module")
+def saved_model_site(digits_model, tmp_path_factory) -> Path:
+    """Site built by the CLI from the SavedModel (converted on the fly, labels.txt picked up)."""
+    site = tmp_path_factory.mktemp("sites") / "site"
+    proc = run_edgetool("demo", digits_model, "-o", site, "--title", "Digits <demo>")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "edgetool serve" in proc.stdout
+    return site
+
+
+@pytest.fixture(scope="module")
+def two_input_model(tmp_path_factory) -> Path:
+    """A tiny tf.Module SavedModel with two inputs (a, b), which the demo page cannot drive."""
+    from edge_tool.env import import_tf
+
+    tf = import_tf()
+
+    class TwoInputs(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="a"),
+                                      tf.TensorSpec([None, 2], tf.float32, name="b")])
+        def serve(self, a, b):
+            return {"scores": a + b}
+
+    path = tmp_path_factory.mktemp("two") / "model"
+    two = TwoInputs()
+    tf.saved_model.save(two, str(path), signatures={"serving_default": two.serve})
+    return path
+
+
+def test_site_holds_page_runtime_model_icons_and_nothing_else(saved_model_site):
+    files = set(site_files(saved_model_site))
+    shards = {f for f in files if f.startswith("model/") and f.endswith(".bin")}
+    assert shards, files
+    assert files == FIXED_FILES | shards
+    for name, src in vendor.vendored_files().items():
+        assert digest(saved_model_site / "vendor" / name) == digest(src)
+
+
+def test_manifest_is_installable_shape(saved_model_site):
+    manifest = json.loads((saved_model_site / "manifest.webmanifest").read_text())
+    assert manifest["name"] == "Digits <demo>"
+    assert 0 < len(manifest["short_name"]) <= 12
+    assert manifest["start_url"] == "./" and manifest["scope"] == "./"
+    assert manifest["display"] == "standalone"
+    assert re.fullmatch(r"#[0-9a-f]{6}", manifest["theme_color"])
+    assert re.fullmatch(r"#[0-9a-f]{6}", manifest["background_color"])
+    by_purpose = {(i["sizes"], i["purpose"]) for i in manifest["icons"]}
+    assert {("192x192", "any"), ("512x512", "any"), ("512x512", "maskable")} <= by_purpose
+    for icon in manifest["icons"]:
+        with Image.open(saved_model_site / icon["src"]) as img:
+            assert img.format == "PNG" and icon["type"] == "image/png"
+            assert f"{img.width}x{img.height}" == icon["sizes"]
+            if icon["purpose"] == "maskable":  # full-bleed: no transparent corners to be cropped badly
+                assert img.convert("RGBA").getpixel((0, 0))[3] == 255
+
+
+def test_index_escapes_title_and_links_only_site_files(saved_model_site):
+    index = (saved_model_site / "index.html").read_text()
+    assert "<title>Digits &lt;demo&gt;</title>" in index
+    assert '<link rel="manifest" href="manifest.webmanifest">' in index
+    refs = re.findall(r'(?:src|href)="([^"]+)"', index)
+    assert refs and all((saved_model_site / r).is_file() for r in refs), refs
+
+
+def test_service_worker_precaches_every_site_file(saved_model_site):
+    version, precache = sw_precache(saved_model_site)
+    assert sorted(precache) == site_files(saved_model_site)
+    assert version == content_version(saved_model_site)
+
+
+def test_page_config_describes_the_signature(saved_model_site, digits_model):
+    config = json.loads((saved_model_site / "demo-config.json").read_text())
+    inp, out = config["input"], config["output"]
+    assert (inp["kind"], inp["height"], inp["width"], inp["channels"]) == ("image", 8, 8, 1)
+    assert (inp["name"], inp["dtype"], inp["tfjsDtype"], inp["shape"]) == ("pixels", "float32", "float32", [None, 8, 8, 1])
+    assert inp["range"] == [0, 255]
+    assert out["classes"] == 10 and out["shape"] == [None, 10]
+    assert config["labels"] == (digits_model / "labels.txt").read_text().split()
+    assert config["runtime"] == {"@tensorflow/tfjs": "4.22.0", "@tensorflow/tfjs-backend-wasm": "4.22.0"}
+    model_json = json.loads((saved_model_site / config["modelUrl"]).read_text())
+    assert inp["tensor"] == model_json["signature"]["inputs"]["pixels"]["name"]
+    assert out["tensor"] == model_json["signature"]["outputs"]["probs"]["name"]
+
+
+def test_tfjs_input_is_copied_and_cache_name_follows_the_model(tfjs_models, tmp_path):
+    runner = CliRunner()
+    sites = {}
+    for name, args in {"a": ["fp32"], "b": ["fp32"], "c": ["fp16"]}.items():
+        sites[name] = tmp_path / name
+        result = runner.invoke(app, ["demo", str(tfjs_models[args[0]]), "-o", str(sites[name])])
+        assert result.exit_code == 0, result.output
+    for rel in ["model.json", "group1-shard1of1.bin"]:
+        assert digest(sites["a"] / "model" / rel) == digest(tfjs_models["fp32"] / rel)
+    versions = {name: sw_precache(site)[0] for name, site in sites.items()}
+    assert versions["a"] == versions["b"]  # deterministic build
+    assert versions["a"] != versions["c"]  # new weights -> new cache, old one deleted on activate
+    config = json.loads((sites["a"] / "demo-config.json").read_text())
+    assert config["labels"] == [] and config["sourceFormat"] == "tfjs-graph-model"
+
+
+def test_force_replaces_an_existing_site(tfjs_models, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "old.txt").write_text("old")
+    result = CliRunner().invoke(app, ["demo", str(tfjs_models["fp32"]), "-o", str(site), "--force",
+                                      "--labels", str(Path(__file__).parent / "data" / "nonexistent.txt")])
+    assert result.exit_code == 2 and (site / "old.txt").is_file()  # bad --labels: nothing touched
+    labels = tmp_path / "labels.txt"
+    labels.write_text("\n".join(f"digit {i}" for i in range(10)))
+    result = CliRunner().invoke(app, ["demo", str(tfjs_models["fp32"]), "-o", str(site), "--force", "--labels", str(labels)])
+    assert result.exit_code == 0, result.output
+    assert not (site / "old.txt").exists()
+    assert json.loads((site / "demo-config.json").read_text())["labels"][3] == "digit 3"
+
+
+def test_flat_input_model_gets_a_form(flat_model, tmp_path):
+    result = CliRunner().invoke(app, ["demo", str(flat_model), "-o", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "s" / "demo-config.json").read_text())
+    assert (config["input"]["kind"], config["input"]["features"]) == ("flat", 4)
+    assert config["labels"] == ["setosa", "versicolor", "virginica"]
+
+
+def _assert_refused(args: list[str], out: Path, *needles: str) -> None:
+    result = CliRunner().invoke(app, ["demo", *args, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    for needle in needles:
+        assert needle in text, text
+    siblings = [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]
+    assert siblings == []  # no temp dirs left behind
+
+
+def test_missing_model_is_refused(tmp_path):
+    _assert_refused([str(tmp_path / "nope")], tmp_path / "site", "nothing is there")
+    assert not (tmp_path / "site").exists()
+
+
+def test_directory_that_is_no_model_is_refused(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "notes.txt").write_text("x")
+    _assert_refused([str(tmp_path / "m")], tmp_path / "site", "model.json", "saved_model.pb", "notes.txt")
+    assert not (tmp_path / "site").exists()
+
+
+def test_existing_site_without_force_is_refused_untouched(tfjs_models, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "keep.txt").write_text("keep")
+    _assert_refused([str(tfjs_models["fp32"])], site, "--force")
+    assert [p.name for p in site.iterdir()] == ["keep.txt"]
+
+
+def test_label_count_mismatch_is_refused(tfjs_models, tmp_path):
+    labels = tmp_path / "labels.txt"
+    labels.write_text("a\nb\n")
+    _assert_refused([str(tfjs_models["fp32"]), "--labels", str(labels)], tmp_path / "site", "2 labels", "10 classes")
+    assert not (tmp_path / "site").exists()
+
+
+def test_two_input_model_is_refused(two_input_model, tmp_path):
+    _assert_refused([str(two_input_model)], tmp_path / "site", "exactly one input", "a, b")
+    assert not (tmp_path / "site").exists()
+
+
+def test_missing_runtime_names_the_vendor_command(tfjs_models, tmp_path, monkeypatch):
+    template = tmp_path / "template"
+    template.mkdir()
+    src = vendor.web_demo_dir()
+    for name in ["index.html", "package.json", "package-lock.json"]:
+        shutil.copyfile(src / name, template / name)
+    monkeypatch.setattr(vendor, "web_demo_dir", lambda: template)
+    _assert_refused([str(tfjs_models["fp32"])], tmp_path / "site", "python -m edge_tool.demo.vendor", "not vendored")
+    assert not (tmp_path / "site").exists()
+
+
+def test_vendor_status_tracks_the_lockfile(tmp_path):
+    src = vendor.web_demo_dir()
+    assert vendor.vendor_status(src) is None  # scripts/setup.sh vendored the pinned runtime
+    assert vendor.ensure_vendored(src, quiet=True) is False  # up to date: no npm run, no copy
+    copy = tmp_path / "web_demo"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("node_modules"))
+    assert vendor.vendor_status(copy) is None
+    lock = json.loads((copy / "package-lock.json").read_text())
+    lock["name"] = "changed"
+    (copy / "package-lock.json").write_text(json.dumps(lock))
+    assert "different web_demo/package-lock.json" in vendor.vendor_status(copy)
+    (copy / "vendor" / "tf.min.js").unlink()
+    assert "tf.min.js" in vendor.vendor_status(copy)
+
+
+def test_package_json_pins_exact_versions():
+    root = vendor.web_demo_dir()
+    assert vendor.pinned_versions(root) == {"@tensorflow/tfjs": "4.22.0", "@tensorflow/tfjs-backend-wasm": "4.22.0"}
+    lock = json.loads((root / "package-lock.json").read_text())
+    for name, version in vendor.pinned_versions(root).items():
+        assert lock["packages"][f"node_modules/{name}"]["version"] == version
