@@ -8,6 +8,9 @@ from pathlib import Path
 
 from edge_tool.errors import collect_and_raise
 
+MAX_REPLICAS = 8
+MAX_WORKERS = 8
+
 
 class Strategy(str, Enum):
     """Distribution strategies ``train`` can run under."""
@@ -39,14 +42,19 @@ class TrainConfig:
         object.__setattr__(self, "output_dir", Path(self.output_dir))
         object.__setattr__(self, "strategy", Strategy(self.strategy))
         problems = []
-        if self.replicas < 1:
-            problems.append(f"--replicas must be >= 1, got {self.replicas}.")
-        if self.workers < 1:
-            problems.append(f"--workers must be >= 1, got {self.workers}.")
+        if not 1 <= self.replicas <= MAX_REPLICAS:
+            problems.append(f"--replicas must be between 1 and {MAX_REPLICAS}, got {self.replicas}.")
+        if not 1 <= self.workers <= MAX_WORKERS:
+            problems.append(f"--workers must be between 1 and {MAX_WORKERS} (each is a process/server on this "
+                            f"machine), got {self.workers}.")
         if self.epochs < 1:
             problems.append(f"--epochs must be >= 1, got {self.epochs}.")
         if self.batch_size < 1:
             problems.append(f"--batch-size must be >= 1, got {self.batch_size}.")
+        split = {Strategy.MIRRORED: self.replicas, Strategy.MULTIWORKER: self.workers}.get(self.strategy, 1)
+        if 1 <= split <= max(MAX_REPLICAS, MAX_WORKERS) and 1 <= self.batch_size < split:
+            problems.append(f"--batch-size {self.batch_size} cannot be split across {split} replicas; "
+                            f"use a global batch of at least {split}.")
         if not self.learning_rate > 0:
             problems.append(f"learning rate must be > 0, got {self.learning_rate}.")
         collect_and_raise(problems, header="Invalid training options:")
@@ -70,3 +78,5 @@ class TrainResult:
     epochs: int
     seconds: float
     history: tuple[dict, ...] = field(default_factory=tuple)
+    detail: str = ""  # e.g. "2 worker processes" / "2 workers + 1 ps (in-process)"
+    wrote_output: bool = True  # False for a non-chief multiworker task joined via TF_CONFIG

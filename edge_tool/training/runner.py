@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 
 
 from edge_tool.env import import_tf
-from edge_tool.fsutil import atomic_dir
+from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.training.config import Strategy, TrainConfig, TrainResult
 from edge_tool.training.data import DigitsSplit, load_digits_split, make_dataset
 from edge_tool.training.export import save_keras_model, write_sidecars
@@ -30,8 +31,20 @@ def _progress_callback(keras, verbose: bool):
     return EpochLine()
 
 
-def fit_and_evaluate(tf, strategy, config: TrainConfig, split: DigitsSplit):
-    """Build the model under ``strategy``, fit on the train split, return (model, eval accuracy, history)."""
+def _with_shard_policy(tf, ds, shard_policy: str | None):
+    if shard_policy is None:
+        return ds
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = getattr(tf.data.experimental.AutoShardPolicy, shard_policy)
+    return ds.with_options(options)
+
+
+def fit_and_evaluate(tf, strategy, config: TrainConfig, split: DigitsSplit, shard_policy: str | None = None,
+                     extra_callbacks: list | None = None):
+    """Build the model under ``strategy``, fit on the train split, return (model, eval accuracy, history).
+
+    ``shard_policy`` (an AutoShardPolicy name, e.g. "DATA") is set on both datasets for multi-worker runs.
+    """
     import tf_keras as keras  # noqa: PLC0415
 
     tf.keras.utils.set_random_seed(config.seed)
@@ -40,12 +53,13 @@ def fit_and_evaluate(tf, strategy, config: TrainConfig, split: DigitsSplit):
         model = build_model(keras, config.learning_rate, decay_steps=steps)
     train_ds = make_dataset(tf, split.x_train, split.y_train, config.batch_size, config.seed, training=True)
     eval_ds = make_dataset(tf, split.x_eval, split.y_eval, config.batch_size, config.seed, training=False)
+    train_ds, eval_ds = (_with_shard_policy(tf, d, shard_policy) for d in (train_ds, eval_ds))
     hist = model.fit(
         train_ds,
         validation_data=eval_ds,
         epochs=config.epochs,
         verbose=0,
-        callbacks=[_progress_callback(keras, config.verbose)],
+        callbacks=[_progress_callback(keras, config.verbose), *(extra_callbacks or [])],
     )
     _, acc = model.evaluate(eval_ds, verbose=0)
     history = tuple(
@@ -79,10 +93,23 @@ def train_local(config: TrainConfig) -> TrainResult:
 
 
 def train(config: TrainConfig) -> TrainResult:
-    """Train under ``config.strategy``; dispatches to the in-process or multi-process runner."""
+    """Train under ``config.strategy``; dispatches to the in-process, local-cluster or TF_CONFIG runner.
+
+    multiworker: with TF_CONFIG set this process joins that cluster as its task; without it,
+    ``config.workers`` local worker processes are started. parameter-server: in-process cluster.
+    """
+    tf_config = os.environ.get("TF_CONFIG", "").strip()
+    if config.strategy is Strategy.MULTIWORKER and tf_config:
+        from edge_tool.training.multiworker import train_joined  # noqa: PLC0415
+
+        return train_joined(config, tf_config)  # the chief checks -o itself; other tasks never write it
+    check_output_dir(config.output_dir, config.force)  # fail fast, before TensorFlow is imported
     if config.strategy in (Strategy.DEFAULT, Strategy.ONE_DEVICE, Strategy.MIRRORED):
         return train_local(config)
-    raise NotImplementedError(config.strategy)
+    if config.strategy is Strategy.MULTIWORKER:
+        from edge_tool.training.launcher import train_local_cluster  # noqa: PLC0415
 
+        return train_local_cluster(config)
+    from edge_tool.training.parameter_server import train_parameter_server  # noqa: PLC0415
 
-
+    return train_parameter_server(config)
