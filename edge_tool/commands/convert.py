@@ -10,7 +10,8 @@ from edge_tool.errors import UsageError
 
 QUANT_HELP = (
     "Quantization mode(s): fp32, fp16, dynamic, int8, int16x8, qat; repeat the option or give a comma list; "
-    "'all' = every mode that needs no training data (plus qat with --train-data). "
+    "'all' = every mode that needs no training data (plus qat with --train-data); "
+    "'auto' = the best candidate within --max-drop on --eval-data (see --objective). "
     "Default: fp32, or all with --format all."
 )
 
@@ -49,8 +50,19 @@ def command(
     allow_select_tf_ops: bool = typer.Option(False, "--allow-select-tf-ops", help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate."),
     seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
     force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory."),
+    max_drop: float = typer.Option(None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."),
+    eval_data: Path = typer.Option(None, "--eval-data", help="--quant auto: labelled data (x, y) the budget is measured on."),
+    objective: str = typer.Option("size", "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),
+    threads: int = typer.Option(1, "--threads", help="--quant auto: LiteRT threads for the p50 latency."),
+    max_float_layers: int = typer.Option(3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."),
 ) -> None:
-    """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat) and/or a TFJS graph model."""
+    """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop) and/or TFJS."""
+    if _is_auto(quant):
+        _run_auto(model, output, output_format, calibration, samples, io_type, train_data, qat_epochs, seed, force,
+                  max_drop, eval_data, objective, threads, max_float_layers)
+        return
+    if max_drop is not None or eval_data is not None:
+        raise UsageError("--max-drop and --eval-data belong to --quant auto; evaluate other modes with edgetool eval.")
     from edge_tool.convert.config import ConvertConfig, IOType, OutputFormat, TfjsQuant  # noqa: PLC0415
 
     problems = []
@@ -75,6 +87,39 @@ def command(
 
     result = convert(config)
     _print_result(result)
+
+
+def _is_auto(values: list[str] | None) -> bool:
+    raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
+    if "auto" in raw and raw != ["auto"]:
+        raise UsageError(f"--quant auto chooses among the modes itself; give it alone, got {', '.join(raw)}.")
+    return raw == ["auto"]
+
+
+def _run_auto(model, output, output_format, calibration, samples, io_type, train_data, qat_epochs, seed, force,
+              max_drop, eval_data, objective, threads, max_float_layers) -> None:
+    """``--quant auto``: candidates, measurement, decision (exit 1 with the table when nothing is in budget)."""
+    problems = []
+    if max_drop is None:
+        problems.append("--quant auto needs --max-drop (the accuracy budget, e.g. 0.01 = 1 point).")
+    if eval_data is None:
+        problems.append("--quant auto needs --eval-data (labelled x, y to measure accuracy on).")
+    if output_format != "tflite":
+        problems.append(f"--quant auto chooses a .tflite; --format {output_format} is not supported with it.")
+    if io_type not in ("model", "float32"):
+        problems.append(f"--quant auto keeps float model I/O; --io-type {io_type} is not supported with it.")
+    if problems:
+        raise UsageError(" ".join(problems))
+    from edge_tool.convert.auto import AutoConfig, budget_error, print_result, run_auto  # noqa: PLC0415
+
+    config = AutoConfig(model=model, output_dir=output, max_drop=max_drop, eval_data=eval_data,
+                        calibration=calibration, objective=objective, threads=threads, samples=samples,
+                        max_float_layers=max_float_layers, train_data=train_data, qat_epochs=qat_epochs, seed=seed,
+                        force=force)
+    result = run_auto(config)
+    print_result(result)
+    if result.chosen is None:
+        raise budget_error(result)
 
 
 def _print_result(result) -> None:

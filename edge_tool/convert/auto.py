@@ -1,0 +1,318 @@
+"""``convert --quant auto``: build every quantization candidate, measure it with ``edgetool eval``'s machinery,
+and keep the best one within an accuracy budget (selective int8 when full int8 loses too much).
+
+Layout of OUTDIR: the chosen ``.tflite`` at the top, every other candidate under ``candidates/`` (with the
+convert ``manifest.json``), ``decision.json`` and ``decision.md`` (the same table).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+
+from edge_tool.errors import BudgetExceeded, UsageError, collect_and_raise
+from edge_tool.fsutil import atomic_dir, check_output_dir
+from edge_tool.steps import console, step
+
+SELECTIVE = "int8-selective"
+BASE_MODES = ("fp16", "dynamic", "int8", "int16x8")
+
+
+class Objective(str, Enum):
+    """What ``auto`` minimises among the candidates within budget."""
+
+    SIZE = "size"        # smallest file, ties broken by p50 latency
+    LATENCY = "latency"  # lowest p50 latency, ties broken by size
+
+
+@dataclass(frozen=True)
+class AutoConfig:
+    """Options of ``convert --quant auto``; validated on construction (all problems at once)."""
+
+    model: Path
+    output_dir: Path
+    max_drop: float
+    eval_data: Path
+    calibration: Path | None = None
+    objective: Objective = Objective.SIZE
+    threads: int = 1
+    samples: int = 200
+    max_float_layers: int = 3
+    train_data: Path | None = None
+    qat_epochs: int = 3
+    seed: int = 0
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("model", "output_dir", "eval_data"):
+            object.__setattr__(self, name, Path(getattr(self, name)))
+        for name in ("calibration", "train_data"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, Path(value) if value is not None else None)
+        problems = []
+        try:
+            object.__setattr__(self, "objective", Objective(self.objective))
+        except ValueError:
+            problems.append(f"--objective expects size or latency, got {self.objective!r}.")
+        if not 0 <= self.max_drop <= 1:
+            problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}.")
+        if self.threads < 1:
+            problems.append(f"--threads must be >= 1, got {self.threads}.")
+        if self.samples < 1:
+            problems.append(f"--samples must be >= 1, got {self.samples}.")
+        if self.max_float_layers < 0:
+            problems.append(f"--max-float-layers must be >= 0, got {self.max_float_layers}.")
+        if not self.model.is_dir():
+            problems.append(f"--quant auto measures against the model as reference, so MODEL must be a SavedModel "
+                            f"directory; {self.model} is not a directory.")
+        if not self.eval_data.exists():
+            problems.append(f"--eval-data {self.eval_data} does not exist.")
+        collect_and_raise(problems, UsageError, "Invalid --quant auto options:")
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The plain candidates (qat only with --train-data)."""
+        return BASE_MODES + (("qat",) if self.train_data is not None else ())
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One measured candidate; numbers are those of ``edgetool eval`` on the same file."""
+
+    name: str
+    quant: str
+    path: Path
+    size_bytes: int
+    accuracy: float | None
+    accuracy_drop: float | None
+    latency_ms_p50: float | None
+    meets_budget: bool
+    chosen: bool = False
+    float_layers: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict:
+        """decision.json entry."""
+        d = {"name": self.name, "quant": self.quant, "file": self.path.name, "size_bytes": self.size_bytes,
+             "accuracy": self.accuracy, "accuracy_drop": self.accuracy_drop, "latency_ms_p50": self.latency_ms_p50,
+             "meets_budget": self.meets_budget, "chosen": self.chosen}
+        if self.float_layers is not None:
+            d["float_layers"] = list(self.float_layers)
+        return d
+
+
+@dataclass(frozen=True)
+class AutoResult:
+    """What ``auto`` decided and wrote."""
+
+    config: AutoConfig
+    candidates: tuple[Candidate, ...]
+    reference_accuracy: float | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def chosen(self) -> Candidate | None:
+        """The chosen candidate, or None when nothing met the budget."""
+        return next((c for c in self.candidates if c.chosen), None)
+
+    def to_dict(self) -> dict:
+        """decision.json content."""
+        return {"objective": self.config.objective.value, "max_drop": self.config.max_drop,
+                "reference_accuracy": self.reference_accuracy, "threads": self.config.threads,
+                "chosen": self.chosen.name if self.chosen else None,
+                "candidates": [c.to_dict() for c in self.candidates], "notes": list(self.notes)}
+
+    def table_rows(self) -> list[list[str]]:
+        """Display rows (shared by the terminal and Markdown tables)."""
+        rows = []
+        for c in self.candidates:
+            acc = "—" if c.accuracy is None else f"{100 * c.accuracy:.2f}%"
+            drop = "—" if c.accuracy_drop is None else f"{100 * c.accuracy_drop:+.2f} pt"
+            lat = "—" if c.latency_ms_p50 is None else f"{c.latency_ms_p50:.3f}"
+            rows.append([c.name, f"{c.size_bytes / 1e3:.1f} kB", acc, drop, lat, "yes" if c.meets_budget else "no",
+                         "✔" if c.chosen else "", ", ".join(short_layer(n) for n in c.float_layers or ())])
+        return rows
+
+    def to_markdown(self) -> str:
+        """decision.md: budget line, the table, the float layers."""
+        cfg = self.config
+        lines = [f"## edgetool convert --quant auto (objective {cfg.objective.value}, max drop {cfg.max_drop:g} = "
+                 f"{100 * cfg.max_drop:.2f} pt, {cfg.threads} thread(s))", "",
+                 "| " + " | ".join(TABLE_HEADERS) + " |", "|---|---:|---:|---:|---:|---|---|---|"]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in self.table_rows()]
+        verdict = (f"Chosen: **{self.chosen.name}** (`{self.chosen.path.name}`)." if self.chosen
+                   else "No candidate meets the budget; all are under candidates/ for inspection.")
+        return "\n".join([*lines, "", verdict, *[f"- {n}" for n in self.notes]]) + "\n"
+
+
+def short_layer(tensor_name: str) -> str:
+    """Display form of a fused TFLite tensor name: its first component (``model/wide/MatMul;…`` → ``model/wide/MatMul``)."""
+    return tensor_name.split(";", 1)[0]
+
+
+TABLE_HEADERS = ["candidate", "size", "accuracy", "drop", "p50 ms", "in budget", "chosen", "float layers"]
+
+
+SIZE_TIE = 0.02     # sizes within 2 % of the smallest count as equal (full int8 carries a few more scales)
+LATENCY_TIE = 0.05  # p50s within 5 % of the fastest count as equal (timing noise)
+
+
+def choose(candidates: list[Candidate], objective: Objective) -> Candidate | None:
+    """The best candidate within budget.
+
+    size: among those within SIZE_TIE of the smallest, the fastest (then the smallest); latency: among those
+    within LATENCY_TIE of the fastest, the smallest (then the fastest). Remaining ties go to build order
+    (fp16, dynamic, int8, int16x8, qat, int8-selective).
+    """
+    inf = float("inf")
+    ok = [(i, c) for i, c in enumerate(candidates) if c.meets_budget]
+    if not ok:
+        return None
+
+    def lat(c: Candidate) -> float:
+        return c.latency_ms_p50 if c.latency_ms_p50 is not None else inf
+
+    if objective is Objective.SIZE:
+        smallest = min(c.size_bytes for _, c in ok)
+        near = [(i, c) for i, c in ok if c.size_bytes <= smallest * (1 + SIZE_TIE)]
+        return min(near, key=lambda item: (lat(item[1]), item[1].size_bytes, item[0]))[1]
+    fastest = min(lat(c) for _, c in ok)
+    near = [(i, c) for i, c in ok if lat(c) <= fastest * (1 + LATENCY_TIE)]
+    return min(near, key=lambda item: (item[1].size_bytes, lat(item[1]), item[0]))[1]
+
+
+def _eval_config(config: AutoConfig, paths: list[Path]):
+    from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
+
+    return EvalConfig(artifacts=tuple(paths), reference=config.model, data=config.eval_data,
+                      threads=config.threads, max_drop=config.max_drop, seed=config.seed)
+
+
+def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]) -> tuple[list[Candidate], float | None]:
+    """Run ``edgetool eval``'s pipeline on the files; one Candidate per (name, path, float_layers)."""
+    from edge_tool.evaluate import run_eval  # noqa: PLC0415
+
+    report = run_eval(_eval_config(config, [p for _, p, _ in named]))
+    out = []
+    for (name, path, layers), r in zip(named, report.results):
+        meets = r.accuracy_drop is not None and r.accuracy_drop <= config.max_drop
+        out.append(Candidate(name, r.quant, path, r.size_bytes, r.accuracy, r.accuracy_drop,
+                             r.latency.p50 if r.latency else None, meets, float_layers=layers))
+    return out, report.reference.accuracy
+
+
+def _convert_config(config: AutoConfig, out: Path):
+    from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
+
+    return ConvertConfig(model=config.model, output_dir=out, modes=config.modes, calibration=config.calibration,
+                         samples=config.samples, train_data=config.train_data, qat_epochs=config.qat_epochs,
+                         seed=config.seed)
+
+
+def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candidate | None, list[str]]:
+    """Keep the 1, 2, … worst layers (by rmse/scale) in float until the budget is met or the cap is reached."""
+    import calibration  # noqa: PLC0415
+
+    from edge_tool.convert.api import load_calibration, representative_dataset  # noqa: PLC0415
+    from edge_tool.convert.selective import SelectiveInt8  # noqa: PLC0415
+    from edge_tool.convert.source import prepare_source  # noqa: PLC0415
+    from edge_tool.env import import_tf  # noqa: PLC0415
+
+    tf = import_tf()
+    source = prepare_source(config.model, work)
+    ds, _ = load_calibration(_convert_config(config, work / "unused"), source)
+    rep = representative_dataset(ds, calibration.specs_from(source.signature.inputs))
+    with step("rank int8 layers (QuantizationDebugger)"):
+        sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(source.saved_model)), rep,
+                            str(config.model))
+    layers = sel.candidates(config.max_float_layers)
+    notes = [f"int8 layers by rmse/scale (worst first): "
+             + ", ".join(f"{short_layer(e.tensor_name)} {e.rmse_over_scale:.2f}" for e in sel.ranking[:5]) + "."]
+    best = None
+    for k in range(1, len(layers) + 1):
+        names = tuple(e.tensor_name for e in layers[:k])
+        path = work / f"{stem}_{SELECTIVE.replace('-', '_')}.tflite"
+        with step(f"selective int8 with {k} float layer(s)") as rec:
+            path.write_bytes(sel.build(list(names)))
+            rec.outputs.append(path)
+        (best,), _ = measure(config, [(SELECTIVE, path, names)])
+        if best.meets_budget:
+            break
+    if not layers:
+        notes.append("selective int8 skipped: no int8 layer quantizes worse than ideal rounding "
+                     "(or --max-float-layers is 0).")
+    return best, notes
+
+
+def run_auto(config: AutoConfig) -> AutoResult:
+    """Build, measure, choose and write OUTDIR; ``result.chosen`` is None when nothing is in budget."""
+    check_output_dir(config.output_dir, config.force)
+    from edge_tool.convert.api import convert  # noqa: PLC0415
+    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="edgetool-auto-") as tmp:
+        work = Path(tmp)
+        built = convert(_convert_config(config, work / "candidates"))
+        named = [(a.quant, a.path, None) for a in built.artifacts]
+        with quiet_native_stderr(), step("measure candidates (edgetool eval)"):
+            cands, ref_acc = measure(config, named)
+        notes: list[str] = []
+        int8 = next(c for c in cands if c.name == "int8")
+        if not int8.meets_budget and config.max_float_layers > 0:
+            with quiet_native_stderr():
+                selective, more = _selective_search(config, work, built.artifacts[0].path.stem.rsplit("_", 1)[0])
+            notes += more
+            if selective is not None:
+                shutil.move(selective.path, work / "candidates" / selective.path.name)
+                cands.append(replace(selective, path=work / "candidates" / selective.path.name))
+        best = choose(cands, config.objective)
+        cands = [replace(c, chosen=c is best) for c in cands]
+        result = AutoResult(config, tuple(cands), ref_acc, tuple(notes))
+        return _write(result, work)
+
+
+def budget_error(result: AutoResult) -> BudgetExceeded:
+    """The exit-1 error when no candidate met the budget (its message carries the table)."""
+    return BudgetExceeded(f"no candidate keeps the accuracy drop within --max-drop {result.config.max_drop:g} "
+                          f"({100 * result.config.max_drop:.2f} pt); every candidate is in "
+                          f"{result.config.output_dir / 'candidates'}:\n{result.to_markdown()}")
+
+
+def _write(result: AutoResult, work: Path) -> AutoResult:
+    """Move the files into OUTDIR atomically: chosen at the top, the rest under candidates/, decision files."""
+    config = result.config
+    final = []
+    with atomic_dir(config.output_dir, config.force) as out:
+        shutil.copytree(work / "candidates", out / "candidates")
+        for c in result.candidates:
+            rel = Path("candidates") / c.path.name
+            if c.chosen:
+                (out / rel).rename(out / c.path.name)
+                rel = Path(c.path.name)
+            final.append(replace(c, path=config.output_dir / rel))
+        result = replace(result, candidates=tuple(final))
+        (out / "decision.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        (out / "decision.md").write_text(result.to_markdown())
+    return result
+
+
+def print_result(result: AutoResult) -> None:
+    """The decision table on the terminal."""
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    cfg = result.config
+    table = Table(title=f"edgetool convert --quant auto → {cfg.output_dir} (objective {cfg.objective.value}, "
+                        f"max drop {100 * cfg.max_drop:.2f} pt)", title_justify="left")
+    for h in TABLE_HEADERS:
+        table.add_column(h, justify="right" if h in ("size", "accuracy", "drop", "p50 ms") else "left", no_wrap=True)
+    for row, c in zip(result.table_rows(), result.candidates):
+        table.add_row(*row, style="bold green" if c.chosen else (None if c.meets_budget else "red"))
+    wide = Console(width=max(Console().width, 160))
+    wide.print(table)
+    for note in result.notes:
+        wide.print(f"[dim]{note}[/]", highlight=False, soft_wrap=True)
+    wide.print(f"decision: {cfg.output_dir / 'decision.json'}", highlight=False, soft_wrap=True)

@@ -1,0 +1,71 @@
+"""Selective int8: full-integer quantization with the worst-quantized layers kept in float.
+
+``tf.lite.experimental.QuantizationDebugger`` calibrates the model once (from a converter set up for full
+int8), measures each quantized op against its float counterpart on the calibration data, and can re-quantize
+the calibrated model with a denylist of op output tensors that stay float. Layers are ranked by rmse/scale
+(the debugger's standard measure: ~0.29 is ideal rounding, larger means the layer quantizes badly).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from collections.abc import Callable
+
+from edge_tool.errors import ConversionError
+from edge_tool.evaluate.per_layer import rank_layers
+from edge_tool.evaluate.report import LayerError
+
+IDEAL_RMSE_OVER_SCALE = 0.2887  # 1/sqrt(12): uniform rounding error of a well-quantized tensor
+
+
+class SelectiveInt8:
+    """One calibrated int8 quantization of a model, re-quantizable with any set of layers left in float."""
+
+    def __init__(self, tf, converter, representative_dataset: Callable, label: str) -> None:
+        """Calibrate ``converter`` (a fresh TFLiteConverter) for full int8 and measure per-layer errors.
+
+        ``representative_dataset`` serves both as calibration and as the debugger's comparison data.
+        Raises ConversionError when the converter or the debugger fails.
+        """
+        self._tf = tf
+        self._label = label
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = representative_dataset
+        # Denylisted layers become float builtins beside the int8 ones.
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8, tf.lite.OpsSet.TFLITE_BUILTINS]
+        dump = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # tf.lite.Interpreter's deprecation notice, used inside the debugger
+                self._debugger = tf.lite.experimental.QuantizationDebugger(
+                    converter=converter, debug_dataset=representative_dataset)
+                self._debugger.run()
+            self._debugger.layer_statistics_dump(dump)
+        except Exception as exc:  # noqa: BLE001 - the debugger raises ValueError/RuntimeError/ConverterError
+            raise ConversionError(f"The quantization debugger could not calibrate {label} for int8: {exc}") from None
+        self._ranking = rank_layers(dump.getvalue(), top=10**6)
+
+    @property
+    def ranking(self) -> tuple[LayerError, ...]:
+        """Every quantized layer, worst rmse/scale first."""
+        return self._ranking
+
+    def candidates(self, limit: int) -> tuple[LayerError, ...]:
+        """The worst ``limit`` layers worth keeping in float (rmse/scale above ideal rounding), worst first."""
+        bad = [e for e in self._ranking if e.rmse_over_scale > IDEAL_RMSE_OVER_SCALE]
+        return tuple(bad[:limit])
+
+    def build(self, float_tensors: list[str]) -> bytes:
+        """The int8 model with the ops producing ``float_tensors`` left in float (float model I/O)."""
+        tf = self._tf
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._debugger.options = tf.lite.experimental.QuantizationDebugOptions(
+                    denylisted_nodes=list(float_tensors))
+                return self._debugger.get_nondebug_quantized_model()
+        except Exception as exc:  # noqa: BLE001 - mlir_quantize raises ValueError/RuntimeError
+            raise ConversionError(
+                f"Re-quantizing {self._label} with {', '.join(float_tensors)} in float failed: {exc}") from None
