@@ -4,6 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 OUT="${OUT:-quickstart-out}"
-et() { echo "+ edgetool $*"; .venv/bin/edgetool "$@"; }
+et() { echo; echo "+ edgetool $*"; .venv/bin/edgetool "$@"; }
 et train --strategy mirrored --replicas 2 -o "$OUT/model" --force
 et inspect "$OUT/model"
+et convert "$OUT/model" --format all -o "$OUT/converted" --force
+et convert "$OUT/model" --quant auto --max-drop 0.01 --eval-data "$OUT/model/eval.npz" -o "$OUT/auto" --force
+et eval "$OUT"/converted/*.tflite "$OUT/converted/tfjs" --reference "$OUT/model" --data "$OUT/model/eval.npz" \
+  --max-drop 0.03 --json "$OUT/eval.json" --markdown "$OUT/eval.md" --html "$OUT/eval.html" --force
+et demo "$OUT/converted/tfjs" --labels "$OUT/model/labels.txt" --title "edgetool digits" -o "$OUT/site" --force
+echo
+echo "Done. Report: $OUT/eval.html   Demo: serve it with   .venv/bin/edgetool serve $OUT/site"

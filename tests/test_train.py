@@ -35,8 +35,13 @@ def _assert_valid_model(model_dir, min_accuracy: float = 0.5):
     assert probs.shape == (32, 10)
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-5)
     assert (probs.argmax(axis=1) == labels).mean() >= min_accuracy  # better than chance (0.1) by far
-    for name in ("labels.txt", "eval.npz", "calibration.npz", "train.json", "saved_model.pb"):
+    for name in ("labels.txt", "eval.npz", "calibration.npz", "train.npz", "train.json", "saved_model.pb"):
         assert (model_dir / name).is_file(), name
+    held_out, train = np.load(model_dir / "eval.npz"), np.load(model_dir / "train.npz")
+    assert len(held_out["x"]) >= 300 and len(train["x"]) == TRAIN_SAMPLES
+    # The held-out samples are never among the training inputs.
+    train_rows = {row.tobytes() for row in train["x"].reshape(len(train["x"]), -1)}
+    assert not any(row.tobytes() in train_rows for row in held_out["x"].reshape(len(held_out["x"]), -1))
     assert not [p.name for p in model_dir.parent.iterdir() if p.name.startswith(".")], "temp dirs left behind"
     return json.loads((model_dir / "train.json").read_text())
 

@@ -11,9 +11,10 @@ from edge_tool.training.data import LABELS, DigitsSplit
 
 
 def write_sidecars(out: Path, split: DigitsSplit, calibration_samples: int, seed: int, report: dict) -> None:
-    """labels.txt, held-out eval.npz (x, y), calibration.npz (x: a seeded sample of training inputs), train.json."""
+    """labels.txt, held-out eval.npz (x, y), train.npz (the training split), calibration.npz (a seeded sample of it), train.json."""
     (out / "labels.txt").write_text("\n".join(LABELS) + "\n")
     np.savez(out / "eval.npz", x=split.x_eval, y=split.y_eval)
+    np.savez(out / "train.npz", x=split.x_train, y=split.y_train)  # the training split, for QAT fine-tuning
     rng = np.random.default_rng(seed)
     n = min(calibration_samples, len(split.x_train))
     idx = rng.choice(len(split.x_train), size=n, replace=False)
