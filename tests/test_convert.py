@@ -260,3 +260,34 @@ def test_flex_ops_allowed_with_flag(flex_model, tmp_path):
     assert "Flex delegate" in proc.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["artifacts"][0]["tensors"]["flex_ops"] == ["Cumprod"]
+
+
+@pytest.mark.slow
+def test_tfjs_graph_model_predicts_like_tf_in_node(converted, digits_model):
+    from edge_tool.evaluate.tfjs_runner import run_tfjs
+
+    model_json = converted / "tfjs" / "model.json"
+    doc = json.loads(model_json.read_text())
+    assert doc["format"] == "graph-model"
+    assert doc["weightsManifest"][0]["paths"] == ["group1-shard1of1.bin"]
+    x = np.load(digits_model / "eval.npz")["x"][:64]
+    run = run_tfjs(model_json, {"pixels": x}, warmup=0, runs=0)
+    np.testing.assert_allclose(run.outputs["probs"], reference_predict(digits_model, x), atol=1e-4)
+
+
+@pytest.mark.slow
+def test_tfjs_weight_compression(digits_model, tmp_path):
+    from edge_tool.evaluate.tfjs_runner import run_tfjs
+
+    out = tmp_path / "out"
+    proc = run_edgetool("convert", digits_model, "--format", "tfjs", "--tfjs-quant", "float16", "-o", out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not list(out.glob("*.tflite"))
+    manifest = json.loads((out / "manifest.json").read_text())
+    [art] = manifest["artifacts"]
+    assert art["format"] == "tfjs" and art["quant"] == "float16"
+    shards = sum(f["size_bytes"] for name, f in art["files"].items() if name.endswith(".bin"))
+    assert shards < 0.55 * 4 * 38_426  # float16 halves the float32 weights (38,426 parameters)
+    x = np.load(digits_model / "eval.npz")["x"][:64]
+    run = run_tfjs(out / "tfjs" / "model.json", {"pixels": x}, warmup=0, runs=0)
+    np.testing.assert_allclose(run.outputs["probs"], reference_predict(digits_model, x), atol=5e-3)
