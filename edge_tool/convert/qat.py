@@ -4,10 +4,11 @@ Pipeline (each step exists because the naive ``quantize_model`` route fails or l
 
 1. load the Keras-2 model (SavedModel dir, .h5, or tf_keras .keras); Keras-3 exports are refused clearly;
 2. rebuild it as a clean functional graph with BatchNorm folded into the preceding conv/dense and the input
-   Rescaling folded into the first conv (``qat_support.folding``), so fake-quant sees the weights TFLite will use;
-3. annotate every layer tfmot supports, ``quantize_apply``, and start each activation range from the float
-   model's real min/max instead of tfmot's [-6, 6] (``qat_support.ranges``);
-4. fine-tune briefly with a small cosine-decayed learning rate under the requested strategy;
+   Rescaling folded into the first conv (``qat_support.folding``), so fake-quant sees the weights TFLite will use
+   (and tfmot never meets the Conv2D -> BatchNorm pair it cannot handle);
+3. annotate every layer tfmot supports and ``quantize_apply`` (``qat_support.annotate``);
+4. fine-tune briefly (3 epochs, Adam, peak 1e-4 cosine-decayed to 0) under the requested strategy, on targets
+   mixing the labels with the float model's own probabilities (distillation keeps the int8 model close to it);
 5. convert with TFLITE_BUILTINS_INT8 + a representative dataset, so any layer tfmot could not annotate is still
    calibrated to int8: the result is full-integer.
 """
@@ -32,7 +33,8 @@ IO_TYPES = ("float32", "int8", "uint8")
 
 @dataclass(frozen=True)
 class QatOptions:
-    """How to fine-tune: epochs, global batch, peak learning rate (cosine-decayed), strategy, seed."""
+    """How to fine-tune: epochs, global batch, peak learning rate (cosine-decayed), strategy, seed, and how much
+    the targets lean on the float model's own predictions (distillation) rather than the labels."""
 
     epochs: int = 3
     batch_size: int = 64
@@ -40,6 +42,7 @@ class QatOptions:
     strategy: str = "default"
     replicas: int = 2
     seed: int = 0
+    distillation: float = 0.5  # weight of the float model's own probabilities in the targets (rest: labels)
 
     def __post_init__(self) -> None:
         strategy = getattr(self.strategy, "value", self.strategy)
@@ -53,6 +56,8 @@ class QatOptions:
             problems.append(f"QAT learning rate must be > 0, got {self.learning_rate}.")
         if self.strategy not in STRATEGIES:
             problems.append(f"QAT strategy must be one of {', '.join(STRATEGIES)}; got {self.strategy!r}.")
+        if not 0.0 <= self.distillation <= 1.0:
+            problems.append(f"QAT distillation weight must be in [0, 1], got {self.distillation}.")
         if self.replicas < 1:
             problems.append(f"QAT replicas must be >= 1, got {self.replicas}.")
         collect_and_raise(problems, UsageError, "Invalid QAT options:")
@@ -163,18 +168,27 @@ def _check_train_data(model, x, y) -> tuple[np.ndarray, np.ndarray]:
     return x.astype(model.inputs[0].dtype.as_numpy_dtype), y.astype(np.int64)
 
 
-def _loss(keras, source):
-    """Sparse cross-entropy; on probabilities when the float model ends in softmax, else on logits."""
-    layer = source.get_layer(source.output_names[0])
+def _targets(float_model, x, y, alpha: float):
+    """Training targets: ``alpha`` x the float model's own probabilities + (1 - alpha) x one-hot labels.
+
+    Distilling from the float model keeps fine-tuning anchored to what the quantized model should
+    reproduce, instead of drifting on a training set the float model already fits.
+    """
+    layer = float_model.get_layer(float_model.output_names[0])
     probs = type(layer).__name__ == "Softmax" or \
         getattr(getattr(layer, "activation", None), "__name__", "") == "softmax"
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=not probs)
+    out = np.concatenate([np.asarray(float_model(x[i:i + 256], training=False)) for i in range(0, len(x), 256)])
+    if not probs:
+        out = np.exp(out - out.max(axis=1, keepdims=True))
+        out /= out.sum(axis=1, keepdims=True)
+    onehot = np.eye(out.shape[1], dtype=np.float32)[y]
+    return (alpha * out + (1.0 - alpha) * onehot).astype(np.float32), not probs
 
 
-def build_qat_model(keras, tfmot, source, x_calib: np.ndarray):
-    """Fold, annotate, quantize_apply and range-calibrate ``source``; returns (qat model, notes dict)."""
+def build_qat_model(keras, tfmot, source):
+    """Fold, annotate and quantize_apply ``source``; returns (qat model, folded float model, notes)."""
     from edge_tool.convert.qat_support.folding import fold_model  # noqa: PLC0415
-    from edge_tool.convert.qat_support.ranges import annotate_supported, calibrate_ranges  # noqa: PLC0415
+    from edge_tool.convert.qat_support.annotate import annotate_supported  # noqa: PLC0415
 
     folded, folds = fold_model(keras, source)
     annotated, skipped = annotate_supported(keras, tfmot, folded)
@@ -183,8 +197,7 @@ def build_qat_model(keras, tfmot, source, x_calib: np.ndarray):
             qat = tfmot.quantization.keras.quantize_apply(annotated)
     except (ValueError, RuntimeError, TypeError) as exc:
         raise ConversionError(f"tfmot could not make the model quantization-aware: {exc}") from None
-    n_ranges = calibrate_ranges(keras, qat, folded, x_calib)
-    return qat, {"folded": folds, "float_layers": skipped, "calibrated_ranges": n_ranges}
+    return qat, folded, {"folded": folds, "float_layers": skipped}
 
 
 def _epoch_callback(keras, progress: Callable | None):
@@ -201,7 +214,8 @@ def quantization_aware_model(model_path: Path, x_train, y_train, options: QatOpt
     """Load ``model_path``, make it quantization-aware and fine-tune it on (x_train, y_train).
 
     Returns the fine-tuned tfmot model (tf_keras). ``progress(epoch, logs)`` is called after each epoch
-    (epoch counts from 0; logs hold floats such as loss and accuracy).
+    (epoch counts from 0; logs hold floats such as loss and accuracy). The model carries a plain attribute
+    ``edgetool_qat_notes`` = {"folded": ["bn1 -> conv1", ...], "float_layers": [names tfmot left float]}.
     """
     from edge_tool.training.config import Strategy  # noqa: PLC0415
     from edge_tool.training.data import make_dataset  # noqa: PLC0415
@@ -213,12 +227,15 @@ def quantization_aware_model(model_path: Path, x_train, y_train, options: QatOpt
     with strategy.scope():
         source = load_keras_for_qat(model_path)
         x, y = _check_train_data(source, x_train, y_train)
-        qat, notes = build_qat_model(keras, tfmot, source, x)
+        qat, folded, notes = build_qat_model(keras, tfmot, source)
+        targets, from_logits = _targets(folded, x, y, options.distillation)
         steps = options.epochs * math.ceil(len(x) / options.batch_size)
         schedule = keras.optimizers.schedules.CosineDecay(options.learning_rate, steps)
-        qat.compile(optimizer=keras.optimizers.Adam(schedule), loss=_loss(keras, source), metrics=["accuracy"])
+        qat.compile(optimizer=keras.optimizers.Adam(schedule),
+                    loss=keras.losses.CategoricalCrossentropy(from_logits=from_logits),
+                    metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")])
     qat.__dict__["edgetool_qat_notes"] = notes  # plain attribute: not tracked, not saved
-    ds = make_dataset(tf, x, y, options.batch_size, options.seed, training=True)
+    ds = make_dataset(tf, x, targets, options.batch_size, options.seed, training=True)
     qat.fit(ds, epochs=options.epochs, verbose=0, callbacks=[_epoch_callback(keras, progress)])
     return qat
 

@@ -1,1 +1,1 @@
-"""Helpers for QAT: fold BatchNorm/Rescaling into weights, annotate for tfmot, calibrate fake-quant ranges."""
+"""Helpers for QAT: fold BatchNorm/Rescaling into the conv/dense weights, annotate layers for tfmot."""

@@ -1,0 +1,294 @@
+"""QAT mode: full-integer int8 output, at least as accurate as plain int8 PTQ, mirrored fine-tuning, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge_tool.convert.qat import QatOptions
+from edge_tool.errors import DataError, ModelError, UsageError
+
+REPO = Path(__file__).resolve().parents[1]
+INTEGER = (np.int8, np.int32)
+
+
+# ---------------------------------------------------------------- helpers (real TF, real converter, real LiteRT)
+
+def _interpreter(tflite: bytes):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    # no XNNPACK delegate, so the op list is the model's own ops
+    it = Interpreter(model_content=tflite,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    return it
+
+
+def _non_integer(tflite: bytes) -> tuple[list[str], list[str]]:
+    """(non-int8/int32 tensors other than the model's I/O, ops touching a float tensor other than the I/O boundary)."""
+    it = _interpreter(tflite)
+    io = {d["index"] for d in it.get_input_details() + it.get_output_details()}
+    tensors = [f"{t['name']}:{t['dtype'].__name__}" for t in it.get_tensor_details()
+               if t["index"] not in io and t["dtype"] not in INTEGER]
+    ops = []
+    for op in it._get_ops_details():
+        idx = [i for i in (*op["inputs"], *op["outputs"]) if i >= 0]
+        if all(i in io or it._get_tensor_details(i, 0)["dtype"] in INTEGER for i in idx):
+            continue
+        boundary = (op["op_name"] == "QUANTIZE" and set(op["inputs"]) <= io) or \
+                   (op["op_name"] == "DEQUANTIZE" and set(op["outputs"]) <= io)
+        if not boundary:
+            ops.append(op["op_name"])
+    return tensors, ops
+
+
+def _tflite_accuracy(tflite: bytes, x: np.ndarray, y: np.ndarray) -> float:
+    it = _interpreter(tflite)
+    inp, out = it.get_input_details()[0], it.get_output_details()[0]
+    hits = 0
+    for i in range(len(x)):
+        xi = x[i:i + 1].astype(inp["dtype"]) if inp["dtype"] == np.uint8 else x[i:i + 1].astype(np.float32)
+        if inp["dtype"] == np.int8:
+            scale, zero = inp["quantization"]
+            xi = np.clip(np.round(xi / scale + zero), -128, 127).astype(inp["dtype"])
+        it.set_tensor(inp["index"], xi)
+        it.invoke()
+        hits += int(np.argmax(it.get_tensor(out["index"])[0]) == y[i])
+    return hits / len(x)
+
+
+def _fp32_accuracy(model_dir: Path, x, y) -> float:
+    from edge_tool.env import import_tf
+
+    tf = import_tf()
+    fn = tf.saved_model.load(str(model_dir)).signatures["serving_default"]
+    probs = list(fn(pixels=tf.constant(x, tf.float32)).values())[0].numpy()
+    return float(np.mean(probs.argmax(axis=1) == y))
+
+
+def _representative(model_dir: Path):
+    cal = np.load(model_dir / "calibration.npz")["x"].astype(np.float32)
+    return lambda: ([cal[i:i + 1]] for i in range(len(cal)))
+
+
+def _ptq_int8(model_dir: Path) -> bytes:
+    from edge_tool.env import import_tf
+
+    tf = import_tf()
+    conv = tf.lite.TFLiteConverter.from_saved_model(str(model_dir))
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = _representative(model_dir)
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    return conv.convert()
+
+
+def _train_split():
+    from edge_tool.training.data import load_digits_split
+
+    return load_digits_split(seed=0)  # the split the digits_model fixture trained on; eval.npz is its held-out part
+
+
+@pytest.fixture(scope="module")
+def qat_run(digits_model):
+    """QAT under the default strategy with default options, converted with float and with int8 I/O."""
+    from edge_tool.convert.qat import qat_to_tflite, quantization_aware_model
+
+    split = _train_split()
+    epochs = []
+    model = quantization_aware_model(digits_model, split.x_train, split.y_train, QatOptions(),
+                                     progress=lambda e, logs: epochs.append((e, logs)))
+    rep = _representative(digits_model)
+    return {"model": model, "epochs": epochs, "float_io": qat_to_tflite(model, rep, "float32"),
+            "int8_io": qat_to_tflite(model, rep, "int8")}
+
+
+# ---------------------------------------------------------------- the bar: full integer, >= PTQ, near fp32
+
+@pytest.mark.slow
+def test_qat_tflite_is_full_integer(qat_run):
+    tensors, ops = _non_integer(qat_run["float_io"])
+    assert tensors == [] and ops == [], f"float tensors {tensors}, float ops {ops}"
+    it = _interpreter(qat_run["float_io"])
+    assert it.get_input_details()[0]["dtype"] == np.float32
+    assert it.get_output_details()[0]["dtype"] == np.float32
+    names = [op["op_name"] for op in it._get_ops_details()]
+    assert names[0] == "QUANTIZE" and names[-1] == "DEQUANTIZE" and "CONV_2D" in names, names
+
+
+@pytest.mark.slow
+def test_qat_with_int8_io_has_no_float_tensor_at_all(qat_run):
+    it = _interpreter(qat_run["int8_io"])
+    dtypes = {t["name"]: t["dtype"] for t in it.get_tensor_details()}
+    assert all(d in INTEGER for d in dtypes.values()), {n: d for n, d in dtypes.items() if d not in INTEGER}
+    assert it.get_input_details()[0]["dtype"] == np.int8
+    assert it.get_output_details()[0]["dtype"] == np.int8
+
+
+@pytest.mark.slow
+def test_qat_int8_is_at_least_as_accurate_as_ptq_int8(qat_run, digits_model):
+    ev = np.load(digits_model / "eval.npz")
+    x, y = ev["x"], ev["y"]
+    fp32 = _fp32_accuracy(digits_model, x, y)
+    ptq = _tflite_accuracy(_ptq_int8(digits_model), x, y)
+    qat = _tflite_accuracy(qat_run["float_io"], x, y)
+    qat_int8_io = _tflite_accuracy(qat_run["int8_io"], x, y)
+    report = f"held-out accuracy on {len(y)}: fp32 {fp32:.4f}, PTQ int8 {ptq:.4f}, QAT int8 {qat:.4f}"
+    print(report)
+    assert qat >= ptq, report
+    assert qat >= fp32 - 0.015, report
+    assert qat_int8_io == qat, f"int8 I/O changed accuracy: {qat_int8_io} vs {qat}"
+
+
+@pytest.mark.slow
+def test_qat_reports_progress_and_folds_batchnorm_and_rescaling(qat_run):
+    epochs = qat_run["epochs"]
+    assert [e for e, _ in epochs] == list(range(QatOptions().epochs))
+    assert all(isinstance(logs["loss"], float) and np.isfinite(logs["loss"]) for _, logs in epochs)
+    notes = qat_run["model"].edgetool_qat_notes
+    assert sorted(notes["folded"]) == ["bn1 -> conv1", "bn2 -> conv2", "rescale -> conv1"]
+    assert notes["float_layers"] == []  # everything left after folding is annotated for tfmot
+    layer_types = {type(layer).__name__ for layer in qat_run["model"].layers}
+    assert "BatchNormalization" not in layer_types and "Rescaling" not in layer_types
+
+
+@pytest.mark.slow
+def test_folding_is_exact(digits_model):
+    import tf_keras as keras
+
+    from edge_tool.convert.qat import load_keras_for_qat
+    from edge_tool.convert.qat_support.folding import fold_model
+
+    source = load_keras_for_qat(digits_model)
+    folded, _ = fold_model(keras, source)
+    x = np.load(digits_model / "eval.npz")["x"]
+    diff = np.abs(folded(x, training=False).numpy() - source(x, training=False).numpy()).max()
+    assert diff < 1e-5, diff
+    assert len(folded.layers) == len(source.layers) - 3
+
+
+@pytest.mark.slow
+def test_layers_tfmot_cannot_annotate_are_calibrated_to_int8_at_conversion(uint8_model):
+    """uint8 input: the Rescaling that casts it cannot be folded or annotated, yet the result is full-integer."""
+    from edge_tool.convert.qat import qat_to_tflite, quantization_aware_model
+
+    split = _train_split()
+    model = quantization_aware_model(uint8_model, split.x_train.astype(np.uint8), split.y_train,
+                                     QatOptions(epochs=1))
+    assert model.edgetool_qat_notes["float_layers"] == ["rescaling"]
+    cal = np.load(uint8_model / "calibration.npz")["x"]
+    tflite = qat_to_tflite(model, lambda: ([cal[i:i + 1]] for i in range(len(cal))))
+    tensors, ops = _non_integer(tflite)
+    # the only float left is the input boundary: uint8 -> float32 (CAST) -> int8 (QUANTIZE, Rescaling folded in)
+    assert ops == ["CAST", "QUANTIZE"] and len(tensors) == 1, (tensors, ops)
+    names = [op["op_name"] for op in _interpreter(tflite)._get_ops_details()]
+    assert names[:2] == ["CAST", "QUANTIZE"] and "MUL" not in names, names
+    ev = np.load(uint8_model / "eval.npz")
+    assert _tflite_accuracy(tflite, ev["x"], ev["y"]) >= 0.9
+
+
+# ---------------------------------------------------------------- mirrored (fresh process: CPU split before TF starts)
+
+_MIRRORED_SCRIPT = """
+import json, sys
+import numpy as np
+from pathlib import Path
+from edge_tool.convert.qat import QatOptions, qat_to_tflite, quantization_aware_model
+from edge_tool.training.data import load_digits_split
+model_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
+s = load_digits_split(seed=0)
+cal = np.load(model_dir / "calibration.npz")["x"].astype(np.float32)
+q = quantization_aware_model(model_dir, s.x_train, s.y_train, QatOptions(strategy="mirrored", replicas=2))
+out.write_bytes(qat_to_tflite(q, lambda: ([cal[i:i + 1]] for i in range(len(cal)))))
+print(json.dumps({"replicas": int(q.distribute_strategy.num_replicas_in_sync)}))
+"""
+
+
+@pytest.mark.slow
+def test_qat_under_mirrored_strategy(digits_model, tmp_path):
+    out = tmp_path / "qat_mirrored.tflite"
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run([sys.executable, "-c", _MIRRORED_SCRIPT, str(digits_model), str(out)],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"replicas": 2}
+    tflite = out.read_bytes()
+    assert _non_integer(tflite) == ([], [])
+    ev = np.load(digits_model / "eval.npz")
+    fp32 = _fp32_accuracy(digits_model, ev["x"], ev["y"])
+    assert _tflite_accuracy(tflite, ev["x"], ev["y"]) >= fp32 - 0.015
+
+
+# ---------------------------------------------------------------- inputs QAT refuses, clearly
+
+@pytest.mark.slow
+def test_keras3_export_is_refused_with_a_clear_message(keras3_export):
+    from edge_tool.convert.qat import load_keras_for_qat
+
+    with pytest.raises(ModelError, match="Keras 3 export") as err:
+        load_keras_for_qat(keras3_export)
+    assert "tf_keras" in str(err.value) and "--quant int8" in str(err.value)
+
+
+def test_keras3_dot_keras_file_is_refused(tmp_path):
+    from edge_tool.convert.qat import load_keras_for_qat
+
+    path = tmp_path / "model.keras"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("metadata.json", json.dumps({"keras_version": "3.15.1"}))
+        zf.writestr("config.json", "{}")
+    with pytest.raises(ModelError, match=r"Keras 3\.15\.1 \(Keras 3\)"):
+        load_keras_for_qat(path)
+
+
+def test_missing_path_and_plain_saved_model_are_refused(tmp_path):
+    from edge_tool.convert.qat import load_keras_for_qat
+    from edge_tool.env import import_tf
+
+    with pytest.raises(ModelError, match="nothing is there"):
+        load_keras_for_qat(tmp_path / "absent")
+    with pytest.raises(ModelError, match="Expected a SavedModel directory"):
+        load_keras_for_qat(tmp_path)  # an empty dir is not a SavedModel
+    tf = import_tf()
+    module = tf.Module()
+    module.f = tf.function(lambda x: x * 2.0, input_signature=[tf.TensorSpec([None, 8, 8, 1], tf.float32)])
+    tf.saved_model.save(module, str(tmp_path / "plain"), signatures={"serving_default": module.f})
+    with pytest.raises(ModelError, match="plain TensorFlow SavedModel without Keras metadata"):
+        load_keras_for_qat(tmp_path / "plain")
+
+
+@pytest.mark.slow
+def test_h5_and_tf_keras_dot_keras_files_are_accepted(digits_model, tmp_path):
+    from edge_tool.convert.qat import load_keras_for_qat
+
+    source = load_keras_for_qat(digits_model)
+    for name in ("model.h5", "model.keras"):
+        source.save(str(tmp_path / name))
+        loaded = load_keras_for_qat(tmp_path / name)
+        assert [type(l).__name__ for l in loaded.layers] == [type(l).__name__ for l in source.layers]
+
+
+@pytest.mark.slow
+def test_training_data_that_does_not_fit_is_a_data_error(digits_model):
+    from edge_tool.convert.qat import quantization_aware_model
+
+    with pytest.raises(DataError) as err:
+        quantization_aware_model(digits_model, np.zeros((4, 8, 8, 3), np.float32), np.array([0, 1, 2, 11]))
+    assert "shape (n, 8, 8, 1)" in str(err.value) and "0..9" in str(err.value)
+
+
+def test_options_are_validated_all_at_once():
+    with pytest.raises(UsageError) as err:
+        QatOptions(epochs=0, batch_size=0, learning_rate=0, strategy="multiworker", replicas=0, distillation=2)
+    msg = str(err.value)
+    for part in ("epochs", "batch size", "learning rate", "strategy", "replicas", "distillation"):
+        assert part in msg, (part, msg)
+    from edge_tool.training.config import Strategy
+
+    assert QatOptions(strategy=Strategy.MIRRORED).strategy == "mirrored"
