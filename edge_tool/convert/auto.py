@@ -16,7 +16,7 @@ from pathlib import Path
 
 from edge_tool.errors import BudgetExceeded, UsageError, collect_and_raise
 from edge_tool.fsutil import atomic_dir, check_output_dir
-from edge_tool.steps import console, step
+from edge_tool.steps import step
 
 SELECTIVE = "int8-selective"
 BASE_MODES = ("fp16", "dynamic", "int8", "int16x8")
@@ -229,7 +229,7 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
         sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(source.saved_model)), rep,
                             str(config.model))
     layers = sel.candidates(config.max_float_layers)
-    notes = [f"int8 layers by rmse/scale (worst first): "
+    notes = ["int8 layers by rmse/scale (worst first): "
              + ", ".join(f"{short_layer(e.tensor_name)} {e.rmse_over_scale:.2f}" for e in sel.ranking[:5]) + "."]
     best = None
     for k in range(1, len(layers) + 1):

@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from edge_tool.errors import ConversionError, UsageError
+from edge_tool.errors import ConversionError, ModelError, UsageError
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
 SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in parallel
@@ -42,3 +42,18 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
     if fmt != "graph-model":
         raise ConversionError(f"tensorflowjs wrote a {fmt!r} model; expected a graph-model.")
     return model_json
+
+
+def read_graph_model_json(model_dir: Path, user: str) -> dict:
+    """Parse ``model_dir/model.json``; ModelError unless it is a tfjs graph model (``user`` names who needs one)."""
+    model_json = Path(model_dir) / "model.json"
+    try:
+        doc = json.loads(model_json.read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
+    if doc.get("format") != "graph-model":
+        raise ModelError(
+            f"{model_json} is a {doc.get('format')!r} TFJS model; {user} runs graph models "
+            "(edgetool convert MODEL --format tfjs, or tensorflowjs_converter --input_format tf_saved_model)."
+        )
+    return doc

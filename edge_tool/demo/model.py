@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,16 +80,10 @@ def _tensors(entries: dict) -> tuple[Tensor, ...]:
 
 def read_tfjs_model(model_dir: Path) -> tuple[dict, tuple[Tensor, ...], tuple[Tensor, ...]]:
     """Parse model.json: (json, inputs, outputs); ModelError when it is not a complete graph model."""
+    from edge_tool.convert.tfjs import read_graph_model_json  # noqa: PLC0415
+
     model_json = Path(model_dir) / "model.json"
-    try:
-        meta = json.loads(model_json.read_text())
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
-    if meta.get("format") != "graph-model":
-        raise ModelError(
-            f"{model_json} is a {meta.get('format')!r} model; the demo runs tfjs graph models "
-            f"(edgetool convert --to tfjs, or pass the SavedModel directory)."
-        )
+    meta = read_graph_model_json(model_dir, "the demo (or pass the SavedModel directory)")
     signature = meta.get("signature") or {}
     if not signature.get("inputs") or not signature.get("outputs"):
         raise ModelError(f"{model_json} has no signature (inputs/outputs); convert it from a SavedModel with edgetool.")

@@ -99,16 +99,10 @@ def infer_tflite_quant(interp) -> str:
 
 
 def _tfjs(given: Path, model_dir: Path) -> Artifact:
+    from edge_tool.convert.tfjs import read_graph_model_json  # noqa: PLC0415
+
     model_json = model_dir / "model.json"
-    try:
-        doc = json.loads(model_json.read_text())
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
-    if doc.get("format") != "graph-model":
-        raise ModelError(
-            f"{model_json} is a {doc.get('format')!r} TFJS model; eval runs graph models (tensorflowjs_converter "
-            "--input_format tf_saved_model, or edgetool convert --to tfjs)."
-        )
+    doc = read_graph_model_json(model_dir, "eval")
     size = model_json.stat().st_size
     qtypes = set()
     for group in doc.get("weightsManifest", []):
