@@ -103,7 +103,7 @@ def load(source: str | Path, specs: Sequence[InputSpec], options: LoadOptions = 
                     parts.setdefault(name, []).append(arr)
     finally:
         reader.close()
-    raw = {k: np.concatenate(v) for k, v in parts.items()}
+    raw = {k: v[0] if len(v) == 1 else np.concatenate(v) for k, v in parts.items()}  # no copy of one part
     cast, problems, warnings = _match_all(raw, specs)
     problems = plan.problems + problems
     _raise(path, problems)
@@ -145,6 +145,11 @@ class SourceStream:
 
     def __len__(self) -> int:
         return self.n_selected
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        """Labels of every selected sample, in order (normalized like ``load``'s), or None without labels."""
+        return self._plan.labels
 
     def __iter__(self) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray | None]]:
         pos = 0

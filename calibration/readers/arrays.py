@@ -17,13 +17,19 @@ CHUNK_BYTES = 4 * 1024 * 1024
 
 
 class NpyReader(Reader):
-    """A single ``.npy`` array feeding a single-input model; read through ``np.load(mmap_mode="r")``."""
+    """A single ``.npy`` array feeding a single-input model.
+
+    The header is read through ``np.load(mmap_mode="r")`` (shape, dtype; no data touched); rows are then read
+    with ordinary file reads, a batch at a time, so the process never keeps file pages mapped: a memory map that
+    had been read end to end would count the whole file in the process's resident set.
+    """
 
     format = "npy"
 
     def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
         self.array = None
+        self._offset: int | None = None
         if len(self.specs) > 1:
             names = ", ".join(s.name for s in self.specs)
             self.problems.append(f"a .npy file holds one array but the model has {len(self.specs)} inputs ({names}); "
@@ -37,6 +43,8 @@ class NpyReader(Reader):
         if self.array.ndim == 0:
             self.problems.append(f"{path.name} holds a scalar, not an array of samples")
             self.array = None
+        elif isinstance(self.array, np.memmap) and self.array.flags.c_contiguous:
+            self._offset = int(self.array.offset)
         if options.label_key:
             self.warnings.append(f"label key {options.label_key!r} ignored: a .npy file has no labels (use .npz 'y')")
 
@@ -45,12 +53,35 @@ class NpyReader(Reader):
         return 0 if self.array is None else int(self.array.shape[0])
 
     def batches(self, indices, batch_size) -> Iterator[dict[str, np.ndarray]]:
-        """Copy the selected rows out of the memory map, a batch at a time."""
+        """The selected rows, a batch at a time (file reads; Fortran-ordered files fall back to the map)."""
         if self.array is None:
             return
         name = self.specs[0].name
-        for chunk in index_chunks(indices, self.count(), batch_size):
-            yield {name: np.asarray(self.array[chunk])}
+        if self._offset is None:
+            for chunk in index_chunks(indices, self.count(), batch_size):
+                yield {name: np.asarray(self.array[chunk])}
+            return
+        row_shape, dtype = self.array.shape[1:], self.array.dtype
+        row_bytes = dtype.itemsize * math.prod(row_shape)
+        with open(self.path, "rb") as f:
+            for chunk in index_chunks(indices, self.count(), batch_size):
+                yield {name: read_rows(f, self._offset, row_bytes, chunk, dtype, row_shape)}
+
+
+def read_rows(f, offset: int, row_bytes: int, rows: np.ndarray, dtype: np.dtype, row_shape: tuple) -> np.ndarray:
+    """Rows ``rows`` (sorted) of a C-ordered array stored at ``offset`` in open file ``f``; one read per run of
+    consecutive rows."""
+    out = np.empty((len(rows), *row_shape), dtype=dtype)
+    if not len(rows) or not row_bytes:
+        return out
+    starts = np.flatnonzero(np.diff(rows) != 1) + 1
+    for lo, hi in zip([0, *starts.tolist()], [*starts.tolist(), len(rows)]):
+        f.seek(offset + int(rows[lo]) * row_bytes)
+        view = memoryview(out[lo:hi].reshape(-1).view(np.uint8))
+        got = f.readinto(view)
+        if got != len(view):
+            raise ValueError(f"{getattr(f, 'name', 'file')} is truncated: rows {rows[lo]}..{rows[hi - 1]} missing")
+    return out
 
 
 class _Member:
@@ -80,9 +111,10 @@ class _Member:
             return
         row_shape = self.shape[1:]
         row_bytes = max(1, self.dtype.itemsize * math.prod(row_shape))
-        block = max(batch_size, CHUNK_BYTES // row_bytes)
+        block = max(1, CHUNK_BYTES // row_bytes)  # rows read per zip read: ~4 MB, whatever the batch size
         idx = np.arange(n) if indices is None else np.asarray(indices)
-        leftover = np.empty((0, *row_shape), dtype=self.dtype)
+        pending: list[np.ndarray] = []
+        n_pending = 0
         with zipfile.ZipFile(self.path) as zf, zf.open(self.key + ".npy") as f:
             version = np.lib.format.read_magic(f)
             (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(f)
@@ -95,16 +127,18 @@ class _Member:
                 if hi == lo:
                     continue
                 rows = np.frombuffer(raw, dtype=self.dtype).reshape((stop - start, *row_shape))
-                if hi - lo < stop - start:
-                    rows = rows[idx[lo:hi] - start]
-                if len(leftover):
-                    rows = np.concatenate([leftover, rows])
-                full = len(rows) - len(rows) % batch_size
+                pending.append(rows[idx[lo:hi] - start] if hi - lo < stop - start else rows)
+                n_pending += hi - lo
+                if n_pending < batch_size:
+                    continue
+                buf = np.concatenate(pending) if len(pending) > 1 else pending[0]
+                full = n_pending - n_pending % batch_size
                 for b in range(0, full, batch_size):
-                    yield rows[b:b + batch_size].copy()
-                leftover = rows[full:].copy()
-        if len(leftover):
-            yield leftover
+                    yield buf[b:b + batch_size].copy()
+                pending = [buf[full:].copy()] if full < n_pending else []
+                n_pending -= full
+        if n_pending:
+            yield np.concatenate(pending) if len(pending) > 1 else pending[0].copy()
 
 
 class NpzReader(Reader):

@@ -17,6 +17,7 @@ def command(
     time_budget: float | None = typer.Option(None, "--time-budget", help="Seconds of timed calls per model (instead of --runs)."),
     max_drop: float | None = typer.Option(None, "--max-drop", help="Fail (exit 1) if accuracy drops more than this fraction (0.01 = 1 point)."),
     max_latency_ms: float | None = typer.Option(None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this."),
+    batch_size: int = typer.Option(16, "--batch-size", help="Samples per streamed batch (memory grows with the batch, not the data)."),
     per_layer: bool = typer.Option(False, "--per-layer", help="Worst quantized layers of int8 artefacts (QuantizationDebugger)."),
     top_k: int = typer.Option(5, "--top-k", help="Also report top-k accuracy when the model has more than k classes."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
@@ -32,7 +33,7 @@ def command(
     config = EvalConfig(
         artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
         time_budget_s=time_budget, max_drop=max_drop, max_latency_ms=max_latency_ms, per_layer=per_layer,
-        top_k=top_k, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
+        top_k=top_k, batch_size=batch_size, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
     )
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 

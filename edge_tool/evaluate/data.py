@@ -1,7 +1,13 @@
-"""Eval data through the calibration package (npz / npy / image folders / TFRecord / CSV), labels normalised."""
+"""Eval data through the calibration package (npz / npy / image folders / TFRecord / CSV), labels normalised.
+
+``open_eval_stream`` is what ``run_eval`` uses: batches straight from disk (memory O(batch)), with the labels
+(small) loaded up front and per-input statistics accumulated as the batches pass. ``load_eval_data`` loads
+everything at once (small data, tests).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +56,100 @@ def load_eval_data(path: Path, specs: list[InputSpec], seed: int = 0) -> EvalDat
     labels = _normalise_labels(ds.labels, summary.n_selected, path)
     line = f"{path.name} ({summary.format}): {summary.n_selected} samples, {'labelled' if labels is not None else 'no labels'}"
     return EvalData(dict(ds.inputs), labels, line, tuple(ds.warnings), summary.to_dict())
+
+
+class RunningStats:
+    """min / max / mean / std of one input over every batch (Chan's parallel update, float64)."""
+
+    def __init__(self):
+        self.n, self.mean, self.m2 = 0, 0.0, 0.0
+        self.min, self.max = float("inf"), float("-inf")
+        self.dtype, self.sample_shape = "", ()
+
+    def update(self, arr: np.ndarray) -> None:
+        """Fold one batch (already cast to the model dtype) in."""
+        self.dtype, self.sample_shape = arr.dtype.name, tuple(int(d) for d in arr.shape[1:])
+        if arr.size == 0:
+            return
+        a = arr.astype(np.float64, copy=False)
+        n_b, mean_b = a.size, float(a.mean())
+        m2_b = float(np.sum((a - mean_b) ** 2))
+        delta, total = mean_b - self.mean, self.n + n_b
+        self.mean += delta * n_b / total
+        self.m2 += m2_b + delta * delta * self.n * n_b / total
+        self.n = total
+        self.min, self.max = min(self.min, float(a.min())), max(self.max, float(a.max()))
+
+    def to_dict(self, n_samples: int) -> dict:
+        """The InputStats dict calibration's summary has (shape with the sample count first)."""
+        nan = float("nan")
+        empty = self.n == 0
+        return {"dtype": self.dtype, "shape": [n_samples, *self.sample_shape],
+                "min": nan if empty else self.min, "max": nan if empty else self.max,
+                "mean": nan if empty else self.mean, "std": nan if empty else float(np.sqrt(self.m2 / self.n))}
+
+
+class EvalStream:
+    """Eval data opened for streaming: count, labels and summary line up front; ``batches()`` yields
+    (inputs by signature name, labels or None), ``batch_size`` samples at a time (the last may be shorter).
+
+    Nothing but the current batch is held, except ``keep_first`` samples kept aside for the per-layer debugger
+    (a bounded sample: the first ``keep_first`` samples in data order). Data problems (shape, dtype, NaN/Inf)
+    raise DataError when the batch holding them is reached, naming its sample range.
+    """
+
+    def __init__(self, path: Path, specs: list[InputSpec], seed: int = 0, batch_size: int = 64, keep_first: int = 0):
+        import calibration  # noqa: PLC0415
+
+        self.path = Path(path)
+        cspecs = [calibration.InputSpec(s.name, s.dtype, tuple(s.shape)) for s in specs]
+        self._options = calibration.LoadOptions(samples=None, seed=seed, require_labels=False)
+        self._source = calibration.SourceStream(self.path, cspecs, self._options, batch_size)
+        self.count = len(self._source)
+        self.labels = _normalise_labels(self._source.labels, self.count, self.path)
+        self.keep_first = keep_first
+        self.kept: dict[str, list[np.ndarray]] = {}
+        self._stats = {s.name: RunningStats() for s in cspecs}
+        self.consumed = 0
+
+    @property
+    def summary(self) -> str:
+        """One line: file, format, sample count, labelled or not."""
+        return (f"{self.path.name} ({self._source.format}): {self.count} samples, "
+                f"{'labelled' if self.labels is not None else 'no labels'}")
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Warnings so far (complete once every batch was read)."""
+        return tuple(self._source.warnings)
+
+    def batches(self) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray | None]]:
+        """Stream (inputs, labels) batches; updates statistics and the kept sample on the way."""
+        for inputs, _ in self._source:
+            n = len(next(iter(inputs.values())))
+            for name, arr in inputs.items():
+                self._stats[name].update(arr)
+                if self.consumed < self.keep_first:
+                    self.kept.setdefault(name, []).append(arr[: self.keep_first - self.consumed].copy())
+            labels = None if self.labels is None else self.labels[self.consumed:self.consumed + n]
+            self.consumed += n
+            yield inputs, labels
+
+    def kept_inputs(self) -> dict[str, np.ndarray]:
+        """The first ``keep_first`` samples seen (by input name)."""
+        return {k: np.concatenate(v) for k, v in self.kept.items()}
+
+    def details(self) -> dict:
+        """The calibration-style summary dict (inputs' statistics over every batch read)."""
+        from calibration.dataset import class_counts  # noqa: PLC0415
+
+        src = self._source
+        return {"source": str(src.path), "format": src.format, "n_available": src.n_available,
+                "n_selected": src.n_selected, "sampling": src.sampling, "seed": self._options.seed,
+                "samples_requested": None,
+                "inputs": {k: st.to_dict(self.consumed) for k, st in self._stats.items()},
+                "class_names": list(src.class_names) if src.class_names is not None else None,
+                "class_counts": class_counts(src.labels, src.class_names), "warnings": list(self.warnings)}
 
 
 def _normalise_labels(labels, n: int, path: Path) -> np.ndarray | None:

@@ -5,6 +5,9 @@ rebuilt here from the reference SavedModel with a converter configured for full 
 (Optimize.DEFAULT + TFLITE_BUILTINS_INT8) and the eval data as representative dataset. The figures therefore
 describe an int8 quantization of the reference on the eval data, which matches the artefact when the artefact
 was made the same way (same calibration data gives identical scales; other calibration data, similar ones).
+
+Bounded sample: the debugger runs on the first MAX_DEBUG_SAMPLES samples of the eval data (in data order),
+which the streaming eval pass keeps aside; the rest of the data only flows through the drift metrics.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 from edge_tool.errors import ConversionError
 from edge_tool.evaluate.report import LayerError
 
-MAX_DEBUG_SAMPLES = 100
+MAX_DEBUG_SAMPLES = 100  # samples the per-layer debugger sees (the first ones of --data)
 
 
 def worst_layers(saved_model: Path, inputs: dict, input_order: list[str], top: int) -> tuple[LayerError, ...]:

@@ -1,17 +1,20 @@
-"""run_eval: reference outputs once, then drift, latency and (optionally) per-layer error for every artefact."""
+"""run_eval: one streaming pass (reference + every artefact per batch, running metrics), then latency and
+(optionally) per-layer error for every artefact."""
 
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from edge_tool.errors import UsageError, collect_and_raise
+from edge_tool.errors import DataError, UsageError, collect_and_raise
 from edge_tool.evaluate import metrics
 from edge_tool.evaluate.artifacts import Artifact, describe, saved_model_size
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
-from edge_tool.evaluate.data import EvalData, load_eval_data
+from edge_tool.evaluate.data import EvalStream
 from edge_tool.evaluate.latency import measure_tflite, measure_tflite_subprocess, summarize
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult, Report
 from edge_tool.fsutil import atomic_file, check_output_file
@@ -53,8 +56,14 @@ def primary_output(outputs: dict[str, np.ndarray]) -> str:
 
 
 def run_eval(config: EvalConfig) -> Report:
-    """Evaluate every artefact of ``config``; raises UsageError-family errors (exit 2) before measuring."""
+    """Evaluate every artefact of ``config``; raises UsageError-family errors (exit 2) before measuring.
+
+    One streaming pass over the data: each batch goes through the reference (batched) and every artefact
+    (batch 1 for LiteRT, the batch for TFJS in Node), and only running metric totals are kept, so memory is
+    O(batch) whatever the data size. Latency is measured afterwards on the first sample.
+    """
     from edge_tool.evaluate.machine import machine_info  # noqa: PLC0415
+    from edge_tool.evaluate.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
     from edge_tool.evaluate.reference import ReferenceModel  # noqa: PLC0415
     from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
 
@@ -62,107 +71,166 @@ def run_eval(config: EvalConfig) -> Report:
     validate_saved_model_dir(config.reference)
     arts = _describe_all(config.artifacts)
     ref = ReferenceModel(config.reference)
-    data = load_eval_data(config.data, ref.input_specs, seed=config.seed)
+    keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
+    data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size, keep_first=keep)
     if config.max_drop is not None and data.labels is None:
         raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
-    ref_out = ref.predict(data.inputs)
-    out_name = primary_output(ref_out)
-    ref_task = metrics.task_metrics(ref_out[out_name], data.labels, config.top_k)
-    sample = {k: v[:1] for k, v in data.inputs.items()}
-    ref_lat = ref.latency(sample, config.warmup, config.effective_runs, config.time_budget_s)
-    reference = ReferenceResult(str(config.reference), saved_model_size(config.reference), ref_task["accuracy"],
-                                ref_task["top_k_accuracy"], ref_lat, "tensorflow (SavedModel, batch 1)", out_name)
-    worst_layers_cache: list = []
-    results, notes = [], []
-    for art, label in zip(arts, _labels(arts)):
-        if art.format is ArtifactFormat.TFLITE:
-            result = _eval_tflite(art, label, config, data, ref_out, out_name, reference)
-        else:
-            result = _eval_tfjs(art, label, config, data, ref_out, out_name, reference)
-        if config.per_layer:
-            result = _with_per_layer(result, art, config, data, ref, worst_layers_cache)
-        results.append(result)
+    with ExitStack() as stack:
+        runners = [_open_runner(art, config, stack) for art in arts]
+        first = _stream(ref, data, runners, config.top_k)
+        ref_task = first.ref_task.result()
+        ref_lat = ref.latency(first.sample, config.warmup, config.effective_runs, config.time_budget_s)
+        reference = ReferenceResult(str(config.reference), saved_model_size(config.reference), ref_task["accuracy"],
+                                    ref_task["top_k_accuracy"], ref_lat, "tensorflow (SavedModel, batch 1)",
+                                    first.out_name)
+        results = [r.result(label, config, reference, _drift_fields(acc, reference))
+                   for r, acc, label in zip(runners, first.accs, _labels(arts))]
+    notes = []
     if config.per_layer:
+        results = _with_per_layer(results, arts, config, data, ref)
         notes += _per_layer_notes(arts, _labels(arts))
     settings = {"threads": config.threads, "warmup": config.warmup, "runs": config.effective_runs,
                 "time_budget_s": config.time_budget_s, "top_k": config.top_k, "max_drop": config.max_drop,
                 "max_latency_ms": config.max_latency_ms}
-    data_desc = {"path": str(config.data), "summary": data.summary, "samples": data.count,
-                 "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details}
+    data_desc = {"path": str(config.data), "summary": data.summary, "samples": data.consumed,
+                 "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details()}
     return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes))
 
 
-def _drift_fields(ref: np.ndarray, out: np.ndarray, labels, top_k: int, reference: ReferenceResult) -> dict:
-    d = metrics.drift(ref, out)
-    task = metrics.task_metrics(out, labels, top_k)
+@dataclass
+class _Pass:
+    """What the streaming pass leaves: the primary output's name, the first sample, running metrics."""
+
+    out_name: str
+    sample: dict
+    ref_task: metrics.TaskAccumulator
+    accs: list
+
+
+def _stream(ref, data: EvalStream, runners: list, top_k: int) -> _Pass:
+    accs = [metrics.DriftAccumulator(top_k) for _ in runners]
+    state: _Pass | None = None
+    for inputs, labels in data.batches():
+        ref_out = ref.predict(inputs)
+        if state is None:
+            state = _Pass(primary_output(ref_out), {k: v[:1].copy() for k, v in inputs.items()},
+                          metrics.TaskAccumulator(top_k), accs)
+            ref_names = sorted(ref_out)
+        ref_y = ref_out[state.out_name]
+        state.ref_task.update(ref_y, labels)
+        for runner, acc in zip(runners, accs):
+            acc.update(ref_y, runner.outputs(inputs, state.out_name, ref_names), labels)
+    if state is None:
+        raise DataError(f"--data {data.path} yielded no samples.")
+    return state
+
+
+def _drift_fields(acc: metrics.DriftAccumulator, reference: ReferenceResult) -> dict:
+    task = acc.task.result()
     drop = None if task["accuracy"] is None else reference.accuracy - task["accuracy"]
     return {"accuracy": task["accuracy"], "top_k_accuracy": task["top_k_accuracy"],
-            "reference_accuracy": reference.accuracy, "accuracy_drop": drop, **d}
+            "reference_accuracy": reference.accuracy, "accuracy_drop": drop, **acc.drift()}
 
 
-def _eval_tflite(art: Artifact, label: str, config: EvalConfig, data: EvalData, ref_out: dict, out_name: str,
-                 reference: ReferenceResult) -> ArtifactResult:
-    from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
+def _open_runner(art: Artifact, config: EvalConfig, stack: ExitStack):
+    if art.format is ArtifactFormat.TFLITE:
+        return _TfliteRunner(art, config)
+    from edge_tool.evaluate.tfjs_runner import TfjsSession  # noqa: PLC0415
 
-    model = TfliteModel(art.model_file, threads=config.threads)
-    feeds = model.prepare(data.inputs)
-    raw = model.predict(feeds)
-    binding = model.output_for(out_name, sorted(ref_out).index(out_name))
-    out = model.dequantize(binding, raw[binding.index])
-    fields = _drift_fields(ref_out[out_name], out, data.labels, config.top_k, reference)
-    one = {idx: x[:1] for idx, x in feeds.items()}
-    out_idx = [b.index for b in model.outputs]
-    args = (art.model_file, one, out_idx, config.threads, config.warmup, config.effective_runs, config.time_budget_s)
-    if config.latency_in_subprocess:
-        lat, rss = measure_tflite_subprocess(*args)
-    else:
-        lat, rss = measure_tflite(*args), None
-    return ArtifactResult(
-        artifact=label, format="tflite", quant=art.quant, size_bytes=art.size_bytes,
-        size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=rss, threads=config.threads,
-        runtime=model.runtime, **fields,
-    )
+    return _TfjsRunner(art, stack.enter_context(TfjsSession(art.model_file)))
 
 
-def _eval_tfjs(art: Artifact, label: str, config: EvalConfig, data: EvalData, ref_out: dict, out_name: str,
-               reference: ReferenceResult) -> ArtifactResult:
-    from edge_tool.evaluate.tfjs_runner import run_tfjs  # noqa: PLC0415
+class _TfliteRunner:
+    """A .tflite artefact during the pass: batch-1 LiteRT outputs of each batch, then its latency and row."""
 
-    run = run_tfjs(art.model_file, data.inputs, config.warmup, config.effective_runs, config.time_budget_s)
-    name = out_name if out_name in run.outputs else sorted(run.outputs)[sorted(ref_out).index(out_name)]
-    fields = _drift_fields(ref_out[out_name], run.outputs[name], data.labels, config.top_k, reference)
-    lat = summarize(np.asarray(run.latency_ms) * 1e6, None) if run.latency_ms else None
-    return ArtifactResult(
-        artifact=label, format="tfjs", quant=art.quant, size_bytes=art.size_bytes,
-        size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=None, threads=1,
-        runtime=run.version, latency_note="tfjs cpu backend in Node (single-threaded JS), not a browser figure",
-        **fields,
-    )
+    def __init__(self, art: Artifact, config: EvalConfig):
+        from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
+
+        self.art = art
+        self.model = TfliteModel(art.model_file, threads=config.threads)
+        self.first_feeds: dict | None = None
+
+    def outputs(self, inputs: dict, out_name: str, ref_names: list[str]) -> np.ndarray:
+        """The artefact's (dequantized) output matching the reference's ``out_name`` for one batch."""
+        feeds = self.model.prepare(inputs)
+        if self.first_feeds is None:
+            self.first_feeds = {idx: x[:1].copy() for idx, x in feeds.items()}
+        binding = self.model.output_for(out_name, ref_names.index(out_name))
+        return self.model.dequantize(binding, self.model.predict(feeds)[binding.index])
+
+    def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
+        """Latency (fresh process unless configured otherwise) and the artefact's row."""
+        out_idx = [b.index for b in self.model.outputs]
+        args = (self.art.model_file, self.first_feeds, out_idx, config.threads, config.warmup,
+                config.effective_runs, config.time_budget_s)
+        if config.latency_in_subprocess:
+            lat, rss = measure_tflite_subprocess(*args)
+        else:
+            lat, rss = measure_tflite(*args), None
+        art = self.art
+        return ArtifactResult(
+            artifact=label, format="tflite", quant=art.quant, size_bytes=art.size_bytes,
+            size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=rss, threads=config.threads,
+            runtime=self.model.runtime, **fields,
+        )
+
+
+class _TfjsRunner:
+    """A TFJS artefact during the pass: a Node session fed batch by batch, then its latency and row."""
+
+    def __init__(self, art: Artifact, session):
+        self.art, self.session = art, session
+        self.first: dict | None = None
+
+    def outputs(self, inputs: dict, out_name: str, ref_names: list[str]) -> np.ndarray:
+        """The model's output matching the reference's ``out_name`` (by name, else by position) for one batch."""
+        if self.first is None:
+            self.first = {k: v[:1].copy() for k, v in inputs.items()}
+        out = self.session.predict(inputs)
+        name = out_name if out_name in out else sorted(out)[ref_names.index(out_name)]
+        return out[name]
+
+    def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
+        """Latency in the same Node session (batch 1, first sample) and the artefact's row."""
+        times = ()
+        if config.effective_runs or config.time_budget_s:
+            times = self.session.latency(self.first, config.warmup, config.effective_runs, config.time_budget_s)
+        lat = summarize(np.asarray(times) * 1e6, None) if times else None
+        art = self.art
+        return ArtifactResult(
+            artifact=label, format="tfjs", quant=art.quant, size_bytes=art.size_bytes,
+            size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=None, threads=1,
+            runtime=self.session.version,
+            latency_note="tfjs cpu backend in Node (single-threaded JS), not a browser figure", **fields,
+        )
 
 
 def _per_layer_eligible(art: Artifact) -> bool:
     return art.format is ArtifactFormat.TFLITE and art.quant == "int8"
 
 
-def _with_per_layer(result: ArtifactResult, art: Artifact, config: EvalConfig, data: EvalData, ref,
-                    cache: list) -> ArtifactResult:
+def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config: EvalConfig, data: EvalStream,
+                    ref) -> list[ArtifactResult]:
+    """Attach the debugger's worst layers (computed once, on the first MAX_DEBUG_SAMPLES samples) to int8 rows."""
     from dataclasses import replace  # noqa: PLC0415
 
     from edge_tool.evaluate.per_layer import worst_layers  # noqa: PLC0415
 
-    if not _per_layer_eligible(art):
-        return result
-    if not cache:
-        order = [s.name for s in ref.input_specs]
-        cache.append(worst_layers(config.reference, data.inputs, order, config.per_layer_top))
-    return replace(result, per_layer=cache[0])
+    if not any(_per_layer_eligible(a) for a in arts):
+        return results
+    order = [s.name for s in ref.input_specs]
+    worst = worst_layers(config.reference, data.kept_inputs(), order, config.per_layer_top)
+    return [replace(r, per_layer=worst) if _per_layer_eligible(a) else r for r, a in zip(results, arts)]
 
 
 def _per_layer_notes(arts: list[Artifact], labels: list[str]) -> list[str]:
+    from edge_tool.evaluate.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
+
     notes = []
     if any(_per_layer_eligible(a) for a in arts):
         notes.append("Per-layer errors: tf.lite.experimental.QuantizationDebugger on an int8 model rebuilt from the "
-                     "reference with the eval data as representative dataset (the debugger needs the float model); "
+                     f"reference with the first {MAX_DEBUG_SAMPLES} eval samples as representative dataset (the debugger "
+                     "needs the float model); "
                      "they describe that int8 quantization, not the artefact's own scales.")
     skipped = [lab for a, lab in zip(arts, labels) if not _per_layer_eligible(a)]
     if skipped:

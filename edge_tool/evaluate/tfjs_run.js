@@ -1,18 +1,26 @@
-// Run a TF.js graph model (model.json + weight shards on disk) with the cpu backend in Node.
-// Usage: node tfjs_run.js TF_MIN_JS MODEL_JSON REQUEST_JSON
-// REQUEST_JSON: {"inputs": {name: {"file": path.bin, "dtype": "float32"|"int32", "shape": [...]}},
-//                "latency": {"warmup": W, "runs": R, "time_budget_s": S|null}}  (inputs hold every sample; latency uses sample 0, batch 1)
-// Prints one JSON object: {"tfjs_version", "backend", "outputs": {name: {"shape", "data"}}, "latency_ms": [...]}.
+// Run a TF.js graph model (model.json + weight shards on disk) with the cpu backend in Node, as a session:
+// the caller streams requests, one JSON object per line on stdin, and reads one JSON line per request on stdout.
+// Usage: node tfjs_run.js TF_MIN_JS MODEL_JSON
+// First line written: {"ready": true, "tfjs_version", "backend"}.
+// Requests:
+//   {"op": "predict", "inputs": {name: {"file": in.bin, "dtype": "float32"|"int32"|"bool", "shape": [...]}},
+//    "out_dir": DIR}  -> runs the batch, writes each output's raw values to DIR/out<i>.bin and answers
+//                        {"outputs": {name: {"file", "dtype", "shape"}}}
+//   {"op": "latency", "inputs": {... one sample ...}, "warmup": W, "runs": R, "time_budget_s": S|null}
+//                     -> {"latency_ms": [...]} (batch 1, execute + dataSync per call)
+//   {"op": "close"} or end of stdin -> exit 0.
+// Any error: the stack goes to stderr and the process exits 3.
 'use strict';
 const fs = require('fs');
 const path = require('path');
+const readline = require('readline');
 
-// Keep stdout for the JSON result only: tfjs prints a banner through console.log in Node.
+// Keep stdout for the JSON answers only: tfjs prints a banner through console.log in Node.
 console.log = (...a) => process.stderr.write(a.join(' ') + '\n');
 console.warn = console.log;
 console.info = console.log;
 
-const [bundlePath, modelJsonPath, requestPath] = process.argv.slice(2);
+const [bundlePath, modelJsonPath] = process.argv.slice(2);
 const tf = require(path.resolve(bundlePath));
 
 function readWeights(modelDir, manifest) {
@@ -34,8 +42,8 @@ function typedArray(dtype, buf) {
   throw new Error(`unsupported input dtype ${dtype}`);
 }
 
-function sliceFirst(t) {
-  return tf.slice(t, [0], [1]);
+function answer(obj) {
+  process.stdout.write(JSON.stringify(obj) + '\n');
 }
 
 async function main() {
@@ -49,37 +57,47 @@ async function main() {
     signature: modelJson.signature, userDefinedMetadata: modelJson.userDefinedMetadata,
     modelInitializer: modelJson.modelInitializer,
   }));
-  const request = JSON.parse(fs.readFileSync(requestPath, 'utf8'));
   const sig = modelJson.signature || {};
   const sigIn = sig.inputs || {};
   const sigOut = sig.outputs || {};
-  // Feed by node name ("pixels:0" -> "pixels"), keyed from the signature names the caller uses.
-  const feeds = {};
-  for (const [name, spec] of Object.entries(request.inputs)) {
-    const node = sigIn[name] ? sigIn[name].name.replace(/:0$/, '') : name;
-    feeds[node] = tf.tensor(typedArray(spec.dtype, fs.readFileSync(spec.file)), spec.shape, spec.dtype);
-  }
   const outNames = Object.keys(sigOut).length ? Object.keys(sigOut).sort() : model.outputNodes;
   const outNodes = outNames.map((n) => (sigOut[n] ? sigOut[n].name.replace(/:0$/, '') : n));
+  // Feed by node name ("pixels:0" -> "pixels"), keyed from the signature names the caller uses.
+  const feedsOf = (inputs) => {
+    const feeds = {};
+    for (const [name, spec] of Object.entries(inputs)) {
+      const node = sigIn[name] ? sigIn[name].name.replace(/:0$/, '') : name;
+      feeds[node] = tf.tensor(typedArray(spec.dtype, fs.readFileSync(spec.file)), spec.shape, spec.dtype);
+    }
+    return feeds;
+  };
   const run = (f) => {
     const r = model.execute(f, outNodes);
     return Array.isArray(r) ? r : [r];
   };
-  const results = run(feeds);
-  const outputs = {};
-  outNames.forEach((n, i) => {
-    outputs[n] = { shape: results[i].shape, dtype: results[i].dtype, data: Array.from(results[i].dataSync()) };
-  });
-  tf.dispose(results);
-  const times = [];
-  const lat = request.latency || { warmup: 0, runs: 0 };
-  const budgetNs = lat.time_budget_s ? BigInt(Math.round(lat.time_budget_s * 1e9)) : null;
-  if (lat.runs > 0 || budgetNs !== null) {
-    const one = {};
-    for (const [k, t] of Object.entries(feeds)) one[k] = sliceFirst(t);
-    for (let i = 0; i < lat.warmup; i++) tf.dispose(run(one).map((t) => (t.dataSync(), t)));
+
+  const predict = (req) => {
+    const feeds = feedsOf(req.inputs);
+    const results = run(feeds);
+    const outputs = {};
+    outNames.forEach((n, i) => {
+      const values = results[i].dataSync();
+      const file = path.join(req.out_dir, `out${i}.bin`);
+      fs.writeFileSync(file, Buffer.from(values.buffer, values.byteOffset, values.byteLength));
+      outputs[n] = { file, dtype: results[i].dtype, shape: results[i].shape };
+    });
+    tf.dispose(results);
+    tf.dispose(Object.values(feeds));
+    return { outputs };
+  };
+
+  const latency = (req) => {
+    const one = feedsOf(req.inputs);
+    const times = [];
+    const budgetNs = req.time_budget_s ? BigInt(Math.round(req.time_budget_s * 1e9)) : null;
+    for (let i = 0; i < (req.warmup || 0); i++) tf.dispose(run(one).map((t) => (t.dataSync(), t)));
     const start = process.hrtime.bigint();
-    for (let i = 0; budgetNs !== null || i < lat.runs; i++) {
+    for (let i = 0; budgetNs !== null || i < (req.runs || 0); i++) {
       const t0 = process.hrtime.bigint();
       const r = run(one);
       r.forEach((t) => t.dataSync());
@@ -89,13 +107,23 @@ async function main() {
       if (budgetNs !== null && t1 - start >= budgetNs) break;
     }
     tf.dispose(Object.values(one));
+    return { latency_ms: times };
+  };
+
+  answer({ ready: true, tfjs_version: tf.version.tfjs, backend: tf.getBackend() });
+  const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of rl) {
+    if (!line.trim()) continue;
+    const req = JSON.parse(line);
+    if (req.op === 'close') break;
+    if (req.op === 'predict') answer(predict(req));
+    else if (req.op === 'latency') answer(latency(req));
+    else throw new Error(`unknown request op ${req.op}`);
   }
-  process.stdout.write(JSON.stringify({
-    tfjs_version: tf.version.tfjs, backend: tf.getBackend(), outputs, latency_ms: times,
-  }));
+  rl.close();
 }
 
-main().catch((err) => {
+main().then(() => process.exit(0)).catch((err) => {
   process.stderr.write(String(err && err.stack ? err.stack : err) + '\n');
   process.exit(3);
 });
