@@ -308,3 +308,73 @@ def test_rebuilt_site_replaces_the_old_cache(page, site, digits_model, url):
     keys = page.evaluate("caches.keys()")
     assert len(keys) == 1 and keys[0].endswith(":" + new_version), keys
     _assert_same_origin(page, url)
+
+
+@pytest.fixture
+def fresh_page(browser_context, url):
+    """Open the site (plus a query string) in a new page that records its requests; closed afterwards."""
+    pages = []
+
+    def _open(query: str = ""):
+        extra = browser_context.new_page()
+        extra.requests = []
+        extra.on("request", lambda r: extra.requests.append(r.url))
+        pages.append(extra)
+        extra.goto(url + query)
+        return extra, extra.evaluate("window.edgetool.ready")
+
+    yield _open
+    for extra in pages:
+        extra.close()
+
+
+def test_served_page_runs_threaded_simd_wasm(fresh_page):
+    page, info = fresh_page()
+    runtime = info["runtime"]
+    cores = page.evaluate("navigator.hardwareConcurrency")
+    assert runtime["crossOriginIsolated"] is True
+    assert page.evaluate("tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT')") is True
+    assert runtime["wasmThreads"] == max(1, min(cores // 2, 8))  # default: tfjs's one thread per two logical cores
+    wasm_files = {u.rsplit("/", 1)[1] for u in page.requests if u.endswith(".wasm")}
+    assert wasm_files == {"tfjs-backend-wasm-threaded-simd.wasm"}
+
+
+def test_threads_query_can_use_every_core(fresh_page, samples):
+    x, probs_tf = samples
+    page, info = fresh_page("?threads=64")
+    cores = page.evaluate("navigator.hardwareConcurrency")
+    assert cores == info["runtime"]["hardwareConcurrency"]  # the start-up override is gone again
+    assert info["runtime"]["wasmThreads"] == min(cores, 8)  # capped at the cores (and the pool of 8), not at cores / 2
+    assert page.evaluate("window.edgetool.setBackend('wasm')") == "wasm"
+    probs_js, _ = _predict_all(page, x[:8])
+    _assert_matches_tf(probs_js, probs_tf[:8])
+
+
+def test_query_picks_backend_and_thread_count(fresh_page, samples):
+    x, probs_tf = samples
+    page, info = fresh_page("?backend=wasm&threads=1")
+    assert info["backend"] == "wasm" and info["backends"] == ["wasm"]
+    assert info["runtime"]["wasmThreads"] == 1
+    assert page.locator("#threads").input_value() == "1"
+    probs_js, _ = _predict_all(page, x[:8])
+    _assert_matches_tf(probs_js, probs_tf[:8])
+    page, info = fresh_page("?backend=cpu")
+    assert info["backend"] == "cpu" and info["backends"] == ["cpu"] and list(info["benchmark"]) == ["cpu"]
+
+
+def test_auto_pick_benchmarks_only_backends_that_can_win(fresh_page):
+    page, info = fresh_page()
+    assert "cpu" in info["backends"] and "cpu" not in info["benchmark"]  # plain-JS fallback: listed, not timed
+    assert info["backend"] in info["benchmark"] and info["benchmark"][info["backend"]] > 0
+    renderer = info["runtime"]["webglRenderer"] or ""
+    if "webgl" in info["backends"] and "SwiftShader" in renderer:
+        assert "webgl" not in info["benchmark"]
+    rows = page.locator("#bench tr").all_text_contents()  # inside a closed <details>
+    assert len(rows) == len(info["backends"])
+    assert sum("not benchmarked" in r for r in rows) == len(info["backends"]) - len(info["benchmark"])
+
+
+def test_time_inference_reports_each_run(page):
+    result = page.evaluate("window.edgetool.timeInference(5, 1)")
+    assert result["backend"] == page.evaluate("window.edgetool.backend")
+    assert len(result["times"]) == 5 and all(t > 0 for t in result["times"])
