@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -116,54 +117,119 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Ar
                  "tensors": summary.to_dict()}
 
 
-def _build_tfjs(ctx: BuildContext, out_dir: Path) -> tuple[Artifact, dict]:
+def _tfjs_job(saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str) -> float:
+    """Export TFJS (in whichever process runs it); returns the seconds it took."""
     from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
 
+    t0 = time.perf_counter()
+    export_tfjs(saved_model, tfjs_dir, quant, signature_key)
+    return time.perf_counter() - t0
+
+
+TFJS_WARM_MODULES = ("tensorflow", "tensorflowjs.converters.tf_saved_model_conversion_v2")
+# Below this the TFJS export takes about as long as a second process needs to import TensorFlow and tensorflowjs,
+# so overlapping it buys nothing (MobileNetV2's 17 MB SavedModel: ~19 s of TFJS export).
+PARALLEL_TFJS_MIN_BYTES = 4 * 1024 * 1024
+
+
+def _model_bytes(model: Path) -> int:
+    model = Path(model)
+    if model.is_file():
+        return model.stat().st_size
+    return sum(p.stat().st_size for p in model.rglob("*") if p.is_file()) if model.is_dir() else 0
+
+
+def start_tfjs_worker(config: ConvertConfig):
+    """A BackgroundCall for the TFJS export when it can overlap the TFLite conversions, else None.
+
+    Used with a second CPU, TFLite work to overlap with, and a model of at least PARALLEL_TFJS_MIN_BYTES.
+    ``EDGETOOL_CONVERT_WORKERS=0`` turns it off, ``=1`` forces it on (size and CPU checks skipped).
+    """
+    from edge_tool.convert.background import BackgroundCall, usable_cpus  # noqa: PLC0415
+
+    if not (config.wants_tfjs and config.wants_tflite):
+        return None
+    forced = os.environ.get("EDGETOOL_CONVERT_WORKERS", "")
+    if forced == "0":
+        return None
+    if forced != "1" and (usable_cpus() < 2 or _model_bytes(config.model) < PARALLEL_TFJS_MIN_BYTES):
+        return None
+    return BackgroundCall(TFJS_WARM_MODULES)
+
+
+def _build_tfjs(ctx: BuildContext, out_dir: Path, worker=None) -> tuple[Artifact, dict]:
+    """Write out_dir/tfjs: collect it from the worker it was handed to, or convert it here."""
     tfjs_dir = out_dir / "tfjs"
-    with step("convert tfjs") as rec:
-        export_tfjs(ctx.source.saved_model, tfjs_dir, ctx.config.tfjs_quant.value, ctx.source.signature.key)
+    quant = ctx.config.tfjs_quant.value
+    with step("convert tfjs" + (" (parallel worker)" if worker else "")) as rec:
+        if worker is None:
+            seconds = _tfjs_job(ctx.source.saved_model, tfjs_dir, quant, ctx.source.signature.key)
+        else:
+            seconds = worker.result()
         rec.outputs.append(tfjs_dir / "model.json")
     files = sorted(p for p in tfjs_dir.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in files)
-    art = Artifact(tfjs_dir, "tfjs", ctx.config.tfjs_quant.value, size, rec.seconds)
-    return art, {"path": "tfjs", "format": "tfjs", "quant": ctx.config.tfjs_quant.value, "size_bytes": size,
+    art = Artifact(tfjs_dir, "tfjs", quant, size, seconds)
+    return art, {"path": "tfjs", "format": "tfjs", "quant": quant, "size_bytes": size,
                  "files": {p.name: {"size_bytes": p.stat().st_size, "sha256": _sha256(p)} for p in files},
-                 "seconds": round(rec.seconds, 3)}
+                 "seconds": round(seconds, 3)}
 
 
 def convert(config: ConvertConfig) -> ConvertResult:
-    """Run every requested conversion into a temp dir beside OUTDIR, write manifest.json, then rename."""
+    """Run every requested conversion into a temp dir beside OUTDIR, write manifest.json, then rename.
+
+    The TFLite modes share one GraphDef and one calibration (see ``convert.converter``); with two CPUs the
+    TFJS export runs in a worker process started before TensorFlow is imported here.
+    """
     check_output_dir(config.output_dir, config.force)
     from edge_tool.env import import_tf, quiet_native_stderr  # noqa: PLC0415
 
     t0 = time.perf_counter()
     with quiet_native_stderr(), tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
-        tf = import_tf()
-        with step("load model"):
-            source = prepare_source(config.model, Path(work))
-        ds, cal_path = load_calibration(config, source)
-        import calibration  # noqa: PLC0415
+        worker = start_tfjs_worker(config)
+        try:
+            artifacts, records, manifest = _convert_in(config, Path(work), import_tf(), worker, t0)
+        finally:
+            if worker is not None:
+                worker.close()
+    final = tuple(Artifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds)
+                  for a in artifacts)
+    return ConvertResult(config.output_dir, final, manifest)
 
-        rep = representative_dataset(ds, calibration.specs_from(source.signature.inputs)) if ds else None
-        ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch)
-        artifacts, records = [], []
-        with atomic_dir(config.output_dir, config.force) as tmp:
+
+def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tuple[list, list, dict]:
+    """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
+    with step("load model"):
+        source = prepare_source(config.model, work)
+    ds, cal_path = load_calibration(config, source)
+    import calibration  # noqa: PLC0415
+
+    rep = representative_dataset(ds, calibration.specs_from(source.signature.inputs)) if ds else None
+    ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch)
+    artifacts, records = [], []
+    with atomic_dir(config.output_dir, config.force) as tmp:
+        try:
+            if worker is not None:
+                worker.submit(_tfjs_job, source.saved_model, tmp / "tfjs", config.tfjs_quant.value,
+                              source.signature.key)
             for mode in config.modes if config.wants_tflite else ():
                 art, rec = _build_tflite(ctx, mode, tmp)
                 artifacts.append(art)
                 records.append(rec)
             if config.wants_tfjs:
-                art, rec = _build_tfjs(ctx, tmp)
+                art, rec = _build_tfjs(ctx, tmp, worker)
                 artifacts.append(art)
                 records.append(rec)
-            cal = None if ds is None else {"path": str(cal_path), **ds.summary.to_dict()}
-            timings = {r["quant"] if r["format"] == "tflite" else "tfjs": r["seconds"] for r in records}
-            timings["total"] = round(time.perf_counter() - t0, 3)
-            manifest = build_manifest(config, source, cal, records, timings)
-            write_manifest(tmp, manifest)
-    final = tuple(Artifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds)
-                  for a in artifacts)
-    return ConvertResult(config.output_dir, final, manifest)
+        except BaseException:
+            if worker is not None:
+                worker.close()  # stop it writing into tmp before atomic_dir deletes tmp
+            raise
+        cal = None if ds is None else {"path": str(cal_path), **ds.summary.to_dict()}
+        timings = {r["quant"] if r["format"] == "tflite" else "tfjs": r["seconds"] for r in records}
+        timings["total"] = round(time.perf_counter() - t0, 3)
+        manifest = build_manifest(config, source, cal, records, timings)
+        write_manifest(tmp, manifest)
+    return artifacts, records, manifest
 
 
 def _print_epoch(epoch: int, logs: dict) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.convert.config import ConvertConfig, IOType
+from edge_tool.convert.converter import SharedSource, new_converter
 from edge_tool.convert.source import PreparedSource
 from edge_tool.errors import ConversionError, DataError
 
@@ -29,6 +30,11 @@ class BuildContext:
     source: PreparedSource
     representative_dataset: Callable | None = None
     epoch_progress: Callable | None = None
+    shared: SharedSource | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.shared is None:
+            self.shared = SharedSource(Path(self.source.saved_model), self.source.signature.key)
 
     @property
     def io_dtype(self):
@@ -37,10 +43,12 @@ class BuildContext:
                 IOType.UINT8: self.tf.uint8}[self.config.io_type]
 
     def new_converter(self):
-        """A fresh TFLiteConverter on the prepared SavedModel's serving signature."""
-        return self.tf.lite.TFLiteConverter.from_saved_model(
-            str(self.source.saved_model), signature_keys=[self.source.signature.key]
-        )
+        """A fresh TFLiteConverter on the prepared SavedModel's serving signature.
+
+        It behaves like ``tf.lite.TFLiteConverter.from_saved_model`` (same flags, same flatbuffer) but shares
+        the SavedModel's GraphDef and the calibration statistics with the other modes of this run.
+        """
+        return new_converter(self.shared)
 
     def convert(self, configure: Callable, converter=None) -> bytes:
         """Configure a converter, apply --allow-select-tf-ops, run it; ConverterError → ConversionError."""

@@ -1,0 +1,92 @@
+"""Run one conversion in a second process, started early so its TensorFlow import overlaps the parent's work.
+
+``TFLiteConverter.convert`` and the tensorflowjs converter are CPU-bound and mostly hold the GIL, so two
+conversions overlap only in two processes. ``BackgroundCall`` spawns a fresh interpreter (spawn, not fork:
+the parent may already hold TensorFlow's threads), lets it import the heavy modules at once, and later hands
+it a function and arguments; ``result()`` returns the value or re-raises the child's error in the parent.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import traceback
+from collections.abc import Callable
+
+from edge_tool.errors import ConversionError, EdgeToolError
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _serve(conn, warm_modules: tuple[str, ...]) -> None:
+    """Child: import ``warm_modules``, then run the one (function, args) sent, send back ("ok"|"error", value)."""
+    try:
+        from edge_tool.env import configure_tf_env  # noqa: PLC0415
+
+        configure_tf_env()
+        for name in warm_modules:
+            importlib.import_module(name)
+        try:
+            job = conn.recv()
+        except EOFError:  # the parent went away before handing over a call
+            return
+        if job is None:
+            return
+        fn, args = job
+        conn.send(("ok", fn(*args)))
+    except EdgeToolError as exc:
+        conn.send(("error", (type(exc), str(exc))))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
+        conn.send(("error", (ConversionError, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}")))
+    finally:
+        conn.close()
+
+
+class BackgroundCall:
+    """A spawned worker process that runs exactly one call."""
+
+    def __init__(self, warm_modules: tuple[str, ...] = ()) -> None:
+        """Start the worker now; it imports ``warm_modules`` while the parent goes on."""
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, tuple(warm_modules)), name="edgetool-convert-worker")
+        self._proc.start()
+        child.close()
+        self._finished = False
+
+    def submit(self, fn: Callable, *args) -> None:
+        """Hand the worker its call (``fn`` must be importable by name, ``args`` picklable)."""
+        self._conn.send((fn, args))
+
+    def result(self):
+        """Wait for the call; return its value or raise its error (an EdgeToolError subclass)."""
+        try:
+            status, value = self._conn.recv()
+        except EOFError:
+            self._proc.join()
+            raise ConversionError(f"the background conversion process died (exit code {self._proc.exitcode}) "
+                                  "before reporting a result.") from None
+        finally:
+            self._finished = True
+            self.close()
+        if status == "error":
+            cls, message = value
+            raise cls(message)
+        return value
+
+    def close(self) -> None:
+        """Release the worker: let it exit after a finished call, stop it otherwise (idle or abandoned)."""
+        if self._proc.is_alive() and not self._finished:
+            self._proc.terminate()  # idle (only importing) or working for a run that has already failed
+        self._proc.join(timeout=60)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        self._conn.close()

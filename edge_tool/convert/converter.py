@@ -1,0 +1,145 @@
+"""A TFLiteConverter that shares per-source work across the modes of one ``convert`` run.
+
+``tf.lite.TFLiteConverter.from_saved_model(...).convert()`` spends most of its time outside the MLIR
+conversion: ``from_saved_model`` runs ``tf.saved_model.load`` only to check the signature key, ``convert()``
+loads the SavedModel twice more (a GraphDef for its checks, and a full ``tf.saved_model.load`` whose debug
+info the SavedModel import path then does not use), and every calibrated mode feeds the representative
+dataset through its own calibration interpreter. For a run of five modes that is ten full loads and two
+calibrations of the same model.
+
+``SharedSource`` holds what is the same for every mode of one run — the signature-checked SavedModel, its
+GraphDef (read once), and the calibration results keyed by the float model they were made on — and
+``new_converter`` returns a ``TFLiteSavedModelConverterV2`` subclass that reads from it. Everything that
+decides the artefact (converter flags, the MLIR conversion, the quantizers and their arguments, buffer
+deduplication, conversion metadata) is TensorFlow's own code path, so each .tflite is the one the raw
+converter writes with the same settings. When the float models of int8 and int16x8 are equal (they are:
+only the quantizer differs) the second one reuses the first one's calibration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class _Calibration:
+    """One fed calibrator (its min/max statistics) and the calibrated float model it yields."""
+
+    calibrator: object
+    calibrated: bytes
+
+
+@dataclass
+class SharedSource:
+    """Per-run state shared by every converter made with ``new_converter``."""
+
+    saved_model: Path
+    signature_key: str
+    tags: frozenset = frozenset({"serve"})
+    _graph: tuple | None = None
+    _calibrations: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=lambda: {"calibrations": 0, "calibration_reuses": 0})
+
+    def graph(self, converter) -> tuple:
+        """(graph_def, input_tensors, output_tensors) of the SavedModel, loaded on first use."""
+        if self._graph is None:
+            from tensorflow.lite.python import lite  # noqa: PLC0415
+
+            self._graph = lite.TFLiteSavedModelConverterV2._load_saved_model(
+                converter, str(self.saved_model), set(self.tags))
+        return self._graph
+
+    def calibration(self, float_model: bytes, dataset, registerers: tuple[list, list]) -> _Calibration:
+        """Calibrate ``float_model`` on ``dataset`` once; later calls with the same model bytes and data reuse it."""
+        key = (hashlib.sha256(bytes(float_model)).hexdigest(), dataset.input_gen)
+        if key in self._calibrations:
+            self.stats["calibration_reuses"] += 1
+            return self._calibrations[key]
+        from tensorflow.lite.python.optimize import calibrator as _calibrator  # noqa: PLC0415
+
+        model = _calibrator.add_intermediate_tensors(float_model)
+        cal = _calibrator.Calibrator(model, *registerers)
+        calibrated = cal.calibrate(dataset.input_gen)
+        self.stats["calibrations"] += 1
+        self._calibrations[key] = _Calibration(cal, calibrated)
+        return self._calibrations[key]
+
+
+def new_converter(shared: SharedSource):
+    """A converter on ``shared``'s SavedModel and signature, configured like ``TFLiteConverter.from_saved_model``."""
+    from tensorflow.lite.python import lite  # noqa: PLC0415
+    from tensorflow.lite.python import conversion_metadata_schema_py_generated as meta  # noqa: PLC0415
+
+    cls = _converter_class(lite)
+    lite.TFLiteConverterBase._set_original_model_type(meta.ModelType.TF_SAVED_MODEL)  # as from_saved_model does
+    return cls(shared)
+
+
+_CLASS = None
+
+
+def _converter_class(lite):
+    """Define the subclass lazily (it needs TensorFlow's lite module)."""
+    global _CLASS
+    if _CLASS is not None:
+        return _CLASS
+    from tensorflow.python.framework import dtypes  # noqa: PLC0415
+
+    class SharedSavedModelConverter(lite.TFLiteSavedModelConverterV2):
+        """TFLiteSavedModelConverterV2 reading the GraphDef and calibrations from a SharedSource."""
+
+        def __init__(self, shared: SharedSource) -> None:
+            super().__init__(str(shared.saved_model), set(shared.tags), [shared.signature_key])
+            self._shared = shared
+
+        def _load_saved_model(self, saved_model_dir, saved_model_tags):
+            return self._shared.graph(self)
+
+        @lite._export_metrics  # noqa: SLF001 - the conversion metadata is added exactly as in the base class
+        def convert(self):
+            """Convert through the SavedModel importer; no ``tf.saved_model.load`` (its debug info is unused there)."""
+            graph_def, input_tensors, output_tensors = self._load_saved_model(self.saved_model_dir,
+                                                                             self._saved_model_tags)
+            if self.saved_model_dir is None or not self.experimental_new_converter:
+                return lite.TFLiteSavedModelConverterV2.convert.__wrapped__(self)
+            self._debug_info = None
+            return self._convert_from_saved_model(graph_def)
+
+        def _quantize(self, result, input_type, output_type, activations_type, bias_type, allow_float,
+                      enable_variable_quantization, debug_options):
+            """The base class's quantization with the calibration step shared across modes."""
+            by_name = [x for x in self.target_spec._experimental_custom_op_registerers if isinstance(x, str)]
+            by_func = [x for x in self.target_spec._experimental_custom_op_registerers if not isinstance(x, str)]
+            if not isinstance(self.representative_dataset, lite.RepresentativeDataset):
+                self.representative_dataset = lite.RepresentativeDataset(self.representative_dataset)
+            cal = self._shared.calibration(result, self.representative_dataset, (by_name, by_func))
+            if self._experimental_calibrate_only:
+                return cal.calibrated
+            if self.experimental_new_quantizer and activations_type != dtypes.int16:
+                return lite._mlir_quantize(  # noqa: SLF001 - same call as TFLiteConverterBase._quantize
+                    cal.calibrated,
+                    self._experimental_disable_per_channel,
+                    input_data_type=input_type,
+                    output_data_type=output_type,
+                    enable_variable_quantization=enable_variable_quantization,
+                    disable_per_channel_for_dense_layers=(
+                        self._experimental_disable_per_channel_quantization_for_dense_layers),
+                    debug_options_str=debug_options.SerializeToString(),
+                )
+            import numpy as np  # noqa: PLC0415
+
+            # Calibrator.calibrate_and_quantize without feeding the data again: the statistics are in the wrapper.
+            return cal.calibrator._calibrator.QuantizeModel(  # noqa: SLF001
+                np.dtype(input_type.as_numpy_dtype()).num,
+                np.dtype(output_type.as_numpy_dtype()).num,
+                allow_float,
+                np.dtype(activations_type.as_numpy_dtype()).num,
+                np.dtype(bias_type.as_numpy_dtype()).num,
+                self._experimental_disable_per_channel,
+                self._experimental_disable_per_channel_quantization_for_dense_layers,
+            )
+
+    _CLASS = SharedSavedModelConverter
+    return _CLASS
