@@ -30,13 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _raw_converter import MODES, raw_converter  # noqa: E402
 from _results import machine, table, write_section  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 MODEL = CACHE / "mobilenetv2"
 CALIBRATION = CACHE / "calibration.npz"
 SAMPLES = 64
-MODES = ("fp32", "fp16", "dynamic", "int8", "int16x8")
 ENV = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3", "TFDF_DISABLE_WELCOME_MESSAGE": "1"}
 
 
@@ -71,16 +71,7 @@ def raw_convert(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for mode in MODES:
         t0 = time.perf_counter()
-        conv = tf.lite.TFLiteConverter.from_saved_model(str(MODEL))
-        if mode != "fp32":
-            conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        if mode == "fp16":
-            conv.target_spec.supported_types = [tf.float16]
-        if mode in ("int8", "int16x8"):
-            conv.representative_dataset = representative_dataset
-            conv.target_spec.supported_ops = [
-                tf.lite.OpsSet.TFLITE_BUILTINS_INT8 if mode == "int8"
-                else tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+        conv = raw_converter(tf, MODEL, mode, representative_dataset)
         (out / f"mobilenetv2_{mode}.tflite").write_bytes(conv.convert())
         timings[mode] = time.perf_counter() - t0
     t0 = time.perf_counter()

@@ -21,17 +21,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _raw_converter import MODES, raw_converter  # noqa: E402
 from _results import machine, table, write_section  # noqa: E402
 
 from edge_tool.env import import_tf  # noqa: E402
 from edge_tool.errors import EdgeToolError  # noqa: E402
 
-MODES = ("fp32", "fp16", "dynamic", "int8", "int16x8")
 
 
 def build_model(out: Path) -> None:
     """MobileNetV2-224, random seeded weights, saved as a Keras-2 SavedModel with serving_default."""
-    tf = import_tf()
+    import_tf()  # sets TF_USE_LEGACY_KERAS before tf_keras loads
     import tf_keras  # noqa: PLC0415
 
     tf_keras.utils.set_random_seed(0)
@@ -54,16 +54,7 @@ def _raw(saved: Path, cal: Path, out_dir: Path, mode: str) -> tuple[Path, float]
     tf = import_tf()
     x = np.load(cal)["x"]
     t0 = time.perf_counter()
-    conv = tf.lite.TFLiteConverter.from_saved_model(str(saved))
-    if mode != "fp32":
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    if mode == "fp16":
-        conv.target_spec.supported_types = [tf.float16]
-    if mode in ("int8", "int16x8"):
-        conv.representative_dataset = lambda: ([x[i:i + 1]] for i in range(len(x)))
-        ops = tf.lite.OpsSet
-        conv.target_spec.supported_ops = [ops.TFLITE_BUILTINS_INT8 if mode == "int8"
-                                          else ops.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+    conv = raw_converter(tf, saved, mode, lambda: ([x[i:i + 1]] for i in range(len(x))))
     data = conv.convert()
     path = out_dir / f"mobilenetv2_{mode}.tflite"
     out_dir.mkdir(parents=True, exist_ok=True)

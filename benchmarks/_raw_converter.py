@@ -1,0 +1,20 @@
+"""The baseline every benchmark compares edgetool with: tf.lite.TFLiteConverter set up per mode as documented."""
+
+from __future__ import annotations
+
+MODES = ("fp32", "fp16", "dynamic", "int8", "int16x8")
+
+
+def raw_converter(tf, saved_model, mode: str, representative_dataset=None):
+    """A fresh TFLiteConverter for ``mode`` (int8/int16x8 need ``representative_dataset``)."""
+    conv = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))
+    if mode != "fp32":
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    if mode == "fp16":
+        conv.target_spec.supported_types = [tf.float16]
+    if mode in ("int8", "int16x8"):
+        conv.representative_dataset = representative_dataset
+        ops = tf.lite.OpsSet
+        conv.target_spec.supported_ops = [ops.TFLITE_BUILTINS_INT8 if mode == "int8"
+                                          else ops.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+    return conv
