@@ -44,3 +44,8 @@ def collect_and_raise(problems: list[str], cls: type[EdgeToolError] = UsageError
     lines = [header] if header else []
     lines += [f"- {p}" for p in problems]
     raise cls("\n".join(lines))
+
+
+def below_minimum(values: dict[str, tuple[float, float]]) -> list[str]:
+    """One problem per option under its minimum, e.g. ``{"--epochs": (epochs, 1)}`` → ``--epochs must be >= 1, got 0.``"""
+    return [f"{name} must be >= {minimum}, got {value}." for name, (value, minimum) in values.items() if value < minimum]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
-from edge_tool.errors import BudgetExceeded, UsageError, collect_and_raise
+from edge_tool.errors import BudgetExceeded, UsageError, below_minimum, collect_and_raise
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import step
 
@@ -60,12 +60,8 @@ class AutoConfig:
             problems.append(f"--objective expects size or latency, got {self.objective!r}.")
         if not 0 <= self.max_drop <= 1:
             problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}.")
-        if self.threads < 1:
-            problems.append(f"--threads must be >= 1, got {self.threads}.")
-        if self.samples < 1:
-            problems.append(f"--samples must be >= 1, got {self.samples}.")
-        if self.max_float_layers < 0:
-            problems.append(f"--max-float-layers must be >= 0, got {self.max_float_layers}.")
+        problems += below_minimum({"--threads": (self.threads, 1), "--samples": (self.samples, 1),
+                                   "--max-float-layers": (self.max_float_layers, 0)})
         if not self.model.is_dir():
             problems.append(f"--quant auto measures against the model as reference, so MODEL must be a SavedModel "
                             f"directory; {self.model} is not a directory.")

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 
-from edge_tool.errors import UsageError, collect_and_raise
+from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 
 class QuantMode(str, Enum):
@@ -81,13 +81,8 @@ class ConvertConfig:
     def _problems(self) -> list[str]:
         from edge_tool.convert.registry import MODES  # noqa: PLC0415
 
-        problems = []
-        if self.samples < 1:
-            problems.append(f"--samples must be >= 1, got {self.samples}.")
-        if self.qat_epochs < 1:
-            problems.append(f"--qat-epochs must be >= 1, got {self.qat_epochs}.")
-        if self.replicas < 1:
-            problems.append(f"--replicas must be >= 1, got {self.replicas}.")
+        problems = below_minimum({"--samples": (self.samples, 1), "--qat-epochs": (self.qat_epochs, 1),
+                                  "--replicas": (self.replicas, 1)})
         if self.strategy not in ("default", "one-device", "mirrored"):
             problems.append(f"--strategy for QAT must be default, one-device or mirrored, got {self.strategy!r}.")
         if self.wants_tflite and not self.modes:

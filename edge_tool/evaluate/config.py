@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from edge_tool.errors import UsageError, collect_and_raise
+from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 DEFAULT_RUNS = 100
 DEFAULT_BATCH = 16  # MobileNetV2-224 in TF: ~1.3 GB RSS at 16 per call, ~2.1 GB at 64
@@ -53,10 +53,9 @@ class EvalConfig:
         problems = []
         if not self.artifacts:
             problems.append("give at least one ARTIFACT (.tflite file or TFJS model directory)")
-        if self.threads < 1:
-            problems.append(f"--threads must be >= 1, got {self.threads}")
-        if self.warmup < 0:
-            problems.append(f"--warmup must be >= 0, got {self.warmup}")
+        problems += below_minimum({"--threads": (self.threads, 1), "--warmup": (self.warmup, 0),
+                                   "--top-k": (self.top_k, 2), "--batch-size": (self.batch_size, 1),
+                                   "per-layer top N": (self.per_layer_top, 1)})
         if self.runs is not None and self.time_budget_s is not None:
             problems.append("--runs and --time-budget are exclusive; give one of them")
         if self.runs is not None and self.runs < 1:
@@ -67,12 +66,6 @@ class EvalConfig:
             problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}")
         if self.max_latency_ms is not None and not self.max_latency_ms > 0:
             problems.append(f"--max-latency-ms must be > 0, got {self.max_latency_ms}")
-        if self.top_k < 2:
-            problems.append(f"--top-k must be >= 2, got {self.top_k}")
-        if self.batch_size < 1:
-            problems.append(f"batch size must be >= 1, got {self.batch_size}")
-        if self.per_layer_top < 1:
-            problems.append(f"per-layer top N must be >= 1, got {self.per_layer_top}")
         outs = [p for p in (self.json_path, self.markdown_path, self.html_path) if p is not None]
         if len({Path(p).resolve() for p in outs}) != len(outs):
             problems.append("--json, --markdown and --html must name different files")

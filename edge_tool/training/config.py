@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from edge_tool.errors import collect_and_raise
+from edge_tool.errors import below_minimum, collect_and_raise
 
 MAX_REPLICAS = 8
 MAX_WORKERS = 8
@@ -47,10 +47,7 @@ class TrainConfig:
         if not 1 <= self.workers <= MAX_WORKERS:
             problems.append(f"--workers must be between 1 and {MAX_WORKERS} (each is a process/server on this "
                             f"machine), got {self.workers}.")
-        if self.epochs < 1:
-            problems.append(f"--epochs must be >= 1, got {self.epochs}.")
-        if self.batch_size < 1:
-            problems.append(f"--batch-size must be >= 1, got {self.batch_size}.")
+        problems += below_minimum({"--epochs": (self.epochs, 1), "--batch-size": (self.batch_size, 1)})
         split = {Strategy.MIRRORED: self.replicas, Strategy.MULTIWORKER: self.workers}.get(self.strategy, 1)
         if 1 <= split <= max(MAX_REPLICAS, MAX_WORKERS) and 1 <= self.batch_size < split:
             problems.append(f"--batch-size {self.batch_size} cannot be split across {split} replicas; "
