@@ -22,10 +22,16 @@ def configure_tf_env() -> None:
 def import_tf():
     """Import TensorFlow with edgetool's environment settings and return the module."""
     configure_tf_env()
+    if "tensorflow" not in sys.modules:
+        with quiet_native_stderr():  # CUDA/XLA registration noise is printed by C++ during the import
+            import tensorflow  # noqa: F401, PLC0415
     import tensorflow as tf  # noqa: PLC0415  (heavy import kept out of module load)
 
     tf.get_logger().setLevel("ERROR")
     return tf
+
+
+_quiet_depth = 0
 
 
 @contextlib.contextmanager
@@ -35,9 +41,11 @@ def quiet_native_stderr() -> Iterator[Path]:
     Yields the log file's path (readable until the block exits). Errors still reach the user: the converter
     raises them as Python exceptions, which edgetool turns into messages.
     """
-    if os.environ.get("EDGETOOL_VERBOSE"):
+    global _quiet_depth
+    if os.environ.get("EDGETOOL_VERBOSE") or _quiet_depth:  # verbose, or already inside a quiet block
         yield Path(os.devnull)
         return
+    _quiet_depth += 1
     sys.stderr.flush()
     saved = os.dup(2)
     py_stderr = sys.stderr
@@ -47,6 +55,7 @@ def quiet_native_stderr() -> Iterator[Path]:
         try:
             yield Path(log.name)
         finally:
+            _quiet_depth -= 1
             sys.stderr.flush()
             sys.stderr.close()
             sys.stderr = py_stderr

@@ -96,11 +96,11 @@ def _dir_size(path: Path) -> int:
 
 def _meta_graph(path: Path):
     """The first MetaGraphDef of the SavedModel at ``path`` (ModelError if it is not one)."""
-    from edge_tool.env import configure_tf_env  # noqa: PLC0415
+    from edge_tool.env import import_tf  # noqa: PLC0415
     from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
 
     validate_saved_model_dir(path)
-    configure_tf_env()
+    import_tf()
     from google.protobuf import text_format  # noqa: PLC0415
     from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
 

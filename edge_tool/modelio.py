@@ -52,12 +52,12 @@ def validate_saved_model_dir(path: Path) -> None:
 
 
 def _read_saved_model_proto(path: Path):
-    from edge_tool.env import configure_tf_env  # noqa: PLC0415
+    validate_saved_model_dir(path)
+    from edge_tool.env import import_tf  # noqa: PLC0415
 
-    configure_tf_env()
+    import_tf()
     from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
 
-    validate_saved_model_dir(path)
     sm = saved_model_pb2.SavedModel()
     pb = Path(path) / "saved_model.pb"
     try:
