@@ -378,3 +378,100 @@ def test_time_inference_reports_each_run(page):
     result = page.evaluate("window.edgetool.timeInference(5, 1)")
     assert result["backend"] == page.evaluate("window.edgetool.backend")
     assert len(result["times"]) == 5 and all(t > 0 for t in result["times"])
+
+
+# ---------- --litert: the LiteRT.js engine ----------
+
+LITERT_PROB_TOL = 0.01  # against the same .tflite run natively; the int8 softmax itself is quantized to 1/256
+
+
+@pytest.fixture(scope="module")
+def litert_page(digits_model, open_site, tmp_path_factory):
+    """A site built with --litert, opened on its own origin: (page, url, site)."""
+    site = tmp_path_factory.mktemp("litert") / "site"
+    proc = run_edgetool("demo", digits_model, "-o", site, "--litert")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    page, url = open_site(site)
+    return page, url, site
+
+
+def _native_litert(tflite: Path, x: np.ndarray) -> np.ndarray:
+    """The .tflite run natively by ai_edge_litert, one sample at a time (its batch is fixed to 1)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_path=str(tflite))
+    interp.allocate_tensors()
+    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
+    rows = []
+    for sample in x:
+        interp.set_tensor(inp["index"], sample[None].astype(inp["dtype"]))
+        interp.invoke()
+        rows.append(interp.get_tensor(out["index"])[0].astype(np.float64))
+    return np.array(rows)
+
+
+def _assert_matches_native_and_tf(probs_js, probs_native, probs_tf) -> None:
+    assert (probs_js.argmax(1) == probs_native.argmax(1)).all(), (probs_js.argmax(1), probs_native.argmax(1))
+    worst = float(np.abs(probs_js - probs_native).max())
+    assert worst <= LITERT_PROB_TOL, f"max |p_litertjs - p_native| = {worst:.2e} > {LITERT_PROB_TOL}"
+    disagreements = int((probs_js.argmax(1) != probs_tf.argmax(1)).sum())
+    assert disagreements <= 1, f"{disagreements} of {len(probs_tf)} LiteRT.js int8 top-1 predictions differ from TF"
+
+
+def test_litert_engine_predicts_like_native_litert_and_tensorflow(litert_page, samples, tmp_path):
+    page, url, site = litert_page
+    x, probs_tf = samples
+    info = page.evaluate("window.edgetool.ready")
+    assert info["engines"] == ["tfjs", "litert"] and info["engine"] == "tfjs"
+    assert page.locator("#engine").is_visible()
+    assert page.evaluate("window.edgetool.setEngine('litert')") == "litert"
+    assert page.locator("#engine").input_value() == "litert"
+    probs_js, results = _predict_all(page, x)
+    assert {r["engine"] for r in results} == {"litert"}
+    _assert_matches_native_and_tf(probs_js, _native_litert(site / "model/model-int8-b1.tflite", x), probs_tf)
+    times = page.evaluate("window.edgetool.timeInference(5, 1)")
+    assert times["engine"] == "litert" and len(times["times"]) == 5
+    wasm = {u.rsplit("/", 1)[1] for u in page.requests if u.endswith(".wasm") and "/litert/" in u}
+    assert wasm == {"litert_wasm_compat_internal.wasm"}  # the one vendored build, nothing else asked for
+    _assert_same_origin(page, url)
+
+
+def test_litert_engine_drives_the_drawing_ui(litert_page, tmp_path):
+    page, url, _ = litert_page
+    page.select_option("#engine", "tfjs")
+    assert page.evaluate("window.edgetool.engine") == "tfjs"
+    page.select_option("#engine", "litert")
+    page.wait_for_function("window.edgetool.engine === 'litert'")
+    page.click("#clear")
+    box = page.locator("#pad").bounding_box()
+    cx = box["x"] + box["width"] * 0.5
+    page.mouse.move(cx, box["y"] + box["height"] * 0.15)
+    page.mouse.down()
+    page.mouse.move(cx, box["y"] + box["height"] * 0.85, steps=15)
+    page.mouse.up()
+    page.wait_for_function("document.querySelectorAll('#top li').length === 3")
+    assert page.locator("#latency").inner_text().endswith("ms")
+    _screenshot(page, "demo-litert.png", tmp_path)
+    _assert_same_origin(page, url)
+
+
+def test_litert_engine_works_offline(browser_context, litert_page, samples):
+    page, url, site = litert_page
+    x, probs_tf = samples
+    _wait_for(page, "() => navigator.serviceWorker.ready.then((r) => r.active.state === 'activated')", None)
+    page.reload()
+    page.evaluate("window.edgetool.ready")
+    assert page.evaluate("navigator.serviceWorker.controller !== null")
+    browser_context.set_offline(True)
+    try:
+        page.reload()
+        assert page.evaluate("window.edgetool.ready")["engines"] == ["tfjs", "litert"]
+        probe = "fetch('offline-probe.txt', {cache: 'no-store'}).then(() => 'network', () => 'offline')"
+        assert page.evaluate(probe) == "offline"
+        assert page.evaluate("window.edgetool.setEngine('litert')") == "litert"
+        probs_js, results = _predict_all(page, x)
+    finally:
+        browser_context.set_offline(False)
+    assert {r["engine"] for r in results} == {"litert"}
+    _assert_matches_native_and_tf(probs_js, _native_litert(site / "model/model-int8-b1.tflite", x), probs_tf)
+    _assert_same_origin(page, url)

@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 from typer.testing import CliRunner
@@ -242,3 +243,94 @@ def test_package_json_pins_exact_versions():
     lock = json.loads((root / "package-lock.json").read_text())
     for name, version in vendor.pinned_versions(root).items():
         assert lock["packages"][f"node_modules/{name}"]["version"] == version
+
+
+# ---------- --litert: the LiteRT.js engine (fixed-batch-1 int8 .tflite) ----------
+
+LITERT_EXTRA = {"litert.js", "model/model-int8-b1.tflite"} | {"vendor/" + name for name in vendor.LITERT_FILES}
+
+
+@pytest.fixture(scope="module")
+def litert_site(digits_model, tmp_path_factory) -> Path:
+    site = tmp_path_factory.mktemp("sites") / "litert"
+    proc = run_edgetool("demo", digits_model, "-o", site, "--litert")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return site
+
+
+def test_litert_site_adds_the_engine_runtime_and_a_fixed_batch_int8_model(litert_site, saved_model_site):
+    files = set(site_files(litert_site))
+    assert files - set(site_files(saved_model_site)) == LITERT_EXTRA
+    for name, src in vendor.vendored_litert_files().items():
+        assert digest(litert_site / "vendor" / name) == digest(src)
+    assert [f for f in files if f.endswith(".wasm") and "litert" in f] == ["vendor/litert/litert_wasm_compat_internal.wasm"]
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_path=str(litert_site / "model/model-int8-b1.tflite"))
+    inp = interp.get_input_details()[0]
+    assert inp["shape_signature"].tolist() == [1, 8, 8, 1] and inp["dtype"] == np.float32  # float I/O kept
+    assert "int8" in {t["dtype"].__name__ for t in interp.get_tensor_details()}  # full-integer inside
+    config = json.loads((litert_site / "demo-config.json").read_text())
+    lrt = config["litert"]
+    assert (litert_site / lrt["modelUrl"]).is_file() and (litert_site / lrt["wasmScript"]).is_file()
+    assert lrt["runtime"] == {"@litertjs/core": "2.5.3", "@litertjs/wasm-utils": "2.5.3"}
+    assert (lrt["input"]["shape"], lrt["output"]["shape"]) == ([1, 8, 8, 1], [1, 10])
+    index = (litert_site / "index.html").read_text()
+    import_map = json.loads(re.search(r'<script type="importmap">(.*?)</script>', index).group(1))
+    assert all((litert_site / url).is_file() for url in import_map["imports"].values())
+    assert index.index('type="importmap"') < index.index('src="app.js"')
+
+
+def test_litert_service_worker_precaches_the_engine(litert_site):
+    version, precache = sw_precache(litert_site)
+    assert sorted(precache) == site_files(litert_site) and LITERT_EXTRA <= set(precache)
+    assert version == content_version(litert_site)
+
+
+def test_without_litert_the_site_has_no_trace_of_it(saved_model_site):
+    assert not set(site_files(saved_model_site)) & LITERT_EXTRA
+    assert "litert" not in json.loads((saved_model_site / "demo-config.json").read_text())
+    template = (vendor.web_demo_dir() / "index.html").read_text()
+    assert (saved_model_site / "index.html").read_text() == template.replace("{{TITLE}}", "Digits &lt;demo&gt;")
+
+
+def test_litert_needs_a_saved_model_or_a_tflite(tfjs_models, tmp_path):
+    _assert_refused([str(tfjs_models["fp32"]), "--litert"], tmp_path / "site", "--litert", "SavedModel", "--tflite")
+    _assert_refused([str(tfjs_models["fp32"]), "--tflite", str(tfjs_models["fp32"] / "model.json")], tmp_path / "site",
+                    "only apply with --litert")
+    assert not (tmp_path / "site").exists()
+
+
+def test_litert_refuses_a_variable_batch_tflite(digits_model, tfjs_models, tmp_path):
+    from edge_tool.env import import_tf
+
+    tf = import_tf()
+    tflite = tmp_path / "fp32.tflite"
+    tflite.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(digits_model)).convert())
+    _assert_refused([str(tfjs_models["fp32"]), "--litert", "--tflite", str(tflite)], tmp_path / "site",
+                    "not fixed", "batch 1")
+    assert not (tmp_path / "site").exists()
+
+
+def test_litert_accepts_a_fixed_batch_tflite(litert_site, tfjs_models, tmp_path):
+    given = litert_site / "model/model-int8-b1.tflite"
+    result = CliRunner().invoke(app, ["demo", str(tfjs_models["fp32"]), "-o", str(tmp_path / "s"), "--litert",
+                                      "--tflite", str(given)])
+    assert result.exit_code == 0, result.output
+    assert digest(tmp_path / "s/model/model-int8-b1.tflite") == digest(given)
+    assert json.loads((tmp_path / "s/demo-config.json").read_text())["litert"]["label"] == "LiteRT.js (model-int8-b1.tflite)"
+
+
+def test_package_json_pins_litert_exactly():
+    root = vendor.web_demo_dir()
+    assert vendor.pinned_litert_versions(root) == {"@litertjs/core": "2.5.3", "@litertjs/wasm-utils": "2.5.3"}
+    lock = json.loads((root / "package-lock.json").read_text())
+    for name, version in vendor.pinned_litert_versions(root).items():
+        assert lock["packages"][f"node_modules/{name}"]["version"] == version
+
+
+def test_litert_without_calibration_data_is_refused(digits_model, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(digits_model, model, ignore=shutil.ignore_patterns("calibration.npz"))
+    _assert_refused([str(model), "--litert"], tmp_path / "site", "--calibration", "calibration.npz")
+    assert not (tmp_path / "site").exists()

@@ -10,6 +10,7 @@
   const BENCH_MAX_RUNS = 10;
   const BENCH_BUDGET_MS = 500;
   const MAX_THREADS = 8; // tfjs-backend-wasm pre-creates 8 pthread workers
+  const QUANT_PROB_TOLERANCE = 0.05; // int8 softmax: each class is within half a step (1/512) of its float value
   const CORES = navigator.hardwareConcurrency || 1;
   const SOFTWARE_GL = /swiftshader|llvmpipe|softpipe|software|basic render/i;
   const params = new URLSearchParams(window.location.search);
@@ -22,6 +23,9 @@
   const ready = new Promise((resolve, reject) => { resolveReady = resolve; rejectReady = reject; });
   ready.catch(() => {});
   const state = { backends: [], bench: {}, skipped: {}, busy: false, pending: false, source: 'draw', timings: {} };
+  // Engines: 'tfjs' (always) and, on sites built with `edgetool demo --litert`, 'litert' (litert.js, LiteRT.js).
+  const engines = { tfjs: null };
+  state.engine = 'tfjs';
 
   window.edgetool = {
     ready,
@@ -32,10 +36,13 @@
       return result;
     },
     setBackend: async (name) => { await ready; return switchBackend(name); },
+    setEngine: async (name) => { await ready; return switchEngine(name); },
     // Model execution only (input tensor already resident, output read back to synchronise): times in ms.
     timeInference: async (runs = 30, warmup = 1) => { await ready; return timeInference(runs, warmup); },
     get backend() { return typeof tf === 'undefined' ? null : tf.getBackend(); },
     get backends() { return state.backends.slice(); },
+    get engine() { return state.engine; },
+    get engines() { return Object.keys(engines); },
     get benchmark() { return { ...state.bench }; },
     get config() { return config; },
     get runtime() { return runtimeInfo(); },
@@ -83,9 +90,10 @@
     return config.input.shape.map((d, i) => (i === 0 || d === null ? 1 : d));
   }
 
-  function toProbabilities(row) {
+  // tolerance: how far from 1 the sum of a probability row may be (int8 softmax outputs are multiples of 1/256).
+  function toProbabilities(row, tolerance = 1e-3) {
     const sum = row.reduce((a, b) => a + b, 0);
-    const isProb = row.every((v) => v >= 0 && v <= 1) && Math.abs(sum - 1) < 1e-3;
+    const isProb = row.every((v) => v >= 0 && v <= 1) && Math.abs(sum - 1) < tolerance;
     if (isProb) return row;
     const max = Math.max(...row);
     const exps = row.map((v) => Math.exp(v - max));
@@ -130,6 +138,7 @@
     if (!values || values.length !== size) {
       throw new Error(`predict: shape [${shape}] needs ${size} values, got ${values ? values.length : 0}`);
     }
+    if (state.engine !== 'tfjs') return runEngine(engines[state.engine], values, shape);
     const start = performance.now();
     const x = tf.tensor(toTyped(values, config.input.tfjsDtype), shape, config.input.tfjsDtype);
     let y = null;
@@ -147,11 +156,28 @@
     const rows = [];
     for (let b = 0; b < batch; b++) rows.push(toProbabilities(Array.from(out.subarray(b * k, (b + 1) * k))));
     const backend = tf.getBackend();
-    if (batch === 1) return { probabilities: rows[0], top: topK(rows[0]), ms, backend };
-    return { probabilities: rows, top: rows.map(topK), ms, backend };
+    if (batch === 1) return { probabilities: rows[0], top: topK(rows[0]), ms, backend, engine: 'tfjs' };
+    return { probabilities: rows, top: rows.map(topK), ms, backend, engine: 'tfjs' };
+  }
+
+  // A non-tfjs engine runs a fixed-batch-1 model: one sample at a time. Its output is returned as it is when it
+  // already is a (quantized) probability row, so it can be compared with the same .tflite run natively.
+  async function runEngine(engine, values, shape) {
+    const batch = shape[0];
+    const k = values.length / batch;
+    const start = performance.now();
+    const rows = [];
+    for (let b = 0; b < batch; b++) {
+      rows.push(toProbabilities(Array.from(await engine.run(values.slice(b * k, (b + 1) * k))), QUANT_PROB_TOLERANCE));
+    }
+    const ms = performance.now() - start;
+    const backend = 'wasm';
+    if (batch === 1) return { probabilities: rows[0], top: topK(rows[0]), ms, backend, engine: engine.name };
+    return { probabilities: rows, top: rows.map(topK), ms, backend, engine: engine.name };
   }
 
   async function timeInference(runs, warmup) {
+    if (state.engine !== 'tfjs') return timeEngine(engines[state.engine], runs, warmup);
     const shape = defaultShape();
     const x = tf.tensor(toTyped(new Float32Array(shape.reduce((a, b) => a * b, 1)), config.input.tfjsDtype), shape,
       config.input.tfjsDtype);
@@ -169,6 +195,17 @@
       x.dispose();
     }
     return { backend: tf.getBackend(), times };
+  }
+
+  async function timeEngine(engine, runs, warmup) {
+    const zeros = new Float32Array(defaultShape().reduce((a, b) => a * b, 1));
+    const times = [];
+    for (let i = 0; i < warmup + runs; i++) {
+      const start = performance.now();
+      await engine.run(zeros);
+      if (i >= warmup) times.push(performance.now() - start);
+    }
+    return { backend: 'wasm', engine: engine.name, times };
   }
 
   async function runAndShow(values, shape) {
@@ -311,7 +348,7 @@
       return li;
     }));
     $('latency').textContent = `${result.ms.toFixed(2)} ms`;
-    $('backend').value = result.backend;
+    if (result.engine === 'tfjs') $('backend').value = result.backend;
   }
 
   function setStatus(text, isError = false) {
@@ -635,6 +672,45 @@
     });
   }
 
+  // ---------- engines ----------
+
+  // Load the LiteRT.js engine (sites built with --litert) and show the Engine select; tfjs keeps working without it.
+  async function loadLiteRtEngine() {
+    try {
+      const mod = await import(new URL(config.litert.module, window.location.href).href);
+      engines.litert = await mod.createEngine(config.litert);
+      await engines.litert.run(new Float32Array(defaultShape().reduce((a, b) => a * b, 1))); // warm-up
+    } catch (err) {
+      delete engines.litert;
+      console.warn('LiteRT.js engine unavailable:', err);
+      return;
+    }
+    const dt = document.createElement('dt');
+    dt.textContent = 'Engine';
+    const select = document.createElement('select');
+    select.id = 'engine';
+    select.setAttribute('aria-label', 'engine');
+    select.replaceChildren(...[['tfjs', `TensorFlow.js ${tf.version.tfjs}`], ['litert', engines.litert.label]]
+      .map(([value, text]) => Object.assign(document.createElement('option'), { value, textContent: text })));
+    const dd = document.createElement('dd');
+    dd.append(select);
+    const backendRow = $('backend').closest('dd').previousElementSibling;
+    backendRow.before(dt, dd);
+    select.addEventListener('change', async () => {
+      try { await switchEngine(select.value); setStatus(`Switched to ${select.selectedOptions[0].textContent}.`); } catch (err) { setStatus(err.message, true); }
+    });
+  }
+
+  async function switchEngine(name) {
+    if (!(name in engines)) throw new Error(`engine ${name} is not available here; choose one of ${Object.keys(engines).join(', ')}`);
+    state.engine = name;
+    $('engine').value = name;
+    $('backend').disabled = name !== 'tfjs' || state.backends.length < 2;
+    $('threads').disabled = name !== 'tfjs' || $('threads').options.length < 2;
+    if (state.lastInput) await predictFromUi();
+    return name;
+  }
+
   function registerServiceWorker() {
     if (!('serviceWorker' in navigator)) return;
     navigator.serviceWorker.register('sw.js').catch((err) => console.warn('service worker registration failed:', err));
@@ -660,12 +736,18 @@
     mark('model');
     const best = await pickBackend();
     mark('warm');
+    if (config.litert) {
+      await loadLiteRtEngine();
+      mark('litert');
+    }
     fillBackendSelect(best);
     fillThreadsSelect();
+    if (engines[params.get('engine')]) await switchEngine(params.get('engine')); // ?engine=litert
     if (inp.kind === 'image') setupImageInput(); else setupFlatInput();
     setStatus(inp.kind === 'image' ? `Ready (${best}). Draw something.` : `Ready (${best}).`);
     mark('ready');
-    resolveReady({ backend: best, backends: state.backends.slice(), benchmark: { ...state.bench }, runtime: runtimeInfo() });
+    resolveReady({ backend: best, backends: state.backends.slice(), benchmark: { ...state.bench }, runtime: runtimeInfo(),
+      engine: state.engine, engines: Object.keys(engines) });
   }
 
   // The service worker precaches the whole site (runtime + weights): let it do so after start-up, not during it.

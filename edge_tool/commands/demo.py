@@ -13,11 +13,15 @@ def command(
     labels: Path = typer.Option(None, "--labels", help="Class labels, one per line (default: labels.txt beside the model)."),
     title: str = typer.Option(None, "--title", help="Page and app title (default: 'edgetool demo: MODEL-DIR-NAME')."),
     force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory."),
+    litert: bool = typer.Option(False, "--litert", help="Add a second engine: a fixed-batch int8 .tflite run with LiteRT.js (needs a SavedModel, or --tflite)."),
+    tflite: Path = typer.Option(None, "--tflite", help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 one."),
+    calibration: Path = typer.Option(None, "--calibration", help="With --litert: representative data for the int8 build (default: calibration.npz beside the model)."),
 ) -> None:
     """Build a static offline PWA (tfjs wasm/webgl/cpu, drawing pad/upload/camera or form) for a model."""
     from edge_tool.demo.site import DemoConfig, build_site  # noqa: PLC0415
 
-    report = build_site(DemoConfig(model=model, output=output, labels=labels, title=title, force=force))
+    report = build_site(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
+                                   litert=litert, tflite=tflite, calibration=calibration))
     typer.echo(
         f"demo site ({report.input_kind} input, {len(report.files)} files, cache {report.cache_version}) "
         f"written to {report.site}; serve it with: edgetool serve {report.site}"

@@ -11,14 +11,26 @@ from pathlib import Path
 
 from edge_tool import __version__
 from edge_tool.demo import icons as icons_mod
+from edge_tool.demo import litert as litert_mod
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.model import ModelKind
-from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
+from edge_tool.demo.vendor import (
+    LITERT_WASM_SCRIPT,
+    pinned_litert_versions,
+    pinned_versions,
+    vendored_files,
+    vendored_litert_files,
+    web_demo_dir,
+)
 from edge_tool.errors import UsageError, collect_and_raise
 from edge_tool.fsutil import atomic_dir, check_output_dir
 
 TEMPLATE_FILES = ("index.html", "app.js", "app.css")
 SW_TEMPLATE = "sw.template.js"
+LITERT_MODULE = "litert.js"  # page module of the LiteRT.js engine (--litert sites only)
+LITERT_IMPORT_MAP = {"imports": {"@litertjs/core": "./vendor/litert/core.js",
+                                 "@litertjs/wasm-utils": "./vendor/litert/wasm-utils.js"}}
+APP_SCRIPT_TAG = '  <script src="app.js" defer></script>\n'
 CONFIG_NAME = "demo-config.json"
 MANIFEST_NAME = "manifest.webmanifest"
 SW_NAME = "sw.js"
@@ -40,9 +52,18 @@ class DemoConfig:
     labels: Path | None = None
     title: str | None = None
     force: bool = False
+    litert: bool = False  # add the LiteRT.js engine (fixed-batch int8 .tflite built from the SavedModel, or tflite)
+    tflite: Path | None = None  # a fixed-batch-1 .tflite to run with LiteRT.js instead of building one
+    calibration: Path | None = None  # representative data of the int8 build (default: calibration.npz beside it)
 
     def __post_init__(self):
         problems = []
+        if self.tflite is not None and not Path(self.tflite).is_file():
+            problems.append(f"--tflite {self.tflite} is not a file (expected a fixed-batch-1 .tflite).")
+        if self.calibration is not None and not Path(self.calibration).exists():
+            problems.append(f"--calibration {self.calibration} does not exist.")
+        if not self.litert and (self.tflite is not None or self.calibration is not None):
+            problems.append("--tflite and --calibration only apply with --litert.")
         if self.labels is not None and not Path(self.labels).is_file():
             problems.append(f"--labels {self.labels} does not exist (expected one label per line).")
         if self.title is not None and not (0 < len(self.title.strip()) <= MAX_TITLE):
@@ -130,6 +151,44 @@ def _page_config(title: str, input_spec: dict, output_spec: dict, labels: list[s
     }
 
 
+def _litert_config(spec: dict, label: str) -> dict:
+    return {"label": label, "module": LITERT_MODULE, "modelUrl": f"{MODEL_SUBDIR}/{litert_mod.TFLITE_NAME}",
+            "wasmScript": f"{VENDOR_SUBDIR}/litert/{LITERT_WASM_SCRIPT}", "runtime": pinned_litert_versions(), **spec}
+
+
+def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None) -> dict[str, Path]:
+    """Refuse --litert setups that cannot work before anything is written; return the vendored LiteRT.js files."""
+    files = vendored_litert_files()
+    if cfg.tflite is not None:
+        litert_mod.tflite_spec(Path(cfg.tflite), classes)
+    elif kind is not ModelKind.SAVED_MODEL:
+        raise UsageError(f"--litert builds its int8 .tflite from a SavedModel, but {cfg.model} is a tfjs graph model; "
+                         "pass the SavedModel directory, or --tflite FILE with a fixed-batch-1 .tflite.")
+    else:
+        litert_mod.calibration_source(Path(cfg.model), cfg.calibration)
+    return files
+
+
+def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None) -> dict:
+    """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
+    dest = tmp / MODEL_SUBDIR / litert_mod.TFLITE_NAME
+    if cfg.tflite is not None:
+        shutil.copyfile(cfg.tflite, dest)
+        label = f"LiteRT.js ({Path(cfg.tflite).name})"
+    else:
+        dest.write_bytes(litert_mod.build_fixed_int8(Path(cfg.model), cfg.calibration))
+        label = "LiteRT.js int8"
+    spec = litert_mod.tflite_spec(dest, classes)
+    for name, src in files.items():
+        (tmp / VENDOR_SUBDIR / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, tmp / VENDOR_SUBDIR / name)
+    shutil.copyfile(web_demo_dir() / LITERT_MODULE, tmp / LITERT_MODULE)
+    index = (tmp / "index.html").read_text()
+    import_map = f'  <script type="importmap">{json.dumps(LITERT_IMPORT_MAP)}</script>\n'
+    (tmp / "index.html").write_text(index.replace(APP_SCRIPT_TAG, import_map + APP_SCRIPT_TAG, 1))
+    return _litert_config(spec, label)
+
+
 def write_service_worker(site: Path) -> str:
     """Write sw.js precaching every file of ``site`` (itself included); return the cache version."""
     version = content_version(site)
@@ -151,6 +210,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         _, inputs, outputs = model_mod.read_tfjs_model(Path(cfg.model))
     model_mod.input_ui(inputs)
     output_spec = model_mod.output_ui(outputs)
+    litert_files = _precheck_litert(cfg, kind, output_spec["classes"]) if cfg.litert else {}
     labels_path = cfg.labels or _default_labels_path(Path(cfg.model))
     labels = model_mod.read_labels(labels_path, output_spec["classes"]) if labels_path else []
     title = (cfg.title or f"edgetool demo: {Path(cfg.model).resolve().name}").strip()
@@ -171,6 +231,8 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         icon_entries = icons_mod.write_icons(tmp / ICON_SUBDIR)
         (tmp / MANIFEST_NAME).write_text(json.dumps(_manifest(title, icon_entries), indent=2) + "\n")
         page = _page_config(title, input_spec, output_spec, labels, kind)
+        if cfg.litert:
+            page["litert"] = _add_litert(cfg, tmp, litert_files, output_spec["classes"])
         (tmp / CONFIG_NAME).write_text(json.dumps(page, indent=2) + "\n")
         version = write_service_worker(tmp)
         files = tuple(site_files(tmp))

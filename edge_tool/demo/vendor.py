@@ -1,4 +1,4 @@
-"""Vendor the pinned TensorFlow.js runtime into ``web_demo/vendor/`` so demo sites never touch a CDN.
+"""Vendor the pinned TensorFlow.js (and LiteRT.js) runtimes into ``web_demo/vendor/`` so demo sites never touch a CDN.
 
 ``python -m edge_tool.demo.vendor [--quiet]`` runs ``npm ci`` in web_demo/ (only when the vendored files are
 missing or package-lock.json changed since they were copied) and copies the dist files the page loads.
@@ -30,6 +30,19 @@ VENDOR_FILES: dict[str, str] = {
     "tfjs-backend-wasm-threaded-simd.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm",
 }
 PACKAGES = ("@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm")
+# LiteRT.js (``edgetool demo --litert`` only): its ES modules (import-mapped by the page) and ONE wasm build, the
+# "compat" one (SIMD128, no relaxed SIMD, no threads): it runs in every browser with wasm SIMD and needs no
+# cross-origin isolation; the page loads it by file name, so loadLiteRt never asks for the other ~9 MB builds.
+LITERT_SUBDIR = "litert"
+LITERT_WASM_SCRIPT = "litert_wasm_compat_internal.js"
+LITERT_FILES: dict[str, str] = {
+    f"{LITERT_SUBDIR}/core.js": "@litertjs/core/dist/index.js",
+    f"{LITERT_SUBDIR}/wasm-utils.js": "@litertjs/wasm-utils/dist/index.js",
+    f"{LITERT_SUBDIR}/{LITERT_WASM_SCRIPT}": f"@litertjs/core/wasm/{LITERT_WASM_SCRIPT}",
+    f"{LITERT_SUBDIR}/litert_wasm_compat_internal.wasm": "@litertjs/core/wasm/litert_wasm_compat_internal.wasm",
+}
+LITERT_PACKAGES = ("@litertjs/core", "@litertjs/wasm-utils")
+ALL_FILES = {**VENDOR_FILES, **LITERT_FILES}
 
 
 def web_demo_dir() -> Path:
@@ -61,11 +74,18 @@ def pinned_versions(root: Path | None = None) -> dict[str, str]:
     return {name: deps[name] for name in PACKAGES}
 
 
+def pinned_litert_versions(root: Path | None = None) -> dict[str, str]:
+    """Exact npm versions of LiteRT.js pinned in web_demo/package.json, e.g. {'@litertjs/core': '2.5.3', ...}."""
+    root = root or web_demo_dir()
+    deps = json.loads((root / "package.json").read_text())["dependencies"]
+    return {name: deps[name] for name in LITERT_PACKAGES}
+
+
 def vendor_status(root: Path | None = None) -> str | None:
     """None when web_demo/vendor/ holds every runtime file for the current lockfile, else what is wrong."""
     root = root or web_demo_dir()
     vendor = root / "vendor"
-    missing = [name for name in VENDOR_FILES if not (vendor / name).is_file()]
+    missing = [name for name in ALL_FILES if not (vendor / name).is_file()]
     if missing:
         return f"{vendor} lacks {', '.join(missing)}"
     stamp = vendor / STAMP
@@ -86,6 +106,13 @@ def vendored_files(root: Path | None = None) -> dict[str, Path]:
     return {name: root / "vendor" / name for name in VENDOR_FILES}
 
 
+def vendored_litert_files(root: Path | None = None) -> dict[str, Path]:
+    """Site path under vendor/ ('litert/core.js', ...) -> vendored LiteRT.js file; UsageError like vendored_files."""
+    root = root or web_demo_dir()
+    vendored_files(root)
+    return {name: root / "vendor" / name for name in LITERT_FILES}
+
+
 def _npm_ci(root: Path, quiet: bool) -> None:
     npm = shutil.which("npm")
     if npm is None:
@@ -100,7 +127,7 @@ def _npm_ci(root: Path, quiet: bool) -> None:
 
 
 def _check_installed(root: Path) -> None:
-    for name, version in pinned_versions(root).items():
+    for name, version in {**pinned_versions(root), **pinned_litert_versions(root)}.items():
         meta = root / "node_modules" / name / "package.json"
         found = json.loads(meta.read_text()).get("version") if meta.is_file() else None
         if found != version:
@@ -112,22 +139,24 @@ def ensure_vendored(root: Path | None = None, quiet: bool = False) -> bool:
     root = root or web_demo_dir()
     if vendor_status(root) is None:
         if not quiet:
-            print(f"tfjs runtime already vendored in {root / 'vendor'}")
+            print(f"tfjs and LiteRT.js runtimes already vendored in {root / 'vendor'}")
         return False
     node_modules = root / "node_modules"
     stamp = node_modules / ".edgetool-lock-sha256"
     digest = _lock_digest(root)
-    have_sources = all((node_modules / src).is_file() for src in VENDOR_FILES.values())
+    have_sources = all((node_modules / src).is_file() for src in ALL_FILES.values())
     if not (have_sources and stamp.is_file() and stamp.read_text().strip() == digest):
         _npm_ci(root, quiet)
         stamp.write_text(digest + "\n")
     _check_installed(root)
     tmp = Path(tempfile.mkdtemp(prefix=".vendor.tmp-", dir=root))
     try:
-        for name, src in VENDOR_FILES.items():
+        for name, src in ALL_FILES.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(node_modules / src, tmp / name)
         (tmp / STAMP).write_text(digest + "\n")
-        os.chmod(tmp, 0o755)
+        for sub in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
+            os.chmod(sub, 0o755)
         old = root / "vendor"
         if old.exists():
             shutil.rmtree(old)
@@ -136,7 +165,7 @@ def ensure_vendored(root: Path | None = None, quiet: bool = False) -> bool:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     if not quiet:
-        versions = ", ".join(f"{k}@{v}" for k, v in pinned_versions(root).items())
+        versions = ", ".join(f"{k}@{v}" for k, v in {**pinned_versions(root), **pinned_litert_versions(root)}.items())
         print(f"vendored {versions} into {root / 'vendor'}")
     return True
 

@@ -1,0 +1,89 @@
+"""The second engine of ``edgetool demo --litert``: a fixed-batch-1 int8 .tflite that the page runs with LiteRT.js.
+
+LiteRT.js (@litertjs/core 2.5.3) cannot run a model whose input has a variable batch dimension ("TensorBuffer ranked
+tensor type Float32[1,8,8,1] does not match expected Float32[-1,8,8,1]") and cannot resize inputs, so the int8 model
+is built here from the SavedModel's serving signature re-traced with batch 1, with edgetool's own int8 settings
+(``configure_full_int8``: Optimize.DEFAULT, representative data, TFLITE_BUILTINS_INT8, float32 I/O kept).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edge_tool.errors import ModelError, UsageError
+
+TFLITE_NAME = "model-int8-b1.tflite"
+IO_DTYPES = ("float32", "int8", "uint8")
+
+
+def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path:
+    """--calibration, else calibration.npz beside the SavedModel; UsageError naming the flag when neither exists."""
+    from edge_tool.convert.api import DEFAULT_CALIBRATION  # noqa: PLC0415
+
+    source = Path(calibration_path or Path(saved_model) / DEFAULT_CALIBRATION)
+    if not source.exists():
+        raise UsageError(
+            f"--litert builds an int8 model and needs representative data: pass --calibration DATA "
+            f"(.npz/.npy/image folder/TFRecord/CSV); none was given and {saved_model} has no {DEFAULT_CALIBRATION}."
+        )
+    return source
+
+
+def build_fixed_int8(saved_model: Path, calibration_path: Path | None) -> bytes:
+    """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
+    from edge_tool.convert.api import representative_dataset  # noqa: PLC0415
+    from edge_tool.convert.modes.int8 import configure_full_int8  # noqa: PLC0415
+    from edge_tool.modelio import load_serving_fn  # noqa: PLC0415
+
+    source = calibration_source(saved_model, calibration_path)
+    loaded, fn, info = load_serving_fn(Path(saved_model))
+    if len(info.inputs) != 1:
+        raise ModelError(f"--litert drives models with exactly one input; this one has {len(info.inputs)}.")
+    inp = info.inputs[0]
+    if not inp.shape or any(d is None for d in inp.shape[1:]):
+        raise ModelError(f"--litert needs a fixed input shape after the batch dimension; {inp.name} has {inp.shape}.")
+    import calibration  # noqa: PLC0415
+
+    specs = calibration.specs_from(info.inputs)
+    ds = calibration.load(source, specs, calibration.LoadOptions())
+    from edge_tool.env import import_tf  # noqa: PLC0415
+
+    tf = import_tf()
+    spec = tf.TensorSpec([1, *inp.shape[1:]], tf.as_dtype(inp.dtype), name=inp.name)
+    serve = tf.function(lambda x: fn(**{inp.name: x}), input_signature=[spec])
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([serve.get_concrete_function()], loaded)
+    configure_full_int8(tf, conv, representative_dataset(ds, specs), None)
+    return conv.convert()
+
+
+def tflite_spec(path: Path, classes: int | None) -> dict:
+    """What the page needs to feed and read ``path``: I/O dtype, fixed shape, quantization (scale, zero point)."""
+    from edge_tool.runtime import load_interpreter  # noqa: PLC0415
+
+    interp = load_interpreter(Path(path))
+    ins, outs = interp.get_input_details(), interp.get_output_details()
+    if len(ins) != 1 or len(outs) != 1:
+        raise ModelError(f"{path} has {len(ins)} inputs and {len(outs)} outputs; the LiteRT.js engine drives 1 and 1.")
+    i, o = ins[0], outs[0]
+    shape_sig = [int(d) for d in i.get("shape_signature", i["shape"])]
+    problems = []
+    if any(d < 0 for d in shape_sig):
+        problems.append(f"its input shape {shape_sig} is not fixed (LiteRT.js cannot run a variable batch); "
+                        f"re-export it with batch 1 or let --litert build it from the SavedModel")
+    if shape_sig and shape_sig[0] != 1:
+        problems.append(f"its input batch is {shape_sig[0]}; the page feeds one sample at a time (batch 1)")
+    out_shape = [int(d) for d in o["shape"]]
+    if len(out_shape) != 2 or out_shape[0] != 1 or (classes is not None and out_shape[1] != classes):
+        problems.append(f"its output shape is {out_shape}; expected [1, {classes or 'K'}] class scores")
+    for role, d in (("input", i), ("output", o)):
+        if d["dtype"].__name__ not in IO_DTYPES:
+            problems.append(f"its {role} dtype is {d['dtype'].__name__}; expected one of {', '.join(IO_DTYPES)}")
+    if problems:
+        raise ModelError(f"{path} cannot be the LiteRT.js model: " + "; ".join(problems) + ".")
+    return {"input": _io(i), "output": _io(o)}
+
+
+def _io(detail: dict) -> dict:
+    scale, zero = detail.get("quantization", (0.0, 0))
+    return {"dtype": detail["dtype"].__name__, "shape": [int(d) for d in detail["shape"]],
+            "scale": float(scale), "zeroPoint": int(zero)}
