@@ -7,8 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run_edgetool
-from edge_tool.runtime import load_interpreter
+from conftest import litert_outputs, run_edgetool
 from edge_tool.tflite_model import summarize_tflite
 
 TFLITE_MODES = ("fp32", "fp16", "dynamic", "int8", "int16x8")
@@ -18,23 +17,7 @@ SIZE_RATIO = {"fp16": (0.45, 0.60), "dynamic": (0.22, 0.35), "int8": (0.22, 0.35
 
 def predict_tflite(path, x: np.ndarray) -> np.ndarray:
     """Run a .tflite one sample at a time, quantizing/dequantizing integer I/O with the model's own params."""
-    interp = load_interpreter(path)
-    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
-    results = []
-    for sample in x:
-        value = sample[None]
-        if inp["dtype"] in (np.int8, np.uint8) and x.dtype not in (np.int8, np.uint8):
-            scale, zero = inp["quantization"]
-            info = np.iinfo(inp["dtype"])
-            value = np.clip(np.round(value / scale + zero), info.min, info.max)
-        interp.set_tensor(inp["index"], value.astype(inp["dtype"]))
-        interp.invoke()
-        y = interp.get_tensor(out["index"])
-        if out["dtype"] in (np.int8, np.uint8):
-            scale, zero = out["quantization"]
-            y = (y.astype(np.float32) - zero) * scale
-        results.append(y[0])
-    return np.stack(results)
+    return litert_outputs(path, x)
 
 
 def reference_predict(saved_model, x: np.ndarray) -> np.ndarray:

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from conftest import litert_outputs
 from edge_tool.cli import app
 from edge_tool.env import import_tf
 from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate import EvalConfig, run_eval
-from edge_tool.evaluate.artifacts import describe, infer_tflite_quant
+from edge_tool.evaluate.artifacts import describe
 from edge_tool.evaluate.latency import measure_tflite, measure_tflite_subprocess
 from edge_tool.evaluate.metrics import cosine, topk_accuracy
 
@@ -87,25 +88,7 @@ def _reference_outputs(saved_model: Path, x: np.ndarray) -> np.ndarray:
 
 def _interpreter_outputs(path: Path, x: np.ndarray) -> np.ndarray:
     """Plain LiteRT, one sample at a time, with the model's own (de)quantization parameters."""
-    from ai_edge_litert.interpreter import Interpreter
-
-    it = Interpreter(model_path=str(path))
-    it.allocate_tensors()
-    inp, outp = it.get_input_details()[0], it.get_output_details()[0]
-    rows = []
-    for i in range(len(x)):
-        sample = x[i:i + 1]
-        if inp["dtype"] == np.int8:
-            s, z = inp["quantization"]
-            sample = np.clip(np.round(sample / s) + z, -128, 127).astype(np.int8)
-        it.set_tensor(inp["index"], sample)
-        it.invoke()
-        y = it.get_tensor(outp["index"])
-        if outp["dtype"] == np.int8:
-            s, z = outp["quantization"]
-            y = (y.astype(np.float64) - z) * s
-        rows.append(np.asarray(y, dtype=np.float64))
-    return np.concatenate(rows)
+    return litert_outputs(path, x)
 
 
 def test_figures_agree_with_independent_numpy(arts, digits_model, eval_npz):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from calibration.readers.arrays import CHUNK_BYTES
+from conftest import litert_outputs
 from edge_tool.env import import_tf
 from edge_tool.errors import DataError
 from edge_tool.evaluate import EvalConfig, run_eval
@@ -179,28 +180,10 @@ def tiny(tmp_path_factory) -> dict[str, Path]:
 
 def _in_memory(tiny, path: Path) -> tuple[dict, dict, dict]:
     """Whole-array figures: reference in one call, LiteRT one sample at a time, metrics on full arrays."""
-    from ai_edge_litert.interpreter import Interpreter
-
     x, y = tiny["x"], tiny["y"]
     fn = tf.saved_model.load(str(tiny["sm"])).signatures["serving_default"]
     ref = fn(x=tf.constant(x))["probs"].numpy().astype(np.float64)
-    it = Interpreter(model_path=str(path))
-    it.allocate_tensors()
-    inp, outp = it.get_input_details()[0], it.get_output_details()[0]
-    rows = []
-    for i in range(len(x)):
-        sample = x[i:i + 1]
-        if inp["dtype"] == np.int8:
-            s, z = inp["quantization"]
-            sample = np.clip(np.round(sample.astype(np.float64) / s + z), -128, 127).astype(np.int8)
-        it.set_tensor(inp["index"], sample)
-        it.invoke()
-        o = it.get_tensor(outp["index"])
-        if outp["dtype"] == np.int8:
-            s, z = outp["quantization"]
-            o = (o.astype(np.float64) - z) * s
-        rows.append(o.astype(np.float64))
-    out = np.concatenate(rows)
+    out = litert_outputs(path, x)
     return metrics.drift(ref, out), metrics.task_metrics(out, y, 5), metrics.task_metrics(ref, y, 5)
 
 
