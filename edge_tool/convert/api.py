@@ -13,7 +13,7 @@ from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.convert.registry import MODES
-from edge_tool.convert.source import prepare_source
+from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.errors import UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import console, step
@@ -82,21 +82,6 @@ def load_calibration(config: ConvertConfig, source):
     for warning in ds.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     return ds, path
-
-
-def representative_dataset(ds, specs):
-    """A TFLiteConverter representative_dataset: one sample at a time, as a list ordered like the signature."""
-    names = [s.name for s in specs]
-
-    def gen():
-        for batch in ds.batches(1):
-            yield [batch[name] for name in names]
-
-    return gen
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Artifact, dict]:
@@ -171,7 +156,7 @@ def _build_tfjs(ctx: BuildContext, out_dir: Path, worker=None) -> tuple[Artifact
     size = sum(p.stat().st_size for p in files)
     art = Artifact(tfjs_dir, "tfjs", quant, size, seconds)
     return art, {"path": "tfjs", "format": "tfjs", "quant": quant, "size_bytes": size,
-                 "files": {p.name: {"size_bytes": p.stat().st_size, "sha256": _sha256(p)} for p in files},
+                 "files": {p.name: {"size_bytes": p.stat().st_size, "sha256": content_hash(p)} for p in files},
                  "seconds": round(seconds, 3)}
 
 
@@ -202,9 +187,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
     with step("load model"):
         source = prepare_source(config.model, work)
     ds, cal_path = load_calibration(config, source)
-    import calibration  # noqa: PLC0415
-
-    rep = representative_dataset(ds, calibration.specs_from(source.signature.inputs)) if ds else None
+    rep = ds.representative_dataset() if ds else None
     ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch)
     artifacts, records = [], []
     with atomic_dir(config.output_dir, config.force) as tmp:

@@ -210,9 +210,7 @@ def _convert_config(config: AutoConfig, out: Path):
 
 def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candidate | None, list[str]]:
     """Keep the 1, 2, … worst layers (by rmse/scale) in float until the budget is met or the cap is reached."""
-    import calibration  # noqa: PLC0415
-
-    from edge_tool.convert.api import load_calibration, representative_dataset  # noqa: PLC0415
+    from edge_tool.convert.api import load_calibration  # noqa: PLC0415
     from edge_tool.convert.selective import SelectiveInt8  # noqa: PLC0415
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
     from edge_tool.env import import_tf  # noqa: PLC0415
@@ -220,7 +218,7 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     tf = import_tf()
     source = prepare_source(config.model, work)
     ds, _ = load_calibration(_convert_config(config, work / "unused"), source)
-    rep = representative_dataset(ds, calibration.specs_from(source.signature.inputs))
+    rep = ds.representative_dataset()
     with step("rank int8 layers (QuantizationDebugger)"):
         sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(source.saved_model)), rep,
                             str(config.model))

@@ -31,7 +31,6 @@ def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path
 
 def build_fixed_int8(saved_model: Path, calibration_path: Path | None) -> bytes:
     """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
-    from edge_tool.convert.api import representative_dataset  # noqa: PLC0415
     from edge_tool.convert.modes.int8 import configure_full_int8  # noqa: PLC0415
     from edge_tool.modelio import load_serving_fn  # noqa: PLC0415
 
@@ -52,7 +51,7 @@ def build_fixed_int8(saved_model: Path, calibration_path: Path | None) -> bytes:
     spec = tf.TensorSpec([1, *inp.shape[1:]], tf.as_dtype(inp.dtype), name=inp.name)
     serve = tf.function(lambda x: fn(**{inp.name: x}), input_signature=[spec])
     conv = tf.lite.TFLiteConverter.from_concrete_functions([serve.get_concrete_function()], loaded)
-    configure_full_int8(tf, conv, representative_dataset(ds, specs), None)
+    configure_full_int8(tf, conv, ds.representative_dataset(), None)
     return conv.convert()
 
 
