@@ -25,8 +25,8 @@ BASE_MODES = ("fp16", "dynamic", "int8", "int16x8")
 class Objective(str, Enum):
     """What ``auto`` minimises among the candidates within budget."""
 
-    SIZE = "size"        # smallest file, ties broken by p50 latency
-    LATENCY = "latency"  # lowest p50 latency, ties broken by size
+    SIZE = "size"        # smallest file; see choose() for ties
+    LATENCY = "latency"  # lowest p50 latency; see choose() for ties
 
 
 @dataclass(frozen=True)
@@ -152,32 +152,48 @@ def short_layer(tensor_name: str) -> str:
 TABLE_HEADERS = ["candidate", "size", "accuracy", "drop", "p50 ms", "in budget", "chosen", "float layers"]
 
 
-SIZE_TIE = 0.02     # sizes within 2 % of the smallest count as equal (full int8 carries a few more scales)
-LATENCY_TIE = 0.05  # p50s within 5 % of the fastest count as equal (timing noise)
+SIZE_TIE = 0.02         # sizes within 2 % of the smallest count as equal (full int8 carries a few more scales)
+LATENCY_TIE = 0.05      # p50s within 5 % of the fastest count as equal ...
+LATENCY_TIE_MS = 0.005  # ... or within 5 µs: one tiny file's p50 moved 5.5-8.3 µs over six runs on 2 cores
+# A full tie (size and latency) goes to the more accurate, then to the more integer-only candidate: full int8
+# runs on integer accelerators (Edge TPU, NPUs, DSPs); dynamic range keeps float activations.
+INTEGER_RANK = {"int8": 0, "qat": 0, SELECTIVE: 1, "int16x8": 2, "dynamic": 3, "fp16": 4}
+
+
+def _size_tied(items: list, smallest: int) -> list:
+    return [it for it in items if it[1].size_bytes <= smallest * (1 + SIZE_TIE)]
+
+
+def _latency_tied(items: list, fastest: float) -> list:
+    limit = max(fastest * (1 + LATENCY_TIE), fastest + LATENCY_TIE_MS)
+    return [it for it in items if _lat(it[1]) <= limit]
+
+
+def _lat(c: Candidate) -> float:
+    return c.latency_ms_p50 if c.latency_ms_p50 is not None else float("inf")
 
 
 def choose(candidates: list[Candidate], objective: Objective) -> Candidate | None:
     """The best candidate within budget.
 
-    size: among those within SIZE_TIE of the smallest, the fastest (then the smallest); latency: among those
-    within LATENCY_TIE of the fastest, the smallest (then the fastest). Remaining ties go to build order
-    (fp16, dynamic, int8, int16x8, qat, int8-selective).
+    size: the candidates within SIZE_TIE of the smallest, narrowed to those within the latency tie of the
+    fastest of them; latency: the other way round. What is left is ordered by accuracy (higher first), then
+    INTEGER_RANK, then the objective's measure, then build order (fp16, dynamic, int8, int16x8, qat,
+    int8-selective).
     """
-    inf = float("inf")
     ok = [(i, c) for i, c in enumerate(candidates) if c.meets_budget]
     if not ok:
         return None
-
-    def lat(c: Candidate) -> float:
-        return c.latency_ms_p50 if c.latency_ms_p50 is not None else inf
-
     if objective is Objective.SIZE:
-        smallest = min(c.size_bytes for _, c in ok)
-        near = [(i, c) for i, c in ok if c.size_bytes <= smallest * (1 + SIZE_TIE)]
-        return min(near, key=lambda item: (lat(item[1]), item[1].size_bytes, item[0]))[1]
-    fastest = min(lat(c) for _, c in ok)
-    near = [(i, c) for i, c in ok if lat(c) <= fastest * (1 + LATENCY_TIE)]
-    return min(near, key=lambda item: (item[1].size_bytes, lat(item[1]), item[0]))[1]
+        near = _size_tied(ok, min(c.size_bytes for _, c in ok))
+        near = _latency_tied(near, min(_lat(c) for _, c in near))
+        measure = lambda c: c.size_bytes  # noqa: E731
+    else:
+        near = _latency_tied(ok, min(_lat(c) for _, c in ok))
+        near = _size_tied(near, min(c.size_bytes for _, c in near))
+        measure = _lat
+    acc = lambda c: -(c.accuracy if c.accuracy is not None else float("-inf"))  # noqa: E731
+    return min(near, key=lambda it: (acc(it[1]), INTEGER_RANK.get(it[1].name, 5), measure(it[1]), it[0]))[1]
 
 
 def _eval_config(config: AutoConfig, paths: list[Path]):
