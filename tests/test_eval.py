@@ -220,9 +220,12 @@ def test_timing_loop_matches_a_plain_invoke_loop(heavier_tflite):
     a, b = statistics.median(ours), statistics.median(plain)
     assert abs(a - b) <= max(0.35 * b, 0.05), f"eval p50 {a:.4f} ms vs plain loop {b:.4f} ms"
     # the subprocess worker runs the same loop: same ballpark, and it reports its own (small) peak RSS
-    sub, rss = measure_tflite_subprocess(heavier_tflite, {0: x}, [_out_index(heavier_tflite)], 1, 10, 200, None)
+    subs = [measure_tflite_subprocess(heavier_tflite, {0: x}, [_out_index(heavier_tflite)], 1, 10, 200, None)
+            for _ in range(3)]  # median of three runs: one load spike on a shared machine must not decide
+    sub, rss = subs[0]
     assert sub.runs == 200 and len(sub.samples_ms) == 200
-    assert abs(sub.p50 - b) <= max(0.35 * b, 0.05) * 2
+    sub_p50 = statistics.median(s.p50 for s, _ in subs)
+    assert abs(sub_p50 - b) <= max(0.35 * b, 0.05) * 2, f"subprocess p50 {sub_p50:.4f} ms vs plain {b:.4f} ms"
     assert 5 < rss < 1000
     budget = measure_tflite(heavier_tflite, {0: x}, [_out_index(heavier_tflite)], 1, 2, None, 0.2)
     assert budget.runs > 1
