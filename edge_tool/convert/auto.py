@@ -160,17 +160,23 @@ LATENCY_TIE_MS = 0.005  # ... or within 5 µs: one tiny file's p50 moved 5.5-8.3
 INTEGER_RANK = {"int8": 0, "qat": 0, SELECTIVE: 1, "int16x8": 2, "dynamic": 3, "fp16": 4}
 
 
-def _size_tied(items: list, smallest: int) -> list:
-    return [it for it in items if it[1].size_bytes <= smallest * (1 + SIZE_TIE)]
+def _size_tied(cands: list[Candidate]) -> list[Candidate]:
+    smallest = min(c.size_bytes for c in cands)
+    return [c for c in cands if c.size_bytes <= smallest * (1 + SIZE_TIE)]
 
 
-def _latency_tied(items: list, fastest: float) -> list:
+def _latency_tied(cands: list[Candidate]) -> list[Candidate]:
+    fastest = min(_lat(c) for c in cands)
     limit = max(fastest * (1 + LATENCY_TIE), fastest + LATENCY_TIE_MS)
-    return [it for it in items if _lat(it[1]) <= limit]
+    return [c for c in cands if _lat(c) <= limit]
 
 
 def _lat(c: Candidate) -> float:
     return c.latency_ms_p50 if c.latency_ms_p50 is not None else float("inf")
+
+
+def _acc(c: Candidate) -> float:
+    return c.accuracy if c.accuracy is not None else float("-inf")
 
 
 def choose(candidates: list[Candidate], objective: Objective) -> Candidate | None:
@@ -179,21 +185,16 @@ def choose(candidates: list[Candidate], objective: Objective) -> Candidate | Non
     size: the candidates within SIZE_TIE of the smallest, narrowed to those within the latency tie of the
     fastest of them; latency: the other way round. What is left is ordered by accuracy (higher first), then
     INTEGER_RANK, then the objective's measure, then build order (fp16, dynamic, int8, int16x8, qat,
-    int8-selective).
+    int8-selective: ``min`` keeps the first of equals).
     """
-    ok = [(i, c) for i, c in enumerate(candidates) if c.meets_budget]
+    ok = [c for c in candidates if c.meets_budget]
     if not ok:
         return None
     if objective is Objective.SIZE:
-        near = _size_tied(ok, min(c.size_bytes for _, c in ok))
-        near = _latency_tied(near, min(_lat(c) for _, c in near))
-        measure = lambda c: c.size_bytes  # noqa: E731
+        near, measure = _latency_tied(_size_tied(ok)), (lambda c: c.size_bytes)
     else:
-        near = _latency_tied(ok, min(_lat(c) for _, c in ok))
-        near = _size_tied(near, min(c.size_bytes for _, c in near))
-        measure = _lat
-    acc = lambda c: -(c.accuracy if c.accuracy is not None else float("-inf"))  # noqa: E731
-    return min(near, key=lambda it: (acc(it[1]), INTEGER_RANK.get(it[1].name, 5), measure(it[1]), it[0]))[1]
+        near, measure = _size_tied(_latency_tied(ok)), _lat
+    return min(near, key=lambda c: (-_acc(c), INTEGER_RANK.get(c.name, len(INTEGER_RANK)), measure(c)))
 
 
 def _eval_config(config: AutoConfig, paths: list[Path]):
