@@ -1,19 +1,27 @@
-"""The Typer application: registers every command and turns EdgeToolError into exit codes.
+"""The Typer application: registers every command; its edge turns every way a run ends into one exit code.
 
-Command modules under ``edge_tool.commands`` must stay light at import time
-(no TensorFlow): ``edgetool --help`` has to be instant.
+Exit codes: 0 success, 1 a budget broken (CI gate), 2 bad input (EdgeToolError), 70 an internal error
+(one line; the traceback with ``EDGETOOL_DEBUG=1``), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after cleanup.
+Command modules under ``edge_tool.commands`` must stay light at import time (no TensorFlow): ``edgetool --help``
+has to be instant.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 
 import typer
 from rich.console import Console
+from rich.text import Text
+from typer.exceptions import TyperException
 
-from edge_tool import __version__
+from edge_tool import __version__, signals, textsafe
 from edge_tool.errors import EdgeToolError
+
+INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h)
+DEBUG_ENV = "EDGETOOL_DEBUG"
 
 err_console = Console(stderr=True)
 
@@ -27,17 +35,46 @@ app = typer.Typer(
 )
 
 
+def debug_enabled() -> bool:
+    """True when EDGETOOL_DEBUG asks for tracebacks of internal errors."""
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _say(kind: str, message: object) -> None:
+    """One message on stderr: a bold label, then ``message`` verbatim (never read as markup)."""
+    err_console.print(Text.assemble((f"{kind}:", "bold red"), " ", textsafe.text(message)),
+                      highlight=False, soft_wrap=True)
+
+
+def _internal_error(exc: Exception) -> typer.Exit:
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    _say("internal error", f"internal error in edgetool {__version__} ({type(exc).__name__}"
+                           f"{': ' + first if first else ''}); rerun with {DEBUG_ENV}=1 for the traceback, "
+                           "and please report it.")
+    return typer.Exit(INTERNAL_ERROR_EXIT)
+
+
 def cli_edge(func: Callable) -> Callable:
-    """Wrap a command so an EdgeToolError prints one clear message and exits with its code."""
+    """Wrap a command: errors become one clear line and their exit code; signals stop it after cleanup."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except EdgeToolError as exc:
-            kind = "budget exceeded" if exc.exit_code == 1 else "error"
-            err_console.print(f"[bold red]{kind}:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
+        with signals.stop_like_interrupt():
+            try:
+                return func(*args, **kwargs)
+            except EdgeToolError as exc:
+                _say("budget exceeded" if exc.exit_code == 1 else "error", exc)
+                raise typer.Exit(exc.exit_code) from None
+            except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM/SIGHUP via signals.Terminated
+                _say("stopped", f"{signals.signal_name(exc)} received; cleaned up (no partial output, no "
+                                "temporary files, no child processes left).")
+                raise typer.Exit(signals.exit_code(exc)) from None
+            except (typer.Exit, typer.Abort, TyperException):  # Typer's own flow (--help, bad options)
+                raise
+            except Exception as exc:
+                if debug_enabled():
+                    raise
+                raise _internal_error(exc) from None
 
     return wrapper
 

@@ -2,16 +2,24 @@
 
 Only files inside the site directory are ever served: dot-dot segments, encoded separators, absolute-form targets
 and symlinks that resolve outside the site are refused.
+
+Limits (docs/hardening.md): at most MAX_WORKERS connections are handled at once by a fixed thread pool, at most
+MAX_PENDING more wait for a worker (beyond that new connections are closed at once), a connection idle for
+IDLE_TIMEOUT_S is closed, a request whose line and headers take longer than REQUEST_TIMEOUT_S to arrive is cut
+off (slowloris), and the listen backlog is LISTEN_BACKLOG. Memory stays flat however many sockets are opened.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import http.server
+import ipaddress
 import os
 import re
 import socket
 import sys
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +28,12 @@ from edge_tool.errors import UsageError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+MAX_WORKERS = 16           # connections served at once (a fixed thread pool, not a thread per connection)
+MAX_PENDING = 256          # accepted connections waiting for a worker; more are closed at once
+LISTEN_BACKLOG = 128       # connections the kernel queues before accept()
+IDLE_TIMEOUT_S = 10.0      # a socket read or write that waits longer closes the connection
+REQUEST_TIMEOUT_S = 15.0   # request line + headers must have arrived within this (slowloris)
+JANITOR_PERIOD_S = 0.5
 MIME_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -87,6 +101,19 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
 
     server_version = "edgetool-serve"
     protocol_version = "HTTP/1.1"
+    timeout = IDLE_TIMEOUT_S  # StreamRequestHandler sets it on the socket: idle reads and writes time out
+
+    def handle_one_request(self) -> None:
+        self.server.reading(self.connection, True)  # the request line and headers must arrive in time
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.reading(self.connection, False)
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        self.server.reading(self.connection, False)  # headers complete: the response may take as long as it takes
+        return ok
 
     def end_headers(self) -> None:
         for name, value in SECURITY_HEADERS.items():
@@ -128,17 +155,84 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
             sys.stderr.write(f"{self.address_string()} - {format % args}\n")
 
 
-class SiteServer(http.server.ThreadingHTTPServer):
-    """ThreadingHTTPServer bound to one site directory."""
+class SiteServer(http.server.HTTPServer):
+    """HTTP server for one site directory: a bounded worker pool, idle and request timeouts (see module doc)."""
 
-    daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, root: Path, address: tuple[str, int], quiet: bool = False):
         self.root = Path(root).resolve()
         self.quiet = quiet
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
-        super().__init__(address, SiteRequestHandler)
+        self._lock = threading.Lock()
+        self._open: dict[socket.socket, float | None] = {}  # connection -> when it started reading a request
+        self._pending = 0
+        self._pool = concurrent.futures.ThreadPoolExecutor(MAX_WORKERS, thread_name_prefix="edgetool-serve")
+        self._stop = threading.Event()
+        self._janitor = threading.Thread(target=self._sweep, name="edgetool-serve-janitor", daemon=True)
+        super().__init__(address, SiteRequestHandler)  # binds; on failure it calls server_close()
+        self._janitor.start()
+
+    def process_request(self, request, client_address) -> None:
+        """Hand the connection to the pool (or close it when MAX_PENDING are already waiting)."""
+        with self._lock:
+            if self._pending >= MAX_PENDING:
+                self.shutdown_request(request)
+                return
+            self._pending += 1
+            self._open[request] = None
+        self._pool.submit(self._work, request, client_address)
+
+    def _work(self, request, client_address) -> None:
+        with self._lock:
+            self._pending -= 1
+        try:
+            if not self._stop.is_set():
+                self.finish_request(request, client_address)
+        except Exception:  # noqa: BLE001 - a broken connection is the client's problem; log it like socketserver
+            self.handle_error(request, client_address)
+        finally:
+            with self._lock:
+                self._open.pop(request, None)
+            self.shutdown_request(request)
+
+    def reading(self, conn: socket.socket, started: bool) -> None:
+        """Mark ``conn`` as reading a request (its deadline starts now) or as done reading."""
+        with self._lock:
+            if conn in self._open:
+                self._open[conn] = time.monotonic() if started else None
+
+    def _sweep(self) -> None:
+        """Cut connections whose request line and headers have taken longer than REQUEST_TIMEOUT_S."""
+        while not self._stop.wait(JANITOR_PERIOD_S):
+            now = time.monotonic()
+            with self._lock:
+                late = [c for c, t0 in self._open.items() if t0 is not None and now - t0 > REQUEST_TIMEOUT_S]
+            for conn in late:
+                _cut(conn)
+
+    def handle_error(self, request, client_address) -> None:
+        if not self.quiet:
+            sys.stderr.write(f"{client_address[0]} - connection error: {sys.exc_info()[1]!r}\n")
+
+    def server_close(self) -> None:
+        """Close the listening socket, cut every open connection and stop the workers."""
+        self._stop.set()
+        super().server_close()
+        with self._lock:
+            conns = list(self._open)
+        for conn in conns:
+            _cut(conn)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._janitor.is_alive():
+            self._janitor.join(timeout=5)
+
+    @property
+    def open_connections(self) -> int:
+        """Connections accepted and not yet closed (being served or waiting for a worker)."""
+        with self._lock:
+            return len(self._open)
 
     @property
     def url(self) -> str:
@@ -146,6 +240,25 @@ class SiteServer(http.server.ThreadingHTTPServer):
         host, port = self.server_address[:2]
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}/"
+
+
+def _cut(conn: socket.socket) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)  # wakes the worker blocked on it; the worker closes it
+    except OSError:
+        pass
+
+
+def is_loopback(host: str) -> bool:
+    """True for every 127.0.0.0/8 address, ::1 (and IPv4-mapped loopback) and 'localhost'."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def check_site(site: Path) -> Path:
@@ -166,12 +279,16 @@ def check_site(site: Path) -> Path:
 def make_server(site: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, quiet: bool = False) -> SiteServer:
     """Bind a SiteServer for ``site`` (port 0 picks a free port); UsageError when the site or the address is bad."""
     root = check_site(site)
+    if not host.strip():
+        raise UsageError("--host is empty; give an address to bind: 127.0.0.1 (this machine only, the default), "
+                         "or 0.0.0.0 / :: to accept connections from other machines.")
     if not 0 <= port <= 65535:
         raise UsageError(f"--port must be 0..65535, got {port}.")
     try:
         return SiteServer(root, (host, port), quiet=quiet)
-    except OSError as exc:
-        raise UsageError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}. Try another --port (0 picks a free one).") from None
+    except (OSError, UnicodeError) as exc:
+        raise UsageError(f"Cannot listen on {host!r} port {port}: {getattr(exc, 'strerror', None) or exc}. Check "
+                         "--host, or try another --port (0 picks a free one).") from None
 
 
 def start_server(site: Path, host: str = DEFAULT_HOST, port: int = 0, quiet: bool = True):
@@ -184,15 +301,18 @@ def start_server(site: Path, host: str = DEFAULT_HOST, port: int = 0, quiet: boo
 
 def serve_until_interrupted(site: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                             echo: Callable[[str], None] = print) -> None:
-    """Serve in the foreground, printing the URL; return cleanly on Ctrl-C."""
+    """Serve in the foreground, printing the URL, until a signal (Ctrl-C, SIGTERM, SIGHUP) stops it.
+
+    The KeyboardInterrupt (``signals.Terminated``) propagates after the server is closed; the CLI edge prints
+    one line and exits 130/143/129.
+    """
     server = make_server(site, host, port)
     echo(f"serving {server.root} at {server.url}  (Ctrl-C to stop)")
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        echo(f"note: bound to {host}, so other machines can reach it; browsers allow service workers only on "
+    bound = str(server.server_address[0])
+    if not is_loopback(bound):
+        echo(f"note: bound to {bound}, so other machines can reach it; browsers allow service workers only on "
              f"localhost or HTTPS.")
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
-        echo("stopped")
     finally:
         server.server_close()

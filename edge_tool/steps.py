@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from edge_tool.errors import ConversionError
+from edge_tool.textsafe import term
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -29,7 +30,7 @@ def step(name: str, quiet: bool = False) -> Iterator[StepRecord]:
     """Run a block under a spinner; afterwards every path in ``record.outputs`` must exist and be non-empty."""
     record = StepRecord(name)
     start = time.perf_counter()
-    status = contextlib.nullcontext() if quiet or not console.is_terminal else console.status(f"{name}…")
+    status = contextlib.nullcontext() if quiet or not console.is_terminal else console.status(f"{term(name)}…")
     with status:
         yield record
     record.seconds = time.perf_counter() - start
@@ -38,4 +39,4 @@ def step(name: str, quiet: bool = False) -> Iterator[StepRecord]:
         if not out.exists() or empty:
             raise ConversionError(f"step {name!r} finished but its output {out} is missing or empty.")
     if not quiet:
-        console.print(f"[green]✓[/] {name} [dim]({record.seconds:.1f}s)[/]")
+        console.print(f"[green]✓[/] {term(name)} [dim]({record.seconds:.1f}s)[/]")

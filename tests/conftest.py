@@ -11,6 +11,9 @@ import pytest
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Internal errors raise with their traceback (not the one-line exit 70 users see), in this process and in every
+# edgetool subprocess the tests start, so no bug hides behind the CLI edge's guard.
+os.environ["EDGETOOL_DEBUG"] = "1"
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -126,12 +126,15 @@ def _print_result(result) -> None:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    table = Table(title=f"edgetool convert → {result.output_dir}")
+    from edge_tool.textsafe import text, visible  # noqa: PLC0415
+
+    table = Table(title=text(f"edgetool convert → {result.output_dir}"))
     for col in ("artefact", "format", "mode", "size", "× fp32", "seconds"):
         table.add_column(col, justify="right" if col in ("size", "× fp32", "seconds") else "left")
     base = next((a.size_bytes for a in result.artifacts if a.quant == "fp32" and a.format == "tflite"), None)
     for a in result.artifacts:
         ratio = f"{a.size_bytes / base:.2f}" if base else "–"
-        table.add_row(a.path.name, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio, f"{a.seconds:.1f}")
+        table.add_row(*map(text, (a.path.name, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio,
+                                  f"{a.seconds:.1f}")))
     Console().print(table)
-    print(f"manifest: {result.output_dir / 'manifest.json'}")
+    print(visible(f"manifest: {result.output_dir / 'manifest.json'}"))

@@ -22,7 +22,9 @@ def command(
 
     report = build_site(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
                                    litert=litert, tflite=tflite, calibration=calibration))
-    typer.echo(
+    from edge_tool.textsafe import visible  # noqa: PLC0415
+
+    typer.echo(visible(
         f"demo site ({report.input_kind} input, {len(report.files)} files, cache {report.cache_version}) "
         f"written to {report.site}; serve it with: edgetool serve {report.site}"
-    )
+    ))

@@ -29,6 +29,7 @@ def command(
     from edge_tool.errors import BudgetExceeded  # noqa: PLC0415
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
     from edge_tool.evaluate.pipeline import budget_violations, run_eval, write_reports  # noqa: PLC0415
+    from edge_tool.textsafe import visible  # noqa: PLC0415
 
     config = EvalConfig(
         artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
@@ -43,7 +44,7 @@ def command(
     failing = {artifact for artifact, _ in violations}
     _print_table(report, failing)
     for path in write_reports(report, config, failing):
-        typer.echo(f"wrote {path}")
+        typer.echo(visible(f"wrote {path}"))
     if violations:
         raise BudgetExceeded("\n".join(["the following artefacts break the eval budget:", *(msg for _, msg in violations)]))
 
@@ -53,19 +54,20 @@ def _print_table(report, failing: set[str]) -> None:
     from rich.table import Table  # noqa: PLC0415
 
     from edge_tool.evaluate.report import NUMERIC, TABLE_HEADERS  # noqa: PLC0415
+    from edge_tool.textsafe import text  # noqa: PLC0415
 
     table = Table(title="edgetool eval", title_justify="left")
     for h in TABLE_HEADERS:
         table.add_column(h, justify="right" if h in NUMERIC else "left", no_wrap=True)
     for i, row in enumerate(report.table_rows()):
         style = "bold" if i == 0 else ("red" if row[0] in failing else None)
-        table.add_row(*row, style=style)
+        table.add_row(*map(text, row), style=style)
     console = Console(width=max(Console().width, 130))
     console.print(table)
     for line in report.footer_lines():
-        console.print(f"[dim]{line}[/]", highlight=False, soft_wrap=True)
+        console.print(text(line, "dim"), highlight=False, soft_wrap=True)
     for r in report.results:
         if r.per_layer:
-            console.print(f"worst quantized layers of {r.artifact} (rmse/scale):", highlight=False)
+            console.print(text(f"worst quantized layers of {r.artifact} (rmse/scale):"), highlight=False)
             for e in r.per_layer:
-                console.print(f"  {e.rmse_over_scale:7.3f}  {e.op_name:<16} {e.tensor_name}", highlight=False)
+                console.print(text(f"  {e.rmse_over_scale:7.3f}  {e.op_name:<16} {e.tensor_name}"), highlight=False)

@@ -12,6 +12,13 @@ def _shape(shape) -> str:
     return "unknown rank" if shape is None else "[" + ", ".join("None" if d is None else str(d) for d in shape) + "]"
 
 
+def _add(table, *cells) -> None:
+    """A table row of model-controlled text, shown verbatim (never read as Rich markup)."""
+    from edge_tool.textsafe import text  # noqa: PLC0415
+
+    table.add_row(*map(text, cells))
+
+
 def _render(report) -> None:
     """Rich tables: summary, signatures, parameters by dtype, distribution traces / tflite ops."""
     from rich.console import Console  # noqa: PLC0415
@@ -19,19 +26,21 @@ def _render(report) -> None:
 
     console = Console()
     d = report.to_dict()
-    summary = Table(title=f"{d['format']}: {d['path']}", show_header=False)
-    summary.add_row("size", f"{d['size_bytes']:,} bytes")
+    from edge_tool.textsafe import text  # noqa: PLC0415
+
+    summary = Table(title=text(f"{d['format']}: {d['path']}"), show_header=False)
+    _add(summary, "size", f"{d['size_bytes']:,} bytes")
     p = d["parameters"]
-    summary.add_row("parameters", f"{p['total']:,}" + (
+    _add(summary, "parameters", f"{p['total']:,}" + (
         f" ({p['trainable']:,} trainable, {p['non_trainable']:,} non-trainable)" if p["trainable"] is not None else ""
     ))
     if d["keras"]:
-        summary.add_row("flavor", d["keras"]["flavor"])
-        summary.add_row("reloadable as Keras", "yes" if d["keras"]["reloadable_as_keras"] else "no")
-        summary.add_row("note", d["keras"]["note"])
+        _add(summary, "flavor", d["keras"]["flavor"])
+        _add(summary, "reloadable as Keras", "yes" if d["keras"]["reloadable_as_keras"] else "no")
+        _add(summary, "note", d["keras"]["note"])
     if d["training"]:
         t = d["training"]
-        summary.add_row("trained (train.json)", f"{t['strategy']}, {t['num_replicas']} replica(s)"
+        _add(summary, "trained (train.json)", f"{t['strategy']}, {t['num_replicas']} replica(s)"
                         + (f", {t['workers']} worker process(es)" if t["workers"] else "")
                         + f", held-out accuracy {t['eval_accuracy']:.4f}")
     console.print(summary)
@@ -42,30 +51,30 @@ def _render(report) -> None:
     for s in d["signatures"]:
         for io in ("inputs", "outputs"):
             for t in s[io]:
-                sigs.add_row(s["key"] or "(none)", io[:-1], t["name"], t["dtype"], _shape(t["shape"]))
+                _add(sigs, s["key"] or "(none)", io[:-1], t["name"], t["dtype"], _shape(t["shape"]))
     console.print(sigs)
 
     dtypes = Table(title="weight elements by dtype")
     dtypes.add_column("dtype")
     dtypes.add_column("elements", justify="right")
     for k, v in sorted(p["by_dtype"].items()):
-        dtypes.add_row(k, f"{v:,}")
+        _add(dtypes, k, f"{v:,}")
     console.print(dtypes)
 
     if d["distribution"]:
         dist = Table(title="distribution strategy traces", show_header=False)
-        dist.add_row("variable synchronization", json.dumps(d["distribution"]["variable_synchronization"]))
-        dist.add_row("cluster jobs in graphs", ", ".join(d["distribution"]["device_jobs"]) or "none")
-        dist.add_row("variable classes on load", json.dumps(d["distribution"]["loaded_variable_classes"]))
+        _add(dist, "variable synchronization", json.dumps(d["distribution"]["variable_synchronization"]))
+        _add(dist, "cluster jobs in graphs", ", ".join(d["distribution"]["device_jobs"]) or "none")
+        _add(dist, "variable classes on load", json.dumps(d["distribution"]["loaded_variable_classes"]))
         for trace in d["distribution"]["traces"]:
-            dist.add_row("trace", trace)
+            _add(dist, "trace", trace)
         console.print(dist)
     if d["tflite"]:
         ops = Table(title="tflite ops")
         ops.add_column("op")
         ops.add_column("count", justify="right")
         for k, v in sorted(d["tflite"]["ops"].items()):
-            ops.add_row(k, str(v))
+            _add(ops, k, str(v))
         console.print(ops)
 
 

@@ -15,4 +15,6 @@ def command(
     """Serve a demo site over HTTP (COOP/COEP for wasm threads, correct MIME types); Ctrl-C stops it."""
     from edge_tool.serve import serve_until_interrupted  # noqa: PLC0415
 
-    serve_until_interrupted(site, host, port, echo=lambda line: typer.echo(line))
+    from edge_tool.textsafe import visible  # noqa: PLC0415
+
+    serve_until_interrupted(site, host, port, echo=lambda line: typer.echo(visible(line)))

@@ -17,6 +17,7 @@ from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.errors import UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import console, step
+from edge_tool.textsafe import term
 
 DEFAULT_CALIBRATION = "calibration.npz"
 
@@ -80,7 +81,7 @@ def load_calibration(config: ConvertConfig, source):
     specs = calibration.specs_from(source.signature.inputs)
     ds = calibration.load(path, specs, calibration.LoadOptions(samples=config.samples, seed=config.seed))
     for warning in ds.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {term(warning)}")
     return ds, path
 
 
@@ -94,7 +95,7 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Ar
         rec.outputs.append(path)
     summary = summarize_tflite(data)
     if summary.flex_ops:
-        console.print(f"[yellow]warning:[/] {path.name} uses Flex ops {', '.join(summary.flex_ops)}: "
+        console.print(f"[yellow]warning:[/] {term(path.name)} uses Flex ops {term(', '.join(summary.flex_ops))}: "
                       "the runtime needs the Flex delegate (select TF ops).")
     art = Artifact(path, "tflite", mode.value, len(data), rec.seconds)
     return art, {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
@@ -166,7 +167,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
     The TFLite modes share one GraphDef and one calibration (see ``convert.converter``); with two CPUs the
     TFJS export runs in a worker process started before TensorFlow is imported here.
     """
-    check_output_dir(config.output_dir, config.force)
+    check_output_dir(config.output_dir, config.force, config.inputs)
     from edge_tool.env import import_tf, quiet_native_stderr  # noqa: PLC0415
 
     t0 = time.perf_counter()
@@ -190,7 +191,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
     rep = ds.representative_dataset() if ds else None
     ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch)
     artifacts, records = [], []
-    with atomic_dir(config.output_dir, config.force) as tmp:
+    with atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
         try:
             if worker is not None:
                 worker.submit(_tfjs_job, source.saved_model, tmp / "tfjs", config.tfjs_quant.value,
@@ -217,4 +218,4 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
 
 def _print_epoch(epoch: int, logs: dict) -> None:
     parts = " ".join(f"{k} {v:.4f}" for k, v in logs.items() if isinstance(v, float))
-    console.print(f"  qat epoch {epoch + 1}: {parts}")
+    console.print(f"  qat epoch {epoch + 1}: {term(parts)}")

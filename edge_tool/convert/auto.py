@@ -17,6 +17,7 @@ from pathlib import Path
 from edge_tool.errors import BudgetExceeded, UsageError, below_minimum, collect_and_raise
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import step
+from edge_tool.textsafe import md, md_row, text
 
 SELECTIVE = "int8-selective"
 BASE_MODES = ("fp16", "dynamic", "int8", "int16x8")
@@ -68,6 +69,12 @@ class AutoConfig:
         if not self.eval_data.exists():
             problems.append(f"--eval-data {self.eval_data} does not exist.")
         collect_and_raise(problems, UsageError, "Invalid --quant auto options:")
+
+    @property
+    def inputs(self) -> tuple[tuple[str, Path | None], ...]:
+        """(name, path) of every input the output must stay clear of (fsutil.check_not_input)."""
+        return (("model", self.model), ("eval data", self.eval_data), ("calibration data", self.calibration),
+                ("training data", self.train_data))
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -138,10 +145,10 @@ class AutoResult:
         lines = [f"## edgetool convert --quant auto (objective {cfg.objective.value}, max drop {cfg.max_drop:g} = "
                  f"{100 * cfg.max_drop:.2f} pt, {cfg.threads} thread(s))", "",
                  "| " + " | ".join(TABLE_HEADERS) + " |", "|---|---:|---:|---:|---:|---|---|---|"]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in self.table_rows()]
-        verdict = (f"Chosen: **{self.chosen.name}** (`{self.chosen.path.name}`)." if self.chosen
+        lines += [md_row(row) for row in self.table_rows()]
+        verdict = (f"Chosen: **{md(self.chosen.name)}** ({md(self.chosen.path.name)})." if self.chosen
                    else "No candidate meets the budget; all are under candidates/ for inspection.")
-        return "\n".join([*lines, "", verdict, *[f"- {n}" for n in self.notes]]) + "\n"
+        return "\n".join([*lines, "", verdict, *[f"- {md(n)}" for n in self.notes]]) + "\n"
 
 
 def short_layer(tensor_name: str) -> str:
@@ -260,7 +267,7 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
 
 def run_auto(config: AutoConfig) -> AutoResult:
     """Build, measure, choose and write OUTDIR; ``result.chosen`` is None when nothing is in budget."""
-    check_output_dir(config.output_dir, config.force)
+    check_output_dir(config.output_dir, config.force, config.inputs)
     from edge_tool.convert.api import convert  # noqa: PLC0415
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
@@ -296,7 +303,7 @@ def _write(result: AutoResult, work: Path) -> AutoResult:
     """Move the files into OUTDIR atomically: chosen at the top, the rest under candidates/, decision files."""
     config = result.config
     final = []
-    with atomic_dir(config.output_dir, config.force) as out:
+    with atomic_dir(config.output_dir, config.force, config.inputs) as out:
         shutil.copytree(work / "candidates", out / "candidates")
         for c in result.candidates:
             rel = Path("candidates") / c.path.name
@@ -316,14 +323,14 @@ def print_result(result: AutoResult) -> None:
     from rich.table import Table  # noqa: PLC0415
 
     cfg = result.config
-    table = Table(title=f"edgetool convert --quant auto → {cfg.output_dir} (objective {cfg.objective.value}, "
-                        f"max drop {100 * cfg.max_drop:.2f} pt)", title_justify="left")
+    table = Table(title=text(f"edgetool convert --quant auto → {cfg.output_dir} (objective {cfg.objective.value}, "
+                             f"max drop {100 * cfg.max_drop:.2f} pt)"), title_justify="left")
     for h in TABLE_HEADERS:
         table.add_column(h, justify="right" if h in ("size", "accuracy", "drop", "p50 ms") else "left", no_wrap=True)
     for row, c in zip(result.table_rows(), result.candidates):
-        table.add_row(*row, style="bold green" if c.chosen else (None if c.meets_budget else "red"))
+        table.add_row(*map(text, row), style="bold green" if c.chosen else (None if c.meets_budget else "red"))
     wide = Console(width=max(Console().width, 160))
     wide.print(table)
     for note in result.notes:
-        wide.print(f"[dim]{note}[/]", highlight=False, soft_wrap=True)
-    wide.print(f"decision: {cfg.output_dir / 'decision.json'}", highlight=False, soft_wrap=True)
+        wide.print(text(note, "dim"), highlight=False, soft_wrap=True)
+    wide.print(text(f"decision: {cfg.output_dir / 'decision.json'}"), highlight=False, soft_wrap=True)

@@ -69,12 +69,12 @@ class BackgroundCall:
         """Wait for the call; return its value or raise its error (an EdgeToolError subclass)."""
         try:
             status, value = self._conn.recv()
+            self._finished = True  # only now may close() let it exit by itself; an interrupted wait stops it
         except EOFError:
             self._proc.join()
             raise ConversionError(f"the background conversion process died (exit code {self._proc.exitcode}) "
                                   "before reporting a result.") from None
         finally:
-            self._finished = True
             self.close()
         if status == "error":
             cls, message = value

@@ -99,6 +99,11 @@ class ConvertConfig:
         return problems
 
     @property
+    def inputs(self) -> tuple[tuple[str, Path | None], ...]:
+        """(name, path) of every input the output must stay clear of (fsutil.check_not_input)."""
+        return (("model", self.model), ("calibration data", self.calibration), ("training data", self.train_data))
+
+    @property
     def wants_tflite(self) -> bool:
         """True when TFLite artefacts are requested."""
         return self.output_format in (OutputFormat.TFLITE, OutputFormat.ALL)

@@ -78,6 +78,10 @@ def _tensors(entries: dict) -> tuple[Tensor, ...]:
     return tuple(out)
 
 
+def _entries(mapping) -> list:
+    return list(mapping.values()) if isinstance(mapping, dict) else [None]
+
+
 def read_tfjs_model(model_dir: Path) -> tuple[dict, tuple[Tensor, ...], tuple[Tensor, ...]]:
     """Parse model.json: (json, inputs, outputs); ModelError when it is not a complete graph model."""
     from edge_tool.convert.tfjs import read_graph_model_json  # noqa: PLC0415
@@ -85,18 +89,19 @@ def read_tfjs_model(model_dir: Path) -> tuple[dict, tuple[Tensor, ...], tuple[Te
     model_json = Path(model_dir) / "model.json"
     meta = read_graph_model_json(model_dir, "the demo (or pass the SavedModel directory)")
     signature = meta.get("signature") or {}
-    if not signature.get("inputs") or not signature.get("outputs"):
+    if not isinstance(signature, dict) or not signature.get("inputs") or not signature.get("outputs"):
         raise ModelError(f"{model_json} has no signature (inputs/outputs); convert it from a SavedModel with edgetool.")
-    missing = [p for group in meta.get("weightsManifest", []) for p in group.get("paths", [])
-               if not (Path(model_dir) / p).is_file()]
-    if missing:
-        raise ModelError(f"{model_json} lists weight shards that are missing: {', '.join(missing)}.")
+    entries = [*_entries(signature["inputs"]), *_entries(signature["outputs"])]
+    if not all(isinstance(e, dict) for e in entries):
+        raise ModelError(f"{model_json} has a malformed signature (inputs/outputs must map names to tensor objects).")
     return meta, _tensors(signature["inputs"]), _tensors(signature["outputs"])
 
 
-def weight_files(meta: dict) -> list[str]:
-    """Shard file names listed in a model.json."""
-    return [p for group in meta.get("weightsManifest", []) for p in group.get("paths", [])]
+def weight_files(model_dir: Path, meta: dict) -> list[str]:
+    """Shard paths listed in a model.json, each checked to be a file inside ``model_dir``."""
+    from edge_tool.convert.tfjs import weight_paths  # noqa: PLC0415
+
+    return weight_paths(Path(model_dir), meta)
 
 
 def input_ui(inputs: tuple[Tensor, ...]) -> dict:

@@ -23,7 +23,7 @@ from edge_tool.demo.vendor import (
     web_demo_dir,
 )
 from edge_tool.errors import UsageError, collect_and_raise
-from edge_tool.fsutil import atomic_dir, check_output_dir
+from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir
 
 TEMPLATE_FILES = ("index.html", "app.js", "app.css")
 SW_TEMPLATE = "sw.template.js"
@@ -68,9 +68,14 @@ class DemoConfig:
             problems.append(f"--labels {self.labels} does not exist (expected one label per line).")
         if self.title is not None and not (0 < len(self.title.strip()) <= MAX_TITLE):
             problems.append(f"--title must be 1..{MAX_TITLE} characters, got {len(self.title.strip())}.")
-        if Path(self.output).resolve() == Path(self.model).resolve():
-            problems.append("-o must differ from the model directory.")
         collect_and_raise(problems, UsageError, "edgetool demo cannot start:")
+
+
+    @property
+    def inputs(self) -> tuple[tuple[str, Path | None], ...]:
+        """(name, path) of every input the site must stay clear of (fsutil.check_not_input)."""
+        return (("model", self.model), ("labels file", self.labels), ("--tflite model", self.tflite),
+                ("calibration data", self.calibration))
 
 
 @dataclass(frozen=True)
@@ -85,9 +90,9 @@ class SiteReport:
 
 
 def site_files(site: Path) -> list[str]:
-    """Every file of the site as a sorted list of '/'-separated paths relative to the site root."""
+    """Every file of the site (edgetool's output marker aside) as sorted '/'-separated paths relative to the root."""
     site = Path(site)
-    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file() and p.name != MARKER)
 
 
 def content_version(site: Path, exclude: tuple[str, ...] = (SW_NAME,)) -> str:
@@ -127,7 +132,7 @@ def _place_model(cfg: DemoConfig, kind: ModelKind, dest: Path) -> None:
         return
     meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
     dest.mkdir(parents=True)
-    for name in ["model.json", *model_mod.weight_files(meta)]:
+    for name in ["model.json", *model_mod.weight_files(Path(cfg.model), meta)]:
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(Path(cfg.model) / name, dest / name)
 
@@ -201,7 +206,7 @@ def write_service_worker(site: Path) -> str:
 
 def build_site(cfg: DemoConfig) -> SiteReport:
     """Assemble the demo site into ``cfg.output`` atomically; return a SiteReport."""
-    check_output_dir(Path(cfg.output), cfg.force)
+    check_output_dir(Path(cfg.output), cfg.force, cfg.inputs)
     runtime = vendored_files()
     kind = model_mod.detect_model(Path(cfg.model))
     if kind is ModelKind.SAVED_MODEL:
@@ -216,7 +221,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     title = (cfg.title or f"edgetool demo: {Path(cfg.model).resolve().name}").strip()
     template = web_demo_dir()
 
-    with atomic_dir(Path(cfg.output), cfg.force) as tmp:
+    with atomic_dir(Path(cfg.output), cfg.force, cfg.inputs) as tmp:
         _place_model(cfg, kind, tmp / MODEL_SUBDIR)
         _, inputs, outputs = model_mod.read_tfjs_model(tmp / MODEL_SUBDIR)  # names as the tfjs graph knows them
         input_spec = model_mod.input_ui(inputs)

@@ -99,22 +99,17 @@ def infer_tflite_quant(interp) -> str:
 
 
 def _tfjs(given: Path, model_dir: Path) -> Artifact:
-    from edge_tool.convert.tfjs import read_graph_model_json  # noqa: PLC0415
+    from edge_tool.convert.tfjs import read_graph_model_json, weight_paths  # noqa: PLC0415
 
     model_json = model_dir / "model.json"
-    doc = read_graph_model_json(model_dir, "eval")
-    size = model_json.stat().st_size
+    doc = read_graph_model_json(model_dir, "eval")  # every shard path checked to be a file inside model_dir
+    size = model_json.stat().st_size + sum((model_dir / p).stat().st_size for p in weight_paths(model_dir, doc))
     qtypes = set()
     for group in doc.get("weightsManifest", []):
-        for p in group.get("paths", []):
-            shard = model_dir / p
-            if not shard.is_file():
-                raise ModelError(f"{model_json} lists weight shard {p}, but {shard} is missing.")
-            size += shard.stat().st_size
         for w in group.get("weights", []):
-            q = (w.get("quantization") or {}).get("dtype")
+            q = (w.get("quantization") or {}).get("dtype") if isinstance(w, dict) else None
             if q:
-                qtypes.add(q)
+                qtypes.add(str(q))
     quant = {"float16": "fp16"}.get(next(iter(qtypes)), next(iter(qtypes))) if len(qtypes) == 1 else (
         "mixed" if qtypes else "fp32")
     return Artifact(given, model_json, ArtifactFormat.TFJS, quant, "model.json weights", size)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from edge_tool.textsafe import html_text
 
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
 
@@ -29,8 +30,7 @@ class ParetoPoint:
     size_bytes: int
 
 
-def _esc(s: str) -> str:
-    return html.escape(str(s), quote=True)
+_esc = html_text
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:

@@ -72,6 +72,11 @@ class EvalConfig:
         collect_and_raise(problems, UsageError, "Invalid eval options:" if len(problems) > 1 else "")
 
     @property
+    def inputs(self) -> tuple[tuple[str, Path | None], ...]:
+        """(name, path) of every input the report files must stay clear of (fsutil.check_not_input)."""
+        return (*(("artefact", a) for a in self.artifacts), ("reference model", self.reference), ("eval data", self.data))
+
+    @property
     def effective_runs(self) -> int | None:
         """Timed runs per artefact (None when a time budget governs)."""
         if self.time_budget_s is not None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import html
-
 from edge_tool.evaluate.charts import LatencySeries, ParetoPoint, latency_plot, pareto_chart
 from edge_tool.evaluate.report import NUMERIC, TABLE_HEADERS, Report
+from edge_tool.textsafe import html_text
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1000px;color:#222;padding:0 1rem}
@@ -21,8 +20,7 @@ ul.notes li{margin:.2rem 0}code{font-size:12px}
 """
 
 
-def _e(s) -> str:
-    return html.escape(str(s), quote=True)
+_e = html_text
 
 
 def _table(report: Report, failing: set[str]) -> str:
@@ -83,7 +81,7 @@ def render(report: Report, failing: set[str] | None = None) -> str:
         points.append(ParetoPoint("reference", ref.latency.p50, ref.accuracy if use_acc else 1.0, ref.size_bytes))
     points += [ParetoPoint(r.artifact, r.latency.p50, r.accuracy if use_acc else r.top1_agreement, r.size_bytes)
                for r in report.results if r.latency]
-    notes = "".join(f"<li>{_e(line.replace('`', ''))}</li>" for line in report.footer_lines())
+    notes = "".join(f"<li>{_e(line)}</li>" for line in report.footer_lines())
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width,initial-scale=1'>"

@@ -24,7 +24,7 @@ def _check_outputs(config: EvalConfig) -> None:
     problems = []
     for path in config.report_paths.values():
         try:
-            check_output_file(path, config.force)
+            check_output_file(path, config.force, config.inputs)
         except UsageError as exc:
             problems.append(str(exc))
     collect_and_raise(problems, UsageError)
@@ -259,7 +259,7 @@ def write_reports(report: Report, config: EvalConfig, failing: set[str]) -> list
     written = []
     for kind, path in config.report_paths.items():
         text = renderers[kind]()
-        with atomic_file(path, config.force) as tmp:
+        with atomic_file(path, config.force, config.inputs) as tmp:
             tmp.write_text(text, encoding="utf-8")
         written.append(path)
     return written

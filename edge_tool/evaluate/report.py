@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from edge_tool.textsafe import md, md_row
+
 
 @dataclass(frozen=True)
 class LatencyStats:
@@ -152,13 +154,13 @@ class Report:
         head = "| " + " | ".join(TABLE_HEADERS) + " |"
         sep = "|" + "|".join("---:" if h in NUMERIC else "---" for h in TABLE_HEADERS) + "|"
         lines = ["## edgetool eval", "", head, sep]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in self.table_rows()]
-        lines += ["", *[f"- {line}" for line in self.footer_lines()]]
+        lines += [md_row(row) for row in self.table_rows()]
+        lines += ["", *[f"- {md(line)}" for line in self.footer_lines()]]
         for r in self.results:
             if r.per_layer:
-                lines += ["", f"### Worst quantized layers of {r.artifact} (rmse/scale)", "",
+                lines += ["", f"### Worst quantized layers of {md(r.artifact)} (rmse/scale)", "",
                           "| op | tensor | rmse/scale | max abs error |", "|---|---|---:|---:|"]
-                lines += [f"| {e.op_name} | `{e.tensor_name}` | {e.rmse_over_scale:.3f} | {e.max_abs_error:.4g} |"
+                lines += [md_row([e.op_name, e.tensor_name, f"{e.rmse_over_scale:.3f}", f"{e.max_abs_error:.4g}"])
                           for e in r.per_layer]
         return "\n".join(lines) + "\n"
 
@@ -167,7 +169,7 @@ class Report:
         m, s = self.machine, self.settings
         runs = f"{s['runs']} runs" if s.get("runs") else f"a {s['time_budget_s']} s budget"
         return [
-            f"Data: {self.data.get('summary')} (reference output `{self.reference.output}`).",
+            f"Data: {self.data.get('summary')} (reference output {self.reference.output!r}).",
             f"Latency: batch 1, {s['threads']} thread(s), {s['warmup']} warm-up calls then {runs}; "
             "p50/p99 of set_tensor+invoke+get_tensor with the LiteRT interpreter (TFJS rows: tfjs cpu backend in "
             "Node, not a browser; reference row: TensorFlow).",

@@ -23,11 +23,22 @@ console.info = console.log;
 const [bundlePath, modelJsonPath] = process.argv.slice(2);
 const tf = require(path.resolve(bundlePath));
 
+// Every shard must resolve (symlinks included) inside the model directory; edgetool checks this before starting
+// Node (fsutil.resolve_inside), and this is the same rule again where the bytes are read.
+function shardPath(modelDir, p) {
+  const root = fs.realpathSync(modelDir);
+  const real = fs.realpathSync(path.resolve(root, String(p)));
+  if (typeof p !== 'string' || path.isAbsolute(p) || !real.startsWith(root + path.sep)) {
+    throw new Error(`weight shard path ${JSON.stringify(p)} is not inside ${root}`);
+  }
+  return real;
+}
+
 function readWeights(modelDir, manifest) {
   const specs = [];
   const buffers = [];
   for (const group of manifest) {
-    for (const p of group.paths) buffers.push(fs.readFileSync(path.join(modelDir, p)));
+    for (const p of group.paths) buffers.push(fs.readFileSync(shardPath(modelDir, p)));
     specs.push(...group.weights);
   }
   const all = Buffer.concat(buffers);

@@ -95,11 +95,14 @@ class TfjsSession:
     def __enter__(self) -> TfjsSession:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(abort=exc_type is not None)
 
-    def close(self) -> None:
-        """Stop the Node process and delete the temp files."""
+    def close(self, abort: bool = False) -> None:
+        """Stop the Node process (at once when ``abort``: an error or a signal is unwinding) and delete the temp files."""
+        if abort and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
         if self._proc.poll() is None:
             try:
                 self._proc.stdin.write(json.dumps({"op": "close"}) + "\n")

@@ -1,0 +1,59 @@
+"""One signal rule for every command: SIGTERM and SIGHUP stop edgetool the way Ctrl-C (SIGINT) does.
+
+``stop_like_interrupt`` makes each of the three signals raise ``Terminated`` (a ``KeyboardInterrupt``) in the
+main thread, so every ``with`` block and ``finally`` on the way out runs: child processes are ended (TFJS
+worker, latency workers, export and training processes), temp paths are removed (``.OUT.tmp-*``,
+``edgetool-*`` in the temp dir). Further signals during that cleanup are ignored so it can finish. The CLI edge
+then prints one line and exits with 128 + the signal number: 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when a stop signal arrives; ``signum`` says which."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = int(signum)
+
+
+def exit_code(exc: BaseException) -> int:
+    """Shell convention for a run stopped by a signal: 128 + its number (plain KeyboardInterrupt = SIGINT)."""
+    return 128 + getattr(exc, "signum", int(signal.SIGINT))
+
+
+def signal_name(exc: BaseException) -> str:
+    """SIGINT / SIGTERM / SIGHUP for a Terminated (SIGINT for a plain KeyboardInterrupt)."""
+    return signal.Signals(getattr(exc, "signum", int(signal.SIGINT))).name
+
+
+def _raise_terminated(signum: int, frame) -> None:  # noqa: ARG001 (signal handler signature)
+    for s in STOP_SIGNALS:  # the first signal starts the cleanup; let it finish
+        signal.signal(s, signal.SIG_IGN)
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def stop_like_interrupt() -> Iterator[None]:
+    """While inside, SIGINT/SIGTERM/SIGHUP raise Terminated in the main thread; previous handlers are restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for s in STOP_SIGNALS:
+        if signal.getsignal(s) is signal.SIG_IGN:
+            continue  # nohup, or a background job of a non-interactive shell: an ignored signal stays ignored
+        previous[s] = signal.signal(s, _raise_terminated)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
