@@ -210,9 +210,17 @@ def test_existing_output_needs_force(digits_model, tmp_path):
     proc = run_edgetool("convert", digits_model, "-o", out)
     assert proc.returncode == 2 and "--force" in proc.stderr
     assert (out / "keep.txt").read_text() == "user data"
+    proc = run_edgetool("convert", digits_model, "-o", out, "--force")  # not edgetool's: --force refuses too
+    assert proc.returncode == 2 and ".edgetool-output" in proc.stderr
+    assert (out / "keep.txt").read_text() == "user data"
+    (out / "keep.txt").unlink()
+    proc = run_edgetool("convert", digits_model, "-o", out)  # empty dir: no --force needed
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (out / "stale.txt").write_text("left in edgetool's own output")
     proc = run_edgetool("convert", digits_model, "-o", out, "--force")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert not (out / "keep.txt").exists() and (out / "model_fp32.tflite").is_file()
+    assert not (out / "stale.txt").exists() and (out / "model_fp32.tflite").is_file()
+    assert (out / ".edgetool-output").is_file()
 
 
 @pytest.fixture(scope="module")

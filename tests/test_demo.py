@@ -150,6 +150,7 @@ def test_force_replaces_an_existing_site(tfjs_models, tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     (site / "old.txt").write_text("old")
+    (site / ".edgetool-output").write_text("")  # as if an earlier edgetool run wrote it
     result = CliRunner().invoke(app, ["demo", str(tfjs_models["fp32"]), "-o", str(site), "--force",
                                       "--labels", str(Path(__file__).parent / "data" / "nonexistent.txt")])
     assert result.exit_code == 2 and (site / "old.txt").is_file()  # bad --labels: nothing touched

@@ -36,7 +36,7 @@ def parse_modes(values: list[str] | None, output_format: str, has_train_data: bo
 
 def command(
     model: Path = typer.Argument(..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."),
-    output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force)."),
+    output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one)."),
     quant: list[str] = typer.Option(None, "--quant", "-q", help=QUANT_HELP),
     output_format: str = typer.Option("tflite", "--format", help="tflite, tfjs or all."),
     calibration: Path = typer.Option(None, "--calibration", help="Representative data (.npz/.npy/image folder/TFRecord/CSV). Default: calibration.npz beside the model."),
@@ -49,7 +49,7 @@ def command(
     tfjs_quant: str = typer.Option("none", "--tfjs-quant", help="TFJS weight compression: none, float16, uint8, uint16."),
     allow_select_tf_ops: bool = typer.Option(False, "--allow-select-tf-ops", help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate."),
     seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
-    force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input."),
     max_drop: float = typer.Option(None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."),
     eval_data: Path = typer.Option(None, "--eval-data", help="--quant auto: labelled data (x, y) the budget is measured on."),
     objective: str = typer.Option("size", "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),

@@ -12,7 +12,7 @@ def command(
     output: Path = typer.Option(..., "-o", "--output", help="Directory for the static site."),
     labels: Path = typer.Option(None, "--labels", help="Class labels, one per line (default: labels.txt beside the model)."),
     title: str = typer.Option(None, "--title", help="Page and app title (default: 'edgetool demo: MODEL-DIR-NAME')."),
-    force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input."),
     litert: bool = typer.Option(False, "--litert", help="Add a second engine: a fixed-batch int8 .tflite run with LiteRT.js (needs a SavedModel, or --tflite)."),
     tflite: Path = typer.Option(None, "--tflite", help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 one."),
     calibration: Path = typer.Option(None, "--calibration", help="With --litert: representative data for the int8 build (default: calibration.npz beside the model)."),

@@ -23,7 +23,7 @@ def command(
     json_path: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
     markdown_path: Path | None = typer.Option(None, "--markdown", help="Write the Markdown table here."),
     html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing report files."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data)."),
 ) -> None:
     """Measure accuracy drift and latency of converted models against the reference; exit 1 on a broken budget."""
     from edge_tool.errors import BudgetExceeded  # noqa: PLC0415
