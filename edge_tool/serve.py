@@ -339,10 +339,10 @@ def check_site(site: Path) -> Path:
 
 def make_server(site: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, quiet: bool = False) -> SiteServer:
     """Bind a SiteServer for ``site`` (port 0 picks a free port); UsageError when the site or the address is bad."""
-    root = check_site(site)
     if not host.strip():
         raise UsageError("--host is empty; give an address to bind: 127.0.0.1 (this machine only, the default), "
                          "or 0.0.0.0 / :: to accept connections from other machines.")
+    root = check_site(site)
     if not 0 <= port <= 65535:
         raise UsageError(f"--port must be 0..65535, got {port}.")
     try:
