@@ -3,10 +3,10 @@
 Only files inside the site directory are ever served: dot-dot segments, encoded separators, absolute-form targets
 and symlinks that resolve outside the site are refused.
 
-Limits (docs/hardening.md): at most MAX_WORKERS connections are handled at once by a fixed thread pool, at most
-MAX_PENDING more wait for a worker (beyond that new connections are closed at once), a connection idle for
-IDLE_TIMEOUT_S is closed, a request whose line and headers take longer than REQUEST_TIMEOUT_S to arrive is cut
-off (slowloris), and the listen backlog is LISTEN_BACKLOG. Memory stays flat however many sockets are opened.
+Limits (docs/hardening.md): a connection waits for its first bytes in one selector thread (an idle or half-open
+socket costs a file descriptor, not a thread; at most MAX_PENDING wait, more are closed at once), then a fixed pool
+of MAX_WORKERS threads serves it; a connection silent for IDLE_TIMEOUT_S is closed, a request whose line and
+headers take longer than REQUEST_TIMEOUT_S is cut off (slowloris), and the listen backlog is LISTEN_BACKLOG.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from edge_tool.errors import UsageError
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 MAX_WORKERS = 16           # connections served at once (a fixed thread pool, not a thread per connection)
-MAX_PENDING = 256          # accepted connections waiting for a worker; more are closed at once
+MAX_PENDING = 512          # accepted connections waiting for their first bytes; more are closed at once
 LISTEN_BACKLOG = 128       # connections the kernel queues before accept()
 IDLE_TIMEOUT_S = 10.0      # a connection silent this long (before a request, or in a read/write) is closed
 REQUEST_TIMEOUT_S = 15.0   # request line + headers must have arrived within this (slowloris)
