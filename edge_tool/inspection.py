@@ -224,10 +224,16 @@ def _training_sidecar(path: Path) -> dict | None:
         data = json.loads(sidecar.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    cfg = data.get("config", {}) if isinstance(data, dict) else {}
-    return {"strategy": cfg.get("strategy"), "num_replicas": data.get("num_replicas"),
+    if not isinstance(data, dict):
+        return None
+    cfg = data.get("config") if isinstance(data.get("config"), dict) else {}
+
+    def number(value):  # a hand-edited or hostile train.json must not break the report
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    return {"strategy": str(cfg.get("strategy")), "num_replicas": number(data.get("num_replicas")),
             "workers": len(data["workers"]) if isinstance(data.get("workers"), list) else None,
-            "eval_accuracy": data.get("eval_accuracy")}
+            "eval_accuracy": number(data.get("eval_accuracy"))}
 
 
 def inspect_saved_model(path: Path) -> InspectReport:

@@ -42,7 +42,7 @@ def _render(report) -> None:
         t = d["training"]
         _add(summary, "trained (train.json)", f"{t['strategy']}, {t['num_replicas']} replica(s)"
                         + (f", {t['workers']} worker process(es)" if t["workers"] else "")
-                        + f", held-out accuracy {t['eval_accuracy']:.4f}")
+                        + (f", held-out accuracy {t['eval_accuracy']:.4f}" if t["eval_accuracy"] is not None else ""))
     console.print(summary)
 
     sigs = Table(title="signatures")

@@ -60,10 +60,14 @@ def signature_inputs(model_json: Path) -> list[InputSpec]:
     """The graph model's signature inputs (name, dtype tfjs will use, shape) from model.json."""
     doc = json.loads(Path(model_json).read_text())
     specs = []
-    for name, t in sorted((doc.get("signature") or {}).get("inputs", {}).items()):
-        dims = t.get("tensorShape", {}).get("dim", [])
-        shape = tuple(None if int(d.get("size", -1)) < 0 else int(d["size"]) for d in dims)
-        specs.append(InputSpec(name, _DT.get(t.get("dtype"), "float32"), shape))
+    try:
+        for name, t in sorted((doc.get("signature") or {}).get("inputs", {}).items()):
+            dims = t.get("tensorShape", {}).get("dim", [])
+            shape = tuple(None if int(d.get("size", -1)) < 0 else int(d["size"]) for d in dims)
+            specs.append(InputSpec(str(name), _DT.get(t.get("dtype"), "float32"), shape))
+    except (AttributeError, TypeError, ValueError) as exc:  # hostile or hand-edited JSON: wrong types
+        raise ModelError(f"{model_json} has a malformed signature ({type(exc).__name__}: {exc}); expected "
+                         "inputs mapping names to {dtype, tensorShape: {dim: [{size}]}}.") from None
     return specs
 
 
