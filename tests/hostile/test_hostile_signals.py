@@ -114,7 +114,8 @@ def test_convert_stopped_while_the_tfjs_worker_process_runs(case_root):
 @pytest.mark.slow
 def test_eval_stopped_during_the_latency_worker(case_root):
     """SIGTERM while the LiteRT latency worker process runs (edgetool-lat-*/feeds.npz in TMPDIR)."""
-    args = ["eval", "{root}/flat.tflite", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--runs", "50000000",
+    # the reference is timed first (in this process), then the artefact in its worker: 20 s each at most
+    args = ["eval", "{root}/flat.tflite", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--time-budget", "20",
             "--json", "{root}/r.json"]
     run_signalled(args, case_root, lambda root, tmp: any(tmp.glob("edgetool-lat-*/feeds.npz")), signal.SIGTERM,
                   children=True)
@@ -124,7 +125,7 @@ def test_eval_stopped_during_the_latency_worker(case_root):
 @pytest.mark.slow
 def test_eval_stopped_during_the_tfjs_node_session(case_root):
     """SIGHUP while the TFJS Node process times its latency loop (edgetool-tfjs-* in TMPDIR)."""
-    args = ["eval", "{root}/tfjs", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--runs", "50000000"]
+    args = ["eval", "{root}/tfjs", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--time-budget", "20"]
     run_signalled(args, case_root, lambda root, tmp: any(tmp.glob("edgetool-tfjs-*")), signal.SIGHUP, children=True)
 
 
