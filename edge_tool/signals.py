@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_state = {"defer": 0, "pending": None}  # main-thread only: depth of deferred() blocks, signal held back
 
 
 class Terminated(KeyboardInterrupt):
@@ -38,7 +39,24 @@ def signal_name(exc: BaseException) -> str:
 def _raise_terminated(signum: int, frame) -> None:  # noqa: ARG001 (signal handler signature)
     for s in STOP_SIGNALS:  # the first signal starts the cleanup; let it finish
         signal.signal(s, signal.SIG_IGN)
+    if _state["defer"]:
+        _state["pending"] = signum  # raised when the deferred() block ends
+        return
     raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Hold a stop signal back until the block ends: for "start a child process and record it" steps, so a
+    signal can never land between the two and leave an unrecorded (unkillable) child behind."""
+    _state["defer"] += 1
+    try:
+        yield
+    finally:
+        _state["defer"] -= 1
+        if not _state["defer"] and _state["pending"] is not None:
+            signum, _state["pending"] = _state["pending"], None
+            raise Terminated(signum)
 
 
 @contextlib.contextmanager

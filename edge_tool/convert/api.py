@@ -16,6 +16,7 @@ from edge_tool.convert.registry import MODES
 from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.errors import UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
+from edge_tool.signals import deferred
 from edge_tool.steps import console, step
 from edge_tool.textsafe import term
 
@@ -172,7 +173,8 @@ def convert(config: ConvertConfig) -> ConvertResult:
 
     t0 = time.perf_counter()
     with quiet_native_stderr(), tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
-        worker = start_tfjs_worker(config)
+        with deferred():  # a stop signal cannot fall between starting the worker process and the try below
+            worker = start_tfjs_worker(config)
         try:
             artifacts, records, manifest = _convert_in(config, Path(work), import_tf(), worker, t0)
         finally:

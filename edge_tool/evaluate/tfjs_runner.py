@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import DataError, ModelError, UsageError, collect_and_raise
+from edge_tool.signals import deferred
 from edge_tool.evaluate.data import InputSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,9 +91,15 @@ class TfjsSession:
         self._tmp = tempfile.TemporaryDirectory(prefix="edgetool-tfjs-")
         self._dir = Path(self._tmp.name)
         self._stderr = open(self._dir / "stderr.txt", "w+b")  # a file, not a pipe: a chatty tfjs cannot block
-        self._proc = subprocess.Popen([node, str(SCRIPT), str(bundle), str(self.model_json)], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1)
-        ready = self._read()
+        with deferred():  # a stop signal cannot fall between starting Node and owning it
+            self._proc = subprocess.Popen([node, str(SCRIPT), str(bundle), str(self.model_json)],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                          text=True, bufsize=1)
+        try:
+            ready = self._read()
+        except BaseException:  # Node failed to start, or a signal: nobody will __exit__ this session
+            self.close(abort=True)
+            raise
         self.version = f"tfjs {ready['tfjs_version']} ({ready['backend']} backend, Node)"
         self._checked = False
 

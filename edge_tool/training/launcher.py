@@ -23,6 +23,7 @@ from typing import IO
 
 from edge_tool.errors import EdgeToolError
 from edge_tool.fsutil import atomic_dir
+from edge_tool.signals import deferred
 from edge_tool.training.config import TrainConfig, TrainResult
 
 WORKER_TIMEOUT_S = 1800.0
@@ -77,7 +78,8 @@ def _start_workers(config: TrainConfig, chief_dir: Path, scratch: Path) -> list[
     workers: list[_Worker] = []
     try:
         for i in range(config.workers):
-            workers.append(_start_worker(config, i, cluster, chief_dir, scratch))
+            with deferred():  # a stop signal cannot fall between starting the process and recording it
+                workers.append(_start_worker(config, i, cluster, chief_dir, scratch))
     except BaseException:
         _kill_all(workers)
         raise
