@@ -1,8 +1,9 @@
 """One harness for hostile-input cases: run edgetool in a fresh process and pin what it must (not) do.
 
 Every case asserts the exit code, that the message names the offending thing, that no Python traceback
-is printed, and that nothing outside the expected output changed — the case's working directory and a
-private TMPDIR are snapshotted before and after (names, sizes, mtimes).
+is printed, that nothing outside the expected output changed — the case's working directory and a
+private TMPDIR are snapshotted before and after (names, sizes, mtimes) — and that no process started for
+the case is still running.
 """
 
 from __future__ import annotations
@@ -61,4 +62,21 @@ def run_case(case: Case, root: Path) -> subprocess.CompletedProcess:
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
     unexpected = sorted(k for k in changed if not k.startswith(allowed) or not allowed)
     assert not unexpected, f"{case.name}: changed outside the output: {unexpected[:20]}\n{out[-2000:]}"
+    stray = leftover_processes(root)
+    assert not stray, f"{case.name}: processes still running with the case dir in their command line: {stray}"
     return proc
+
+
+def leftover_processes(root: Path) -> list[str]:
+    """Processes (other than this one) whose command line mentions ``root``: children edgetool failed to end."""
+    import psutil  # noqa: PLC0415 (a runtime dependency of edgetool)
+
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+            if p.pid != os.getpid() and str(root) in cmd and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(f"{p.pid}: {cmd[:200]}")
+        except (psutil.Error, TypeError):
+            continue
+    return found
