@@ -102,19 +102,21 @@ def test_tight_budget_keeps_the_wide_layer_float(wide_model, tmp_path):
 
 
 @pytest.mark.slow
-def test_loose_budget_picks_full_int8_without_selective_search(wide_model, tmp_path):
-    result = _auto(wide_model, tmp_path / "auto", max_drop=1.0)
+def test_met_budget_needs_no_selective_search(digits_model, tmp_path):
+    # A real budget (1 point) that the digits CNN's full int8 meets (0.0 pt measured): nothing to recover.
+    result = _auto(digits_model, tmp_path / "auto", max_drop=0.01)
     c = _by_name(result)
-    assert "int8-selective" not in c  # full int8 met the budget: nothing to recover
-    assert all(cc.meets_budget for cc in result.candidates)
-    from edge_tool.convert.auto import SIZE_TIE, Objective, choose
+    assert "int8-selective" not in c
+    assert c["int8"].meets_budget and c["int8"].accuracy_drop <= 0.01
+    from edge_tool.convert.auto import SIZE_TIE
 
-    smallest = min(cc.size_bytes for cc in result.candidates)
-    assert c["int8"].size_bytes <= smallest * (1 + SIZE_TIE)  # precondition: int8 is (tied for) the smallest
-    # Which of the size-tied files wins can hinge on µs of p50 (dynamic vs int8 here): the rule is pinned with
-    # fixed numbers below; this pins that auto applies it to what it measured and keeps the file it names.
-    assert result.chosen.size_bytes <= smallest * (1 + SIZE_TIE) and result.chosen.name != "fp16"
-    assert result.chosen is choose(result.candidates, Objective.SIZE)
+    smallest = min(cc.size_bytes for cc in result.candidates if cc.meets_budget)
+    # size objective: the winner is (tied for) the smallest in budget — int8 or dynamic here (0.4 % apart); which one
+    # can hinge on µs of p50, so the tie rule itself is pinned with fixed numbers in the test below
+    assert result.chosen.meets_budget and result.chosen.size_bytes <= smallest * (1 + SIZE_TIE)
+    assert result.chosen.name in {"int8", "dynamic"}
+    doc = json.loads((tmp_path / "auto" / "decision.json").read_text())
+    assert [e["name"] for e in doc["candidates"] if e["chosen"]] == [result.chosen.name]
     assert (tmp_path / "auto" / result.chosen.path.name).is_file()
 
 

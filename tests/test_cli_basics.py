@@ -18,11 +18,16 @@ def test_help_does_not_import_tensorflow():
     assert out == ["False", "False"]
 
 
-def test_help_lists_commands():
-    result = runner.invoke(app, ["--help"])
+def test_help_lists_every_registered_command_and_each_has_help():
+    from edge_tool.commands.registry import COMMANDS
+
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    for name in ("train", "inspect"):
-        assert name in result.output
+    listed = {line.split()[1] for line in result.output.splitlines() if line.startswith("│ ") and len(line.split()) > 1}
+    assert {name for name, _ in COMMANDS} <= listed, result.output
+    for name, _ in COMMANDS:
+        sub = runner.invoke(app, [name, "--help"], env={"COLUMNS": "200"})
+        assert sub.exit_code == 0 and f"Usage: edgetool {name}" in sub.output, (name, sub.output)
 
 
 def test_module_entry_point_version():

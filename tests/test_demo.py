@@ -124,7 +124,7 @@ def test_page_config_describes_the_signature(saved_model_site, digits_model):
     assert inp["range"] == [0, 255]
     assert out["classes"] == 10 and out["shape"] == [None, 10]
     assert config["labels"] == (digits_model / "labels.txt").read_text().split()
-    assert config["runtime"] == {"@tensorflow/tfjs": "4.22.0", "@tensorflow/tfjs-backend-wasm": "4.22.0"}
+    assert config["runtime"] == vendor.pinned_versions()  # what the site ships is what package.json pins
     model_json = json.loads((saved_model_site / config["modelUrl"]).read_text())
     assert inp["tensor"] == model_json["signature"]["inputs"]["pixels"]["name"]
     assert out["tensor"] == model_json["signature"]["outputs"]["probs"]["name"]
@@ -240,9 +240,12 @@ def test_vendor_status_tracks_the_lockfile(tmp_path):
 
 def test_package_json_pins_exact_versions():
     root = vendor.web_demo_dir()
-    assert vendor.pinned_versions(root) == {"@tensorflow/tfjs": "4.22.0", "@tensorflow/tfjs-backend-wasm": "4.22.0"}
+    pins = vendor.pinned_versions(root)
+    assert set(pins) == {"@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm"}
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in pins.values()), pins  # exact, no ^ or ~ ranges
+    assert len(set(pins.values())) == 1, pins  # tfjs and its wasm backend must be the same release
     lock = json.loads((root / "package-lock.json").read_text())
-    for name, version in vendor.pinned_versions(root).items():
+    for name, version in pins.items():
         assert lock["packages"][f"node_modules/{name}"]["version"] == version
 
 
@@ -274,7 +277,7 @@ def test_litert_site_adds_the_engine_runtime_and_a_fixed_batch_int8_model(litert
     config = json.loads((litert_site / "demo-config.json").read_text())
     lrt = config["litert"]
     assert (litert_site / lrt["modelUrl"]).is_file() and (litert_site / lrt["wasmScript"]).is_file()
-    assert lrt["runtime"] == {"@litertjs/core": "2.5.3", "@litertjs/wasm-utils": "2.5.3"}
+    assert lrt["runtime"] == vendor.pinned_litert_versions()
     assert (lrt["input"]["shape"], lrt["output"]["shape"]) == ([1, 8, 8, 1], [1, 10])
     index = (litert_site / "index.html").read_text()
     import_map = json.loads(re.search(r'<script type="importmap">(.*?)</script>', index).group(1))
@@ -324,9 +327,11 @@ def test_litert_accepts_a_fixed_batch_tflite(litert_site, tfjs_models, tmp_path)
 
 def test_package_json_pins_litert_exactly():
     root = vendor.web_demo_dir()
-    assert vendor.pinned_litert_versions(root) == {"@litertjs/core": "2.5.3", "@litertjs/wasm-utils": "2.5.3"}
+    pins = vendor.pinned_litert_versions(root)
+    assert set(pins) == {"@litertjs/core", "@litertjs/wasm-utils"}
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in pins.values()), pins
     lock = json.loads((root / "package-lock.json").read_text())
-    for name, version in vendor.pinned_litert_versions(root).items():
+    for name, version in pins.items():
         assert lock["packages"][f"node_modules/{name}"]["version"] == version
 
 

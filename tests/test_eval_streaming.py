@@ -204,7 +204,8 @@ def test_run_eval_streaming_matches_in_memory_computation(tiny, batch):
         assert res.mean_abs_error == pytest.approx(drift["mean_abs_error"], abs=1e-7)
         assert res.cosine == pytest.approx(drift["cosine"], abs=1e-9)
     fp32, int8 = report.results
-    assert fp32.max_abs_error < 1e-5 and int8.top1_agreement > 0.5
+    # 149/150 measured with plain LiteRT; allow a few rounding flips across LiteRT releases, no more
+    assert fp32.max_abs_error < 1e-5 and int8.top1_agreement >= 0.97
 
 
 def test_run_eval_on_a_large_npy_holds_about_a_batch(tiny, big_npy):

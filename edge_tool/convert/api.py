@@ -192,6 +192,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
     ds, cal_path = load_calibration(config, source)
     rep = ds.representative_dataset() if ds else None
     ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch)
+    _warn_if_public_converter()
     artifacts, records = [], []
     with atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
         try:
@@ -216,6 +217,18 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
         manifest = build_manifest(config, source, cal, records, timings)
         write_manifest(tmp, manifest)
     return artifacts, records, manifest
+
+
+def _warn_if_public_converter() -> None:
+    """One line when the fast path is off for a reason the user did not choose (same files, slower)."""
+    from rich.markup import escape  # noqa: PLC0415
+
+    from edge_tool.convert.converter import fast_path_problem  # noqa: PLC0415
+
+    problem = fast_path_problem()
+    if problem and not problem.startswith("EDGETOOL_FAST_CONVERT"):
+        console.print(f"[yellow]warning:[/] converter fast path off: {escape(problem)}; using the public "
+                      "TFLiteConverter.from_saved_model (same files, slower).")
 
 
 def _print_epoch(epoch: int, logs: dict) -> None:

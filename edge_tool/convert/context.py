@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,25 @@ def flex_ops_from_error(message: str) -> list[str]:
     names = {n.strip() for line in found for n in line.split(",") if n.strip()}
     names |= set(re.findall(r"'tf\.(\w+)' op is neither a custom op nor a flex op", message))
     return sorted(names)
+
+
+def converter_rejected(exc: BaseException) -> bool:
+    """True when ``exc`` is the converter refusing the model, not a bug in edgetool's use of it.
+
+    That is TensorFlow's ``ConverterError``, or a ValueError/RuntimeError raised inside TensorFlow's own code (its
+    argument checks and the calibrator). A TypeError or AttributeError at edgetool's call site — what a changed
+    private API gives — is not: it surfaces as an internal error instead of blaming the user's model.
+    """
+    from tensorflow.lite.python.convert_phase import ConverterError  # noqa: PLC0415
+
+    if isinstance(exc, ConverterError):
+        return True
+    if not isinstance(exc, (ValueError, RuntimeError)):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and f"{os.sep}tensorflow{os.sep}" in tb.tb_frame.f_code.co_filename
 
 
 @dataclass
@@ -59,7 +79,9 @@ class BuildContext:
             conv.target_spec.supported_ops = ops | {self.tf.lite.OpsSet.SELECT_TF_OPS}
         try:
             return conv.convert()
-        except Exception as exc:  # noqa: BLE001 - converter raises ConverterError, RuntimeError, ValueError
+        except Exception as exc:  # noqa: BLE001 - re-raised below unless the converter itself rejected the model
+            if not converter_rejected(exc):
+                raise
             raise self._conversion_error(exc) from None
 
     def _conversion_error(self, exc: Exception) -> ConversionError:

@@ -14,13 +14,27 @@ decides the artefact (converter flags, the MLIR conversion, the quantizers and t
 deduplication, conversion metadata) is TensorFlow's own code path, so each .tflite is the one the raw
 converter writes with the same settings. When the float models of int8 and int16x8 are equal (they are:
 only the quantizer differs) the second one reuses the first one's calibration.
+
+The subclass leans on private TensorFlow names. ``fast_path_problem`` checks, once per process, the TF version
+and every private name and signature it relies on; on any mismatch (or ``EDGETOOL_FAST_CONVERT=0``)
+``new_converter`` returns the public ``TFLiteConverter.from_saved_model`` converter instead — slower, same files.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+TESTED_TF = "2.19."  # the TensorFlow minor version whose private converter internals the fast path was written for
+_QUANTIZE_PARAMS = ("self", "result", "input_type", "output_type", "activations_type", "bias_type", "allow_float",
+                    "enable_variable_quantization", "debug_options")
+_MLIR_QUANTIZE_KWARGS = ("input_data_type", "output_data_type", "enable_variable_quantization",
+                         "disable_per_channel_for_dense_layers", "debug_options_str")
+_QUANTIZE_MODEL_OVERLOAD = "arg0: int, arg1: int, arg2: bool, arg3: int, arg4: int, arg5: bool, arg6: bool"
 
 
 @dataclass
@@ -40,7 +54,6 @@ class SharedSource:
     tags: frozenset = frozenset({"serve"})
     _graph: tuple | None = None
     _calibrations: dict = field(default_factory=dict)
-    stats: dict = field(default_factory=lambda: {"calibrations": 0, "calibration_reuses": 0})
 
     def graph(self, converter) -> tuple:
         """(graph_def, input_tensors, output_tensors) of the SavedModel, loaded on first use."""
@@ -55,23 +68,65 @@ class SharedSource:
         """Calibrate ``float_model`` on ``dataset`` once; later calls with the same model bytes and data reuse it."""
         key = (hashlib.sha256(bytes(float_model)).hexdigest(), dataset.input_gen)
         if key in self._calibrations:
-            self.stats["calibration_reuses"] += 1
             return self._calibrations[key]
         from tensorflow.lite.python.optimize import calibrator as _calibrator  # noqa: PLC0415
 
         model = _calibrator.add_intermediate_tensors(float_model)
         cal = _calibrator.Calibrator(model, *registerers)
         calibrated = cal.calibrate(dataset.input_gen)
-        self.stats["calibrations"] += 1
         self._calibrations[key] = _Calibration(cal, calibrated)
         return self._calibrations[key]
 
 
+@functools.cache
+def fast_path_problem() -> str | None:
+    """None when the fast path may be used, else why not (forced off, untested TF, a private name changed)."""
+    if os.environ.get("EDGETOOL_FAST_CONVERT", "1") == "0":
+        return "EDGETOOL_FAST_CONVERT=0"
+    import tensorflow as tf  # noqa: PLC0415
+    from tensorflow.lite.python import lite  # noqa: PLC0415
+    from tensorflow.lite.python.optimize import calibrator  # noqa: PLC0415
+
+    if not tf.__version__.startswith(TESTED_TF):
+        return f"TensorFlow {tf.__version__} is not the tested {TESTED_TF}x"
+    base = getattr(lite, "TFLiteSavedModelConverterV2", None)
+    checks = {
+        "TFLiteSavedModelConverterV2": base is not None,
+        "_load_saved_model/_convert_from_saved_model": all(
+            hasattr(base, n) for n in ("_load_saved_model", "_convert_from_saved_model")),
+        "_quantize(...)": _params(getattr(base, "_quantize", None)) == _QUANTIZE_PARAMS,
+        "convert.__wrapped__": hasattr(getattr(base, "convert", None), "__wrapped__"),
+        "_export_metrics/_mlir_quantize/RepresentativeDataset": all(
+            hasattr(lite, n) for n in ("_export_metrics", "_mlir_quantize", "RepresentativeDataset")),
+        "_mlir_quantize(...)": set(_MLIR_QUANTIZE_KWARGS) <= set(_params(getattr(lite, "_mlir_quantize", None))),
+        "TFLiteConverterBase._set_original_model_type": hasattr(lite.TFLiteConverterBase, "_set_original_model_type"),
+        "calibrator": all(hasattr(calibrator, n) for n in ("add_intermediate_tensors", "Calibrator")),
+        "CalibrationWrapper.QuantizeModel(7 args)": _QUANTIZE_MODEL_OVERLOAD in (
+            getattr(getattr(getattr(calibrator._calibration_wrapper, "CalibrationWrapper", None),  # noqa: SLF001
+                            "QuantizeModel", None), "__doc__", None) or ""),
+    }
+    failed = [name for name, ok in checks.items() if not ok]
+    return f"TensorFlow's private converter API changed ({', '.join(failed)})" if failed else None
+
+
+def _params(func) -> tuple[str, ...]:
+    try:
+        return tuple(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return ()
+
+
 def new_converter(shared: SharedSource):
-    """A converter on ``shared``'s SavedModel and signature, configured like ``TFLiteConverter.from_saved_model``."""
+    """A converter on ``shared``'s SavedModel and signature, configured like ``TFLiteConverter.from_saved_model``.
+
+    The fast shared-work subclass when ``fast_path_problem()`` is None, else the public converter.
+    """
     from tensorflow.lite.python import lite  # noqa: PLC0415
     from tensorflow.lite.python import conversion_metadata_schema_py_generated as meta  # noqa: PLC0415
 
+    if fast_path_problem() is not None:
+        return lite.TFLiteConverterV2.from_saved_model(
+            str(shared.saved_model), signature_keys=[shared.signature_key], tags=set(shared.tags))
     cls = _converter_class(lite)
     lite.TFLiteConverterBase._set_original_model_type(meta.ModelType.TF_SAVED_MODEL)  # as from_saved_model does
     return cls(shared)

@@ -22,6 +22,7 @@ from edge_tool.errors import UsageError
 from edge_tool.fsutil import atomic_dir
 from edge_tool.training.config import TrainConfig, TrainResult
 from edge_tool.training.data import load_digits_split
+from edge_tool.training.fit import fit_and_evaluate
 
 SHARD_POLICY = "DATA"
 
@@ -66,7 +67,6 @@ def run_task(config: TrainConfig, save_dir: Path, is_chief: bool, make_callbacks
     (task, pid, local batches run, replicas, accuracy, history).
     """
     from edge_tool.training.export import save_keras_model, write_sidecars  # noqa: PLC0415
-    from edge_tool.training.runner import fit_and_evaluate  # noqa: PLC0415
 
     tf = import_tf()
     import tf_keras as keras  # noqa: PLC0415

@@ -19,6 +19,7 @@ from edge_tool.fsutil import atomic_dir
 from edge_tool.training.config import TrainConfig, TrainResult
 from edge_tool.training.data import DigitsSplit, load_digits_split, make_dataset
 from edge_tool.training.export import save_keras_model, write_sidecars
+from edge_tool.training.fit import progress_callback
 from edge_tool.training.launcher import free_ports
 from edge_tool.training.model import build_model
 
@@ -26,7 +27,7 @@ NUM_PS = 1
 
 
 def start_local_cluster(tf, workers: int):
-    """Start ``workers`` worker servers and one ps server in-process; return (resolver, cluster_dict)."""
+    """Start ``workers`` worker servers and one ps server in-process; return (resolver, cluster dict, servers)."""
     worker_ports, ps_ports = free_ports(workers), free_ports(NUM_PS)
     cluster = {"worker": [f"localhost:{p}" for p in worker_ports], "ps": [f"localhost:{p}" for p in ps_ports]}
     spec = tf.train.ClusterSpec(cluster)
@@ -41,8 +42,6 @@ def start_local_cluster(tf, workers: int):
 def _fit(tf, strategy, config: TrainConfig, split: DigitsSplit):
     """Keras fit under PSS (DatasetCreator; steps_per_epoch set), then evaluate on the coordinator."""
     import tf_keras as keras  # noqa: PLC0415
-
-    from edge_tool.training.runner import _progress_callback  # noqa: PLC0415
 
     tf.keras.utils.set_random_seed(config.seed)
     steps_per_epoch = math.ceil(len(split.x_train) / config.batch_size)
@@ -63,7 +62,7 @@ def _fit(tf, strategy, config: TrainConfig, split: DigitsSplit):
     hist = model.fit(
         keras.utils.experimental.DatasetCreator(train_fn), epochs=config.epochs, steps_per_epoch=steps_per_epoch,
         validation_data=keras.utils.experimental.DatasetCreator(eval_fn), validation_steps=eval_steps,
-        verbose=0, callbacks=[_progress_callback(keras, config.verbose)],
+        verbose=0, callbacks=[progress_callback(keras, config.verbose)],
     )
     history = tuple({k: float(v[i]) for k, v in hist.history.items()} for i in range(len(hist.history["loss"])))
     return model, history

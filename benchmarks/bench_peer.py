@@ -1,0 +1,252 @@
+"""edgetool's TFLite against the peer a user would pick instead: ONNX Runtime, on the same model, inputs and machine.
+
+MobileNetV2-224 (tf_keras, weights=None, seed 0) as a SavedModel. edgetool: ``convert`` fp32 and full-int8
+(64 calibration samples), latency with LiteRT. Peer: ``tf2onnx`` (opset 17) → fp32 ONNX; ``onnxruntime``'s
+``quant_pre_process`` + ``quantize_static`` (QDQ, per-channel, uint8 activations / int8 weights — ORT's
+recommendation for CNNs on x86) on the same 64 samples → int8 ONNX; latency with an ``InferenceSession``.
+
+Every latency is batch 1 in a fresh process that loads only its runtime (LiteRT or ORT), ``--runs`` timed calls
+after warm-up, at 1 and 2 threads; the two runtimes alternate for ``--rounds`` rounds and the table gives the
+median of the per-round p50s. Conversion / quantization wall times are medians over ``--rounds`` too.
+Writes the ``peer`` section of benchmarks/RESULTS.md.
+
+Needs the optional extra: ``pip install -e ".[peer]"`` (tf2onnx, onnxruntime; protobuf stays < 6 for TF 2.19).
+Usage: .venv/bin/python benchmarks/bench_peer.py [--rounds 3] [--runs 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _results import machine, table, write_section  # noqa: E402
+
+CAL_SAMPLES = 64
+
+_ORT_LATENCY = r"""
+import json, sys, time, numpy as np, onnxruntime as ort
+path, threads, warmup, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+x = np.load(sys.argv[5])
+so = ort.SessionOptions(); so.intra_op_num_threads = threads; so.inter_op_num_threads = 1
+so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+name = sess.get_inputs()[0].name
+for _ in range(warmup): sess.run(None, {name: x})
+t = []
+for _ in range(runs):
+    t0 = time.perf_counter_ns(); sess.run(None, {name: x}); t.append((time.perf_counter_ns() - t0) / 1e6)
+print(json.dumps({"p50": float(np.median(t))}))
+"""
+
+
+def build(tmp: Path) -> tuple[Path, np.ndarray]:
+    """The SavedModel and 64 seeded calibration inputs in MobileNetV2's [-1, 1] range."""
+    from edge_tool.env import import_tf  # noqa: PLC0415
+
+    import_tf()
+    import tf_keras  # noqa: PLC0415
+
+    tf_keras.utils.set_random_seed(0)
+    model = tf_keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3), classes=1000)
+    saved = tmp / "mobilenetv2"
+    model.save(str(saved), save_format="tf", include_optimizer=False)
+    x = np.random.default_rng(0).uniform(-1, 1, (CAL_SAMPLES, 224, 224, 3)).astype(np.float32)
+    np.savez(tmp / "cal.npz", x=x)
+    return saved, x
+
+
+def edgetool_convert(saved: Path, cal: Path, out: Path, mode: str) -> tuple[Path, float, float]:
+    """edgetool's convert in a fresh process, like a user's run → (.tflite, command wall s, in-process mode s)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "edge_tool", "convert", str(saved), "--quant", mode,
+                           "--calibration", str(cal), "--samples", str(CAL_SAMPLES), "-o", str(out)],
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(proc.stdout + proc.stderr)
+    manifest = json.loads((out / "manifest.json").read_text())
+    art = next(a for a in manifest["artifacts"] if a["quant"] == mode)
+    return out / art["path"], wall, float(art["seconds"])
+
+
+_ORT_QUANTIZE = r"""
+import sys, time, numpy as np
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_static)
+from onnxruntime.quantization.shape_inference import quant_pre_process
+src, dst, cal = sys.argv[1], sys.argv[2], sys.argv[3]
+import onnx
+name = onnx.load(src).graph.input[0].name
+x = np.load(cal)["x"]
+class Reader(CalibrationDataReader):
+    def __init__(self): self.it = iter(x[i:i + 1] for i in range(len(x)))
+    def get_next(self):
+        v = next(self.it, None); return None if v is None else {name: v}
+t0 = time.perf_counter()
+quant_pre_process(src, dst + ".pre.onnx")
+quantize_static(dst + ".pre.onnx", dst, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+print(time.perf_counter() - t0)
+"""
+
+
+def ort_models(saved: Path, cal: Path, out: Path) -> tuple[Path, Path, float, float, float]:
+    """(fp32 onnx, int8 onnx, tf2onnx s, quantization wall s incl. process start, in-process quantization s)."""
+    out.mkdir(parents=True, exist_ok=True)
+    fp32, int8 = out / "mobilenetv2.onnx", out / "mobilenetv2_int8.onnx"
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(saved), "--opset", "17",
+                    "--output", str(fp32)], check=True, capture_output=True)
+    t1 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _ORT_QUANTIZE, str(fp32), str(int8), str(cal)], check=True,
+                          capture_output=True, text=True)
+    return fp32, int8, t1 - t0, time.perf_counter() - t1, float(proc.stdout.strip().splitlines()[-1])
+
+
+_LITERT_LATENCY = r"""
+import json, sys, time, numpy as np
+from ai_edge_litert.interpreter import Interpreter
+path, threads, warmup, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+x = np.load(sys.argv[5])
+it = Interpreter(model_path=path, num_threads=threads); it.allocate_tensors()
+inp, out = it.get_input_details()[0], it.get_output_details()[0]
+if inp["dtype"] != np.float32:
+    s, z = inp["quantization"]; i = np.iinfo(inp["dtype"]); x = np.clip(np.round(x / s + z), i.min, i.max).astype(inp["dtype"])
+def step():
+    it.set_tensor(inp["index"], x); it.invoke(); it.get_tensor(out["index"])
+for _ in range(warmup): step()
+t = []
+for _ in range(runs):
+    t0 = time.perf_counter_ns(); step(); t.append((time.perf_counter_ns() - t0) / 1e6)
+print(json.dumps({"p50": float(np.median(t))}))
+"""
+
+
+def litert_p50(path: Path, sample: Path, threads: int, runs: int) -> float:
+    """set_tensor + invoke + get_tensor with a LiteRT Interpreter in a fresh process (what edgetool eval times)."""
+    return _p50(_LITERT_LATENCY, path, sample, threads, runs)
+
+
+def _p50(script: str, path: Path, sample: Path, threads: int, runs: int) -> float:
+    proc = subprocess.run([sys.executable, "-c", script, str(path), str(threads), "10", str(runs), str(sample)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])["p50"]
+
+
+def ort_p50(path: Path, sample: Path, threads: int, runs: int) -> float:
+    """The same loop with an ORT InferenceSession (sequential, intra-op threads) in a fresh process."""
+    return _p50(_ORT_LATENCY, path, sample, threads, runs)
+
+
+def agreement(tflite: Path, onnx_path: Path, saved_probs: np.ndarray, x: np.ndarray) -> tuple[float, float]:
+    """Top-1 agreement of each quantized model with the float SavedModel on the calibration inputs."""
+    import onnxruntime as ort  # noqa: PLC0415
+    from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415
+
+    it = Interpreter(model_path=str(tflite))
+    it.allocate_tensors()
+    inp, out = it.get_input_details()[0], it.get_output_details()[0]
+    (si, zi), (so, zo) = inp["quantization"], out["quantization"]
+    lite = []
+    for i in range(len(x)):
+        sample = x[i:i + 1]
+        if inp["dtype"] != np.float32:  # integer I/O: quantize with the file's own scale / zero point
+            info = np.iinfo(inp["dtype"])
+            sample = np.clip(np.round(sample / si + zi), info.min, info.max)
+        it.set_tensor(inp["index"], sample.astype(inp["dtype"]))
+        it.invoke()
+        y = it.get_tensor(out["index"])
+        lite.append((y.astype(np.float32) - zo) * so if y.dtype != np.float32 else y)
+    lite = np.concatenate(lite)
+    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    onnx_out = np.concatenate([sess.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))])
+    ref = saved_probs.argmax(1)
+    return float((lite.reshape(len(x), -1).argmax(1) == ref).mean()), float((onnx_out.argmax(1) == ref).mean())
+
+
+def main() -> None:
+    """Build once, convert/quantize and time both toolchains in alternating rounds, print and record."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=50)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-peer-") as tmp:
+        tmp = Path(tmp)
+        saved, x = build(tmp)
+        cal, sample = tmp / "cal.npz", tmp / "sample.npy"
+        np.save(sample, x[:1])
+        times = {k: [] for k in ("et int8 wall", "et int8", "et fp32 wall", "ort quant wall", "ort quant", "tf2onnx")}
+        lat: dict[tuple[str, int], list[float]] = {}
+        for r in range(args.rounds):
+            fp32_tfl, t_fp32, _ = edgetool_convert(saved, cal, tmp / f"et{r}-fp32", "fp32")
+            int8_tfl, t_int8_wall, t_int8 = edgetool_convert(saved, cal, tmp / f"et{r}-int8", "int8")
+            fp32_onnx, int8_onnx, t_tf2onnx, t_quant_wall, t_quant = ort_models(saved, cal, tmp / f"ort{r}")
+            for key, value in (("et int8 wall", t_int8_wall), ("et int8", t_int8), ("et fp32 wall", t_fp32),
+                               ("ort quant wall", t_quant_wall), ("ort quant", t_quant), ("tf2onnx", t_tf2onnx)):
+                times[key].append(value)
+            for threads in (1, 2):
+                for name, run in (("LiteRT fp32", lambda: litert_p50(fp32_tfl, sample, threads, args.runs)),
+                                  ("ORT fp32", lambda: ort_p50(fp32_onnx, sample, threads, args.runs)),
+                                  ("LiteRT int8", lambda: litert_p50(int8_tfl, sample, threads, args.runs)),
+                                  ("ORT int8", lambda: ort_p50(int8_onnx, sample, threads, args.runs))):
+                    lat.setdefault((name, threads), []).append(run())
+        import tensorflow as tf  # noqa: PLC0415
+
+        probs = tf.saved_model.load(str(saved)).signatures["serving_default"](tf.constant(x))
+        probs = next(iter(probs.values())).numpy()
+        agree_lite, agree_ort = agreement(int8_tfl, int8_onnx, probs, x)
+    med = {k: statistics.median(v) for k, v in lat.items()}
+    tmed = {k: statistics.median(v) for k, v in times.items()}
+    rows = []
+    for mode in ("fp32", "int8"):
+        for threads in (1, 2):
+            a, b = med[(f"LiteRT {mode}", threads)], med[(f"ORT {mode}", threads)]
+            rows.append([f"native p50, {mode}, {threads} thread{'s' if threads > 1 else ''}", f"{a:.2f} ms",
+                         f"{b:.2f} ms", f"{a / b:.2f}×", "met" if a <= b else "not met"])
+    best_lite = min(v for (n, _), v in med.items() if n.startswith("LiteRT"))
+    best_ort = min(v for (n, _), v in med.items() if n.startswith("ORT"))
+    rows.append(["best native p50 (any mode, threads)", f"{best_lite:.2f} ms", f"{best_ort:.2f} ms",
+                 f"{best_lite / best_ort:.2f}×", "met" if best_lite <= best_ort else "not met"])
+    for label, et_key, ort_key in (("in-process", "et int8", "ort quant"), ("whole command", "et int8 wall",
+                                                                             "ort quant wall")):
+        q_et, q_ort = tmed[et_key], tmed[ort_key]
+        rows.append([f"int8 quantization time, {label} ({CAL_SAMPLES} samples)", f"{q_et:.1f} s", f"{q_ort:.1f} s",
+                     f"{q_et / q_ort:.2f}×", "met" if q_et <= q_ort else "not met"])
+    body = "\n".join([
+        "## edgetool vs ONNX Runtime (`benchmarks/bench_peer.py`)",
+        "",
+        f"Machine: {machine()}. MobileNetV2-224, random weights (seed 0); {args.rounds} alternating rounds, "
+        f"{args.runs} timed batch-1 calls per latency run, medians of the per-round p50s. edgetool: "
+        "`edgetool convert` (a fresh process: TF import + SavedModel read + conversion + 64-sample calibration) "
+        "and LiteRT; ORT: tf2onnx opset 17, then `quant_pre_process` + `quantize_static` (QDQ, per-channel, "
+        "U8S8) on the same 64 samples in a fresh process, and an `InferenceSession` (sequential, "
+        "intra-op threads = threads).",
+        "",
+        table(["target", "edgetool", "ONNX Runtime", "ratio", "status"], rows),
+        "",
+        f"Not counted in the quantization row: the ONNX side also needs tf2onnx first ({tmed['tf2onnx']:.1f} s "
+        f"median). In-process: edgetool's int8 time from its manifest (SavedModel → MLIR conversion → calibration → "
+        f"quantization), ORT's `quant_pre_process` + `quantize_static` (fp32 ONNX → int8 ONNX). Whole command: "
+        f"process start to exit; edgetool's includes importing TensorFlow (the fp32-only command takes "
+        f"{tmed['et fp32 wall']:.1f} s, so int8's calibration and quantization cost "
+        f"{tmed['et int8 wall'] - tmed['et fp32 wall']:.1f} s on top). "
+        f"Top-1 agreement with the float SavedModel on the 64 calibration inputs: LiteRT int8 {agree_lite:.1%}, "
+        f"ORT int8 {agree_ort:.1%} (random weights: near-uniform outputs, so agreement says little).",
+    ])
+    print(body)
+    write_section("peer", body)
+
+
+if __name__ == "__main__":
+    main()

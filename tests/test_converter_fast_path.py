@@ -1,0 +1,88 @@
+"""The converter fast path (shared SavedModel read and calibration across modes) is guarded: it is feature-detected,
+can be forced off with EDGETOOL_FAST_CONVERT=0, and falls back to the public converter with the same bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from conftest import run_edgetool
+
+MODES = "fp32,fp16,dynamic,int8,int16x8"
+
+
+def _digests(out) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("*.tflite"))}
+
+
+def test_fast_and_public_paths_write_identical_files_in_every_mode(flat_model, tmp_path):
+    fast = run_edgetool("convert", flat_model, "--quant", MODES, "--calibration", flat_model / "eval.npz",
+                        "-o", tmp_path / "fast", env={"EDGETOOL_FAST_CONVERT": "1"})
+    assert fast.returncode == 0, fast.stderr[-3000:]
+    public = run_edgetool("convert", flat_model, "--quant", MODES, "--calibration", flat_model / "eval.npz",
+                          "-o", tmp_path / "public", env={"EDGETOOL_FAST_CONVERT": "0"})
+    assert public.returncode == 0, public.stderr[-3000:]
+    fast_files, public_files = _digests(tmp_path / "fast"), _digests(tmp_path / "public")
+    assert len(fast_files) == 5
+    assert fast_files == public_files
+    assert "fast path off" not in public.stdout + public.stderr  # a user's own choice is not warned about
+    manifest = json.loads((tmp_path / "public" / "manifest.json").read_text())
+    assert {a["quant"] for a in manifest["artifacts"]} == set(MODES.split(","))
+
+
+def test_feature_detection_accepts_the_pinned_tensorflow(monkeypatch):
+    from edge_tool.convert import converter
+
+    monkeypatch.delenv("EDGETOOL_FAST_CONVERT", raising=False)
+    converter.fast_path_problem.cache_clear()
+    try:
+        assert converter.fast_path_problem() is None
+        monkeypatch.setenv("EDGETOOL_FAST_CONVERT", "0")
+        converter.fast_path_problem.cache_clear()
+        assert converter.fast_path_problem() == "EDGETOOL_FAST_CONVERT=0"
+    finally:
+        converter.fast_path_problem.cache_clear()
+
+
+def test_feature_detection_refuses_a_changed_private_signature(monkeypatch):
+    from tensorflow.lite.python import lite
+
+    from edge_tool.convert import converter
+
+    def _quantize(self, result, input_type, output_type, activations_type, bias_type, allow_float):
+        raise AssertionError("never called")
+
+    monkeypatch.delenv("EDGETOOL_FAST_CONVERT", raising=False)
+    monkeypatch.setattr(lite.TFLiteSavedModelConverterV2, "_quantize", _quantize)
+    converter.fast_path_problem.cache_clear()
+    try:
+        problem = converter.fast_path_problem()
+    finally:
+        converter.fast_path_problem.cache_clear()
+    assert problem is not None and "_quantize" in problem
+
+
+def test_only_the_converters_own_errors_blame_the_model():
+    from tensorflow.lite.python.convert_phase import ConverterError
+
+    from edge_tool.convert.context import converter_rejected
+
+    def raise_in_tensorflow():
+        import numpy as np
+        from tensorflow.lite.python.optimize import calibrator
+        calibrator.Calibrator(np.zeros(4, np.uint8).tobytes())  # not a flatbuffer: TF's own ValueError
+
+    with pytest.raises(Exception) as tf_error:
+        raise_in_tensorflow()
+    assert converter_rejected(ConverterError("bad op"))
+    assert converter_rejected(tf_error.value), repr(tf_error.value)
+    try:
+        {}.missing_attribute  # noqa: B018 - an edgetool bug, raised in edgetool's own frame
+    except AttributeError as exc:
+        assert not converter_rejected(exc)
+    try:
+        raise ValueError("raised by edgetool itself")
+    except ValueError as exc:
+        assert not converter_rejected(exc)
