@@ -221,13 +221,11 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
 
 def _warn_if_public_converter() -> None:
     """One line when the fast path is off for a reason the user did not choose (same files, slower)."""
-    from rich.markup import escape  # noqa: PLC0415
-
     from edge_tool.convert.converter import fast_path_problem  # noqa: PLC0415
 
     problem = fast_path_problem()
     if problem and not problem.startswith("EDGETOOL_FAST_CONVERT"):
-        console.print(f"[yellow]warning:[/] converter fast path off: {escape(problem)}; using the public "
+        console.print(f"[yellow]warning:[/] converter fast path off: {term(problem)}; using the public "
                       "TFLiteConverter.from_saved_model (same files, slower).")
 
 
