@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable
 
 import typer
@@ -21,6 +22,7 @@ from edge_tool import __version__, signals, textsafe
 from edge_tool.errors import EdgeToolError
 
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h)
+BROKEN_PIPE_EXIT = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 DEBUG_ENV = "EDGETOOL_DEBUG"
 
 err_console = Console(stderr=True)
@@ -44,6 +46,17 @@ def _say(kind: str, message: object) -> None:
     """One message on stderr: a bold label, then ``message`` verbatim (never read as markup)."""
     err_console.print(Text.assemble((f"{kind}:", "bold red"), " ", textsafe.text(message)),
                       highlight=False, soft_wrap=True)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so Python's exit-time flush cannot raise BrokenPipeError again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (e.g. captured by a test runner)
+        pass
+    finally:
+        os.close(devnull)
 
 
 def _internal_error(exc: Exception) -> typer.Exit:
@@ -71,6 +84,9 @@ def cli_edge(func: Callable) -> Callable:
                 raise typer.Exit(signals.exit_code(exc)) from None
             except (typer.Exit, typer.Abort, TyperException):  # Typer's own flow (--help, bad options)
                 raise
+            except BrokenPipeError:  # `edgetool inspect M --json | head`: the reader left; say nothing more
+                _silence_stdout()
+                raise typer.Exit(BROKEN_PIPE_EXIT) from None
             except Exception as exc:
                 if debug_enabled():
                     raise

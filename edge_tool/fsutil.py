@@ -102,8 +102,8 @@ def check_location_writable(path: Path, kind: str = "output") -> None:
     while not ancestor.exists() and not ancestor.is_symlink():
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise UsageError(f"The {kind} path {path} is below {ancestor}, which is a file, not a directory; "
-                         "choose another path.")
+        raise UsageError(f"The {kind} path {path} is below {ancestor}, which is a file (or a broken link), not a "
+                         "directory; choose another path.")
     try:
         fd, probe = tempfile.mkstemp(prefix=".edgetool-probe-", dir=ancestor)
     except OSError as exc:

@@ -186,3 +186,25 @@ def test_internal_error_is_one_line_exit_70_unless_debugging(tmp_path, debug):
     assert "internal error in edgetool" in lines[0] and "EDGETOOL_DEBUG=1" in lines[0]
     assert "RuntimeError: kaboom [red]x[/red]" in lines[0]  # verbatim, first line only
     assert "Traceback" not in proc.stderr
+
+
+_PIPE_COMMAND = """
+import sys
+from edge_tool import cli
+def dump():
+    for i in range(200000):
+        print("line", i)
+cli.app.command("dump")(cli.cli_edge(dump))
+cli.app()
+"""
+
+
+def test_reader_leaving_the_pipe_is_exit_141_without_noise():
+    """`edgetool … | head -1`: the writer stops quietly (no BrokenPipeError traceback, no internal error)."""
+    proc = subprocess.Popen([sys.executable, "-c", _PIPE_COMMAND, "dump"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=REPO, env={**os.environ, "EDGETOOL_DEBUG": "1"})
+    assert proc.stdout.readline() == b"line 0\n"
+    proc.stdout.close()  # the reader goes away
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert "Traceback" not in err and "internal error" not in err, err
