@@ -59,11 +59,19 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+def _os_error_message(exc: OSError) -> str:
+    where = " and ".join(repr(str(f))[:1000] for f in (exc.filename, exc.filename2) if f is not None)
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return (f"{what}{': ' + where if where else ''}. The file system refused the operation; check that path "
+            "(its length, permissions, free space), then rerun.")
+
+
 def _internal_error(exc: Exception) -> typer.Exit:
     first = (str(exc).strip().splitlines() or [""])[0][:300]
-    _say("internal error", f"internal error in edgetool {__version__} ({type(exc).__name__}"
-                           f"{': ' + first if first else ''}); rerun with {DEBUG_ENV}=1 for the traceback, "
-                           "and please report it.")
+    message = (f" {__version__} ({type(exc).__name__}{': ' + first if first else ''}); rerun with {DEBUG_ENV}=1 "
+               "for the traceback, and please report it.")
+    err_console.print(Text.assemble(("internal error in edgetool", "bold red"), textsafe.text(message)),
+                      highlight=False, soft_wrap=True)
     return typer.Exit(INTERNAL_ERROR_EXIT)
 
 
@@ -87,6 +95,9 @@ def cli_edge(func: Callable) -> Callable:
             except BrokenPipeError:  # `edgetool inspect M --json | head`: the reader left; say nothing more
                 _silence_stdout()
                 raise typer.Exit(BROKEN_PIPE_EXIT) from None
+            except OSError as exc:  # the file system said no: a name too long, a full disk, no permission, ...
+                _say("error", _os_error_message(exc))
+                raise typer.Exit(2) from None
             except Exception as exc:
                 if debug_enabled():
                     raise

@@ -50,6 +50,7 @@ AUTO = ("convert", "{root}/model", "--quant", "auto", "--max-drop", "0.5")
 DEMO = ("demo", "{root}/tfjs")
 EVAL = ("eval", "{root}/flat.tflite", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--runs", "1")
 NOT_INPUT = "never writes over, into or around"
+LONG = "a" * 300  # one path segment longer than NAME_MAX (255)
 MARKER_MSG = "no .edgetool-output marker"
 
 # (setup, Case); every Case here is refused with exit 2 before any work.
@@ -125,6 +126,14 @@ CASES: list[tuple[Callable[[Path], None], Case]] = [
     (_nothing, Case("train-o-below-a-file", ("train", "-o", "{root}/secret.txt/m"), names=("is a file",))),
     (_user_dir, Case("train-force-user-dir", ("train", "--strategy", "default", "-o", "{root}/userdir", "--force"),
                      names=(MARKER_MSG,))),
+    # --- names the file system refuses (ENAMETOOLONG): exit 2 naming the path, not an internal error
+    (_nothing, Case("train-o-name-too-long", ("train", "-o", "{root}/" + LONG), names=("File name too long", LONG))),
+    (_nothing, Case("convert-model-name-too-long", ("convert", "{root}/" + LONG, "-o", "{root}/out"),
+                    names=("File name too long",))),
+    (_nothing, Case("demo-o-name-too-long", (*DEMO, "-o", "{root}/" + LONG), names=("File name too long",))),
+    (_nothing, Case("eval-json-name-too-long", (*EVAL, "--json", "{root}/" + LONG + ".json"),
+                    names=("File name too long",))),
+    (_nothing, Case("inspect-name-too-long", ("inspect", "{root}/" + LONG), names=("File name too long",))),
     # --- inspect and serve: user text verbatim; serve's empty --host
     (_nothing, Case("inspect-markup-path", ("inspect", "a[red]X[/red]b"), names=("a[red]X[/red]b",))),
     (_nothing, Case("inspect-closing-tag-path", ("inspect", "[/]"), names=("[/]",))),
