@@ -38,7 +38,7 @@ def _real(path: Path | str) -> Path:
 
 
 def is_within(path: Path | str, base: Path | str) -> bool:
-    """True when ``path`` equals ``base`` or lies below it, both with symlinks resolved."""
+    """True when ``path`` equals ``base`` or lies below it, both with symlinks resolved (the one containment test)."""
     p, b = _real(path), _real(base)
     return p == b or b in p.parents
 
@@ -79,7 +79,7 @@ def resolve_inside(base: Path, rel: object, source: Path | str, error: type[Edge
     if problem is None:
         real_base = _real(base)
         real = _real(real_base / rel)
-        if real != real_base and real_base in real.parents:
+        if real != real_base and is_within(real, real_base):
             return Path(base) / rel
         problem = f"resolves to {real}, which is not inside {real_base}"
     raise error(f"{source} lists the path {shown}, which {problem}; every path listed there must stay inside "

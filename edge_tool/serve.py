@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from edge_tool.errors import UsageError
+from edge_tool.fsutil import is_within
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -83,13 +84,13 @@ def resolve_target(root: Path, target: str) -> tuple[int, Path | str | None]:
         return 404, None
     real_root = os.path.realpath(root)
     candidate = os.path.realpath(os.path.join(real_root, *[p for p in parts if p]))
-    if candidate != real_root and not candidate.startswith(real_root + os.sep):
+    if not is_within(candidate, real_root):
         return 403, None  # a symlink pointing out of the site
     if os.path.isdir(candidate):
         if not decoded.endswith("/"):
             return 301, path + "/"
         index = os.path.realpath(os.path.join(candidate, "index.html"))
-        if not index.startswith(real_root + os.sep):
+        if not is_within(index, real_root) or index == real_root:
             return 403, None
         candidate = index
     if not os.path.isfile(candidate):
