@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from edge_tool.demo.vendor import (
 )
 from edge_tool.errors import UsageError, collect_and_raise
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir
+from edge_tool.textsafe import html_text
 
 TEMPLATE_FILES = ("index.html", "app.js", "app.css")
 SW_TEMPLATE = "sw.template.js"
@@ -228,7 +228,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         output_spec = model_mod.output_ui(outputs)
         for name in TEMPLATE_FILES:
             shutil.copyfile(template / name, tmp / name)
-        index = (tmp / "index.html").read_text().replace("{{TITLE}}", html.escape(title))
+        index = (tmp / "index.html").read_text().replace("{{TITLE}}", html_text(title))
         (tmp / "index.html").write_text(index)
         (tmp / VENDOR_SUBDIR).mkdir()
         for name, src in runtime.items():
