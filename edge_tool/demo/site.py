@@ -22,7 +22,7 @@ from edge_tool.demo.vendor import (
     web_demo_dir,
 )
 from edge_tool.errors import UsageError, collect_and_raise
-from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir
+from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
 from edge_tool.textsafe import html_text
 
 TEMPLATE_FILES = ("index.html", "app.js", "app.css")
@@ -111,8 +111,11 @@ def is_demo_site(path: Path) -> bool:
 
 
 def _default_labels_path(model: Path) -> Path | None:
+    """labels.txt beside the model, which must really be inside the model dir: its text is published in the site."""
     candidate = Path(model) / "labels.txt"
-    return candidate if candidate.is_file() else None
+    if not (candidate.is_file() or candidate.is_symlink()):
+        return None
+    return resolve_inside(Path(model), "labels.txt", Path(model), UsageError)
 
 
 def _precheck_saved_model(model: Path) -> tuple:

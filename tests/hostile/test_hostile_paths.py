@@ -102,6 +102,13 @@ def test_model_json_paths_stay_inside(case_root, command, hostile):
     assert not (case_root / "site").exists()
 
 
+def test_default_labels_symlinked_out_of_the_model_dir_are_refused(case_root):
+    """labels.txt beside the model is published in the site, so it too must really be inside the model dir."""
+    os.symlink("../secret.txt", case_root / "tfjs" / "labels.txt")
+    proc = run_case(Case("demo-labels-symlink-out", COMMANDS["demo"], names=("'labels.txt'", "not inside")), case_root)
+    assert "SECRET-OUTSIDE" not in proc.stdout + proc.stderr
+
+
 def test_symlink_inside_the_model_dir_is_fine(case_root):
     """The neighbour that must keep working: a shard that is a symlink to a file inside the model dir."""
     _then(_symlink("alias.bin", SHARD), _paths("alias.bin"))(case_root)
