@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import lzma
 import math
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -48,15 +49,19 @@ class NpyHeader:
 
 
 def read_npy_header(f) -> NpyHeader:
-    """Parse the .npy header at the start of open binary file ``f`` (ValueError/EOFError when malformed)."""
+    """Parse the .npy header at the start of open binary file ``f``; ValueError (or a zip error from a damaged
+    archive member) when it is malformed."""
     start = f.tell()
-    version = np.lib.format.read_magic(f)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f, max_header_size=MAX_HEADER_BYTES)
-    elif version in ((2, 0), (3, 0)):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(f, max_header_size=MAX_HEADER_BYTES)
-    else:
-        raise ValueError(f"unsupported .npy format version {version}")
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f, max_header_size=MAX_HEADER_BYTES)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f, max_header_size=MAX_HEADER_BYTES)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+    except (tokenize.TokenError, SyntaxError) as exc:  # numpy tokenizes old-style headers and lets these escape
+        raise ValueError(f"malformed header ({reason(exc)})") from None
     return NpyHeader(tuple(shape), bool(fortran), np.dtype(dtype), f.tell() - start)
 
 

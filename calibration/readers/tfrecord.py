@@ -117,10 +117,14 @@ def _examples(path: Path, offsets: array) -> Iterator:
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
+    from tensorflow.python.util import deprecation  # noqa: PLC0415
+
     index = 0
+    options = tf.io.TFRecordOptions(compression_type="GZIP" if is_gzip(path) else "")
     try:
-        dataset = tf.data.TFRecordDataset(str(path), compression_type="GZIP" if is_gzip(path) else "")
-        for index, raw in enumerate(dataset.as_numpy_iterator()):
+        with deprecation.silence():  # the record iterator: ~1000x less per-file overhead than tf.data
+            records = tf.compat.v1.io.tf_record_iterator(str(path), options)
+        for index, raw in enumerate(records):
             try:
                 ex = tf.train.Example.FromString(raw)
             except DecodeError:
