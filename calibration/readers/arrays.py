@@ -24,8 +24,10 @@ BOMB_RATIO = 500                   # an .npz member expanding more than 500x ...
 BOMB_FROM_BYTES = 256 << 20        # ... to over 256 MiB is refused as a likely zip bomb
 ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zipfile.ZIP_BZIP2: "bzip2",
                zipfile.ZIP_LZMA: "lzma"}
-# What zipfile / zlib / bz2 / lzma raise on a damaged archive while a member is opened or streamed.
-ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError, EOFError, OSError)
+# What zipfile / zlib / bz2 / lzma raise on a damaged archive while it is opened or a member streamed
+# (NotImplementedError: a "zip file version" or flag bits zipfile does not implement).
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError, EOFError, OSError,
+              NotImplementedError)
 
 
 @dataclass(frozen=True)
