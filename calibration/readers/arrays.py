@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import lzma
 import math
+import struct
 import tokenize
 import zipfile
 import zlib
@@ -52,19 +54,34 @@ class NpyHeader:
 
 def read_npy_header(f) -> NpyHeader:
     """Parse the .npy header at the start of open binary file ``f``; ValueError (or a zip error from a damaged
-    archive member) when it is malformed."""
-    start = f.tell()
+    archive member) when it is malformed.
+
+    The header's length field is checked before the header is read: numpy would first read (and allocate) as
+    many bytes as a hostile length field claims.
+    """
+    magic = f.read(8)
+    if len(magic) < 8 or not magic.startswith(b"\x93NUMPY"):
+        raise ValueError("not an .npy array (its first bytes are not the .npy magic string)")
+    version = (magic[6], magic[7])
+    if version not in ((1, 0), (2, 0), (3, 0)):
+        raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+    size_field = f.read(2 if version == (1, 0) else 4)
+    if len(size_field) < (2 if version == (1, 0) else 4):
+        raise ValueError("the header ends early")
+    length = struct.unpack("<H" if version == (1, 0) else "<I", size_field)[0]
+    if length > MAX_HEADER_BYTES:
+        raise ValueError(f"its header claims {length:,} bytes, over numpy's limit of {MAX_HEADER_BYTES:,}")
+    header = f.read(length)
+    if len(header) < length:
+        raise ValueError("the header ends early")
+    raw = io.BytesIO(magic + size_field + header)
+    np.lib.format.read_magic(raw)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     try:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f, max_header_size=MAX_HEADER_BYTES)
-        elif version in ((2, 0), (3, 0)):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f, max_header_size=MAX_HEADER_BYTES)
-        else:
-            raise ValueError(f"unsupported .npy format version {version}")
+        shape, fortran, dtype = read(raw, max_header_size=MAX_HEADER_BYTES)
     except (tokenize.TokenError, SyntaxError) as exc:  # numpy tokenizes old-style headers and lets these escape
         raise ValueError(f"malformed header ({reason(exc)})") from None
-    return NpyHeader(tuple(shape), bool(fortran), np.dtype(dtype), f.tell() - start)
+    return NpyHeader(tuple(shape), bool(fortran), np.dtype(dtype), len(magic) + len(size_field) + length)
 
 
 def header_problem(h: NpyHeader, data_bytes: int, what: str) -> str | None:
