@@ -10,6 +10,10 @@ import numpy as np
 
 from calibration.types import CalibrationError, InputSpec, LoadOptions
 
+# One text label (CSV cell, TFRecord bytes): labels become a fixed-width string array, so one huge label would
+# be multiplied by the number of samples.
+MAX_LABEL_CHARS = 1000
+
 
 class Reader:
     """One data source opened for a model's inputs.

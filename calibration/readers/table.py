@@ -15,14 +15,12 @@ from typing import Sequence
 
 import numpy as np
 
-from calibration.readers.base import Reader, reason, selected_rows
+from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
 from calibration.types import CalibrationError, InputSpec, LoadOptions, show_shape
 from calibration.validate import reshape_flat
 
 
 MAX_LINE_CHARS = 32 << 20   # one physical line; a CSV of numbers has no reason to come near it
-MAX_LABEL_CHARS = 1000      # one label cell: labels become a fixed-width string array, so one huge cell would
-                            # multiply by the number of rows
 
 
 def _lines(f, path: Path) -> Iterator[str]:

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from calibration.readers.base import Reader, reason, selected_rows
+from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
 from calibration.readers.images import decode_image, image_layout, looks_like_image
 from calibration.types import CalibrationError, InputSpec, LoadOptions, show_shape
 from calibration.validate import reshape_flat
@@ -220,7 +220,12 @@ class TFRecordReader(Reader):
             self.problems.append(f"label feature {lk!r} is missing from {label_missing} of {self.n} records in "
                                  f"{self.path.name}")
         elif lk:
-            self._labels = np.array(labels)
+            longest = max((len(v) for v in labels if isinstance(v, str)), default=0)
+            if longest > MAX_LABEL_CHARS:
+                self.problems.append(f"label feature {lk!r} in {self.path.name} holds a label of {longest:,} "
+                                     f"characters (the limit is {MAX_LABEL_CHARS})")
+            else:
+                self._labels = np.array(labels)
 
     def _decide_mode(self, name: str, sigs: Counter) -> None:
         spec = next(s for s in self.specs if s.name == name)

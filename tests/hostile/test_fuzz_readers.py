@@ -24,9 +24,9 @@ from calibration import CalibrationError, InputSpec, LoadOptions, load
 from calibration.readers.tfrecord import masked_crc32c
 
 _EXPLORE = int(os.environ.get("EDGETOOL_FUZZ_EXAMPLES", "0"))
-FUZZ = settings(max_examples=_EXPLORE or 120, deadline=None, database=None, derandomize=not _EXPLORE,
+FUZZ = settings(max_examples=_EXPLORE or 80, deadline=None, database=None, derandomize=not _EXPLORE,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-IMAGE_FUZZ = settings(FUZZ, max_examples=_EXPLORE or 50)  # a mutated header may declare up to MAX_PIXELS: slower
+IMAGE_FUZZ = settings(FUZZ, max_examples=_EXPLORE or 30)  # a mutated header may declare up to MAX_PIXELS: slower
 PEAK_BYTES = 64 << 20   # a few-KB input may not make a reader allocate more than this (header-declared sizes)
 
 FLAT = [InputSpec("features", "float32", (None, 4))]
