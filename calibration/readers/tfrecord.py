@@ -27,6 +27,7 @@ from calibration.types import CalibrationError, InputSpec, LoadOptions, show_sha
 from calibration.validate import reshape_flat
 
 SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
+MAX_RECORD_BYTES = 1 << 30   # one record is read whole; a GZIP file could declare any length
 
 
 def _crc32c_table() -> tuple[int, ...]:
@@ -80,6 +81,9 @@ def record_offsets(path: Path) -> array:
                                            f"{offset}) fails its checksum" if n == 0 else
                                            f"{path} is corrupt at record {n} (byte {offset}): its length field fails "
                                            "its checksum")
+                if length > MAX_RECORD_BYTES:
+                    raise CalibrationError(f"{path}: record {n} (at byte {offset}) declares {length:,} bytes; records "
+                                           f"over {MAX_RECORD_BYTES:,} bytes are refused (each is read whole)")
                 end = offset + 16 + length
                 if size is not None:
                     if end > size:
