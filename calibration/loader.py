@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -12,6 +13,7 @@ import numpy as np
 
 from calibration.dataset import CalibrationSummary, Dataset, InputStats, class_counts
 from calibration.readers import Reader, reader_for
+from calibration.readers.base import reason
 from calibration.sampling import Selection, select
 from calibration.types import CalibrationError, InputSpec, LoadOptions, validate_specs
 from calibration.validate import match_input, normalize_labels
@@ -40,6 +42,22 @@ class _Plan:
     warnings: list[str] = field(default_factory=list)
 
 
+@contextmanager
+def os_errors(path: Path) -> Iterator[None]:
+    """Turn an operating-system failure while a source is read (permission, I/O error, file gone) into a
+    CalibrationError naming the file; readers map their libraries' format errors themselves."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        raise CalibrationError(f"cannot read data {path}{where}: {exc.strerror or reason(exc)}") from None
+
+
+def _guarded(path: Path, batches: Iterator) -> Iterator:
+    with os_errors(path):
+        yield from batches
+
+
 def _header(path: Path, problems: list[str]) -> str:
     return (f"data {path} cannot be used for this model ({len(problems)} problem"
             f"{'s' if len(problems) != 1 else ''}):")
@@ -53,12 +71,14 @@ def _raise(path: Path, problems: list[str]) -> None:
 def _plan(source: str | Path, specs: Sequence[InputSpec], options: LoadOptions) -> _Plan:
     path = Path(source).expanduser()
     specs = validate_specs(specs)
-    reader = reader_for(path)(path, specs, options)
-    problems, warnings = list(reader.problems), list(reader.warnings)
-    n = reader.count()
-    if n == 0 and not problems:
-        problems.append(f"{path.name} holds no samples (empty data)")
-    raw_labels = reader.labels()
+    with os_errors(path):
+        reader = reader_for(path)(path, specs, options)
+        problems, warnings = list(reader.problems), list(reader.warnings)
+        n = reader.count()
+        if n == 0 and not problems:
+            problems.append(f"{path.name} holds no samples (empty data)")
+        # labels of a source whose inputs are unreadable would only add a "0 samples" echo of the real problem
+        raw_labels = None if problems and n == 0 else reader.labels()
     labels, names, label_problems, label_warnings = normalize_labels(raw_labels, n)
     problems += label_problems
     warnings += label_warnings
@@ -97,10 +117,11 @@ def load(source: str | Path, specs: Sequence[InputSpec], options: LoadOptions = 
     path, reader = plan.reader.path, plan.reader
     parts: dict[str, list[np.ndarray]] = {}
     try:
-        if plan.n_available:
-            for batch in reader.batches(plan.selection.indices, READ_BATCH):
-                for name, arr in batch.items():
-                    parts.setdefault(name, []).append(arr)
+        with os_errors(path):
+            if plan.n_available:
+                for batch in reader.batches(plan.selection.indices, READ_BATCH):
+                    for name, arr in batch.items():
+                        parts.setdefault(name, []).append(arr)
     finally:
         reader.close()
     raw = {k: v[0] if len(v) == 1 else np.concatenate(v) for k, v in parts.items()}  # no copy of one part
@@ -155,7 +176,7 @@ class SourceStream:
         pos = 0
         labels = self._plan.labels
         try:
-            for raw in self._plan.reader.batches(self._plan.selection.indices, self.batch_size):
+            for raw in _guarded(self.path, self._plan.reader.batches(self._plan.selection.indices, self.batch_size)):
                 n = len(next(iter(raw.values())))
                 cast, problems, warnings = _match_all(raw, self.specs)
                 if problems:

@@ -96,25 +96,9 @@ def _dir_size(path: Path) -> int:
 
 def _meta_graph(path: Path):
     """The first MetaGraphDef of the SavedModel at ``path`` (ModelError if it is not one)."""
-    from edge_tool.env import import_tf  # noqa: PLC0415
-    from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
+    from edge_tool.modelio import read_meta_graph  # noqa: PLC0415
 
-    validate_saved_model_dir(path)
-    import_tf()
-    from google.protobuf import text_format  # noqa: PLC0415
-    from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
-
-    sm = saved_model_pb2.SavedModel()
-    try:
-        if (path / "saved_model.pb").is_file():
-            sm.ParseFromString((path / "saved_model.pb").read_bytes())
-        else:
-            text_format.Parse((path / "saved_model.pbtxt").read_text(), sm)
-    except Exception as exc:  # protobuf raises DecodeError/ParseError and friends
-        raise ModelError(f"{path}/saved_model.pb is not a readable SavedModel protobuf: {exc}") from None
-    if not sm.meta_graphs:
-        raise ModelError(f"{path} holds a SavedModel with no MetaGraph; re-export the model.")
-    return sm.meta_graphs[0]
+    return read_meta_graph(path)
 
 
 def _all_signatures(path: Path, mg) -> tuple[SignatureInfo, ...]:

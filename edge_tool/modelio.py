@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,12 +54,17 @@ def validate_saved_model_dir(path: Path) -> None:
         )
 
 
-def _read_saved_model_proto(path: Path):
+def read_meta_graph(path: Path):
+    """The first MetaGraphDef of the SavedModel at ``path``, its variables checked (see check_variables);
+    ModelError naming the file when either is unreadable."""
     validate_saved_model_dir(path)
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     import_tf()
     from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
+
+    from google.protobuf import text_format  # noqa: PLC0415
+    from google.protobuf.message import DecodeError  # noqa: PLC0415
 
     sm = saved_model_pb2.SavedModel()
     pb = Path(path) / "saved_model.pb"
@@ -64,14 +72,78 @@ def _read_saved_model_proto(path: Path):
         if pb.is_file():
             sm.ParseFromString(pb.read_bytes())
         else:
-            from google.protobuf import text_format  # noqa: PLC0415
-
             text_format.Parse((Path(path) / "saved_model.pbtxt").read_text(), sm)
-    except Exception as exc:  # protobuf raises DecodeError and friends
-        raise ModelError(f"{path}/saved_model.pb is not a readable SavedModel protobuf: {exc}") from None
+    except (DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
+        name = "saved_model.pb" if pb.is_file() else "saved_model.pbtxt"
+        raise ModelError(f"{Path(path) / name} is not a readable SavedModel protobuf: {exc}") from None
     if not sm.meta_graphs:
         raise ModelError(f"{path} holds a SavedModel with no MetaGraph.")
+    check_variables(Path(path))
     return sm.meta_graphs[0]
+
+
+VERIFY_BYTES = 256 << 20  # variables up to this size are read once up front, which checks their checksums
+
+
+def check_variables(path: Path) -> None:
+    """ModelError naming the file when the SavedModel's variables checkpoint is missing a shard, truncated or
+    corrupt, before any converter or loader reads it (their errors name RestoreV2 ops, not files).
+
+    Cheap checks always (index readable, every data shard present, shards at least as large as the tensors the
+    index lists); checksums too, by reading each tensor once, when the variables total at most VERIFY_BYTES.
+    """
+    var_dir = Path(path) / "variables"
+    index = var_dir / "variables.index"
+    shards = sorted(var_dir.glob("variables.data-*-of-*"))
+    if not index.is_file():
+        if shards:
+            raise ModelError(f"the SavedModel's variables are unreadable: {index} is missing (data shards are there).")
+        return  # a SavedModel without variables
+    stats = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in [index, *shards])
+    _check_variables_cached(str(var_dir), stats)
+
+
+@functools.lru_cache(maxsize=8)
+def _check_variables_cached(var_dir: str, stats: tuple) -> None:
+    var_dir = Path(var_dir)
+    shards = [var_dir / name for name, _, _ in stats[1:]]
+    counts = {m[1] for p in shards if (m := re.search(r"-of-(\d+)$", p.name))}
+    expected = {var_dir / f"variables.data-{i:05d}-of-{n}" for n in counts for i in range(int(n))}
+    missing = sorted(str(p) for p in expected - set(shards))
+    if missing or not shards:
+        what = missing[0] if missing else f"{var_dir}/variables.data-00000-of-00001"
+        raise ModelError(f"the SavedModel's variables are unreadable: {what} is missing.")
+    from edge_tool.env import import_tf  # noqa: PLC0415
+
+    tf = import_tf()
+    index = var_dir / "variables.index"
+    try:
+        reader = tf.train.load_checkpoint(str(var_dir / "variables"))
+        shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    except (tf.errors.OpError, ValueError) as exc:
+        raise ModelError(f"the SavedModel's variables are unreadable or truncated: {index} "
+                         f"({_tf_message(exc)}).") from None
+    fixed = [n for n, d in dtypes.items() if d.is_numpy_compatible and d != tf.string]
+    need = sum(math.prod(shapes[n]) * dtypes[n].size for n in fixed)
+    have = sum(size for _, size, _ in stats[1:])
+    data = str(shards[0]) if len(shards) == 1 else f"{var_dir}/variables.data-*"
+    if have < need:
+        raise ModelError(f"the SavedModel's variables are unreadable or truncated: {data} holds {have:,} bytes, "
+                         f"the index lists {need:,} bytes of tensors.")
+    if need > VERIFY_BYTES:
+        return
+    for name in sorted(shapes):
+        try:
+            reader.get_tensor(name)
+        except (tf.errors.OpError, ValueError, IndexError) as exc:
+            raise ModelError(f"the SavedModel's variables are unreadable or truncated: {data} (variable {name!r}: "
+                             f"{_tf_message(exc)}).") from None
+
+
+def _tf_message(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc)
+    text = re.sub(r"\{\{[^}]*\}\}|\[Op:[^\]]*\]", "", text.strip().splitlines()[0] if text.strip() else "").strip()
+    return text[:300] or type(exc).__name__
 
 
 def _tensor_infos(tensor_map) -> tuple[TensorInfo, ...]:
@@ -83,19 +155,24 @@ def _tensor_infos(tensor_map) -> tuple[TensorInfo, ...]:
         shape = None if t.tensor_shape.unknown_rank else tuple(
             None if d.size < 0 else int(d.size) for d in t.tensor_shape.dim
         )
-        infos.append(TensorInfo(name, dtypes.as_dtype(t.dtype).as_numpy_dtype.__name__, shape))
+        try:
+            dtype = dtypes.as_dtype(t.dtype).as_numpy_dtype.__name__
+        except TypeError:
+            raise ModelError(f"signature tensor {name!r} has an unknown dtype (enum {t.dtype}): the SavedModel "
+                             "is corrupt or from an incompatible TensorFlow.") from None
+        infos.append(TensorInfo(name, dtype, shape))
     return tuple(infos)
 
 
 def signature_keys(path: Path) -> list[str]:
     """Callable signature keys of a SavedModel (init ops excluded)."""
-    mg = _read_saved_model_proto(path)
+    mg = read_meta_graph(path)
     return sorted(k for k in mg.signature_def if not k.startswith("__"))
 
 
 def saved_model_signature(path: Path, key: str = SERVING) -> SignatureInfo:
     """SignatureInfo of ``key`` read from saved_model.pb; ModelError when the signature is missing."""
-    mg = _read_saved_model_proto(path)
+    mg = read_meta_graph(path)
     if key not in mg.signature_def:
         found = sorted(k for k in mg.signature_def if not k.startswith("__"))
         raise ModelError(
@@ -113,7 +190,7 @@ def saved_model_flavor(path: Path) -> str:
     validate_saved_model_dir(path)
     if (path / "keras_metadata.pb").is_file():
         return "keras2"
-    mg = _read_saved_model_proto(path)
+    mg = read_meta_graph(path)
     nodes = mg.object_graph_def.nodes
     root_children = {c.local_name for c in nodes[0].children} if nodes else set()
     if {"_all_variables", "_misc_assets"} & root_children:

@@ -2,75 +2,167 @@
 
 from __future__ import annotations
 
+import io
+import lzma
 import math
+import struct
+import tokenize
 import zipfile
+import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from calibration.readers.base import Reader, index_chunks
-from calibration.types import InputSpec, LoadOptions
+from calibration.readers.base import Reader, index_chunks, reason, unreadable
+from calibration.types import CalibrationError, InputSpec, LoadOptions
 
 CHUNK_BYTES = 4 * 1024 * 1024
+MAX_HEADER_BYTES = 10_000          # numpy's own default for untrusted headers
+MAX_LABEL_BYTES = 1 << 30          # labels are loaded whole: more than 1 GiB of them is not a label array
+BOMB_RATIO = 500                   # an .npz member expanding more than 500x ...
+BOMB_FROM_BYTES = 256 << 20        # ... to over 256 MiB is refused as a likely zip bomb
+ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zipfile.ZIP_BZIP2: "bzip2",
+               zipfile.ZIP_LZMA: "lzma"}
+# What zipfile / zlib / bz2 / lzma raise on a damaged archive while it is opened or a member streamed
+# (NotImplementedError: a "zip file version" or flag bits zipfile does not implement).
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError, EOFError, OSError,
+              NotImplementedError)
+
+
+@dataclass(frozen=True)
+class NpyHeader:
+    """What an .npy header declares (nothing of the data is read): shape, dtype, order, where the data starts."""
+
+    shape: tuple
+    fortran: bool
+    dtype: np.dtype
+    offset: int
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one sample (one index along the first dim)."""
+        return self.dtype.itemsize * math.prod(self.shape[1:])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the declared array takes (Python ints: no overflow whatever the header claims)."""
+        return self.dtype.itemsize * math.prod(self.shape)
+
+
+def read_npy_header(f) -> NpyHeader:
+    """Parse the .npy header at the start of open binary file ``f``; ValueError (or a zip error from a damaged
+    archive member) when it is malformed.
+
+    The header's length field is checked before the header is read: numpy would first read (and allocate) as
+    many bytes as a hostile length field claims.
+    """
+    magic = f.read(8)
+    if len(magic) < 8 or not magic.startswith(b"\x93NUMPY"):
+        raise ValueError("not an .npy array (its first bytes are not the .npy magic string)")
+    version = (magic[6], magic[7])
+    if version not in ((1, 0), (2, 0), (3, 0)):
+        raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+    size_field = f.read(2 if version == (1, 0) else 4)
+    if len(size_field) < (2 if version == (1, 0) else 4):
+        raise ValueError("the header ends early")
+    length = struct.unpack("<H" if version == (1, 0) else "<I", size_field)[0]
+    if length > MAX_HEADER_BYTES:
+        raise ValueError(f"its header claims {length:,} bytes, over numpy's limit of {MAX_HEADER_BYTES:,}")
+    header = f.read(length)
+    if len(header) < length:
+        raise ValueError("the header ends early")
+    raw = io.BytesIO(magic + size_field + header)
+    np.lib.format.read_magic(raw)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    try:
+        shape, fortran, dtype = read(raw, max_header_size=MAX_HEADER_BYTES)
+    except (tokenize.TokenError, SyntaxError) as exc:  # numpy tokenizes old-style headers and lets these escape
+        raise ValueError(f"malformed header ({reason(exc)})") from None
+    return NpyHeader(tuple(shape), bool(fortran), np.dtype(dtype), len(magic) + len(size_field) + length)
+
+
+def header_problem(h: NpyHeader, data_bytes: int, what: str) -> str | None:
+    """Why the declared array cannot be read (objects, scalar, empty samples, more bytes than stored), or None.
+
+    Checked before anything is allocated: a header may claim 10^12 rows in a 100-byte file.
+    """
+    if h.dtype.hasobject:
+        return f"{what} holds Python objects (dtype {h.dtype}), not numbers; pickled arrays are never loaded"
+    if not h.shape:
+        return f"{what} is a scalar, not an array of samples"
+    if any(d < 0 for d in h.shape):
+        return f"{what} declares a negative dimension in shape {h.shape}"
+    if h.shape[0] and h.row_bytes == 0:
+        return f"{what} has empty samples (shape {h.shape}, dtype {h.dtype}): nothing to feed a model"
+    if h.nbytes > data_bytes:
+        return (f"{what} declares shape {h.shape} of {h.dtype} = {h.nbytes:,} bytes, but only {data_bytes:,} bytes "
+                "follow its header: the file is truncated or its header is wrong")
+    return None
 
 
 class NpyReader(Reader):
     """A single ``.npy`` array feeding a single-input model.
 
-    The header is read through ``np.load(mmap_mode="r")`` (shape, dtype; no data touched); rows are then read
-    with ordinary file reads, a batch at a time, so the process never keeps file pages mapped: a memory map that
-    had been read end to end would count the whole file in the process's resident set.
+    The header is parsed and checked against the file size first (no data touched); rows are then read with
+    ordinary file reads, a batch at a time, so the process never keeps file pages mapped: a memory map that
+    had been read end to end would count the whole file in the process's resident set. Fortran-ordered files
+    (rare) are read through a read-only memory map.
     """
 
     format = "npy"
 
     def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
-        self.array = None
-        self._offset: int | None = None
+        self.header: NpyHeader | None = None
         if len(self.specs) > 1:
             names = ", ".join(s.name for s in self.specs)
             self.problems.append(f"a .npy file holds one array but the model has {len(self.specs)} inputs ({names}); "
                                  "use an .npz with one array per input, named after the inputs")
             return
         try:
-            self.array = np.load(path, mmap_mode="r", allow_pickle=False)
-        except ValueError as exc:
-            self.problems.append(f"cannot read {path.name} as a numeric .npy array: {exc}")
+            with open(path, "rb") as f:
+                header = read_npy_header(f)
+        except (ValueError, EOFError) as exc:
+            self.problems.append(f"cannot read {path.name} as a .npy array: {reason(exc)}")
             return
-        if self.array.ndim == 0:
-            self.problems.append(f"{path.name} holds a scalar, not an array of samples")
-            self.array = None
-        elif isinstance(self.array, np.memmap) and self.array.flags.c_contiguous:
-            self._offset = int(self.array.offset)
+        problem = header_problem(header, path.stat().st_size - header.offset, path.name)
+        if problem:
+            self.problems.append(problem)
+            return
+        self.header = header
         if options.label_key:
             self.warnings.append(f"label key {options.label_key!r} ignored: a .npy file has no labels (use .npz 'y')")
 
     def count(self) -> int:
         """Length of the array's first dim (0 when unreadable)."""
-        return 0 if self.array is None else int(self.array.shape[0])
+        return 0 if self.header is None else int(self.header.shape[0])
 
     def batches(self, indices, batch_size) -> Iterator[dict[str, np.ndarray]]:
-        """The selected rows, a batch at a time (file reads; Fortran-ordered files fall back to the map)."""
-        if self.array is None:
+        """The selected rows, a batch at a time (file reads; Fortran-ordered files through a read-only map)."""
+        h = self.header
+        if h is None:
             return
         name = self.specs[0].name
-        if self._offset is None:
+        if h.fortran:
+            arr = np.memmap(self.path, dtype=h.dtype, mode="r", offset=h.offset, shape=h.shape, order="F")
             for chunk in index_chunks(indices, self.count(), batch_size):
-                yield {name: np.asarray(self.array[chunk])}
+                yield {name: np.asarray(arr[chunk])}
             return
-        row_shape, dtype = self.array.shape[1:], self.array.dtype
-        row_bytes = dtype.itemsize * math.prod(row_shape)
         with open(self.path, "rb") as f:
             for chunk in index_chunks(indices, self.count(), batch_size):
-                yield {name: read_rows(f, self._offset, row_bytes, chunk, dtype, row_shape)}
+                rows = read_rows(f, h.offset, h.row_bytes, chunk, h.dtype, h.shape[1:])
+                if rows is None:
+                    raise CalibrationError(f"{self.path} is truncated: rows {int(chunk[0])}..{int(chunk[-1])} are "
+                                           "missing (the file shrank while it was read?)")
+                yield {name: rows}
 
 
-def read_rows(f, offset: int, row_bytes: int, rows: np.ndarray, dtype: np.dtype, row_shape: tuple) -> np.ndarray:
+def read_rows(f, offset: int, row_bytes: int, rows: np.ndarray, dtype: np.dtype, row_shape: tuple) -> np.ndarray | None:
     """Rows ``rows`` (sorted) of a C-ordered array stored at ``offset`` in open file ``f``; one read per run of
-    consecutive rows."""
+    consecutive rows. None when the file ends before the last of them."""
     out = np.empty((len(rows), *row_shape), dtype=dtype)
     if not len(rows) or not row_bytes:
         return out
@@ -78,31 +170,53 @@ def read_rows(f, offset: int, row_bytes: int, rows: np.ndarray, dtype: np.dtype,
     for lo, hi in zip([0, *starts.tolist()], [*starts.tolist(), len(rows)]):
         f.seek(offset + int(rows[lo]) * row_bytes)
         view = memoryview(out[lo:hi].reshape(-1).view(np.uint8))
-        got = f.readinto(view)
-        if got != len(view):
-            raise ValueError(f"{getattr(f, 'name', 'file')} is truncated: rows {rows[lo]}..{rows[hi - 1]} missing")
+        if f.readinto(view) != len(view):
+            return None
     return out
 
 
 class _Member:
-    """One array inside an .npz: header read eagerly, rows streamed in chunks (no full load)."""
+    """One array inside an .npz: header read and checked eagerly, rows streamed in chunks (no full load)."""
 
-    def __init__(self, path: Path, key: str) -> None:
-        self.path, self.key = path, key
-        with zipfile.ZipFile(path) as zf, zf.open(key + ".npy") as f:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                self.shape, self.fortran, self.dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                self.shape, self.fortran, self.dtype = np.lib.format.read_array_header_2_0(f)
+    def __init__(self, path: Path, info: zipfile.ZipInfo) -> None:
+        self.path, self.info, self.key = path, info, info.filename[:-4]
+        with zipfile.ZipFile(path) as zf, zf.open(info) as f:
+            self.header = read_npy_header(f)
+        self.shape, self.fortran, self.dtype = self.header.shape, self.header.fortran, self.header.dtype
+
+    def problem(self, what: str) -> str | None:
+        """Why this member cannot be read (see header_problem), judged on the zip directory's sizes."""
+        return header_problem(self.header, self.info.file_size - self.header.offset, what)
+
+    def _open(self, zf: zipfile.ZipFile):
+        f = zf.open(self.info)
+        read_npy_header(f)
+        return f
+
+    def _failed(self, exc: BaseException) -> CalibrationError:
+        return unreadable(self.path, f"an .npz archive (array {self.key!r})", exc)
 
     def load(self) -> np.ndarray:
-        """The whole array (for labels, which are small)."""
-        with zipfile.ZipFile(self.path) as zf, zf.open(self.key + ".npy") as f:
-            return np.lib.format.read_array(f, allow_pickle=False)
+        """The whole array (for labels, which are small; its size was checked against the archive)."""
+        try:
+            with zipfile.ZipFile(self.path) as zf, self._open(zf) as f:
+                raw = f.read(self.header.nbytes)
+        except ZIP_ERRORS as exc:
+            raise self._failed(exc) from None
+        if len(raw) != self.header.nbytes:
+            raise self._failed(f"the array's data ends after {len(raw):,} of {self.header.nbytes:,} bytes")
+        arr = np.frombuffer(raw, dtype=self.dtype)
+        return arr.reshape(self.shape, order="F" if self.fortran else "C")
 
     def batches(self, indices: np.ndarray | None, batch_size: int) -> Iterator[np.ndarray]:
-        """Rows at sorted ``indices`` (None = all), read sequentially in ~4 MB blocks."""
+        """Rows at sorted ``indices`` (None = all), read sequentially in ~4 MB blocks; damage found on the way
+        raises CalibrationError naming the archive and the array."""
+        try:
+            yield from self._batches(indices, batch_size)
+        except ZIP_ERRORS as exc:
+            raise self._failed(exc) from None
+
+    def _batches(self, indices: np.ndarray | None, batch_size: int) -> Iterator[np.ndarray]:
         n = self.shape[0]
         if self.fortran:  # rare: column-major cannot be read by rows; load it whole
             arr = self.load()
@@ -110,24 +224,24 @@ class _Member:
                 yield arr[chunk]
             return
         row_shape = self.shape[1:]
-        row_bytes = max(1, self.dtype.itemsize * math.prod(row_shape))
+        row_bytes = self.header.row_bytes
         block = max(1, CHUNK_BYTES // row_bytes)  # rows read per zip read: ~4 MB, whatever the batch size
-        idx = np.arange(n) if indices is None else np.asarray(indices)
+        idx = None if indices is None else np.asarray(indices)
         pending: list[np.ndarray] = []
         n_pending = 0
-        with zipfile.ZipFile(self.path) as zf, zf.open(self.key + ".npy") as f:
-            version = np.lib.format.read_magic(f)
-            (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(f)
+        with zipfile.ZipFile(self.path) as zf, self._open(zf) as f:
             for start in range(0, n, block):
                 stop = min(n, start + block)
-                lo, hi = np.searchsorted(idx, [start, stop])
-                if lo == len(idx):
+                lo, hi = (start, stop) if idx is None else np.searchsorted(idx, [start, stop])
+                if idx is not None and lo == len(idx):
                     break
                 raw = f.read((stop - start) * row_bytes)
+                if len(raw) != (stop - start) * row_bytes:
+                    raise self._failed(f"the array's data ends before row {stop - 1}")
                 if hi == lo:
                     continue
                 rows = np.frombuffer(raw, dtype=self.dtype).reshape((stop - start, *row_shape))
-                pending.append(rows[idx[lo:hi] - start] if hi - lo < stop - start else rows)
+                pending.append(rows if idx is None or hi - lo == stop - start else rows[idx[lo:hi] - start])
                 n_pending += hi - lo
                 if n_pending < batch_size:
                     continue
@@ -153,29 +267,55 @@ class NpzReader(Reader):
         self.label_member: _Member | None = None
         try:
             with zipfile.ZipFile(path) as zf:
-                keys = sorted(m[:-4] for m in zf.namelist() if m.endswith(".npy"))
-        except (zipfile.BadZipFile, OSError) as exc:
-            self.problems.append(f"cannot read {path.name} as an .npz archive: {exc}")
+                self.infos = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
+        except (*ZIP_ERRORS, ValueError) as exc:
+            self.problems.append(f"cannot read {path.name} as an .npz archive: {reason(exc)}")
             return
+        keys = sorted(self.infos)
         self._resolve_inputs(keys)
         label_key = options.label_key or "y"
         if label_key in keys:
-            self.label_member = self._member(label_key)
+            self.label_member = self._label_member(label_key)
         elif options.label_key:
             self.problems.append(f"label key {label_key!r} not found in {path.name}; keys found: {_list(keys)}")
         self._check_lengths()
 
     def _member(self, key: str) -> _Member | None:
-        try:
-            member = _Member(self.path, key)
-        except ValueError as exc:
-            self.problems.append(f"array {key!r} in {self.path.name} is unreadable: {exc}")
+        what = f"array {key!r} in {self.path.name}"
+        info = self.infos[key]
+        problem = None
+        if info.flag_bits & 0x1:
+            problem = f"{what} is encrypted; edgetool reads unencrypted .npz files only"
+        elif info.compress_type not in ZIP_METHODS:
+            problem = (f"{what} uses zip compression method {info.compress_type}; supported: "
+                       f"{', '.join(ZIP_METHODS.values())}")
+        elif info.file_size > BOMB_FROM_BYTES and info.file_size > BOMB_RATIO * max(1, info.compress_size):
+            problem = (f"{what} expands from {info.compress_size:,} to {info.file_size:,} bytes (over {BOMB_RATIO}x): "
+                       "refused as a likely zip bomb; save it with np.savez (uncompressed) if it is real")
+        if problem is None:
+            try:
+                member = _Member(self.path, info)
+            except (*ZIP_ERRORS, ValueError) as exc:
+                problem = f"{what} is unreadable: {reason(exc)}"
+            else:
+                problem = member.problem(what)
+        if problem:
+            self.problems.append(problem)
             return None
-        if member.dtype.hasobject:
-            self.problems.append(f"array {key!r} in {self.path.name} holds Python objects, not numbers")
+        return member
+
+    def _label_member(self, key: str) -> _Member | None:
+        member = self._member(key)
+        if member is None:
             return None
-        if not member.shape:
-            self.problems.append(f"array {key!r} in {self.path.name} is a scalar, not an array of samples")
+        n = self.count()
+        if self.members and member.shape[0] != n:
+            self.problems.append(f"labels: {member.shape[0]:,} labels for {n:,} input samples (array {key!r} in "
+                                 f"{self.path.name}); they must match one to one")
+            return None
+        if member.header.nbytes > MAX_LABEL_BYTES:
+            self.problems.append(f"labels: array {key!r} in {self.path.name} takes {member.header.nbytes:,} bytes; "
+                                 f"labels are loaded whole and are limited to {MAX_LABEL_BYTES:,} bytes")
             return None
         return member
 
@@ -221,9 +361,6 @@ class NpzReader(Reader):
         """Stream every found input's rows in step."""
         if not self.members:
             return
-        n = self.count()
-        if indices is None:
-            indices = np.arange(n)
         streams = {k: m.batches(indices, batch_size) for k, m in self.members.items()}
         for parts in zip(*streams.values()):
             yield dict(zip(streams.keys(), parts))

@@ -8,7 +8,11 @@ from typing import Sequence
 
 import numpy as np
 
-from calibration.types import InputSpec, LoadOptions
+from calibration.types import CalibrationError, InputSpec, LoadOptions
+
+# One text label (CSV cell, TFRecord bytes): labels become a fixed-width string array, so one huge label would
+# be multiplied by the number of samples.
+MAX_LABEL_CHARS = 1000
 
 
 class Reader:
@@ -47,7 +51,11 @@ class Reader:
 
 def index_chunks(indices: np.ndarray | None, n: int, batch_size: int) -> Iterator[np.ndarray]:
     """Split sorted indices (None = 0..n-1) into consecutive chunks of ``batch_size``."""
-    idx = np.arange(n) if indices is None else np.asarray(indices)
+    if indices is None:  # lazily: n may be large, an index array of all rows is not needed
+        for start in range(0, n, batch_size):
+            yield np.arange(start, min(n, start + batch_size))
+        return
+    idx = np.asarray(indices)
     for start in range(0, len(idx), batch_size):
         yield idx[start:start + batch_size]
 
@@ -70,3 +78,16 @@ def selected_rows(rows: Iterator, indices: np.ndarray | None, batch_size: int) -
             batch = []
     if batch:
         yield batch
+
+
+def reason(exc: BaseException) -> str:
+    """A library error as one short line: its message's first line (or its type when it has none)."""
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def unreadable(path: Path, what: str, exc: BaseException | str) -> CalibrationError:
+    """The one error for a file a library could not read: which file, what it should have been, why not."""
+    why = exc if isinstance(exc, str) else reason(exc)
+    return CalibrationError(f"cannot read {path} as {what}: {why}")

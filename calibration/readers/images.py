@@ -7,16 +7,25 @@ kept as 0..255 values; float inputs get 0..255 floats because the models here ca
 from __future__ import annotations
 
 import io
+import re
+import struct
+import warnings
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from calibration.readers.base import Reader, index_chunks
-from calibration.types import InputSpec, LoadOptions, show_shape
+from calibration.readers.base import Reader, index_chunks, reason
+from calibration.types import CalibrationError, InputSpec, LoadOptions, show_shape
+
+# What Pillow raises on a damaged or hostile file while it opens or decodes it (UnidentifiedImageError and
+# "image file is truncated" are OSErrors; some plugins let struct / zlib / EOF / SyntaxError escape).
+DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, zlib.error)
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
+MAX_PIXELS = 100_000_000   # 10000 x 10000: larger images are refused (checked from the header, before decoding)
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 _MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"BM")
 
@@ -37,20 +46,40 @@ def image_layout(spec: InputSpec) -> tuple[tuple[int | None, int | None], int | 
                                 f"(any, H, W, C) with C in 1/3/4, the model has {show_shape(spec.shape)}")
 
 
-def decode_image(data: bytes | Path, spec: InputSpec) -> np.ndarray:
-    """Decode one image to the spec's layout as uint8 0..255 (H, W[, C]). Raises OSError/ValueError if unreadable."""
+def decode_image(data: bytes | Path, spec: InputSpec, origin: str) -> np.ndarray:
+    """Decode one image to the spec's layout as uint8 0..255 (H, W[, C]).
+
+    ``origin`` names the image in errors (a file, or a record of a TFRecord). Images over MAX_PIXELS are refused
+    from their header, before any pixel is decoded; anything Pillow cannot decode raises CalibrationError.
+    """
     from PIL import Image  # noqa: PLC0415
 
     (h, w), channels, _ = image_layout(spec)
     src = io.BytesIO(data) if isinstance(data, bytes) else data
-    with Image.open(src) as img:
-        img = img.convert(_MODES.get(channels or 1))
-        if h is not None and w is not None and img.size != (w, h):
-            img = img.resize((w, h), Image.BILINEAR)
-        arr = np.asarray(img, dtype=np.uint8)
+    try:
+        with warnings.catch_warnings():
+            # our own limit (below) replaces Pillow's DecompressionBombWarning, which would print to the terminal
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(src) as img:
+                if img.width * img.height > MAX_PIXELS:
+                    raise _too_large(origin, f"{img.width}x{img.height} = {img.width * img.height:,} pixels")
+                img = img.convert(_MODES.get(channels or 1))
+                if h is not None and w is not None and img.size != (w, h):
+                    img = img.resize((w, h), Image.BILINEAR)
+                arr = np.asarray(img, dtype=np.uint8)
+    except Image.DecompressionBombError as exc:  # over twice Pillow's own limit: refused inside Image.open
+        pixels = re.search(r"\((\d+) pixels\)", str(exc))
+        raise _too_large(origin, f"{int(pixels[1]):,} pixels" if pixels else "over Pillow's limit") from None
+    except DECODE_ERRORS as exc:
+        raise CalibrationError(f"cannot decode image {origin}: {reason(exc)}") from None
     if channels == 1:
         arr = arr[..., np.newaxis]
     return arr
+
+
+def _too_large(origin: str, size: str) -> CalibrationError:
+    return CalibrationError(f"image {origin} is too large: {size}, over the limit of {MAX_PIXELS:,} pixels "
+                            "(10000x10000); downscale it first")
 
 
 def _images_in(folder: Path, recursive: bool) -> list[Path]:
@@ -100,18 +129,16 @@ class ImageFolderReader(Reader):
 
     def batches(self, indices, batch_size) -> Iterator[dict[str, np.ndarray]]:
         """Decode the selected files; an unreadable file or differing sizes stop with a CalibrationError."""
-        from calibration.types import CalibrationError  # noqa: PLC0415
-
         spec = self.specs[0]
         for chunk in index_chunks(indices, len(self.files), batch_size):
             arrays, bad = [], []
             for i in chunk.tolist():
                 try:
-                    arrays.append(decode_image(self.files[i], spec))
-                except (OSError, ValueError) as exc:
-                    bad.append(f"{self.files[i].relative_to(self.path)} ({exc})")
+                    arrays.append(decode_image(self.files[i], spec, str(self.files[i])))
+                except CalibrationError as exc:
+                    bad.append(str(exc))
             if bad:
-                raise CalibrationError(f"cannot decode {len(bad)} image(s) in {self.path}: " + "; ".join(bad[:5]))
+                raise CalibrationError(f"{len(bad)} unusable image(s) in {self.path}: " + "; ".join(bad[:5]))
             shapes = sorted({a.shape for a in arrays})
             if len(shapes) > 1:
                 raise CalibrationError(f"images in {self.path} differ in size ({', '.join(map(str, shapes[:4]))}) "

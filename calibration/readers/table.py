@@ -6,6 +6,7 @@ reshaped to the spec's shape.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import math
 from collections.abc import Iterator
@@ -14,25 +15,72 @@ from typing import Sequence
 
 import numpy as np
 
-from calibration.readers.base import Reader, selected_rows
-from calibration.types import InputSpec, LoadOptions, show_shape
+from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
+from calibration.types import CalibrationError, InputSpec, LoadOptions, show_shape
 from calibration.validate import reshape_flat
 
 
-def _rows(path: Path) -> Iterator[list[str]]:
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f)
-        next(reader, None)
-        for row in reader:
-            if row and any(cell.strip() for cell in row):
-                yield row
+MAX_LINE_CHARS = 32 << 20   # one physical line; a CSV of numbers has no reason to come near it
+
+
+def _lines(f, path: Path) -> Iterator[str]:
+    """The file's lines, refusing one longer than MAX_LINE_CHARS instead of reading it whole into memory."""
+    number = 0
+    while line := f.readline(MAX_LINE_CHARS + 1):
+        number += 1
+        if len(line) > MAX_LINE_CHARS and not line.endswith(("\n", "\r")):
+            raise CalibrationError(f"cannot read {path} as CSV: line {number} is longer than "
+                                   f"{MAX_LINE_CHARS:,} characters")
+        yield line
+
+
+def _first_invalid_utf8(path: Path) -> tuple[int, int]:
+    """(line number, byte value) of the first byte of ``path`` that is not valid UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line = 1
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                pos = max(0, exc.start - (len(exc.object) - len(chunk)))
+                return line + chunk[:pos].count(b"\n"), chunk[min(pos, len(chunk) - 1)]
+            line += chunk.count(b"\n")
+    return line, 0
+
+
+def records(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) of every record of a UTF-8 CSV, header included; CalibrationError naming the file
+    and the line for text that is not UTF-8, a field over the csv module's limit (128 KiB) or a malformed line."""
+    line = 0
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(_lines(f, path))
+            for row in reader:
+                line = reader.line_num
+                yield line, row
+    except UnicodeDecodeError:
+        bad_line, byte = _first_invalid_utf8(path)
+        raise CalibrationError(f"cannot read {path} as CSV: it is not UTF-8 text (byte 0x{byte:02x} on line "
+                               f"{bad_line}); save it as UTF-8") from None
+    except csv.Error as exc:
+        raise CalibrationError(f"cannot read {path} as CSV: line {line + 1}: {reason(exc)}") from None
+
+
+def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) of the data rows: header and blank lines skipped."""
+    body = records(path)
+    next(body, None)
+    for line, row in body:
+        if row and any(cell.strip() for cell in row):
+            yield line, row
 
 
 def _parse_labels(raw: list[str]) -> np.ndarray:
     for kind in (int, float):
         try:
             return np.array([kind(v) for v in raw])
-        except ValueError:
+        except (ValueError, OverflowError):
             continue
     return np.array(raw, dtype=str)
 
@@ -46,8 +94,8 @@ class CsvReader(Reader):
         super().__init__(path, specs, options)
         self.n = 0
         self._labels: np.ndarray | None = None
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            self.header = [h.strip() for h in next(csv.reader(f), [])]
+        first = next(records(path), None)
+        self.header = [] if first is None else [h.strip() for h in first[1]]
         if not self.header:
             self.problems.append(f"{path.name} is empty: expected a header row and one row per sample")
             return
@@ -82,7 +130,8 @@ class CsvReader(Reader):
     def _scan(self) -> None:
         """One pass over the rows: count, check widths and numbers, keep labels."""
         width, bad_width, bad_value, labels = len(self.header), [], [], []
-        for line, row in enumerate(_rows(self.path), start=2):
+        long_label = None
+        for line, row in _rows(self.path):
             self.n += 1
             if len(row) != width:
                 bad_width.append(f"line {line} has {len(row)}")
@@ -95,14 +144,18 @@ class CsvReader(Reader):
                     break
             if self.label_col is not None:
                 labels.append(row[self.label_col].strip())
+                if len(labels[-1]) > MAX_LABEL_CHARS and long_label is None:
+                    long_label = f"line {line}: a label of {len(labels[-1]):,} characters (the limit is {MAX_LABEL_CHARS})"
         if bad_width:
             self.problems.append(f"{len(bad_width)} rows of {self.path.name} do not have the header's {width} "
                                  f"columns ({'; '.join(bad_width[:5])})")
         if bad_value:
             self.problems.append(f"{len(bad_value)} rows of {self.path.name} have non-numeric features "
                                  f"({'; '.join(bad_value[:5])})")
+        if long_label:
+            self.problems.append(f"{self.path.name} {long_label}")
         self._rows_ok = not bad_width and not bad_value
-        if self.label_col is not None and not bad_width:
+        if self.label_col is not None and not bad_width and not long_label:
             self._labels = _parse_labels(labels)
         # reshape problems are known from the header alone; report them once, here
         for spec, a, b in self.layout:
@@ -124,7 +177,7 @@ class CsvReader(Reader):
         if not self.layout or not self._rows_ok:
             return
         cols = self.feature_cols
-        for rows in selected_rows(_rows(self.path), indices, batch_size):
+        for rows in selected_rows((row for _, row in _rows(self.path)), indices, batch_size):
             flat = np.array([[float(r[c]) for c in cols] for r in rows], dtype=np.float64)
             out = {}
             for spec, a, b in self.layout:

@@ -161,6 +161,13 @@ def _normalise_labels(labels, n: int, path: Path) -> np.ndarray | None:
     labels = labels.reshape(-1)
     if len(labels) != n:
         raise DataError(f"--data {path}: y has {len(labels)} labels for {n} samples; expected one label per sample.")
-    if labels.dtype.kind not in "iuf" or (labels.dtype.kind == "f" and not np.all(labels == np.round(labels))):
-        raise DataError(f"--data {path}: y holds {labels.dtype} values; expected integer class indices (or one-hot rows).")
+    if labels.dtype.kind not in "iuf":
+        raise DataError(f"--data {path}: labels hold {labels.dtype} values; expected integer class indices "
+                        "(or one-hot rows).")
+    if labels.dtype.kind == "f":
+        bad = ~np.isfinite(labels) | (labels != np.round(labels))
+        if bad.any():
+            example = labels[bad][0]
+            raise DataError(f"--data {path}: {int(bad.sum())} of {len(labels)} labels are not whole numbers "
+                            f"(e.g. {example!r}); expected integer class indices (or one-hot rows).")
     return labels.astype(np.int64)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.errors import DataError, UsageError, collect_and_raise
+from calibration.types import show_shape
+from edge_tool.errors import DataError, ModelError, UsageError, collect_and_raise
 from edge_tool.evaluate import metrics
 from edge_tool.evaluate.artifacts import Artifact, describe, saved_model_size
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
@@ -116,13 +117,39 @@ def _stream(ref, data: EvalStream, runners: list, top_k: int) -> _Pass:
             state = _Pass(primary_output(ref_out), {k: v[:1].copy() for k, v in inputs.items()},
                           metrics.TaskAccumulator(top_k), accs)
             ref_names = sorted(ref_out)
+            check_labels(data.labels, ref_out[state.out_name], state.out_name, data.path)
         ref_y = ref_out[state.out_name]
         state.ref_task.update(ref_y, labels)
         for runner, acc in zip(runners, accs):
-            acc.update(ref_y, runner.outputs(inputs, state.out_name, ref_names), labels)
+            out = runner.outputs(inputs, state.out_name, ref_names)
+            _check_output_shape(runner.art, out, ref_y, state.out_name, ref)
+            acc.update(ref_y, out, labels)
     if state is None:
         raise DataError(f"--data {data.path} yielded no samples.")
     return state
+
+
+def check_labels(labels: np.ndarray | None, ref_y: np.ndarray, out_name: str, data_path: Path) -> None:
+    """DataError unless every label is a class index of the reference's scored output (0 .. classes-1).
+
+    Labels outside that range would score 0 % silently (and let a --max-drop gate pass on a broken model).
+    """
+    if labels is None or not len(labels):
+        return
+    classes = metrics.num_classes(ref_y)
+    lo, hi = int(labels.min()), int(labels.max())
+    if lo < 0 or hi >= classes:
+        outside = int(np.count_nonzero((labels < 0) | (labels >= classes)))
+        raise DataError(f"--data {data_path}: labels range {lo}..{hi} ({outside} of {len(labels)} outside 0.."
+                        f"{classes - 1}), but the reference's output {out_name!r} has {classes} class"
+                        f"{'es' if classes != 1 else ''} per sample; labels must be class indices 0..{classes - 1}.")
+
+
+def _check_output_shape(art: Artifact, out: np.ndarray, ref_y: np.ndarray, out_name: str, ref) -> None:
+    if out.shape[1:] != ref_y.shape[1:]:
+        raise ModelError(f"{art.given} gives output {out_name!r} of shape {show_shape((None, *out.shape[1:]))}, but "
+                         f"the reference {ref.path} gives {show_shape((None, *ref_y.shape[1:]))} (e.g. a different "
+                         "number of classes): it was not converted from this reference model.")
 
 
 def _drift_fields(acc: metrics.DriftAccumulator, reference: ReferenceResult) -> dict:

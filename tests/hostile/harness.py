@@ -25,6 +25,7 @@ class Case:
     args: tuple[str, ...]
     exit_code: int = 2
     names: tuple[str, ...] = ()          # substrings the combined output must contain (the offending thing)
+    absent: tuple[str, ...] = ()         # substrings it must not contain (a library's own warning, say)
     may_create: tuple[str, ...] = ()     # paths (relative to root) the run is allowed to create or change
     env: dict = field(default_factory=dict)
     timeout: float = 600
@@ -57,6 +58,8 @@ def run_case(case: Case, root: Path) -> subprocess.CompletedProcess:
     assert "Traceback (most recent call last)" not in out, f"{case.name}: traceback\n{out[-4000:]}"
     for needle in case.names:
         assert needle.format(root=root) in out, f"{case.name}: message lacks {needle!r}\n{out[-4000:]}"
+    for needle in case.absent:
+        assert needle not in out, f"{case.name}: output contains {needle!r}\n{out[-4000:]}"
     after = snapshot(root, tmpdir)
     allowed = tuple(str(root / p) for p in case.may_create)
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
