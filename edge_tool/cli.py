@@ -35,8 +35,11 @@ def cli_edge(func: Callable) -> Callable:
         try:
             return func(*args, **kwargs)
         except EdgeToolError as exc:
-            kind = "budget exceeded" if exc.exit_code == 1 else "error"
-            err_console.print(f"[bold red]{kind}:[/] {exc}", highlight=False, soft_wrap=True)
+            from rich.text import Text  # noqa: PLC0415
+
+            kind = getattr(exc, "heading", None) or ("budget exceeded" if exc.exit_code == 1 else "error")
+            # the message holds paths and names: print it verbatim, never as Rich markup
+            err_console.print(Text.assemble((f"{kind}:", "bold red"), " ", str(exc)), highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper

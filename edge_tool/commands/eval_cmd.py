@@ -25,10 +25,13 @@ def command(
     html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing report files."),
 ) -> None:
-    """Measure accuracy drift and latency of converted models against the reference; exit 1 on a broken budget."""
-    from edge_tool.errors import BudgetExceeded  # noqa: PLC0415
+    """Measure accuracy drift and latency of converted models against the reference.
+
+    Exit 1 (after writing the reports) on a broken budget or when an artefact does not run in its runtime.
+    """
+    from edge_tool.errors import ArtifactsFailed, BudgetExceeded  # noqa: PLC0415
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
-    from edge_tool.evaluate.pipeline import budget_violations, run_eval, write_reports  # noqa: PLC0415
+    from edge_tool.evaluate.pipeline import budget_violations, failures, run_eval, write_reports  # noqa: PLC0415
 
     config = EvalConfig(
         artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
@@ -39,18 +42,25 @@ def command(
 
     with quiet_native_stderr():
         report = run_eval(config)
-    violations = budget_violations(report, config)
-    failing = {artifact for artifact, _ in violations}
+    violations, broken = budget_violations(report, config), failures(report)
+    failing = {artifact for artifact, _ in violations + broken}
     _print_table(report, failing)
     for path in write_reports(report, config, failing):
         typer.echo(f"wrote {path}")
+    lines = []
+    if broken:
+        lines += ["the following artefacts could not be run (their rows say why; the others were measured):",
+                  *(msg for _, msg in broken)]
     if violations:
-        raise BudgetExceeded("\n".join(["the following artefacts break the eval budget:", *(msg for _, msg in violations)]))
+        lines += ["the following artefacts break the eval budget:", *(msg for _, msg in violations)]
+    if lines:
+        raise (ArtifactsFailed if broken else BudgetExceeded)("\n".join(lines))
 
 
 def _print_table(report, failing: set[str]) -> None:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
 
     from edge_tool.evaluate.report import NUMERIC, TABLE_HEADERS  # noqa: PLC0415
 
@@ -59,13 +69,13 @@ def _print_table(report, failing: set[str]) -> None:
         table.add_column(h, justify="right" if h in NUMERIC else "left", no_wrap=True)
     for i, row in enumerate(report.table_rows()):
         style = "bold" if i == 0 else ("red" if row[0] in failing else None)
-        table.add_row(*row, style=style)
+        table.add_row(*(Text(c) for c in row), style=style)  # names are data, not Rich markup
     console = Console(width=max(Console().width, 130))
     console.print(table)
     for line in report.footer_lines():
-        console.print(f"[dim]{line}[/]", highlight=False, soft_wrap=True)
+        console.print(Text(line, style="dim"), highlight=False, soft_wrap=True)
     for r in report.results:
         if r.per_layer:
-            console.print(f"worst quantized layers of {r.artifact} (rmse/scale):", highlight=False)
+            console.print(Text(f"worst quantized layers of {r.artifact} (rmse/scale):"), highlight=False)
             for e in r.per_layer:
-                console.print(f"  {e.rmse_over_scale:7.3f}  {e.op_name:<16} {e.tensor_name}", highlight=False)
+                console.print(Text(f"  {e.rmse_over_scale:7.3f}  {e.op_name:<16} {e.tensor_name}"), highlight=False)
