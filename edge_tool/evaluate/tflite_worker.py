@@ -47,7 +47,7 @@ def _predict(model, req: dict, state: dict) -> dict:
     doc = {"ok": True, "batching": model.describe_batching()}
     if not state.get("first_sent"):
         state["first_sent"] = True
-        doc["first_feeds"] = _first_feeds(model, feeds, Path(req["out"]).with_name("first_feeds.npz"))
+        doc["first_feeds"] = _first_feeds(model, feeds, Path(req["out"]).with_suffix(".first.npz"))
         doc["output_indices"] = [b.index for b in model.outputs]
     return doc
 
