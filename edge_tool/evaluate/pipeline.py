@@ -131,7 +131,7 @@ def _stream(ref, data: EvalStream, runners: list, top_k: int, scratch: Path) -> 
     state: _Pass | None = None
     ref_names: list[str] = []
     for inputs, labels in data.batches():
-        written = files.write(inputs) if any(not r.failed for r in runners) else {}
+        written = files.write(inputs) if any(r.reads_files and not r.failed for r in runners) else {}
         if state is None:
             ref_out = ref.predict(inputs)
             state = _Pass(primary_output(ref_out), {k: v[:1].copy() for k, v in inputs.items()},

@@ -42,7 +42,7 @@ class BatchFiles:
 class TfliteRunner:
     """A .tflite artefact: accuracy pass in its own LiteRT worker, latency in a fresh process afterwards."""
 
-    runtime_label = "LiteRT"
+    reads_files = True
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int):
         self.art, self.config = art, config
@@ -123,13 +123,17 @@ class TfliteRunner:
 class TfjsRunner:
     """A TFJS artefact: a Node session (wasm backend, cpu if wasm cannot run it) fed batch by batch."""
 
+    reads_files = False  # the session writes its own typed input files
+
     def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int):
         from edge_tool.evaluate.tfjs_runner import TfjsSession  # noqa: PLC0415
 
         self.art, self.config = art, config
         self.failed: str | None = None
+        self.wasm_failure: str | None = None
         self.first: dict | None = None
         self._inputs: dict | None = None
+        self._names: tuple = ("", [])
         self._produced = False
         self._pending = False
         self._session_cls = TfjsSession
@@ -214,7 +218,7 @@ class TfjsRunner:
         self.session.close()
         art, backend = self.art, self.session.backend
         note = f"tfjs {backend} backend in Node (single-threaded), not a browser figure"
-        if backend == "cpu" and getattr(self, "wasm_failure", None):
+        if backend == "cpu" and self.wasm_failure:
             note += f"; wasm backend failed ({self.wasm_failure})"
         return ArtifactResult(
             artifact=label, format="tfjs", quant=art.quant, size_bytes=art.size_bytes,
