@@ -356,3 +356,16 @@ def test_tfjs_model_that_fails_everywhere_is_a_row(dynamic_hw, tmp_path):
     assert "NoSuchOpAnywhere" in bad_row["failed"]
     assert "failed" not in good_row and good_row["top1_agreement"] == 1.0
     assert "(wasm backend, Node)" in good_row["runtime"]
+
+
+def test_tfjs_weight_path_outside_the_model_dir_is_refused(tmp_path):
+    from edge_tool.errors import ModelError
+    from edge_tool.evaluate.artifacts import describe
+
+    (tmp_path / "secret.bin").write_bytes(b"\0" * 8)
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "model.json").write_text(json.dumps({"format": "graph-model", "modelTopology": {"node": []},
+                                              "weightsManifest": [{"paths": ["../secret.bin"], "weights": []}]}))
+    with pytest.raises(ModelError, match="outside"):
+        describe(d)

@@ -90,7 +90,10 @@ def _tfjs(given: Path, model_dir: Path) -> Artifact:
     qtypes = set()
     for group in doc.get("weightsManifest", []):
         for p in group.get("paths", []):
-            shard = model_dir / p
+            shard = model_dir / str(p)
+            if not shard.resolve().is_relative_to(model_dir.resolve()):
+                raise ModelError(f"{model_json} lists weight shard {p!r}, which is outside {model_dir}; weight "
+                                 "shards must sit in the model's own directory.")
             if not shard.is_file():
                 raise ModelError(f"{model_json} lists weight shard {p}, but {shard} is missing.")
             size += shard.stat().st_size
