@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -59,8 +60,9 @@ for path in tflites:
         if i_d["dtype"] != np.float32:
             s, z = i_d["quantization"]
             xb = np.clip(np.round(xb / s + z), -128, 127).astype(i_d["dtype"])
-        it.resize_tensor_input(i_d["index"], list(xb.shape))
-        it.allocate_tensors()
+        if i == 0 or len(xb) != B:
+            it.resize_tensor_input(i_d["index"], list(xb.shape))
+            it.allocate_tensors()
         it.set_tensor(i_d["index"], xb)
         it.invoke()
         y = it.get_tensor(o_d["index"]).astype(np.float64)
@@ -75,14 +77,18 @@ print(json.dumps(res))
 '''
 
 
-def timed(cmd: list[str], env: dict) -> tuple[float, str]:
-    """Wall seconds of a subprocess (process start included) and its stdout; exits on failure."""
+def timed(cmd: list[str], env: dict) -> tuple[float, float, str]:
+    """Wall seconds of a subprocess (process start included), CPU seconds of it and its waited-for children
+    (user + system), and its stdout; exits on failure."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, cwd=CACHE, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd[:4])} … exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-    return wall, proc.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.stdout
 
 
 def main() -> None:
@@ -112,19 +118,23 @@ def main() -> None:
         variants["edgetool eval, before (--code-dir)"] = eval_cmd
         envs["edgetool eval, before (--code-dir)"] = {**env, "PYTHONPATH": str(args.code_dir.resolve())}
     walls: dict[str, list[float]] = {k: [] for k in variants}
+    cpus: dict[str, list[float]] = {k: [] for k in variants}
     plain_out, eval_doc = {}, {}
     for rep in range(args.repeats):
         for name, cmd in variants.items():
-            wall, out = timed(cmd, envs[name])
+            wall, cpu, out = timed(cmd, envs[name])
             walls[name].append(wall)
-            print(f"[{rep + 1}/{args.repeats}] {name}: {wall:.1f} s", flush=True)
+            cpus[name].append(cpu)
+            print(f"[{rep + 1}/{args.repeats}] {name}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
             if name == "plain script":
                 plain_out = json.loads(out.strip().splitlines()[-1])
             elif name.startswith("edgetool eval (defaults"):
                 eval_doc = json.loads(report.read_text())
     base = statistics.median(walls["plain script"])
+    cpu_base = statistics.median(cpus["plain script"])
     rows = [[name, " / ".join(f"{w:.1f}" for w in ws), f"{statistics.median(ws):.1f} s",
-             f"{statistics.median(ws) / base:.2f}×", f"{args.samples / statistics.median(ws):.1f}"]
+             f"{statistics.median(ws) / base:.2f}×", f"{args.samples / statistics.median(ws):.1f}",
+             f"{statistics.median(cpus[name]):.1f} s ({statistics.median(cpus[name]) / cpu_base:.2f}×)"]
             for name, ws in walls.items()]
     checks = []
     for r in eval_doc.get("results", []):
@@ -142,9 +152,11 @@ def main() -> None:
         f"{args.repeats}. The plain script runs the SavedModel at batch 64, then each .tflite at batch 64 with "
         "every core, and computes agreement and max error — nothing else. eval also measures latency (batch 1, "
         "each .tflite in a fresh process, and the reference), writes the JSON report, and isolates every "
-        "artefact in its own process. The machine is shared with other jobs, so single runs are noisy.",
+        "artefact in its own process. The machine is shared with other jobs, so single runs are noisy: CPU "
+        f"seconds (user + system of the whole process tree) are shown too. Load average at the end: "
+        f"{' / '.join(f'{v:.1f}' for v in os.getloadavg())}.",
         "",
-        table(["run", "wall per run (s)", "median", "× plain", "samples/s"], rows),
+        table(["run", "wall per run (s)", "median wall", "× plain", "samples/s", "median CPU (× plain)"], rows),
         "",
         f"Target ≤ 1.00× (issue 14 item 1, eval with defaults): measured {ratio:.2f}× — "
         f"{'met' if ratio <= 1.0 else 'not met'}.",
