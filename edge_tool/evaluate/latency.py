@@ -121,21 +121,48 @@ def measure_tflite(model_path: Path, feeds: dict[int, np.ndarray], output_indice
     return summarize(time_loop(step, warmup, runs, time_budget_s), cold_ms)
 
 
+class LatencyProcess:
+    """A fresh process for one latency run, started ahead of time.
+
+    Its imports (numpy, LiteRT) happen as soon as it starts, while other work runs; it then waits for its one
+    request on stdin, so the timed part and its peak RSS are still the model's alone.
+    """
+
+    def __init__(self):
+        self._proc = subprocess.Popen([sys.executable, "-m", "edge_tool.evaluate.latency_worker", "-"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+
+    def measure(self, model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int], threads: int,
+                warmup: int, runs: int | None, time_budget_s: float | None) -> tuple[LatencyStats, float]:
+        """measure_tflite in this process; (stats, its peak RSS in MB). RuntimeFailure if LiteRT dies on it."""
+        with tempfile.TemporaryDirectory(prefix="edgetool-lat-") as tmp:
+            feeds_path = Path(tmp) / "feeds.npz"
+            np.savez(feeds_path, **{f"t{i}": v for i, v in feeds.items()})
+            request = {"model": str(model_path), "feeds": str(feeds_path), "outputs": list(output_indices),
+                       "threads": threads, "warmup": warmup, "runs": runs, "time_budget_s": time_budget_s}
+            out, err = self._proc.communicate(json.dumps(request) + "\n")
+        if self._proc.returncode != 0:
+            raise RuntimeFailure(f"latency run: {death_reason(self._proc.returncode, err, 'LiteRT')}")
+        result = json.loads(out.strip().splitlines()[-1])
+        return LatencyStats.from_dict(result["latency"]), float(result["peak_rss_mb"])
+
+    def close(self) -> None:
+        """Stop the process if it was never used (idempotent)."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.communicate()
+
+
 def measure_tflite_subprocess(model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int],
                               threads: int, warmup: int, runs: int | None,
                               time_budget_s: float | None) -> tuple[LatencyStats, float]:
     """measure_tflite in a fresh process; returns (stats, peak RSS of that process in MB)."""
-    with tempfile.TemporaryDirectory(prefix="edgetool-lat-") as tmp:
-        feeds_path = Path(tmp) / "feeds.npz"
-        np.savez(feeds_path, **{f"t{i}": v for i, v in feeds.items()})
-        request = {"model": str(model_path), "feeds": str(feeds_path), "outputs": list(output_indices),
-                   "threads": threads, "warmup": warmup, "runs": runs, "time_budget_s": time_budget_s}
-        proc = subprocess.run([sys.executable, "-m", "edge_tool.evaluate.latency_worker", json.dumps(request)],
-                              capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeFailure(f"latency run: {death_reason(proc.returncode, proc.stderr, 'LiteRT')}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    return LatencyStats.from_dict(result["latency"]), float(result["peak_rss_mb"])
+    proc = LatencyProcess()
+    try:
+        return proc.measure(model_path, feeds, output_indices, threads, warmup, runs, time_budget_s)
+    finally:
+        proc.close()
 
 
 def peak_rss_mb() -> float:

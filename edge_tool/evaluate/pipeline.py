@@ -70,6 +70,7 @@ def run_eval(config: EvalConfig) -> Report:
     from edge_tool.evaluate.reference import ReferenceModel  # noqa: PLC0415
     from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
 
+    clock = _Stages()
     _check_outputs(config)
     validate_saved_model_dir(config.reference)
     arts = _describe_all(config.artifacts)
@@ -85,27 +86,49 @@ def run_eval(config: EvalConfig) -> Report:
                           keep_first=keep)
         if config.max_drop is not None and data.labels is None:
             raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
+        clock.mark("start (TensorFlow import, reference load, workers started)")
         first = _stream(ref, data, runners, config.top_k, scratch)
         for r in runners:
             r.end_pass()
+        clock.mark("accuracy pass")
         ref_task = first.ref_task.result()
         ref_lat = ref.latency(first.sample, config.warmup, config.effective_runs, config.time_budget_s)
+        clock.mark("reference latency")
         reference = ReferenceResult(str(config.reference), saved_model_size(config.reference), ref_task["accuracy"],
                                     ref_task["top_k_accuracy"], ref_lat, "tensorflow (SavedModel, batch 1)",
                                     first.out_name)
         results = [r.result(label, config, reference, _fields(r, acc, reference))
                    for r, acc, label in zip(runners, first.accs, _labels(arts))]
+        clock.mark("artefact latency")
     notes = []
     if config.per_layer:
         results = _with_per_layer(results, arts, config, data, ref)
         notes += _per_layer_notes(arts, _labels(arts))
+        clock.mark("per-layer")
     settings = {"threads": config.threads, "accuracy_pass_threads": config.accuracy_threads,
                 "warmup": config.warmup, "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
                 "top_k": config.top_k, "max_drop": config.max_drop, "max_latency_ms": config.max_latency_ms,
                 "batch_size": config.batch_size}
     data_desc = {"path": str(config.data), "summary": data.summary, "samples": data.consumed,
                  "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details()}
-    return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes))
+    return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes), clock.stages)
+
+
+class _Stages:
+    """Wall seconds per stage of run_eval (the report's ``timings_s``)."""
+
+    def __init__(self):
+        import time  # noqa: PLC0415
+
+        self._now = time.perf_counter
+        self._t = self._now()
+        self.stages: dict[str, float] = {}
+
+    def mark(self, stage: str) -> None:
+        """Close ``stage`` at now."""
+        t = self._now()
+        self.stages[stage] = round(t - self._t, 3)
+        self._t = t
 
 
 @dataclass

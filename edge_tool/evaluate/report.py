@@ -128,11 +128,13 @@ class Report:
     machine: dict
     settings: dict
     notes: tuple[str, ...] = ()
+    timings_s: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """JSON-ready dict."""
+        """JSON-ready dict (``timings_s``: wall seconds of eval's own stages)."""
         return {"results": [r.to_dict() for r in self.results], "reference": self.reference.to_dict(),
-                "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes)}
+                "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes),
+                "timings_s": self.timings_s}
 
     def to_json(self) -> str:
         """Pretty JSON."""

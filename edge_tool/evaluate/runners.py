@@ -16,7 +16,7 @@ from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.isolated import WorkerProcess
-from edge_tool.evaluate.latency import measure_tflite, measure_tflite_subprocess, summarize
+from edge_tool.evaluate.latency import LatencyProcess, measure_tflite, summarize
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult
 
 NONE_FIELDS = {"top1_agreement": None, "max_abs_error": None, "mean_abs_error": None, "cosine": None,
@@ -55,6 +55,8 @@ class TfliteRunner:
         self._ready = False
         self.proc = WorkerProcess([sys.executable, "-m", "edge_tool.evaluate.tflite_worker", str(art.model_file),
                                    str(config.accuracy_threads)], "LiteRT", scratch)
+        timed = config.effective_runs or config.time_budget_s
+        self.latency_proc = LatencyProcess() if timed and config.latency_in_subprocess else None
 
     def _fail(self, exc: RuntimeFailure) -> None:
         self.failed = f"does not run in LiteRT: {exc}"
@@ -96,8 +98,10 @@ class TfliteRunner:
         self.proc.close()
 
     def close(self) -> None:
-        """Release the worker (idempotent)."""
+        """Release the worker and the latency process (idempotent)."""
         self.proc.close()
+        if self.latency_proc is not None:
+            self.latency_proc.close()
 
     def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
         """Latency (fresh process unless configured otherwise) and the artefact's row."""
@@ -106,12 +110,13 @@ class TfliteRunner:
             args = (self.art.model_file, self.first_feeds, self.output_indices, config.threads, config.warmup,
                     config.effective_runs, config.time_budget_s)
             try:
-                if config.latency_in_subprocess:
-                    lat, rss = measure_tflite_subprocess(*args)
+                if self.latency_proc is not None:
+                    lat, rss = self.latency_proc.measure(*args)
                 else:
                     lat = measure_tflite(*args)
             except RuntimeFailure as exc:
                 self.failed = f"does not run in LiteRT: {exc}"
+        self.close()
         art = self.art
         return ArtifactResult(
             artifact=label, format="tflite", quant=art.quant, size_bytes=art.size_bytes,
