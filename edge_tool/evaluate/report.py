@@ -180,14 +180,15 @@ class Report:
             f"Data: {self.data.get('summary')} (reference output `{self.reference.output}`).",
             f"Latency: batch 1, {s['threads']} thread(s), {s['warmup']} warm-up calls then {runs}; "
             "p50/p99 of set_tensor+invoke+get_tensor with the LiteRT interpreter, each .tflite in a fresh process "
-            "(TFJS rows: tfjs in Node on the backend the runtime column names, not a browser; reference row: "
-            "TensorFlow).",
+            "(TFJS rows: tfjs in Node, not a browser; reference row: TensorFlow).",
             f"Accuracy pass: every artefact in its own process, {s.get('accuracy_pass_threads', 1)} LiteRT thread(s), "
             "batched where the file allows (see each row's accuracy_pass in the JSON); recurrent state reset "
             "before every sample.",
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
             *self.notes,
+            *(f"{r.artifact}: {r.runtime} — {r.latency_note}." for r in self.results
+              if r.format == "tfjs" and not r.failed),
             *(f"✗ {r.artifact} {r.failed}" for r in self.results if r.failed),
         ]
 
