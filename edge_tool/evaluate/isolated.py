@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -49,10 +50,18 @@ def last_message(stderr_text: str) -> str:
     return lines[-1][:MAX_REASON]
 
 
+SHM_MIN_FREE = 1 << 30  # a container's small /dev/shm (often 64 MB) would fill up: use the temp dir then
+
+
 def scratch_dir(prefix: str) -> tempfile.TemporaryDirectory:
-    """A private temp dir for arrays passed between processes: in /dev/shm (memory) when there is one."""
+    """A private temp dir for arrays passed between processes: in /dev/shm (memory) when it has room."""
     shm = Path("/dev/shm")
-    base = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    base = None
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        try:
+            base = str(shm) if shutil.disk_usage(shm).free >= SHM_MIN_FREE else None
+        except OSError:
+            base = None
     return tempfile.TemporaryDirectory(prefix=prefix, dir=base)
 
 
