@@ -369,3 +369,12 @@ def test_tfjs_weight_path_outside_the_model_dir_is_refused(tmp_path):
                                               "weightsManifest": [{"paths": ["../secret.bin"], "weights": []}]}))
     with pytest.raises(ModelError, match="outside"):
         describe(d)
+
+
+def test_names_are_printed_verbatim_not_as_markup(cnn, tmp_path):
+    art = tmp_path / "[bold]m[i].tflite"
+    art.write_bytes(cnn["fp32"].read_bytes())
+    res = runner.invoke(app, ["eval", str(art), "-r", str(cnn["sm"]), "-d", str(cnn["eval"]), "--runs", "2",
+                              "--max-latency-ms", "0.000001"])
+    assert res.exit_code == 1, res.output
+    assert "[bold]m[i].tflite" in res.output and "Traceback" not in res.output
