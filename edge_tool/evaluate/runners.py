@@ -116,6 +116,8 @@ class TfliteRunner:
                     lat = measure_tflite(*args)
             except RuntimeFailure as exc:
                 self.failed = f"does not run in LiteRT: {exc}"
+            except (RuntimeError, ValueError) as exc:  # in-process timing (latency_in_subprocess=False)
+                self.failed = f"does not run in LiteRT: latency run: {str(exc).strip()[:400]}"
         self.close()
         art = self.art
         return ArtifactResult(
