@@ -84,7 +84,7 @@ def cli_edge(func: Callable) -> Callable:
             try:
                 return func(*args, **kwargs)
             except EdgeToolError as exc:
-                _say("budget exceeded" if exc.exit_code == 1 else "error", exc)
+                _say(getattr(exc, "heading", None) or ("budget exceeded" if exc.exit_code == 1 else "error"), exc)
                 raise typer.Exit(exc.exit_code) from None
             except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM/SIGHUP via signals.Terminated
                 _say("stopped", f"{signals.signal_name(exc)} received; cleaned up (no partial output, no "

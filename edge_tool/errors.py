@@ -29,10 +29,20 @@ class ConversionError(EdgeToolError):
     exit_code = 2
 
 
+class RuntimeFailure(ModelError):
+    """A runtime (LiteRT, tfjs) could not run an artefact, or crashed on it; ``edgetool eval`` makes it a row."""
+
+
 class BudgetExceeded(EdgeToolError):
     """A measured figure broke a user-set budget (CI gate): exit code 1."""
 
     exit_code = 1
+
+
+class ArtifactsFailed(BudgetExceeded):
+    """Some artefacts could not be run (rows "does not run in …"): exit code 1, after the reports are written."""
+
+    heading = "eval failed"
 
 
 def collect_and_raise(problems: list[str], cls: type[EdgeToolError] = UsageError, header: str = "") -> None:

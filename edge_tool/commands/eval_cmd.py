@@ -25,10 +25,13 @@ def command(
     html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data)."),
 ) -> None:
-    """Measure accuracy drift and latency of converted models against the reference; exit 1 on a broken budget."""
-    from edge_tool.errors import BudgetExceeded  # noqa: PLC0415
+    """Measure accuracy drift and latency of converted models against the reference.
+
+    Exit 1 (after writing the reports) on a broken budget or when an artefact does not run in its runtime.
+    """
+    from edge_tool.errors import ArtifactsFailed, BudgetExceeded  # noqa: PLC0415
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
-    from edge_tool.evaluate.pipeline import budget_violations, run_eval, write_reports  # noqa: PLC0415
+    from edge_tool.evaluate.pipeline import budget_violations, failures, run_eval, write_reports  # noqa: PLC0415
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
     config = EvalConfig(
@@ -40,13 +43,19 @@ def command(
 
     with quiet_native_stderr():
         report = run_eval(config)
-    violations = budget_violations(report, config)
-    failing = {artifact for artifact, _ in violations}
+    violations, broken = budget_violations(report, config), failures(report)
+    failing = {artifact for artifact, _ in violations + broken}
     _print_table(report, failing)
     for path in write_reports(report, config, failing):
         typer.echo(visible(f"wrote {path}"))
+    lines = []
+    if broken:
+        lines += ["the following artefacts could not be run (their rows say why; the others were measured):",
+                  *(msg for _, msg in broken)]
     if violations:
-        raise BudgetExceeded("\n".join(["the following artefacts break the eval budget:", *(msg for _, msg in violations)]))
+        lines += ["the following artefacts break the eval budget:", *(msg for _, msg in violations)]
+    if lines:
+        raise (ArtifactsFailed if broken else BudgetExceeded)("\n".join(lines))
 
 
 def _print_table(report, failing: set[str]) -> None:

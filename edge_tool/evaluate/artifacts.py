@@ -50,13 +50,16 @@ def describe(path: Path) -> Artifact:
 
 
 def _tflite(given: Path, model_file: Path) -> Artifact:
-    from edge_tool.runtime import load_interpreter  # noqa: PLC0415
+    from edge_tool.evaluate.tflite_runner import read_flatbuffer  # noqa: PLC0415
 
-    interp = load_interpreter(model_file)  # ModelError for a file that is not a TFLite flatbuffer
+    if not model_file.is_file():
+        raise ModelError(f"Expected a .tflite file at {model_file}, but nothing is there.")
+    # parsed, not loaded: a file that crashes LiteRT must not crash the evaluator (it runs in a worker)
+    facts = read_flatbuffer(model_file)  # ModelError for a file that is not a TFLite flatbuffer
     quant = _manifest_quant(model_file)
     source = "manifest.json"
     if quant is None:
-        quant, source = infer_tflite_quant(interp), "tensor types"
+        quant, source = facts.quant, "tensor types"
     return Artifact(given, model_file, ArtifactFormat.TFLITE, quant, source, model_file.stat().st_size)
 
 
@@ -76,26 +79,6 @@ def _manifest_quant(model_file: Path) -> str | None:
                 return str(entry["quant"])
     quant = doc.get("quant") or doc.get("mode")
     return str(quant) if quant else None
-
-
-def infer_tflite_quant(interp) -> str:
-    """Quant mode from tensor types: int16 activations = int16x8; int8 activations = int8 (full integer);
-    float16 constants = fp16; int8 constants with float activations = dynamic; otherwise fp32."""
-    details = {t["index"]: t for t in interp.get_tensor_details()}
-    activations = set()
-    for op in interp._get_ops_details():  # noqa: SLF001  (the only way to tell op outputs from constants)
-        activations.update(i for i in op["outputs"] if i >= 0)
-    act_types = {details[i]["dtype"].__name__ for i in activations if i in details}
-    const_types = {t["dtype"].__name__ for i, t in details.items() if i not in activations}
-    if "int16" in act_types:
-        return "int16x8"
-    if act_types & {"int8", "uint8"}:
-        return "int8"
-    if "float16" in const_types:
-        return "fp16"
-    if const_types & {"int8", "uint8"}:
-        return "dynamic"
-    return "fp32"
 
 
 def _tfjs(given: Path, model_dir: Path) -> Artifact:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -26,7 +27,9 @@ class EvalConfig:
     ``runs`` and ``time_budget_s`` are exclusive: with a time budget the loop runs until it is spent.
     ``max_drop`` is an accuracy drop as a fraction (0.01 = one percentage point); ``max_latency_ms``
     gates the LiteRT p50 of each .tflite artefact. ``batch_size`` is how many samples the streaming pass reads
-    and sends through the reference at a time (memory is O(batch_size), not O(data)).
+    and sends through the reference and every artefact at a time (memory is O(batch_size), not O(data)).
+    ``threads`` is the latency loop's LiteRT thread count; the accuracy pass uses ``pass_threads`` (default: every
+    core this process may use).
     """
 
     artifacts: tuple[Path, ...]
@@ -48,6 +51,7 @@ class EvalConfig:
     seed: int = 0
     latency_in_subprocess: bool = True
     batch_size: int = DEFAULT_BATCH
+    pass_threads: int | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -55,7 +59,8 @@ class EvalConfig:
             problems.append("give at least one ARTIFACT (.tflite file or TFJS model directory)")
         problems += below_minimum({"--threads": (self.threads, 1), "--warmup": (self.warmup, 0),
                                    "--top-k": (self.top_k, 2), "--batch-size": (self.batch_size, 1),
-                                   "per-layer top N": (self.per_layer_top, 1)})
+                                   "per-layer top N": (self.per_layer_top, 1),
+                                   "pass threads": (self.pass_threads or 1, 1)})
         if self.runs is not None and self.time_budget_s is not None:
             problems.append("--runs and --time-budget are exclusive; give one of them")
         if self.runs is not None and self.runs < 1:
@@ -82,6 +87,16 @@ class EvalConfig:
         if self.time_budget_s is not None:
             return None
         return self.runs if self.runs is not None else DEFAULT_RUNS
+
+    @property
+    def accuracy_threads(self) -> int:
+        """LiteRT threads of each artefact's accuracy pass: ``pass_threads``, else every usable core."""
+        if self.pass_threads is not None:
+            return self.pass_threads
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:
+            return os.cpu_count() or 1
 
     @property
     def report_paths(self) -> dict[str, Path]:

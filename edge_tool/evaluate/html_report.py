@@ -42,10 +42,14 @@ def _drift_table(report: Report) -> str:
         cold = "—" if not r.latency or r.latency.cold_start is None else f"{r.latency.cold_start:.1f}"
         rss = "—" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.1f}"
         topk = "—" if r.top_k_accuracy is None else f"{100 * r.top_k_accuracy:.2f}%"
-        rows.append(f"<tr><td>{_e(r.artifact)}</td><td class=num>{topk}</td><td class=num>{r.max_abs_error:.3g}</td>"
-                    f"<td class=num>{r.mean_abs_error:.3g}</td><td class=num>{r.cosine:.6f}</td>"
+        rows.append(f"<tr><td>{_e(r.artifact)}</td><td class=num>{topk}</td><td class=num>{_g(r.max_abs_error)}</td>"
+                    f"<td class=num>{_g(r.mean_abs_error)}</td><td class=num>{_g(r.cosine, '.6f')}</td>"
                     f"<td class=num>{cold}</td><td class=num>{rss}</td><td>{_e(r.runtime)}</td></tr>")
     return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _g(v: float | None, fmt: str = ".3g") -> str:
+    return "—" if v is None else format(v, fmt)
 
 
 def _per_layer(report: Report) -> str:
@@ -80,8 +84,8 @@ def render(report: Report, failing: set[str] | None = None) -> str:
     if ref.latency:
         points.append(ParetoPoint("reference", ref.latency.p50, ref.accuracy if use_acc else 1.0, ref.size_bytes))
     points += [ParetoPoint(r.artifact, r.latency.p50, r.accuracy if use_acc else r.top1_agreement, r.size_bytes)
-               for r in report.results if r.latency]
-    notes = "".join(f"<li>{_e(line)}</li>" for line in report.footer_lines())
+               for r in report.results if r.latency and (r.accuracy if use_acc else r.top1_agreement) is not None]
+    notes = "".join(f"<li>{_e(line.replace('`', ''))}</li>" for line in report.footer_lines())
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width,initial-scale=1'>"

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.errors import ModelError
+from edge_tool.errors import RuntimeFailure
+from edge_tool.evaluate.isolated import death_reason
 from edge_tool.evaluate.report import LatencyStats
 
 MAX_SAMPLES_KEPT = 2000  # raw times kept for the report's plots
@@ -59,10 +60,27 @@ def summarize(times_ns: list[int] | np.ndarray, cold_start_ms: float | None) -> 
     )
 
 
-def tflite_step(interp, feeds: dict[int, np.ndarray], output_indices: list[int]) -> Callable[[], list]:
-    """The one timed unit of work: set every input tensor, invoke, read every output tensor."""
+def tflite_step(interp, feeds: dict[int, np.ndarray], output_indices: list[int],
+                reset_state: bool = False) -> Callable[[], list]:
+    """The one timed unit of work: set every input tensor, invoke, read every output tensor.
+
+    With ``reset_state`` (a model with recurrent state) the variable tensors are reset first, as an app must
+    before each independent sample; that reset is part of the timed work.
+    """
     set_tensor, invoke, get_tensor = interp.set_tensor, interp.invoke, interp.get_tensor
     items = list(feeds.items())
+
+    if reset_state:
+        reset = interp.reset_all_variables
+
+        def step() -> list:
+            reset()
+            for index, value in items:
+                set_tensor(index, value)
+            invoke()
+            return [get_tensor(i) for i in output_indices]
+
+        return step
 
     def step() -> list:
         for index, value in items:
@@ -73,36 +91,78 @@ def tflite_step(interp, feeds: dict[int, np.ndarray], output_indices: list[int])
     return step
 
 
+def fit_inputs(interp, feeds: dict[int, np.ndarray]) -> None:
+    """Resize inputs to the feeds' shapes where they differ (dynamic height/width, batch), then allocate."""
+    current = {d["index"]: tuple(d["shape"]) for d in interp.get_input_details()}
+    changed = {i: x.shape for i, x in feeds.items() if current.get(i) != x.shape}
+    for i, shape in changed.items():
+        interp.resize_tensor_input(i, list(shape))
+    interp.allocate_tensors()
+
+
 def measure_tflite(model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int], threads: int,
                    warmup: int, runs: int | None, time_budget_s: float | None) -> LatencyStats:
-    """Cold start (load + allocate + first inference) then the timed loop, in this process."""
+    """Cold start (load + allocate + first inference) then the timed loop, in this process.
+
+    Inputs are resized to the feeds' shapes where the model's differ (dynamic dims); a model with recurrent
+    state has it reset before every call.
+    """
+    from edge_tool.evaluate.tflite_runner import read_flatbuffer  # noqa: PLC0415
     from edge_tool.runtime import interpreter_class  # noqa: PLC0415
 
+    stateful = read_flatbuffer(Path(model_path)).stateful
     cls, _ = interpreter_class()
     t0 = time.perf_counter_ns()
     interp = cls(model_path=str(model_path), num_threads=threads)
-    interp.allocate_tensors()
-    step = tflite_step(interp, feeds, output_indices)
+    fit_inputs(interp, feeds)
+    step = tflite_step(interp, feeds, output_indices, reset_state=stateful)
     step()
     cold_ms = (time.perf_counter_ns() - t0) / 1e6
     return summarize(time_loop(step, warmup, runs, time_budget_s), cold_ms)
+
+
+class LatencyProcess:
+    """A fresh process for one latency run, started ahead of time.
+
+    Its imports (numpy, LiteRT) happen as soon as it starts, while other work runs; it then waits for its one
+    request on stdin, so the timed part and its peak RSS are still the model's alone.
+    """
+
+    def __init__(self):
+        self._proc = subprocess.Popen([sys.executable, "-m", "edge_tool.evaluate.latency_worker", "-"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+
+    def measure(self, model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int], threads: int,
+                warmup: int, runs: int | None, time_budget_s: float | None) -> tuple[LatencyStats, float]:
+        """measure_tflite in this process; (stats, its peak RSS in MB). RuntimeFailure if LiteRT dies on it."""
+        with tempfile.TemporaryDirectory(prefix="edgetool-lat-") as tmp:
+            feeds_path = Path(tmp) / "feeds.npz"
+            np.savez(feeds_path, **{f"t{i}": v for i, v in feeds.items()})
+            request = {"model": str(model_path), "feeds": str(feeds_path), "outputs": list(output_indices),
+                       "threads": threads, "warmup": warmup, "runs": runs, "time_budget_s": time_budget_s}
+            out, err = self._proc.communicate(json.dumps(request) + "\n")
+        if self._proc.returncode != 0:
+            raise RuntimeFailure(f"latency run: {death_reason(self._proc.returncode, err, 'LiteRT')}")
+        result = json.loads(out.strip().splitlines()[-1])
+        return LatencyStats.from_dict(result["latency"]), float(result["peak_rss_mb"])
+
+    def close(self) -> None:
+        """Stop the process if it was never used (idempotent)."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.communicate()
 
 
 def measure_tflite_subprocess(model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int],
                               threads: int, warmup: int, runs: int | None,
                               time_budget_s: float | None) -> tuple[LatencyStats, float]:
     """measure_tflite in a fresh process; returns (stats, peak RSS of that process in MB)."""
-    with tempfile.TemporaryDirectory(prefix="edgetool-lat-") as tmp:
-        feeds_path = Path(tmp) / "feeds.npz"
-        np.savez(feeds_path, **{f"t{i}": v for i, v in feeds.items()})
-        request = {"model": str(model_path), "feeds": str(feeds_path), "outputs": list(output_indices),
-                   "threads": threads, "warmup": warmup, "runs": runs, "time_budget_s": time_budget_s}
-        proc = subprocess.run([sys.executable, "-m", "edge_tool.evaluate.latency_worker", json.dumps(request)],
-                              capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise ModelError(f"The LiteRT latency run of {model_path} failed:\n{proc.stderr.strip()[-2000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    return LatencyStats.from_dict(result["latency"]), float(result["peak_rss_mb"])
+    proc = LatencyProcess()
+    try:
+        return proc.measure(model_path, feeds, output_indices, threads, warmup, runs, time_budget_s)
+    finally:
+        proc.close()
 
 
 def peak_rss_mb() -> float:

@@ -1,4 +1,5 @@
-"""Subprocess entry: ``python -m edge_tool.evaluate.latency_worker REQUEST_JSON`` prints one JSON line.
+"""Subprocess entry: ``python -m edge_tool.evaluate.latency_worker REQUEST_JSON`` prints one JSON line; with ``-``
+instead of the request it imports LiteRT first, then reads the request from stdin (a worker started ahead).
 
 Runs only the LiteRT interpreter (no TensorFlow import), so its cold start and peak RSS are the model's own.
 """
@@ -14,8 +15,19 @@ from edge_tool.evaluate.latency import measure_tflite, peak_rss_mb
 
 
 def main(argv: list[str]) -> int:
-    """Measure the model described by the JSON request in ``argv[0]``; print {"latency", "peak_rss_mb"}."""
-    request = json.loads(argv[0])
+    """Measure the model described by the JSON request in ``argv[0]`` (or on stdin for ``-``); print
+    {"latency", "peak_rss_mb"}."""
+    if argv[0] == "-":
+        from edge_tool.runtime import interpreter_class  # noqa: PLC0415
+        from edge_tool.tflite_model import _schema  # noqa: PLC0415
+
+        interpreter_class(), _schema()  # the imports, before the request arrives
+        line = sys.stdin.readline()
+        if not line.strip():
+            return 0  # closed unused
+        request = json.loads(line)
+    else:
+        request = json.loads(argv[0])
     with np.load(request["feeds"]) as npz:
         feeds = {int(k[1:]): npz[k] for k in npz.files}
     stats = measure_tflite(request["model"], feeds, request["outputs"], request["threads"], request["warmup"],

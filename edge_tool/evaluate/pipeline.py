@@ -1,5 +1,5 @@
-"""run_eval: one streaming pass (reference + every artefact per batch, running metrics), then latency and
-(optionally) per-layer error for every artefact."""
+"""run_eval: one streaming pass (reference + every artefact per batch, each artefact in its own process, running
+metrics), then latency and (optionally) per-layer error for every artefact; failed artefacts become rows."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from edge_tool.evaluate import metrics
 from edge_tool.evaluate.artifacts import Artifact, describe, saved_model_size
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.data import EvalStream
-from edge_tool.evaluate.latency import measure_tflite, measure_tflite_subprocess, summarize
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult, Report
 from edge_tool.fsutil import atomic_file, check_output_file
 
@@ -59,43 +58,79 @@ def primary_output(outputs: dict[str, np.ndarray]) -> str:
 def run_eval(config: EvalConfig) -> Report:
     """Evaluate every artefact of ``config``; raises UsageError-family errors (exit 2) before measuring.
 
-    One streaming pass over the data: each batch goes through the reference (batched) and every artefact
-    (batch 1 for LiteRT, the batch for TFJS in Node), and only running metric totals are kept, so memory is
-    O(batch) whatever the data size. Latency is measured afterwards on the first sample.
+    Every artefact runs in a process of its own (a LiteRT worker per .tflite, a Node session per TFJS model),
+    started first so that their start-up overlaps TensorFlow's. One streaming pass over the data: each batch is
+    sent to every artefact, then the reference runs it while they do, then their outputs are folded into running
+    metric totals, so memory is O(batch) whatever the data size. An artefact whose runtime refuses it or
+    crashes becomes a row with ``failed`` set; the others go on. Latency is measured afterwards, one model at a
+    time on a quiet machine: batch 1 on the first sample, each .tflite in a fresh process.
     """
+    from edge_tool.evaluate.isolated import scratch_dir  # noqa: PLC0415
     from edge_tool.evaluate.machine import machine_info  # noqa: PLC0415
     from edge_tool.evaluate.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
     from edge_tool.evaluate.reference import ReferenceModel  # noqa: PLC0415
     from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
 
+    clock = _Stages()
     _check_outputs(config)
     validate_saved_model_dir(config.reference)
     arts = _describe_all(config.artifacts)
-    ref = ReferenceModel(config.reference)
-    keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
-    data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size, keep_first=keep)
-    if config.max_drop is not None and data.labels is None:
-        raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
     with ExitStack() as stack:
-        runners = [_open_runner(art, config, stack) for art in arts]
-        first = _stream(ref, data, runners, config.top_k)
+        scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
+        runners = []
+        for slot, art in enumerate(arts):
+            runners.append(_open_runner(art, config, scratch, slot))
+            # an error or a stop signal unwinding: end the child processes at once instead of asking them
+            stack.push(lambda exc_type, *_, r=runners[-1]: r.close(abort=exc_type is not None))
+        ref = ReferenceModel(config.reference)
+        keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
+        data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
+                          keep_first=keep)
+        if config.max_drop is not None and data.labels is None:
+            raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
+        clock.mark("start (TensorFlow import, reference load, workers started)")
+        first = _stream(ref, data, runners, config.top_k, scratch)
+        for r in runners:
+            r.end_pass()
+        clock.mark("accuracy pass")
         ref_task = first.ref_task.result()
         ref_lat = ref.latency(first.sample, config.warmup, config.effective_runs, config.time_budget_s)
+        clock.mark("reference latency")
         reference = ReferenceResult(str(config.reference), saved_model_size(config.reference), ref_task["accuracy"],
                                     ref_task["top_k_accuracy"], ref_lat, "tensorflow (SavedModel, batch 1)",
                                     first.out_name)
-        results = [r.result(label, config, reference, _drift_fields(acc, reference))
+        results = [r.result(label, config, reference, _fields(r, acc, reference))
                    for r, acc, label in zip(runners, first.accs, _labels(arts))]
+        clock.mark("artefact latency")
     notes = []
     if config.per_layer:
         results = _with_per_layer(results, arts, config, data, ref)
         notes += _per_layer_notes(arts, _labels(arts))
-    settings = {"threads": config.threads, "warmup": config.warmup, "runs": config.effective_runs,
-                "time_budget_s": config.time_budget_s, "top_k": config.top_k, "max_drop": config.max_drop,
-                "max_latency_ms": config.max_latency_ms}
+        clock.mark("per-layer")
+    settings = {"threads": config.threads, "accuracy_pass_threads": config.accuracy_threads,
+                "warmup": config.warmup, "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
+                "top_k": config.top_k, "max_drop": config.max_drop, "max_latency_ms": config.max_latency_ms,
+                "batch_size": config.batch_size}
     data_desc = {"path": str(config.data), "summary": data.summary, "samples": data.consumed,
                  "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details()}
-    return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes))
+    return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes), clock.stages)
+
+
+class _Stages:
+    """Wall seconds per stage of run_eval (the report's ``timings_s``)."""
+
+    def __init__(self):
+        import time  # noqa: PLC0415
+
+        self._now = time.perf_counter
+        self._t = self._now()
+        self.stages: dict[str, float] = {}
+
+    def mark(self, stage: str) -> None:
+        """Close ``stage`` at now."""
+        t = self._now()
+        self.stages[stage] = round(t - self._t, 3)
+        self._t = t
 
 
 @dataclass
@@ -108,22 +143,39 @@ class _Pass:
     accs: list
 
 
-def _stream(ref, data: EvalStream, runners: list, top_k: int) -> _Pass:
+def _stream(ref, data: EvalStream, runners: list, top_k: int, scratch: Path) -> _Pass:
+    """Each batch: to every artefact's process, through the reference meanwhile, then every output folded in.
+
+    The first batch goes through the reference first (its outputs name the primary output the artefacts send
+    back); from the second on, the reference and every artefact work on the batch at the same time.
+    """
+    from edge_tool.evaluate.runners import BatchFiles  # noqa: PLC0415
+
+    files = BatchFiles(scratch)
     accs = [metrics.DriftAccumulator(top_k) for _ in runners]
     state: _Pass | None = None
+    ref_names: list[str] = []
     for inputs, labels in data.batches():
-        ref_out = ref.predict(inputs)
+        written = files.write(inputs) if any(r.reads_files and not r.failed for r in runners) else {}
         if state is None:
+            ref_out = ref.predict(inputs)
             state = _Pass(primary_output(ref_out), {k: v[:1].copy() for k, v in inputs.items()},
                           metrics.TaskAccumulator(top_k), accs)
             ref_names = sorted(ref_out)
             check_labels(data.labels, ref_out[state.out_name], state.out_name, data.path)
+            for r in runners:
+                r.submit(written, inputs, state.out_name, ref_names)
+        else:
+            for r in runners:
+                r.submit(written, inputs, state.out_name, ref_names)
+            ref_out = ref.predict(inputs)
         ref_y = ref_out[state.out_name]
         state.ref_task.update(ref_y, labels)
         for runner, acc in zip(runners, accs):
-            out = runner.outputs(inputs, state.out_name, ref_names)
-            _check_output_shape(runner.art, out, ref_y, state.out_name, ref)
-            acc.update(ref_y, out, labels)
+            out = runner.collect()
+            if out is not None:
+                _check_output_shape(runner.art, out, ref_y, state.out_name, ref)
+                acc.update(ref_y, out, labels)
     if state is None:
         raise DataError(f"--data {data.path} yielded no samples.")
     return state
@@ -152,88 +204,32 @@ def _check_output_shape(art: Artifact, out: np.ndarray, ref_y: np.ndarray, out_n
                          "number of classes): it was not converted from this reference model.")
 
 
-def _drift_fields(acc: metrics.DriftAccumulator, reference: ReferenceResult) -> dict:
+def _fields(runner, acc: metrics.DriftAccumulator, reference: ReferenceResult) -> dict:
+    """The row's accuracy and drift figures; all None for an artefact that failed during the pass."""
+    from edge_tool.evaluate.runners import NONE_FIELDS  # noqa: PLC0415
+
+    if runner.failed:
+        return {**NONE_FIELDS, "reference_accuracy": reference.accuracy}
     task = acc.task.result()
     drop = None if task["accuracy"] is None else reference.accuracy - task["accuracy"]
     return {"accuracy": task["accuracy"], "top_k_accuracy": task["top_k_accuracy"],
             "reference_accuracy": reference.accuracy, "accuracy_drop": drop, **acc.drift()}
 
 
-def _open_runner(art: Artifact, config: EvalConfig, stack: ExitStack):
-    if art.format is ArtifactFormat.TFLITE:
-        return _TfliteRunner(art, config)
-    from edge_tool.evaluate.tfjs_runner import TfjsSession  # noqa: PLC0415
+def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int):
+    from edge_tool.evaluate.runners import TfjsRunner, TfliteRunner  # noqa: PLC0415
 
-    return _TfjsRunner(art, stack.enter_context(TfjsSession(art.model_file)))
-
-
-class _TfliteRunner:
-    """A .tflite artefact during the pass: batch-1 LiteRT outputs of each batch, then its latency and row."""
-
-    def __init__(self, art: Artifact, config: EvalConfig):
-        from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
-
-        self.art = art
-        self.model = TfliteModel(art.model_file, threads=config.threads)
-        self.first_feeds: dict | None = None
-
-    def outputs(self, inputs: dict, out_name: str, ref_names: list[str]) -> np.ndarray:
-        """The artefact's (dequantized) output matching the reference's ``out_name`` for one batch."""
-        feeds = self.model.prepare(inputs)
-        if self.first_feeds is None:
-            self.first_feeds = {idx: x[:1].copy() for idx, x in feeds.items()}
-        binding = self.model.output_for(out_name, ref_names.index(out_name))
-        return self.model.dequantize(binding, self.model.predict(feeds)[binding.index])
-
-    def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
-        """Latency (fresh process unless configured otherwise) and the artefact's row."""
-        out_idx = [b.index for b in self.model.outputs]
-        args = (self.art.model_file, self.first_feeds, out_idx, config.threads, config.warmup,
-                config.effective_runs, config.time_budget_s)
-        if config.latency_in_subprocess:
-            lat, rss = measure_tflite_subprocess(*args)
-        else:
-            lat, rss = measure_tflite(*args), None
-        art = self.art
-        return ArtifactResult(
-            artifact=label, format="tflite", quant=art.quant, size_bytes=art.size_bytes,
-            size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=rss, threads=config.threads,
-            runtime=self.model.runtime, **fields,
-        )
-
-
-class _TfjsRunner:
-    """A TFJS artefact during the pass: a Node session fed batch by batch, then its latency and row."""
-
-    def __init__(self, art: Artifact, session):
-        self.art, self.session = art, session
-        self.first: dict | None = None
-
-    def outputs(self, inputs: dict, out_name: str, ref_names: list[str]) -> np.ndarray:
-        """The model's output matching the reference's ``out_name`` (by name, else by position) for one batch."""
-        if self.first is None:
-            self.first = {k: v[:1].copy() for k, v in inputs.items()}
-        out = self.session.predict(inputs)
-        name = out_name if out_name in out else sorted(out)[ref_names.index(out_name)]
-        return out[name]
-
-    def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
-        """Latency in the same Node session (batch 1, first sample) and the artefact's row."""
-        times = ()
-        if config.effective_runs or config.time_budget_s:
-            times = self.session.latency(self.first, config.warmup, config.effective_runs, config.time_budget_s)
-        lat = summarize(np.asarray(times) * 1e6, None) if times else None
-        art = self.art
-        return ArtifactResult(
-            artifact=label, format="tfjs", quant=art.quant, size_bytes=art.size_bytes,
-            size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=None, threads=1,
-            runtime=self.session.version,
-            latency_note="tfjs cpu backend in Node (single-threaded JS), not a browser figure", **fields,
-        )
+    cls = TfliteRunner if art.format is ArtifactFormat.TFLITE else TfjsRunner
+    return cls(art, config, scratch, slot)
 
 
 def _per_layer_eligible(art: Artifact) -> bool:
     return art.format is ArtifactFormat.TFLITE and art.quant == "int8"
+
+
+def failures(report: Report) -> list[tuple[str, str]]:
+    """(artifact, message) for every artefact that could not be run."""
+    return [(r.artifact, f"{r.artifact}: {r.failed}") for r in report.results if r.failed]
 
 
 def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config: EvalConfig, data: EvalStream,

@@ -54,7 +54,8 @@ class LayerError:
 
 @dataclass(frozen=True)
 class ArtifactResult:
-    """Everything measured for one artefact."""
+    """Everything measured for one artefact; ``failed`` holds the reason when the runtime could not run it (the
+    metrics it did not reach are None)."""
 
     artifact: str
     format: str
@@ -65,19 +66,21 @@ class ArtifactResult:
     top_k_accuracy: float | None
     reference_accuracy: float | None
     accuracy_drop: float | None
-    top1_agreement: float
-    max_abs_error: float
-    mean_abs_error: float
-    cosine: float
+    top1_agreement: float | None
+    max_abs_error: float | None
+    mean_abs_error: float | None
+    cosine: float | None
     latency: LatencyStats | None
     peak_rss_mb: float | None
     threads: int
     runtime: str
     latency_note: str = ""
     per_layer: tuple[LayerError, ...] | None = None
+    failed: str | None = None
+    batching: str = ""
 
     def to_dict(self) -> dict:
-        """JSON form (the ``results`` entries of the report)."""
+        """JSON form (the ``results`` entries of the report); ``failed`` only on rows that could not run."""
         d = {
             "artifact": self.artifact, "format": self.format, "quant": self.quant, "size_bytes": self.size_bytes,
             "size_ratio": self.size_ratio, "accuracy": self.accuracy, "top_k_accuracy": self.top_k_accuracy,
@@ -91,6 +94,10 @@ class ArtifactResult:
             d["latency_note"] = self.latency_note
         if self.per_layer is not None:
             d["per_layer"] = [e.to_dict() for e in self.per_layer]
+        if self.batching:
+            d["accuracy_pass"] = self.batching
+        if self.failed:
+            d["failed"] = self.failed
         return d
 
 
@@ -123,11 +130,13 @@ class Report:
     machine: dict
     settings: dict
     notes: tuple[str, ...] = ()
+    timings_s: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """JSON-ready dict."""
+        """JSON-ready dict (``timings_s``: wall seconds of eval's own stages)."""
         return {"results": [r.to_dict() for r in self.results], "reference": self.reference.to_dict(),
-                "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes)}
+                "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes),
+                "timings_s": self.timings_s}
 
     def to_json(self) -> str:
         """Pretty JSON."""
@@ -145,7 +154,8 @@ class Report:
         rows = [[f"{_short(ref.path)} (reference)", "SavedModel", "float32", _mb(ref.size_bytes), "1.00×",
                  _pct(ref.accuracy), "—", "—", _ms(ref.latency, "p50"), _ms(ref.latency, "p99")]]
         for r in self.results:
-            rows.append([r.artifact, r.format, r.quant, _mb(r.size_bytes), f"{r.size_ratio:.2f}×", _pct(r.accuracy),
+            acc = "does not run" if r.failed and r.top1_agreement is None else _pct(r.accuracy)
+            rows.append([r.artifact, r.format, r.quant, _mb(r.size_bytes), f"{r.size_ratio:.2f}×", acc,
                          _pts(r.accuracy_drop), _pct(r.top1_agreement), _ms(r.latency, "p50"), _ms(r.latency, "p99")])
         return rows
 
@@ -171,11 +181,17 @@ class Report:
         return [
             f"Data: {self.data.get('summary')} (reference output {self.reference.output!r}).",
             f"Latency: batch 1, {s['threads']} thread(s), {s['warmup']} warm-up calls then {runs}; "
-            "p50/p99 of set_tensor+invoke+get_tensor with the LiteRT interpreter (TFJS rows: tfjs cpu backend in "
-            "Node, not a browser; reference row: TensorFlow).",
+            "p50/p99 of set_tensor+invoke+get_tensor with the LiteRT interpreter, each .tflite in a fresh process "
+            "(TFJS rows: tfjs in Node, not a browser; reference row: TensorFlow).",
+            f"Accuracy pass: every artefact in its own process, {s.get('accuracy_pass_threads', 1)} LiteRT thread(s), "
+            "batched where the file allows (see each row's accuracy_pass in the JSON); recurrent state reset "
+            "before every sample.",
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
             *self.notes,
+            *(f"{r.artifact}: {r.runtime} — {r.latency_note}." for r in self.results
+              if r.format == "tfjs" and not r.failed),
+            *(f"✗ {r.artifact} {r.failed}" for r in self.results if r.failed),
         ]
 
 

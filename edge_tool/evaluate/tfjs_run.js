@@ -1,7 +1,9 @@
-// Run a TF.js graph model (model.json + weight shards on disk) with the cpu backend in Node, as a session:
-// the caller streams requests, one JSON object per line on stdin, and reads one JSON line per request on stdout.
-// Usage: node tfjs_run.js TF_MIN_JS MODEL_JSON
+// Run a TF.js graph model (model.json + weight shards on disk) in Node, as a session, on the wasm backend (what the
+// demo page runs; SIMD when Node has it) or the cpu backend: the caller streams requests, one JSON object per line
+// on stdin, and reads one JSON line per request on stdout.
+// Usage: node tfjs_run.js TF_MIN_JS MODEL_JSON [wasm WASM_DIR | cpu]
 // First line written: {"ready": true, "tfjs_version", "backend"}.
+// Graphs with control flow (LSTM/GRU while loops) need executeAsync: the first execute that says so switches to it.
 // Requests:
 //   {"op": "predict", "inputs": {name: {"file": in.bin, "dtype": "float32"|"int32"|"bool", "shape": [...]}},
 //    "out_dir": DIR}  -> runs the batch, writes each output's raw values to DIR/out<i>.bin and answers
@@ -9,7 +11,8 @@
 //   {"op": "latency", "inputs": {... one sample ...}, "warmup": W, "runs": R, "time_budget_s": S|null}
 //                     -> {"latency_ms": [...]} (batch 1, execute + dataSync per call)
 //   {"op": "close"} or end of stdin -> exit 0.
-// Any error: the stack goes to stderr and the process exits 3.
+// An error while loading or running the model answers {"failed": "<one-line message>"} (stack on stderr); a
+// request after a failed start is not read (the process exits 3).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -20,7 +23,7 @@ console.log = (...a) => process.stderr.write(a.join(' ') + '\n');
 console.warn = console.log;
 console.info = console.log;
 
-const [bundlePath, modelJsonPath] = process.argv.slice(2);
+const [bundlePath, modelJsonPath, backendName = 'cpu', wasmDir = ''] = process.argv.slice(2);
 const tf = require(path.resolve(bundlePath));
 
 // Every shard must resolve (symlinks included) inside the model directory; edgetool checks this before starting
@@ -32,6 +35,25 @@ function shardPath(modelDir, p) {
     throw new Error(`weight shard path ${JSON.stringify(p)} is not inside ${root}`);
   }
   return real;
+// tf-backend-wasm.min.js requires @tensorflow/tfjs-core: hand it the tfjs bundle already loaded.
+async function useBackend(name) {
+  if (name === 'wasm') {
+    const Module = require('module');
+    const load = Module._load;
+    Module._load = function (request, ...rest) {
+      return request === '@tensorflow/tfjs-core' ? tf : load.call(this, request, ...rest);
+    };
+    const wasm = require(path.join(path.resolve(wasmDir), 'tf-backend-wasm.min.js'));
+    Module._load = load;
+    wasm.setWasmPaths(path.resolve(wasmDir) + path.sep);
+  }
+  if (!(await tf.setBackend(name))) throw new Error(`the tfjs ${name} backend failed to initialise`);
+  await tf.ready();
+}
+
+function oneLine(err) {
+  const msg = String(err && err.message ? err.message : err).trim().split('\n')[0];
+  return msg.slice(0, 400);
 }
 
 function readWeights(modelDir, manifest) {
@@ -58,8 +80,7 @@ function answer(obj) {
 }
 
 async function main() {
-  await tf.setBackend('cpu');
-  await tf.ready();
+  await useBackend(backendName);
   const modelJson = JSON.parse(fs.readFileSync(modelJsonPath, 'utf8'));
   const { specs, data } = readWeights(path.dirname(modelJsonPath), modelJson.weightsManifest || []);
   const model = await tf.loadGraphModel(tf.io.fromMemory({
@@ -82,14 +103,24 @@ async function main() {
     }
     return feeds;
   };
-  const run = (f) => {
-    const r = model.execute(f, outNodes);
+  let useAsync = false;
+  const run = async (f) => {
+    let r;
+    if (!useAsync) {
+      try {
+        r = model.execute(f, outNodes);
+      } catch (err) {
+        if (!/executeAsync/.test(String(err && err.message))) throw err;
+        useAsync = true; // control flow (while loops, TensorLists): only executeAsync runs it
+      }
+    }
+    if (useAsync) r = await model.executeAsync(f, outNodes);
     return Array.isArray(r) ? r : [r];
   };
 
-  const predict = (req) => {
+  const predict = async (req) => {
     const feeds = feedsOf(req.inputs);
-    const results = run(feeds);
+    const results = await run(feeds);
     const outputs = {};
     outNames.forEach((n, i) => {
       const values = results[i].dataSync();
@@ -102,15 +133,15 @@ async function main() {
     return { outputs };
   };
 
-  const latency = (req) => {
+  const latency = async (req) => {
     const one = feedsOf(req.inputs);
     const times = [];
     const budgetNs = req.time_budget_s ? BigInt(Math.round(req.time_budget_s * 1e9)) : null;
-    for (let i = 0; i < (req.warmup || 0); i++) tf.dispose(run(one).map((t) => (t.dataSync(), t)));
+    for (let i = 0; i < (req.warmup || 0); i++) tf.dispose((await run(one)).map((t) => (t.dataSync(), t)));
     const start = process.hrtime.bigint();
     for (let i = 0; budgetNs !== null || i < (req.runs || 0); i++) {
       const t0 = process.hrtime.bigint();
-      const r = run(one);
+      const r = await run(one);
       r.forEach((t) => t.dataSync());
       const t1 = process.hrtime.bigint();
       tf.dispose(r);
@@ -127,14 +158,20 @@ async function main() {
     if (!line.trim()) continue;
     const req = JSON.parse(line);
     if (req.op === 'close') break;
-    if (req.op === 'predict') answer(predict(req));
-    else if (req.op === 'latency') answer(latency(req));
-    else throw new Error(`unknown request op ${req.op}`);
+    try {
+      if (req.op === 'predict') answer(await predict(req));
+      else if (req.op === 'latency') answer(await latency(req));
+      else throw new Error(`unknown request op ${req.op}`);
+    } catch (err) {
+      process.stderr.write(String(err && err.stack ? err.stack : err) + '\n');
+      answer({ failed: oneLine(err) });
+    }
   }
   rl.close();
 }
 
 main().then(() => process.exit(0)).catch((err) => {
   process.stderr.write(String(err && err.stack ? err.stack : err) + '\n');
+  answer({ failed: oneLine(err) });
   process.exit(3);
 });

@@ -1,19 +1,17 @@
-"""A TFJS graph model run by tfjs (cpu backend) in Node, through tfjs_run.js: a session fed batch by batch."""
+"""A TFJS graph model run by tfjs in Node (wasm backend, cpu as fallback), through tfjs_run.js: a session fed
+batch by batch."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from edge_tool.errors import DataError, ModelError, UsageError, collect_and_raise
-from edge_tool.signals import deferred
 from edge_tool.evaluate.data import InputSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,6 +35,21 @@ def tfjs_bundle_path() -> Path:
         "Evaluating a TFJS model needs the tfjs runtime for Node, but no tf.min.js was found (looked in "
         f"{', '.join(str(c) for c in candidates)}). Set it up with: {SETUP_HINT}; or point EDGETOOL_TFJS_BUNDLE "
         "at a tf.min.js."
+    )
+
+
+def wasm_backend_dir() -> Path:
+    """The directory holding tf-backend-wasm.min.js and its .wasm files (web_demo/vendor, or node_modules)."""
+    bundle = tfjs_bundle_path()
+    candidates = [bundle.parent, REPO / "web_demo" / "vendor",
+                  REPO / "web_demo" / "node_modules" / "@tensorflow" / "tfjs-backend-wasm" / "dist"]
+    for c in candidates:
+        if (c / "tf-backend-wasm.min.js").is_file() and (c / "tfjs-backend-wasm.wasm").is_file():
+            return c
+    raise UsageError(
+        "Evaluating a TFJS model runs it on tfjs's wasm backend (what the demo page uses), but "
+        f"tf-backend-wasm.min.js with its .wasm files was not found (looked in {', '.join(map(str, candidates))}). "
+        f"Set it up with: {SETUP_HINT}."
     )
 
 
@@ -78,29 +91,29 @@ _OUT_DTYPES = {"float32": np.float32, "int32": np.int32, "bool": np.uint8}
 class TfjsSession:
     """One Node process holding the loaded graph model; batches go in and come back one at a time.
 
-    Inputs and outputs travel through small binary files in a private temp dir (one batch at a time), requests
-    and answers as JSON lines on the process's stdin/stdout, so memory on both sides stays O(batch).
-    Use as a context manager (the process and temp dir go away on exit).
+    ``backend`` is "wasm" (what the demo page runs; the vendored tf-backend-wasm.min.js and .wasm files, SIMD
+    where Node supports it) or "cpu". Graphs with control flow (LSTM/GRU loops) run with executeAsync. Inputs and
+    outputs travel through small binary files in a private temp dir (one batch at a time), requests and answers
+    as JSON lines, so memory on both sides stays O(batch). A failure of the model in tfjs raises RuntimeFailure
+    with tfjs's one-line message. Use as a context manager (the process and temp dir go away on exit).
     """
 
-    def __init__(self, model_json: Path):
+    def __init__(self, model_json: Path, backend: str = "wasm"):
+        from edge_tool.evaluate.isolated import WorkerProcess, scratch_dir  # noqa: PLC0415
+
         self.model_json = Path(model_json)
+        self.backend = backend
         self.specs = signature_inputs(self.model_json)
         self._dtypes = {s.name: s.dtype for s in self.specs}
         bundle, node = tfjs_bundle_path(), node_binary()
-        self._tmp = tempfile.TemporaryDirectory(prefix="edgetool-tfjs-")
+        self._tmp = scratch_dir("edgetool-tfjs-")
         self._dir = Path(self._tmp.name)
-        self._stderr = open(self._dir / "stderr.txt", "w+b")  # a file, not a pipe: a chatty tfjs cannot block
-        with deferred():  # a stop signal cannot fall between starting Node and owning it
-            self._proc = subprocess.Popen([node, str(SCRIPT), str(bundle), str(self.model_json)],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                          text=True, bufsize=1)
-        try:
-            ready = self._read()
-        except BaseException:  # Node failed to start, or a signal: nobody will __exit__ this session
-            self.close(abort=True)
-            raise
-        self.version = f"tfjs {ready['tfjs_version']} ({ready['backend']} backend, Node)"
+        argv = [node, str(SCRIPT), str(bundle), str(self.model_json), backend]
+        if backend == "wasm":
+            argv.append(str(wasm_backend_dir()))
+        self._proc = WorkerProcess(argv, "tfjs (Node)", self._dir)
+        self.version = f"tfjs ({backend} backend, Node)"
+        self._ready = False
         self._checked = False
 
     def __enter__(self) -> TfjsSession:
@@ -110,38 +123,19 @@ class TfjsSession:
         self.close(abort=exc_type is not None)
 
     def close(self, abort: bool = False) -> None:
-        """Stop the Node process (at once when ``abort``: an error or a signal is unwinding) and delete the temp files."""
-        if abort and self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait()
-        if self._proc.poll() is None:
-            try:
-                self._proc.stdin.write(json.dumps({"op": "close"}) + "\n")
-                self._proc.stdin.close()
-                self._proc.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
-        self._proc.stdout.close()
-        self._stderr.close()
+        """Stop the Node process (at once when ``abort``: an error or a signal is unwinding); delete the temp files."""
+        self._proc.close(abort)
         self._tmp.cleanup()
 
-    def _read(self) -> dict:
-        line = self._proc.stdout.readline()
-        if not line:
-            self._proc.wait()
-            self._stderr.seek(0)
-            err = self._stderr.read().decode(errors="replace").strip()
-            raise ModelError(f"tfjs could not run {self.model_json} in Node: {err[-1500:]}")
-        return json.loads(line)
+    def _ensure_ready(self) -> None:
+        if not self._ready:
+            ready = self._proc.receive()
+            self._ready = True
+            self.version = f"tfjs {ready['tfjs_version']} ({ready['backend']} backend, Node)"
 
     def _ask(self, request: dict) -> dict:
-        try:
-            self._proc.stdin.write(json.dumps(request) + "\n")
-            self._proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # the process died: _read reports its stderr
-        return self._read()
+        self._ensure_ready()
+        return self._proc.ask(request)
 
     def check_inputs(self, inputs: dict) -> None:
         """DataError naming every mismatch between the data's inputs and the model's signature."""
@@ -168,14 +162,24 @@ class TfjsSession:
             files[name] = {"file": str(f), "dtype": dtype, "shape": list(arr.shape)}
         return files
 
-    def predict(self, inputs: dict) -> dict[str, np.ndarray]:
-        """Outputs (float64) by signature name for one batch of inputs (batch-first arrays)."""
+    def submit(self, inputs: dict) -> None:
+        """Send one batch (batch-first arrays); ``collect`` returns its outputs."""
         if not self._checked:
             self.check_inputs(inputs)
             self._checked = True
-        doc = self._ask({"op": "predict", "inputs": self._write_inputs(inputs, "in"), "out_dir": str(self._dir)})
+        self._ensure_ready()
+        self._proc.send({"op": "predict", "inputs": self._write_inputs(inputs, "in"), "out_dir": str(self._dir)})
+
+    def collect(self) -> dict[str, np.ndarray]:
+        """Outputs (float64) by signature name of the batch sent last."""
+        doc = self._proc.receive()
         return {k: np.fromfile(v["file"], dtype=_OUT_DTYPES.get(v["dtype"], np.float32)).astype(np.float64)
                 .reshape(v["shape"]) for k, v in doc["outputs"].items()}
+
+    def predict(self, inputs: dict) -> dict[str, np.ndarray]:
+        """Outputs (float64) by signature name for one batch of inputs (batch-first arrays)."""
+        self.submit(inputs)
+        return self.collect()
 
     def latency(self, sample: dict, warmup: int, runs: int | None, time_budget_s: float | None) -> tuple[float, ...]:
         """Per-call milliseconds of batch-1 execute + dataSync on ``sample`` (warm-up calls untimed)."""
@@ -185,10 +189,10 @@ class TfjsSession:
 
 
 def run_tfjs(model_json: Path, inputs: dict, warmup: int, runs: int | None, time_budget_s: float | None = None,
-             batch: int = 64) -> TfjsRun:
+             batch: int = 64, backend: str = "wasm") -> TfjsRun:
     """Run every sample of in-memory ``inputs`` through the model, ``batch`` at a time, then time batch-1 calls."""
     n = len(next(iter(inputs.values())))
-    with TfjsSession(model_json) as session:
+    with TfjsSession(model_json, backend=backend) as session:
         session.check_inputs(inputs)
         parts: dict[str, list] = {}
         for start in range(0, n, batch):

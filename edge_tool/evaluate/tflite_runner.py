@@ -1,4 +1,7 @@
-"""A .tflite artefact under the LiteRT interpreter: input (de)quantization, per-sample inference, signature mapping."""
+"""A .tflite artefact under the LiteRT interpreter: input (de)quantization, batched or per-sample inference with the
+recurrent state reset before every independent sample, signature mapping. Runs inside eval's worker process
+(``tflite_worker``), never in the evaluator itself: an artefact that crashes LiteRT kills only its worker.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,78 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import DataError, ModelError, collect_and_raise
-from edge_tool.runtime import interpreter_class, load_interpreter
+from edge_tool.runtime import interpreter_class
+
+_STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
+# Batched outputs must match per-sample outputs this closely (relative to the output's magnitude) for eval to
+# keep batching a model; quantized outputs may differ by at most one quantization step.
+BATCH_CHECK_RTOL = 1e-4
+BATCH_CHECK_SAMPLES = 2
+
+
+@dataclass(frozen=True)
+class FlatbufferFacts:
+    """What the file says without running it: quant mode from tensor types, recurrent state it carries."""
+
+    quant: str
+    variable_tensors: int
+    state_ops: int
+
+    @property
+    def stateful(self) -> bool:
+        """True when invokes carry state (variable tensors or resource variables) from one call to the next."""
+        return bool(self.variable_tensors or self.state_ops)
+
+
+def _enum_names(enum_cls) -> dict[int, str]:
+    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
+
+
+def read_flatbuffer(path: Path) -> FlatbufferFacts:
+    """Parse ``path`` as a TFLite flatbuffer (no interpreter: safe on files that crash LiteRT).
+
+    ModelError when the bytes are not a TFLite model. Quant mode from tensor types: int16 activations = int16x8;
+    int8 activations = int8 (full integer); float16 constants = fp16; int8 constants with float activations =
+    dynamic; otherwise fp32 (activations are operator outputs, everything else counts as constant).
+    """
+    from edge_tool.tflite_model import _schema  # noqa: PLC0415
+
+    schema = _schema()
+    path = Path(path)
+    buf = path.read_bytes()
+    if len(buf) < 8 or not schema.Model.ModelBufferHasIdentifier(buf, 0):
+        raise ModelError(f"{path} is not a loadable TFLite model (expected a TFLite flatbuffer, file identifier "
+                         f"TFL3; found {buf[4:8]!r}).")
+    try:
+        return _facts(schema, schema.Model.GetRootAsModel(buf, 0))
+    except Exception as exc:  # noqa: BLE001  (flatbuffers raises assorted errors on a truncated file)
+        raise ModelError(f"{path} is not a loadable TFLite model (its flatbuffer is damaged: {exc}).") from None
+
+
+def _facts(schema, model) -> FlatbufferFacts:
+    types, ops = _enum_names(schema.TensorType), _enum_names(schema.BuiltinOperator)
+    acts, consts, variables, state_ops = set(), set(), 0, 0
+    for g in range(model.SubgraphsLength()):
+        sg = model.Subgraphs(g)
+        outputs = {int(i) for k in range(sg.OperatorsLength()) for i in sg.Operators(k).OutputsAsNumpy() if i >= 0}
+        for k in range(sg.OperatorsLength()):
+            code = model.OperatorCodes(sg.Operators(k).OpcodeIndex())
+            state_ops += ops.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "") in _STATE_OPS
+        for t in range(sg.TensorsLength()):
+            tensor = sg.Tensors(t)
+            variables += bool(tensor.IsVariable())
+            (acts if t in outputs else consts).add(types.get(tensor.Type(), "").lower())
+    if "int16" in acts:
+        quant = "int16x8"
+    elif acts & {"int8", "uint8"}:
+        quant = "int8"
+    elif "float16" in consts:
+        quant = "fp16"
+    elif consts & {"int8", "uint8"}:
+        quant = "dynamic"
+    else:
+        quant = "fp32"
+    return FlatbufferFacts(quant, variables, state_ops)
 
 
 @dataclass(frozen=True)
@@ -35,13 +109,53 @@ def _binding(name: str, d: dict) -> TensorBinding:
 
 
 class TfliteModel:
-    """One .tflite model; inputs/outputs keyed by the reference's signature names where the model has them."""
+    """One .tflite model; inputs/outputs keyed by the reference's signature names where the model has them.
+
+    ``predict`` runs as many samples per invoke as the file allows: the whole batch when every input's batch
+    dimension is dynamic and the model carries no recurrent state (checked once against per-sample results on
+    the first samples: any difference, or a resize LiteRT refuses, falls back to batch 1); exactly B when the file
+    has a fixed batch B (the last chunk padded); otherwise one sample at a time. Dynamic non-batch dimensions
+    (height, width, sequence length) are resized to the data's. Stateful models get their variable tensors reset
+    before every invoke, so each sample is independent, as in the reference.
+    """
 
     def __init__(self, path: Path, threads: int = 1):
         self.path = Path(path)
-        self.interp = load_interpreter(self.path, num_threads=threads)
-        self.runtime = interpreter_class()[1]
+        self.facts = read_flatbuffer(self.path)
+        cls, self.runtime = interpreter_class()
+        try:
+            # not allocated yet: a model with dynamic dims may only prepare once its inputs have their real shape
+            self.interp = cls(model_path=str(self.path), num_threads=threads)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"{self.path} is not a loadable TFLite model: {exc}") from None
         self.inputs, self.outputs = self._bindings()
+        self.batching = self._batch_policy()
+        self._checked = self.batching != "dynamic"
+        self._shapes: dict[int, tuple] | None = None
+        self._allocated = False
+
+    def _batch_policy(self) -> str:
+        """"dynamic" (resize to the whole batch), "fixed" (the file's own batch B > 1) or "single"."""
+        firsts = {b.shape[0] if b.shape else 1 for b in self.inputs}
+        if firsts == {-1} and not self.facts.stateful:
+            return "dynamic"
+        if len(firsts) == 1 and (first := next(iter(firsts))) > 1:
+            return "fixed"
+        return "single"
+
+    @property
+    def fixed_batch(self) -> int:
+        """The file's fixed batch size (1 unless ``batching == "fixed"``)."""
+        return self.inputs[0].shape[0] if self.batching == "fixed" else 1
+
+    def describe_batching(self) -> str:
+        """How the accuracy pass runs this model, for the report."""
+        if self.batching == "dynamic":
+            return "batched"
+        if self.batching == "fixed":
+            return f"fixed batch {self.fixed_batch}"
+        why = "stateful" if self.facts.stateful else "fixed batch 1"
+        return f"batch 1 ({why})"
 
     def _bindings(self) -> tuple[list[TensorBinding], list[TensorBinding]]:
         sigs = self.interp.get_signature_list()
@@ -115,25 +229,75 @@ class TfliteModel:
         return y.astype(np.float64)
 
     def predict(self, feeds: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
-        """Raw outputs by tensor index, one sample at a time (batch 1, the way an edge device runs it)."""
+        """Raw outputs by tensor index for every sample of ``feeds`` (see the class docstring for batching)."""
         n = len(next(iter(feeds.values())))
-        self._ensure_batch1(feeds)
+        if not self._checked:
+            self._checked = True
+            self._check_batching(feeds)
         outs: dict[int, list] = {b.index: [] for b in self.outputs}
-        for i in range(n):
-            for idx, x in feeds.items():
-                self.interp.set_tensor(idx, x[i:i + 1])
-            self.interp.invoke()
-            for idx in outs:
-                outs[idx].append(self.interp.get_tensor(idx))
+        start = 0
+        while start < n:
+            step = n if self.batching == "dynamic" else self.fixed_batch
+            chunk = {k: x[start:start + step] for k, x in feeds.items()}
+            try:
+                result = self._invoke(chunk)
+            except (RuntimeError, ValueError):
+                if self.batching != "dynamic":
+                    raise
+                self.batching = "single"  # a batch size LiteRT refuses: the rest one sample at a time
+                continue
+            for idx, y in result.items():
+                outs[idx].append(y)
+            start += step
         return {idx: np.concatenate(v) for idx, v in outs.items()}
 
-    def _ensure_batch1(self, feeds: dict[int, np.ndarray]) -> None:
-        details = {d["index"]: d for d in self.interp.get_input_details()}
-        resized = False
-        for idx, x in feeds.items():
-            shape = [1, *x.shape[1:]]
-            if list(details[idx]["shape"]) != shape:
-                self.interp.resize_tensor_input(idx, shape)
-                resized = True
-        if resized:
+    def _invoke(self, chunk: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        """One invoke on ``chunk`` (padded to the fixed batch if needed); state reset first."""
+        m = len(next(iter(chunk.values())))
+        if self.batching == "fixed" and m < self.fixed_batch:
+            chunk = {k: np.concatenate([x, np.repeat(x[-1:], self.fixed_batch - m, axis=0)]) for k, x in chunk.items()}
+        self.fit(chunk)
+        if self.facts.stateful:
+            self.interp.reset_all_variables()
+        for idx, x in chunk.items():
+            self.interp.set_tensor(idx, x)
+        self.interp.invoke()
+        return {b.index: self.interp.get_tensor(b.index)[:m] for b in self.outputs}
+
+    def fit(self, chunk: dict[int, np.ndarray]) -> None:
+        """Resize inputs whose current shape differs from ``chunk``'s (batch, dynamic H×W…), then allocate."""
+        if self._shapes is None:
+            self._shapes = {d["index"]: tuple(d["shape"]) for d in self.interp.get_input_details()}
+        changed = {idx: x.shape for idx, x in chunk.items() if self._shapes[idx] != x.shape}
+        if not changed and self._allocated:
+            return
+        self._allocated = False
+        try:
+            for idx, shape in changed.items():
+                self.interp.resize_tensor_input(idx, list(shape))
             self.interp.allocate_tensors()
+        except (RuntimeError, ValueError):
+            self._shapes = None  # re-read after a refused resize
+            raise
+        self._shapes.update(changed)
+        self._allocated = True
+
+    def _check_batching(self, feeds: dict[int, np.ndarray]) -> None:
+        """Keep batching only if batched outputs equal per-sample outputs on the first samples."""
+        k = min(BATCH_CHECK_SAMPLES, len(next(iter(feeds.values()))))
+        head = {i: x[:k] for i, x in feeds.items()}
+        try:
+            batched = self._invoke(head)
+        except (RuntimeError, ValueError):
+            self.batching = "single"
+            return
+        self.batching = "single"
+        single = [self._invoke({i: x[j:j + 1] for i, x in head.items()}) for j in range(k)]
+        for b in self.outputs:
+            per_sample = np.concatenate([s[b.index] for s in single]).astype(np.float64)
+            got = batched[b.index][:k].astype(np.float64)
+            # raw outputs: a quantized one may move by one step (1 in integer units)
+            tol = 1.0 if b.quantized else BATCH_CHECK_RTOL * max(1.0, float(np.max(np.abs(per_sample), initial=0)))
+            if got.shape != per_sample.shape or np.max(np.abs(got - per_sample), initial=0) > tol:
+                return
+        self.batching = "dynamic"

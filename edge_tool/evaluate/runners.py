@@ -1,0 +1,235 @@
+"""One runner per artefact during eval's pass: a worker process fed batch by batch (``submit`` then ``collect``, so
+every artefact and the reference work on a batch at the same time), then its latency and its report row.
+
+A runner whose process dies or whose runtime refuses the model stops there: it is marked ``failed`` with the
+reason, the other artefacts go on, and its row says "does not run in …".
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from edge_tool.errors import RuntimeFailure
+from edge_tool.evaluate.artifacts import Artifact
+from edge_tool.evaluate.config import EvalConfig
+from edge_tool.evaluate.isolated import WorkerProcess
+from edge_tool.evaluate.latency import LatencyProcess, measure_tflite, summarize
+from edge_tool.evaluate.report import ArtifactResult, ReferenceResult
+
+NONE_FIELDS = {"top1_agreement": None, "max_abs_error": None, "mean_abs_error": None, "cosine": None,
+               "accuracy": None, "top_k_accuracy": None, "accuracy_drop": None}
+
+
+class BatchFiles:
+    """One batch of inputs written once to the scratch dir (``in<i>.npy``), read by every LiteRT worker."""
+
+    def __init__(self, scratch: Path):
+        self.scratch = scratch
+
+    def write(self, inputs: dict) -> dict[str, str]:
+        """Save each input; return {input name: file}."""
+        files = {}
+        for i, (name, x) in enumerate(inputs.items()):
+            f = self.scratch / f"in{i}.npy"
+            np.save(f, np.ascontiguousarray(x))
+            files[name] = str(f)
+        return files
+
+
+class TfliteRunner:
+    """A .tflite artefact: accuracy pass in its own LiteRT worker, latency in a fresh process afterwards."""
+
+    reads_files = True
+
+    def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int):
+        self.art, self.config = art, config
+        self.out_file = scratch / f"out{slot}.npy"
+        self.failed: str | None = None
+        self.runtime, self.batching = "ai_edge_litert", ""
+        self.first_feeds: dict | None = None
+        self.output_indices: list[int] = []
+        self._pending = False
+        self._ready = False
+        self.proc = WorkerProcess([sys.executable, "-m", "edge_tool.evaluate.tflite_worker", str(art.model_file),
+                                   str(config.accuracy_threads)], "LiteRT", scratch)
+        timed = config.effective_runs or config.time_budget_s
+        self.latency_proc = LatencyProcess() if timed and config.latency_in_subprocess else None
+
+    def _fail(self, exc: RuntimeFailure) -> None:
+        self.failed = f"does not run in LiteRT: {exc}"
+        self.proc.close()
+
+    def submit(self, files: dict, inputs: dict, out_name: str, ref_names: list[str]) -> None:
+        """Send one batch to the worker (it works while the reference and the other artefacts do)."""
+        if self.failed:
+            return
+        try:
+            if not self._ready:
+                ready = self.proc.receive()
+                self._ready, self.runtime, self.batching = True, ready["runtime"], ready["batching"]
+            self.proc.send({"op": "predict", "inputs": files, "out_name": out_name, "ref_names": ref_names,
+                            "out": str(self.out_file)})
+            self._pending = True
+        except RuntimeFailure as exc:
+            self._fail(exc)
+
+    def collect(self) -> np.ndarray | None:
+        """The artefact's (dequantized) output for the batch submitted last; None once it has failed."""
+        if self.failed or not self._pending:
+            return None
+        self._pending = False
+        try:
+            doc = self.proc.receive()
+        except RuntimeFailure as exc:
+            self._fail(exc)
+            return None
+        self.batching = doc.get("batching", self.batching)
+        if "first_feeds" in doc:
+            with np.load(doc["first_feeds"]) as npz:
+                self.first_feeds = {int(k[1:]): npz[k] for k in npz.files}
+            self.output_indices = doc["output_indices"]
+        return np.load(self.out_file)
+
+    def end_pass(self) -> None:
+        """Stop the worker (frees its memory before the latency loops)."""
+        self.proc.close()
+
+    def close(self, abort: bool = False) -> None:
+        """Release the worker and the latency process (idempotent; at once when ``abort``)."""
+        self.proc.close(abort)
+        if self.latency_proc is not None:
+            self.latency_proc.close()
+
+    def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
+        """Latency (fresh process unless configured otherwise) and the artefact's row."""
+        lat, rss = None, None
+        if not self.failed and (config.effective_runs or config.time_budget_s):
+            args = (self.art.model_file, self.first_feeds, self.output_indices, config.threads, config.warmup,
+                    config.effective_runs, config.time_budget_s)
+            try:
+                if self.latency_proc is not None:
+                    lat, rss = self.latency_proc.measure(*args)
+                else:
+                    lat = measure_tflite(*args)
+            except RuntimeFailure as exc:
+                self.failed = f"does not run in LiteRT: {exc}"
+            except (RuntimeError, ValueError) as exc:  # in-process timing (latency_in_subprocess=False)
+                self.failed = f"does not run in LiteRT: latency run: {str(exc).strip()[:400]}"
+        self.close()
+        art = self.art
+        return ArtifactResult(
+            artifact=label, format="tflite", quant=art.quant, size_bytes=art.size_bytes,
+            size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=rss, threads=config.threads,
+            runtime=self.runtime, failed=self.failed, batching="" if self.failed else self.batching, **fields,
+        )
+
+
+class TfjsRunner:
+    """A TFJS artefact: a Node session (wasm backend, cpu if wasm cannot run it) fed batch by batch."""
+
+    reads_files = False  # the session writes its own typed input files
+
+    def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int):
+        from edge_tool.evaluate.tfjs_runner import TfjsSession  # noqa: PLC0415
+
+        self.art, self.config = art, config
+        self.failed: str | None = None
+        self.wasm_failure: str | None = None
+        self.first: dict | None = None
+        self._inputs: dict | None = None
+        self._names: tuple = ("", [])
+        self._produced = False
+        self._pending = False
+        self._session_cls = TfjsSession
+        self.session = TfjsSession(art.model_file, backend="wasm")
+        self.batching = "batched"
+
+    def submit(self, files: dict, inputs: dict, out_name: str, ref_names: list[str]) -> None:
+        """Send one batch to Node."""
+        if self.failed:
+            return
+        if self.first is None:
+            self.first = {k: v[:1].copy() for k, v in inputs.items()}
+        self._inputs, self._names = inputs, (out_name, ref_names)
+        try:
+            self.session.submit(inputs)
+            self._pending = True
+        except RuntimeFailure as exc:
+            self._pending = self._retry_on_cpu(exc)
+
+    def _retry_on_cpu(self, exc: RuntimeFailure) -> bool:
+        """wasm failed before any output: restart the session on the cpu backend and resend; False if it fails."""
+        if self._produced or self.session.backend != "wasm":
+            self._fail(exc)
+            return False
+        self.session.close()
+        self.wasm_failure = str(exc)
+        try:
+            self.session = self._session_cls(self.art.model_file, backend="cpu")
+            self.session.submit(self._inputs)
+        except RuntimeFailure as exc2:
+            self._fail(exc2)
+            return False
+        return True
+
+    def _fail(self, exc: RuntimeFailure) -> None:
+        self.failed = f"does not run in tfjs ({self.session.backend} backend, Node): {exc}"
+        self.session.close()
+
+    def collect(self) -> np.ndarray | None:
+        """The model's output matching the reference's ``out_name`` (by name, else by position) for the batch."""
+        if self.failed or not self._pending:
+            return None
+        self._pending = False
+        try:
+            out = self.session.collect()
+        except RuntimeFailure as exc:
+            if not self._retry_on_cpu(exc):
+                return None
+            return self.collect_after_retry()
+        return self._pick(out)
+
+    def collect_after_retry(self) -> np.ndarray | None:
+        """Collect the batch resent on the cpu backend."""
+        try:
+            return self._pick(self.session.collect())
+        except RuntimeFailure as exc:
+            self._fail(exc)
+            return None
+
+    def _pick(self, out: dict) -> np.ndarray:
+        self._produced = True
+        out_name, ref_names = self._names
+        name = out_name if out_name in out else sorted(out)[ref_names.index(out_name)]
+        return out[name]
+
+    def end_pass(self) -> None:
+        """Keep the session: the latency loop runs in it."""
+
+    def close(self, abort: bool = False) -> None:
+        """Release the Node session (idempotent; at once when ``abort``)."""
+        self.session.close(abort)
+
+    def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
+        """Latency in the same Node session (batch 1, first sample) and the artefact's row."""
+        lat = None
+        if not self.failed and (config.effective_runs or config.time_budget_s):
+            try:
+                times = self.session.latency(self.first, config.warmup, config.effective_runs, config.time_budget_s)
+                lat = summarize(np.asarray(times) * 1e6, None) if times else None
+            except RuntimeFailure as exc:
+                self.failed = f"does not run in tfjs ({self.session.backend} backend, Node): latency run: {exc}"
+        self.session.close()
+        art, backend = self.art, self.session.backend
+        note = f"tfjs {backend} backend in Node (single-threaded), not a browser figure"
+        if backend == "cpu" and self.wasm_failure:
+            note += f"; wasm backend failed ({self.wasm_failure})"
+        return ArtifactResult(
+            artifact=label, format="tfjs", quant=art.quant, size_bytes=art.size_bytes,
+            size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=None, threads=1,
+            runtime=self.session.version, latency_note=note, failed=self.failed,
+            batching="" if self.failed else self.batching, **fields,
+        )

@@ -1,0 +1,81 @@
+"""Worker process for one .tflite artefact's accuracy pass: ``python -m edge_tool.evaluate.tflite_worker MODEL THREADS``.
+
+Imports only numpy and LiteRT. Speaks JSON lines (see ``isolated``): first answer ``{"ready", "runtime",
+"batching", "stateful"}``; then per request ``{"op": "predict", "inputs": {name: file.npy}, "out_name",
+"ref_names", "out": file.npy}`` it writes the (dequantized, float64) output matching the reference's ``out_name``
+and answers ``{"ok": true, "batching", ...}`` (the first answer also names ``first_feeds``, the prepared first
+sample(s) for the latency loop, and the output tensor indices). Bad input (data that does not fit the model)
+answers ``{"error": "DataError", "message"}``; a model LiteRT refuses to run answers ``{"failed": reason}``. A
+crash of LiteRT simply ends the process: the parent names the signal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from edge_tool.errors import UsageError
+
+
+def _answer(doc: dict) -> None:
+    sys.stdout.write(json.dumps(doc) + "\n")
+    sys.stdout.flush()
+
+
+def _first_feeds(model, feeds: dict[int, np.ndarray], out: Path) -> str:
+    """Save what the latency loop feeds: the first sample (the file's fixed batch B, padded, when B > 1)."""
+    b = model.fixed_batch
+    first = {}
+    for idx, x in feeds.items():
+        chunk = x[:b]
+        if len(chunk) < b:
+            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], b - len(chunk), axis=0)])
+        first[f"t{idx}"] = chunk
+    np.savez(out, **first)
+    return str(out)
+
+
+def _predict(model, req: dict, state: dict) -> dict:
+    inputs = {name: np.load(f) for name, f in req["inputs"].items()}
+    feeds = model.prepare(inputs)
+    binding = model.output_for(req["out_name"], req["ref_names"].index(req["out_name"]))
+    y = model.dequantize(binding, model.predict(feeds)[binding.index])
+    np.save(req["out"], y)
+    doc = {"ok": True, "batching": model.describe_batching()}
+    if not state.get("first_sent"):
+        state["first_sent"] = True
+        doc["first_feeds"] = _first_feeds(model, feeds, Path(req["out"]).with_suffix(".first.npz"))
+        doc["output_indices"] = [b.index for b in model.outputs]
+    return doc
+
+
+def main(argv: list[str]) -> int:
+    """Load the model, answer requests until "close" or end of input."""
+    from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
+
+    try:
+        model = TfliteModel(Path(argv[0]), threads=int(argv[1]))
+    except UsageError as exc:
+        _answer({"failed": f"LiteRT cannot load it: {exc}"})
+        return 0
+    _answer({"ready": True, "runtime": model.runtime, "batching": model.describe_batching(),
+             "stateful": model.facts.stateful})
+    state: dict = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req.get("op") == "close":
+            break
+        try:
+            _answer(_predict(model, req, state))
+        except UsageError as exc:
+            _answer({"error": type(exc).__name__, "message": str(exc)})
+        except (RuntimeError, ValueError) as exc:
+            _answer({"failed": f"LiteRT refused to run it: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
