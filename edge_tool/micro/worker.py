@@ -18,6 +18,27 @@ import numpy as np
 REFUSED = 3
 
 
+def send_array(stream, x: np.ndarray) -> None:
+    """Write ``x`` as a JSON header line (dtype, shape) then its raw bytes (np.save needs a seekable file)."""
+    x = np.ascontiguousarray(x)
+    stream.write((json.dumps({"dtype": x.dtype.str, "shape": list(x.shape)}) + "\n").encode())
+    stream.write(x.tobytes())
+
+
+def recv_array(stream) -> np.ndarray:
+    """Read one array written by ``send_array``; EOFError if the stream ends."""
+    line = stream.readline()
+    if not line:
+        raise EOFError("stream closed")
+    head = json.loads(line)
+    dtype, shape = np.dtype(head["dtype"]), tuple(int(s) for s in head["shape"])
+    size = dtype.itemsize * int(np.prod(shape))
+    data = stream.read(size)
+    if len(data) != size:
+        raise EOFError("stream closed mid-array")
+    return np.frombuffer(data, dtype=dtype).reshape(shape)
+
+
 def _interpreter(model: bytes, arena: int):
     from tflite_micro.python.tflite_micro import runtime  # noqa: PLC0415
 
@@ -57,7 +78,7 @@ def _serve(model: bytes, arena: int) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     for line in stdin:
         req = json.loads(line)
-        inputs = [np.lib.format.read_array(stdin) for _ in range(n_in)]
+        inputs = [recv_array(stdin) for _ in range(n_in)]
         if req["cmd"] == "run":
             outs = [[] for _ in range(n_out)]
             for s in range(req["n"]):
@@ -67,7 +88,7 @@ def _serve(model: bytes, arena: int) -> int:
                 for o in range(n_out):
                     outs[o].append(np.array(it.get_output(o)))
             for o in outs:
-                np.lib.format.write_array(stdout, np.concatenate(o), allow_pickle=False)
+                send_array(stdout, np.concatenate(o))
         else:  # "time": batch-1 set_input + invoke + get_output on the first sample
             def step():
                 for i, x in enumerate(inputs):
@@ -75,7 +96,7 @@ def _serve(model: bytes, arena: int) -> int:
                 it.invoke()
                 return [it.get_output(o) for o in range(n_out)]
             times = _time(step, req["warmup"], req.get("runs"), req.get("time_budget_s"))
-            np.lib.format.write_array(stdout, np.asarray(times, dtype=np.int64), allow_pickle=False)
+            send_array(stdout, np.asarray(times, dtype=np.int64))
         stdout.flush()
     return 0
 
