@@ -25,12 +25,12 @@ class TflmSession:
     """A worker process holding one TFLM interpreter; ``run`` sends a batch, ``time`` measures the first sample."""
 
     def __init__(self, model_file, arena: int):
-        from edge_tool.micro.tflm import _env  # noqa: PLC0415
+        from edge_tool.micro.tflm import child_env  # noqa: PLC0415
 
         self.model_file = model_file
         cmd = [sys.executable, "-m", "edge_tool.micro.worker", "serve", str(model_file), str(int(arena))]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=_env())
+                                     env=child_env())
 
     def _request(self, header: dict, inputs: list[np.ndarray], n_replies: int) -> list[np.ndarray]:
         try:

@@ -65,7 +65,7 @@ def probe(model_path: Path, arena: int) -> Probe:
     """Allocate and invoke ``model_path`` in TFLM with an ``arena``-byte arena, in a child process."""
     cmd = [sys.executable, "-m", "edge_tool.micro.worker", "probe", str(model_path), str(int(arena))]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=_env())
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=child_env())
     except subprocess.TimeoutExpired:
         return Probe(False, f"TFLM did not finish within {PROBE_TIMEOUT_S} s", None, True)
     recorded = _RECORDED.search(proc.stderr)
@@ -73,7 +73,8 @@ def probe(model_path: Path, arena: int) -> Probe:
     return Probe(ok, proc.stderr, int(recorded.group(1)) if recorded else None, proc.returncode < 0)
 
 
-def _env() -> dict:
+def child_env() -> dict:
+    """The environment for a child ``python -m edge_tool...``: this package importable first."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.environ.get("PYTHONPATH", "")
     return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
