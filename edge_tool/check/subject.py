@@ -109,7 +109,14 @@ def _fixed_batch_int8(subject: Subject) -> Path:
     except Exception as exc:  # noqa: BLE001 - the TF converter raises ConverterError/RuntimeError/ValueError
         if isinstance(exc, UsageError):
             raise
-        raise ConversionError(f"the fixed-batch int8 conversion failed: {str(exc)[-800:]}") from None
+        from edge_tool.convert.context import flex_ops_from_error  # noqa: PLC0415
+
+        ops = flex_ops_from_error(str(exc))
+        if ops:
+            raise ConversionError(f"the full-integer conversion needs ops the TFLite builtin set lacks: {', '.join(ops)} "
+                                  "(this target runs builtin ops only)") from None
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+        raise ConversionError(f"the fixed-batch int8 conversion failed: {' '.join(lines[-3:])[-600:]}") from None
     return out
 
 
