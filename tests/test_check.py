@@ -37,9 +37,10 @@ it.invoke()
 """
 
 TFJS_RUNS = """
-const tf = require(process.argv[2]);
+const [bundle, dir] = process.argv.slice(-2);  // node -e: no script path in argv
+const tf = require(bundle);
 const fs = require('fs');
-const dir = process.argv[3];
+
 const handler = { load: async () => {
   const mj = JSON.parse(fs.readFileSync(dir + '/model.json', 'utf8'));
   const bufs = mj.weightsManifest.flatMap((g) => g.paths.map((p) => fs.readFileSync(dir + '/' + p)));
