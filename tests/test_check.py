@@ -144,3 +144,21 @@ def test_gpu_analyzer_warnings_parsed():
               "GPU COMPATIBILITY WARNING: Not supported op TOPK_V2\n\n"
               "GPU COMPATIBILITY WARNING: Subgraph#0 has GPU delegate compatibility issues at nodes 1\n")
     assert warnings_by_op(report) == [("TOPK_V2 (node 1)", "Not supported op TOPK_V2")]
+
+
+def test_hostile_inputs(tmp_path, flex_model):  # noqa: F811
+    """Damaged or wrong inputs: exit 2 naming the file, no traceback, nothing left in the cwd or TMPDIR."""
+    from hostile.harness import Case, run_case
+
+    root = tmp_path / "case"
+    root.mkdir()
+    out = tmp_path / "c"
+    assert run_edgetool("convert", flex_model, "--quant", "fp32", "--allow-select-tf-ops", "-o", out).returncode == 0
+    data = next(out.glob("*.tflite")).read_bytes()
+    (root / "cut.tflite").write_bytes(data[:len(data) // 2])
+    (root / "empty").mkdir()
+    for case in (Case("truncated", ("check", "{root}/cut.tflite"), names=("cut.tflite", "truncated or damaged")),
+                 Case("not a model", ("check", "{root}/empty", "-t", "tflm"), names=("empty", "saved_model.pb")),
+                 Case("micro fp16", ("convert", str(flex_model), "--quant", "fp16", "--format", "micro", "-o",
+                                     "{root}/o"), names=("--format micro", "fp16"))):
+        run_case(case, root)

@@ -81,12 +81,24 @@ def classify(path: Path, calibration: Path | None) -> Subject:
     return Subject(path, "tflite", calibration)
 
 
+MAX_FLATBUFFER = 2 << 30  # FlatBuffers cannot address more
+
+
 def _require_tflite(path: Path) -> None:
+    """ModelError unless ``path`` is a TFLite flatbuffer whose operators and tensors can be read."""
+    size = path.stat().st_size
     with open(path, "rb") as f:
         head = f.read(8)
-    if len(head) < 8 or head[4:8] != b"TFL3":
-        raise ModelError(f"{path} is not a TFLite flatbuffer (no TFL3 identifier); expected a SavedModel directory, "
-                         "a .keras/.h5 file, a .tflite file or a TFJS graph-model directory.")
+    if len(head) < 8 or head[4:8] != b"TFL3" or size > MAX_FLATBUFFER:
+        raise ModelError(f"{path} is not a TFLite flatbuffer (no TFL3 identifier, or over 2 GiB); expected a "
+                         "SavedModel directory, a .keras/.h5 file, a .tflite file or a TFJS graph-model directory.")
+    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+
+    try:
+        summarize_tflite(path.read_bytes())
+    except Exception as exc:  # noqa: BLE001 - a damaged flatbuffer fails inside flatbuffers in many ways
+        raise ModelError(f"{path} has a TFL3 header but its flatbuffer cannot be read ({type(exc).__name__}: "
+                         f"{str(exc)[:200]}); it is truncated or damaged.") from None
 
 
 def _convert(subject: Subject, mode: str) -> Path:

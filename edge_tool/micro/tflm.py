@@ -7,13 +7,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +50,7 @@ def tflm_version() -> str:
 
 
 def require_tflm() -> None:
-    """ModelError-free check that the tflite-micro package imports; raise a UsageError saying how to get it."""
+    """Raise a UsageError saying how to get the tflite-micro package when it is not installed."""
     import importlib.util  # noqa: PLC0415
 
     from edge_tool.errors import UsageError  # noqa: PLC0415
@@ -182,14 +180,3 @@ def _confirm(model_path: Path, recorded: int, lo: int, hi: int, top: Probe) -> t
     return guess - ALIGN, guess, at
 
 
-def write_temp_model(data: bytes, work: Path) -> Path:
-    """Write ``data`` to a .tflite in ``work`` (for probing bytes that are not on disk yet)."""
-    fd, name = tempfile.mkstemp(suffix=".tflite", dir=work)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return Path(name)
-
-
-def describe_json(size: ArenaSize) -> str:
-    """One-line JSON of an arena measurement (for logs)."""
-    return json.dumps(size.to_dict())
