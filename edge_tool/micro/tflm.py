@@ -144,18 +144,19 @@ def recommended_arena(minimum: int) -> int:
 
 
 def measure_arena(model_path: Path) -> ArenaSize:
-    """Smallest arena (16-byte steps) with which TFLM allocates and invokes the model; ModelError if none does."""
-    hi = max(16 * 1024, Path(model_path).stat().st_size // 4)
-    top = probe(model_path, hi)
-    while not top.ok:
-        if hi >= MAX_ARENA or refusals(model_path, top.log):
-            ops, _ = unsupported_ops(model_path)
-            raise ModelError(f"TFLM cannot run {model_path}: " + "; ".join(f"{o}: {r}" for o, r in ops))
-        hi *= 4
-        top = probe(model_path, hi)
-    lo = 0  # largest known-bad (0 = none known)
-    if top.recorded_bytes and top.recorded_bytes < hi:  # TFLM's own count: confirm it is the minimum
-        lo, hi, top = _confirm(model_path, top.recorded_bytes, lo, hi, top)
+    """Smallest arena (16-byte steps) with which TFLM allocates and invokes the model; ModelError if none does.
+
+    Starts from a generous arena (which must work), then from the total TFLM's recording allocator reports there:
+    usually that total works and 16 bytes less does not (three probes); otherwise doubling from it finds an upper
+    bound and a binary search the minimum.
+    """
+    top = probe(model_path, max(GENEROUS_ARENA, 4 * Path(model_path).stat().st_size))
+    if not top.ok:
+        ops, _ = unsupported_ops(model_path)
+        raise ModelError(f"TFLM cannot run {model_path}: " + "; ".join(f"{o}: {r}" for o, r in ops))
+    lo, hi = 0, max(GENEROUS_ARENA, 4 * Path(model_path).stat().st_size)  # (largest known-bad, smallest known-good]
+    if top.recorded_bytes and top.recorded_bytes < hi:
+        lo, hi, top = _bracket(model_path, top.recorded_bytes, hi, top)
     while hi - lo > ALIGN:
         mid = (lo + (hi - lo) // 2) // ALIGN * ALIGN
         if mid <= lo:
@@ -168,15 +169,19 @@ def measure_arena(model_path: Path) -> ArenaSize:
     return ArenaSize(hi, top.recorded_bytes, recommended_arena(hi))
 
 
-def _confirm(model_path: Path, recorded: int, lo: int, hi: int, top: Probe) -> tuple[int, int, Probe]:
-    """Narrow (lo, hi] with TFLM's recorded total: usually it works and 16 bytes less does not (two probes)."""
+def _bracket(model_path: Path, recorded: int, hi: int, top: Probe) -> tuple[int, int, Probe]:
+    """(known-bad, known-good, probe at known-good) around the minimum, starting at TFLM's recorded total."""
     guess = int(math.ceil(recorded / ALIGN) * ALIGN)
     at = probe(model_path, guess)
-    if not at.ok:
-        return guess, hi, top
-    below = probe(model_path, guess - ALIGN)
-    if below.ok:
-        return lo, guess - ALIGN, below
-    return guess - ALIGN, guess, at
+    if at.ok:
+        below = probe(model_path, guess - ALIGN)
+        return (0, guess - ALIGN, below) if below.ok else (guess - ALIGN, guess, at)
+    lo, step = guess, guess
+    while lo + step < hi:
+        attempt = probe(model_path, lo + step)
+        if attempt.ok:
+            return lo, lo + step, attempt
+        lo, step = lo + step, step * 2
+    return lo, hi, top
 
 
