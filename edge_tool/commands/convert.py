@@ -23,7 +23,7 @@ def parse_modes(values: list[str] | None, output_format: str, has_train_data: bo
     every = [m.value for m in QuantMode if m is not QuantMode.QAT or has_train_data]
     raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
     if not raw:
-        return tuple(every) if output_format == "all" else ("fp32",)
+        return tuple(every) if output_format == "all" else ("int8",) if output_format == "micro" else ("fp32",)
     known = {m.value for m in QuantMode}
     bad = [v for v in raw if v not in known and v != "all"]
     if bad:
@@ -38,7 +38,7 @@ def command(
     model: Path = typer.Argument(..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."),
     output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one)."),
     quant: list[str] = typer.Option(None, "--quant", "-q", help=QUANT_HELP),
-    output_format: str = typer.Option("tflite", "--format", help="tflite, tfjs or all."),
+    output_format: str = typer.Option("tflite", "--format", help="tflite, tfjs, all, or micro (int8/qat .tflite plus C sources, op resolver and measured arena for TFLite Micro)."),
     calibration: Path = typer.Option(None, "--calibration", help="Representative data (.npz/.npy/image folder/TFRecord/CSV). Default: calibration.npz beside the model."),
     samples: int = typer.Option(200, "--samples", help="Calibration samples to draw (seeded)."),
     io_type: str = typer.Option("model", "--io-type", help="Inference I/O dtype for int8/qat: model (keep), float32, int8, uint8."),
@@ -137,4 +137,19 @@ def _print_result(result) -> None:
         table.add_row(*map(text, (a.path.name, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio,
                                   f"{a.seconds:.1f}")))
     Console().print(table)
+    for record in result.manifest.get("artifacts", []):
+        if "micro" in record:
+            _print_micro(record)
     print(visible(f"manifest: {result.output_dir / 'manifest.json'}"))
+
+
+def _print_micro(record: dict) -> None:
+    from edge_tool.textsafe import visible  # noqa: PLC0415
+
+    micro = record["micro"]
+    arena = micro["tensor_arena"]
+    print(visible(f"{record['path']} for TFLite Micro: tensor arena {arena['recommended_bytes']} bytes "
+                  f"(measured minimum {arena['minimum_bytes']} + {arena['margin']:.0%} margin), "
+                  f"flash {micro['flash_bytes']} bytes (model array); {micro['resolver']['class']}: "
+                  f"{', '.join(micro['resolver']['methods'])}"))
+    print(visible(f"  sources: {', '.join(micro['files'])}"))

@@ -17,6 +17,9 @@ def command(
     time_budget: float | None = typer.Option(None, "--time-budget", help="Seconds of timed calls per model (instead of --runs)."),
     max_drop: float | None = typer.Option(None, "--max-drop", help="Fail (exit 1) if accuracy drops more than this fraction (0.01 = 1 point)."),
     max_latency_ms: float | None = typer.Option(None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this."),
+    runtime: str = typer.Option("litert", "--runtime", help="Run .tflite artefacts in litert (LiteRT interpreter) or tflm (TFLite Micro's interpreter: arena and flash instead of RSS)."),
+    max_arena_kb: float | None = typer.Option(None, "--max-arena-kb", help="--runtime tflm: fail (exit 1) if a measured tensor arena exceeds this many KiB."),
+    max_flash_kb: float | None = typer.Option(None, "--max-flash-kb", help="--runtime tflm: fail (exit 1) if a model's flash (array) size exceeds this many KiB."),
     batch_size: int = typer.Option(16, "--batch-size", help="Samples per streamed batch (memory grows with the batch, not the data)."),
     per_layer: bool = typer.Option(False, "--per-layer", help="Worst quantized layers of int8 artefacts (QuantizationDebugger)."),
     top_k: int = typer.Option(5, "--top-k", help="Also report top-k accuracy when the model has more than k classes."),
@@ -37,7 +40,7 @@ def command(
     config = EvalConfig(
         artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
         time_budget_s=time_budget, max_drop=max_drop, max_latency_ms=max_latency_ms, per_layer=per_layer,
-        top_k=top_k, batch_size=batch_size, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
+        top_k=top_k, batch_size=batch_size, runtime=runtime, max_arena_kb=max_arena_kb, max_flash_kb=max_flash_kb, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
     )
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
@@ -62,16 +65,16 @@ def _print_table(report, failing: set[str]) -> None:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    from edge_tool.evaluate.report import NUMERIC, TABLE_HEADERS  # noqa: PLC0415
+    from edge_tool.evaluate.report import NUMERIC  # noqa: PLC0415
     from edge_tool.textsafe import text  # noqa: PLC0415
 
     table = Table(title="edgetool eval", title_justify="left")
-    for h in TABLE_HEADERS:
+    for h in report.headers():
         table.add_column(h, justify="right" if h in NUMERIC else "left", no_wrap=True)
     for i, row in enumerate(report.table_rows()):
         style = "bold" if i == 0 else ("red" if row[0] in failing else None)
         table.add_row(*map(text, row), style=style)
-    console = Console(width=max(Console().width, 130))
+    console = Console(width=max(Console().width, 150 if report.has_micro else 130))
     console.print(table)
     for line in report.footer_lines():
         console.print(text(line, "dim"), highlight=False, soft_wrap=True)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from edge_tool.commands import convert, inspect_cmd, train
 from edge_tool.commands import demo, serve
 from edge_tool.commands import eval_cmd
+from edge_tool.commands import check
 
 COMMANDS = [
     ("train", train.command),
     ("inspect", inspect_cmd.command),
     ("convert", convert.command),
     ("eval", eval_cmd.command),
+    ("check", check.command),
     ("demo", demo.command),
     ("serve", serve.command),
 ]

@@ -104,6 +104,18 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Ar
                  "tensors": summary.to_dict()}
 
 
+def _build_micro(tflite: Path, out_dir: Path) -> dict:
+    """TFLite Micro sources, resolver and measured arena beside ``tflite`` (see ``edge_tool.micro``)."""
+    from edge_tool.micro.export import export_micro  # noqa: PLC0415
+
+    from rich.markup import escape  # noqa: PLC0415
+
+    with step(f"micro export {escape(tflite.name)}") as rec:
+        micro = export_micro(tflite, out_dir)
+        rec.outputs.extend(micro.files)
+    return micro.to_dict()
+
+
 def _tfjs_job(saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str) -> float:
     """Export TFJS (in whichever process runs it); returns the seconds it took."""
     from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
@@ -201,6 +213,8 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
                               source.signature.key)
             for mode in config.modes if config.wants_tflite else ():
                 art, rec = _build_tflite(ctx, mode, tmp)
+                if config.wants_micro:
+                    rec["micro"] = _build_micro(art.path, tmp)
                 artifacts.append(art)
                 records.append(rec)
             if config.wants_tfjs:

@@ -26,6 +26,7 @@ class OutputFormat(str, Enum):
     TFLITE = "tflite"
     TFJS = "tfjs"
     ALL = "all"
+    MICRO = "micro"  # the .tflite plus C sources, op resolver and measured arena for TFLite Micro
 
 
 class IOType(str, Enum):
@@ -44,6 +45,19 @@ class TfjsQuant(str, Enum):
     FLOAT16 = "float16"
     UINT8 = "uint8"
     UINT16 = "uint16"
+
+
+MICRO_MODES = (QuantMode.INT8, QuantMode.QAT)
+
+
+def micro_problems(modes) -> list[str]:
+    """Why ``--format micro`` refuses modes other than full-integer int8 / qat."""
+    bad = [m.value for m in modes if m not in MICRO_MODES]
+    if not bad:
+        return []
+    return [f"--format micro needs full-integer models (--quant int8 or qat), got {', '.join(bad)}: TFLite Micro is "
+            "integer-first — its float kernels cover only part of the op set, it has no hybrid (dynamic-range) "
+            "kernels, and int16x8 kernels exist for a few ops only."]
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,8 @@ class ConvertConfig:
             problems.append(f"--strategy for QAT must be default, one-device or mirrored, got {self.strategy!r}.")
         if self.wants_tflite and not self.modes:
             problems.append("no --quant mode given.")
+        if self.output_format is OutputFormat.MICRO:
+            problems += micro_problems(self.modes)
         for mode in self.modes if self.wants_tflite else ():
             spec = MODES[mode]
             if self.io_type.value not in spec.io_types:
@@ -106,12 +122,17 @@ class ConvertConfig:
     @property
     def wants_tflite(self) -> bool:
         """True when TFLite artefacts are requested."""
-        return self.output_format in (OutputFormat.TFLITE, OutputFormat.ALL)
+        return self.output_format in (OutputFormat.TFLITE, OutputFormat.ALL, OutputFormat.MICRO)
 
     @property
     def wants_tfjs(self) -> bool:
         """True when a TFJS graph model is requested."""
         return self.output_format in (OutputFormat.TFJS, OutputFormat.ALL)
+
+    @property
+    def wants_micro(self) -> bool:
+        """True when TFLite Micro sources are requested beside the .tflite."""
+        return self.output_format is OutputFormat.MICRO
 
     def to_dict(self) -> dict:
         """JSON-friendly resolved options (for manifest.json)."""

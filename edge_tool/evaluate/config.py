@@ -13,6 +13,9 @@ DEFAULT_RUNS = 100
 DEFAULT_BATCH = 16  # MobileNetV2-224 in TF: ~1.3 GB RSS at 16 per call, ~2.1 GB at 64
 
 
+RUNTIMES = ("litert", "tflm")  # which interpreter runs .tflite artefacts
+
+
 class ArtifactFormat(str, Enum):
     """Kinds of artefact eval can run."""
 
@@ -52,9 +55,19 @@ class EvalConfig:
     latency_in_subprocess: bool = True
     batch_size: int = DEFAULT_BATCH
     pass_threads: int | None = None
+    runtime: str = "litert"
+    max_arena_kb: float | None = None
+    max_flash_kb: float | None = None
 
     def __post_init__(self) -> None:
         problems = []
+        if self.runtime not in RUNTIMES:
+            problems.append(f"--runtime expects one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
+        for name, value in (("--max-arena-kb", self.max_arena_kb), ("--max-flash-kb", self.max_flash_kb)):
+            if value is not None and self.runtime != "tflm":
+                problems.append(f"{name} gates TFLite Micro figures; add --runtime tflm")
+            if value is not None and not value > 0:
+                problems.append(f"{name} must be > 0, got {value}")
         if not self.artifacts:
             problems.append("give at least one ARTIFACT (.tflite file or TFJS model directory)")
         problems += below_minimum({"--threads": (self.threads, 1), "--warmup": (self.warmup, 0),

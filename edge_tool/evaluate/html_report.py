@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from edge_tool.evaluate.charts import LatencySeries, ParetoPoint, latency_plot, pareto_chart
-from edge_tool.evaluate.report import NUMERIC, TABLE_HEADERS, Report
+from edge_tool.evaluate.report import NUMERIC, Report
 from edge_tool.textsafe import html_text
 
 CSS = """
@@ -24,11 +24,11 @@ _e = html_text
 
 
 def _table(report: Report, failing: set[str]) -> str:
-    head = "".join(f'<th class="{"num" if h in NUMERIC else ""}">{_e(h)}</th>' for h in TABLE_HEADERS)
+    head = "".join(f'<th class="{"num" if h in NUMERIC else ""}">{_e(h)}</th>' for h in report.headers())
     rows = []
     for i, row in enumerate(report.table_rows()):
         cls = "ref" if i == 0 else ("fail" if row[0] in failing else "")
-        cells = "".join(f'<td class="{"num" if h in NUMERIC else ""}">{_e(c)}</td>' for h, c in zip(TABLE_HEADERS, row))
+        cells = "".join(f'<td class="{"num" if h in NUMERIC else ""}">{_e(c)}</td>' for h, c in zip(report.headers(), row))
         rows.append(f'<tr class="{cls}">{cells}</tr>')
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 

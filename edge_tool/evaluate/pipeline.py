@@ -219,6 +219,11 @@ def _fields(runner, acc: metrics.DriftAccumulator, reference: ReferenceResult) -
 def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int):
     from edge_tool.evaluate.runners import TfjsRunner, TfliteRunner  # noqa: PLC0415
 
+    if art.format is ArtifactFormat.TFLITE and config.runtime == "tflm":
+        from edge_tool.evaluate.tflm_runner import TflmRunner  # noqa: PLC0415
+
+        return TflmRunner(art, config, scratch, slot)
+
     cls = TfliteRunner if art.format is ArtifactFormat.TFLITE else TfjsRunner
     return cls(art, config, scratch, slot)
 
@@ -273,6 +278,20 @@ def budget_violations(report: Report, config: EvalConfig) -> list[tuple[str, str
                 and r.latency.p50 > config.max_latency_ms):
             lines.append((r.artifact, f"{r.artifact}: p50 latency {r.latency.p50:.3f} ms exceeds --max-latency-ms "
                          f"{config.max_latency_ms:g} by {r.latency.p50 - config.max_latency_ms:.3f} ms"))
+    return lines + _micro_violations(report, config)
+
+
+def _micro_violations(report: Report, config: EvalConfig) -> list[tuple[str, str]]:
+    """--max-arena-kb / --max-flash-kb against the TFLM rows."""
+    lines = []
+    for r in report.results:
+        if r.arena is None:
+            continue
+        for flag, limit, value, what in (("--max-arena-kb", config.max_arena_kb, r.arena["minimum_bytes"], "tensor arena"),
+                                         ("--max-flash-kb", config.max_flash_kb, r.flash_bytes, "flash")):
+            if limit is not None and value / 1024 > limit:
+                lines.append((r.artifact, f"{r.artifact}: {what} {value / 1024:.1f} KiB exceeds {flag} {limit:g} "
+                              f"by {value / 1024 - limit:.1f} KiB"))
     return lines
 
 

@@ -78,6 +78,8 @@ class ArtifactResult:
     per_layer: tuple[LayerError, ...] | None = None
     failed: str | None = None
     batching: str = ""
+    arena: dict | None = None          # --runtime tflm: the measured tensor arena (edge_tool.micro.tflm.ArenaSize)
+    flash_bytes: int | None = None     # --runtime tflm: bytes of the model array in flash
 
     def to_dict(self) -> dict:
         """JSON form (the ``results`` entries of the report); ``failed`` only on rows that could not run."""
@@ -98,6 +100,8 @@ class ArtifactResult:
             d["accuracy_pass"] = self.batching
         if self.failed:
             d["failed"] = self.failed
+        if self.arena is not None:
+            d["tensor_arena"], d["flash_bytes"] = self.arena, self.flash_bytes
         return d
 
 
@@ -157,12 +161,26 @@ class Report:
             acc = "does not run" if r.failed and r.top1_agreement is None else _pct(r.accuracy)
             rows.append([r.artifact, r.format, r.quant, _mb(r.size_bytes), f"{r.size_ratio:.2f}×", acc,
                          _pts(r.accuracy_drop), _pct(r.top1_agreement), _ms(r.latency, "p50"), _ms(r.latency, "p99")])
+        if self.has_micro:
+            rows[0] += ["—", "—"]
+            for row, r in zip(rows[1:], self.results):
+                row += ["—", "—"] if r.arena is None else [f"{r.arena['minimum_bytes'] / 1024:.1f} KiB",
+                                                           f"{r.flash_bytes / 1024:.1f} KiB"]
         return rows
+
+    @property
+    def has_micro(self) -> bool:
+        """True when some row ran in TFLite Micro (the table then gains arena and flash columns)."""
+        return any(r.arena is not None for r in self.results)
+
+    def headers(self) -> list[str]:
+        """Column names of ``table_rows``."""
+        return TABLE_HEADERS + (MICRO_HEADERS if self.has_micro else [])
 
     def to_markdown(self) -> str:
         """A Markdown section: the table, then data, runtime and machine lines."""
-        head = "| " + " | ".join(TABLE_HEADERS) + " |"
-        sep = "|" + "|".join("---:" if h in NUMERIC else "---" for h in TABLE_HEADERS) + "|"
+        head = "| " + " | ".join(self.headers()) + " |"
+        sep = "|" + "|".join("---:" if h in NUMERIC else "---" for h in self.headers()) + "|"
         lines = ["## edgetool eval", "", head, sep]
         lines += [md_row(row) for row in self.table_rows()]
         lines += ["", *[f"- {md(line)}" for line in self.footer_lines()]]
@@ -188,15 +206,22 @@ class Report:
             "before every sample.",
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
+            *self._micro_lines(),
             *self.notes,
             *(f"{r.artifact}: {r.runtime} — {r.latency_note}." for r in self.results
               if r.format == "tfjs" and not r.failed),
             *(f"✗ {r.artifact} {r.failed}" for r in self.results if r.failed),
         ]
 
+    def _micro_lines(self) -> list[str]:
+        return [f"TFLM {r.artifact}: tensor arena minimum {r.arena['minimum_bytes']} bytes (recommended "
+                f"{r.arena['recommended_bytes']}), flash {r.flash_bytes} bytes; latency is {r.latency_note}."
+                for r in self.results if r.arena is not None]
+
 
 TABLE_HEADERS = ["artifact", "format", "mode", "size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms"]
-NUMERIC = {"size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms"}
+MICRO_HEADERS = ["arena", "flash"]
+NUMERIC = {"size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms", "arena", "flash"}
 
 
 def _short(path: str) -> str:

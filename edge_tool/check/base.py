@@ -1,0 +1,60 @@
+"""What a target check reports: findings per op, a verdict, how it was decided."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Verdict(str, Enum):
+    """``runs``: everything runs there; ``partial``: runs, with the ops listed falling back to the CPU;
+    ``fails``: will not run there (exit code 1)."""
+
+    RUNS = "runs"
+    PARTIAL = "partial"
+    FAILS = "fails"
+
+
+class Status(str, Enum):
+    """What happens to one op (or the whole model) on the target."""
+
+    UNSUPPORTED = "unsupported"   # will not run: the model fails there
+    FALLBACK = "fallback"         # runs elsewhere (CPU) while the rest is accelerated
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One op (or ``(model)`` for whole-model requirements) that will not run or will fall back, and why."""
+
+    op: str
+    status: Status
+    reason: str
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {"op": self.op, "status": self.status.value, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    """A target's verdict on one artefact, every finding, how it was checked, and extra facts (e.g. the arena)."""
+
+    target: str
+    artefact: str
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    method: str
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {"target": self.target, "artefact": self.artefact, "verdict": self.verdict.value,
+                "findings": [f.to_dict() for f in self.findings], "method": self.method, "details": self.details}
+
+
+def verdict_of(findings: list[Finding] | tuple[Finding, ...]) -> Verdict:
+    """FAILS if any finding is unsupported, PARTIAL if any falls back, else RUNS."""
+    statuses = {f.status for f in findings}
+    if Status.UNSUPPORTED in statuses:
+        return Verdict.FAILS
+    return Verdict.PARTIAL if Status.FALLBACK in statuses else Verdict.RUNS

@@ -1,0 +1,146 @@
+"""What ``check`` was given (a model, a .tflite, a TFJS graph model) and the artefacts each target needs from it.
+
+A model (SavedModel dir, .keras/.h5) is converted on demand into a temp dir, once per kind: fp32 and int8 with
+edgetool's own converter (``--allow-select-tf-ops``, so ops the builtin set lacks are named as Flex ops rather
+than stopping the conversion), the fixed-batch int8 .tflite that ``demo --litert`` ships, and a TFJS graph model.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edge_tool.errors import ConversionError, ModelError, UsageError
+
+
+class Unavailable(Exception):
+    """The artefact a target needs could not be made from this model (the reason is the target's finding)."""
+
+
+@dataclass
+class Subject:
+    """The input of a check run and a cache of artefacts made from it."""
+
+    path: Path
+    kind: str                      # "model" | "tflite" | "tfjs"
+    calibration: Path | None = None
+    work: Path | None = None
+    _made: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The path as given (for reports)."""
+        return str(self.path)
+
+    def artefact(self, kind: str) -> Path:
+        """The artefact of ``kind`` (fp32, int8, int8-b1, tfjs) for this subject; Unavailable if it cannot be made."""
+        if self.kind == "tflite" and kind in ("fp32", "int8", "int8-b1"):
+            return self.path
+        if self.kind == "tfjs" and kind == "tfjs":
+            return self.path
+        if self.kind != "model":
+            wanted = "a TFJS graph model (or the SavedModel)" if kind == "tfjs" else "a .tflite (or the SavedModel)"
+            raise UsageError(f"this target checks {wanted}; {self.path} is a {self.kind} artefact.")
+        if kind not in self._made:
+            try:
+                self._made[kind] = (_MAKERS[kind](self), None)
+            except (ConversionError, ModelError) as exc:
+                self._made[kind] = (None, str(exc))
+        made, error = self._made[kind]
+        if error is not None:
+            raise Unavailable(error)
+        return made
+
+    def temp(self, name: str) -> Path:
+        """A fresh path inside this run's scratch dir."""
+        if self.work is None:
+            self.work = Path(tempfile.mkdtemp(prefix="edgetool-check-"))
+        return self.work / name
+
+
+def classify(path: Path, calibration: Path | None) -> Subject:
+    """A Subject for ``path``; ModelError naming what was expected when it is none of the accepted kinds."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"{path} does not exist; expected a SavedModel directory, a .keras/.h5 file, a .tflite file "
+                         "or a TFJS graph-model directory.")
+    if path.is_dir() and (path / "model.json").is_file():
+        from edge_tool.convert.tfjs import read_graph_model_json  # noqa: PLC0415
+
+        read_graph_model_json(path, "check")
+        return Subject(path, "tfjs", calibration)
+    if path.is_file() and path.suffix.lower() in (".keras", ".h5"):
+        return Subject(path, "model", calibration)
+    if path.is_dir():
+        from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
+
+        validate_saved_model_dir(path)
+        return Subject(path, "model", calibration)
+    _require_tflite(path)
+    return Subject(path, "tflite", calibration)
+
+
+MAX_FLATBUFFER = 2 << 30  # FlatBuffers cannot address more
+
+
+def _require_tflite(path: Path) -> None:
+    """ModelError unless ``path`` is a TFLite flatbuffer whose operators and tensors can be read."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if len(head) < 8 or head[4:8] != b"TFL3" or size > MAX_FLATBUFFER:
+        raise ModelError(f"{path} is not a TFLite flatbuffer (no TFL3 identifier, or over 2 GiB); expected a "
+                         "SavedModel directory, a .keras/.h5 file, a .tflite file or a TFJS graph-model directory.")
+    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+
+    try:
+        summarize_tflite(path.read_bytes())
+    except Exception as exc:  # noqa: BLE001 - a damaged flatbuffer fails inside flatbuffers in many ways
+        raise ModelError(f"{path} has a TFL3 header but its flatbuffer cannot be read ({type(exc).__name__}: "
+                         f"{str(exc)[:200]}); it is truncated or damaged.") from None
+
+
+def _convert(subject: Subject, mode: str) -> Path:
+    from edge_tool.convert.api import convert  # noqa: PLC0415
+    from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
+
+    config = ConvertConfig(model=subject.path, output_dir=subject.temp(mode), modes=(mode,),
+                           calibration=subject.calibration, allow_select_tf_ops=True)
+    return convert(config).tflite(mode)
+
+
+def _fixed_batch_int8(subject: Subject) -> Path:
+    from edge_tool.demo.litert import build_fixed_int8  # noqa: PLC0415
+    from edge_tool.convert.source import prepare_source  # noqa: PLC0415
+
+    saved = prepare_source(subject.path, subject.temp("int8-b1-src")).saved_model
+    out = subject.temp("int8-b1.tflite")
+    try:
+        out.write_bytes(build_fixed_int8(saved, subject.calibration))
+    except Exception as exc:  # noqa: BLE001 - the TF converter raises ConverterError/RuntimeError/ValueError
+        if isinstance(exc, UsageError):
+            raise
+        from edge_tool.convert.context import flex_ops_from_error  # noqa: PLC0415
+
+        ops = flex_ops_from_error(str(exc))
+        if ops:
+            raise ConversionError(f"the full-integer conversion needs ops the TFLite builtin set lacks: {', '.join(ops)} "
+                                  "(this target runs builtin ops only)") from None
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+        raise ConversionError(f"the fixed-batch int8 conversion failed: {' '.join(lines[-3:])[-600:]}") from None
+    return out
+
+
+def _tfjs(subject: Subject) -> Path:
+    from edge_tool.convert.source import prepare_source  # noqa: PLC0415
+    from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
+
+    source = prepare_source(subject.path, subject.temp("tfjs-src"))
+    out = subject.temp("tfjs")
+    export_tfjs(source.saved_model, out, "none", source.signature.key)
+    return out
+
+
+_MAKERS = {"fp32": lambda s: _convert(s, "fp32"), "int8": lambda s: _convert(s, "int8"),
+           "int8-b1": _fixed_batch_int8, "tfjs": _tfjs}

@@ -1,0 +1,1 @@
+"""One module per check target; each registers itself in ``edge_tool.check.registry``."""

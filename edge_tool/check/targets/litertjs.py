@@ -1,0 +1,75 @@
+"""litertjs: LiteRT.js (@litertjs/core, wasm) — the vendored runtime of ``demo --litert`` runs the model in Node.
+
+The artefact is what ``demo --litert`` would ship: the int8 .tflite with its batch fixed to 1 (LiteRT.js cannot run a
+variable batch). Without Node or the vendored runtime, check falls back to what is known statically: LiteRT.js has no
+Flex delegate and no custom ops, cannot run a variable input dimension, and refuses variable (state) tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from edge_tool.check.base import Finding, Status, TargetResult, verdict_of
+from edge_tool.check.registry import register
+from edge_tool.check.subject import Subject, Unavailable
+from edge_tool.check.targets.common import conversion_failed, model_ops
+
+TIMEOUT_S = 120
+PROBE = Path(__file__).resolve().parents[1] / "litertjs_probe.mjs"
+
+
+def vendor_dir() -> Path | None:
+    """The vendored LiteRT.js runtime (web_demo/vendor/litert), if it is there."""
+    from edge_tool.demo.vendor import web_demo_dir  # noqa: PLC0415
+
+    path = web_demo_dir() / "vendor" / "litert"
+    return path if (path / "core.js").is_file() and (path / "litert_wasm_compat_internal.wasm").is_file() else None
+
+
+def run_in_node(model: Path, vendor: Path) -> tuple[bool, str]:
+    """(ran, error text with LiteRT's own ERROR lines) from the Node probe."""
+    proc = subprocess.run([shutil.which("node"), str(PROBE), str(vendor), str(model)], capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    lines = [ln[2:] for ln in proc.stdout.splitlines() if ln.startswith("@@")]
+    if not lines:
+        return False, f"node exited {proc.returncode}: {proc.stderr.strip()[-400:]}"
+    result = json.loads(lines[-1])
+    errors = [ln.split("]", 1)[-1].strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.startswith("ERROR")]
+    return bool(result["ok"]), "; ".join([*errors, result["error"]]).strip("; ")
+
+
+def static_findings(model: Path) -> list[Finding]:
+    """What is known without running LiteRT.js: Flex/custom ops and variable input dimensions."""
+    from edge_tool.runtime import load_interpreter  # noqa: PLC0415
+
+    findings = [Finding(op, Status.UNSUPPORTED, "custom/Flex op: LiteRT.js registers no custom ops and has no Flex "
+                        "delegate") for op in model_ops(model) if not op.isupper()]
+    for d in load_interpreter(model).get_input_details():
+        sig = [int(s) for s in d.get("shape_signature", d["shape"])]
+        if any(s < 0 for s in sig):
+            findings.append(Finding("(model)", Status.UNSUPPORTED, f"input {d['name']} has a variable dimension "
+                                    f"{sig}: LiteRT.js cannot run or resize it"))
+    return findings
+
+
+@register("litertjs", "LiteRT.js in the browser (wasm, the runtime demo --litert ships)", "int8-b1")
+def check(subject: Subject) -> TargetResult:
+    """Load, compile and run with LiteRT.js in Node; its error is the finding."""
+    try:
+        path = subject.artefact("int8-b1")
+    except Unavailable as exc:
+        return conversion_failed("litertjs", subject, exc)
+    vendor = vendor_dir()
+    if shutil.which("node") is None or vendor is None:
+        findings = static_findings(path)
+        why = "node is not on PATH" if shutil.which("node") is None else "the LiteRT.js runtime is not vendored"
+        return TargetResult("litertjs", str(path), verdict_of(findings), tuple(findings),
+                            f"static checks only ({why}): Flex/custom ops and variable input dimensions")
+    ran, error = run_in_node(path, vendor)
+    findings = [] if ran else [*(f for f in static_findings(path) if f.op != "(model)"),
+                               Finding("(model)", Status.UNSUPPORTED, f"LiteRT.js: {error}")]
+    return TargetResult("litertjs", str(path), verdict_of(findings), tuple(findings),
+                        "load + compile + run with the vendored LiteRT.js (wasm compat build) in Node")

@@ -1,0 +1,28 @@
+"""tflm: TensorFlow Lite for Microcontrollers — TFLM's own interpreter allocates and invokes the int8 model."""
+
+from __future__ import annotations
+
+from edge_tool.check.base import Finding, Status, TargetResult, verdict_of
+from edge_tool.check.registry import register
+from edge_tool.check.subject import Subject, Unavailable
+from edge_tool.check.targets.common import conversion_failed
+
+
+@register("tflm", "TensorFlow Lite for Microcontrollers (tflite-micro interpreter, reference kernels)", "int8")
+def check(subject: Subject) -> TargetResult:
+    """Ops TFLM has no kernel for, kernels that refuse the model's types, and the measured arena when it runs."""
+    from edge_tool.micro import tflm  # noqa: PLC0415
+
+    tflm.require_tflm()
+    try:
+        path = subject.artefact("int8")
+    except Unavailable as exc:
+        return conversion_failed("tflm", subject, exc)
+    refused, _ = tflm.unsupported_ops(path)
+    findings = [Finding(op, Status.UNSUPPORTED, why) for op, why in refused]
+    details = {"tflite_micro": tflm.tflm_version()}
+    if not findings:
+        details["tensor_arena"] = tflm.measure_arena(path).to_dict()
+        details["flash_bytes"] = path.stat().st_size
+    method = "allocate + invoke in tflite-micro's Python interpreter (its op resolver registers every TFLM kernel)"
+    return TargetResult("tflm", str(path), verdict_of(findings), tuple(findings), method, details)

@@ -1,0 +1,33 @@
+"""``edgetool check``: will this model run on a target? A CI gate (exit 1 when a requested target fails)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from edge_tool.check.registry import TARGET_NAMES
+
+TARGET_HELP = (f"Target(s): {', '.join(TARGET_NAMES)}, or all; repeat the option or give a comma list. "
+               "Default: all.")
+
+
+def command(
+    model: Path = typer.Argument(..., help="SavedModel dir, .keras/.h5, a .tflite, or a TFJS graph-model dir."),
+    target: list[str] = typer.Option(None, "--target", "-t", help=TARGET_HELP),
+    calibration: Path = typer.Option(None, "--calibration", help="Representative data for the int8 builds (tflm, "
+                                     "edgetpu, litertjs). Default: calibration.npz beside the model."),
+    json_out: bool = typer.Option(False, "--json", help="Print the machine-readable report (JSON) instead of text."),
+) -> None:
+    """List per target every op that will not run or will fall back, with the reason, and a verdict."""
+    from edge_tool.check.run import CheckConfig, print_report, run_check  # noqa: PLC0415
+    from edge_tool.errors import BudgetExceeded  # noqa: PLC0415
+
+    targets = tuple(t.strip().lower() for value in (target or ["all"]) for t in value.split(",") if t.strip())
+    report = run_check(CheckConfig(model=model, targets=targets, calibration=calibration))
+    if json_out:
+        typer.echo(report.to_json(), nl=False)
+    else:
+        print_report(report)
+    if report.failed:
+        raise BudgetExceeded(f"{model} will not run on: {', '.join(report.failed)}.")
