@@ -185,7 +185,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
 def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tuple[list, list, dict]:
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
-        source = prepare_source(config.model, work)
+        source = prepare_source(config.model, work, config.batch)
     ds, cal_path = load_calibration(config, source)
     rep = ds.representative_dataset() if ds else None
     ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch)
