@@ -66,6 +66,7 @@ class ConvertConfig:
     batch: int | None = None  # fix the input batch (re-traced signature); None keeps the model's own
     seed: int = 0
     force: bool = False
+    keep_going: bool = False  # a mode that fails is recorded (manifest "failed") instead of failing the run
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
