@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from edge_tool import __version__
 from edge_tool.errors import EdgeToolError
@@ -36,7 +37,7 @@ def cli_edge(func: Callable) -> Callable:
             return func(*args, **kwargs)
         except EdgeToolError as exc:
             kind = "budget exceeded" if exc.exit_code == 1 else "error"
-            err_console.print(f"[bold red]{kind}:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]{kind}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper

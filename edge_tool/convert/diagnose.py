@@ -14,8 +14,8 @@ import re
 
 MAX_SUMMARY_CHARS = 400
 
-_LOCATION_PREFIX = re.compile(r"^\s*(?:<unknown>|[\w./\\-]+\.\w+)(?::\d+){1,2}:\s*(?:error|warning|remark)?:?\s*")
-_SEGMENT_SPLIT = re.compile(r"\n|(?=<unknown>:\d+:)|(?=\b[\w./-]+\.(?:cc|py|h|mlir):\d+(?::\d+)?:\s*(?:error|note)\b)")
+_LOCATION_PREFIX = re.compile(r"^\s*(?:<unknown>|[\w./\\-]+\.\w+)(?::\d+){1,2}:?\s*(?:(?:error|warning|remark):\s*)?")
+_SEGMENT_SPLIT = re.compile(r"\n|(?=<unknown>:\d+:)")
 _API_ADVICE = re.compile(
     r"[^.\n]*(?:converter\.|target_spec|TargetSpec|tf\.lite\.OpsSet|_experimental_|experimental_enable_resource_"
     r"variables|See instructions|For example|Please consider|please use|you can enable TF kernels)[^\n]*",
