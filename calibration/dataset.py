@@ -86,13 +86,18 @@ class Dataset:
         for start in range(0, len(self), batch_size):
             yield {k: v[start:start + batch_size] for k, v in self.inputs.items()}
 
-    def representative_dataset(self) -> Callable[[], Iterator[list[np.ndarray]]]:
-        """A generator function for ``TFLiteConverter.representative_dataset``: one sample per step, as a list
-        ordered like the specs, each array with batch dim 1 and the spec dtype."""
-        order = [s.name for s in self.specs] or list(self.inputs)
+    def representative_dataset(self) -> Callable[[], Iterator[dict[str, np.ndarray]]]:
+        """A generator function for ``TFLiteConverter.representative_dataset``: one sample per step, as
+        ``{input name: array with batch dim 1 and the spec dtype}``.
 
-        def gen() -> Iterator[list[np.ndarray]]:
+        Samples are keyed by signature input name because the converter's calibrator matches dicts to the
+        model's signature by name, whereas a list would be fed by tensor position, and TFLite does not keep
+        the signature's input order (multi-input models would get their inputs swapped).
+        """
+        names = [s.name for s in self.specs] or list(self.inputs)
+
+        def gen() -> Iterator[dict[str, np.ndarray]]:
             for i in range(len(self)):
-                yield [self.inputs[name][i:i + 1] for name in order]
+                yield {name: self.inputs[name][i:i + 1] for name in names}
 
         return gen

@@ -20,7 +20,9 @@
   synchronization ON_WRITE (MirroredVariable); without a strategy they stay AUTO.
 - ``training``: the ``train.json`` sidecar's ``strategy``, ``num_replicas`` and ``eval_accuracy`` when present, else null.
 - ``tflite`` (tflite only, else null): ``{"ops": {op: n}, "weight_dtypes": {dtype: tensors},
-  "activation_dtypes": {dtype: tensors}}``.
+  "activation_dtypes": {dtype: tensors}, "variable_tensors": n, "state_warning": str | null}``; variable
+  tensors hold state across invocations (recurrent h/c of a fixed-batch LSTM): the warning says to call
+  ``reset_all_variables()`` between independent samples.
 """
 
 from __future__ import annotations
@@ -247,7 +249,7 @@ def inspect_saved_model(path: Path) -> InspectReport:
 def inspect_tflite(path: Path) -> InspectReport:
     """Signatures (via the LiteRT interpreter), weight elements by dtype and op counts of a .tflite file."""
     from edge_tool.modelio import tflite_signature  # noqa: PLC0415
-    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+    from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = Path(path)
     data = path.read_bytes()
@@ -261,7 +263,8 @@ def inspect_tflite(path: Path) -> InspectReport:
     return InspectReport(
         path=path, format="tflite", size_bytes=len(data), signatures=(signature,), parameters=params,
         tflite={"ops": summary.ops, "weight_dtypes": summary.weight_dtypes,
-                "activation_dtypes": summary.activation_dtypes},
+                "activation_dtypes": summary.activation_dtypes, "variable_tensors": summary.variable_tensors,
+                "state_warning": state_warning(summary.variable_tensors)},
     )
 
 

@@ -19,6 +19,7 @@ class TfliteSummary:
     output_dtypes: tuple = ()
     weight_params: int = 0
     flex_ops: tuple = ()
+    variable_tensors: int = 0  # state kept between invocations (e.g. recurrent h/c): reset between samples
 
     def to_dict(self) -> dict:
         """JSON-friendly form."""
@@ -26,7 +27,17 @@ class TfliteSummary:
             "ops": self.ops, "weight_dtypes": self.weight_dtypes, "activation_dtypes": self.activation_dtypes,
             "input_dtypes": list(self.input_dtypes), "output_dtypes": list(self.output_dtypes),
             "weight_params": self.weight_params, "flex_ops": list(self.flex_ops),
+            "variable_tensors": self.variable_tensors,
         }
+
+
+def state_warning(variable_tensors: int) -> str | None:
+    """The advice for a model that carries state between invocations, or None when it carries none."""
+    if not variable_tensors:
+        return None
+    return (f"carries state in {variable_tensors} variable tensor{'s' if variable_tensors != 1 else ''}: call "
+            "reset_all_variables() (LiteRT Interpreter) between independent samples, or each result depends on "
+            "the samples run before it.")
 
 
 def _names(enum_cls) -> dict[int, str]:
@@ -52,7 +63,7 @@ def summarize_tflite(data: bytes) -> TfliteSummary:
     type_names = _names(schema.TensorType)
     op_names = _names(schema.BuiltinOperator)
     ops, weights, acts, flex = Counter(), Counter(), Counter(), []
-    params = 0
+    params = variables = 0
     for sg in model.subgraphs:
         for op in sg.operators:
             code = model.operatorCodes[op.opcodeIndex]
@@ -65,6 +76,7 @@ def summarize_tflite(data: bytes) -> TfliteSummary:
                     flex.append(custom[4:])
             ops[name] += 1
         for t in sg.tensors:
+            variables += bool(t.isVariable)
             buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
             is_const = buf is not None and buf.data is not None and len(buf.data) > 0
             dtype = type_names.get(t.type, str(t.type)).lower()
@@ -76,4 +88,5 @@ def summarize_tflite(data: bytes) -> TfliteSummary:
     sg = model.subgraphs[0]
     ins = tuple(type_names[sg.tensors[i].type].lower() for i in sg.inputs)
     outs = tuple(type_names[sg.tensors[i].type].lower() for i in sg.outputs)
-    return TfliteSummary(dict(ops), dict(weights), dict(acts), ins, outs, params, tuple(sorted(set(flex))))
+    return TfliteSummary(dict(ops), dict(weights), dict(acts), ins, outs, params, tuple(sorted(set(flex))),
+                         variables)

@@ -343,14 +343,16 @@ def test_csv_bad_rows_and_column_count(tmp_path):
 # ---------------------------------------------------------------- consumers
 
 
-def test_representative_dataset_yields_one_sample_per_step_in_spec_order(tmp_path):
+def test_representative_dataset_yields_one_sample_per_step_keyed_by_input_name(tmp_path):
     path = tmp_path / "m.npz"
     np.savez(path, b=np.arange(6, dtype=np.int64).reshape(3, 2), a=np.ones((3, 8, 8, 1)))
     specs = [InputSpec("b", "int32", (None, 2)), InputSpec("a", "float32", PIXELS.shape)]
     ds = load(path, specs, ALL)
     steps = list(ds.representative_dataset()())
     assert len(steps) == 3
-    for i, (b, a) in enumerate(steps):
+    for i, step in enumerate(steps):
+        assert sorted(step) == ["a", "b"]
+        a, b = step["a"], step["b"]
         assert b.dtype == np.int32 and b.shape == (1, 2) and b.tolist() == [[2 * i, 2 * i + 1]]
         assert a.dtype == np.float32 and a.shape == (1, 8, 8, 1)
     assert [len(batch["a"]) for batch in ds.batches(2)] == [2, 1]

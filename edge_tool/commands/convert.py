@@ -48,6 +48,7 @@ def command(
     replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored."),
     tfjs_quant: str = typer.Option("none", "--tfjs-quant", help="TFJS weight compression: none, float16, uint8, uint16."),
     allow_select_tf_ops: bool = typer.Option(False, "--allow-select-tf-ops", help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate."),
+    batch: int = typer.Option(None, "--batch", help="Fix the input batch to N (re-traces the serving signature): recurrent models (LSTM/GRU) then convert to builtin TFLite ops; LiteRT.js needs 1."),
     seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input."),
     max_drop: float = typer.Option(None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."),
@@ -59,7 +60,7 @@ def command(
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop) and/or TFJS."""
     if _is_auto(quant):
         _run_auto(model, output, output_format, calibration, samples, io_type, train_data, qat_epochs, seed, force,
-                  max_drop, eval_data, objective, threads, max_float_layers)
+                  max_drop, eval_data, objective, threads, max_float_layers, batch)
         return
     if max_drop is not None or eval_data is not None:
         raise UsageError("--max-drop and --eval-data belong to --quant auto; evaluate other modes with edgetool eval.")
@@ -81,7 +82,7 @@ def command(
         model=model, output_dir=output, modes=parse_modes(quant, output_format, train_data is not None),
         output_format=output_format, calibration=calibration, samples=samples, io_type=io_type,
         train_data=train_data, qat_epochs=qat_epochs, strategy=strategy, replicas=replicas,
-        tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, seed=seed, force=force,
+        tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
     )
     from edge_tool.convert.api import convert  # noqa: PLC0415
 
@@ -97,7 +98,7 @@ def _is_auto(values: list[str] | None) -> bool:
 
 
 def _run_auto(model, output, output_format, calibration, samples, io_type, train_data, qat_epochs, seed, force,
-              max_drop, eval_data, objective, threads, max_float_layers) -> None:
+              max_drop, eval_data, objective, threads, max_float_layers, batch) -> None:
     """``--quant auto``: candidates, measurement, decision (exit 1 with the table when nothing is in budget)."""
     problems = []
     if max_drop is None:
@@ -115,7 +116,7 @@ def _run_auto(model, output, output_format, calibration, samples, io_type, train
     config = AutoConfig(model=model, output_dir=output, max_drop=max_drop, eval_data=eval_data,
                         calibration=calibration, objective=objective, threads=threads, samples=samples,
                         max_float_layers=max_float_layers, train_data=train_data, qat_epochs=qat_epochs, seed=seed,
-                        force=force)
+                        force=force, batch=batch)
     result = run_auto(config)
     print_result(result)
     if result.chosen is None:

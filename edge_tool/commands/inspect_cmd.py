@@ -76,6 +76,8 @@ def _render(report) -> None:
         for k, v in sorted(d["tflite"]["ops"].items()):
             _add(ops, k, str(v))
         console.print(ops)
+        if d["tflite"].get("state_warning"):
+            console.print("state: " + d["tflite"]["state_warning"], style="bold yellow", markup=False, highlight=False)
 
 
 def command(

@@ -6,15 +6,16 @@ import hashlib
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
 
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.convert.registry import MODES
 from edge_tool.convert.source import content_hash, prepare_source
-from edge_tool.errors import UsageError
+from edge_tool.errors import EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.signals import deferred
 from edge_tool.steps import console, step
@@ -41,6 +42,7 @@ class ConvertResult:
     output_dir: Path
     artifacts: tuple[Artifact, ...]
     manifest: dict
+    failures: dict = field(default_factory=dict)  # mode -> one-line reason (only with config.keep_going)
 
     def tflite(self, mode: QuantMode | str) -> Path:
         """Path of the .tflite of ``mode``."""
@@ -87,7 +89,7 @@ def load_calibration(config: ConvertConfig, source):
 
 
 def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Artifact, dict]:
-    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+    from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = out_dir / tflite_name(ctx.config.model, mode)
     with step(f"convert {mode.value}") as rec:
@@ -98,19 +100,20 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Ar
     if summary.flex_ops:
         console.print(f"[yellow]warning:[/] {term(path.name)} uses Flex ops {term(', '.join(summary.flex_ops))}: "
                       "the runtime needs the Flex delegate (select TF ops).")
+    state = state_warning(summary.variable_tensors)
+    if state:
+        console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
     art = Artifact(path, "tflite", mode.value, len(data), rec.seconds)
     return art, {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
                  "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(rec.seconds, 3),
-                 "tensors": summary.to_dict()}
+                 "tensors": summary.to_dict(), "state_warning": state}
 
 
 def _build_micro(tflite: Path, out_dir: Path) -> dict:
     """TFLite Micro sources, resolver and measured arena beside ``tflite`` (see ``edge_tool.micro``)."""
     from edge_tool.micro.export import export_micro  # noqa: PLC0415
 
-    from rich.markup import escape  # noqa: PLC0415
-
-    with step(f"micro export {escape(tflite.name)}") as rec:
+    with step(f"micro export {term(tflite.name)}") as rec:
         micro = export_micro(tflite, out_dir)
         rec.outputs.extend(micro.files)
     return micro.to_dict()
@@ -194,13 +197,13 @@ def convert(config: ConvertConfig) -> ConvertResult:
                 worker.close()
     final = tuple(Artifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds)
                   for a in artifacts)
-    return ConvertResult(config.output_dir, final, manifest)
+    return ConvertResult(config.output_dir, final, manifest, dict(manifest.get("failed", {})))
 
 
 def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tuple[list, list, dict]:
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
-        source = prepare_source(config.model, work)
+        source = prepare_source(config.model, work, config.batch)
     ds, cal_path = load_calibration(config, source)
     rep = ds.representative_dataset() if ds else None
     ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch)
@@ -211,8 +214,16 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
             if worker is not None:
                 worker.submit(_tfjs_job, source.saved_model, tmp / "tfjs", config.tfjs_quant.value,
                               source.signature.key)
+            failed = {}
             for mode in config.modes if config.wants_tflite else ():
-                art, rec = _build_tflite(ctx, mode, tmp)
+                try:
+                    art, rec = _build_tflite(ctx, mode, tmp)
+                except EdgeToolError as exc:
+                    if not config.keep_going:
+                        raise
+                    failed[mode.value] = one_line(str(exc))
+                    console.print(f"[red]✗[/] convert {mode.value}: {term(failed[mode.value])}")
+                    continue
                 if config.wants_micro:
                     rec["micro"] = _build_micro(art.path, tmp)
                 artifacts.append(art)
@@ -229,6 +240,8 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
         timings = {r["quant"] if r["format"] == "tflite" else "tfjs": r["seconds"] for r in records}
         timings["total"] = round(time.perf_counter() - t0, 3)
         manifest = build_manifest(config, source, cal, records, timings)
+        if failed:
+            manifest["failed"] = failed
         write_manifest(tmp, manifest)
     return artifacts, records, manifest
 
@@ -241,6 +254,9 @@ def _warn_if_public_converter() -> None:
     if problem and not problem.startswith("EDGETOOL_FAST_CONVERT"):
         console.print(f"[yellow]warning:[/] converter fast path off: {term(problem)}; using the public "
                       "TFLiteConverter.from_saved_model (same files, slower).")
+def one_line(message: str) -> str:
+    """A message on one line (whitespace runs collapsed), for tables and JSON fields."""
+    return " ".join(message.split())
 
 
 def _print_epoch(epoch: int, logs: dict) -> None:

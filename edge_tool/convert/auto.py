@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
-from edge_tool.errors import BudgetExceeded, UsageError, below_minimum, collect_and_raise
+from edge_tool.errors import BudgetExceeded, ConversionError, EdgeToolError, UsageError, below_minimum, collect_and_raise
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import step
 from edge_tool.textsafe import md, md_row, text
@@ -47,6 +47,7 @@ class AutoConfig:
     qat_epochs: int = 3
     seed: int = 0
     force: bool = False
+    batch: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("model", "output_dir", "eval_data"):
@@ -63,6 +64,8 @@ class AutoConfig:
             problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}.")
         problems += below_minimum({"--threads": (self.threads, 1), "--samples": (self.samples, 1),
                                    "--max-float-layers": (self.max_float_layers, 0)})
+        if self.batch is not None:
+            problems += below_minimum({"--batch": (self.batch, 1)})
         if not self.model.is_dir():
             problems.append(f"--quant auto measures against the model as reference, so MODEL must be a SavedModel "
                             f"directory; {self.model} is not a directory.")
@@ -88,22 +91,31 @@ class Candidate:
 
     name: str
     quant: str
-    path: Path
-    size_bytes: int
+    path: Path | None
+    size_bytes: int | None
     accuracy: float | None
     accuracy_drop: float | None
     latency_ms_p50: float | None
     meets_budget: bool
     chosen: bool = False
     float_layers: tuple[str, ...] | None = None
+    failed: str | None = None  # one-line reason when it did not convert or could not be measured
+
+    @classmethod
+    def failure(cls, name: str, reason: str, path: Path | None = None) -> "Candidate":
+        """A candidate that failed to convert (no file) or to run in evaluation (``path`` kept)."""
+        return cls(name, name.split("-", 1)[0], path, path.stat().st_size if path and path.is_file() else None,
+                   None, None, None, False, failed=" ".join(reason.split()))
 
     def to_dict(self) -> dict:
         """decision.json entry."""
-        d = {"name": self.name, "quant": self.quant, "file": self.path.name, "size_bytes": self.size_bytes,
-             "accuracy": self.accuracy, "accuracy_drop": self.accuracy_drop, "latency_ms_p50": self.latency_ms_p50,
-             "meets_budget": self.meets_budget, "chosen": self.chosen}
+        d = {"name": self.name, "quant": self.quant, "file": self.path.name if self.path else None,
+             "size_bytes": self.size_bytes, "accuracy": self.accuracy, "accuracy_drop": self.accuracy_drop,
+             "latency_ms_p50": self.latency_ms_p50, "meets_budget": self.meets_budget, "chosen": self.chosen}
         if self.float_layers is not None:
             d["float_layers"] = list(self.float_layers)
+        if self.failed is not None:
+            d["failed"] = self.failed
         return d
 
 
@@ -135,7 +147,9 @@ class AutoResult:
             acc = "—" if c.accuracy is None else f"{100 * c.accuracy:.2f}%"
             drop = "—" if c.accuracy_drop is None else f"{100 * c.accuracy_drop:+.2f} pt"
             lat = "—" if c.latency_ms_p50 is None else f"{c.latency_ms_p50:.3f}"
-            rows.append([c.name, f"{c.size_bytes / 1e3:.1f} kB", acc, drop, lat, "yes" if c.meets_budget else "no",
+            size = "—" if c.size_bytes is None else f"{c.size_bytes / 1e3:.1f} kB"
+            verdict = "failed" if c.failed else "yes" if c.meets_budget else "no"
+            rows.append([c.name, size, acc, drop, lat, verdict,
                          "✔" if c.chosen else "", ", ".join(short_layer(n) for n in c.float_layers or ())])
         return rows
 
@@ -148,7 +162,11 @@ class AutoResult:
         lines += [md_row(row) for row in self.table_rows()]
         verdict = (f"Chosen: **{md(self.chosen.name)}** ({md(self.chosen.path.name)})." if self.chosen
                    else "No candidate meets the budget; all are under candidates/ for inspection.")
-        return "\n".join([*lines, "", verdict, *[f"- {md(n)}" for n in self.notes]]) + "\n"
+        return "\n".join([*lines, "", verdict, *[f"- {md(n)}" for n in self.all_notes()]]) + "\n"
+
+    def all_notes(self) -> list[str]:
+        """Each failed candidate's reason, then the other notes."""
+        return [f"{c.name} failed: {c.failed}" for c in self.candidates if c.failed] + list(self.notes)
 
 
 def short_layer(tensor_name: str) -> str:
@@ -212,12 +230,40 @@ def _eval_config(config: AutoConfig, paths: list[Path]):
 
 
 def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]) -> tuple[list[Candidate], float | None]:
-    """Run ``edgetool eval``'s pipeline on the files; one Candidate per (name, path, float_layers)."""
+    """Run ``edgetool eval``'s pipeline on the files; one Candidate per (name, path, float_layers).
+
+    When the run fails, each file is measured alone so that only the ones that fail become failed rows
+    ("evaluation failed: ..."); if every file fails the same way (bad eval data, say) that error is raised.
+    """
+    try:
+        return _measure_together(config, named)
+    except EdgeToolError as exc:
+        if len(named) == 1:
+            return [Candidate.failure(named[0][0], f"evaluation failed: {exc}", named[0][1])], None
+        first = exc
+    out, ref_acc, errors = [], None, []
+    for item in named:
+        try:
+            (cand,), ref_acc = _measure_together(config, [item])
+        except EdgeToolError as exc:
+            errors.append(str(exc))
+            cand = Candidate.failure(item[0], f"evaluation failed: {exc}", item[1])
+        out.append(cand)
+    if len(errors) == len(named):
+        raise first
+    return out, ref_acc
+
+
+def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate], float | None]:
     from edge_tool.evaluate import run_eval  # noqa: PLC0415
 
     report = run_eval(_eval_config(config, [p for _, p, _ in named]))
     out = []
     for (name, path, layers), r in zip(named, report.results):
+        error = getattr(r, "error", None)  # an artefact eval could not run (e.g. it crashed the runtime)
+        if error:
+            out.append(Candidate.failure(name, f"evaluation failed: {error}", path))
+            continue
         meets = r.accuracy_drop is not None and r.accuracy_drop <= config.max_drop
         out.append(Candidate(name, r.quant, path, r.size_bytes, r.accuracy, r.accuracy_drop,
                              r.latency.p50 if r.latency else None, meets, float_layers=layers))
@@ -229,7 +275,7 @@ def _convert_config(config: AutoConfig, out: Path):
 
     return ConvertConfig(model=config.model, output_dir=out, modes=config.modes, calibration=config.calibration,
                          samples=config.samples, train_data=config.train_data, qat_epochs=config.qat_epochs,
-                         seed=config.seed)
+                         seed=config.seed, batch=config.batch, keep_going=True)
 
 
 def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candidate | None, list[str]]:
@@ -240,11 +286,10 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
-    source = prepare_source(config.model, work)
+    source = prepare_source(config.model, work, config.batch)
     ds, _ = load_calibration(_convert_config(config, work / "unused"), source)
-    rep = ds.representative_dataset()
     with step("rank int8 layers (QuantizationDebugger)"):
-        sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(source.saved_model)), rep,
+        sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(source.saved_model)), ds.inputs,
                             str(config.model))
     layers = sel.candidates(config.max_float_layers)
     notes = ["int8 layers by rmse/scale (worst first): "
@@ -266,7 +311,11 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
 
 
 def run_auto(config: AutoConfig) -> AutoResult:
-    """Build, measure, choose and write OUTDIR; ``result.chosen`` is None when nothing is in budget."""
+    """Build, measure, choose and write OUTDIR; ``result.chosen`` is None when nothing is in budget.
+
+    A candidate that fails to convert or to be measured becomes a failed row; the choice is made among the
+    others. ConversionError when no candidate converts at all.
+    """
     check_output_dir(config.output_dir, config.force, config.inputs)
     from edge_tool.convert.api import convert  # noqa: PLC0415
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
@@ -274,22 +323,41 @@ def run_auto(config: AutoConfig) -> AutoResult:
     with tempfile.TemporaryDirectory(prefix="edgetool-auto-") as tmp:
         work = Path(tmp)
         built = convert(_convert_config(config, work / "candidates"))
+        if not built.artifacts:
+            reasons = "\n".join(f"- {mode}: {why}" for mode, why in built.failures.items())
+            raise ConversionError(f"--quant auto: no candidate converted for {config.model}:\n{reasons}")
         named = [(a.quant, a.path, None) for a in built.artifacts]
         with quiet_native_stderr(), step("measure candidates (edgetool eval)"):
-            cands, ref_acc = measure(config, named)
-        notes: list[str] = []
-        int8 = next(c for c in cands if c.name == "int8")
-        if not int8.meets_budget and config.max_float_layers > 0:
-            with quiet_native_stderr():
-                selective, more = _selective_search(config, work, built.artifacts[0].path.stem.rsplit("_", 1)[0])
-            notes += more
-            if selective is not None:
-                shutil.move(selective.path, work / "candidates" / selective.path.name)
-                cands.append(replace(selective, path=work / "candidates" / selective.path.name))
+            measured, ref_acc = measure(config, named)
+        by_name = {c.name: c for c in measured}
+        by_name.update({m: Candidate.failure(m, why) for m, why in built.failures.items()})
+        cands = [by_name[m] for m in config.modes if m in by_name]
+        notes = _add_selective(config, work, cands, built.artifacts[0].path.stem.rsplit("_", 1)[0])
         best = choose(cands, config.objective)
         cands = [replace(c, chosen=c is best) for c in cands]
         result = AutoResult(config, tuple(cands), ref_acc, tuple(notes))
         return _write(result, work)
+
+
+def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem: str) -> list[str]:
+    """When full int8 converted but misses the budget, append the selective-int8 candidate (or its failure)."""
+    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+
+    int8 = next((c for c in cands if c.name == "int8"), None)
+    if int8 is None or int8.meets_budget or config.max_float_layers == 0:
+        return []
+    if int8.failed:
+        return ["selective int8 skipped: full int8 did not convert or run."]
+    try:
+        with quiet_native_stderr():
+            selective, notes = _selective_search(config, work, stem)
+    except EdgeToolError as exc:
+        cands.append(Candidate.failure(SELECTIVE, str(exc)))
+        return []
+    if selective is not None:
+        shutil.move(selective.path, work / "candidates" / selective.path.name)
+        cands.append(replace(selective, path=work / "candidates" / selective.path.name))
+    return notes
 
 
 def budget_error(result: AutoResult) -> BudgetExceeded:
@@ -306,6 +374,9 @@ def _write(result: AutoResult, work: Path) -> AutoResult:
     with atomic_dir(config.output_dir, config.force, config.inputs) as out:
         shutil.copytree(work / "candidates", out / "candidates")
         for c in result.candidates:
+            if c.path is None:
+                final.append(c)
+                continue
             rel = Path("candidates") / c.path.name
             if c.chosen:
                 (out / rel).rename(out / c.path.name)
@@ -331,6 +402,6 @@ def print_result(result: AutoResult) -> None:
         table.add_row(*map(text, row), style="bold green" if c.chosen else (None if c.meets_budget else "red"))
     wide = Console(width=max(Console().width, 160))
     wide.print(table)
-    for note in result.notes:
+    for note in result.all_notes():
         wide.print(text(note, "dim"), highlight=False, soft_wrap=True)
     wide.print(text(f"decision: {cfg.output_dir / 'decision.json'}"), highlight=False, soft_wrap=True)

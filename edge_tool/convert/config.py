@@ -77,8 +77,10 @@ class ConvertConfig:
     replicas: int = 2
     tfjs_quant: TfjsQuant = TfjsQuant.NONE
     allow_select_tf_ops: bool = False
+    batch: int | None = None  # fix the input batch (re-traced signature); None keeps the model's own
     seed: int = 0
     force: bool = False
+    keep_going: bool = False  # a mode that fails is recorded (manifest "failed") instead of failing the run
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
@@ -97,6 +99,11 @@ class ConvertConfig:
 
         problems = below_minimum({"--samples": (self.samples, 1), "--qat-epochs": (self.qat_epochs, 1),
                                   "--replicas": (self.replicas, 1)})
+        if self.batch is not None:
+            problems += below_minimum({"--batch": (self.batch, 1)})
+            if QuantMode.QAT in self.modes and self.wants_tflite:
+                problems.append("--batch does not apply to --quant qat (it fine-tunes and converts the Keras model "
+                                "itself); convert qat without --batch, or the other modes with it.")
         if self.strategy not in ("default", "one-device", "mirrored"):
             problems.append(f"--strategy for QAT must be default, one-device or mirrored, got {self.strategy!r}.")
         if self.wants_tflite and not self.modes:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.convert.config import ConvertConfig, IOType
 from edge_tool.convert.converter import SharedSource, new_converter
+from edge_tool.convert.diagnose import describe_failure
 from edge_tool.convert.source import PreparedSource
 from edge_tool.errors import ConversionError, DataError
 
@@ -78,7 +80,12 @@ class BuildContext:
             ops = set(conv.target_spec.supported_ops or {self.tf.lite.OpsSet.TFLITE_BUILTINS})
             conv.target_spec.supported_ops = ops | {self.tf.lite.OpsSet.SELECT_TF_OPS}
         try:
-            return conv.convert()
+            with warnings.catch_warnings():
+                # the calibrator matches by-name samples through tf.lite.Interpreter, which warns of its deprecation
+                warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated")
+                return conv.convert()
+        except ConversionError:
+            raise
         except Exception as exc:  # noqa: BLE001 - re-raised below unless the converter itself rejected the model
             if not converter_rejected(exc):
                 raise
@@ -93,8 +100,8 @@ class BuildContext:
                 "Replace them in the model, or pass --allow-select-tf-ops to embed TF (Flex) kernels — the app then "
                 "needs the Flex delegate (larger binary)."
             )
-        lines = [ln for ln in message.splitlines() if ln.strip()]
-        return ConversionError(f"The TFLite converter failed on {self.source.original}: {' '.join(lines[-6:])[:1500]}")
+        detail = describe_failure(message, self.config.batch, self.config.allow_select_tf_ops)
+        return ConversionError(f"The TFLite converter failed on {self.source.original}: {detail}")
 
     def train_data(self):
         """(x, y) from --train-data, matched to the model input."""

@@ -29,6 +29,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edge_tool.errors import ConversionError
+
 TESTED_TF = "2.19."  # the TensorFlow minor version whose private converter internals the fast path was written for
 _QUANTIZE_PARAMS = ("self", "result", "input_type", "output_type", "activations_type", "bias_type", "allow_float",
                     "enable_variable_quantization", "debug_options")
@@ -114,6 +116,22 @@ def _params(func) -> tuple[str, ...]:
         return tuple(inspect.signature(func).parameters)
     except (TypeError, ValueError):
         return ()
+def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
+    """ConversionError for a model whose calibration would crash TensorFlow 2.19's quantizer (SIGSEGV).
+
+    Calibrating a builtin WHILE loop (Keras GRU / SimpleRNN with a fixed batch; LSTM becomes a fused op and
+    is fine) kills the process in ``Calibrator``, for the raw converter too; refusing keeps the run alive.
+    """
+    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+
+    loops = [op for op in ("WHILE",) if op in summarize_tflite(bytes(float_model)).ops]
+    if loops:
+        bits = "int16" if getattr(activations_type, "name", "") == "int16" else "int8"
+        raise ConversionError(
+            f"calibrated {bits} quantization of a model with a {loops[0]} loop (a Keras GRU/SimpleRNN or a "
+            "tf.while_loop) crashes TensorFlow 2.19's calibrator (segmentation fault, also with the raw "
+            "TFLiteConverter), so edgetool refuses it. Use --quant dynamic (int8 weights, float activations) or "
+            "fp16 for this model; LSTM layers alone (fused UNIDIRECTIONAL_SEQUENCE_LSTM) do calibrate.")
 
 
 def new_converter(shared: SharedSource):
@@ -165,6 +183,7 @@ def _converter_class(lite):
         def _quantize(self, result, input_type, output_type, activations_type, bias_type, allow_float,
                       enable_variable_quantization, debug_options):
             """The base class's quantization with the calibration step shared across modes."""
+            refuse_unsafe_loops(result, activations_type)
             by_name = [x for x in self.target_spec._experimental_custom_op_registerers if isinstance(x, str)]
             by_func = [x for x in self.target_spec._experimental_custom_op_registerers if not isinstance(x, str)]
             if not isinstance(self.representative_dataset, lite.RepresentativeDataset):

@@ -11,8 +11,12 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from collections.abc import Callable
+from collections.abc import Mapping
 
+import numpy as np
+
+from edge_tool.convert.diagnose import summarize_converter_error
+from edge_tool.convert.feeding import quantization_debugger
 from edge_tool.errors import ConversionError
 from edge_tool.evaluate.per_layer import rank_layers
 from edge_tool.evaluate.report import LayerError
@@ -23,28 +27,29 @@ IDEAL_RMSE_OVER_SCALE = 0.2887  # 1/sqrt(12): uniform rounding error of a well-q
 class SelectiveInt8:
     """One calibrated int8 quantization of a model, re-quantizable with any set of layers left in float."""
 
-    def __init__(self, tf, converter, representative_dataset: Callable, label: str) -> None:
+    def __init__(self, tf, converter, inputs: Mapping[str, np.ndarray], label: str) -> None:
         """Calibrate ``converter`` (a fresh TFLiteConverter) for full int8 and measure per-layer errors.
 
-        ``representative_dataset`` serves both as calibration and as the debugger's comparison data.
-        Raises ConversionError when the converter or the debugger fails.
+        ``inputs`` (``{input name: samples}``) serve both as calibration and as the debugger's comparison
+        data, fed by name. Raises ConversionError when the converter or the debugger fails.
         """
         self._tf = tf
         self._label = label
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = representative_dataset
         # Denylisted layers become float builtins beside the int8 ones.
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8, tf.lite.OpsSet.TFLITE_BUILTINS]
         dump = io.StringIO()
         try:
             with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # tf.lite.Interpreter's deprecation notice, used inside the debugger
-                self._debugger = tf.lite.experimental.QuantizationDebugger(
-                    converter=converter, debug_dataset=representative_dataset)
+                self._debugger = quantization_debugger(tf, converter, inputs)
                 self._debugger.run()
             self._debugger.layer_statistics_dump(dump)
+        except ConversionError:
+            raise
         except Exception as exc:  # noqa: BLE001 - the debugger raises ValueError/RuntimeError/ConverterError
-            raise ConversionError(f"The quantization debugger could not calibrate {label} for int8: {exc}") from None
+            raise ConversionError(f"The quantization debugger could not calibrate {label} for int8: "
+                                  f"{summarize_converter_error(str(exc))}") from None
         self._ranking = rank_layers(dump.getvalue(), top=10**6)
 
     @property
@@ -67,5 +72,5 @@ class SelectiveInt8:
                     denylisted_nodes=list(float_tensors))
                 return self._debugger.get_nondebug_quantized_model()
         except Exception as exc:  # noqa: BLE001 - mlir_quantize raises ValueError/RuntimeError
-            raise ConversionError(
-                f"Re-quantizing {self._label} with {', '.join(float_tensors)} in float failed: {exc}") from None
+            raise ConversionError(f"Re-quantizing {self._label} with {', '.join(float_tensors)} in float failed: "
+                                  f"{summarize_converter_error(str(exc))}") from None

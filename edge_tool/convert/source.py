@@ -25,11 +25,12 @@ class PreparedSource:
     flavor: str        # keras2 | keras3-export | tf-saved-model
     signature: SignatureInfo
     sha256: str
+    fixed_batch: dict | None = None  # {"batch": N, "method": "keras"|"signature", "signature": ...} with --batch
 
     def to_dict(self) -> dict:
-        """JSON-friendly form for manifest.json."""
+        """JSON-friendly form for manifest.json (``signature`` is the model's own, before --batch)."""
         return {"path": str(self.original), "kind": self.kind, "flavor": self.flavor, "sha256": self.sha256,
-                "signature": self.signature.to_dict()}
+                "signature": self.signature.to_dict(), "fixed_batch": self.fixed_batch}
 
 
 def content_hash(path: Path) -> str:
@@ -77,8 +78,9 @@ def _keras_file_to_saved_model(model: Path, out: Path) -> None:
         )
 
 
-def prepare_source(model: Path, workdir: Path) -> PreparedSource:
-    """Validate MODEL and return the SavedModel to convert (a temp export under ``workdir`` for Keras files)."""
+def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> PreparedSource:
+    """Validate MODEL and return the SavedModel to convert (a temp export under ``workdir`` for Keras files, and
+    a re-traced copy there with ``batch``: see ``edge_tool.fixed_batch``)."""
     model = Path(model)
     if not model.exists():
         raise ModelError(f"Expected a model (SavedModel directory, .keras or .h5 file) at {model}, but nothing is there.")
@@ -94,4 +96,12 @@ def prepare_source(model: Path, workdir: Path) -> PreparedSource:
     else:
         saved, kind = model, "saved_model"
     signature = saved_model_signature(saved)
-    return PreparedSource(model, saved, kind, saved_model_flavor(saved), signature, content_hash(model))
+    flavor, fixed = saved_model_flavor(saved), None
+    if batch is not None:
+        from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
+
+        retraced = Path(workdir) / f"batch{batch}_savedmodel"
+        method = save_fixed_batch(saved, retraced, batch)
+        fixed = {"batch": batch, "method": method, "signature": saved_model_signature(retraced).to_dict()}
+        saved = retraced
+    return PreparedSource(model, saved, kind, flavor, signature, content_hash(model), fixed)

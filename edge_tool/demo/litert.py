@@ -2,7 +2,8 @@
 
 LiteRT.js (@litertjs/core 2.5.3) cannot run a model whose input has a variable batch dimension ("TensorBuffer ranked
 tensor type Float32[1,8,8,1] does not match expected Float32[-1,8,8,1]") and cannot resize inputs, so the int8 model
-is built here from the SavedModel's serving signature re-traced with batch 1, with edgetool's own int8 settings
+is built here from the SavedModel's serving signature re-traced with batch 1 (``edge_tool.fixed_batch``, as
+``convert --batch 1``), with edgetool's own int8 settings
 (``configure_full_int8``: Optimize.DEFAULT, representative data, TFLITE_BUILTINS_INT8, float32 I/O kept).
 """
 
@@ -31,11 +32,14 @@ def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path
 
 def build_fixed_int8(saved_model: Path, calibration_path: Path | None) -> bytes:
     """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
+    import tempfile  # noqa: PLC0415
+
     from edge_tool.convert.modes.int8 import configure_full_int8  # noqa: PLC0415
-    from edge_tool.modelio import load_serving_fn  # noqa: PLC0415
+    from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
+    from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
 
     source = calibration_source(saved_model, calibration_path)
-    loaded, fn, info = load_serving_fn(Path(saved_model))
+    info = saved_model_signature(Path(saved_model))
     if len(info.inputs) != 1:
         raise ModelError(f"--litert drives models with exactly one input; this one has {len(info.inputs)}.")
     inp = info.inputs[0]
@@ -43,16 +47,16 @@ def build_fixed_int8(saved_model: Path, calibration_path: Path | None) -> bytes:
         raise ModelError(f"--litert needs a fixed input shape after the batch dimension; {inp.name} has {inp.shape}.")
     import calibration  # noqa: PLC0415
 
-    specs = calibration.specs_from(info.inputs)
-    ds = calibration.load(source, specs, calibration.LoadOptions())
+    ds = calibration.load(source, calibration.specs_from(info.inputs), calibration.LoadOptions())
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
-    spec = tf.TensorSpec([1, *inp.shape[1:]], tf.as_dtype(inp.dtype), name=inp.name)
-    serve = tf.function(lambda x: fn(**{inp.name: x}), input_signature=[spec])
-    conv = tf.lite.TFLiteConverter.from_concrete_functions([serve.get_concrete_function()], loaded)
-    configure_full_int8(tf, conv, ds.representative_dataset(), None)
-    return conv.convert()
+    with tempfile.TemporaryDirectory(prefix="edgetool-b1-") as work:
+        fixed = Path(work) / "batch1"
+        save_fixed_batch(Path(saved_model), fixed, 1)
+        conv = tf.lite.TFLiteConverter.from_saved_model(str(fixed))
+        configure_full_int8(tf, conv, ds.representative_dataset(), None)
+        return conv.convert()
 
 
 def tflite_spec(path: Path, classes: int | None) -> dict:

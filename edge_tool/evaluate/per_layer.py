@@ -19,8 +19,6 @@ import math
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 from edge_tool.errors import ConversionError
 from edge_tool.evaluate.report import LayerError
 
@@ -28,26 +26,25 @@ MAX_DEBUG_SAMPLES = 100  # samples the per-layer debugger sees (the first ones o
 
 
 def worst_layers(saved_model: Path, inputs: dict, input_order: list[str], top: int) -> tuple[LayerError, ...]:
-    """The ``top`` layers with the largest rmse/scale (the debugger's standard quantization-error measure)."""
+    """The ``top`` layers with the largest rmse/scale (the debugger's standard quantization-error measure).
+
+    ``inputs`` maps input names to samples in their own dtypes; the ``input_order`` names are fed, by name.
+    """
     from edge_tool.env import import_tf  # noqa: PLC0415
 
+    from edge_tool.convert.feeding import quantization_debugger  # noqa: PLC0415
+
     tf = import_tf()
-    n = min(MAX_DEBUG_SAMPLES, len(next(iter(inputs.values()))))
-
-    def dataset():
-        for i in range(n):
-            yield [np.asarray(inputs[name][i:i + 1], dtype=np.float32) for name in input_order]
-
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = dataset
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     dump = io.StringIO()
     try:
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             # the debugger itself still runs tf.lite.Interpreter, which warns about its own deprecation
             warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated.*")
-            debugger = tf.lite.experimental.QuantizationDebugger(converter=converter, debug_dataset=dataset)
+            debugger = quantization_debugger(tf, converter, {name: inputs[name] for name in input_order},
+                                             MAX_DEBUG_SAMPLES)
             debugger.run()
         debugger.layer_statistics_dump(dump)
     except (ValueError, RuntimeError) as exc:

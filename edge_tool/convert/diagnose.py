@@ -1,0 +1,102 @@
+"""Turn the TFLite converter's error text into one readable line plus the edgetool option that helps.
+
+The MLIR converter reports failures as pages of ``<unknown>:0: error: loc(callsite(fused[...] at ...)): ...``
+lines, IR dumps, ``note:`` lines and advice about TensorFlow's Python API (``converter.target_spec...``,
+``_experimental_lower_tensor_list_ops``). ``summarize_converter_error`` keeps the first line that says what
+went wrong, without locations and API advice; ``converter_hint`` names the edgetool option that addresses it.
+The full text is shown when ``EDGETOOL_VERBOSE=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+MAX_SUMMARY_CHARS = 400
+
+_LOCATION_PREFIX = re.compile(r"^\s*(?:<unknown>|[\w./\\-]+\.\w+)(?::\d+){1,2}:?\s*(?:(?:error|warning|remark):\s*)?")
+_SEGMENT_SPLIT = re.compile(r"\n|(?=<unknown>:\d+:)")
+_API_ADVICE = re.compile(
+    r"[^.\n]*(?:converter\.|target_spec|TargetSpec|tf\.lite\.OpsSet|_experimental_|experimental_enable_resource_"
+    r"variables|See instructions|For example|Please consider|please use|you can enable TF kernels)[^\n]*",
+    re.IGNORECASE)
+_GENERIC = ("could not translate mlir to flatbuffer", "failed while converting", "lowering tensor list ops is failed",
+            "see current operation", "called from")
+_IR_LINE = re.compile(r"^\s*(?:%|\^bb|\"|\}|\)|func\.|module)")
+
+DYNAMIC_SHAPE_PATTERNS = (
+    "element_shape to be static", "TensorListReserve", "tensor list ops", "requires static shape",
+    "dynamic shape", "must have static shape", "unknown rank", "Couldn't convert tensor proto to tensor",
+)
+
+
+def strip_location(text: str) -> str:
+    """Drop a leading ``file:line[:col]: error:`` prefix and any ``loc(...)`` blocks (balanced parentheses)."""
+    text = _LOCATION_PREFIX.sub("", text)
+    out, i = [], 0
+    while i < len(text):
+        if text.startswith("loc(", i):
+            depth, j = 0, i + 3
+            while j < len(text):
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+                if depth == 0:
+                    break
+            i = j
+            while text[i:i + 1] in (":", " "):
+                i += 1
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out).strip()
+
+
+def summarize_converter_error(message: str) -> str:
+    """The first line of ``message`` that says what failed, without MLIR locations, IR dumps or API advice."""
+    candidates = []
+    for raw in _SEGMENT_SPLIT.split(message):
+        if not raw.strip() or _IR_LINE.match(raw) or re.search(r"(?:^|:\s*)note:", raw):
+            continue
+        line = _API_ADVICE.sub("", strip_location(raw)).strip(" .:\t")
+        if line:
+            candidates.append(line)
+    specific = [c for c in candidates if not any(g in c.lower() for g in _GENERIC)]
+    chosen = (specific or candidates or [message.strip() or "no message"])[0]
+    chosen = re.sub(r"\s+", " ", chosen)
+    return chosen if len(chosen) <= MAX_SUMMARY_CHARS else chosen[:MAX_SUMMARY_CHARS - 1] + "…"
+
+
+def needs_fixed_batch(message: str) -> bool:
+    """True when the converter failed on something a fixed input batch (``--batch``) typically resolves."""
+    if "tensor<?" in message and "arith.constant" in message:  # a shape-dependent constant folded at batch "?"
+        return True
+    return any(p.lower() in message.lower() for p in DYNAMIC_SHAPE_PATTERNS)
+
+
+def converter_hint(message: str, batch: int | None, allow_select_tf_ops: bool) -> str:
+    """The edgetool option most likely to get past this converter failure (a sentence, or "")."""
+    if needs_fixed_batch(message):
+        if batch is None:
+            return ("The model's input batch is dynamic (None) and the converter needs static shapes here: "
+                    "pass --batch 1 to re-trace the signature with a fixed batch (Keras LSTM/GRU then become "
+                    "TFLite's builtin sequence ops; the app feeds one sample at a time).")
+        if not allow_select_tf_ops:
+            return ("Even with --batch the converter cannot lower these ops to TFLite builtins; "
+                    "--allow-select-tf-ops keeps them as TF (Flex) kernels (the app then needs the Flex delegate).")
+    if re.search(r"not supported|unsupported|isn't supported|not quantizable|quantiz", message, re.IGNORECASE):
+        return ("This quantization mode does not support an op of the model; try another --quant mode "
+                "(--quant auto builds all and keeps those that convert).")
+    return ""
+
+
+def describe_failure(message: str, batch: int | None = None, allow_select_tf_ops: bool = False) -> str:
+    """Summary + hint, and the full converter text when EDGETOOL_VERBOSE is set."""
+    parts = [summarize_converter_error(message) + "."]
+    hint = converter_hint(message, batch, allow_select_tf_ops)
+    if hint:
+        parts.append(hint)
+    if os.environ.get("EDGETOOL_VERBOSE"):
+        parts.append("\nFull converter output:\n" + message.strip())
+    else:
+        parts.append("(EDGETOOL_VERBOSE=1 shows the converter's full output.)")
+    return " ".join(parts)
