@@ -97,9 +97,12 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Ar
         console.print(f"[yellow]warning:[/] {path.name} uses Flex ops {', '.join(summary.flex_ops)}: "
                       "the runtime needs the Flex delegate (select TF ops).")
     art = Artifact(path, "tflite", mode.value, len(data), rec.seconds)
-    return art, {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
-                 "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(rec.seconds, 3),
-                 "tensors": summary.to_dict()}
+    record = {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
+              "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(rec.seconds, 3),
+              "tensors": summary.to_dict()}
+    if mode.value in ctx.notes:
+        record[mode.value] = ctx.notes.pop(mode.value)  # e.g. "qat": which int8 model was shipped and why
+    return art, record
 
 
 def _tfjs_job(saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str) -> float:

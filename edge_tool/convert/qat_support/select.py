@@ -1,0 +1,74 @@
+"""QAT ships only when it beats plain int8 PTQ: both .tflite files measured on the same held-out data in LiteRT."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edge_tool.convert.qat_support.data import Labelled
+from edge_tool.convert.qat_support.heads import Head, accuracy
+from edge_tool.errors import ConversionError
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Which int8 model was written for ``--quant qat`` and why."""
+
+    shipped: str            # "qat" or "ptq-int8"
+    reason: str
+    accuracy: dict          # {"float": f, "qat": q or None, "ptq_int8": p or None} on the held-out data
+    held_out: dict          # {"source": ..., "samples": n}
+    failures: dict = field(default_factory=dict)  # {"qat"/"ptq_int8": conversion error message}
+
+    def to_dict(self) -> dict:
+        """JSON-friendly form for manifest.json."""
+        return {"shipped": self.shipped, "reason": self.reason, "accuracy": self.accuracy,
+                "held_out": self.held_out, **({"failures": self.failures} if self.failures else {})}
+
+
+def tflite_accuracy(tflite: bytes, data: Labelled, heads: tuple[Head, ...]) -> float:
+    """Mean top-1 accuracy over ``heads`` of a .tflite on ``data`` (LiteRT, one sample at a time)."""
+    from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="edgetool-qat-eval-") as tmp:
+        path = Path(tmp) / "candidate.tflite"
+        path.write_bytes(tflite)
+        model = TfliteModel(path)
+        raw = model.predict(model.prepare(data.x))
+        outputs = {}
+        for h in heads:
+            binding = model.output_for(h.name, h.index)
+            outputs[h.index] = model.dequantize(binding, raw[binding.index])
+    return accuracy(heads, outputs, [data.y[h.name] for h in heads])
+
+
+def decide(qat: bytes | None, ptq: bytes | None, failures: dict, data: Labelled, heads: tuple[Head, ...],
+           float_accuracy: float, source: str) -> tuple[bytes, Decision]:
+    """Measure both candidates on ``data``; QAT ships when at least as accurate as PTQ, else PTQ (and why)."""
+    if qat is None and ptq is None:
+        raise ConversionError("Neither QAT nor plain int8 produced a model: "
+                              + " ".join(f"{k}: {v}" for k, v in failures.items()))
+    acc = {"float": round(float_accuracy, 6),
+           "qat": None if qat is None else round(tflite_accuracy(qat, data, heads), 6),
+           "ptq_int8": None if ptq is None else round(tflite_accuracy(ptq, data, heads), 6)}
+    held = {"source": source, "samples": len(data)}
+    if ptq is None:
+        return qat, Decision("qat", "plain int8 PTQ could not be built to compare with", acc, held, failures)
+    if qat is None:
+        return ptq, Decision("ptq-int8", "the QAT model could not be converted", acc, held, failures)
+    if acc["qat"] >= acc["ptq_int8"]:
+        return qat, Decision("qat", f"QAT {acc['qat']:.4f} >= int8 PTQ {acc['ptq_int8']:.4f} on the held-out data",
+                             acc, held, failures)
+    return ptq, Decision("ptq-int8", f"QAT {acc['qat']:.4f} < int8 PTQ {acc['ptq_int8']:.4f} on the held-out data: "
+                                     "fine-tuning did not help this model, so the plain int8 result is written",
+                         acc, held, failures)
+
+
+def float_accuracy(model, data: Labelled, heads: tuple[Head, ...]) -> float:
+    """The float Keras model's accuracy on ``data``."""
+    from edge_tool.convert.qat_support.finetune import predict  # noqa: PLC0415
+
+    out = predict(model, [data.x[n] for n in model.input_names], len(heads))
+    return accuracy(heads, out, [data.y[h.name] for h in heads])
+
