@@ -169,18 +169,24 @@ def _input_problems(model, data: Labelled) -> list[str]:
     return problems
 
 
-def match_data(model, x, y, output_names: list[str] | None = None) -> Labelled:
-    """Data as Labelled keyed by the Keras model's input names and its output names (or ``output_names``),
-    checked against the inputs and cast to their dtypes.
+def match_data(model, x, y, output_names: list[str] | None = None, what: str = "Training data") -> Labelled:
+    """Data as Labelled keyed by the Keras model's input names and its output names (or ``output_names``).
 
-    ``x``/``y`` are arrays (single input/output) or dicts keyed by input/output names (or a Labelled).
+    ``x``/``y`` are arrays (single input/output) or dicts keyed by input/output names (or a Labelled as ``x``).
+    Every input shape/dtype problem and every label problem is reported at once (DataError); inputs are cast to
+    the model's dtypes, labels to int64 class ids.
     """
+    from edge_tool.convert.qat_support.heads import label_problems, output_classes  # noqa: PLC0415
+
     if isinstance(x, Labelled):
         x, y = x.x, x.y
-    data = from_arrays(x, y, list(model.input_names), output_names or list(model.output_names))
-    collect_and_raise(_input_problems(model, data), DataError, "Training inputs do not fit the model for QAT:")
+    names = output_names or list(model.output_names)
+    classes = output_classes(names, [tuple(t.shape) for t in model.outputs])
+    data = from_arrays(x, y, list(model.input_names), names)
+    problems, labels = label_problems(names, classes, data.labels(names))
+    collect_and_raise(_input_problems(model, data) + problems, DataError, f"{what} does not fit the model for QAT:")
     xs = {n: data.x[n].astype(t.dtype.as_numpy_dtype) for n, t in zip(model.input_names, model.inputs)}
-    return Labelled(xs, data.y)
+    return Labelled(xs, dict(zip(names, labels)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,7 +216,22 @@ def build_qat_model(keras, tfmot, source, samples: list[np.ndarray]):
     except (ValueError, RuntimeError, TypeError) as exc:
         raise ConversionError(f"tfmot could not make the model quantization-aware: {str(exc).splitlines()[0]} "
                               "Use --quant int8 (post-training quantization) instead.") from None
+    _finalize_preprocessing(keras, qat)
     return qat, folded, {"folded": folds, "fold_dropped": dropped, "float_layers": skipped}
+
+
+def _finalize_preprocessing(keras, model) -> None:
+    """Recompute adapted preprocessing state (Normalization's mean/variance) from the copied weights.
+
+    tfmot rebuilds the model and then sets its weights; a tf_keras Normalization computes the tensors it
+    uses from its ``adapt_mean``/``adapt_variance`` weights only in ``build``/``finalize_state``, so without this
+    the QAT copy would normalize with mean 0 and variance 1 (an identity), silently.
+    """
+    base = keras.layers.experimental.preprocessing.PreprocessingLayer
+    for layer in model.layers:
+        inner = getattr(layer, "layer", layer)
+        if isinstance(inner, base) and inner.built and getattr(inner, "adapt_mean", None) is not None:
+            inner.finalize_state()
 
 
 def _batches(arrays: list[np.ndarray], size: int):
@@ -227,7 +248,7 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
     """
     from edge_tool.convert.qat_support.annotate import refuse_unsupported  # noqa: PLC0415
     from edge_tool.convert.qat_support.finetune import Schedule, fine_tune, predict  # noqa: PLC0415
-    from edge_tool.convert.qat_support.heads import check_labels, detect_heads  # noqa: PLC0415
+    from edge_tool.convert.qat_support.heads import detect_heads  # noqa: PLC0415
     from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types  # noqa: PLC0415
     from edge_tool.training.config import Strategy  # noqa: PLC0415
     from edge_tool.training.strategies import build_local_strategy  # noqa: PLC0415
@@ -240,10 +261,7 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
         refuse_unsupported(source)
         data = match_data(source, x_train, y_train)
         in_names, out_names = list(source.input_names), list(source.output_names)
-        float_out = predict(source, data.inputs(in_names), len(out_names))
-        heads = detect_heads(out_names, float_out)
-        labels = check_labels(heads, data.labels(out_names), "training")
-        data = Labelled(data.x, dict(zip(out_names, labels)))
+        heads = detect_heads(out_names, predict(source, data.inputs(in_names), len(out_names)))
         if len(data) < 10:
             raise DataError(f"QAT needs at least 10 labelled training samples (some are held out to pick the "
                             f"best epoch); got {len(data)}.")

@@ -24,7 +24,6 @@ def build(ctx) -> bytes:
     from edge_tool.convert.modes.int8 import configure_full_int8  # noqa: PLC0415
     from edge_tool.convert.qat import QatOptions, match_data, qat_to_tflite, run_qat  # noqa: PLC0415
     from edge_tool.convert.qat_support.data import load_labelled  # noqa: PLC0415
-    from edge_tool.convert.qat_support.heads import check_labels  # noqa: PLC0415
     from edge_tool.convert.qat_support.select import decide, float_accuracy  # noqa: PLC0415
     from edge_tool.errors import ConversionError  # noqa: PLC0415
 
@@ -36,9 +35,7 @@ def build(ctx) -> bytes:
     run = run_qat(ctx.keras_source(), *_keyed(train), options, progress=ctx.epoch_progress)
     if cfg.eval_data is not None:
         evaluation = load_labelled(cfg.eval_data, specs, outputs, cfg.seed, "--eval-data")
-        held = match_data(run.float_model, *_keyed(evaluation), [h.name for h in run.heads])
-        labels = check_labels(run.heads, [held.y[h.name] for h in run.heads], "--eval-data")
-        held = type(held)(held.x, {h.name: y for h, y in zip(run.heads, labels)})
+        held = match_data(run.float_model, *_keyed(evaluation), [h.name for h in run.heads], "--eval-data")
         where = f"--eval-data {cfg.eval_data}"
     else:
         held = run.held_out

@@ -8,7 +8,9 @@ tfmot left alone fake-quantizes the raw kernel and trains against the wrong weig
 * A chain of Rescaling / Normalization layers (per-channel ``x * s + o`` on the last axis) feeding only one
   conv/dense: ``W' = W * s`` (per input channel), ``b' = b + sum(W * o)``. With a non-zero offset this is exact
   only when no zero padding is added (a Dense, or a conv with ``padding="valid"`` or a 1-wide kernel): padding
-  zeros in the input's units are not the zeros the conv saw after scaling.
+  zeros in the input's units are not the zeros the conv saw after scaling. And only when the per-channel
+  scales are within a factor ``MAX_SCALE_SPREAD`` of each other: the int8 kernel is quantized per output
+  channel, so folding wildly different feature scales into one channel's weights would zero the small ones.
 
 BatchNorm after an activation, a Normalization before ``ZeroPadding2D`` or a ``same``-padded conv, integer
 inputs a Rescaling casts: all stay as they are (tfmot or the converter's calibration handles them).
@@ -24,6 +26,7 @@ import numpy as np
 
 from edge_tool.convert.qat_support.graph import read_graph, rebuild
 
+ACT_TARGETS = ("Conv2D", "DepthwiseConv2D", "Dense")
 BN_TARGETS = ("Conv1D", "Conv2D", "Conv3D", "DepthwiseConv2D", "SeparableConv2D", "Dense")
 AFFINE_TARGETS = ("Conv1D", "Conv2D", "Conv3D", "DepthwiseConv2D", "Dense")
 AFFINE_LAYERS = ("Rescaling", "Normalization")
@@ -35,7 +38,8 @@ class Fold:
 
     target: str
     removed: tuple[str, ...]
-    kind: str  # "batchnorm" (after target) or "input-affine" (before target)
+    kind: str  # "batchnorm" (after target), "input-affine" (before target) or "activation" (relu/relu6 after)
+    activation: str | None = None  # for "activation": the Keras activation the target takes on
 
     def describe(self) -> str:
         """``bn1 -> conv1`` style note."""
@@ -99,6 +103,20 @@ def _no_padding(layer) -> bool:
     return all(k == 1 for k in layer.kernel_size)
 
 
+MAX_SCALE_SPREAD = 4.0
+
+
+def _int8_friendly(scale: np.ndarray) -> bool:
+    """True when per-channel scales are close enough that folding them keeps the kernel quantizable.
+
+    Folding multiplies each input row of the kernel by its channel's scale; int8 kernels are quantized per
+    output channel, so scales spread over orders of magnitude (a Normalization of raw tabular features) would
+    leave the small rows at zero. Exact in float, ruinous in int8: such a Normalization stays a layer.
+    """
+    mags = np.abs(scale[scale != 0.0])
+    return mags.size == scale.size and float(mags.max() / mags.min()) <= MAX_SCALE_SPREAD
+
+
 def _affine_folds(model, graph) -> list[Fold]:
     folds = []
     for node in graph.nodes:
@@ -119,8 +137,10 @@ def _affine_folds(model, graph) -> list[Fold]:
             consumer, t = prod, src
         if not chain:
             continue
-        _, offset = compose([_affine(layer, int(target.input_shape[-1])) for layer in chain])
+        scale, offset = compose([_affine(layer, int(target.input_shape[-1])) for layer in chain])
         if np.any(offset != 0.0) and not _no_padding(target):
+            continue
+        if not _int8_friendly(scale):
             continue
         folds.append(Fold(target.name, tuple(layer.name for layer in chain), "input-affine"))
     return folds
@@ -135,9 +155,41 @@ def compose(affines: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, n
 
 
 def plan_folds(model) -> list[Fold]:
-    """Every exact fold in ``model`` (a functional model without nested models)."""
+    """Every exact BatchNorm / input-scaling fold in ``model`` (a functional model without nested models)."""
     graph = read_graph(model)
     return _affine_folds(model, graph) + _bn_folds(model, graph)
+
+
+def _relu_kind(layer) -> str | None:
+    """"relu"/"relu6" when ``layer`` is a separate ReLU/Activation layer computing exactly that, else None."""
+    if _cls(layer) == "ReLU":
+        slope, threshold = float(layer.negative_slope), float(layer.threshold)
+        cap = None if layer.max_value is None else float(layer.max_value)
+        if slope == 0.0 and threshold == 0.0 and cap in (None, 6.0):
+            return "relu" if cap is None else "relu6"
+    if _cls(layer) == "Activation":
+        name = getattr(layer.activation, "__name__", "")
+        return name if name in ("relu", "relu6") else None
+    return None
+
+
+def plan_activation_fusions(model) -> list[Fold]:
+    """ReLU/ReLU6 layers directly after a linear conv/dense that feeds only them.
+
+    tfmot's layout transform ``LayerReLUQuantize`` gives a Conv2D/Dense followed by a separate ReLU layer a
+    no-op quantize config, so its weights would never be fake-quantized; as the conv's own activation (what
+    TFLite fuses anyway) they are.
+    """
+    graph = read_graph(model)
+    fusions = []
+    for node in graph.nodes:
+        act = _relu_kind(node.layer)
+        t = graph.single_input(node.layer) if act else None
+        prod = graph.producer.get(id(t)) if t is not None else None
+        if (prod is not None and _cls(prod) in ACT_TARGETS and _linear(prod) and graph.node_of(prod) is not None
+                and graph.only_consumer(t) is node.layer):
+            fusions.append(Fold(prod.name, (node.layer.name,), "activation", act))
+    return fusions
 
 
 def _weights(layer) -> tuple[list[np.ndarray], np.ndarray]:
@@ -157,6 +209,8 @@ def folded_weights(model, target: str, folds: list[Fold]) -> list[np.ndarray]:
     kernels, bias = _weights(layer)
     depthwise = _cls(layer) == "DepthwiseConv2D"
     for fold in sorted(folds, key=lambda f: f.kind != "input-affine"):
+        if fold.kind == "activation":
+            continue
         if fold.kind == "input-affine":
             channels = kernels[0].shape[-2]
             scale, offset = compose([_affine(model.get_layer(n), channels) for n in fold.removed])
@@ -190,6 +244,9 @@ def apply_folds(keras, model, folds: list[Fold]):
             return args[0] if args else next(iter(kwargs.values()))
         if layer.name in targets:
             cfg = {**layer.get_config(), "use_bias": True}
+            for f in targets[layer.name]:
+                if f.kind == "activation":
+                    cfg["activation"] = f.activation
             new = type(layer).from_config(cfg)
             new_layers[layer.name] = new
             return new(*args, **kwargs)
@@ -217,22 +274,30 @@ def within_tolerance(diff: float, scale: float) -> bool:
     return diff <= 1e-5 + 1e-4 * max(scale, 1.0)
 
 
-def fold_model(keras, model, samples: list[np.ndarray]):
-    """Fold what is exact and verified on ``samples`` (one array per model input).
-
-    Returns (folded functional model, fold notes, dropped notes). A fold whose model differs from the original
-    beyond ``within_tolerance`` is dropped (each is then checked on its own).
-    """
-    flat = rebuild(keras, model)  # nested models inlined: tfmot cannot quantize a model inside a model
-    folds = plan_folds(flat)
+def _verified(keras, flat, folds: list[Fold], original, samples) -> tuple[object, list[Fold], list[Fold]]:
+    """(model, kept, dropped): ``folds`` applied to ``flat`` where the result still matches ``original``."""
     if not folds:
         return flat, [], []
     candidate = apply_folds(keras, flat, folds)
-    if within_tolerance(*max_output_diff(candidate, model, samples)):
-        return candidate, [f.describe() for f in folds], []
-    kept = [f for f in folds if within_tolerance(*max_output_diff(apply_folds(keras, flat, [f]), model, samples))]
-    candidate = apply_folds(keras, flat, kept)
-    if kept and within_tolerance(*max_output_diff(candidate, model, samples)):
-        dropped = [f.describe() for f in folds if f not in kept]
-        return candidate, [f.describe() for f in kept], dropped
-    return flat, [], [f.describe() for f in folds]
+    if within_tolerance(*max_output_diff(candidate, original, samples)):
+        return candidate, folds, []
+    kept = [f for f in folds
+            if within_tolerance(*max_output_diff(apply_folds(keras, flat, [f]), original, samples))]
+    if kept:
+        candidate = apply_folds(keras, flat, kept)
+        if within_tolerance(*max_output_diff(candidate, original, samples)):
+            return candidate, kept, [f for f in folds if f not in kept]
+    return flat, [], folds
+
+
+def fold_model(keras, model, samples: list[np.ndarray]):
+    """Fold what is exact and verified on ``samples`` (one array per model input).
+
+    BatchNorm and input scaling first, then separate ReLU layers into the conv/dense before them. Returns
+    (folded functional model, fold notes, dropped notes). A fold whose model differs from the original beyond
+    ``within_tolerance`` is dropped (each is then checked on its own).
+    """
+    flat = rebuild(keras, model)  # nested models inlined: tfmot cannot quantize a model inside a model
+    folded, kept, dropped = _verified(keras, flat, plan_folds(flat), model, samples)
+    fused, kept2, dropped2 = _verified(keras, folded, plan_activation_fusions(folded), model, samples)
+    return fused, [f.describe() for f in kept + kept2], [f.describe() for f in dropped + dropped2]

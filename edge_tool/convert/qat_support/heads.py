@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edge_tool.errors import DataError, ModelError, collect_and_raise
+from edge_tool.errors import ModelError, collect_and_raise
 
 
 @dataclass(frozen=True)
@@ -53,44 +53,45 @@ class Head:
         return keras.losses.CategoricalCrossentropy(from_logits=not self.probabilities)
 
 
+def output_classes(names: list[str], shapes: list[tuple]) -> list[int]:
+    """Classes per output from the static output shapes; ModelError for outputs that are not (n, classes)."""
+    problems = [f"output {n!r} has shape {tuple(s)}" for n, s in zip(names, shapes)
+                if len(s) != 2 or s[-1] is None]
+    collect_and_raise(problems, ModelError,
+                      "QAT fine-tunes classifiers (it distils class probabilities, shape (n, classes)), but this "
+                      "model has other outputs; use --quant int8 (post-training, any outputs) instead:")
+    return [int(s[-1]) for s in shapes]
+
+
 def detect_heads(names: list[str], outputs: list[np.ndarray]) -> tuple[Head, ...]:
-    """A Head per output from the float model's outputs; ModelError for outputs that are not classifiers."""
-    heads, problems = [], []
+    """A Head per (n, k) output: probabilities when the float outputs on the training data look like them."""
+    heads = []
     for i, (name, out) in enumerate(zip(names, outputs)):
         out = np.asarray(out, np.float64)
-        if out.ndim != 2:
-            problems.append(f"output {name!r} has per-sample shape {out.shape[1:]}; QAT fine-tunes classifier "
-                            "outputs of shape (classes,)")
-            continue
         k = out.shape[1]
         if k == 1:
             probs = bool(out.size) and out.min() >= 0.0 and out.max() <= 1.0
         else:
             probs = bool(out.size) and out.min() >= -1e-6 and np.allclose(out.sum(axis=1), 1.0, atol=1e-3)
         heads.append(Head(name, i, k, bool(probs)))
-    collect_and_raise(problems, ModelError,
-                      "QAT fine-tunes classifiers (distilling class probabilities), but this model has other "
-                      "outputs; use --quant int8 (post-training, any outputs) instead:")
     return tuple(heads)
 
 
-def check_labels(heads: tuple[Head, ...], labels: list[np.ndarray], what: str) -> list[np.ndarray]:
-    """Labels as int64 class ids per head; DataError naming every head whose labels do not fit."""
+def label_problems(names: list[str], classes: list[int], labels: list[np.ndarray]) -> tuple[list[str], list]:
+    """(problems, labels as int64 class ids) for each output's labels against its class count."""
     problems, out = [], []
-    for head, y in zip(heads, labels):
+    for name, k, y in zip(names, classes, labels):
         y = np.asarray(y)
-        top = max(head.classes, 2) - 1
-        ok = y.ndim == 1 and (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.bool_)
-                              or (y.dtype.kind == "f" and np.all(y == np.round(y))))
+        top = max(k, 2) - 1
+        ok = y.ndim == 1 and (y.dtype.kind in "iub" or (y.dtype.kind == "f" and bool(np.all(y == np.round(y)))))
         if ok and y.size and (y.min() < 0 or y.max() > top):
             ok = False
         if not ok:
             rng = f", range {y.min()}..{y.max()}" if y.size and y.ndim == 1 and y.dtype.kind in "iufb" else ""
-            problems.append(f"labels for output {head.name!r} must be class ids 0..{top} with shape (n,); got "
+            problems.append(f"labels for output {name!r} must be class ids 0..{top} with shape (n,); got "
                             f"dtype {y.dtype}, shape {y.shape}{rng}")
         out.append(y.astype(np.int64) if ok else y)
-    collect_and_raise(problems, DataError, f"The {what} labels do not fit the model's outputs:")
-    return out
+    return problems, out
 
 
 def accuracy(heads: tuple[Head, ...], outputs: list[np.ndarray], labels: list[np.ndarray]) -> float:

@@ -43,25 +43,46 @@ def tflite_accuracy(tflite: bytes, data: Labelled, heads: tuple[Head, ...]) -> f
     return accuracy(heads, outputs, [data.y[h.name] for h in heads])
 
 
+def _measure(tflite: bytes | None, data: Labelled, heads: tuple[Head, ...], failures: dict, key: str):
+    """Accuracy of a candidate, or None (with the reason in ``failures``) when it was not built or does not run."""
+    from edge_tool.errors import EdgeToolError  # noqa: PLC0415
+
+    if tflite is None:
+        return None
+    try:
+        return round(tflite_accuracy(tflite, data, heads), 6)
+    except (EdgeToolError, RuntimeError, ValueError) as exc:  # LiteRT refuses to prepare/run it
+        failures[key] = f"does not run in LiteRT: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        return None
+
+
 def decide(qat: bytes | None, ptq: bytes | None, failures: dict, data: Labelled, heads: tuple[Head, ...],
            float_accuracy: float, source: str) -> tuple[bytes, Decision]:
-    """Measure both candidates on ``data``; QAT ships when at least as accurate as PTQ, else PTQ (and why)."""
+    """Measure both candidates on ``data``; QAT ships when at least as accurate as PTQ, else PTQ (and why).
+
+    A candidate that was not built or does not run in LiteRT (with its default XNNPACK delegate, as on a
+    device) cannot ship while the other one runs.
+    """
     if qat is None and ptq is None:
         raise ConversionError("Neither QAT nor plain int8 produced a model: "
                               + " ".join(f"{k}: {v}" for k, v in failures.items()))
-    acc = {"float": round(float_accuracy, 6),
-           "qat": None if qat is None else round(tflite_accuracy(qat, data, heads), 6),
-           "ptq_int8": None if ptq is None else round(tflite_accuracy(ptq, data, heads), 6)}
+    acc = {"float": round(float_accuracy, 6), "qat": _measure(qat, data, heads, failures, "qat"),
+           "ptq_int8": _measure(ptq, data, heads, failures, "ptq_int8")}
     held = {"source": source, "samples": len(data)}
-    if ptq is None:
-        return qat, Decision("qat", "plain int8 PTQ could not be built to compare with", acc, held, failures)
-    if qat is None:
-        return ptq, Decision("ptq-int8", "the QAT model could not be converted", acc, held, failures)
-    if acc["qat"] >= acc["ptq_int8"]:
-        return qat, Decision("qat", f"QAT {acc['qat']:.4f} >= int8 PTQ {acc['ptq_int8']:.4f} on the held-out data",
+    if acc["qat"] is not None and acc["ptq_int8"] is not None:
+        if acc["qat"] >= acc["ptq_int8"]:
+            return qat, Decision("qat", f"QAT {acc['qat']:.4f} >= int8 PTQ {acc['ptq_int8']:.4f} on the held-out "
+                                        "data", acc, held, failures)
+        return ptq, Decision("ptq-int8", f"QAT {acc['qat']:.4f} < int8 PTQ {acc['ptq_int8']:.4f} on the held-out "
+                                         "data: fine-tuning did not help this model, so the plain int8 result is "
+                                         "written", acc, held, failures)
+    if acc["qat"] is not None:
+        return qat, Decision("qat", f"plain int8 PTQ {failures.get('ptq_int8', 'could not be measured')}",
                              acc, held, failures)
-    return ptq, Decision("ptq-int8", f"QAT {acc['qat']:.4f} < int8 PTQ {acc['ptq_int8']:.4f} on the held-out data: "
-                                     "fine-tuning did not help this model, so the plain int8 result is written",
+    if ptq is not None:
+        why = failures.get("qat", "could not be measured")
+        return ptq, Decision("ptq-int8", f"the QAT model {why}", acc, held, failures)
+    return qat, Decision("qat", "plain int8 PTQ could not be built and the QAT model could not be measured",
                          acc, held, failures)
 
 
