@@ -301,3 +301,14 @@ def test_options_are_validated_all_at_once():
     from edge_tool.training.config import Strategy
 
     assert QatOptions(strategy=Strategy.MIRRORED).strategy == "mirrored"
+
+
+def test_eval_data_is_refused_without_qat_or_auto(tmp_path):
+    from typer.testing import CliRunner
+
+    from edge_tool.cli import app
+
+    res = CliRunner().invoke(app, ["convert", str(tmp_path), "-o", str(tmp_path / "out"), "--quant", "int8",
+                                   "--eval-data", str(tmp_path / "e.npz")])
+    assert res.exit_code == 2, res.output
+    assert "--eval-data belongs to --quant qat" in res.output and not (tmp_path / "out").exists()

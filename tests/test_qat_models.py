@@ -76,13 +76,15 @@ def _convert_qat(model_dir: Path, out: Path, epochs: int = 2) -> dict:
     return json.loads((out / "manifest.json").read_text())
 
 
-def _check_promise(model_dir: Path, out: Path, inputs: list[str], outputs: list[str]) -> dict:
-    """Shipped accuracy >= raw PTQ accuracy on eval.npz; the manifest's figures match ours."""
+def _check_promise(model_dir: Path, out: Path, inputs: list[str], outputs: dict[str, str]) -> dict:
+    """Shipped accuracy >= raw PTQ accuracy on eval.npz; the manifest's figures match ours.
+
+    ``inputs``: input names (= npz keys); ``outputs``: output name -> npz label key."""
     manifest = _convert_qat(model_dir, out)
     record = next(a for a in manifest["artifacts"] if a["quant"] == "qat")
     ev = np.load(model_dir / "eval.npz")
     cal = np.load(model_dir / "calibration.npz")
-    x, y = {k: ev[k] for k in inputs}, {k: ev[k] for k in outputs}
+    x, y = {k: ev[k] for k in inputs}, {name: ev[key] for name, key in outputs.items()}
     ptq_path = out.parent / f"{out.name}_raw_ptq.tflite"
     ptq_path.write_bytes(_raw_ptq(model_dir, {k: cal[k] for k in inputs}))
     shipped = _accuracy(out / record["path"], x, y)
@@ -90,10 +92,10 @@ def _check_promise(model_dir: Path, out: Path, inputs: list[str], outputs: list[
     decision = record["qat"]
     report = f"shipped {decision['shipped']}: {shipped:.4f}; raw PTQ {ptq:.4f}; manifest {decision['accuracy']}"
     assert shipped >= ptq, report
-    assert decision["accuracy"]["ptq_int8"] == pytest.approx(ptq, abs=1e-6), report
+    assert decision["accuracy"]["ptq_int8"] == pytest.approx(ptq, abs=1e-6), report  # the same int8 PTQ
     key = "qat" if decision["shipped"] == "qat" else "ptq_int8"
     assert decision["accuracy"][key] == pytest.approx(shipped, abs=1e-6), report
-    assert decision["held_out"] == {"source": f"--eval-data {model_dir / 'eval.npz'}", "samples": len(ev[outputs[0]])}
+    assert decision["held_out"] == {"source": f"--eval-data {model_dir / 'eval.npz'}", "samples": len(ev[inputs[0]])}
     return record
 
 
@@ -131,8 +133,8 @@ def tfop_model(tmp_path_factory) -> Path:
     model.compile(keras.optimizers.Adam(3e-3), "sparse_categorical_crossentropy")
     model.fit(s.x_train.astype("uint8"), s.y_train, epochs=12, batch_size=32, verbose=0)
     xt, xe = s.x_train.astype("uint8"), s.x_eval.astype("uint8")
-    return _save(model, tmp_path_factory.mktemp("tfop") / "model", {"x": xt, "y": s.y_train},
-                 {"x": xe, "y": s.y_eval}, {"x": xt[:200]})
+    return _save(model, tmp_path_factory.mktemp("tfop") / "model", {"image": xt, "y": s.y_train},
+                 {"image": xe, "y": s.y_eval}, {"image": xt[:200]})
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +156,8 @@ def normalized_mlp(tmp_path_factory) -> Path:
     model = keras.Model(inp, keras.layers.Dense(2, activation="softmax", name="probs")(x))
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy")
     model.fit(xt, yt, epochs=30, batch_size=32, verbose=0)
-    return _save(model, tmp_path_factory.mktemp("mlp") / "model", {"x": xt, "y": yt}, {"x": xe, "y": ye},
-                 {"x": xt[:150]})
+    return _save(model, tmp_path_factory.mktemp("mlp") / "model", {"features": xt, "y": yt},
+                 {"features": xe, "y": ye}, {"features": xt[:150]})
 
 
 def _rowsum(x: np.ndarray) -> np.ndarray:
@@ -190,7 +192,7 @@ def two_in_two_out(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_tf_op_layers_are_left_float_and_calibrated(tfop_model, tmp_path):
-    record = _check_promise(tfop_model, tmp_path / "out", ["image"], ["probs"])
+    record = _check_promise(tfop_model, tmp_path / "out", ["image"], {"probs": "y"})
     floats = record["qat"]["training"]["float_layers"]
     assert {"tf.cast", "tf.image.resize"} <= set(floats), floats
     assert any(name.startswith("tf.nn.relu6") for name in floats), floats
@@ -205,7 +207,7 @@ def test_tf_op_layers_are_left_float_and_calibrated(tfop_model, tmp_path):
 
 @pytest.mark.slow
 def test_normalization_first_mlp_ships_at_least_ptq(normalized_mlp, tmp_path):
-    record = _check_promise(normalized_mlp, tmp_path / "out", ["features"], ["probs"])
+    record = _check_promise(normalized_mlp, tmp_path / "out", ["features"], {"probs": "y"})
     training = record["qat"]["training"]
     # exact for a Dense, but the features' scales differ by orders of magnitude: folded into an int8 kernel
     # (quantized per output channel) the small-scale features would vanish, so the Normalization stays a layer
@@ -215,7 +217,8 @@ def test_normalization_first_mlp_ships_at_least_ptq(normalized_mlp, tmp_path):
 
 @pytest.mark.slow
 def test_two_inputs_two_outputs(two_in_two_out, tmp_path):
-    record = _check_promise(two_in_two_out, tmp_path / "out", ["image", "rowsum"], ["digit", "odd"])
+    record = _check_promise(two_in_two_out, tmp_path / "out", ["image", "rowsum"],
+                            {"digit": "digit", "odd": "odd"})
     from ai_edge_litert.interpreter import Interpreter
 
     runner = Interpreter(model_path=str(tmp_path / "out" / record["path"])).get_signature_runner()

@@ -261,10 +261,11 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
         refuse_unsupported(source)
         data = match_data(source, x_train, y_train)
         in_names, out_names = list(source.input_names), list(source.output_names)
-        heads = detect_heads(out_names, predict(source, data.inputs(in_names), len(out_names)))
         if len(data) < 10:
             raise DataError(f"QAT needs at least 10 labelled training samples (some are held out to pick the "
                             f"best epoch); got {len(data)}.")
+        probe = data.take(np.arange(min(len(data), 512))).inputs(in_names)
+        heads = detect_heads(out_names, predict(source, probe, len(out_names)))
         fit, held = split(data, options.held_out_fraction, options.seed, out_names[0])
         rng = np.random.default_rng(options.seed)
         pick = np.sort(rng.permutation(len(fit))[:options.range_samples])

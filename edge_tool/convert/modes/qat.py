@@ -43,13 +43,13 @@ def build(ctx) -> bytes:
                  "epoch; pass --eval-data for an independent measurement)")
     io_type = "float32" if ctx.io_dtype is None else cfg.io_type.value
     candidates, failures = {}, {}
+    by_name = _by_name(ctx, specs)
     try:
-        candidates["qat"] = qat_to_tflite(run.model, _by_name(ctx, specs), io_type, [h.name for h in run.heads])
+        candidates["qat"] = qat_to_tflite(run.model, by_name, io_type, [h.name for h in run.heads])
     except ConversionError as exc:
         failures["qat"] = str(exc)
     try:
-        candidates["ptq"] = ctx.convert(lambda c: configure_full_int8(ctx.tf, c, ctx.representative_dataset,
-                                                                      ctx.io_dtype))
+        candidates["ptq"] = ctx.convert(lambda c: configure_full_int8(ctx.tf, c, by_name, ctx.io_dtype))
     except ConversionError as exc:
         failures["ptq_int8"] = str(exc)
     data, decision = decide(candidates.get("qat"), candidates.get("ptq"), failures, held, run.heads,
@@ -67,7 +67,8 @@ def _keyed(data):
 
 
 def _by_name(ctx, specs):
-    """The representative dataset as dicts keyed by input name (the QAT signature's names), not by position."""
+    """The representative dataset as dicts keyed by signature input name: both candidates are calibrated by
+    name, never by position (the positional order of a multi-input signature is not the model's)."""
     names = [s.name for s in specs]
 
     def gen():
@@ -96,3 +97,5 @@ def _report(decision) -> None:
     else:
         console.print(f"[yellow]warning:[/] {escape(decision.reason)}; the _qat.tflite file holds the plain int8 "
                       "PTQ model (manifest.json: artifacts[].qat.shipped = \"ptq-int8\").")
+    if decision.note:
+        console.print(f"[yellow]note:[/] {escape(decision.note)}")

@@ -11,6 +11,9 @@ from edge_tool.convert.qat_support.heads import Head, accuracy
 from edge_tool.errors import ConversionError
 
 
+LARGE_DROP = 0.05  # accuracy below float beyond which the decision carries a hint
+
+
 @dataclass(frozen=True)
 class Decision:
     """Which int8 model was written for ``--quant qat`` and why."""
@@ -21,10 +24,21 @@ class Decision:
     held_out: dict          # {"source": ..., "samples": n}
     failures: dict = field(default_factory=dict)  # {"qat"/"ptq_int8": conversion error message}
 
+    @property
+    def note(self) -> str | None:
+        """A hint when even the shipped int8 model is far below float (int8 itself is the limit, not QAT)."""
+        best = max((v for k, v in self.accuracy.items() if k != "float" and v is not None), default=None)
+        if best is None or self.accuracy["float"] - best <= LARGE_DROP:
+            return None
+        return (f"both int8 models are {self.accuracy['float'] - best:.1%} below float: one int8 scale per tensor "
+                "cannot hold this model's value ranges (raw inputs of very different scales are typical); "
+                "--quant int16x8 or dynamic keep more precision")
+
     def to_dict(self) -> dict:
         """JSON-friendly form for manifest.json."""
         return {"shipped": self.shipped, "reason": self.reason, "accuracy": self.accuracy,
-                "held_out": self.held_out, **({"failures": self.failures} if self.failures else {})}
+                "held_out": self.held_out, **({"failures": self.failures} if self.failures else {}),
+                **({"note": self.note} if self.note else {})}
 
 
 def tflite_accuracy(tflite: bytes, data: Labelled, heads: tuple[Head, ...]) -> float:
