@@ -349,3 +349,37 @@ def test_fake_quant_ranges_start_at_the_sample_min_max():
     assert ranges["quantize_layer_max"] == pytest.approx(float(x.max()), rel=1e-6)
     # the Dense sees the fake-quantized input, so its output range matches the float one to within that rounding
     assert ranges["post_activation_max"] == pytest.approx(float(float_model(x).numpy().max()), rel=0.02)
+
+
+# ---------------------------------------------------------------- the choice between the two candidates
+
+def _tiny_tflite(weights: np.ndarray) -> bytes:
+    """float32 'x' (n, 2) -> 'probs' softmax(x @ weights): a real .tflite to measure."""
+    from edge_tool.env import import_tf
+
+    tf = import_tf()
+    w = tf.constant(weights, tf.float32)
+    fn = tf.function(lambda x: {"probs": tf.nn.softmax(tf.matmul(x, w))},
+                     input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()])
+    return conv.convert()
+
+
+def test_the_more_accurate_runnable_candidate_ships():
+    from edge_tool.convert.qat_support.data import Labelled
+    from edge_tool.convert.qat_support.heads import Head
+    from edge_tool.convert.qat_support.select import decide
+
+    x = np.array([[1, 0], [0, 1], [1, 0], [0, 1]], np.float32)
+    data = Labelled({"x": x}, {"probs": np.array([0, 1, 0, 1])})
+    heads = (Head("probs", 0, 2, True),)
+    right, wrong = _tiny_tflite(np.eye(2)), _tiny_tflite(np.eye(2)[::-1])
+    shipped, d = decide(wrong, right, {}, data, heads, 1.0, "test data")
+    assert shipped == right and d.shipped == "ptq-int8" and d.accuracy == {"float": 1.0, "qat": 0.0, "ptq_int8": 1.0}
+    assert "QAT 0.0000 < int8 PTQ 1.0000" in d.reason and "far below float" not in d.reason
+    shipped, d = decide(right, right, {}, data, heads, 1.0, "test data")
+    assert shipped == right and d.shipped == "qat"  # a tie goes to QAT
+    shipped, d = decide(b"not a flatbuffer", right, {}, data, heads, 1.0, "test data")
+    assert shipped == right and d.shipped == "ptq-int8" and d.failures["qat"].startswith("does not run in LiteRT")
+    _, d = decide(wrong, None, {"ptq_int8": "boom"}, data, heads, 1.0, "test data")
+    assert d.shipped == "qat" and d.note is not None and "int16x8" in d.note
