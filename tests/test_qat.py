@@ -147,15 +147,19 @@ def test_qat_int8_is_at_least_as_accurate_as_ptq_int8(qat_run, digits_model):
 
 
 @pytest.mark.slow
-def test_qat_reports_progress_and_folds_batchnorm_and_rescaling(qat_run):
+def test_qat_reports_progress_and_folds_batchnorm_rescaling_and_relu(qat_run):
     epochs = qat_run["epochs"]
-    assert [e for e, _ in epochs] == list(range(QatOptions().epochs))
+    assert 1 <= len(epochs) <= QatOptions().epochs and [e for e, _ in epochs] == list(range(len(epochs)))
     assert all(isinstance(logs["loss"], float) and np.isfinite(logs["loss"]) for _, logs in epochs)
     notes = qat_run["model"].edgetool_qat_notes
-    assert sorted(notes["folded"]) == ["bn1 -> conv1", "bn2 -> conv2", "rescale -> conv1"]
-    assert notes["float_layers"] == []  # everything left after folding is annotated for tfmot
+    assert sorted(notes["folded"]) == ["bn1 -> conv1", "bn2 -> conv2", "relu1 -> conv1", "relu2 -> conv2",
+                                       "rescale -> conv1"]
+    assert notes["fold_dropped"] == [] and notes["float_layers"] == []  # everything left is annotated for tfmot
+    assert notes["ranges_calibrated"] >= 5
+    history = notes["history"]
+    assert history[0]["epoch"] == 0 and notes["best_epoch"] in [r["epoch"] for r in history]
     layer_types = {type(layer).__name__ for layer in qat_run["model"].layers}
-    assert "BatchNormalization" not in layer_types and "Rescaling" not in layer_types
+    assert not layer_types & {"BatchNormalization", "Rescaling", "ReLU"}
 
 
 @pytest.mark.slow
@@ -166,11 +170,12 @@ def test_folding_is_exact(digits_model):
     from edge_tool.convert.qat_support.folding import fold_model
 
     source = load_keras_for_qat(digits_model)
-    folded, _ = fold_model(keras, source)
     x = np.load(digits_model / "eval.npz")["x"]
+    folded, folds, dropped = fold_model(keras, source, [x[:64]])
     diff = np.abs(folded(x, training=False).numpy() - source(x, training=False).numpy()).max()
     assert diff < 1e-5, diff
-    assert len(folded.layers) == len(source.layers) - 3
+    assert len(folds) == 5 and dropped == []
+    assert len(folded.layers) == len(source.layers) - 5
 
 
 @pytest.mark.slow
@@ -281,14 +286,29 @@ def test_training_data_that_does_not_fit_is_a_data_error(digits_model):
     with pytest.raises(DataError) as err:
         quantization_aware_model(digits_model, np.zeros((4, 8, 8, 3), np.float32), np.array([0, 1, 2, 11]))
     assert "shape (n, 8, 8, 1)" in str(err.value) and "0..9" in str(err.value)
+    with pytest.raises(DataError, match="differ in length"):
+        quantization_aware_model(digits_model, np.zeros((4, 8, 8, 1), np.float32), np.array([0, 1, 2]))
 
 
 def test_options_are_validated_all_at_once():
     with pytest.raises(UsageError) as err:
-        QatOptions(epochs=0, batch_size=0, learning_rate=0, strategy="multiworker", replicas=0, distillation=2)
+        QatOptions(epochs=0, batch_size=0, learning_rate=0, strategy="multiworker", replicas=0, distillation=2,
+                   patience=0, held_out_fraction=1.0, range_samples=0)
     msg = str(err.value)
-    for part in ("epochs", "batch size", "learning rate", "strategy", "replicas", "distillation"):
+    for part in ("epochs", "batch size", "learning rate", "strategy", "replicas", "distillation", "patience",
+                 "held-out fraction", "range samples"):
         assert part in msg, (part, msg)
     from edge_tool.training.config import Strategy
 
     assert QatOptions(strategy=Strategy.MIRRORED).strategy == "mirrored"
+
+
+def test_eval_data_is_refused_without_qat_or_auto(tmp_path):
+    from typer.testing import CliRunner
+
+    from edge_tool.cli import app
+
+    res = CliRunner().invoke(app, ["convert", str(tmp_path), "-o", str(tmp_path / "out"), "--quant", "int8",
+                                   "--eval-data", str(tmp_path / "e.npz")])
+    assert res.exit_code == 2, res.output
+    assert "--eval-data belongs to --quant qat" in res.output and not (tmp_path / "out").exists()

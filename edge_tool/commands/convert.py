@@ -52,7 +52,7 @@ def command(
     seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input."),
     max_drop: float = typer.Option(None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."),
-    eval_data: Path = typer.Option(None, "--eval-data", help="--quant auto: labelled data (x, y) the budget is measured on."),
+    eval_data: Path = typer.Option(None, "--eval-data", help="Labelled data (x, y): --quant auto measures the budget on it; --quant qat compares QAT with int8 PTQ on it (default: a held-out split of --train-data)."),
     objective: str = typer.Option("size", "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),
     threads: int = typer.Option(1, "--threads", help="--quant auto: LiteRT threads for the p50 latency."),
     max_float_layers: int = typer.Option(3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."),
@@ -62,8 +62,8 @@ def command(
         _run_auto(model, output, output_format, calibration, samples, io_type, train_data, qat_epochs, seed, force,
                   max_drop, eval_data, objective, threads, max_float_layers, batch)
         return
-    if max_drop is not None or eval_data is not None:
-        raise UsageError("--max-drop and --eval-data belong to --quant auto; evaluate other modes with edgetool eval.")
+    if max_drop is not None:
+        raise UsageError("--max-drop belongs to --quant auto; evaluate other modes with edgetool eval.")
     from edge_tool.convert.config import ConvertConfig, IOType, OutputFormat, TfjsQuant  # noqa: PLC0415
 
     problems = []
@@ -81,7 +81,7 @@ def command(
     config = ConvertConfig(
         model=model, output_dir=output, modes=parse_modes(quant, output_format, train_data is not None),
         output_format=output_format, calibration=calibration, samples=samples, io_type=io_type,
-        train_data=train_data, qat_epochs=qat_epochs, strategy=strategy, replicas=replicas,
+        train_data=train_data, eval_data=eval_data, qat_epochs=qat_epochs, strategy=strategy, replicas=replicas,
         tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
     )
     from edge_tool.convert.api import convert  # noqa: PLC0415

@@ -104,9 +104,12 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Ar
     if state:
         console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
     art = Artifact(path, "tflite", mode.value, len(data), rec.seconds)
-    return art, {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
-                 "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(rec.seconds, 3),
-                 "tensors": summary.to_dict(), "state_warning": state}
+    record = {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
+              "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(rec.seconds, 3),
+              "tensors": summary.to_dict(), "state_warning": state}
+    if mode.value in ctx.notes:
+        record[mode.value] = ctx.notes.pop(mode.value)  # e.g. "qat": which int8 model was shipped and why
+    return art, record
 
 
 def _build_micro(tflite: Path, out_dir: Path) -> dict:

@@ -72,6 +72,7 @@ class ConvertConfig:
     samples: int = 200
     io_type: IOType = IOType.MODEL
     train_data: Path | None = None
+    eval_data: Path | None = None  # qat: labelled held-out data QAT and int8 PTQ are compared on
     qat_epochs: int = 3
     strategy: str = "default"
     replicas: int = 2
@@ -89,7 +90,7 @@ class ConvertConfig:
         object.__setattr__(self, "output_format", OutputFormat(self.output_format))
         object.__setattr__(self, "io_type", IOType(self.io_type))
         object.__setattr__(self, "tfjs_quant", TfjsQuant(self.tfjs_quant))
-        for name in ("calibration", "train_data"):
+        for name in ("calibration", "train_data", "eval_data"):
             value = getattr(self, name)
             object.__setattr__(self, name, Path(value) if value is not None else None)
         collect_and_raise(self._problems(), UsageError, header="Invalid convert options:")
@@ -119,12 +120,16 @@ class ConvertConfig:
                 )
             if spec.needs_train_data and self.train_data is None:
                 problems.append(f"--quant {mode.value} needs --train-data (an .npz with x and y) to fine-tune on.")
+        if self.eval_data is not None and not (self.wants_tflite and QuantMode.QAT in self.modes):
+            problems.append("--eval-data belongs to --quant qat (QAT vs int8 PTQ) and --quant auto; evaluate other "
+                            "modes with edgetool eval.")
         return problems
 
     @property
     def inputs(self) -> tuple[tuple[str, Path | None], ...]:
         """(name, path) of every input the output must stay clear of (fsutil.check_not_input)."""
-        return (("model", self.model), ("calibration data", self.calibration), ("training data", self.train_data))
+        return (("model", self.model), ("calibration data", self.calibration), ("training data", self.train_data),
+                ("eval data", self.eval_data))
 
     @property
     def wants_tflite(self) -> bool:

@@ -53,6 +53,7 @@ class BuildContext:
     representative_dataset: Callable | None = None
     epoch_progress: Callable | None = None
     shared: SharedSource | None = field(default=None, repr=False)
+    notes: dict = field(default_factory=dict)  # mode value -> what its builder decided (goes into the manifest)
 
     def __post_init__(self) -> None:
         if self.shared is None:
@@ -113,6 +114,10 @@ class BuildContext:
         ds = calibration.load(self.config.train_data, specs,
                               calibration.LoadOptions(samples=None, seed=self.config.seed, require_labels=True))
         return ds.inputs[specs[0].name], ds.labels
+
+    def record_notes(self, mode, notes: dict) -> None:
+        """Keep what ``mode``'s builder decided; ``convert`` puts it into that artefact's manifest record."""
+        self.notes[getattr(mode, "value", mode)] = notes
 
     def keras_source(self) -> Path:
         """Path of the Keras model for QAT (the original file/dir; QAT validates its flavour)."""

@@ -2,30 +2,32 @@
 
 Pipeline (each step exists because the naive ``quantize_model`` route fails or loses accuracy on real models):
 
-1. load the Keras-2 model (SavedModel dir, .h5, or tf_keras .keras); Keras-3 exports are refused clearly;
-2. rebuild it as a clean functional graph with BatchNorm folded into the preceding conv/dense and the input
-   Rescaling folded into the first conv (``qat_support.folding``), so fake-quant sees the weights TFLite will use
-   (and tfmot never meets the Conv2D -> BatchNorm pair it cannot handle);
-3. annotate every layer tfmot supports and ``quantize_apply`` (``qat_support.annotate``);
-4. fine-tune briefly (3 epochs, Adam, peak 1e-4 cosine-decayed to 0) under the requested strategy, on targets
-   mixing the labels with the float model's own probabilities (distillation keeps the int8 model close to it);
-5. convert with TFLITE_BUILTINS_INT8 + a representative dataset, so any layer tfmot could not annotate is still
-   calibrated to int8: the result is full-integer.
+1. load the Keras-2 model (SavedModel dir, .h5, or tf_keras .keras); Keras-3 exports, subclassed models and
+   recurrent layers are refused with the reason and the way out (``--quant int8``);
+2. rebuild it from its own graph objects (nested models inlined), folding BatchNorm and input scaling into the
+   neighbouring conv/dense only where exact, verified on sample data (``qat_support.folding``);
+3. annotate every layer tfmot supports (TF-op layers stay float, calibrated at conversion), ``quantize_apply``,
+   and start every fake-quant range at the calibration min/max (``qat_support.ranges``), not at [-6, 6];
+4. fine-tune on targets mixing labels with the float model's probabilities, small cosine-decayed LR, keeping the
+   best epoch (epoch 0 = calibrated ranges only) on a held-out split (``qat_support.finetune``);
+5. convert with TFLITE_BUILTINS_INT8 + a representative dataset: the result is full-integer.
+
+``modes/qat.py`` then measures this against plain int8 PTQ on held-out data and ships the better one.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Any
 
 import numpy as np
 
 from edge_tool.errors import ConversionError, DataError, ModelError, UsageError, collect_and_raise
+from edge_tool.convert.qat_support.data import Labelled, from_arrays, split
 
 STRATEGIES = ("default", "one-device", "mirrored")
 IO_TYPES = ("float32", "int8", "uint8")
@@ -43,6 +45,9 @@ class QatOptions:
     replicas: int = 2
     seed: int = 0
     distillation: float = 0.5  # weight of the float model's own probabilities in the targets (rest: labels)
+    patience: int = 2  # epochs without held-out improvement before stopping (the best epoch is kept)
+    held_out_fraction: float = 0.2  # of the training data, kept aside to pick the best epoch
+    range_samples: int = 256  # training samples the fake-quant ranges are calibrated on
 
     def __post_init__(self) -> None:
         strategy = getattr(self.strategy, "value", self.strategy)
@@ -60,6 +65,12 @@ class QatOptions:
             problems.append(f"QAT distillation weight must be in [0, 1], got {self.distillation}.")
         if self.replicas < 1:
             problems.append(f"QAT replicas must be >= 1, got {self.replicas}.")
+        if self.patience < 1:
+            problems.append(f"QAT patience must be >= 1, got {self.patience}.")
+        if not 0.0 < self.held_out_fraction < 1.0:
+            problems.append(f"QAT held-out fraction must be in (0, 1), got {self.held_out_fraction}.")
+        if self.range_samples < 1:
+            problems.append(f"QAT range samples must be >= 1, got {self.range_samples}.")
         collect_and_raise(problems, UsageError, "Invalid QAT options:")
 
 
@@ -145,80 +156,101 @@ def load_keras_for_qat(model_path: Path):
     return model
 
 
-def _check_train_data(model, x, y) -> tuple[np.ndarray, np.ndarray]:
-    x = np.asarray(x)
-    y = np.asarray(y)
-    expected = tuple(model.inputs[0].shape[1:])
-    n_classes = int(model.outputs[0].shape[-1])
+def _input_problems(model, data: Labelled) -> list[str]:
     problems = []
-    if len(model.inputs) != 1 or len(model.outputs) != 1:
-        problems.append(f"QAT supports single-input, single-output models; this one has "
-                        f"{len(model.inputs)} input(s) and {len(model.outputs)} output(s).")
-    if x.ndim != len(expected) + 1 or any(e is not None and e != s for e, s in zip(expected, x.shape[1:])):
-        problems.append(f"training x must have shape (n, {', '.join(map(str, expected))}); got {x.shape}.")
-    if len(x) != len(y):
-        problems.append(f"training x and y differ in length: {len(x)} vs {len(y)}.")
-    if len(x) == 0:
-        problems.append("training data is empty.")
-    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer) or (y.size and (y.min() < 0 or y.max() >= n_classes)):
-        problems.append(f"training y must be integer class ids in 0..{n_classes - 1} with shape (n,); got "
-                        f"dtype {y.dtype}, shape {y.shape}"
-                        + (f", range {y.min()}..{y.max()}." if y.size and y.ndim == 1 else "."))
-    collect_and_raise(problems, DataError, "Training data does not fit the model for QAT:")
-    return x.astype(model.inputs[0].dtype.as_numpy_dtype), y.astype(np.int64)
+    for name, tensor in zip(model.input_names, model.inputs):
+        arr = data.x[name]
+        want = tuple(tensor.shape[1:])
+        if arr.ndim != len(want) + 1 or any(w is not None and w != g for w, g in zip(want, arr.shape[1:])):
+            shown = ", ".join("?" if w is None else str(w) for w in want)
+            problems.append(f"input {name!r} must have shape (n, {shown}); got {arr.shape}")
+        elif not np.can_cast(arr.dtype, tensor.dtype.as_numpy_dtype, casting="same_kind"):
+            problems.append(f"input {name!r} is {tensor.dtype.name}; got {arr.dtype} data")
+    return problems
 
 
-def _targets(float_model, x, y, alpha: float):
-    """Training targets: ``alpha`` x the float model's own probabilities + (1 - alpha) x one-hot labels.
+def match_data(model, x, y, output_names: list[str] | None = None, what: str = "Training data") -> Labelled:
+    """Data as Labelled keyed by the Keras model's input names and its output names (or ``output_names``).
 
-    Distilling from the float model keeps fine-tuning anchored to what the quantized model should
-    reproduce, instead of drifting on a training set the float model already fits.
+    ``x``/``y`` are arrays (single input/output) or dicts keyed by input/output names (or a Labelled as ``x``).
+    Every input shape/dtype problem and every label problem is reported at once (DataError); inputs are cast to
+    the model's dtypes, labels to int64 class ids.
     """
-    layer = float_model.get_layer(float_model.output_names[0])
-    probs = type(layer).__name__ == "Softmax" or \
-        getattr(getattr(layer, "activation", None), "__name__", "") == "softmax"
-    out = np.concatenate([np.asarray(float_model(x[i:i + 256], training=False)) for i in range(0, len(x), 256)])
-    if not probs:
-        out = np.exp(out - out.max(axis=1, keepdims=True))
-        out /= out.sum(axis=1, keepdims=True)
-    onehot = np.eye(out.shape[1], dtype=np.float32)[y]
-    return (alpha * out + (1.0 - alpha) * onehot).astype(np.float32), not probs
+    from edge_tool.convert.qat_support.heads import label_problems, output_classes  # noqa: PLC0415
+
+    if isinstance(x, Labelled):
+        x, y = x.x, x.y
+    names = output_names or list(model.output_names)
+    classes = output_classes(names, [tuple(t.shape) for t in model.outputs])
+    data = from_arrays(x, y, list(model.input_names), names)
+    problems, labels = label_problems(names, classes, data.labels(names))
+    collect_and_raise(_input_problems(model, data) + problems, DataError, f"{what} does not fit the model for QAT:")
+    xs = {n: data.x[n].astype(t.dtype.as_numpy_dtype) for n, t in zip(model.input_names, model.inputs)}
+    return Labelled(xs, dict(zip(names, labels)))
 
 
-def build_qat_model(keras, tfmot, source):
-    """Fold, annotate and quantize_apply ``source``; returns (qat model, folded float model, notes)."""
-    from edge_tool.convert.qat_support.folding import fold_model  # noqa: PLC0415
+@dataclass(frozen=True, eq=False)
+class QatRun:
+    """A fine-tuned QAT model with what it was made from and how it went."""
+
+    model: Any        # the tfmot QAT model (tf_keras)
+    float_model: Any  # the folded float model (the distillation teacher and the float reference)
+    heads: tuple      # qat_support.heads.Head per output
+    held_out: Labelled  # the split of the training data the best epoch was picked on
+    notes: dict       # folded, fold_dropped, float_layers, ranges_calibrated, history, best_epoch
+
+
+def build_qat_model(keras, tfmot, source, samples: list[np.ndarray]):
+    """Fold (verified on ``samples``), annotate and quantize_apply ``source``.
+
+    Returns (qat model, folded float model, notes).
+    """
     from edge_tool.convert.qat_support.annotate import annotate_supported  # noqa: PLC0415
+    from edge_tool.convert.qat_support.folding import fold_model  # noqa: PLC0415
 
-    folded, folds = fold_model(keras, source)
+    folded, folds, dropped = fold_model(keras, source, samples)
     annotated, skipped = annotate_supported(keras, tfmot, folded)
     try:
         with tfmot.quantization.keras.quantize_scope():
             qat = tfmot.quantization.keras.quantize_apply(annotated)
     except (ValueError, RuntimeError, TypeError) as exc:
-        raise ConversionError(f"tfmot could not make the model quantization-aware: {exc}") from None
-    return qat, folded, {"folded": folds, "float_layers": skipped}
+        raise ConversionError(f"tfmot could not make the model quantization-aware: {str(exc).splitlines()[0]} "
+                              "Use --quant int8 (post-training quantization) instead.") from None
+    _finalize_preprocessing(keras, qat)
+    return qat, folded, {"folded": folds, "fold_dropped": dropped, "float_layers": skipped}
 
 
-def _epoch_callback(keras, progress: Callable | None):
-    class Progress(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            if progress is not None:
-                progress(int(epoch), {k: float(v) for k, v in (logs or {}).items()})
+def _finalize_preprocessing(keras, model) -> None:
+    """Recompute adapted preprocessing state (Normalization's mean/variance) from the copied weights.
 
-    return Progress()
-
-
-def quantization_aware_model(model_path: Path, x_train, y_train, options: QatOptions = QatOptions(),
-                             progress: Callable | None = None):
-    """Load ``model_path``, make it quantization-aware and fine-tune it on (x_train, y_train).
-
-    Returns the fine-tuned tfmot model (tf_keras). ``progress(epoch, logs)`` is called after each epoch
-    (epoch counts from 0; logs hold floats such as loss and accuracy). The model carries a plain attribute
-    ``edgetool_qat_notes`` = {"folded": ["bn1 -> conv1", ...], "float_layers": [names tfmot left float]}.
+    tfmot rebuilds the model and then sets its weights; a tf_keras Normalization computes the tensors it
+    uses from its ``adapt_mean``/``adapt_variance`` weights only in ``build``/``finalize_state``, so without this
+    the QAT copy would normalize with mean 0 and variance 1 (an identity), silently.
     """
+    base = keras.layers.experimental.preprocessing.PreprocessingLayer
+    for layer in model.layers:
+        inner = getattr(layer, "layer", layer)
+        if isinstance(inner, base) and inner.built and getattr(inner, "adapt_mean", None) is not None:
+            inner.finalize_state()
+
+
+def _batches(arrays: list[np.ndarray], size: int):
+    for i in range(0, len(arrays[0]), size):
+        yield [a[i:i + size] for a in arrays]
+
+
+def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOptions(),
+            progress: Callable | None = None) -> QatRun:
+    """Load ``model_path``, make it quantization-aware, calibrate its ranges and fine-tune it.
+
+    ``x_train``/``y_train``: arrays for a single-input/-output model, or dicts keyed by input/output names
+    (or a Labelled as x_train). ``progress(epoch, logs)`` is called after each fine-tuning epoch (from 0).
+    """
+    from edge_tool.convert.qat_support.annotate import refuse_unsupported  # noqa: PLC0415
+    from edge_tool.convert.qat_support.finetune import Schedule, fine_tune, predict  # noqa: PLC0415
+    from edge_tool.convert.qat_support.heads import detect_heads  # noqa: PLC0415
+    from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types  # noqa: PLC0415
     from edge_tool.training.config import Strategy  # noqa: PLC0415
-    from edge_tool.training.data import make_dataset  # noqa: PLC0415
     from edge_tool.training.strategies import build_local_strategy  # noqa: PLC0415
 
     tf, keras, tfmot = _import_stack()
@@ -226,33 +258,48 @@ def quantization_aware_model(model_path: Path, x_train, y_train, options: QatOpt
     keras.utils.set_random_seed(options.seed)
     with strategy.scope():
         source = load_keras_for_qat(model_path)
-        x, y = _check_train_data(source, x_train, y_train)
-        qat, folded, notes = build_qat_model(keras, tfmot, source)
-        targets, from_logits = _targets(folded, x, y, options.distillation)
-        steps = options.epochs * math.ceil(len(x) / options.batch_size)
-        schedule = keras.optimizers.schedules.CosineDecay(options.learning_rate, steps)
-        qat.compile(optimizer=keras.optimizers.Adam(schedule),
-                    loss=keras.losses.CategoricalCrossentropy(from_logits=from_logits),
-                    metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")])
-    qat.__dict__["edgetool_qat_notes"] = notes  # plain attribute: not tracked, not saved
-    ds = make_dataset(tf, x, targets, options.batch_size, options.seed, training=True)
-    qat.fit(ds, epochs=options.epochs, verbose=0, callbacks=[_epoch_callback(keras, progress)])
-    return qat
+        refuse_unsupported(source)
+        data = match_data(source, x_train, y_train)
+        in_names, out_names = list(source.input_names), list(source.output_names)
+        if len(data) < 10:
+            raise DataError(f"QAT needs at least 10 labelled training samples (some are held out to pick the "
+                            f"best epoch); got {len(data)}.")
+        probe = data.take(np.arange(min(len(data), 512))).inputs(in_names)
+        heads = detect_heads(out_names, predict(source, probe, len(out_names)))
+        fit, held = split(data, options.held_out_fraction, options.seed, out_names[0])
+        rng = np.random.default_rng(options.seed)
+        pick = np.sort(rng.permutation(len(fit))[:options.range_samples])
+        samples = fit.take(pick).inputs(in_names)
+        qat, folded, notes = build_qat_model(keras, tfmot, source, samples)
+        notes["ranges_calibrated"] = calibrate_ranges(qat, _batches(samples, 64), tfmot_quantizer_types())
+    teacher = predict(folded, fit.inputs(in_names), len(heads))
+    targets = [h.targets(teacher[h.index], fit.y[h.name], options.distillation) for h in heads]
+    held_ref = predict(folded, held.inputs(in_names), len(heads))
+    schedule = Schedule(options.epochs, options.batch_size, options.learning_rate, options.patience, options.seed)
+    history = fine_tune(tf, keras, qat, heads, (fit.inputs(in_names), targets),
+                        (held.inputs(in_names), held.labels(out_names), held_ref), schedule, progress)
+    best = max(history, key=lambda r: (r["held_out_accuracy"], r["agreement"], -r["epoch"]))
+    notes.update(history=history, best_epoch=best["epoch"])
+    return QatRun(qat, folded, heads, held, notes)
 
 
-def _serving_module(tf, qat_model):
+def quantization_aware_model(model_path: Path, x_train, y_train, options: QatOptions = QatOptions(),
+                             progress: Callable | None = None):
+    """``run_qat(...).model``, carrying ``edgetool_qat_notes`` (folds, float layers, history) as a plain attribute."""
+    run = run_qat(model_path, x_train, y_train, options, progress)
+    run.model.__dict__["edgetool_qat_notes"] = run.notes  # plain attribute: not tracked, not saved
+    return run.model
+
+
+def _serving_module(tf, qat_model, output_names: list[str]):
     """A tf.Module whose serving signature keeps the original input/output names (not tfmot's quant_*)."""
-    if len(qat_model.inputs) != 1:
-        raise ConversionError(f"QAT conversion supports one model input; got {len(qat_model.inputs)}.")
-    inp = qat_model.inputs[0]
-    in_name = qat_model.input_names[0]
-    out_names = [getattr(l, "layer", l).name for l in (qat_model.get_layer(n) for n in qat_model.output_names)]
+    specs = [tf.TensorSpec(t.shape, t.dtype, name=n) for t, n in zip(qat_model.inputs, qat_model.input_names)]
 
-    @tf.function(input_signature=[tf.TensorSpec(inp.shape, inp.dtype, name=in_name)])
-    def serve(x):
-        outs = qat_model(x, training=False)
+    @tf.function(input_signature=specs)
+    def serve(*xs):
+        outs = qat_model(list(xs) if len(xs) > 1 else xs[0], training=False)
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
-        return dict(zip(out_names, outs))
+        return dict(zip(output_names, outs))
 
     module = tf.Module()
     module.model = qat_model
@@ -260,18 +307,24 @@ def _serving_module(tf, qat_model):
     return module, serve
 
 
-def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32") -> bytes:
+def _output_names(qat_model) -> list[str]:
+    return [getattr(l, "layer", l).name for l in (qat_model.get_layer(n) for n in qat_model.output_names)]
+
+
+def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32",
+                  output_names: list[str] | None = None) -> bytes:
     """Convert a fine-tuned QAT model to full-integer int8 TFLite (TFLITE_BUILTINS_INT8 only).
 
-    ``representative_dataset`` yields ``[batch-1 float32 array]`` lists; it calibrates any op tfmot left float.
-    ``io_type`` "float32" keeps float input/output; "int8"/"uint8" makes the I/O integer too.
+    ``representative_dataset`` yields lists with one batch-1 array per input (in the model's input order); it
+    calibrates any op tfmot left float. ``io_type`` "float32" keeps float input/output; "int8"/"uint8" makes the
+    I/O integer too. ``output_names`` names the signature outputs (default: the original output layer names).
     """
     if io_type not in IO_TYPES:
         raise UsageError(f"QAT io_type must be one of {', '.join(IO_TYPES)}; got {io_type!r}.")
     if representative_dataset is None:
         raise UsageError("QAT conversion to full-integer int8 needs a representative dataset (calibration data).")
     tf, _, _ = _import_stack()
-    module, serve = _serving_module(tf, qat_model)
+    module, serve = _serving_module(tf, qat_model, output_names or _output_names(qat_model))
     with tempfile.TemporaryDirectory(prefix="edgetool-qat-") as tmp:
         tf.saved_model.save(module, tmp, signatures={"serving_default": serve.get_concrete_function()})
         conv = tf.lite.TFLiteConverter.from_saved_model(tmp, signature_keys=["serving_default"])
@@ -283,4 +336,6 @@ def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32") -
         try:
             return bytes(conv.convert())
         except Exception as exc:  # the converter raises ConverterError / RuntimeError with MLIR diagnostics
-            raise ConversionError(f"Full-integer int8 conversion of the QAT model failed: {exc}") from None
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+            first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else type(exc).__name__)
+            raise ConversionError(f"Full-integer int8 conversion of the QAT model failed: {first[:500]}") from None

@@ -1,4 +1,4 @@
-"""qat: quantization-aware fine-tuning with tfmot, then full-integer int8 conversion."""
+"""qat: quantization-aware fine-tuning with tfmot, then full-integer int8 — shipped only when it beats int8 PTQ."""
 
 from edge_tool.convert.config import QuantMode
 from edge_tool.convert.registry import register
@@ -14,12 +14,88 @@ from edge_tool.convert.registry import register
     expected_size_ratio=0.27,
 )
 def build(ctx) -> bytes:
-    """Fine-tune a QAT copy of the Keras model on the training data, then convert it to full int8."""
-    from edge_tool.convert.qat import QatOptions, qat_to_tflite, quantization_aware_model  # noqa: PLC0415
+    """Fine-tune a QAT copy of the Keras model, convert it and plain int8 PTQ, ship the more accurate one.
 
-    x, y = ctx.train_data()
-    options = QatOptions(epochs=ctx.config.qat_epochs, strategy=ctx.config.strategy,
-                         replicas=ctx.config.replicas, seed=ctx.config.seed)
-    model = quantization_aware_model(ctx.keras_source(), x, y, options, progress=ctx.epoch_progress)
-    io_type = "float32" if ctx.io_dtype is None else ctx.config.io_type.value
-    return qat_to_tflite(model, ctx.representative_dataset, io_type)
+    Both are measured in LiteRT on ``--eval-data``, or on the held-out split of ``--train-data`` that also picked
+    the best epoch; the decision (both accuracies, the reason) goes into the manifest record of the artefact.
+    """
+    import calibration  # noqa: PLC0415
+
+    from edge_tool.convert.modes.int8 import configure_full_int8  # noqa: PLC0415
+    from edge_tool.convert.qat import QatOptions, match_data, qat_to_tflite, run_qat  # noqa: PLC0415
+    from edge_tool.convert.qat_support.data import load_labelled  # noqa: PLC0415
+    from edge_tool.convert.qat_support.select import decide, float_accuracy  # noqa: PLC0415
+    from edge_tool.errors import ConversionError  # noqa: PLC0415
+
+    cfg = ctx.config
+    specs = calibration.specs_from(ctx.source.signature.inputs)
+    outputs = [o.name for o in ctx.source.signature.outputs]
+    train = load_labelled(cfg.train_data, specs, outputs, cfg.seed, "--train-data")
+    options = QatOptions(epochs=cfg.qat_epochs, strategy=cfg.strategy, replicas=cfg.replicas, seed=cfg.seed)
+    run = run_qat(ctx.keras_source(), *_keyed(train), options, progress=ctx.epoch_progress)
+    if cfg.eval_data is not None:
+        evaluation = load_labelled(cfg.eval_data, specs, outputs, cfg.seed, "--eval-data")
+        held = match_data(run.float_model, *_keyed(evaluation), [h.name for h in run.heads], "--eval-data")
+        where = f"--eval-data {cfg.eval_data}"
+    else:
+        held = run.held_out
+        where = (f"held-out {round(options.held_out_fraction * 100)}% of --train-data (also used to pick the best "
+                 "epoch; pass --eval-data for an independent measurement)")
+    io_type = "float32" if ctx.io_dtype is None else cfg.io_type.value
+    candidates, failures = {}, {}
+    by_name = _by_name(ctx, specs)
+    try:
+        candidates["qat"] = qat_to_tflite(run.model, by_name, io_type, [h.name for h in run.heads])
+    except ConversionError as exc:
+        failures["qat"] = str(exc)
+    try:
+        candidates["ptq"] = ctx.convert(lambda c: configure_full_int8(ctx.tf, c, by_name, ctx.io_dtype))
+    except ConversionError as exc:
+        failures["ptq_int8"] = str(exc)
+    data, decision = decide(candidates.get("qat"), candidates.get("ptq"), failures, held, run.heads,
+                            float_accuracy(run.float_model, held, run.heads), where)
+    ctx.record_notes(QuantMode.QAT, {**decision.to_dict(), **_training_notes(run.notes)})
+    _report(decision)
+    return data
+
+
+def _keyed(data):
+    """(x, y) of a Labelled: plain arrays for one input/output (names may differ from the Keras model's)."""
+    x = next(iter(data.x.values())) if len(data.x) == 1 else data.x
+    y = next(iter(data.y.values())) if len(data.y) == 1 else data.y
+    return x, y
+
+
+def _by_name(ctx, specs):
+    """The representative dataset as dicts keyed by signature input name: both candidates are calibrated by
+    name, never by position (the positional order of a multi-input signature is not the model's)."""
+    names = [s.name for s in specs]
+
+    def gen():
+        for sample in ctx.representative_dataset():
+            yield dict(zip(names, sample))
+
+    return gen
+
+
+def _training_notes(notes: dict) -> dict:
+    keep = ("folded", "fold_dropped", "float_layers", "ranges_calibrated", "best_epoch", "history")
+    return {"training": {k: notes[k] for k in keep if k in notes}}
+
+
+def _report(decision) -> None:
+    from rich.markup import escape  # noqa: PLC0415
+
+    from edge_tool.steps import console  # noqa: PLC0415
+
+    acc = decision.accuracy
+    shown = ", ".join(f"{k} {v:.4f}" if v is not None else f"{k} failed" for k, v in acc.items())
+    console.print(f"  qat vs int8 PTQ on {escape(decision.held_out['source'])} "
+                  f"({decision.held_out['samples']} samples): {shown}")
+    if decision.shipped == "qat":
+        console.print(f"  shipped: QAT ({escape(decision.reason)})")
+    else:
+        console.print(f"[yellow]warning:[/] {escape(decision.reason)}; the _qat.tflite file holds the plain int8 "
+                      "PTQ model (manifest.json: artifacts[].qat.shipped = \"ptq-int8\").")
+    if decision.note:
+        console.print(f"[yellow]note:[/] {escape(decision.note)}")

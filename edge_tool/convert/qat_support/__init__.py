@@ -1,1 +1,2 @@
-"""Helpers for QAT: fold BatchNorm/Rescaling into the conv/dense weights, annotate layers for tfmot."""
+"""Helpers for QAT: the model graph (graph), exact folds (folding), tfmot annotation (annotate), fake-quant range
+start (ranges), classifier heads (heads), labelled data (data), fine-tuning (finetune), QAT-vs-PTQ choice (select)."""

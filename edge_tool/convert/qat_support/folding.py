@@ -1,173 +1,303 @@
-"""Rebuild a Keras model with BatchNormalization and Rescaling folded into the neighbouring conv/dense weights.
+"""Fold BatchNorm and input scaling into the neighbouring conv/dense weights — only where it is exact.
 
-tfmot's ``quantize_model`` cannot quantize a SavedModel-revived Conv2D -> BatchNormalization pair, and
-quantizing the raw (unfolded) kernel trains against the wrong weights anyway: TFLite folds BatchNorm into the
-conv at conversion time, so QAT must see the folded kernel.  Folding is exact in float32 arithmetic:
+TFLite folds an inference BatchNorm into the conv before it, so QAT must fake-quantize the folded kernel;
+tfmot left alone fake-quantizes the raw kernel and trains against the wrong weights. Folds (float64 maths):
 
-* BatchNorm after a linear conv/dense:  W' = W * k,  b' = (b - mean) * k + beta,  k = gamma / sqrt(var + eps)
-* Rescaling (scalar scale s, offset o) before a conv/dense:  W' = W * s,  b' = b + o * sum(W over inputs)
-  (an offset is only folded when it is exact: a Dense, or a conv with ``padding="valid"``).
+* BatchNormalization directly after a conv/dense with a linear activation whose output feeds only the BN:
+  ``W' = W * k``, ``b' = (b - mean) * k + beta``, ``k = gamma / sqrt(var + eps)`` (per output channel).
+* A chain of Rescaling / Normalization layers (per-channel ``x * s + o`` on the last axis) feeding only one
+  conv/dense: ``W' = W * s`` (per input channel), ``b' = b + sum(W * o)``. With a non-zero offset this is exact
+  only when no zero padding is added (a Dense, or a conv with ``padding="valid"`` or a 1-wide kernel): padding
+  zeros in the input's units are not the zeros the conv saw after scaling. And only when the per-channel
+  scales are within a factor ``MAX_SCALE_SPREAD`` of each other: the int8 kernel is quantized per output
+  channel, so folding wildly different feature scales into one channel's weights would zero the small ones.
+
+BatchNorm after an activation, a Normalization before ``ZeroPadding2D`` or a ``same``-padded conv, integer
+inputs a Rescaling casts: all stay as they are (tfmot or the converter's calibration handles them).
+``fold_model`` then checks the folded model against the original on sample data; a fold that changes the
+output by more than a float32 rounding tolerance is dropped.
 """
 
 from __future__ import annotations
 
-import copy
+from dataclasses import dataclass
 
 import numpy as np
 
-from edge_tool.errors import ModelError
+from edge_tool.convert.qat_support.graph import read_graph, rebuild
 
-_WEIGHTED = ("Conv2D", "DepthwiseConv2D", "Dense")
+ACT_TARGETS = ("Conv2D", "DepthwiseConv2D", "Dense")
+BN_TARGETS = ("Conv1D", "Conv2D", "Conv3D", "DepthwiseConv2D", "SeparableConv2D", "Dense")
+AFFINE_TARGETS = ("Conv1D", "Conv2D", "Conv3D", "DepthwiseConv2D", "Dense")
+AFFINE_LAYERS = ("Rescaling", "Normalization")
 
 
-def _single_inbound(entry: dict) -> str | None:
-    """Name of the one layer feeding ``entry`` (functional config), or None if it has 0 or several inputs."""
-    nodes = entry.get("inbound_nodes") or []
-    if len(nodes) != 1 or len(nodes[0]) != 1:
+@dataclass(frozen=True)
+class Fold:
+    """One exact fold: ``removed`` layers disappear, ``target`` gets new weights."""
+
+    target: str
+    removed: tuple[str, ...]
+    kind: str  # "batchnorm" (after target), "input-affine" (before target) or "activation" (relu/relu6 after)
+    activation: str | None = None  # for "activation": the Keras activation the target takes on
+
+    def describe(self) -> str:
+        """``bn1 -> conv1`` style note."""
+        return f"{' + '.join(self.removed)} -> {self.target}"
+
+
+def _cls(layer) -> str:
+    return type(layer).__name__
+
+
+def _linear(layer) -> bool:
+    act = getattr(layer, "activation", None)
+    return act is None or getattr(act, "__name__", "") == "linear"
+
+
+def _last_axis(axis, rank: int) -> bool:
+    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    return len(axes) == 1 and axes[0] in (-1, rank - 1)
+
+
+def _bn_folds(model, graph) -> list[Fold]:
+    folds = []
+    for node in graph.nodes:
+        bn = node.layer
+        if _cls(bn) != "BatchNormalization" or graph.node_of(bn) is None:
+            continue
+        t = graph.single_input(bn)
+        prod = graph.producer.get(id(t)) if t is not None else None
+        if (prod is None or _cls(prod) not in BN_TARGETS or not _linear(prod) or graph.node_of(prod) is None
+                or graph.only_consumer(t) is not bn or not _last_axis(bn.axis, len(t.shape))
+                or getattr(prod, "groups", 1) != 1):
+            continue
+        folds.append(Fold(prod.name, (bn.name,), "batchnorm"))
+    return folds
+
+
+def _affine(layer, channels: int):
+    """(scale, offset) vectors over the last axis for a Rescaling/Normalization layer, or None."""
+    if _cls(layer) == "Rescaling":
+        scale, offset = np.asarray(layer.scale, np.float64), np.asarray(layer.offset, np.float64)
+    elif _cls(layer) == "Normalization" and not getattr(layer, "invert", False):
+        if not _last_axis(layer.axis, len(layer.input_shape)):
+            return None
+        mean = np.asarray(layer.mean, np.float64)
+        std = np.maximum(np.sqrt(np.asarray(layer.variance, np.float64)), 1e-7)  # keras backend.epsilon()
+        scale, offset = 1.0 / std, -mean / std
+    else:
         return None
-    return nodes[0][0][0]
+    vecs = []
+    for v in (scale, offset):
+        flat = v.reshape(-1)
+        if v.size not in (1, channels) or (v.ndim and any(d != 1 for d in v.shape[:-1])):
+            return None
+        vecs.append(np.broadcast_to(flat, (channels,)).astype(np.float64))
+    return tuple(vecs)
 
 
-def _consumers(layers: list[dict]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {e["name"]: [] for e in layers}
-    for e in layers:
-        for node in e.get("inbound_nodes") or []:
-            for inbound in node:
-                out.setdefault(inbound[0], []).append(e["name"])
-    return out
+def _no_padding(layer) -> bool:
+    if _cls(layer) == "Dense" or getattr(layer, "padding", "valid") == "valid":
+        return True
+    return all(k == 1 for k in layer.kernel_size)
 
 
-def _is_linear(cfg: dict) -> bool:
-    return cfg.get("activation", "linear") in ("linear", None)
+MAX_SCALE_SPREAD = 4.0
 
 
-def _last_axis_bn(layer) -> bool:
-    axis = layer.axis if isinstance(layer.axis, (list, tuple)) else [layer.axis]
-    rank = len(layer.input_shape)
-    return len(axis) == 1 and axis[0] in (-1, rank - 1)
+def _int8_friendly(scale: np.ndarray) -> bool:
+    """True when per-channel scales are close enough that folding them keeps the kernel quantizable.
 
-
-def _scalar(value) -> float | None:
-    arr = np.asarray(value, dtype=np.float64)
-    return float(arr) if arr.ndim == 0 else None
-
-
-def plan_folds(model) -> tuple[dict[str, str], dict[str, str]]:
-    """Return ({bn name: producer name}, {rescaling name: consumer name}) for the foldable pairs of ``model``."""
-    layers = model.get_config()["layers"]
-    by_name = {e["name"]: e for e in layers}
-    consumers = _consumers(layers)
-    bn_into: dict[str, str] = {}
-    rescale_into: dict[str, str] = {}
-    for e in layers:
-        src = _single_inbound(e)
-        if src is None or src not in by_name:
-            continue
-        prod = by_name[src]
-        if (e["class_name"] == "BatchNormalization" and prod["class_name"] in _WEIGHTED
-                and _is_linear(prod["config"]) and consumers[src] == [e["name"]]
-                and _last_axis_bn(model.get_layer(e["name"]))):
-            bn_into[e["name"]] = src
-    for e in layers:
-        src = _single_inbound(e)
-        if src is None or src not in by_name or by_name[src]["class_name"] != "Rescaling":
-            continue
-        resc = model.get_layer(src)
-        if not resc.input.dtype.is_floating:  # Rescaling also casts integer input to float: keep it
-            continue
-        scale, offset = _scalar(resc.scale), _scalar(resc.offset)
-        cfg = e["config"]
-        exact_offset = offset == 0.0 or e["class_name"] == "Dense" or cfg.get("padding") == "valid"
-        if (e["class_name"] in ("Conv2D", "Dense") and cfg.get("groups", 1) == 1 and scale is not None
-                and offset is not None and exact_offset and consumers[src] == [e["name"]]):
-            rescale_into[src] = e["name"]
-    return bn_into, rescale_into
-
-
-def _rewire(cfg: dict, removed: dict[str, str]) -> dict:
-    """Drop the ``removed`` layers from a functional config, pointing their consumers at their input."""
-    cfg = copy.deepcopy(cfg)
-    layers = cfg["layers"]
-    source_of = {}
-    for e in layers:
-        if e["name"] in removed:
-            source_of[e["name"]] = e["inbound_nodes"][0][0][:3]
-
-    def resolve(ref):
-        while ref[0] in source_of:
-            ref = list(source_of[ref[0]])
-        return ref
-
-    kept = []
-    for e in layers:
-        if e["name"] in removed:
-            continue
-        e["inbound_nodes"] = [
-            [[*resolve(inb[:3]), *inb[3:]] for inb in node] for node in e.get("inbound_nodes") or []
-        ]
-        kept.append(e)
-    cfg["layers"] = kept
-    cfg["output_layers"] = [resolve(list(ref)) for ref in cfg["output_layers"]]
-    return cfg
-
-
-def _input_axes(kernel: np.ndarray, class_name: str) -> tuple[int, ...]:
-    return (0,) if class_name == "Dense" else (0, 1, 2)
-
-
-def _folded_weights(model, name: str, rescale: str | None, bn: str | None) -> list[np.ndarray]:
-    layer = model.get_layer(name)
-    cls = type(layer).__name__
-    kernel = layer.get_weights()[0].astype(np.float64)
-    n_out = kernel.shape[-1] if cls != "DepthwiseConv2D" else kernel.shape[2] * kernel.shape[3]
-    bias = layer.bias.numpy().astype(np.float64) if layer.use_bias else np.zeros(n_out)
-    if rescale is not None:
-        resc = model.get_layer(rescale)
-        bias = bias + _scalar(resc.offset) * kernel.sum(axis=_input_axes(kernel, cls))
-        kernel = kernel * _scalar(resc.scale)
-    if bn is not None:
-        b = model.get_layer(bn)
-        gamma = b.gamma.numpy() if b.gamma is not None else np.ones(n_out)
-        beta = b.beta.numpy() if b.beta is not None else np.zeros(n_out)
-        k = gamma.astype(np.float64) / np.sqrt(b.moving_variance.numpy().astype(np.float64) + b.epsilon)
-        bias = (bias - b.moving_mean.numpy()) * k + beta
-        kernel = kernel * (k.reshape(kernel.shape[2], kernel.shape[3]) if cls == "DepthwiseConv2D" else k)
-    return [kernel.astype(np.float32), bias.astype(np.float32)]
-
-
-def as_functional(keras, model):
-    """The model as a functional graph (Sequential models are re-wrapped); ModelError for subclassed models."""
-    if isinstance(model, keras.Sequential) or not getattr(model, "_is_graph_network", False):
-        if not getattr(model, "inputs", None):
-            raise ModelError(
-                f"QAT needs a functional or Sequential Keras model with known inputs, but got a "
-                f"{type(model).__name__} without them (a subclassed model?). Rebuild it with the functional API."
-            )
-        model = keras.Model(model.inputs, model.outputs, name=model.name)
-    return model
-
-
-def fold_model(keras, model):
-    """Return a new functional model equal (in inference) to ``model`` with BatchNorm and Rescaling folded away.
-
-    Returns (new model, list of "a -> b" fold descriptions).
+    Folding multiplies each input row of the kernel by its channel's scale; int8 kernels are quantized per
+    output channel, so scales spread over orders of magnitude (a Normalization of raw tabular features) would
+    leave the small rows at zero. Exact in float, ruinous in int8: such a Normalization stays a layer.
     """
-    model = as_functional(keras, model)
-    bn_into, rescale_into = plan_folds(model)
-    removed = {**{bn: p for bn, p in bn_into.items()}, **{r: c for r, c in rescale_into.items()}}
-    cfg = _rewire(model.get_config(), removed)
-    touched = set(bn_into.values()) | set(rescale_into.values())
-    for e in cfg["layers"]:
-        if e["name"] in touched:
-            e["config"]["use_bias"] = True
-    new = keras.Model.from_config(cfg)
-    producer_bn = {p: bn for bn, p in bn_into.items()}
-    consumer_rescale = {c: r for r, c in rescale_into.items()}
-    for layer in new.layers:
-        if layer.name in touched:
-            layer.set_weights(_folded_weights(model, layer.name, consumer_rescale.get(layer.name),
-                                              producer_bn.get(layer.name)))
-        elif layer.weights:
-            layer.set_weights(model.get_layer(layer.name).get_weights())
-    notes = [f"{bn} -> {p}" for bn, p in bn_into.items()] + [f"{r} -> {c}" for r, c in rescale_into.items()]
-    return new, notes
+    mags = np.abs(scale[scale != 0.0])
+    return mags.size == scale.size and float(mags.max() / mags.min()) <= MAX_SCALE_SPREAD
+
+
+def _affine_folds(model, graph) -> list[Fold]:
+    folds = []
+    for node in graph.nodes:
+        target = node.layer
+        if _cls(target) not in AFFINE_TARGETS or graph.node_of(target) is None:
+            continue
+        chain, t = [], graph.single_input(target)
+        consumer = target
+        while t is not None:
+            prod = graph.producer.get(id(t))
+            if (prod is None or _cls(prod) not in AFFINE_LAYERS or graph.node_of(prod) is None
+                    or graph.only_consumer(t) is not consumer):
+                break
+            src = graph.single_input(prod)
+            if src is None or not src.dtype.is_floating or _affine(prod, int(t.shape[-1])) is None:
+                break
+            chain.insert(0, prod)
+            consumer, t = prod, src
+        if not chain:
+            continue
+        scale, offset = compose([_affine(layer, int(target.input_shape[-1])) for layer in chain])
+        if np.any(offset != 0.0) and not _no_padding(target):
+            continue
+        if not _int8_friendly(scale):
+            continue
+        folds.append(Fold(target.name, tuple(layer.name for layer in chain), "input-affine"))
+    return folds
+
+
+def compose(affines: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """One (scale, offset) for ``x`` going through the affine maps in order."""
+    scale, offset = np.ones_like(affines[0][0]), np.zeros_like(affines[0][1])
+    for s, o in affines:
+        scale, offset = scale * s, offset * s + o
+    return scale, offset
+
+
+def plan_folds(model) -> list[Fold]:
+    """Every exact BatchNorm / input-scaling fold in ``model`` (a functional model without nested models)."""
+    graph = read_graph(model)
+    return _affine_folds(model, graph) + _bn_folds(model, graph)
+
+
+def _relu_kind(layer) -> str | None:
+    """"relu"/"relu6" when ``layer`` is a separate ReLU/Activation layer computing exactly that, else None."""
+    if _cls(layer) == "ReLU":
+        slope, threshold = float(layer.negative_slope), float(layer.threshold)
+        cap = None if layer.max_value is None else float(layer.max_value)
+        if slope == 0.0 and threshold == 0.0 and cap in (None, 6.0):
+            return "relu" if cap is None else "relu6"
+    if _cls(layer) == "Activation":
+        name = getattr(layer.activation, "__name__", "")
+        return name if name in ("relu", "relu6") else None
+    return None
+
+
+def plan_activation_fusions(model) -> list[Fold]:
+    """ReLU/ReLU6 layers directly after a linear conv/dense that feeds only them.
+
+    tfmot's layout transform ``LayerReLUQuantize`` gives a Conv2D/Dense followed by a separate ReLU layer a
+    no-op quantize config, so its weights would never be fake-quantized; as the conv's own activation (what
+    TFLite fuses anyway) they are.
+    """
+    graph = read_graph(model)
+    fusions = []
+    for node in graph.nodes:
+        act = _relu_kind(node.layer)
+        t = graph.single_input(node.layer) if act else None
+        prod = graph.producer.get(id(t)) if t is not None else None
+        if (prod is not None and _cls(prod) in ACT_TARGETS and _linear(prod) and graph.node_of(prod) is not None
+                and graph.only_consumer(t) is node.layer):
+            fusions.append(Fold(prod.name, (node.layer.name,), "activation", act))
+    return fusions
+
+
+def _weights(layer) -> tuple[list[np.ndarray], np.ndarray]:
+    """(kernels as float64, bias as float64 — zeros when the layer has none)."""
+    w = [np.asarray(v, np.float64) for v in layer.get_weights()]
+    n_kernels = 2 if _cls(layer) == "SeparableConv2D" else 1
+    kernels = w[:n_kernels]
+    last = kernels[-1]
+    n_out = last.shape[-2] * last.shape[-1] if _cls(layer) == "DepthwiseConv2D" else last.shape[-1]
+    bias = w[n_kernels] if layer.use_bias else np.zeros(n_out)
+    return kernels, bias
+
+
+def folded_weights(model, target: str, folds: list[Fold]) -> list[np.ndarray]:
+    """The target's new [kernel(s)..., bias] (float32): input scaling folded first, then the BatchNorm after it."""
+    layer = model.get_layer(target)
+    kernels, bias = _weights(layer)
+    depthwise = _cls(layer) == "DepthwiseConv2D"
+    for fold in sorted(folds, key=lambda f: f.kind != "input-affine"):
+        if fold.kind == "activation":
+            continue
+        if fold.kind == "input-affine":
+            channels = kernels[0].shape[-2]
+            scale, offset = compose([_affine(model.get_layer(n), channels) for n in fold.removed])
+            k = kernels[0]
+            shifted = k * offset.reshape(-1, 1)
+            bias = bias + (shifted.sum(axis=tuple(range(k.ndim - 2))).reshape(-1) if depthwise
+                           else shifted.sum(axis=tuple(range(k.ndim - 1))))
+            kernels[0] = k * scale.reshape(-1, 1)
+        else:
+            bn = model.get_layer(fold.removed[0])
+            n_out = bias.shape[0]
+            gamma = bn.gamma.numpy() if bn.gamma is not None else np.ones(n_out)
+            beta = bn.beta.numpy() if bn.beta is not None else np.zeros(n_out)
+            k = gamma.astype(np.float64) / np.sqrt(bn.moving_variance.numpy().astype(np.float64) + bn.epsilon)
+            bias = (bias - bn.moving_mean.numpy()) * k + beta
+            last = kernels[-1]
+            kernels[-1] = last * (k.reshape(last.shape[-2], last.shape[-1]) if depthwise else k)
+    return [k.astype(np.float32) for k in kernels] + [bias.astype(np.float32)]
+
+
+def apply_folds(keras, model, folds: list[Fold]):
+    """A new functional model with ``folds`` applied (other layers shared with ``model``)."""
+    removed = {name for f in folds for name in f.removed}
+    targets: dict[str, list[Fold]] = {}
+    for f in folds:
+        targets.setdefault(f.target, []).append(f)
+    new_layers = {}
+
+    def call_layer(layer, args, kwargs, run):
+        if layer.name in removed:
+            return args[0] if args else next(iter(kwargs.values()))
+        if layer.name in targets:
+            cfg = {**layer.get_config(), "use_bias": True}
+            for f in targets[layer.name]:
+                if f.kind == "activation":
+                    cfg["activation"] = f.activation
+            new = type(layer).from_config(cfg)
+            new_layers[layer.name] = new
+            return new(*args, **kwargs)
+        return run()
+
+    new = rebuild(keras, model, call_layer)
+    for name, layer in new_layers.items():
+        layer.set_weights(folded_weights(model, name, targets[name]))
+    return new
+
+
+def max_output_diff(a, b, samples: list[np.ndarray]) -> tuple[float, float]:
+    """(max |a(x) - b(x)| over every output, max |b(x)|) in inference mode."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    fa = tf.nest.flatten(a(samples, training=False))
+    fb = tf.nest.flatten(b(samples, training=False))
+    diff = max(float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)))) for x, y in zip(fa, fb))
+    scale = max(float(np.max(np.abs(np.asarray(y)))) for y in fb)
+    return diff, scale
+
+
+def within_tolerance(diff: float, scale: float) -> bool:
+    """float32 rounding tolerance for a folded model's output: 1e-5 absolute + 1e-4 relative."""
+    return diff <= 1e-5 + 1e-4 * max(scale, 1.0)
+
+
+def _verified(keras, flat, folds: list[Fold], original, samples) -> tuple[object, list[Fold], list[Fold]]:
+    """(model, kept, dropped): ``folds`` applied to ``flat`` where the result still matches ``original``."""
+    if not folds:
+        return flat, [], []
+    candidate = apply_folds(keras, flat, folds)
+    if within_tolerance(*max_output_diff(candidate, original, samples)):
+        return candidate, folds, []
+    kept = [f for f in folds
+            if within_tolerance(*max_output_diff(apply_folds(keras, flat, [f]), original, samples))]
+    if kept:
+        candidate = apply_folds(keras, flat, kept)
+        if within_tolerance(*max_output_diff(candidate, original, samples)):
+            return candidate, kept, [f for f in folds if f not in kept]
+    return flat, [], folds
+
+
+def fold_model(keras, model, samples: list[np.ndarray]):
+    """Fold what is exact and verified on ``samples`` (one array per model input).
+
+    BatchNorm and input scaling first, then separate ReLU layers into the conv/dense before them. Returns
+    (folded functional model, fold notes, dropped notes). A fold whose model differs from the original beyond
+    ``within_tolerance`` is dropped (each is then checked on its own).
+    """
+    flat = rebuild(keras, model)  # nested models inlined: tfmot cannot quantize a model inside a model
+    folded, kept, dropped = _verified(keras, flat, plan_folds(flat), model, samples)
+    fused, kept2, dropped2 = _verified(keras, folded, plan_activation_fusions(folded), model, samples)
+    return fused, [f.describe() for f in kept + kept2], [f.describe() for f in dropped + dropped2]
