@@ -30,6 +30,7 @@ class BuildContext:
     source: PreparedSource
     representative_dataset: Callable | None = None
     epoch_progress: Callable | None = None
+    metadata: object | None = None  # MetadataSpec embedded in every .tflite (None: --no-metadata)
     shared: SharedSource | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
