@@ -20,7 +20,10 @@
   synchronization ON_WRITE (MirroredVariable); without a strategy they stay AUTO.
 - ``training``: the ``train.json`` sidecar's ``strategy``, ``num_replicas`` and ``eval_accuracy`` when present, else null.
 - ``tflite`` (tflite only, else null): ``{"ops": {op: n}, "weight_dtypes": {dtype: tensors},
-  "activation_dtypes": {dtype: tensors}}``.
+  "activation_dtypes": {dtype: tensors}, "metadata"}``; ``metadata`` is null without embedded TFLite model
+  metadata, else ``{"name", "description", "version", "author", "min_parser_version", "inputs"/"outputs": [{"name",
+  "description", "content", "normalization": {"mean", "std"} | null, "labels_file"}], "packed_files",
+  "label_count", "labels", "problems"}`` (see docs/metadata.md).
 """
 
 from __future__ import annotations
@@ -271,8 +274,15 @@ def inspect_tflite(path: Path) -> InspectReport:
     return InspectReport(
         path=path, format="tflite", size_bytes=len(data), signatures=(signature,), parameters=params,
         tflite={"ops": summary.ops, "weight_dtypes": summary.weight_dtypes,
-                "activation_dtypes": summary.activation_dtypes},
+                "activation_dtypes": summary.activation_dtypes, "metadata": _embedded_metadata(data)},
     )
+
+
+def _embedded_metadata(data: bytes) -> dict | None:
+    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
+
+    found = read_metadata(data)
+    return None if found is None else found.to_dict()
 
 
 def _tflite_weight_elements(data: bytes) -> dict:
