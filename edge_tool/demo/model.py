@@ -132,13 +132,9 @@ def output_ui(outputs: tuple[Tensor, ...]) -> dict:
 
 def read_labels(path: Path, classes: int | None) -> list[str]:
     """Labels, one per line; UsageError when the file is missing or the count disagrees with the output size."""
-    path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"Labels file {path} does not exist (expected one label per line).")
-    labels = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if classes is not None and len(labels) != classes:
-        raise UsageError(f"{path} has {len(labels)} labels but the model outputs {classes} classes.")
-    return labels
+    from edge_tool.metadata.labels import read_labels_file  # noqa: PLC0415  (size and UTF-8 checks)
+
+    return read_labels_file(Path(path), classes)
 
 
 def _fmt(shape: tuple) -> str:
