@@ -100,7 +100,7 @@ def _render_metadata(console, meta: dict) -> None:
             extra += f"; labels in {t['labels_file']}" if t["labels_file"] else ""
             row(f"{io[:-1]} {visible(t['name'])}", f"{t['content'] or 'no content type'}{extra}: {t['description']}")
     if meta["label_count"]:
-        first = ", ".join(repr(visible(x)) for x in meta["labels"][:LABELS_SHOWN])
+        first = ", ".join(f"'{visible(x)}'" for x in meta["labels"][:LABELS_SHOWN])
         more = f", … ({meta['label_count'] - LABELS_SHOWN} more)" if meta["label_count"] > LABELS_SHOWN else ""
         row("labels", f"{meta['label_count']}: {first}{more}")
     if meta["packed_files"]:
