@@ -96,6 +96,14 @@ def _mediapipe_top1(path: Path, x: np.ndarray) -> list[tuple[int, str]]:
     return results
 
 
+def test_python_api_imports_light():
+    """``from edge_tool import convert, ...`` must not import TensorFlow, tensorflowjs or mediapipe."""
+    code = ("import sys; from edge_tool import convert, evaluate, inspect, demo, train, read_metadata; "
+            "print([m for m in ('tensorflow', 'tensorflowjs', 'mediapipe', 'numpy') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
 def test_vendored_schema_is_mediapipes_generated_file():
     """edge_tool/metadata ships mediapipe's flatc-generated schema classes byte for byte (nothing hand-written)."""
     spec = importlib.util.find_spec("mediapipe")
@@ -185,14 +193,19 @@ def test_hostile_metadata_is_reported_not_trusted(converted, tmp_path):
 
 
 @pytest.mark.slow
-def test_label_count_mismatch_is_refused_before_writing(rgb_model, tmp_path):
-    labels = tmp_path / "five.txt"
-    labels.write_text("a\nb\nc\nd\ne\n", encoding="utf-8")
-    proc = run_edgetool("convert", rgb_model, "--labels", labels, "-o", tmp_path / "out")
-    assert proc.returncode == 2
-    assert "has 5 labels, but no output" in proc.stderr and "Traceback" not in proc.stderr
-    assert not (tmp_path / "out").exists()
-    bad = tmp_path / "bad.txt"
-    bad.write_bytes(b"\xff\xfe\n" * 6)
-    proc = run_edgetool("convert", rgb_model, "--labels", bad, "-o", tmp_path / "out2")
-    assert proc.returncode == 2 and "not valid UTF-8" in proc.stderr and not (tmp_path / "out2").exists()
+def test_bad_labels_are_refused_before_writing(rgb_model, tmp_path):
+    from hostile.harness import Case, run_case
+
+    (tmp_path / "five.txt").write_text("a\nb\nc\nd\ne\n", encoding="utf-8")
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe\n" * 6)
+    for case in (
+        Case("label count", ("convert", str(rgb_model), "--labels", "{root}/five.txt", "-o", "{root}/out"),
+             names=("five.txt has 5 labels, but no output", "[N, 5]")),
+        Case("labels not UTF-8", ("convert", str(rgb_model), "--labels", "{root}/bad.txt", "-o", "{root}/out"),
+             names=("bad.txt is not valid UTF-8",)),
+        Case("--no-metadata with --labels", ("convert", str(rgb_model), "--labels", "{root}/five.txt",
+                                             "--no-metadata", "-o", "{root}/out"), names=("--no-metadata",)),
+        Case("--input-std 0", ("convert", str(rgb_model), "--input-std", "0", "-o", "{root}/out"),
+             names=("--input-std must not contain 0",)),
+    ):
+        run_case(case, tmp_path)
