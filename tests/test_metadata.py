@@ -80,6 +80,15 @@ def converted(rgb_model, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def converted_uint8(rgb_model, tmp_path_factory) -> Path:
+    """int8 with uint8 I/O (labels.txt beside the model): MediaPipe feeds such a model the raw pixels."""
+    out = tmp_path_factory.mktemp("conv-u8") / "out"
+    proc = run_edgetool("convert", rgb_model, "--quant", "int8", "--io-type", "uint8", "-o", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
 def _mediapipe_top1(path: Path, x: np.ndarray) -> list[tuple[int, str]]:
     """(index, category name) of MediaPipe ImageClassifier's top result per image, fed as uint8 SRGB images."""
     import mediapipe as mp
@@ -114,14 +123,17 @@ def test_vendored_schema_is_mediapipes_generated_file():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["fp32", "int8"])
-def test_mediapipe_image_classifier_agrees_with_litert_and_eval(rgb_model, converted, mode, tmp_path):
-    path = converted / f"model_{mode}.tflite"
+@pytest.mark.parametrize("mode", ["fp32", "int8", "int8-uint8-io"])
+def test_mediapipe_image_classifier_agrees_with_litert_and_eval(rgb_model, mode, request, tmp_path):
+    uint8_io = mode == "int8-uint8-io"
+    path = (request.getfixturevalue("converted_uint8") / "model_int8.tflite" if uint8_io
+            else request.getfixturevalue("converted") / f"model_{mode}.tflite")
     data = np.load(rgb_model / "eval.npz")
     x, y = data["x"], data["y"]
     assert len(x) >= 100
     mp_top = _mediapipe_top1(path, x)
-    lite_top = litert_outputs(path, x).argmax(axis=1)
+    # float I/O: LiteRT gets the 0..255 floats; uint8 I/O: the raw uint8 pixels (the input scale is ~1, zero point 0)
+    lite_top = litert_outputs(path, x.astype(np.uint8) if uint8_io else x).argmax(axis=1)
     agree = sum(i == int(j) for (i, _), j in zip(mp_top, lite_top))
     assert agree == len(x), f"MediaPipe and LiteRT top-1 agree on {agree}/{len(x)} images"
     assert all(name == LABELS[i] for i, name in mp_top), "category names must come from the embedded labels"

@@ -1,5 +1,9 @@
 """What ``convert`` embeds as model metadata: labels (--labels, else labels.txt beside the SavedModel) and input
-normalization (--input-mean/--input-std, else identity: edgetool's models scale raw 0..255 pixels themselves)."""
+normalization (--input-mean/--input-std, else identity: edgetool's models scale raw 0..255 pixels themselves).
+
+Metadata is embedded when labels are known or a normalization is given; otherwise nothing is known that the
+converter's output lacks, and the .tflite stays byte-identical to ``tf.lite.TFLiteConverter``'s.
+"""
 
 from __future__ import annotations
 
@@ -44,10 +48,11 @@ def _classes(signature, count: int) -> list:
 
 def metadata_spec(config, source) -> tuple[MetadataSpec | None, list[str]]:
     """The spec to embed in every .tflite of this run (None with --no-metadata) and warnings to print."""
-    if not config.metadata:
-        return None, []
-    warnings = []
     labels_path = resolve_labels(config.model, config.labels)
+    explicit = config.input_mean is not None or config.input_std is not None
+    if not config.metadata or (labels_path is None and not explicit):
+        return None, []  # nothing known to embed: the .tflite stays byte-identical to the converter's
+    warnings = []
     labels: tuple[str, ...] = ()
     if labels_path is not None:
         labels = tuple(read_labels_file(labels_path, None))
@@ -56,7 +61,6 @@ def metadata_spec(config, source) -> tuple[MetadataSpec | None, list[str]]:
             raise UsageError(f"{labels_path} has {len(labels)} labels, but no output of {config.model} has shape "
                              f"[N, {len(labels)}] (outputs: {shapes}); pass the labels file of this model.")
     images = [t for t in source.signature.inputs if t.shape is not None and len(t.shape) == 4 and t.shape[-1] in (1, 3)]
-    explicit = config.input_mean is not None or config.input_std is not None
     if images and not explicit and "float" in images[0].dtype and not scales_inside(source.saved_model):
         warnings.append(f"{config.model} has no Rescaling layer; the metadata says its input takes raw 0..255 pixel "
                         "values (mean 0, std 1). If it expects normalized input, pass --input-mean/--input-std.")
