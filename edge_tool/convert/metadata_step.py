@@ -61,6 +61,11 @@ def metadata_spec(config, source) -> tuple[MetadataSpec | None, list[str]]:
             raise UsageError(f"{labels_path} has {len(labels)} labels, but no output of {config.model} has shape "
                              f"[N, {len(labels)}] (outputs: {shapes}); pass the labels file of this model.")
     images = [t for t in source.signature.inputs if t.shape is not None and len(t.shape) == 4 and t.shape[-1] in (1, 3)]
+    for opt, values in (("--input-mean", config.input_mean), ("--input-std", config.input_std)):
+        bad = [t for t in images if values is not None and len(values) not in (1, t.shape[-1])]
+        if bad:
+            raise UsageError(f"{opt} has {len(values)} values, but input {bad[0].name} has {bad[0].shape[-1]} "
+                             f"channel(s); give 1 value or {bad[0].shape[-1]}.")
     if images and not explicit and "float" in images[0].dtype and not scales_inside(source.saved_model):
         warnings.append(f"{config.model} has no Rescaling layer; the metadata says its input takes raw 0..255 pixel "
                         "values (mean 0, std 1). If it expects normalized input, pass --input-mean/--input-std.")
