@@ -15,6 +15,7 @@ import numpy as np
 from edge_tool.errors import DataError, ModelError, UsageError, collect_and_raise
 from edge_tool.evaluate.data import InputSpec
 
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("tfjs_run.js")
 SETUP_HINT = ".venv/bin/python -m edge_tool.demo.vendor (npm ci in web_demo/, copies @tensorflow/tfjs 4.22.0 to web_demo/vendor/tf.min.js)"
 _DT = {"DT_FLOAT": "float32", "DT_INT32": "int32", "DT_INT64": "int32", "DT_UINT8": "int32", "DT_INT8": "int32",
@@ -23,10 +24,8 @@ _DT = {"DT_FLOAT": "float32", "DT_INT32": "int32", "DT_INT64": "int32", "DT_UINT
 
 def tfjs_bundle_path() -> Path:
     """tf.min.js (UMD, require-able in Node): $EDGETOOL_TFJS_BUNDLE, web_demo/vendor/, web_demo/node_modules/."""
-    from edge_tool.demo.vendor import web_demo_dir  # noqa: PLC0415  (the installed package's, wheel or checkout)
-
-    root = web_demo_dir()
-    candidates = [root / "vendor" / "tf.min.js", root / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js"]
+    candidates = [REPO / "web_demo" / "vendor" / "tf.min.js",
+                  REPO / "web_demo" / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js"]
     env = os.environ.get("EDGETOOL_TFJS_BUNDLE")
     if env:
         candidates.insert(0, Path(env))
