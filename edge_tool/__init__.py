@@ -1,3 +1,14 @@
-"""edgetool: train with tf.distribute, convert to TFLite/TFJS, evaluate drift and latency, ship a PWA demo."""
+"""edgetool: train with tf.distribute, convert to TFLite/TFJS, evaluate drift and latency, ship a PWA demo.
+
+The Python API (``edge_tool.api``; TensorFlow is imported only when a function runs)::
+
+    from edge_tool import convert, evaluate
+    result = convert("models/digits", "out", quant=["fp32", "int8"], format="all")
+    report = evaluate([result.tflite("int8")], "models/digits", "models/digits/eval.npz")
+"""
 
 __version__ = "0.1.0"
+
+from edge_tool.api import convert, demo, evaluate, inspect, read_metadata, train  # noqa: E402
+
+__all__ = ["__version__", "convert", "demo", "evaluate", "inspect", "read_metadata", "train"]

@@ -20,9 +20,12 @@
   synchronization ON_WRITE (MirroredVariable); without a strategy they stay AUTO.
 - ``training``: the ``train.json`` sidecar's ``strategy``, ``num_replicas`` and ``eval_accuracy`` when present, else null.
 - ``tflite`` (tflite only, else null): ``{"ops": {op: n}, "weight_dtypes": {dtype: tensors},
-  "activation_dtypes": {dtype: tensors}, "variable_tensors": n, "state_warning": str | null}``; variable
+  "activation_dtypes": {dtype: tensors}, "variable_tensors": n, "state_warning": str | null, "metadata"}``; variable
   tensors hold state across invocations (recurrent h/c of a fixed-batch LSTM): the warning says to call
-  ``reset_all_variables()`` between independent samples.
+  ``reset_all_variables()`` between independent samples. ``metadata`` is null without embedded TFLite model
+  metadata, else ``{"name", "description", "version", "author", "min_parser_version", "inputs"/"outputs": [{"name",
+  "description", "content", "normalization": {"mean", "std"} | null, "labels_file"}], "packed_files",
+  "label_count", "labels", "problems"}`` (see docs/metadata.md).
 """
 
 from __future__ import annotations
@@ -264,8 +267,15 @@ def inspect_tflite(path: Path) -> InspectReport:
         path=path, format="tflite", size_bytes=len(data), signatures=(signature,), parameters=params,
         tflite={"ops": summary.ops, "weight_dtypes": summary.weight_dtypes,
                 "activation_dtypes": summary.activation_dtypes, "variable_tensors": summary.variable_tensors,
-                "state_warning": state_warning(summary.variable_tensors)},
+                "state_warning": state_warning(summary.variable_tensors), "metadata": _embedded_metadata(data)},
     )
+
+
+def _embedded_metadata(data: bytes) -> dict | None:
+    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
+
+    found = read_metadata(data)
+    return None if found is None else found.to_dict()
 
 
 def _tflite_weight_elements(data: bytes) -> dict:

@@ -34,6 +34,16 @@ def parse_modes(values: list[str] | None, output_format: str, has_train_data: bo
     return tuple(dict.fromkeys(modes))
 
 
+def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
+    """'127.5' or '123.7,116.3,103.5' -> floats; UsageError naming the option for anything else."""
+    if value is None:
+        return None
+    try:
+        return tuple(float(v) for v in value.split(","))
+    except ValueError:
+        raise UsageError(f"{option} expects a number or a comma list of numbers (one per channel), got {value!r}.") from None
+
+
 def command(
     model: Path = typer.Argument(..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."),
     output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one)."),
@@ -56,6 +66,10 @@ def command(
     objective: str = typer.Option("size", "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),
     threads: int = typer.Option(1, "--threads", help="--quant auto: LiteRT threads for the p50 latency."),
     max_float_layers: int = typer.Option(3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."),
+    labels: Path = typer.Option(None, "--labels", help="Class labels, one per line, embedded as model metadata (default: labels.txt beside the SavedModel)."),
+    input_mean: str = typer.Option(None, "--input-mean", help="Metadata input normalization: model input = (pixel - mean) / std; one value or one per channel, e.g. 127.5. Default 0 (the model takes raw 0..255 pixels)."),
+    input_std: str = typer.Option(None, "--input-std", help="Metadata input normalization std (see --input-mean). Default 1."),
+    no_metadata: bool = typer.Option(False, "--no-metadata", help="Write no model metadata (.tflite bytes then equal the raw converter's)."),
 ) -> None:
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop) and/or TFJS."""
     if _is_auto(quant):
@@ -83,6 +97,8 @@ def command(
         output_format=output_format, calibration=calibration, samples=samples, io_type=io_type,
         train_data=train_data, eval_data=eval_data, qat_epochs=qat_epochs, strategy=strategy, replicas=replicas,
         tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
+        labels=labels, metadata=not no_metadata, input_mean=parse_floats("--input-mean", input_mean),
+        input_std=parse_floats("--input-std", input_std),
     )
     from edge_tool.convert.api import convert  # noqa: PLC0415
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+LABELS_SHOWN = 5
+
 
 def _shape(shape) -> str:
     return "unknown rank" if shape is None else "[" + ", ".join("None" if d is None else str(d) for d in shape) + "]"
@@ -77,7 +79,43 @@ def _render(report) -> None:
             _add(ops, k, str(v))
         console.print(ops)
         if d["tflite"].get("state_warning"):
-            console.print("state: " + d["tflite"]["state_warning"], style="bold yellow", markup=False, highlight=False)
+            console.print(text("state: " + d["tflite"]["state_warning"], "bold yellow"), highlight=False)
+        if d["tflite"].get("metadata"):
+            _render_metadata(console, d["tflite"]["metadata"])
+        else:
+            console.print("embedded metadata: none (edgetool convert embeds it; see docs/metadata.md)")
+
+
+def _render_metadata(console, meta: dict) -> None:
+    """The embedded TFLite metadata; every string is rich Text (never markup) with control characters escaped."""
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
+    from edge_tool.textsafe import visible  # noqa: PLC0415
+
+    table = Table(title="embedded metadata (TFLite model metadata)", show_header=False)
+
+    def row(key: str, value) -> None:
+        table.add_row(Text(visible(key)), Text(visible(value)))
+
+    for key in ("name", "description", "version", "author", "min_parser_version"):
+        if meta[key]:
+            row(key.replace("_", " "), meta[key])
+    for io in ("inputs", "outputs"):
+        for t in meta[io]:
+            norm = t["normalization"]
+            extra = f"; normalization mean {norm['mean']} std {norm['std']}" if norm else ""
+            extra += f"; labels in {t['labels_file']}" if t["labels_file"] else ""
+            row(f"{io[:-1]} {visible(t['name'])}", f"{t['content'] or 'no content type'}{extra}: {t['description']}")
+    if meta["label_count"]:
+        first = ", ".join(f"'{visible(x)}'" for x in meta["labels"][:LABELS_SHOWN])
+        more = f", … ({meta['label_count'] - LABELS_SHOWN} more)" if meta["label_count"] > LABELS_SHOWN else ""
+        row("labels", f"{meta['label_count']}: {first}{more}")
+    if meta["packed_files"]:
+        row("packed files", ", ".join(meta["packed_files"]))
+    for problem in meta["problems"]:
+        row("problem", problem)
+    console.print(table)
 
 
 def command(

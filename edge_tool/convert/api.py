@@ -13,11 +13,13 @@ from pathlib import Path
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.manifest import build_manifest, write_manifest
+from edge_tool.convert.metadata_step import for_mode, metadata_spec, tfjs_user_metadata
 from edge_tool.convert.registry import MODES
 from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.errors import EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.signals import deferred
+from edge_tool.metadata.writer import embed_metadata
 from edge_tool.steps import console, step
 from edge_tool.textsafe import term
 
@@ -92,8 +94,11 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Ar
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = out_dir / tflite_name(ctx.config.model, mode)
+    spec = None if ctx.metadata is None else for_mode(ctx.metadata, mode.value, ctx.source.flavor)
     with step(f"convert {mode.value}") as rec:
         data = MODES[mode].build(ctx)
+        if spec is not None:
+            data = embed_metadata(data, spec)
         path.write_bytes(data)
         rec.outputs.append(path)
     summary = summarize_tflite(data)
@@ -106,7 +111,8 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Ar
     art = Artifact(path, "tflite", mode.value, len(data), rec.seconds)
     record = {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
               "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(rec.seconds, 3),
-              "tensors": summary.to_dict(), "state_warning": state}
+              "tensors": summary.to_dict(), "state_warning": state,
+              "metadata": None if spec is None else spec.to_dict()}
     if mode.value in ctx.notes:
         record[mode.value] = ctx.notes.pop(mode.value)  # e.g. "qat": which int8 model was shipped and why
     return art, record
@@ -122,12 +128,13 @@ def _build_micro(tflite: Path, out_dir: Path) -> dict:
     return micro.to_dict()
 
 
-def _tfjs_job(saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str) -> float:
+def _tfjs_job(saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str, user_metadata: dict | None = None
+              ) -> float:
     """Export TFJS (in whichever process runs it); returns the seconds it took."""
     from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
 
     t0 = time.perf_counter()
-    export_tfjs(saved_model, tfjs_dir, quant, signature_key)
+    export_tfjs(saved_model, tfjs_dir, quant, signature_key, user_metadata)
     return time.perf_counter() - t0
 
 
@@ -168,7 +175,8 @@ def _build_tfjs(ctx: BuildContext, out_dir: Path, worker=None) -> tuple[Artifact
     quant = ctx.config.tfjs_quant.value
     with step("convert tfjs" + (" (parallel worker)" if worker else "")) as rec:
         if worker is None:
-            seconds = _tfjs_job(ctx.source.saved_model, tfjs_dir, quant, ctx.source.signature.key)
+            seconds = _tfjs_job(ctx.source.saved_model, tfjs_dir, quant, ctx.source.signature.key,
+                                tfjs_user_metadata(ctx.metadata))
         else:
             seconds = worker.result()
         rec.outputs.append(tfjs_dir / "model.json")
@@ -207,16 +215,19 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
         source = prepare_source(config.model, work, config.batch)
+    spec, warnings = metadata_spec(config, source)
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {term(warning)}")
     ds, cal_path = load_calibration(config, source)
     rep = ds.representative_dataset() if ds else None
-    ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch)
+    ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch, metadata=spec)
     _warn_if_public_converter()
     artifacts, records = [], []
     with atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
         try:
             if worker is not None:
                 worker.submit(_tfjs_job, source.saved_model, tmp / "tfjs", config.tfjs_quant.value,
-                              source.signature.key)
+                              source.signature.key, tfjs_user_metadata(spec))
             failed = {}
             for mode in config.modes if config.wants_tflite else ():
                 try:

@@ -281,13 +281,16 @@ def _convert_config(config: AutoConfig, out: Path):
 def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candidate | None, list[str]]:
     """Keep the 1, 2, … worst layers (by rmse/scale) in float until the budget is met or the cap is reached."""
     from edge_tool.convert.api import load_calibration  # noqa: PLC0415
+    from edge_tool.convert.metadata_step import for_mode, metadata_spec  # noqa: PLC0415
     from edge_tool.convert.selective import SelectiveInt8  # noqa: PLC0415
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
     from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
 
     tf = import_tf()
     source = prepare_source(config.model, work, config.batch)
     ds, _ = load_calibration(_convert_config(config, work / "unused"), source)
+    spec, _ = metadata_spec(_convert_config(config, work / "unused"), source)  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
         sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(source.saved_model)), ds.inputs,
                             str(config.model))
@@ -299,7 +302,8 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
         names = tuple(e.tensor_name for e in layers[:k])
         path = work / f"{stem}_{SELECTIVE.replace('-', '_')}.tflite"
         with step(f"selective int8 with {k} float layer(s)") as rec:
-            path.write_bytes(sel.build(list(names)))
+            data = sel.build(list(names))
+            path.write_bytes(data if spec is None else embed_metadata(data, for_mode(spec, SELECTIVE, source.flavor)))
             rec.outputs.append(path)
         (best,), _ = measure(config, [(SELECTIVE, path, names)])
         if best.meets_budget:

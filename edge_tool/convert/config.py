@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
@@ -82,6 +83,10 @@ class ConvertConfig:
     seed: int = 0
     force: bool = False
     keep_going: bool = False  # a mode that fails is recorded (manifest "failed") instead of failing the run
+    labels: Path | None = None  # class labels to embed; default: labels.txt beside the SavedModel
+    metadata: bool = True  # embed TFLite model metadata and TFJS userDefinedMetadata
+    input_mean: tuple[float, ...] | None = None  # metadata normalization: model input = (pixel - mean) / std
+    input_std: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
@@ -90,7 +95,10 @@ class ConvertConfig:
         object.__setattr__(self, "output_format", OutputFormat(self.output_format))
         object.__setattr__(self, "io_type", IOType(self.io_type))
         object.__setattr__(self, "tfjs_quant", TfjsQuant(self.tfjs_quant))
-        for name in ("calibration", "train_data", "eval_data"):
+        for name in ("input_mean", "input_std"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, tuple(float(v) for v in value) if value is not None else None)
+        for name in ("calibration", "train_data", "eval_data", "labels"):
             value = getattr(self, name)
             object.__setattr__(self, name, Path(value) if value is not None else None)
         collect_and_raise(self._problems(), UsageError, header="Invalid convert options:")
@@ -107,6 +115,7 @@ class ConvertConfig:
                                 "itself); convert qat without --batch, or the other modes with it.")
         if self.strategy not in ("default", "one-device", "mirrored"):
             problems.append(f"--strategy for QAT must be default, one-device or mirrored, got {self.strategy!r}.")
+        problems += self._metadata_problems()
         if self.wants_tflite and not self.modes:
             problems.append("no --quant mode given.")
         if self.output_format is OutputFormat.MICRO:
@@ -125,11 +134,24 @@ class ConvertConfig:
                             "modes with edgetool eval.")
         return problems
 
+    def _metadata_problems(self) -> list[str]:
+        problems = []
+        if not self.metadata and (self.labels is not None or self.input_mean is not None or self.input_std is not None):
+            problems.append("--labels/--input-mean/--input-std are embedded as metadata; drop --no-metadata to use them.")
+        if self.labels is not None and not self.labels.is_file():
+            problems.append(f"--labels {self.labels} is not a file (expected one label per line).")
+        for opt, values in (("--input-mean", self.input_mean), ("--input-std", self.input_std)):
+            if values is not None and not (len(values) in (1, 3) and all(math.isfinite(v) for v in values)):
+                problems.append(f"{opt} expects 1 or 3 finite numbers (one per channel), got {list(values)}.")
+        if self.input_std is not None and any(v == 0 for v in self.input_std):
+            problems.append(f"--input-std must not contain 0, got {list(self.input_std)}.")
+        return problems
+
     @property
     def inputs(self) -> tuple[tuple[str, Path | None], ...]:
         """(name, path) of every input the output must stay clear of (fsutil.check_not_input)."""
         return (("model", self.model), ("calibration data", self.calibration), ("training data", self.train_data),
-                ("eval data", self.eval_data))
+                ("eval data", self.eval_data), ("labels", self.labels))
 
     @property
     def wants_tflite(self) -> bool:
@@ -155,4 +177,6 @@ class ConvertConfig:
             elif isinstance(value, Enum):
                 d[key] = value.value
         d["modes"] = [m.value for m in self.modes]
+        for name in ("input_mean", "input_std"):
+            d[name] = list(d[name]) if d[name] is not None else None
         return d

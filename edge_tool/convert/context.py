@@ -52,6 +52,7 @@ class BuildContext:
     source: PreparedSource
     representative_dataset: Callable | None = None
     epoch_progress: Callable | None = None
+    metadata: object | None = None  # MetadataSpec embedded in every .tflite (None: --no-metadata)
     shared: SharedSource | None = field(default=None, repr=False)
     notes: dict = field(default_factory=dict)  # mode value -> what its builder decided (goes into the manifest)
 

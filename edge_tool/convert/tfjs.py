@@ -14,8 +14,12 @@ SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in para
 
 
 def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = None,
-                signature: str = "serving_default") -> Path:
-    """Convert a SavedModel to a tfjs graph model (model.json + shards) in ``out_dir``; return model.json's path."""
+                signature: str = "serving_default", user_metadata: dict | None = None) -> Path:
+    """Convert a SavedModel to a tfjs graph model (model.json + shards) in ``out_dir``; return model.json's path.
+
+    ``user_metadata`` (labels, input normalization) lands in model.json's ``userDefinedMetadata``, which tfjs
+    exposes as ``GraphModel.metadata``.
+    """
     quant = weight_quant or "none"
     if quant not in TFJS_WEIGHT_QUANT:
         raise UsageError(f"--tfjs-quant must be one of {', '.join(TFJS_WEIGHT_QUANT)}, got {quant!r}.")
@@ -33,7 +37,7 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
         with contextlib.redirect_stdout(log):
             tfjs_conv.convert_tf_saved_model(
                 str(saved_model), str(out_dir), signature_def=signature, saved_model_tags="serve",
-                quantization_dtype_map=qmap, weight_shard_size_bytes=SHARD_BYTES,
+                quantization_dtype_map=qmap, weight_shard_size_bytes=SHARD_BYTES, metadata=user_metadata or None,
             )
     except (ValueError, KeyError, RuntimeError) as exc:
         raise ConversionError(f"tensorflowjs could not convert {saved_model}: {exc}\n{log.getvalue()[-2000:]}") from None

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.errors import ModelError, UsageError
+from edge_tool.errors import ModelError
 
 MAX_FLAT_FEATURES = 4096
 IMAGE_CHANNELS = (1, 3)
@@ -135,42 +135,11 @@ def output_ui(outputs: tuple[Tensor, ...]) -> dict:
     raise ModelError(f"The demo ranks class scores of shape [N,K]; this model outputs {found}.")
 
 
-MAX_LABELS_BYTES = 1 << 20   # 1 MiB: ~50,000 labels of 20 characters
-MAX_LABEL_CHARS = 200        # one label, as shown in the page
-
-
 def read_labels(path: Path, classes: int | None) -> list[str]:
-    """Labels, one per line (UTF-8; blank lines skipped, surrounding spaces trimmed). UsageError naming the file
-    when it is missing, too large, not UTF-8, empty, has an overlong label, or its count differs from ``classes``."""
-    path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"Labels file {path} does not exist (expected one label per line).")
-    size = path.stat().st_size
-    if size > MAX_LABELS_BYTES:
-        raise UsageError(f"Labels file {path} is {size:,} bytes; expected one label per line, at most "
-                         f"{MAX_LABELS_BYTES:,} bytes in all.")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise UsageError(f"Labels file {path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); "
-                         "save it as UTF-8.") from None
-    labels = [line.strip() for line in text.splitlines() if line.strip()]
-    if not labels:
-        raise UsageError(f"Labels file {path} holds no labels; expected one label per line"
-                         + (f" ({classes} for this model)." if classes is not None else "."))
-    longest = max(labels, key=len)
-    if len(longest) > MAX_LABEL_CHARS:
-        raise UsageError(f"Labels file {path} has a label of {len(longest):,} characters (line "
-                         f"{_line_of(text, longest)}); labels are limited to {MAX_LABEL_CHARS}.")
-    if classes is not None and len(labels) != classes:
-        raise UsageError(f"{path} has {len(labels)} labels but the model outputs {classes} classes.")
-    return labels
+    """Labels, one per line; UsageError when the file is missing or the count disagrees with the output size."""
+    from edge_tool.metadata.labels import read_labels_file  # noqa: PLC0415  (size and UTF-8 checks)
 
-
-def _line_of(text: str, label: str) -> int:
-    return next(i for i, line in enumerate(text.splitlines(), 1) if line.strip() == label)
+    return read_labels_file(Path(path), classes)
 
 
 def _fmt(shape: tuple) -> str:

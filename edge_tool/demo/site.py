@@ -21,7 +21,7 @@ from edge_tool.demo.vendor import (
     vendored_litert_files,
     web_demo_dir,
 )
-from edge_tool.errors import UsageError, collect_and_raise
+from edge_tool.errors import ModelError, UsageError, collect_and_raise
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
 from edge_tool.textsafe import html_text
 
@@ -116,6 +116,38 @@ def _default_labels_path(model: Path) -> Path | None:
     if not (candidate.is_file() or candidate.is_symlink()):
         return None
     return resolve_inside(Path(model), "labels.txt", Path(model), UsageError)
+
+
+def _embedded_labels(cfg: DemoConfig, kind: ModelKind) -> tuple[list[str] | None, str]:
+    """Labels the model carries: model.json's userDefinedMetadata, else the --tflite file's TFLite metadata."""
+    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
+    from edge_tool.metadata.tfjs import labels_from_model_json  # noqa: PLC0415
+
+    if kind is ModelKind.TFJS:
+        model_json = Path(cfg.model) / "model.json"
+        meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
+        found = labels_from_model_json(meta, str(model_json))
+        if found:
+            return found, str(model_json)
+    if cfg.litert and cfg.tflite is not None:
+        embedded = read_metadata(Path(cfg.tflite).read_bytes())
+        if embedded is not None and embedded.labels:
+            return list(embedded.labels), f"{cfg.tflite} (TFLite metadata)"
+    return None, ""
+
+
+def _labels(cfg: DemoConfig, kind: ModelKind, classes: int | None) -> list[str]:
+    """--labels, else the labels embedded in the model, else labels.txt beside it, else none."""
+    if cfg.labels is not None:
+        return model_mod.read_labels(cfg.labels, classes)
+    found, origin = _embedded_labels(cfg, kind)
+    if found is not None:
+        if classes is not None and len(found) != classes:
+            raise ModelError(f"{origin} carries {len(found)} labels but the model outputs {classes} classes; "
+                             "pass --labels to override.")
+        return found
+    beside = _default_labels_path(Path(cfg.model))
+    return model_mod.read_labels(beside, classes) if beside else []
 
 
 def _precheck_saved_model(model: Path) -> tuple:
@@ -219,8 +251,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     model_mod.input_ui(inputs)
     output_spec = model_mod.output_ui(outputs)
     litert_files = _precheck_litert(cfg, kind, output_spec["classes"]) if cfg.litert else {}
-    labels_path = cfg.labels or _default_labels_path(Path(cfg.model))
-    labels = model_mod.read_labels(labels_path, output_spec["classes"]) if labels_path else []
+    labels = _labels(cfg, kind, output_spec["classes"])
     title = (cfg.title or f"edgetool demo: {Path(cfg.model).resolve().name}").strip()
     template = web_demo_dir()
 

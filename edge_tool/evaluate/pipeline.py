@@ -41,6 +41,21 @@ def _describe_all(paths: tuple[Path, ...]) -> list[Artifact]:
     return arts
 
 
+def skip_tfjs_without_node(arts: list[Artifact]) -> tuple[list[Artifact], list[str]]:
+    """Drop TFJS artefacts when ``node`` is not on PATH (the .tflite rows still run), with a note saying so.
+
+    When every artefact is TFJS nothing is dropped, so the run stops with the error naming what to install.
+    """
+    import shutil  # noqa: PLC0415
+
+    tfjs = [a for a in arts if a.format is ArtifactFormat.TFJS]
+    if not tfjs or len(tfjs) == len(arts) or shutil.which("node"):
+        return arts, []
+    note = (f"Skipped {', '.join(a.label for a in tfjs)}: evaluating a TFJS model runs tfjs in Node.js (node on PATH, "
+            ">= 18), which was not found; install Node.js to get these rows.")
+    return [a for a in arts if a.format is not ArtifactFormat.TFJS], [note]
+
+
 def _labels(arts: list[Artifact]) -> list[str]:
     counts = Counter(a.label for a in arts)
     return [a.label if counts[a.label] == 1 else str(a.given) for a in arts]
@@ -74,7 +89,7 @@ def run_eval(config: EvalConfig) -> Report:
     clock = _Stages()
     _check_outputs(config)
     validate_saved_model_dir(config.reference)
-    arts = _describe_all(config.artifacts)
+    arts, notes = skip_tfjs_without_node(_describe_all(config.artifacts))
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
         runners = []
@@ -102,7 +117,6 @@ def run_eval(config: EvalConfig) -> Report:
         results = [r.result(label, config, reference, _fields(r, acc, reference))
                    for r, acc, label in zip(runners, first.accs, _labels(arts))]
         clock.mark("artefact latency")
-    notes = []
     if config.per_layer:
         results = _with_per_layer(results, arts, config, data, ref)
         notes += _per_layer_notes(arts, _labels(arts))

@@ -1,0 +1,44 @@
+"""PEP 517 backend: setuptools, but an sdist or wheel without the vendored browser runtimes is refused.
+
+The wheel must carry web_demo/vendor/ (tfjs, its wasm binaries, LiteRT.js) so that ``pip install edgetool-*.whl``
+gives a working ``edgetool demo`` on a machine without Node. vendor/ is not in git; ``python -m
+edge_tool.demo.vendor`` (scripts/setup.sh runs it) fills it from the pinned web_demo/package-lock.json. Editable
+installs pass through unchecked: setup.sh vendors after installing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from setuptools import build_meta as _orig
+from setuptools.build_meta import *  # noqa: F401,F403  (every other hook unchanged)
+
+
+def _check_vendored() -> None:
+    root = os.getcwd()
+    sys.path.insert(0, root)
+    try:
+        from edge_tool.demo.vendor import vendor_status  # noqa: PLC0415  (stdlib-only module of this project)
+
+        problem = vendor_status(Path(root) / "web_demo")
+    finally:
+        sys.path.remove(root)
+    if problem:
+        raise SystemExit(
+            f"edgetool build: refusing to build without the vendored browser runtimes ({problem}). Run "
+            "`python -m edge_tool.demo.vendor` (needs node + npm once, on the build machine) and build again."
+        )
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    """setuptools' build_wheel after checking web_demo/vendor/."""
+    _check_vendored()
+    return _orig.build_wheel(wheel_directory, config_settings, metadata_directory)
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    """setuptools' build_sdist after checking web_demo/vendor/ (the wheel is built from the sdist)."""
+    _check_vendored()
+    return _orig.build_sdist(sdist_directory, config_settings)

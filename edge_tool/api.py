@@ -1,0 +1,69 @@
+"""edgetool's Python API: the CLI's commands as functions returning frozen result objects.
+
+Importing this module (or ``edge_tool``) is light: TensorFlow and friends load inside each call. Errors are the
+typed ``edge_tool.errors.EdgeToolError`` family (``UsageError``, ``ModelError``, ``DataError``,
+``ConversionError``, ``BudgetExceeded``), with the message the CLI would print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def train(output_dir: str | Path, *, strategy: str = "mirrored", **options):
+    """Train the digits CNN under ``strategy``; options as ``TrainConfig`` (replicas, epochs, ...). -> TrainResult."""
+    from edge_tool.training.config import TrainConfig  # noqa: PLC0415
+    from edge_tool.training.runner import train as _train  # noqa: PLC0415
+
+    return _train(TrainConfig(output_dir=Path(output_dir), strategy=strategy, **options))
+
+
+def convert(model: str | Path, output_dir: str | Path, *, quant: str | Iterable[str] = "fp32",
+            format: str = "tflite", **options):  # noqa: A002 - mirrors --format
+    """Convert ``model`` like ``edgetool convert``; options as ``ConvertConfig`` (labels, calibration, ...).
+
+    ``quant`` is one mode, a comma list or an iterable ('all' expands). Returns a ConvertResult whose
+    ``tflite(mode)`` gives each artefact's path.
+    """
+    from edge_tool.commands.convert import parse_modes  # noqa: PLC0415
+    from edge_tool.convert.api import convert as _convert  # noqa: PLC0415
+    from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
+
+    values = [quant] if isinstance(quant, str) else list(quant)
+    modes = parse_modes(values, format, options.get("train_data") is not None)
+    return _convert(ConvertConfig(model=Path(model), output_dir=Path(output_dir), modes=modes, output_format=format,
+                                  **options))
+
+
+def evaluate(artifacts: Iterable[str | Path], reference: str | Path, data: str | Path, **options):
+    """Accuracy drift and latency of ``artifacts`` against ``reference`` on ``data``, like ``edgetool eval``.
+
+    Options as ``EvalConfig`` (threads, runs, max_drop, ...). Returns the frozen Report (``to_json()``,
+    ``to_markdown()``, ``to_html()``); budgets are not enforced here, see ``edge_tool.evaluate.budget_violations``.
+    """
+    from edge_tool.evaluate import EvalConfig, run_eval  # noqa: PLC0415
+
+    return run_eval(EvalConfig(artifacts=tuple(Path(a) for a in artifacts), reference=Path(reference),
+                               data=Path(data), **options))
+
+
+def inspect(model: str | Path):
+    """What a SavedModel or .tflite takes and gives (and, for a .tflite, its embedded metadata). -> InspectReport."""
+    from edge_tool.inspection import inspect_model  # noqa: PLC0415
+
+    return inspect_model(Path(model))
+
+
+def demo(model: str | Path, output: str | Path, **options):
+    """Build the offline PWA for a TFJS graph model or SavedModel, like ``edgetool demo``. -> SiteReport."""
+    from edge_tool.demo.site import DemoConfig, build_site  # noqa: PLC0415
+
+    return build_site(DemoConfig(model=Path(model), output=Path(output), **options))
+
+
+def read_metadata(tflite: str | Path):
+    """The TFLite model metadata embedded in a .tflite (labels, normalization, ...), or None. -> EmbeddedMetadata."""
+    from edge_tool.metadata.reader import read_metadata as _read  # noqa: PLC0415
+
+    return _read(Path(tflite).read_bytes())

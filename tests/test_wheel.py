@@ -1,0 +1,163 @@
+"""A wheel that works without Node: `python -m build` a copy of the checkout, install the wheel into a fresh venv,
+hide `node` from PATH, and run convert -> eval -> demo -> serve -> a headless page load in Chromium.
+
+The fresh venv is made with ``python -m venv --without-pip``; the wheel is installed into it with this interpreter's
+pip (``pip --python VENV install --no-deps``), and a .pth file appends this environment's site-packages to the
+venv's path *after* its own, so TensorFlow and the rest resolve without downloading ~1.5 GB again while edgetool
+itself can only come from the wheel (asserted: ``edge_tool.__file__`` lies in the venv, the cwd is outside the repo,
+PYTHONPATH is cleared; a .pth path entry does not run the editable install's import hook in that site-packages).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, litert_outputs
+from test_browser import CHROMIUM, FLAGS, _require_chromium
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+VENDOR = ("web_demo/vendor/.lock-sha256", "web_demo/vendor/tf.min.js", "web_demo/vendor/tfjs-backend-wasm-simd.wasm",
+          "web_demo/vendor/tfjs-backend-wasm-threaded-simd.wasm", "web_demo/vendor/tfjs-backend-wasm.wasm",
+          "web_demo/vendor/tf-backend-wasm.min.js", "web_demo/vendor/litert/core.js",
+          "web_demo/vendor/litert/litert_wasm_compat_internal.wasm", "edge_tool/evaluate/tfjs_run.js",
+          "edge_tool/metadata/metadata_schema_py_generated.py")
+
+
+def _copy_checkout(dest: Path, with_vendor: bool) -> Path:
+    """The files git tracks (and new untracked ones), plus web_demo/vendor/ resolved (it may be a symlink)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = REPO / rel
+        if rel.startswith(("web_demo/vendor", "web_demo/node_modules")) or not src.is_file():
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest / rel)
+    if with_vendor:
+        shutil.copytree(REPO / "web_demo" / "vendor", dest / "web_demo" / "vendor", symlinks=False)
+    return dest
+
+
+def _build(src: Path, out: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(src)], capture_output=True,
+                          text=True, timeout=900, env=env, cwd=src)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("wheel")
+    proc = _build(_copy_checkout(tmp / "src", with_vendor=True), tmp / "dist")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [whl] = (tmp / "dist").glob("edgetool-*.whl")
+    print(f"wheel {whl.name}: {whl.stat().st_size / 1e6:.2f} MB")
+    return whl
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("venv") / "v"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(root / "bin" / "python"), "install",
+                           "--no-deps", "--no-index", "-q", str(wheel)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    site = subprocess.run([str(root / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "zz_edgetool_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return root
+
+
+def _env(venv: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = str(venv / "bin")  # no node, no npm
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    return env
+
+
+def _run(venv: Path, cwd: Path, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(venv / "bin" / "edgetool"), *map(str, args)], capture_output=True, text=True,
+                          timeout=900, env=_env(venv), cwd=cwd)
+
+
+def test_wheel_carries_the_vendored_runtimes(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert all(n in names for n in VENDOR), [n for n in VENDOR if n not in names]
+    assert not any("node_modules" in n or n.startswith(("tests/", "build_support/")) for n in names)
+
+
+def test_build_fails_loudly_without_vendor(tmp_path):
+    proc = _build(_copy_checkout(tmp_path / "src", with_vendor=False), tmp_path / "dist")
+    assert proc.returncode != 0
+    assert "refusing to build without the vendored browser runtimes" in proc.stdout + proc.stderr
+    assert not list((tmp_path / "dist").glob("*.whl")) if (tmp_path / "dist").exists() else True
+
+
+def test_installed_wheel_works_without_node(venv, digits_model, tmp_path):
+    assert shutil.which("node", path=_env(venv)["PATH"]) is None
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import edge_tool, web_demo; "
+                            "print(edge_tool.__file__); print(web_demo.__file__)"],
+                           capture_output=True, text=True, env=_env(venv), cwd=tmp_path, check=True)
+    for line in probe.stdout.split():
+        assert Path(line).resolve().is_relative_to(venv.resolve()), line
+
+    out = tmp_path / "out"
+    proc = _run(venv, tmp_path, "convert", digits_model, "--quant", "fp32,int8", "--format", "all", "-o", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    report = tmp_path / "eval.json"
+    proc = _run(venv, tmp_path, "eval", out / "model_fp32.tflite", out / "model_int8.tflite", out / "tfjs",
+                "--reference", digits_model, "--data", digits_model / "eval.npz", "--runs", "5", "--json", report)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(report.read_text())
+    assert [r["format"] for r in doc["results"]] == ["tflite", "tflite"]
+    assert any("Skipped tfjs" in n and "Node.js" in n for n in doc["notes"])
+    assert "Skipped tfjs" in " ".join(proc.stdout.split())
+
+    site = tmp_path / "site"
+    proc = _run(venv, tmp_path, "demo", out / "tfjs", "-o", site)  # labels come from model.json
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _page_predicts_like_litert(venv, tmp_path, site, out / "model_fp32.tflite", digits_model)
+
+
+def _page_predicts_like_litert(venv: Path, cwd: Path, site: Path, tflite: Path, model: Path) -> None:
+    _require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    server = subprocess.Popen([str(venv / "bin" / "edgetool"), "serve", str(site), "--port", "0"], cwd=cwd,
+                              env=_env(venv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert " at http://127.0.0.1:" in line, line + (server.stderr.read() if server.poll() is not None else "")
+        url = line.split(" at ")[1].split()[0]
+        labels = (model / "labels.txt").read_text().split()
+        x = np.load(model / "eval.npz")["x"][:8].astype(np.float32)
+        expected = [labels[i] for i in litert_outputs(tflite, x).argmax(axis=1)]
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
+            page = browser.new_page()
+            requests = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(url)
+            page.evaluate("window.edgetool.ready")
+            got = [page.evaluate("([v, s]) => window.edgetool.predict(v, s).then(r => r.top[0].label)",
+                                 [sample.ravel().tolist(), [1, *sample.shape]]) for sample in x]
+            browser.close()
+        assert got == expected
+        origin = url.rstrip("/")
+        foreign = [u for u in requests if not u.removeprefix("blob:").startswith(origin + "/")]
+        assert requests and not foreign, f"requests left {origin}: {foreign[:5]}"
+    finally:
+        server.terminate()
+        server.wait(10)
