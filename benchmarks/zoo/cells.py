@@ -80,7 +80,7 @@ def classify(cell: str, rc: int | None, stderr: str, timeout: float) -> tuple[st
 def first_line(text: str, limit: int = 400) -> str:
     """The first line of the CLI's message ('error: ' dropped); a header ending in ':' keeps its first item."""
     lines = [ln.strip() for ln in ANSI.sub("", text).splitlines() if ln.strip()]
-    lines = [ln for ln in lines if not ln.startswith(("W0000", "I0000", "WARNING:", "E0000"))]
+    lines = [ln for ln in lines if not ln.startswith(("W0000", "I0000", "WARNING:", "E0000")) and re.search(r"\w", ln)]
     if not lines:
         return "(no message)"
     start = next((i for i, ln in enumerate(lines) if ln.startswith(("error:", "budget exceeded:"))), 0)

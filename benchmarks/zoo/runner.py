@@ -20,7 +20,7 @@ from benchmarks.zoo import cells as zcells
 from benchmarks.zoo import models as zmodels
 
 REPO = Path(__file__).resolve().parents[2]
-CACHE = REPO / "benchmarks" / ".cache" / "zoo"
+CACHE = Path(os.environ.get("EDGETOOL_ZOO_CACHE") or REPO / "benchmarks" / ".cache" / "zoo")
 TOOL_DIRS = ("edge_tool", "calibration", "web_demo")
 TOOL_SUFFIXES = (".py", ".js", ".html", ".css", ".json")
 CHECK_TIMEOUT = 1800
