@@ -522,15 +522,15 @@ def _assert_heads_match(got: dict, want: dict) -> None:
 
 
 def test_multi_input_model_predicts_like_tensorflow(zoo_model, open_site, tmp_path):
-    model = zoo_model("multi_input")  # pixels float32[N,8,8,1] + row_sums int32[N,8]
+    model = zoo_model("multi_input")  # image float32[N,8,8,1] + counts int32[N,8]
     labels = tmp_path / "labels.txt"
     labels.write_text("".join(f"<b>{i}</b>\n" for i in range(10)))  # markup in labels must stay text
     site = tmp_path / "site"
     proc = run_edgetool("demo", model, "-o", site, "--labels", labels)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = np.load(model / "eval.npz")
-    feeds = {"pixels": data["pixels"][:ANY_MODEL_SAMPLES].astype(np.float32),
-             "row_sums": data["row_sums"][:ANY_MODEL_SAMPLES].astype(np.int32)}
+    feeds = {"image": data["image"][:ANY_MODEL_SAMPLES].astype(np.float32),
+             "counts": data["counts"][:ANY_MODEL_SAMPLES].astype(np.int32)}
     want = _tf_outputs(model, feeds)
     page, url = open_site(site)
     _assert_heads_match(_page_outputs(page, feeds), want)
@@ -539,9 +539,9 @@ def test_multi_input_model_predicts_like_tensorflow(zoo_model, open_site, tmp_pa
     # the page itself: the image shown on the pad by predict(), the int input typed into its integer fields
     first = {k: v[:1] for k, v in feeds.items()}
     _page_outputs(page, first)
-    fields = page.locator("#fields fieldset[data-input=row_sums] input")
+    fields = page.locator("#fields fieldset[data-input=counts] input")
     assert fields.count() == 8 and fields.first.get_attribute("step") == "1"
-    for i, value in enumerate(feeds["row_sums"][0]):
+    for i, value in enumerate(feeds["counts"][0]):
         fields.nth(i).fill(str(int(value)))
     page.evaluate("document.getElementById('top').replaceChildren()")
     page.click("#flat-input button[type=submit]")

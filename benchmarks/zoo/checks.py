@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -132,7 +133,7 @@ def run_tfjs(ctx: Context, model_dir: Path, n: int = TFJS_SAMPLES) -> dict:
         proc = subprocess.run(["node", str(HERE / "tfjs_check.js"), str(bundle), str(model_dir), f"{tmp}/in.json",
                                f"{tmp}/out.json"], capture_output=True, text=True, timeout=LITERT_TIMEOUT)
         if proc.returncode != 0:
-            return {"error": f"does not run in tfjs/Node: {_last_line(proc.stderr)}"}
+            return {"error": f"does not run in tfjs/Node (cpu backend): {_error_line(proc.stderr)}"}
         out = json.loads(Path(tmp, "out.json").read_text())
     return {k: np.asarray(v["data"], np.float32).reshape(v["shape"]) for k, v in out.items()}
 
@@ -147,6 +148,12 @@ def _exit(rc: int) -> str:
 
         return f"killed by {signal.Signals(-rc).name}"
     return f"exit {rc}"
+
+
+def _error_line(text: str) -> str:
+    """The first line of a JS error (not its stack frames)."""
+    lines = [ln.strip() for ln in text.splitlines() if re.search(r"Error\b", ln) and not ln.strip().startswith("at ")]
+    return lines[0][:300] if lines else _last_line(text)
 
 
 def _last_line(text: str) -> str:

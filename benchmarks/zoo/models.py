@@ -51,7 +51,7 @@ SPECS = {s.name: s for s in (
     ModelSpec("transformer", "Transformer encoder block (MultiHeadAttention, LayerNorm, FFN) over 8 rows"),
     ModelSpec("conv1d_audio", "Conv1D classifier of 256-sample noisy tones (4 frequency bands)"),
     ModelSpec("tabular_mlp", "MLP with an adapted Normalization layer on sklearn breast_cancer (30 features)"),
-    ModelSpec("multi_input", "two inputs: pixels float32[N,8,8,1] and row_sums int32[N,8]"),
+    ModelSpec("multi_input", "two inputs: image float32[N,8,8,1] and counts int32[N,8] (signature order ≠ model order)"),
     ModelSpec("multi_output", "two heads: digit softmax[N,10] and ink regression[N,1]"),
     ModelSpec("keras3_export", "Keras 3 CNN saved with model.export()", keras3=True),
     ModelSpec("tf_module", "plain tf.Module MLP trained with GradientTape, tf.saved_model.save"),
@@ -306,7 +306,11 @@ def build_tabular_mlp(out: Path) -> dict:
 
 
 def build_multi_input(out: Path) -> dict:
-    """pixels float32[N,8,8,1] (conv branch) and row_sums int32[N,8] (dense branch), concatenated."""
+    """image float32[N,8,8,1] (conv branch) and counts int32[N,8] (row sums, dense branch), concatenated.
+
+    The signature lists inputs by name (counts, image), the model takes them as (image, counts): calibration that
+    feeds inputs by position instead of by name breaks here.
+    """
     import tensorflow as tf  # noqa: PLC0415
 
     keras = _keras()
@@ -314,15 +318,15 @@ def build_multi_input(out: Path) -> dict:
     base = zdata.digits(SEED)
 
     def inputs(x):
-        return {"pixels": x, "row_sums": (x[..., 0].sum(axis=2) * 16 / 255).round().astype(np.int32)}
+        return {"image": x, "counts": (x[..., 0].sum(axis=2) * 16 / 255).round().astype(np.int32)}
 
     split = zdata.Split(inputs(base.x_train), base.y_train, inputs(base.x_eval), base.y_eval, base.labels)
-    pixels = keras.Input((8, 8, 1), name="pixels")
-    row_sums = keras.Input((8,), dtype="int32", name="row_sums")
-    a = L.Flatten()(L.Conv2D(8, 3, activation="relu")(L.Rescaling(1 / 255)(pixels)))
-    b = L.Dense(16, activation="relu")(tf.cast(row_sums, tf.float32) / 128.0)
+    image = keras.Input((8, 8, 1), name="image")
+    counts = keras.Input((8,), dtype="int32", name="counts")
+    a = L.Flatten()(L.Conv2D(8, 3, activation="relu")(L.Rescaling(1 / 255)(image)))
+    b = L.Dense(16, activation="relu")(tf.cast(counts, tf.float32) / 128.0)
     x = L.Dense(32, activation="relu")(L.Concatenate()([a, b]))
-    model = keras.Model([pixels, row_sums], _classifier_head(keras, x))
+    model = keras.Model([image, counts], _classifier_head(keras, x))
     _fit(model, split, epochs=6)
     return _finish_keras(model, out, split, "multi_input")
 
