@@ -475,3 +475,96 @@ def test_litert_engine_works_offline(browser_context, litert_page, samples):
     assert {r["engine"] for r in results} == {"litert"}
     _assert_matches_native_and_tf(probs_js, _native_litert(site / "model/model-int8-b1.tflite", x), probs_tf)
     _assert_same_origin(page, url)
+
+
+# ---------- any model: several inputs, several heads, open height/width (zoo models, trained) ----------
+
+ANY_MODEL_SAMPLES = 6
+
+
+@pytest.fixture(scope="module")
+def zoo_model(tmp_path_factory):
+    """Build a zoo model (benchmarks/zoo/models.py: seeded, briefly trained, with eval.npz) once per module."""
+    from benchmarks.zoo.models import build
+
+    built = {}
+
+    def _get(name: str) -> Path:
+        if name not in built:
+            built[name] = tmp_path_factory.mktemp(name) / name
+            build(name, built[name])
+        return built[name]
+
+    return _get
+
+
+def _tf_outputs(model_dir: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    from edge_tool.modelio import load_serving_fn
+
+    _, fn, _ = load_serving_fn(model_dir)
+    return {k: np.asarray(v) for k, v in fn(**feeds).items()}
+
+
+def _page_outputs(page, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """window.edgetool.predict({name: {values, shape}}) one sample at a time -> every head, stacked."""
+    samples = [{k: {"values": v[i].ravel().tolist(), "shape": [1, *v.shape[1:]]} for k, v in feeds.items()}
+               for i in range(len(next(iter(feeds.values()))))]
+    rows = page.evaluate("async (ss) => { const out = []; for (const s of ss) out.push((await window.edgetool.predict(s))"
+                         ".outputs); return out; }", samples)
+    return {k: np.array([r[k]["values"] for r in rows]) for k in rows[0]}
+
+
+def _assert_heads_match(got: dict, want: dict) -> None:
+    assert set(got) == set(want), (sorted(got), sorted(want))
+    for name, ref in want.items():
+        worst = float(np.abs(got[name].reshape(ref.shape) - ref).max())
+        assert worst <= PROB_TOL, f"head {name}: max |page - TF| = {worst:.2e} > {PROB_TOL}"
+
+
+def test_multi_input_model_predicts_like_tensorflow(zoo_model, open_site, tmp_path):
+    model = zoo_model("multi_input")  # image float32[N,8,8,1] + counts int32[N,8]
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"<b>{i}</b>\n" for i in range(10)))  # markup in labels must stay text
+    site = tmp_path / "site"
+    proc = run_edgetool("demo", model, "-o", site, "--labels", labels)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = np.load(model / "eval.npz")
+    feeds = {"image": data["image"][:ANY_MODEL_SAMPLES].astype(np.float32),
+             "counts": data["counts"][:ANY_MODEL_SAMPLES].astype(np.int32)}
+    want = _tf_outputs(model, feeds)
+    page, url = open_site(site)
+    _assert_heads_match(_page_outputs(page, feeds), want)
+    with pytest.raises(Exception, match="2 inputs"):  # the one-input form of predict() names what is missing
+        page.evaluate("window.edgetool.predict(new Array(64).fill(0))")
+    # the page itself: the image shown on the pad by predict(), the int input typed into its integer fields
+    first = {k: v[:1] for k, v in feeds.items()}
+    _page_outputs(page, first)
+    fields = page.locator("#fields fieldset[data-input=counts] input")
+    assert fields.count() == 8 and fields.first.get_attribute("step") == "1"
+    for i, value in enumerate(feeds["counts"][0]):
+        fields.nth(i).fill(str(int(value)))
+    page.evaluate("document.getElementById('top').replaceChildren()")
+    page.click("#flat-input button[type=submit]")
+    page.wait_for_function("document.querySelectorAll('#top li').length === 3")
+    assert page.locator("#top li .label").first.inner_text() == f"<b>{int(want['probs'][0].argmax())}</b>"
+    assert page.locator("#top b").count() == 0
+    _screenshot(page, "demo-multi-input.png", tmp_path)
+    _assert_same_origin(page, url)
+
+
+def test_dynamic_hw_model_predicts_like_tensorflow_at_any_size(zoo_model, open_site, tmp_path):
+    model = zoo_model("dynamic_hw")  # image float32[N,?,?,1], trained on 16x16 digits
+    site = tmp_path / "site"
+    proc = run_edgetool("demo", model, "-o", site, "--input-size", "16x16")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    x = np.load(model / "eval.npz")["x"][:ANY_MODEL_SAMPLES].astype(np.float32)
+    page, url = open_site(site)
+    assert page.evaluate("window.edgetool.config.inputs[0].feedShape") == [1, 16, 16, 1]
+    _assert_heads_match(_page_outputs(page, {"image": x}), _tf_outputs(model, {"image": x}))
+    probs_js, _ = _predict_all(page, x)  # predict(values) with the default (--input-size) shape
+    _assert_matches_tf(probs_js, _tf_probs(model, x))
+    big = x.repeat(2, axis=1).repeat(2, axis=2)[:2]  # 32x32: the page feeds any H×W given with an explicit shape
+    _assert_heads_match(_page_outputs(page, {"image": big}), _tf_outputs(model, {"image": big}))
+    assert page.locator("#preview").evaluate("c => [c.width, c.height]") == [16, 16]
+    _screenshot(page, "demo-dynamic-hw.png", tmp_path)
+    _assert_same_origin(page, url)

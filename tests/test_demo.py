@@ -58,7 +58,7 @@ def saved_model_site(digits_model, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def two_input_model(tmp_path_factory) -> Path:
-    """A tiny tf.Module SavedModel with two inputs (a, b), which the demo page cannot drive."""
+    """A tiny tf.Module SavedModel with two inputs (a, b)."""
     from edge_tool.env import import_tf
 
     tf = import_tf()
@@ -207,8 +207,85 @@ def test_label_count_mismatch_is_refused(tfjs_models, tmp_path):
     assert not (tmp_path / "site").exists()
 
 
-def test_two_input_model_is_refused(two_input_model, tmp_path):
-    _assert_refused([str(two_input_model)], tmp_path / "site", "exactly one input", "a, b")
+def test_two_input_model_gets_a_form_per_input(two_input_model, tmp_path):
+    result = CliRunner().invoke(app, ["demo", str(two_input_model), "-o", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "s" / "demo-config.json").read_text())
+    assert [(i["name"], i["kind"], i["features"], i["feedShape"]) for i in config["inputs"]] == [
+        ("a", "flat", 2, [1, 2]), ("b", "flat", 2, [1, 2])]
+    assert [(o["name"], o["kind"]) for o in config["outputs"]] == [("scores", "classes")]
+
+
+def test_litert_engine_refuses_two_inputs_with_the_way_out(two_input_model, tmp_path):
+    _assert_refused([str(two_input_model), "--litert"], tmp_path / "site", "one input of fixed shape", "a, b",
+                    "Drop --litert")
+    assert not (tmp_path / "site").exists()
+
+
+@pytest.fixture(scope="module")
+def odd_models(tmp_path_factory) -> dict[str, Path]:
+    """tf.Module SavedModels the demo must still drive: open H×W, int token ids + two heads, an open sequence length."""
+    from edge_tool.env import import_tf
+
+    tf = import_tf()
+    root = tmp_path_factory.mktemp("odd")
+
+    class OpenHW(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, None, None, 3], tf.float32, name="image")])
+        def serve(self, image):
+            return {"probs": tf.nn.softmax(tf.reduce_mean(image, axis=[1, 2]))}
+
+    class TokensTwoHeads(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.int32, name="tokens"),
+                                      tf.TensorSpec([None, 2, 3], tf.float32, name="extra")])
+        def serve(self, tokens, extra):
+            t = tf.cast(tokens, tf.float32)
+            return {"label": tf.nn.softmax(t[:, :4]), "score": tf.reduce_sum(t, 1, keepdims=True) + tf.reduce_sum(extra)}
+
+    class OpenLength(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="sequence")])
+        def serve(self, sequence):
+            return {"probs": tf.nn.softmax(sequence[:, :2])}
+
+    paths = {}
+    for name, cls in {"open_hw": OpenHW, "tokens": TokensTwoHeads, "open_length": OpenLength}.items():
+        module = cls()
+        paths[name] = root / name
+        tf.saved_model.save(module, str(paths[name]), signatures={"serving_default": module.serve})
+    return paths
+
+
+def test_open_height_width_is_fed_at_input_size(odd_models, tmp_path):
+    for args, size in (([], [224, 224]), (["--input-size", "40x24"], [40, 24])):
+        site = tmp_path / f"s{size[0]}"
+        result = CliRunner().invoke(app, ["demo", str(odd_models["open_hw"]), "-o", str(site), *args])
+        assert result.exit_code == 0, result.output
+        inp = json.loads((site / "demo-config.json").read_text())["inputs"][0]
+        assert (inp["kind"], [inp["height"], inp["width"]], inp["resized"]) == ("image", size, True)
+        assert inp["feedShape"] == [1, *size, 3] and inp["shape"] == [None, None, None, 3]
+
+
+@pytest.mark.parametrize("bad", ["224", "0x10", "10x5000", "axb", "10x10x3"])
+def test_bad_input_size_is_refused(odd_models, tmp_path, bad):
+    _assert_refused([str(odd_models["open_hw"]), "--input-size", bad], tmp_path / "site", "--input-size must be HxW",
+                    repr(bad))
+    assert not (tmp_path / "site").exists()
+
+
+def test_integer_inputs_and_every_head_are_described(odd_models, tmp_path):
+    result = CliRunner().invoke(app, ["demo", str(odd_models["tokens"]), "-o", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "s" / "demo-config.json").read_text())
+    inputs = {i["name"]: i for i in config["inputs"]}
+    assert (inputs["tokens"]["kind"], inputs["tokens"]["integer"], inputs["tokens"]["tfjsDtype"]) == ("flat", True, "int32")
+    assert (inputs["extra"]["kind"], inputs["extra"]["features"], inputs["extra"]["feedShape"]) == ("tensor", 6, [1, 2, 3])
+    assert [(o["name"], o["kind"]) for o in config["outputs"]] == [("label", "classes"), ("score", "values")]
+    assert config["output"]["name"] == "label"  # labels and predict()'s ranking apply to the class head
+
+
+def test_open_non_image_dimension_is_refused_with_the_reason(odd_models, tmp_path):
+    _assert_refused([str(odd_models["open_length"])], tmp_path / "site", "'sequence'", "[?,?]",
+                    "every dimension after the batch fixed", "--input-size")
     assert not (tmp_path / "site").exists()
 
 
@@ -340,3 +417,47 @@ def test_litert_without_calibration_data_is_refused(digits_model, tmp_path):
     shutil.copytree(digits_model, model, ignore=shutil.ignore_patterns("calibration.npz"))
     _assert_refused([str(model), "--litert"], tmp_path / "site", "--calibration", "calibration.npz")
     assert not (tmp_path / "site").exists()
+
+
+_HARD_SWISH_SCRIPT = """
+import sys, numpy as np, tensorflow as tf, tf_keras as keras
+keras.utils.set_random_seed(0)
+inp = keras.Input((8, 8, 3), name="image")
+x = keras.layers.BatchNormalization()(keras.layers.Conv2D(8, 3, padding="same", use_bias=False)(inp))
+x = keras.layers.Multiply()([x, keras.layers.ReLU(6.0)(x + 3.0) * (1.0 / 6.0)])  # hard-swish as in MobileNetV3
+x = keras.layers.GlobalAveragePooling2D()(x)
+keras.Model(inp, keras.layers.Dense(4, activation="softmax", name="probs")(x)).save(sys.argv[1], save_format="tf")
+"""
+
+
+@pytest.mark.slow
+def test_hard_swish_model_exports_to_tfjs_that_runs(tmp_path, monkeypatch):
+    """grappler fuses hard-swish into _FusedConv2D under oneDNN, which no tfjs backend runs; export must avoid it."""
+    import subprocess
+    import sys
+
+    from edge_tool.convert import tfjs as tfjs_mod
+    from tests.conftest import REPO
+
+    model = tmp_path / "hs"
+    subprocess.run([sys.executable, "-c", _HARD_SWISH_SCRIPT, str(model)], check=True, capture_output=True, cwd=REPO,
+                   env={**__import__("os").environ, "TF_USE_LEGACY_KERAS": "1", "TF_ENABLE_ONEDNN_OPTS": "1"},
+                   timeout=600)
+    monkeypatch.setattr(tfjs_mod, "_IN_REEXPORT", True)  # the plain tensorflowjs conversion, for comparison
+    tfjs_mod.export_tfjs(model, tmp_path / "plain")
+    monkeypatch.setattr(tfjs_mod, "_IN_REEXPORT", False)
+    fixed = tfjs_mod.export_tfjs(model, tmp_path / "fixed")
+    assert tfjs_mod.unsupported_fusions(tmp_path / "plain" / "model.json"), "the fusion this guards against is gone"
+    assert tfjs_mod.unsupported_fusions(fixed) == []
+    x = np.random.default_rng(0).uniform(0, 1, (3, 8, 8, 3)).astype(np.float32)
+    feed = {"image": {"dtype": "float32", "shape": list(x.shape), "data": x.ravel().tolist()}}
+    (tmp_path / "in.json").write_text(json.dumps(feed))
+    proc = subprocess.run(["node", str(REPO / "benchmarks/zoo/tfjs_check.js"), str(REPO / "web_demo/vendor/tf.min.js"),
+                           str(fixed.parent), str(tmp_path / "in.json"), str(tmp_path / "out.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = np.asarray(json.loads((tmp_path / "out.json").read_text())["probs"]["data"]).reshape(3, 4)
+    from edge_tool.modelio import load_serving_fn
+
+    _, fn, _ = load_serving_fn(model)
+    np.testing.assert_allclose(got, np.asarray(fn(image=x)["probs"]), atol=1e-5)

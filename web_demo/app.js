@@ -16,6 +16,9 @@
   const params = new URLSearchParams(window.location.search);
 
   let config = null;
+  let inputs = []; // every model input (config.inputs); the first image-like one gets the drawing pad
+  let outputs = []; // every output head (config.outputs); outputs[0] is the ranked one labels apply to
+  let imageInput = null;
   let model = null;
   let useExecuteAsync = false;
   let resolveReady;
@@ -29,10 +32,12 @@
 
   window.edgetool = {
     ready,
+    // predict(values, shape) for one-input models; predict({inputName: values | {values, shape}}) for any model.
     predict: async (values, shape) => {
       await ready;
-      const result = await runAndShow(values, shape);
-      showApiInput(values, shape);
+      const feeds = toFeeds(values, shape);
+      const result = await runAndShow(feeds);
+      showApiInput(feeds);
       return result;
     },
     setBackend: async (name) => { await ready; return switchBackend(name); },
@@ -86,15 +91,51 @@
 
   // ---------- model execution ----------
 
-  function defaultShape() {
-    return config.input.shape.map((d, i) => (i === 0 || d === null ? 1 : d));
+  // Shape of one sample of an input: the size chosen for open image dimensions (feedShape), else batch 1.
+  function defaultShape(inp = inputs[0]) {
+    if (inp.feedShape) return inp.feedShape.slice();
+    return inp.shape.map((d, i) => (i === 0 || d === null ? 1 : d));
+  }
+
+  const sizeOf = (shape) => shape.reduce((a, b) => a * b, 1);
+
+  function zeroFeeds() {
+    return Object.fromEntries(inputs.map((inp) => {
+      const shape = defaultShape(inp);
+      return [inp.name, { values: new Float32Array(sizeOf(shape)), shape }];
+    }));
+  }
+
+  // predict()'s arguments -> {inputName: {values, shape}} covering every input exactly once.
+  function toFeeds(values, shape) {
+    if (Array.isArray(values) || ArrayBuffer.isView(values)) {
+      if (inputs.length !== 1) {
+        throw new Error(`predict: this model has ${inputs.length} inputs (${inputs.map((i) => i.name).join(', ')}); `
+          + 'pass an object {inputName: values}');
+      }
+      return { [inputs[0].name]: { values, shape: shape ? Array.from(shape) : defaultShape() } };
+    }
+    if (!values || typeof values !== 'object') throw new Error('predict: expected values or {inputName: values}');
+    const known = new Set(inputs.map((i) => i.name));
+    const unknown = Object.keys(values).filter((k) => !known.has(k));
+    if (unknown.length) throw new Error(`predict: unknown input(s) ${unknown.join(', ')}; the model takes ${[...known].join(', ')}`);
+    return Object.fromEntries(inputs.map((inp) => {
+      const v = values[inp.name];
+      if (v === undefined) throw new Error(`predict: no values for input ${inp.name}`);
+      const plain = Array.isArray(v) || ArrayBuffer.isView(v);
+      return [inp.name, { values: plain ? v : v.values, shape: !plain && v.shape ? Array.from(v.shape) : defaultShape(inp) }];
+    }));
+  }
+
+  // A [0,1] row summing to 1 (within tolerance) is shown ranked; anything else as raw values.
+  function isProbabilityRow(row, tolerance = 1e-3) {
+    const sum = row.reduce((a, b) => a + b, 0);
+    return row.length > 1 && row.every((v) => v >= 0 && v <= 1) && Math.abs(sum - 1) < tolerance;
   }
 
   // tolerance: how far from 1 the sum of a probability row may be (int8 softmax outputs are multiples of 1/256).
   function toProbabilities(row, tolerance = 1e-3) {
-    const sum = row.reduce((a, b) => a + b, 0);
-    const isProb = row.every((v) => v >= 0 && v <= 1) && Math.abs(sum - 1) < tolerance;
-    if (isProb) return row;
+    if (row.length === 1 || isProbabilityRow(row, tolerance)) return row;
     const max = Math.max(...row);
     const exps = row.map((v) => Math.exp(v - max));
     const total = exps.reduce((a, b) => a + b, 0);
@@ -119,45 +160,72 @@
   }
 
   // Graph models without control flow run synchronously (execute); models with dynamic ops need executeAsync.
-  async function execute(x) {
-    const feeds = { [config.input.tensor]: x };
+  // feeds: {graph tensor name: tf.Tensor}; returns one tensor per output head, in `outputs` order.
+  async function execute(feeds) {
+    const names = outputs.map((o) => o.tensor);
     if (!useExecuteAsync) {
       try {
-        return model.execute(feeds, config.output.tensor);
+        const y = model.execute(feeds, names);
+        return Array.isArray(y) ? y : [y];
       } catch (err) {
         if (!/executeAsync/.test(String(err && err.message))) throw err;
         useExecuteAsync = true;
       }
     }
-    return model.executeAsync(feeds, config.output.tensor);
+    const y = await model.executeAsync(feeds, names);
+    return Array.isArray(y) ? y : [y];
   }
 
-  async function run(values, shape) {
-    shape = shape ? Array.from(shape) : defaultShape();
-    const size = shape.reduce((a, b) => a * b, 1);
-    if (!values || values.length !== size) {
-      throw new Error(`predict: shape [${shape}] needs ${size} values, got ${values ? values.length : 0}`);
+  function checkFeeds(feeds) {
+    let batch = null;
+    for (const inp of inputs) {
+      const { values, shape } = feeds[inp.name];
+      const size = sizeOf(shape);
+      if (!values || values.length !== size) {
+        throw new Error(`predict: ${inp.name} shape [${shape}] needs ${size} values, got ${values ? values.length : 0}`);
+      }
+      if (batch !== null && shape[0] !== batch) throw new Error(`predict: inputs disagree on the batch (${batch} vs ${shape[0]})`);
+      batch = shape[0];
     }
-    if (state.engine !== 'tfjs') return runEngine(engines[state.engine], values, shape);
+    return batch;
+  }
+
+  function tensorFeeds(feeds) {
+    return Object.fromEntries(inputs.map((inp) => {
+      const { values, shape } = feeds[inp.name];
+      return [inp.tensor, tf.tensor(toTyped(values, inp.tfjsDtype), shape, inp.tfjsDtype)];
+    }));
+  }
+
+  // feeds: {inputName: {values, shape}}. Result: the ranked head (probabilities, top) plus every head's raw values.
+  async function run(feeds) {
+    const batch = checkFeeds(feeds);
+    if (state.engine !== 'tfjs') {
+      const only = feeds[inputs[0].name];
+      return runEngine(engines[state.engine], only.values, only.shape);
+    }
     const start = performance.now();
-    const x = tf.tensor(toTyped(values, config.input.tfjsDtype), shape, config.input.tfjsDtype);
-    let y = null;
-    let out;
+    const xs = tensorFeeds(feeds);
+    let ys = [];
+    const heads = {};
     try {
-      y = await execute(x);
-      out = await y.data();
+      ys = await execute(xs);
+      for (let i = 0; i < outputs.length; i++) {
+        heads[outputs[i].name] = { shape: ys[i].shape, values: Array.from(await ys[i].data()) };
+      }
     } finally {
-      x.dispose();
-      if (y) y.dispose();
+      Object.values(xs).forEach((x) => x.dispose());
+      ys.forEach((y) => y.dispose());
     }
     const ms = performance.now() - start;
-    const batch = shape[0];
+    const out = heads[outputs[0].name].values;
     const k = out.length / batch;
     const rows = [];
-    for (let b = 0; b < batch; b++) rows.push(toProbabilities(Array.from(out.subarray(b * k, (b + 1) * k))));
+    for (let b = 0; b < batch; b++) rows.push(toProbabilities(out.slice(b * k, (b + 1) * k)));
     const backend = tf.getBackend();
-    if (batch === 1) return { probabilities: rows[0], top: topK(rows[0]), ms, backend, engine: 'tfjs' };
-    return { probabilities: rows, top: rows.map(topK), ms, backend, engine: 'tfjs' };
+    const common = { outputs: heads, ms, backend, engine: 'tfjs' };
+    if (batch === 1) return { probabilities: rows[0], top: topK(rows[0]), ...common };
+    return { probabilities: rows, top: rows.map(topK), ...common };
   }
 
   // A non-tfjs engine runs a fixed-batch-1 model: one sample at a time. Its output is returned as it is when it
@@ -172,33 +240,33 @@
     }
     const ms = performance.now() - start;
     const backend = 'wasm';
-    if (batch === 1) return { probabilities: rows[0], top: topK(rows[0]), ms, backend, engine: engine.name };
-    return { probabilities: rows, top: rows.map(topK), ms, backend, engine: engine.name };
+    const heads = { [outputs[0].name]: { shape: [batch, rows[0].length], values: rows.flat() } };
+    const common = { outputs: heads, ms, backend, engine: engine.name };
+    if (batch === 1) return { probabilities: rows[0], top: topK(rows[0]), ...common };
+    return { probabilities: rows, top: rows.map(topK), ...common };
   }
 
   async function timeInference(runs, warmup) {
     if (state.engine !== 'tfjs') return timeEngine(engines[state.engine], runs, warmup);
-    const shape = defaultShape();
-    const x = tf.tensor(toTyped(new Float32Array(shape.reduce((a, b) => a * b, 1)), config.input.tfjsDtype), shape,
-      config.input.tfjsDtype);
+    const xs = tensorFeeds(zeroFeeds());
     const times = [];
     try {
       for (let i = 0; i < warmup + runs; i++) {
         const start = performance.now();
-        const y = await execute(x);
-        await y.data();
+        const ys = await execute(xs);
+        await Promise.all(ys.map((y) => y.data()));
         const ms = performance.now() - start;
-        y.dispose();
+        ys.forEach((y) => y.dispose());
         if (i >= warmup) times.push(ms);
       }
     } finally {
-      x.dispose();
+      Object.values(xs).forEach((x) => x.dispose());
     }
     return { backend: tf.getBackend(), times };
   }
 
   async function timeEngine(engine, runs, warmup) {
-    const zeros = new Float32Array(defaultShape().reduce((a, b) => a * b, 1));
+    const zeros = new Float32Array(sizeOf(defaultShape()));
     const times = [];
     for (let i = 0; i < warmup + runs; i++) {
       const start = performance.now();
@@ -208,8 +276,8 @@
     return { backend: 'wasm', engine: engine.name, times };
   }
 
-  async function runAndShow(values, shape) {
-    const result = await run(values, shape);
+  async function runAndShow(feeds) {
+    const result = await run(feeds);
     showResult(result);
     return result;
   }
@@ -255,7 +323,7 @@
   // Time-bounded micro-benchmark of the current backend: median ms of the timed runs after one warm-up run.
   // quick: the warm-up and one timed run only (nothing to compare against, so just leave the backend warm).
   async function timeBackend(quick = false) {
-    const zeros = new Float32Array(defaultShape().reduce((a, b) => a * b, 1));
+    const zeros = zeroFeeds();
     await run(zeros); // warm-up: compiles kernels / shaders, moves the weights here, starts the wasm threads
     const times = [];
     const deadline = performance.now() + BENCH_BUDGET_MS;
@@ -306,7 +374,7 @@
     const best = measured.reduce((a, b) => (state.bench[b] < state.bench[a] ? b : a));
     if (tf.getBackend() !== best) {
       await trySetBackend(best);
-      await run(new Float32Array(defaultShape().reduce((a, b) => a * b, 1))); // moves the weights back: warm again
+      await run(zeroFeeds()); // moves the weights back: warm again
     }
     return best;
   }
@@ -329,6 +397,8 @@
   function showResult(result) {
     const top = Array.isArray(result.top[0]) ? result.top[0] : result.top;
     const list = $('top');
+    showHeads(result.outputs || {});
+    if (outputs[0].kind !== 'classes') { list.replaceChildren(); return showLatency(result); }
     list.replaceChildren(...top.map(({ label, probability }) => {
       const li = document.createElement('li');
       const name = document.createElement('span');
@@ -347,8 +417,39 @@
       li.append(name, track, p);
       return li;
     }));
+    return showLatency(result);
+  }
+
+  function showLatency(result) {
     $('latency').textContent = `${result.ms.toFixed(2)} ms`;
     if (result.engine === 'tfjs') $('backend').value = result.backend;
+  }
+
+  const MAX_SHOWN_VALUES = 16;
+
+  // Every head except a ranked primary one: its first sample as top-k (probability-like) or raw values.
+  function showHeads(heads) {
+    const shown = outputs.filter((o, i) => heads[o.name] && (i > 0 || o.kind !== 'classes'));
+    $('heads').hidden = shown.length === 0;
+    $('heads').replaceChildren(...shown.map((o) => {
+      const { shape, values } = heads[o.name];
+      const row = values.slice(0, shape.length > 1 ? values.length / shape[0] : values.length);
+      const box = document.createElement('div');
+      box.className = 'head';
+      const title = document.createElement('h3');
+      title.textContent = `${o.name} [${shape.slice(1).join(',') || '1'}]`;
+      const body = document.createElement('p');
+      body.className = 'values';
+      if (isProbabilityRow(row)) {
+        body.textContent = row.map((p, i) => [i, p]).sort((a, b) => b[1] - a[1]).slice(0, config.topK)
+          .map(([i, p]) => `${i}: ${(p * 100).toFixed(1)}%`).join(' \u00b7 ');
+      } else {
+        const more = row.length > MAX_SHOWN_VALUES ? ` \u2026 (${row.length} values)` : '';
+        body.textContent = row.slice(0, MAX_SHOWN_VALUES).map((v) => Number(v).toPrecision(4)).join(', ') + more;
+      }
+      box.append(title, body);
+      return box;
+    }));
   }
 
   function setStatus(text, isError = false) {
@@ -362,7 +463,7 @@
 
   // Area-average the square/rect crop (x0, y0, cw, ch) of the pad into the model's H x W x C grid in 0..1.
   function padToGrid(x0, y0, cw, ch) {
-    const { height: H, width: W, channels: C } = config.input;
+    const { height: H, width: W, channels: C } = imageInput;
     const pad = $('pad');
     const img = pad.getContext('2d').getImageData(0, 0, pad.width, pad.height).data;
     const sums = new Float32Array(H * W * C);
@@ -405,12 +506,12 @@
   }
 
   function gridToValues(grid) {
-    const [lo, hi] = config.input.range;
+    const [lo, hi] = imageInput.range;
     return grid.map((v) => lo + v * (hi - lo));
   }
 
   function drawPreview(grid) {
-    const { height: H, width: W, channels: C } = config.input;
+    const { height: H, width: W, channels: C } = imageInput;
     const preview = $('preview');
     const ctx = preview.getContext('2d');
     const image = ctx.createImageData(W, H);
@@ -427,10 +528,10 @@
     try {
       do {
         state.pending = false;
-        const values = currentInput();
-        if (values === null) { $('top').replaceChildren(); setStatus('Draw something to get a prediction.'); break; }
-        state.lastInput = values;
-        await runAndShow(values);
+        const feeds = currentInput();
+        if (feeds === null) { $('top').replaceChildren(); setStatus('Draw something to get a prediction.'); break; }
+        state.lastInput = feeds;
+        await runAndShow(feeds);
         setStatus('Ready.');
       } while (state.pending);
     } catch (err) {
@@ -441,10 +542,11 @@
   }
 
   // Show a single image given through the API on the pad and the preview, so the page shows what was classified.
-  function showApiInput(values, shape) {
-    if (config.input.kind !== 'image' || (shape && shape[0] !== 1)) return;
-    const [lo, hi] = config.input.range;
-    const grid = Array.from(values, (v) => Math.min(1, Math.max(0, (v - lo) / (hi - lo))));
+  function showApiInput(feeds) {
+    const given = imageInput && feeds[imageInput.name];
+    if (!given || given.shape[0] !== 1 || sizeOf(given.shape) !== imageInput.height * imageInput.width * imageInput.channels) return;
+    const [lo, hi] = imageInput.range;
+    const grid = Array.from(given.values, (v) => Math.min(1, Math.max(0, (v - lo) / (hi - lo))));
     drawPreview(grid);
     const pad = $('pad');
     const ctx = pad.getContext('2d');
@@ -453,8 +555,10 @@
     state.source = 'image';
   }
 
+  // Every input's current value from the page: the pad (image input) and the form (all others); null: nothing drawn.
   function currentInput() {
-    if (config.input.kind === 'flat') return readFields();
+    const feeds = readFields();
+    if (!imageInput) return feeds;
     const pad = $('pad');
     let box;
     if (state.source === 'draw') {
@@ -465,7 +569,8 @@
     }
     const grid = padToGrid(...box);
     drawPreview(grid);
-    return gridToValues(grid);
+    feeds[imageInput.name] = { values: gridToValues(grid), shape: defaultShape(imageInput) };
+    return feeds;
   }
 
   function clearPad() {
@@ -488,7 +593,7 @@
   }
 
   function setupImageInput() {
-    const { height: H, width: W } = config.input;
+    const { height: H, width: W } = imageInput;
     $('image-input').hidden = false;
     const k = Math.max(1, Math.ceil(256 / Math.max(H, W)));
     const pad = $('pad');
@@ -541,7 +646,7 @@
       clearPad();
       state.source = 'draw';
       state.lastInput = null;
-      drawPreview(new Array(H * W * config.input.channels).fill(0));
+      drawPreview(new Array(H * W * imageInput.channels).fill(0));
       $('top').replaceChildren();
       setStatus('Draw something to get a prediction.');
     });
@@ -584,40 +689,58 @@
     $('snap').addEventListener('click', () => drawSource(video, video.videoWidth, video.videoHeight));
   }
 
-  // ---------- flat numeric input ----------
+  // ---------- form for every non-image input (numbers, a table row, token ids) ----------
 
-  function setupFlatInput() {
-    const n = config.input.features;
+  const MAX_FIELDS = 32; // more values per input: one textarea
+
+  function formInputs() { return inputs.filter((inp) => inp !== imageInput); }
+
+  function setupForm() {
     const fields = $('fields');
-    if (n <= 32) {
-      for (let i = 0; i < n; i++) {
-        const label = document.createElement('label');
-        label.textContent = config.input.featureNames[i] || `x${i}`;
-        const input = document.createElement('input');
-        input.type = 'number'; input.step = 'any'; input.value = '0'; input.name = `f${i}`;
-        label.append(input);
-        fields.append(label);
+    for (const inp of formInputs()) {
+      const group = document.createElement('fieldset');
+      group.dataset.input = inp.name;
+      const legend = document.createElement('legend');
+      legend.textContent = `${inp.name} ${inp.dtype}[${defaultShape(inp).slice(1).join(',')}]`;
+      group.append(legend);
+      if (inp.features <= MAX_FIELDS) {
+        for (let i = 0; i < inp.features; i++) {
+          const label = document.createElement('label');
+          label.textContent = (inp.featureNames || [])[i] || `${inputs.length > 1 ? `${inp.name} ` : 'x'}${i}`;
+          const field = document.createElement('input');
+          field.type = 'number'; field.step = inp.integer ? '1' : 'any'; field.value = '0'; field.name = `f${i}`;
+          label.append(field);
+          group.append(label);
+        }
+      } else {
+        const area = document.createElement('textarea');
+        area.placeholder = `${inp.features} ${inp.integer ? 'integers' : 'numbers'} separated by commas or spaces`;
+        area.setAttribute('aria-label', inp.name);
+        group.append(area);
       }
-    } else {
-      const area = document.createElement('textarea');
-      area.id = 'values';
-      area.placeholder = `${n} numbers separated by commas or spaces`;
-      fields.append(area);
+      fields.append(group);
     }
+    if (!formInputs().length) return;
     $('flat-input').hidden = false;
     $('flat-input').addEventListener('submit', (ev) => { ev.preventDefault(); predictFromUi(); });
   }
 
+  // {inputName: {values, shape}} of every form input; an Error naming the input when a field is not a number.
   function readFields() {
-    const n = config.input.features;
-    const area = $('values');
-    const values = area
-      ? area.value.split(/[\s,;]+/).filter(Boolean).map(Number)
-      : Array.from($('fields').querySelectorAll('input'), (el) => Number(el.value));
-    if (values.length !== n || values.some((v) => !Number.isFinite(v))) {
-      throw new Error(`expected ${n} numbers, got ${values.length}`);
+    const feeds = {};
+    for (const inp of formInputs()) {
+      const group = $('fields').querySelector(`fieldset[data-input="${CSS.escape(inp.name)}"]`);
+      const area = group.querySelector('textarea');
+      const values = area
+        ? area.value.split(/[\s,;]+/).filter(Boolean).map(Number)
+        : Array.from(group.querySelectorAll('input'), (el) => Number(el.value));
+      if (values.length !== inp.features || values.some((v) => !Number.isFinite(v))) {
+        throw new Error(`${inp.name}: expected ${inp.features} numbers, got ${values.length}`);
+      }
+      if (inp.integer && values.some((v) => !Number.isInteger(v))) throw new Error(`${inp.name}: expected integers`);
+      feeds[inp.name] = { values, shape: defaultShape(inp) };
     }
-    return values;
+    return feeds;
   }
 
   // ---------- start-up ----------
@@ -679,7 +802,7 @@
     try {
       const mod = await import(new URL(config.litert.module, window.location.href).href);
       engines.litert = await mod.createEngine(config.litert);
-      await engines.litert.run(new Float32Array(defaultShape().reduce((a, b) => a * b, 1))); // warm-up
+      await engines.litert.run(new Float32Array(sizeOf(defaultShape()))); // warm-up
     } catch (err) {
       delete engines.litert;
       console.warn('LiteRT.js engine unavailable:', err);
@@ -724,9 +847,12 @@
     tf.enableProdMode();
     config = await (await fetch('demo-config.json')).json();
     mark('config');
-    const inp = config.input;
-    $('model-info').textContent = `${inp.name} ${inp.dtype}[${inp.shape.map((d) => (d === null ? '?' : d)).join(',')}] \u2192 `
-      + `${config.output.classes || '?'} classes \u00b7 TensorFlow.js ${tf.version.tfjs}`;
+    inputs = config.inputs || [config.input];
+    outputs = config.outputs || [config.output];
+    imageInput = inputs.find((i) => i.kind === 'image') || null;
+    const dims = (shape) => shape.map((d) => (d === null ? '?' : d)).join(',');
+    $('model-info').textContent = `${inputs.map((i) => `${i.name} ${i.dtype}[${dims(i.shape)}]`).join(', ')} \u2192 `
+      + `${outputs.map((o) => `${o.name}[${dims(o.shape)}]`).join(', ')} \u00b7 TensorFlow.js ${tf.version.tfjs}`;
     tf.wasm.setWasmPaths(new URL(config.wasmPath, window.location.href).href);
     // fetch the weights while the first backend initialises (wasm: compile the binary, start its threads)
     const first = BACKENDS.includes(params.get('backend')) ? params.get('backend') : BACKENDS[0];
@@ -743,8 +869,9 @@
     fillBackendSelect(best);
     fillThreadsSelect();
     if (engines[params.get('engine')]) await switchEngine(params.get('engine')); // ?engine=litert
-    if (inp.kind === 'image') setupImageInput(); else setupFlatInput();
-    setStatus(inp.kind === 'image' ? `Ready (${best}). Draw something.` : `Ready (${best}).`);
+    setupForm();
+    if (imageInput) setupImageInput();
+    setStatus(imageInput ? `Ready (${best}). Draw something.` : `Ready (${best}).`);
     mark('ready');
     resolveReady({ backend: best, backends: state.backends.slice(), benchmark: { ...state.bench }, runtime: runtimeInfo(),
       engine: state.engine, engines: Object.keys(engines) });

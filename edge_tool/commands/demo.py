@@ -16,12 +16,14 @@ def command(
     litert: bool = typer.Option(False, "--litert", help="Add a second engine: a fixed-batch int8 .tflite run with LiteRT.js (needs a SavedModel, or --tflite)."),
     tflite: Path = typer.Option(None, "--tflite", help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 one."),
     calibration: Path = typer.Option(None, "--calibration", help="With --litert: representative data for the int8 build (default: calibration.npz beside the model)."),
+    input_size: str = typer.Option(None, "--input-size", metavar="HxW", help="Size fed to image inputs whose height/width the model leaves open (default 224x224)."),
 ) -> None:
-    """Build a static offline PWA (tfjs wasm/webgl/cpu, drawing pad/upload/camera or form) for a model."""
+    """Build a static offline PWA (tfjs wasm/webgl/cpu; drawing pad/upload/camera for images, a form for other inputs; every output head shown)."""
     from edge_tool.demo.site import DemoConfig, build_site  # noqa: PLC0415
 
     report = build_site(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
-                                   litert=litert, tflite=tflite, calibration=calibration))
+                                   litert=litert, tflite=tflite, calibration=calibration,
+                                   input_size=input_size))
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
     typer.echo(visible(

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from edge_tool.errors import ConversionError, ModelError, UsageError
@@ -45,10 +50,42 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
     fmt = json.loads(model_json.read_text()).get("format")
     if fmt != "graph-model":
         raise ConversionError(f"tensorflowjs wrote a {fmt!r} model; expected a graph-model.")
+    if not _IN_REEXPORT and unsupported_fusions(model_json):
+        _reexport_without_onednn(saved_model, out_dir, quant, signature)
     return model_json
 
 
 MAX_MODEL_JSON_BYTES = 256 * 1024 * 1024  # topology JSON; the weights live in the shards
+# Fusions TensorFlow's grappler remapper makes when oneDNN is on (the default on x86 Linux) that no tfjs 4.22
+# backend implements: "_fusedhardswish activation not yet supported for FusedConv2D in the wasm backend", and the
+# same on cpu and webgl. MobileNetV3 has eleven such convs.
+UNSUPPORTED_FUSED_OPS = ("_FusedHardSwish",)
+_IN_REEXPORT = os.environ.get("EDGETOOL_TFJS_REEXPORT") == "1"
+
+
+def unsupported_fusions(model_json: Path) -> list[str]:
+    """Names of nodes whose fused activation no tfjs backend runs."""
+    nodes = json.loads(Path(model_json).read_text()).get("modelTopology", {}).get("node", [])
+    found = []
+    for node in nodes:
+        fused = node.get("attr", {}).get("fused_ops", {}).get("list", {}).get("s", [])
+        if any(base64.b64decode(op).decode(errors="replace") in UNSUPPORTED_FUSED_OPS for op in fused):
+            found.append(node.get("name", "?"))
+    return found
+
+
+def _reexport_without_onednn(saved_model: Path, out_dir: Path, quant: str, signature: str) -> None:
+    """Convert again in a fresh process with TF_ENABLE_ONEDNN_OPTS=0, so grappler leaves hard-swish unfused."""
+    shutil.rmtree(out_dir)
+    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "EDGETOOL_TFJS_REEXPORT": "1"}
+    args = [sys.executable, "-m", "edge_tool.convert.tfjs", str(saved_model), str(out_dir), quant, signature]
+    proc = subprocess.run(args, capture_output=True, text=True, env=env)
+    if proc.returncode != 0 or unsupported_fusions(Path(out_dir) / "model.json"):
+        tail = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise ConversionError(
+            f"tensorflowjs fused hard-swish into convolutions of {saved_model} (no tfjs backend runs that) and the "
+            f"re-export without oneDNN fusions failed: {tail}"
+        )
 
 
 def read_graph_model_json(model_dir: Path, user: str) -> dict:
@@ -98,3 +135,7 @@ def weight_paths(model_dir: Path, doc: dict) -> list[str]:
     if missing:
         raise ModelError(f"{model_json} lists weight shards that are missing: {', '.join(map(repr, missing))}.")
     return paths
+
+
+if __name__ == "__main__":  # the re-export child: python -m edge_tool.convert.tfjs SAVED_MODEL OUT QUANT SIGNATURE
+    export_tfjs(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,7 +75,8 @@ def _tensors(entries: dict) -> tuple[Tensor, ...]:
     for key in sorted(entries):
         e = entries[key]
         numpy_dtype = TF_DTYPES.get(e.get("dtype", ""), (e.get("dtype", "?"), None))[0]
-        out.append(Tensor(key, e.get("name", key), numpy_dtype, _dims(e.get("tensorShape", {}))))
+        user_key = re.sub(r":\d+$", "", key)  # tf.Module exports key inputs by tensor name ('a:0'): show 'a'
+        out.append(Tensor(user_key, e.get("name", key), numpy_dtype, _dims(e.get("tensorShape", {}))))
     return tuple(out)
 
 
@@ -104,35 +106,98 @@ def weight_files(model_dir: Path, meta: dict) -> list[str]:
     return weight_paths(Path(model_dir), meta)
 
 
-def input_ui(inputs: tuple[Tensor, ...]) -> dict:
-    """UI description of the single model input: kind 'image' (rank 3/4, H,W[,C in 1/3]) or 'flat' ([N,F])."""
-    if len(inputs) != 1:
-        names = ", ".join(t.key for t in inputs)
-        raise ModelError(f"The demo page drives models with exactly one input; this one has {len(inputs)} ({names}).")
-    t = inputs[0]
-    base = {"name": t.key, "tensor": t.tensor, "dtype": t.dtype, "tfjsDtype": t.tfjs_dtype, "shape": list(t.shape)}
+DEFAULT_IMAGE_SIZE = (224, 224)  # H×W fed to images whose height/width the model leaves open (--input-size)
+MAX_IMAGE_SIDE = 4096
+PROB_OUTPUT_MIN_CLASSES = 2
+
+
+def parse_input_size(text: str) -> tuple[int, int]:
+    """'HxW' (e.g. '224x224') -> (H, W); UsageError naming the flag otherwise."""
+    parts = text.lower().replace("×", "x").split("x")
+    if len(parts) == 2 and all(p.strip().isdigit() for p in parts):
+        h, w = (int(p) for p in parts)
+        if 1 <= h <= MAX_IMAGE_SIDE and 1 <= w <= MAX_IMAGE_SIDE:
+            return h, w
+    raise UsageError(f"--input-size must be HxW with each side 1..{MAX_IMAGE_SIDE} (e.g. 224x224), got {text!r}.")
+
+
+def _is_image(t: Tensor) -> bool:
+    """[N,H,W,1|3], or [N,H,W] with both sides open or both >= 8 (a [N,256,1] waveform is not a picture)."""
     shape = t.shape
-    if len(shape) == 4 and shape[3] in IMAGE_CHANNELS or len(shape) == 3:
-        height, width = shape[1], shape[2]
-        channels = shape[3] if len(shape) == 4 else 1
-        if height is None or width is None:
-            raise ModelError(f"Input {t.key!r} has shape {_fmt(shape)}; image inputs need a fixed height and width.")
-        return {**base, "kind": "image", "height": height, "width": width, "channels": channels, "range": [0, 255]}
-    if len(shape) == 2 and shape[1] is not None and shape[1] <= MAX_FLAT_FEATURES:
-        return {**base, "kind": "flat", "features": shape[1], "featureNames": []}
-    raise ModelError(
-        f"Input {t.key!r} has shape {_fmt(shape)}; the demo supports images [N,H,W,1|3] / [N,H,W] "
-        f"and flat vectors [N,F] with F <= {MAX_FLAT_FEATURES}."
-    )
+    if len(shape) == 4:
+        return shape[3] in IMAGE_CHANNELS
+    if len(shape) != 3 or t.dtype.startswith("int"):
+        return False
+    return (shape[1] is None and shape[2] is None) or (None not in shape[1:] and min(shape[1:]) >= 8)
 
 
-def output_ui(outputs: tuple[Tensor, ...]) -> dict:
-    """The output the page ranks: the first rank-2 [N,K] output (class scores or probabilities)."""
+def _image_ui(t: Tensor, base: dict, size: tuple[int, int] | None) -> dict:
+    shape = t.shape
+    fallback = size or DEFAULT_IMAGE_SIZE
+    height = shape[1] if shape[1] is not None else fallback[0]
+    width = shape[2] if shape[2] is not None else fallback[1]
+    channels = shape[3] if len(shape) == 4 else 1
+    feed = [1, height, width, *([channels] if len(shape) == 4 else [])]
+    return {**base, "kind": "image", "height": height, "width": width, "channels": channels, "range": [0, 255],
+            "feedShape": feed, "resized": shape[1] is None or shape[2] is None}
+
+
+def _generic_ui(t: Tensor, base: dict) -> dict:
+    """A form for a non-image input: every dimension after the batch must be fixed (product <= MAX_FLAT_FEATURES)."""
+    dims = t.shape[1:]
+    if any(d is None for d in dims):
+        raise ModelError(
+            f"Input {t.key!r} has shape {_fmt(t.shape)}; the demo needs every dimension after the batch fixed, "
+            "except the height and width of image inputs [N,H,W,1|3] (set with --input-size). "
+            "Re-export the model with a fixed shape for this input."
+        )
+    count = 1
+    for d in dims:
+        count *= d
+    if count > MAX_FLAT_FEATURES:
+        raise ModelError(f"Input {t.key!r} has shape {_fmt(t.shape)} ({count} values per sample); the demo's form "
+                         f"takes at most {MAX_FLAT_FEATURES} values per input.")
+    integer = t.dtype.startswith(("int", "uint"))
+    kind = "flat" if len(t.shape) == 2 else "tensor"
+    return {**base, "kind": kind, "features": count, "featureNames": [], "integer": integer,
+            "feedShape": [1, *dims] if t.shape else []}
+
+
+def input_ui(inputs: tuple[Tensor, ...], size: tuple[int, int] | None = None) -> list[dict]:
+    """UI description of every model input, in signature order.
+
+    The first image-like input ([N,H,W,1|3] or [N,H,W]) gets kind 'image' (drawing pad, upload, camera), resized to
+    ``size`` (or DEFAULT_IMAGE_SIZE) where the model leaves H/W open; every other input gets a form: kind 'flat'
+    ([N,F]) or 'tensor' (higher rank, values in row-major order), integer fields for integer dtypes.
+    """
+    if not inputs:
+        raise ModelError("The model's signature has no inputs; the demo page has nothing to feed.")
+    specs, has_image = [], False
+    for t in inputs:
+        base = {"name": t.key, "tensor": t.tensor, "dtype": t.dtype, "tfjsDtype": t.tfjs_dtype, "shape": list(t.shape)}
+        if _is_image(t) and not has_image:
+            specs.append(_image_ui(t, base, size))
+            has_image = True
+        else:
+            specs.append(_generic_ui(t, base))
+    return specs
+
+
+def output_ui(outputs: tuple[Tensor, ...]) -> list[dict]:
+    """Every output head; kind 'classes' for [N,K] (K >= 2: ranked top-k when probability-like), else 'values'.
+
+    The first 'classes' head (or the first head) is the primary one: labels apply to it and ``predict()`` ranks it.
+    """
+    if not outputs:
+        raise ModelError("The model's signature has no outputs; the demo page has nothing to show.")
+    specs = []
     for t in outputs:
-        if len(t.shape) == 2:
-            return {"name": t.key, "tensor": t.tensor, "shape": list(t.shape), "classes": t.shape[1]}
-    found = ", ".join(f"{t.key}{_fmt(t.shape)}" for t in outputs)
-    raise ModelError(f"The demo ranks class scores of shape [N,K]; this model outputs {found}.")
+        classes = t.shape[1] if len(t.shape) == 2 and t.shape[1] is not None else None
+        kind = "classes" if classes is not None and classes >= PROB_OUTPUT_MIN_CLASSES else "values"
+        specs.append({"name": t.key, "tensor": t.tensor, "shape": list(t.shape), "kind": kind,
+                      "classes": classes if kind == "classes" else None})
+    primary = next((s for s in specs if s["kind"] == "classes"), specs[0])
+    return [primary, *(s for s in specs if s is not primary)]
 
 
 def read_labels(path: Path, classes: int | None) -> list[str]:

@@ -55,9 +55,15 @@ class DemoConfig:
     litert: bool = False  # add the LiteRT.js engine (fixed-batch int8 .tflite built from the SavedModel, or tflite)
     tflite: Path | None = None  # a fixed-batch-1 .tflite to run with LiteRT.js instead of building one
     calibration: Path | None = None  # representative data of the int8 build (default: calibration.npz beside it)
+    input_size: str | None = None  # 'HxW' fed to image inputs whose height/width the model leaves open
 
     def __post_init__(self):
         problems = []
+        if self.input_size is not None:
+            try:
+                model_mod.parse_input_size(self.input_size)
+            except UsageError as exc:
+                problems.append(str(exc))
         if self.tflite is not None and not Path(self.tflite).is_file():
             problems.append(f"--tflite {self.tflite} is not a file (expected a fixed-batch-1 .tflite).")
         if self.calibration is not None and not Path(self.calibration).exists():
@@ -182,11 +188,12 @@ def _manifest(title: str, icon_entries: list[dict]) -> dict:
     }
 
 
-def _page_config(title: str, input_spec: dict, output_spec: dict, labels: list[str], kind: ModelKind) -> dict:
+def _page_config(title: str, inputs: list[dict], outputs: list[dict], labels: list[str], kind: ModelKind) -> dict:
+    """demo-config.json: every input and output head; ``input``/``output`` are the first input and the ranked head."""
     return {
         "title": title, "generator": f"edgetool {__version__}", "sourceFormat": kind.value,
         "modelUrl": f"{MODEL_SUBDIR}/model.json", "wasmPath": f"{VENDOR_SUBDIR}/",
-        "runtime": pinned_versions(), "input": input_spec, "output": output_spec,
+        "runtime": pinned_versions(), "inputs": inputs, "outputs": outputs, "input": inputs[0], "output": outputs[0],
         "labels": labels, "topK": min(TOP_K, len(labels)) if labels else TOP_K, "draw": dict(DRAW),
     }
 
@@ -196,8 +203,13 @@ def _litert_config(spec: dict, label: str) -> dict:
             "wasmScript": f"{VENDOR_SUBDIR}/litert/{LITERT_WASM_SCRIPT}", "runtime": pinned_litert_versions(), **spec}
 
 
-def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None) -> dict[str, Path]:
+def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs: list[dict]) -> dict[str, Path]:
     """Refuse --litert setups that cannot work before anything is written; return the vendored LiteRT.js files."""
+    if len(inputs) != 1 or inputs[0].get("resized"):
+        raise UsageError("--litert runs models with one input of fixed shape (LiteRT.js cannot resize inputs); "
+                         f"this one has {len(inputs)} input(s) ({', '.join(i['name'] for i in inputs)})"
+                         f"{' with an open height/width' if inputs[0].get('resized') else ''}. Drop --litert: the "
+                         "TensorFlow.js engine runs it.")
     files = vendored_litert_files()
     if cfg.tflite is not None:
         litert_mod.tflite_spec(Path(cfg.tflite), classes)
@@ -248,9 +260,10 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         inputs, outputs = _precheck_saved_model(Path(cfg.model))
     else:
         _, inputs, outputs = model_mod.read_tfjs_model(Path(cfg.model))
-    model_mod.input_ui(inputs)
-    output_spec = model_mod.output_ui(outputs)
-    litert_files = _precheck_litert(cfg, kind, output_spec["classes"]) if cfg.litert else {}
+    size = model_mod.parse_input_size(cfg.input_size) if cfg.input_size else None
+    input_specs = model_mod.input_ui(inputs, size)
+    output_spec = model_mod.output_ui(outputs)[0]
+    litert_files = _precheck_litert(cfg, kind, output_spec["classes"], input_specs) if cfg.litert else {}
     labels = _labels(cfg, kind, output_spec["classes"])
     title = (cfg.title or f"edgetool demo: {Path(cfg.model).resolve().name}").strip()
     template = web_demo_dir()
@@ -258,8 +271,8 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     with atomic_dir(Path(cfg.output), cfg.force, cfg.inputs) as tmp:
         _place_model(cfg, kind, tmp / MODEL_SUBDIR)
         _, inputs, outputs = model_mod.read_tfjs_model(tmp / MODEL_SUBDIR)  # names as the tfjs graph knows them
-        input_spec = model_mod.input_ui(inputs)
-        output_spec = model_mod.output_ui(outputs)
+        input_specs = model_mod.input_ui(_signature_order(inputs, input_specs), size)
+        output_specs = model_mod.output_ui(outputs)
         for name in TEMPLATE_FILES:
             shutil.copyfile(template / name, tmp / name)
         index = (tmp / "index.html").read_text().replace("{{TITLE}}", html_text(title))
@@ -269,10 +282,16 @@ def build_site(cfg: DemoConfig) -> SiteReport:
             shutil.copyfile(src, tmp / VENDOR_SUBDIR / name)
         icon_entries = icons_mod.write_icons(tmp / ICON_SUBDIR)
         (tmp / MANIFEST_NAME).write_text(json.dumps(_manifest(title, icon_entries), indent=2) + "\n")
-        page = _page_config(title, input_spec, output_spec, labels, kind)
+        page = _page_config(title, input_specs, output_specs, labels, kind)
         if cfg.litert:
-            page["litert"] = _add_litert(cfg, tmp, litert_files, output_spec["classes"])
+            page["litert"] = _add_litert(cfg, tmp, litert_files, output_specs[0]["classes"])
         (tmp / CONFIG_NAME).write_text(json.dumps(page, indent=2) + "\n")
         version = write_service_worker(tmp)
         files = tuple(site_files(tmp))
-    return SiteReport(Path(cfg.output), kind, input_spec["kind"], version, files)
+    return SiteReport(Path(cfg.output), kind, "+".join(i["kind"] for i in input_specs), version, files)
+
+
+def _signature_order(tensors: tuple, specs: list[dict]) -> tuple:
+    """The tfjs graph's inputs in the order of the first read (the SavedModel's), so the form keeps its order."""
+    rank = {s["name"]: i for i, s in enumerate(specs)}
+    return tuple(sorted(tensors, key=lambda t: rank.get(t.key, len(rank))))

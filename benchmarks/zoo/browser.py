@@ -1,0 +1,61 @@
+"""Open an edgetool demo site in headless Chromium and run samples through the page's ``window.edgetool.predict``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+READY_TIMEOUT_MS = 120_000
+
+# Each sample is fed as {inputName: {values, shape}}; pages without multi-input support get (values, shape).
+_PREDICT_JS = """
+async ([samples, single]) => {
+  const out = [];
+  for (const s of samples) {
+    const r = single ? await window.edgetool.predict(Object.values(s)[0].values, Object.values(s)[0].shape)
+                     : await window.edgetool.predict(s);
+    out.push(r.outputs ? Object.fromEntries(Object.entries(r.outputs).map(([k, v]) => [k, Array.from(v.values)]))
+                       : { __probabilities__: Array.from(r.probabilities) });
+  }
+  return out;
+}
+"""
+
+
+def predict_in_browser(site: Path, inputs: dict[str, np.ndarray]) -> dict:
+    """Outputs of the page for each sample, keyed by output name (or {"error": ...})."""
+    if not CHROMIUM.is_file():
+        return {"error": f"{CHROMIUM} missing"}
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    from edge_tool.serve import start_server  # noqa: PLC0415
+
+    n = len(next(iter(inputs.values())))
+    samples = [{k: {"values": v[i].ravel().tolist(), "shape": [1, *v.shape[1:]]} for k, v in inputs.items()}
+               for i in range(n)]
+    server, thread, url = start_server(Path(site), "127.0.0.1", 0)
+    errors: list[str] = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
+            page = browser.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url)
+            try:
+                page.wait_for_function("window.edgetool !== undefined", timeout=READY_TIMEOUT_MS)
+                page.evaluate("window.edgetool.ready")
+                multi = page.evaluate("window.edgetool.config && Array.isArray(window.edgetool.config.inputs)")
+                rows = page.evaluate(_PREDICT_JS, [samples, not multi])
+            except Exception as exc:  # noqa: BLE001 - a page that fails is the verdict, not a crash of the zoo
+                status = page.locator("#status").inner_text() if page.locator("#status").count() else ""
+                return {"error": f"page failed: {status or errors[:1] or str(exc).splitlines()[0]}"[:300]}
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    return {k: np.asarray([r[k] for r in rows], np.float32) for k in rows[0]}

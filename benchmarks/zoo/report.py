@@ -1,0 +1,94 @@
+"""benchmarks/ZOO.md: the (model × cell) matrix, the counts, and every non-ok cell with its reason."""
+
+from __future__ import annotations
+
+import platform
+from collections import Counter
+from pathlib import Path
+
+from benchmarks.zoo.cells import CELLS
+from benchmarks.zoo.models import SPECS
+
+SYMBOL = {"ok": "✅", "refused": "⛔", "crashed": "💥", "wrong": "❌", "blocked": "⏭", "unchecked": "❔"}
+STATUSES = ("ok", "refused", "crashed", "wrong", "blocked", "unchecked")
+
+
+def counts(results: dict[tuple[str, str], dict]) -> Counter:
+    """How many cells have each status."""
+    return Counter(r["status"] for r in results.values())
+
+
+def summary_line(results: dict[tuple[str, str], dict]) -> str:
+    """'N cells: a ok, b refused, ...' (statuses that occur)."""
+    c = counts(results)
+    parts = [f"{c[s]} {s}" for s in STATUSES if c[s]]
+    return f"{sum(c.values())} cells: " + ", ".join(parts)
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render(results: dict[tuple[str, str], dict], meta: dict) -> str:
+    """The whole ZOO.md text."""
+    models = [m for m in SPECS if any((m, c) in results for c in CELLS)]
+    lines = [
+        "# The model zoo: every edgetool cell on 16 models users bring",
+        "",
+        "Written by `benchmarks/zoo.py` (how to run it and what each cell checks: [docs/zoo.md](../docs/zoo.md)).",
+        f"edgetool source `{meta['tool_hash']}`, git `{meta['git']}`; {meta['machine']}; options detected from the "
+        f"CLI: {meta['features']}.",
+        "",
+        f"**{summary_line(results)}.** "
+        + " · ".join(f"{SYMBOL[s]} {s}" for s in STATUSES),
+        "",
+        "| model | " + " | ".join(CELLS) + " |",
+        "|---|" + "|".join(":-:" for _ in CELLS) + "|",
+    ]
+    notes = []
+    for m in models:
+        row = []
+        for c in CELLS:
+            r = results.get((m, c))
+            if r is None:
+                row.append("·")
+                continue
+            mark = SYMBOL[r["status"]]
+            if r["status"] != "ok":
+                notes.append((m, c, r))
+                mark += f"<sup>{len(notes)}</sup>"
+            row.append(mark)
+        lines.append(f"| `{m}` | " + " | ".join(row) + " |")
+    lines += ["", "## Models", "", "| model | what it is | held-out accuracy (TF) |", "|---|---|---:|"]
+    for m in models:
+        acc = meta["accuracy"].get(m)
+        lines.append(f"| `{m}` | {_escape(SPECS[m].about)} | {'' if acc is None else f'{acc:.3f}'} |")
+    lines += ["", "## Every cell that is not ok", ""]
+    for i, (m, c, r) in enumerate(notes, 1):
+        lines.append(f"{i}. **{m} × {c}** — {r['status']}: {_escape(r['reason'])}")
+    if not notes:
+        lines.append("None.")
+    lines += ["", "## Time", "", f"CLI time summed over the cells shown: {meta['seconds']:.0f} s.", ""]
+    return "\n".join(lines)
+
+
+def write(path: Path, results: dict[tuple[str, str], dict], meta: dict) -> None:
+    """Write ZOO.md (via a temp file, renamed)."""
+    tmp = Path(path).with_suffix(".md.tmp")
+    tmp.write_text(render(results, meta))
+    tmp.replace(path)
+
+
+def machine() -> str:
+    """One-line machine description."""
+    import os  # noqa: PLC0415
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"

@@ -1,0 +1,83 @@
+"""The zoo's CI subset: cheap zoo models × the cells that broke on real models, through the real CLI, checked
+independently (LiteRT, the raw converter, Chromium). Each cell must work or be refused with a reason; never crash,
+never be silently wrong. The whole zoo is `benchmarks/zoo.py` (docs/zoo.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# (model, cell) -> must be "ok" (True) or may also be a refusal with a reason (False)
+SUBSET = {
+    ("multi_input", "int8"): True,  # calibration fed by input name (inputs of different rank and dtype)
+    ("multi_input", "demo"): True,  # the page drives two inputs; predict() matches TF in Chromium
+    ("dynamic_hw", "eval"): True,  # eval resizes inputs to the data's H×W
+    ("dynamic_hw", "demo"): True,  # the page feeds open H×W at --input-size
+    ("tf_module", "fp32"): True,  # a plain tf.Module SavedModel
+    ("keras3_export", "int8"): True,  # a Keras-3 model.export()
+    ("keras3_export", "qat"): False,  # QAT needs Keras-2 layers: a refusal that says so is fine
+}
+
+
+@pytest.fixture(scope="module")
+def zoo_results(tmp_path_factory):
+    """Run the subset with a private cache (models built fresh, nothing reused from benchmarks/.cache)."""
+    from benchmarks.zoo import runner
+
+    cache = tmp_path_factory.mktemp("zoo-cache")
+    saved, runner.CACHE = runner.CACHE, cache
+    try:
+        features = runner.detect_features()
+        key = f"test:{runner.tool_hash()}:{runner.zoo_hash()}:{features}"
+        results = {}
+        for model in dict.fromkeys(m for m, _ in SUBSET):
+            cells = [c for m, c in SUBSET if m == model]
+            needed = ["fp32"] if "eval" in cells else []  # eval evaluates what the fp32 cell produced
+            got = runner.run_model(model, needed + cells, features, key, True, lambda _msg: None)
+            results.update({(model, c): r for c, r in got.items()})
+        yield results
+    finally:
+        runner.CACHE = saved
+
+
+@pytest.mark.parametrize(("model", "cell"), list(SUBSET))
+def test_cell_works_or_is_refused_with_a_reason(zoo_results, model, cell):
+    result = zoo_results[(model, cell)]
+    status, reason = result["status"], result["reason"]
+    assert status not in ("crashed", "wrong", "unchecked", "blocked"), f"{model} × {cell}: {status}: {reason}"
+    if SUBSET[(model, cell)]:
+        assert status == "ok", f"{model} × {cell} must work, but was {status}: {reason}"
+    else:
+        assert status == "ok" or (status == "refused" and len(reason) > 30 and "Traceback" not in reason), reason
+
+
+def test_compare_measures_disagreement_and_missing_heads():
+    """The checks can fail: compare() reports agreement, accuracy and error, and names missing heads."""
+    import numpy as np
+
+    from benchmarks.zoo.checks import compare
+
+    ref = {"probs": np.eye(10, dtype=np.float32)[[0, 1, 2, 3]]}
+    bad = {"probs": np.eye(10, dtype=np.float32)[[0, 1, 5, 6]]}
+    y = np.array([0, 1, 2, 3])
+    m = compare(ref, bad, y)
+    assert (m["agreement"], m["accuracy"], m["reference_accuracy"]) == (0.5, 0.5, 1.0)
+    assert m["max_rel_error"] == 1.0
+    assert "error" in compare(ref, {"other": ref["probs"]}, y)
+
+
+@pytest.mark.parametrize(("rc", "stderr", "status", "needle"), [
+    (2, "error: Calibration data does not fit:\n- input x: expected [8,8,1]", "refused", "does not fit: - input x"),
+    (1, "Traceback (most recent call last):\n  File ...\nTypeError: 'int' object is not subscriptable", "crashed",
+     "TypeError"),
+    (-6, "", "crashed", "SIGABRT"),
+    (None, "", "crashed", "hang"),
+    (70, "internal error: please report", "crashed", "exit 70"),
+    (0, "", "produced", ""),
+])
+def test_cli_outcomes_are_classified(rc, stderr, status, needle):
+    from benchmarks.zoo.cells import classify
+
+    got_status, reason = classify("int8", rc, stderr, timeout=60)
+    assert got_status == status and needle in reason
