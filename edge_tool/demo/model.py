@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.errors import ModelError
+from edge_tool.errors import ModelError, UsageError
 
 MAX_FLAT_FEATURES = 4096
 IMAGE_CHANNELS = (1, 3)
