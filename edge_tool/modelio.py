@@ -120,7 +120,7 @@ def _check_variables_cached(var_dir: str, stats: tuple) -> None:
     try:
         reader = tf.train.load_checkpoint(str(var_dir / "variables"))
         shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
-    except (tf.errors.OpError, ValueError) as exc:
+    except (tf.errors.OpError, ValueError, IndexError) as exc:  # IndexError: TF's translation of OUT_OF_RANGE
         raise ModelError(f"the SavedModel's variables are unreadable or truncated: {index} "
                          f"({_tf_message(exc)}).") from None
     fixed = [n for n, d in dtypes.items() if d.is_numpy_compatible and d != tf.string]

@@ -29,6 +29,9 @@ def reader_for(path: Path) -> type[Reader]:
         raise CalibrationError(f"calibration data not found: {path} (expected {SUPPORTED})")
     if path.is_dir():
         return ImageFolderReader
+    if not path.is_file():  # a FIFO would block the read forever, /dev/zero would never end
+        raise CalibrationError(f"calibration data {path} is not a regular file (a device, FIFO or socket); "
+                               f"expected {SUPPORTED}")
     cls = BY_SUFFIX.get(path.suffix.lower())
     if cls is None:
         kind = f"extension {path.suffix!r}" if path.suffix else "a file without extension"

@@ -6,6 +6,7 @@ the offending file or value, no traceback, nothing changed outside the output (s
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import struct
 import zipfile
@@ -114,6 +115,12 @@ def write(name: str, data: bytes | str) -> Callable[[Path, dict], None]:
     return build
 
 
+def fifo(name: str) -> Callable[[Path, dict], None]:
+    def build(root: Path, models: dict) -> None:
+        os.mkfifo(root / name)
+    return build
+
+
 def npz(name: str, **arrays) -> Callable[[Path, dict], None]:
     def build(root: Path, models: dict) -> None:
         np.savez(root / name, **arrays)
@@ -212,6 +219,8 @@ CASES: list[tuple[Case, Callable[[Path, dict], None] | None]] = [
     (Case("csv-non-numeric", (*CONVERT_INT8, "words.csv"), names=("words.csv", "non-numeric", "'seven'")),
      write("words.csv", "a,b,c,d\n1,2,3,4\n1,seven,3,4\n")),
     (Case("csv-empty", (*CONVERT_INT8, "empty.csv"), names=("empty.csv", "empty")), write("empty.csv", "")),
+    (Case("csv-is-a-fifo", (*CONVERT_INT8, "pipe.csv"), names=("pipe.csv", "not a regular file"), timeout=120),
+     fifo("pipe.csv")),
     # convert --calibration: .npy / .npz
     (Case("npy-header-claims-1e12-rows", (*CONVERT_INT8, "huge.npy"),
           names=("huge.npy", "1000000000000", "truncated")), write("huge.npy", _npy_header((10 ** 12, 4)) + bytes(64))),
@@ -268,6 +277,8 @@ CASES: list[tuple[Case, Callable[[Path, dict], None] | None]] = [
      write("cut.tfrecord", _TF_RECORDS[:-3])),
     (Case("eval-data-npy-lies", (*EVAL, "huge.npy"), names=("huge.npy", "truncated")),
      write("huge.npy", _npy_header((10 ** 12, 4)) + bytes(64))),
+    (Case("eval-data-symlink-to-dev-zero", (*EVAL, "zero.npy"), names=("zero.npy", "not a regular file"), timeout=120),
+     lambda root, models: (root / "zero.npy").symlink_to("/dev/zero")),
     # demo --labels
     (Case("demo-labels-not-utf8", ("demo", "FLAT", "-o", "{root}/site", "--labels", "labels.txt"),
           names=("labels.txt", "not UTF-8")), write("labels.txt", "caf\xe9\nb\nc\n".encode("latin-1"))),
