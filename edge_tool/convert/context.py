@@ -102,7 +102,8 @@ class BuildContext:
                 "Replace them in the model, or pass --allow-select-tf-ops to embed TF (Flex) kernels — the app then "
                 "needs the Flex delegate (larger binary)."
             )
-        detail = describe_failure(message, self.config.batch, self.config.allow_select_tf_ops)
+        retrace = (self.source.fixed_batch or {}).get("method")
+        detail = describe_failure(message, self.config.batch, self.config.allow_select_tf_ops, retrace)
         return ConversionError(f"The TFLite converter failed on {self.source.original}: {detail}")
 
     def train_data(self):

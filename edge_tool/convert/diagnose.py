@@ -73,13 +73,21 @@ def needs_fixed_batch(message: str) -> bool:
     return any(p.lower() in message.lower() for p in DYNAMIC_SHAPE_PATTERNS)
 
 
-def converter_hint(message: str, batch: int | None, allow_select_tf_ops: bool) -> str:
-    """The edgetool option most likely to get past this converter failure (a sentence, or "")."""
+def converter_hint(message: str, batch: int | None, allow_select_tf_ops: bool, retrace: str | None = None) -> str:
+    """The edgetool option most likely to get past this converter failure (a sentence, or "").
+
+    ``retrace`` is how --batch re-traced the model (``"keras"`` or ``"signature"``), when it did.
+    """
     if needs_fixed_batch(message):
         if batch is None:
             return ("The model's input batch is dynamic (None) and the converter needs static shapes here: "
                     "pass --batch 1 to re-trace the signature with a fixed batch (Keras LSTM/GRU then become "
                     "TFLite's builtin sequence ops; the app feeds one sample at a time).")
+        if retrace == "signature":
+            return ("--batch fixed the signature's inputs, but this SavedModel is not a Keras-2 model edgetool can "
+                    "re-trace layer by layer, so the shapes saved inside it (e.g. a recurrent loop's) stay dynamic: "
+                    "re-export it with a fixed batch (Keras 3: keras.Input(batch_size=1) before model.export()), "
+                    "or pass --allow-select-tf-ops to keep those ops as TF (Flex) kernels.")
         if not allow_select_tf_ops:
             return ("Even with --batch the converter cannot lower these ops to TFLite builtins; "
                     "--allow-select-tf-ops keeps them as TF (Flex) kernels (the app then needs the Flex delegate).")
@@ -89,10 +97,11 @@ def converter_hint(message: str, batch: int | None, allow_select_tf_ops: bool) -
     return ""
 
 
-def describe_failure(message: str, batch: int | None = None, allow_select_tf_ops: bool = False) -> str:
+def describe_failure(message: str, batch: int | None = None, allow_select_tf_ops: bool = False,
+                     retrace: str | None = None) -> str:
     """Summary + hint, and the full converter text when EDGETOOL_VERBOSE is set."""
     parts = [summarize_converter_error(message) + "."]
-    hint = converter_hint(message, batch, allow_select_tf_ops)
+    hint = converter_hint(message, batch, allow_select_tf_ops, retrace)
     if hint:
         parts.append(hint)
     if os.environ.get("EDGETOOL_VERBOSE"):
