@@ -77,8 +77,9 @@ def run_eval(config: EvalConfig) -> Report:
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
         runners = []
+        threads = config.accuracy_threads(sum(a.format is ArtifactFormat.TFLITE for a in arts))
         for slot, art in enumerate(arts):
-            runners.append(_open_runner(art, config, scratch, slot))
+            runners.append(_open_runner(art, config, scratch, slot, threads))
             stack.callback(runners[-1].close)
         ref = ReferenceModel(config.reference)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
@@ -105,7 +106,7 @@ def run_eval(config: EvalConfig) -> Report:
         results = _with_per_layer(results, arts, config, data, ref)
         notes += _per_layer_notes(arts, _labels(arts))
         clock.mark("per-layer")
-    settings = {"threads": config.threads, "accuracy_pass_threads": config.accuracy_threads,
+    settings = {"threads": config.threads, "accuracy_pass_threads": threads,
                 "warmup": config.warmup, "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
                 "top_k": config.top_k, "max_drop": config.max_drop, "max_latency_ms": config.max_latency_ms,
                 "batch_size": config.batch_size}
@@ -189,11 +190,11 @@ def _fields(runner, acc: metrics.DriftAccumulator, reference: ReferenceResult) -
             "reference_accuracy": reference.accuracy, "accuracy_drop": drop, **acc.drift()}
 
 
-def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int):
+def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int):
     from edge_tool.evaluate.runners import TfjsRunner, TfliteRunner  # noqa: PLC0415
 
     cls = TfliteRunner if art.format is ArtifactFormat.TFLITE else TfjsRunner
-    return cls(art, config, scratch, slot)
+    return cls(art, config, scratch, slot, threads)
 
 
 def _per_layer_eligible(art: Artifact) -> bool:
