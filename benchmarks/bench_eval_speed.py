@@ -98,6 +98,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--code-dir", type=Path, help="also time eval from this checkout (a 'before' row)")
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--skip-runs10", action="store_true", help="leave out the `eval --runs 10` row (saves time)")
     args = ap.parse_args()
 
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -113,6 +114,8 @@ def main() -> None:
     variants = {"plain script": [sys.executable, "-c", PLAIN, str(saved), str(data), *paths],
                 "edgetool eval (defaults: 100 latency runs)": eval_cmd,
                 "edgetool eval --runs 10": [*eval_cmd, "--runs", "10"]}
+    if args.skip_runs10:
+        del variants["edgetool eval --runs 10"]
     envs = {k: env for k in variants}
     if args.code_dir:
         variants["edgetool eval, before (--code-dir)"] = eval_cmd

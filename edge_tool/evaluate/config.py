@@ -31,8 +31,8 @@ class EvalConfig:
     ``max_drop`` is an accuracy drop as a fraction (0.01 = one percentage point); ``max_latency_ms``
     gates the LiteRT p50 of each .tflite artefact. ``batch_size`` is how many samples the streaming pass reads
     and sends through the reference and every artefact at a time (memory is O(batch_size), not O(data)).
-    ``threads`` is the latency loop's LiteRT thread count; the accuracy pass uses ``pass_threads`` (default: every
-    core this process may use).
+    ``threads`` is the latency loop's LiteRT thread count; the accuracy pass uses ``pass_threads`` per artefact
+    (default: the cores shared among the artefacts and the reference, which all run at once).
     """
 
     artifacts: tuple[Path, ...]
@@ -101,15 +101,16 @@ class EvalConfig:
             return None
         return self.runs if self.runs is not None else DEFAULT_RUNS
 
-    @property
-    def accuracy_threads(self) -> int:
-        """LiteRT threads of each artefact's accuracy pass: ``pass_threads``, else every usable core."""
+    def accuracy_threads(self, workers: int = 1) -> int:
+        """LiteRT threads of each of ``workers`` accuracy-pass processes: ``pass_threads`` if set, else the usable
+        cores shared between them and the reference, which runs at the same time (at least 1 each)."""
         if self.pass_threads is not None:
             return self.pass_threads
         try:
-            return len(os.sched_getaffinity(0))
+            cores = len(os.sched_getaffinity(0))
         except AttributeError:
-            return os.cpu_count() or 1
+            cores = os.cpu_count() or 1
+        return max(1, cores // (workers + 1))
 
     @property
     def report_paths(self) -> dict[str, Path]:

@@ -93,8 +93,9 @@ def run_eval(config: EvalConfig) -> Report:
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
         runners = []
+        threads = config.accuracy_threads(sum(a.format is ArtifactFormat.TFLITE for a in arts))
         for slot, art in enumerate(arts):
-            runners.append(_open_runner(art, config, scratch, slot))
+            runners.append(_open_runner(art, config, scratch, slot, threads))
             # an error or a stop signal unwinding: end the child processes at once instead of asking them
             stack.push(lambda exc_type, *_, r=runners[-1]: r.close(abort=exc_type is not None))
         ref = ReferenceModel(config.reference)
@@ -121,7 +122,7 @@ def run_eval(config: EvalConfig) -> Report:
         results = _with_per_layer(results, arts, config, data, ref)
         notes += _per_layer_notes(arts, _labels(arts))
         clock.mark("per-layer")
-    settings = {"threads": config.threads, "accuracy_pass_threads": config.accuracy_threads,
+    settings = {"threads": config.threads, "accuracy_pass_threads": threads,
                 "warmup": config.warmup, "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
                 "top_k": config.top_k, "max_drop": config.max_drop, "max_latency_ms": config.max_latency_ms,
                 "batch_size": config.batch_size}
@@ -230,7 +231,7 @@ def _fields(runner, acc: metrics.DriftAccumulator, reference: ReferenceResult) -
             "reference_accuracy": reference.accuracy, "accuracy_drop": drop, **acc.drift()}
 
 
-def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int):
+def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int):
     from edge_tool.evaluate.runners import TfjsRunner, TfliteRunner  # noqa: PLC0415
 
     if art.format is ArtifactFormat.TFLITE and config.runtime == "tflm":
@@ -239,7 +240,7 @@ def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int):
         return TflmRunner(art, config, scratch, slot)
 
     cls = TfliteRunner if art.format is ArtifactFormat.TFLITE else TfjsRunner
-    return cls(art, config, scratch, slot)
+    return cls(art, config, scratch, slot, threads)
 
 
 def _per_layer_eligible(art: Artifact) -> bool:

@@ -44,7 +44,7 @@ class TfliteRunner:
 
     reads_files = True
 
-    def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int):
+    def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int = 1):
         self.art, self.config = art, config
         self.out_file = scratch / f"out{slot}.npy"
         self.failed: str | None = None
@@ -54,7 +54,7 @@ class TfliteRunner:
         self._pending = False
         self._ready = False
         self.proc = WorkerProcess([sys.executable, "-m", "edge_tool.evaluate.tflite_worker", str(art.model_file),
-                                   str(config.accuracy_threads)], "LiteRT", scratch)
+                                   str(threads)], "LiteRT", scratch)
         timed = config.effective_runs or config.time_budget_s
         self.latency_proc = LatencyProcess() if timed and config.latency_in_subprocess else None
 
@@ -132,7 +132,7 @@ class TfjsRunner:
 
     reads_files = False  # the session writes its own typed input files
 
-    def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int):
+    def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int = 1):
         from edge_tool.evaluate.tfjs_runner import TfjsSession  # noqa: PLC0415
 
         self.art, self.config = art, config
