@@ -77,7 +77,8 @@ def command(
                   max_drop, eval_data, objective, threads, max_float_layers, batch)
         return
     if max_drop is not None:
-        raise UsageError("--max-drop belongs to --quant auto; evaluate other modes with edgetool eval.")
+        raise UsageError("--max-drop and the other budget options belong to --quant auto; evaluate other modes "
+                         "with edgetool eval.")
     from edge_tool.convert.config import ConvertConfig, IOType, OutputFormat, TfjsQuant  # noqa: PLC0415
 
     problems = []

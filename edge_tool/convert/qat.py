@@ -182,7 +182,7 @@ def match_data(model, x, y, output_names: list[str] | None = None, what: str = "
         x, y = x.x, x.y
     names = output_names or list(model.output_names)
     classes = output_classes(names, [tuple(t.shape) for t in model.outputs])
-    data = from_arrays(x, y, list(model.input_names), names)
+    data = from_arrays(x, y, list(model.input_names), names, what)
     problems, labels = label_problems(names, classes, data.labels(names))
     collect_and_raise(_input_problems(model, data) + problems, DataError, f"{what} does not fit the model for QAT:")
     xs = {n: data.x[n].astype(t.dtype.as_numpy_dtype) for n, t in zip(model.input_names, model.inputs)}

@@ -38,7 +38,7 @@ class Labelled:
         return [self.y[n] for n in names]
 
 
-def from_arrays(x, y, input_names: list[str], output_names: list[str]) -> Labelled:
+def from_arrays(x, y, input_names: list[str], output_names: list[str], what: str = "Training data") -> Labelled:
     """Wrap arrays (or dicts keyed by input/output names) as Labelled; DataError for missing keys."""
     problems = []
 
@@ -63,7 +63,7 @@ def from_arrays(x, y, input_names: list[str], output_names: list[str]) -> Labell
         problems.append("arrays differ in length: " + ", ".join(f"{k} {n}" for k, n in lengths.items()))
     if lengths and max(lengths.values()) == 0:
         problems.append("the data is empty")
-    collect_and_raise(problems, DataError, "Training data does not match the model's inputs/outputs for QAT:")
+    collect_and_raise(problems, DataError, f"{what} does not match the model's inputs/outputs for QAT:")
     return Labelled(xs, ys)
 
 
