@@ -156,6 +156,11 @@ def test_ops_tflm_lacks_are_named(gelu_model, tmp_path):  # noqa: F811
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "GELU" in proc.stderr and "TFLM has no kernel" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists() and not list(tmp_path.glob(".o*"))
+    plain = tmp_path / "plain"
+    assert run_edgetool("convert", gelu_model, "--quant", "int8", "-o", plain).returncode == 0
+    ev = run_edgetool("eval", next(plain.glob("*.tflite")), "-r", gelu_model, "-d", gelu_model / "eval.npz",
+                      "--runtime", "tflm")
+    assert ev.returncode == 2 and "GELU" in ev.stderr and "Traceback" not in ev.stderr, ev.stderr
 
 
 @pytest.mark.parametrize(("op", "method"), [("FULLY_CONNECTED", "AddFullyConnected"), ("CONV_2D", "AddConv2D"),
