@@ -1,4 +1,10 @@
-"""tfjs: TensorFlow.js graph models — the tfjs converter's own supported-op table (tensorflowjs/op_list/*.json)."""
+"""tfjs: TensorFlow.js graph models — the tfjs converter's own supported-op table (tensorflowjs/op_list/*.json),
+then the graph model executed by tfjs itself (cpu backend, the vendored runtime, in Node) on zeros.
+
+The table alone is not enough: on MobileNetV3 the converter fuses hard-swish into _FusedConv2D, an op in the
+table, but no tfjs backend implements that fused activation ("Activation _fusedhardswish has not been implemented
+for the CPU backend"). Without Node or the vendored runtime only the table is checked, and ``method`` says so.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from edge_tool.check.base import Finding, Status, TargetResult, verdict_of
 from edge_tool.check.registry import register
 from edge_tool.check.subject import Subject, Unavailable
 from edge_tool.check.targets.common import conversion_failed
+from edge_tool.errors import UsageError
 
 # Graph nodes that are not ops (inputs, constants) and need no kernel.
 NOT_OPS = {"Placeholder", "Const", "PlaceholderWithDefault"}
@@ -18,12 +25,14 @@ _UNSUPPORTED = re.compile(r"Unsupported Ops in the model (?:before|after) optimi
 
 def supported_ops() -> set[str]:
     """Every TF op name (``tfOpName``) the installed tensorflowjs converter maps onto a tfjs kernel."""
-    import importlib.resources  # noqa: PLC0415
+    import importlib.util  # noqa: PLC0415
 
+    spec = importlib.util.find_spec("tensorflowjs")  # located, not imported: importing it loads ydf, which prints
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError("check --target tfjs needs the tensorflowjs package (pip install tensorflowjs).")
     names = set()
-    for entry in importlib.resources.files("tensorflowjs").joinpath("op_list").iterdir():
-        if entry.name.endswith(".json"):
-            names.update(op["tfOpName"] for op in json.loads(entry.read_text()))
+    for entry in (Path(spec.submodule_search_locations[0]) / "op_list").glob("*.json"):
+        names.update(op["tfOpName"] for op in json.loads(entry.read_text()))
     return names
 
 
@@ -54,5 +63,32 @@ def check(subject: Subject) -> TargetResult:
     table = supported_ops()
     findings = [Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
                 for op in graph_ops(path) if op not in table and op not in NOT_OPS]
-    return TargetResult("tfjs", str(path), verdict_of(findings), tuple(findings),
-                        "graph-model ops against tensorflowjs/op_list/*.json")
+    method = "graph-model ops against tensorflowjs/op_list/*.json"
+    if not findings:
+        ran, error = run_in_node(Path(path))
+        method += ", then executed by tfjs (cpu backend) in Node" if ran is not None else f"; {error}"
+        if ran is False:
+            findings = [Finding("(model)", Status.UNSUPPORTED, f"tfjs (cpu backend, Node): {error}")]
+    return TargetResult("tfjs", str(path), verdict_of(findings), tuple(findings), method)
+
+
+PROBE = Path(__file__).resolve().parents[1] / "tfjs_probe.js"
+TIMEOUT_S = 300
+
+
+def run_in_node(model_dir: Path) -> tuple[bool | None, str]:
+    """(True, "") if tfjs executes the model on zeros in Node, (False, its error), or (None, why it was not tried)."""
+    import subprocess  # noqa: PLC0415
+
+    from edge_tool.evaluate.tfjs_runner import node_binary, tfjs_bundle_path  # noqa: PLC0415
+
+    try:
+        cmd = [node_binary(), str(PROBE), str(tfjs_bundle_path()), str(model_dir)]
+    except UsageError as exc:  # no node, or no vendored tfjs
+        return None, f"not executed in Node: {exc}"
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+    lines = [ln[2:] for ln in proc.stdout.splitlines() if ln.startswith("@@")]
+    if not lines:
+        return False, f"node exited {proc.returncode}: {proc.stderr.strip()[-400:]}"
+    result = json.loads(lines[-1])
+    return bool(result["ok"]), str(result["error"])[:800]
