@@ -260,9 +260,8 @@ def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate],
     report = run_eval(_eval_config(config, [p for _, p, _ in named]))
     out = []
     for (name, path, layers), r in zip(named, report.results):
-        error = getattr(r, "error", None)  # an artefact eval could not run (e.g. it crashed the runtime)
-        if error:
-            out.append(Candidate.failure(name, f"evaluation failed: {error}", path))
+        if r.failed:  # eval could not run the artefact (e.g. it crashed the runtime): its own failed row
+            out.append(Candidate.failure(name, f"evaluation failed: {r.failed}", path))
             continue
         meets = r.accuracy_drop is not None and r.accuracy_drop <= config.max_drop
         out.append(Candidate(name, r.quant, path, r.size_bytes, r.accuracy, r.accuracy_drop,
