@@ -146,6 +146,15 @@ def main() -> None:
                        f"{100 * p.get('agreement', float('nan')):.2f}%", f"{r['max_abs_error']:.2e}",
                        f"{p.get('max_abs_error', float('nan')):.2e}"])
     ratio = statistics.median(walls["edgetool eval (defaults: 100 latency runs)"]) / base
+    cpu_ratio = statistics.median(cpus["edgetool eval (defaults: 100 latency runs)"]) / cpu_base
+    load = os.getloadavg()[0]
+    if load > (os.cpu_count() or 1):
+        verdict = (f"not judged — the machine was loaded (load average {load:.1f} on {os.cpu_count()} cores), and "
+                   "under contention a run with more processes gets a larger share of the CPU, which flatters "
+                   f"eval's wall time; its CPU time is {cpu_ratio:.2f}× the plain script's. Rerun on a quiet "
+                   "machine to judge the target.")
+    else:
+        verdict = f"{'met' if ratio <= 1.0 else 'not met'} (CPU time {cpu_ratio:.2f}× the plain script's)."
     body = "\n".join([
         "## eval speed vs a plain script (`benchmarks/bench_eval_speed.py`)",
         "",
@@ -161,8 +170,7 @@ def main() -> None:
         "",
         table(["run", "wall per run (s)", "median wall", "× plain", "samples/s", "median CPU (× plain)"], rows),
         "",
-        f"Target ≤ 1.00× (issue 14 item 1, eval with defaults): measured {ratio:.2f}× — "
-        f"{'met' if ratio <= 1.0 else 'not met'}.",
+        f"Target ≤ 1.00× wall (issue 14 item 1, eval with defaults): measured {ratio:.2f}× — {verdict}",
         "",
         "Same figures on both sides (eval's batched pass vs the plain script):",
         "",
