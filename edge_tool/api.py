@@ -40,7 +40,7 @@ def evaluate(artifacts: Iterable[str | Path], reference: str | Path, data: str |
     """Accuracy drift and latency of ``artifacts`` against ``reference`` on ``data``, like ``edgetool eval``.
 
     Options as ``EvalConfig`` (threads, runs, max_drop, ...). Returns the frozen Report (``to_json()``,
-    ``to_markdown()``, ``to_html()``); budgets are not enforced here, see ``edge_tool.evaluate.budget_violations``.
+    ``to_markdown()``; HTML: ``edge_tool.evaluate.html_report.render(report)``); budgets are not enforced here, see ``edge_tool.evaluate.budget_violations``.
     """
     from edge_tool.evaluate import EvalConfig, run_eval  # noqa: PLC0415
 

@@ -312,7 +312,9 @@ def _micro_violations(report: Report, config: EvalConfig) -> list[tuple[str, str
 
 def write_reports(report: Report, config: EvalConfig, failing: set[str]) -> list[Path]:
     """Write the --json / --markdown / --html files asked for (atomically); return their paths."""
-    renderers = {"json": report.to_json, "markdown": report.to_markdown, "html": lambda: report.to_html(failing)}
+    from edge_tool.evaluate.html_report import render  # noqa: PLC0415
+
+    renderers = {"json": report.to_json, "markdown": report.to_markdown, "html": lambda: render(report, failing)}
     written = []
     for kind, path in config.report_paths.items():
         text = renderers[kind]()

@@ -146,12 +146,6 @@ class Report:
         """Pretty JSON."""
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
-    def to_html(self, failing: set[str] | None = None) -> str:
-        """Self-contained HTML page with the table and inline SVG charts (rows in ``failing`` highlighted)."""
-        from edge_tool.evaluate.html_report import render  # noqa: PLC0415
-
-        return render(self, failing)
-
     def table_rows(self) -> list[list[str]]:
         """The comparison table (reference first) as display strings, shared by terminal, Markdown and HTML."""
         ref = self.reference
