@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -230,3 +231,57 @@ def tflite_signature(path: Path) -> SignatureInfo:
     outs = interp.get_output_details()
     return SignatureInfo("", tuple(_tflite_tensor(d, d["name"]) for d in ins),
                          tuple(_tflite_tensor(d, d["name"]) for d in outs))
+
+
+# --- TFJS graph models: model.json, read by demo, eval and check (paths inside it stay inside its directory)
+
+MAX_MODEL_JSON_BYTES = 256 * 1024 * 1024  # topology JSON; the weights live in the shards
+
+
+def read_graph_model_json(model_dir: Path, user: str) -> dict:
+    """Parse ``model_dir/model.json``; ModelError unless it is a tfjs graph model (``user`` names who needs one).
+
+    model.json must itself lie inside ``model_dir`` (symlinks resolved), and every weight shard path it lists
+    must resolve to a file inside ``model_dir`` (``fsutil.resolve_inside``); see ``weight_paths``.
+    """
+    from edge_tool.fsutil import resolve_inside  # noqa: PLC0415
+
+    model_json = resolve_inside(Path(model_dir), "model.json", Path(model_dir))
+    try:
+        if model_json.stat().st_size > MAX_MODEL_JSON_BYTES:
+            raise ModelError(f"{model_json} is {model_json.stat().st_size:,} bytes; a model.json over "
+                             f"{MAX_MODEL_JSON_BYTES:,} bytes is not a TFJS graph model edgetool reads.")
+        doc = json.loads(model_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != "graph-model":
+        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise ModelError(
+            f"{model_json} is a {found!r} TFJS model; {user} runs graph models "
+            "(edgetool convert MODEL --format tfjs, or tensorflowjs_converter --input_format tf_saved_model)."
+        )
+    weight_paths(model_dir, doc)
+    return doc
+
+
+def weight_paths(model_dir: Path, doc: dict) -> list[str]:
+    """Shard paths listed in a model.json, each checked to be a file inside ``model_dir``; ModelError otherwise."""
+    from edge_tool.fsutil import resolve_inside  # noqa: PLC0415
+
+    model_json = Path(model_dir) / "model.json"
+    manifest = doc.get("weightsManifest", [])
+    groups_ok = isinstance(manifest, list) and all(
+        isinstance(g, dict) and isinstance(g.get("paths", []), list) and isinstance(g.get("weights", []), list)
+        for g in manifest)
+    if not groups_ok:
+        raise ModelError(f"{model_json} has a malformed weightsManifest (expected a list of groups, each with a "
+                         "list of 'paths' and a list of 'weights').")
+    paths = [p for group in manifest for p in group.get("paths", [])]
+    missing = []
+    for rel in paths:
+        shard = resolve_inside(Path(model_dir), rel, model_json)
+        if not shard.is_file():
+            missing.append(rel)
+    if missing:
+        raise ModelError(f"{model_json} lists weight shards that are missing: {', '.join(map(repr, missing))}.")
+    return paths

@@ -1,4 +1,5 @@
-"""The one table of check targets, filled by ``@register`` in each module under ``check/targets``."""
+"""The one table of check targets, filled by ``@register`` in each module under ``check/targets`` (importing
+``edge_tool.check.targets`` fills it)."""
 
 from __future__ import annotations
 
@@ -31,13 +32,6 @@ def register(name: str, summary: str, artefact: str) -> Callable:
         return run
 
     return deco
-
-
-def load_all() -> dict[str, TargetSpec]:
-    """Import every target module (registration happens on import); return the table."""
-    from edge_tool.check.targets import edgetpu, gpu, litert_cpu, litertjs, tfjs, tflm  # noqa: F401, PLC0415
-
-    return TARGETS
 
 
 # The order ``--help``, the report and ``--target all`` use; kept here so the CLI need not import the targets.

@@ -55,12 +55,12 @@ class CheckReport:
 
 def run_check(config: CheckConfig) -> CheckReport:
     """Check ``config.model`` on each target; UsageError-family errors (exit 2) for bad input."""
-    from edge_tool.check.registry import load_all  # noqa: PLC0415
+    from edge_tool.check.targets import TARGETS  # noqa: PLC0415
     from edge_tool.check.subject import classify  # noqa: PLC0415
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
     subject = classify(config.model, config.calibration)
-    targets = load_all()
+    targets = TARGETS
     if subject.kind == "tfjs" and set(config.targets) != {"tfjs"}:
         raise UsageError(f"{config.model} is a TFJS graph model; only --target tfjs can check it (give the "
                          "SavedModel to check the other targets).")

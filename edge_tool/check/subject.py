@@ -66,7 +66,7 @@ def classify(path: Path, calibration: Path | None) -> Subject:
         raise ModelError(f"{path} does not exist; expected a SavedModel directory, a .keras/.h5 file, a .tflite file "
                          "or a TFJS graph-model directory.")
     if path.is_dir() and (path / "model.json").is_file():
-        from edge_tool.convert.tfjs import read_graph_model_json  # noqa: PLC0415
+        from edge_tool.modelio import read_graph_model_json  # noqa: PLC0415
 
         read_graph_model_json(path, "check")
         return Subject(path, "tfjs", calibration)

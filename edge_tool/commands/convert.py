@@ -8,12 +8,18 @@ import typer
 
 from edge_tool.errors import UsageError
 
-QUANT_HELP = (
-    "Quantization mode(s): fp32, fp16, dynamic, int8, int16x8, qat; repeat the option or give a comma list; "
-    "'all' = every mode that needs no training data (plus qat with --train-data); "
-    "'auto' = the best candidate within --max-drop on --eval-data (see --objective). "
-    "Default: fp32, or all with --format all."
-)
+def _quant_help() -> str:
+    """--quant help from the mode registry (light: the mode modules import no TensorFlow at load)."""
+    from edge_tool.convert.modes import MODES  # noqa: PLC0415
+
+    modes = "; ".join(f"{m.value} = {spec.summary}" for m, spec in MODES.items())
+    return (f"Quantization mode(s): {modes}. Repeat the option or give a comma list; "
+            "'all' = every mode that needs no training data (plus qat with --train-data); "
+            "'auto' = the best candidate within --max-drop on --eval-data (see --objective). "
+            "Default: fp32, or all with --format all.")
+
+
+QUANT_HELP = _quant_help()
 
 
 def parse_modes(values: list[str] | None, output_format: str, has_train_data: bool) -> tuple[str, ...]:

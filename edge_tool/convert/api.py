@@ -14,7 +14,7 @@ from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.convert.metadata_step import for_mode, metadata_spec, tfjs_user_metadata
-from edge_tool.convert.registry import MODES
+from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.errors import EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir

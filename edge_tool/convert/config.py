@@ -7,45 +7,10 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 
+from edge_tool.convert.enums import IOType, OutputFormat, QuantMode, TfjsQuant
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
-
-class QuantMode(str, Enum):
-    """TFLite quantization modes."""
-
-    FP32 = "fp32"
-    FP16 = "fp16"
-    DYNAMIC = "dynamic"
-    INT8 = "int8"
-    INT16X8 = "int16x8"
-    QAT = "qat"
-
-
-class OutputFormat(str, Enum):
-    """Which artefacts to write."""
-
-    TFLITE = "tflite"
-    TFJS = "tfjs"
-    ALL = "all"
-    MICRO = "micro"  # the .tflite plus C sources, op resolver and measured arena for TFLite Micro
-
-
-class IOType(str, Enum):
-    """Inference input/output dtype of the converted model; ``model`` keeps the model's own."""
-
-    MODEL = "model"
-    FLOAT32 = "float32"
-    INT8 = "int8"
-    UINT8 = "uint8"
-
-
-class TfjsQuant(str, Enum):
-    """TFJS weight compression."""
-
-    NONE = "none"
-    FLOAT16 = "float16"
-    UINT8 = "uint8"
-    UINT16 = "uint16"
+__all__ = ["ConvertConfig", "IOType", "OutputFormat", "QuantMode", "TfjsQuant"]
 
 
 MICRO_MODES = (QuantMode.INT8, QuantMode.QAT)
@@ -104,7 +69,7 @@ class ConvertConfig:
         collect_and_raise(self._problems(), UsageError, header="Invalid convert options:")
 
     def _problems(self) -> list[str]:
-        from edge_tool.convert.registry import MODES  # noqa: PLC0415
+        from edge_tool.convert.modes import MODES  # noqa: PLC0415
 
         problems = below_minimum({"--samples": (self.samples, 1), "--qat-epochs": (self.qat_epochs, 1),
                                   "--replicas": (self.replicas, 1)})

@@ -1,8 +1,8 @@
 """The capability table of TFLite modes, filled by ``@register`` in each module under ``convert/modes``.
 
-A row says what a mode needs (calibration data, training data, a Keras-reloadable model), which
-inference I/O types it allows, and how it builds its flatbuffer. The CLI's choices, validation, the
-README table and the benchmark matrix all read this table.
+A row says what a mode needs (calibration or training data), which inference I/O types it allows, and how it
+builds its flatbuffer. Importing ``edge_tool.convert.modes`` fills it; ``ConvertConfig`` validation, ``convert``
+and the ``--quant`` help read it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edge_tool.convert.config import QuantMode
+from edge_tool.convert.enums import QuantMode
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,7 @@ class ModeSpec:
     build: Callable  # (BuildContext) -> bytes
     needs_calibration: bool = False
     needs_train_data: bool = False
-    needs_keras: bool = False
     io_types: tuple[str, ...] = ("model", "float32")
-    expected_size_ratio: float = 1.0  # vs fp32, for weight-dominated models
 
 
 MODES: dict[QuantMode, ModeSpec] = {}
@@ -38,10 +36,3 @@ def register(mode: QuantMode, summary: str, **caps) -> Callable:
         return build
 
     return deco
-
-
-def _load_all() -> None:
-    from edge_tool.convert.modes import dynamic, fp16, fp32, int8, int16x8, qat  # noqa: F401, PLC0415
-
-
-_load_all()

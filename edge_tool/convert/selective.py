@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from edge_tool.convert.diagnose import summarize_converter_error
-from edge_tool.convert.feeding import quantization_debugger
+from edge_tool.feeding import quantization_debugger
 from edge_tool.errors import ConversionError
 from edge_tool.evaluate.per_layer import rank_layers
 from edge_tool.evaluate.report import LayerError

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from edge_tool.errors import ConversionError, ModelError, UsageError
+from edge_tool.errors import ConversionError, UsageError
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
 SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in parallel
@@ -55,7 +55,6 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
     return model_json
 
 
-MAX_MODEL_JSON_BYTES = 256 * 1024 * 1024  # topology JSON; the weights live in the shards
 # Fusions TensorFlow's grappler remapper makes when oneDNN is on (the default on x86 Linux) that no tfjs 4.22
 # backend implements: "_fusedhardswish activation not yet supported for FusedConv2D in the wasm backend", and the
 # same on cpu and webgl. MobileNetV3 has eleven such convs.
@@ -86,55 +85,6 @@ def _reexport_without_onednn(saved_model: Path, out_dir: Path, quant: str, signa
             f"tensorflowjs fused hard-swish into convolutions of {saved_model} (no tfjs backend runs that) and the "
             f"re-export without oneDNN fusions failed: {tail}"
         )
-
-
-def read_graph_model_json(model_dir: Path, user: str) -> dict:
-    """Parse ``model_dir/model.json``; ModelError unless it is a tfjs graph model (``user`` names who needs one).
-
-    model.json must itself lie inside ``model_dir`` (symlinks resolved), and every weight shard path it lists
-    must resolve to a file inside ``model_dir`` (``fsutil.resolve_inside``); see ``weight_paths``.
-    """
-    from edge_tool.fsutil import resolve_inside  # noqa: PLC0415
-
-    model_json = resolve_inside(Path(model_dir), "model.json", Path(model_dir))
-    try:
-        if model_json.stat().st_size > MAX_MODEL_JSON_BYTES:
-            raise ModelError(f"{model_json} is {model_json.stat().st_size:,} bytes; a model.json over "
-                             f"{MAX_MODEL_JSON_BYTES:,} bytes is not a TFJS graph model edgetool reads.")
-        doc = json.loads(model_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("format") != "graph-model":
-        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise ModelError(
-            f"{model_json} is a {found!r} TFJS model; {user} runs graph models "
-            "(edgetool convert MODEL --format tfjs, or tensorflowjs_converter --input_format tf_saved_model)."
-        )
-    weight_paths(model_dir, doc)
-    return doc
-
-
-def weight_paths(model_dir: Path, doc: dict) -> list[str]:
-    """Shard paths listed in a model.json, each checked to be a file inside ``model_dir``; ModelError otherwise."""
-    from edge_tool.fsutil import resolve_inside  # noqa: PLC0415
-
-    model_json = Path(model_dir) / "model.json"
-    manifest = doc.get("weightsManifest", [])
-    groups_ok = isinstance(manifest, list) and all(
-        isinstance(g, dict) and isinstance(g.get("paths", []), list) and isinstance(g.get("weights", []), list)
-        for g in manifest)
-    if not groups_ok:
-        raise ModelError(f"{model_json} has a malformed weightsManifest (expected a list of groups, each with a "
-                         "list of 'paths' and a list of 'weights').")
-    paths = [p for group in manifest for p in group.get("paths", [])]
-    missing = []
-    for rel in paths:
-        shard = resolve_inside(Path(model_dir), rel, model_json)
-        if not shard.is_file():
-            missing.append(rel)
-    if missing:
-        raise ModelError(f"{model_json} lists weight shards that are missing: {', '.join(map(repr, missing))}.")
-    return paths
 
 
 if __name__ == "__main__":  # the re-export child: python -m edge_tool.convert.tfjs SAVED_MODEL OUT QUANT SIGNATURE

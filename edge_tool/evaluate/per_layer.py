@@ -32,7 +32,7 @@ def worst_layers(saved_model: Path, inputs: dict, input_order: list[str], top: i
     """
     from edge_tool.env import import_tf  # noqa: PLC0415
 
-    from edge_tool.convert.feeding import quantization_debugger  # noqa: PLC0415
+    from edge_tool.feeding import quantization_debugger  # noqa: PLC0415
 
     tf = import_tf()
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))

@@ -1,10 +1,10 @@
 """fp16: float16 weights (dequantized to float32 at load on CPU; native on many GPUs)."""
 
-from edge_tool.convert.config import QuantMode
+from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 
 
-@register(QuantMode.FP16, "float16 weights, float32 activations", expected_size_ratio=0.5)
+@register(QuantMode.FP16, "float16 weights, float32 activations")
 def build(ctx) -> bytes:
     """Optimize.DEFAULT with float16 as the supported type."""
     tf = ctx.tf

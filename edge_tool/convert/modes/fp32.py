@@ -1,10 +1,10 @@
 """fp32: the plain float TFLite model (the baseline every other mode is compared with)."""
 
-from edge_tool.convert.config import QuantMode
+from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 
 
-@register(QuantMode.FP32, "float32 weights and activations (baseline)", expected_size_ratio=1.0)
+@register(QuantMode.FP32, "float32 weights and activations (baseline)")
 def build(ctx) -> bytes:
     """Convert with no optimisation."""
     return ctx.convert(lambda conv: None)

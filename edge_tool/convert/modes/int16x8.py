@@ -1,6 +1,6 @@
 """int16x8: 16-bit activations with 8-bit weights, for models int8 activations hurt."""
 
-from edge_tool.convert.config import QuantMode
+from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 
 
@@ -8,7 +8,6 @@ from edge_tool.convert.registry import register
     QuantMode.INT16X8,
     "int8 weights, int16 activations (calibrated)",
     needs_calibration=True,
-    expected_size_ratio=0.27,
 )
 def build(ctx) -> bytes:
     """EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8 with a representative dataset."""

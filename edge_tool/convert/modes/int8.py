@@ -1,6 +1,6 @@
 """int8: full-integer quantization calibrated on a representative dataset."""
 
-from edge_tool.convert.config import QuantMode
+from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 
 
@@ -19,7 +19,6 @@ def configure_full_int8(tf, conv, representative_dataset, io_dtype) -> None:
     "int8 weights and activations (full integer, calibrated)",
     needs_calibration=True,
     io_types=("model", "float32", "int8", "uint8"),
-    expected_size_ratio=0.27,
 )
 def build(ctx) -> bytes:
     """Full-integer conversion with TFLITE_BUILTINS_INT8 only: every activation is int8."""

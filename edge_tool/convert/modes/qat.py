@@ -1,6 +1,6 @@
 """qat: quantization-aware fine-tuning with tfmot, then full-integer int8 — shipped only when it beats int8 PTQ."""
 
-from edge_tool.convert.config import QuantMode
+from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 
 
@@ -9,9 +9,7 @@ from edge_tool.convert.registry import register
     "quantization-aware training, then full-integer int8",
     needs_calibration=True,
     needs_train_data=True,
-    needs_keras=True,
     io_types=("model", "float32", "int8", "uint8"),
-    expected_size_ratio=0.27,
 )
 def build(ctx) -> bytes:
     """Fine-tune a QAT copy of the Keras model, convert it and plain int8 PTQ, ship the more accurate one.

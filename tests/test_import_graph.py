@@ -1,0 +1,103 @@
+"""No import circles: between modules of edge_tool/calibration, or between edge_tool's subpackages.
+
+Every import counts, including those inside functions (they still tie the modules together); a module importing
+its own parent package (``from edge_tool import __version__``) does not, since Python loads parents first anyway.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("edge_tool", "calibration")
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for pkg in PACKAGES:
+        for f in (REPO / pkg).rglob("*.py"):
+            name = ".".join(f.relative_to(REPO).with_suffix("").parts)
+            mods[name.removesuffix(".__init__")] = f
+    return mods
+
+
+def _imports(name: str, path: Path, known: dict) -> set[str]:
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and not name.startswith(target + "."):
+                found.add(target)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    """Module → the edgetool/calibration modules it imports."""
+    mods = _modules()
+    return {name: _imports(name, path, mods) for name, path in mods.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "edge_tool" and len(parts) > 1 else parts[0]
+
+
+def test_no_module_import_cycles():
+    assert cycles(graph()) == []
+
+
+def test_no_package_import_cycles():
+    packages: dict[str, set[str]] = {}
+    for module, deps in graph().items():
+        for dep in deps:
+            if _package(dep) != _package(module):
+                packages.setdefault(_package(module), set()).add(_package(dep))
+    assert cycles(packages) == []
+
+
+def test_the_check_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
