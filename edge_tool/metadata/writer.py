@@ -215,8 +215,10 @@ def embed_metadata(tflite: bytes, spec: MetadataSpec) -> bytes:
     out = io.BytesIO(bytes(b.Output()))
     if spec.labels:
         out.seek(0, io.SEEK_END)
+        # a fixed member timestamp: the same model and labels give the same bytes (sha256 in manifests, caches)
+        member = zipfile.ZipInfo(LABELS_FILE, date_time=(1980, 1, 1, 0, 0, 0))
         with zipfile.ZipFile(out, "a") as zf:
-            zf.writestr(LABELS_FILE, ("\n".join(spec.labels) + "\n").encode("utf-8"))
+            zf.writestr(member, ("\n".join(spec.labels) + "\n").encode("utf-8"))
     return out.getvalue()
 
 
