@@ -416,19 +416,16 @@ BUILDERS = {name: globals()[f"build_{name}"] for name in SPECS}
 
 # ---------- building (each model in its own process) ----------
 
-SHARED_HELPERS = ("_keras_module", "_keras", "_fit", "_recalibrate_batchnorm", "_predict_classes", "_write_sidecars",
-                  "_finish_keras", "_image_split", "_classifier_head")
-
-
 def source_hash(name: str) -> str:
-    """Hash of model ``name``'s builder, the shared helpers and data.py: its cached build is redone when they change."""
-    import hashlib  # noqa: PLC0415
-    import inspect  # noqa: PLC0415
+    """Hash of this module's and data.py's bytes and ``name``: a cached build is redone when either file changes.
 
-    digest = hashlib.sha256(Path(zdata.__file__).read_bytes())
-    for fn in (BUILDERS[name], *(globals()[h] for h in SHARED_HELPERS)):
-        digest.update(inspect.getsource(fn).encode())
-    digest.update(repr((SPECS[name], SEED, CALIBRATION_SAMPLES)).encode())
+    (Whole files, not ``inspect.getsource``: a long run whose files are edited meanwhile would otherwise read shifted
+    lines from linecache and disagree with a fresh process about which builds are current.)
+    """
+    import hashlib  # noqa: PLC0415
+
+    digest = hashlib.sha256(Path(__file__).read_bytes() + Path(zdata.__file__).read_bytes())
+    digest.update(name.encode())
     return digest.hexdigest()[:16]
 
 
