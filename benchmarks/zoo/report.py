@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import platform
 from collections import Counter
 from pathlib import Path
 
+from benchmarks._results import machine  # noqa: F401  (one machine line for every benchmark)
 from benchmarks.zoo.cells import CELLS
 from benchmarks.zoo.models import SPECS
 
@@ -77,18 +77,3 @@ def write(path: Path, results: dict[tuple[str, str], dict], meta: dict) -> None:
     tmp = Path(path).with_suffix(".md.tmp")
     tmp.write_text(render(results, meta))
     tmp.replace(path)
-
-
-def machine() -> str:
-    """One-line machine description."""
-    import os  # noqa: PLC0415
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
