@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,12 +120,31 @@ def _check_variables_cached(var_dir: str, stats: tuple) -> None:
 
     tf = import_tf()
     index = var_dir / "variables.index"
-    try:
-        reader = tf.train.load_checkpoint(str(var_dir / "variables"))
-        shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
-    except (tf.errors.OpError, ValueError, IndexError) as exc:  # IndexError: TF's translation of OUT_OF_RANGE
-        raise ModelError(f"the SavedModel's variables are unreadable or truncated: {index} "
-                         f"({_tf_message(exc)}).") from None
+    with _glob_safe(var_dir) as readable:
+        try:
+            reader = tf.train.load_checkpoint(str(readable / "variables"))
+            shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+        except (tf.errors.OpError, ValueError, IndexError) as exc:  # IndexError: TF's translation of OUT_OF_RANGE
+            raise ModelError(f"the SavedModel's variables are unreadable or truncated: {index} "
+                             f"({_tf_message(exc)}).") from None
+        _check_tensors(tf, reader, shapes, dtypes, stats, shards, var_dir)
+
+
+@contextlib.contextmanager
+def _glob_safe(var_dir: Path):
+    """``var_dir``, or a temp symlink to it when its path holds glob characters: TF's checkpoint reader treats
+    the prefix as a file pattern, so ``m[1]/variables`` would match nothing."""
+    if not any(c in str(var_dir) for c in "*?[]{}\\"):
+        yield var_dir
+        return
+    with tempfile.TemporaryDirectory(prefix="edgetool-ckpt-") as tmp:
+        link = Path(tmp) / "variables"
+        link.symlink_to(var_dir.resolve(), target_is_directory=True)
+        yield link
+
+
+def _check_tensors(tf, reader, shapes: dict, dtypes: dict, stats: tuple, shards: list, var_dir: Path) -> None:
+    """Sizes against the index, then (up to VERIFY_BYTES) every tensor read once, which checks the checksums."""
     fixed = [n for n, d in dtypes.items() if d.is_numpy_compatible and d != tf.string]
     need = sum(math.prod(shapes[n]) * dtypes[n].size for n in fixed)
     have = sum(size for _, size, _ in stats[1:])

@@ -78,6 +78,17 @@ def _keras_file_to_saved_model(model: Path, out: Path) -> None:
         )
 
 
+def _glob_free(model: Path, workdir: Path) -> Path:
+    """``model``, or a symlink to it under ``workdir`` when its path holds glob characters: TensorFlow reads the
+    variables checkpoint through a file pattern, so a SavedModel in ``runs/m[1]`` would not load."""
+    if not any(c in str(model) for c in "*?[]{}\\"):
+        return model
+    link = workdir / "source_savedmodel"
+    if not link.is_symlink():
+        link.symlink_to(model.resolve(), target_is_directory=True)
+    return link
+
+
 def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> PreparedSource:
     """Validate MODEL and return the SavedModel to convert (a temp export under ``workdir`` for Keras files, and
     a re-traced copy there with ``batch``: see ``edge_tool.fixed_batch``)."""
@@ -94,7 +105,7 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> Prep
         _keras_file_to_saved_model(model, saved)
         kind = "keras-file"
     else:
-        saved, kind = model, "saved_model"
+        saved, kind = _glob_free(model, Path(workdir)), "saved_model"
     signature = saved_model_signature(saved)
     flavor, fixed = saved_model_flavor(saved), None
     if batch is not None:

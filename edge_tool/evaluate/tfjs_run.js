@@ -35,6 +35,8 @@ function shardPath(modelDir, p) {
     throw new Error(`weight shard path ${JSON.stringify(p)} is not inside ${root}`);
   }
   return real;
+}
+
 // tf-backend-wasm.min.js requires @tensorflow/tfjs-core: hand it the tfjs bundle already loaded.
 async function useBackend(name) {
   if (name === 'wasm') {

@@ -105,8 +105,20 @@ def test_model_json_paths_stay_inside(case_root, command, hostile):
 def test_default_labels_symlinked_out_of_the_model_dir_are_refused(case_root):
     """labels.txt beside the model is published in the site, so it too must really be inside the model dir."""
     os.symlink("../secret.txt", case_root / "tfjs" / "labels.txt")
+    model_json = case_root / "tfjs" / "model.json"
+    doc = json.loads(model_json.read_text())
+    doc.pop("userDefinedMetadata", None)  # no labels in the model itself: demo falls back to labels.txt beside it
+    model_json.write_text(json.dumps(doc))
     proc = run_case(Case("demo-labels-symlink-out", COMMANDS["demo"], names=("'labels.txt'", "not inside")), case_root)
     assert "SECRET-OUTSIDE" not in proc.stdout + proc.stderr
+
+
+def test_labels_embedded_in_the_model_win_over_a_hostile_labels_txt(case_root):
+    """With labels in model.json, labels.txt beside it is never read (so a symlink out of the dir leaks nothing)."""
+    os.symlink("../secret.txt", case_root / "tfjs" / "labels.txt")
+    run_case(Case("demo-embedded-labels", COMMANDS["demo"], exit_code=0, may_create=("site",)), case_root)
+    site_text = "".join(p.read_text(errors="replace") for p in (case_root / "site").rglob("*.json"))
+    assert "SECRET-OUTSIDE" not in site_text
 
 
 def test_symlink_inside_the_model_dir_is_fine(case_root):
