@@ -70,8 +70,8 @@ def _by_name(ctx, specs):
     names = [s.name for s in specs]
 
     def gen():
-        for sample in ctx.representative_dataset():
-            yield dict(zip(names, sample))
+        for sample in ctx.representative_dataset():  # dicts already (calibration.Dataset); lists from older callers
+            yield sample if isinstance(sample, dict) else dict(zip(names, sample))
 
     return gen
 
