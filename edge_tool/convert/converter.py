@@ -204,16 +204,21 @@ def _converter_class(lite):
                 )
             import numpy as np  # noqa: PLC0415
 
+            from tensorflow.lite.python.convert_phase import ConverterError  # noqa: PLC0415
+
             # Calibrator.calibrate_and_quantize without feeding the data again: the statistics are in the wrapper.
-            return cal.calibrator._calibrator.QuantizeModel(  # noqa: SLF001
-                np.dtype(input_type.as_numpy_dtype()).num,
-                np.dtype(output_type.as_numpy_dtype()).num,
-                allow_float,
-                np.dtype(activations_type.as_numpy_dtype()).num,
-                np.dtype(bias_type.as_numpy_dtype()).num,
-                self._experimental_disable_per_channel,
-                self._experimental_disable_per_channel_quantization_for_dense_layers,
-            )
+            try:
+                return cal.calibrator._calibrator.QuantizeModel(  # noqa: SLF001
+                    np.dtype(input_type.as_numpy_dtype()).num,
+                    np.dtype(output_type.as_numpy_dtype()).num,
+                    allow_float,
+                    np.dtype(activations_type.as_numpy_dtype()).num,
+                    np.dtype(bias_type.as_numpy_dtype()).num,
+                    self._experimental_disable_per_channel,
+                    self._experimental_disable_per_channel_quantization_for_dense_layers,
+                )
+            except RuntimeError as exc:  # the C++ quantizer refusing the model ("... not yet supported for op")
+                raise ConverterError(str(exc)) from exc  # (wrong arguments would be a TypeError: an edgetool bug)
 
     _CLASS = SharedSavedModelConverter
     return _CLASS
