@@ -55,10 +55,11 @@ SHM_MIN_FREE = 1 << 30  # a container's small /dev/shm (often 64 MB) would fill 
 
 
 def scratch_dir(prefix: str) -> tempfile.TemporaryDirectory:
-    """A private temp dir for arrays passed between processes: in /dev/shm (memory) when it has room."""
+    """A private temp dir for arrays passed between processes: in /dev/shm (memory) when it has room, unless the
+    user chose a temp dir with TMPDIR (then there, like every other temp file of edgetool)."""
     shm = Path("/dev/shm")
     base = None
-    if shm.is_dir() and os.access(shm, os.W_OK):
+    if not os.environ.get("TMPDIR") and shm.is_dir() and os.access(shm, os.W_OK):
         try:
             base = str(shm) if shutil.disk_usage(shm).free >= SHM_MIN_FREE else None
         except OSError:
