@@ -90,3 +90,26 @@ def summarize_tflite(data: bytes) -> TfliteSummary:
     outs = tuple(type_names[sg.tensors[i].type].lower() for i in sg.outputs)
     return TfliteSummary(dict(ops), dict(weights), dict(acts), ins, outs, params, tuple(sorted(set(flex))),
                          variables)
+
+
+def ops_on_dtype(data: bytes, dtype: str) -> list[str]:
+    """Op names (one per operator) with a computed (non-constant) input or output of ``dtype``, e.g. ``"float32"``."""
+    schema = _schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
+    type_names, op_names = _names(schema.TensorType), _names(schema.BuiltinOperator)
+    found = []
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            code = model.operatorCodes[op.opcodeIndex]
+            name = op_names.get(max(code.builtinCode, code.deprecatedBuiltinCode), "CUSTOM")
+            tensors = [*(op.inputs if op.inputs is not None else []), *(op.outputs if op.outputs is not None else [])]
+            for i in tensors:
+                if i < 0:
+                    continue
+                t = sg.tensors[i]
+                buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
+                const = buf is not None and buf.data is not None and len(buf.data) > 0
+                if not const and type_names.get(t.type, "").lower() == dtype:
+                    found.append(name)
+                    break
+    return found
