@@ -236,6 +236,25 @@ def test_crash_reason_names_the_signal():
         "the tfjs (Node) process exited with code 3: Error: Tensorflow Op is not supported: Foo"
 
 
+
+def test_a_worker_that_hangs_is_stopped_and_named(tmp_path, monkeypatch):
+    """A runtime that never answers (a hang inside LiteRT or Node) becomes a RuntimeFailure after the timeout,
+    and its process is gone — eval makes that a row instead of waiting forever."""
+
+    from edge_tool.errors import RuntimeFailure, UsageError
+    from edge_tool.evaluate.isolated import WorkerProcess
+
+    monkeypatch.setenv("EDGETOOL_EVAL_TIMEOUT", "1.5")
+    worker = WorkerProcess([sys.executable, "-c", "import time; time.sleep(120)"], "LiteRT", tmp_path)
+    with pytest.raises(RuntimeFailure, match=r"LiteRT did not answer within 1.5 s and was stopped"):
+        worker.ask({"op": "run"})
+    assert worker._proc.poll() is not None
+    worker.close()
+    monkeypatch.setenv("EDGETOOL_EVAL_TIMEOUT", "soon")
+    with pytest.raises(UsageError, match="EDGETOOL_EVAL_TIMEOUT must be a number of seconds, but it is 'soon'"):
+        WorkerProcess([sys.executable, "-c", "print('{}')"], "LiteRT", tmp_path).receive()
+
+
 # ---------------------------------------------------------------- batched accuracy pass == batch 1
 
 @pytest.fixture(scope="module")
