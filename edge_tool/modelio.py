@@ -11,22 +11,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.spec import TensorSpec
 from edge_tool.errors import ModelError
 
 SERVING = "serving_default"
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """One input or output: signature name, numpy dtype name, shape with None for unknown dims."""
-
-    name: str
-    dtype: str
-    shape: tuple
-
-    def to_dict(self) -> dict:
-        """JSON-friendly form."""
-        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
 
 
 @dataclass(frozen=True)
@@ -34,8 +22,8 @@ class SignatureInfo:
     """A callable signature of a model."""
 
     key: str
-    inputs: tuple[TensorInfo, ...]
-    outputs: tuple[TensorInfo, ...]
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
 
     def to_dict(self) -> dict:
         """JSON-friendly form."""
@@ -168,7 +156,7 @@ def _tf_message(exc: BaseException) -> str:
     return text[:300] or type(exc).__name__
 
 
-def _tensor_infos(tensor_map) -> tuple[TensorInfo, ...]:
+def _tensor_infos(tensor_map) -> tuple[TensorSpec, ...]:
     from tensorflow.python.framework import dtypes  # noqa: PLC0415
 
     infos = []
@@ -182,7 +170,7 @@ def _tensor_infos(tensor_map) -> tuple[TensorInfo, ...]:
         except TypeError:
             raise ModelError(f"signature tensor {name!r} has an unknown dtype (enum {t.dtype}): the SavedModel "
                              "is corrupt or from an incompatible TensorFlow.") from None
-        infos.append(TensorInfo(name, dtype, shape))
+        infos.append(TensorSpec(name, dtype, shape))
     return tuple(infos)
 
 
@@ -230,9 +218,9 @@ def load_serving_fn(path: Path, key: str = SERVING):
     return loaded, loaded.signatures[key], info
 
 
-def _tflite_tensor(detail: dict, name: str) -> TensorInfo:
+def _tflite_tensor(detail: dict, name: str) -> TensorSpec:
     shape = tuple(None if s < 0 else int(s) for s in detail.get("shape_signature", detail["shape"]))
-    return TensorInfo(name, detail["dtype"].__name__, shape)
+    return TensorSpec(name, detail["dtype"].__name__, shape)
 
 
 def tflite_signature(path: Path) -> SignatureInfo:

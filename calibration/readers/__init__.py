@@ -10,7 +10,7 @@ from calibration.readers.images import IMAGE_SUFFIXES, ImageFolderReader
 from calibration.readers.table import CsvReader
 from calibration.readers.tfrecord import SUFFIXES as TFRECORD_SUFFIXES
 from calibration.readers.tfrecord import TFRecordReader
-from calibration.types import CalibrationError
+from calibration.errors import CalibrationError
 
 BY_SUFFIX: dict[str, type[Reader]] = {
     ".npz": NpzReader,

@@ -17,7 +17,9 @@ from typing import Sequence
 import numpy as np
 
 from calibration.readers.base import Reader, index_chunks, reason, unreadable
-from calibration.types import CalibrationError, InputSpec, LoadOptions
+from calibration.errors import CalibrationError
+from calibration.spec import TensorSpec
+from calibration.types import LoadOptions
 
 CHUNK_BYTES = 4 * 1024 * 1024
 MAX_HEADER_BYTES = 10_000          # numpy's own default for untrusted headers
@@ -114,7 +116,7 @@ class NpyReader(Reader):
 
     format = "npy"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
         self.header: NpyHeader | None = None
         if len(self.specs) > 1:
@@ -261,7 +263,7 @@ class NpzReader(Reader):
 
     format = "npz"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
         self.members: dict[str, _Member] = {}
         self.label_member: _Member | None = None

@@ -8,7 +8,9 @@ from typing import Sequence
 
 import numpy as np
 
-from calibration.types import CalibrationError, InputSpec, LoadOptions
+from calibration.errors import CalibrationError
+from calibration.spec import TensorSpec
+from calibration.types import LoadOptions
 
 # One text label (CSV cell, TFRecord bytes): labels become a fixed-width string array, so one huge label would
 # be multiplied by the number of samples.
@@ -25,7 +27,7 @@ class Reader:
 
     format = "?"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         self.path = path
         self.specs = tuple(specs)
         self.options = options

@@ -23,7 +23,9 @@ import numpy as np
 
 from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
 from calibration.readers.images import decode_image, image_layout, looks_like_image
-from calibration.types import CalibrationError, InputSpec, LoadOptions, show_shape
+from calibration.errors import CalibrationError
+from calibration.spec import TensorSpec, show_shape
+from calibration.types import LoadOptions
 from calibration.validate import reshape_flat
 
 SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
@@ -118,7 +120,7 @@ def _examples(path: Path, offsets: array) -> Iterator:
     """Parsed tf.train.Example protos of the file, in order; CalibrationError naming the record otherwise."""
     from google.protobuf.message import DecodeError  # noqa: PLC0415
 
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from calibration.tfenv import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     from tensorflow.python.util import deprecation  # noqa: PLC0415
@@ -157,7 +159,7 @@ class TFRecordReader(Reader):
 
     format = "tfrecord"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
         self.keys: dict[str, str] = {}
         self.modes: dict[str, tuple] = {}
