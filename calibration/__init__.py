@@ -35,13 +35,13 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-if TYPE_CHECKING:
-    from calibration.dataset import CalibrationSummary, Dataset, InputStats
-    from calibration.errors import CalibrationError
-    from calibration.loader import SourceStream, iter_source, load
-    from calibration.readers import SUPPORTED as SUPPORTED_FORMATS
-    from calibration.spec import InputSpec, TensorSpec, show_shape, specs_from
-    from calibration.types import LoadOptions, Sampling
+if TYPE_CHECKING:  # the names above, for type checkers and IDEs
+    from calibration.dataset import CalibrationSummary, Dataset, InputStats  # noqa: F401
+    from calibration.errors import CalibrationError  # noqa: F401
+    from calibration.loader import SourceStream, iter_source, load  # noqa: F401
+    from calibration.readers import SUPPORTED as SUPPORTED_FORMATS  # noqa: F401
+    from calibration.spec import InputSpec, TensorSpec, show_shape, specs_from  # noqa: F401
+    from calibration.types import LoadOptions, Sampling  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

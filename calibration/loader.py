@@ -12,10 +12,10 @@ from typing import Sequence
 import numpy as np
 
 from calibration.dataset import CalibrationSummary, Dataset, InputStats, class_counts
+from calibration.errors import CalibrationError
 from calibration.readers import Reader, reader_for
 from calibration.readers.base import reason
 from calibration.sampling import Selection, select
-from calibration.errors import CalibrationError
 from calibration.spec import TensorSpec, validate_specs
 from calibration.types import LoadOptions
 from calibration.validate import match_input, normalize_labels

@@ -17,8 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
-from calibration.readers.base import Reader, index_chunks, reason
 from calibration.errors import CalibrationError
+from calibration.readers.base import Reader, index_chunks, reason
 from calibration.spec import TensorSpec, show_shape
 from calibration.types import LoadOptions
 

@@ -15,8 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
-from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
 from calibration.errors import CalibrationError
+from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
 from calibration.spec import TensorSpec, show_shape
 from calibration.types import LoadOptions
 from calibration.validate import reshape_flat
