@@ -78,7 +78,8 @@ def input_problems(spec: TensorSpec) -> list[str]:
     try:
         dt = np.dtype(spec.dtype)
         if dt.kind not in "biuf":
-            problems.append(f"input {spec.name!r}: dtype {dt.name} is not numeric; calibration supports bool/int/float inputs")
+            problems.append(f"input {spec.name!r}: dtype {dt.name} is not numeric; "
+                            "calibration supports bool/int/float inputs")
     except TypeError:
         problems.append(f"input {spec.name!r}: unknown dtype {spec.dtype!r} (use a numpy dtype name such as 'float32')")
     if not isinstance(spec.shape, tuple):
