@@ -51,7 +51,7 @@ InputSpec = TensorSpec
 
 def _dtype_name(dtype: Any) -> Any:
     """numpy's name for a numeric dtype; anything else (strings, bfloat16, unknown names) as given."""
-    import numpy as np  # noqa: PLC0415  (modelio builds specs at CLI start-up; NumPy is loaded when data is)
+    import numpy as np  # noqa: PLC0415  (importing the spec type, as edge_tool.modelio does, costs no NumPy)
 
     try:
         dt = np.dtype(dtype)
