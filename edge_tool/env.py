@@ -10,6 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def installed_version(dist: str) -> str | None:
+    """The installed version of distribution ``dist`` (e.g. "ai-edge-litert"), or None when it is not installed."""
+    import importlib.metadata  # noqa: PLC0415
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def configure_tf_env() -> None:
     """Select Keras 2 (tf_keras) and quiet TensorFlow's C++ logging; call before importing tensorflow."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
