@@ -44,6 +44,23 @@ def _names(enum_cls) -> dict[int, str]:
     return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
 
 
+def is_constant(model, tensor) -> bool:
+    """True when ``tensor`` has data in its buffer: a weight/constant, not a tensor computed at run time (model
+    inputs, operator outputs and variable tensors have empty buffers).
+
+    Takes the object API's ``ModelT``/``TensorT`` or the lazy accessors' ``Model``/``Tensor`` (which read a
+    damaged or huge file without unpacking it).
+    """
+    if hasattr(model, "buffers"):
+        buf = model.buffers[tensor.buffer] if tensor.buffer < len(model.buffers) else None
+        return buf is not None and ((buf.data is not None and len(buf.data) > 0) or (buf.offset or 0) > 1)
+    index = tensor.Buffer()
+    if index >= model.BuffersLength():
+        return False
+    buf = model.Buffers(index)
+    return buf.DataLength() > 0 or buf.Offset() > 1  # offset > 1: data stored after the flatbuffer (models > 2 GB)
+
+
 def _schema():
     try:
         from ai_edge_litert import schema_py_generated as schema  # noqa: PLC0415
@@ -77,10 +94,8 @@ def summarize_tflite(data: bytes) -> TfliteSummary:
             ops[name] += 1
         for t in sg.tensors:
             variables += bool(t.isVariable)
-            buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
-            is_const = buf is not None and buf.data is not None and len(buf.data) > 0
             dtype = type_names.get(t.type, str(t.type)).lower()
-            if is_const:
+            if is_constant(model, t):
                 weights[dtype] += 1
                 params += int(np.prod(t.shape)) if t.shape is not None and len(t.shape) else 1
             else:
