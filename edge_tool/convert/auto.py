@@ -20,7 +20,6 @@ from edge_tool.steps import step
 from edge_tool.textsafe import md, md_row, text
 
 SELECTIVE = "int8-selective"
-BASE_MODES = ("fp16", "dynamic", "int8", "int16x8")
 
 
 class Objective(str, Enum):
@@ -81,8 +80,10 @@ class AutoConfig:
 
     @property
     def modes(self) -> tuple[str, ...]:
-        """The plain candidates (qat only with --train-data)."""
-        return BASE_MODES + (("qat",) if self.train_data is not None else ())
+        """The plain candidates, from the mode registry (qat only with --train-data)."""
+        from edge_tool.convert.modes import auto_candidates  # noqa: PLC0415
+
+        return auto_candidates(self.train_data is not None)
 
 
 @dataclass(frozen=True)

@@ -41,3 +41,11 @@ class TfjsQuant(str, Enum):
     FLOAT16 = "float16"
     UINT8 = "uint8"
     UINT16 = "uint16"
+
+
+class QatStrategy(str, Enum):
+    """tf.distribute strategies QAT fine-tuning runs under (a local subset of ``train``'s)."""
+
+    DEFAULT = "default"
+    ONE_DEVICE = "one-device"
+    MIRRORED = "mirrored"

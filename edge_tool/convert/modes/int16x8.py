@@ -6,7 +6,8 @@ from edge_tool.convert.registry import register
 
 @register(
     QuantMode.INT16X8,
-    "int8 weights, int16 activations (calibrated)",
+    weights="int8",
+    activations="int16",
     needs_calibration=True,
 )
 def build(ctx) -> bytes:
