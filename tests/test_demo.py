@@ -296,7 +296,7 @@ def test_missing_runtime_names_the_vendor_command(tfjs_models, tmp_path, monkeyp
     for name in ["index.html", "package.json", "package-lock.json"]:
         shutil.copyfile(src / name, template / name)
     monkeypatch.setattr(vendor, "web_demo_dir", lambda: template)
-    _assert_refused([str(tfjs_models["fp32"])], tmp_path / "site", "python -m edge_tool.demo.vendor", "not vendored")
+    _assert_refused([str(tfjs_models["fp32"])], tmp_path / "site", "python scripts/vendor_runtimes.py", "not vendored")
     assert not (tmp_path / "site").exists()
 
 

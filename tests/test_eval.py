@@ -288,7 +288,7 @@ def test_tfjs_bundle_missing_names_the_setup_command(monkeypatch, tmp_path):
 
     monkeypatch.setattr(tfjs_runner, "REPO", tmp_path)
     monkeypatch.delenv("EDGETOOL_TFJS_BUNDLE", raising=False)
-    with pytest.raises(UsageError, match="python -m edge_tool.demo.vendor"):
+    with pytest.raises(UsageError, match="python scripts/vendor_runtimes.py"):
         tfjs_runner.tfjs_bundle_path()
 
 
@@ -326,13 +326,13 @@ def test_data_with_wrong_shape_exits_2_naming_shapes(arts, digits_model, tmp_pat
 
 
 def test_artifact_whose_inputs_differ_from_the_data_names_shapes(digits_model, eval_npz, tmp_path):
-    from edge_tool.evaluate.tflite_runner import TfliteModel
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
 
     fn = tf.function(lambda x: tf.reduce_sum(x, axis=[1, 2]), input_signature=[tf.TensorSpec([1, 4, 4, 1])])
     path = tmp_path / "other.tflite"
     path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()], fn).convert())
     with pytest.raises(DataError, match=r"\(8, 8, 1\).*\(4, 4, 1\)"):
-        TfliteModel(path).prepare({"pixels": np.zeros((2, 8, 8, 1), np.float32)})
+        TfliteInterpreter(path).prepare({"pixels": np.zeros((2, 8, 8, 1), np.float32)})
 
 
 def test_reference_without_serving_signature_exits_2(arts, eval_npz, tmp_path):
