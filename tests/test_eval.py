@@ -139,6 +139,27 @@ def test_quant_mode_inferred_from_tensor_types(arts, digits_model, tmp_path):
     assert (describe(d / "m_qat.tflite").quant, describe(d).quant) == ("qat", "qat")
 
 
+def test_integer_input_of_a_float_model_is_not_a_quantized_weight(tmp_path):
+    """A float model that takes uint8 and casts it is fp32: its input tensor is neither weight nor activation."""
+    import tensorflow as tf
+
+    from edge_tool.evaluate.tflite_runner import read_flatbuffer
+
+    class CastThenMatmul(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(tf.random.stateless_normal((64, 10), seed=(0, 1)))
+
+        @tf.function(input_signature=[tf.TensorSpec((None, 64), tf.uint8)])
+        def serve(self, x):
+            return tf.matmul(tf.cast(x, tf.float32), self.w)
+
+    module = CastThenMatmul()
+    tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"serving_default": module.serve})
+    path = tmp_path / "uint8_in_fp32.tflite"
+    path.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "sm")).convert())
+    assert read_flatbuffer(path).quant == "fp32"
+
+
 def test_metrics_registry_on_hand_computed_values():
     a = np.array([[1.0, 0.0], [0.0, 2.0]])
     b = np.array([[1.0, 1.0], [0.0, -2.0]])
