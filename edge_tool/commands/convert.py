@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.convert.enums import IOType, OutputFormat, QatStrategy, TfjsQuant
+from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
 from edge_tool.errors import UsageError
 
 
@@ -71,7 +71,7 @@ def command(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input."),
     max_drop: float = typer.Option(None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."),
     eval_data: Path = typer.Option(None, "--eval-data", help="Labelled data (x, y): --quant auto measures the budget on it; --quant qat compares QAT with int8 PTQ on it (default: a held-out split of --train-data)."),
-    objective: str = typer.Option("size", "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),
+    objective: Objective = typer.Option(Objective.SIZE, "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),
     threads: int = typer.Option(1, "--threads", help="--quant auto: LiteRT threads for the p50 latency."),
     max_float_layers: int = typer.Option(3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."),
     labels: Path = typer.Option(None, "--labels", help="Class labels, one per line, embedded as model metadata (default: labels.txt beside the SavedModel)."),

@@ -11,22 +11,15 @@ import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 
+from edge_tool.convert.enums import Objective
 from edge_tool.errors import BudgetExceeded, ConversionError, EdgeToolError, UsageError, below_minimum, collect_and_raise
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import step
 from edge_tool.textsafe import md, md_row, text
 
 SELECTIVE = "int8-selective"
-
-
-class Objective(str, Enum):
-    """What ``auto`` minimises among the candidates within budget."""
-
-    SIZE = "size"        # smallest file; see choose() for ties
-    LATENCY = "latency"  # lowest p50 latency; see choose() for ties
 
 
 @dataclass(frozen=True)

@@ -49,3 +49,10 @@ class QatStrategy(str, Enum):
     DEFAULT = "default"
     ONE_DEVICE = "one-device"
     MIRRORED = "mirrored"
+
+
+class Objective(str, Enum):
+    """What ``--quant auto`` minimises among the candidates within budget."""
+
+    SIZE = "size"        # smallest file; see convert.auto.choose() for ties
+    LATENCY = "latency"  # lowest p50 latency; see convert.auto.choose() for ties
