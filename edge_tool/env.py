@@ -5,4 +5,14 @@ from __future__ import annotations
 
 from calibration.tfenv import configure_tf_env, import_tf, quiet_native_stderr
 
-__all__ = ["configure_tf_env", "import_tf", "quiet_native_stderr"]
+__all__ = ["configure_tf_env", "import_tf", "installed_version", "quiet_native_stderr"]
+
+
+def installed_version(dist: str) -> str | None:
+    """The installed version of distribution ``dist`` (e.g. "ai-edge-litert"), or None when it is not installed."""
+    import importlib.metadata  # noqa: PLC0415
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None

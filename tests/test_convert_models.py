@@ -318,7 +318,7 @@ def test_auto_records_candidates_that_fail_to_convert_and_chooses_among_the_rest
         assert failed["file"] is None and not failed["meets_budget"] and not failed["chosen"]
     assert doc["chosen"] in ("fp16", "dynamic") and rows[doc["chosen"]]["meets_budget"]
     for n in ("fp16", "dynamic"):
-        assert not rows[n].get("failed") and rows[n]["accuracy"] > 0.5, rows[n]  # chance: 0.1
+        assert not rows[n].get("failed") and rows[n]["accuracy"] > 0.3, rows[n]  # float model ~0.42; chance 0.1
     assert "int8 failed:" in (out / "decision.md").read_text()
     assert "Traceback" not in proc.stderr
 

@@ -13,8 +13,9 @@ import pytest
 from conftest import run_edgetool
 from edge_tool.convert.background import BackgroundCall
 from edge_tool.errors import ConversionError
+from edge_tool.convert.modes import every_mode
 
-MODES = ("fp32", "fp16", "dynamic", "int8", "int16x8")
+MODES = every_mode()
 
 
 def raw_tflite(tf, saved_model, mode: str, x: np.ndarray) -> bytes:

@@ -288,9 +288,9 @@ def cnn(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("mode", ["fp32", "fp16", "dynamic", "int8"])
 def test_batched_pass_equals_batch_1(cnn, mode):
-    from edge_tool.evaluate.tflite_runner import TfliteModel
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
 
-    model = TfliteModel(cnn[mode], threads=2)
+    model = TfliteInterpreter(cnn[mode], threads=2)
     feeds = model.prepare({"input_1": cnn["x"]})
     (b,) = model.outputs
     batched = model.dequantize(b, model.predict(feeds)[b.index])
@@ -318,7 +318,7 @@ def test_run_eval_batched_matches_batch_1_oracle(cnn):
 
 def test_fixed_batch_file_runs_in_chunks_of_its_batch(cnn, tmp_path):
     """A file converted at a fixed batch of 4 gets chunks of 4 (the last padded), with the oracle's figures."""
-    from edge_tool.evaluate.tflite_runner import TfliteModel
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
 
     model = tf.saved_model.load(str(cnn["sm"]))
     fn = model.signatures["serving_default"]
@@ -327,7 +327,7 @@ def test_fixed_batch_file_runs_in_chunks_of_its_batch(cnn, tmp_path):
     path = tmp_path / "b4.tflite"
     path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fixed.get_concrete_function()], model)
                      .convert())
-    m = TfliteModel(path)
+    m = TfliteInterpreter(path)
     assert (m.batching, m.fixed_batch) == ("fixed", 4)
     x = cnn["x"][:10]  # 10 = 4 + 4 + 2 (padded)
     (b,) = m.outputs

@@ -16,7 +16,7 @@ from edge_tool.errors import DataError, ModelError, UsageError, collect_and_rais
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("tfjs_run.js")
-SETUP_HINT = ".venv/bin/python -m edge_tool.demo.vendor (npm ci in web_demo/, copies @tensorflow/tfjs 4.22.0 to web_demo/vendor/tf.min.js)"
+SETUP_HINT = ".venv/bin/python scripts/vendor_runtimes.py (npm ci in web_demo/, copies @tensorflow/tfjs 4.22.0 to web_demo/vendor/tf.min.js)"
 _DT = {"DT_FLOAT": "float32", "DT_INT32": "int32", "DT_INT64": "int32", "DT_UINT8": "int32", "DT_INT8": "int32",
        "DT_INT16": "int32", "DT_BOOL": "bool"}
 

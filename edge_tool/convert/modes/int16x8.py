@@ -18,7 +18,8 @@ _NO_16X8_KERNEL = re.compile(r"16x8-bit not yet supported for op: '([A-Za-z0-9_]
 
 @register(
     QuantMode.INT16X8,
-    "int8 weights, int16 activations (calibrated)",
+    weights="int8",
+    activations="int16",
     needs_calibration=True,
 )
 def build(ctx) -> bytes:
