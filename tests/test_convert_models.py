@@ -279,8 +279,10 @@ def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_pat
 
 
 @pytest.mark.slow
-def test_int8_of_a_while_loop_is_refused_not_a_segfault(recurrent, tmp_path):
-    proc = run_edgetool("convert", recurrent / "bigru", "--quant", "int8", "--batch", "1", "-o", tmp_path / "o")
+@pytest.mark.parametrize("fast", ["1", "0"], ids=["fast-path", "public-converter"])
+def test_int8_of_a_while_loop_is_refused_not_a_segfault(recurrent, tmp_path, fast):
+    proc = run_edgetool("convert", recurrent / "bigru", "--quant", "int8", "--batch", "1", "-o", tmp_path / "o",
+                        env={"EDGETOOL_FAST_CONVERT": fast})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "WHILE loop" in proc.stderr and "--quant dynamic" in proc.stderr
     assert not (tmp_path / "o").exists()
