@@ -130,6 +130,27 @@ def test_quant_mode_inferred_from_tensor_types(arts, digits_model, tmp_path):
     assert (describe(d / "m_qat.tflite").quant, describe(d).quant) == ("qat", "qat")
 
 
+def test_integer_input_of_a_float_model_is_not_a_quantized_weight(tmp_path):
+    """A float model that takes uint8 and casts it is fp32: its input tensor is neither weight nor activation."""
+    import tensorflow as tf
+
+    from edge_tool.evaluate.tflite_runner import read_flatbuffer
+
+    class CastThenMatmul(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(tf.random.stateless_normal((64, 10), seed=(0, 1)))
+
+        @tf.function(input_signature=[tf.TensorSpec((None, 64), tf.uint8)])
+        def serve(self, x):
+            return tf.matmul(tf.cast(x, tf.float32), self.w)
+
+    module = CastThenMatmul()
+    tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"serving_default": module.serve})
+    path = tmp_path / "uint8_in_fp32.tflite"
+    path.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "sm")).convert())
+    assert read_flatbuffer(path).quant == "fp32"
+
+
 def test_metrics_registry_on_hand_computed_values():
     a = np.array([[1.0, 0.0], [0.0, 2.0]])
     b = np.array([[1.0, 1.0], [0.0, -2.0]])
@@ -279,7 +300,7 @@ def test_tfjs_bundle_missing_names_the_setup_command(monkeypatch, tmp_path):
 
     monkeypatch.setattr(tfjs_runner, "REPO", tmp_path)
     monkeypatch.delenv("EDGETOOL_TFJS_BUNDLE", raising=False)
-    with pytest.raises(UsageError, match="python -m edge_tool.demo.vendor"):
+    with pytest.raises(UsageError, match="python scripts/vendor_runtimes.py"):
         tfjs_runner.tfjs_bundle_path()
 
 
@@ -317,13 +338,13 @@ def test_data_with_wrong_shape_exits_2_naming_shapes(arts, digits_model, tmp_pat
 
 
 def test_artifact_whose_inputs_differ_from_the_data_names_shapes(digits_model, eval_npz, tmp_path):
-    from edge_tool.evaluate.tflite_runner import TfliteModel
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
 
     fn = tf.function(lambda x: tf.reduce_sum(x, axis=[1, 2]), input_signature=[tf.TensorSpec([1, 4, 4, 1])])
     path = tmp_path / "other.tflite"
     path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()], fn).convert())
     with pytest.raises(DataError, match=r"\(8, 8, 1\).*\(4, 4, 1\)"):
-        TfliteModel(path).prepare({"pixels": np.zeros((2, 8, 8, 1), np.float32)})
+        TfliteInterpreter(path).prepare({"pixels": np.zeros((2, 8, 8, 1), np.float32)})
 
 
 def test_reference_without_serving_signature_exits_2(arts, eval_npz, tmp_path):

@@ -11,23 +11,15 @@ import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 
+from edge_tool.convert.enums import Objective
 from edge_tool.errors import BudgetExceeded, ConversionError, EdgeToolError, UsageError, below_minimum, collect_and_raise
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import step
 from edge_tool.textsafe import md, md_row, text
 
 SELECTIVE = "int8-selective"
-BASE_MODES = ("fp16", "dynamic", "int8", "int16x8")
-
-
-class Objective(str, Enum):
-    """What ``auto`` minimises among the candidates within budget."""
-
-    SIZE = "size"        # smallest file; see choose() for ties
-    LATENCY = "latency"  # lowest p50 latency; see choose() for ties
 
 
 @dataclass(frozen=True)
@@ -81,8 +73,10 @@ class AutoConfig:
 
     @property
     def modes(self) -> tuple[str, ...]:
-        """The plain candidates (qat only with --train-data)."""
-        return BASE_MODES + (("qat",) if self.train_data is not None else ())
+        """The plain candidates, from the mode registry (qat only with --train-data)."""
+        from edge_tool.convert.modes import auto_candidates  # noqa: PLC0415
+
+        return auto_candidates(self.train_data is not None)
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,11 @@ import numpy as np
 
 from edge_tool.errors import ConversionError, DataError, UsageError, collect_and_raise
 from edge_tool.convert.qat_support.data import Labelled, from_arrays, split
+from edge_tool.convert.enums import QatStrategy
 from edge_tool.convert.qat_support.export import IO_TYPES, qat_to_tflite
 from edge_tool.convert.qat_support.source import import_stack, load_keras_for_qat
 
-STRATEGIES = ("default", "one-device", "mirrored")
+STRATEGIES = tuple(s.value for s in QatStrategy)
 # loading the source model (step 1) and the conversion (step 5) live in qat_support; importable from here as before
 __all__ = ["IO_TYPES", "QatOptions", "QatRun", "STRATEGIES", "build_qat_model", "load_keras_for_qat", "match_data",
            "qat_to_tflite", "quantization_aware_model", "run_qat"]

@@ -25,16 +25,13 @@ class FlatbufferFacts:
         return bool(self.variable_tensors or self.state_ops)
 
 
-def _enum_names(enum_cls) -> dict[int, str]:
-    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
-
-
 def read_flatbuffer(path: Path) -> FlatbufferFacts:
     """Parse ``path`` as a TFLite flatbuffer (no interpreter: safe on files that crash LiteRT).
 
     ModelError when the bytes are not a TFLite model. Quant mode from tensor types: int16 activations = int16x8;
     int8 activations = int8 (full integer); float16 constants = fp16; int8 constants with float activations =
-    dynamic; otherwise fp32 (activations are operator outputs, everything else counts as constant).
+    dynamic; otherwise fp32 (activations are operator outputs, constants tensors with buffer data; model inputs
+    are neither, so an integer input alone says nothing about the quantization).
     """
     from edge_tool.tflite_model import _schema  # noqa: PLC0415
 
@@ -51,7 +48,9 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
 
 
 def _facts(schema, model) -> FlatbufferFacts:
-    types, ops = _enum_names(schema.TensorType), _enum_names(schema.BuiltinOperator)
+    from edge_tool.tflite_model import _names, is_constant  # noqa: PLC0415
+
+    types, ops = _names(schema.TensorType), _names(schema.BuiltinOperator)
     acts, consts, variables, state_ops = set(), set(), 0, 0
     for g in range(model.SubgraphsLength()):
         sg = model.Subgraphs(g)
@@ -62,7 +61,8 @@ def _facts(schema, model) -> FlatbufferFacts:
         for t in range(sg.TensorsLength()):
             tensor = sg.Tensors(t)
             variables += bool(tensor.IsVariable())
-            (acts if t in outputs else consts).add(types.get(tensor.Type(), "").lower())
+            if t in outputs or is_constant(model, tensor):
+                (acts if t in outputs else consts).add(types.get(tensor.Type(), "").lower())
     if "int16" in acts:
         quant = "int16x8"
     elif acts & {"int8", "uint8"}:

@@ -88,18 +88,18 @@ def run_eval(config: EvalConfig) -> Report:
         if config.max_drop is not None and data.labels is None:
             raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
         clock.mark("start (TensorFlow import, reference load, workers started)")
-        first = stream(ref, data, runners, config.top_k, scratch)
+        data_pass = stream(ref, data, runners, config.top_k, scratch)
         for r in runners:
             r.end_pass()
         clock.mark("accuracy pass")
-        ref_task = first.ref_task.result()
-        ref_lat = ref.latency(first.sample, config.warmup, config.effective_runs, config.time_budget_s)
+        ref_task = data_pass.ref_task.result()
+        ref_lat = ref.latency(data_pass.sample, config.warmup, config.effective_runs, config.time_budget_s)
         clock.mark("reference latency")
         reference = ReferenceResult(str(config.reference), saved_model_size(config.reference), ref_task["accuracy"],
                                     ref_task["top_k_accuracy"], ref_lat, "tensorflow (SavedModel, batch 1)",
-                                    first.out_name)
+                                    data_pass.out_name)
         results = [r.result(label, config, reference, _fields(r, acc, reference))
-                   for r, acc, label in zip(runners, first.accs, _labels(arts))]
+                   for r, acc, label in zip(runners, data_pass.accs, _labels(arts))]
         clock.mark("artefact latency")
     if config.per_layer:
         results = _with_per_layer(results, arts, config, data, ref)

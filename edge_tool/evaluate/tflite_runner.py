@@ -19,7 +19,8 @@ from edge_tool.runtime import interpreter_class
 BATCH_CHECK_RTOL = 1e-4
 BATCH_CHECK_SAMPLES = 2
 # read_flatbuffer lives in flatbuffer_facts (it needs no interpreter); callers still import it from here
-__all__ = ["BATCH_CHECK_RTOL", "BATCH_CHECK_SAMPLES", "FlatbufferFacts", "TensorBinding", "TfliteModel", "read_flatbuffer"]
+__all__ = ["BATCH_CHECK_RTOL", "BATCH_CHECK_SAMPLES", "FlatbufferFacts", "TensorBinding", "TfliteInterpreter",
+           "read_flatbuffer"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def _binding(name: str, d: dict) -> TensorBinding:
     return TensorBinding(name, int(d["index"]), np.dtype(d["dtype"]), shape, float(scale), int(zp))
 
 
-class TfliteModel:
+class TfliteInterpreter:
     """One .tflite model; inputs/outputs keyed by the reference's signature names where the model has them.
 
     ``predict`` runs as many samples per invoke as the file allows: the whole batch when every input's batch

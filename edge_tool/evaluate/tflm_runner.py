@@ -2,7 +2,7 @@
 
 The artefact's minimum tensor arena is measured first (``edge_tool.micro.tflm``) and the evaluation then runs
 with exactly that arena, so every sample passing is also a check of the measurement. Inputs are prepared and
-outputs dequantized with the same code as the LiteRT rows (``TfliteModel``), so the drift columns compare.
+outputs dequantized with the same code as the LiteRT rows (``TfliteInterpreter``), so the drift columns compare.
 """
 
 from __future__ import annotations
@@ -74,13 +74,13 @@ class TflmRunner(SessionRunner):
     reads_files = False
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch, slot: int):  # noqa: ARG002 (runner signature)
-        from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
+        from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
         from edge_tool.micro import tflm  # noqa: PLC0415
 
         tflm.require_tflm()
         self.art = art
         self.failed: str | None = None
-        self.model = TfliteModel(art.model_file)  # bindings, input quantization and dequantization only
+        self.model = TfliteInterpreter(art.model_file)  # bindings, input quantization and dequantization only
         refused, _ = tflm.unsupported_ops(art.model_file)
         if refused:
             raise ModelError(f"TFLite Micro cannot run {art.model_file}: "

@@ -7,6 +7,7 @@ import tempfile
 
 from edge_tool.convert.qat_support.source import import_stack
 from edge_tool.errors import ConversionError, UsageError
+from edge_tool.recipes import configure_full_int8
 
 IO_TYPES = ("float32", "int8", "uint8")
 
@@ -48,11 +49,7 @@ def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32",
     with tempfile.TemporaryDirectory(prefix="edgetool-qat-") as tmp:
         tf.saved_model.save(module, tmp, signatures={"serving_default": serve.get_concrete_function()})
         conv = tf.lite.TFLiteConverter.from_saved_model(tmp, signature_keys=["serving_default"])
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = representative_dataset
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        if io_type != "float32":
-            conv.inference_input_type = conv.inference_output_type = getattr(tf, io_type)
+        configure_full_int8(tf, conv, representative_dataset, None if io_type == "float32" else getattr(tf, io_type))
         try:
             return bytes(conv.convert())
         except Exception as exc:  # the converter raises ConverterError / RuntimeError with MLIR diagnostics
