@@ -23,7 +23,6 @@ def conversion_failed(target: str, subject, exc: Exception) -> TargetResult:
     return TargetResult(target, subject.label, Verdict.FAILS, (finding,), "conversion of the model for this target")
 
 
-
 def artefact_check(name: str, summary: str, kind: str) -> Callable:
     """Decorator: register ``check(path)`` as target ``name``'s check, ``path`` being the subject's ``kind`` artefact;
     when that cannot be made, the verdict says so (:func:`conversion_failed`) without calling ``check``."""
