@@ -54,6 +54,12 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
     def parse_request(self) -> bool:
         ok = super().parse_request()
         self.server.reading(self.connection, False)  # headers complete: the response may take as long as it takes
+        if ok and self.request_version == "HTTP/0.9":
+            # no HTTP version: http.server would answer HTTP/0.9 style, a bare body without a status line. A target
+            # holding a control character str.split() takes for a space (\x1c-\x1f, \x0b, \x0c) gets here too.
+            self.request_version = "HTTP/1.0"
+            self.send_error(400, "request line without an HTTP version")
+            return False
         return ok
 
     def end_headers(self) -> None:
