@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks._raw_converter import raw_converter
 from conftest import litert_outputs
 from edge_tool.cli import app
 from edge_tool.env import import_tf
@@ -33,26 +34,16 @@ def _eval_cli(args: list[str]):
 # ---------------------------------------------------------------- artefacts made with the raw TFLite converter
 
 def _raw_convert(saved_model: Path, out: Path, mode: str, rep_x: np.ndarray | None = None) -> Path:
-    """A .tflite from tf.lite.TFLiteConverter.from_saved_model directly (not edgetool convert)."""
-    conv = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))
-
+    """A .tflite from tf.lite.TFLiteConverter.from_saved_model directly (not edgetool convert); ``int8io`` is int8
+    with int8 input and output."""
     def rep():
         for i in range(min(100, len(rep_x))):
             yield [rep_x[i:i + 1]]
 
-    if mode != "fp32":
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    if mode == "fp16":
-        conv.target_spec.supported_types = [tf.float16]
-    if mode in ("int8", "int8io"):
-        conv.representative_dataset = rep
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv = raw_converter(tf, saved_model, "int8" if mode == "int8io" else mode, rep)
     if mode == "int8io":
         conv.inference_input_type = tf.int8
         conv.inference_output_type = tf.int8
-    if mode == "int16x8":
-        conv.representative_dataset = rep
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
     out.write_bytes(conv.convert())
     return out
 
