@@ -1,6 +1,7 @@
 // The page's wiring: loads the page config and the engines, builds the input UI, runs predictions, and exposes
 // window.edgetool (api.js). All mutable page state lives in the one `state` object made by start().
 import { checkFeeds, imageInputOf, loadConfig, modelInfoText, pageOptions, toFeeds, zeroFeeds } from './config.js';
+import { browserStorage, choiceKey, readChoice, writeChoice } from './engines/pick-cache.js';
 import { createTfjsEngine } from './engines/tfjs.js';
 import { withRanking } from './postprocess.js';
 import { addEngineSelect, fillBackendSelect, fillThreadsSelect, showEngine } from './ui/controls.js';
@@ -124,6 +125,19 @@ export function start() {
     addEngineSelect(Object.values(state.engines).map((e) => [e.name, e.label]), async (name) => setEngine(name));
   }
 
+  // The tfjs auto-pick, remembered per model, browser and wasm thread count (engines/pick-cache.js).
+  async function pickBackend(tfjs) {
+    const storage = browserStorage();
+    const { backends } = tfjs;
+    const key = storage && tfjs.modelHash
+      && choiceKey(tfjs.modelHash, navigator.userAgent, backends.runtime().wasmThreads);
+    const best = await backends.pick((names) => (key ? readChoice(storage, key, names) : null));
+    if (key && backends.picked === 'benchmark') {
+      writeChoice(storage, key, { backend: best, bench: backends.bench, skipped: backends.skipped });
+    }
+    return best;
+  }
+
   function setupInputs() {
     const { config } = state;
     const imageInput = imageInputOf(config);
@@ -144,7 +158,7 @@ export function start() {
     state.engines.tfjs = tfjs;
     $('model-info').textContent = modelInfoText(config, tf.version.tfjs);
     await tfjs.load(mark);
-    const best = await tfjs.backends.pick();
+    const best = await pickBackend(tfjs);
     mark('warm');
     if (config.litert) {
       await loadLiteRtEngine();
@@ -158,7 +172,8 @@ export function start() {
     setStatus(state.pad ? `Ready (${best}). Draw something.` : `Ready (${best}).`);
     mark('ready');
     ready.resolve({ backend: best, backends: tfjs.backends.names, benchmark: tfjs.backends.bench,
-      runtime: tfjs.backends.runtime(), engine: state.engine, engines: Object.keys(state.engines) });
+      picked: tfjs.backends.picked, runtime: tfjs.backends.runtime(), engine: state.engine,
+      engines: Object.keys(state.engines) });
   }
 
   // The service worker precaches the whole site (runtime + weights): let it do so after start-up, not during it.

@@ -63,7 +63,8 @@ function glRenderer() {
 
 // options: pageOptions (backend, threads). run(): one inference of zeros on the current backend -> {ms}.
 export function createBackends(options, run) {
-  const state = { names: [], bench: {}, skipped: {}, glRenderer: null, wasmStarted: false };
+  // picked: how the backend was chosen: 'query' (?backend=NAME), 'benchmark' or 'remembered' (pick-cache.js)
+  const state = { names: [], bench: {}, skipped: {}, glRenderer: null, wasmStarted: false, picked: null };
 
   // The first switch to wasm starts it with the wanted thread count.
   async function trySet(name) {
@@ -109,10 +110,24 @@ export function createBackends(options, run) {
     return forced;
   }
 
+  // A remembered pick ({backend, bench, skipped}): switch to it and warm it up, benchmarking nothing.
+  async function reuse(choice) {
+    state.picked = 'remembered';
+    state.bench = Object.fromEntries(Object.entries(choice.bench).filter(([name]) => state.names.includes(name)));
+    state.skipped = choice.skipped;
+    await trySet(choice.backend);
+    await run(); // moves the weights there and compiles its kernels: warm
+    return choice.backend;
+  }
+
   // Initialise the backends, benchmark those worth it, switch to the fastest and leave it warm (weights on it,
   // kernels compiled), so the first user inference is a steady-state one. Resolves to the fastest one's name.
-  async function pick() {
+  // recall(names): the pick remembered for these working backends, or null (then they are benchmarked).
+  async function pick(recall = () => null) {
     const forced = await initialise();
+    const remembered = forced ? null : recall(state.names.slice());
+    if (remembered) return reuse(remembered);
+    state.picked = forced ? 'query' : 'benchmark';
     const worth = forced ? [forced] : state.names.filter((name) => !skipReason(name));
     const ranked = [...worth, ...state.names.filter((name) => !worth.includes(name))];
     for (const name of ranked) {
@@ -163,6 +178,7 @@ export function createBackends(options, run) {
     get names() { return state.names.slice(); },
     get bench() { return { ...state.bench }; },
     get skipped() { return { ...state.skipped }; },
+    get picked() { return state.picked; },
     first: () => (BACKENDS.includes(options.backend) ? options.backend : BACKENDS[0]),
     trySet, pick, switchTo, runtime,
   };

@@ -3,6 +3,7 @@
 import { zeroFeeds } from '../config.js';
 import { PROB_TOLERANCE } from '../postprocess.js';
 import { timeLoop } from './engine.js';
+import { modelHash } from './pick-cache.js';
 import { createBackends } from './tfjs-backends.js';
 
 // One flat typed array for tf.tensor: typed arrays of the right type are used as they are (no JS-array detour).
@@ -18,7 +19,7 @@ const disposeAll = (tensors) => tensors.forEach((t) => t.dispose());
 // config: config.describe(...); options: config.pageOptions(...). See engines/engine.js for the interface.
 export function createTfjsEngine(config, options) {
   const { inputs, outputs } = config;
-  const graph = { model: null, useExecuteAsync: false };
+  const graph = { model: null, useExecuteAsync: false, hash: null };
 
   // Graph models without control flow run synchronously (execute); models with dynamic ops need executeAsync.
   // feeds: {graph tensor name: tf.Tensor}; returns one tensor per output head, in `outputs` order.
@@ -70,6 +71,7 @@ export function createTfjsEngine(config, options) {
     const [artifacts] = await Promise.all([tf.io.http(config.modelUrl).load(), backends.trySet(backends.first())]);
     mark('backendInit');
     graph.model = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
+    graph.hash = await modelHash(artifacts);
     mark('model');
   }
 
@@ -92,6 +94,7 @@ export function createTfjsEngine(config, options) {
     get label() { return `TensorFlow.js ${tf.version.tfjs}`; },
     probTolerance: PROB_TOLERANCE,
     backends,
+    get modelHash() { return graph.hash; }, // SHA-256 of the graph and weights (null without Web Crypto)
     load,
     run,
     time,
