@@ -1,6 +1,7 @@
 // window.edgetool: the page's API for tests, benchmarks and embedders (docs/demo.md). Every call waits for start-up.
 //
-//   ready                     resolves to {backend, backends, benchmark, runtime, engine, engines} when warm
+//   ready                     resolves to {backend, backends, benchmark, picked, runtime, engine, engines} when
+//                             warm (picked: 'benchmark' | 'remembered' | 'query', see engines/pick-cache.js)
 //   predict(values, shape)    one-input models; predict({inputName: values | {values, shape}}) for any model ->
 //                             {probabilities, top: [{label, probability}], outputs: {head: {shape, values}}, ms,
 //                              backend, engine}
