@@ -1,5 +1,5 @@
-// The page's wiring: loads the page config and the engines, builds the input UI, runs predictions, and exposes
-// window.edgetool (api.js). All mutable page state lives in the one `state` object made by start().
+// The page's wiring: loads the page config and the engines, builds the input UI, runs predictions; start() returns
+// the controller app.js exposes as window.edgetool (api.js). All mutable page state lives in start()'s `state`.
 import { checkFeeds, imageInputOf, loadConfig, modelInfoText, pageOptions, toFeeds, zeroFeeds } from './config.js';
 import { browserStorage, choiceKey, readChoice, writeChoice } from './engines/pick-cache.js';
 import { createTfjsEngine } from './engines/tfjs.js';
