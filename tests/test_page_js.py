@@ -17,10 +17,17 @@ IMPORT = re.compile(r"""(?:^import\s[^'"]*?from\s|^export\s[^'"]*?from\s|\bimpor
 MAX_LINES = 300
 
 
+MIN_NODE = (20, 19)  # the first Node that loads ES modules from a package.json without "type" (web_demo/'s)
+
+
 def _node() -> str:
     node = shutil.which("node")
     if node is None:  # CI installs node (scripts/setup.sh vendors the runtimes with npm): a missing node is a failure
         pytest.fail("`node` is not on PATH: the page's JS tests (tests/js/) need Node.js 20.19 or newer")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    found = tuple(int(p) for p in re.findall(r"\d+", version)[:2])
+    if found < MIN_NODE:
+        pytest.fail(f"node {version} is too old for the page's JS tests: they need Node.js 20.19 or newer")
     return node
 
 
