@@ -374,6 +374,28 @@ def test_auto_pick_benchmarks_only_backends_that_can_win(fresh_page):
     assert sum("not benchmarked" in r for r in rows) == len(info["backends"]) - len(info["benchmark"])
 
 
+def test_auto_pick_is_remembered_per_model_and_browser(fresh_page, samples):
+    x, probs_tf = samples
+    page, _ = fresh_page()
+    page.evaluate("localStorage.clear()")
+    page, first = fresh_page()
+    assert first["picked"] == "benchmark" and first["benchmark"]
+    keys = page.evaluate("Object.keys(localStorage).filter((k) => k.startsWith('edgetool:auto-pick:'))")
+    assert len(keys) == 1 and keys[0].endswith(":" + page.evaluate("navigator.userAgent")), keys
+    page, second = fresh_page()
+    assert second["picked"] == "remembered"  # the second load reuses the pick: nothing is timed again
+    assert (second["backend"], second["benchmark"], second["backends"]) == \
+        (first["backend"], first["benchmark"], first["backends"])
+    probs_js, results = _predict_all(page, x[:8])
+    assert {r["backend"] for r in results} == {first["backend"]}
+    _assert_matches_tf(probs_js, probs_tf[:8])
+    if first["runtime"]["hardwareConcurrency"] >= 2:  # (one core: every thread count is 1)
+        _, other_threads = fresh_page(f"?threads={first['runtime']['wasmThreads'] % 2 + 1}")
+        assert other_threads["picked"] == "benchmark"  # another wasm thread count is another pick
+    _, forced = fresh_page("?backend=cpu")
+    assert forced["picked"] == "query"
+
+
 def test_time_inference_reports_each_run(page):
     result = page.evaluate("window.edgetool.timeInference(5, 1)")
     assert result["backend"] == page.evaluate("window.edgetool.backend")

@@ -15,12 +15,13 @@ from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.demo import vendor
-from edge_tool.demo.site import content_version, site_files
+from edge_tool.demo.site import TEMPLATE_FILES, content_version, site_files
 from tests.conftest import run_edgetool
 
 RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}
 FIXED_FILES = {"index.html", "app.js", "app.css", "demo-config.json", "manifest.webmanifest", "sw.js",
                "icons/icon-192.png", "icons/icon-512.png", "icons/icon-maskable-512.png", "model/model.json"} | RUNTIME
+FIXED_FILES |= set(TEMPLATE_FILES)  # the page's ES modules (tests/test_page_js.py: exactly those app.js imports)
 
 
 def sw_precache(site: Path) -> tuple[str, list[str]]:
@@ -82,6 +83,9 @@ def test_site_holds_page_runtime_model_icons_and_nothing_else(saved_model_site):
     assert files == FIXED_FILES | shards
     for name, src in vendor.vendored_files().items():
         assert digest(saved_model_site / "vendor" / name) == digest(src)
+    for name in TEMPLATE_FILES:
+        if name != "index.html":
+            assert digest(saved_model_site / name) == digest(vendor.web_demo_dir() / name), name
 
 
 def test_manifest_is_installable_shape(saved_model_site):
@@ -344,7 +348,7 @@ def test_package_json_pins_exact_versions():
 
 # ---------- --litert: the LiteRT.js engine (fixed-batch-1 int8 .tflite) ----------
 
-LITERT_EXTRA = {"litert.js", "model/model-int8-b1.tflite"} | {"vendor/" + name for name in vendor.LITERT_FILES}
+LITERT_EXTRA = {"engines/litert.js", "model/model-int8-b1.tflite"} | {"vendor/" + name for name in vendor.LITERT_FILES}
 
 
 @pytest.fixture(scope="module")

@@ -26,12 +26,15 @@ from edge_tool.errors import ModelError, UsageError
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
 from edge_tool.textsafe import html_text
 
-TEMPLATE_FILES = ("index.html", "app.js", "app.css")
+# The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
+TEMPLATE_FILES = ("index.html", "app.css", "app.js", "main.js", "api.js", "config.js", "postprocess.js",
+                  "engines/engine.js", "engines/pick-cache.js", "engines/tfjs.js", "engines/tfjs-backends.js",
+                  "ui/dom.js", "ui/camera.js", "ui/controls.js", "ui/form.js", "ui/pad.js", "ui/pixels.js", "ui/results.js")
 SW_TEMPLATE = "sw.template.js"
-LITERT_MODULE = "litert.js"  # page module of the LiteRT.js engine (--litert sites only)
+LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
 LITERT_IMPORT_MAP = {"imports": {"@litertjs/core": "./vendor/litert/core.js",
                                  "@litertjs/wasm-utils": "./vendor/litert/wasm-utils.js"}}
-APP_SCRIPT_TAG = '  <script src="app.js" defer></script>\n'
+APP_SCRIPT_TAG = '  <script type="module" src="app.js"></script>\n'
 CONFIG_NAME = "demo-config.json"
 MANIFEST_NAME = "manifest.webmanifest"
 SW_NAME = "sw.js"
@@ -233,6 +236,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         input_specs = model_mod.input_ui(_signature_order(inputs, input_specs), size)
         output_specs = model_mod.output_ui(outputs)
         for name in TEMPLATE_FILES:
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(template / name, tmp / name)
         index = (tmp / "index.html").read_text().replace("{{TITLE}}", html_text(title))
         (tmp / "index.html").write_text(index)

@@ -1,0 +1,32 @@
+// window.edgetool: the page's API for tests, benchmarks and embedders (docs/demo.md). Every call waits for start-up.
+//
+//   ready                     resolves to {backend, backends, benchmark, picked, runtime, engine, engines} when
+//                             warm (picked: 'benchmark' | 'remembered' | 'query', see engines/pick-cache.js)
+//   predict(values, shape)    one-input models; predict({inputName: values | {values, shape}}) for any model ->
+//                             {probabilities, top: [{label, probability}], outputs: {head: {shape, values}}, ms,
+//                              backend, engine}
+//   setBackend(name)          a tfjs backend ('wasm' | 'webgl' | 'cpu'), benchmarked on the way; -> tf.getBackend()
+//   setEngine(name)           'tfjs' | 'litert' (sites built with --litert) -> name
+//   timeInference(runs, warmup)  model execution only (input already resident, output read back to synchronise)
+//                             -> {backend, engine, times: [ms]}
+//   backend, backends, engine, engines, benchmark, config, runtime, timings: read-only views of the page's state
+
+// page: main.js's controller (ready, predict, setBackend, setEngine, timeInference and the views above).
+export function createApi(page) {
+  const { ready } = page;
+  return {
+    ready,
+    predict: async (values, shape) => { await ready; return page.predict(values, shape); },
+    setBackend: async (name) => { await ready; return page.setBackend(name); },
+    setEngine: async (name) => { await ready; return page.setEngine(name); },
+    timeInference: async (runs = 30, warmup = 1) => { await ready; return page.timeInference(runs, warmup); },
+    get backend() { return typeof tf === 'undefined' ? null : tf.getBackend(); },
+    get backends() { return page.backends; },
+    get engine() { return page.engine; },
+    get engines() { return page.engines; },
+    get benchmark() { return page.benchmark; },
+    get config() { return page.config; },
+    get runtime() { return page.runtime; },
+    get timings() { return page.timings; },
+  };
+}

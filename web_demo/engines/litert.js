@@ -1,0 +1,84 @@
+// The LiteRT.js engine of an edgetool demo site (`edgetool demo --litert`): runs the fixed-batch-1 .tflite itself with
+// @litertjs/core (vendored, import-mapped in index.html) on its single-threaded "compat" wasm build (SIMD128, no
+// relaxed SIMD, no threads: needs no cross-origin isolation). main.js imports this module only when the site has it.
+import { loadLiteRt, loadAndCompile, Tensor } from '@litertjs/core';
+import { timeLoop } from './engine.js';
+
+const TYPED = { float32: Float32Array, int8: Int8Array, uint8: Uint8Array };
+const RANGE = { int8: [-128, 127], uint8: [0, 255] };
+// int8 softmax: each class is within half a step (1/512) of its float value, so a row sums to 1 within this
+const QUANT_PROB_TOLERANCE = 0.05;
+
+// Values in the model's input domain -> the typed array the .tflite input wants (quantized if it is integer).
+function toInput(values, io) {
+  if (io.dtype === 'float32') return values instanceof Float32Array ? values : Float32Array.from(values, Number);
+  const [lo, hi] = RANGE[io.dtype];
+  const out = new TYPED[io.dtype](values.length);
+  for (let i = 0; i < values.length; i++) {
+    out[i] = Math.min(hi, Math.max(lo, Math.round(Number(values[i]) / io.scale) + io.zeroPoint));
+  }
+  return out;
+}
+
+// The output tensor as float32 (dequantized if it is integer).
+function fromOutput(array, io) {
+  if (io.dtype === 'float32') return Float32Array.from(array);
+  return Float32Array.from(array, (q) => (q - io.zeroPoint) * io.scale);
+}
+
+// spec: demo-config.json's "litert" entry; config: config.describe(...) (its first input and ranked head are the
+// .tflite's only input and output). See engines/engine.js for the interface.
+export function createEngine(spec, config) {
+  const base = window.location.href;
+  const inputName = config.inputs[0].name;
+  const outputName = config.outputs[0].name;
+  const compiled = { model: null };
+
+  // One sample (batch 1) -> its output row as float32.
+  async function runOne(values) {
+    const input = new Tensor(toInput(values, spec.input), spec.input.shape);
+    let outputs = [];
+    try {
+      outputs = await compiled.model.run(input);
+      return fromOutput(outputs[0].toTypedArray(), spec.output);
+    } finally {
+      input.delete();
+      for (const t of outputs) t.delete();
+    }
+  }
+
+  async function load() {
+    await loadLiteRt(new URL(spec.wasmScript, base).href); // a .js file path: loads exactly this build
+    compiled.model = await loadAndCompile(new URL(spec.modelUrl, base).href, { accelerator: 'wasm' });
+  }
+
+  // The model's batch is fixed to 1: a batch of feeds runs one sample at a time.
+  async function run(feeds) {
+    const { values, shape } = feeds[inputName];
+    const batch = shape[0];
+    const k = values.length / batch;
+    const start = performance.now();
+    const outs = [];
+    for (let b = 0; b < batch; b++) {
+      for (const v of await runOne(values.slice(b * k, (b + 1) * k))) outs.push(v);
+    }
+    const ms = performance.now() - start;
+    const head = { shape: [batch, outs.length / batch], values: outs };
+    return { outputs: { [outputName]: head }, ms, backend: 'wasm', engine: 'litert' };
+  }
+
+  async function time(runs, warmup) {
+    const zeros = new Float32Array(spec.input.shape.reduce((a, b) => a * b, 1));
+    return { backend: 'wasm', engine: 'litert', times: await timeLoop(() => runOne(zeros).then(() => null), runs, warmup) };
+  }
+
+  return {
+    name: 'litert',
+    label: spec.label,
+    probTolerance: QUANT_PROB_TOLERANCE,
+    load,
+    run,
+    time,
+    dispose() { if (compiled.model) compiled.model.delete(); compiled.model = null; },
+  };
+}

@@ -1,0 +1,52 @@
+// The auto-pick's choice, remembered per model and browser (localStorage), so a second visit skips the backend
+// micro-benchmark. Keyed by the SHA-256 of the model (graph + weights), the user agent and the wasm thread count:
+// another model, browser version or thread count benchmarks again. Pure apart from modelHash's Web Crypto call;
+// tests/js/pick-cache.test.mjs runs it in Node.
+
+const PREFIX = 'edgetool:auto-pick:v1:';
+
+// SHA-256 (hex) of a tfjs model's artifacts: its graph, weight manifest and weight bytes; null without Web Crypto
+// (pages not served from https or localhost).
+export async function modelHash(artifacts, subtle = globalThis.crypto && globalThis.crypto.subtle) {
+  if (!subtle) return null;
+  const parts = [new TextEncoder().encode(JSON.stringify([artifacts.modelTopology, artifacts.weightSpecs]))];
+  for (const buffer of [].concat(artifacts.weightData || [])) { // digest each weight buffer as it is (no copy)
+    parts.push(new Uint8Array(await subtle.digest('SHA-256', buffer)));
+  }
+  const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((offset, p) => { all.set(p, offset); return offset + p.length; }, 0);
+  const digest = new Uint8Array(await subtle.digest('SHA-256', all));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+export const choiceKey = (hash, userAgent, threads) => `${PREFIX}${hash}:${threads}:${userAgent}`;
+
+// window.localStorage, or null where the browser refuses it (storage disabled).
+export function browserStorage() {
+  try {
+    return window.localStorage;
+  } catch (err) {
+    return null;
+  }
+}
+
+// The remembered choice {backend, bench: {name: ms}, skipped: {name: reason}}, or null (none, unreadable, or
+// naming a backend that does not work here any more).
+export function readChoice(storage, key, working) {
+  try {
+    const choice = JSON.parse(storage.getItem(key));
+    const valid = choice && typeof choice.backend === 'string' && working.includes(choice.backend)
+      && choice.bench && Number.isFinite(choice.bench[choice.backend]);
+    return valid ? { backend: choice.backend, bench: { ...choice.bench }, skipped: { ...choice.skipped } } : null;
+  } catch (err) {
+    return null; // storage disabled or the entry is not JSON
+  }
+}
+
+export function writeChoice(storage, key, choice) {
+  try {
+    storage.setItem(key, JSON.stringify(choice));
+  } catch (err) {
+    console.warn('could not remember the backend pick:', err); // quota, or storage disabled
+  }
+}

@@ -1,0 +1,185 @@
+// The TensorFlow.js backends of the tfjs engine: start them (wasm with its thread count), benchmark those worth it,
+// switch between them. Uses the global `tf` (vendor/tf.min.js + vendor/tf-backend-wasm.min.js).
+import { median } from '../postprocess.js';
+
+export const BACKENDS = ['wasm', 'webgl', 'cpu'];
+// Micro-benchmark per backend: one untimed warm-up run (compiles kernels/shaders, moves the weights, starts the
+// wasm threads), then timed runs until BENCH_MAX_RUNS or until BENCH_BUDGET_MS has passed (at least one).
+const BENCH_MAX_RUNS = 10;
+const BENCH_BUDGET_MS = 500;
+// tfjs-backend-wasm's own ceiling: init_with_threads_count (tfjs-backend-wasm/src/cc/backend.cc) clamps the XNNPACK
+// pool to at most 8 threads, the number of Web Workers its build pre-creates, and to hardwareConcurrency / 2.
+export const MAX_THREADS = 8;
+const CORES = navigator.hardwareConcurrency || 1;
+const SOFTWARE_GL = /swiftshader|llvmpipe|softpipe|software|basic render/i;
+
+// wasm threads (need cross-origin isolation; edgetool serve sends COOP/COEP): `asked` (?threads=N), else one per two
+// logical cores, tfjs's own default. Every wasm operator is split across the pool and joined again, and each join
+// waits for Web Workers to wake up: on a 2-core test machine 2 threads ran MobileNetV2 1.5-4x slower than 1
+// (benchmarks/bench_browser.py).
+export function wasmThreads(asked, cores = CORES) {
+  if (asked !== null) return Math.min(asked, cores, MAX_THREADS);
+  return Math.max(1, Math.min(Math.floor(cores / 2), MAX_THREADS));
+}
+
+// The most threads the page's menu offers: one per core (up to MAX_THREADS), and at least the current count.
+export const mostThreads = (current) => Math.max(current, Math.min(CORES, MAX_THREADS));
+
+async function activate(name) {
+  try {
+    if (!(await tf.setBackend(name))) return false;
+    await tf.ready();
+    return tf.getBackend() === name;
+  } catch (err) {
+    console.warn(`backend ${name} unavailable:`, err);
+    return false;
+  }
+}
+
+// tfjs-backend-wasm caps its pool at hardwareConcurrency / 2 (assuming two hyper-threads per core), so ?threads=N
+// above that would be ignored; it reads hardwareConcurrency once while the module starts, so show it twice the
+// wanted count for that moment only.
+async function startWasm(threads) {
+  tf.wasm.setThreadsCount(threads);
+  if (!window.crossOriginIsolated) return activate('wasm'); // single-threaded SIMD binary
+  Object.defineProperty(navigator, 'hardwareConcurrency', { configurable: true, get: () => 2 * threads });
+  try {
+    return await activate('wasm');
+  } finally {
+    delete navigator.hardwareConcurrency; // back to Navigator.prototype's getter
+  }
+}
+
+// Renderer of the webgl backend's context ('' when unknown); software rasterisers never beat wasm.
+function glRenderer() {
+  try {
+    const gl = tf.backend().gpgpu.gl;
+    const ext = gl.getExtension('WEBGL_debug_renderer_info');
+    return String(gl.getParameter(ext ? ext.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+  } catch (err) {
+    return '';
+  }
+}
+
+// options: pageOptions (backend, threads). run(): one inference of zeros on the current backend -> {ms}.
+export function createBackends(options, run) {
+  // picked: how the backend was chosen: 'query' (?backend=NAME), 'benchmark' or 'remembered' (pick-cache.js)
+  const state = { names: [], bench: {}, skipped: {}, glRenderer: null, wasmStarted: false, picked: null };
+
+  // The first switch to wasm starts it with the wanted thread count.
+  async function trySet(name) {
+    if (name === 'wasm' && !state.wasmStarted) {
+      state.wasmStarted = true;
+      return startWasm(wasmThreads(options.threads));
+    }
+    return activate(name);
+  }
+
+  // Why a working backend is not worth benchmarking while another one works (null: benchmark it).
+  function skipReason(name) {
+    if (name === 'cpu') return 'not benchmarked: plain-JS fallback, slower than wasm and webgl';
+    if (name === 'webgl' && SOFTWARE_GL.test(state.glRenderer || '')) {
+      return `not benchmarked: software-rendered WebGL (${state.glRenderer})`;
+    }
+    return null;
+  }
+
+  // Time-bounded micro-benchmark of the current backend: median ms of the timed runs after one warm-up run.
+  // quick: the warm-up and one timed run only (nothing to compare against, so just leave the backend warm).
+  async function timeCurrent(quick = false) {
+    await run(); // warm-up: compiles kernels / shaders, moves the weights here, starts the wasm threads
+    const times = [];
+    const deadline = performance.now() + BENCH_BUDGET_MS;
+    do {
+      times.push((await run()).ms);
+    } while (!quick && times.length < BENCH_MAX_RUNS && performance.now() < deadline);
+    return median(times);
+  }
+
+  // The backends that initialise here (?backend=NAME: only that one, when it works); null: pick among all.
+  async function initialise() {
+    const wanted = options.backend;
+    const usable = BACKENDS.includes(wanted) && tf.findBackendFactory(wanted) && (await trySet(wanted));
+    const forced = usable ? wanted : null;
+    if (wanted && !forced) console.warn(`?backend=${wanted} is not available here; picking automatically`);
+    for (const name of forced ? [forced] : BACKENDS) {
+      if (!tf.findBackendFactory(name) || !(await trySet(name))) continue;
+      if (name === 'webgl') state.glRenderer = glRenderer();
+      state.names.push(name);
+    }
+    return forced;
+  }
+
+  // A remembered pick ({backend, bench, skipped}): switch to it and warm it up, benchmarking nothing.
+  async function reuse(choice) {
+    state.picked = 'remembered';
+    state.bench = Object.fromEntries(Object.entries(choice.bench).filter(([name]) => state.names.includes(name)));
+    state.skipped = choice.skipped;
+    await trySet(choice.backend);
+    await run(); // moves the weights there and compiles its kernels: warm
+    return choice.backend;
+  }
+
+  // Initialise the backends, benchmark those worth it, switch to the fastest and leave it warm (weights on it,
+  // kernels compiled), so the first user inference is a steady-state one. Resolves to the fastest one's name.
+  // recall(names): the pick remembered for these working backends, or null (then they are benchmarked).
+  async function pick(recall = () => null) {
+    const forced = await initialise();
+    const remembered = forced ? null : recall(state.names.slice());
+    if (remembered) return reuse(remembered);
+    state.picked = forced ? 'query' : 'benchmark';
+    const worth = forced ? [forced] : state.names.filter((name) => !skipReason(name));
+    const ranked = [...worth, ...state.names.filter((name) => !worth.includes(name))];
+    for (const name of ranked) {
+      if (!worth.includes(name) && Object.keys(state.bench).length) {
+        state.skipped[name] = skipReason(name);
+        continue;
+      }
+      try {
+        await trySet(name);
+        state.bench[name] = await timeCurrent(worth.length <= 1);
+      } catch (err) {
+        console.warn(`backend ${name} failed to run the model:`, err);
+        state.names.splice(state.names.indexOf(name), 1);
+      }
+    }
+    const measured = Object.keys(state.bench);
+    if (!measured.length) throw new Error('no TensorFlow.js backend could run the model');
+    const best = measured.reduce((a, b) => (state.bench[b] < state.bench[a] ? b : a));
+    if (tf.getBackend() !== best) {
+      await trySet(best);
+      await run(); // moves the weights back: warm again
+    }
+    return best;
+  }
+
+  // Switch to one of the working backends and benchmark it (it is warm afterwards); resolves to tf.getBackend().
+  async function switchTo(name) {
+    if (!state.names.includes(name)) {
+      throw new Error(`backend ${name} is not available here; choose one of ${state.names.join(', ')}`);
+    }
+    if (!(await trySet(name))) throw new Error(`could not switch to backend ${name}`);
+    state.bench[name] = await timeCurrent();
+    delete state.skipped[name];
+    return tf.getBackend();
+  }
+
+  function runtime() {
+    const info = { crossOriginIsolated: window.crossOriginIsolated === true,
+      backend: typeof tf === 'undefined' ? null : tf.getBackend(), hardwareConcurrency: CORES, wasmThreads: null,
+      webglRenderer: state.glRenderer || null };
+    if (state.wasmStarted) { // (tf.findBackend would start the wasm backend)
+      try { info.wasmThreads = tf.wasm.getThreadsCount(); } catch (err) { /* wasm failed to start */ }
+    }
+    return info;
+  }
+
+  return {
+    get names() { return state.names.slice(); },
+    get bench() { return { ...state.bench }; },
+    get skipped() { return { ...state.skipped }; },
+    get picked() { return state.picked; },
+    first: () => (BACKENDS.includes(options.backend) ? options.backend : BACKENDS[0]),
+    trySet, pick, switchTo, runtime,
+  };
+}

@@ -1,0 +1,103 @@
+// The TensorFlow.js engine: the converted graph model (model/model.json) on the fastest working tfjs backend.
+// Uses the global `tf` (vendor/tf.min.js + vendor/tf-backend-wasm.min.js, classic scripts before the page modules).
+import { zeroFeeds } from '../config.js';
+import { PROB_TOLERANCE } from '../postprocess.js';
+import { timeLoop } from './engine.js';
+import { modelHash } from './pick-cache.js';
+import { createBackends } from './tfjs-backends.js';
+
+// One flat typed array for tf.tensor: typed arrays of the right type are used as they are (no JS-array detour).
+function toTyped(values, dtype) {
+  if (dtype === 'int32') {
+    return values instanceof Int32Array ? values : Int32Array.from(values, (v) => Math.round(Number(v)));
+  }
+  return values instanceof Float32Array ? values : Float32Array.from(values, Number);
+}
+
+const disposeAll = (tensors) => tensors.forEach((t) => t.dispose());
+
+// config: config.describe(...); options: config.pageOptions(...). See engines/engine.js for the interface.
+export function createTfjsEngine(config, options) {
+  const { inputs, outputs } = config;
+  const graph = { model: null, useExecuteAsync: false, hash: null };
+
+  // Graph models without control flow run synchronously (execute); models with dynamic ops need executeAsync.
+  // feeds: {graph tensor name: tf.Tensor}; returns one tensor per output head, in `outputs` order.
+  async function execute(feeds) {
+    const names = outputs.map((o) => o.tensor);
+    if (!graph.useExecuteAsync) {
+      try {
+        const y = graph.model.execute(feeds, names);
+        return Array.isArray(y) ? y : [y];
+      } catch (err) {
+        if (!/executeAsync/.test(String(err && err.message))) throw err;
+        graph.useExecuteAsync = true;
+      }
+    }
+    const y = await graph.model.executeAsync(feeds, names);
+    return Array.isArray(y) ? y : [y];
+  }
+
+  function tensorFeeds(feeds) {
+    return Object.fromEntries(inputs.map((inp) => {
+      const { values, shape } = feeds[inp.name];
+      return [inp.tensor, tf.tensor(toTyped(values, inp.tfjsDtype), shape, inp.tfjsDtype)];
+    }));
+  }
+
+  async function run(feeds) {
+    const start = performance.now();
+    const xs = tensorFeeds(feeds);
+    let ys = [];
+    const heads = {};
+    try {
+      ys = await execute(xs);
+      for (let i = 0; i < outputs.length; i++) {
+        heads[outputs[i].name] = { shape: ys[i].shape, values: Array.from(await ys[i].data()) };
+      }
+    } finally {
+      disposeAll(Object.values(xs));
+      disposeAll(ys);
+    }
+    return { outputs: heads, ms: performance.now() - start, backend: tf.getBackend(), engine: 'tfjs' };
+  }
+
+  const backends = createBackends(options, () => run(zeroFeeds(inputs)));
+
+  // Fetch the weights while the first backend initialises (wasm: compile the binary, start its threads).
+  async function load(mark = () => {}) {
+    tf.enableProdMode();
+    tf.wasm.setWasmPaths(new URL(config.wasmPath, window.location.href).href);
+    const [artifacts] = await Promise.all([tf.io.http(config.modelUrl).load(), backends.trySet(backends.first())]);
+    mark('backendInit');
+    graph.model = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
+    graph.hash = await modelHash(artifacts);
+    mark('model');
+  }
+
+  async function time(runs, warmup) {
+    const xs = tensorFeeds(zeroFeeds(inputs));
+    try {
+      const times = await timeLoop(async () => {
+        const ys = await execute(xs);
+        await Promise.all(ys.map((y) => y.data()));
+        return () => disposeAll(ys);
+      }, runs, warmup);
+      return { backend: tf.getBackend(), engine: 'tfjs', times };
+    } finally {
+      disposeAll(Object.values(xs));
+    }
+  }
+
+  return {
+    name: 'tfjs',
+    get label() { return `TensorFlow.js ${tf.version.tfjs}`; },
+    probTolerance: PROB_TOLERANCE,
+    backends,
+    get modelHash() { return graph.hash; }, // SHA-256 of the graph and weights (null without Web Crypto)
+    load,
+    run,
+    time,
+    dispose() { if (graph.model) graph.model.dispose(); graph.model = null; },
+  };
+}

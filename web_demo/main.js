@@ -1,0 +1,203 @@
+// The page's wiring: loads the page config and the engines, builds the input UI, runs predictions; start() returns
+// the controller app.js exposes as window.edgetool (api.js). All mutable page state lives in start()'s `state`.
+import { checkFeeds, imageInputOf, loadConfig, modelInfoText, pageOptions, toFeeds, zeroFeeds } from './config.js';
+import { browserStorage, choiceKey, readChoice, writeChoice } from './engines/pick-cache.js';
+import { createTfjsEngine } from './engines/tfjs.js';
+import { withRanking } from './postprocess.js';
+import { addEngineSelect, fillBackendSelect, fillThreadsSelect, showEngine } from './ui/controls.js';
+import { $, setStatus } from './ui/dom.js';
+import { readFields, setupForm } from './ui/form.js';
+import { createPad } from './ui/pad.js';
+import { clearResult, fillBenchTable, showResult } from './ui/results.js';
+
+const DRAW_PROMPT = 'Draw something to get a prediction.';
+
+function deferred() {
+  const d = {};
+  d.promise = new Promise((resolve, reject) => { d.resolve = resolve; d.reject = reject; });
+  d.promise.catch(() => {});
+  return d;
+}
+
+function registerServiceWorker() {
+  if (!('serviceWorker' in navigator)) return;
+  navigator.serviceWorker.register('sw.js').catch((err) => console.warn('service worker registration failed:', err));
+  navigator.serviceWorker.ready.then(() => {
+    $('offline').textContent = 'available offline';
+    $('offline').classList.add('ok');
+  });
+}
+
+// Start the page; returns its controller (what api.js exposes as window.edgetool).
+export function start() {
+  const options = pageOptions(window.location.search);
+  const ready = deferred();
+  // config: the page config; engines: {tfjs, litert?} in Select order; engine: the active one's name;
+  // pad: the image input (null: none); formInputs: the inputs the form feeds; busy/pending: a UI prediction runs /
+  // another one is wanted; lastInput: the UI's last feeds (re-predicted when the engine or backend changes).
+  const state = { config: null, engines: {}, engine: 'tfjs', pad: null, formInputs: [], busy: false, pending: false,
+    lastInput: null, timings: {} };
+  const mark = (name) => { state.timings[name] = performance.now(); }; // ms since navigation start
+  const tfjsEngine = () => state.engines.tfjs;
+
+  // feeds: {inputName: {values, shape}}. Result: the ranked head (probabilities, top) plus every head's raw values.
+  async function run(feeds) {
+    const { config } = state;
+    const batch = checkFeeds(config.inputs, feeds);
+    const engine = state.engines[state.engine];
+    const raw = await engine.run(feeds);
+    return withRanking(raw, { name: config.outputs[0].name, batch, tolerance: engine.probTolerance,
+      labels: config.labels, k: config.topK });
+  }
+
+  async function runAndShow(feeds) {
+    const result = await run(feeds);
+    showResult(result, state.config);
+    return result;
+  }
+
+  // Every input's current value from the page: the pad (image input) and the form (all others); null: nothing drawn.
+  function currentInput() {
+    const feeds = readFields(state.formInputs);
+    if (!state.pad) return feeds;
+    const image = state.pad.read();
+    return image && { ...feeds, ...image };
+  }
+
+  async function predictFromUi() {
+    if (state.busy) { state.pending = true; return; }
+    state.busy = true;
+    try {
+      do {
+        state.pending = false;
+        const feeds = currentInput();
+        if (feeds === null) { clearResult(); setStatus(DRAW_PROMPT); break; }
+        state.lastInput = feeds;
+        await runAndShow(feeds);
+        setStatus('Ready.');
+      } while (state.pending);
+    } catch (err) {
+      setStatus(`Prediction failed: ${err.message}`, true);
+    } finally {
+      state.busy = false;
+    }
+  }
+
+  async function predict(values, shape) {
+    const feeds = toFeeds(state.config.inputs, values, shape);
+    const result = await runAndShow(feeds);
+    if (state.pad) state.pad.show(feeds);
+    return result;
+  }
+
+  async function setBackend(name) {
+    const { backends } = tfjsEngine();
+    const active = await backends.switchTo(name);
+    fillBenchTable(backends);
+    $('backend').value = name;
+    if (state.lastInput) await predictFromUi();
+    return active;
+  }
+
+  async function setEngine(name) {
+    if (!(name in state.engines)) {
+      throw new Error(`engine ${name} is not available here; choose one of ${Object.keys(state.engines).join(', ')}`);
+    }
+    state.engine = name;
+    showEngine(name, tfjsEngine().backends.names.length);
+    if (state.lastInput) await predictFromUi();
+    return name;
+  }
+
+  // Load the LiteRT.js engine (sites built with --litert) and show the Engine select; tfjs keeps working without it.
+  async function loadLiteRtEngine() {
+    const { config } = state;
+    try {
+      const mod = await import(new URL(config.litert.module, window.location.href).href);
+      const engine = mod.createEngine(config.litert, config);
+      await engine.load();
+      await engine.run(zeroFeeds(config.inputs)); // warm-up
+      state.engines.litert = engine;
+    } catch (err) {
+      console.warn('LiteRT.js engine unavailable:', err);
+      return;
+    }
+    addEngineSelect(Object.values(state.engines).map((e) => [e.name, e.label]), async (name) => setEngine(name));
+  }
+
+  // The tfjs auto-pick, remembered per model, browser and wasm thread count (engines/pick-cache.js).
+  async function pickBackend(tfjs) {
+    const storage = browserStorage();
+    const { backends } = tfjs;
+    const key = storage && tfjs.modelHash
+      && choiceKey(tfjs.modelHash, navigator.userAgent, backends.runtime().wasmThreads);
+    const best = await backends.pick((names) => (key ? readChoice(storage, key, names) : null));
+    if (key && backends.picked === 'benchmark') {
+      writeChoice(storage, key, { backend: best, bench: backends.bench, skipped: backends.skipped });
+    }
+    return best;
+  }
+
+  function setupInputs() {
+    const { config } = state;
+    const imageInput = imageInputOf(config);
+    state.formInputs = config.inputs.filter((inp) => inp !== imageInput);
+    setupForm(state.formInputs, config.inputs.length > 1, predictFromUi);
+    if (!imageInput) return;
+    state.pad = createPad(imageInput, config.draw, {
+      onInput: predictFromUi,
+      onClear: () => { state.lastInput = null; clearResult(); setStatus(DRAW_PROMPT); },
+    });
+  }
+
+  async function main() {
+    state.config = await loadConfig();
+    const { config } = state;
+    mark('config');
+    const tfjs = createTfjsEngine(config, options);
+    state.engines.tfjs = tfjs;
+    $('model-info').textContent = modelInfoText(config, tf.version.tfjs);
+    await tfjs.load(mark);
+    const best = await pickBackend(tfjs);
+    mark('warm');
+    if (config.litert) {
+      await loadLiteRtEngine();
+      mark('litert');
+    }
+    fillBackendSelect(tfjs.backends.names, best, setBackend);
+    fillBenchTable(tfjs.backends);
+    fillThreadsSelect(tfjs.backends.runtime().wasmThreads);
+    if (state.engines[options.engine]) await setEngine(options.engine); // ?engine=litert
+    setupInputs();
+    setStatus(state.pad ? `Ready (${best}). Draw something.` : `Ready (${best}).`);
+    mark('ready');
+    ready.resolve({ backend: best, backends: tfjs.backends.names, benchmark: tfjs.backends.bench,
+      picked: tfjs.backends.picked, runtime: tfjs.backends.runtime(), engine: state.engine,
+      engines: Object.keys(state.engines) });
+  }
+
+  // The service worker precaches the whole site (runtime + weights): let it do so after start-up, not during it.
+  ready.promise.then(registerServiceWorker, registerServiceWorker);
+  main().catch((err) => {
+    console.error(err);
+    setStatus(`Could not start: ${err.message}`, true);
+    ready.reject(err);
+  });
+
+  const backends = () => (tfjsEngine() ? tfjsEngine().backends : null);
+  return {
+    ready: ready.promise,
+    predict,
+    setBackend,
+    setEngine,
+    timeInference: (runs, warmup) => state.engines[state.engine].time(runs, warmup),
+    get backends() { return backends() ? backends().names : []; },
+    get engine() { return state.engine; },
+    get engines() { return Object.keys(state.engines); },
+    get benchmark() { return backends() ? backends().bench : {}; },
+    get config() { return state.config; },
+    get runtime() { return backends() ? backends().runtime() : null; },
+    get timings() { return { ...state.timings }; },
+  };
+}
+

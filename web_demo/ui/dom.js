@@ -1,0 +1,18 @@
+// Small DOM helpers shared by the page's UI modules. Text from model files is only ever set with textContent.
+
+export const $ = (id) => document.getElementById(id);
+
+export function setStatus(text, isError = false) {
+  $('status').textContent = text;
+  $('status').classList.toggle('error', isError);
+}
+
+export const option = (value, text) => Object.assign(document.createElement('option'), { value, textContent: text });
+
+// An element with a class name and text (textContent: labels and names are data, never markup).
+export function textElement(tag, className, text) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  el.textContent = text;
+  return el;
+}
