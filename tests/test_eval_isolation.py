@@ -5,6 +5,7 @@ control flow. Every figure is checked against an independent LiteRT / TensorFlow
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -225,6 +226,38 @@ def test_artifact_that_aborts_litert_is_its_own_row_and_exit_1(transformer, tmp_
     assert ok["latency_ms"]["runs"] == 5
     assert "does not run" in (tmp_path / "r.md").read_text()
     assert "int16x8.tflite" in (tmp_path / "r.html").read_text()
+
+
+def test_artifact_with_nan_outputs_is_a_failed_row_not_a_number(tmp_path):
+    """An artefact whose runtime returns NaN where the reference is finite (tfjs 4.22's cpu kernels do that on a
+    Transformer block) is a failed row naming it, exit 1 — not an accuracy of 0.1 and a NaN error in the table."""
+
+    class Scores(tf.Module):
+        def __init__(self, poison: float):
+            super().__init__()
+            self.w = tf.Variable(np.random.default_rng(0).normal(size=(4, 3)).astype("float32"))
+            self.poison = poison
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+        def serve(self, x):
+            return {"probs": tf.nn.softmax(tf.matmul(x, self.w)) * self.poison}
+
+    good, bad = Scores(1.0), Scores(float("nan"))
+    tf.saved_model.save(good, str(tmp_path / "sm"), signatures={"serving_default": good.serve})
+    for name, module in (("good", good), ("nan", bad)):
+        conv = tf.lite.TFLiteConverter.from_concrete_functions([module.serve.get_concrete_function()], module)
+        (tmp_path / f"{name}.tflite").write_bytes(conv.convert())
+    x = np.random.default_rng(1).normal(size=(40, 4)).astype("float32")
+    np.savez(tmp_path / "d.npz", x=x, y=np.zeros(40, np.int64))
+    res = runner.invoke(app, ["eval", str(tmp_path / "nan.tflite"), str(tmp_path / "good.tflite"), "-r",
+                              str(tmp_path / "sm"), "-d", str(tmp_path / "d.npz"), "--runs", "3", "--json",
+                              str(tmp_path / "r.json")])
+    assert res.exit_code == 1, res.output
+    bad_row, good_row = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert re.match(r"gives non-finite outputs \(NaN/Inf in (\d+) of \1 values of 'probs'\) where the reference",
+                    bad_row["failed"]), bad_row["failed"]  # every value of the first batch
+    assert bad_row["top1_agreement"] is None and bad_row["max_abs_error"] is None
+    assert good_row.get("failed") is None and good_row["top1_agreement"] == 1.0
 
 
 def test_crash_reason_names_the_signal():

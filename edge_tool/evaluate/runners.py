@@ -61,6 +61,12 @@ class _Runner:
         self._fail(exc)
         return None
 
+    def reject(self, reason: str) -> None:
+        """Its outputs are unusable (e.g. NaN where the reference's are finite): failed from now on, with ``reason``."""
+        self.failed = reason
+        self._pending = False
+        self.close(abort=True)
+
     def _row(self, label: str, reference: ReferenceResult, fmt: str, fields: dict, **measured) -> ArtifactResult:
         """The artefact's report row: its size against the reference's, ``measured`` and the accuracy ``fields``."""
         art = self.art

@@ -66,10 +66,22 @@ def stream(ref, data: EvalStream, runners: list, top_k: int, scratch: Path) -> P
             out = runner.collect()
             if out is not None:
                 _check_output_shape(runner.art, out, ref_y, state.out_name, ref)
+                if (bad := non_finite(out, ref_y, state.out_name)) is not None:
+                    runner.reject(bad)
+                    continue
                 acc.update(ref_y, out, labels)
     if state is None:
         raise DataError(f"--data {data.path} yielded no samples.")
     return state
+
+
+def non_finite(out: np.ndarray, ref_y: np.ndarray, out_name: str) -> str | None:
+    """Why ``out`` is unusable when it holds NaN/Inf where the reference's output is finite, else None."""
+    bad = ~np.isfinite(out.astype(np.float64)) & np.isfinite(ref_y.astype(np.float64))
+    if not bad.any():
+        return None
+    return (f"gives non-finite outputs (NaN/Inf in {int(bad.sum())} of {bad.size} values of '{out_name}') where "
+            "the reference's are finite: a kernel of this runtime fails on the model (or the artefact overflows)")
 
 
 def check_labels(labels: np.ndarray | None, ref_y: np.ndarray, out_name: str, data_path: Path) -> None:
