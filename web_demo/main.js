@@ -169,7 +169,9 @@ export function start() {
     fillThreadsSelect(tfjs.backends.runtime().wasmThreads);
     if (state.engines[options.engine]) await setEngine(options.engine); // ?engine=litert
     setupInputs();
-    setStatus(state.pad ? `Ready (${best}). Draw something.` : `Ready (${best}).`);
+    const warning = tfjs.backends.nonFinite.includes(best)
+      ? ' Warning: every TensorFlow.js backend here gives NaN/Inf outputs for a blank input.' : '';
+    setStatus(state.pad ? `Ready (${best}).${warning} Draw something.` : `Ready (${best}).${warning}`);
     mark('ready');
     ready.resolve({ backend: best, backends: tfjs.backends.names, benchmark: tfjs.backends.bench,
       picked: tfjs.backends.picked, runtime: tfjs.backends.runtime(), engine: state.engine,

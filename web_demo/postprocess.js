@@ -53,6 +53,9 @@ export function median(xs) {
   return s[Math.floor((s.length - 1) / 2)];
 }
 
+// True when every value of every head ({name: {values}}) is a finite number.
+export const allFinite = (heads) => Object.values(heads).every((h) => Array.from(h.values).every(Number.isFinite));
+
 export const percent = (p) => `${(p * 100).toFixed(1)}%`;
 
 // The first sample of a head (shape [batch, ...] or a plain vector).

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  headSummary, headTitle, isProbabilityRow, median, percent, splitRows, toProbabilities, topK, withRanking,
+  allFinite, headSummary, headTitle, isProbabilityRow, median, percent, splitRows, toProbabilities, topK, withRanking,
 } from '../../web_demo/postprocess.js';
 
 const close = (got, want, tol = 1e-12) => {
@@ -73,4 +73,10 @@ test('head text: top-k of a probability row, else the first 16 values with a cou
   assert.equal(headTitle('box', [1, 4]), 'box [4]');
   assert.equal(headTitle('score', [1]), 'score [1]');
   assert.equal(percent(0.1234), '12.3%');
+});
+
+test('allFinite is false as soon as one value of one head is NaN or infinite', () => {
+  assert.equal(allFinite({ a: { values: [0, 1.5] }, b: { values: new Float32Array([2]) } }), true);
+  assert.equal(allFinite({ a: { values: [0, 1.5] }, b: { values: new Float32Array([NaN]) } }), false);
+  assert.equal(allFinite({ a: { values: [Infinity] } }), false);
 });

@@ -1,6 +1,6 @@
 // The TensorFlow.js backends of the tfjs engine: start them (wasm with its thread count), benchmark those worth it,
 // switch between them. Uses the global `tf` (vendor/tf.min.js + vendor/tf-backend-wasm.min.js).
-import { median } from '../postprocess.js';
+import { allFinite, median } from '../postprocess.js';
 
 export const BACKENDS = ['wasm', 'webgl', 'cpu'];
 // Micro-benchmark per backend: one untimed warm-up run (compiles kernels/shaders, moves the weights, starts the
@@ -62,9 +62,11 @@ function glRenderer() {
 }
 
 // options: pageOptions (backend, threads). run(): one inference of zeros on the current backend -> {ms}.
-export function createBackends(options, run) {
+// reload(): load the model again on the current backend (after another backend failed part-way through a run).
+export function createBackends(options, run, reload = async () => {}) {
   // picked: how the backend was chosen: 'query' (?backend=NAME), 'benchmark' or 'remembered' (pick-cache.js)
-  const state = { names: [], bench: {}, skipped: {}, glRenderer: null, wasmStarted: false, picked: null };
+  const state = { names: [], bench: {}, skipped: {}, glRenderer: null, wasmStarted: false, picked: null,
+    nonFinite: [] };
 
   // The first switch to wasm starts it with the wanted thread count.
   async function trySet(name) {
@@ -86,14 +88,27 @@ export function createBackends(options, run) {
 
   // Time-bounded micro-benchmark of the current backend: median ms of the timed runs after one warm-up run.
   // quick: the warm-up and one timed run only (nothing to compare against, so just leave the backend warm).
+  // A backend whose warm-up gives NaN/Inf is noted in state.nonFinite (another backend that does not is preferred).
   async function timeCurrent(quick = false) {
-    await run(); // warm-up: compiles kernels / shaders, moves the weights here, starts the wasm threads
+    const warm = await run(); // warm-up: compiles kernels / shaders, moves the weights here, starts the wasm threads
+    const name = tf.getBackend();
+    if (!allFinite(warm.outputs)) {
+      console.warn(`backend ${name} gives NaN/Inf outputs on a zero input; another backend is preferred`);
+      if (!state.nonFinite.includes(name)) state.nonFinite.push(name);
+    }
     const times = [];
     const deadline = performance.now() + BENCH_BUDGET_MS;
     do {
       times.push((await run()).ms);
     } while (!quick && times.length < BENCH_MAX_RUNS && performance.now() < deadline);
     return median(times);
+  }
+
+  // Backends measured so far whose outputs were finite (all measured ones when none was).
+  function trusted() {
+    const measured = Object.keys(state.bench);
+    const finite = measured.filter((name) => !state.nonFinite.includes(name));
+    return finite.length ? finite : measured;
   }
 
   // The backends that initialise here (?backend=NAME: only that one, when it works); null: pick among all.
@@ -130,20 +145,24 @@ export function createBackends(options, run) {
     state.picked = forced ? 'query' : 'benchmark';
     const worth = forced ? [forced] : state.names.filter((name) => !skipReason(name));
     const ranked = [...worth, ...state.names.filter((name) => !worth.includes(name))];
+    let broken = false; // a backend failed part-way: the weights may be half-moved to it
     for (const name of ranked) {
-      if (!worth.includes(name) && Object.keys(state.bench).length) {
+      if (!worth.includes(name) && trusted().some((n) => !state.nonFinite.includes(n))) {
         state.skipped[name] = skipReason(name);
         continue;
       }
       try {
         await trySet(name);
+        if (broken) await reload();
+        broken = false;
         state.bench[name] = await timeCurrent(worth.length <= 1);
       } catch (err) {
         console.warn(`backend ${name} failed to run the model:`, err);
         state.names.splice(state.names.indexOf(name), 1);
+        broken = true;
       }
     }
-    const measured = Object.keys(state.bench);
+    const measured = trusted();
     if (!measured.length) throw new Error('no TensorFlow.js backend could run the model');
     const best = measured.reduce((a, b) => (state.bench[b] < state.bench[a] ? b : a));
     if (tf.getBackend() !== best) {
@@ -179,6 +198,7 @@ export function createBackends(options, run) {
     get bench() { return { ...state.bench }; },
     get skipped() { return { ...state.skipped }; },
     get picked() { return state.picked; },
+    get nonFinite() { return state.nonFinite.slice(); }, // backends whose warm-up gave NaN/Inf
     first: () => (BACKENDS.includes(options.backend) ? options.backend : BACKENDS[0]),
     trySet, pick, switchTo, runtime,
   };

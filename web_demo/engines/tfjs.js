@@ -19,7 +19,7 @@ const disposeAll = (tensors) => tensors.forEach((t) => t.dispose());
 // config: config.describe(...); options: config.pageOptions(...). See engines/engine.js for the interface.
 export function createTfjsEngine(config, options) {
   const { inputs, outputs } = config;
-  const graph = { model: null, useExecuteAsync: false, hash: null };
+  const graph = { model: null, useExecuteAsync: false, hash: null, artifacts: null };
 
   // Graph models without control flow run synchronously (execute); models with dynamic ops need executeAsync.
   // feeds: {graph tensor name: tf.Tensor}; returns one tensor per output head, in `outputs` order.
@@ -62,7 +62,19 @@ export function createTfjsEngine(config, options) {
     return { outputs: heads, ms: performance.now() - start, backend: tf.getBackend(), engine: 'tfjs' };
   }
 
-  const backends = createBackends(options, () => run(zeroFeeds(inputs)));
+  // A backend that fails part-way through a run can leave the weights half-moved to it (their data gone):
+  // load the model afresh, on the backend now active, before trying the next one.
+  async function reload() {
+    try {
+      if (graph.model) graph.model.dispose();
+    } catch (err) {
+      console.warn('could not free the model after a failed backend:', err);
+    }
+    graph.model = await tf.loadGraphModel(tf.io.fromMemory(graph.artifacts));
+    graph.useExecuteAsync = false;
+  }
+
+  const backends = createBackends(options, () => run(zeroFeeds(inputs)), reload);
 
   // Fetch the weights while the first backend initialises (wasm: compile the binary, start its threads).
   async function load(mark = () => {}) {
@@ -70,6 +82,7 @@ export function createTfjsEngine(config, options) {
     tf.wasm.setWasmPaths(new URL(config.wasmPath, window.location.href).href);
     const [artifacts] = await Promise.all([tf.io.http(config.modelUrl).load(), backends.trySet(backends.first())]);
     mark('backendInit');
+    graph.artifacts = artifacts;
     graph.model = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
     graph.hash = await modelHash(artifacts);
     mark('model');
