@@ -56,10 +56,12 @@ def wide_model(tmp_path_factory) -> Path:
     return a
 
 
-def _auto(model: Path, out: Path, max_drop: float, **kw):
-    from edge_tool.convert.auto import AutoConfig, run_auto
+def _auto(model: Path, out: Path, max_drop: float):
+    from edge_tool.convert.auto import AutoConfig, candidate_modes, run_auto
+    from edge_tool.convert.config import ConvertConfig
 
-    return run_auto(AutoConfig(model=model, output_dir=out, max_drop=max_drop, eval_data=model / "eval.npz", **kw))
+    candidates = ConvertConfig(model=model, output_dir=out, modes=candidate_modes(False), keep_going=True)
+    return run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=model / "eval.npz"))
 
 
 def _by_name(result) -> dict:
@@ -164,11 +166,12 @@ def test_auto_usage_errors_exit_2(tmp_path, args, message):
 
 def test_auto_config_reports_every_problem(tmp_path):
     from edge_tool.convert.auto import AutoConfig
+    from edge_tool.convert.config import ConvertConfig
     from edge_tool.errors import UsageError
 
+    candidates = ConvertConfig(model=tmp_path / "missing", output_dir=tmp_path / "o")
     with pytest.raises(UsageError) as exc:
-        AutoConfig(model=tmp_path / "missing", output_dir=tmp_path / "o", max_drop=2, eval_data=tmp_path / "no.npz",
-                   objective="speed", threads=0)
+        AutoConfig(convert=candidates, max_drop=2, eval_data=tmp_path / "no.npz", objective="speed", threads=0)
     text = str(exc.value)
     for part in ("--objective", "--max-drop", "--threads", "SavedModel directory", "--eval-data"):
         assert part in text

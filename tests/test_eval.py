@@ -135,8 +135,34 @@ def test_quant_mode_inferred_from_tensor_types(arts, digits_model, tmp_path):
     d = tmp_path / "converted"
     d.mkdir()
     (d / "m_qat.tflite").write_bytes(arts["int8io"].read_bytes())
-    (d / "manifest.json").write_text(json.dumps({"artifacts": [{"path": "m_qat.tflite", "quant": "qat"}]}))
+    (d / "manifest.json").write_text(json.dumps(_manifest([{"path": "m_qat.tflite", "format": "tflite",
+                                                             "quant": "qat", "size_bytes": 1, "seconds": 0.0}])))
     assert (describe(d / "m_qat.tflite").quant, describe(d).quant) == ("qat", "qat")
+    # another tool's manifest.json (no edgetool schema line) claims nothing: the tensor types decide
+    (d / "manifest.json").write_text(json.dumps({"artifacts": [{"path": "m_qat.tflite", "quant": "qat"}]}))
+    assert (describe(d / "m_qat.tflite").quant, describe(d).quant_source) == ("int8", "tensor types")
+
+
+def _manifest(artifacts: list[dict]) -> dict:
+    """The smallest manifest.json the published schema accepts."""
+    return {"schema": "edgetool.convert/1", "tool": {"name": "edgetool", "version": "0"}, "created": "2026-01-01",
+            "source": {"path": "m", "kind": "saved_model", "flavor": "keras2", "sha256": "0",
+                       "signature": {"key": "serving_default", "inputs": [], "outputs": []}, "fixed_batch": None},
+            "options": {"model": "m", "output_dir": "o", "modes": ["qat"], "output_format": "tflite", "seed": 0},
+            "calibration": None, "artifacts": artifacts, "versions": {"python": "3.11"}, "timings_s": {"total": 0}}
+
+
+def test_malformed_edgetool_manifest_is_a_data_error(arts, tmp_path):
+    from edge_tool.errors import DataError
+
+    (tmp_path / "m.tflite").write_bytes(arts["int8io"].read_bytes())
+    doc = _manifest([{"path": "m.tflite", "format": "tflite", "quant": 8, "size_bytes": -1, "seconds": 0}])
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(DataError) as exc:
+        describe(tmp_path / "m.tflite")
+    message = str(exc.value)
+    assert "manifest.json" in message and "$.artifacts[0].quant: expected string, found integer 8" in message
+    assert "$.artifacts[0].size_bytes: expected a number >= 0" in message and "\n" not in message
 
 
 def test_metrics_registry_on_hand_computed_values():
