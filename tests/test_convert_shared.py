@@ -13,6 +13,7 @@ import pytest
 from conftest import run_edgetool
 from edge_tool.convert.background import BackgroundCall
 from edge_tool.errors import ConversionError
+from schema_check import validated
 
 MODES = ("fp32", "fp16", "dynamic", "int8", "int16x8")
 
@@ -78,7 +79,7 @@ def test_tfjs_worker_process_writes_the_same_files(digits_model, tmp_path):
         logs[workers] = proc.stderr
     assert "parallel worker" in logs["1"] and "parallel worker" not in logs["0"]
     assert _digest(outs["0"] / "tfjs") == _digest(outs["1"] / "tfjs")
-    manifest = json.loads((outs["1"] / "manifest.json").read_text())
+    manifest = validated(outs["1"] / "manifest.json", "manifest")
     assert {a["format"] for a in manifest["artifacts"]} == {"tflite", "tfjs"}
 
 

@@ -20,6 +20,7 @@ from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.evaluate.artifacts import describe
 from edge_tool.evaluate.latency import measure_tflite, measure_tflite_subprocess
 from edge_tool.evaluate.metrics import cosine, topk_accuracy
+from schema_check import validated
 
 runner = CliRunner()
 tf = import_tf()
@@ -182,7 +183,7 @@ def test_gate_exit_codes_around_a_known_drop(arts, digits_model, eval_npz, tmp_p
             "--warmup", "2"]
     first = _eval_cli([*args, "--json", str(tmp_path / "a.json")])
     assert first.exit_code == 0, first.output
-    results = {r["artifact"]: r for r in json.loads((tmp_path / "a.json").read_text())["results"]}
+    results = {r["artifact"]: r for r in validated(tmp_path / "a.json", "eval")["results"]}
     drop = results["badcal.tflite"]["accuracy_drop"]
     assert drop > 0.02, f"the mis-calibrated model should lose accuracy, drop={drop}"
     assert results["fp32.tflite"]["accuracy_drop"] == 0.0

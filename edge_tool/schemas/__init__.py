@@ -48,11 +48,11 @@ def load_json(path: Path, name: str):
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            raise DataError(f"{path} is {size} bytes; a {title} is far smaller (limit {MAX_BYTES} bytes), so this "
+            raise DataError(f"{path} is {size} bytes; an {title} is far smaller (limit {MAX_BYTES} bytes), so this "
                             "is not one edgetool wrote.")
         return json.loads(path.read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise DataError(f"{path} could not be read as a {title} (JSON in UTF-8 expected): "
+        raise DataError(f"{path} could not be read as an {title} (JSON in UTF-8 expected): "
                         f"{' '.join(str(exc).split())[:200]}.") from None
 
 

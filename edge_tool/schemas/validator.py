@@ -1,7 +1,8 @@
 """A small JSON Schema (draft 2020-12) checker for the subset edgetool's own schemas use.
 
 Keywords: ``type`` (one or a list), ``properties``, ``required``, ``additionalProperties`` (bool or schema),
-``items``, ``enum``, ``const``, ``minimum``, ``$ref`` (``#/$defs/...`` only); annotations are ignored. The tests
+``items``, ``enum``, ``const``, ``minimum``, ``if``/``then``/``else``, ``$ref`` (``#/$defs/...`` only); annotations
+are ignored. The tests
 check the same files with the ``jsonschema`` package, so the two cannot disagree unnoticed. No recursion beyond
 the schema's own depth: a hostile document cannot make it recurse deeper than the schema does.
 """
@@ -36,6 +37,9 @@ def problems(doc, schema: dict, root: dict | None = None, where: str = "$") -> l
         out.append(f"at {where}: expected a number >= {schema['minimum']}, found {_show(doc)}")
     if isinstance(doc, dict):
         out += _object_problems(doc, schema, root, where)
+    if "if" in schema:
+        branch = "then" if not problems(doc, schema["if"], root, where) else "else"
+        out += problems(doc, schema[branch], root, where) if branch in schema else []
     if isinstance(doc, list) and "items" in schema:
         for i, item in enumerate(doc):
             out += problems(item, schema["items"], root, f"{where}[{i}]")
