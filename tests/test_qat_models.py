@@ -5,7 +5,6 @@ here with plain LiteRT), and the manifest's figures are the ones measured indepe
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
