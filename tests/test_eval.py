@@ -136,12 +136,16 @@ def test_quant_mode_inferred_from_tensor_types(arts, digits_model, tmp_path):
     d = tmp_path / "converted"
     d.mkdir()
     (d / "m_qat.tflite").write_bytes(arts["int8io"].read_bytes())
-    (d / "manifest.json").write_text(json.dumps(_manifest([{"path": "m_qat.tflite", "format": "tflite",
-                                                             "quant": "qat", "size_bytes": 1, "seconds": 0.0}])))
+    (d / "manifest.json").write_text(json.dumps(_manifest([_tflite_entry("m_qat.tflite", "qat")])))
     assert (describe(d / "m_qat.tflite").quant, describe(d).quant) == ("qat", "qat")
     # another tool's manifest.json (no edgetool schema line) claims nothing: the tensor types decide
     (d / "manifest.json").write_text(json.dumps({"artifacts": [{"path": "m_qat.tflite", "quant": "qat"}]}))
     assert (describe(d / "m_qat.tflite").quant, describe(d).quant_source) == ("int8", "tensor types")
+
+
+def _tflite_entry(name: str, quant, size_bytes: int = 1) -> dict:
+    return {"path": name, "format": "tflite", "quant": quant, "size_bytes": size_bytes, "sha256": "0", "seconds": 0.0,
+            "tensors": {}, "state_warning": None, "metadata": None}
 
 
 def _manifest(artifacts: list[dict]) -> dict:
@@ -157,7 +161,7 @@ def test_malformed_edgetool_manifest_is_a_data_error(arts, tmp_path):
     from edge_tool.errors import DataError
 
     (tmp_path / "m.tflite").write_bytes(arts["int8io"].read_bytes())
-    doc = _manifest([{"path": "m.tflite", "format": "tflite", "quant": 8, "size_bytes": -1, "seconds": 0}])
+    doc = _manifest([_tflite_entry("m.tflite", 8, -1)])
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     with pytest.raises(DataError) as exc:
         describe(tmp_path / "m.tflite")

@@ -35,7 +35,7 @@ def build_manifest(config, source, calibration_summary, artifacts: list[dict], t
         source=source.to_dict(),
         options=config.to_dict(),
         calibration=calibration_summary,
-        artifacts=tuple(ManifestArtifact.from_dict(a) for a in artifacts),
+        artifacts=tuple(ManifestArtifact(**a) for a in artifacts),  # a record key with no field is a TypeError
         versions={"python": platform.python_version(), **library_versions()},
         timings_s=timings,
         failed=failed or None,
