@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-MODES = ("fp32", "fp16", "dynamic", "int8", "int16x8")
+from edge_tool.convert.modes import every_mode
+
+MODES = every_mode()  # the registry's modes that need no training data: raw_converter must know each
 
 
 def raw_converter(tf, saved_model, mode: str, representative_dataset=None):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,11 +27,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._browser_common import CHROMIUM, FLAGS, pct, served  # noqa: E402
+from benchmarks._browser_digits import digits  # noqa: E402
 from benchmarks._results import machine, table, write_section  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 GOAL_RATIO = 2.0  # best backend's p50 <= 2x native fp32 p50 at equal threads
 BUDGET_S = 12.0  # per configuration and loop: slow backends (cpu) stop early, after at least MIN_RUNS
 MIN_RUNS = 5
@@ -68,18 +66,6 @@ async ({ runs, budgetMs, minRuns }) => {
   return { ms, wall };
 }
 """
-
-
-def edgetool(*args) -> None:
-    """Run the CLI; exit with its output on failure."""
-    proc = subprocess.run([sys.executable, "-m", "edge_tool", *map(str, args)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(proc.stdout + proc.stderr)
-
-
-def pct(xs: list[float], q: float) -> float:
-    """Percentile ``q`` (0..100) of ``xs``."""
-    return float(np.percentile(np.asarray(xs, dtype=np.float64), q))
 
 
 # ---------------------------------------------------------------- MobileNetV2-224
@@ -128,7 +114,6 @@ def mobilenet(runs: int, rounds: int) -> dict:
     from benchmarks._browser_models import mobilenet_artefacts
     from edge_tool.demo.site import DemoConfig, build_site
     from edge_tool.demo.vendor import pinned_versions
-    from edge_tool.serve import start_server
 
     _, tfjs, tflite = mobilenet_artefacts()
     cores = os.cpu_count() or 1
@@ -145,8 +130,7 @@ def mobilenet(runs: int, rounds: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-browser-mnv2-") as tmp:
         site = Path(tmp) / "site"
         build_site(DemoConfig(model=tfjs, output=site, title="MobileNetV2-224"))
-        server, thread, url = start_server(site, "127.0.0.1", 0)
-        try:
+        with served(site) as url:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
                 version = browser.version
@@ -164,10 +148,6 @@ def mobilenet(runs: int, rounds: int) -> dict:
                 browser.close()
             for t in thread_counts:
                 native[t].append(native_p50(tflite, t, runs))
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(5)
     return {"configs": configs, "native": native, "browser": browser_res, "chromium": version,
             "tfjs": pinned_versions()["@tensorflow/tfjs"],
             "model_mb": sum(p.stat().st_size for p in tfjs.iterdir()) / 1e6}
@@ -245,87 +225,6 @@ def mobilenet_body(res: dict, runs: int, rounds: int) -> str:
                   f"best is {label}: {r_pred:.2f}× native at {thr} thread(s) end to end, {r_inf:.2f}× "
                   "inference-only."]
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- digits
-
-
-def site_sizes(site: Path) -> dict[str, int]:
-    """Bytes of the whole site, of vendor/ (tfjs runtime) and of model/."""
-    sizes = {"total": 0, "vendor": 0, "model": 0}
-    for p in site.rglob("*"):
-        if p.is_file():
-            n = p.stat().st_size
-            sizes["total"] += n
-            top = p.relative_to(site).parts[0]
-            if top in sizes:
-                sizes[top] += n
-    return sizes
-
-
-def measure(site: Path, x: np.ndarray, runs: int, profile: Path) -> dict:
-    """Load times and per-backend latencies (ms) in one Chromium profile."""
-    from playwright.sync_api import sync_playwright
-
-    from edge_tool.serve import start_server
-
-    server, thread, url = start_server(site, "127.0.0.1", 0)
-    out: dict = {"latency": {}}
-    try:
-        with sync_playwright() as pw:
-            ctx = pw.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, args=FLAGS)
-            page = ctx.new_page()
-            t0 = time.perf_counter()
-            page.goto(url)
-            info = page.evaluate("window.edgetool.ready")
-            out["cold_ms"] = (time.perf_counter() - t0) * 1e3
-            out["auto"] = info["backend"]
-            page.evaluate("navigator.serviceWorker.ready.then(() => true)")
-            t0 = time.perf_counter()
-            page.reload()
-            page.evaluate("window.edgetool.ready")
-            out["warm_ms"] = (time.perf_counter() - t0) * 1e3
-            samples = [x[i % len(x)].ravel().tolist() for i in range(runs)]
-            for backend in page.evaluate("window.edgetool.backends"):
-                page.evaluate("(b) => window.edgetool.setBackend(b)", backend)
-                ms = page.evaluate(
-                    "async (xs) => { const t = []; for (const v of xs) t.push((await window.edgetool.predict(v)).ms); return t; }",
-                    samples,
-                )
-                out["latency"][backend] = ms
-            ctx.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-    return out
-
-
-def digits(model: Path | None, runs: int) -> str:
-    """Markdown of the digits part (trains a small model when ``model`` is None)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        if model is None:
-            model = tmp / "model"
-            edgetool("train", "--strategy", "default", "--epochs", "4", "-o", model)
-        edgetool("demo", model, "-o", tmp / "site")
-        x = np.load(model / "eval.npz")["x"].astype(np.float64)
-        res = measure(tmp / "site", x, runs, tmp / "profile")
-        sizes = site_sizes(tmp / "site")
-    rows = []
-    for backend, ms in res["latency"].items():
-        rows.append([backend + (" (auto-picked)" if backend == res["auto"] else ""),
-                     f"{pct(ms, 50):.2f} ms", f"{pct(ms, 90):.2f} ms"])
-    return "\n\n".join([
-        f"### Digits model ({runs} predictions per backend)",
-        table(["backend", "median latency (batch 1, incl. upload + readback)", "p90"], rows),
-        table(["load", "time to `edgetool.ready`"], [
-            ["cold (network, backend micro-benchmark + warm-up included)", f"{res['cold_ms']:.0f} ms"],
-            ["reload (service-worker cache)", f"{res['warm_ms']:.0f} ms"],
-        ]),
-        f"Site size: {sizes['total'] / 1e6:.2f} MB, of which tfjs runtime {sizes['vendor'] / 1e6:.2f} MB "
-        f"and model {sizes['model'] / 1e3:.0f} kB.",
-    ])
 
 
 def main() -> None:

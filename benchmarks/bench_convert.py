@@ -126,11 +126,11 @@ def latency_p50(path: Path, runs: int) -> float | None:
 
     from edge_tool.errors import EdgeToolError  # noqa: PLC0415
     from edge_tool.evaluate.latency import measure_tflite_subprocess  # noqa: PLC0415
-    from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
 
     x = np.random.default_rng(1).uniform(-1, 1, (1, 224, 224, 3)).astype(np.float32)
     try:
-        model = TfliteModel(path)
+        model = TfliteInterpreter(path)
         feeds = model.prepare({model.inputs[0].name: x})
         stats, _ = measure_tflite_subprocess(path, feeds, [b.index for b in model.outputs], 1, 10, runs, None)
     except EdgeToolError:  # e.g. LiteRT refusing MobileNetV2's int16x8 depthwise convs (raw and edgetool alike)

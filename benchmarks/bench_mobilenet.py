@@ -73,7 +73,7 @@ def main() -> None:
 
     from edge_tool.evaluate import EvalConfig, run_eval  # noqa: PLC0415
     from edge_tool.evaluate.latency import measure_tflite_subprocess  # noqa: PLC0415
-    from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="bench-mobilenet-") as tmp:
         tmp = Path(tmp)
@@ -92,7 +92,7 @@ def main() -> None:
                              "does not load in LiteRT: " + str(exc).split(":")[-1].strip()[:80], "", "", "", None])
                 continue
             report, res = one, one.results[0]
-            model = TfliteModel(path)
+            model = TfliteInterpreter(path)
             feeds = {k: v[:1] for k, v in model.prepare({model.inputs[0].name: x[:1]}).items()}
             p2, _ = measure_tflite_subprocess(path, feeds, [b.index for b in model.outputs], 2, 5, args.runs, None)
             p50 = {1: res.latency.p50, 2: p2.p50}

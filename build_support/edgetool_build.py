@@ -1,8 +1,8 @@
 """PEP 517 backend: setuptools, but an sdist or wheel without the vendored browser runtimes is refused.
 
 The wheel must carry web_demo/vendor/ (tfjs, its wasm binaries, LiteRT.js) so that ``pip install edgetool-*.whl``
-gives a working ``edgetool demo`` on a machine without Node. vendor/ is not in git; ``python -m
-edge_tool.demo.vendor`` (scripts/setup.sh runs it) fills it from the pinned web_demo/package-lock.json. Editable
+gives a working ``edgetool demo`` on a machine without Node. vendor/ is not in git; ``python
+scripts/vendor_runtimes.py`` (scripts/setup.sh runs it) fills it from the pinned web_demo/package-lock.json. Editable
 installs pass through unchecked: setup.sh vendors after installing.
 """
 
@@ -28,7 +28,7 @@ def _check_vendored() -> None:
     if problem:
         raise SystemExit(
             f"edgetool build: refusing to build without the vendored browser runtimes ({problem}). Run "
-            "`python -m edge_tool.demo.vendor` (needs node + npm once, on the build machine) and build again."
+            "`python scripts/vendor_runtimes.py` (needs node + npm once, on the build machine) and build again."
         )
 
 

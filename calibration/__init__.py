@@ -1,19 +1,58 @@
 """Representative / eval datasets for edgetool: load from .npz, .npy, image folders, TFRecord or CSV; match
 to a model's input signature; seeded sampling; validation that reports every problem at once.
 
-Light at import: TensorFlow is imported only when a TFRecord file is read.
+Light at import: the public names below load their modules on first use (so ``calibration.errors``, which
+edge_tool's error family builds on, costs no NumPy import), and TensorFlow is imported only when a TFRecord
+file is read.
 
     specs = [InputSpec("pixels", "float32", (None, 8, 8, 1))]
     ds = load("calibration.npz", specs, LoadOptions(samples=200, seed=0))
     converter.representative_dataset = ds.representative_dataset()
 """
 
-from calibration.dataset import CalibrationSummary, Dataset, InputStats
-from calibration.loader import SourceStream, iter_source, load
-from calibration.readers import SUPPORTED as SUPPORTED_FORMATS
-from calibration.types import CalibrationError, InputSpec, LoadOptions, Sampling, show_shape, specs_from
+from __future__ import annotations
 
-__all__ = [
-    "SUPPORTED_FORMATS", "CalibrationError", "CalibrationSummary", "Dataset", "InputSpec", "InputStats",
-    "LoadOptions", "Sampling", "SourceStream", "iter_source", "load", "show_shape", "specs_from",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> (module, attribute)
+_EXPORTS = {
+    "SUPPORTED_FORMATS": ("calibration.readers", "SUPPORTED"),
+    "CalibrationError": ("calibration.errors", "CalibrationError"),
+    "CalibrationSummary": ("calibration.dataset", "CalibrationSummary"),
+    "Dataset": ("calibration.dataset", "Dataset"),
+    "InputSpec": ("calibration.spec", "InputSpec"),
+    "InputStats": ("calibration.dataset", "InputStats"),
+    "LoadOptions": ("calibration.types", "LoadOptions"),
+    "Sampling": ("calibration.types", "Sampling"),
+    "SourceStream": ("calibration.loader", "SourceStream"),
+    "TensorSpec": ("calibration.spec", "TensorSpec"),
+    "iter_source": ("calibration.loader", "iter_source"),
+    "load": ("calibration.loader", "load"),
+    "show_shape": ("calibration.spec", "show_shape"),
+    "specs_from": ("calibration.spec", "specs_from"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # the names above, for type checkers and IDEs
+    from calibration.dataset import CalibrationSummary, Dataset, InputStats  # noqa: F401
+    from calibration.errors import CalibrationError  # noqa: F401
+    from calibration.loader import SourceStream, iter_source, load  # noqa: F401
+    from calibration.readers import SUPPORTED as SUPPORTED_FORMATS  # noqa: F401
+    from calibration.spec import InputSpec, TensorSpec, show_shape, specs_from  # noqa: F401
+    from calibration.types import LoadOptions, Sampling  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name's module on first access (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'calibration' has no attribute {name!r}")
+    module, attr = _EXPORTS[name]
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

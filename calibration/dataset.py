@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from calibration.types import InputSpec
+from calibration.spec import TensorSpec
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Dataset:
     labels: np.ndarray | None
     summary: CalibrationSummary
     warnings: tuple[str, ...]
-    specs: tuple[InputSpec, ...] = ()
+    specs: tuple[TensorSpec, ...] = ()
     class_names: tuple[str, ...] | None = None
 
     def __len__(self) -> int:

@@ -12,10 +12,12 @@ from typing import Sequence
 import numpy as np
 
 from calibration.dataset import CalibrationSummary, Dataset, InputStats, class_counts
+from calibration.errors import CalibrationError
 from calibration.readers import Reader, reader_for
 from calibration.readers.base import reason
 from calibration.sampling import Selection, select
-from calibration.types import CalibrationError, InputSpec, LoadOptions, validate_specs
+from calibration.spec import TensorSpec, validate_specs
+from calibration.types import LoadOptions
 from calibration.validate import match_input, normalize_labels
 
 READ_BATCH = 1024
@@ -68,7 +70,7 @@ def _raise(path: Path, problems: list[str]) -> None:
         raise CalibrationError("\n".join([_header(path, problems), *(f"- {p}" for p in problems)]))
 
 
-def _plan(source: str | Path, specs: Sequence[InputSpec], options: LoadOptions) -> _Plan:
+def _plan(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions) -> _Plan:
     path = Path(source).expanduser()
     specs = validate_specs(specs)
     with os_errors(path):
@@ -94,7 +96,7 @@ def _plan(source: str | Path, specs: Sequence[InputSpec], options: LoadOptions) 
     return _Plan(reader, n, selection, labels, reader.class_names or names, problems, warnings)
 
 
-def _match_all(raw: dict[str, np.ndarray], specs: Sequence[InputSpec]) -> tuple[dict, list[str], list[str]]:
+def _match_all(raw: dict[str, np.ndarray], specs: Sequence[TensorSpec]) -> tuple[dict, list[str], list[str]]:
     cast, problems, warnings = {}, [], []
     for spec in specs:
         if spec.name in raw:
@@ -106,7 +108,7 @@ def _match_all(raw: dict[str, np.ndarray], specs: Sequence[InputSpec]) -> tuple[
     return cast, problems, warnings
 
 
-def load(source: str | Path, specs: Sequence[InputSpec], options: LoadOptions = LoadOptions()) -> Dataset:
+def load(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions = LoadOptions()) -> Dataset:
     """Load, select, validate and cast data for the model inputs ``specs``.
 
     Every problem (structure, shapes, dtypes, NaN/Inf, labels) is collected and raised as one CalibrationError.
@@ -146,7 +148,7 @@ class SourceStream:
     (shape, dtype, NaN/Inf) raise when the batch holding them is reached, naming its sample range.
     """
 
-    def __init__(self, source: str | Path, specs: Sequence[InputSpec], options: LoadOptions = LoadOptions(),
+    def __init__(self, source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions = LoadOptions(),
                  batch_size: int = 256) -> None:
         if batch_size < 1:
             raise CalibrationError(f"batch_size must be >= 1, got {batch_size}")
@@ -189,7 +191,7 @@ class SourceStream:
             self._plan.reader.close()
 
 
-def iter_source(source: str | Path, specs: Sequence[InputSpec], options: LoadOptions = LoadOptions(),
+def iter_source(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions = LoadOptions(),
                 batch_size: int = 256) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray | None]]:
     """Stream (inputs, labels) batches without holding the whole source in memory; yields the same samples,
     cast the same way, as ``load`` with the same options. See SourceStream for counts and warnings."""

@@ -1,4 +1,4 @@
-"""Match raw arrays to an InputSpec: shape (with an explicit trailing-channel fix), safe casting, NaN/Inf.
+"""Match raw arrays to a TensorSpec: shape (with an explicit trailing-channel fix), safe casting, NaN/Inf.
 
 Every function returns problems as strings instead of raising, so the caller can report them all at once.
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration.types import InputSpec, show_shape
+from calibration.spec import TensorSpec, show_shape
 
 
 @dataclass
@@ -26,7 +26,7 @@ def _fmt(v: float) -> str:
     return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:.6g}"
 
 
-def check_shape(name: str, arr: np.ndarray, spec: InputSpec) -> tuple[np.ndarray | None, list[str], list[str]]:
+def check_shape(name: str, arr: np.ndarray, spec: TensorSpec) -> tuple[np.ndarray | None, list[str], list[str]]:
     """Compare ``arr`` (n, ...) with the spec shape; add a missing trailing channel of 1 (with a warning)."""
     want = spec.sample_shape
     have = arr.shape[1:]
@@ -43,7 +43,7 @@ def check_shape(name: str, arr: np.ndarray, spec: InputSpec) -> tuple[np.ndarray
     return None, [f"input {name!r}: expected shape {show_shape(spec.shape)}, found {show_shape(arr.shape)}"], []
 
 
-def reshape_flat(name: str, flat: np.ndarray, spec: InputSpec, what: str) -> tuple[np.ndarray | None, str | None]:
+def reshape_flat(name: str, flat: np.ndarray, spec: TensorSpec, what: str) -> tuple[np.ndarray | None, str | None]:
     """Reshape (n, L) flat values (CSV row / TFRecord list) to the spec's sample shape; one unknown dim is inferred."""
     want = spec.sample_shape
     length = flat.shape[1]
@@ -100,7 +100,7 @@ def check_values(name: str, arr: np.ndarray, target: np.dtype) -> list[str]:
     return problems
 
 
-def match_input(name: str, arr: np.ndarray, spec: InputSpec) -> Match:
+def match_input(name: str, arr: np.ndarray, spec: TensorSpec) -> Match:
     """Shape-check, value-check and cast one input's samples to the spec dtype."""
     arr = np.asarray(arr)
     shaped, problems, warnings = check_shape(name, arr, spec)

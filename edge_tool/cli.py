@@ -75,7 +75,7 @@ def _internal_error(exc: Exception) -> typer.Exit:
     return typer.Exit(INTERNAL_ERROR_EXIT)
 
 
-def cli_edge(func: Callable) -> Callable:
+def guard_command(func: Callable) -> Callable:
     """Wrap a command: errors become one clear line and their exit code; signals stop it after cleanup."""
 
     @functools.wraps(func)
@@ -123,7 +123,7 @@ def _register() -> None:
     from edge_tool.commands import registry  # noqa: PLC0415
 
     for name, func in registry.COMMANDS:
-        app.command(name)(cli_edge(func))
+        app.command(name)(guard_command(func))
 
 
 _register()

@@ -1,26 +1,19 @@
-"""The one error family of edgetool; the CLI catches these at its edge."""
+"""The one error family of edgetool; the CLI catches these at its edge.
+
+The root classes (``EdgeToolError``, ``UsageError``, ``DataError``) and ``collect_and_raise`` live in
+``calibration.errors`` so that the calibration package needs nothing from edge_tool; they are the same classes.
+"""
 
 from __future__ import annotations
 
+from calibration.errors import DataError, EdgeToolError, UsageError, collect_and_raise
 
-class EdgeToolError(Exception):
-    """Base class: a failure with a message that tells the user what to do."""
-
-    exit_code = 2
-
-
-class UsageError(EdgeToolError):
-    """Bad user input (path, option, data): exit code 2, nothing written."""
-
-    exit_code = 2
+__all__ = ["ArtifactsFailed", "BudgetExceeded", "ConversionError", "DataError", "EdgeToolError", "ModelError",
+           "RuntimeFailure", "UsageError", "below_minimum", "collect_and_raise"]
 
 
 class ModelError(UsageError):
     """The model given is missing, unreadable or lacks what the command needs."""
-
-
-class DataError(UsageError):
-    """Data given (calibration, eval, training) does not match what the model expects."""
 
 
 class ConversionError(EdgeToolError):
@@ -43,17 +36,6 @@ class ArtifactsFailed(BudgetExceeded):
     """Some artefacts could not be run (rows "does not run in …"): exit code 1, after the reports are written."""
 
     heading = "eval failed"
-
-
-def collect_and_raise(problems: list[str], cls: type[EdgeToolError] = UsageError, header: str = "") -> None:
-    """Raise one ``cls`` listing every problem, if there are any."""
-    if not problems:
-        return
-    if len(problems) == 1 and not header:
-        raise cls(problems[0])
-    lines = [header] if header else []
-    lines += [f"- {p}" for p in problems]
-    raise cls("\n".join(lines))
 
 
 def below_minimum(values: dict[str, tuple[float, float]]) -> list[str]:

@@ -5,8 +5,8 @@ in whatever order the MLIR importer emits them (``features, image, tokens`` sort
 be ``image, features, tokens`` as tensors). The converter's calibrator matches ``{input name: array}`` samples
 to the signature (``Calibrator._feed_tensors`` → ``get_signature_runner().get_input_details()``), so every
 representative dataset here yields dicts. ``tf.lite.experimental.QuantizationDebugger`` feeds its
-``debug_dataset`` by tensor position only, so for it the names are put in the debug model's own input-tensor
-order, read from that model's signature.
+``debug_dataset`` by tensor position only, so for it (``evaluate.per_layer``) the names are put in the debug
+model's own input-tensor order (``input_order``), read from that model's signature.
 """
 
 from __future__ import annotations
@@ -59,21 +59,3 @@ def input_order(model: bytes, names: list[str]) -> list[str]:
             f"cannot match the calibration inputs {', '.join(names)} to the converted model's input tensors "
             f"({', '.join(d['name'] for d in interp.get_input_details())}) by name.")
     return order
-
-
-def quantization_debugger(tf, converter, inputs: Mapping[str, np.ndarray], limit: int | None = None):
-    """A QuantizationDebugger on ``converter`` (set up for int8), calibrated and fed with ``inputs`` by name.
-
-    ``converter`` gets the by-name representative dataset; the debugger's own comparison data is put in the
-    input-tensor order of the debug model it built. Call ``.run()`` on the result.
-    """
-    converter.representative_dataset = samples_by_name(inputs, limit)
-    holder = {}
-
-    def debug_dataset() -> Iterator[list]:
-        order = input_order(holder["debugger"].quant_model, list(inputs))
-        for sample in samples_by_name(inputs, limit)():
-            yield [sample[name] for name in order]
-
-    holder["debugger"] = tf.lite.experimental.QuantizationDebugger(converter=converter, debug_dataset=debug_dataset)
-    return holder["debugger"]

@@ -280,18 +280,15 @@ def _embedded_metadata(data: bytes) -> dict | None:
 
 def _tflite_weight_elements(data: bytes) -> dict:
     """Elements of constant tensors, per dtype (int8 weights show up as int8, their float biases as float32)."""
-    try:
-        from ai_edge_litert import schema_py_generated as schema  # noqa: PLC0415
-    except ImportError:
-        from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415
+    from edge_tool.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
 
+    schema = _schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
-    names = {v: k for k, v in vars(schema.TensorType).items() if not k.startswith("_") and isinstance(v, int)}
+    names = _names(schema.TensorType)
     counts: Counter = Counter()
     for sg in model.subgraphs:
         for t in sg.tensors:
-            buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
-            if buf is not None and buf.data is not None and len(buf.data) > 0:
+            if is_constant(model, t):
                 n = 1
                 for d in (t.shape if t.shape is not None else []):
                     n *= int(d)

@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
-import math
-import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.spec import TensorSpec
+from edge_tool.checkpoint import check_variables
 from edge_tool.errors import ModelError
 
 SERVING = "serving_default"
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """One input or output: signature name, numpy dtype name, shape with None for unknown dims."""
-
-    name: str
-    dtype: str
-    shape: tuple
-
-    def to_dict(self) -> dict:
-        """JSON-friendly form."""
-        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
 
 
 @dataclass(frozen=True)
@@ -34,8 +18,8 @@ class SignatureInfo:
     """A callable signature of a model."""
 
     key: str
-    inputs: tuple[TensorInfo, ...]
-    outputs: tuple[TensorInfo, ...]
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
 
     def to_dict(self) -> dict:
         """JSON-friendly form."""
@@ -58,7 +42,7 @@ def validate_saved_model_dir(path: Path) -> None:
 
 
 def read_meta_graph(path: Path):
-    """The first MetaGraphDef of the SavedModel at ``path``, its variables checked (see check_variables);
+    """The first MetaGraphDef of the SavedModel at ``path``, its variables checked (``checkpoint.check_variables``);
     ModelError naming the file when either is unreadable."""
     validate_saved_model_dir(path)
     from edge_tool.env import import_tf  # noqa: PLC0415
@@ -85,90 +69,7 @@ def read_meta_graph(path: Path):
     return sm.meta_graphs[0]
 
 
-VERIFY_BYTES = 256 << 20  # variables up to this size are read once up front, which checks their checksums
-
-
-def check_variables(path: Path) -> None:
-    """ModelError naming the file when the SavedModel's variables checkpoint is missing a shard, truncated or
-    corrupt, before any converter or loader reads it (their errors name RestoreV2 ops, not files).
-
-    Cheap checks always (index readable, every data shard present, shards at least as large as the tensors the
-    index lists); checksums too, by reading each tensor once, when the variables total at most VERIFY_BYTES.
-    """
-    var_dir = Path(path) / "variables"
-    index = var_dir / "variables.index"
-    shards = sorted(var_dir.glob("variables.data-*-of-*"))
-    if not index.is_file():
-        if shards:
-            raise ModelError(f"the SavedModel's variables are unreadable: {index} is missing (data shards are there).")
-        return  # a SavedModel without variables
-    stats = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in [index, *shards])
-    _check_variables_cached(str(var_dir), stats)
-
-
-@functools.lru_cache(maxsize=8)
-def _check_variables_cached(var_dir: str, stats: tuple) -> None:
-    var_dir = Path(var_dir)
-    shards = [var_dir / name for name, _, _ in stats[1:]]
-    counts = {m[1] for p in shards if (m := re.search(r"-of-(\d+)$", p.name))}
-    expected = {var_dir / f"variables.data-{i:05d}-of-{n}" for n in counts for i in range(int(n))}
-    missing = sorted(str(p) for p in expected - set(shards))
-    if missing or not shards:
-        what = missing[0] if missing else f"{var_dir}/variables.data-00000-of-00001"
-        raise ModelError(f"the SavedModel's variables are unreadable: {what} is missing.")
-    from edge_tool.env import import_tf  # noqa: PLC0415
-
-    tf = import_tf()
-    index = var_dir / "variables.index"
-    with _glob_safe(var_dir) as readable:
-        try:
-            reader = tf.train.load_checkpoint(str(readable / "variables"))
-            shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
-        except (tf.errors.OpError, ValueError, IndexError) as exc:  # IndexError: TF's translation of OUT_OF_RANGE
-            raise ModelError(f"the SavedModel's variables are unreadable or truncated: {index} "
-                             f"({_tf_message(exc)}).") from None
-        _check_tensors(tf, reader, shapes, dtypes, stats, shards, var_dir)
-
-
-@contextlib.contextmanager
-def _glob_safe(var_dir: Path):
-    """``var_dir``, or a temp symlink to it when its path holds glob characters: TF's checkpoint reader treats
-    the prefix as a file pattern, so ``m[1]/variables`` would match nothing."""
-    if not any(c in str(var_dir) for c in "*?[]{}\\"):
-        yield var_dir
-        return
-    with tempfile.TemporaryDirectory(prefix="edgetool-ckpt-") as tmp:
-        link = Path(tmp) / "variables"
-        link.symlink_to(var_dir.resolve(), target_is_directory=True)
-        yield link
-
-
-def _check_tensors(tf, reader, shapes: dict, dtypes: dict, stats: tuple, shards: list, var_dir: Path) -> None:
-    """Sizes against the index, then (up to VERIFY_BYTES) every tensor read once, which checks the checksums."""
-    fixed = [n for n, d in dtypes.items() if d.is_numpy_compatible and d != tf.string]
-    need = sum(math.prod(shapes[n]) * dtypes[n].size for n in fixed)
-    have = sum(size for _, size, _ in stats[1:])
-    data = str(shards[0]) if len(shards) == 1 else f"{var_dir}/variables.data-*"
-    if have < need:
-        raise ModelError(f"the SavedModel's variables are unreadable or truncated: {data} holds {have:,} bytes, "
-                         f"the index lists {need:,} bytes of tensors.")
-    if need > VERIFY_BYTES:
-        return
-    for name in sorted(shapes):
-        try:
-            reader.get_tensor(name)
-        except (tf.errors.OpError, ValueError, IndexError) as exc:
-            raise ModelError(f"the SavedModel's variables are unreadable or truncated: {data} (variable {name!r}: "
-                             f"{_tf_message(exc)}).") from None
-
-
-def _tf_message(exc: BaseException) -> str:
-    text = getattr(exc, "message", None) or str(exc)
-    text = re.sub(r"\{\{[^}]*\}\}|\[Op:[^\]]*\]", "", text.strip().splitlines()[0] if text.strip() else "").strip()
-    return text[:300] or type(exc).__name__
-
-
-def _tensor_infos(tensor_map) -> tuple[TensorInfo, ...]:
+def _tensor_infos(tensor_map) -> tuple[TensorSpec, ...]:
     from tensorflow.python.framework import dtypes  # noqa: PLC0415
 
     infos = []
@@ -182,7 +83,7 @@ def _tensor_infos(tensor_map) -> tuple[TensorInfo, ...]:
         except TypeError:
             raise ModelError(f"signature tensor {name!r} has an unknown dtype (enum {t.dtype}): the SavedModel "
                              "is corrupt or from an incompatible TensorFlow.") from None
-        infos.append(TensorInfo(name, dtype, shape))
+        infos.append(TensorSpec(name, dtype, shape))
     return tuple(infos)
 
 
@@ -230,9 +131,9 @@ def load_serving_fn(path: Path, key: str = SERVING):
     return loaded, loaded.signatures[key], info
 
 
-def _tflite_tensor(detail: dict, name: str) -> TensorInfo:
+def _tflite_tensor(detail: dict, name: str) -> TensorSpec:
     shape = tuple(None if s < 0 else int(s) for s in detail.get("shape_signature", detail["shape"]))
-    return TensorInfo(name, detail["dtype"].__name__, shape)
+    return TensorSpec(name, detail["dtype"].__name__, shape)
 
 
 def tflite_signature(path: Path) -> SignatureInfo:

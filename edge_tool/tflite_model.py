@@ -44,6 +44,23 @@ def _names(enum_cls) -> dict[int, str]:
     return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
 
 
+def is_constant(model, tensor) -> bool:
+    """True when ``tensor`` has data in its buffer: a weight/constant, not a tensor computed at run time (model
+    inputs, operator outputs and variable tensors have empty buffers).
+
+    Takes the object API's ``ModelT``/``TensorT`` or the lazy accessors' ``Model``/``Tensor`` (which read a
+    damaged or huge file without unpacking it).
+    """
+    if hasattr(model, "buffers"):
+        buf = model.buffers[tensor.buffer] if tensor.buffer < len(model.buffers) else None
+        return buf is not None and ((buf.data is not None and len(buf.data) > 0) or (buf.offset or 0) > 1)
+    index = tensor.Buffer()
+    if index >= model.BuffersLength():
+        return False
+    buf = model.Buffers(index)
+    return buf.DataLength() > 0 or buf.Offset() > 1  # offset > 1: data stored after the flatbuffer (models > 2 GB)
+
+
 def _schema():
     try:
         from ai_edge_litert import schema_py_generated as schema  # noqa: PLC0415
@@ -55,32 +72,38 @@ def _schema():
     return schema
 
 
+def _unpack(data: bytes):
+    """(schema module, ModelT, tensor-type names, builtin-operator names) of a flatbuffer."""
+    schema = _schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
+    return schema, model, _names(schema.TensorType), _names(schema.BuiltinOperator)
+
+
+def _op_name(model, op, op_names: dict) -> str:
+    """A builtin op's name, or a custom op's own code (``FlexConv3D``…)."""
+    code = model.operatorCodes[op.opcodeIndex]
+    builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
+    name = op_names.get(builtin, str(builtin))
+    if name == "CUSTOM":
+        return code.customCode.decode() if isinstance(code.customCode, bytes) else str(code.customCode)
+    return name
+
+
 def summarize_tflite(data: bytes) -> TfliteSummary:
     """Parse the flatbuffer (no interpreter) and count ops and tensor dtypes."""
-    schema = _schema()
-
-    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
-    type_names = _names(schema.TensorType)
-    op_names = _names(schema.BuiltinOperator)
+    _, model, type_names, op_names = _unpack(data)
     ops, weights, acts, flex = Counter(), Counter(), Counter(), []
     params = variables = 0
     for sg in model.subgraphs:
         for op in sg.operators:
-            code = model.operatorCodes[op.opcodeIndex]
-            builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
-            name = op_names.get(builtin, str(builtin))
-            if name == "CUSTOM":
-                custom = code.customCode.decode() if isinstance(code.customCode, bytes) else str(code.customCode)
-                name = custom
-                if custom.startswith("Flex"):
-                    flex.append(custom[4:])
+            name = _op_name(model, op, op_names)
+            if name.startswith("Flex"):
+                flex.append(name[4:])
             ops[name] += 1
         for t in sg.tensors:
             variables += bool(t.isVariable)
-            buf = model.buffers[t.buffer] if t.buffer < len(model.buffers) else None
-            is_const = buf is not None and buf.data is not None and len(buf.data) > 0
             dtype = type_names.get(t.type, str(t.type)).lower()
-            if is_const:
+            if is_constant(model, t):
                 weights[dtype] += 1
                 params += int(np.prod(t.shape)) if t.shape is not None and len(t.shape) else 1
             else:
@@ -90,3 +113,21 @@ def summarize_tflite(data: bytes) -> TfliteSummary:
     outs = tuple(type_names[sg.tensors[i].type].lower() for i in sg.outputs)
     return TfliteSummary(dict(ops), dict(weights), dict(acts), ins, outs, params, tuple(sorted(set(flex))),
                          variables)
+
+
+def ops_on_dtype(data: bytes, dtype: str) -> list[str]:
+    """Op names (one per operator) with a computed (non-constant) input or output of ``dtype``, e.g. ``"float32"``."""
+    _, model, type_names, op_names = _unpack(data)
+    found = []
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            name = _op_name(model, op, op_names)
+            tensors = [*(op.inputs if op.inputs is not None else []), *(op.outputs if op.outputs is not None else [])]
+            for i in tensors:
+                if i < 0:
+                    continue
+                t = sg.tensors[i]
+                if not is_constant(model, t) and type_names.get(t.type, "").lower() == dtype:
+                    found.append(name)
+                    break
+    return found

@@ -21,5 +21,5 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 if [ -f web_demo/package.json ]; then
-  .venv/bin/python -m edge_tool.demo.vendor --quiet
+  .venv/bin/python scripts/vendor_runtimes.py --quiet
 fi

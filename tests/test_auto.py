@@ -58,10 +58,11 @@ def wide_model(tmp_path_factory) -> Path:
 
 
 def _auto(model: Path, out: Path, max_drop: float):
-    from edge_tool.convert.auto import AutoConfig, candidate_modes, run_auto
+    from edge_tool.convert.auto import AutoConfig, run_auto
     from edge_tool.convert.config import ConvertConfig
+    from edge_tool.convert.modes import auto_candidates
 
-    candidates = ConvertConfig(model=model, output_dir=out, modes=candidate_modes(False), keep_going=True)
+    candidates = ConvertConfig(model=model, output_dir=out, modes=auto_candidates(False), keep_going=True)
     return run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=model / "eval.npz"))
 
 

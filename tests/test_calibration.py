@@ -14,7 +14,7 @@ import calibration
 from calibration import CalibrationError, InputSpec, LoadOptions, Sampling, iter_source, load
 from calibration.readers import arrays as arrays_reader
 from calibration.sampling import select, stratified_counts
-from edge_tool.errors import DataError
+from edge_tool.errors import DataError, UsageError
 
 PIXELS = InputSpec("pixels", "float32", (None, 8, 8, 1))
 ALL = LoadOptions(samples=None)
@@ -369,7 +369,39 @@ def test_stream_reports_counts_before_reading(tmp_path, digits):
     assert sum(len(b[1]) for b in stream) == len(x)  # iterable again
 
 
+def test_one_tensor_spec_type_judged_only_as_a_calibration_input(tmp_path):
+    from calibration.spec import TensorSpec
+    from edge_tool.evaluate.data import InputSpec as EvalInputSpec
+    from edge_tool import modelio
+
+    assert InputSpec is TensorSpec is EvalInputSpec is modelio.TensorSpec and not hasattr(modelio, "TensorInfo")
+    spec = TensorSpec("x", np.float32, [-1, 8, 8, 1])  # normalised: numpy's dtype name, a tuple, None dims
+    assert (spec.dtype, spec.shape, spec.sample_shape) == ("float32", (None, 8, 8, 1), (8, 8, 1))
+    text, free = TensorSpec("t", "bytes_", (None,)), TensorSpec("o", "float32", None)  # outputs may be so
+    assert (text.dtype, free.to_dict()) == ("bytes_", {"name": "o", "dtype": "float32", "shape": None})
+    path = tmp_path / "d.npz"
+    np.savez(path, x=np.zeros((2, 8, 8, 1), np.float32))
+    for bad, why in [(text, "input 't': dtype bytes is not numeric"), (free, "shape must be a tuple of ints/None"),
+                     (TensorSpec("", "float32", ()), "input name must be a non-empty string, got ''")]:
+        for refuse in (lambda: calibration.specs_from([bad]), lambda: load(path, [bad], ALL)):
+            with pytest.raises(UsageError) as info:
+                refuse()
+            assert str(info.value).startswith("invalid input spec:\n- ") and why in str(info.value)
+    assert "shape must include the batch dim, got ()" in str(pytest.raises(UsageError, load, path,
+                                                                          [TensorSpec("x", "f4", ())], ALL).value)
+
+
+def test_edge_tool_errors_are_the_calibration_errors():
+    import calibration.errors as cal
+    import edge_tool.errors as et
+
+    assert (et.EdgeToolError, et.UsageError, et.DataError) == (cal.EdgeToolError, cal.UsageError, cal.DataError)
+    assert issubclass(CalibrationError, et.DataError) and CalibrationError("m").exit_code == 2
+    assert et.collect_and_raise is cal.collect_and_raise
+
+
 def test_import_does_not_load_tensorflow():
-    code = "import sys, calibration; print('tensorflow' in sys.modules)"
+    code = ("import sys, calibration; [getattr(calibration, n) for n in calibration.__all__]; "
+            "print('tensorflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -42,3 +42,16 @@ def test_bad_option_value_exits_2_and_writes_nothing(tmp_path):
     assert result.exit_code == 2
     assert "--epochs must be >= 1, got 0" in result.output
     assert not out.exists()
+
+
+def test_enum_options_offer_their_registry_choices(tmp_path):
+    """--format/--io-type/--tfjs-quant/--strategy/--objective are Typer enums: a bad value exits 2 listing every choice."""
+    from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
+
+    for option, enum in (("--format", OutputFormat), ("--io-type", IOType), ("--tfjs-quant", TfjsQuant),
+                         ("--strategy", QatStrategy), ("--objective", Objective)):
+        result = runner.invoke(app, ["convert", str(tmp_path), "-o", str(tmp_path / "out"), option, "bogus"],
+                               env={"COLUMNS": "200"})
+        assert result.exit_code == 2, (option, result.output)
+        assert all(f"'{e.value}'" in result.output for e in enum), (option, result.output)
+    assert not (tmp_path / "out").exists()

@@ -280,8 +280,10 @@ def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_pat
 
 
 @pytest.mark.slow
-def test_int8_of_a_while_loop_is_refused_not_a_segfault(recurrent, tmp_path):
-    proc = run_edgetool("convert", recurrent / "bigru", "--quant", "int8", "--batch", "1", "-o", tmp_path / "o")
+@pytest.mark.parametrize("fast", ["1", "0"], ids=["fast-path", "public-converter"])
+def test_int8_of_a_while_loop_is_refused_not_a_segfault(recurrent, tmp_path, fast):
+    proc = run_edgetool("convert", recurrent / "bigru", "--quant", "int8", "--batch", "1", "-o", tmp_path / "o",
+                        env={"EDGETOOL_FAST_CONVERT": fast})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "WHILE loop" in proc.stderr and "--quant dynamic" in proc.stderr
     assert not (tmp_path / "o").exists()
@@ -302,19 +304,53 @@ def test_inspect_flags_state_tensors(recurrent, tmp_path):
 
 
 @pytest.mark.slow
-def test_auto_records_a_candidate_that_fails_to_convert_and_chooses_among_the_rest(tmp_path):
-    model = _build(_CAST_MODEL, tmp_path / "cast")
+def test_auto_records_candidates_that_fail_to_convert_and_chooses_among_the_rest(recurrent, tmp_path):
+    """A GRU at a fixed batch is a builtin WHILE loop, which edgetool refuses to calibrate (int8 and int16x8);
+    auto records both failures and still chooses among fp16 and dynamic."""
+    model = recurrent / "bigru"
     out = tmp_path / "auto"
-    proc = run_edgetool("convert", model, "--quant", "auto", "--max-drop", "0.05", "--eval-data",
+    proc = run_edgetool("convert", model, "--quant", "auto", "--batch", "1", "--max-drop", "0.05", "--eval-data",
                         model / "eval.npz", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = validated(out / "decision.json", "decision")
     rows = {c["name"]: c for c in doc["candidates"]}
     assert list(rows) == ["fp16", "dynamic", "int8", "int16x8"]
-    failed = rows["int16x8"]
-    assert "CAST" in failed["failed"] and "\n" not in failed["failed"]
-    assert failed["file"] is None and not failed["meets_budget"] and not failed["chosen"]
-    assert doc["chosen"] in ("fp16", "dynamic", "int8") and rows[doc["chosen"]]["meets_budget"]
-    assert all("failed" not in rows[n] and rows[n]["accuracy"] > 0.85 for n in ("fp16", "dynamic", "int8"))
-    assert "int16x8 failed:" in (out / "decision.md").read_text()
+    for name in ("int8", "int16x8"):
+        failed = rows[name]
+        assert "WHILE" in failed["failed"] and "\n" not in failed["failed"], failed
+        assert failed["file"] is None and not failed["meets_budget"] and not failed["chosen"]
+    assert doc["chosen"] in ("fp16", "dynamic") and rows[doc["chosen"]]["meets_budget"]
+    for n in ("fp16", "dynamic"):
+        assert not rows[n].get("failed") and rows[n]["accuracy"] > 0.3, rows[n]  # float model ~0.42; chance 0.1
+    assert "int8 failed:" in (out / "decision.md").read_text()
     assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ int16x8 with ops TFLite has no 16x8 kernel for
+
+
+@pytest.mark.slow
+def test_int16x8_keeps_ops_without_a_16x8_kernel_in_float(tmp_path):
+    """The raw converter refuses int16x8 for a model with tf.cast (no 16x8 CAST kernel); edgetool keeps CAST in
+    float as TensorFlow's 16x8 guide recommends, says so, records it, and the rest is 16x8 and accurate."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from edge_tool.tflite_model import summarize_tflite
+
+    model = _build(_CAST_MODEL, tmp_path / "cast")
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", model, "--quant", "fp32,int16x8", "-o", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "int16x8 keeps CAST" in " ".join(proc.stdout.split()), proc.stdout
+    record = next(a for a in json.loads((out / "manifest.json").read_text())["artifacts"] if a["quant"] == "int16x8")
+    assert "CAST" in record["int16x8"]["float_ops"], record
+    summary = summarize_tflite((out / record["path"]).read_bytes())
+    assert summary.activation_dtypes.get("int16", 0) >= 4, summary  # conv, dense, softmax… stay 16x8
+    ev = np.load(model / "eval.npz")
+    preds = {}
+    for name in ("cast_fp32.tflite", record["path"]):
+        it = Interpreter(model_path=str(out / name))
+        run = it.get_signature_runner()
+        preds[name] = np.concatenate([next(iter(run(pixels=ev["x"][i:i + 1]).values())) for i in range(len(ev["x"]))])
+    agreement = np.mean(preds["cast_fp32.tflite"].argmax(1) == preds[record["path"]].argmax(1))
+    assert agreement >= 0.99, agreement  # 16-bit activations: the float model's decisions

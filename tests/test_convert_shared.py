@@ -10,27 +10,16 @@ import json
 import numpy as np
 import pytest
 
+from benchmarks._raw_converter import MODES, raw_converter
 from conftest import run_edgetool
 from edge_tool.convert.background import BackgroundCall
 from edge_tool.errors import ConversionError
 from schema_check import validated
 
-MODES = ("fp32", "fp16", "dynamic", "int8", "int16x8")
-
 
 def raw_tflite(tf, saved_model, mode: str, x: np.ndarray) -> bytes:
-    """What tf.lite.TFLiteConverter writes for ``mode`` (the settings documented for each mode)."""
-    conv = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))
-    if mode != "fp32":
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    if mode == "fp16":
-        conv.target_spec.supported_types = [tf.float16]
-    if mode in ("int8", "int16x8"):
-        conv.representative_dataset = lambda: ([x[i:i + 1]] for i in range(len(x)))
-        conv.target_spec.supported_ops = [
-            tf.lite.OpsSet.TFLITE_BUILTINS_INT8 if mode == "int8"
-            else tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
-    return conv.convert()
+    """What tf.lite.TFLiteConverter writes for ``mode`` (the benchmarks' baseline: the settings documented per mode)."""
+    return raw_converter(tf, saved_model, mode, lambda: ([x[i:i + 1]] for i in range(len(x)))).convert()
 
 
 @pytest.mark.slow

@@ -9,8 +9,9 @@ import json
 import pytest
 
 from conftest import run_edgetool
+from edge_tool.convert.modes import every_mode
 
-MODES = "fp32,fp16,dynamic,int8,int16x8"
+MODES = ",".join(every_mode())
 
 
 def _digests(out) -> dict[str, str]:

@@ -296,7 +296,7 @@ def test_missing_runtime_names_the_vendor_command(tfjs_models, tmp_path, monkeyp
     for name in ["index.html", "package.json", "package-lock.json"]:
         shutil.copyfile(src / name, template / name)
     monkeypatch.setattr(vendor, "web_demo_dir", lambda: template)
-    _assert_refused([str(tfjs_models["fp32"])], tmp_path / "site", "python -m edge_tool.demo.vendor", "not vendored")
+    _assert_refused([str(tfjs_models["fp32"])], tmp_path / "site", "python scripts/vendor_runtimes.py", "not vendored")
     assert not (tmp_path / "site").exists()
 
 
@@ -313,6 +313,22 @@ def test_vendor_status_tracks_the_lockfile(tmp_path):
     assert "different web_demo/package-lock.json" in vendor.vendor_status(copy)
     (copy / "vendor" / "tf.min.js").unlink()
     assert "tf.min.js" in vendor.vendor_status(copy)
+
+
+def test_vendor_script_is_the_setup_step():
+    """scripts/vendor_runtimes.py (what setup.sh runs): nothing to do on a vendored tree, exit 2 on a bad argument."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    script = REPO / "scripts" / "vendor_runtimes.py"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0 and "already vendored" in done.stdout, done.stdout + done.stderr
+    bad = subprocess.run([sys.executable, str(script), "--force"], capture_output=True, text=True, cwd=REPO)
+    assert bad.returncode == 2 and "unknown argument(s) --force" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert vendor.VENDOR_COMMAND == f"python scripts/{script.name}"  # what every "not vendored" error tells you
 
 
 def test_package_json_pins_exact_versions():
@@ -417,6 +433,9 @@ def test_litert_without_calibration_data_is_refused(digits_model, tmp_path):
     shutil.copytree(digits_model, model, ignore=shutil.ignore_patterns("calibration.npz"))
     _assert_refused([str(model), "--litert"], tmp_path / "site", "--calibration", "calibration.npz")
     assert not (tmp_path / "site").exists()
+    missing = tmp_path / "nope.npz"
+    _assert_refused([str(digits_model), "--litert", "--calibration", str(missing)], tmp_path / "site",
+                    "nope.npz does not exist")
 
 
 _HARD_SWISH_SCRIPT = """

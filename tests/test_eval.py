@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks._raw_converter import raw_converter
 from conftest import litert_outputs
 from edge_tool.cli import app
 from edge_tool.env import import_tf
@@ -34,26 +35,16 @@ def _eval_cli(args: list[str]):
 # ---------------------------------------------------------------- artefacts made with the raw TFLite converter
 
 def _raw_convert(saved_model: Path, out: Path, mode: str, rep_x: np.ndarray | None = None) -> Path:
-    """A .tflite from tf.lite.TFLiteConverter.from_saved_model directly (not edgetool convert)."""
-    conv = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))
-
+    """A .tflite from tf.lite.TFLiteConverter.from_saved_model directly (not edgetool convert); ``int8io`` is int8
+    with int8 input and output."""
     def rep():
         for i in range(min(100, len(rep_x))):
             yield [rep_x[i:i + 1]]
 
-    if mode != "fp32":
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    if mode == "fp16":
-        conv.target_spec.supported_types = [tf.float16]
-    if mode in ("int8", "int8io"):
-        conv.representative_dataset = rep
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv = raw_converter(tf, saved_model, "int8" if mode == "int8io" else mode, rep)
     if mode == "int8io":
         conv.inference_input_type = tf.int8
         conv.inference_output_type = tf.int8
-    if mode == "int16x8":
-        conv.representative_dataset = rep
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
     out.write_bytes(conv.convert())
     return out
 
@@ -168,6 +159,27 @@ def test_malformed_edgetool_manifest_is_a_data_error(arts, tmp_path):
     message = str(exc.value)
     assert "manifest.json" in message and "$.artifacts[0].quant: expected string, found integer 8" in message
     assert "$.artifacts[0].size_bytes: expected a number >= 0" in message and "\n" not in message
+
+
+def test_integer_input_of_a_float_model_is_not_a_quantized_weight(tmp_path):
+    """A float model that takes uint8 and casts it is fp32: its input tensor is neither weight nor activation."""
+    import tensorflow as tf
+
+    from edge_tool.evaluate.tflite_runner import read_flatbuffer
+
+    class CastThenMatmul(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(tf.random.stateless_normal((64, 10), seed=(0, 1)))
+
+        @tf.function(input_signature=[tf.TensorSpec((None, 64), tf.uint8)])
+        def serve(self, x):
+            return tf.matmul(tf.cast(x, tf.float32), self.w)
+
+    module = CastThenMatmul()
+    tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"serving_default": module.serve})
+    path = tmp_path / "uint8_in_fp32.tflite"
+    path.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "sm")).convert())
+    assert read_flatbuffer(path).quant == "fp32"
 
 
 def test_metrics_registry_on_hand_computed_values():
@@ -319,7 +331,7 @@ def test_tfjs_bundle_missing_names_the_setup_command(monkeypatch, tmp_path):
 
     monkeypatch.setattr(tfjs_runner, "REPO", tmp_path)
     monkeypatch.delenv("EDGETOOL_TFJS_BUNDLE", raising=False)
-    with pytest.raises(UsageError, match="python -m edge_tool.demo.vendor"):
+    with pytest.raises(UsageError, match="python scripts/vendor_runtimes.py"):
         tfjs_runner.tfjs_bundle_path()
 
 
@@ -357,13 +369,13 @@ def test_data_with_wrong_shape_exits_2_naming_shapes(arts, digits_model, tmp_pat
 
 
 def test_artifact_whose_inputs_differ_from_the_data_names_shapes(digits_model, eval_npz, tmp_path):
-    from edge_tool.evaluate.tflite_runner import TfliteModel
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
 
     fn = tf.function(lambda x: tf.reduce_sum(x, axis=[1, 2]), input_signature=[tf.TensorSpec([1, 4, 4, 1])])
     path = tmp_path / "other.tflite"
     path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()], fn).convert())
     with pytest.raises(DataError, match=r"\(8, 8, 1\).*\(4, 4, 1\)"):
-        TfliteModel(path).prepare({"pixels": np.zeros((2, 8, 8, 1), np.float32)})
+        TfliteInterpreter(path).prepare({"pixels": np.zeros((2, 8, 8, 1), np.float32)})
 
 
 def test_reference_without_serving_signature_exits_2(arts, eval_npz, tmp_path):

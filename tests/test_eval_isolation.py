@@ -236,6 +236,25 @@ def test_crash_reason_names_the_signal():
         "the tfjs (Node) process exited with code 3: Error: Tensorflow Op is not supported: Foo"
 
 
+
+def test_a_worker_that_hangs_is_stopped_and_named(tmp_path, monkeypatch):
+    """A runtime that never answers (a hang inside LiteRT or Node) becomes a RuntimeFailure after the timeout,
+    and its process is gone — eval makes that a row instead of waiting forever."""
+
+    from edge_tool.errors import RuntimeFailure, UsageError
+    from edge_tool.evaluate.isolated import WorkerProcess
+
+    monkeypatch.setenv("EDGETOOL_EVAL_TIMEOUT", "1.5")
+    worker = WorkerProcess([sys.executable, "-c", "import time; time.sleep(120)"], "LiteRT", tmp_path)
+    with pytest.raises(RuntimeFailure, match=r"LiteRT did not answer within 1.5 s and was stopped"):
+        worker.ask({"op": "run"})
+    assert worker._proc.poll() is not None
+    worker.close()
+    monkeypatch.setenv("EDGETOOL_EVAL_TIMEOUT", "soon")
+    with pytest.raises(UsageError, match="EDGETOOL_EVAL_TIMEOUT must be a number of seconds, but it is 'soon'"):
+        WorkerProcess([sys.executable, "-c", "print('{}')"], "LiteRT", tmp_path).receive()
+
+
 # ---------------------------------------------------------------- batched accuracy pass == batch 1
 
 @pytest.fixture(scope="module")
@@ -269,9 +288,9 @@ def cnn(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("mode", ["fp32", "fp16", "dynamic", "int8"])
 def test_batched_pass_equals_batch_1(cnn, mode):
-    from edge_tool.evaluate.tflite_runner import TfliteModel
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
 
-    model = TfliteModel(cnn[mode], threads=2)
+    model = TfliteInterpreter(cnn[mode], threads=2)
     feeds = model.prepare({"input_1": cnn["x"]})
     (b,) = model.outputs
     batched = model.dequantize(b, model.predict(feeds)[b.index])
@@ -299,7 +318,7 @@ def test_run_eval_batched_matches_batch_1_oracle(cnn):
 
 def test_fixed_batch_file_runs_in_chunks_of_its_batch(cnn, tmp_path):
     """A file converted at a fixed batch of 4 gets chunks of 4 (the last padded), with the oracle's figures."""
-    from edge_tool.evaluate.tflite_runner import TfliteModel
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
 
     model = tf.saved_model.load(str(cnn["sm"]))
     fn = model.signatures["serving_default"]
@@ -308,7 +327,7 @@ def test_fixed_batch_file_runs_in_chunks_of_its_batch(cnn, tmp_path):
     path = tmp_path / "b4.tflite"
     path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fixed.get_concrete_function()], model)
                      .convert())
-    m = TfliteModel(path)
+    m = TfliteInterpreter(path)
     assert (m.batching, m.fixed_batch) == ("fixed", 4)
     x = cnn["x"][:10]  # 10 = 4 + 4 + 2 (padded)
     (b,) = m.outputs

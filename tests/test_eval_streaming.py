@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from calibration.readers.arrays import CHUNK_BYTES
+from calibration.spec import TensorSpec
 from conftest import litert_outputs
 from edge_tool.env import import_tf
 from edge_tool.errors import DataError
 from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.evaluate import metrics
-from edge_tool.evaluate.data import EvalStream, InputSpec
+from edge_tool.evaluate.data import EvalStream
 
 tf = import_tf()
 SHAPE = (32, 32, 3)
@@ -105,7 +106,7 @@ def test_source_is_consumed_in_batches_with_bounded_memory(big_npy, tmp_path, su
         np.savez(path, x=np.load(big_npy), y=np.arange(N) % CLASSES)
     data_bytes = N * int(np.prod(SHAPE)) * 4
     batch_bytes = 64 * int(np.prod(SHAPE)) * 4
-    stream = EvalStream(path, [InputSpec("x", "float32", (None, *SHAPE))], batch_size=64)
+    stream = EvalStream(path, [TensorSpec("x", "float32", (None, *SHAPE))], batch_size=64)
     sizes, checksum, resident = [], 0.0, 0
     tracemalloc.start()
     try:
@@ -138,7 +139,7 @@ def test_bad_sample_deep_in_the_data_names_its_batch(tmp_path):
     x = np.zeros((300, *SHAPE), np.float32)
     x[130, 1, 2, 0] = np.nan
     np.save(tmp_path / "x.npy", x)
-    stream = EvalStream(tmp_path / "x.npy", [InputSpec("x", "float32", (None, *SHAPE))], batch_size=64)
+    stream = EvalStream(tmp_path / "x.npy", [TensorSpec("x", "float32", (None, *SHAPE))], batch_size=64)
     seen = 0
     with pytest.raises(DataError, match=r"samples 128\.\.191") as err:
         for inputs, _ in stream.batches():

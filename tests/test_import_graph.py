@@ -101,3 +101,32 @@ def test_no_package_import_cycles():
 
 def test_the_check_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _imported_roots(path: Path) -> set[str]:
+    """Top-level names of every absolute import in ``path``, function-level and TYPE_CHECKING ones included."""
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            roots.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+            roots.add(str(node.args[0].value).split(".")[0])
+    return roots
+
+
+def test_calibration_imports_nothing_from_edge_tool():
+    """The calibration package stands alone: no module of it imports edge_tool, at any level."""
+    offenders = sorted(str(f.relative_to(REPO)) for f in (REPO / "calibration").rglob("*.py")
+                       if "edge_tool" in _imported_roots(f))
+    assert offenders == []
+
+
+def test_the_standalone_check_sees_function_level_imports(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("def g():\n    if True:\n        from edge_tool.env import import_tf\n")
+    assert "edge_tool" in _imported_roots(f)
+    f.write_text("import importlib\nimportlib.import_module('edge_tool.errors')\n")
+    assert "edge_tool" in _imported_roots(f)

@@ -16,7 +16,7 @@ from edge_tool.convert.qat import QatOptions
 from edge_tool.errors import DataError, ModelError, UsageError
 
 REPO = Path(__file__).resolve().parents[1]
-INTEGER = (np.int8, np.int32)
+INTEGER = ("int8", "int32")
 
 
 # ---------------------------------------------------------------- helpers (real TF, real converter, real LiteRT)
@@ -31,22 +31,39 @@ def _interpreter(tflite: bytes):
     return it
 
 
+def _graph(tflite: bytes) -> tuple[list[tuple[str, list[int], list[int]]], list[tuple[str, str]], set[int]]:
+    """Subgraph 0 read from the flatbuffer (no private interpreter API): ops in execution order as
+    (name, input indices, output indices), tensors as (name, dtype), the model's I/O tensor indices."""
+    from edge_tool.tflite_model import _names, _schema
+
+    schema = _schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(tflite), 0))
+    sg = model.subgraphs[0]
+    types, builtins = _names(schema.TensorType), _names(schema.BuiltinOperator)
+    ops = []
+    for op in sg.operators:
+        code = model.operatorCodes[op.opcodeIndex]
+        ops.append((builtins[max(code.builtinCode, code.deprecatedBuiltinCode)], list(op.inputs), list(op.outputs)))
+    tensors = [(t.name.decode(), types[t.type].lower()) for t in sg.tensors]
+    return ops, tensors, set(sg.inputs) | set(sg.outputs)
+
+
+def _op_names(tflite: bytes) -> list[str]:
+    return [name for name, _, _ in _graph(tflite)[0]]
+
+
 def _non_integer(tflite: bytes) -> tuple[list[str], list[str]]:
     """(non-int8/int32 tensors other than the model's I/O, ops touching a float tensor other than the I/O boundary)."""
-    it = _interpreter(tflite)
-    io = {d["index"] for d in it.get_input_details() + it.get_output_details()}
-    tensors = [f"{t['name']}:{t['dtype'].__name__}" for t in it.get_tensor_details()
-               if t["index"] not in io and t["dtype"] not in INTEGER]
-    ops = []
-    for op in it._get_ops_details():
-        idx = [i for i in (*op["inputs"], *op["outputs"]) if i >= 0]
-        if all(i in io or it._get_tensor_details(i, 0)["dtype"] in INTEGER for i in idx):
+    ops, tensors, io = _graph(tflite)
+    floats = [f"{name}:{dtype}" for i, (name, dtype) in enumerate(tensors) if i not in io and dtype not in INTEGER]
+    found = []
+    for name, inputs, outputs in ops:
+        if all(i in io or tensors[i][1] in INTEGER for i in (*inputs, *outputs) if i >= 0):
             continue
-        boundary = (op["op_name"] == "QUANTIZE" and set(op["inputs"]) <= io) or \
-                   (op["op_name"] == "DEQUANTIZE" and set(op["outputs"]) <= io)
+        boundary = (name == "QUANTIZE" and set(inputs) <= io) or (name == "DEQUANTIZE" and set(outputs) <= io)
         if not boundary:
-            ops.append(op["op_name"])
-    return tensors, ops
+            found.append(name)
+    return floats, found
 
 
 def _tflite_accuracy(tflite: bytes, x: np.ndarray, y: np.ndarray) -> float:
@@ -118,14 +135,14 @@ def test_qat_tflite_is_full_integer(qat_run):
     it = _interpreter(qat_run["float_io"])
     assert it.get_input_details()[0]["dtype"] == np.float32
     assert it.get_output_details()[0]["dtype"] == np.float32
-    names = [op["op_name"] for op in it._get_ops_details()]
+    names = _op_names(qat_run["float_io"])
     assert names[0] == "QUANTIZE" and names[-1] == "DEQUANTIZE" and "CONV_2D" in names, names
 
 
 @pytest.mark.slow
 def test_qat_with_int8_io_has_no_float_tensor_at_all(qat_run):
     it = _interpreter(qat_run["int8_io"])
-    dtypes = {t["name"]: t["dtype"] for t in it.get_tensor_details()}
+    dtypes = dict(_graph(qat_run["int8_io"])[1])
     assert all(d in INTEGER for d in dtypes.values()), {n: d for n, d in dtypes.items() if d not in INTEGER}
     assert it.get_input_details()[0]["dtype"] == np.int8
     assert it.get_output_details()[0]["dtype"] == np.int8
@@ -192,7 +209,7 @@ def test_layers_tfmot_cannot_annotate_are_calibrated_to_int8_at_conversion(uint8
     tensors, ops = _non_integer(tflite)
     # the only float left is the input boundary: uint8 -> float32 (CAST) -> int8 (QUANTIZE, Rescaling folded in)
     assert ops == ["CAST", "QUANTIZE"] and len(tensors) == 1, (tensors, ops)
-    names = [op["op_name"] for op in _interpreter(tflite)._get_ops_details()]
+    names = _op_names(tflite)
     assert names[:2] == ["CAST", "QUANTIZE"] and "MUL" not in names, names
     ev = np.load(uint8_model / "eval.npz")
     assert _tflite_accuracy(tflite, ev["x"], ev["y"]) >= 0.9

@@ -196,13 +196,11 @@ def test_tf_op_layers_are_left_float_and_calibrated(tfop_model, tmp_path):
     floats = record["qat"]["training"]["float_layers"]
     assert {"tf.cast", "tf.image.resize"} <= set(floats), floats
     assert any(name.startswith("tf.nn.relu6") for name in floats), floats
-    from ai_edge_litert.interpreter import Interpreter
+    from edge_tool.tflite_model import summarize_tflite
 
-    it = Interpreter(model_path=str(tmp_path / "out" / record["path"]))
-    it.allocate_tensors()
-    assert it.get_input_details()[0]["dtype"] == np.uint8
-    ops = {op["op_name"] for op in it._get_ops_details()}
-    assert "CONV_2D" in ops and "FULLY_CONNECTED" in ops, ops
+    summary = summarize_tflite((tmp_path / "out" / record["path"]).read_bytes())
+    assert summary.input_dtypes == ("uint8",)
+    assert "CONV_2D" in summary.ops and "FULLY_CONNECTED" in summary.ops, summary.ops
 
 
 @pytest.mark.slow
@@ -383,3 +381,37 @@ def test_the_more_accurate_runnable_candidate_ships():
     assert shipped == right and d.shipped == "ptq-int8" and d.failures["qat"].startswith("does not run in LiteRT")
     _, d = decide(wrong, None, {"ptq_int8": "boom"}, data, heads, 1.0, "test data")
     assert d.shipped == "qat" and d.note is not None and "int16x8" in d.note
+
+
+# ---------------------------------------------------------------- activations tfmot cannot fake-quantize
+
+def test_activations_tfmot_cannot_wrap_do_not_stop_quantize_apply():
+    """MobileNetV2's Conv -> BN -> ReLU(6) (ReLU6 is fused into the conv) and a Dense(activation="elu") feeding an
+    annotated layer: quantize_apply used to refuse the whole model ("Only some Keras activations…"). Both layers
+    now get a config that fake-quantizes weights and the output after the activation, as TFLite runs them."""
+    import tensorflow_model_optimization as tfmot
+    import tf_keras as keras
+
+    from edge_tool.convert.qat import build_qat_model
+
+    keras.utils.set_random_seed(0)
+    inp = keras.Input((8, 8, 1))
+    x = keras.layers.Conv2D(4, 3, use_bias=False, name="conv")(inp)
+    x = keras.layers.BatchNormalization(name="bn")(x)
+    x = keras.layers.ReLU(6.0, name="relu6")(x)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dense(8, activation="elu", name="dense_elu")(x)
+    x = keras.layers.Activation("selu", name="act_selu")(x)
+    model = keras.Model(inp, keras.layers.Dense(10, activation="softmax", name="probs")(x))
+    sample = np.random.default_rng(0).normal(size=(16, 8, 8, 1)).astype("float32")
+    qat, folded, notes = build_qat_model(keras, tfmot, model, [sample])
+    assert notes["folded"] == ["bn -> conv", "relu6 -> conv"], notes
+    assert notes["float_layers"] == [], notes
+    wrapped = {layer.layer.name: layer for layer in qat.layers if hasattr(layer, "quantize_config")}
+    assert {"conv", "dense_elu", "act_selu", "probs"} <= set(wrapped), sorted(wrapped)
+    assert wrapped["conv"].quantize_config.weight_attrs == ["kernel"]  # the conv's weights are fake-quantized
+    from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types
+
+    calibrate_ranges(qat, [[sample]], tfmot_quantizer_types())
+    diff = np.abs(qat(sample).numpy() - model(sample).numpy()).max()
+    assert diff < 0.03, diff  # fake-quantized with ranges from the sample: 8-bit rounding, the same function

@@ -1,26 +1,24 @@
-"""NumPy sources: ``.npy`` (one input, memory-mapped) and ``.npz`` (arrays read in row chunks from the zip)."""
+"""NumPy sources: ``.npy`` (one input, rows read by file reads) and ``.npz`` (arrays read in row chunks from the
+zip); what an .npy header declares is parsed and checked in ``npy_format``."""
 
 from __future__ import annotations
 
-import io
 import lzma
-import math
-import struct
-import tokenize
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from calibration.errors import CalibrationError
 from calibration.readers.base import Reader, index_chunks, reason, unreadable
-from calibration.types import CalibrationError, InputSpec, LoadOptions
+from calibration.readers.npy_format import NpyHeader, header_problem, read_npy_header, read_rows
+from calibration.spec import TensorSpec
+from calibration.types import LoadOptions
 
 CHUNK_BYTES = 4 * 1024 * 1024
-MAX_HEADER_BYTES = 10_000          # numpy's own default for untrusted headers
 MAX_LABEL_BYTES = 1 << 30          # labels are loaded whole: more than 1 GiB of them is not a label array
 BOMB_RATIO = 500                   # an .npz member expanding more than 500x ...
 BOMB_FROM_BYTES = 256 << 20        # ... to over 256 MiB is refused as a likely zip bomb
@@ -30,77 +28,6 @@ ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zi
 # (NotImplementedError: a "zip file version" or flag bits zipfile does not implement).
 ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError, EOFError, OSError,
               NotImplementedError)
-
-
-@dataclass(frozen=True)
-class NpyHeader:
-    """What an .npy header declares (nothing of the data is read): shape, dtype, order, where the data starts."""
-
-    shape: tuple
-    fortran: bool
-    dtype: np.dtype
-    offset: int
-
-    @property
-    def row_bytes(self) -> int:
-        """Bytes of one sample (one index along the first dim)."""
-        return self.dtype.itemsize * math.prod(self.shape[1:])
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes the declared array takes (Python ints: no overflow whatever the header claims)."""
-        return self.dtype.itemsize * math.prod(self.shape)
-
-
-def read_npy_header(f) -> NpyHeader:
-    """Parse the .npy header at the start of open binary file ``f``; ValueError (or a zip error from a damaged
-    archive member) when it is malformed.
-
-    The header's length field is checked before the header is read: numpy would first read (and allocate) as
-    many bytes as a hostile length field claims.
-    """
-    magic = f.read(8)
-    if len(magic) < 8 or not magic.startswith(b"\x93NUMPY"):
-        raise ValueError("not an .npy array (its first bytes are not the .npy magic string)")
-    version = (magic[6], magic[7])
-    if version not in ((1, 0), (2, 0), (3, 0)):
-        raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
-    size_field = f.read(2 if version == (1, 0) else 4)
-    if len(size_field) < (2 if version == (1, 0) else 4):
-        raise ValueError("the header ends early")
-    length = struct.unpack("<H" if version == (1, 0) else "<I", size_field)[0]
-    if length > MAX_HEADER_BYTES:
-        raise ValueError(f"its header claims {length:,} bytes, over numpy's limit of {MAX_HEADER_BYTES:,}")
-    header = f.read(length)
-    if len(header) < length:
-        raise ValueError("the header ends early")
-    raw = io.BytesIO(magic + size_field + header)
-    np.lib.format.read_magic(raw)
-    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-    try:
-        shape, fortran, dtype = read(raw, max_header_size=MAX_HEADER_BYTES)
-    except (tokenize.TokenError, SyntaxError) as exc:  # numpy tokenizes old-style headers and lets these escape
-        raise ValueError(f"malformed header ({reason(exc)})") from None
-    return NpyHeader(tuple(shape), bool(fortran), np.dtype(dtype), len(magic) + len(size_field) + length)
-
-
-def header_problem(h: NpyHeader, data_bytes: int, what: str) -> str | None:
-    """Why the declared array cannot be read (objects, scalar, empty samples, more bytes than stored), or None.
-
-    Checked before anything is allocated: a header may claim 10^12 rows in a 100-byte file.
-    """
-    if h.dtype.hasobject:
-        return f"{what} holds Python objects (dtype {h.dtype}), not numbers; pickled arrays are never loaded"
-    if not h.shape:
-        return f"{what} is a scalar, not an array of samples"
-    if any(d < 0 for d in h.shape):
-        return f"{what} declares a negative dimension in shape {h.shape}"
-    if h.shape[0] and h.row_bytes == 0:
-        return f"{what} has empty samples (shape {h.shape}, dtype {h.dtype}): nothing to feed a model"
-    if h.nbytes > data_bytes:
-        return (f"{what} declares shape {h.shape} of {h.dtype} = {h.nbytes:,} bytes, but only {data_bytes:,} bytes "
-                "follow its header: the file is truncated or its header is wrong")
-    return None
 
 
 class NpyReader(Reader):
@@ -114,7 +41,7 @@ class NpyReader(Reader):
 
     format = "npy"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
         self.header: NpyHeader | None = None
         if len(self.specs) > 1:
@@ -158,21 +85,6 @@ class NpyReader(Reader):
                     raise CalibrationError(f"{self.path} is truncated: rows {int(chunk[0])}..{int(chunk[-1])} are "
                                            "missing (the file shrank while it was read?)")
                 yield {name: rows}
-
-
-def read_rows(f, offset: int, row_bytes: int, rows: np.ndarray, dtype: np.dtype, row_shape: tuple) -> np.ndarray | None:
-    """Rows ``rows`` (sorted) of a C-ordered array stored at ``offset`` in open file ``f``; one read per run of
-    consecutive rows. None when the file ends before the last of them."""
-    out = np.empty((len(rows), *row_shape), dtype=dtype)
-    if not len(rows) or not row_bytes:
-        return out
-    starts = np.flatnonzero(np.diff(rows) != 1) + 1
-    for lo, hi in zip([0, *starts.tolist()], [*starts.tolist(), len(rows)]):
-        f.seek(offset + int(rows[lo]) * row_bytes)
-        view = memoryview(out[lo:hi].reshape(-1).view(np.uint8))
-        if f.readinto(view) != len(view):
-            return None
-    return out
 
 
 class _Member:
@@ -261,7 +173,7 @@ class NpzReader(Reader):
 
     format = "npz"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
         self.members: dict[str, _Member] = {}
         self.label_member: _Member | None = None
@@ -320,28 +232,24 @@ class NpzReader(Reader):
         return member
 
     def _resolve_inputs(self, keys: list[str]) -> None:
-        fk = self.options.feature_key
-        if len(self.specs) == 1:
-            spec = self.specs[0]
-            candidates = [fk] if fk else [spec.name, "x"]
-            found = next((c for c in candidates if c in keys), None)
-            if found is None:
-                self.problems.append(f"{self.path.name} has no input array: expected key "
-                                     f"{' or '.join(repr(c) for c in candidates)}; keys found: {_list(keys)}")
-            elif (m := self._member(found)) is not None:
-                self.members[spec.name] = m
-            return
-        if fk:
-            self.problems.append(f"feature key {fk!r} names one array but the model has {len(self.specs)} inputs; "
-                                 "name the .npz arrays after the inputs instead")
-        missing = [s.name for s in self.specs if s.name not in keys]
-        if missing:
-            expected = ", ".join(repr(s.name) for s in self.specs)
-            self.problems.append(f"{self.path.name} is missing arrays for inputs {_list(missing)}: expected keys "
-                                 f"{expected} (one per model input); keys found: {_list(keys)}")
-        for spec in self.specs:
-            if spec.name in keys and (m := self._member(spec.name)) is not None:
-                self.members[spec.name] = m
+        for name, key in self.match_keys(keys, ["x"]).items():
+            if (m := self._member(key)) is not None:
+                self.members[name] = m
+
+    def no_key(self, spec: TensorSpec, expected: str, available: Sequence[str]) -> str:
+        """No array for the single input."""
+        return f"{self.path.name} has no input array: expected key {expected}; keys found: {_list(available)}"
+
+    def one_key_for_many(self, feature_key: str) -> str:
+        """A feature key given for several inputs."""
+        return (f"feature key {feature_key!r} names one array but the model has {len(self.specs)} inputs; "
+                "name the .npz arrays after the inputs instead")
+
+    def missing_keys(self, missing: list[str], available: Sequence[str]) -> str:
+        """Inputs without an array named after them."""
+        expected = ", ".join(repr(s.name) for s in self.specs)
+        return (f"{self.path.name} is missing arrays for inputs {_list(missing)}: expected keys {expected} (one per "
+                f"model input); keys found: {_list(available)}")
 
     def _check_lengths(self) -> None:
         lengths = {k: m.shape[0] for k, m in self.members.items()}
@@ -366,5 +274,5 @@ class NpzReader(Reader):
             yield dict(zip(streams.keys(), parts))
 
 
-def _list(keys: list[str]) -> str:
+def _list(keys: Sequence[str]) -> str:
     return ", ".join(repr(k) for k in keys) if keys else "(none)"

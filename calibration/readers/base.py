@@ -8,7 +8,9 @@ from typing import Sequence
 
 import numpy as np
 
-from calibration.types import CalibrationError, InputSpec, LoadOptions
+from calibration.errors import CalibrationError
+from calibration.spec import TensorSpec
+from calibration.types import LoadOptions
 
 # One text label (CSV cell, TFRecord bytes): labels become a fixed-width string array, so one huge label would
 # be multiplied by the number of samples.
@@ -25,7 +27,7 @@ class Reader:
 
     format = "?"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         self.path = path
         self.specs = tuple(specs)
         self.options = options
@@ -47,6 +49,41 @@ class Reader:
 
     def close(self) -> None:
         """Release open files (no-op unless the reader keeps one open)."""
+
+    def match_keys(self, available: Sequence[str], defaults: Sequence[str]) -> dict[str, str]:
+        """{input name: the source's key (array, feature) holding it}, for the keys ``available``.
+
+        One input: ``feature_key``, else the first present of the input's name and ``defaults``. Several inputs:
+        keys named after the inputs (``feature_key`` cannot name several). What is missing is recorded in
+        ``problems``, worded by the reader's ``no_key`` / ``one_key_for_many`` / ``missing_keys``.
+        """
+        fk = self.options.feature_key
+        if len(self.specs) == 1:
+            spec = self.specs[0]
+            candidates = [fk] if fk else [spec.name, *defaults]
+            key = next((c for c in candidates if c in available), None)
+            if key is None:
+                self.problems.append(self.no_key(spec, " or ".join(repr(c) for c in candidates), available))
+                return {}
+            return {spec.name: key}
+        if fk:
+            self.problems.append(self.one_key_for_many(fk))
+        missing = [s.name for s in self.specs if s.name not in available]
+        if missing:
+            self.problems.append(self.missing_keys(missing, available))
+        return {s.name: s.name for s in self.specs if s.name in available}
+
+    def no_key(self, spec: TensorSpec, expected: str, available: Sequence[str]) -> str:
+        """The problem when no key holds the single input (``expected``: the keys tried, "'a' or 'b'")."""
+        raise NotImplementedError
+
+    def one_key_for_many(self, feature_key: str) -> str:
+        """The problem when ``feature_key`` is given for a model with several inputs."""
+        raise NotImplementedError
+
+    def missing_keys(self, missing: list[str], available: Sequence[str]) -> str:
+        """The problem when inputs of a multi-input model have no key named after them."""
+        raise NotImplementedError
 
 
 def index_chunks(indices: np.ndarray | None, n: int, batch_size: int) -> Iterator[np.ndarray]:

@@ -17,8 +17,10 @@ from typing import Sequence
 
 import numpy as np
 
+from calibration.errors import CalibrationError
 from calibration.readers.base import Reader, index_chunks, reason
-from calibration.types import CalibrationError, InputSpec, LoadOptions, show_shape
+from calibration.spec import TensorSpec, show_shape
+from calibration.types import LoadOptions
 
 # What Pillow raises on a damaged or hostile file while it opens or decodes it (UnidentifiedImageError and
 # "image file is truncated" are OSErrors; some plugins let struct / zlib / EOF / SyntaxError escape).
@@ -35,7 +37,7 @@ def looks_like_image(data: bytes) -> bool:
     return data.startswith(_MAGIC)
 
 
-def image_layout(spec: InputSpec) -> tuple[tuple[int | None, int | None], int | None, str | None]:
+def image_layout(spec: TensorSpec) -> tuple[tuple[int | None, int | None], int | None, str | None]:
     """(H, W), channels (None = no channel dim) and a problem, for an NHWC / NHW image input."""
     dims = spec.sample_shape
     if len(dims) == 2:
@@ -46,7 +48,7 @@ def image_layout(spec: InputSpec) -> tuple[tuple[int | None, int | None], int | 
                                 f"(any, H, W, C) with C in 1/3/4, the model has {show_shape(spec.shape)}")
 
 
-def decode_image(data: bytes | Path, spec: InputSpec, origin: str) -> np.ndarray:
+def decode_image(data: bytes | Path, spec: TensorSpec, origin: str) -> np.ndarray:
     """Decode one image to the spec's layout as uint8 0..255 (H, W[, C]).
 
     ``origin`` names the image in errors (a file, or a record of a TFRecord). Images over MAX_PIXELS are refused
@@ -93,7 +95,7 @@ class ImageFolderReader(Reader):
 
     format = "image-folder"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
         self.files: list[Path] = []
         self.label_idx: np.ndarray | None = None

@@ -15,8 +15,10 @@ from typing import Sequence
 
 import numpy as np
 
+from calibration.errors import CalibrationError
 from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
-from calibration.types import CalibrationError, InputSpec, LoadOptions, show_shape
+from calibration.spec import TensorSpec, show_shape
+from calibration.types import LoadOptions
 from calibration.validate import reshape_flat
 
 
@@ -90,7 +92,7 @@ class CsvReader(Reader):
 
     format = "csv"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
         self.n = 0
         self._labels: np.ndarray | None = None
@@ -113,7 +115,7 @@ class CsvReader(Reader):
         self.layout = self._layout()
         self._scan()
 
-    def _layout(self) -> list[tuple[InputSpec, int, int]]:
+    def _layout(self) -> list[tuple[TensorSpec, int, int]]:
         n_cols = len(self.feature_cols)
         if len(self.specs) == 1:
             return [(self.specs[0], 0, n_cols)]

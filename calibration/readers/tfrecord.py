@@ -21,9 +21,11 @@ from typing import Sequence
 
 import numpy as np
 
+from calibration.errors import CalibrationError
 from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
 from calibration.readers.images import decode_image, image_layout, looks_like_image
-from calibration.types import CalibrationError, InputSpec, LoadOptions, show_shape
+from calibration.spec import TensorSpec, show_shape
+from calibration.types import LoadOptions
 from calibration.validate import reshape_flat
 
 SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
@@ -118,7 +120,7 @@ def _examples(path: Path, offsets: array) -> Iterator:
     """Parsed tf.train.Example protos of the file, in order; CalibrationError naming the record otherwise."""
     from google.protobuf.message import DecodeError  # noqa: PLC0415
 
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from calibration.tfenv import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     from tensorflow.python.util import deprecation  # noqa: PLC0415
@@ -157,7 +159,7 @@ class TFRecordReader(Reader):
 
     format = "tfrecord"
 
-    def __init__(self, path: Path, specs: Sequence[InputSpec], options: LoadOptions) -> None:
+    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
         self.keys: dict[str, str] = {}
         self.modes: dict[str, tuple] = {}
@@ -165,26 +167,20 @@ class TFRecordReader(Reader):
         self._labels: np.ndarray | None = None
         self._scan()
 
-    def _resolve(self, available: list[str]) -> None:
-        fk = self.options.feature_key
-        if len(self.specs) == 1:
-            spec = self.specs[0]
-            cands = [fk] if fk else [spec.name, "x", "image", "image/encoded"]
-            key = next((c for c in cands if c in available), None)
-            if key is None:
-                self.problems.append(f"{self.path.name} has no feature for input {spec.name!r}: expected "
-                                     f"{' or '.join(repr(c) for c in cands)}; features found: {', '.join(available)}")
-            else:
-                self.keys[spec.name] = key
-            return
-        if fk:
-            self.problems.append(f"feature key {fk!r} names one feature but the model has {len(self.specs)} inputs; "
-                                 "name the features after the inputs instead")
-        missing = [s.name for s in self.specs if s.name not in available]
-        if missing:
-            self.problems.append(f"{self.path.name} has no features for inputs {', '.join(map(repr, missing))}; "
-                                 f"features found: {', '.join(available)}")
-        self.keys = {s.name: s.name for s in self.specs if s.name in available}
+    def no_key(self, spec: TensorSpec, expected: str, available: Sequence[str]) -> str:
+        """No feature for the single input."""
+        return (f"{self.path.name} has no feature for input {spec.name!r}: expected {expected}; features found: "
+                f"{', '.join(available)}")
+
+    def one_key_for_many(self, feature_key: str) -> str:
+        """A feature key given for several inputs."""
+        return (f"feature key {feature_key!r} names one feature but the model has {len(self.specs)} inputs; "
+                "name the features after the inputs instead")
+
+    def missing_keys(self, missing: list[str], available: Sequence[str]) -> str:
+        """Inputs without a feature named after them."""
+        return (f"{self.path.name} has no features for inputs {', '.join(map(repr, missing))}; "
+                f"features found: {', '.join(available)}")
 
     def _scan(self) -> None:
         """Count records and check every record's features agree (kind, length); collect labels."""
@@ -196,7 +192,7 @@ class TFRecordReader(Reader):
         for ex in _examples(self.path, self._offsets):
             feats = ex.features.feature
             if self.n == 0:
-                self._resolve(sorted(feats.keys()))
+                self.keys = self.match_keys(sorted(feats.keys()), ["x", "image", "image/encoded"])
                 seen = {name: Counter() for name in self.keys}
             self.n += 1
             for name, key in self.keys.items():

@@ -58,3 +58,9 @@ def verdict_of(findings: list[Finding] | tuple[Finding, ...]) -> Verdict:
     if Status.UNSUPPORTED in statuses:
         return Verdict.FAILS
     return Verdict.PARTIAL if Status.FALLBACK in statuses else Verdict.RUNS
+
+
+def target_result(target: str, artefact, findings, method: str, details: dict | None = None) -> TargetResult:
+    """``target``'s result on ``artefact`` (a path or label): the verdict of ``findings``, them, how it was checked."""
+    return TargetResult(target, str(artefact), verdict_of(findings), tuple(findings), method,
+                        {} if details is None else details)

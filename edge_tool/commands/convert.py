@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
+from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
 from edge_tool.errors import UsageError
+
 
 def _quant_help() -> str:
     """--quant help from the mode registry (light: the mode modules import no TensorFlow at load)."""
@@ -23,14 +25,14 @@ QUANT_HELP = _quant_help()
 
 
 def parse_modes(values: list[str] | None, output_format: str, has_train_data: bool) -> tuple[str, ...]:
-    """Turn --quant values into mode names (validating each; 'all' expands)."""
-    from edge_tool.convert.config import QuantMode  # noqa: PLC0415
+    """Turn --quant values into mode names (validating each against the registry; 'all' expands)."""
+    from edge_tool.convert.modes import every_mode  # noqa: PLC0415
 
-    every = [m.value for m in QuantMode if m is not QuantMode.QAT or has_train_data]
+    every = every_mode(has_train_data)
     raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
     if not raw:
-        return tuple(every) if output_format == "all" else ("int8",) if output_format == "micro" else ("fp32",)
-    known = {m.value for m in QuantMode}
+        return every if output_format == "all" else ("int8",) if output_format == "micro" else ("fp32",)
+    known = every_mode(has_train_data=True)
     bad = [v for v in raw if v not in known and v != "all"]
     if bad:
         raise UsageError(f"--quant expects one of {', '.join(sorted(known))} or all, got {', '.join(bad)}.")
@@ -54,22 +56,22 @@ def command(
     model: Path = typer.Argument(..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."),
     output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one)."),
     quant: list[str] = typer.Option(None, "--quant", "-q", help=QUANT_HELP),
-    output_format: str = typer.Option("tflite", "--format", help="tflite, tfjs, all, or micro (int8/qat .tflite plus C sources, op resolver and measured arena for TFLite Micro)."),
+    output_format: OutputFormat = typer.Option(OutputFormat.TFLITE, "--format", help="micro = int8/qat .tflite plus C sources, op resolver and measured arena for TFLite Micro."),
     calibration: Path = typer.Option(None, "--calibration", help="Representative data (.npz/.npy/image folder/TFRecord/CSV). Default: calibration.npz beside the model."),
     samples: int = typer.Option(200, "--samples", help="Calibration samples to draw (seeded)."),
-    io_type: str = typer.Option("model", "--io-type", help="Inference I/O dtype for int8/qat: model (keep), float32, int8, uint8."),
+    io_type: IOType = typer.Option(IOType.MODEL, "--io-type", help="Inference I/O dtype for int8/qat (model = keep the model's)."),
     train_data: Path = typer.Option(None, "--train-data", help="Training data (x, y) for --quant qat."),
     qat_epochs: int = typer.Option(3, "--qat-epochs", help="QAT fine-tuning epochs."),
-    strategy: str = typer.Option("default", "--strategy", help="QAT strategy: default, one-device, mirrored."),
+    strategy: QatStrategy = typer.Option(QatStrategy.DEFAULT, "--strategy", help="QAT strategy."),
     replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored."),
-    tfjs_quant: str = typer.Option("none", "--tfjs-quant", help="TFJS weight compression: none, float16, uint8, uint16."),
+    tfjs_quant: TfjsQuant = typer.Option(TfjsQuant.NONE, "--tfjs-quant", help="TFJS weight compression."),
     allow_select_tf_ops: bool = typer.Option(False, "--allow-select-tf-ops", help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate."),
     batch: int = typer.Option(None, "--batch", help="Fix the input batch to N (re-traces the serving signature): recurrent models (LSTM/GRU) then convert to builtin TFLite ops; LiteRT.js needs 1."),
     seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input."),
     max_drop: float = typer.Option(None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."),
     eval_data: Path = typer.Option(None, "--eval-data", help="Labelled data (x, y): --quant auto measures the budget on it; --quant qat compares QAT with int8 PTQ on it (default: a held-out split of --train-data)."),
-    objective: str = typer.Option("size", "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),
+    objective: Objective = typer.Option(Objective.SIZE, "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),
     threads: int = typer.Option(1, "--threads", help="--quant auto: LiteRT threads for the p50 latency."),
     max_float_layers: int = typer.Option(3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."),
     labels: Path = typer.Option(None, "--labels", help="Class labels, one per line, embedded as model metadata (default: labels.txt beside the SavedModel)."),
@@ -80,11 +82,12 @@ def command(
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop) and/or TFJS."""
     if _is_auto(quant):
         _check_auto_options(max_drop, eval_data, output_format, io_type)
-        from edge_tool.convert.auto import AutoConfig, candidate_modes  # noqa: PLC0415
+        from edge_tool.convert.auto import AutoConfig  # noqa: PLC0415
         from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
+        from edge_tool.convert.modes import auto_candidates  # noqa: PLC0415
 
         # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
-        candidates = ConvertConfig(model=model, output_dir=output, modes=candidate_modes(train_data is not None),
+        candidates = ConvertConfig(model=model, output_dir=output, modes=auto_candidates(train_data is not None),
                                    calibration=calibration, samples=samples, train_data=train_data,
                                    qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True)
         _run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=eval_data, objective=objective,
@@ -93,24 +96,17 @@ def command(
     if max_drop is not None:
         raise UsageError("--max-drop and the other budget options belong to --quant auto; evaluate other modes "
                          "with edgetool eval.")
-    from edge_tool.convert.config import ConvertConfig, IOType, OutputFormat, TfjsQuant  # noqa: PLC0415
+    from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
 
-    problems = []
-    for opt, value, enum in (("--format", output_format, OutputFormat), ("--io-type", io_type, IOType),
-                             ("--tfjs-quant", tfjs_quant, TfjsQuant)):
-        if value not in {e.value for e in enum}:
-            problems.append(f"{opt} expects one of {', '.join(e.value for e in enum)}, got {value!r}.")
-    if problems:
-        raise UsageError(" ".join(problems))
-    if strategy == "mirrored":
+    if strategy is QatStrategy.MIRRORED:
         from edge_tool.env import import_tf  # noqa: PLC0415
         from edge_tool.training.strategies import split_cpu  # noqa: PLC0415
 
         split_cpu(import_tf(), replicas)  # must happen before TensorFlow initialises its devices
     config = ConvertConfig(
-        model=model, output_dir=output, modes=parse_modes(quant, output_format, train_data is not None),
+        model=model, output_dir=output, modes=parse_modes(quant, output_format.value, train_data is not None),
         output_format=output_format, calibration=calibration, samples=samples, io_type=io_type,
-        train_data=train_data, eval_data=eval_data, qat_epochs=qat_epochs, strategy=strategy, replicas=replicas,
+        train_data=train_data, eval_data=eval_data, qat_epochs=qat_epochs, strategy=strategy.value, replicas=replicas,
         tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
         labels=labels, metadata=not no_metadata, input_mean=parse_floats("--input-mean", input_mean),
         input_std=parse_floats("--input-std", input_std),
@@ -128,17 +124,17 @@ def _is_auto(values: list[str] | None) -> bool:
     return raw == ["auto"]
 
 
-def _check_auto_options(max_drop, eval_data, output_format: str, io_type: str) -> None:
+def _check_auto_options(max_drop, eval_data, output_format: OutputFormat, io_type: IOType) -> None:
     """The flags --quant auto needs or refuses (UsageError listing every problem)."""
     problems = []
     if max_drop is None:
         problems.append("--quant auto needs --max-drop (the accuracy budget, e.g. 0.01 = 1 point).")
     if eval_data is None:
         problems.append("--quant auto needs --eval-data (labelled x, y to measure accuracy on).")
-    if output_format != "tflite":
-        problems.append(f"--quant auto chooses a .tflite; --format {output_format} is not supported with it.")
-    if io_type not in ("model", "float32"):
-        problems.append(f"--quant auto keeps float model I/O; --io-type {io_type} is not supported with it.")
+    if output_format is not OutputFormat.TFLITE:
+        problems.append(f"--quant auto chooses a .tflite; --format {output_format.value} is not supported with it.")
+    if io_type not in (IOType.MODEL, IOType.FLOAT32):
+        problems.append(f"--quant auto keeps float model I/O; --io-type {io_type.value} is not supported with it.")
     if problems:
         raise UsageError(" ".join(problems))
 

@@ -34,7 +34,9 @@ def command(
     """
     from edge_tool.errors import ArtifactsFailed, BudgetExceeded  # noqa: PLC0415
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
-    from edge_tool.evaluate.pipeline import budget_violations, failures, run_eval, write_reports  # noqa: PLC0415
+    from edge_tool.evaluate.budgets import budget_violations, failures  # noqa: PLC0415
+    from edge_tool.evaluate.outputs import write_reports  # noqa: PLC0415
+    from edge_tool.evaluate.pipeline import run_eval  # noqa: PLC0415
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
     config = EvalConfig(

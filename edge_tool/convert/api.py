@@ -9,7 +9,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.manifest import build_manifest, write_manifest
@@ -21,14 +20,13 @@ from edge_tool.errors import EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.signals import deferred
 from edge_tool.metadata.writer import embed_metadata
+from edge_tool.recipes import missing_calibration_message, resolve_calibration
 from edge_tool.steps import console, step
 from edge_tool.textsafe import term
 
-DEFAULT_CALIBRATION = "calibration.npz"
-
 
 @dataclass(frozen=True)
-class Artifact:
+class WrittenArtifact:
     """One written artefact."""
 
     path: Path
@@ -43,7 +41,7 @@ class ConvertResult:
     """What a convert run wrote."""
 
     output_dir: Path
-    artifacts: tuple[Artifact, ...]
+    artifacts: tuple[WrittenArtifact, ...]
     manifest: Manifest
     failures: dict = field(default_factory=dict)  # mode -> one-line reason (only with config.keep_going)
 
@@ -59,14 +57,6 @@ def tflite_name(source: Path, mode: QuantMode) -> str:
     return f"{stem or 'model'}_{mode.value}.tflite"
 
 
-def resolve_calibration(config: ConvertConfig) -> Path | None:
-    """--calibration, else calibration.npz beside a SavedModel made by ``edgetool train``, else None."""
-    if config.calibration is not None:
-        return config.calibration
-    beside = config.model / DEFAULT_CALIBRATION if config.model.is_dir() else None
-    return beside if beside is not None and beside.is_file() else None
-
-
 def _needs_calibration(config: ConvertConfig) -> bool:
     return config.wants_tflite and any(MODES[m].needs_calibration for m in config.modes)
 
@@ -75,13 +65,10 @@ def load_calibration(config: ConvertConfig, source):
     """Load and validate the representative dataset; returns (Dataset or None, path used)."""
     if not _needs_calibration(config):
         return None, None
-    path = resolve_calibration(config)
+    path = resolve_calibration(config.model, config.calibration)
     if path is None:
         modes = ", ".join(m.value for m in config.modes if MODES[m].needs_calibration)
-        raise UsageError(
-            f"--quant {modes} needs representative data: pass --calibration DATA (.npz/.npy/image folder/TFRecord/CSV); "
-            f"none was given and {config.model} has no {DEFAULT_CALIBRATION}."
-        )
+        raise UsageError(missing_calibration_message(f"--quant {modes}", config.model))
     import calibration  # noqa: PLC0415
 
     specs = calibration.specs_from(source.signature.inputs)
@@ -91,17 +78,17 @@ def load_calibration(config: ConvertConfig, source):
     return ds, path
 
 
-def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Artifact, dict]:
+def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = out_dir / tflite_name(ctx.config.model, mode)
     spec = None if ctx.metadata is None else for_mode(ctx.metadata, mode.value, ctx.source.flavor)
-    with step(f"convert {mode.value}") as rec:
+    with step(f"convert {mode.value}") as timed:
         data = MODES[mode].build(ctx)
         if spec is not None:
             data = embed_metadata(data, spec)
         path.write_bytes(data)
-        rec.outputs.append(path)
+        timed.outputs.append(path)
     summary = summarize_tflite(data)
     if summary.flex_ops:
         console.print(f"[yellow]warning:[/] {term(path.name)} uses Flex ops {term(', '.join(summary.flex_ops))}: "
@@ -109,9 +96,9 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Ar
     state = state_warning(summary.variable_tensors)
     if state:
         console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
-    art = Artifact(path, "tflite", mode.value, len(data), rec.seconds)
+    art = WrittenArtifact(path, "tflite", mode.value, len(data), timed.seconds)
     record = {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
-              "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(rec.seconds, 3),
+              "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(timed.seconds, 3),
               "tensors": summary.to_dict(), "state_warning": state,
               "metadata": None if spec is None else spec.to_dict()}
     if mode.value in ctx.notes:
@@ -123,9 +110,9 @@ def _build_micro(tflite: Path, out_dir: Path) -> dict:
     """TFLite Micro sources, resolver and measured arena beside ``tflite`` (see ``edge_tool.micro``)."""
     from edge_tool.micro.export import export_micro  # noqa: PLC0415
 
-    with step(f"micro export {term(tflite.name)}") as rec:
+    with step(f"micro export {term(tflite.name)}") as timed:
         micro = export_micro(tflite, out_dir)
-        rec.outputs.extend(micro.files)
+        timed.outputs.extend(micro.files)
     return micro.to_dict()
 
 
@@ -170,20 +157,20 @@ def start_tfjs_worker(config: ConvertConfig):
     return BackgroundCall(TFJS_WARM_MODULES)
 
 
-def _build_tfjs(ctx: BuildContext, out_dir: Path, worker=None) -> tuple[Artifact, dict]:
+def _build_tfjs(ctx: BuildContext, out_dir: Path, worker=None) -> tuple[WrittenArtifact, dict]:
     """Write out_dir/tfjs: collect it from the worker it was handed to, or convert it here."""
     tfjs_dir = out_dir / "tfjs"
     quant = ctx.config.tfjs_quant.value
-    with step("convert tfjs" + (" (parallel worker)" if worker else "")) as rec:
+    with step("convert tfjs" + (" (parallel worker)" if worker else "")) as timed:
         if worker is None:
             seconds = _tfjs_job(ctx.source.saved_model, tfjs_dir, quant, ctx.source.signature.key,
                                 tfjs_user_metadata(ctx.metadata))
         else:
             seconds = worker.result()
-        rec.outputs.append(tfjs_dir / "model.json")
+        timed.outputs.append(tfjs_dir / "model.json")
     files = sorted(p for p in tfjs_dir.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in files)
-    art = Artifact(tfjs_dir, "tfjs", quant, size, seconds)
+    art = WrittenArtifact(tfjs_dir, "tfjs", quant, size, seconds)
     return art, {"path": "tfjs", "format": "tfjs", "quant": quant, "size_bytes": size,
                  "files": {p.name: {"size_bytes": p.stat().st_size, "sha256": content_hash(p)} for p in files},
                  "seconds": round(seconds, 3)}
@@ -207,7 +194,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
         finally:
             if worker is not None:
                 worker.close()
-    final = tuple(Artifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds)
+    final = tuple(WrittenArtifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds)
                   for a in artifacts)
     return ConvertResult(config.output_dir, final, manifest, dict(manifest.failed or {}))
 
@@ -232,7 +219,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
             failed = {}
             for mode in config.modes if config.wants_tflite else ():
                 try:
-                    art, rec = _build_tflite(ctx, mode, tmp)
+                    art, record = _build_tflite(ctx, mode, tmp)
                 except EdgeToolError as exc:
                     if not config.keep_going:
                         raise
@@ -240,13 +227,13 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
                     console.print(f"[red]✗[/] convert {mode.value}: {term(failed[mode.value])}")
                     continue
                 if config.wants_micro:
-                    rec["micro"] = _build_micro(art.path, tmp)
+                    record["micro"] = _build_micro(art.path, tmp)
                 artifacts.append(art)
-                records.append(rec)
+                records.append(record)
             if config.wants_tfjs:
-                art, rec = _build_tfjs(ctx, tmp, worker)
+                art, record = _build_tfjs(ctx, tmp, worker)
                 artifacts.append(art)
-                records.append(rec)
+                records.append(record)
         except BaseException:
             if worker is not None:
                 worker.close()  # stop it writing into tmp before atomic_dir deletes tmp

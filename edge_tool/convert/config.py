@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 
-from edge_tool.convert.enums import IOType, OutputFormat, QuantMode, TfjsQuant
+from edge_tool.convert.enums import IOType, OutputFormat, QatStrategy, QuantMode, TfjsQuant
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 __all__ = ["ConvertConfig", "IOType", "OutputFormat", "QuantMode", "TfjsQuant"]
@@ -78,8 +78,9 @@ class ConvertConfig:
             if QuantMode.QAT in self.modes and self.wants_tflite:
                 problems.append("--batch does not apply to --quant qat (it fine-tunes and converts the Keras model "
                                 "itself); convert qat without --batch, or the other modes with it.")
-        if self.strategy not in ("default", "one-device", "mirrored"):
-            problems.append(f"--strategy for QAT must be default, one-device or mirrored, got {self.strategy!r}.")
+        strategies = [s.value for s in QatStrategy]
+        if self.strategy not in strategies:
+            problems.append(f"--strategy for QAT must be one of {', '.join(strategies)}, got {self.strategy!r}.")
         problems += self._metadata_problems()
         if self.wants_tflite and not self.modes:
             problems.append("no --quant mode given.")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.convert.config import ConvertConfig, IOType
-from edge_tool.convert.converter import SharedSource, new_converter
+from edge_tool.convert.converter import SharedSource, fast_path_problem, new_converter, refuse_unsafe_loops
 from edge_tool.convert.diagnose import describe_failure
 from edge_tool.convert.source import PreparedSource
 from edge_tool.errors import ConversionError, DataError
@@ -55,6 +55,7 @@ class BuildContext:
     metadata: object | None = None  # MetadataSpec embedded in every .tflite (None: --no-metadata)
     shared: SharedSource | None = field(default=None, repr=False)
     notes: dict = field(default_factory=dict)  # mode value -> what its builder decided (goes into the manifest)
+    _float_model: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.shared is None:
@@ -78,6 +79,8 @@ class BuildContext:
         """Configure a converter, apply --allow-select-tf-ops, run it; ConverterError → ConversionError."""
         conv = converter or self.new_converter()
         configure(conv)
+        if conv.representative_dataset is not None and fast_path_problem() is not None:
+            self._refuse_unsafe_loops(conv)  # the fast path checks this inside its quantizer
         if self.config.allow_select_tf_ops:
             ops = set(conv.target_spec.supported_ops or {self.tf.lite.OpsSet.TFLITE_BUILTINS})
             conv.target_spec.supported_ops = ops | {self.tf.lite.OpsSet.SELECT_TF_OPS}
@@ -92,6 +95,13 @@ class BuildContext:
             if not converter_rejected(exc):
                 raise
             raise self._conversion_error(exc) from None
+
+    def _refuse_unsafe_loops(self, conv) -> None:
+        """On the public converter path: refuse calibrating a WHILE loop (it segfaults TF 2.19) before trying."""
+        if self._float_model is None:
+            self._float_model = self.convert(lambda c: None)
+        int16 = self.tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+        refuse_unsafe_loops(self._float_model, self.tf.int16 if int16 in conv.target_spec.supported_ops else None)
 
     def _conversion_error(self, exc: Exception) -> ConversionError:
         message = str(exc)

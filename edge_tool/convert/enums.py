@@ -41,3 +41,18 @@ class TfjsQuant(str, Enum):
     FLOAT16 = "float16"
     UINT8 = "uint8"
     UINT16 = "uint16"
+
+
+class QatStrategy(str, Enum):
+    """tf.distribute strategies QAT fine-tuning runs under (a local subset of ``train``'s)."""
+
+    DEFAULT = "default"
+    ONE_DEVICE = "one-device"
+    MIRRORED = "mirrored"
+
+
+class Objective(str, Enum):
+    """What ``--quant auto`` minimises among the candidates within budget."""
+
+    SIZE = "size"        # smallest file; see convert.auto.choose() for ties
+    LATENCY = "latency"  # lowest p50 latency; see convert.auto.choose() for ties

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime as _dt
-import importlib.metadata as md
 import json
 import platform
 from pathlib import Path
 
 from edge_tool import __version__
+from edge_tool.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
 
 LIBRARIES = ("tensorflow", "tf-keras", "tensorflowjs", "tensorflow-model-optimization", "ai-edge-litert", "numpy")
@@ -16,13 +16,7 @@ LIBRARIES = ("tensorflow", "tf-keras", "tensorflowjs", "tensorflow-model-optimiz
 
 def library_versions() -> dict[str, str | None]:
     """Installed versions of the libraries that shape an artefact."""
-    versions = {}
-    for name in LIBRARIES:
-        try:
-            versions[name] = md.version(name)
-        except md.PackageNotFoundError:
-            versions[name] = None
-    return versions
+    return {name: installed_version(name) for name in LIBRARIES}
 
 
 def build_manifest(config, source, calibration_summary, artifacts: list[dict], timings: dict,

@@ -2,35 +2,38 @@
 
 Pipeline (each step exists because the naive ``quantize_model`` route fails or loses accuracy on real models):
 
-1. load the Keras-2 model (SavedModel dir, .h5, or tf_keras .keras); Keras-3 exports, subclassed models and
-   recurrent layers are refused with the reason and the way out (``--quant int8``);
+1. load the Keras-2 model (SavedModel dir, .h5, or tf_keras .keras; ``qat_support.source``); Keras-3 exports,
+   subclassed models and recurrent layers are refused with the reason and the way out (``--quant int8``);
 2. rebuild it from its own graph objects (nested models inlined), folding BatchNorm and input scaling into the
    neighbouring conv/dense only where exact, verified on sample data (``qat_support.folding``);
 3. annotate every layer tfmot supports (TF-op layers stay float, calibrated at conversion), ``quantize_apply``,
    and start every fake-quant range at the calibration min/max (``qat_support.ranges``), not at [-6, 6];
 4. fine-tune on targets mixing labels with the float model's probabilities, small cosine-decayed LR, keeping the
    best epoch (epoch 0 = calibrated ranges only) on a held-out split (``qat_support.finetune``);
-5. convert with TFLITE_BUILTINS_INT8 + a representative dataset: the result is full-integer.
+5. convert with TFLITE_BUILTINS_INT8 + a representative dataset: the result is full-integer
+   (``qat_support.export``).
 
 ``modes/qat.py`` then measures this against plain int8 PTQ on held-out data and ships the better one.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Any
 
 import numpy as np
 
-from edge_tool.errors import ConversionError, DataError, ModelError, UsageError, collect_and_raise
+from edge_tool.errors import ConversionError, DataError, UsageError, collect_and_raise
 from edge_tool.convert.qat_support.data import Labelled, from_arrays, split
+from edge_tool.convert.enums import QatStrategy
+from edge_tool.convert.qat_support.export import IO_TYPES, qat_to_tflite
+from edge_tool.convert.qat_support.source import import_stack, load_keras_for_qat
 
-STRATEGIES = ("default", "one-device", "mirrored")
-IO_TYPES = ("float32", "int8", "uint8")
+STRATEGIES = tuple(s.value for s in QatStrategy)
+# loading the source model (step 1) and the conversion (step 5) live in qat_support; importable from here as before
+__all__ = ["IO_TYPES", "QatOptions", "QatRun", "STRATEGIES", "build_qat_model", "load_keras_for_qat", "match_data",
+           "qat_to_tflite", "quantization_aware_model", "run_qat"]
 
 
 @dataclass(frozen=True)
@@ -72,88 +75,6 @@ class QatOptions:
         if self.range_samples < 1:
             problems.append(f"QAT range samples must be >= 1, got {self.range_samples}.")
         collect_and_raise(problems, UsageError, "Invalid QAT options:")
-
-
-def _import_stack():
-    """(tf, tf_keras, tfmot), with Keras 2 selected before tfmot is imported."""
-    from edge_tool.env import configure_tf_env, import_tf  # noqa: PLC0415
-
-    configure_tf_env()
-    if os.environ.get("TF_USE_LEGACY_KERAS", "").lower() not in ("1", "true"):
-        raise UsageError(
-            "QAT runs on tf_keras (Keras 2), but TF_USE_LEGACY_KERAS is set to "
-            f"{os.environ['TF_USE_LEGACY_KERAS']!r}; unset it or set it to 1."
-        )
-    tf = import_tf()
-    import tensorflow_model_optimization as tfmot  # noqa: PLC0415
-    import tf_keras as keras  # noqa: PLC0415
-
-    return tf, keras, tfmot
-
-
-_KERAS3_HINT = (
-    "QAT rewrites the model's Keras layers with tfmot, which needs a tf_keras (Keras 2) model. Either re-save "
-    "the model with tf_keras (model.save(dir, save_format='tf') or model.save('model.h5')), or use "
-    "--quant int8 for full-integer post-training quantization, which works on any SavedModel."
-)
-
-
-def _keras_file_version(path: Path) -> str | None:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            import json  # noqa: PLC0415
-
-            return str(json.loads(zf.read("metadata.json")).get("keras_version", ""))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError):
-        return None
-
-
-def _check_qat_source(path: Path) -> None:
-    from edge_tool.modelio import saved_model_flavor  # noqa: PLC0415
-
-    if not path.exists():
-        raise ModelError(f"Expected a Keras model (SavedModel directory, .h5 or .keras file) at {path}, "
-                         "but nothing is there.")
-    if path.is_dir():
-        flavor = saved_model_flavor(path)
-        if flavor == "keras3-export":
-            raise ModelError(f"{path} is a Keras 3 export (model.export()): it holds only a serving function, "
-                             f"no Keras layers, so it cannot be loaded for quantization-aware training. "
-                             f"{_KERAS3_HINT}")
-        if flavor != "keras2":
-            raise ModelError(f"{path} is a plain TensorFlow SavedModel without Keras metadata "
-                             f"(keras_metadata.pb), so it cannot be loaded as a Keras model for "
-                             f"quantization-aware training. {_KERAS3_HINT}")
-        return
-    suffix = path.suffix.lower()
-    if suffix == ".keras":
-        version = _keras_file_version(path)
-        if version is None:
-            raise ModelError(f"{path} is not a readable .keras archive (zip with metadata.json).")
-        if version.startswith("3"):
-            raise ModelError(f"{path} was saved by Keras {version} (Keras 3). {_KERAS3_HINT}")
-    elif suffix not in (".h5", ".hdf5"):
-        raise ModelError(f"Expected a Keras model for QAT: a Keras-2 SavedModel directory, an .h5 file or a "
-                         f".keras file saved by tf_keras; got {path}.")
-
-
-def load_keras_for_qat(model_path: Path):
-    """Load a tf_keras model for QAT from a Keras-2 SavedModel dir, .h5 or tf_keras .keras file.
-
-    Raises ModelError, naming what was found and what to do, for Keras-3 exports and .keras files, plain
-    tf.saved_model modules, missing paths and unreadable files.
-    """
-    path = Path(model_path)
-    _check_qat_source(path)
-    _, keras, _ = _import_stack()
-    try:
-        model = keras.models.load_model(str(path), compile=False)
-    except Exception as exc:  # tf_keras raises ValueError/OSError/TypeError/KeyError depending on the format
-        raise ModelError(f"Could not load {path} as a tf_keras model for QAT: {type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
-    if not isinstance(model, keras.Model):
-        raise ModelError(f"{path} loaded as {type(model).__name__}, not a Keras model. {_KERAS3_HINT}")
-    return model
 
 
 def _input_problems(model, data: Labelled) -> list[str]:
@@ -253,7 +174,7 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
     from edge_tool.training.config import Strategy  # noqa: PLC0415
     from edge_tool.training.strategies import build_local_strategy  # noqa: PLC0415
 
-    tf, keras, tfmot = _import_stack()
+    tf, keras, tfmot = import_stack()
     strategy = build_local_strategy(tf, Strategy(options.strategy), options.replicas)  # before TF initialises
     keras.utils.set_random_seed(options.seed)
     with strategy.scope():
@@ -289,53 +210,3 @@ def quantization_aware_model(model_path: Path, x_train, y_train, options: QatOpt
     run = run_qat(model_path, x_train, y_train, options, progress)
     run.model.__dict__["edgetool_qat_notes"] = run.notes  # plain attribute: not tracked, not saved
     return run.model
-
-
-def _serving_module(tf, qat_model, output_names: list[str]):
-    """A tf.Module whose serving signature keeps the original input/output names (not tfmot's quant_*)."""
-    specs = [tf.TensorSpec(t.shape, t.dtype, name=n) for t, n in zip(qat_model.inputs, qat_model.input_names)]
-
-    @tf.function(input_signature=specs)
-    def serve(*xs):
-        outs = qat_model(list(xs) if len(xs) > 1 else xs[0], training=False)
-        outs = outs if isinstance(outs, (list, tuple)) else [outs]
-        return dict(zip(output_names, outs))
-
-    module = tf.Module()
-    module.model = qat_model
-    module.serve = serve
-    return module, serve
-
-
-def _output_names(qat_model) -> list[str]:
-    return [getattr(l, "layer", l).name for l in (qat_model.get_layer(n) for n in qat_model.output_names)]
-
-
-def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32",
-                  output_names: list[str] | None = None) -> bytes:
-    """Convert a fine-tuned QAT model to full-integer int8 TFLite (TFLITE_BUILTINS_INT8 only).
-
-    ``representative_dataset`` yields lists with one batch-1 array per input (in the model's input order); it
-    calibrates any op tfmot left float. ``io_type`` "float32" keeps float input/output; "int8"/"uint8" makes the
-    I/O integer too. ``output_names`` names the signature outputs (default: the original output layer names).
-    """
-    if io_type not in IO_TYPES:
-        raise UsageError(f"QAT io_type must be one of {', '.join(IO_TYPES)}; got {io_type!r}.")
-    if representative_dataset is None:
-        raise UsageError("QAT conversion to full-integer int8 needs a representative dataset (calibration data).")
-    tf, _, _ = _import_stack()
-    module, serve = _serving_module(tf, qat_model, output_names or _output_names(qat_model))
-    with tempfile.TemporaryDirectory(prefix="edgetool-qat-") as tmp:
-        tf.saved_model.save(module, tmp, signatures={"serving_default": serve.get_concrete_function()})
-        conv = tf.lite.TFLiteConverter.from_saved_model(tmp, signature_keys=["serving_default"])
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = representative_dataset
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        if io_type != "float32":
-            conv.inference_input_type = conv.inference_output_type = getattr(tf, io_type)
-        try:
-            return bytes(conv.convert())
-        except Exception as exc:  # the converter raises ConverterError / RuntimeError with MLIR diagnostics
-            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-            first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else type(exc).__name__)
-            raise ConversionError(f"Full-integer int8 conversion of the QAT model failed: {first[:500]}") from None

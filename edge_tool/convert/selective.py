@@ -8,17 +8,13 @@ the calibrated model with a denylist of op output tensors that stay float. Layer
 
 from __future__ import annotations
 
-import contextlib
-import io
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
 from edge_tool.convert.diagnose import summarize_converter_error
-from edge_tool.feeding import quantization_debugger
 from edge_tool.errors import ConversionError
-from edge_tool.evaluate.per_layer import rank_layers
+from edge_tool.evaluate.per_layer import calibrate_and_rank, quiet_debugger
 from edge_tool.evaluate.report import LayerError
 
 IDEAL_RMSE_OVER_SCALE = 0.2887  # 1/sqrt(12): uniform rounding error of a well-quantized tensor
@@ -31,26 +27,14 @@ class SelectiveInt8:
         """Calibrate ``converter`` (a fresh TFLiteConverter) for full int8 and measure per-layer errors.
 
         ``inputs`` (``{input name: samples}``) serve both as calibration and as the debugger's comparison
-        data, fed by name. Raises ConversionError when the converter or the debugger fails.
+        data, fed by name. Denylisted layers later become float builtins beside the int8 ones. Raises
+        ConversionError when the converter or the debugger fails.
         """
         self._tf = tf
         self._label = label
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        # Denylisted layers become float builtins beside the int8 ones.
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8, tf.lite.OpsSet.TFLITE_BUILTINS]
-        dump = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # tf.lite.Interpreter's deprecation notice, used inside the debugger
-                self._debugger = quantization_debugger(tf, converter, inputs)
-                self._debugger.run()
-            self._debugger.layer_statistics_dump(dump)
-        except ConversionError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the debugger raises ValueError/RuntimeError/ConverterError
-            raise ConversionError(f"The quantization debugger could not calibrate {label} for int8: "
-                                  f"{summarize_converter_error(str(exc))}") from None
-        self._ranking = rank_layers(dump.getvalue(), top=10**6)
+        self._debugger, self._ranking = calibrate_and_rank(
+            tf, converter, inputs, f"calibrate {label} for int8", float_fallback=True,
+            summarize=summarize_converter_error)
 
     @property
     def ranking(self) -> tuple[LayerError, ...]:
@@ -66,11 +50,10 @@ class SelectiveInt8:
         """The int8 model with the ops producing ``float_tensors`` left in float (float model I/O)."""
         tf = self._tf
         try:
-            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with quiet_debugger():
                 self._debugger.options = tf.lite.experimental.QuantizationDebugOptions(
                     denylisted_nodes=list(float_tensors))
                 return self._debugger.get_nondebug_quantized_model()
-        except Exception as exc:  # noqa: BLE001 - mlir_quantize raises ValueError/RuntimeError
+        except (ValueError, RuntimeError) as exc:  # mlir_quantize raises ValueError/RuntimeError
             raise ConversionError(f"Re-quantizing {self._label} with {', '.join(float_tensors)} in float failed: "
                                   f"{summarize_converter_error(str(exc))}") from None

@@ -4,7 +4,7 @@ LiteRT.js (@litertjs/core 2.5.3) cannot run a model whose input has a variable b
 tensor type Float32[1,8,8,1] does not match expected Float32[-1,8,8,1]") and cannot resize inputs, so the int8 model
 is built here from the SavedModel's serving signature re-traced with batch 1 (``edge_tool.fixed_batch``, as
 ``convert --batch 1``), with edgetool's own int8 settings
-(``configure_full_int8``: Optimize.DEFAULT, representative data, TFLITE_BUILTINS_INT8, float32 I/O kept).
+(``recipes.configure_full_int8``: Optimize.DEFAULT, representative data, TFLITE_BUILTINS_INT8, float32 I/O kept).
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ IO_DTYPES = ("float32", "int8", "uint8")
 
 def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path:
     """--calibration, else calibration.npz beside the SavedModel; UsageError naming the flag when neither exists."""
-    from edge_tool.convert.api import DEFAULT_CALIBRATION  # noqa: PLC0415
+    from edge_tool.recipes import missing_calibration_message, resolve_calibration  # noqa: PLC0415
 
-    source = Path(calibration_path or Path(saved_model) / DEFAULT_CALIBRATION)
+    source = resolve_calibration(Path(saved_model), calibration_path)
+    if source is None:
+        raise UsageError(missing_calibration_message("--litert builds an int8 model and", saved_model))
     if not source.exists():
-        raise UsageError(
-            f"--litert builds an int8 model and needs representative data: pass --calibration DATA "
-            f"(.npz/.npy/image folder/TFRecord/CSV); none was given and {saved_model} has no {DEFAULT_CALIBRATION}."
-        )
+        raise UsageError(f"--calibration {source} does not exist; --litert builds its int8 model from that data.")
     return source
 
 
@@ -34,7 +33,7 @@ def build_fixed_int8(saved_model: Path, calibration_path: Path | None) -> bytes:
     """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
     import tempfile  # noqa: PLC0415
 
-    from edge_tool.convert.modes.int8 import configure_full_int8  # noqa: PLC0415
+    from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
     from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
     from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
 

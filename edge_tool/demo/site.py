@@ -12,6 +12,7 @@ from edge_tool import __version__
 from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import litert as litert_mod
 from edge_tool.demo import model as model_mod
+from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import (
     LITERT_WASM_SCRIPT,
@@ -21,7 +22,7 @@ from edge_tool.demo.vendor import (
     vendored_litert_files,
     web_demo_dir,
 )
-from edge_tool.errors import ModelError, UsageError, collect_and_raise
+from edge_tool.errors import ModelError, UsageError
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
 from edge_tool.textsafe import html_text
 
@@ -38,50 +39,8 @@ MARKER_FILES = ("index.html", CONFIG_NAME, MANIFEST_NAME, SW_NAME)  # what makes
 MODEL_SUBDIR = "model"
 VENDOR_SUBDIR = "vendor"
 ICON_SUBDIR = "icons"
-MAX_TITLE = 80
 TOP_K = 3
 DRAW = {"foreground": "#ffffff", "background": "#000000", "strokeFraction": 0.09}  # digits: bright on dark
-
-
-@dataclass(frozen=True)
-class DemoConfig:
-    """Inputs of one ``edgetool demo`` run; validated up front so nothing is written on bad input."""
-
-    model: Path
-    output: Path
-    labels: Path | None = None
-    title: str | None = None
-    force: bool = False
-    litert: bool = False  # add the LiteRT.js engine (fixed-batch int8 .tflite built from the SavedModel, or tflite)
-    tflite: Path | None = None  # a fixed-batch-1 .tflite to run with LiteRT.js instead of building one
-    calibration: Path | None = None  # representative data of the int8 build (default: calibration.npz beside it)
-    input_size: str | None = None  # 'HxW' fed to image inputs whose height/width the model leaves open
-
-    def __post_init__(self):
-        problems = []
-        if self.input_size is not None:
-            try:
-                model_mod.parse_input_size(self.input_size)
-            except UsageError as exc:
-                problems.append(str(exc))
-        if self.tflite is not None and not Path(self.tflite).is_file():
-            problems.append(f"--tflite {self.tflite} is not a file (expected a fixed-batch-1 .tflite).")
-        if self.calibration is not None and not Path(self.calibration).exists():
-            problems.append(f"--calibration {self.calibration} does not exist.")
-        if not self.litert and (self.tflite is not None or self.calibration is not None):
-            problems.append("--tflite and --calibration only apply with --litert.")
-        if self.labels is not None and not Path(self.labels).is_file():
-            problems.append(f"--labels {self.labels} does not exist (expected one label per line).")
-        if self.title is not None and not (0 < len(self.title.strip()) <= MAX_TITLE):
-            problems.append(f"--title must be 1..{MAX_TITLE} characters, got {len(self.title.strip())}.")
-        collect_and_raise(problems, UsageError, "edgetool demo cannot start:")
-
-
-    @property
-    def inputs(self) -> tuple[tuple[str, Path | None], ...]:
-        """(name, path) of every input the site must stay clear of (fsutil.check_not_input)."""
-        return (("model", self.model), ("labels file", self.labels), ("--tflite model", self.tflite),
-                ("calibration data", self.calibration))
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,23 @@
 """Vendor the pinned TensorFlow.js (and LiteRT.js) runtimes into ``web_demo/vendor/`` so demo sites never touch a CDN.
 
-``python -m edge_tool.demo.vendor [--quiet]`` runs ``npm ci`` in web_demo/ (only when the vendored files are
-missing or package-lock.json changed since they were copied) and copies the dist files the page loads.
+``ensure_vendored`` (run by ``python scripts/vendor_runtimes.py``, which scripts/setup.sh calls) runs ``npm ci`` in
+web_demo/ (only when the vendored files are missing or package-lock.json changed since they were copied) and copies
+the dist files the page loads. The rest reads what was vendored, for ``demo``, ``eval``, ``check`` and the build.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from edge_tool.errors import UsageError
 
-VENDOR_COMMAND = "python -m edge_tool.demo.vendor"
+VENDOR_COMMAND = "python scripts/vendor_runtimes.py"
 STAMP = ".lock-sha256"
 
 # site file name -> path under web_demo/node_modules
@@ -169,19 +168,3 @@ def ensure_vendored(root: Path | None = None, quiet: bool = False) -> bool:
         print(f"vendored {versions} into {root / 'vendor'}")
     return True
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m edge_tool.demo.vendor``."""
-    parser = argparse.ArgumentParser(prog=VENDOR_COMMAND, description=__doc__.splitlines()[0])
-    parser.add_argument("--quiet", action="store_true", help="Print only errors.")
-    args = parser.parse_args(argv)
-    try:
-        ensure_vendored(quiet=args.quiet)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

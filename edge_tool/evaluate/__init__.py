@@ -19,7 +19,7 @@ def run_eval(config: EvalConfig) -> Report:
 
 def budget_violations(report: Report, config: EvalConfig) -> list[tuple[str, str]]:
     """(artifact, message) per budget broken (--max-drop / --max-latency-ms), naming by how much."""
-    from edge_tool.evaluate.pipeline import budget_violations as _gate  # noqa: PLC0415
+    from edge_tool.evaluate.budgets import budget_violations as _gate  # noqa: PLC0415
 
     return _gate(report, config)
 

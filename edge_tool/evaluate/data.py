@@ -1,61 +1,20 @@
 """Eval data through the calibration package (npz / npy / image folders / TFRecord / CSV), labels normalised.
 
-``open_eval_stream`` is what ``run_eval`` uses: batches straight from disk (memory O(batch)), with the labels
-(small) loaded up front and per-input statistics accumulated as the batches pass. ``load_eval_data`` loads
-everything at once (small data, tests).
+``EvalStream`` is what ``run_eval`` uses: batches straight from disk (memory O(batch)), with the labels (small)
+loaded up front and per-input statistics accumulated as the batches pass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from calibration.spec import InputSpec, TensorSpec  # InputSpec: the same class, importable here as before
 from edge_tool.errors import DataError
 
-
-@dataclass(frozen=True)
-class InputSpec:
-    """What one model input takes: signature name, numpy dtype name, shape (None for free dims)."""
-
-    name: str
-    dtype: str
-    shape: tuple
-
-
-@dataclass(frozen=True)
-class EvalData:
-    """Every eval sample: inputs by signature name (batch first), optional integer labels, a summary line."""
-
-    inputs: dict
-    labels: np.ndarray | None
-    summary: str
-    warnings: tuple[str, ...] = field(default_factory=tuple)
-    details: dict = field(default_factory=dict)
-
-    @property
-    def count(self) -> int:
-        """Number of samples."""
-        return len(next(iter(self.inputs.values())))
-
-
-def load_eval_data(path: Path, specs: list[InputSpec], seed: int = 0) -> EvalData:
-    """Load every sample of ``path`` for a model with inputs ``specs``.
-
-    calibration.load checks structure, shapes and dtypes (DataError naming expected and found) and casts the
-    arrays to the spec dtypes; labels (``y``) are optional and become integer class indices.
-    """
-    import calibration  # noqa: PLC0415
-
-    path = Path(path)
-    cspecs = [calibration.InputSpec(s.name, s.dtype, tuple(s.shape)) for s in specs]
-    ds = calibration.load(path, cspecs, calibration.LoadOptions(samples=None, seed=seed, require_labels=False))
-    summary = ds.summary
-    labels = _normalise_labels(ds.labels, summary.n_selected, path)
-    line = f"{path.name} ({summary.format}): {summary.n_selected} samples, {'labelled' if labels is not None else 'no labels'}"
-    return EvalData(dict(ds.inputs), labels, line, tuple(ds.warnings), summary.to_dict())
+__all__ = ["EvalStream", "InputSpec", "RunningStats", "TensorSpec"]
 
 
 class RunningStats:
@@ -98,18 +57,17 @@ class EvalStream:
     raise DataError when the batch holding them is reached, naming its sample range.
     """
 
-    def __init__(self, path: Path, specs: list[InputSpec], seed: int = 0, batch_size: int = 64, keep_first: int = 0):
+    def __init__(self, path: Path, specs: list[TensorSpec], seed: int = 0, batch_size: int = 64, keep_first: int = 0):
         import calibration  # noqa: PLC0415
 
         self.path = Path(path)
-        cspecs = [calibration.InputSpec(s.name, s.dtype, tuple(s.shape)) for s in specs]
         self._options = calibration.LoadOptions(samples=None, seed=seed, require_labels=False)
-        self._source = calibration.SourceStream(self.path, cspecs, self._options, batch_size)
+        self._source = calibration.SourceStream(self.path, specs, self._options, batch_size)
         self.count = len(self._source)
         self.labels = _normalise_labels(self._source.labels, self.count, self.path)
         self.keep_first = keep_first
         self.kept: dict[str, list[np.ndarray]] = {}
-        self._stats = {s.name: RunningStats() for s in cspecs}
+        self._stats = {s.name: RunningStats() for s in self._source.specs}
         self.consumed = 0
 
     @property

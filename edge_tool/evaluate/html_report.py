@@ -20,15 +20,13 @@ ul.notes li{margin:.2rem 0}code{font-size:12px}
 """
 
 
-_e = html_text
-
 
 def _table(report: Report, failing: set[str]) -> str:
-    head = "".join(f'<th class="{"num" if h in NUMERIC else ""}">{_e(h)}</th>' for h in report.headers())
+    head = "".join(f'<th class="{"num" if h in NUMERIC else ""}">{html_text(h)}</th>' for h in report.headers())
     rows = []
     for i, row in enumerate(report.table_rows()):
         cls = "ref" if i == 0 else ("fail" if row[0] in failing else "")
-        cells = "".join(f'<td class="{"num" if h in NUMERIC else ""}">{_e(c)}</td>' for h, c in zip(report.headers(), row))
+        cells = "".join(f'<td class="{"num" if h in NUMERIC else ""}">{html_text(c)}</td>' for h, c in zip(report.headers(), row))
         rows.append(f'<tr class="{cls}">{cells}</tr>')
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
@@ -42,9 +40,9 @@ def _drift_table(report: Report) -> str:
         cold = "—" if not r.latency or r.latency.cold_start is None else f"{r.latency.cold_start:.1f}"
         rss = "—" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.1f}"
         topk = "—" if r.top_k_accuracy is None else f"{100 * r.top_k_accuracy:.2f}%"
-        rows.append(f"<tr><td>{_e(r.artifact)}</td><td class=num>{topk}</td><td class=num>{_g(r.max_abs_error)}</td>"
+        rows.append(f"<tr><td>{html_text(r.artifact)}</td><td class=num>{topk}</td><td class=num>{_g(r.max_abs_error)}</td>"
                     f"<td class=num>{_g(r.mean_abs_error)}</td><td class=num>{_g(r.cosine, '.6f')}</td>"
-                    f"<td class=num>{cold}</td><td class=num>{rss}</td><td>{_e(r.runtime)}</td></tr>")
+                    f"<td class=num>{cold}</td><td class=num>{rss}</td><td>{html_text(r.runtime)}</td></tr>")
     return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 
 
@@ -57,10 +55,10 @@ def _per_layer(report: Report) -> str:
     for r in report.results:
         if not r.per_layer:
             continue
-        rows = "".join(f"<tr><td>{_e(e.op_name)}</td><td><code>{_e(e.tensor_name)}</code></td>"
+        rows = "".join(f"<tr><td>{html_text(e.op_name)}</td><td><code>{html_text(e.tensor_name)}</code></td>"
                        f"<td class=num>{e.rmse_over_scale:.3f}</td><td class=num>{e.max_abs_error:.4g}</td></tr>"
                        for e in r.per_layer)
-        out.append(f"<h2>Worst quantized layers: {_e(r.artifact)}</h2>"
+        out.append(f"<h2>Worst quantized layers: {html_text(r.artifact)}</h2>"
                    "<p>rmse/scale from tf.lite.experimental.QuantizationDebugger on an int8 model rebuilt from the "
                    "reference with the eval data as representative dataset; ≈0.29 is pure rounding error, much "
                    "larger values point at layers worth keeping in float.</p>"
@@ -85,12 +83,12 @@ def render(report: Report, failing: set[str] | None = None) -> str:
         points.append(ParetoPoint("reference", ref.latency.p50, ref.accuracy if use_acc else 1.0, ref.size_bytes))
     points += [ParetoPoint(r.artifact, r.latency.p50, r.accuracy if use_acc else r.top1_agreement, r.size_bytes)
                for r in report.results if r.latency and (r.accuracy if use_acc else r.top1_agreement) is not None]
-    notes = "".join(f"<li>{_e(line.replace('`', ''))}</li>" for line in report.footer_lines())
+    notes = "".join(f"<li>{html_text(line.replace('`', ''))}</li>" for line in report.footer_lines())
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width,initial-scale=1'>"
-        f"<title>edgetool eval: {_e(ref.path)}</title><style>{CSS}</style></head><body>"
-        f"<h1>edgetool eval</h1><p>Reference <code>{_e(ref.path)}</code> against {len(report.results)} artefact(s).</p>"
+        f"<title>edgetool eval: {html_text(ref.path)}</title><style>{CSS}</style></head><body>"
+        f"<h1>edgetool eval</h1><p>Reference <code>{html_text(ref.path)}</code> against {len(report.results)} artefact(s).</p>"
         f"{_table(report, failing)}<ul class=notes>{notes}</ul>"
         f"<h2>Drift detail</h2>{_drift_table(report)}"
         "<h2>Latency distribution</h2><p>Box: quartiles; whiskers: p5–p95; black line: p50; dots: individual timed "

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 from edge_tool.errors import DataError, ModelError, RuntimeFailure, UsageError
@@ -23,6 +24,20 @@ from edge_tool.signals import deferred
 TYPED_ERRORS = {"DataError": DataError, "ModelError": ModelError, "UsageError": UsageError}
 _NOISE = ("INFO: Created TensorFlow Lite", "INFO: Initialized TensorFlow Lite")
 MAX_REASON = 400
+TIMEOUT_ENV = "EDGETOOL_EVAL_TIMEOUT"
+DEFAULT_TIMEOUT = 1800.0  # seconds one request (a whole accuracy pass, a latency loop) may take
+
+
+def request_timeout() -> float:
+    """Seconds a worker may take to answer one request (``EDGETOOL_EVAL_TIMEOUT``, default 1800)."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT))
+    except ValueError:
+        raise UsageError(f"{TIMEOUT_ENV} must be a number of seconds, but it is "
+                         f"{os.environ.get(TIMEOUT_ENV)!r}.") from None
+    if not value > 0:
+        raise UsageError(f"{TIMEOUT_ENV} must be a positive number of seconds, but it is {value:g}.")
+    return value
 
 
 def death_reason(returncode: int, stderr_text: str, runtime: str) -> str:
@@ -77,6 +92,12 @@ class WorkerProcess:
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                           text=True, bufsize=1, env=env)
         self.failure: str | None = None
+        self._expired = False
+
+    def _expire(self) -> None:
+        self._expired = True
+        if self._proc.poll() is None:
+            self._proc.kill()
 
     def send(self, request: dict) -> None:
         """Write one request line (a dead process is noticed by the next ``receive``)."""
@@ -87,10 +108,20 @@ class WorkerProcess:
             pass
 
     def receive(self) -> dict:
-        """The next answer; RuntimeFailure if the process died or reported a failure, typed error for bad input."""
-        line = self._proc.stdout.readline()
+        """The next answer; RuntimeFailure if the process died, hung past the timeout or reported a failure."""
+        limit = request_timeout()
+        watchdog = threading.Timer(limit, self._expire)  # a runtime that hangs is stopped, not waited for forever
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            line = self._proc.stdout.readline()
+        finally:
+            watchdog.cancel()
         if not line:
             self._proc.wait()
+            if self._expired:
+                raise RuntimeFailure(f"{self.runtime} did not answer within {limit:g} s and was stopped (a hang in "
+                                     f"the runtime; allow longer with {TIMEOUT_ENV}=SECONDS)")
             raise RuntimeFailure(death_reason(self._proc.returncode, self.stderr_text(), self.runtime))
         doc = json.loads(line)
         if "error" in doc:

@@ -107,7 +107,7 @@ def measure_tflite(model_path: Path, feeds: dict[int, np.ndarray], output_indice
     Inputs are resized to the feeds' shapes where the model's differ (dynamic dims); a model with recurrent
     state has it reset before every call.
     """
-    from edge_tool.evaluate.tflite_runner import read_flatbuffer  # noqa: PLC0415
+    from edge_tool.evaluate.flatbuffer_facts import read_flatbuffer  # noqa: PLC0415
     from edge_tool.runtime import interpreter_class  # noqa: PLC0415
 
     stateful = read_flatbuffer(Path(model_path)).stateful

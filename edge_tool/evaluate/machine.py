@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import platform
 from pathlib import Path
+
+from edge_tool.env import installed_version
 
 
 def cpu_model() -> str:
@@ -16,13 +17,6 @@ def cpu_model() -> str:
             if line.lower().startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def machine_info() -> dict:
@@ -41,7 +35,7 @@ def machine_info() -> dict:
         "memory_gb": mem_gb,
         "os": platform.platform(),
         "python": platform.python_version(),
-        "tensorflow": _version("tensorflow"),
-        "litert": _version("ai-edge-litert"),
-        "tensorflowjs": _version("tensorflowjs"),
+        "tensorflow": installed_version("tensorflow"),
+        "litert": installed_version("ai-edge-litert"),
+        "tensorflowjs": installed_version("tensorflowjs"),
     }

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.evaluate.data import InputSpec
+from calibration.spec import TensorSpec
 from edge_tool.evaluate.latency import summarize, time_loop
 from edge_tool.evaluate.report import LatencyStats
 
@@ -31,9 +31,9 @@ class ReferenceModel:
         self._tf = import_tf()
 
     @property
-    def input_specs(self) -> list[InputSpec]:
-        """Signature inputs as InputSpecs (what --data must provide)."""
-        return [InputSpec(t.name, t.dtype, t.shape) for t in self.signature.inputs]
+    def input_specs(self) -> list[TensorSpec]:
+        """Signature inputs as TensorSpecs (what --data must provide)."""
+        return list(self.signature.inputs)
 
     @property
     def output_names(self) -> list[str]:

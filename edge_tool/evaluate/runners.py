@@ -39,7 +39,61 @@ class BatchFiles:
         return files
 
 
-class TfliteRunner:
+class _Runner:
+    """What every runner shares: the failure reason, the batch in flight, the report row."""
+
+    art: Artifact
+    failed: str | None = None
+    _pending = False
+
+    def collect(self) -> np.ndarray | None:
+        """The artefact's output for the batch submitted last (``_receive``); None once it has failed."""
+        if self.failed or not self._pending:
+            return None
+        self._pending = False
+        try:
+            return self._receive()
+        except RuntimeFailure as exc:
+            return self._receive_failed(exc)
+
+    def _receive_failed(self, exc: RuntimeFailure) -> np.ndarray | None:
+        """The runtime failed on the batch: the runner is failed from now on."""
+        self._fail(exc)
+        return None
+
+    def _row(self, label: str, reference: ReferenceResult, fmt: str, fields: dict, **measured) -> ArtifactResult:
+        """The artefact's report row: its size against the reference's, ``measured`` and the accuracy ``fields``."""
+        art = self.art
+        return ArtifactResult(artifact=label, format=fmt, quant=art.quant, size_bytes=art.size_bytes,
+                              size_ratio=art.size_bytes / reference.size_bytes, failed=self.failed,
+                              **measured, **fields)
+
+
+class SessionRunner(_Runner):
+    """A runner whose worker session outlives the pass: the latency loop runs in it, then it is closed."""
+
+    session = None
+
+    def end_pass(self) -> None:
+        """Keep the session: the latency loop runs in it."""
+
+    def close(self, abort: bool = False) -> None:
+        """Release the session (idempotent; at once when ``abort``)."""
+        self.session.close(abort)
+
+    def _session_latency(self, config: EvalConfig, measure, failure: str):
+        """``measure()`` unless the runner failed or timing is off (a failure there says ``failure``); closes."""
+        lat = None
+        if not self.failed and (config.effective_runs or config.time_budget_s):
+            try:
+                lat = measure()
+            except RuntimeFailure as exc:
+                self.failed = f"{failure}: latency run: {exc}"
+        self.session.close()
+        return lat
+
+
+class TfliteRunner(_Runner):
     """A .tflite artefact: accuracy pass in its own LiteRT worker, latency in a fresh process afterwards."""
 
     reads_files = True
@@ -76,16 +130,9 @@ class TfliteRunner:
         except RuntimeFailure as exc:
             self._fail(exc)
 
-    def collect(self) -> np.ndarray | None:
-        """The artefact's (dequantized) output for the batch submitted last; None once it has failed."""
-        if self.failed or not self._pending:
-            return None
-        self._pending = False
-        try:
-            doc = self.proc.receive()
-        except RuntimeFailure as exc:
-            self._fail(exc)
-            return None
+    def _receive(self) -> np.ndarray:
+        """The worker's (dequantized) output for the batch, read from the file it wrote."""
+        doc = self.proc.receive()
         self.batching = doc.get("batching", self.batching)
         if "first_feeds" in doc:
             with np.load(doc["first_feeds"]) as npz:
@@ -119,15 +166,11 @@ class TfliteRunner:
             except (RuntimeError, ValueError) as exc:  # in-process timing (latency_in_subprocess=False)
                 self.failed = f"does not run in LiteRT: latency run: {str(exc).strip()[:400]}"
         self.close()
-        art = self.art
-        return ArtifactResult(
-            artifact=label, format="tflite", quant=art.quant, size_bytes=art.size_bytes,
-            size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=rss, threads=config.threads,
-            runtime=self.runtime, failed=self.failed, batching="" if self.failed else self.batching, **fields,
-        )
+        return self._row(label, reference, "tflite", fields, latency=lat, peak_rss_mb=rss, threads=config.threads,
+                         runtime=self.runtime, batching="" if self.failed else self.batching)
 
 
-class TfjsRunner:
+class TfjsRunner(SessionRunner):
     """A TFJS artefact: a Node session (wasm backend, cpu if wasm cannot run it) fed batch by batch."""
 
     reads_files = False  # the session writes its own typed input files
@@ -176,21 +219,16 @@ class TfjsRunner:
         return True
 
     def _fail(self, exc: RuntimeFailure) -> None:
-        self.failed = f"does not run in tfjs ({self.session.backend} backend, Node): {exc}"
+        self.failed = f"{self._failure()}: {exc}"
         self.session.close()
 
-    def collect(self) -> np.ndarray | None:
+    def _receive(self) -> np.ndarray:
         """The model's output matching the reference's ``out_name`` (by name, else by position) for the batch."""
-        if self.failed or not self._pending:
-            return None
-        self._pending = False
-        try:
-            out = self.session.collect()
-        except RuntimeFailure as exc:
-            if not self._retry_on_cpu(exc):
-                return None
-            return self.collect_after_retry()
-        return self._pick(out)
+        return self._pick(self.session.collect())
+
+    def _receive_failed(self, exc: RuntimeFailure) -> np.ndarray | None:
+        """wasm failed before any output: the batch again on the cpu backend; None if that fails too."""
+        return self.collect_after_retry() if self._retry_on_cpu(exc) else None
 
     def collect_after_retry(self) -> np.ndarray | None:
         """Collect the batch resent on the cpu backend."""
@@ -206,30 +244,20 @@ class TfjsRunner:
         name = out_name if out_name in out else sorted(out)[ref_names.index(out_name)]
         return out[name]
 
-    def end_pass(self) -> None:
-        """Keep the session: the latency loop runs in it."""
-
-    def close(self, abort: bool = False) -> None:
-        """Release the Node session (idempotent; at once when ``abort``)."""
-        self.session.close(abort)
+    def _failure(self) -> str:
+        return f"does not run in tfjs ({self.session.backend} backend, Node)"
 
     def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
         """Latency in the same Node session (batch 1, first sample) and the artefact's row."""
-        lat = None
-        if not self.failed and (config.effective_runs or config.time_budget_s):
-            try:
-                times = self.session.latency(self.first, config.warmup, config.effective_runs, config.time_budget_s)
-                lat = summarize(np.asarray(times) * 1e6, None) if times else None
-            except RuntimeFailure as exc:
-                self.failed = f"does not run in tfjs ({self.session.backend} backend, Node): latency run: {exc}"
-        self.session.close()
-        art, backend = self.art, self.session.backend
+        def measure():
+            times = self.session.latency(self.first, config.warmup, config.effective_runs, config.time_budget_s)
+            return summarize(np.asarray(times) * 1e6, None) if times else None
+
+        lat = self._session_latency(config, measure, self._failure())
+        backend = self.session.backend
         note = f"tfjs {backend} backend in Node (single-threaded), not a browser figure"
         if backend == "cpu" and self.wasm_failure:
             note += f"; wasm backend failed ({self.wasm_failure})"
-        return ArtifactResult(
-            artifact=label, format="tfjs", quant=art.quant, size_bytes=art.size_bytes,
-            size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=None, threads=1,
-            runtime=self.session.version, latency_note=note, failed=self.failed,
-            batching="" if self.failed else self.batching, **fields,
-        )
+        return self._row(label, reference, "tfjs", fields, latency=lat, peak_rss_mb=None, threads=1,
+                         runtime=self.session.version, latency_note=note,
+                         batching="" if self.failed else self.batching)

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
+from calibration.spec import TensorSpec
 from edge_tool.errors import DataError, ModelError, UsageError, collect_and_raise
-from edge_tool.evaluate.data import InputSpec
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("tfjs_run.js")
-SETUP_HINT = ".venv/bin/python -m edge_tool.demo.vendor (npm ci in web_demo/, copies @tensorflow/tfjs 4.22.0 to web_demo/vendor/tf.min.js)"
+SETUP_HINT = ".venv/bin/python scripts/vendor_runtimes.py (npm ci in web_demo/, copies @tensorflow/tfjs 4.22.0 to web_demo/vendor/tf.min.js)"
 _DT = {"DT_FLOAT": "float32", "DT_INT32": "int32", "DT_INT64": "int32", "DT_UINT8": "int32", "DT_INT8": "int32",
        "DT_INT16": "int32", "DT_BOOL": "bool"}
 
@@ -70,7 +70,7 @@ class TfjsRun:
     version: str
 
 
-def signature_inputs(model_json: Path) -> list[InputSpec]:
+def signature_inputs(model_json: Path) -> list[TensorSpec]:
     """The graph model's signature inputs (name, dtype tfjs will use, shape) from model.json."""
     doc = json.loads(Path(model_json).read_text())
     specs = []
@@ -78,7 +78,7 @@ def signature_inputs(model_json: Path) -> list[InputSpec]:
         for name, t in sorted((doc.get("signature") or {}).get("inputs", {}).items()):
             dims = t.get("tensorShape", {}).get("dim", [])
             shape = tuple(None if int(d.get("size", -1)) < 0 else int(d["size"]) for d in dims)
-            specs.append(InputSpec(str(name), _DT.get(t.get("dtype"), "float32"), shape))
+            specs.append(TensorSpec(str(name), _DT.get(t.get("dtype"), "float32"), shape))
     except (AttributeError, TypeError, ValueError) as exc:  # hostile or hand-edited JSON: wrong types
         raise ModelError(f"{model_json} has a malformed signature ({type(exc).__name__}: {exc}); expected "
                          "inputs mapping names to {dtype, tensorShape: {dim: [{size}]}}.") from None

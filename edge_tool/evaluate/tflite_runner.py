@@ -11,78 +11,16 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import DataError, ModelError, collect_and_raise
+from edge_tool.evaluate.flatbuffer_facts import FlatbufferFacts, read_flatbuffer
 from edge_tool.runtime import interpreter_class
 
-_STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
 # Batched outputs must match per-sample outputs this closely (relative to the output's magnitude) for eval to
 # keep batching a model; quantized outputs may differ by at most one quantization step.
 BATCH_CHECK_RTOL = 1e-4
 BATCH_CHECK_SAMPLES = 2
-
-
-@dataclass(frozen=True)
-class FlatbufferFacts:
-    """What the file says without running it: quant mode from tensor types, recurrent state it carries."""
-
-    quant: str
-    variable_tensors: int
-    state_ops: int
-
-    @property
-    def stateful(self) -> bool:
-        """True when invokes carry state (variable tensors or resource variables) from one call to the next."""
-        return bool(self.variable_tensors or self.state_ops)
-
-
-def _enum_names(enum_cls) -> dict[int, str]:
-    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
-
-
-def read_flatbuffer(path: Path) -> FlatbufferFacts:
-    """Parse ``path`` as a TFLite flatbuffer (no interpreter: safe on files that crash LiteRT).
-
-    ModelError when the bytes are not a TFLite model. Quant mode from tensor types: int16 activations = int16x8;
-    int8 activations = int8 (full integer); float16 constants = fp16; int8 constants with float activations =
-    dynamic; otherwise fp32 (activations are operator outputs, everything else counts as constant).
-    """
-    from edge_tool.tflite_model import _schema  # noqa: PLC0415
-
-    schema = _schema()
-    path = Path(path)
-    buf = path.read_bytes()
-    if len(buf) < 8 or not schema.Model.ModelBufferHasIdentifier(buf, 0):
-        raise ModelError(f"{path} is not a loadable TFLite model (expected a TFLite flatbuffer, file identifier "
-                         f"TFL3; found {buf[4:8]!r}).")
-    try:
-        return _facts(schema, schema.Model.GetRootAsModel(buf, 0))
-    except Exception as exc:  # noqa: BLE001  (flatbuffers raises assorted errors on a truncated file)
-        raise ModelError(f"{path} is not a loadable TFLite model (its flatbuffer is damaged: {exc}).") from None
-
-
-def _facts(schema, model) -> FlatbufferFacts:
-    types, ops = _enum_names(schema.TensorType), _enum_names(schema.BuiltinOperator)
-    acts, consts, variables, state_ops = set(), set(), 0, 0
-    for g in range(model.SubgraphsLength()):
-        sg = model.Subgraphs(g)
-        outputs = {int(i) for k in range(sg.OperatorsLength()) for i in sg.Operators(k).OutputsAsNumpy() if i >= 0}
-        for k in range(sg.OperatorsLength()):
-            code = model.OperatorCodes(sg.Operators(k).OpcodeIndex())
-            state_ops += ops.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "") in _STATE_OPS
-        for t in range(sg.TensorsLength()):
-            tensor = sg.Tensors(t)
-            variables += bool(tensor.IsVariable())
-            (acts if t in outputs else consts).add(types.get(tensor.Type(), "").lower())
-    if "int16" in acts:
-        quant = "int16x8"
-    elif acts & {"int8", "uint8"}:
-        quant = "int8"
-    elif "float16" in consts:
-        quant = "fp16"
-    elif consts & {"int8", "uint8"}:
-        quant = "dynamic"
-    else:
-        quant = "fp32"
-    return FlatbufferFacts(quant, variables, state_ops)
+# read_flatbuffer lives in flatbuffer_facts (it needs no interpreter); callers still import it from here
+__all__ = ["BATCH_CHECK_RTOL", "BATCH_CHECK_SAMPLES", "FlatbufferFacts", "TensorBinding", "TfliteInterpreter",
+           "read_flatbuffer"]
 
 
 @dataclass(frozen=True)
@@ -108,7 +46,7 @@ def _binding(name: str, d: dict) -> TensorBinding:
     return TensorBinding(name, int(d["index"]), np.dtype(d["dtype"]), shape, float(scale), int(zp))
 
 
-class TfliteModel:
+class TfliteInterpreter:
     """One .tflite model; inputs/outputs keyed by the reference's signature names where the model has them.
 
     ``predict`` runs as many samples per invoke as the file allows: the whole batch when every input's batch

@@ -54,10 +54,10 @@ def _predict(model, req: dict, state: dict) -> dict:
 
 def main(argv: list[str]) -> int:
     """Load the model, answer requests until "close" or end of input."""
-    from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
+    from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
 
     try:
-        model = TfliteModel(Path(argv[0]), threads=int(argv[1]))
+        model = TfliteInterpreter(Path(argv[0]), threads=int(argv[1]))
     except UsageError as exc:
         _answer({"failed": f"LiteRT cannot load it: {exc}"})
         return 0

@@ -2,7 +2,7 @@
 
 The artefact's minimum tensor arena is measured first (``edge_tool.micro.tflm``) and the evaluation then runs
 with exactly that arena, so every sample passing is also a check of the measurement. Inputs are prepared and
-outputs dequantized with the same code as the LiteRT rows (``TfliteModel``), so the drift columns compare.
+outputs dequantized with the same code as the LiteRT rows (``TfliteInterpreter``), so the drift columns compare.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult
+from edge_tool.evaluate.runners import SessionRunner
 from edge_tool.micro.worker import recv_array, send_array
 
 
@@ -67,19 +68,19 @@ class TflmSession:
                 self.proc.wait()
 
 
-class TflmRunner:
+class TflmRunner(SessionRunner):
     """A .tflite artefact during the eval pass, run by TFLM; the runner interface of ``evaluate.runners``."""
 
     reads_files = False
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch, slot: int):  # noqa: ARG002 (runner signature)
-        from edge_tool.evaluate.tflite_runner import TfliteModel  # noqa: PLC0415
+        from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
         from edge_tool.micro import tflm  # noqa: PLC0415
 
         tflm.require_tflm()
         self.art = art
         self.failed: str | None = None
-        self.model = TfliteModel(art.model_file)  # bindings, input quantization and dequantization only
+        self.model = TfliteInterpreter(art.model_file)  # bindings, input quantization and dequantization only
         refused, _ = tflm.unsupported_ops(art.model_file)
         if refused:
             raise ModelError(f"TFLite Micro cannot run {art.model_file}: "
@@ -112,30 +113,16 @@ class TflmRunner:
         out, self._out = (None if self.failed else self._out), None
         return out
 
-    def end_pass(self) -> None:
-        """Keep the worker: the latency loop runs in it."""
-
-    def close(self, abort: bool = False) -> None:
-        """Stop the TFLM worker (idempotent)."""
-        self.session.close(abort)
-
     def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
         """Host latency of TFLM's reference kernels and the row, with arena and flash instead of RSS."""
-        lat = None
-        if not self.failed and (config.effective_runs or config.time_budget_s):
-            try:
-                lat = summarize(self.session.time(self.first, config.warmup, config.effective_runs,
-                                                  config.time_budget_s), None)
-            except RuntimeFailure as exc:
-                self.failed = f"does not run in TFLM: latency run: {exc}"
-        self.session.close()
         from edge_tool.micro.tflm import tflm_version  # noqa: PLC0415
 
-        art = self.art
-        return ArtifactResult(
-            artifact=label, format="tflite", quant=art.quant, size_bytes=art.size_bytes,
-            size_ratio=art.size_bytes / reference.size_bytes, latency=lat, peak_rss_mb=None, threads=1,
-            runtime=f"tflite-micro {tflm_version()}",
-            latency_note="TFLM reference kernels on this host, not a microcontroller figure",
-            arena=self.arena.to_dict(), flash_bytes=art.size_bytes, failed=self.failed, **fields,
-        )
+        def measure():
+            return summarize(self.session.time(self.first, config.warmup, config.effective_runs,
+                                               config.time_budget_s), None)
+
+        lat = self._session_latency(config, measure, "does not run in TFLM")
+        return self._row(label, reference, "tflite", fields, latency=lat, peak_rss_mb=None, threads=1,
+                         runtime=f"tflite-micro {tflm_version()}",
+                         latency_note="TFLM reference kernels on this host, not a microcontroller figure",
+                         arena=self.arena.to_dict(), flash_bytes=self.art.size_bytes)

@@ -41,12 +41,9 @@ class Probe:
 
 def tflm_version() -> str:
     """Version of the installed tflite-micro package."""
-    import importlib.metadata as md  # noqa: PLC0415
+    from edge_tool.env import installed_version  # noqa: PLC0415
 
-    try:
-        return md.version("tflite-micro")
-    except md.PackageNotFoundError:
-        return "not installed"
+    return installed_version("tflite-micro") or "not installed"
 
 
 def require_tflm() -> None:

@@ -40,7 +40,9 @@ def start_local_cluster(tf, workers: int):
 
 
 def _fit(tf, strategy, config: TrainConfig, split: DigitsSplit):
-    """Keras fit under PSS (DatasetCreator; steps_per_epoch set), then evaluate on the coordinator."""
+    """Keras fit under PSS (DatasetCreator; steps_per_epoch set); return (model, per-epoch history dicts).
+
+    The final evaluation happens in the caller, on a plain copy of the weights on the coordinator."""
     import tf_keras as keras  # noqa: PLC0415
 
     tf.keras.utils.set_random_seed(config.seed)

@@ -178,6 +178,18 @@ def fuzz_server(tmp_path_factory):
         yield srv
 
 
+@pytest.mark.parametrize("request_line", [b"GET \x1f HTTP/1.1", b"GET \x1c\x0b HTTP/1.1", b"GET /"])
+def test_a_request_line_without_a_version_gets_a_400_with_a_status_line(fuzz_server, request_line):
+    """A target of control characters that str.split() takes for spaces leaves two words: http.server reads an
+    HTTP/0.9 request, whose reply would be a bare body. It gets a 400 with a status line and headers instead."""
+    with socket.create_connection(("127.0.0.1", fuzz_server.server_address[1]), timeout=10) as sock:
+        sock.sendall(request_line + b"\r\nHost: 127.0.0.1\r\n\r\n")
+        reply = b"".join(iter(lambda: sock.recv(65536), b""))
+    head = reply.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+    assert head[0].split()[:2] == ["HTTP/1.1", "400"], reply[:80]
+    assert "X-Content-Type-Options: nosniff" in head
+
+
 @settings(max_examples=120, deadline=None)
 @given(target=_target().filter(lambda t: t and not any(c in t for c in " \r\n\t") and t.isascii()))
 def test_random_request_targets_never_500_and_never_leak(fuzz_server, target):

@@ -166,7 +166,7 @@ _BROKEN_COMMAND = """
 from edge_tool import cli
 def boom():
     raise RuntimeError("kaboom [red]x[/red]\\nsecond line")
-cli.app.command("boom")(cli.cli_edge(boom))
+cli.app.command("boom")(cli.guard_command(boom))
 cli.app()
 """
 
@@ -194,7 +194,7 @@ from edge_tool import cli
 def dump():
     for i in range(200000):
         print("line", i)
-cli.app.command("dump")(cli.cli_edge(dump))
+cli.app.command("dump")(cli.guard_command(dump))
 cli.app()
 """
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, Verdict
+from edge_tool.check.registry import register
+from edge_tool.check.subject import Unavailable
 
 
 def model_ops(path: Path) -> list[str]:
@@ -19,3 +22,20 @@ def conversion_failed(target: str, subject, exc: Exception) -> TargetResult:
     finding = Finding("(conversion)", Status.UNSUPPORTED, str(exc)[:1500])
     return TargetResult(target, subject.label, Verdict.FAILS, (finding,), "conversion of the model for this target")
 
+
+def artefact_check(name: str, summary: str, kind: str) -> Callable:
+    """Decorator: register ``check(path)`` as target ``name``'s check, ``path`` being the subject's ``kind`` artefact;
+    when that cannot be made, the verdict says so (:func:`conversion_failed`) without calling ``check``."""
+
+    def deco(check: Callable) -> Callable:
+        def run(subject) -> TargetResult:
+            try:
+                path = subject.artefact(kind)
+            except Unavailable as exc:
+                return conversion_failed(name, subject, exc)
+            return check(path)
+
+        register(name, summary, kind)(run)
+        return check
+
+    return deco

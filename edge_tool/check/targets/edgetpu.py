@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edge_tool.check.base import Finding, Status, TargetResult, verdict_of
-from edge_tool.check.registry import register
-from edge_tool.check.subject import Subject, Unavailable
-from edge_tool.check.targets.common import conversion_failed
+from edge_tool.check.base import Finding, Status, TargetResult, target_result
+from edge_tool.check.targets.common import artefact_check
 
 EDGETPU_OPS = frozenset("""
 ADD AVERAGE_POOL_2D CONCATENATION CONV_2D DEPTHWISE_CONV_2D EXPAND_DIMS FULLY_CONNECTED L2_NORMALIZATION LOGISTIC
@@ -72,13 +70,9 @@ def requirement_findings(model, types) -> list[Finding]:
     return findings
 
 
-@register("edgetpu", "Coral Edge TPU (published requirements; needs edgetpu_compiler to deploy)", "int8-b1")
-def check(subject: Subject) -> TargetResult:
+@artefact_check("edgetpu", "Coral Edge TPU (published requirements; needs edgetpu_compiler to deploy)", "int8-b1")
+def check(path: Path) -> TargetResult:
     """Requirements the whole model must meet (fails), then ops from the first unsupported one on (CPU fallback)."""
-    try:
-        path = subject.artefact("int8-b1")
-    except Unavailable as exc:
-        return conversion_failed("edgetpu", subject, exc)
     model, names, types = _model(path)
     findings = requirement_findings(model, types)
     ops = [_op_name(model, op, names) for op in model.subgraphs[0].operators]
@@ -88,5 +82,5 @@ def check(subject: Subject) -> TargetResult:
             why = ("not an Edge TPU operation" if name not in EDGETPU_OPS else
                    f"after {ops[first]} (node {first}), the first op the Edge TPU cannot run")
             findings.append(Finding(f"{name} (node {i})", Status.FALLBACK, f"{why}: runs on the CPU"))
-    return TargetResult("edgetpu", str(path), verdict_of(findings), tuple(findings),
-                        "static check of the published Edge TPU model requirements and op table (coral.ai)")
+    return target_result("edgetpu", path, findings,
+                         "static check of the published Edge TPU model requirements and op table (coral.ai)")

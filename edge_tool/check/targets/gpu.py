@@ -16,10 +16,8 @@ import io
 import re
 from pathlib import Path
 
-from edge_tool.check.base import Finding, Status, TargetResult, verdict_of
-from edge_tool.check.registry import register
-from edge_tool.check.subject import Subject, Unavailable
-from edge_tool.check.targets.common import conversion_failed, model_ops
+from edge_tool.check.base import Finding, Status, TargetResult, target_result
+from edge_tool.check.targets.common import artefact_check, model_ops
 
 WARNING = "GPU COMPATIBILITY WARNING"
 GPU_BUILTINS = frozenset("""
@@ -67,13 +65,9 @@ def warnings_by_op(report: str) -> list[tuple[str, str]]:
     return found
 
 
-@register("gpu", "LiteRT GPU delegate (ops it cannot take fall back to the CPU)", "fp32")
-def check(subject: Subject) -> TargetResult:
+@artefact_check("gpu", "LiteRT GPU delegate (ops it cannot take fall back to the CPU)", "fp32")
+def check(path: Path) -> TargetResult:
     """Ops the GPU delegate will not take; they run on the CPU (verdict partial), the rest on the GPU."""
-    try:
-        path = subject.artefact("fp32")
-    except Unavailable as exc:
-        return conversion_failed("gpu", subject, exc)
     report = analyzer_report(Path(path).read_bytes())
     if analyzer_checks_gpu():
         pairs = warnings_by_op(report)
@@ -84,4 +78,4 @@ def check(subject: Subject) -> TargetResult:
         method = ("op table of gpu_compatibility.cc: the installed Analyzer was built without the GPU checker and "
                   "reports every model compatible; per-op parameter limits are not checked")
     findings = [Finding(op, Status.FALLBACK, f"{why}; runs on the CPU instead") for op, why in pairs]
-    return TargetResult("gpu", str(path), verdict_of(findings), tuple(findings), method)
+    return target_result("gpu", path, findings, method)

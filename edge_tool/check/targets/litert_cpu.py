@@ -5,23 +5,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-from edge_tool.check.base import Finding, Status, TargetResult, verdict_of
-from edge_tool.check.registry import register
-from edge_tool.check.subject import Subject, Unavailable
-from edge_tool.check.targets.common import conversion_failed, model_ops
+from edge_tool.check.base import Finding, Status, TargetResult, target_result
+from edge_tool.check.targets.common import artefact_check, model_ops
 from edge_tool.micro.tflm import child_env
 
 TIMEOUT_S = 300
 
 
-@register("litert-cpu", "LiteRT interpreter, CPU (builtin kernels + XNNPACK)", "fp32")
-def check(subject: Subject) -> TargetResult:
+@artefact_check("litert-cpu", "LiteRT interpreter, CPU (builtin kernels + XNNPACK)", "fp32")
+def check(path: Path) -> TargetResult:
     """Run the fp32 artefact (or the given .tflite) in LiteRT; name Flex ops, which need the Flex delegate."""
-    try:
-        path = subject.artefact("fp32")
-    except Unavailable as exc:
-        return conversion_failed("litert-cpu", subject, exc)
     method = "load + allocate + invoke with the LiteRT interpreter in a child process"
     proc = subprocess.run([sys.executable, "-m", "edge_tool.check.litert_probe", str(path)], capture_output=True,
                           text=True, timeout=TIMEOUT_S, env=child_env())
@@ -35,5 +30,4 @@ def check(subject: Subject) -> TargetResult:
                             "app, or replace the op") for op in flex]
         if not findings:
             findings = [Finding("(model)", Status.UNSUPPORTED, result["error"].strip()[:800] or "failed")]
-    return TargetResult("litert-cpu", str(path), verdict_of(findings), tuple(findings), method,
-                        {"runtime": result.get("runtime", "")})
+    return target_result("litert-cpu", path, findings, method, {"runtime": result.get("runtime", "")})

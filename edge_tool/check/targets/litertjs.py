@@ -12,10 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from edge_tool.check.base import Finding, Status, TargetResult, verdict_of
-from edge_tool.check.registry import register
-from edge_tool.check.subject import Subject, Unavailable
-from edge_tool.check.targets.common import conversion_failed, model_ops
+from edge_tool.check.base import Finding, Status, TargetResult, target_result
+from edge_tool.check.targets.common import artefact_check, model_ops
 
 TIMEOUT_S = 120
 PROBE = Path(__file__).resolve().parents[1] / "litertjs_probe.mjs"
@@ -55,21 +53,17 @@ def static_findings(model: Path) -> list[Finding]:
     return findings
 
 
-@register("litertjs", "LiteRT.js in the browser (wasm, the runtime demo --litert ships)", "int8-b1")
-def check(subject: Subject) -> TargetResult:
+@artefact_check("litertjs", "LiteRT.js in the browser (wasm, the runtime demo --litert ships)", "int8-b1")
+def check(path: Path) -> TargetResult:
     """Load, compile and run with LiteRT.js in Node; its error is the finding."""
-    try:
-        path = subject.artefact("int8-b1")
-    except Unavailable as exc:
-        return conversion_failed("litertjs", subject, exc)
     vendor = vendor_dir()
     if shutil.which("node") is None or vendor is None:
         findings = static_findings(path)
         why = "node is not on PATH" if shutil.which("node") is None else "the LiteRT.js runtime is not vendored"
-        return TargetResult("litertjs", str(path), verdict_of(findings), tuple(findings),
-                            f"static checks only ({why}): Flex/custom ops and variable input dimensions")
+        return target_result("litertjs", path, findings,
+                             f"static checks only ({why}): Flex/custom ops and variable input dimensions")
     ran, error = run_in_node(path, vendor)
     findings = [] if ran else [*(f for f in static_findings(path) if f.op != "(model)"),
                                Finding("(model)", Status.UNSUPPORTED, f"LiteRT.js: {error}")]
-    return TargetResult("litertjs", str(path), verdict_of(findings), tuple(findings),
-                        "load + compile + run with the vendored LiteRT.js (wasm compat build) in Node")
+    return target_result("litertjs", path, findings,
+                         "load + compile + run with the vendored LiteRT.js (wasm compat build) in Node")

@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from edge_tool.check.base import Finding, Status, TargetResult, verdict_of
+from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.registry import register
 from edge_tool.check.subject import Subject, Unavailable
 from edge_tool.check.targets.common import conversion_failed
@@ -58,8 +58,8 @@ def check(subject: Subject) -> TargetResult:
         ops = [o.strip() for o in match.group(1).split(",") if o.strip()]
         findings = [Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
                     for op in ops]
-        return TargetResult("tfjs", subject.label, verdict_of(findings), tuple(findings),
-                            "tensorflowjs converter (its op table check refused the model)")
+        return target_result("tfjs", subject.label, findings,
+                             "tensorflowjs converter (its op table check refused the model)")
     table = supported_ops()
     findings = [Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
                 for op in graph_ops(path) if op not in table and op not in NOT_OPS]
@@ -69,7 +69,7 @@ def check(subject: Subject) -> TargetResult:
         method += ", then executed by tfjs (cpu backend) in Node" if ran is not None else f"; {error}"
         if ran is False:
             findings = [Finding("(model)", Status.UNSUPPORTED, f"tfjs (cpu backend, Node): {error}")]
-    return TargetResult("tfjs", str(path), verdict_of(findings), tuple(findings), method)
+    return target_result("tfjs", path, findings, method)
 
 
 PROBE = Path(__file__).resolve().parents[1] / "tfjs_probe.js"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edge_tool.check.base import Finding, Status, TargetResult, verdict_of
+from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.registry import register
 from edge_tool.check.subject import Subject, Unavailable
 from edge_tool.check.targets.common import conversion_failed
@@ -25,4 +25,4 @@ def check(subject: Subject) -> TargetResult:
         details["tensor_arena"] = tflm.measure_arena(path).to_dict()
         details["flash_bytes"] = path.stat().st_size
     method = "allocate + invoke in tflite-micro's Python interpreter (its op resolver registers every TFLM kernel)"
-    return TargetResult("tflm", str(path), verdict_of(findings), tuple(findings), method, details)
+    return target_result("tflm", path, findings, method, details)

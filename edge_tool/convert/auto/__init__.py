@@ -10,12 +10,11 @@ candidate wins), ``run`` (build, measure, write), ``render`` (decision.md and th
 
 from __future__ import annotations
 
-from edge_tool.convert.auto.config import BASE_MODES, SELECTIVE, AutoConfig, Objective, candidate_modes
+from edge_tool.convert.auto.config import SELECTIVE, AutoConfig, Objective
 from edge_tool.convert.auto.policy import INTEGER_RANK, LATENCY_TIE, LATENCY_TIE_MS, SIZE_TIE, choose
 from edge_tool.convert.auto.render import budget_error, print_result, to_markdown
 from edge_tool.convert.auto.result import AutoResult, Candidate, Decision
 from edge_tool.convert.auto.run import run_auto
 
-__all__ = ["BASE_MODES", "INTEGER_RANK", "LATENCY_TIE", "LATENCY_TIE_MS", "SELECTIVE", "SIZE_TIE", "AutoConfig",
-           "AutoResult", "Candidate", "Decision", "Objective", "budget_error", "candidate_modes", "choose",
-           "print_result", "run_auto", "to_markdown"]
+__all__ = ["INTEGER_RANK", "LATENCY_TIE", "LATENCY_TIE_MS", "SELECTIVE", "SIZE_TIE", "AutoConfig", "AutoResult",
+           "Candidate", "Decision", "Objective", "budget_error", "choose", "print_result", "run_auto", "to_markdown"]

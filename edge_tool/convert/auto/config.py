@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from edge_tool.convert.config import ConvertConfig
+from edge_tool.convert.enums import Objective
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 SELECTIVE = "int8-selective"
-BASE_MODES = ("fp16", "dynamic", "int8", "int16x8")
-
-
-def candidate_modes(has_train_data: bool) -> tuple[str, ...]:
-    """The plain candidates ``auto`` converts (qat only with --train-data)."""
-    return BASE_MODES + (("qat",) if has_train_data else ())
-
-
-class Objective(str, Enum):
-    """What ``auto`` minimises among the candidates within budget."""
-
-    SIZE = "size"        # smallest file; see policy.choose() for ties
-    LATENCY = "latency"  # lowest p50 latency; see policy.choose() for ties
 
 
 @dataclass(frozen=True)
@@ -30,8 +17,8 @@ class AutoConfig:
     """Options of ``convert --quant auto``; validated on construction (all of its own problems at once).
 
     ``convert`` is the run that builds the candidates: its model, output directory (the final OUTDIR), calibration,
-    samples, training data, seed, batch and force; its modes are ``candidate_modes`` and it keeps going when a mode
-    fails (the mode becomes a failed row).
+    samples, training data, seed, batch and force; its modes are ``convert.modes.auto_candidates`` and it keeps
+    going when a mode fails (the mode becomes a failed row).
     """
 
     convert: ConvertConfig

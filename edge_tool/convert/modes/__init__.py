@@ -1,7 +1,46 @@
-"""One module per TFLite mode; importing this package registers each in ``edge_tool.convert.registry.MODES``."""
+"""One module per TFLite mode; importing this package registers each in ``edge_tool.convert.registry.MODES``.
+
+The functions below are the registry's derived views: which modes ``all`` and ``--quant auto`` mean, and the
+mode table of README.md and docs/convert.md (regenerate with ``python scripts/mode_table.py``).
+"""
 
 # each module registers itself; this order (baseline first, then smaller and more integer) is MODES' order
 from edge_tool.convert.modes import fp32, fp16, dynamic, int8, int16x8, qat  # noqa: F401, I001
 from edge_tool.convert.registry import MODES, ModeSpec
 
-__all__ = ["MODES", "ModeSpec"]
+__all__ = ["MODES", "ModeSpec", "auto_candidates", "every_mode", "mode_table"]
+
+TABLE_START, TABLE_END = "<!-- modes-table:start -->", "<!-- modes-table:end -->"
+
+
+def every_mode(has_train_data: bool = False) -> tuple[str, ...]:
+    """What ``--quant all`` means: every mode, those that fine-tune only when training data is given."""
+    return tuple(m.value for m, spec in MODES.items() if has_train_data or not spec.needs_train_data)
+
+
+def auto_candidates(has_train_data: bool) -> tuple[str, ...]:
+    """The modes ``--quant auto`` builds and measures (plus selective int8, which it derives from int8)."""
+    return tuple(m for m in every_mode(has_train_data) if MODES[m].auto_candidate)
+
+
+def mode_table() -> str:
+    """The Markdown table of every mode (weights, activations, what it needs, I/O types), from the registry."""
+    rows = ["| mode | weights | activations | needs | I/O types |", "|---|---|---|---|---|"]
+    for mode, spec in MODES.items():
+        needs = [name for flag, name in ((spec.needs_calibration, "calibration data"),
+                                         (spec.needs_train_data, "training data"),
+                                         (spec.needs_keras, "a Keras-2 model")) if flag]
+        io = ", ".join("model's own" if t == "model" else t for t in spec.io_types)
+        rows.append(f"| `{mode.value}` | {spec.weights} | {spec.activations} | {', '.join(needs) or '–'} | {io} |")
+    return "\n".join(rows) + "\n"
+
+
+def with_mode_table(text: str) -> str:
+    """``text`` (a Markdown file) with the part between the modes-table markers replaced by ``mode_table()``.
+
+    ValueError when the markers are missing or out of order.
+    """
+    start, end = text.find(TABLE_START), text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"expected the markers {TABLE_START} … {TABLE_END} around the mode table")
+    return text[:start + len(TABLE_START)] + "\n" + mode_table() + text[end:]

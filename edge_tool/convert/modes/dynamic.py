@@ -4,7 +4,7 @@ from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 
 
-@register(QuantMode.DYNAMIC, "int8 weights, float activations (dynamic range)")
+@register(QuantMode.DYNAMIC, weights="int8", activations="float32 (dynamic range)")
 def build(ctx) -> bytes:
     """Optimize.DEFAULT without a representative dataset."""
     tf = ctx.tf

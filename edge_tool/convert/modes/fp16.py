@@ -4,7 +4,7 @@ from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 
 
-@register(QuantMode.FP16, "float16 weights, float32 activations")
+@register(QuantMode.FP16, weights="float16", activations="float32")
 def build(ctx) -> bytes:
     """Optimize.DEFAULT with float16 as the supported type."""
     tf = ctx.tf

@@ -4,7 +4,7 @@ from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 
 
-@register(QuantMode.FP32, "float32 weights and activations (baseline)")
+@register(QuantMode.FP32, weights="float32", activations="float32", auto_candidate=False)
 def build(ctx) -> bytes:
     """Convert with no optimisation."""
     return ctx.convert(lambda conv: None)

@@ -1,21 +1,65 @@
-"""int16x8: 16-bit activations with 8-bit weights, for models int8 activations hurt."""
+"""int16x8: 16-bit activations with 8-bit weights, for models int8 activations hurt.
+
+TFLite has no 16x8 kernel for some ops (CAST, HARD_SWISH, …); the strict conversion then fails. As TensorFlow's
+16x8 guide recommends, those ops are then kept in float (TFLITE_BUILTINS added to the op sets): everything else
+stays 16x8, the ops kept in float are named on the terminal and in the manifest.
+"""
+
+from __future__ import annotations
+
+import re
 
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
+from edge_tool.errors import ConversionError
+
+_NO_16X8_KERNEL = re.compile(r"16x8-bit not yet supported for op: '([A-Za-z0-9_]+)'")
 
 
 @register(
     QuantMode.INT16X8,
-    "int8 weights, int16 activations (calibrated)",
+    weights="int8",
+    activations="int16",
     needs_calibration=True,
 )
 def build(ctx) -> bytes:
-    """EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8 with a representative dataset."""
+    """EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8; ops without a 16x8 kernel fall back to float."""
+    try:
+        return ctx.convert(lambda conv: _configure(ctx, conv, float_fallback=False))
+    except ConversionError as exc:
+        missing = _NO_16X8_KERNEL.findall(str(exc))
+        if not missing:
+            raise
+    data = ctx.convert(lambda conv: _configure(ctx, conv, float_fallback=True))
+    notes = {"float_ops": float_ops(data),
+             "reason": f"TFLite has no 16x8 kernel for {', '.join(missing)}; the ops listed run in float between "
+                       "quantize/dequantize ops, everything else is 16x8"}
+    ctx.record_notes(QuantMode.INT16X8, notes)
+    _report(notes)
+    return data
+
+
+def _report(notes: dict) -> None:
+    from rich.markup import escape  # noqa: PLC0415
+
+    from edge_tool.steps import console  # noqa: PLC0415
+
+    console.print(f"[yellow]note:[/] int16x8 keeps {escape(', '.join(notes['float_ops']))} in float: "
+                  f"{escape(notes['reason'])} (manifest.json: artifacts[].int16x8). For an all-integer model use "
+                  "--quant int8.")
+
+
+def _configure(ctx, conv, float_fallback: bool) -> None:
     tf = ctx.tf
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = ctx.representative_dataset
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+    if float_fallback:
+        conv.target_spec.supported_ops.append(tf.lite.OpsSet.TFLITE_BUILTINS)
 
-    def configure(conv):
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = ctx.representative_dataset
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
 
-    return ctx.convert(configure)
+def float_ops(data: bytes) -> list[str]:
+    """Names of the ops (other than QUANTIZE/DEQUANTIZE) that compute on float32 activations, sorted."""
+    from edge_tool.tflite_model import ops_on_dtype  # noqa: PLC0415
+
+    return sorted(set(ops_on_dtype(data, "float32")) - {"QUANTIZE", "DEQUANTIZE"})

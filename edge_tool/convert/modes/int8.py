@@ -2,21 +2,13 @@
 
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
-
-
-def configure_full_int8(tf, conv, representative_dataset, io_dtype) -> None:
-    """Set ``conv`` up for full-integer int8 with optional integer I/O (shared with QAT)."""
-    conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = representative_dataset
-    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    if io_dtype is not None:
-        conv.inference_input_type = io_dtype
-        conv.inference_output_type = io_dtype
+from edge_tool.recipes import configure_full_int8
 
 
 @register(
     QuantMode.INT8,
-    "int8 weights and activations (full integer, calibrated)",
+    weights="int8",
+    activations="int8 (TFLITE_BUILTINS_INT8 only)",
     needs_calibration=True,
     io_types=("model", "float32", "int8", "uint8"),
 )

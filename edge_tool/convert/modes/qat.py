@@ -6,9 +6,11 @@ from edge_tool.convert.registry import register
 
 @register(
     QuantMode.QAT,
-    "quantization-aware training, then full-integer int8",
+    weights="int8",
+    activations="int8, after quantization-aware fine-tuning",
     needs_calibration=True,
     needs_train_data=True,
+    needs_keras=True,
     io_types=("model", "float32", "int8", "uint8"),
 )
 def build(ctx) -> bytes:
@@ -19,7 +21,7 @@ def build(ctx) -> bytes:
     """
     import calibration  # noqa: PLC0415
 
-    from edge_tool.convert.modes.int8 import configure_full_int8  # noqa: PLC0415
+    from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
     from edge_tool.convert.qat import QatOptions, match_data, qat_to_tflite, run_qat  # noqa: PLC0415
     from edge_tool.convert.qat_support.data import load_labelled  # noqa: PLC0415
     from edge_tool.convert.qat_support.select import decide, float_accuracy  # noqa: PLC0415

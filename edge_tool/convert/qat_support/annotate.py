@@ -31,8 +31,57 @@ def refuse_unsupported(model) -> None:
         )
 
 
+# What tfmot 0.8's default 8-bit scheme accepts, used when its private sets cannot be read.
+_LAYER_ACTIVATIONS = frozenset({"linear", "relu", "swish", "gelu", "softmax", "sigmoid", "tanh", "NoOpActivation"})
+_ACTIVATION_LAYER = frozenset({"relu", "swish", "gelu", "relu6", "linear", "softmax", "sigmoid", "tanh"})
+
+
+def _layer_activations() -> frozenset[str]:
+    """Activation names tfmot's QuantizeAwareActivation takes on a conv/dense (``relu6``, ``elu``… it refuses)."""
+    try:
+        from tensorflow_model_optimization.python.core.quantization.keras.quantize_aware_activation import (  # noqa: PLC0415
+            QuantizeAwareActivation as qaa,
+        )
+
+        return frozenset(qaa._PRE_QUANT_ACTIVATIONS | qaa._POST_QUANT_ACTIVATIONS | qaa._NO_QUANTIZE_ACTIVATIONS)
+    except (ImportError, AttributeError):
+        return _LAYER_ACTIVATIONS
+
+
+def _activation_supported(keras, layer) -> bool:
+    """False when tfmot's default config would refuse ``layer``'s activation (e.g. Dense(activation="elu"))."""
+    act = getattr(layer, "activation", None)
+    if act is None:
+        return True
+    name = getattr(act, "__name__", type(act).__name__)
+    return name in (_ACTIVATION_LAYER if isinstance(layer, keras.layers.Activation) else _layer_activations())
+
+
+def _output_after_activation(keras, registry, layer):
+    """A config that fake-quantizes the layer's weights (as the default does) and its output after its own activation.
+
+    That is how TFLite runs such a layer (the op, then the activation, then an int8 output); tfmot's default
+    config instead wraps the activation in QuantizeAwareActivation, which knows only a few activations.
+    """
+    from tensorflow_model_optimization.python.core.quantization.keras.default_8bit import (  # noqa: PLC0415
+        default_8bit_quantize_registry as registry_mod,
+    )
+
+    if isinstance(layer, keras.layers.Activation):
+        return registry_mod.Default8BitQuantizeConfig([], [], True)
+    default = registry.get_quantize_config(layer)
+    if type(default) not in (registry_mod.Default8BitQuantizeConfig, registry_mod.Default8BitConvQuantizeConfig):
+        return None
+    return type(default)(default.weight_attrs, [], True)
+
+
 def annotate_supported(keras, tfmot, model):
     """Annotate every layer tfmot's default 8-bit scheme supports; others stay float (calibrated at conversion).
+
+    A layer of a supported type whose activation tfmot's default config refuses (``elu``, ``relu6`` on a conv…)
+    gets a config that quantizes its weights and its output after the activation; quantize_apply would otherwise
+    refuse the whole model (also when such a layer is left float, since tfmot then quantizes its output with the
+    same default config).
 
     Returns (annotated model, names of layers left un-annotated). BatchNorm layers are set non-trainable
     (tf_keras then runs them in inference mode during fine-tuning).
@@ -49,8 +98,10 @@ def annotate_supported(keras, tfmot, model):
             return layer
         if isinstance(layer, keras.layers.BatchNormalization):
             layer.trainable = False
-        if registry.supports(layer):
+        if registry.supports(layer) and _activation_supported(keras, layer):
             return tfmot.quantization.keras.quantize_annotate_layer(layer)
+        if registry.supports(layer) and (config := _output_after_activation(keras, registry, layer)) is not None:
+            return tfmot.quantization.keras.quantize_annotate_layer(layer, quantize_config=config)
         skipped.append(layer.name)
         return layer
 

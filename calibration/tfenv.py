@@ -1,0 +1,67 @@
+"""Process-wide settings applied before TensorFlow is imported, and the one way to import it.
+
+Shared by edgetool (``edge_tool.env`` re-exports these) and the calibration package's TFRecord reader, so
+TensorFlow gets the same settings whichever of them imports it first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def configure_tf_env() -> None:
+    """Select Keras 2 (tf_keras) and quiet TensorFlow's C++ logging; call before importing tensorflow."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # tensorflowjs imports tensorflow_decision_forests, whose welcome banner imports IPython when stdout is
+    # not a terminal; IPython is not a dependency, so the banner must stay off.
+    os.environ.setdefault("TFDF_DISABLE_WELCOME_MESSAGE", "1")
+
+
+def import_tf():
+    """Import TensorFlow with these environment settings (quietly) and return the module."""
+    configure_tf_env()
+    if "tensorflow" not in sys.modules:
+        with quiet_native_stderr():  # CUDA/XLA registration noise is printed by C++ during the import
+            import tensorflow  # noqa: F401, PLC0415
+    import tensorflow as tf  # noqa: PLC0415  (heavy import kept out of module load)
+
+    tf.get_logger().setLevel("ERROR")
+    return tf
+
+
+_quiet_depth = 0
+
+
+@contextlib.contextmanager
+def quiet_native_stderr() -> Iterator[Path]:
+    """Send C++ log noise (TF/XLA/MLIR, written to fd 2) to a temp file; Python's sys.stderr keeps the terminal.
+
+    Yields the log file's path (readable until the block exits). Errors still reach the user: the converter
+    raises them as Python exceptions, which edgetool turns into messages.
+    """
+    global _quiet_depth
+    if os.environ.get("EDGETOOL_VERBOSE") or _quiet_depth:  # verbose, or already inside a quiet block
+        yield Path(os.devnull)
+        return
+    _quiet_depth += 1
+    sys.stderr.flush()
+    saved = os.dup(2)
+    py_stderr = sys.stderr
+    with tempfile.NamedTemporaryFile(prefix="edgetool-native-", suffix=".log") as log:
+        os.dup2(log.fileno(), 2)
+        sys.stderr = os.fdopen(os.dup(saved), "w", buffering=1)
+        try:
+            yield Path(log.name)
+        finally:
+            _quiet_depth -= 1
+            sys.stderr.flush()
+            sys.stderr.close()
+            sys.stderr = py_stderr
+            os.dup2(saved, 2)
+            os.close(saved)

@@ -1,0 +1,58 @@
+"""A fine-tuned QAT model to full-integer int8 TFLite, its serving signature keeping the original input/output
+names."""
+
+from __future__ import annotations
+
+import tempfile
+
+from edge_tool.convert.qat_support.source import import_stack
+from edge_tool.errors import ConversionError, UsageError
+from edge_tool.recipes import configure_full_int8
+
+IO_TYPES = ("float32", "int8", "uint8")
+
+
+def _serving_module(tf, qat_model, output_names: list[str]):
+    """A tf.Module whose serving signature keeps the original input/output names (not tfmot's quant_*)."""
+    specs = [tf.TensorSpec(t.shape, t.dtype, name=n) for t, n in zip(qat_model.inputs, qat_model.input_names)]
+
+    @tf.function(input_signature=specs)
+    def serve(*xs):
+        outs = qat_model(list(xs) if len(xs) > 1 else xs[0], training=False)
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        return dict(zip(output_names, outs))
+
+    module = tf.Module()
+    module.model = qat_model
+    module.serve = serve
+    return module, serve
+
+
+def _output_names(qat_model) -> list[str]:
+    return [getattr(l, "layer", l).name for l in (qat_model.get_layer(n) for n in qat_model.output_names)]
+
+
+def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32",
+                  output_names: list[str] | None = None) -> bytes:
+    """Convert a fine-tuned QAT model to full-integer int8 TFLite (TFLITE_BUILTINS_INT8 only).
+
+    ``representative_dataset`` yields lists with one batch-1 array per input (in the model's input order); it
+    calibrates any op tfmot left float. ``io_type`` "float32" keeps float input/output; "int8"/"uint8" makes the
+    I/O integer too. ``output_names`` names the signature outputs (default: the original output layer names).
+    """
+    if io_type not in IO_TYPES:
+        raise UsageError(f"QAT io_type must be one of {', '.join(IO_TYPES)}; got {io_type!r}.")
+    if representative_dataset is None:
+        raise UsageError("QAT conversion to full-integer int8 needs a representative dataset (calibration data).")
+    tf, _, _ = import_stack()
+    module, serve = _serving_module(tf, qat_model, output_names or _output_names(qat_model))
+    with tempfile.TemporaryDirectory(prefix="edgetool-qat-") as tmp:
+        tf.saved_model.save(module, tmp, signatures={"serving_default": serve.get_concrete_function()})
+        conv = tf.lite.TFLiteConverter.from_saved_model(tmp, signature_keys=["serving_default"])
+        configure_full_int8(tf, conv, representative_dataset, None if io_type == "float32" else getattr(tf, io_type))
+        try:
+            return bytes(conv.convert())
+        except Exception as exc:  # the converter raises ConverterError / RuntimeError with MLIR diagnostics
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+            first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else type(exc).__name__)
+            raise ConversionError(f"Full-integer int8 conversion of the QAT model failed: {first[:500]}") from None

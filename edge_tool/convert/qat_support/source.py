@@ -1,0 +1,92 @@
+"""The model QAT starts from: a tf_keras (Keras 2) model loaded from a SavedModel dir, .h5 or tf_keras .keras file,
+and the Keras-2 TensorFlow stack it needs; anything else is refused with what was found and the way out."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+from edge_tool.errors import ModelError, UsageError
+
+
+def import_stack():
+    """(tf, tf_keras, tfmot), with Keras 2 selected before tfmot is imported."""
+    from edge_tool.env import configure_tf_env, import_tf  # noqa: PLC0415
+
+    configure_tf_env()
+    if os.environ.get("TF_USE_LEGACY_KERAS", "").lower() not in ("1", "true"):
+        raise UsageError(
+            "QAT runs on tf_keras (Keras 2), but TF_USE_LEGACY_KERAS is set to "
+            f"{os.environ['TF_USE_LEGACY_KERAS']!r}; unset it or set it to 1."
+        )
+    tf = import_tf()
+    import tensorflow_model_optimization as tfmot  # noqa: PLC0415
+    import tf_keras as keras  # noqa: PLC0415
+
+    return tf, keras, tfmot
+
+
+_KERAS3_HINT = (
+    "QAT rewrites the model's Keras layers with tfmot, which needs a tf_keras (Keras 2) model. Either re-save "
+    "the model with tf_keras (model.save(dir, save_format='tf') or model.save('model.h5')), or use "
+    "--quant int8 for full-integer post-training quantization, which works on any SavedModel."
+)
+
+
+def _keras_file_version(path: Path) -> str | None:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            import json  # noqa: PLC0415
+
+            return str(json.loads(zf.read("metadata.json")).get("keras_version", ""))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError):
+        return None
+
+
+def _check_qat_source(path: Path) -> None:
+    from edge_tool.modelio import saved_model_flavor  # noqa: PLC0415
+
+    if not path.exists():
+        raise ModelError(f"Expected a Keras model (SavedModel directory, .h5 or .keras file) at {path}, "
+                         "but nothing is there.")
+    if path.is_dir():
+        flavor = saved_model_flavor(path)
+        if flavor == "keras3-export":
+            raise ModelError(f"{path} is a Keras 3 export (model.export()): it holds only a serving function, "
+                             f"no Keras layers, so it cannot be loaded for quantization-aware training. "
+                             f"{_KERAS3_HINT}")
+        if flavor != "keras2":
+            raise ModelError(f"{path} is a plain TensorFlow SavedModel without Keras metadata "
+                             f"(keras_metadata.pb), so it cannot be loaded as a Keras model for "
+                             f"quantization-aware training. {_KERAS3_HINT}")
+        return
+    suffix = path.suffix.lower()
+    if suffix == ".keras":
+        version = _keras_file_version(path)
+        if version is None:
+            raise ModelError(f"{path} is not a readable .keras archive (zip with metadata.json).")
+        if version.startswith("3"):
+            raise ModelError(f"{path} was saved by Keras {version} (Keras 3). {_KERAS3_HINT}")
+    elif suffix not in (".h5", ".hdf5"):
+        raise ModelError(f"Expected a Keras model for QAT: a Keras-2 SavedModel directory, an .h5 file or a "
+                         f".keras file saved by tf_keras; got {path}.")
+
+
+def load_keras_for_qat(model_path: Path):
+    """Load a tf_keras model for QAT from a Keras-2 SavedModel dir, .h5 or tf_keras .keras file.
+
+    Raises ModelError, naming what was found and what to do, for Keras-3 exports and .keras files, plain
+    tf.saved_model modules, missing paths and unreadable files.
+    """
+    path = Path(model_path)
+    _check_qat_source(path)
+    _, keras, _ = import_stack()
+    try:
+        model = keras.models.load_model(str(path), compile=False)
+    except Exception as exc:  # tf_keras raises ValueError/OSError/TypeError/KeyError depending on the format
+        raise ModelError(f"Could not load {path} as a tf_keras model for QAT: {type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+    if not isinstance(model, keras.Model):
+        raise ModelError(f"{path} loaded as {type(model).__name__}, not a Keras model. {_KERAS3_HINT}")
+    return model

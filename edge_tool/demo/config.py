@@ -1,0 +1,58 @@
+"""What one ``edgetool demo`` run is asked to build, validated up front so nothing is written on bad input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from edge_tool.demo import model as model_mod
+from edge_tool.errors import UsageError, collect_and_raise
+
+MAX_TITLE = 80
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """Inputs of one ``edgetool demo`` run; validated up front so nothing is written on bad input."""
+
+    model: Path
+    output: Path
+    labels: Path | None = None
+    title: str | None = None
+    force: bool = False
+    litert: bool = False  # add the LiteRT.js engine (fixed-batch int8 .tflite built from the SavedModel, or tflite)
+    tflite: Path | None = None  # a fixed-batch-1 .tflite to run with LiteRT.js instead of building one
+    calibration: Path | None = None  # representative data of the int8 build (default: calibration.npz beside it)
+    input_size: str | None = None  # 'HxW' fed to image inputs whose height/width the model leaves open
+
+    def __post_init__(self):
+        problems = []
+        if self.input_size is not None:
+            try:
+                model_mod.parse_input_size(self.input_size)
+            except UsageError as exc:
+                problems.append(str(exc))
+        problems += [message for broken, message in self._checks() if broken]
+        collect_and_raise(problems, UsageError, "edgetool demo cannot start:")
+
+    def _checks(self) -> tuple[tuple[bool, str], ...]:
+        """(broken?, message) per option rule, in the order the problems are listed."""
+        title = len((self.title or "").strip())
+        return (
+            (self.tflite is not None and not Path(self.tflite).is_file(),
+             f"--tflite {self.tflite} is not a file (expected a fixed-batch-1 .tflite)."),
+            (self.calibration is not None and not Path(self.calibration).exists(),
+             f"--calibration {self.calibration} does not exist."),
+            (not self.litert and (self.tflite is not None or self.calibration is not None),
+             "--tflite and --calibration only apply with --litert."),
+            (self.labels is not None and not Path(self.labels).is_file(),
+             f"--labels {self.labels} does not exist (expected one label per line)."),
+            (self.title is not None and not 0 < title <= MAX_TITLE,
+             f"--title must be 1..{MAX_TITLE} characters, got {title}."),
+        )
+
+    @property
+    def inputs(self) -> tuple[tuple[str, Path | None], ...]:
+        """(name, path) of every input the site must stay clear of (fsutil.check_not_input)."""
+        return (("model", self.model), ("labels file", self.labels), ("--tflite model", self.tflite),
+                ("calibration data", self.calibration))

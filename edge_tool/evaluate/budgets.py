@@ -1,0 +1,41 @@
+"""What ``edgetool eval`` exits 1 for: artefacts that could not run, and budgets (--max-drop, --max-latency-ms,
+--max-arena-kb, --max-flash-kb) a row breaks, each with a message naming by how much."""
+
+from __future__ import annotations
+
+from edge_tool.evaluate.config import EvalConfig
+from edge_tool.evaluate.report import Report
+
+
+def failures(report: Report) -> list[tuple[str, str]]:
+    """(artifact, message) for every artefact that could not be run."""
+    return [(r.artifact, f"{r.artifact}: {r.failed}") for r in report.results if r.failed]
+
+
+def budget_violations(report: Report, config: EvalConfig) -> list[tuple[str, str]]:
+    """(artifact, message) per broken budget: accuracy drop over --max-drop, LiteRT p50 over --max-latency-ms."""
+    lines = []
+    for r in report.results:
+        if config.max_drop is not None and r.accuracy_drop is not None and r.accuracy_drop > config.max_drop:
+            lines.append((r.artifact, f"{r.artifact}: accuracy drop {100 * r.accuracy_drop:.2f} pt exceeds --max-drop "
+                         f"{config.max_drop:g} ({100 * config.max_drop:.2f} pt) by "
+                         f"{100 * (r.accuracy_drop - config.max_drop):.2f} pt"))
+        if (config.max_latency_ms is not None and r.format == "tflite" and r.latency is not None
+                and r.latency.p50 > config.max_latency_ms):
+            lines.append((r.artifact, f"{r.artifact}: p50 latency {r.latency.p50:.3f} ms exceeds --max-latency-ms "
+                         f"{config.max_latency_ms:g} by {r.latency.p50 - config.max_latency_ms:.3f} ms"))
+    return lines + _micro_violations(report, config)
+
+
+def _micro_violations(report: Report, config: EvalConfig) -> list[tuple[str, str]]:
+    """--max-arena-kb / --max-flash-kb against the TFLM rows."""
+    lines = []
+    for r in report.results:
+        if r.arena is None:
+            continue
+        for flag, limit, value, what in (("--max-arena-kb", config.max_arena_kb, r.arena["minimum_bytes"], "tensor arena"),
+                                         ("--max-flash-kb", config.max_flash_kb, r.flash_bytes, "flash")):
+            if limit is not None and value / 1024 > limit:
+                lines.append((r.artifact, f"{r.artifact}: {what} {value / 1024:.1f} KiB exceeds {flag} {limit:g} "
+                              f"by {value / 1024 - limit:.1f} KiB"))
+    return lines
