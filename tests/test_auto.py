@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from tests.conftest import REPO, run_edgetool
+from tests.schema_check import validated
 
 # A digits model whose first Dense layer ("wide") gets weight OUTLIER on the corner pixel, which is 0 in every
 # digits image: float outputs are unchanged, but int8 per-channel weight scales become OUTLIER/127, so every
@@ -56,10 +57,13 @@ def wide_model(tmp_path_factory) -> Path:
     return a
 
 
-def _auto(model: Path, out: Path, max_drop: float, **kw):
+def _auto(model: Path, out: Path, max_drop: float):
     from edge_tool.convert.auto import AutoConfig, run_auto
+    from edge_tool.convert.config import ConvertConfig
+    from edge_tool.convert.modes import auto_candidates
 
-    return run_auto(AutoConfig(model=model, output_dir=out, max_drop=max_drop, eval_data=model / "eval.npz", **kw))
+    candidates = ConvertConfig(model=model, output_dir=out, modes=auto_candidates(False), keep_going=True)
+    return run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=model / "eval.npz"))
 
 
 def _by_name(result) -> dict:
@@ -82,7 +86,7 @@ def test_tight_budget_keeps_the_wide_layer_float(wide_model, tmp_path):
     assert (out / chosen.path.name).is_file() and chosen.path == out / chosen.path.name
     assert sorted(p.name for p in (out / "candidates").glob("*.tflite")) == sorted(
         cc.path.name for cc in result.candidates if not cc.chosen)
-    doc = json.loads((out / "decision.json").read_text())
+    doc = validated(out / "decision.json", "decision")
     assert doc["objective"] == "size" and doc["max_drop"] == 0.02 and doc["chosen"] == "int8-selective"
     entry = next(e for e in doc["candidates"] if e["chosen"])
     assert entry["float_layers"] == list(chosen.float_layers)
@@ -115,7 +119,7 @@ def test_met_budget_needs_no_selective_search(digits_model, tmp_path):
     # can hinge on µs of p50, so the tie rule itself is pinned with fixed numbers in the test below
     assert result.chosen.meets_budget and result.chosen.size_bytes <= smallest * (1 + SIZE_TIE)
     assert result.chosen.name in {"int8", "dynamic"}
-    doc = json.loads((tmp_path / "auto" / "decision.json").read_text())
+    doc = validated(tmp_path / "auto" / "decision.json", "decision")
     assert [e["name"] for e in doc["candidates"] if e["chosen"]] == [result.chosen.name]
     assert (tmp_path / "auto" / result.chosen.path.name).is_file()
 
@@ -164,11 +168,12 @@ def test_auto_usage_errors_exit_2(tmp_path, args, message):
 
 def test_auto_config_reports_every_problem(tmp_path):
     from edge_tool.convert.auto import AutoConfig
+    from edge_tool.convert.config import ConvertConfig
     from edge_tool.errors import UsageError
 
+    candidates = ConvertConfig(model=tmp_path / "missing", output_dir=tmp_path / "o")
     with pytest.raises(UsageError) as exc:
-        AutoConfig(model=tmp_path / "missing", output_dir=tmp_path / "o", max_drop=2, eval_data=tmp_path / "no.npz",
-                   objective="speed", threads=0)
+        AutoConfig(convert=candidates, max_drop=2, eval_data=tmp_path / "no.npz", objective="speed", threads=0)
     text = str(exc.value)
     for part in ("--objective", "--max-drop", "--threads", "SavedModel directory", "--eval-data"):
         assert part in text
@@ -212,7 +217,7 @@ def test_impossible_budget_exits_1_with_the_table_and_keeps_candidates(tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "no candidate keeps the accuracy drop within --max-drop 0.05" in proc.stderr
     assert "| fp16 |" in proc.stderr  # the Markdown table is in the message
-    doc = json.loads((out / "decision.json").read_text())
+    doc = validated(out / "decision.json", "decision")
     assert doc["chosen"] is None
     assert [e["name"] for e in doc["candidates"]] == ["fp16", "dynamic", "int8", "int16x8"]
     assert all(not e["meets_budget"] and e["accuracy_drop"] > 0.05 for e in doc["candidates"])

@@ -10,6 +10,7 @@ import pytest
 from conftest import litert_outputs, run_edgetool
 from edge_tool.tflite_model import summarize_tflite
 from edge_tool.convert.modes import every_mode
+from schema_check import validated
 
 TFLITE_MODES = every_mode()  # every mode that needs no training data (what --format all builds)
 # size vs fp32 for a weight-dominated model: fp16 halves, 8-bit weights quarter (+ scales and graph).
@@ -41,7 +42,7 @@ def converted(digits_model, tmp_path_factory):
 
 
 def test_every_mode_written_with_manifest(converted, digits_model):
-    manifest = json.loads((converted / "manifest.json").read_text())
+    manifest = validated(converted / "manifest.json", "manifest")
     assert {a["quant"] for a in manifest["artifacts"] if a["format"] == "tflite"} == set(TFLITE_MODES)
     assert manifest["source"]["flavor"] == "keras2"
     assert len(manifest["source"]["sha256"]) == 64
@@ -122,7 +123,7 @@ def test_uint8_input_model(uint8_model, tmp_path):
     out = tmp_path / "out"
     proc = run_edgetool("convert", uint8_model, "--quant", "fp32,int8", "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = validated(out / "manifest.json", "manifest")
     assert manifest["calibration"]["inputs"]["image"]["dtype"] == "uint8"
     data = np.load(uint8_model / "eval.npz")
     ref = reference_predict(uint8_model, data["x"])
@@ -139,7 +140,7 @@ def test_keras3_export_converts(keras3_export, tmp_path):
     np.savez(calib, x=np.random.default_rng(0).uniform(0, 255, (50, 8, 8, 1)).astype("float32"))
     proc = run_edgetool("convert", keras3_export, "--quant", "fp32,int8", "--calibration", calib, "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = validated(out / "manifest.json", "manifest")
     assert manifest["source"]["flavor"] == "keras3-export"
     assert len(list(out.glob("*.tflite"))) == 2
 
@@ -251,7 +252,7 @@ def test_flex_ops_allowed_with_flag(flex_model, tmp_path):
     proc = run_edgetool("convert", flex_model, "--allow-select-tf-ops", "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Flex delegate" in proc.stderr
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = validated(out / "manifest.json", "manifest")
     assert manifest["artifacts"][0]["tensors"]["flex_ops"] == ["Cumprod"]
 
 
@@ -276,7 +277,7 @@ def test_tfjs_weight_compression(digits_model, tmp_path):
     proc = run_edgetool("convert", digits_model, "--format", "tfjs", "--tfjs-quant", "float16", "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not list(out.glob("*.tflite"))
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = validated(out / "manifest.json", "manifest")
     [art] = manifest["artifacts"]
     assert art["format"] == "tfjs" and art["quant"] == "float16"
     shards = sum(f["size_bytes"] for name, f in art["files"].items() if name.endswith(".bin"))

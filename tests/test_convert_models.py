@@ -18,6 +18,7 @@ import pytest
 
 from edge_tool.convert.diagnose import describe_failure, summarize_converter_error
 from tests.conftest import REPO, run_edgetool
+from tests.schema_check import validated
 
 # Three inputs of different ranks and dtypes; the signature sorts them (features, image, tokens) while the
 # TFLite input tensors come in another order, which is what broke positional calibration.
@@ -262,7 +263,7 @@ def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_pat
     proc = run_edgetool("convert", model, "--quant", ",".join(modes), "--batch", "1", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "reset_all_variables()" in proc.stderr  # the state warning
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = validated(out / "manifest.json", "manifest")
     assert manifest["options"]["batch"] == 1 and manifest["source"]["fixed_batch"]["method"] == "keras"
     x = np.load(model / "eval.npz")["x"]
     inputs = {"tokens" if name == "lstm" else "rows": x}
@@ -311,7 +312,7 @@ def test_auto_records_candidates_that_fail_to_convert_and_chooses_among_the_rest
     proc = run_edgetool("convert", model, "--quant", "auto", "--batch", "1", "--max-drop", "0.05", "--eval-data",
                         model / "eval.npz", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = json.loads((out / "decision.json").read_text())
+    doc = validated(out / "decision.json", "decision")
     rows = {c["name"]: c for c in doc["candidates"]}
     assert list(rows) == ["fp16", "dynamic", "int8", "int16x8"]
     for name in ("int8", "int16x8"):

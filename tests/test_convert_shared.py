@@ -14,6 +14,7 @@ from benchmarks._raw_converter import MODES, raw_converter
 from conftest import run_edgetool
 from edge_tool.convert.background import BackgroundCall
 from edge_tool.errors import ConversionError
+from schema_check import validated
 
 
 def raw_tflite(tf, saved_model, mode: str, x: np.ndarray) -> bytes:
@@ -67,7 +68,7 @@ def test_tfjs_worker_process_writes_the_same_files(digits_model, tmp_path):
         logs[workers] = proc.stderr
     assert "parallel worker" in logs["1"] and "parallel worker" not in logs["0"]
     assert _digest(outs["0"] / "tfjs") == _digest(outs["1"] / "tfjs")
-    manifest = json.loads((outs["1"] / "manifest.json").read_text())
+    manifest = validated(outs["1"] / "manifest.json", "manifest")
     assert {a["format"] for a in manifest["artifacts"]} == {"tflite", "tfjs"}
 
 

@@ -21,6 +21,7 @@ from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.evaluate.artifacts import describe
 from edge_tool.evaluate.latency import measure_tflite, measure_tflite_subprocess
 from edge_tool.evaluate.metrics import cosine, topk_accuracy
+from schema_check import validated
 
 runner = CliRunner()
 tf = import_tf()
@@ -126,8 +127,38 @@ def test_quant_mode_inferred_from_tensor_types(arts, digits_model, tmp_path):
     d = tmp_path / "converted"
     d.mkdir()
     (d / "m_qat.tflite").write_bytes(arts["int8io"].read_bytes())
-    (d / "manifest.json").write_text(json.dumps({"artifacts": [{"path": "m_qat.tflite", "quant": "qat"}]}))
+    (d / "manifest.json").write_text(json.dumps(_manifest([_tflite_entry("m_qat.tflite", "qat")])))
     assert (describe(d / "m_qat.tflite").quant, describe(d).quant) == ("qat", "qat")
+    # another tool's manifest.json (no edgetool schema line) claims nothing: the tensor types decide
+    (d / "manifest.json").write_text(json.dumps({"artifacts": [{"path": "m_qat.tflite", "quant": "qat"}]}))
+    assert (describe(d / "m_qat.tflite").quant, describe(d).quant_source) == ("int8", "tensor types")
+
+
+def _tflite_entry(name: str, quant, size_bytes: int = 1) -> dict:
+    return {"path": name, "format": "tflite", "quant": quant, "size_bytes": size_bytes, "sha256": "0", "seconds": 0.0,
+            "tensors": {}, "state_warning": None, "metadata": None}
+
+
+def _manifest(artifacts: list[dict]) -> dict:
+    """The smallest manifest.json the published schema accepts."""
+    return {"schema": "edgetool.convert/1", "tool": {"name": "edgetool", "version": "0"}, "created": "2026-01-01",
+            "source": {"path": "m", "kind": "saved_model", "flavor": "keras2", "sha256": "0",
+                       "signature": {"key": "serving_default", "inputs": [], "outputs": []}, "fixed_batch": None},
+            "options": {"model": "m", "output_dir": "o", "modes": ["qat"], "output_format": "tflite", "seed": 0},
+            "calibration": None, "artifacts": artifacts, "versions": {"python": "3.11"}, "timings_s": {"total": 0}}
+
+
+def test_malformed_edgetool_manifest_is_a_data_error(arts, tmp_path):
+    from edge_tool.errors import DataError
+
+    (tmp_path / "m.tflite").write_bytes(arts["int8io"].read_bytes())
+    doc = _manifest([_tflite_entry("m.tflite", 8, -1)])
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(DataError) as exc:
+        describe(tmp_path / "m.tflite")
+    message = str(exc.value)
+    assert "manifest.json" in message and "$.artifacts[0].quant: expected string, found integer 8" in message
+    assert "$.artifacts[0].size_bytes: expected a number >= 0" in message and "\n" not in message
 
 
 def test_integer_input_of_a_float_model_is_not_a_quantized_weight(tmp_path):
@@ -168,7 +199,7 @@ def test_gate_exit_codes_around_a_known_drop(arts, digits_model, eval_npz, tmp_p
             "--warmup", "2"]
     first = _eval_cli([*args, "--json", str(tmp_path / "a.json")])
     assert first.exit_code == 0, first.output
-    results = {r["artifact"]: r for r in json.loads((tmp_path / "a.json").read_text())["results"]}
+    results = {r["artifact"]: r for r in validated(tmp_path / "a.json", "eval")["results"]}
     drop = results["badcal.tflite"]["accuracy_drop"]
     assert drop > 0.02, f"the mis-calibrated model should lose accuracy, drop={drop}"
     assert results["fp32.tflite"]["accuracy_drop"] == 0.0

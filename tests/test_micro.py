@@ -18,6 +18,7 @@ from conftest import run_edgetool
 from edge_tool.micro.resolver import resolver_method
 from edge_tool.micro.sources import c_identifier
 from target_models import gelu_model  # noqa: F401  (fixture)
+from schema_check import validated
 
 ORACLE = """
 import sys, numpy as np
@@ -40,7 +41,7 @@ def micro_out(digits_model, tmp_path_factory) -> tuple[Path, dict, str]:
     out = tmp_path_factory.mktemp("micro") / "out"
     proc = run_edgetool("convert", digits_model, "--quant", "int8", "--io-type", "int8", "--format", "micro", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = validated(out / "manifest.json", "manifest")
     return out, manifest, proc.stdout
 
 

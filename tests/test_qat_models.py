@@ -5,13 +5,13 @@ here with plain LiteRT), and the manifest's figures are the ones measured indepe
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from edge_tool.errors import DataError, ModelError
+from schema_check import validated
 
 
 # ---------------------------------------------------------------- independent oracle: raw converter + plain LiteRT
@@ -73,7 +73,7 @@ def _convert_qat(model_dir: Path, out: Path, epochs: int = 2) -> dict:
     convert(ConvertConfig(model=model_dir, output_dir=out, modes=("qat",), train_data=model_dir / "train.npz",
                           eval_data=model_dir / "eval.npz", qat_epochs=epochs,
                           calibration=model_dir / "calibration.npz"))
-    return json.loads((out / "manifest.json").read_text())
+    return validated(out / "manifest.json", "manifest")
 
 
 def _check_promise(model_dir: Path, out: Path, inputs: list[str], outputs: dict[str, str]) -> dict:

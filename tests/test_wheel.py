@@ -10,7 +10,6 @@ PYTHONPATH is cleared; a .pth path entry does not run the editable install's imp
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, litert_outputs
+from schema_check import validated
 from test_browser import CHROMIUM, FLAGS, _require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -31,7 +31,8 @@ VENDOR = ("web_demo/vendor/.lock-sha256", "web_demo/vendor/tf.min.js", "web_demo
           "web_demo/vendor/tfjs-backend-wasm-threaded-simd.wasm", "web_demo/vendor/tfjs-backend-wasm.wasm",
           "web_demo/vendor/tf-backend-wasm.min.js", "web_demo/vendor/litert/core.js",
           "web_demo/vendor/litert/litert_wasm_compat_internal.wasm", "edge_tool/evaluate/tfjs_run.js",
-          "edge_tool/metadata/metadata_schema_py_generated.py")
+          "edge_tool/metadata/metadata_schema_py_generated.py", "edge_tool/schemas/manifest.schema.json",
+          "edge_tool/schemas/eval.schema.json", "edge_tool/schemas/decision.schema.json")
 
 
 def _copy_checkout(dest: Path, with_vendor: bool) -> Path:
@@ -120,7 +121,8 @@ def test_installed_wheel_works_without_node(venv, digits_model, tmp_path):
     proc = _run(venv, tmp_path, "eval", out / "model_fp32.tflite", out / "model_int8.tflite", out / "tfjs",
                 "--reference", digits_model, "--data", digits_model / "eval.npz", "--runs", "5", "--json", report)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = json.loads(report.read_text())
+    doc = validated(report, "eval")  # eval read manifest.json through the schema shipped in the wheel
+    assert [r["quant"] for r in doc["results"]] == ["fp32", "int8"]
     assert [r["format"] for r in doc["results"]] == ["tflite", "tflite"]
     assert any("Skipped tfjs" in n and "Node.js" in n for n in doc["notes"])
     assert "Skipped tfjs" in " ".join(proc.stdout.split())

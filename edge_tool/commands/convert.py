@@ -81,8 +81,17 @@ def command(
 ) -> None:
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop) and/or TFJS."""
     if _is_auto(quant):
-        _run_auto(model, output, output_format, calibration, samples, io_type, train_data, qat_epochs, seed, force,
-                  max_drop, eval_data, objective, threads, max_float_layers, batch)
+        _check_auto_options(max_drop, eval_data, output_format, io_type)
+        from edge_tool.convert.auto import AutoConfig  # noqa: PLC0415
+        from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
+        from edge_tool.convert.modes import auto_candidates  # noqa: PLC0415
+
+        # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
+        candidates = ConvertConfig(model=model, output_dir=output, modes=auto_candidates(train_data is not None),
+                                   calibration=calibration, samples=samples, train_data=train_data,
+                                   qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True)
+        _run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=eval_data, objective=objective,
+                             threads=threads, max_float_layers=max_float_layers))
         return
     if max_drop is not None:
         raise UsageError("--max-drop and the other budget options belong to --quant auto; evaluate other modes "
@@ -115,9 +124,8 @@ def _is_auto(values: list[str] | None) -> bool:
     return raw == ["auto"]
 
 
-def _run_auto(model, output, output_format, calibration, samples, io_type, train_data, qat_epochs, seed, force,
-              max_drop, eval_data, objective, threads, max_float_layers, batch) -> None:
-    """``--quant auto``: candidates, measurement, decision (exit 1 with the table when nothing is in budget)."""
+def _check_auto_options(max_drop, eval_data, output_format: OutputFormat, io_type: IOType) -> None:
+    """The flags --quant auto needs or refuses (UsageError listing every problem)."""
     problems = []
     if max_drop is None:
         problems.append("--quant auto needs --max-drop (the accuracy budget, e.g. 0.01 = 1 point).")
@@ -129,12 +137,12 @@ def _run_auto(model, output, output_format, calibration, samples, io_type, train
         problems.append(f"--quant auto keeps float model I/O; --io-type {io_type.value} is not supported with it.")
     if problems:
         raise UsageError(" ".join(problems))
-    from edge_tool.convert.auto import AutoConfig, budget_error, print_result, run_auto  # noqa: PLC0415
 
-    config = AutoConfig(model=model, output_dir=output, max_drop=max_drop, eval_data=eval_data,
-                        calibration=calibration, objective=objective, threads=threads, samples=samples,
-                        max_float_layers=max_float_layers, train_data=train_data, qat_epochs=qat_epochs, seed=seed,
-                        force=force, batch=batch)
+
+def _run_auto(config) -> None:
+    """``--quant auto``: candidates, measurement, decision (exit 1 with the table when nothing is in budget)."""
+    from edge_tool.convert.auto import budget_error, print_result, run_auto  # noqa: PLC0415
+
     result = run_auto(config)
     print_result(result)
     if result.chosen is None:
@@ -156,18 +164,17 @@ def _print_result(result) -> None:
         table.add_row(*map(text, (a.path.name, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio,
                                   f"{a.seconds:.1f}")))
     Console().print(table)
-    for record in result.manifest.get("artifacts", []):
-        if "micro" in record:
-            _print_micro(record)
+    for entry in result.manifest.artifacts:
+        if entry.micro is not None:
+            _print_micro(entry.path, entry.micro)
     print(visible(f"manifest: {result.output_dir / 'manifest.json'}"))
 
 
-def _print_micro(record: dict) -> None:
+def _print_micro(path: str, micro: dict) -> None:
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
-    micro = record["micro"]
     arena = micro["tensor_arena"]
-    print(visible(f"{record['path']} for TFLite Micro: tensor arena {arena['recommended_bytes']} bytes "
+    print(visible(f"{path} for TFLite Micro: tensor arena {arena['recommended_bytes']} bytes "
                   f"(measured minimum {arena['minimum_bytes']} + {arena['margin']:.0%} margin), "
                   f"flash {micro['flash_bytes']} bytes (model array); {micro['resolver']['class']}: "
                   f"{', '.join(micro['resolver']['methods'])}"))

@@ -12,6 +12,7 @@ from pathlib import Path
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.manifest import build_manifest, write_manifest
+from edge_tool.schemas.manifest import Manifest
 from edge_tool.convert.metadata_step import for_mode, metadata_spec, tfjs_user_metadata
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
@@ -41,7 +42,7 @@ class ConvertResult:
 
     output_dir: Path
     artifacts: tuple[WrittenArtifact, ...]
-    manifest: dict
+    manifest: Manifest
     failures: dict = field(default_factory=dict)  # mode -> one-line reason (only with config.keep_going)
 
     def tflite(self, mode: QuantMode | str) -> Path:
@@ -195,10 +196,10 @@ def convert(config: ConvertConfig) -> ConvertResult:
                 worker.close()
     final = tuple(WrittenArtifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds)
                   for a in artifacts)
-    return ConvertResult(config.output_dir, final, manifest, dict(manifest.get("failed", {})))
+    return ConvertResult(config.output_dir, final, manifest, dict(manifest.failed or {}))
 
 
-def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tuple[list, list, dict]:
+def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tuple[list, list, Manifest]:
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
         source = prepare_source(config.model, work, config.batch)
@@ -240,9 +241,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
         cal = None if ds is None else {"path": str(cal_path), **ds.summary.to_dict()}
         timings = {r["quant"] if r["format"] == "tflite" else "tfjs": r["seconds"] for r in records}
         timings["total"] = round(time.perf_counter() - t0, 3)
-        manifest = build_manifest(config, source, cal, records, timings)
-        if failed:
-            manifest["failed"] = failed
+        manifest = build_manifest(config, source, cal, records, timings, failed)
         write_manifest(tmp, manifest)
     return artifacts, records, manifest
 

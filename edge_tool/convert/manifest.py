@@ -9,6 +9,7 @@ from pathlib import Path
 
 from edge_tool import __version__
 from edge_tool.env import installed_version
+from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
 
 LIBRARIES = ("tensorflow", "tf-keras", "tensorflowjs", "tensorflow-model-optimization", "ai-edge-litert", "numpy")
 
@@ -18,23 +19,25 @@ def library_versions() -> dict[str, str | None]:
     return {name: installed_version(name) for name in LIBRARIES}
 
 
-def build_manifest(config, source, calibration_summary, artifacts, timings) -> dict:
-    """Assemble the manifest dict (schema documented in README: Convert → manifest.json)."""
-    return {
-        "schema": "edgetool.convert/1",
-        "tool": {"name": "edgetool", "version": __version__},
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "source": source.to_dict(),
-        "options": config.to_dict(),
-        "calibration": calibration_summary,
-        "artifacts": artifacts,
-        "versions": {"python": platform.python_version(), **library_versions()},
-        "timings_s": timings,
-    }
+def build_manifest(config, source, calibration_summary, artifacts: list[dict], timings: dict,
+                   failed: dict | None = None) -> Manifest:
+    """Assemble the manifest (schema: edge_tool/schemas/manifest.schema.json, described in docs/schemas.md)."""
+    return Manifest(
+        schema=SCHEMA,
+        tool={"name": "edgetool", "version": __version__},
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        source=source.to_dict(),
+        options=config.to_dict(),
+        calibration=calibration_summary,
+        artifacts=tuple(ManifestArtifact(**a) for a in artifacts),  # a record key with no field is a TypeError
+        versions={"python": platform.python_version(), **library_versions()},
+        timings_s=timings,
+        failed=failed or None,
+    )
 
 
-def write_manifest(out_dir: Path, manifest: dict) -> Path:
+def write_manifest(out_dir: Path, manifest: Manifest) -> Path:
     """Write ``manifest.json`` in ``out_dir`` and return its path."""
-    path = Path(out_dir) / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    path = Path(out_dir) / FILE
+    path.write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=False) + "\n")
     return path

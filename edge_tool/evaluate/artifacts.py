@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.errors import ModelError
+from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate.config import ArtifactFormat
-
-MANIFEST = "manifest.json"
+from edge_tool.schemas import load_json
+from edge_tool.schemas.manifest import FILE, Manifest
 
 
 @dataclass(frozen=True)
@@ -57,28 +56,29 @@ def _tflite(given: Path, model_file: Path) -> Artifact:
     # parsed, not loaded: a file that crashes LiteRT must not crash the evaluator (it runs in a worker)
     facts = read_flatbuffer(model_file)  # ModelError for a file that is not a TFLite flatbuffer
     quant = _manifest_quant(model_file)
-    source = "manifest.json"
+    source = FILE
     if quant is None:
         quant, source = facts.quant, "tensor types"
     return Artifact(given, model_file, ArtifactFormat.TFLITE, quant, source, model_file.stat().st_size)
 
 
 def _manifest_quant(model_file: Path) -> str | None:
-    """``quant`` from a manifest.json written by ``edgetool convert`` beside the model, if any."""
-    manifest = model_file.parent / MANIFEST
-    if not manifest.is_file():
+    """``quant`` of ``model_file``'s entry in the manifest.json ``edgetool convert`` wrote beside it, if any.
+
+    A manifest.json that is not a JSON object claiming edgetool's format (``"schema": "edgetool.convert/…"``) is
+    another tool's file and ignored; one that claims the format but breaks its schema is a DataError naming it.
+    """
+    path = model_file.parent / FILE
+    if not path.is_file():
         return None
     try:
-        doc = json.loads(manifest.read_text())
-    except (OSError, ValueError):
+        doc = load_json(path, "manifest")
+    except DataError:
+        return None  # unreadable or not JSON: it claims nothing
+    if not Manifest.claims(doc):
         return None
-    entries = doc.get("artifacts") if isinstance(doc.get("artifacts"), list) else []
-    for entry in entries:
-        if isinstance(entry, dict) and Path(str(entry.get("path", entry.get("file", "")))).name == model_file.name:
-            if entry.get("quant"):
-                return str(entry["quant"])
-    quant = doc.get("quant") or doc.get("mode")
-    return str(quant) if quant else None
+    entry = Manifest.from_dict(doc, str(path)).artifact(model_file.name)
+    return entry.quant if entry is not None else None
 
 
 def _tfjs(given: Path, model_dir: Path) -> Artifact:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from edge_tool.schemas import check, read_json
 from edge_tool.textsafe import md, md_row
 
 
@@ -50,6 +52,11 @@ class LayerError:
         """JSON form."""
         return {"op": self.op_name, "tensor": self.tensor_name, "rmse_over_scale": self.rmse_over_scale,
                 "max_abs_error": self.max_abs_error, "scale": self.scale}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LayerError:
+        """Inverse of to_dict."""
+        return cls(d["op"], d["tensor"], d["rmse_over_scale"], d["max_abs_error"], d["scale"])
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,16 @@ class ArtifactResult:
             d["tensor_arena"], d["flash_bytes"] = self.arena, self.flash_bytes
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> ArtifactResult:
+        """Inverse of to_dict (``d`` validated by Report.from_dict)."""
+        plain = {k: d[k] for k in _PLAIN_RESULT_KEYS}
+        layers = d.get("per_layer")
+        return cls(**plain, latency=_latency(d["latency_ms"]), latency_note=d.get("latency_note", ""),
+                   per_layer=None if layers is None else tuple(LayerError.from_dict(e) for e in layers),
+                   failed=d.get("failed"), batching=d.get("accuracy_pass", ""), arena=d.get("tensor_arena"),
+                   flash_bytes=d.get("flash_bytes"))
+
 
 @dataclass(frozen=True)
 class ReferenceResult:
@@ -122,6 +139,12 @@ class ReferenceResult:
         return {"saved_model": self.path, "size_bytes": self.size_bytes, "accuracy": self.accuracy,
                 "top_k_accuracy": self.top_k_accuracy, "latency_ms": self.latency.to_dict() if self.latency else None,
                 "runtime": self.runtime, "output": self.output}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ReferenceResult:
+        """Inverse of to_dict."""
+        return cls(d["saved_model"], d["size_bytes"], d["accuracy"], d["top_k_accuracy"], _latency(d["latency_ms"]),
+                   d["runtime"], d["output"])
 
 
 @dataclass(frozen=True)
@@ -145,6 +168,18 @@ class Report:
     def to_json(self) -> str:
         """Pretty JSON."""
         return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    @classmethod
+    def from_dict(cls, d, what: str = "eval report") -> Report:
+        """Validate ``d`` against the published schema (eval.schema.json) and build; DataError naming ``what``."""
+        check(d, "eval", what)
+        return cls(ReferenceResult.from_dict(d["reference"]), tuple(ArtifactResult.from_dict(r) for r in d["results"]),
+                   d["data"], d["machine"], d["settings"], tuple(d["notes"]), d["timings_s"])
+
+    @classmethod
+    def read(cls, path: Path) -> Report:
+        """Read and validate an eval JSON report (a possibly hostile file)."""
+        return cls.from_dict(read_json(path, "eval"), str(path))
 
     def table_rows(self) -> list[list[str]]:
         """The comparison table (reference first) as display strings, shared by terminal, Markdown and HTML."""
@@ -216,6 +251,15 @@ class Report:
 TABLE_HEADERS = ["artifact", "format", "mode", "size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms"]
 MICRO_HEADERS = ["arena", "flash"]
 NUMERIC = {"size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms", "arena", "flash"}
+
+
+_PLAIN_RESULT_KEYS = ("artifact", "format", "quant", "size_bytes", "size_ratio", "accuracy", "top_k_accuracy",
+                      "reference_accuracy", "accuracy_drop", "top1_agreement", "max_abs_error", "mean_abs_error",
+                      "cosine", "peak_rss_mb", "threads", "runtime")
+
+
+def _latency(d: dict | None) -> LatencyStats | None:
+    return None if d is None else LatencyStats.from_dict(d)
 
 
 def _short(path: str) -> str:

@@ -1,0 +1,94 @@
+"""``manifest.json`` as frozen dataclasses: ``to_dict`` gives the file's exact keys and order, ``from_dict``
+validates (schema ``manifest.schema.json``) before building."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from edge_tool.schemas import check, read_json
+
+SCHEMA = "edgetool.convert/1"
+FILE = "manifest.json"
+
+
+@dataclass(frozen=True)
+class ManifestArtifact:
+    """One artefact entry; the tflite-only fields are None on the tfjs entry and vice versa."""
+
+    path: str
+    format: str
+    quant: str
+    size_bytes: int
+    seconds: float
+    sha256: str | None = None
+    tensors: dict | None = None
+    state_warning: str | None = None
+    metadata: dict | None = None
+    files: dict | None = None
+    qat: dict | None = None
+    micro: dict | None = None
+
+    def to_dict(self) -> dict:
+        """The entry as written (tflite: sha256, tensors, state_warning, metadata always present; tfjs: files)."""
+        head = {"path": self.path, "format": self.format, "quant": self.quant, "size_bytes": self.size_bytes}
+        if self.format == "tfjs":
+            return {**head, "files": self.files, "seconds": self.seconds}
+        d = {**head, "sha256": self.sha256, "seconds": self.seconds, "tensors": self.tensors,
+             "state_warning": self.state_warning, "metadata": self.metadata}
+        d.update({k: v for k, v in (("qat", self.qat), ("micro", self.micro)) if v is not None})
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ManifestArtifact:
+        """Build from a validated entry (see Manifest.from_dict)."""
+        return cls(**{name: d.get(name) for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What ``edgetool convert`` decided and made (schema ``edgetool.convert/1``)."""
+
+    schema: str
+    tool: dict
+    created: str
+    source: dict
+    options: dict
+    calibration: dict | None
+    artifacts: tuple[ManifestArtifact, ...]
+    versions: dict
+    timings_s: dict
+    failed: dict | None = None  # only when modes failed and the run kept going
+
+    def to_dict(self) -> dict:
+        """manifest.json content."""
+        d = {"schema": self.schema, "tool": self.tool, "created": self.created, "source": self.source,
+             "options": self.options, "calibration": self.calibration,
+             "artifacts": [a.to_dict() for a in self.artifacts], "versions": self.versions,
+             "timings_s": self.timings_s}
+        if self.failed is not None:
+            d["failed"] = self.failed
+        return d
+
+    @classmethod
+    def from_dict(cls, d, what: str = FILE) -> Manifest:
+        """Validate ``d`` against the published schema and build; DataError naming ``what`` otherwise."""
+        check(d, "manifest", what)
+        fields = {name: d.get(name) for name in cls.__dataclass_fields__}
+        fields["artifacts"] = tuple(ManifestArtifact.from_dict(a) for a in d["artifacts"])
+        return cls(**fields)
+
+    @staticmethod
+    def claims(doc) -> bool:
+        """True when ``doc`` says it is an edgetool manifest (any version): a JSON object whose ``schema`` is
+        ``edgetool.convert/…``. A manifest.json without that is another tool's file."""
+        return isinstance(doc, dict) and isinstance(doc.get("schema"), str) and doc["schema"].startswith("edgetool.convert/")
+
+    @classmethod
+    def read(cls, path: Path) -> Manifest:
+        """Read and validate a manifest.json (a possibly hostile file)."""
+        return cls.from_dict(read_json(path, "manifest"), str(path))
+
+    def artifact(self, name: str) -> ManifestArtifact | None:
+        """The entry whose ``path`` is ``name`` (a file name in the manifest's directory), if any."""
+        return next((a for a in self.artifacts if a.path == name), None)
