@@ -10,8 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+from edge_tool.convert.tfjs_layernorm import refusal, training_batchnorms, unfused_copy
 from edge_tool.errors import ConversionError, UsageError
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
@@ -19,7 +21,7 @@ SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in para
 
 
 def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = None,
-                signature: str = "serving_default", user_metadata: dict | None = None) -> Path:
+                signature: str = "serving_default", user_metadata: dict | None = None, _unfused: bool = False) -> Path:
     """Convert a SavedModel to a tfjs graph model (model.json + shards) in ``out_dir``; return model.json's path.
 
     ``user_metadata`` (labels, input normalization) lands in model.json's ``userDefinedMetadata``, which tfjs
@@ -51,8 +53,44 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
     if fmt != "graph-model":
         raise ConversionError(f"tensorflowjs wrote a {fmt!r} model; expected a graph-model.")
     if not _IN_REEXPORT and unsupported_fusions(model_json):
-        _reexport_without_onednn(saved_model, out_dir, quant, signature)
+        _reexport_without_onednn(saved_model, out_dir, quant, signature, user_metadata)
+    if nodes := training_batchnorms(model_json):
+        if _unfused:
+            raise refusal(saved_model, nodes)
+        _reexport_unfused(saved_model, out_dir, quant, user_metadata, nodes)
     return model_json
+
+
+def _reexport_unfused(saved_model: Path, out_dir: Path, quant: str, user_metadata: dict | None, nodes) -> None:
+    """Convert again from a copy whose LayerNormalization layers compute moments with plain ops (tfjs_layernorm).
+
+    Without oneDNN fusions: grappler would otherwise fuse those ops into ``_MklLayerNorm``, which tfjs lacks.
+    """
+    with tempfile.TemporaryDirectory(prefix="edgetool-tfjs-") as tmp:
+        copy = unfused_copy(saved_model, Path(tmp))
+        if copy is None:
+            raise refusal(saved_model, nodes)
+        shutil.rmtree(out_dir)
+        proc = _child_export(copy, out_dir, quant, "serving_default", user_metadata, Path(tmp))
+    remaining = training_batchnorms(Path(out_dir) / "model.json") if proc.returncode == 0 else nodes
+    if proc.returncode != 0 or remaining:
+        raise refusal(saved_model, remaining) if remaining and proc.returncode == 0 else ConversionError(
+            f"tensorflowjs could not convert {saved_model} with its LayerNormalization layers unfused (needed: "
+            f"tfjs computes the fused form wrong): {_last_line(proc.stderr)}")
+
+
+def _child_export(saved_model: Path, out_dir: Path, quant: str, signature: str, user_metadata: dict | None,
+                  scratch: Path) -> subprocess.CompletedProcess:
+    """export_tfjs in a fresh process with oneDNN's grappler fusions off (TF reads that setting once, at import)."""
+    meta = Path(scratch) / "user_metadata.json"
+    meta.write_text(json.dumps(user_metadata or {}))
+    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "EDGETOOL_TFJS_REEXPORT": "1"}
+    args = [sys.executable, "-m", "edge_tool.convert.tfjs", str(saved_model), str(out_dir), quant, signature, str(meta)]
+    return subprocess.run(args, capture_output=True, text=True, env=env)
+
+
+def _last_line(text: str) -> str:
+    return (text.strip().splitlines() or ["(no message)"])[-1]
 
 
 # Fusions TensorFlow's grappler remapper makes when oneDNN is on (the default on x86 Linux) that no tfjs 4.22
@@ -73,19 +111,19 @@ def unsupported_fusions(model_json: Path) -> list[str]:
     return found
 
 
-def _reexport_without_onednn(saved_model: Path, out_dir: Path, quant: str, signature: str) -> None:
+def _reexport_without_onednn(saved_model: Path, out_dir: Path, quant: str, signature: str,
+                             user_metadata: dict | None) -> None:
     """Convert again in a fresh process with TF_ENABLE_ONEDNN_OPTS=0, so grappler leaves hard-swish unfused."""
     shutil.rmtree(out_dir)
-    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "EDGETOOL_TFJS_REEXPORT": "1"}
-    args = [sys.executable, "-m", "edge_tool.convert.tfjs", str(saved_model), str(out_dir), quant, signature]
-    proc = subprocess.run(args, capture_output=True, text=True, env=env)
+    with tempfile.TemporaryDirectory(prefix="edgetool-tfjs-") as tmp:
+        proc = _child_export(saved_model, out_dir, quant, signature, user_metadata, Path(tmp))
     if proc.returncode != 0 or unsupported_fusions(Path(out_dir) / "model.json"):
-        tail = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise ConversionError(
             f"tensorflowjs fused hard-swish into convolutions of {saved_model} (no tfjs backend runs that) and the "
-            f"re-export without oneDNN fusions failed: {tail}"
+            f"re-export without oneDNN fusions failed: {_last_line(proc.stderr)}"
         )
 
 
-if __name__ == "__main__":  # the re-export child: python -m edge_tool.convert.tfjs SAVED_MODEL OUT QUANT SIGNATURE
-    export_tfjs(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4])
+if __name__ == "__main__":  # the re-export child: python -m edge_tool.convert.tfjs SAVED_MODEL OUT QUANT SIGNATURE META
+    export_tfjs(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4],
+                json.loads(Path(sys.argv[5]).read_text()) or None, _unfused=True)

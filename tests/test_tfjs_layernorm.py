@@ -1,0 +1,60 @@
+"""tf_keras' LayerNormalization through TensorFlow.js: tfjs 4.22 runs the fused form (FusedBatchNormV3 with
+is_training=true) as inference-mode batch norm, which made a Transformer block NaN on tfjs's cpu backend. edgetool
+converts a copy with the layers unfused; the TFJS model must then agree with TensorFlow (checked in Node)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_edgetool
+
+
+@pytest.fixture(scope="module")
+def layernorm_model(tmp_path_factory) -> Path:
+    import tf_keras as keras
+
+    keras.utils.set_random_seed(0)
+    inp = keras.Input((6, 8), name="rows")
+    x = keras.layers.Dense(8)(inp)
+    x = keras.layers.LayerNormalization()(x + inp)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    model = keras.Model(inp, keras.layers.Dense(4, activation="softmax", name="probs")(x))
+    rng = np.random.default_rng(0)
+    x = rng.normal(2.0, 3.0, size=(64, 6, 8)).astype("float32")
+    out = tmp_path_factory.mktemp("ln") / "model"
+    model.save(str(out), save_format="tf")
+    np.savez(out / "eval.npz", rows=x, y=rng.integers(0, 4, 64))
+    return out
+
+
+def test_fused_layernorm_is_detected_in_a_plain_export(layernorm_model, tmp_path):
+    from edge_tool.convert.tfjs_layernorm import training_batchnorms
+    from edge_tool.env import configure_tf_env
+
+    configure_tf_env()  # before tensorflowjs: its decision-forests import must not print a banner
+    from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv
+
+    tfjs_conv.convert_tf_saved_model(str(layernorm_model), str(tmp_path / "raw"))
+    assert training_batchnorms(tmp_path / "raw" / "model.json")  # what tensorflowjs itself writes
+
+
+@pytest.mark.slow
+def test_layernorm_model_converts_to_tfjs_that_agrees_with_tensorflow(layernorm_model, tmp_path):
+    from edge_tool.convert.tfjs_layernorm import training_batchnorms
+
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", layernorm_model, "--format", "tfjs", "-o", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    model_json = next(out.rglob("model.json"))
+    assert training_batchnorms(model_json) == []
+    report = tmp_path / "r.json"
+    proc = run_edgetool("eval", model_json.parent, "-r", layernorm_model, "-d", layernorm_model / "eval.npz",
+                        "--runs", "2", "--json", report)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (row,) = json.loads(report.read_text())["results"]
+    assert row.get("failed") is None, row
+    assert row["top1_agreement"] == 1.0 and row["max_abs_error"] < 1e-4, row  # float32 on both sides
