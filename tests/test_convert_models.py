@@ -341,8 +341,8 @@ def test_int16x8_keeps_ops_without_a_16x8_kernel_in_float(tmp_path):
     out = tmp_path / "o"
     proc = run_edgetool("convert", model, "--quant", "fp32,int16x8", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "int16x8 keeps CAST" in " ".join(proc.stdout.split()), proc.stdout
-    record = next(a for a in json.loads((out / "manifest.json").read_text())["artifacts"] if a["quant"] == "int16x8")
+    assert "int16x8 keeps CAST" in " ".join(proc.stderr.split()), proc.stderr  # progress and notes go to stderr
+    record = next(a for a in validated(out / "manifest.json", "manifest")["artifacts"] if a["quant"] == "int16x8")
     assert "CAST" in record["int16x8"]["float_ops"], record
     summary = summarize_tflite((out / record["path"]).read_bytes())
     assert summary.activation_dtypes.get("int16", 0) >= 4, summary  # conv, dense, softmax… stay 16x8

@@ -20,9 +20,6 @@ EXEMPT = {
     # are being split by other work once it ends
     "benchmarks/zoo/checks.py": "temporary: frozen for the running zoo benchmark",
     "benchmarks/zoo/models.py": "temporary: frozen for the running zoo benchmark",
-    # TEMPORARY: being split on the parallel branch arch-schema; once that is merged,
-    # test_every_exemption_is_still_needed fails until this line is deleted
-    "edge_tool/convert/auto.py": "temporary: split on branch arch-schema",
 }
 
 
