@@ -228,6 +228,24 @@ def test_artifact_that_aborts_litert_is_its_own_row_and_exit_1(transformer, tmp_
     assert "int16x8.tflite" in (tmp_path / "r.html").read_text()
 
 
+def test_convert_refuses_a_mode_whose_file_aborts_litert(transformer, tmp_path):
+    """The same int16x8 file from edgetool convert: refused (exit 2, the signal and the way out named), not
+    shipped; fp32 of the same model converts as before."""
+    plain = subprocess.run([sys.executable, "-c", _PLAIN_RUN, str(transformer["int16x8"])], capture_output=True)
+    if plain.returncode != -6:
+        pytest.skip(f"this LiteRT no longer aborts on the int16x8 Transformer block (rc {plain.returncode})")
+    np.savez(tmp_path / "cal.npz", x=np.load(transformer["eval"])["x"][:20])
+    res = runner.invoke(app, ["convert", str(transformer["sm"]), "--quant", "int16x8", "--calibration",
+                              str(tmp_path / "cal.npz"), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    assert "--quant int16x8: the TFLite converter wrote a model that LiteRT cannot run" in text
+    assert "killed by SIGABRT" in text and "--quant auto" in text
+    assert not (tmp_path / "o").exists()
+    res = runner.invoke(app, ["convert", str(transformer["sm"]), "--quant", "fp32", "-o", str(tmp_path / "f")])
+    assert res.exit_code == 0, res.output
+
+
 def test_artifact_with_nan_outputs_is_a_failed_row_not_a_number(tmp_path):
     """An artefact whose runtime returns NaN where the reference is finite (tfjs 4.22's cpu kernels do that on a
     Transformer block) is a failed row naming it, exit 1 — not an accuracy of 0.1 and a NaN error in the table."""

@@ -79,6 +79,7 @@ def load_calibration(config: ConvertConfig, source):
 
 
 def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
+    from edge_tool.convert.smoke import refuse_if_it_kills_litert  # noqa: PLC0415
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = out_dir / tflite_name(ctx.config.model, mode)
@@ -87,9 +88,11 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
         data = MODES[mode].build(ctx)
         if spec is not None:
             data = embed_metadata(data, spec)
+        summary = summarize_tflite(data)
+        if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
+            refuse_if_it_kills_litert(data, mode.value)
         path.write_bytes(data)
         timed.outputs.append(path)
-    summary = summarize_tflite(data)
     if summary.flex_ops:
         console.print(f"[yellow]warning:[/] {term(path.name)} uses Flex ops {term(', '.join(summary.flex_ops))}: "
                       "the runtime needs the Flex delegate (select TF ops).")
