@@ -6,7 +6,7 @@ short training leaves usable inference statistics.
 """
 import sys, os, numpy as np
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-import tensorflow as tf, tf_keras as keras
+import tf_keras as keras
 from edge_tool.training.data import load_digits_split
 keras.utils.set_random_seed(0)
 name, root = sys.argv[1], sys.argv[2]
