@@ -1,4 +1,4 @@
-"""Zoo builders of SavedModels not written by Keras 2's ``model.save``: Keras 3 ``model.export()``, a plain tf.Module."""
+"""Zoo builders of SavedModels not saved by Keras 2's ``model.save``: Keras 3 ``model.export()``, a tf.Module."""
 
 from __future__ import annotations
 
