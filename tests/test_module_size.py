@@ -16,10 +16,6 @@ NOT_OURS = {"vendor", "node_modules", ".cache", "__pycache__"}  # vendored runti
 EXEMPT = {
     # generated from the TFLite metadata flatbuffer schema by flatc and vendored unchanged; never edited by hand
     "edge_tool/metadata/metadata_schema_py_generated.py": "generated flatbuffer code",
-    # TEMPORARY: a long zoo benchmark run checks these files' hashes, so they may not change while it runs; they
-    # are being split by other work once it ends
-    "benchmarks/zoo/checks.py": "temporary: frozen for the running zoo benchmark",
-    "benchmarks/zoo/models.py": "temporary: frozen for the running zoo benchmark",
 }
 
 

@@ -56,7 +56,7 @@ def test_compare_measures_disagreement_and_missing_heads():
     """The checks can fail: compare() reports agreement, accuracy and error, and names missing heads."""
     import numpy as np
 
-    from benchmarks.zoo.checks import compare
+    from benchmarks.zoo.context import compare
 
     ref = {"probs": np.eye(10, dtype=np.float32)[[0, 1, 2, 3]]}
     bad = {"probs": np.eye(10, dtype=np.float32)[[0, 1, 5, 6]]}

@@ -6,7 +6,7 @@ short training leaves usable inference statistics.
 """
 import sys, os, numpy as np
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-import tensorflow as tf, tf_keras as keras
+import tf_keras as keras
 from edge_tool.training.data import load_digits_split
 keras.utils.set_random_seed(0)
 name, root = sys.argv[1], sys.argv[2]
@@ -20,13 +20,9 @@ def up(x, k, ch):
 
 epochs = 6
 if name == "tfop_uint8":
+    from benchmarks.zoo.builders.vision import uint8_resize_cnn
     inp = keras.Input((8, 8, 1), dtype="uint8", name="image")
-    x = tf.cast(inp, tf.float32) / 255.0
-    x = tf.image.resize(x, (16, 16))
-    x = L.Conv2D(16, 3, padding="same", activation="relu")(x)
-    x = L.MaxPooling2D()(x)
-    x = L.Conv2D(32, 3, padding="same", activation="relu")(x)
-    x = L.GlobalAveragePooling2D()(x)
+    x = uint8_resize_cnn(keras, inp, widths=(16, 32))
     out = L.Dense(10, activation="softmax")(x)
     m = keras.Model(inp, out); xtr, xev = xtr.astype("uint8"), xev.astype("uint8"); epochs = 25
 elif name == "bn_after_relu":

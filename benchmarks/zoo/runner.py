@@ -63,7 +63,8 @@ def tool_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-CHECK_FILES = ("cells.py", "checks.py", "litert_run.py", "tfjs_check.js", "browser.py")
+CHECK_FILES = ("cells.py", "checks.py", "context.py", "oracles.py", "verdicts.py", "litert_run.py", "tfjs_check.js",
+               "browser.py")
 
 
 def zoo_hash() -> str:

@@ -1,0 +1,124 @@
+"""The independent runs a verdict compares with: .tflite files under ai_edge_litert (``litert_run``, its own process:
+batch 1, variables reset per sample), TFJS graph models in Node (``tfjs_check.js``), and the raw
+``tf.lite.TFLiteConverter``'s int8/int16x8 file on the same settings (full-integer builtins, float I/O kept, the same
+calibration samples fed by input name), the oracle for how good a quantized file can be."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.zoo.context import Context
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+TFJS_SAMPLES = 24
+LITERT_TIMEOUT = 300
+
+
+def run_tflite(ctx: Context, path: Path, inputs: dict | None = None) -> dict:
+    """Outputs of ``path`` under ai_edge_litert (own process); {"error": ...} when it fails or aborts."""
+    inputs = ctx.inputs if inputs is None else inputs
+    with tempfile.TemporaryDirectory(dir=ctx.work) as tmp:
+        np.savez(Path(tmp) / "in.npz", **inputs)
+        proc = subprocess.run([sys.executable, "-m", "benchmarks.zoo.litert_run", str(path), f"{tmp}/in.npz",
+                               f"{tmp}/out.npz"], capture_output=True, text=True, cwd=REPO, timeout=LITERT_TIMEOUT,
+                              env=_env())
+        if proc.returncode != 0:
+            return {"error": f"does not run in LiteRT ({_exit(proc.returncode)}): {_last_line(proc.stderr)}"}
+        with np.load(f"{tmp}/out.npz") as f:
+            return {k: f[k] for k in f.files}
+
+
+def run_tfjs(ctx: Context, model_dir: Path, n: int = TFJS_SAMPLES) -> dict:
+    """Outputs of a TFJS graph model on the first ``n`` samples, in Node (cpu backend, executeAsync)."""
+    bundle = REPO / "web_demo" / "vendor" / "tf.min.js"
+    feed = {k: {"dtype": "int32" if v.dtype.kind in "iu" else "float32", "shape": list(v[:n].shape),
+                "data": v[:n].ravel().tolist()} for k, v in ctx.inputs.items()}
+    with tempfile.TemporaryDirectory(dir=ctx.work) as tmp:
+        Path(tmp, "in.json").write_text(json.dumps(feed))
+        proc = subprocess.run(["node", str(HERE / "tfjs_check.js"), str(bundle), str(model_dir), f"{tmp}/in.json",
+                               f"{tmp}/out.json"], capture_output=True, text=True, timeout=LITERT_TIMEOUT)
+        if proc.returncode != 0:
+            return {"error": f"does not run in tfjs/Node (cpu backend): {_error_line(proc.stderr)}"}
+        out = json.loads(Path(tmp, "out.json").read_text())
+    return {k: np.asarray(v["data"], np.float32).reshape(v["shape"]) for k, v in out.items()}
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+
+
+def _exit(rc: int) -> str:
+    if rc < 0:
+        import signal  # noqa: PLC0415
+
+        return f"killed by {signal.Signals(-rc).name}"
+    return f"exit {rc}"
+
+
+def _error_line(text: str) -> str:
+    """The first line of a JS error (not its stack frames)."""
+    lines = [ln.strip() for ln in text.splitlines() if re.search(r"Error\b", ln) and not ln.strip().startswith("at ")]
+    return lines[0][:300] if lines else _last_line(text)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "(no message)"
+
+
+# ---------- the raw-converter oracle ----------
+
+def oracle_tflite(ctx: Context, mode: str, batch: int | None) -> tuple[Path | None, str]:
+    """The raw TFLiteConverter's int8/int16x8 file for this model (batch fixed when ``batch``), or (None, why not)."""
+    tf = ctx.tf
+    dest = ctx.work / f"oracle_{mode}.tflite"
+    if dest.is_file():
+        return dest, ""
+    source = ctx.model_dir if batch is None else _fixed_batch_saved_model(ctx, batch)
+    conv = tf.lite.TFLiteConverter.from_saved_model(str(source))
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    ops = tf.lite.OpsSet
+    conv.target_spec.supported_ops = [ops.TFLITE_BUILTINS_INT8 if mode == "int8"
+                                      else ops.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+    cal = ctx.calibration
+
+    def representative():
+        for i in range(len(next(iter(cal.values())))):
+            yield {k: v[i:i + 1] for k, v in cal.items()}
+
+    conv.representative_dataset = representative
+    try:
+        dest.write_bytes(conv.convert())
+    except Exception as exc:  # noqa: BLE001 - the oracle's own failure is information, not a bug here
+        return None, _last_line(str(exc).split("\n\n")[0])
+    return dest, ""
+
+
+def _fixed_batch_saved_model(ctx: Context, batch: int) -> Path:
+    """The serving signature re-traced with the batch dimension fixed, saved beside the work files."""
+    tf = ctx.tf
+    dest = ctx.work / f"oracle_batch{batch}_savedmodel"
+    if dest.is_dir():
+        return dest
+    names = sorted(ctx.in_specs)
+    specs = [tf.TensorSpec([batch, *ctx.in_specs[k].shape[1:]], ctx.in_specs[k].dtype, name=k) for k in names]
+    fn = ctx.fn
+
+    class Fixed(tf.Module):
+        @tf.function(input_signature=specs)
+        def serve(self, *args):
+            return fn(**dict(zip(names, args)))
+
+    module = Fixed()
+    module.source = ctx.loaded  # track the original variables
+    tf.saved_model.save(module, str(dest), signatures={"serving_default": module.serve.get_concrete_function()})
+    return dest
