@@ -68,6 +68,8 @@ def compare(ref: dict, got: dict, y: np.ndarray | None) -> dict:
         a, b = ref[name][:n].reshape(n, -1), got[name][:n].reshape(n, -1)
         if a.shape != b.shape:
             return {"error": f"output {name}: shape {b.shape[1:]} where the SavedModel gives {a.shape[1:]}"}
+        if (~np.isfinite(b) & np.isfinite(a)).any():  # max() would silently skip a NaN
+            return {"error": f"output {name}: NaN/Inf where the SavedModel's output is finite"}
         worst = max(worst, float(np.abs(a - b).max() / max(1.0, float(np.abs(a).max()))))
     metrics["max_rel_error"] = worst
     metrics["agreement"] = float((ref[head][:n].argmax(-1) == got[head][:n].argmax(-1)).mean())

@@ -41,6 +41,7 @@ def _from_output(value: np.ndarray, detail: dict) -> np.ndarray:
 def run(model_path: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Outputs of every sample, run one at a time with the variables reset before each."""
     interp = _interpreter(model_path)
+    interp.allocate_tensors()  # reset_all_variables() needs allocated tensors (recurrent models' state)
     signatures = interp.get_signature_list()
     key = "serving_default" if "serving_default" in signatures else next(iter(signatures))
     runner = interp.get_signature_runner(key)
