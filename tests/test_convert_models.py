@@ -354,3 +354,15 @@ def test_int16x8_keeps_ops_without_a_16x8_kernel_in_float(tmp_path):
         preds[name] = np.concatenate([next(iter(run(pixels=ev["x"][i:i + 1]).values())) for i in range(len(ev["x"]))])
     agreement = np.mean(preds["cast_fp32.tflite"].argmax(1) == preds[record["path"]].argmax(1))
     assert agreement >= 0.99, agreement  # 16-bit activations: the float model's decisions
+
+
+@pytest.mark.slow
+def test_int16x8_of_an_lstm_is_refused_when_the_float_fallback_cannot_run(recurrent, tmp_path):
+    """No 16x8 LSTM kernel; with the LSTM kept in float LiteRT fails to prepare it (output_state): refused, named,
+    nothing written — not a file that raises on first use."""
+    proc = run_edgetool("convert", recurrent / "lstm", "--quant", "int16x8", "--batch", "1", "-o", tmp_path / "o")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    text = " ".join(proc.stderr.split())
+    assert "TFLite has no 16x8 kernel for UNIDIRECTIONAL_SEQUENCE_LSTM" in text, text
+    assert "does not run in LiteRT either" in text and "--quant int8, dynamic or fp16" in text
+    assert not (tmp_path / "o").exists()

@@ -38,7 +38,7 @@ def command(cell: str, model: Path, out: Path, spec, features: Features, produce
         return ["convert", str(model), "--quant", cell, "-o", str(out), *batch]
     if cell == "qat":
         return ["convert", str(model), "--quant", "qat", "--train-data", str(model / "train.npz"),
-                "--qat-epochs", str(QAT_EPOCHS), "-o", str(out), *batch]
+                "--qat-epochs", str(QAT_EPOCHS), "-o", str(out)]  # QAT converts the Keras model: no --batch
     if cell == "tfjs":
         return ["convert", str(model), "--format", "tfjs", "-o", str(out)]
     if cell == "auto":

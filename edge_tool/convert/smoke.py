@@ -1,9 +1,10 @@
 """Run every .tflite convert writes once, in a child process: a file that kills LiteRT is refused, not shipped.
 
 TensorFlow 2.19's converter can write a model LiteRT aborts on (e.g. int16x8 of a Transformer block: SIGABRT in
-the kernel's prepare, the raw converter's file too). The child loads the file with the serving signature and runs
-one all-zeros input; only a death by signal (or a hang) refuses the mode — an exception may come from the zero
-input itself (a dynamic height/width set to 1), so it is not held against the file.
+the kernel's prepare, the raw converter's file too; int16x8 of an LSTM: "output_state != nullptr" in prepare). The
+child loads the file with the serving signature and runs one all-zeros input. A death by signal or a hang refuses
+the mode, and so does an exception when every input shape is fixed; with a dynamic dimension (set to 1 here) the
+exception may come from that size, so it is not held against the file.
 """
 
 from __future__ import annotations
@@ -29,18 +30,34 @@ if not signatures:
     it.invoke()
     sys.exit(0)
 runner = it.get_signature_runner(next(iter(signatures)))
-feed = {}
+feed, dynamic = {}, False
 for name, d in runner.get_input_details().items():
     dims = d.get("shape_signature")
     dims = d["shape"] if dims is None or len(dims) == 0 else dims
+    dynamic = dynamic or any(int(n) < 0 for n in list(dims)[1:])
     feed[name] = np.zeros([max(1, int(n)) for n in dims], d["dtype"])
-runner(**feed)
+try:
+    runner(**feed)
+except Exception as exc:
+    print(str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__, file=sys.stderr)
+    sys.exit(4 if dynamic else 3)
 """
+_FIXED_SHAPE_FAILURE = 3  # LiteRT raised on a model whose input shapes are all fixed: the file itself is broken
 
 
 def refuse_if_it_kills_litert(data: bytes, mode: str) -> None:
-    """ConversionError when one zero-input run of ``data`` kills (or hangs) LiteRT in a child process."""
-    from edge_tool.evaluate.isolated import death_reason  # noqa: PLC0415
+    """ConversionError when one zero-input run of ``data`` kills, hangs or (fixed shapes) fails LiteRT."""
+    why = litert_problem(data)
+    if why is not None:
+        raise ConversionError(
+            f"--quant {mode}: the TFLite converter wrote a model that LiteRT cannot run ({why}). That is a "
+            "TensorFlow 2.19 converter/kernel bug for this model in this mode, so edgetool does not ship it. Use "
+            "another --quant mode; --quant auto builds them all and keeps those that run.")
+
+
+def litert_problem(data: bytes) -> str | None:
+    """Why LiteRT cannot run ``data`` (one zero-input inference in a child process), or None when it can."""
+    from edge_tool.evaluate.isolated import death_reason, last_message  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="edgetool-smoke-") as tmp:
         path = Path(tmp) / "model.tflite"
@@ -50,13 +67,9 @@ def refuse_if_it_kills_litert(data: bytes, mode: str) -> None:
             proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True,
                                   timeout=TIMEOUT_S, env=env)
         except subprocess.TimeoutExpired:
-            raise ConversionError(_refusal(mode, f"one inference did not finish within {TIMEOUT_S} s")) from None
+            return f"one inference did not finish within {TIMEOUT_S} s"
     if proc.returncode < 0:
-        raise ConversionError(_refusal(mode, death_reason(proc.returncode, proc.stderr, "LiteRT")))
-
-
-def _refusal(mode: str, why: str) -> str:
-    return (f"--quant {mode}: the TFLite converter wrote a model that LiteRT cannot run ({why}). That is a "
-            "TensorFlow 2.19 converter/kernel bug for this model in this mode (the raw TFLiteConverter's file "
-            "behaves the same), so edgetool does not ship it. Use another --quant mode; --quant auto builds them "
-            "all and keeps those that run.")
+        return death_reason(proc.returncode, proc.stderr, "LiteRT")
+    if proc.returncode == _FIXED_SHAPE_FAILURE:
+        return f"LiteRT refuses it: {last_message(proc.stderr)}"
+    return None

@@ -11,6 +11,7 @@ import re
 
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
+from edge_tool.convert.smoke import litert_problem
 from edge_tool.errors import ConversionError
 
 _NO_16X8_KERNEL = re.compile(r"16x8-bit not yet supported for op: '([A-Za-z0-9_]+)'")
@@ -31,6 +32,10 @@ def build(ctx) -> bytes:
         if not missing:
             raise
     data = ctx.convert(lambda conv: _configure(ctx, conv, float_fallback=True))
+    if (why := litert_problem(data)) is not None:
+        raise ConversionError(
+            f"--quant int16x8: TFLite has no 16x8 kernel for {', '.join(missing)}, and the model with those ops "
+            f"kept in float does not run in LiteRT either ({why}). Use --quant int8, dynamic or fp16 for this model.")
     notes = {"float_ops": float_ops(data),
              "reason": f"TFLite has no 16x8 kernel for {', '.join(missing)}; the ops listed run in float between "
                        "quantize/dequantize ops, everything else is 16x8"}
