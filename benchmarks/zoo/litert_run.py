@@ -4,7 +4,7 @@ Usage: python -m benchmarks.zoo.litert_run MODEL.tflite INPUTS.npz OUTPUTS.npz
 
 INPUTS.npz holds one array per model input, keyed by the serving signature's input name (first axis = samples).
 Each sample runs alone (batch 1) through the signature runner, which resizes the inputs to the sample's shape (so
-dynamic-H×W models run too), after ``reset_all_variables()`` so recurrent state never leaks between samples.
+dynamic-H×W models run too), after ``reset_all_variables()`` (from the second on) so recurrent state never leaks between samples.
 Float data given to an integer-input model is quantized with the input's own scale and zero point; integer outputs
 are dequantized. OUTPUTS.npz gets one array per signature output name.
 """
@@ -41,7 +41,6 @@ def _from_output(value: np.ndarray, detail: dict) -> np.ndarray:
 def run(model_path: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Outputs of every sample, run one at a time with the variables reset before each."""
     interp = _interpreter(model_path)
-    interp.allocate_tensors()  # reset_all_variables() needs allocated tensors (recurrent models' state)
     signatures = interp.get_signature_list()
     key = "serving_default" if "serving_default" in signatures else next(iter(signatures))
     runner = interp.get_signature_runner(key)
@@ -53,7 +52,8 @@ def run(model_path: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
     n = len(next(iter(inputs.values())))
     rows: dict[str, list] = {name: [] for name in out_details}
     for i in range(n):
-        interp.reset_all_variables()
+        if i:  # the first sample starts from a fresh interpreter; resetting before any allocation raises
+            interp.reset_all_variables()
         feed = {name: _to_input(inputs[name][i:i + 1], in_details[name]) for name in in_details}
         out = runner(**feed)
         for name in out_details:
