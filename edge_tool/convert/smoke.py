@@ -39,8 +39,10 @@ for name, d in runner.get_input_details().items():
 try:
     runner(**feed)
 except Exception as exc:
-    print(str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__, file=sys.stderr)
-    sys.exit(4 if dynamic else 3)
+    text = str(exc).strip()
+    print(text.splitlines()[-1] if text else type(exc).__name__, file=sys.stderr)
+    # a custom op this plain LiteRT does not have (the app registers it) says nothing about the file
+    sys.exit(4 if dynamic or "custom op" in text.lower() else 3)
 """
 _FIXED_SHAPE_FAILURE = 3  # LiteRT raised on a model whose input shapes are all fixed: the file itself is broken
 
