@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.convert.config import ConvertConfig, IOType
-from edge_tool.convert.converter import SharedSource, fast_path_problem, new_converter, refuse_unsafe_loops
+from edge_tool.convert.converter import SharedSource, checks_loops_itself, new_converter, refuse_unsafe_loops
 from edge_tool.convert.diagnose import describe_failure
 from edge_tool.convert.source import PreparedSource
 from edge_tool.errors import ConversionError, DataError
@@ -79,8 +79,8 @@ class BuildContext:
         """Configure a converter, apply --allow-select-tf-ops, run it; ConverterError → ConversionError."""
         conv = converter or self.new_converter()
         configure(conv)
-        if conv.representative_dataset is not None and fast_path_problem() is not None:
-            self._refuse_unsafe_loops(conv)  # the fast path checks this inside its quantizer
+        if conv.representative_dataset is not None and not checks_loops_itself(conv):
+            self._refuse_unsafe_loops(conv)  # the public converter would segfault calibrating a WHILE loop
         if self.config.allow_select_tf_ops:
             ops = set(conv.target_spec.supported_ops or {self.tf.lite.OpsSet.TFLITE_BUILTINS})
             conv.target_spec.supported_ops = ops | {self.tf.lite.OpsSet.SELECT_TF_OPS}

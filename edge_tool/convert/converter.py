@@ -153,6 +153,11 @@ def new_converter(shared: SharedSource):
 _CLASS = None
 
 
+def checks_loops_itself(conv) -> bool:
+    """True when ``conv`` is the fast-path converter, whose quantizer already calls ``refuse_unsafe_loops``."""
+    return _CLASS is not None and isinstance(conv, _CLASS)
+
+
 def _converter_class(lite):
     """Define the subclass lazily (it needs TensorFlow's lite module)."""
     global _CLASS
