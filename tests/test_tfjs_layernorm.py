@@ -58,3 +58,34 @@ def test_layernorm_model_converts_to_tfjs_that_agrees_with_tensorflow(layernorm_
     (row,) = json.loads(report.read_text())["results"]
     assert row.get("failed") is None, row
     assert row["top1_agreement"] == 1.0 and row["max_abs_error"] < 1e-4, row  # float32 on both sides
+
+
+@pytest.mark.slow
+def test_hard_swish_and_layernorm_together_convert_once_unfused(tmp_path):
+    """Both tfjs gaps in one model (hard-swish convs, as in a MobileNetV3 stem, and a LayerNormalization): the one
+    unfused re-export (oneDNN off) handles both, instead of the hard-swish re-export refusing the LayerNorm."""
+    import os
+    import subprocess
+    import sys
+
+    from edge_tool.convert.tfjs import export_tfjs, unsupported_fusions
+    from edge_tool.convert.tfjs_layernorm import training_batchnorms
+    from tests.conftest import REPO
+
+    script = """
+import sys, numpy as np, tf_keras as keras
+keras.utils.set_random_seed(0)
+inp = keras.Input((8, 8, 3), name="image")
+x = keras.layers.BatchNormalization()(keras.layers.Conv2D(8, 3, padding="same", use_bias=False)(inp))
+x = keras.layers.Multiply()([x, keras.layers.ReLU(6.0)(x + 3.0) * (1.0 / 6.0)])
+x = keras.layers.LayerNormalization()(keras.layers.Reshape((64, 8))(x))
+x = keras.layers.GlobalAveragePooling1D()(x)
+keras.Model(inp, keras.layers.Dense(4, activation="softmax", name="probs")(x)).save(sys.argv[1], save_format="tf")
+"""
+    model = tmp_path / "m"
+    subprocess.run([sys.executable, "-c", script, str(model)], check=True, capture_output=True, cwd=REPO,
+                   env={**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_ENABLE_ONEDNN_OPTS": "1"}, timeout=600)
+    model_json = export_tfjs(model, tmp_path / "tfjs", user_metadata={"labels": ["a", "b", "c", "d"]})
+    assert training_batchnorms(model_json) == [] and unsupported_fusions(model_json) == []
+    doc = json.loads(model_json.read_text())
+    assert doc["userDefinedMetadata"] == {"labels": ["a", "b", "c", "d"]}  # kept through the re-export child

@@ -52,12 +52,12 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
     fmt = json.loads(model_json.read_text()).get("format")
     if fmt != "graph-model":
         raise ConversionError(f"tensorflowjs wrote a {fmt!r} model; expected a graph-model.")
-    if not _IN_REEXPORT and unsupported_fusions(model_json):
-        _reexport_without_onednn(saved_model, out_dir, quant, signature, user_metadata)
     if nodes := training_batchnorms(model_json):
         if _unfused:
             raise refusal(saved_model, nodes)
-        _reexport_unfused(saved_model, out_dir, quant, user_metadata, nodes)
+        _reexport_unfused(saved_model, out_dir, quant, user_metadata, nodes)  # oneDNN off there too
+    elif not _IN_REEXPORT and unsupported_fusions(model_json):
+        _reexport_without_onednn(saved_model, out_dir, quant, signature, user_metadata)
     return model_json
 
 
@@ -72,9 +72,8 @@ def _reexport_unfused(saved_model: Path, out_dir: Path, quant: str, user_metadat
             raise refusal(saved_model, nodes)
         shutil.rmtree(out_dir)
         proc = _child_export(copy, out_dir, quant, "serving_default", user_metadata, Path(tmp))
-    remaining = training_batchnorms(Path(out_dir) / "model.json") if proc.returncode == 0 else nodes
-    if proc.returncode != 0 or remaining:
-        raise refusal(saved_model, remaining) if remaining and proc.returncode == 0 else ConversionError(
+    if proc.returncode != 0:  # the child refuses itself when training-mode batch norms remain
+        raise ConversionError(
             f"tensorflowjs could not convert {saved_model} with its LayerNormalization layers unfused (needed: "
             f"tfjs computes the fused form wrong): {_last_line(proc.stderr)}")
 
