@@ -304,6 +304,10 @@ def test_a_worker_that_hangs_is_stopped_and_named(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGETOOL_EVAL_TIMEOUT", "soon")
     with pytest.raises(UsageError, match="EDGETOOL_EVAL_TIMEOUT must be a number of seconds, but it is 'soon'"):
         WorkerProcess([sys.executable, "-c", "print('{}')"], "LiteRT", tmp_path).receive()
+    for bad in ("inf", "nan", "0"):  # inf would overflow the watchdog's wait; nan compares false everywhere
+        monkeypatch.setenv("EDGETOOL_EVAL_TIMEOUT", bad)
+        with pytest.raises(UsageError, match="must be a positive number of seconds below"):
+            WorkerProcess([sys.executable, "-c", "print('{}')"], "LiteRT", tmp_path)
 
 
 # ---------------------------------------------------------------- batched accuracy pass == batch 1

@@ -26,6 +26,7 @@ _NOISE = ("INFO: Created TensorFlow Lite", "INFO: Initialized TensorFlow Lite")
 MAX_REASON = 400
 TIMEOUT_ENV = "EDGETOOL_EVAL_TIMEOUT"
 DEFAULT_TIMEOUT = 1800.0  # seconds one request (a whole accuracy pass, a latency loop) may take
+MAX_TIMEOUT = 1e7  # ~116 days: the largest wait accepted
 
 
 def request_timeout() -> float:
@@ -35,8 +36,9 @@ def request_timeout() -> float:
     except ValueError:
         raise UsageError(f"{TIMEOUT_ENV} must be a number of seconds, but it is "
                          f"{os.environ.get(TIMEOUT_ENV)!r}.") from None
-    if not value > 0:
-        raise UsageError(f"{TIMEOUT_ENV} must be a positive number of seconds, but it is {value:g}.")
+    if not 0 < value < MAX_TIMEOUT:  # NaN fails too; inf would overflow the watchdog's wait
+        raise UsageError(f"{TIMEOUT_ENV} must be a positive number of seconds below {MAX_TIMEOUT:g}, but it is "
+                         f"{value:g}.")
     return value
 
 
@@ -87,6 +89,7 @@ class WorkerProcess:
 
     def __init__(self, argv: list[str], runtime: str, scratch: Path, env: dict | None = None):
         self.runtime = runtime
+        self._timeout = request_timeout()  # a bad EDGETOOL_EVAL_TIMEOUT is refused before any process starts
         self._stderr = open(Path(scratch) / f"stderr-{os.getpid()}-{id(self)}.txt", "w+b")
         with deferred():  # a stop signal cannot fall between starting the child and owning it
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
@@ -109,7 +112,7 @@ class WorkerProcess:
 
     def receive(self) -> dict:
         """The next answer; RuntimeFailure if the process died, hung past the timeout or reported a failure."""
-        limit = request_timeout()
+        limit = self._timeout
         watchdog = threading.Timer(limit, self._expire)  # a runtime that hangs is stopped, not waited for forever
         watchdog.daemon = True
         watchdog.start()

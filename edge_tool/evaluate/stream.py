@@ -77,7 +77,7 @@ def stream(ref, data: EvalStream, runners: list, top_k: int, scratch: Path) -> P
 
 def non_finite(out: np.ndarray, ref_y: np.ndarray, out_name: str) -> str | None:
     """Why ``out`` is unusable when it holds NaN/Inf where the reference's output is finite, else None."""
-    bad = ~np.isfinite(out.astype(np.float64)) & np.isfinite(ref_y.astype(np.float64))
+    bad = ~np.isfinite(out) & np.isfinite(ref_y)  # integer outputs are always finite
     if not bad.any():
         return None
     return (f"gives non-finite outputs (NaN/Inf in {int(bad.sum())} of {bad.size} values of '{out_name}') where "
