@@ -98,10 +98,11 @@ def annotate_supported(keras, tfmot, model):
             return layer
         if isinstance(layer, keras.layers.BatchNormalization):
             layer.trainable = False
-        if registry.supports(layer) and _activation_supported(keras, layer):
-            return tfmot.quantization.keras.quantize_annotate_layer(layer)
-        if registry.supports(layer) and (config := _output_after_activation(keras, registry, layer)) is not None:
-            return tfmot.quantization.keras.quantize_annotate_layer(layer, quantize_config=config)
+        if registry.supports(layer):
+            if _activation_supported(keras, layer):
+                return tfmot.quantization.keras.quantize_annotate_layer(layer)
+            if (config := _output_after_activation(keras, registry, layer)) is not None:
+                return tfmot.quantization.keras.quantize_annotate_layer(layer, quantize_config=config)
         skipped.append(layer.name)
         return layer
 
