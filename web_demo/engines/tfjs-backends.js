@@ -104,11 +104,12 @@ export function createBackends(options, run, reload = async () => {}) {
     return median(times);
   }
 
-  // Backends measured so far whose outputs were finite (all measured ones when none was).
+  // Backends measured so far whose warm-up outputs were finite.
+  const finiteMeasured = () => Object.keys(state.bench).filter((name) => !state.nonFinite.includes(name));
+  // What the pick chooses among: the finite ones, else every measured one (the status then warns).
   function trusted() {
-    const measured = Object.keys(state.bench);
-    const finite = measured.filter((name) => !state.nonFinite.includes(name));
-    return finite.length ? finite : measured;
+    const finite = finiteMeasured();
+    return finite.length ? finite : Object.keys(state.bench);
   }
 
   // The backends that initialise here (?backend=NAME: only that one, when it works); null: pick among all.
@@ -147,7 +148,7 @@ export function createBackends(options, run, reload = async () => {}) {
     const ranked = [...worth, ...state.names.filter((name) => !worth.includes(name))];
     let broken = false; // a backend failed part-way: the weights may be half-moved to it
     for (const name of ranked) {
-      if (!worth.includes(name) && trusted().some((n) => !state.nonFinite.includes(n))) {
+      if (!worth.includes(name) && finiteMeasured().length) {
         state.skipped[name] = skipReason(name);
         continue;
       }
