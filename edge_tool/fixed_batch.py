@@ -6,14 +6,19 @@ Used by ``edgetool convert --batch N`` (static shapes let the converter lower Ke
 variable batch).
 
 A Keras-2 SavedModel is reloaded with tf_keras and its layers are called again under the fixed input
-signature, so every shape inside (the recurrent loops' TensorList element shapes too) is traced static. The
-re-trace is checked against the original signature on a probe input; when the model does not reload as
-Keras, or the check fails, the original signature function is wrapped instead (its inputs become static,
-shapes computed inside at save time stay as they were).
+signature, so every shape inside (the recurrent loops' TensorList element shapes too) is traced static.
+Recurrent layers that would otherwise lower to a ``WHILE`` loop (GRU, SimpleRNN, a non-fused LSTM, custom
+cells) are unrolled when their sequence length is static and at most ``MAX_UNROLL``: TFLite's WHILE kernel
+drifts from TensorFlow on a GRU (errors up to 0.4 seen), and full-integer calibration of a WHILE loop crashes
+the calibrator, while the unrolled steps are plain builtin ops that convert exactly and quantize.
+The re-trace is checked against the original signature on a probe input (unrolled first, then not); when the
+model does not reload as Keras, or the check fails, the original signature function is wrapped instead (its
+inputs become static, shapes computed inside at save time stay as they were).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +27,20 @@ from edge_tool.errors import ModelError
 from edge_tool.modelio import SERVING, SignatureInfo, load_serving_fn, saved_model_flavor
 
 PROBE_DIM = 32  # size given to unknown non-batch dims of the probe input
+MAX_UNROLL = 128  # longest static sequence whose recurrent loop is unrolled (graph size grows with the length)
+
+
+@dataclass(frozen=True)
+class Retrace:
+    """How ``save_fixed_batch`` fixed the batch: ``"keras"`` (layers re-traced) or ``"signature"`` (wrapped),
+    and the recurrent layers it unrolled."""
+
+    method: str
+    unrolled: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """JSON form for manifest.json's ``source.fixed_batch``."""
+        return {"method": self.method, "unrolled": list(self.unrolled)}
 
 
 def fixed_input_specs(tf, info: SignatureInfo, batch: int) -> dict:
@@ -41,50 +60,100 @@ def fixed_input_specs(tf, info: SignatureInfo, batch: int) -> dict:
     return specs
 
 
-def save_fixed_batch(saved_model: Path, out: Path, batch: int, key: str = SERVING) -> str:
-    """Write a SavedModel at ``out`` whose ``serving_default`` is ``key`` of ``saved_model`` with input batch ``batch``.
-
-    Returns how it was re-traced: ``"keras"`` (layers re-traced) or ``"signature"`` (signature function wrapped).
-    """
+def save_fixed_batch(saved_model: Path, out: Path, batch: int, key: str = SERVING) -> Retrace:
+    """Write a SavedModel at ``out`` whose ``serving_default`` is ``key`` of ``saved_model`` with input batch ``batch``;
+    returns how it was re-traced."""
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     loaded, fn, info = load_serving_fn(Path(saved_model), key)
     specs = fixed_input_specs(tf, info, batch)
-    method, module, serve = "signature", tf.Module(), None
+    module, serve, how = tf.Module(), None, Retrace("signature")
     if saved_model_flavor(Path(saved_model)) == "keras2":
-        serve = _keras_retrace(tf, Path(saved_model), info, specs, fn, module)
-        method = "keras" if serve is not None else method
+        serve, how = _keras_retrace(tf, Path(saved_model), info, specs, fn, module) or (None, how)
     if serve is None:
         module.source = loaded
         serve = tf.function(lambda inputs: fn(**inputs), input_signature=[specs])
     module.serve = serve
     tf.saved_model.save(module, str(out), signatures={SERVING: serve.get_concrete_function()})
-    return method
+    return how
+
+
+_RETRACE_ERRORS = (ValueError, TypeError, KeyError, RuntimeError, AttributeError)
 
 
 def _keras_retrace(tf, path: Path, info: SignatureInfo, specs: dict, fn, module):
-    """A tf.function calling the reloaded tf_keras model, or None when it does not reproduce the signature."""
+    """``(tf.function calling the reloaded tf_keras model, Retrace)``, or None when it does not reproduce the
+    signature. Loops that can be unrolled are tried unrolled first."""
     import tf_keras  # noqa: PLC0415
 
     try:
         model = tf_keras.models.load_model(str(path), compile=False)
-        out_names = [t.name for t in info.outputs]
-        if sorted(model.output_names) != sorted(out_names):
-            return None
-        single = info.inputs[0].name if len(info.inputs) == 1 else None
+    except (*_RETRACE_ERRORS, tf.errors.OpError):
+        return None  # not reloadable as Keras: wrap the signature instead
+    if sorted(model.output_names) != sorted(t.name for t in info.outputs):
+        return None
+    loops = unrollable_layers(tf_keras, model)
+    kernels = {id(layer): getattr(layer, "_could_use_gpu_kernel", None) for layer in loops}
+    for unroll in ([True, False] if loops else [False]):
+        _set_unroll(loops, unroll, kernels)
+        serve = _trace_keras(tf, model, info, specs)
+        try:
+            if _same_outputs(serve, fn, specs):
+                module.variables_ = list(model.variables)  # weights only: saving the Keras object re-traces layers
+                return serve, Retrace("keras", tuple(layer.name for layer in loops) if unroll else ())
+        except (*_RETRACE_ERRORS, tf.errors.OpError):
+            pass  # not callable like its signature (or not unrollable after all): next try, then the signature
+    return None
 
-        def call(inputs):
-            y = model(inputs[single] if single else inputs, training=False)
-            return dict(zip(model.output_names, y if isinstance(y, (list, tuple)) else [y]))
 
-        serve = tf.function(call, input_signature=[specs])
-        if not _same_outputs(serve, fn, specs):
-            return None
-    except (ValueError, TypeError, KeyError, RuntimeError, AttributeError, tf.errors.OpError):
-        return None  # not reloadable as Keras, or not callable like its signature: wrap the signature instead
-    module.variables_ = list(model.variables)  # track the weights only: saving the Keras object re-traces every layer
-    return serve
+def _trace_keras(tf, model, info: SignatureInfo, specs: dict):
+    """A tf.function calling ``model`` on the fixed-shape inputs, returning ``{output name: tensor}``."""
+    single = info.inputs[0].name if len(info.inputs) == 1 else None
+
+    def call(inputs):
+        y = model(inputs[single] if single else inputs, training=False)
+        return dict(zip(model.output_names, y if isinstance(y, (list, tuple)) else [y]))
+
+    return tf.function(call, input_signature=[specs])
+
+
+def unrollable_layers(tf_keras, model) -> list:
+    """The model's recurrent layers (nested and wrapped ones too) that lower to a WHILE loop and have a static
+    sequence length of at most ``MAX_UNROLL``. A fused-kernel LSTM is left alone: it becomes TFLite's
+    ``UNIDIRECTIONAL_SEQUENCE_LSTM``."""
+    found = []
+    for layer in model.submodules:
+        if not isinstance(layer, tf_keras.layers.RNN) or layer.unroll or _fused_lstm(tf_keras, layer):
+            continue
+        steps = _static_steps(layer)
+        if steps is not None and steps <= MAX_UNROLL:
+            found.append(layer)
+    return found
+
+
+def _fused_lstm(tf_keras, layer) -> bool:
+    return isinstance(layer, tf_keras.layers.LSTM) and bool(getattr(layer, "_could_use_gpu_kernel", False))
+
+
+def _static_steps(layer) -> int | None:
+    shape = getattr(layer, "_build_input_shape", None)
+    try:
+        dims = list(shape)
+    except TypeError:
+        return None  # unknown rank, or several inputs (initial states): leave the loop as it is
+    if len(dims) < 3 or isinstance(dims[0], (list, tuple)):
+        return None
+    steps = dims[0] if getattr(layer, "time_major", False) else dims[1]
+    return steps if isinstance(steps, int) else None
+
+
+def _set_unroll(layers: list, unroll: bool, kernels: dict) -> None:
+    """Unroll ``layers`` (or restore them); ``kernels`` holds each layer's original ``_could_use_gpu_kernel``."""
+    for layer in layers:
+        layer.unroll = unroll
+        if kernels[id(layer)] is not None:
+            layer._could_use_gpu_kernel = False if unroll else kernels[id(layer)]  # the cuDNN-style defun loops too
 
 
 def _same_outputs(serve, fn, specs: dict) -> bool:

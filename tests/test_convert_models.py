@@ -50,7 +50,8 @@ np.savez(sys.argv[1] + "/calibration.npz", image=s.x_train[:100], features=vec[:
 np.savez(sys.argv[1] + "/eval.npz", image=s.x_eval, features=vec_e, tokens=tok_e, y=s.y_eval)
 """
 
-# Embedding + LSTM on a learnable rule (does token 3 come before token 7?), and BiLSTM + GRU on digit rows.
+# Embedding + LSTM on a learnable rule (does token 3 come before token 7?), BiLSTM + GRU on digit rows, and a GRU
+# over a sequence of unknown length (digit rows again).
 _RECURRENT = """
 import sys, numpy as np, tf_keras as keras
 from edge_tool.training.data import load_digits_split
@@ -80,6 +81,13 @@ m.fit(rows, s.y_train, epochs=4, verbose=0)
 m.save(sys.argv[1] + "/bigru", save_format="tf")
 np.savez(sys.argv[1] + "/bigru/calibration.npz", x=rows[:100], y=s.y_train[:100])
 np.savez(sys.argv[1] + "/bigru/eval.npz", x=rows_e[:200], y=s.y_eval[:200])
+i = keras.Input((None, 8), name="rows")  # sequence length unknown: the GRU stays a WHILE loop
+m = keras.Model(i, keras.layers.Dense(10, activation="softmax", name="probs")(keras.layers.GRU(16)(i)))
+m.compile("adam", "sparse_categorical_crossentropy")
+m.fit(rows, s.y_train, epochs=10, verbose=0)
+m.save(sys.argv[1] + "/loopgru", save_format="tf")
+np.savez(sys.argv[1] + "/loopgru/calibration.npz", x=rows[:100], y=s.y_train[:100])
+np.savez(sys.argv[1] + "/loopgru/eval.npz", x=rows_e[:200], y=s.y_eval[:200])
 """
 
 # uint8 pixels cast inside the model (a TFOpLambda tf.cast): int16x8 has no 16x8 CAST kernel in TF 2.19.
@@ -252,19 +260,23 @@ def test_lstm_without_batch_fails_with_a_short_message_suggesting_batch_1(recurr
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, modes, fused", [
-    ("lstm", ("fp32", "fp16", "dynamic", "int8"), "UNIDIRECTIONAL_SEQUENCE_LSTM"),
-    ("bigru", ("fp32", "fp16", "dynamic"), "WHILE"),
+@pytest.mark.parametrize("name, modes, fused, unrolled", [
+    ("lstm", ("fp32", "fp16", "dynamic", "int8"), "UNIDIRECTIONAL_SEQUENCE_LSTM", []),
+    ("bigru", ("fp32", "fp16", "dynamic", "int8"), "UNIDIRECTIONAL_SEQUENCE_LSTM", ["gru"]),  # GRU unrolled: no WHILE
+    ("loopgru", ("fp32", "fp16", "dynamic"), "WHILE", []),  # unknown length: cannot unroll
 ])
-def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_path, name, modes, fused):
+def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_path, name, modes, fused, unrolled):
+    """With --batch 1 LSTMs become the fused sequence op and a GRU of static length is unrolled into plain ops
+    (TFLite's WHILE drifted by up to 0.4 on a GRU after a BiLSTM, and int8 cannot calibrate a WHILE loop)."""
     from edge_tool.tflite_model import summarize_tflite
 
     model, out = recurrent / name, tmp_path / name
     proc = run_edgetool("convert", model, "--quant", ",".join(modes), "--batch", "1", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "reset_all_variables()" in proc.stderr  # the state warning
+    assert ("reset_all_variables()" in proc.stderr) == (name != "loopgru")  # the state warning (LSTMs carry state)
     manifest = validated(out / "manifest.json", "manifest")
     assert manifest["options"]["batch"] == 1 and manifest["source"]["fixed_batch"]["method"] == "keras"
+    assert manifest["source"]["fixed_batch"]["unrolled"] == unrolled
     x = np.load(model / "eval.npz")["x"]
     inputs = {"tokens" if name == "lstm" else "rows": x}
     want = _reference(model, inputs)
@@ -272,17 +284,27 @@ def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_pat
         data = (out / art["path"]).read_bytes()
         summary = summarize_tflite(data)
         assert fused in summary.ops and not summary.flex_ops, summary.ops
+        assert ("WHILE" in summary.ops) == (name == "loopgru"), summary.ops
         assert all(op.isupper() for op in summary.ops), summary.ops  # builtins only, no custom/Flex op
+        got = _litert(data, inputs)
+        if art["quant"] == "int8":  # the small BiGRU's top two classes are often near-tied: argmax flips easily
+            assert _agreement(got, want) >= 0.9 and np.abs(got - want).max() < 0.1, art["path"]
+        else:
+            assert _agreement(got, want) >= 0.99, art["path"]
+        if art["path"].endswith("_fp32.tflite"):
+            assert np.abs(got - want).max() < 1e-4, art["path"]  # float32 reordering only; the WHILE GRU was 0.4 off
+        if name == "loopgru":
+            continue  # the GRU's state lives in the loop, not in variable tensors
         assert art["tensors"]["variable_tensors"] > 0 and "reset_all_variables" in art["state_warning"]
-        assert _agreement(_litert(data, inputs), want) >= 0.99, art["path"]
-    stale = _agreement(_litert((out / f"{name}_fp32.tflite").read_bytes(), inputs, reset=False), want)
-    assert stale < 0.9  # why the reset matters: state leaks from one sample into the next
+    if name != "loopgru":
+        stale = _agreement(_litert((out / f"{name}_fp32.tflite").read_bytes(), inputs, reset=False), want)
+        assert stale < 0.9  # why the reset matters: state leaks from one sample into the next
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fast", ["1", "0"], ids=["fast-path", "public-converter"])
 def test_int8_of_a_while_loop_is_refused_not_a_segfault(recurrent, tmp_path, fast):
-    proc = run_edgetool("convert", recurrent / "bigru", "--quant", "int8", "--batch", "1", "-o", tmp_path / "o",
+    proc = run_edgetool("convert", recurrent / "loopgru", "--quant", "int8", "--batch", "1", "-o", tmp_path / "o",
                         env={"EDGETOOL_FAST_CONVERT": fast})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "WHILE loop" in proc.stderr and "--quant dynamic" in proc.stderr
@@ -305,9 +327,9 @@ def test_inspect_flags_state_tensors(recurrent, tmp_path):
 
 @pytest.mark.slow
 def test_auto_records_candidates_that_fail_to_convert_and_chooses_among_the_rest(recurrent, tmp_path):
-    """A GRU at a fixed batch is a builtin WHILE loop, which edgetool refuses to calibrate (int8 and int16x8);
-    auto records both failures and still chooses among fp16 and dynamic."""
-    model = recurrent / "bigru"
+    """A GRU over a sequence of unknown length is a builtin WHILE loop, which edgetool refuses to calibrate (int8 and
+    int16x8); auto records both failures and still chooses among fp16 and dynamic."""
+    model = recurrent / "loopgru"
     out = tmp_path / "auto"
     proc = run_edgetool("convert", model, "--quant", "auto", "--batch", "1", "--max-drop", "0.05", "--eval-data",
                         model / "eval.npz", "-o", out)
@@ -321,7 +343,7 @@ def test_auto_records_candidates_that_fail_to_convert_and_chooses_among_the_rest
         assert failed["file"] is None and not failed["meets_budget"] and not failed["chosen"]
     assert doc["chosen"] in ("fp16", "dynamic") and rows[doc["chosen"]]["meets_budget"]
     for n in ("fp16", "dynamic"):
-        assert not rows[n].get("failed") and rows[n]["accuracy"] > 0.3, rows[n]  # float model ~0.42; chance 0.1
+        assert not rows[n].get("failed") and rows[n]["accuracy"] > 0.5, rows[n]  # float model 0.675; chance 0.1
     assert "int8 failed:" in (out / "decision.md").read_text()
     assert "Traceback" not in proc.stderr
 

@@ -119,19 +119,23 @@ def _params(func) -> tuple[str, ...]:
 def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
     """ConversionError for a model whose calibration would crash TensorFlow 2.19's quantizer (SIGSEGV).
 
-    Calibrating a builtin WHILE loop (Keras GRU / SimpleRNN with a fixed batch; LSTM becomes a fused op and
-    is fine) kills the process in ``Calibrator``, for the raw converter too; refusing keeps the run alive.
+    Calibrating a builtin WHILE loop (a Keras GRU / SimpleRNN that ``--batch`` could not unroll; LSTM becomes a
+    fused op and is fine) kills the process in ``Calibrator``, for the raw converter too; refusing keeps the run
+    alive.
     """
+    from edge_tool.fixed_batch import MAX_UNROLL  # noqa: PLC0415
     from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
 
     loops = [op for op in ("WHILE",) if op in summarize_tflite(bytes(float_model)).ops]
     if loops:
         bits = "int16" if getattr(activations_type, "name", "") == "int16" else "int8"
         raise ConversionError(
-            f"calibrated {bits} quantization of a model with a {loops[0]} loop (a Keras GRU/SimpleRNN or a "
-            "tf.while_loop) crashes TensorFlow 2.19's calibrator (segmentation fault, also with the raw "
-            "TFLiteConverter), so edgetool refuses it. Use --quant dynamic (int8 weights, float activations) or "
-            "fp16 for this model; LSTM layers alone (fused UNIDIRECTIONAL_SEQUENCE_LSTM) do calibrate.")
+            f"calibrated {bits} quantization of a model with a {loops[0]} loop (a Keras GRU/SimpleRNN over a "
+            f"sequence of unknown length or longer than {MAX_UNROLL} steps, or a tf.while_loop) crashes TensorFlow "
+            "2.19's calibrator (segmentation fault, also with the raw TFLiteConverter), so edgetool refuses it. Use "
+            "--quant dynamic (int8 weights, float activations) or fp16 for this model, or give the Keras model a "
+            f"fixed sequence length of at most {MAX_UNROLL}: with --batch edgetool then unrolls the loop into plain "
+            "ops, which calibrate. LSTM layers (fused UNIDIRECTIONAL_SEQUENCE_LSTM) calibrate as they are.")
 
 
 def new_converter(shared: SharedSource):

@@ -25,7 +25,7 @@ class PreparedSource:
     flavor: str        # keras2 | keras3-export | tf-saved-model
     signature: SignatureInfo
     sha256: str
-    fixed_batch: dict | None = None  # {"batch": N, "method": "keras"|"signature", "signature": ...} with --batch
+    fixed_batch: dict | None = None  # {"batch": N, "method": "keras"|"signature", "unrolled": [...], "signature": ...}
 
     def to_dict(self) -> dict:
         """JSON-friendly form for manifest.json (``signature`` is the model's own, before --batch)."""
@@ -112,7 +112,7 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> Prep
         from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
 
         retraced = Path(workdir) / f"batch{batch}_savedmodel"
-        method = save_fixed_batch(saved, retraced, batch)
-        fixed = {"batch": batch, "method": method, "signature": saved_model_signature(retraced).to_dict()}
+        how = save_fixed_batch(saved, retraced, batch)
+        fixed = {"batch": batch, **how.to_dict(), "signature": saved_model_signature(retraced).to_dict()}
         saved = retraced
     return PreparedSource(model, saved, kind, flavor, signature, content_hash(model), fixed)
