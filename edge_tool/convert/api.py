@@ -80,6 +80,7 @@ def load_calibration(config: ConvertConfig, source):
 
 def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
     from edge_tool.convert.smoke import refuse_if_it_kills_litert  # noqa: PLC0415
+    from edge_tool.convert import fidelity  # noqa: PLC0415
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = out_dir / tflite_name(ctx.config.model, mode)
@@ -89,10 +90,15 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
         if spec is not None:
             data = embed_metadata(data, spec)
         summary = summarize_tflite(data)
+        probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None
+        check = None
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
-            refuse_if_it_kills_litert(data, mode.value)
+            got = refuse_if_it_kills_litert(data, mode.value, probes)
+            check = got and fidelity.compare(mode.value, ctx.reference_outputs(probes), got)
         path.write_bytes(data)
         timed.outputs.append(path)
+    if check is not None and not check.ok:
+        console.print(f"[yellow]warning:[/] {term(check.warning(path.name, mode.value))}")
     if summary.flex_ops:
         console.print(f"[yellow]warning:[/] {term(path.name)} uses Flex ops {term(', '.join(summary.flex_ops))}: "
                       "the runtime needs the Flex delegate (select TF ops).")
@@ -104,6 +110,8 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
               "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(timed.seconds, 3),
               "tensors": summary.to_dict(), "state_warning": state,
               "metadata": None if spec is None else spec.to_dict()}
+    if check is not None:
+        record["self_check"] = check.to_dict()
     if mode.value in ctx.notes:
         record[mode.value] = ctx.notes.pop(mode.value)  # e.g. "qat": which int8 model was shipped and why
     return art, record

@@ -56,6 +56,7 @@ class BuildContext:
     shared: SharedSource | None = field(default=None, repr=False)
     notes: dict = field(default_factory=dict)  # mode value -> what its builder decided (goes into the manifest)
     _float_model: bytes | None = field(default=None, repr=False)
+    _reference: object | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.shared is None:
@@ -95,6 +96,15 @@ class BuildContext:
             if not converter_rejected(exc):
                 raise
             raise self._conversion_error(exc) from None
+
+    def reference_outputs(self, feeds: list[dict]) -> list[dict]:
+        """The prepared SavedModel's serving outputs (``{name: array}``) for each feed; the model loads once."""
+        if self._reference is None:
+            loaded = self.tf.saved_model.load(str(self.source.saved_model))
+            self._reference = (loaded, loaded.signatures[self.source.signature.key])
+        fn = self._reference[1]
+        return [{k: v.numpy() for k, v in fn(**{n: self.tf.constant(a) for n, a in feed.items()}).items()}
+                for feed in feeds]
 
     def _refuse_unsafe_loops(self, conv) -> None:
         """On the public converter path: refuse calibrating a WHILE loop (it segfaults TF 2.19) before trying."""

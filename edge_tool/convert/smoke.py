@@ -4,7 +4,8 @@ TensorFlow 2.19's converter can write a model LiteRT aborts on (e.g. int16x8 of 
 the kernel's prepare, the raw converter's file too; int16x8 of an LSTM: "output_state != nullptr" in prepare). The
 child loads the file with the serving signature and runs one all-zeros input. A death by signal or a hang refuses
 the mode, and so does an exception when every input shape is fixed; with a dynamic dimension (set to 1 here) the
-exception may come from that size, so it is not held against the file.
+exception may come from that size, so it is not held against the file. Given probe inputs (an .npz per sample),
+the child also runs each of them (state reset before each) and returns the outputs, for ``convert.fidelity``.
 """
 
 from __future__ import annotations
@@ -43,35 +44,62 @@ except Exception as exc:
     print(text.splitlines()[-1] if text else type(exc).__name__, file=sys.stderr)
     # a custom op this plain LiteRT does not have (the app registers it) says nothing about the file
     sys.exit(4 if dynamic or "custom op" in text.lower() else 3)
+outputs = {}
+for i, probe in enumerate(sys.argv[2:-1]):
+    with np.load(probe) as z:
+        it.reset_all_variables()
+        got = runner(**{k: z[k] for k in z.files})
+    outputs.update({f"{i}/{k}": np.asarray(v) for k, v in got.items()})
+if len(sys.argv) > 2:
+    np.savez(sys.argv[-1], **outputs)
 """
 _FIXED_SHAPE_FAILURE = 3  # LiteRT raised on a model whose input shapes are all fixed: the file itself is broken
 
 
-def refuse_if_it_kills_litert(data: bytes, mode: str) -> None:
-    """ConversionError when one zero-input run of ``data`` kills, hangs or (fixed shapes) fails LiteRT."""
-    why = litert_problem(data)
+def refuse_if_it_kills_litert(data: bytes, mode: str, probes: list[dict] | None = None) -> list[dict] | None:
+    """ConversionError when one zero-input run of ``data`` kills, hangs or (fixed shapes) fails LiteRT; returns the
+    outputs (``{name: array}`` per probe) when ``probes`` were given and ran, else None."""
+    why, outputs = run_in_litert(data, probes)
     if why is not None:
         raise ConversionError(
             f"--quant {mode}: the TFLite converter wrote a model that LiteRT cannot run ({why}). That is a "
             "TensorFlow 2.19 converter/kernel bug for this model in this mode, so edgetool does not ship it. Use "
             "another --quant mode; --quant auto builds them all and keeps those that run.")
+    return outputs
 
 
 def litert_problem(data: bytes) -> str | None:
     """Why LiteRT cannot run ``data`` (one zero-input inference in a child process), or None when it can."""
+    return run_in_litert(data)[0]
+
+
+def run_in_litert(data: bytes, probes: list[dict] | None = None) -> tuple[str | None, list[dict] | None]:
+    """``(why LiteRT cannot run data, or None; the outputs of each probe feed, or None)`` from one child process."""
+    import numpy as np  # noqa: PLC0415
+
     from edge_tool.evaluate.isolated import death_reason, last_message  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="edgetool-smoke-") as tmp:
         path = Path(tmp) / "model.tflite"
         path.write_bytes(data)
+        args = [str(path)]
+        for i, feed in enumerate(probes or ()):
+            np.savez(Path(tmp) / f"probe{i}.npz", **feed)
+            args.append(str(Path(tmp) / f"probe{i}.npz"))
+        result = Path(tmp) / "outputs.npz"
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
         try:
-            proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True,
-                                  timeout=TIMEOUT_S, env=env)
+            proc = subprocess.run([sys.executable, "-c", _CHILD, *args, *([str(result)] if probes else [])],
+                                  capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
         except subprocess.TimeoutExpired:
-            return f"one inference did not finish within {TIMEOUT_S} s"
-    if proc.returncode < 0:
-        return death_reason(proc.returncode, proc.stderr, "LiteRT")
-    if proc.returncode == _FIXED_SHAPE_FAILURE:
-        return f"LiteRT refuses it: {last_message(proc.stderr)}"
-    return None
+            return f"one inference did not finish within {TIMEOUT_S} s", None
+        if proc.returncode < 0:
+            return death_reason(proc.returncode, proc.stderr, "LiteRT"), None
+        if proc.returncode == _FIXED_SHAPE_FAILURE:
+            return f"LiteRT refuses it: {last_message(proc.stderr)}", None
+        if proc.returncode != 0 or not result.is_file():
+            return None, None  # ran (or failed for a reason not held against the file): no outputs to compare
+        with np.load(result) as z:
+            flat = {k: z[k] for k in z.files}
+    return None, [{k.split("/", 1)[1]: v for k, v in flat.items() if k.startswith(f"{i}/")}
+                  for i in range(len(probes))]

@@ -1,0 +1,95 @@
+"""Does a float .tflite compute what the SavedModel computes? Checked on seeded probe inputs as each is written.
+
+fp32 and fp16 files should match the SavedModel up to float rounding, yet TensorFlow 2.19's converter and
+kernels can silently disagree (a GRU lowered to a ``WHILE`` loop after a Bidirectional LSTM ran up to 0.40 off).
+So ``convert`` feeds a few seeded random inputs to the SavedModel (TensorFlow) and to the new file (LiteRT, in the
+smoke-test child, state reset before each input), and warns — recording the figures in manifest.json's
+``artifacts[].self_check`` — when they differ by more than float rounding explains. Quantized modes are measured
+by ``edgetool eval`` on real data instead: their error is expected and data-dependent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from edge_tool.modelio import SignatureInfo
+
+PROBES = 4  # seeded random input batches per check
+# max |tflite - SavedModel| allowed, relative to max(1, max |SavedModel output|): fp32 differs by operation order
+# only (the zoo: <=2.2e-6; fp16 <=1.9e-3, as it also rounds every weight to 11 significant bits)
+TOLERANCE = {"fp32": 1e-3, "fp16": 5e-2}
+
+
+@dataclass(frozen=True)
+class SelfCheck:
+    """The float .tflite against the SavedModel on ``samples`` seeded random input batches."""
+
+    samples: int
+    max_abs_error: float
+    tolerance: float
+    ok: bool
+
+    def to_dict(self) -> dict:
+        """JSON form for manifest.json's ``artifacts[].self_check`` (``max_abs_error`` null: NaN/Inf outputs)."""
+        finite = bool(np.isfinite(self.max_abs_error))
+        return {"inputs": "seeded random", "samples": self.samples,
+                "max_abs_error": self.max_abs_error if finite else None, "tolerance": self.tolerance, "ok": self.ok}
+
+    def warning(self, name: str, mode: str) -> str:
+        """What the terminal says when the check failed."""
+        error = f"max abs error {self.max_abs_error:.3g}" if np.isfinite(self.max_abs_error) else "NaN/Inf outputs"
+        return (f"{name} does not compute what the SavedModel computes: {error} on "
+                f"{self.samples} seeded random inputs, where float rounding explains at most {self.tolerance:.3g} "
+                f"({mode}). That is a TensorFlow converter/LiteRT kernel problem with this model. Measure it on real "
+                "data with edgetool eval before shipping it; --batch 1 (fixed shapes) or another --quant mode may "
+                "avoid it.")
+
+
+def probe_feeds(info: SignatureInfo, seed: int = 0) -> list[dict] | None:
+    """Seeded random feeds ``{input name: array}`` for the signature, or None when a shape or dtype rules it out
+    (an unknown non-batch dimension, a string input)."""
+    rng = np.random.default_rng(seed)
+    shapes = {}
+    for t in info.inputs:
+        if t.shape is None or len(t.shape) == 0 or any(d is None for d in t.shape[1:]):
+            return None
+        try:
+            dtype = np.dtype(t.dtype)
+        except TypeError:
+            return None  # string, resource, bfloat16 ...: no meaningful random probe
+        if dtype.kind not in "fiub":
+            return None
+        shapes[t.name] = ([t.shape[0] or 1, *t.shape[1:]], dtype)
+    return [{name: _random(rng, shape, dtype) for name, (shape, dtype) in shapes.items()} for _ in range(PROBES)]
+
+
+def _random(rng, shape: list, dtype: np.dtype) -> np.ndarray:
+    if dtype.kind == "f":
+        return rng.uniform(0, 1, shape).astype(dtype)
+    if dtype == np.uint8:
+        return rng.integers(0, 256, shape).astype(dtype)
+    return np.zeros(shape, dtype)  # 0 is a valid id for embeddings and lookups, and False for a bool
+
+
+def compare(mode: str, want: list[dict], got: list[dict]) -> SelfCheck | None:
+    """Compare the SavedModel's outputs ``want`` with the .tflite's ``got`` (same probes, by output name); None
+    when no output can be matched by name and shape."""
+    errors, scale = [], 1.0
+    for w, g in zip(want, got):
+        for name, ref in w.items():
+            out = g.get(name)
+            if out is None or np.shape(out) != np.shape(ref) or not np.issubdtype(np.asarray(ref).dtype, np.number):
+                continue
+            ref, out = np.asarray(ref, np.float64), np.asarray(out, np.float64)
+            if not np.isfinite(ref).all():
+                continue  # the model itself overflows on random inputs: nothing to compare
+            scale = max(scale, float(np.abs(ref).max(initial=0.0)))
+            diff = np.abs(out - ref)
+            errors.append(float(diff.max(initial=0.0)) if np.isfinite(out).all() else float("inf"))
+    if not errors:
+        return None
+    tolerance = TOLERANCE[mode] * scale
+    worst = max(errors)
+    return SelfCheck(len(want), worst, tolerance, worst <= tolerance)

@@ -1,0 +1,94 @@
+"""convert checks every fp32/fp16 .tflite against the SavedModel on seeded random inputs (edge_tool/convert/fidelity)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO, run_edgetool
+from edge_tool.convert import fidelity
+from edge_tool.modelio import SignatureInfo
+from calibration.spec import TensorSpec
+from schema_check import validated
+
+
+def _sig(*inputs: TensorSpec) -> SignatureInfo:
+    return SignatureInfo("serving_default", inputs, (TensorSpec("probs", "float32", (None, 10)),))
+
+
+def test_probe_feeds_are_seeded_and_shaped_by_the_signature():
+    info = _sig(TensorSpec("image", "uint8", (None, 8, 8, 1)), TensorSpec("ids", "int32", (3, 5)),
+                TensorSpec("x", "float32", (None, 4)))
+    feeds = fidelity.probe_feeds(info)
+    assert len(feeds) == fidelity.PROBES
+    assert feeds[0]["image"].shape == (1, 8, 8, 1) and feeds[0]["image"].dtype == np.uint8
+    assert feeds[0]["ids"].shape == (3, 5) and not feeds[0]["ids"].any()  # ids 0: valid for any embedding
+    assert feeds[0]["x"].dtype == np.float32 and 0 <= feeds[0]["x"].min() and feeds[0]["x"].max() < 1
+    again = fidelity.probe_feeds(info)
+    assert all(np.array_equal(a["x"], b["x"]) for a, b in zip(feeds, again))
+    assert not np.array_equal(feeds[0]["x"], feeds[1]["x"])
+
+
+@pytest.mark.parametrize("spec", [TensorSpec("x", "float32", (None, None, 8)), TensorSpec("x", "string", (None,)),
+                                  TensorSpec("x", "float32", None)])
+def test_no_probe_for_unknown_shapes_or_strings(spec):
+    assert fidelity.probe_feeds(_sig(spec)) is None
+
+
+def test_compare_scales_the_tolerance_and_flags_drift_and_nan():
+    want = [{"probs": np.array([[0.2, 0.8]], np.float32), "extra": np.ones((1, 2))}]
+    near = [{"probs": np.array([[0.2005, 0.7995]], np.float32)}]
+    check = fidelity.compare("fp32", want, near)
+    assert check.ok and check.max_abs_error == pytest.approx(5e-4, rel=1e-2) and check.tolerance == 1e-3
+    assert not fidelity.compare("fp32", want, [{"probs": np.array([[0.3, 0.7]], np.float32)}]).ok
+    assert fidelity.compare("fp16", want, [{"probs": np.array([[0.23, 0.77]], np.float32)}]).ok  # fp16: 5e-2
+    logits = [{"probs": np.array([[200.0, -50.0]])}]
+    assert fidelity.compare("fp32", logits, [{"probs": np.array([[200.1, -50.0]])}]).ok  # 0.1 of a 200 scale
+    bad = fidelity.compare("fp32", want, [{"probs": np.array([[np.nan, 0.8]], np.float32)}])
+    assert not bad.ok and bad.to_dict()["max_abs_error"] is None and "NaN/Inf" in bad.warning("m.tflite", "fp32")
+    assert fidelity.compare("fp32", want, [{"other": np.zeros((1, 2))}]) is None  # nothing matched by name
+    assert fidelity.compare("fp32", want, [{"probs": np.zeros((2, 2))}]) is None  # nor by shape
+
+
+@pytest.mark.slow
+def test_convert_records_the_self_check_of_float_modes(digits_model, tmp_path):
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", digits_model, "--quant", "fp32,fp16,dynamic", "-o", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    arts = {a["quant"]: a for a in validated(out / "manifest.json", "manifest")["artifacts"]}
+    assert arts["fp32"]["self_check"]["ok"] and arts["fp32"]["self_check"]["max_abs_error"] < 1e-5
+    assert arts["fp32"]["self_check"]["samples"] == fidelity.PROBES
+    assert arts["fp16"]["self_check"]["ok"] and arts["fp16"]["self_check"]["max_abs_error"] < 1e-2
+    assert "self_check" not in arts["dynamic"]  # quantized: measured by eval on real data instead
+    assert "does not compute" not in proc.stderr
+
+
+_WRONG_REFERENCE = """
+import sys
+import numpy as np
+from edge_tool.convert.context import BuildContext
+real = BuildContext.reference_outputs
+def shifted(self, feeds):  # as if the .tflite had drifted by 0.02 from the SavedModel
+    return [{k: v + 0.02 for k, v in out.items()} for out in real(self, feeds)]
+BuildContext.reference_outputs = shifted
+from edge_tool.cli import main
+sys.argv = ["edgetool", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.slow
+def test_a_float_file_that_drifts_from_the_savedmodel_is_written_with_a_warning(digits_model, tmp_path):
+    out = tmp_path / "o"
+    proc = subprocess.run([sys.executable, "-c", _WRONG_REFERENCE, "convert", str(digits_model), "--quant",
+                           "fp32,fp16", "-o", str(out)], capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = " ".join(proc.stderr.split())
+    assert "model_fp32.tflite does not compute what the SavedModel computes: max abs error 0.02" in text
+    assert text.count("does not compute") == 1
+    arts = {a["quant"]: a for a in validated(out / "manifest.json", "manifest")["artifacts"]}
+    assert not arts["fp32"]["self_check"]["ok"] and arts["fp32"]["self_check"]["max_abs_error"] > 0.019
+    assert arts["fp16"]["self_check"]["ok"]  # 0.02 is within fp16's 5e-2 of a scale-1 output
