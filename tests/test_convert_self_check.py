@@ -92,3 +92,25 @@ def test_a_float_file_that_drifts_from_the_savedmodel_is_written_with_a_warning(
     arts = {a["quant"]: a for a in validated(out / "manifest.json", "manifest")["artifacts"]}
     assert not arts["fp32"]["self_check"]["ok"] and arts["fp32"]["self_check"]["max_abs_error"] > 0.019
     assert arts["fp16"]["self_check"]["ok"]  # 0.02 is within fp16's 5e-2 of a scale-1 output
+
+
+_ASSERTING_MODEL = """
+import sys, tensorflow as tf
+class M(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+    def serve(self, x):  # refuses inputs below 5: the random probes in [0, 1) make TensorFlow raise
+        tf.debugging.assert_greater_equal(x, 5.0)
+        return {"y": x * 2.0}
+m = M()
+tf.saved_model.save(m, sys.argv[1], signatures={"serving_default": m.serve})
+"""
+
+
+@pytest.mark.slow
+def test_a_savedmodel_that_refuses_the_random_probes_is_converted_unchecked(tmp_path):
+    model, out = tmp_path / "m", tmp_path / "o"
+    subprocess.run([sys.executable, "-c", _ASSERTING_MODEL, str(model)], check=True, cwd=REPO, timeout=300,
+                   capture_output=True)
+    proc = run_edgetool("convert", model, "--quant", "fp32", "-o", out)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert "self_check" not in validated(out / "manifest.json", "manifest")["artifacts"][0]

@@ -94,7 +94,7 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
         check = None
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
             got = refuse_if_it_kills_litert(data, mode.value, probes)
-            check = got and fidelity.compare(mode.value, ctx.reference_outputs(probes), got)
+            check = got and fidelity.check(ctx, mode.value, probes, got)
         path.write_bytes(data)
         timed.outputs.append(path)
     if check is not None and not check.ok:
