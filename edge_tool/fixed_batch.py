@@ -8,7 +8,7 @@ variable batch).
 A Keras-2 SavedModel is reloaded with tf_keras and its layers are called again under the fixed input
 signature, so every shape inside (the recurrent loops' TensorList element shapes too) is traced static.
 Recurrent layers that would otherwise lower to a ``WHILE`` loop (GRU, SimpleRNN, a non-fused LSTM, custom
-cells) are unrolled when their sequence length is static and at most ``MAX_UNROLL``: TFLite's WHILE kernel
+cells; not ConvLSTM, which ignores ``unroll``) are unrolled when their sequence length is static and at most ``MAX_UNROLL``: TFLite's WHILE kernel
 drifts from TensorFlow on a GRU (errors up to 0.4 seen), and full-integer calibration of a WHILE loop crashes
 the calibrator, while the unrolled steps are plain builtin ops that convert exactly and quantize.
 The re-trace is checked against the original signature on a probe input (unrolled first, then not); when the
@@ -126,6 +126,8 @@ def unrollable_layers(tf_keras, model) -> list:
     for layer in model.submodules:
         if not isinstance(layer, tf_keras.layers.RNN) or layer.unroll or _fused_lstm(tf_keras, layer):
             continue
+        if any(c.__name__ == "ConvRNN" for c in type(layer).__mro__):
+            continue  # ConvLSTM1D/2D/3D ignore `unroll` (tf_keras 2.19 calls backend.rnn without it)
         steps = _static_steps(layer)
         if steps is not None and steps <= MAX_UNROLL:
             found.append(layer)

@@ -130,8 +130,9 @@ def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
     if loops:
         bits = "int16" if getattr(activations_type, "name", "") == "int16" else "int8"
         raise ConversionError(
-            f"calibrated {bits} quantization of a model with a {loops[0]} loop (a Keras GRU/SimpleRNN over a "
-            f"sequence of unknown length or longer than {MAX_UNROLL} steps, or a tf.while_loop) crashes TensorFlow "
+            f"calibrated {bits} quantization of a model with a {loops[0]} loop (a Keras recurrent layer edgetool "
+            f"could not unroll: a ConvLSTM, or a GRU/SimpleRNN over a sequence of unknown length or longer than "
+            f"{MAX_UNROLL} steps; or a tf.while_loop) crashes TensorFlow "
             "2.19's calibrator (segmentation fault, also with the raw TFLiteConverter), so edgetool refuses it. Use "
             "--quant dynamic (int8 weights, float activations) or fp16 for this model, or give the Keras model a "
             f"fixed sequence length of at most {MAX_UNROLL}: with --batch edgetool then unrolls the loop into plain "

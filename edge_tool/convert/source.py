@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edge_tool.errors import ModelError
@@ -25,7 +22,7 @@ class PreparedSource:
     flavor: str        # keras2 | keras3-export | tf-saved-model
     signature: SignatureInfo
     sha256: str
-    fixed_batch: dict | None = None  # {"batch": N, "method": "keras"|"signature", "unrolled": [...], "signature": ...}
+    fixed_batch: dict | None = None  # {"batch": N, "method": "keras"|"keras3"|"signature", "unrolled": [...], ...}
 
     def to_dict(self) -> dict:
         """JSON-friendly form for manifest.json (``signature`` is the model's own, before --batch)."""
@@ -47,15 +44,9 @@ def content_hash(path: Path) -> str:
     return h.hexdigest()
 
 
-_KERAS3_EXPORT = """
-import sys, keras
-model = keras.models.load_model(sys.argv[1])
-model.export(sys.argv[2])
-"""
-
-
-def _keras_file_to_saved_model(model: Path, out: Path) -> None:
-    """Load a .keras/.h5 file with tf_keras (Keras 2) and save it; fall back to Keras 3 export in a subprocess."""
+def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None):
+    """Load a .keras/.h5 file with tf_keras (Keras 2) and save it; fall back to a Keras 3 export in a subprocess,
+    which fixes the batch itself (returns its ``Retrace``; None otherwise)."""
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     import_tf()
@@ -64,18 +55,19 @@ def _keras_file_to_saved_model(model: Path, out: Path) -> None:
     try:
         keras_model = tf_keras.models.load_model(str(model), compile=False)
         keras_model.save(str(out), save_format="tf", include_optimizer=False)
-        return
+        return None
     except Exception as keras2_exc:  # noqa: BLE001 - retried with Keras 3, reported if both fail
         first = f"{type(keras2_exc).__name__}: {keras2_exc}"
-    env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", _KERAS3_EXPORT, str(model), str(out)],
-                          capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
-        raise ModelError(
-            f"Expected {model} to be a Keras model file loadable by Keras 2 (tf_keras) or Keras 3, but both failed: "
-            f"Keras 2 said {first[:300]}; Keras 3 said {tail[0][:300]}."
-        )
+    from edge_tool.convert.keras3_file import export_keras3_file  # noqa: PLC0415
+
+    return export_keras3_file(model, out, batch, first)
+
+
+def _unbatched(info: SignatureInfo) -> SignatureInfo:
+    """``info`` with a free (None) batch dimension: the signature of a model that was exported with a fixed one."""
+    def free(t):
+        return t if not t.shape else replace(t, shape=(None, *t.shape[1:]))
+    return SignatureInfo(info.key, tuple(map(free, info.inputs)), tuple(map(free, info.outputs)))
 
 
 def _glob_free(model: Path, workdir: Path) -> Path:
@@ -102,13 +94,16 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> Prep
                 f"but {model} is a {model.suffix or 'suffix-less'} file."
             )
         saved = Path(workdir) / "keras_source_savedmodel"
-        _keras_file_to_saved_model(model, saved)
+        exported = _keras_file_to_saved_model(model, saved, batch)
         kind = "keras-file"
     else:
-        saved, kind = _glob_free(model, Path(workdir)), "saved_model"
+        saved, kind, exported = _glob_free(model, Path(workdir)), "saved_model", None
     signature = saved_model_signature(saved)
     flavor, fixed = saved_model_flavor(saved), None
-    if batch is not None:
+    if exported is not None:  # a Keras-3 file exported with the batch fixed (and loops unrolled) by Keras itself
+        fixed = {"batch": batch, **exported.to_dict(), "signature": signature.to_dict()}
+        signature = _unbatched(signature)
+    elif batch is not None:
         from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
 
         retraced = Path(workdir) / f"batch{batch}_savedmodel"

@@ -1,0 +1,88 @@
+"""Export a Keras-3 model file (.keras) to a SavedModel in a Keras-3 child process, optionally with a fixed batch.
+
+tf_keras (Keras 2) cannot load a Keras-3 ``.keras`` file, and this process has TensorFlow set up for tf_keras, so
+the export runs in a child with ``TF_USE_LEGACY_KERAS=0``. With ``--batch N`` the child exports the
+Keras model itself with every input's batch fixed (``model.export(input_signature=...)``): wrapping the exported
+signature afterwards cannot make the shapes saved inside it static, and Keras 3's LSTM/GRU loops (plain
+``tf.while_loop``s on CPU) then fail in the converter on their dynamic TensorList shapes. Recurrent layers of a
+static length of at most ``fixed_batch.MAX_UNROLL`` are unrolled first (checked against the model on a probe
+input, as ``fixed_batch`` does for Keras 2), so they convert to plain builtin ops.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from edge_tool.errors import ModelError
+from edge_tool.fixed_batch import MAX_UNROLL, PROBE_DIM, Retrace
+
+_CHILD = r"""
+import sys, numpy as np, keras, tensorflow as tf
+src, out, batch, max_unroll, probe_dim = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+model = keras.models.load_model(src, compile=False)
+if not batch:
+    model.export(out, verbose=False)
+    sys.exit(0)
+structure = getattr(model, "_inputs_struct", None)
+structure = model.inputs if structure is None else structure
+fixed = [t.name for t in keras.tree.flatten(structure) if t.shape and t.shape[0] not in (None, batch)]
+if fixed:
+    print(f"EDGETOOL: input {fixed[0]!r} already has a fixed batch other than {batch}", file=sys.stderr)
+    sys.exit(3)
+specs = keras.tree.map_structure(lambda t: tf.TensorSpec((batch, *t.shape[1:]), t.dtype, name=t.name), structure)
+def steps(layer):
+    shape = (getattr(layer, "_build_shapes_dict", None) or {}).get("sequences_shape")
+    n = None if not shape or len(shape) < 3 else shape[0 if getattr(layer, "time_major", False) else 1]
+    return n if isinstance(n, int) else None
+loops = [l for l in model._flatten_layers(include_self=False, recursive=True)
+         if isinstance(l, keras.layers.RNN) and not l.unroll and (steps(l) or max_unroll + 1) <= max_unroll]
+rng = np.random.default_rng(0)
+def probe(s):
+    shape = [d if d is not None else probe_dim for d in s.shape]
+    dtype = s.dtype.as_numpy_dtype
+    return rng.uniform(0, 1, shape).astype(dtype) if s.dtype.is_floating else np.zeros(shape, dtype)
+feed = keras.tree.map_structure(probe, specs)
+want = [np.asarray(y) for y in keras.tree.flatten(model(feed, training=False))]
+unrolled = []
+if loops:
+    for layer in loops:
+        layer.unroll = True
+    try:
+        got = [np.asarray(y) for y in keras.tree.flatten(model(feed, training=False))]
+        same = all(np.allclose(a, b, rtol=1e-3, atol=1e-5) for a, b in zip(got, want))
+    except (ValueError, TypeError, NotImplementedError):
+        same = False
+    if same:
+        unrolled = [layer.name for layer in loops]
+    else:
+        for layer in loops:
+            layer.unroll = False
+model.export(out, input_signature=[specs], verbose=False)
+print("EDGETOOL-UNROLLED:" + ",".join(unrolled))
+"""
+
+
+def export_keras3_file(model: Path, out: Path, batch: int | None, keras2_error: str) -> Retrace | None:
+    """Export the Keras-3 file ``model`` to a SavedModel at ``out`` (with ``batch``: inputs fixed to it, loops
+    unrolled where that is exact); returns how the batch was fixed, or None without ``batch``. ModelError when Keras
+    3 cannot load it either (``keras2_error`` says why Keras 2 could not)."""
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    args = [str(model), str(out), str(batch or 0), str(MAX_UNROLL), str(PROBE_DIM)]
+    proc = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, env=env)
+    if proc.returncode == 3 and batch:
+        detail = proc.stderr.strip().splitlines()[-1].removeprefix("EDGETOOL: ")
+        raise ModelError(f"--batch {batch} fixes the first (batch) dimension of every input, but {detail}. Drop "
+                         "--batch, or re-export the model with a batch dimension.")
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
+        raise ModelError(
+            f"Expected {model} to be a Keras model file loadable by Keras 2 (tf_keras) or Keras 3, but both failed: "
+            f"Keras 2 said {keras2_error[:300]}; Keras 3 said {tail[0][:300]}.")
+    if not batch:
+        return None
+    marks = [ln for ln in proc.stdout.splitlines() if ln.startswith("EDGETOOL-UNROLLED:")]
+    names = marks[-1].split(":", 1)[1] if marks else ""
+    return Retrace("keras3", tuple(n for n in names.split(",") if n))
