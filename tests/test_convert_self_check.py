@@ -51,6 +51,8 @@ def test_compare_scales_the_tolerance_and_flags_drift_and_nan():
     assert not bad.ok and bad.to_dict()["max_abs_error"] is None and "NaN/Inf" in bad.warning("m.tflite", "fp32")
     assert fidelity.compare("fp32", want, [{"other": np.zeros((1, 2))}]) is None  # nothing matched by name
     assert fidelity.compare("fp32", want, [{"probs": np.zeros((2, 2))}]) is None  # nor by shape
+    ids = [{"label": np.array([3], np.int64)}]
+    assert fidelity.compare("fp32", ids, [{"label": np.array([4], np.int64)}]) is None  # argmax outputs: not compared
 
 
 @pytest.mark.slow
