@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.demo import vendor
-from edge_tool.demo.site import TEMPLATE_FILES, content_version, site_files
+from edge_tool.demo.site import LITERT_MODULES, TEMPLATE_FILES, content_version, site_files
 from tests.conftest import run_edgetool
 
 RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}
@@ -348,7 +348,7 @@ def test_package_json_pins_exact_versions():
 
 # ---------- --litert: the LiteRT.js engine (fixed-batch-1 int8 .tflite) ----------
 
-LITERT_EXTRA = {"engines/litert.js", "model/model-int8-b1.tflite"} | {"vendor/" + name for name in vendor.LITERT_FILES}
+LITERT_EXTRA = {*LITERT_MODULES, "model/model-int8-b1.tflite"} | {"vendor/" + name for name in vendor.LITERT_FILES}
 
 
 @pytest.fixture(scope="module")
@@ -364,7 +364,8 @@ def test_litert_site_adds_the_engine_runtime_and_a_fixed_batch_int8_model(litert
     assert files - set(site_files(saved_model_site)) == LITERT_EXTRA
     for name, src in vendor.vendored_litert_files().items():
         assert digest(litert_site / "vendor" / name) == digest(src)
-    assert [f for f in files if f.endswith(".wasm") and "litert" in f] == ["vendor/litert/litert_wasm_compat_internal.wasm"]
+    wasm = sorted(f for f in files if f.endswith(".wasm") and "litert" in f)  # compat, relaxed SIMD, threaded
+    assert wasm == sorted(f"vendor/litert/{s.removesuffix('.js')}.wasm" for s in vendor.LITERT_BUILDS.values())
     from ai_edge_litert.interpreter import Interpreter
 
     interp = Interpreter(model_path=str(litert_site / "model/model-int8-b1.tflite"))
@@ -373,7 +374,8 @@ def test_litert_site_adds_the_engine_runtime_and_a_fixed_batch_int8_model(litert
     assert "int8" in {t["dtype"].__name__ for t in interp.get_tensor_details()}  # full-integer inside
     config = json.loads((litert_site / "demo-config.json").read_text())
     lrt = config["litert"]
-    assert (litert_site / lrt["modelUrl"]).is_file() and (litert_site / lrt["wasmScript"]).is_file()
+    assert (litert_site / lrt["modelUrl"]).is_file() and set(lrt["wasmBuilds"]) == {"compat", "default", "threaded"}
+    assert all((litert_site / script).is_file() for script in lrt["wasmBuilds"].values())
     assert lrt["runtime"] == vendor.pinned_litert_versions()
     assert (lrt["input"]["shape"], lrt["output"]["shape"]) == ([1, 8, 8, 1], [1, 10])
     index = (litert_site / "index.html").read_text()

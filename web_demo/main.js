@@ -114,7 +114,7 @@ export function start() {
     const { config } = state;
     try {
       const mod = await import(new URL(config.litert.module, window.location.href).href);
-      const engine = mod.createEngine(config.litert, config);
+      const engine = mod.createEngine(config.litert, config, options);
       await engine.load();
       await engine.run(zeroFeeds(config.inputs)); // warm-up
       state.engines.litert = engine;
@@ -175,7 +175,7 @@ export function start() {
     mark('ready');
     ready.resolve({ backend: best, backends: tfjs.backends.names, benchmark: tfjs.backends.bench,
       picked: tfjs.backends.picked, runtime: tfjs.backends.runtime(), engine: state.engine,
-      engines: Object.keys(state.engines) });
+      engines: Object.keys(state.engines), litert: state.engines.litert ? state.engines.litert.runtime : null });
   }
 
   // The service worker precaches the whole site (runtime + weights): let it do so after start-up, not during it.

@@ -15,7 +15,7 @@ from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import (
-    LITERT_WASM_SCRIPT,
+    LITERT_BUILDS,
     pinned_litert_versions,
     pinned_versions,
     vendored_files,
@@ -32,6 +32,7 @@ TEMPLATE_FILES = ("index.html", "app.css", "app.js", "main.js", "api.js", "confi
                   "ui/dom.js", "ui/camera.js", "ui/controls.js", "ui/form.js", "ui/pad.js", "ui/pixels.js", "ui/results.js")
 SW_TEMPLATE = "sw.template.js"
 LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
+LITERT_MODULES = (LITERT_MODULE, "engines/litert-build.js")  # it and what only it imports (its wasm build choice)
 LITERT_IMPORT_MAP = {"imports": {"@litertjs/core": "./vendor/litert/core.js",
                                  "@litertjs/wasm-utils": "./vendor/litert/wasm-utils.js"}}
 APP_SCRIPT_TAG = '  <script type="module" src="app.js"></script>\n'
@@ -162,7 +163,8 @@ def _page_config(title: str, inputs: list[dict], outputs: list[dict], labels: li
 
 def _litert_config(spec: dict, label: str) -> dict:
     return {"label": label, "module": LITERT_MODULE, "modelUrl": f"{MODEL_SUBDIR}/{litert_mod.TFLITE_NAME}",
-            "wasmScript": f"{VENDOR_SUBDIR}/litert/{LITERT_WASM_SCRIPT}", "runtime": pinned_litert_versions(), **spec}
+            "wasmBuilds": {name: f"{VENDOR_SUBDIR}/litert/{script}" for name, script in LITERT_BUILDS.items()},
+            "runtime": pinned_litert_versions(), **spec}
 
 
 def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs: list[dict]) -> dict[str, Path]:
@@ -196,7 +198,8 @@ def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int
     for name, src in files.items():
         (tmp / VENDOR_SUBDIR / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, tmp / VENDOR_SUBDIR / name)
-    shutil.copyfile(web_demo_dir() / LITERT_MODULE, tmp / LITERT_MODULE)
+    for name in LITERT_MODULES:
+        shutil.copyfile(web_demo_dir() / name, tmp / name)
     index = (tmp / "index.html").read_text()
     import_map = f'  <script type="importmap">{json.dumps(LITERT_IMPORT_MAP)}</script>\n'
     (tmp / "index.html").write_text(index.replace(APP_SCRIPT_TAG, import_map + APP_SCRIPT_TAG, 1))

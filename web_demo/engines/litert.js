@@ -1,8 +1,10 @@
 // The LiteRT.js engine of an edgetool demo site (`edgetool demo --litert`): runs the fixed-batch-1 .tflite itself with
-// @litertjs/core (vendored, import-mapped in index.html) on its single-threaded "compat" wasm build (SIMD128, no
-// relaxed SIMD, no threads: needs no cross-origin isolation). main.js imports this module only when the site has it.
+// @litertjs/core (vendored, import-mapped in index.html) on the fastest wasm build this browser supports among the
+// vendored ones (engines/litert-build.js: relaxed SIMD, threads when cross-origin isolated, else the SIMD128
+// "compat" build). main.js imports this module only when the site has it.
 import { loadLiteRt, loadAndCompile, Tensor } from '@litertjs/core';
 import { timeLoop } from './engine.js';
+import { chooseBuild, wasmFeatures } from './litert-build.js';
 
 const TYPED = { float32: Float32Array, int8: Int8Array, uint8: Uint8Array };
 const RANGE = { int8: [-128, 127], uint8: [0, 255] };
@@ -26,13 +28,18 @@ function fromOutput(array, io) {
   return Float32Array.from(array, (q) => (q - io.zeroPoint) * io.scale);
 }
 
+// The wasm threads wanted: ?threads=N, else one per two logical cores (tfjs's default too).
+const wantedThreads = (options) => options.threads || Math.max(1, Math.floor((navigator.hardwareConcurrency || 1) / 2));
+
 // spec: demo-config.json's "litert" entry; config: config.describe(...) (its first input and ranked head are the
-// .tflite's only input and output). See engines/engine.js for the interface.
-export function createEngine(spec, config) {
+// .tflite's only input and output); options: config.pageOptions(...) (?threads, ?litert-build). See engines/engine.js.
+export function createEngine(spec, config, options = {}) {
   const base = window.location.href;
   const inputName = config.inputs[0].name;
   const outputName = config.outputs[0].name;
   const compiled = { model: null };
+  const features = wasmFeatures();
+  const choice = chooseBuild(spec.wasmBuilds, features, wantedThreads(options), options.litertBuild || null);
 
   // One sample (batch 1) -> its output row as float32.
   async function runOne(values) {
@@ -48,8 +55,10 @@ export function createEngine(spec, config) {
   }
 
   async function load() {
-    await loadLiteRt(new URL(spec.wasmScript, base).href); // a .js file path: loads exactly this build
-    compiled.model = await loadAndCompile(new URL(spec.modelUrl, base).href, { accelerator: 'wasm' });
+    // a .js file path: loads exactly this build (a directory would make LiteRT.js probe and pick on its own)
+    await loadLiteRt(new URL(spec.wasmBuilds[choice.build], base).href);
+    compiled.model = await loadAndCompile(new URL(spec.modelUrl, base).href,
+      { accelerator: 'wasm', cpuOptions: { numThreads: choice.threads } });
   }
 
   // The model's batch is fixed to 1: a batch of feeds runs one sample at a time.
@@ -75,6 +84,8 @@ export function createEngine(spec, config) {
   return {
     name: 'litert',
     label: spec.label,
+    runtime: { build: choice.build, threads: choice.threads, reason: choice.reason, relaxedSimd: features.relaxedSimd,
+      threadsSupported: features.threads },
     probTolerance: QUANT_PROB_TOLERANCE,
     load,
     run,
