@@ -29,7 +29,9 @@ from benchmarks._results import machine, table, write_section  # noqa: E402
 
 GOAL_RATIO = 2.0
 BUILDS = ("compat", "default", "threaded", "jspi")
-THREADED = {"threaded"}  # builds with a wasm thread pool (the others always run one thread)
+THREADED = {"threaded"}
+WASM = {"compat": "litert_wasm_compat_internal.wasm", "default": "litert_wasm_internal.wasm",
+        "threaded": "litert_wasm_threaded_internal.wasm", "jspi": "litert_wasm_jspi_internal.wasm"}  # builds with a wasm thread pool (the others always run one thread)
 HARNESS = Path(__file__).with_name("litertjs_harness")
 STEPS = ("slice", "toInput", "tensor", "run", "read", "fromOutput", "delete")
 
@@ -58,8 +60,11 @@ def native_p50(tflite: Path, threads: int, runs: int) -> float:
     return measure(tflite, threads, runs)
 
 
-def harness_run(browser, url: str, build: str, mode: str, threads: int | None, runs: int) -> dict:
-    """One LiteRT.js configuration of the profiling page in a fresh context."""
+def harness_run(browser, url: str, build: str, mode: str, threads: int | None, runs: int,
+                profile: bool = False) -> dict:
+    """One LiteRT.js configuration of the profiling page in a fresh context (plus a CPU profile with ``profile``)."""
+    from benchmarks._litertjs_profile import cpu_profile
+
     ctx = browser.new_context()
     try:
         page = ctx.new_page()
@@ -68,6 +73,8 @@ def harness_run(browser, url: str, build: str, mode: str, threads: int | None, r
         res = page.evaluate("window.__bench")
         if "error" in res:
             raise RuntimeError(f"{build} {mode} threads={threads}: {res['error']}")
+        if profile:
+            res["profile"] = cpu_profile(ctx, page)
         return res
     finally:
         ctx.close()
@@ -78,6 +85,30 @@ def page_run(browser, url: str, query: str, runs: int) -> dict:
     from benchmarks.bench_browser import browser_run
 
     return browser_run(browser, url, query, runs)
+
+
+def cold_starts(browser, url: str, query: str) -> dict:
+    """Open -> first prediction (ms) on a first visit, then again once the service worker has cached the site."""
+    from benchmarks.bench_browser import FIRST_PREDICTION
+
+    ctx = browser.new_context()
+    try:
+        ctx.add_init_script(FIRST_PREDICTION)
+        out = {}
+        for visit in ("first visit", "service-worker cache"):
+            page = ctx.new_page()
+            page.goto(url + query)
+            res = page.evaluate("window.__bench")
+            if visit == "service-worker cache" and not page.evaluate("navigator.serviceWorker.controller !== null"):
+                raise RuntimeError("the second visit was not served by the service worker")
+            out[visit] = {"first": res["first"], "engine": res["info"]["engine"], "litert": res["info"].get("litert")}
+            page.evaluate("navigator.serviceWorker.ready.then((r) => new Promise((ok) => { const w = r.active; "
+                          "if (w.state === 'activated') ok(); else w.addEventListener('statechange', () => "
+                          "w.state === 'activated' && ok()); }))")
+            page.close()
+        return out
+    finally:
+        ctx.close()
 
 
 def configs(builds: tuple[str, ...], cores: int) -> list[tuple]:
@@ -93,7 +124,21 @@ def configs(builds: tuple[str, ...], cores: int) -> list[tuple]:
     return out
 
 
-def measure(runs: int, rounds: int, builds: tuple[str, ...]) -> dict:
+def profiles(browser, url: str, builds: tuple[str, ...]) -> dict:
+    """{(build, mode): (category shares, hottest wasm functions, their SIMD census)} for compat and default."""
+    from benchmarks._litertjs_profile import simd_census
+    from edge_tool.demo.vendor import web_demo_dir
+
+    out = {}
+    for build in [b for b in ("compat", "default") if b in builds]:
+        wasm = web_demo_dir() / "node_modules/@litertjs/core/wasm" / WASM[build]
+        for mode in ("fp32", "int8"):
+            cats, top = harness_run(browser, url, build, mode, 1, 5, profile=True)["profile"]
+            out[(build, mode)] = (cats, top, simd_census(wasm, [f for f, _ in top]))
+    return out
+
+
+def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> dict:
     """Build and serve the site; alternate native and browser rounds; return raw results."""
     import os
 
@@ -125,11 +170,13 @@ def measure(runs: int, rounds: int, builds: tuple[str, ...]) -> dict:
                     res[label].append(one)
                     key = "total" if kind == "harness" else "predict"
                     print(f"[round {r + 1}] {label}: p50 {statistics.median(one[key]):.2f} ms", flush=True)
+            prof = profiles(browser, url, builds) if profile else {}
+            cold = {q: [cold_starts(browser, url, q) for _ in range(rounds)] for q in ("", "?engine=litert")}
             browser.close()
         for (m, t), xs in native.items():
             xs.append(native_p50(tflites[m], t, runs))
     return {"plan": plan, "native": {k: statistics.median(v) for k, v in native.items()}, "res": res,
-            "chromium": version, "cores": cores}
+            "chromium": version, "cores": cores, "profiles": prof, "cold": cold}
 
 
 def _med(rs: list[dict], key: str, q: float = 50) -> float:
@@ -166,10 +213,44 @@ def report(data: dict, runs: int, rounds: int) -> str:
             f"the browser rounds): {native_txt}.")
     cols = ["configuration", "load + compile (tfjs/page: open → 1st prediction)", "p50 (engine step / predict)",
             "p90", "model.run / inference-only p50", "native p50 (same mode, threads)", "÷ native"]
-    return "\n\n".join([head, table(cols, rows), breakdown(data, best)])
+    parts = [head, table(cols, rows), cold_table(data["cold"]), breakdown(data)]
+    if data["profiles"]:
+        parts.append(profile_table(data["profiles"]))
+    return "\n\n".join(parts)
 
 
-def breakdown(data: dict, best: dict) -> str:
+def cold_table(cold: dict) -> str:
+    """Open -> first prediction on a first visit and from the service-worker cache (medians over rounds)."""
+    rows = []
+    for query, runs in cold.items():
+        info = runs[0]["service-worker cache"]
+        what = info["engine"] + (f" ({info['litert']['build']} build)" if info["engine"] == "litert" else "")
+        rows.append([f"`{query or '(bare URL)'}` → {what}",
+                     *(f"{statistics.median(r[v]['first'] for r in runs):.0f} ms"
+                       for v in ("first visit", "service-worker cache"))])
+    return ("Cold start of the demo page, open → first prediction resolved (a fresh browser context; the second "
+            "visit is served by the service worker, the tfjs backend pick remembered):\n\n"
+            + table(["page", "first visit (loopback network)", "from the service-worker cache"], rows))
+
+
+def profile_table(profiles: dict) -> str:
+    """The CPU-profile split of model.run and the SIMD instructions of its hottest wasm functions."""
+    rows, dots = [], {}
+    for (build, mode), (cats, top, (census, dot)) in profiles.items():
+        dots[build] = dot
+        hot = "; ".join(f"#{f} {share:.0%}: " + (", ".join(f"{op} ×{n}" for op, n in census.get(f, {}).items()) or "—")
+                        for f, share in top)
+        rows.append([f"{build}, {mode}", f"{cats.get('wasm', 0):.1%}", f"{cats.get('JavaScript', 0):.1%}",
+                     f"{1 - cats.get('wasm', 0) - cats.get('JavaScript', 0):.1%}", hot])
+    dot_txt = ", ".join(f"{b} {n}" for b, n in dots.items())
+    return (f"Functions using the relaxed int8 dot product in each build's .wasm: {dot_txt}.\n\n"
+            "CPU profile of 40 `model.run` calls (1 thread, V8 sampling profiler every 100 µs), and the SIMD "
+            "instructions in the three hottest wasm functions (share of wasm samples; counted in the build's .wasm "
+            "code section):\n\n"
+            + table(["build, model", "wasm", "JavaScript", "GC / idle / other", "hottest wasm functions"], rows))
+
+
+def breakdown(data: dict) -> str:
     """Median ms of each step of the engine's runOne for every LiteRT.js configuration."""
     rows = []
     for label, kind, _, mode, t in data["plan"]:
@@ -193,12 +274,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30, help="timed runs per configuration and round")
     parser.add_argument("--rounds", type=int, default=2, help="rounds over all configurations (more: steadier)")
     parser.add_argument("--builds", default=",".join(BUILDS), help="comma list of LiteRT.js builds to measure")
+    parser.add_argument("--no-profile", action="store_true", help="skip the CPU profile of model.run")
     args = parser.parse_args()
     builds = tuple(b for b in args.builds.split(",") if b)
     unknown = set(builds) - set(BUILDS)
     if unknown:
         sys.exit(f"--builds: unknown {', '.join(sorted(unknown))}; choose from {', '.join(BUILDS)}")
-    data = measure(args.runs, args.rounds, builds)
+    data = measure(args.runs, args.rounds, builds, not args.no_profile)
     body = "\n\n".join([
         "## LiteRT.js builds vs native (`benchmarks/bench_litertjs.py`, headless Chromium)",
         f"Machine: {machine()}. MobileNetV2-224, batch 1, random weights; fp32 and int8 (float32 I/O) .tflite from "

@@ -55,7 +55,10 @@ async function main() {
     runOnly.push(performance.now() - t);
     for (const o of outputs) o.delete();
   }
-  input.delete();
+  // for a CPU profile taken from outside (bench_litertjs.py --profile): n more runs of the same input
+  window.__runMany = async (k) => {
+    for (let i = 0; i < k; i++) for (const o of await model.run(input)) o.delete();
+  };
   return { build, threads, loadMs: tLoad - t0, compileMs: tCompile - tLoad, firstMs: first, steps, total, runOnly,
     defaultThreads: liteRt.liteRtWasm.getThreadCount(), crossOriginIsolated: window.crossOriginIsolated,
     hardwareConcurrency: navigator.hardwareConcurrency, inputDtype: inp.dtype };
