@@ -24,16 +24,15 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._browser_common import CHROMIUM, FLAGS, pct, served  # noqa: E402
-from benchmarks._results import machine, table, write_section  # noqa: E402
+from benchmarks._browser_common import CHROMIUM, FLAGS, served  # noqa: E402
+from benchmarks._litertjs_report import report  # noqa: E402
+from benchmarks._results import machine, write_section  # noqa: E402
 
-GOAL_RATIO = 2.0
 BUILDS = ("compat", "default", "threaded", "jspi")
 THREADED = {"threaded"}
 WASM = {"compat": "litert_wasm_compat_internal.wasm", "default": "litert_wasm_internal.wasm",
         "threaded": "litert_wasm_threaded_internal.wasm", "jspi": "litert_wasm_jspi_internal.wasm"}  # builds with a wasm thread pool (the others always run one thread)
 HARNESS = Path(__file__).with_name("litertjs_harness")
-STEPS = ("slice", "toInput", "tensor", "run", "read", "fromOutput", "delete")
 
 
 def add_harness(site: Path, tflites: dict[str, Path]) -> None:
@@ -51,6 +50,23 @@ def add_harness(site: Path, tflites: dict[str, Path]) -> None:
         shutil.copyfile(f, bench / "litert" / f.name)
     for mode, path in tflites.items():
         shutil.copyfile(path, bench / f"{mode}.tflite")
+
+
+def add_fp32_variant(site: Path, fp32: Path) -> None:
+    """Give the site's LiteRT.js engine the fp32 .tflite too, as ``edgetool demo --litert`` does from a SavedModel
+    (the site is built from the cached TFJS model + int8 .tflite to skip a second conversion)."""
+    import json
+
+    from edge_tool.demo import litert as litert_mod
+    from edge_tool.demo.site import CONFIG_NAME, _litert_model, write_service_worker
+
+    data = fp32.read_bytes()
+    (site / "model" / litert_mod.FP32_NAME).write_bytes(data)
+    config = json.loads((site / CONFIG_NAME).read_text())
+    spec = litert_mod.tflite_spec(site / "model" / litert_mod.FP32_NAME, None)
+    config["litert"]["variants"] = [_litert_model("litert-fp32", "LiteRT.js fp32", litert_mod.FP32_NAME, spec, data)]
+    (site / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n")
+    write_service_worker(site)
 
 
 def native_p50(tflite: Path, threads: int, runs: int) -> float:
@@ -121,6 +137,8 @@ def configs(builds: tuple[str, ...], cores: int) -> list[tuple]:
     for t in sorted({1, cores}):
         out.append((f"tfjs wasm, fp32, {t} thr", "page", f"?backend=wasm&threads={t}", "fp32", t))
     out.append(("page, ?engine=litert (int8)", "page", "?engine=litert", "int8", None))
+    out.append(("page, ?engine=litert-fp32", "page", "?engine=litert-fp32", "fp32", None))
+    out.append(("page, auto-pick (bare URL)", "page", "", None, None))
     return out
 
 
@@ -157,6 +175,7 @@ def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> d
     with tempfile.TemporaryDirectory(prefix="bench-litertjs-") as tmp:
         site = Path(tmp) / "site"
         build_site(DemoConfig(model=tfjs, output=site, title="MobileNetV2-224", litert=True, tflite=tflites["int8"]))
+        add_fp32_variant(site, tflites["fp32"])
         add_harness(site, tflites)
         with served(site) as url, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -177,96 +196,6 @@ def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> d
             xs.append(native_p50(tflites[m], t, runs))
     return {"plan": plan, "native": {k: statistics.median(v) for k, v in native.items()}, "res": res,
             "chromium": version, "cores": cores, "profiles": prof, "cold": cold}
-
-
-def _med(rs: list[dict], key: str, q: float = 50) -> float:
-    return statistics.median(pct(r[key], q) for r in rs)
-
-
-def report(data: dict, runs: int, rounds: int) -> str:
-    """Markdown: the configuration table, the target verdict per mode, and the step breakdown of the best rows."""
-    native, rows, best = data["native"], [], {}
-    for label, kind, _, mode, t in data["plan"]:
-        rs = data["res"][label]
-        if kind == "harness":
-            p50, p90, run = _med(rs, "total"), _med(rs, "total", 90), _med(rs, "runOnly")
-            start = statistics.median(r["loadMs"] + r["compileMs"] for r in rs)
-            thr = t
-        else:
-            p50, p90, run = _med(rs, "predict"), _med(rs, "predict", 90), _med(rs, "inference")
-            start = statistics.median(r["cold"] for r in rs)
-            thr = t or 1  # the page's LiteRT.js engine: its build's default thread count is reported in the docs
-        ratio = p50 / native[(mode, thr)]
-        if kind == "harness" or label.startswith("tfjs"):
-            best[mode] = min(best.get(mode, (label, ratio, p50)), (label, ratio, p50), key=lambda x: x[1])
-        rows.append([label, f"{start:.0f} ms", f"{p50:.2f} ms", f"{p90:.2f} ms", f"{run:.2f} ms",
-                     f"{native[(mode, thr)]:.2f} ms", f"**{ratio:.2f}×**"])
-    for mode, (label, ratio, p50) in best.items():
-        verdict = "met" if ratio <= GOAL_RATIO else "not met"
-        rows.append([f"target ≤ {GOAL_RATIO:.0f}× native ({mode}): {verdict}", "", f"best {p50:.2f} ms", "", "",
-                     "", f"{ratio:.2f}× ({label})"])
-    native_txt = ", ".join(f"{m} {t} thr {v:.2f} ms" for (m, t), v in native.items())
-    head = (f"Chromium {data['chromium']}, @litertjs/core builds from web_demo/node_modules; cross-origin isolated "
-            f"(`edgetool serve`), {data['cores']} cores. {runs} runs per configuration after 2 warm-up runs, "
-            f"{rounds} round(s) alternating (order reversed every round), medians of the per-round percentiles. "
-            f"Native LiteRT (ai_edge_litert, same .tflite, same thread count, fresh process, before/between/after "
-            f"the browser rounds): {native_txt}.")
-    cols = ["configuration", "load + compile (tfjs/page: open → 1st prediction)", "p50 (engine step / predict)",
-            "p90", "model.run / inference-only p50", "native p50 (same mode, threads)", "÷ native"]
-    parts = [head, table(cols, rows), cold_table(data["cold"]), breakdown(data)]
-    if data["profiles"]:
-        parts.append(profile_table(data["profiles"]))
-    return "\n\n".join(parts)
-
-
-def cold_table(cold: dict) -> str:
-    """Open -> first prediction on a first visit and from the service-worker cache (medians over rounds)."""
-    rows = []
-    for query, runs in cold.items():
-        info = runs[0]["service-worker cache"]
-        what = info["engine"] + (f" ({info['litert']['build']} build)" if info["engine"] == "litert" else "")
-        rows.append([f"`{query or '(bare URL)'}` → {what}",
-                     *(f"{statistics.median(r[v]['first'] for r in runs):.0f} ms"
-                       for v in ("first visit", "service-worker cache"))])
-    return ("Cold start of the demo page, open → first prediction resolved (a fresh browser context; the second "
-            "visit is served by the service worker, the tfjs backend pick remembered):\n\n"
-            + table(["page", "first visit (loopback network)", "from the service-worker cache"], rows))
-
-
-def profile_table(profiles: dict) -> str:
-    """The CPU-profile split of model.run and the SIMD instructions of its hottest wasm functions."""
-    rows, dots = [], {}
-    for (build, mode), (cats, top, (census, dot)) in profiles.items():
-        dots[build] = dot
-        hot = "; ".join(f"#{f} {share:.0%}: " + (", ".join(f"{op} ×{n}" for op, n in census.get(f, {}).items()) or "—")
-                        for f, share in top)
-        rows.append([f"{build}, {mode}", f"{cats.get('wasm', 0):.1%}", f"{cats.get('JavaScript', 0):.1%}",
-                     f"{1 - cats.get('wasm', 0) - cats.get('JavaScript', 0):.1%}", hot])
-    dot_txt = ", ".join(f"{b} {n}" for b, n in dots.items())
-    return (f"Functions using the relaxed int8 dot product in each build's .wasm: {dot_txt}.\n\n"
-            "CPU profile of 40 `model.run` calls (1 thread, V8 sampling profiler every 100 µs), and the SIMD "
-            "instructions in the three hottest wasm functions (share of wasm samples; counted in the build's .wasm "
-            "code section):\n\n"
-            + table(["build, model", "wasm", "JavaScript", "GC / idle / other", "hottest wasm functions"], rows))
-
-
-def breakdown(data: dict) -> str:
-    """Median ms of each step of the engine's runOne for every LiteRT.js configuration."""
-    rows = []
-    for label, kind, _, mode, t in data["plan"]:
-        if kind != "harness":
-            continue
-        rs = data["res"][label]
-        steps = [statistics.median(statistics.median(r["steps"][s]) for r in rs) for s in STEPS]
-        js = sum(steps) - steps[STEPS.index("run")]
-        rows.append([label, *(f"{v:.2f}" for v in steps), f"{js:.2f}",
-                     f"{statistics.median(r['firstMs'] for r in rs):.0f}"])
-    return ("Per step of the page's LiteRT.js engine (`engines/litert.js` runOne), median ms: *slice* copies the "
-            "sample out of the batch, *toInput* converts/quantizes it (a no-op for float32 I/O), *tensor* is "
-            "`new Tensor` (copy into wasm memory), *run* is `model.run`, *read* `toTypedArray`, *fromOutput* the "
-            "float32 copy/dequantization, *delete* frees the tensors; *JS* = everything but run; *first* = the first "
-            "run after compile.\n\n"
-            + table(["configuration", *STEPS, "JS (all but run)", "first run"], rows))
 
 
 def main() -> None:

@@ -444,8 +444,16 @@ def test_litert_engine_predicts_like_native_litert_and_tensorflow(litert_page, s
     page, url, site = litert_page
     x, probs_tf = samples
     info = page.evaluate("window.edgetool.ready")
-    assert info["engines"] == ["tfjs", "litert"] and info["engine"] == "tfjs"
+    assert info["engines"] == ["tfjs", "litert", "litert-fp32"]
+    pick = info["enginePick"]  # engine x artefact: the fastest of a few warm runs each
+    assert pick["picked"] == "benchmark" and set(pick["bench"]) == set(info["engines"])
+    assert info["engine"] == min(pick["bench"], key=pick["bench"].get)
     assert page.locator("#engine").is_visible()
+    assert page.evaluate("window.edgetool.setEngine('litert-fp32')") == "litert-fp32"
+    probs_fp32, results = _predict_all(page, x)
+    assert {r["engine"] for r in results} == {"litert-fp32"}
+    native_fp32 = _native_litert(site / "model/model-fp32-b1.tflite", x)
+    assert float(np.abs(probs_fp32 - native_fp32).max()) <= PROB_TOL and float(np.abs(probs_fp32 - probs_tf).max()) <= PROB_TOL
     assert page.evaluate("window.edgetool.setEngine('litert')") == "litert"
     assert page.locator("#engine").input_value() == "litert"
     probs_js, results = _predict_all(page, x)
@@ -536,7 +544,9 @@ def test_litert_engine_works_offline(browser_context, litert_page, samples):
     browser_context.set_offline(True)
     try:
         page.reload()
-        assert page.evaluate("window.edgetool.ready")["engines"] == ["tfjs", "litert"]
+        info = page.evaluate("window.edgetool.ready")
+        assert info["engines"] == ["tfjs", "litert", "litert-fp32"]
+        assert info["enginePick"]["picked"] == "remembered" and info["engine"] in info["engines"]
         probe = "fetch('offline-probe.txt', {cache: 'no-store'}).then(() => 'network', () => 'offline')"
         assert page.evaluate(probe) == "offline"
         assert page.evaluate("window.edgetool.setEngine('litert')") == "litert"
