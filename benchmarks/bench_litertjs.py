@@ -7,8 +7,9 @@ The demo site (``edge_tool.demo.site.build_site`` with ``--litert --tflite`` int
 time every step of the demo engine's runOne (slice, toInput, Tensor upload, model.run, toTypedArray, dequantize,
 delete) and model.run alone; tfjs rows open the demo page with ``?backend=wasm&threads=N`` (fp32 graph model);
 *page* rows open ``?engine=litert`` (the build the page itself picks). Native LiteRT (ai_edge_litert, same .tflite,
-same thread count, fresh process) is timed before, between and after the browser rounds; configurations alternate
-(the order reverses every round). About 4 minutes with the defaults once the models are cached.
+same thread count, fresh process) is timed right after each browser configuration, and each ratio is the median over
+rounds of browser p50 / that native p50 (the load of a shared machine drifts); configurations alternate (the order
+reverses every round). About 7 minutes with the defaults once the models are cached.
 
 Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_litertjs.py [--runs 30] [--rounds 2] [--builds ...]
 Writes the 'litertjs' section of benchmarks/RESULTS.md.
@@ -157,7 +158,8 @@ def profiles(browser, url: str, builds: tuple[str, ...]) -> dict:
 
 
 def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> dict:
-    """Build and serve the site; alternate native and browser rounds; return raw results."""
+    """Build and serve the site; run every configuration per round (order reversed every other round), each followed by
+native LiteRT at its mode and thread count; return raw results."""
     import os
 
     from playwright.sync_api import sync_playwright
@@ -170,7 +172,7 @@ def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> d
     tflites = b1_tflites()
     cores = os.cpu_count() or 1
     plan = configs(builds, cores)
-    native = {(m, t): [] for m in tflites for t in sorted({1, cores})}
+    native: dict[tuple[str, int], list[float]] = {}
     res: dict[str, list[dict]] = {c[0]: [] for c in plan}
     with tempfile.TemporaryDirectory(prefix="bench-litertjs-") as tmp:
         site = Path(tmp) / "site"
@@ -181,19 +183,21 @@ def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> d
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             version = browser.version
             for r in range(rounds):
-                for (m, t), xs in native.items():
-                    xs.append(native_p50(tflites[m], t, runs))
                 for label, kind, what, mode, t in (plan if r % 2 == 0 else plan[::-1]):
                     one = (harness_run(browser, url, what, mode, t, runs) if kind == "harness"
                            else page_run(browser, url, what, runs))
+                    # native right after, same .tflite and threads: the load on a shared machine drifts
+                    m = mode or ("int8" if one.get("engine") == "litert" else "fp32")
+                    thr = t or (one.get("litert") or {}).get("threads") or 1
+                    one["native"], one["mode"], one["threads"] = native_p50(tflites[m], thr, runs), m, thr
+                    native.setdefault((m, thr), []).append(one["native"])
                     res[label].append(one)
                     key = "total" if kind == "harness" else "predict"
-                    print(f"[round {r + 1}] {label}: p50 {statistics.median(one[key]):.2f} ms", flush=True)
+                    print(f"[round {r + 1}] {label}: p50 {statistics.median(one[key]):.2f} ms, native "
+                          f"{one['native']:.2f} ms", flush=True)
             prof = profiles(browser, url, builds) if profile else {}
             cold = {q: [cold_starts(browser, url, q) for _ in range(rounds)] for q in ("", "?engine=litert")}
             browser.close()
-        for (m, t), xs in native.items():
-            xs.append(native_p50(tflites[m], t, runs))
     return {"plan": plan, "native": {k: statistics.median(v) for k, v in native.items()}, "res": res,
             "chromium": version, "cores": cores, "profiles": prof, "cold": cold}
 
