@@ -101,6 +101,7 @@ def browser_run(browser, url: str, query: str, runs: int) -> dict:
             raise RuntimeError(f"page errors with {query!r}: {errors}")
         return {"cold": first["first"], "ready": first["ready"], "first_ms": first["firstMs"],
                 "backend": first["backend"], "runtime": first["runtime"], "timings": first["timings"],
+                "engine": first["info"].get("engine"), "litert": first["info"].get("litert"),
                 "bench": first["info"]["benchmark"], "predict": steady["ms"], "wall": steady["wall"],
                 "inference": inference}
     finally:

@@ -444,8 +444,16 @@ def test_litert_engine_predicts_like_native_litert_and_tensorflow(litert_page, s
     page, url, site = litert_page
     x, probs_tf = samples
     info = page.evaluate("window.edgetool.ready")
-    assert info["engines"] == ["tfjs", "litert"] and info["engine"] == "tfjs"
+    assert info["engines"] == ["tfjs", "litert", "litert-fp32"]
+    pick = info["enginePick"]  # engine x artefact: the fastest of a few warm runs each
+    assert pick["picked"] == "benchmark" and set(pick["bench"]) == set(info["engines"])
+    assert info["engine"] == min(pick["bench"], key=pick["bench"].get)
     assert page.locator("#engine").is_visible()
+    assert page.evaluate("window.edgetool.setEngine('litert-fp32')") == "litert-fp32"
+    probs_fp32, results = _predict_all(page, x)
+    assert {r["engine"] for r in results} == {"litert-fp32"}
+    native_fp32 = _native_litert(site / "model/model-fp32-b1.tflite", x)
+    assert float(np.abs(probs_fp32 - native_fp32).max()) <= PROB_TOL and float(np.abs(probs_fp32 - probs_tf).max()) <= PROB_TOL
     assert page.evaluate("window.edgetool.setEngine('litert')") == "litert"
     assert page.locator("#engine").input_value() == "litert"
     probs_js, results = _predict_all(page, x)
@@ -453,9 +461,58 @@ def test_litert_engine_predicts_like_native_litert_and_tensorflow(litert_page, s
     _assert_matches_native_and_tf(probs_js, _native_litert(site / "model/model-int8-b1.tflite", x), probs_tf)
     times = page.evaluate("window.edgetool.timeInference(5, 1)")
     assert times["engine"] == "litert" and len(times["times"]) == 5
-    wasm = {u.rsplit("/", 1)[1] for u in page.requests if u.endswith(".wasm") and "/litert/" in u}
-    assert wasm == {"litert_wasm_compat_internal.wasm"}  # the one vendored build, nothing else asked for
+    build = info["litert"]  # Chromium has relaxed SIMD and the page is cross-origin isolated: never compat here
+    assert build["relaxedSimd"] and build["threadsSupported"] and build["build"] in ("default", "threaded")
+    assert _litert_wasm(page) == {_wasm_of(build["build"])}  # the chosen build, no other one asked for
     _assert_same_origin(page, url)
+
+
+# A browser without relaxed SIMD: WebAssembly.validate refuses any module using i8x16.relaxed_swizzle (0xfd 0x80 0x02).
+NO_RELAXED_SIMD = """
+(() => { const validate = WebAssembly.validate.bind(WebAssembly);
+  WebAssembly.validate = (bytes) => { const b = new Uint8Array(bytes.buffer || bytes);
+    for (let i = 0; i + 2 < b.length; i++) if (b[i] === 0xfd && b[i + 1] === 0x80 && b[i + 2] === 0x02) return false;
+    return validate(bytes); }; })();
+"""
+
+
+def _wasm_of(build: str) -> str:
+    from edge_tool.demo.vendor import LITERT_BUILDS
+
+    return LITERT_BUILDS[build].removesuffix(".js") + ".wasm"
+
+
+def _litert_wasm(page) -> set[str]:
+    return {u.rsplit("/", 1)[1] for u in page.requests if u.endswith(".wasm") and "/litert/" in u}
+
+
+@pytest.mark.parametrize(("query", "init", "want"), [
+    ("?engine=litert", NO_RELAXED_SIMD, ("compat", 1)),  # no relaxed SIMD: the SIMD128 fallback
+    ("?engine=litert&threads=2", NO_RELAXED_SIMD, ("compat", 1)),  # threaded needs relaxed SIMD too
+    ("?engine=litert&threads=2", None, ("threaded", 2)),  # isolated + 2 threads asked for: the thread pool
+    ("?engine=litert&threads=1", None, ("default", 1)),  # one thread: relaxed SIMD, no worker pool
+])
+def test_litert_engine_loads_the_best_build_the_browser_supports(browser_context, litert_page, samples, query, init,
+                                                                want):
+    _, url, site = litert_page
+    x, probs_tf = samples
+    page = browser_context.new_page()
+    page.requests = []
+    page.on("request", lambda r: page.requests.append(r.url))
+    try:
+        if init:
+            page.add_init_script(init)
+        page.goto(url + query)
+        info = page.evaluate("window.edgetool.ready")
+        assert info["engine"] == "litert" and (info["litert"]["build"], info["litert"]["threads"]) == want
+        assert info["litert"]["relaxedSimd"] is (init is None)
+        assert _litert_wasm(page) == {_wasm_of(want[0])}
+        probs_js, results = _predict_all(page, x[:8])
+        assert {r["engine"] for r in results} == {"litert"}
+        _assert_matches_native_and_tf(probs_js, _native_litert(site / "model/model-int8-b1.tflite", x[:8]),
+                                      probs_tf[:8])
+    finally:
+        page.close()
 
 
 def test_litert_engine_drives_the_drawing_ui(litert_page, tmp_path):
@@ -487,7 +544,9 @@ def test_litert_engine_works_offline(browser_context, litert_page, samples):
     browser_context.set_offline(True)
     try:
         page.reload()
-        assert page.evaluate("window.edgetool.ready")["engines"] == ["tfjs", "litert"]
+        info = page.evaluate("window.edgetool.ready")
+        assert info["engines"] == ["tfjs", "litert", "litert-fp32"]
+        assert info["enginePick"]["picked"] == "remembered" and info["engine"] in info["engines"]
         probe = "fetch('offline-probe.txt', {cache: 'no-store'}).then(() => 'network', () => 'offline')"
         assert page.evaluate(probe) == "offline"
         assert page.evaluate("window.edgetool.setEngine('litert')") == "litert"

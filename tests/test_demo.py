@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.demo import vendor
-from edge_tool.demo.site import TEMPLATE_FILES, content_version, site_files
+from edge_tool.demo.site import LITERT_MODULES, TEMPLATE_FILES, content_version, site_files
 from tests.conftest import run_edgetool
 
 RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}
@@ -348,7 +348,7 @@ def test_package_json_pins_exact_versions():
 
 # ---------- --litert: the LiteRT.js engine (fixed-batch-1 int8 .tflite) ----------
 
-LITERT_EXTRA = {"engines/litert.js", "model/model-int8-b1.tflite"} | {"vendor/" + name for name in vendor.LITERT_FILES}
+LITERT_EXTRA = {*LITERT_MODULES, "model/model-int8-b1.tflite", "model/model-fp32-b1.tflite"} | {"vendor/" + name for name in vendor.LITERT_FILES}
 
 
 @pytest.fixture(scope="module")
@@ -364,7 +364,8 @@ def test_litert_site_adds_the_engine_runtime_and_a_fixed_batch_int8_model(litert
     assert files - set(site_files(saved_model_site)) == LITERT_EXTRA
     for name, src in vendor.vendored_litert_files().items():
         assert digest(litert_site / "vendor" / name) == digest(src)
-    assert [f for f in files if f.endswith(".wasm") and "litert" in f] == ["vendor/litert/litert_wasm_compat_internal.wasm"]
+    wasm = sorted(f for f in files if f.endswith(".wasm") and "litert" in f)  # compat, relaxed SIMD, threaded
+    assert wasm == sorted(f"vendor/litert/{s.removesuffix('.js')}.wasm" for s in vendor.LITERT_BUILDS.values())
     from ai_edge_litert.interpreter import Interpreter
 
     interp = Interpreter(model_path=str(litert_site / "model/model-int8-b1.tflite"))
@@ -373,9 +374,18 @@ def test_litert_site_adds_the_engine_runtime_and_a_fixed_batch_int8_model(litert
     assert "int8" in {t["dtype"].__name__ for t in interp.get_tensor_details()}  # full-integer inside
     config = json.loads((litert_site / "demo-config.json").read_text())
     lrt = config["litert"]
-    assert (litert_site / lrt["modelUrl"]).is_file() and (litert_site / lrt["wasmScript"]).is_file()
+    assert (litert_site / lrt["modelUrl"]).is_file() and set(lrt["wasmBuilds"]) == {"compat", "default", "threaded"}
+    assert all((litert_site / script).is_file() for script in lrt["wasmBuilds"].values())
     assert lrt["runtime"] == vendor.pinned_litert_versions()
     assert (lrt["input"]["shape"], lrt["output"]["shape"]) == ([1, 8, 8, 1], [1, 10])
+    assert (lrt["name"], lrt["label"]) == ("litert", "LiteRT.js int8")
+    [fp32] = lrt["variants"]  # the fp32 .tflite beside it, so the page can pick engine x artefact
+    assert (fp32["name"], fp32["label"], fp32["modelUrl"]) == ("litert-fp32", "LiteRT.js fp32", "model/model-fp32-b1.tflite")
+    assert (fp32["input"]["dtype"], fp32["output"]["dtype"], fp32["input"]["shape"]) == ("float32", "float32", [1, 8, 8, 1])
+    for m in (lrt, fp32):
+        assert m["sha256"] == hashlib.sha256((litert_site / m["modelUrl"]).read_bytes()).hexdigest()
+    fp32_types = {t["dtype"].__name__ for t in Interpreter(model_path=str(litert_site / fp32["modelUrl"])).get_tensor_details()}
+    assert "int8" not in fp32_types
     index = (litert_site / "index.html").read_text()
     import_map = json.loads(re.search(r'<script type="importmap">(.*?)</script>', index).group(1))
     assert all((litert_site / url).is_file() for url in import_map["imports"].values())
@@ -419,7 +429,9 @@ def test_litert_accepts_a_fixed_batch_tflite(litert_site, tfjs_models, tmp_path)
                                       "--tflite", str(given)])
     assert result.exit_code == 0, result.output
     assert digest(tmp_path / "s/model/model-int8-b1.tflite") == digest(given)
-    assert json.loads((tmp_path / "s/demo-config.json").read_text())["litert"]["label"] == "LiteRT.js (model-int8-b1.tflite)"
+    lrt = json.loads((tmp_path / "s/demo-config.json").read_text())["litert"]
+    assert (lrt["label"], lrt["variants"]) == ("LiteRT.js (model-int8-b1.tflite)", [])  # the given file only
+    assert not (tmp_path / "s/model/model-fp32-b1.tflite").exists()
 
 
 def test_package_json_pins_litert_exactly():

@@ -30,7 +30,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 VENDOR = ("web_demo/vendor/.lock-sha256", "web_demo/vendor/tf.min.js", "web_demo/vendor/tfjs-backend-wasm-simd.wasm",
           "web_demo/vendor/tfjs-backend-wasm-threaded-simd.wasm", "web_demo/vendor/tfjs-backend-wasm.wasm",
           "web_demo/vendor/tf-backend-wasm.min.js", "web_demo/vendor/litert/core.js",
-          "web_demo/vendor/litert/litert_wasm_compat_internal.wasm", "edge_tool/evaluate/tfjs_run.js",
+          "web_demo/vendor/litert/litert_wasm_compat_internal.wasm", "web_demo/vendor/litert/litert_wasm_internal.wasm",
+          "web_demo/vendor/litert/litert_wasm_threaded_internal.wasm", "edge_tool/evaluate/tfjs_run.js",
           "edge_tool/metadata/metadata_schema_py_generated.py", "edge_tool/schemas/manifest.schema.json",
           "edge_tool/schemas/eval.schema.json", "edge_tool/schemas/decision.schema.json")
 

@@ -1,12 +1,14 @@
 // window.edgetool: the page's API for tests, benchmarks and embedders (docs/demo.md). Every call waits for start-up.
 //
-//   ready                     resolves to {backend, backends, benchmark, picked, runtime, engine, engines} when
-//                             warm (picked: 'benchmark' | 'remembered' | 'query', see engines/pick-cache.js)
+//   ready                     resolves to {backend, backends, benchmark, picked, runtime, engine, engines, enginePick,
+//                             litert} when warm (picked: 'benchmark' | 'remembered' | 'query', see
+//                             engines/pick-cache.js; enginePick: {picked (or 'only'), bench: {engine: ms}};
+//                             litert: the LiteRT.js wasm build {build, threads, reason, relaxedSimd, threadsSupported})
 //   predict(values, shape)    one-input models; predict({inputName: values | {values, shape}}) for any model ->
 //                             {probabilities, top: [{label, probability}], outputs: {head: {shape, values}}, ms,
 //                              backend, engine}
 //   setBackend(name)          a tfjs backend ('wasm' | 'webgl' | 'cpu'), benchmarked on the way; -> tf.getBackend()
-//   setEngine(name)           'tfjs' | 'litert' (sites built with --litert) -> name
+//   setEngine(name)           'tfjs' | 'litert' | 'litert-fp32' (sites built with --litert) -> name
 //   timeInference(runs, warmup)  model execution only (input already resident, output read back to synchronise)
 //                             -> {backend, engine, times: [ms]}
 //   backend, backends, engine, engines, benchmark, config, runtime, timings: read-only views of the page's state

@@ -18,12 +18,13 @@ export async function loadConfig(url = CONFIG_URL) {
   return describe(await response.json());
 }
 
-// URL options: ?backend=NAME, ?threads=N, ?engine=NAME (null when absent or not a positive integer).
+// URL options: ?backend=NAME, ?threads=N, ?engine=NAME, ?litert-build=NAME (LiteRT.js wasm build: compat | default |
+// threaded; see engines/litert-build.js); null when absent (threads: or not a positive integer).
 export function pageOptions(search) {
   const params = new URLSearchParams(search);
   const threads = Number.parseInt(params.get('threads'), 10);
   return Object.freeze({ backend: params.get('backend'), engine: params.get('engine'),
-    threads: Number.isInteger(threads) && threads >= 1 ? threads : null });
+    threads: Number.isInteger(threads) && threads >= 1 ? threads : null, litertBuild: params.get('litert-build') });
 }
 
 export const sizeOf = (shape) => shape.reduce((a, b) => a * b, 1);

@@ -3,7 +3,7 @@
 import { checkFeeds, imageInputOf, loadConfig, modelInfoText, pageOptions, toFeeds, zeroFeeds } from './config.js';
 import { browserStorage, choiceKey, readChoice, writeChoice } from './engines/pick-cache.js';
 import { createTfjsEngine } from './engines/tfjs.js';
-import { withRanking } from './postprocess.js';
+import { median, withRanking } from './postprocess.js';
 import { addEngineSelect, fillBackendSelect, fillThreadsSelect, showEngine } from './ui/controls.js';
 import { $, setStatus } from './ui/dom.js';
 import { readFields, setupForm } from './ui/form.js';
@@ -11,6 +11,7 @@ import { createPad } from './ui/pad.js';
 import { clearResult, fillBenchTable, showResult } from './ui/results.js';
 
 const DRAW_PROMPT = 'Draw something to get a prediction.';
+const ENGINE_RUNS = 3; // timed warm runs per engine in the engine pick (each engine was warmed up when it loaded)
 
 function deferred() {
   const d = {};
@@ -34,9 +35,10 @@ export function start() {
   const ready = deferred();
   // config: the page config; engines: {tfjs, litert?} in Select order; engine: the active one's name;
   // pad: the image input (null: none); formInputs: the inputs the form feeds; busy/pending: a UI prediction runs /
-  // another one is wanted; lastInput: the UI's last feeds (re-predicted when the engine or backend changes).
+  // another one is wanted; lastInput: the UI's last feeds (re-predicted when the engine or backend changes);
+  // remembered: the auto-pick entry read from storage; enginePick: how the engine was chosen, with its timings.
   const state = { config: null, engines: {}, engine: 'tfjs', pad: null, formInputs: [], busy: false, pending: false,
-    lastInput: null, timings: {} };
+    lastInput: null, timings: {}, remembered: null, enginePick: null };
   const mark = (name) => { state.timings[name] = performance.now(); }; // ms since navigation start
   const tfjsEngine = () => state.engines.tfjs;
 
@@ -109,31 +111,84 @@ export function start() {
     return name;
   }
 
-  // Load the LiteRT.js engine (sites built with --litert) and show the Engine select; tfjs keeps working without it.
-  async function loadLiteRtEngine() {
+  // Fetch and compile the LiteRT.js engines (sites built with --litert: one per .tflite) -> those that loaded; tfjs
+  // keeps working without them, and one .tflite that fails does not keep the others out.
+  async function loadLiteRtEngines() {
     const { config } = state;
+    const loaded = [];
     try {
       const mod = await import(new URL(config.litert.module, window.location.href).href);
-      const engine = mod.createEngine(config.litert, config);
-      await engine.load();
-      await engine.run(zeroFeeds(config.inputs)); // warm-up
-      state.engines.litert = engine;
+      for (const engine of mod.createEngines(config.litert, config, options)) {
+        try {
+          await engine.load();
+          loaded.push(engine);
+        } catch (err) {
+          console.warn(`LiteRT.js engine ${engine.name} unavailable:`, err);
+        }
+      }
     } catch (err) {
       console.warn('LiteRT.js engine unavailable:', err);
-      return;
     }
+    return loaded;
+  }
+
+  // Warm the loaded LiteRT.js engines up (first run: XNNPACK's first-run set-up), add them and the Engine select.
+  async function addLiteRtEngines(loaded) {
+    for (const engine of loaded) {
+      try {
+        await engine.run(zeroFeeds(state.config.inputs));
+        state.engines[engine.name] = engine;
+      } catch (err) {
+        console.warn(`LiteRT.js engine ${engine.name} failed its first run:`, err);
+      }
+    }
+    if (Object.keys(state.engines).length < 2) return;
     addEngineSelect(Object.values(state.engines).map((e) => [e.name, e.label]), async (name) => setEngine(name));
   }
 
-  // The tfjs auto-pick, remembered per model, browser and wasm thread count (engines/pick-cache.js).
-  async function pickBackend(tfjs) {
+  // The auto-pick's cache key and entry: model hash (tfjs graph + weights, and each .tflite's SHA-256), user agent,
+  // wasm threads (engines/pick-cache.js).
+  function pickKey(tfjs) {
     const storage = browserStorage();
+    const tflites = state.config.litert ? [state.config.litert, ...(state.config.litert.variants || [])] : [];
+    const hash = tfjs.modelHash && [tfjs.modelHash, ...tflites.map((m) => m.sha256)].join('+');
+    const key = storage && hash && choiceKey(hash, navigator.userAgent, tfjs.backends.runtime().wasmThreads);
+    return { storage, key };
+  }
+
+  // The tfjs backend pick, remembered (the entry read is kept for the engine pick).
+  async function pickBackend(tfjs) {
+    const { storage, key } = pickKey(tfjs);
     const { backends } = tfjs;
-    const key = storage && tfjs.modelHash
-      && choiceKey(tfjs.modelHash, navigator.userAgent, backends.runtime().wasmThreads);
-    const best = await backends.pick((names) => (key ? readChoice(storage, key, names) : null));
+    const recall = (names) => { state.remembered = key ? readChoice(storage, key, names) : null; return state.remembered; };
+    const best = await backends.pick(recall);
     if (key && backends.picked === 'benchmark') {
       writeChoice(storage, key, { backend: best, bench: backends.bench, skipped: backends.skipped });
+    }
+    return best;
+  }
+
+  // Engine x artefact (tfjs graph model on its picked backend, LiteRT.js int8 / fp32): ?engine=NAME, else the
+  // remembered pick, else the fastest median of ENGINE_RUNS warm runs each (remembered with the backend pick).
+  async function pickEngine(tfjs) {
+    const names = Object.keys(state.engines);
+    state.enginePick = { picked: 'only', bench: {} };
+    if (names.length < 2) return 'tfjs';
+    if (state.engines[options.engine]) { state.enginePick.picked = 'query'; return options.engine; }
+    const mem = state.remembered;
+    if (mem && mem.engine && names.includes(mem.engine)) {
+      state.enginePick = { picked: 'remembered', bench: mem.engineBench };
+      return mem.engine;
+    }
+    const bench = {};
+    for (const name of names) bench[name] = median((await state.engines[name].time(ENGINE_RUNS, 0)).times);
+    const best = names.reduce((a, b) => (bench[b] < bench[a] ? b : a));
+    state.enginePick = { picked: 'benchmark', bench };
+    const { storage, key } = pickKey(tfjs);
+    const { backends } = tfjs;
+    if (key && backends.picked !== 'query') { // ?backend=NAME never writes the memory
+      writeChoice(storage, key, { backend: tf.getBackend(), bench: backends.bench, skipped: backends.skipped,
+        engine: best, engineBench: bench });
     }
     return best;
   }
@@ -157,17 +212,23 @@ export function start() {
     const tfjs = createTfjsEngine(config, options);
     state.engines.tfjs = tfjs;
     $('model-info').textContent = modelInfoText(config, tf.version.tfjs);
+    // LiteRT.js fetches and compiles while tfjs does (both mostly wait on fetches and wasm compiles), and is done
+    // before any micro-benchmark starts, so no timing runs beside a compile
+    const litert = config.litert ? loadLiteRtEngines() : Promise.resolve([]);
     await tfjs.load(mark);
+    const litertLoaded = await litert;
+    mark('litertLoaded');
     const best = await pickBackend(tfjs);
     mark('warm');
     if (config.litert) {
-      await loadLiteRtEngine();
+      await addLiteRtEngines(litertLoaded);
       mark('litert');
     }
+    const engine = await pickEngine(tfjs);
     fillBackendSelect(tfjs.backends.names, best, setBackend);
     fillBenchTable(tfjs.backends);
     fillThreadsSelect(tfjs.backends.runtime().wasmThreads);
-    if (state.engines[options.engine]) await setEngine(options.engine); // ?engine=litert
+    if (engine !== 'tfjs') await setEngine(engine); // ?engine=NAME or the engine pick
     setupInputs();
     const warning = tfjs.backends.nonFinite.includes(best)
       ? ' Warning: every TensorFlow.js backend here gives NaN/Inf outputs for a blank input.' : '';
@@ -175,7 +236,8 @@ export function start() {
     mark('ready');
     ready.resolve({ backend: best, backends: tfjs.backends.names, benchmark: tfjs.backends.bench,
       picked: tfjs.backends.picked, runtime: tfjs.backends.runtime(), engine: state.engine,
-      engines: Object.keys(state.engines) });
+      engines: Object.keys(state.engines), enginePick: state.enginePick,
+      litert: (Object.values(state.engines).find((e) => e.runtime) || {}).runtime || null });
   }
 
   // The service worker precaches the whole site (runtime + weights): let it do so after start-up, not during it.

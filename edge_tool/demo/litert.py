@@ -1,4 +1,5 @@
-"""The second engine of ``edgetool demo --litert``: a fixed-batch-1 int8 .tflite that the page runs with LiteRT.js.
+"""The second engine of ``edgetool demo --litert``: fixed-batch-1 .tflite files (int8, and fp32 when built from a
+SavedModel) that the page runs with LiteRT.js.
 
 LiteRT.js (@litertjs/core 2.5.3) cannot run a model whose input has a variable batch dimension ("TensorBuffer ranked
 tensor type Float32[1,8,8,1] does not match expected Float32[-1,8,8,1]") and cannot resize inputs, so the int8 model
@@ -14,6 +15,7 @@ from pathlib import Path
 from edge_tool.errors import ModelError, UsageError
 
 TFLITE_NAME = "model-int8-b1.tflite"
+FP32_NAME = "model-fp32-b1.tflite"  # built beside it from a SavedModel, so the page can pick LiteRT.js fp32 too
 IO_DTYPES = ("float32", "int8", "uint8")
 
 
@@ -31,6 +33,12 @@ def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path
 
 def build_fixed_int8(saved_model: Path, calibration_path: Path | None) -> bytes:
     """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
+    return build_fixed(saved_model, calibration_path, ("int8",))["int8"]
+
+
+def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[str, ...]) -> dict[str, bytes]:
+    """{mode: .tflite bytes} for ``modes`` ('int8', 'fp32') of ``saved_model`` with the input batch fixed to 1; the
+    batch-1 re-export is made once for all of them."""
     import tempfile  # noqa: PLC0415
 
     from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
@@ -50,12 +58,16 @@ def build_fixed_int8(saved_model: Path, calibration_path: Path | None) -> bytes:
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
+    out = {}
     with tempfile.TemporaryDirectory(prefix="edgetool-b1-") as work:
         fixed = Path(work) / "batch1"
         save_fixed_batch(Path(saved_model), fixed, 1)
-        conv = tf.lite.TFLiteConverter.from_saved_model(str(fixed))
-        configure_full_int8(tf, conv, ds.representative_dataset(), None)
-        return conv.convert()
+        for mode in modes:
+            conv = tf.lite.TFLiteConverter.from_saved_model(str(fixed))
+            if mode == "int8":
+                configure_full_int8(tf, conv, ds.representative_dataset(), None)
+            out[mode] = conv.convert()
+    return out
 
 
 def tflite_spec(path: Path, classes: int | None) -> dict:

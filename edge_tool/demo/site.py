@@ -15,7 +15,7 @@ from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import (
-    LITERT_WASM_SCRIPT,
+    LITERT_BUILDS,
     pinned_litert_versions,
     pinned_versions,
     vendored_files,
@@ -32,6 +32,7 @@ TEMPLATE_FILES = ("index.html", "app.css", "app.js", "main.js", "api.js", "confi
                   "ui/dom.js", "ui/camera.js", "ui/controls.js", "ui/form.js", "ui/pad.js", "ui/pixels.js", "ui/results.js")
 SW_TEMPLATE = "sw.template.js"
 LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
+LITERT_MODULES = (LITERT_MODULE, "engines/litert-build.js")  # it and what only it imports (its wasm build choice)
 LITERT_IMPORT_MAP = {"imports": {"@litertjs/core": "./vendor/litert/core.js",
                                  "@litertjs/wasm-utils": "./vendor/litert/wasm-utils.js"}}
 APP_SCRIPT_TAG = '  <script type="module" src="app.js"></script>\n'
@@ -160,9 +161,17 @@ def _page_config(title: str, inputs: list[dict], outputs: list[dict], labels: li
     }
 
 
-def _litert_config(spec: dict, label: str) -> dict:
-    return {"label": label, "module": LITERT_MODULE, "modelUrl": f"{MODEL_SUBDIR}/{litert_mod.TFLITE_NAME}",
-            "wasmScript": f"{VENDOR_SUBDIR}/litert/{LITERT_WASM_SCRIPT}", "runtime": pinned_litert_versions(), **spec}
+def _litert_model(name: str, label: str, file: str, spec: dict, data: bytes) -> dict:
+    """One .tflite the LiteRT.js engine can run: its engine name, label, URL, I/O spec and SHA-256 (pick-cache key)."""
+    return {"name": name, "label": label, "modelUrl": f"{MODEL_SUBDIR}/{file}", "sha256": hashlib.sha256(data).hexdigest(),
+            **spec}
+
+
+def _litert_config(models: list[dict]) -> dict:
+    """demo-config.json's "litert": the first model's fields at the top (as before), the others under "variants"."""
+    return {"module": LITERT_MODULE, **models[0], "variants": models[1:],
+            "wasmBuilds": {name: f"{VENDOR_SUBDIR}/litert/{script}" for name, script in LITERT_BUILDS.items()},
+            "runtime": pinned_litert_versions()}
 
 
 def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs: list[dict]) -> dict[str, Path]:
@@ -185,22 +194,26 @@ def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inpu
 
 def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None) -> dict:
     """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
-    dest = tmp / MODEL_SUBDIR / litert_mod.TFLITE_NAME
     if cfg.tflite is not None:
-        shutil.copyfile(cfg.tflite, dest)
-        label = f"LiteRT.js ({Path(cfg.tflite).name})"
+        built = {"given": Path(cfg.tflite).read_bytes()}
     else:
-        dest.write_bytes(litert_mod.build_fixed_int8(Path(cfg.model), cfg.calibration))
-        label = "LiteRT.js int8"
-    spec = litert_mod.tflite_spec(dest, classes)
+        built = litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"))
+    models = []
+    for mode, data in built.items():
+        file = litert_mod.FP32_NAME if mode == "fp32" else litert_mod.TFLITE_NAME
+        (tmp / MODEL_SUBDIR / file).write_bytes(data)
+        spec = litert_mod.tflite_spec(tmp / MODEL_SUBDIR / file, classes)
+        label = f"LiteRT.js ({Path(cfg.tflite).name})" if mode == "given" else f"LiteRT.js {mode}"
+        models.append(_litert_model("litert" if not models else f"litert-{mode}", label, file, spec, data))
     for name, src in files.items():
         (tmp / VENDOR_SUBDIR / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, tmp / VENDOR_SUBDIR / name)
-    shutil.copyfile(web_demo_dir() / LITERT_MODULE, tmp / LITERT_MODULE)
+    for name in LITERT_MODULES:
+        shutil.copyfile(web_demo_dir() / name, tmp / name)
     index = (tmp / "index.html").read_text()
     import_map = f'  <script type="importmap">{json.dumps(LITERT_IMPORT_MAP)}</script>\n'
     (tmp / "index.html").write_text(index.replace(APP_SCRIPT_TAG, import_map + APP_SCRIPT_TAG, 1))
-    return _litert_config(spec, label)
+    return _litert_config(models)
 
 
 def write_service_worker(site: Path) -> str:

@@ -29,16 +29,22 @@ VENDOR_FILES: dict[str, str] = {
     "tfjs-backend-wasm-threaded-simd.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm",
 }
 PACKAGES = ("@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm")
-# LiteRT.js (``edgetool demo --litert`` only): its ES modules (import-mapped by the page) and ONE wasm build, the
-# "compat" one (SIMD128, no relaxed SIMD, no threads): it runs in every browser with wasm SIMD and needs no
-# cross-origin isolation; the page loads it by file name, so loadLiteRt never asks for the other ~9 MB builds.
+# LiteRT.js (``edgetool demo --litert`` only): its ES modules (import-mapped by the page) and the wasm builds the page
+# chooses from (web_demo/engines/litert-build.js; measured by benchmarks/bench_litertjs.py): "compat" (SIMD128 only,
+# runs everywhere, the fallback), "default" (relaxed SIMD: faster kernels) and "threaded" (relaxed SIMD + a wasm
+# thread pool; cross-origin isolated pages asking for more than one thread). The page loads its build by file name,
+# so it never fetches the others; JSPI is not vendored (only needed for WebNN/WebGPU partitioning, and not faster).
 LITERT_SUBDIR = "litert"
-LITERT_WASM_SCRIPT = "litert_wasm_compat_internal.js"
+LITERT_BUILDS: dict[str, str] = {  # build name -> its .js loader (the .wasm beside it has the same stem)
+    "compat": "litert_wasm_compat_internal.js",
+    "default": "litert_wasm_internal.js",
+    "threaded": "litert_wasm_threaded_internal.js",
+}
 LITERT_FILES: dict[str, str] = {
     f"{LITERT_SUBDIR}/core.js": "@litertjs/core/dist/index.js",
     f"{LITERT_SUBDIR}/wasm-utils.js": "@litertjs/wasm-utils/dist/index.js",
-    f"{LITERT_SUBDIR}/{LITERT_WASM_SCRIPT}": f"@litertjs/core/wasm/{LITERT_WASM_SCRIPT}",
-    f"{LITERT_SUBDIR}/litert_wasm_compat_internal.wasm": "@litertjs/core/wasm/litert_wasm_compat_internal.wasm",
+    **{f"{LITERT_SUBDIR}/{name}": f"@litertjs/core/wasm/{name}"
+       for script in LITERT_BUILDS.values() for name in (script, script.removesuffix(".js") + ".wasm")},
 }
 LITERT_PACKAGES = ("@litertjs/core", "@litertjs/wasm-utils")
 ALL_FILES = {**VENDOR_FILES, **LITERT_FILES}

@@ -18,8 +18,9 @@ test('old configs with one input/output get inputs/outputs; the image input is t
 });
 
 test('URL options: threads must be a positive integer', () => {
-  assert.deepEqual({ ...pageOptions('?backend=cpu&threads=3&engine=litert') },
-    { backend: 'cpu', engine: 'litert', threads: 3 });
+  assert.deepEqual({ ...pageOptions('?backend=cpu&threads=3&engine=litert&litert-build=compat') },
+    { backend: 'cpu', engine: 'litert', threads: 3, litertBuild: 'compat' });
+  assert.equal(pageOptions('?engine=litert').litertBuild, null);
   for (const bad of ['?threads=0', '?threads=-2', '?threads=x', '']) assert.equal(pageOptions(bad).threads, null);
 });
 

@@ -31,11 +31,23 @@ test('a remembered choice is read back only for the same key and while its backe
   assert.equal(readChoice(storage, key, ['wasm']), null);
   const choice = { backend: 'wasm', bench: { wasm: 1.25, webgl: 3 }, skipped: { cpu: 'not benchmarked' } };
   writeChoice(storage, key, choice);
-  assert.deepEqual(readChoice(storage, key, ['wasm', 'cpu']), choice);
+  assert.deepEqual(readChoice(storage, key, ['wasm', 'cpu']), { ...choice, engine: null, engineBench: {} });
   assert.equal(readChoice(storage, key, ['cpu']), null); // wasm does not start here any more
   assert.equal(readChoice(storage, choiceKey('abc', 'UA 2', 1), ['wasm']), null); // another browser
   assert.equal(readChoice(storage, choiceKey('abc', 'UA 1', 2), ['wasm']), null); // other thread count
   assert.equal(readChoice(storage, choiceKey('abd', 'UA 1', 1), ['wasm']), null); // another model
+});
+
+test('the engine pick (--litert sites) is remembered with its times; one without a finite time is no engine pick', () => {
+  const storage = new FakeStorage();
+  const choice = { backend: 'wasm', bench: { wasm: 30 }, skipped: {}, engine: 'litert-fp32',
+    engineBench: { tfjs: 31, litert: 16, 'litert-fp32': 14 } };
+  writeChoice(storage, 'k', choice);
+  assert.deepEqual(readChoice(storage, 'k', ['wasm']), choice);
+  writeChoice(storage, 'k', { ...choice, engineBench: { tfjs: 31 } }); // no time for the chosen engine
+  assert.deepEqual(readChoice(storage, 'k', ['wasm']), { ...choice, engine: null, engineBench: { tfjs: 31 } });
+  writeChoice(storage, 'k', { ...choice, engine: 42 });
+  assert.equal(readChoice(storage, 'k', ['wasm']).engine, null);
 });
 
 test('unreadable entries and failing storage are no choice, never an error', () => {

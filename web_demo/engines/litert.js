@@ -1,8 +1,10 @@
 // The LiteRT.js engine of an edgetool demo site (`edgetool demo --litert`): runs the fixed-batch-1 .tflite itself with
-// @litertjs/core (vendored, import-mapped in index.html) on its single-threaded "compat" wasm build (SIMD128, no
-// relaxed SIMD, no threads: needs no cross-origin isolation). main.js imports this module only when the site has it.
+// @litertjs/core (vendored, import-mapped in index.html) on the fastest wasm build this browser supports among the
+// vendored ones (engines/litert-build.js: relaxed SIMD, threads when cross-origin isolated, else the SIMD128
+// "compat" build). main.js imports this module only when the site has it.
 import { loadLiteRt, loadAndCompile, Tensor } from '@litertjs/core';
 import { timeLoop } from './engine.js';
+import { chooseBuild, wasmFeatures } from './litert-build.js';
 
 const TYPED = { float32: Float32Array, int8: Int8Array, uint8: Uint8Array };
 const RANGE = { int8: [-128, 127], uint8: [0, 255] };
@@ -26,21 +28,41 @@ function fromOutput(array, io) {
   return Float32Array.from(array, (q) => (q - io.zeroPoint) * io.scale);
 }
 
-// spec: demo-config.json's "litert" entry; config: config.describe(...) (its first input and ranked head are the
-// .tflite's only input and output). See engines/engine.js for the interface.
-export function createEngine(spec, config) {
+// The wasm threads wanted: ?threads=N, else one per two logical cores (tfjs's default too).
+const wantedThreads = (options) => options.threads || Math.max(1, Math.floor((navigator.hardwareConcurrency || 1) / 2));
+
+// spec: demo-config.json's "litert" entry (one .tflite at the top, more under "variants"); config:
+// config.describe(...) (its first input and ranked head are each .tflite's only input and output); options:
+// config.pageOptions(...) (?threads, ?litert-build). One engine per .tflite (see engines/engine.js), sharing one
+// LiteRT.js runtime: 'litert' for the first, the variant's name (e.g. 'litert-fp32') for the others.
+export function createEngines(spec, config, options = {}) {
+  const features = wasmFeatures();
+  const choice = chooseBuild(spec.wasmBuilds, features, wantedThreads(options), options.litertBuild || null);
   const base = window.location.href;
+  const shared = { loading: null };
+  // a .js file path: loads exactly this build (a directory would make LiteRT.js probe and pick on its own)
+  const loadRuntime = () => {
+    shared.loading = shared.loading || loadLiteRt(new URL(spec.wasmBuilds[choice.build], base).href);
+    return shared.loading;
+  };
+  const runtime = { build: choice.build, threads: choice.threads, reason: choice.reason,
+    relaxedSimd: features.relaxedSimd, threadsSupported: features.threads };
+  return [spec, ...(spec.variants || [])].map((model) => createEngine(model, config, { runtime, loadRuntime, base }));
+}
+
+function createEngine(model, config, { runtime, loadRuntime, base }) {
+  const name = model.name || 'litert';
   const inputName = config.inputs[0].name;
   const outputName = config.outputs[0].name;
   const compiled = { model: null };
 
   // One sample (batch 1) -> its output row as float32.
   async function runOne(values) {
-    const input = new Tensor(toInput(values, spec.input), spec.input.shape);
+    const input = new Tensor(toInput(values, model.input), model.input.shape);
     let outputs = [];
     try {
       outputs = await compiled.model.run(input);
-      return fromOutput(outputs[0].toTypedArray(), spec.output);
+      return fromOutput(outputs[0].toTypedArray(), model.output);
     } finally {
       input.delete();
       for (const t of outputs) t.delete();
@@ -48,11 +70,12 @@ export function createEngine(spec, config) {
   }
 
   async function load() {
-    await loadLiteRt(new URL(spec.wasmScript, base).href); // a .js file path: loads exactly this build
-    compiled.model = await loadAndCompile(new URL(spec.modelUrl, base).href, { accelerator: 'wasm' });
+    await loadRuntime();
+    compiled.model = await loadAndCompile(new URL(model.modelUrl, base).href,
+      { accelerator: 'wasm', cpuOptions: { numThreads: runtime.threads } });
   }
 
-  // The model's batch is fixed to 1: a batch of feeds runs one sample at a time.
+  // The model's batch is fixed to 1: a batch of feeds runs one sample at a time (typed arrays: views, no copies).
   async function run(feeds) {
     const { values, shape } = feeds[inputName];
     const batch = shape[0];
@@ -60,21 +83,23 @@ export function createEngine(spec, config) {
     const start = performance.now();
     const outs = [];
     for (let b = 0; b < batch; b++) {
-      for (const v of await runOne(values.slice(b * k, (b + 1) * k))) outs.push(v);
+      const sample = values.subarray ? values.subarray(b * k, (b + 1) * k) : values.slice(b * k, (b + 1) * k);
+      for (const v of await runOne(sample)) outs.push(v);
     }
     const ms = performance.now() - start;
     const head = { shape: [batch, outs.length / batch], values: outs };
-    return { outputs: { [outputName]: head }, ms, backend: 'wasm', engine: 'litert' };
+    return { outputs: { [outputName]: head }, ms, backend: 'wasm', engine: name };
   }
 
   async function time(runs, warmup) {
-    const zeros = new Float32Array(spec.input.shape.reduce((a, b) => a * b, 1));
-    return { backend: 'wasm', engine: 'litert', times: await timeLoop(() => runOne(zeros).then(() => null), runs, warmup) };
+    const zeros = new Float32Array(model.input.shape.reduce((a, b) => a * b, 1));
+    return { backend: 'wasm', engine: name, times: await timeLoop(() => runOne(zeros).then(() => null), runs, warmup) };
   }
 
   return {
-    name: 'litert',
-    label: spec.label,
+    name,
+    label: model.label,
+    runtime,
     probTolerance: QUANT_PROB_TOLERANCE,
     load,
     run,

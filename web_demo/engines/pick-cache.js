@@ -1,6 +1,7 @@
 // The auto-pick's choice, remembered per model and browser (localStorage), so a second visit skips the backend
-// micro-benchmark. Keyed by the SHA-256 of the model (graph + weights), the user agent and the wasm thread count:
-// another model, browser version or thread count benchmarks again. Pure apart from modelHash's Web Crypto call;
+// and engine micro-benchmarks. Keyed by the SHA-256 of the model (graph + weights, plus the SHA-256 of each LiteRT.js
+// .tflite on --litert sites), the user agent and the wasm thread count: another model, browser version or thread
+// count benchmarks again. Pure apart from modelHash's Web Crypto call;
 // tests/js/pick-cache.test.mjs runs it in Node.
 
 const PREFIX = 'edgetool:auto-pick:v1:';
@@ -30,14 +31,18 @@ export function browserStorage() {
   }
 }
 
-// The remembered choice {backend, bench: {name: ms}, skipped: {name: reason}}, or null (none, unreadable, or
-// naming a backend that does not work here any more).
+// The remembered choice {backend, bench: {name: ms}, skipped: {name: reason}, engine, engineBench: {name: ms}}, or
+// null (none, unreadable, or naming a backend that does not work here any more). engine is null unless the entry
+// names one with a finite time (sites with one engine never store one; main.js checks it is still loaded).
 export function readChoice(storage, key, working) {
   try {
     const choice = JSON.parse(storage.getItem(key));
     const valid = choice && typeof choice.backend === 'string' && working.includes(choice.backend)
       && choice.bench && Number.isFinite(choice.bench[choice.backend]);
-    return valid ? { backend: choice.backend, bench: { ...choice.bench }, skipped: { ...choice.skipped } } : null;
+    if (!valid) return null;
+    const engineBench = { ...choice.engineBench };
+    const engine = typeof choice.engine === 'string' && Number.isFinite(engineBench[choice.engine]) ? choice.engine : null;
+    return { backend: choice.backend, bench: { ...choice.bench }, skipped: { ...choice.skipped }, engine, engineBench };
   } catch (err) {
     return null; // storage disabled or the entry is not JSON
   }
