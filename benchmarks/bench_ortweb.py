@@ -11,8 +11,8 @@ by ``edge_tool.serve``; each configuration a fresh browser context; configuratio
 next to each other and the order reverses every round. Each timed call: input tensor + run + float32 output copy.
 The ratio is the median over rounds of (edgetool's best configuration p50 / ORT Web's best p50) in that round.
 
-Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_ortweb.py [--rounds 3] [--runs 40] [--builds default,threaded]
-Writes the 'ortweb' section of benchmarks/RESULTS.md (about 6 minutes with the defaults once models are cached).
+Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_ortweb.py [--rounds 5] [--runs 40] [--builds default,threaded]
+Writes the 'ortweb' section of benchmarks/RESULTS.md (about 4-5 minutes with the defaults once models are cached).
 """
 
 from __future__ import annotations
@@ -46,7 +46,10 @@ def ortweb_dist() -> Path:
         npm = shutil.which("npm")
         if npm is None:
             sys.exit("bench_ortweb: npm is needed to install onnxruntime-web into benchmarks/ortweb/node_modules")
-        subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ORTWEB, check=True)
+        proc = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ORTWEB,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"bench_ortweb: `npm ci` in {ORTWEB} failed (it needs the npm registry):\n{proc.stderr}")
     return DIST
 
 
@@ -220,7 +223,7 @@ def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> d
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="timed runs per configuration and round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds over all configurations (more: steadier)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds over all configurations (more: steadier)")
     parser.add_argument("--builds", default="default,threaded", help="LiteRT.js builds on edgetool's side")
     parser.add_argument("--no-profile", action="store_true", help="skip the CPU profiles and instruction census")
     args = parser.parse_args()
