@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _results also when imported (bench_ortweb.py)
 
 from _results import machine, table, write_section  # noqa: E402
 
