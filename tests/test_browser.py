@@ -440,11 +440,19 @@ def _assert_matches_native_and_tf(probs_js, probs_native, probs_tf) -> None:
     assert disagreements <= 1, f"{disagreements} of {len(probs_tf)} LiteRT.js int8 top-1 predictions differ from TF"
 
 
+def _litert_engine_names(page) -> list[str]:
+    """The engines a --litert page offers: each .tflite at 1 thread and, when the page may start wasm threads,
+    at one per core too (the micro-benchmark picks; a busy machine makes the thread pool slower than 1 thread)."""
+    cores = page.evaluate("navigator.hardwareConcurrency")
+    pooled = cores > 1 and page.evaluate("crossOriginIsolated")
+    return ["tfjs"] + [n for base in ("litert", "litert-fp32") for n in [base] + ([f"{base}-x{cores}"] if pooled else [])]
+
+
 def test_litert_engine_predicts_like_native_litert_and_tensorflow(litert_page, samples, tmp_path):
     page, url, site = litert_page
     x, probs_tf = samples
     info = page.evaluate("window.edgetool.ready")
-    assert info["engines"] == ["tfjs", "litert", "litert-fp32"]
+    assert info["engines"] == _litert_engine_names(page)
     pick = info["enginePick"]  # engine x artefact: the fastest of a few warm runs each
     assert pick["picked"] == "benchmark" and set(pick["bench"]) == set(info["engines"])
     assert info["engine"] == min(pick["bench"], key=pick["bench"].get)
@@ -461,6 +469,13 @@ def test_litert_engine_predicts_like_native_litert_and_tensorflow(litert_page, s
     _assert_matches_native_and_tf(probs_js, _native_litert(site / "model/model-int8-b1.tflite", x), probs_tf)
     times = page.evaluate("window.edgetool.timeInference(5, 1)")
     assert times["engine"] == "litert" and len(times["times"]) == 5
+    for name in info["engines"][2:]:
+        if "-x" in name:  # the same .tflite on the wasm thread pool: the same predictions
+            assert page.evaluate(f"window.edgetool.setEngine('{name}')") == name
+            probs_pool, results = _predict_all(page, x)
+            assert {r["engine"] for r in results} == {name}
+            tflite = "model-fp32-b1.tflite" if "fp32" in name else "model-int8-b1.tflite"
+            assert float(np.abs(probs_pool - _native_litert(site / "model" / tflite, x)).max()) <= LITERT_PROB_TOL
     build = info["litert"]  # Chromium has relaxed SIMD and the page is cross-origin isolated: never compat here
     assert build["relaxedSimd"] and build["threadsSupported"] and build["build"] in ("default", "threaded")
     assert _litert_wasm(page) == {_wasm_of(build["build"])}  # the chosen build, no other one asked for
@@ -545,7 +560,7 @@ def test_litert_engine_works_offline(browser_context, litert_page, samples):
     try:
         page.reload()
         info = page.evaluate("window.edgetool.ready")
-        assert info["engines"] == ["tfjs", "litert", "litert-fp32"]
+        assert info["engines"] == _litert_engine_names(page)
         assert info["enginePick"]["picked"] == "remembered" and info["engine"] in info["engines"]
         probe = "fetch('offline-probe.txt', {cache: 'no-store'}).then(() => 'network', () => 'offline')"
         assert page.evaluate(probe) == "offline"

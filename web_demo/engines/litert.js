@@ -37,7 +37,12 @@ const wantedThreads = (options) => options.threads || Math.max(1, Math.floor((na
 // LiteRT.js runtime: 'litert' for the first, the variant's name (e.g. 'litert-fp32') for the others.
 export function createEngines(spec, config, options = {}) {
   const features = wasmFeatures();
-  const choice = chooseBuild(spec.wasmBuilds, features, wantedThreads(options), options.litertBuild || null);
+  const cores = navigator.hardwareConcurrency || 1;
+  // No ?threads: offer 1 thread and one per core on the threaded build, and let the page's micro-benchmark pick —
+  // a quiet machine runs MobileNetV2 ~1.8x faster on 2 threads, a busy one ~2x slower (workers wait for cores).
+  const both = !options.threads && !options.litertBuild && cores > 1;
+  const choice = chooseBuild(spec.wasmBuilds, features, both ? cores : wantedThreads(options),
+    options.litertBuild || null);
   const base = window.location.href;
   const shared = { loading: null };
   // a .js file path: loads exactly this build (a directory would make LiteRT.js probe and pick on its own)
@@ -47,7 +52,10 @@ export function createEngines(spec, config, options = {}) {
   };
   const runtime = { build: choice.build, threads: choice.threads, reason: choice.reason,
     relaxedSimd: features.relaxedSimd, threadsSupported: features.threads };
-  return [spec, ...(spec.variants || [])].map((model) => createEngine(model, config, { runtime, loadRuntime, base }));
+  const counts = both && choice.build === 'threaded' ? [1, choice.threads] : [choice.threads];
+  return [spec, ...(spec.variants || [])].flatMap((model) => counts.map((threads, i) => createEngine(
+    i === 0 ? model : { ...model, name: `${model.name || 'litert'}-x${threads}`, label: `${model.label}, ${threads} threads` },
+    config, { runtime: { ...runtime, threads }, loadRuntime, base })));
 }
 
 function createEngine(model, config, { runtime, loadRuntime, base }) {
