@@ -116,3 +116,36 @@ def test_a_savedmodel_that_refuses_the_random_probes_is_converted_unchecked(tmp_
     proc = run_edgetool("convert", model, "--quant", "fp32", "-o", out)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert "self_check" not in validated(out / "manifest.json", "manifest")["artifacts"][0]
+
+
+_INT16X8_FAILS = """
+import sys, dataclasses
+from edge_tool.convert.modes import MODES
+from edge_tool.convert.config import QuantMode
+from edge_tool.errors import ConversionError
+def refuse(ctx):  # what a model LiteRT cannot run in 16x8 gets (MobileNetV2: DEPTHWISE_CONV_2D overflow check)
+    raise ConversionError("--quant int16x8: the TFLite converter wrote a model that LiteRT cannot run (test).")
+MODES[QuantMode.INT16X8] = dataclasses.replace(MODES[QuantMode.INT16X8], build=refuse)
+from edge_tool.cli import main
+sys.argv = ["edgetool", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("asked", [["--format", "all"], ["--quant", "fp32,int16x8"]], ids=["format-all", "explicit"])
+def test_format_all_writes_every_mode_that_builds_and_records_the_rest(digits_model, tmp_path, asked):
+    """--format all means every mode that works: one the libraries cannot build is recorded, the rest written; a
+    mode asked for by name still fails the run (exit 2, nothing written)."""
+    out = tmp_path / "o"
+    proc = subprocess.run([sys.executable, "-c", _INT16X8_FAILS, "convert", str(digits_model), *asked, "-o", str(out)],
+                          capture_output=True, text=True, cwd=REPO, timeout=900)
+    if asked[0] == "--quant":
+        assert proc.returncode == 2 and "cannot run (test)" in proc.stderr and not out.exists(), proc.stderr
+        return
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = validated(out / "manifest.json", "manifest")
+    assert "cannot run (test)" in manifest["failed"]["int16x8"]
+    written = {a["quant"] for a in manifest["artifacts"] if a["format"] == "tflite"}
+    assert written == {"fp32", "fp16", "dynamic", "int8"} and (out / "tfjs" / "model.json").is_file()
+    assert not (out / "model_int16x8.tflite").exists() and "not built: int16x8" in proc.stdout

@@ -110,6 +110,8 @@ def command(
         tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
         labels=labels, metadata=not no_metadata, input_mean=parse_floats("--input-mean", input_mean),
         input_std=parse_floats("--input-std", input_std),
+        # --format all without --quant means "every mode that works": one the libraries cannot build is recorded
+        keep_going=output_format is OutputFormat.ALL and not quant,
     )
     from edge_tool.convert.api import convert  # noqa: PLC0415
 
@@ -167,6 +169,8 @@ def _print_result(result) -> None:
     for entry in result.manifest.artifacts:
         if entry.micro is not None:
             _print_micro(entry.path, entry.micro)
+    for mode, why in result.failures.items():
+        print(visible(f"not built: {mode} ({why}); manifest.json records it under \"failed\"."))
     print(visible(f"manifest: {result.output_dir / 'manifest.json'}"))
 
 

@@ -16,7 +16,7 @@ from edge_tool.schemas.manifest import Manifest
 from edge_tool.convert.metadata_step import for_mode, metadata_spec, tfjs_user_metadata
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
-from edge_tool.errors import EdgeToolError, UsageError
+from edge_tool.errors import ConversionError, EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.signals import deferred
 from edge_tool.metadata.writer import embed_metadata
@@ -241,6 +241,8 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
                     record["micro"] = _build_micro(art.path, tmp)
                 artifacts.append(art)
                 records.append(record)
+            if failed and not artifacts and not config.wants_tfjs:
+                raise ConversionError("no mode could be built: " + "; ".join(f"{m}: {w}" for m, w in failed.items()))
             if config.wants_tfjs:
                 art, record = _build_tfjs(ctx, tmp, worker)
                 artifacts.append(art)
