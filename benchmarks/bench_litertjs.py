@@ -18,6 +18,7 @@ Writes the 'litertjs' section of benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import statistics
 import sys
@@ -51,6 +52,17 @@ def add_harness(site: Path, tflites: dict[str, Path]) -> None:
         shutil.copyfile(f, bench / "litert" / f.name)
     for mode, path in tflites.items():
         shutil.copyfile(path, bench / f"{mode}.tflite")
+
+
+def engine_mode(engine: str | None) -> str:
+    """The .tflite mode a page engine runs: LiteRT.js engines are int8 unless named fp32; tfjs runs the fp32 graph."""
+    return "int8" if (engine or "").startswith("litert") and "fp32" not in engine else "fp32"
+
+
+def engine_threads(run: dict) -> int:
+    """wasm threads of a page run's engine: ``litert…-xN`` runs on N, the others on the page's LiteRT.js setting."""
+    pooled = re.search(r"-x(\d+)$", run.get("engine") or "")
+    return int(pooled.group(1)) if pooled else (run.get("litert") or {}).get("threads") or 1
 
 
 def add_fp32_variant(site: Path, fp32: Path) -> None:
@@ -187,8 +199,7 @@ native LiteRT at its mode and thread count; return raw results."""
                     one = (harness_run(browser, url, what, mode, t, runs) if kind == "harness"
                            else page_run(browser, url, what, runs))
                     # native right after, same .tflite and threads: the load on a shared machine drifts
-                    m = mode or ("int8" if one.get("engine") == "litert" else "fp32")
-                    thr = t or (one.get("litert") or {}).get("threads") or 1
+                    m, thr = mode or engine_mode(one.get("engine")), t or engine_threads(one)
                     one["native"], one["mode"], one["threads"] = native_p50(tflites[m], thr, runs), m, thr
                     native.setdefault((m, thr), []).append(one["native"])
                     res[label].append(one)
