@@ -155,6 +155,12 @@ def main() -> None:
                    "machine to judge the target.")
     else:
         verdict = f"{'met' if ratio <= 1.0 else 'not met'} (CPU time {cpu_ratio:.2f}× the plain script's)."
+    phases = eval_doc.get("timings_s") or {}
+    if phases:  # where eval's time went (its own report, last default run)
+        verdict += (" Where eval's time went (its report, last run): " +
+                    ", ".join(f"{name} {sec:.1f} s" for name, sec in phases.items()) +
+                    f"; the plain script measures no latency, so eval's comparable work (everything but the latency "
+                    f"loops) is {sum(v for k, v in phases.items() if 'latency' not in k):.1f} s.")
     body = "\n".join([
         "## eval speed vs a plain script (`benchmarks/bench_eval_speed.py`)",
         "",
