@@ -8,9 +8,10 @@ variable batch).
 A Keras-2 SavedModel is reloaded with tf_keras and its layers are called again under the fixed input
 signature, so every shape inside (the recurrent loops' TensorList element shapes too) is traced static.
 Recurrent layers that would otherwise lower to a ``WHILE`` loop (GRU, SimpleRNN, a non-fused LSTM, custom
-cells; not ConvLSTM, which ignores ``unroll``) are unrolled when their sequence length is static and at most ``MAX_UNROLL``: TFLite's WHILE kernel
-drifts from TensorFlow on a GRU (errors up to 0.4 seen), and full-integer calibration of a WHILE loop crashes
-the calibrator, while the unrolled steps are plain builtin ops that convert exactly and quantize.
+cells; not ConvLSTM, which ignores ``unroll``) are unrolled when their sequence length is static and at most
+``MAX_UNROLL``: TFLite's WHILE kernel drifts from TensorFlow on a GRU (errors up to 0.4 seen), and full-integer
+calibration of a WHILE loop crashes the calibrator, while the unrolled steps are plain builtin ops that convert
+exactly and quantize.
 The re-trace is checked against the original signature on a probe input (unrolled first, then not); when the
 model does not reload as Keras, or the check fails, the original signature function is wrapped instead (its
 inputs become static, shapes computed inside at save time stay as they were).
@@ -32,8 +33,9 @@ MAX_UNROLL = 128  # longest static sequence whose recurrent loop is unrolled (gr
 
 @dataclass(frozen=True)
 class Retrace:
-    """How ``save_fixed_batch`` fixed the batch: ``"keras"`` (layers re-traced) or ``"signature"`` (wrapped),
-    and the recurrent layers it unrolled."""
+    """How the batch was fixed — ``"keras"`` (tf_keras layers re-traced by ``save_fixed_batch``), ``"signature"``
+    (signature function wrapped) or ``"keras3"`` (a Keras-3 file exported by Keras 3 itself) — and the recurrent
+    layers unrolled."""
 
     method: str
     unrolled: tuple[str, ...] = ()

@@ -90,9 +90,9 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
         if spec is not None:
             data = embed_metadata(data, spec)
         summary = summarize_tflite(data)
-        probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None
         check = None
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
+            probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None
             got = refuse_if_it_kills_litert(data, mode.value, probes)
             check = got and fidelity.check(ctx, mode.value, probes, got)
         path.write_bytes(data)
