@@ -32,7 +32,7 @@ class EvalConfig:
     gates the LiteRT p50 of each .tflite artefact. ``batch_size`` is how many samples the streaming pass reads
     and sends through the reference and every artefact at a time (memory is O(batch_size), not O(data)).
     ``threads`` is the latency loop's LiteRT thread count; the accuracy pass uses ``pass_threads`` per artefact
-    (default: the cores shared among the artefacts and the reference, which all run at once).
+    (default: the cores the reference leaves; the LiteRT workers take turns on them while the reference runs).
     """
 
     artifacts: tuple[Path, ...]
@@ -103,17 +103,29 @@ class EvalConfig:
 
     def accuracy_threads(self, workers: int = 1) -> int:
         """LiteRT threads of each of ``workers`` accuracy-pass processes: ``pass_threads`` if set, else the usable
-        cores shared between them and the reference, which runs at the same time (at least 1 each)."""
+        cores the reference leaves (the workers take turns on them, see ``tflite_worker.CoreLock``)."""
         if self.pass_threads is not None:
             return self.pass_threads
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:
-            cores = os.cpu_count() or 1
-        return max(1, cores // (workers + 1))
+        return max(1, _cores() - (self.reference_threads(workers) or 0))
+
+    @staticmethod
+    def reference_threads(workers: int) -> int | None:
+        """TensorFlow threads of the reference during the pass: half the usable cores when ``workers`` LiteRT
+        workers run beside it (None, TensorFlow's default of every core, when none do). More would oversubscribe
+        the cores: TensorFlow's pool then spins and its threads wait for a core (MobileNetV2 on 2 cores: 15-17 ms
+        of CPU per sample instead of 11.7)."""
+        return max(1, _cores() // 2) if workers else None
 
     @property
     def report_paths(self) -> dict[str, Path]:
         """The report files asked for, by kind."""
         pairs = {"json": self.json_path, "markdown": self.markdown_path, "html": self.html_path}
         return {k: Path(v) for k, v in pairs.items() if v is not None}
+
+
+def _cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1

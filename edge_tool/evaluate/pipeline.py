@@ -76,12 +76,14 @@ def run_eval(config: EvalConfig) -> Report:
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
         runners = []
-        threads = config.accuracy_threads(sum(a.format is ArtifactFormat.TFLITE for a in arts))
+        litert_workers = sum(a.format is ArtifactFormat.TFLITE for a in arts) if config.runtime == "litert" else 0
+        threads = config.accuracy_threads(litert_workers)
         for slot, art in enumerate(arts):
             runners.append(_open_runner(art, config, scratch, slot, threads))
             # an error or a stop signal unwinding: end the child processes at once instead of asking them
             stack.push(lambda exc_type, *_, r=runners[-1]: r.close(abort=exc_type is not None))
-        ref = ReferenceModel(config.reference)
+        pass_ref_threads = config.reference_threads(litert_workers)
+        ref = ReferenceModel(config.reference, pass_ref_threads)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
         data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
                           keep_first=keep)
@@ -93,7 +95,8 @@ def run_eval(config: EvalConfig) -> Report:
             r.end_pass()
         clock.mark("accuracy pass")
         ref_task = data_pass.ref_task.result()
-        ref_lat = ref.latency(data_pass.sample, config.warmup, config.effective_runs, config.time_budget_s)
+        ref_lat = ref.latency(data_pass.sample, config.warmup, config.effective_runs, config.time_budget_s,
+                              config.threads)
         clock.mark("reference latency")
         reference = ReferenceResult(str(config.reference), saved_model_size(config.reference), ref_task["accuracy"],
                                     ref_task["top_k_accuracy"], ref_lat, "tensorflow (SavedModel, batch 1)",
@@ -105,7 +108,8 @@ def run_eval(config: EvalConfig) -> Report:
         results = _with_per_layer(results, arts, config, data, ref)
         notes += _per_layer_notes(arts, _labels(arts))
         clock.mark("per-layer")
-    settings = {"threads": config.threads, "accuracy_pass_threads": threads,
+    settings = {"threads": config.threads, "accuracy_pass_threads": threads, "reference_pass_threads": pass_ref_threads,
+                "reference_latency_threads": ref.threads,
                 "warmup": config.warmup, "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
                 "top_k": config.top_k, "max_drop": config.max_drop, "max_latency_ms": config.max_latency_ms,
                 "batch_size": config.batch_size}

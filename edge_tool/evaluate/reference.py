@@ -1,8 +1,9 @@
-"""The reference: the SavedModel's serving signature run with TensorFlow, in batches."""
+"""The reference: the SavedModel's serving signature run with TensorFlow, in batches, on a given thread count."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,20 +16,42 @@ BATCH = 64
 
 
 class ReferenceModel:
-    """A loaded SavedModel ``serving_default``: its input specs, batched predict and a latency loop."""
+    """A loaded SavedModel ``serving_default``: its input specs, batched predict and a latency loop.
 
-    def __init__(self, path: Path):
-        from edge_tool.modelio import load_serving_fn, saved_model_signature  # noqa: PLC0415
+    The signature's graph runs in a TF1 session whose thread pools have ``threads`` threads (intra- and inter-op;
+    None: TensorFlow's default, every core), so eval can give the reference the cores its artefact workers leave
+    free during the pass, and time it at ``--threads`` afterwards; it also loads faster than
+    ``tf.saved_model.load``, which revives every Keras layer. A SavedModel the TF1 loader refuses is loaded the
+    TF2 way, on TensorFlow's process-wide thread pools.
+    """
+
+    def __init__(self, path: Path, threads: int | None = None):
+        from edge_tool.env import import_tf  # noqa: PLC0415
+        from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
 
         self.path = Path(path)
         self.signature = saved_model_signature(self.path)  # ModelError without serving_default, before loading
+        self._tf = import_tf()
         t0 = time.perf_counter_ns()
-        self._loaded, self._fn, _ = load_serving_fn(self.path)
+        self._run, self.threads = self._open(threads)
         self._load_ns = time.perf_counter_ns() - t0
         self._first_call_ns: int | None = None
-        from edge_tool.env import import_tf  # noqa: PLC0415
 
-        self._tf = import_tf()
+    def _open(self, threads: int | None) -> tuple[Callable[[dict], dict], int | None]:
+        """(feeds by name -> outputs by name, the thread count it runs on; None when TensorFlow's default)."""
+        tf = self._tf
+        try:
+            return session_signature(tf, self.path, self.signature.key, threads), threads
+        except (ValueError, TypeError, KeyError, RuntimeError, tf.errors.OpError):
+            from edge_tool.modelio import load_serving_fn  # noqa: PLC0415
+
+            loaded, fn, _ = load_serving_fn(self.path)
+            self._loaded = loaded  # keeps the function's variables alive
+
+            def run(feed: dict) -> dict:
+                return {k: v.numpy() for k, v in fn(**{n: tf.constant(a) for n, a in feed.items()}).items()}
+
+            return run, None
 
     @property
     def input_specs(self) -> list[TensorSpec]:
@@ -40,9 +63,8 @@ class ReferenceModel:
         """Signature output names, sorted."""
         return [t.name for t in self.signature.outputs]
 
-    def _call(self, inputs: dict) -> dict:
-        feeds = {s.name: self._tf.constant(np.asarray(inputs[s.name], dtype=s.dtype)) for s in self.input_specs}
-        return {k: v.numpy() for k, v in self._fn(**feeds).items()}
+    def _feed(self, inputs: dict) -> dict:
+        return {s.name: np.asarray(inputs[s.name], dtype=s.dtype) for s in self.input_specs}
 
     def predict(self, inputs: dict, batch: int = BATCH) -> dict[str, np.ndarray]:
         """Outputs by name for every sample of ``inputs`` (arrays batch-first)."""
@@ -50,19 +72,44 @@ class ReferenceModel:
         chunks: dict[str, list] = {}
         for start in range(0, n, batch):
             t0 = time.perf_counter_ns()
-            out = self._call({k: v[start:start + batch] for k, v in inputs.items()})
+            out = self._run(self._feed({k: v[start:start + batch] for k, v in inputs.items()}))
             if self._first_call_ns is None:
                 self._first_call_ns = time.perf_counter_ns() - t0
             for k, v in out.items():
-                chunks.setdefault(k, []).append(v)
+                chunks.setdefault(k, []).append(np.asarray(v))
         return {k: np.concatenate(v) for k, v in chunks.items()}
 
-    def latency(self, sample: dict, warmup: int, runs: int | None, time_budget_s: float | None) -> LatencyStats:
-        """Batch-1 latency of the TensorFlow serving function (the reference row's p50/p99)."""
-        one = {s.name: self._tf.constant(np.asarray(sample[s.name], dtype=s.dtype)) for s in self.input_specs}
+    def latency(self, sample: dict, warmup: int, runs: int | None, time_budget_s: float | None,
+                threads: int | None = None) -> LatencyStats:
+        """Batch-1 latency of the serving signature (the reference row's p50/p99), on ``threads`` threads when the
+        model runs in a session (re-opened if the pass used another count)."""
+        if threads is not None and self.threads is not None and threads != self.threads:
+            self._run, self.threads = None, None  # free the pass's session before loading another
+            self._run, self.threads = self._open(threads)
+        one = self._feed(sample)
+        run = self._run
 
         def step():
-            return [v.numpy() for v in self._fn(**one).values()]
+            return list(run(one).values())
 
         cold = (self._load_ns + (self._first_call_ns or 0)) / 1e6
         return summarize(time_loop(step, warmup, runs, time_budget_s), cold)
+
+
+def session_signature(tf, saved_model: Path, key: str, threads: int | None = None) -> Callable[[dict], dict]:
+    """``feed dict -> {output name: array}`` running signature ``key`` of ``saved_model`` in a TF1 session with
+    ``threads`` intra- and inter-op threads (None: TensorFlow's default)."""
+    config = None
+    if threads is not None:
+        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
+    graph = tf.Graph()
+    with graph.as_default():
+        session = tf.compat.v1.Session(graph=graph, config=config)
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(saved_model))
+    sig = meta.signature_def[key]
+    outputs = {name: info.name for name, info in sig.outputs.items()}
+
+    def run(feed: dict) -> dict:
+        return session.run(outputs, {sig.inputs[name].name: value for name, value in feed.items()})
+
+    return run

@@ -229,8 +229,10 @@ class Report:
             f"Data: {self.data.get('summary')} (reference output {self.reference.output!r}).",
             f"Latency: batch 1, {s['threads']} thread(s), {s['warmup']} warm-up calls then {runs}; "
             "p50/p99 of set_tensor+invoke+get_tensor with the LiteRT interpreter, each .tflite in a fresh process "
-            "(TFJS rows: tfjs in Node, not a browser; reference row: TensorFlow).",
+            "(TFJS rows: tfjs in Node, not a browser; reference row: TensorFlow"
+            f"{_threads_note(s.get('reference_latency_threads'))}).",
             f"Accuracy pass: every artefact in its own process, {s.get('accuracy_pass_threads', 1)} LiteRT thread(s) each, "
+            "the LiteRT workers taking turns while the reference runs, "
             "batched where the file allows (see each row's accuracy_pass in the JSON); recurrent state reset "
             "before every sample.",
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
@@ -280,3 +282,8 @@ def _pts(v: float | None) -> str:
 
 def _ms(lat: LatencyStats | None, key: str) -> str:
     return "—" if lat is None else f"{getattr(lat, key):.3f}"
+
+
+def _threads_note(threads: int | None) -> str:
+    """", N thread(s)" for the reference row's latency, or "" when TensorFlow chose (its default: every core)."""
+    return f", {threads} thread(s)" if threads else ", TensorFlow's default threads"

@@ -8,6 +8,7 @@ reason, the other artefacts go on, and its row says "does not run in …".
 from __future__ import annotations
 
 import sys
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -24,33 +25,38 @@ NONE_FIELDS = {"top1_agreement": None, "max_abs_error": None, "mean_abs_error": 
 
 
 class BatchFiles:
-    """One batch of inputs written once to the scratch dir (``in<i>.npy``), read by every LiteRT worker."""
+    """One batch of inputs written once to the scratch dir (``in<i>_<parity>.npy``), read by every LiteRT worker;
+    two parities, so a batch can be written while workers still read the one before."""
 
     def __init__(self, scratch: Path):
         self.scratch = scratch
 
-    def write(self, inputs: dict) -> dict[str, str]:
+    def write(self, inputs: dict, parity: int = 0) -> dict[str, str]:
         """Save each input; return {input name: file}."""
         files = {}
         for i, (name, x) in enumerate(inputs.items()):
-            f = self.scratch / f"in{i}.npy"
+            f = self.scratch / f"in{i}_{parity}.npy"
             np.save(f, np.ascontiguousarray(x))
             files[name] = str(f)
         return files
 
 
 class _Runner:
-    """What every runner shares: the failure reason, the batch in flight, the report row."""
+    """What every runner shares: the failure reason, the batches in flight, the report row.
+
+    ``depth`` is how many batches may be submitted before the oldest is collected (``_pending`` counts them).
+    """
 
     art: Artifact
     failed: str | None = None
-    _pending = False
+    depth = 1
+    _pending = 0
 
     def collect(self) -> np.ndarray | None:
-        """The artefact's output for the batch submitted last (``_receive``); None once it has failed."""
+        """The artefact's output for the oldest batch not yet collected (``_receive``); None once it has failed."""
         if self.failed or not self._pending:
             return None
-        self._pending = False
+        self._pending -= 1
         try:
             return self._receive()
         except RuntimeFailure as exc:
@@ -64,7 +70,7 @@ class _Runner:
     def reject(self, reason: str) -> None:
         """Its outputs are unusable (e.g. NaN where the reference's are finite): failed from now on, with ``reason``."""
         self.failed = reason
-        self._pending = False
+        self._pending = 0
         self.close(abort=True)
 
     def _row(self, label: str, reference: ReferenceResult, fmt: str, fields: dict, **measured) -> ArtifactResult:
@@ -100,26 +106,33 @@ class SessionRunner(_Runner):
 
 
 class TfliteRunner(_Runner):
-    """A .tflite artefact: accuracy pass in its own LiteRT worker, latency in a fresh process afterwards."""
+    """A .tflite artefact: accuracy pass in its own LiteRT worker, latency in a fresh process afterwards.
+
+    The worker may hold two batches (``depth``): it answers in order, each output in a file of its own parity.
+    """
 
     reads_files = True
+    depth = 2
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int = 1):
         self.art, self.config = art, config
-        self.out_file = scratch / f"out{slot}.npy"
+        self.out_files = [scratch / f"out{slot}_{parity}.npy" for parity in range(self.depth)]
+        self._in_flight: deque[Path] = deque()
+        self._sent = 0
         self.failed: str | None = None
         self.runtime, self.batching = "ai_edge_litert", ""
         self.first_feeds: dict | None = None
         self.output_indices: list[int] = []
-        self._pending = False
+        self._pending = 0
         self._ready = False
         self.proc = WorkerProcess([sys.executable, "-m", "edge_tool.evaluate.tflite_worker", str(art.model_file),
-                                   str(threads)], "LiteRT", scratch)
+                                   str(threads), str(scratch / "litert.lock")], "LiteRT", scratch)
         timed = config.effective_runs or config.time_budget_s
         self.latency_proc = LatencyProcess() if timed and config.latency_in_subprocess else None
 
     def _fail(self, exc: RuntimeFailure) -> None:
         self.failed = f"does not run in LiteRT: {exc}"
+        self._in_flight.clear()
         self.proc.close()
 
     def submit(self, files: dict, inputs: dict, out_name: str, ref_names: list[str]) -> None:
@@ -130,21 +143,25 @@ class TfliteRunner(_Runner):
             if not self._ready:
                 ready = self.proc.receive()
                 self._ready, self.runtime, self.batching = True, ready["runtime"], ready["batching"]
+            out = self.out_files[self._sent % self.depth]
             self.proc.send({"op": "predict", "inputs": files, "out_name": out_name, "ref_names": ref_names,
-                            "out": str(self.out_file)})
-            self._pending = True
+                            "out": str(out)})
+            self._in_flight.append(out)
+            self._sent += 1
+            self._pending += 1
         except RuntimeFailure as exc:
             self._fail(exc)
 
     def _receive(self) -> np.ndarray:
-        """The worker's (dequantized) output for the batch, read from the file it wrote."""
+        """The worker's (dequantized) output for the oldest batch in flight, read from the file it wrote."""
+        out_file = self._in_flight.popleft()
         doc = self.proc.receive()
         self.batching = doc.get("batching", self.batching)
         if "first_feeds" in doc:
             with np.load(doc["first_feeds"]) as npz:
                 self.first_feeds = {int(k[1:]): npz[k] for k in npz.files}
             self.output_indices = doc["output_indices"]
-        return np.load(self.out_file)
+        return np.load(out_file)
 
     def end_pass(self) -> None:
         """Stop the worker (frees its memory before the latency loops)."""
@@ -191,7 +208,7 @@ class TfjsRunner(SessionRunner):
         self._inputs: dict | None = None
         self._names: tuple = ("", [])
         self._produced = False
-        self._pending = False
+        self._pending = 0
         self._session_cls = TfjsSession
         self.session = TfjsSession(art.model_file, backend="wasm")
         self.batching = "batched"
@@ -205,9 +222,9 @@ class TfjsRunner(SessionRunner):
         self._inputs, self._names = inputs, (out_name, ref_names)
         try:
             self.session.submit(inputs)
-            self._pending = True
+            self._pending = 1
         except RuntimeFailure as exc:
-            self._pending = self._retry_on_cpu(exc)
+            self._pending = int(self._retry_on_cpu(exc))
 
     def _retry_on_cpu(self, exc: RuntimeFailure) -> bool:
         """wasm failed before any output: restart the session on the cpu backend and resend; False if it fails."""

@@ -3,6 +3,7 @@ against the reference's and folded into running metrics (memory O(batch) whateve
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,45 +35,123 @@ class Pass:
     accs: list
 
 
+def primary_from_specs(specs) -> str | None:
+    """What ``primary_output`` will choose, read off the signature's output specs before anything ran; None when
+    a shape that choice depends on is not static."""
+    ordered = sorted(specs, key=lambda s: s.name)
+    for spec in ordered:
+        if spec.shape is None:
+            return None
+        if len(spec.shape) >= 2:
+            if spec.shape[-1] is None:
+                return None
+            if spec.shape[-1] > 1:
+                return spec.name
+    return ordered[0].name if ordered else None
+
+
 def stream(ref, data: EvalStream, runners: list, top_k: int, scratch: Path) -> Pass:
     """Each batch: to every artefact's process, through the reference meanwhile, then every output folded in.
 
-    The first batch goes through the reference first (its outputs name the primary output the artefacts send
-    back); from the second on, the reference and every artefact work on the batch at the same time.
+    The artefacts are told which reference output to return (the primary one). When the signature's static
+    shapes name it, every batch, the first included, runs in the reference and the artefacts at the same time;
+    otherwise the first batch goes through the reference first, and its outputs name it. Runners that can hold
+    two batches (LiteRT workers) get the next batch before the last one is collected, so no core waits while
+    this process reads data or folds metrics; the reference's outputs wait beside them (memory O(2 batches)).
     """
+    from collections import deque  # noqa: PLC0415
+
     from edge_tool.evaluate.runners import BatchFiles  # noqa: PLC0415
 
     files = BatchFiles(scratch)
-    accs = [metrics.DriftAccumulator(top_k) for _ in runners]
+    depth = min((r.depth for r in runners), default=1)
     state: Pass | None = None
-    ref_names: list[str] = []
-    for inputs, labels in data.batches():
-        written = files.write(inputs) if any(r.reads_files and not r.failed for r in runners) else {}
+    guess = primary_from_specs(ref.signature.outputs)
+    names = (guess, sorted(s.name for s in ref.signature.outputs)) if guess else None
+    waiting: deque = deque()  # (reference's primary output, labels) of batches not yet collected
+    for number, (inputs, labels) in enumerate(prefetched(data.batches())):
+        reads = any(r.reads_files and not r.failed for r in runners)
+        written = files.write(inputs, number % depth) if reads else {}
+        if names is not None:
+            for r in runners:
+                r.submit(written, inputs, *names)
+        ref_out = ref.predict(inputs)
         if state is None:
-            ref_out = ref.predict(inputs)
             state = Pass(primary_output(ref_out), {k: v[:1].copy() for k, v in inputs.items()},
-                         metrics.TaskAccumulator(top_k), accs)
-            ref_names = sorted(ref_out)
+                         metrics.TaskAccumulator(top_k), [metrics.DriftAccumulator(top_k) for _ in runners])
             check_labels(data.labels, ref_out[state.out_name], state.out_name, data.path)
-            for r in runners:
-                r.submit(written, inputs, state.out_name, ref_names)
-        else:
-            for r in runners:
-                r.submit(written, inputs, state.out_name, ref_names)
-            ref_out = ref.predict(inputs)
-        ref_y = ref_out[state.out_name]
-        state.ref_task.update(ref_y, labels)
-        for runner, acc in zip(runners, accs):
-            out = runner.collect()
-            if out is not None:
-                _check_output_shape(runner.art, out, ref_y, state.out_name, ref)
-                if (bad := non_finite(out, ref_y, state.out_name)) is not None:
-                    runner.reject(bad)
-                    continue
-                acc.update(ref_y, out, labels)
+            if names != (state.out_name, sorted(ref_out)):  # not named by the specs (or named wrongly): ask now
+                if names is not None:
+                    for r in runners:
+                        r.collect()
+                names = (state.out_name, sorted(ref_out))
+                for r in runners:
+                    r.submit(written, inputs, *names)
+        state.ref_task.update(ref_out[state.out_name], labels)
+        waiting.append((ref_out[state.out_name], labels))
+        if len(waiting) >= depth:
+            _fold(state, runners, ref, *waiting.popleft())
     if state is None:
         raise DataError(f"--data {data.path} yielded no samples.")
+    while waiting:
+        _fold(state, runners, ref, *waiting.popleft())
     return state
+
+
+def prefetched(batches: Iterator, ahead: int = 1) -> Iterator:
+    """``batches``, read ``ahead`` items in advance by a thread: the next batch is loaded, cast and summarised
+    (numpy releases the GIL for that) while TensorFlow runs the current one. An error in the reader is raised
+    here, at the batch where it happened; leaving the loop early stops the reader."""
+    import queue  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    items: queue.Queue = queue.Queue(maxsize=ahead)
+    stop = threading.Event()
+    end = object()
+
+    def offer(item) -> bool:
+        while not stop.is_set():
+            try:
+                items.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for item in batches:
+                if not offer((item, None)):
+                    return
+            offer((end, None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            offer((end, exc))
+
+    reader = threading.Thread(target=read, name="edgetool-eval-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item, exc = items.get()
+            if exc is not None:
+                raise exc
+            if item is end:
+                return
+            yield item
+    finally:
+        stop.set()
+        reader.join()
+
+
+def _fold(state: Pass, runners: list, ref, ref_y: np.ndarray, labels: np.ndarray | None) -> None:
+    """Collect the oldest batch from every runner and fold it into that runner's metrics."""
+    for runner, acc in zip(runners, state.accs):
+        out = runner.collect()
+        if out is not None:
+            _check_output_shape(runner.art, out, ref_y, state.out_name, ref)
+            if (bad := non_finite(out, ref_y, state.out_name)) is not None:
+                runner.reject(bad)
+                continue
+            acc.update(ref_y, out, labels)
 
 
 def non_finite(out: np.ndarray, ref_y: np.ndarray, out_name: str) -> str | None:

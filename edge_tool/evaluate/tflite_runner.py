@@ -157,8 +157,8 @@ class TfliteInterpreter:
                 problems.append(f"input {b.name!r} is raw {b.dtype} without quantization parameters, but the data "
                                 f"({x.dtype}, range {x.min()}..{x.max()}) does not fit {b.dtype}")
                 return x
-            return x.astype(b.dtype)
-        return x.astype(b.dtype)
+            return x.astype(b.dtype, copy=False)
+        return x.astype(b.dtype, copy=False)
 
     def dequantize(self, b: TensorBinding, y: np.ndarray) -> np.ndarray:
         """Real values of an output: (q - zero_point) * scale for quantized integer outputs, else as float."""

@@ -1,4 +1,6 @@
-"""Worker process for one .tflite artefact's accuracy pass: ``python -m edge_tool.evaluate.tflite_worker MODEL THREADS``.
+"""Worker process for one .tflite artefact's accuracy pass:
+``python -m edge_tool.evaluate.tflite_worker MODEL THREADS [LOCKFILE]`` (with LOCKFILE, batches run one worker at a
+time, see ``CoreLock``).
 
 Imports only numpy and LiteRT. Speaks JSON lines (see ``isolated``): first answer ``{"ready", "runtime",
 "batching", "stateful"}``; then per request ``{"op": "predict", "inputs": {name: file.npy}, "out_name",
@@ -12,6 +14,7 @@ crash of LiteRT simply ends the process: the parent names the signal.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -38,11 +41,38 @@ def _first_feeds(model, feeds: dict[int, np.ndarray], out: Path) -> str:
     return str(out)
 
 
+class CoreLock:
+    """An exclusive lock on a file shared by eval's LiteRT workers, held while one runs a batch, so they take the
+    cores left to them in turn instead of time-slicing one core (each switch evicts the other's working set).
+    Without a path, or without fcntl (Windows), it does nothing."""
+
+    def __init__(self, path: str | None):
+        self._fd = None
+        try:
+            import fcntl  # noqa: PLC0415
+        except ImportError:
+            return
+        if path:
+            self._fcntl = fcntl
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+    def __enter__(self):
+        if self._fd is not None:
+            self._fcntl.flock(self._fd, self._fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            self._fcntl.flock(self._fd, self._fcntl.LOCK_UN)
+
+
 def _predict(model, req: dict, state: dict) -> dict:
     inputs = {name: np.load(f) for name, f in req["inputs"].items()}
     feeds = model.prepare(inputs)
     binding = model.output_for(req["out_name"], req["ref_names"].index(req["out_name"]))
-    y = model.dequantize(binding, model.predict(feeds)[binding.index])
+    with state["lock"]:
+        raw = model.predict(feeds)[binding.index]
+    y = model.dequantize(binding, raw)
     np.save(req["out"], y)
     doc = {"ok": True, "batching": model.describe_batching()}
     if not state.get("first_sent"):
@@ -63,7 +93,7 @@ def main(argv: list[str]) -> int:
         return 0
     _answer({"ready": True, "runtime": model.runtime, "batching": model.describe_batching(),
              "stateful": model.facts.stateful})
-    state: dict = {}
+    state: dict = {"lock": CoreLock(argv[2] if len(argv) > 2 else None)}
     for line in sys.stdin:
         req = json.loads(line)
         if req.get("op") == "close":
