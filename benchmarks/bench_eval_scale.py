@@ -186,8 +186,9 @@ def main() -> None:
         f"Machine: {machine()}. MobileNetV2-224 (random weights, seed 0) fp32 + int8 .tflite against the SavedModel, "
         f"`edgetool eval` on {args.samples} seeded random uint8 images cast to float32 per batch, {args.runs} timed "
         "latency runs per model. Wall time covers the whole command (TensorFlow start-up, one streaming pass: "
-        "reference in batches of 16 (EvalConfig.batch_size), each .tflite batched in its own LiteRT worker "
-        "process at the same time, then the latency loops); samples/s = samples / wall time. "
+        "reference in batches of 16 (EvalConfig.batch_size) on half the cores, each .tflite batched in its own "
+        "LiteRT worker process, the workers taking turns on the other half meanwhile, then the latency loops); "
+        "samples/s = samples / wall time. "
         "Peak RSS polled every 0.1 s over the whole process tree (eval + its LiteRT workers). The machine is "
         "shared, so times are noisy.",
         "",
