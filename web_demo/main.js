@@ -36,9 +36,10 @@ export function start() {
   // config: the page config; engines: {tfjs, litert?} in Select order; engine: the active one's name;
   // pad: the image input (null: none); formInputs: the inputs the form feeds; busy/pending: a UI prediction runs /
   // another one is wanted; lastInput: the UI's last feeds (re-predicted when the engine or backend changes);
-  // remembered: the auto-pick entry read from storage; enginePick: how the engine was chosen, with its timings.
+  // remembered: the auto-pick entry read from storage; enginePick: how the engine was chosen, with its timings;
+  // cold: engines listed but not run yet (warmed when chosen).
   const state = { config: null, engines: {}, engine: 'tfjs', pad: null, formInputs: [], busy: false, pending: false,
-    lastInput: null, timings: {}, remembered: null, enginePick: null };
+    lastInput: null, timings: {}, remembered: null, enginePick: null, cold: new Set() };
   const mark = (name) => { state.timings[name] = performance.now(); }; // ms since navigation start
   const tfjsEngine = () => state.engines.tfjs;
 
@@ -105,6 +106,7 @@ export function start() {
     if (!(name in state.engines)) {
       throw new Error(`engine ${name} is not available here; choose one of ${Object.keys(state.engines).join(', ')}`);
     }
+    await warm(name);
     state.engine = name;
     showEngine(name, tfjsEngine().backends.names.length);
     if (state.lastInput) await predictFromUi();
@@ -133,8 +135,16 @@ export function start() {
   }
 
   // Warm the loaded LiteRT.js engines up (first run: XNNPACK's first-run set-up), add them and the Engine select.
-  async function addLiteRtEngines(loaded) {
+  // With `first` (the engine ?engine=NAME or a remembered pick will use) only that one is warmed before the page is
+  // ready: a return visit does not wait for engines it will not run. The others are listed cold and warmed when
+  // chosen (setEngine); without `first` every engine is warmed, for the engine micro-benchmark.
+  async function addLiteRtEngines(loaded, first) {
     for (const engine of loaded) {
+      if (first && engine.name !== first) {
+        state.engines[engine.name] = engine;
+        state.cold.add(engine.name);
+        continue;
+      }
       try {
         await engine.run(zeroFeeds(state.config.inputs));
         state.engines[engine.name] = engine;
@@ -144,6 +154,20 @@ export function start() {
     }
     if (Object.keys(state.engines).length < 2) return;
     addEngineSelect(Object.values(state.engines).map((e) => [e.name, e.label]), async (name) => setEngine(name));
+  }
+
+  // An engine listed cold gets its first run now; one that fails it is dropped (Error naming it).
+  async function warm(name) {
+    if (!state.cold.has(name)) return;
+    state.cold.delete(name);
+    try {
+      await state.engines[name].run(zeroFeeds(state.config.inputs));
+    } catch (err) {
+      delete state.engines[name];
+      for (const opt of $('engine') ? [...$('engine').options] : []) if (opt.value === name) opt.remove();
+      if ($('engine')) $('engine').value = state.engine;
+      throw new Error(`engine ${name} failed its first run (${err.message}); it was removed`);
+    }
   }
 
   // The auto-pick's cache key and entry: model hash (tfjs graph + weights, and each .tflite's SHA-256), user agent,
@@ -166,6 +190,13 @@ export function start() {
       writeChoice(storage, key, { backend: best, bench: backends.bench, skipped: backends.skipped });
     }
     return best;
+  }
+
+  // The engine the page will use without benchmarking: ?engine=NAME, else the remembered pick (null: neither).
+  function firstEngine(loaded) {
+    const names = ['tfjs', ...loaded.map((e) => e.name)];
+    const mem = state.remembered || {};
+    return [options.engine, mem.engine].find((n) => n && names.includes(n)) || null;
   }
 
   // Engine x artefact (tfjs graph model on its picked backend, LiteRT.js int8 / fp32): ?engine=NAME, else the
@@ -221,7 +252,7 @@ export function start() {
     const best = await pickBackend(tfjs);
     mark('warm');
     if (config.litert) {
-      await addLiteRtEngines(litertLoaded);
+      await addLiteRtEngines(litertLoaded, firstEngine(litertLoaded));
       mark('litert');
     }
     const engine = await pickEngine(tfjs);
@@ -236,7 +267,7 @@ export function start() {
     mark('ready');
     ready.resolve({ backend: best, backends: tfjs.backends.names, benchmark: tfjs.backends.bench,
       picked: tfjs.backends.picked, runtime: tfjs.backends.runtime(), engine: state.engine,
-      engines: Object.keys(state.engines), enginePick: state.enginePick,
+      engines: Object.keys(state.engines), enginePick: state.enginePick, coldEngines: [...state.cold],
       litert: (Object.values(state.engines).find((e) => e.runtime) || {}).runtime || null });
   }
 
@@ -254,7 +285,7 @@ export function start() {
     predict,
     setBackend,
     setEngine,
-    timeInference: (runs, warmup) => state.engines[state.engine].time(runs, warmup),
+    timeInference: (runs, warmup) => warm(state.engine).then(() => state.engines[state.engine].time(runs, warmup)),
     get backends() { return backends() ? backends().names : []; },
     get engine() { return state.engine; },
     get engines() { return Object.keys(state.engines); },
