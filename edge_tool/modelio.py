@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,3 +208,22 @@ def weight_paths(model_dir: Path, doc: dict) -> list[str]:
     if missing:
         raise ModelError(f"{model_json} lists weight shards that are missing: {', '.join(map(repr, missing))}.")
     return paths
+
+
+def session_signature(tf, saved_model: Path, key: str, threads: int | None = None) -> Callable[[dict], dict]:
+    """``feed dict -> {output name: array}`` running signature ``key`` of ``saved_model`` in a TF1 session with
+    ``threads`` intra- and inter-op threads (None: TensorFlow's default)."""
+    config = None
+    if threads is not None:
+        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
+    graph = tf.Graph()
+    with graph.as_default():
+        session = tf.compat.v1.Session(graph=graph, config=config)
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(saved_model))
+    sig = meta.signature_def[key]
+    outputs = {name: info.name for name, info in sig.outputs.items()}
+
+    def run(feed: dict) -> dict:
+        return session.run(outputs, {sig.inputs[name].name: value for name, value in feed.items()})
+
+    return run

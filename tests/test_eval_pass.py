@@ -17,7 +17,7 @@ import pytest
 from calibration.spec import TensorSpec
 from edge_tool.env import import_tf
 from edge_tool.evaluate import data as data_module
-from edge_tool.evaluate import reference as reference_module
+from edge_tool import modelio
 from edge_tool.evaluate.data import RunningStats
 from edge_tool.evaluate.reference import ReferenceModel
 from edge_tool.evaluate.stream import prefetched, primary_from_specs, primary_output
@@ -139,7 +139,7 @@ def test_reference_falls_back_to_tf2_loading_when_the_tf1_loader_refuses(small_s
     def refuse(*args, **kwargs):
         raise ValueError("no serve tag-set")
 
-    monkeypatch.setattr(reference_module, "session_signature", refuse)
+    monkeypatch.setattr(modelio, "session_signature", refuse)
     ref = ReferenceModel(sm, threads=1)
     assert ref.threads is None  # TensorFlow's process-wide pools: the count cannot be chosen
     np.testing.assert_allclose(ref.predict({"x": x})["probs"], want, rtol=0, atol=1e-6)

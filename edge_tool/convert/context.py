@@ -14,6 +14,7 @@ from edge_tool.convert.converter import SharedSource, checks_loops_itself, new_c
 from edge_tool.convert.diagnose import describe_failure
 from edge_tool.convert.source import PreparedSource
 from edge_tool.errors import ConversionError, DataError
+from edge_tool.modelio import session_signature
 
 
 def flex_ops_from_error(message: str) -> list[str]:
@@ -105,7 +106,7 @@ class BuildContext:
         the TF2 way."""
         if self._reference is None:
             try:
-                self._reference = _session_signature(self.tf, self.source.saved_model, self.source.signature.key)
+                self._reference = session_signature(self.tf, self.source.saved_model, self.source.signature.key)
             except (ValueError, TypeError, KeyError, RuntimeError, self.tf.errors.OpError):
                 loaded = self.tf.saved_model.load(str(self.source.saved_model))
                 fn = loaded.signatures[self.source.signature.key]
@@ -152,18 +153,3 @@ class BuildContext:
     def keras_source(self) -> Path:
         """Path of the Keras model for QAT (the original file/dir; QAT validates its flavour)."""
         return self.source.original
-
-
-def _session_signature(tf, saved_model: Path, key: str):
-    """``feed dict -> {output name: array}`` running signature ``key`` of ``saved_model`` in a TF1 session."""
-    graph = tf.Graph()
-    with graph.as_default():
-        session = tf.compat.v1.Session(graph=graph)
-        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(saved_model))
-    sig = meta.signature_def[key]
-    outputs = {name: info.name for name, info in sig.outputs.items()}
-
-    def run(feed: dict) -> dict:
-        return session.run(outputs, {sig.inputs[name].name: value for name, value in feed.items()})
-
-    return run

@@ -40,6 +40,8 @@ class ReferenceModel:
     def _open(self, threads: int | None) -> tuple[Callable[[dict], dict], int | None]:
         """(feeds by name -> outputs by name, the thread count it runs on; None when TensorFlow's default)."""
         tf = self._tf
+        from edge_tool.modelio import session_signature  # noqa: PLC0415
+
         try:
             return session_signature(tf, self.path, self.signature.key, threads), threads
         except (ValueError, TypeError, KeyError, RuntimeError, tf.errors.OpError):
@@ -94,22 +96,3 @@ class ReferenceModel:
 
         cold = (self._load_ns + (self._first_call_ns or 0)) / 1e6
         return summarize(time_loop(step, warmup, runs, time_budget_s), cold)
-
-
-def session_signature(tf, saved_model: Path, key: str, threads: int | None = None) -> Callable[[dict], dict]:
-    """``feed dict -> {output name: array}`` running signature ``key`` of ``saved_model`` in a TF1 session with
-    ``threads`` intra- and inter-op threads (None: TensorFlow's default)."""
-    config = None
-    if threads is not None:
-        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
-    graph = tf.Graph()
-    with graph.as_default():
-        session = tf.compat.v1.Session(graph=graph, config=config)
-        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(saved_model))
-    sig = meta.signature_def[key]
-    outputs = {name: info.name for name, info in sig.outputs.items()}
-
-    def run(feed: dict) -> dict:
-        return session.run(outputs, {sig.inputs[name].name: value for name, value in feed.items()})
-
-    return run
