@@ -14,7 +14,7 @@ from edge_tool.convert.converter import SharedSource, checks_loops_itself, new_c
 from edge_tool.convert.diagnose import describe_failure
 from edge_tool.convert.source import PreparedSource
 from edge_tool.errors import ConversionError, DataError
-from edge_tool.modelio import session_signature
+from edge_tool.modelio import signature_runner
 
 
 def flex_ops_from_error(message: str) -> list[str]:
@@ -105,14 +105,7 @@ class BuildContext:
         ``tf.saved_model.load``, which revives every Keras layer); a SavedModel that loader refuses is loaded
         the TF2 way."""
         if self._reference is None:
-            try:
-                self._reference = session_signature(self.tf, self.source.saved_model, self.source.signature.key)
-            except (ValueError, TypeError, KeyError, RuntimeError, self.tf.errors.OpError):
-                loaded = self.tf.saved_model.load(str(self.source.saved_model))
-                fn = loaded.signatures[self.source.signature.key]
-                tf = self.tf
-                self._reference = lambda feed: {k: v.numpy() for k, v in fn(
-                    **{n: tf.constant(a) for n, a in feed.items()}).items()}
+            self._reference, _ = signature_runner(self.tf, self.source.saved_model, self.source.signature.key)
         return [self._reference(feed) for feed in feeds]
 
     def _refuse_unsafe_loops(self, conv) -> None:

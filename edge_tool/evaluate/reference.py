@@ -39,21 +39,9 @@ class ReferenceModel:
 
     def _open(self, threads: int | None) -> tuple[Callable[[dict], dict], int | None]:
         """(feeds by name -> outputs by name, the thread count it runs on; None when TensorFlow's default)."""
-        tf = self._tf
-        from edge_tool.modelio import session_signature  # noqa: PLC0415
+        from edge_tool.modelio import signature_runner  # noqa: PLC0415
 
-        try:
-            return session_signature(tf, self.path, self.signature.key, threads), threads
-        except (ValueError, TypeError, KeyError, RuntimeError, tf.errors.OpError):
-            from edge_tool.modelio import load_serving_fn  # noqa: PLC0415
-
-            loaded, fn, _ = load_serving_fn(self.path)
-            self._loaded = loaded  # keeps the function's variables alive
-
-            def run(feed: dict) -> dict:
-                return {k: v.numpy() for k, v in fn(**{n: tf.constant(a) for n, a in feed.items()}).items()}
-
-            return run, None
+        return signature_runner(self._tf, self.path, self.signature.key, threads)
 
     @property
     def input_specs(self) -> list[TensorSpec]:
