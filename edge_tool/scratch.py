@@ -65,7 +65,7 @@ def _dead(match: re.Match, path: Path) -> bool:
             return time.time() - path.lstat().st_mtime > OTHER_BOOT_STALE_S
         except OSError:
             return False
-    return pid != os.getpid() and _start_ticks(pid) != start
+    return _start_ticks(pid) != start  # gone, or the PID now belongs to a process started at another time
 
 
 def _owned(entry: os.DirEntry) -> bool:
