@@ -34,9 +34,21 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
         super().setup()
 
     def handle(self) -> None:
-        """Serve one request; a keep-alive connection goes back to the selector (server._work), not a loop here."""
-        self.close_connection = True
+        """Serve one request; a keep-alive connection goes back to the selector (server._work), not a loop here.
+
+        A body the request announced is read and dropped after the answer (so a client that announced more than
+        it sends still gets its answer at once); one that turns out malformed or short closes the connection.
+        """
+        self.close_connection, self.body_framing = True, 0
         self.handle_one_request()
+        if self.body_framing and not self.close_connection:
+            self.server.reading(self.connection, True)  # the request deadline covers the body too
+            try:
+                discard_body(self.rfile, self.body_framing)
+            except (BadBody, OSError):
+                self.close_connection = True
+            finally:
+                self.server.reading(self.connection, False)
 
     def handle_one_request(self) -> None:
         self.server.reading(self.connection, True)  # the request line and headers must arrive in time
@@ -58,21 +70,36 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
         return ok
 
     def _checked(self) -> bool:
-        """Host allowed (else 403/400) and any request body read and dropped (else 400/413); refusals close."""
+        """Host allowed (else 403/400) and the body framing acceptable (else 400/413); refusals close."""
         problem = check_host(self.headers.get_all("Host") or [], str(self.server.server_address[0]),
                              self.server.server_address[1], self.request_version >= "HTTP/1.1")
         if self.headers.defects or any("\r" in v or "\n" in v for v in self.headers.values()):
             problem = (400, "malformed or folded header line")  # read one way here, another way by a proxy
+        if problem is None and self.command not in ("GET", "HEAD"):
+            self._not_allowed()
+            return False
         if problem is None:
             try:
-                discard_body(self.rfile, body_framing(self.headers.get_all("Content-Length") or [],
-                                                      self.headers.get_all("Transfer-Encoding") or []))
+                self.body_framing = body_framing(self.headers.get_all("Content-Length") or [],
+                                                 self.headers.get_all("Transfer-Encoding") or [])
                 return True
             except BadBody as exc:
                 problem = (exc.status, str(exc))
         self.close_connection = True
         self.send_error(*problem)
         return False
+
+    def _not_allowed(self) -> None:
+        """405 for every method but GET and HEAD (not http.server's 501: nothing here is unimplemented)."""
+        body = b"405 Method Not Allowed: this server answers GET and HEAD only.\n"
+        self.close_connection = True
+        self.send_response(405)
+        self.send_header("Allow", "GET, HEAD")
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
 
     def end_headers(self) -> None:
         for name, value in SECURITY_HEADERS.items():
