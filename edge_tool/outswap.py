@@ -107,7 +107,12 @@ def _replace_dir(tmp: Path, path: Path, is_ours: Callable[[Path], bool]) -> Path
         if not is_ours(old):
             os.rename(old, path)
             raise _appeared(path, "was replaced by a directory edgetool did not write") from None
-        os.rename(tmp, path)  # never replaces a non-empty directory
+        try:
+            os.rename(tmp, path)  # never replaces a non-empty directory
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.rename(old, path)  # put the previous output back where it was
+            raise _appeared(path, "appeared again") from None
         return old
     if not is_ours(old):  # replaced between the check and the exchange: swap back, untouched
         renameat2(tmp, path, RENAME_EXCHANGE)

@@ -123,3 +123,25 @@ def test_run_tempdir_holds_this_runs_temp_files_and_sweeps_dead_runs(tmp_path, m
         assert mine.parent == tmp_path and mine.name == f"edgetool-run-{scratch.run_token()}"
         assert Path(tempfile.mkdtemp(prefix="edgetool-src-")).parent == mine
     assert list(tmp_path.iterdir()) == [] and tempfile.tempdir == str(tmp_path)
+
+
+def test_a_folder_swapped_in_at_the_last_instant_is_swapped_back(tmp_path, swap_mode):
+    """The marker check passes, then (inside the check, standing in for the user) the output is replaced by a
+    user's folder: the swap notices after the exchange and puts the user's folder back, untouched."""
+    outswap.install_dir(_built(tmp_path, "old"), tmp_path / "out", False, has_marker)
+    calls = []
+
+    def is_ours(path: Path) -> bool:
+        calls.append(path)
+        if len(calls) == 1:  # the check before the swap: then the user's folder takes the place
+            os.rename(tmp_path / "out", tmp_path / "previous")
+            (tmp_path / "out").mkdir()
+            (tmp_path / "out" / "notes.txt").write_text("mine")
+            return True
+        return has_marker(path)
+
+    tmp = _built(tmp_path)
+    with pytest.raises(UsageError, match="did not write"):
+        outswap.install_dir(tmp, tmp_path / "out", True, is_ours)
+    assert os.listdir(tmp_path / "out") == ["notes.txt"] and (tmp_path / "out" / "notes.txt").read_text() == "mine"
+    assert (tmp / "model.tflite").read_text() == "new"  # ours is back at its temp name, for the caller to remove
