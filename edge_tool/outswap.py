@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import fcntl
 import os
 import shutil
 import time
@@ -22,6 +21,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from edge_tool.errors import UsageError
+
+try:
+    import fcntl
+except ImportError:  # not on POSIX: swaps are not serialized between runs (the checks still hold)
+    fcntl = None
 
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
 _AT_FDCWD = -100
@@ -73,6 +77,8 @@ def pause_hook(path: Path) -> None:
 def _locked(directory: Path) -> Iterator[None]:
     """flock() the directory itself (no lock file left behind); a no-op where it cannot be opened or locked."""
     try:
+        if fcntl is None:
+            raise OSError
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         yield
