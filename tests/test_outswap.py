@@ -145,3 +145,34 @@ def test_a_folder_swapped_in_at_the_last_instant_is_swapped_back(tmp_path, swap_
         outswap.install_dir(tmp, tmp_path / "out", True, is_ours)
     assert os.listdir(tmp_path / "out") == ["notes.txt"] and (tmp_path / "out" / "notes.txt").read_text() == "mine"
     assert (tmp / "model.tflite").read_text() == "new"  # ours is back at its temp name, for the caller to remove
+
+
+def test_atomic_file_and_dir_follow_a_link_and_leave_nothing_beside(tmp_path):
+    from edge_tool.fsutil import atomic_dir, atomic_file
+
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "r.json").write_text("old")
+    os.symlink("reports/r.json", tmp_path / "latest.json")
+    with atomic_file(tmp_path / "latest.json", force=True) as tmp:
+        tmp.write_text("new")
+    with atomic_dir(tmp_path / "runs" / "a") as tmp:
+        (tmp / "m.tflite").write_text("1")
+    os.symlink("runs/a", tmp_path / "latest")
+    with atomic_dir(tmp_path / "latest", force=True) as tmp:
+        (tmp / "m.tflite").write_text("2")
+    assert os.readlink(tmp_path / "latest.json") == "reports/r.json"
+    assert (tmp_path / "reports" / "r.json").read_text() == "new"
+    assert os.readlink(tmp_path / "latest") == "runs/a" and (tmp_path / "runs" / "a" / "m.tflite").read_text() == "2"
+    assert sorted(os.listdir(tmp_path)) == ["latest", "latest.json", "reports", "runs"]
+    assert os.listdir(tmp_path / "reports") == ["r.json"] and os.listdir(tmp_path / "runs") == ["a"]
+
+
+def test_a_dangling_link_at_o_is_refused(tmp_path):
+    from edge_tool.fsutil import atomic_dir, atomic_file
+
+    os.symlink("nowhere", tmp_path / "out")
+    for make in (atomic_dir, atomic_file):
+        with pytest.raises(UsageError, match="does not exist"):
+            with make(tmp_path / "out", force=True):
+                pass
+    assert os.listdir(tmp_path) == ["out"]
