@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.exceptions import TyperException
 
-from edge_tool import __version__, signals, textsafe
+from edge_tool import __version__, scratch, signals, textsafe
 from edge_tool.errors import EdgeToolError
 
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h)
@@ -80,7 +80,7 @@ def guard_command(func: Callable) -> Callable:
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        with signals.stop_like_interrupt():
+        with signals.stop_like_interrupt(), scratch.run_tempdir():  # temp files of this run, swept if killed
             try:
                 return func(*args, **kwargs)
             except EdgeToolError as exc:

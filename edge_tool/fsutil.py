@@ -8,7 +8,9 @@ The rules (docs/hardening.md):
   not below a regular file, not read-only), never equals, contains or sits inside an input, and an existing
   non-empty directory is replaced (``--force``) only when it carries the ``.edgetool-output`` marker that
   ``atomic_dir`` writes into every directory edgetool creates.
-- ``atomic_dir`` / ``atomic_file``: build in a temp path beside the output, rename when complete.
+- ``atomic_dir`` / ``atomic_file``: build in a temp path beside the output (named with the run's token,
+  ``scratch``), then swap it in with the rules checked again at that moment (``outswap``). An output path that
+  is a symbolic link is followed: the link stays, its target is replaced (same rules); a dangling link is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from edge_tool.errors import EdgeToolError, ModelError, UsageError
+from edge_tool.outswap import install_dir, install_file
+from edge_tool.scratch import run_token, sweep
 
 MARKER = ".edgetool-output"  # written into every output directory edgetool creates
 MARKER_TEXT = "This directory was written by edgetool; `--force` may replace it.\n"
@@ -139,6 +143,19 @@ def has_marker(path: Path) -> bool:
     return (Path(path) / MARKER).is_file()
 
 
+def _check_link(path: Path, kind: str) -> None:
+    """A link at the output path is followed only to something that exists (its target gets replaced)."""
+    if path.is_symlink() and not path.exists():
+        raise UsageError(f"Output path {path} is a symbolic link to {os.readlink(path)}, which does not exist; "
+                         f"edgetool follows a link at -o only to an existing {kind}. Remove the link or choose "
+                         "another path.")
+
+
+def _followed(path: Path) -> Path:
+    """``path``, or where it leads when it is a symbolic link (the link stays; its target is the output)."""
+    return _real(path) if path.is_symlink() else path
+
+
 def check_output_dir(path: Path, force: bool, inputs: Inputs = ()) -> None:
     """Refuse an output directory that cannot or must not be (re)placed; raise UsageError saying why.
 
@@ -148,6 +165,7 @@ def check_output_dir(path: Path, force: bool, inputs: Inputs = ()) -> None:
     path = Path(path)
     check_location_writable(path, "output directory")
     check_not_input(path, inputs, is_dir=True)
+    _check_link(path, "directory")
     if path.exists() and not path.is_dir():
         raise UsageError(f"Output path {path} exists and is a file; expected a directory path (new, empty, or --force).")
     if path.is_dir() and any(path.iterdir()):
@@ -169,6 +187,7 @@ def check_output_file(path: Path, force: bool, inputs: Inputs = ()) -> None:
     path = Path(path)
     check_location_writable(path, "output file")
     check_not_input(path, inputs, is_dir=False)
+    _check_link(path, "file")
     if path.exists() and path.is_dir():
         raise UsageError(f"Output path {path} is a directory; expected a file path.")
     if path.exists() and not force:
@@ -180,40 +199,39 @@ def check_output_file(path: Path, force: bool, inputs: Inputs = ()) -> None:
 
 @contextlib.contextmanager
 def atomic_dir(path: Path, force: bool = False, inputs: Inputs = ()) -> Iterator[Path]:
-    """Yield a temp dir beside ``path``; on success it gets the marker and replaces ``path``; on error it is removed."""
+    """Yield a temp dir beside ``path``; on success it gets the marker and is swapped in (``outswap.install_dir``,
+    the rules checked again at that moment); on any error it is removed and ``path`` is untouched."""
     path = Path(path)
     check_output_dir(path, force, inputs)
+    path = _followed(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    sweep(path.parent)  # temp dirs of dead runs beside the output
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{run_token()}-", dir=path.parent))
     try:
         yield tmp
         (tmp / MARKER).write_text(MARKER_TEXT)
+        os.chmod(tmp, 0o755)
+        install_dir(tmp, path, force, has_marker)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if path.exists():
-        old = path.with_name(f".{path.name}.old-{os.getpid()}")
-        os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, path)
-    os.chmod(path, 0o755)
 
 
 @contextlib.contextmanager
 def atomic_file(path: Path, force: bool = False, inputs: Inputs = ()) -> Iterator[Path]:
-    """Yield a temp file path beside ``path``; renamed onto ``path`` only if the block succeeds."""
+    """Yield a temp file path beside ``path``; swapped in (``outswap.install_file``) only if the block succeeds."""
     path = Path(path)
     check_output_file(path, force, inputs)
+    path = _followed(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    sweep(path.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-{run_token()}-", dir=path.parent)
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
+        os.chmod(tmp, 0o644)
+        install_file(tmp, path, force)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    os.replace(tmp, path)
-    os.chmod(path, 0o644)

@@ -86,7 +86,8 @@ def serve_until_interrupted(site: Path, host: str = DEFAULT_HOST, port: int = DE
     bound = str(server.server_address[0])
     if not is_loopback(bound):
         echo(f"note: bound to {bound}, so other machines can reach it; browsers allow service workers only on "
-             f"localhost or HTTPS.")
+             f"localhost or HTTPS. Requests must name it by an IP address or localhost: other host names get 403 "
+             f"(DNS-rebinding protection).")
     try:
         server.serve_forever()
     finally:

@@ -1,9 +1,12 @@
 """The HTTP server behind ``edgetool serve``, with bounded resources and cross-origin isolation headers.
 
-Limits (docs/hardening.md): a connection waits for its first bytes in one selector thread (an idle or half-open
-socket costs a file descriptor, not a thread; at most MAX_PENDING wait, more are closed at once), then a fixed pool
-of MAX_WORKERS threads serves it; a connection silent for IDLE_TIMEOUT_S is closed, a request whose line and
-headers take longer than REQUEST_TIMEOUT_S is cut off (slowloris), and the listen backlog is LISTEN_BACKLOG.
+Limits (docs/hardening.md): a connection waits for each request's first bytes in one selector thread (an idle,
+half-open or idle keep-alive socket costs a file descriptor, not a thread; at most MAX_PENDING wait, and a new one
+evicts the oldest), then a fixed pool of MAX_WORKERS threads serves that one request and hands the connection
+back; a connection silent for IDLE_TIMEOUT_S is closed, a request whose line, headers and body take longer than
+REQUEST_TIMEOUT_S is cut off (slowloris), and the listen backlog is LISTEN_BACKLOG. Out of file descriptors,
+accept() first evicts the oldest idle connection, else backs off (up to ACCEPT_BACKOFF_MAX_S) instead of spinning.
+Host and body-framing checks: ``site_guard``.
 """
 
 from __future__ import annotations
@@ -17,89 +20,17 @@ import threading
 import time
 from pathlib import Path
 
-from edge_tool.site_files import content_type, resolve_target
+from edge_tool.site_handler import NO_FDS, SECURITY_HEADERS, SiteRequestHandler
 
 MAX_WORKERS = 16           # connections served at once (a fixed thread pool, not a thread per connection)
-MAX_PENDING = 512          # accepted connections waiting for their first bytes; more are closed at once
+MAX_PENDING = 512          # connections waiting for a request's first bytes; a new one evicts the oldest
 LISTEN_BACKLOG = 128       # connections the kernel queues before accept()
 IDLE_TIMEOUT_S = 10.0      # a connection silent this long (before a request, or in a read/write) is closed
-REQUEST_TIMEOUT_S = 15.0   # request line + headers must have arrived within this (slowloris)
+REQUEST_TIMEOUT_S = 15.0   # request line, headers and body must have arrived within this (slowloris)
 JANITOR_PERIOD_S = 0.25   # how often idle and late connections are looked for
-SECURITY_HEADERS = {
-    # cross-origin isolation: SharedArrayBuffer for the threaded wasm backend
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Cross-Origin-Embedder-Policy": "require-corp",
-    "Cross-Origin-Resource-Policy": "same-origin",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
-
-
-class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
-    """GET/HEAD of files under ``server.root``; no directory listings."""
-
-    server_version = "edgetool-serve"
-    protocol_version = "HTTP/1.1"
-    def setup(self) -> None:
-        self.timeout = self.server.idle_timeout  # StreamRequestHandler sets it on the socket: reads/writes time out
-        super().setup()
-
-    def handle_one_request(self) -> None:
-        self.server.reading(self.connection, True)  # the request line and headers must arrive in time
-        try:
-            super().handle_one_request()
-        finally:
-            self.server.reading(self.connection, False)
-
-    def parse_request(self) -> bool:
-        ok = super().parse_request()
-        self.server.reading(self.connection, False)  # headers complete: the response may take as long as it takes
-        if ok and self.request_version == "HTTP/0.9":
-            # no HTTP version: http.server would answer HTTP/0.9 style, a bare body without a status line. A target
-            # holding a control character str.split() takes for a space (\x1c-\x1f, \x0b, \x0c) gets here too.
-            self.request_version = "HTTP/1.0"
-            self.send_error(400, "request line without an HTTP version")
-            return False
-        return ok
-
-    def end_headers(self) -> None:
-        for name, value in SECURITY_HEADERS.items():
-            self.send_header(name, value)
-        super().end_headers()
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server naming)
-        self._serve(body=True)
-
-    def do_HEAD(self) -> None:  # noqa: N802
-        self._serve(body=False)
-
-    def _serve(self, body: bool) -> None:
-        status, found = resolve_target(self.server.root, self.path)
-        if status == 301:
-            self.send_response(301)
-            self.send_header("Location", str(found))
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        if status != 200:
-            self.send_error(status)
-            return
-        try:
-            data = found.read_bytes()
-        except OSError:
-            self.send_error(404)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", content_type(found))
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-cache")
-        self.end_headers()
-        if body:
-            self.wfile.write(data)
-
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 (signature of the base class)
-        if not self.server.quiet:
-            sys.stderr.write(f"{self.address_string()} - {format % args}\n")
+LINGER_S = 2.0            # after our last answer, unread client bytes are drained this long before the close
+ACCEPT_BACKOFF_MAX_S = 1.0  # longest pause between accept() attempts while out of file descriptors
+__all__ = ["SECURITY_HEADERS", "SiteRequestHandler", "SiteServer"]
 
 
 class SiteServer(http.server.HTTPServer):
@@ -122,28 +53,71 @@ class SiteServer(http.server.HTTPServer):
         self._lock = threading.Lock()
         self._waiting: dict[socket.socket, tuple[float, tuple]] = {}  # idle sockets -> (since, client address)
         self._reading: dict[socket.socket, float | None] = {}  # sockets in a worker -> when its request began
+        self._draining: dict[socket.socket, float] = {}  # answered, closing sockets -> when to close them anyway
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ)
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="edgetool-serve")
         self._stop = threading.Event()
+        self._backoff, self._fd_warned = 0.0, False
         self._waiter = threading.Thread(target=self._wait_loop, name="edgetool-serve-waiter", daemon=True)
         super().__init__(address, SiteRequestHandler)  # binds; on failure it calls server_close()
         self._waiter.start()
 
     # -- accepted connections wait for their first bytes without a thread
+    def get_request(self):
+        """accept(); out of file descriptors, evict the oldest idle connection or back off, never spin."""
+        try:
+            accepted = super().get_request()
+        except OSError as exc:
+            if exc.errno not in NO_FDS:
+                raise
+            if not self.evict_oldest():  # nothing idle to close: wait before the next attempt
+                self._backoff = min(max(2 * self._backoff, 0.05), ACCEPT_BACKOFF_MAX_S)
+                time.sleep(self._backoff)
+            if not self.quiet and not self._fd_warned:
+                self._fd_warned = True
+                sys.stderr.write(f"serve: out of file descriptors ({exc.strerror}); closing the oldest idle "
+                                 "connections and slowing accept() down\n")
+            raise
+        self._backoff = 0.0
+        return accepted
+
     def process_request(self, request, client_address) -> None:
-        """Park the new connection in the selector (closed at once when max_pending already wait)."""
+        """Park the new connection in the selector; when max_pending already wait, the oldest is closed."""
+        self._park(request, client_address)
+
+    def _park(self, conn: socket.socket, client_address) -> None:
+        evicted = None
         with self._lock:
-            full = len(self._waiting) >= self.max_pending
-            if not full:
-                self._waiting[request] = (time.monotonic(), client_address)
-                self._selector.register(request, selectors.EVENT_READ)
-        if full:
-            self.shutdown_request(request)
-            return
+            if self._stop.is_set():
+                evicted = conn  # closing down: nothing waits any more
+            else:
+                if len(self._waiting) >= self.max_pending:
+                    evicted = self._pop_oldest()
+                self._waiting[conn] = (time.monotonic(), client_address)
+                self._selector.register(conn, selectors.EVENT_READ)
+        if evicted is not None:
+            self.shutdown_request(evicted)
         self._wake()
+
+    def _pop_oldest(self) -> socket.socket | None:
+        """Remove (under the lock) the connection idle longest from the waiting set; None when none waits."""
+        if not self._waiting:
+            return None
+        oldest = min(self._waiting, key=lambda c: self._waiting[c][0])
+        del self._waiting[oldest]
+        self._selector.unregister(oldest)
+        return oldest
+
+    def evict_oldest(self) -> bool:
+        """Close the connection idle longest (frees a file descriptor); False when none is idle."""
+        with self._lock:
+            oldest = self._pop_oldest()
+        if oldest is not None:
+            self.shutdown_request(oldest)
+        return oldest is not None
 
     def _wake(self) -> None:
         try:
@@ -166,6 +140,9 @@ class SiteServer(http.server.HTTPServer):
             self._expire()
 
     def _dispatch(self, conn: socket.socket) -> None:
+        if conn in self._draining:
+            self._drain(conn)
+            return
         with self._lock:
             entry = self._waiting.pop(conn, None)
             if entry is None:
@@ -183,22 +160,60 @@ class SiteServer(http.server.HTTPServer):
                 self._waiting.pop(conn)
                 self._selector.unregister(conn)
             late = [c for c, t0 in self._reading.items() if t0 is not None and now - t0 > self.request_timeout]
+            drained = [c for c, until in self._draining.items() if now > until]
         for conn in idle:
             self.shutdown_request(conn)
+        for conn in drained:
+            self._drain(conn, final=True)
         for conn in late:
             _cut(conn)
 
-    # -- a worker serves one connection (keep-alive requests included) with socket timeouts
+    # -- a worker serves one request with socket timeouts; a keep-alive connection then waits again without a thread
     def _work(self, request, client_address) -> None:
+        keep = False
         try:
             if not self._stop.is_set():
-                self.finish_request(request, client_address)
+                keep = not self.RequestHandlerClass(request, client_address, self).close_connection
         except Exception:  # noqa: BLE001 - a broken connection is the client's problem; log it like socketserver
             self.handle_error(request, client_address)
+            keep = False
         finally:
             with self._lock:
                 self._reading.pop(request, None)
-            self.shutdown_request(request)
+        if keep:
+            self._park(request, client_address)
+        else:
+            self._linger(request)
+
+    # -- closing after an answer: send FIN, drain what the client still sends (a refused request's body, a
+    #    pipelined request), then close; closing with unread bytes would send a RST that can destroy our answer
+    def _linger(self, conn: socket.socket) -> None:
+        try:
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        with self._lock:
+            if not self._stop.is_set():
+                self._draining[conn] = time.monotonic() + LINGER_S
+                self._selector.register(conn, selectors.EVENT_READ)
+                conn = None
+        if conn is None:
+            self._wake()
+        else:
+            conn.close()
+
+    def _drain(self, conn: socket.socket, final: bool = False) -> None:
+        try:
+            done = final or not conn.recv(65536, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            done = final
+        except OSError:
+            done = True
+        if done:
+            with self._lock:
+                if self._draining.pop(conn, None) is not None:
+                    self._selector.unregister(conn)
+            conn.close()
 
     def reading(self, conn: socket.socket, started: bool) -> None:
         """Mark ``conn`` as reading a request (its deadline runs) or as done reading."""
@@ -222,8 +237,9 @@ class SiteServer(http.server.HTTPServer):
         if self._waiter.is_alive():
             self._waiter.join(timeout=5)
         with self._lock:
-            waiting, busy = list(self._waiting), list(self._reading)
+            waiting, busy = list(self._waiting) + list(self._draining), list(self._reading)
             self._waiting.clear()
+            self._draining.clear()
         for conn in waiting:
             self.shutdown_request(conn)
         for conn in busy:

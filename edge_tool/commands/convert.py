@@ -54,7 +54,7 @@ def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
 
 def command(
     model: Path = typer.Argument(..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."),
-    output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one)."),
+    output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one). A symbolic link is followed to its directory (the link stays); a dangling one is refused."),
     quant: list[str] = typer.Option(None, "--quant", "-q", help=QUANT_HELP),
     output_format: OutputFormat = typer.Option(OutputFormat.TFLITE, "--format", help="micro = int8/qat .tflite plus C sources, op resolver and measured arena for TFLite Micro."),
     calibration: Path = typer.Option(None, "--calibration", help="Representative data (.npz/.npy/image folder/TFRecord/CSV). Default: calibration.npz beside the model."),
@@ -68,7 +68,7 @@ def command(
     allow_select_tf_ops: bool = typer.Option(False, "--allow-select-tf-ops", help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate."),
     batch: int = typer.Option(None, "--batch", help="Fix the input batch to N (re-traces the serving signature): recurrent models (LSTM/GRU) then convert to builtin TFLite ops; LiteRT.js needs 1."),
     seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2)."),
     max_drop: float = typer.Option(None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."),
     eval_data: Path = typer.Option(None, "--eval-data", help="Labelled data (x, y): --quant auto measures the budget on it; --quant qat compares QAT with int8 PTQ on it (default: a held-out split of --train-data)."),
     objective: Objective = typer.Option(Objective.SIZE, "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),

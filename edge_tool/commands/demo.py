@@ -9,10 +9,10 @@ import typer
 
 def command(
     model: Path = typer.Argument(..., help="TFJS graph-model dir (model.json) or SavedModel dir (converted on the fly)."),
-    output: Path = typer.Option(..., "-o", "--output", help="Directory for the static site."),
+    output: Path = typer.Option(..., "-o", "--output", help="Directory for the static site (refused if it exists and is not empty, unless --force; a symbolic link is followed to its directory)."),
     labels: Path = typer.Option(None, "--labels", help="Class labels, one per line (default: labels.txt beside the model)."),
     title: str = typer.Option(None, "--title", help="Page and app title (default: 'edgetool demo: MODEL-DIR-NAME')."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2)."),
     litert: bool = typer.Option(False, "--litert", help="Add LiteRT.js engines: fixed-batch-1 int8 and fp32 .tflite built from a SavedModel (or --tflite); the page picks the fastest engine."),
     tflite: Path = typer.Option(None, "--tflite", help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 and fp32 ones."),
     calibration: Path = typer.Option(None, "--calibration", help="With --litert: representative data for the int8 build (default: calibration.npz beside the model)."),

@@ -31,7 +31,7 @@ def command(
     epochs: int = typer.Option(12, "--epochs", help="Training epochs."),
     batch_size: int = typer.Option(64, "--batch-size", help="Global batch size (split across replicas)."),
     seed: int = typer.Option(0, "--seed", help="Seed for the data split, shuffling and initialisation."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2)."),
 ) -> None:
     """Train a small CNN on bundled real digits under a distribution strategy and export a SavedModel."""
     from edge_tool.errors import UsageError, collect_and_raise  # noqa: PLC0415

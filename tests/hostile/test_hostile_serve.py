@@ -27,8 +27,8 @@ BOUND_S = 30.0  # upper bound for a condition to become true (a hang guard, not 
 
 
 @contextlib.contextmanager
-def running(site_dir: Path, **limits):
-    srv = SiteServer(site_dir, ("127.0.0.1", 0), quiet=True, **limits)
+def running(site_dir: Path, address: tuple[str, int] = ("127.0.0.1", 0), **limits):
+    srv = SiteServer(site_dir, address, quiet=True, **limits)
     thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
@@ -100,13 +100,16 @@ def test_slowloris_headers_are_cut_off(site):
         _until(lambda: srv.open_connections == 0, "the slow connection forgotten")
 
 
-def test_pending_connections_are_bounded(site):
+def test_pending_connections_are_bounded_and_the_oldest_idle_one_is_evicted(site):
     with running(site, max_pending=5, idle_timeout=30) as srv:
         socks = [socket.create_connection(("127.0.0.1", srv.server_address[1]), timeout=BOUND_S) for _ in range(12)]
         try:
             _until(lambda: srv.open_connections == 5, "five connections kept")
-            for s in socks[5:]:
-                assert _closed_by_server(s)  # the ones over the limit are closed at once
+            for s in socks[:7]:
+                assert _closed_by_server(s)  # a new connection evicts the oldest idle one, not itself
+            for s in socks[7:]:
+                s.sendall(b"GET /app.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                assert s.recv(64).startswith(b"HTTP/1.1 200")  # the newest five are still served
         finally:
             for s in socks:
                 s.close()

@@ -117,8 +117,8 @@ def test_eval_stopped_during_the_latency_worker(case_root):
     # the reference is timed first (in this process), then the artefact in its worker: 20 s each at most
     args = ["eval", "{root}/flat.tflite", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--time-budget", "20",
             "--json", "{root}/r.json"]
-    run_signalled(args, case_root, lambda root, tmp: any(tmp.glob("edgetool-lat-*/feeds.npz")), signal.SIGTERM,
-                  children=True)
+    run_signalled(args, case_root, lambda root, tmp: any(tmp.glob("edgetool-run-*/edgetool-lat-*/feeds.npz")),
+                  signal.SIGTERM, children=True)
     assert not (case_root / "r.json").exists()
 
 
@@ -126,14 +126,15 @@ def test_eval_stopped_during_the_latency_worker(case_root):
 def test_eval_stopped_during_the_tfjs_node_session(case_root):
     """SIGHUP while the TFJS Node process times its latency loop (edgetool-tfjs-* in TMPDIR)."""
     args = ["eval", "{root}/tfjs", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--time-budget", "20"]
-    run_signalled(args, case_root, lambda root, tmp: any(tmp.glob("edgetool-tfjs-*")), signal.SIGHUP, children=True)
+    run_signalled(args, case_root, lambda root, tmp: any(tmp.glob("edgetool-run-*/edgetool-tfjs-*")), signal.SIGHUP,
+                  children=True)
 
 
 @pytest.mark.slow
 def test_multiworker_training_stopped_ends_its_workers(case_root):
     """SIGTERM while two local MultiWorkerMirroredStrategy worker processes train."""
     args = ["train", "--strategy", "multiworker", "--workers", "2", "--epochs", "200", "-o", "{root}/m"]
-    run_signalled(args, case_root, lambda root, tmp: any(root.glob(".m.tmp-*")) and any(tmp.glob("edgetool-mw-*")),
+    run_signalled(args, case_root, lambda root, tmp: any(root.glob(".m.tmp-*")) and any(tmp.rglob("edgetool-mw-*")),
                   signal.SIGTERM, children=True)
     assert not (case_root / "m").exists()
 
