@@ -115,6 +115,13 @@ function nearest(img, outW, outH, box) {
   return { data: out, width: outW, height: outH, channels: C };
 }
 
+function crop(img, x0, y0, w, h) {
+  const { data, width, channels: C } = img;
+  const out = new Uint8Array(w * h * C);
+  for (let y = 0; y < h; y++) out.set(data.subarray(((y0 + y) * width + x0) * C, ((y0 + y) * width + x0 + w) * C), y * w * C);
+  return { data: out, width: w, height: h, channels: C };
+}
+
 // img resized to outW x outH with `method`; box [x0, y0, x1, y1]: the source region (default: all of it), as
 // Pillow's Image.resize(size, method, box).
 export function resize(img, outW, outH, method = 'bilinear', box = null) {
@@ -122,17 +129,22 @@ export function resize(img, outW, outH, method = 'bilinear', box = null) {
     throw new Error(`unknown resize method ${method} (expected one of ${RESIZE_METHODS.join(', ')})`);
   }
   const span = box || [0, 0, img.width, img.height];
-  const whole = span[0] === 0 && span[1] === 0 && span[2] === img.width && span[3] === img.height;
-  if (whole && outW === img.width && outH === img.height) return { ...img, data: img.data.slice() };
+  const [x0, y0] = span;
+  if (Number.isInteger(x0) && Number.isInteger(y0) && span[2] - x0 === outW && span[3] - y0 === outH) {
+    return crop(img, x0, y0, outW, outH); // (Pillow: a whole-pixel box of the output's size is a crop)
+  }
   if (method === 'nearest') return nearest(img, outW, outH, span);
   const filter = FILTERS[method];
+  const horizontal = (im) => pass(im, coefficients(img.width, span[0], span[2], outW, filter), true);
+  const vertical = (im) => pass(im, coefficients(img.height, span[1], span[3], outH, filter), false);
+  const passes = [];
+  if (outW !== img.width || span[0] !== 0 || span[2] !== outW) passes.push(horizontal);
+  if (outH !== img.height || span[1] !== 0 || span[3] !== outH) passes.push(vertical);
+  // Pillow 13 runs the vertical pass first when the height shrinks by more than twice as many pixels as the width
+  // (earlier Pillows always start horizontally: tall images may then differ by one level in a few pixels)
+  if (img.height - outH > 0 && img.height - outH > (img.width - outW) * 2) passes.reverse();
   let out = img;
-  if (outW !== img.width || span[0] !== 0 || span[2] !== outW) {
-    out = pass(out, coefficients(img.width, span[0], span[2], outW, filter), true);
-  }
-  if (outH !== img.height || span[1] !== 0 || span[3] !== outH) {
-    out = pass(out, coefficients(img.height, span[1], span[3], outH, filter), false);
-  }
+  for (const run of passes) out = run(out);
   return out;
 }
 
