@@ -110,7 +110,7 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
   }
 
   const version = (config.litert && config.litert.runtime && config.litert.runtime['@litertjs/core']) || '';
-  const threads = runtime.threads > 1 ? `, ${runtime.threads} threads` : '';
+  const threads = runtime.threads > 1 && !/threads/.test(model.label) ? `, ${runtime.threads} threads` : '';
   return {
     name,
     label: model.label,

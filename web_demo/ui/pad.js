@@ -52,6 +52,13 @@ export function createPad(imageInput, draw, { onInput, onClear }) {
     ctx.drawImage(source, (pad.width - sw * scale) / 2, (pad.height - sh * scale) / 2, sw * scale, sh * scale);
   }
 
+  function placeholder() {
+    ctx.fillStyle = '#94a3b8';
+    ctx.font = `${Math.round(pad.width / 16)}px system-ui, sans-serif`;
+    ctx.textAlign = 'center';
+    ctx.fillText('No image yet', pad.width / 2, pad.height / 2);
+  }
+
   // A decoded image (crop: the camera's centred crop to the model's aspect) -> the model's pixels, shown and predicted.
   function useImage(source, sw, sh, crop) {
     if (sw * sh > MAX_PIXELS) throw new Error(`${sw}x${sh} is over the limit of ${MAX_PIXELS.toLocaleString()} pixels`);
@@ -175,7 +182,6 @@ export function createPad(imageInput, draw, { onInput, onClear }) {
       : 'Draw with the mouse or a finger; the prediction updates as you draw.';
     $('clear').hidden = photo;
     $('invert').closest('label').hidden = photo;
-    pad.style.cursor = photo ? 'default' : '';
     pad.setAttribute('aria-label', photo ? 'the uploaded image' : 'drawing canvas');
   }
 
@@ -187,6 +193,7 @@ export function createPad(imageInput, draw, { onInput, onClear }) {
   $('preview').height = H;
   $('preview-label').textContent = `What the model sees (${W}\u00d7${H}, ${contract.resize} resize)`;
   clear();
+  if (style === 'photo') placeholder();
   listen();
   return { read, show, style };
 }
