@@ -67,6 +67,7 @@ test('mean/std are per model channel, in the model\'s channel order; one number 
   assert.throws(() => inputContract({ name: 'x', channels: 1, channelOrder: 'RGB' }), /channelOrder RGB .* 1 channel/);
   assert.throws(() => inputContract({ name: 'x', channels: 3, mean: [1, 2], std: 1 }), /mean must be 1 or 3 numbers/);
   assert.throws(() => inputContract({ name: 'x', channels: 1, mean: 0, std: 0 }), /std must not be 0/);
+  assert.throws(() => inputContract({ name: 'x', channels: 1, resize: 'lanczos' }), /resize lanczos is not one of/);
 });
 
 test('the preview shows the model\'s pixels as RGB (grey replicated, BGR swapped back)', () => {

@@ -1,6 +1,7 @@
 // Pure pixel maths of the image input: the drawing pad's RGBA pixels -> the model's H x W x C grid in 0..1, and the
 // input contract (pixels 0..255 <-> the model's values; channel order, mean/std or range).
 // No DOM: tests/js/pixels.test.mjs runs it in Node.
+import { RESIZE_METHODS } from './resample.js';
 
 const INK = 25; // red channel above this counts as drawn (the pad is cleared to the background colour)
 const MARGIN = 1.15; // the stroke box grown by 15%, as the digits data leaves a margin around each digit
@@ -78,7 +79,11 @@ export function inputContract(inp) {
     std = perChannel('range', 255 / (hi - lo));
   }
   if (std.some((s) => s === 0)) throw new Error(`input ${inp.name}: std must not be 0`);
-  return { order, mean, std, resize: inp.resize || 'bilinear' };
+  const resize = inp.resize || 'bilinear';
+  if (!RESIZE_METHODS.includes(resize)) {
+    throw new Error(`input ${inp.name}: resize ${resize} is not one of ${RESIZE_METHODS.join(', ')}`);
+  }
+  return { order, mean, std, resize };
 }
 
 // Pixels (H x W x C in the model's channel order, 0..255, may be fractional) -> model values (invert: 255 - p first).
