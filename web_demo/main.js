@@ -260,7 +260,8 @@ export function start() {
     showEngineName();
     const warning = tfjs.backends.nonFinite.includes(best)
       ? ' Warning: every TensorFlow.js backend here gives NaN/Inf outputs for a blank input.' : '';
-    setStatus(`Ready (${best}).${warning}${state.pad ? ` ${PROMPTS[state.pad.style]}` : ''}`);
+    const running = state.engine === 'tfjs' ? best : state.engines[state.engine].label; // (best: the tfjs backend)
+    setStatus(`Ready (${running}).${warning}${state.pad ? ` ${PROMPTS[state.pad.style]}` : ''}`);
     mark('ready');
     ready.resolve({ backend: best, backends: tfjs.backends.names, benchmark: tfjs.backends.bench,
       picked: tfjs.backends.picked, runtime: tfjs.backends.runtime(), engine: state.engine,

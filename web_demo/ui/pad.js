@@ -191,7 +191,8 @@ export function createPad(imageInput, draw, { onInput, onClear }) {
   pad.height = H * k;
   $('preview').width = W;
   $('preview').height = H;
-  $('preview-label').textContent = `What the model sees (${W}\u00d7${H}, ${contract.resize} resize)`;
+  $('preview-label').textContent = `What the model sees (${W}\u00d7${H}, `
+    + `${style === 'photo' ? '' : 'uploads: '}${contract.resize} resize)`; // (a drawing is area-averaged)
   clear();
   if (style === 'photo') placeholder();
   listen();
