@@ -236,3 +236,45 @@ def test_digit_upload_on_the_pad_is_resampled_once_and_inverts(digits_model, dig
     page.wait_for_function("window.edgetool.lastResult !== window.__before")
     fed = np.array(page.evaluate("Array.from(Object.values(window.edgetool.lastInput)[0].values)"))
     np.testing.assert_allclose(fed, 255.0 - want, atol=1e-4)
+
+
+def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, tmp_path):
+    """A fake camera (Chromium's file-backed capture device) shows a known black-and-white frame: the page feeds its
+    centred square crop resized by Pillow's bilinear filter (black and white survive the camera's YUV exactly)."""
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    from edge_tool.serve import start_server
+    from tests.test_browser import CHROMIUM, FLAGS, _require_chromium
+
+    _require_chromium()
+    width, height = 160, 120
+    frame = np.zeros((height, width), np.uint8)
+    frame[20:70, 30:60] = 255  # left of centre, inside the crop
+    frame[90:110, 100:150] = 255  # lower right, cut by the crop's right edge
+    y4m = tmp_path / "camera.y4m"
+    planes = frame.tobytes() + bytes([128]) * (width * height // 2)  # grey: Y only, neutral chroma (4:2:0)
+    y4m.write_bytes(f"YUV4MPEG2 W{width} H{height} F30:1 Ip A1:1 C420jpeg\n".encode() + (b"FRAME\n" + planes) * 3)
+    camera = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
+              f"--use-file-for-fake-video-capture={y4m}"]
+    server, thread, url = start_server(photo_site, "127.0.0.1", 0)
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS + camera, headless=True)
+            page = browser.new_page()
+            page.goto(url + "?engine=tfjs")
+            page.evaluate("window.edgetool.ready")
+            page.click("#camera")
+            page.wait_for_function("document.getElementById('video').videoWidth > 0")
+            page.click("#snap")
+            page.wait_for_function("window.edgetool.lastInput !== null")
+            fed = np.array(page.evaluate("Array.from(window.edgetool.lastInput.image.values)")).reshape(32, 32, 3)
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    pixels = (fed * np.array(STD_BGR) + np.array(MEAN_BGR))[..., ::-1]  # back to RGB 0..255
+    crop = (20, 0, 140, 120)  # the centred 120x120 square of the 160x120 frame
+    want = np.asarray(Image.fromarray(frame).convert("RGB").resize((32, 32), Image.BILINEAR, box=crop), np.float64)
+    assert float(np.abs(pixels - want).max()) <= 1e-3
