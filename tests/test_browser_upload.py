@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_edgetool
-from tests.test_browser import ARTIFACTS, browser_context, open_site  # noqa: F401  (fixtures, one Chromium per module)
+from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS, _require_chromium, open_site  # noqa: F401  (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -70,6 +70,26 @@ crops = [china[40:300, 100:360], china[200:427:2, 300:640:2], flower[50:350, 200
 for i, c in enumerate(crops):
     Image.fromarray(np.ascontiguousarray(c)).save(files / f"photo{i}.{'jpg' if i %% 2 else 'png'}", quality=90)
 """ % (MEAN_BGR, STD_BGR)
+
+
+@pytest.fixture(scope="module")
+def pw_driver():
+    """One Playwright driver for the module (a second sync_playwright cannot start beside it)."""
+    _require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        yield pw
+
+
+@pytest.fixture(scope="module")
+def browser_context(pw_driver, tmp_path_factory):
+    """A persistent Chromium profile, as tests/test_browser.py opens it (open_site uses it)."""
+    context = pw_driver.chromium.launch_persistent_context(
+        str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), args=FLAGS, headless=True,
+        viewport={"width": 1100, "height": 720})
+    yield context
+    context.close()
 
 
 @pytest.fixture(scope="module")
@@ -238,16 +258,13 @@ def test_digit_upload_on_the_pad_is_resampled_once_and_inverts(digits_model, dig
     np.testing.assert_allclose(fed, 255.0 - want, atol=1e-4)
 
 
-def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, tmp_path):
+def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, pw_driver, tmp_path):
     """A fake camera (Chromium's file-backed capture device) shows a known black-and-white frame: the page feeds its
     centred square crop resized by Pillow's bilinear filter (black and white survive the camera's YUV exactly)."""
     from PIL import Image
-    from playwright.sync_api import sync_playwright
 
     from edge_tool.serve import start_server
-    from tests.test_browser import CHROMIUM, FLAGS, _require_chromium
 
-    _require_chromium()
     width, height = 160, 120
     frame = np.zeros((height, width), np.uint8)
     frame[20:70, 30:60] = 255  # left of centre, inside the crop
@@ -258,19 +275,18 @@ def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, tm
     camera = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
               f"--use-file-for-fake-video-capture={y4m}"]
     server, thread, url = start_server(photo_site, "127.0.0.1", 0)
+    browser = pw_driver.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS + camera, headless=True)
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS + camera, headless=True)
-            page = browser.new_page()
-            page.goto(url + "?engine=tfjs")
-            page.evaluate("window.edgetool.ready")
-            page.click("#camera")
-            page.wait_for_function("document.getElementById('video').videoWidth > 0")
-            page.click("#snap")
-            page.wait_for_function("window.edgetool.lastInput !== null")
-            fed = np.array(page.evaluate("Array.from(window.edgetool.lastInput.image.values)")).reshape(32, 32, 3)
-            browser.close()
+        page = browser.new_page()
+        page.goto(url + "?engine=tfjs")
+        page.evaluate("window.edgetool.ready")
+        page.click("#camera")
+        page.wait_for_function("document.getElementById('video').videoWidth > 0")
+        page.click("#snap")
+        page.wait_for_function("window.edgetool.lastInput !== null")
+        fed = np.array(page.evaluate("Array.from(window.edgetool.lastInput.image.values)")).reshape(32, 32, 3)
     finally:
+        browser.close()
         server.shutdown()
         server.server_close()
         thread.join(5)
