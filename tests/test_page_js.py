@@ -114,3 +114,52 @@ def test_page_resampling_matches_pillow_byte_for_byte(tmp_path):
         want = np.asarray(img.resize((case["width"], case["height"]), methods[case["method"]],
                                      box=tuple(case["box"]) if case["box"] else None)).ravel()
         assert np.array_equal(np.array(values), want), (case, int(np.abs(np.array(values) - want.astype(int)).max()))
+
+
+_MODEL_IMAGE_DRIVER = """
+import fs from 'node:fs';
+import { modelImage } from '%s';
+const { images } = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const out = images.map(({ rgba, width, height, dims }) => Array.from(modelImage(Uint8Array.from(rgba), width, height,
+  dims, { order: dims.channels === 1 ? 'L' : 'RGB', resize: 'bilinear' })));
+fs.writeFileSync(process.argv[3], JSON.stringify(out));
+"""
+
+
+def test_page_feeds_what_the_python_image_reader_feeds(tmp_path):
+    """The page's upload path (ui/resample.js modelImage) gives the bytes calibration/eval's image reader
+    (calibration.readers.images.decode_image) gives for the same PNG/JPEG files: if the readers change how they
+    resize, the page must change with them."""
+    import json
+
+    import numpy as np
+    from PIL import Image
+    from sklearn.datasets import load_sample_images
+
+    from calibration.readers.images import decode_image
+    from calibration.spec import TensorSpec
+
+    china, flower = load_sample_images().images
+    files = []
+    for i, (pixels, suffix) in enumerate([(china[50:300, 80:330], "png"), (flower[::3, ::2], "jpg"),
+                                          (china[:400:5, 600:640], "png")]):
+        files.append(tmp_path / f"img{i}.{suffix}")
+        Image.fromarray(np.ascontiguousarray(pixels)).save(files[-1], quality=90)
+    specs = [TensorSpec("image", "float32", (None, 8, 8, 1)), TensorSpec("image", "float32", (None, 32, 32, 3)),
+             TensorSpec("image", "float32", (None, 24, 40, 3))]
+    images, want = [], []
+    for path in files:
+        with Image.open(path) as img:
+            rgba = np.asarray(img.convert("RGBA"))  # the decoded file, as the browser's canvas holds it
+        for spec in specs:
+            _, h, w, c = spec.shape
+            images.append({"rgba": rgba.ravel().tolist(), "width": rgba.shape[1], "height": rgba.shape[0],
+                           "dims": {"height": h, "width": w, "channels": c}})
+            want.append(decode_image(path, spec, path.name).ravel())
+    (tmp_path / "in.json").write_text(json.dumps({"images": images}))
+    (tmp_path / "driver.mjs").write_text(_MODEL_IMAGE_DRIVER % (WEB / "ui" / "resample.js").as_uri())
+    proc = subprocess.run([_node(), str(tmp_path / "driver.mjs"), str(tmp_path / "in.json"), str(tmp_path / "out.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for got, expected, case in zip(json.loads((tmp_path / "out.json").read_text()), want, images, strict=True):
+        assert np.array_equal(np.array(got), expected), case["dims"]
