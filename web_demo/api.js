@@ -12,6 +12,9 @@
 //   timeInference(runs, warmup)  model execution only (input already resident, output read back to synchronise)
 //                             -> {backend, engine, times: [ms]}
 //   backend, backends, engine, engines, benchmark, config, runtime, timings: read-only views of the page's state
+//   lastInput                 the feeds the page's own input (pad, upload, camera, form) last sent to the model:
+//                             {inputName: {values, shape}}, the values exactly as fed (what the preview shows)
+//   lastResult                the last result the page computed (from its input or from predict())
 
 // page: main.js's controller (ready, predict, setBackend, setEngine, timeInference and the views above).
 export function createApi(page) {
@@ -30,5 +33,7 @@ export function createApi(page) {
     get config() { return page.config; },
     get runtime() { return page.runtime; },
     get timings() { return page.timings; },
+    get lastInput() { return page.lastInput; },
+    get lastResult() { return page.lastResult; },
   };
 }

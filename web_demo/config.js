@@ -35,11 +35,21 @@ export function defaultShape(inp) {
   return inp.shape.map((d, i) => (i === 0 || d === null ? 1 : d));
 }
 
-// "name dtype[dims] → head[dims] · TensorFlow.js VERSION" for the footer.
-export function modelInfoText(config, tfjsVersion) {
+// "name dtype[dims] → head[dims] · ENGINE" for the footer; engine: the running engine's title (engines/engine.js).
+export function modelInfoText(config, engine) {
   const dims = (shape) => shape.map((d) => (d === null ? '?' : d)).join(',');
   return `${config.inputs.map((i) => `${i.name} ${i.dtype}[${dims(i.shape)}]`).join(', ')} \u2192 `
-    + `${config.outputs.map((o) => `${o.name}[${dims(o.shape)}]`).join(', ')} \u00b7 TensorFlow.js ${tfjsVersion}`;
+    + `${config.outputs.map((o) => `${o.name}[${dims(o.shape)}]`).join(', ')} \u00b7 ${engine}`;
+}
+
+// The short side from which an image input counts as a photo: colour inputs from 24 px (CIFAR's 32x32 and up),
+// grey ones from 64 px (28x28 MNIST-like digits and sketches stay drawable; a 96x96 scan does not).
+export const PHOTO_MIN_SIDE = Object.freeze({ colour: 24, grey: 64 });
+
+// The image input's UI: 'photo' (upload and camera first, no drawing pad, no colour inversion) or 'draw' (the pad).
+export function inputStyle(inp) {
+  const side = Math.min(inp.height, inp.width);
+  return side >= (inp.channels === 3 ? PHOTO_MIN_SIDE.colour : PHOTO_MIN_SIDE.grey) ? 'photo' : 'draw';
 }
 
 // One sample of zeros for every input: {inputName: {values, shape}}.

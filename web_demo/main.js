@@ -1,16 +1,15 @@
 // The page's wiring: loads the page config and the engines, builds the input UI, runs predictions; start() returns
 // the controller app.js exposes as window.edgetool (api.js). All mutable page state lives in start()'s `state`.
-import { checkFeeds, imageInputOf, loadConfig, modelInfoText, pageOptions, toFeeds, zeroFeeds } from './config.js';
+import { checkFeeds, imageInputOf, loadConfig, pageOptions, toFeeds, zeroFeeds } from './config.js';
 import { browserStorage, choiceKey, readChoice, writeChoice } from './engines/pick-cache.js';
 import { createTfjsEngine } from './engines/tfjs.js';
 import { median, withRanking } from './postprocess.js';
-import { addEngineSelect, fillBackendSelect, fillThreadsSelect, showEngine } from './ui/controls.js';
-import { $, setStatus } from './ui/dom.js';
+import { addEngineSelect, fillBackendSelect, fillThreadsSelect, showEngine, showEngineTitle } from './ui/controls.js';
+import { $, registerServiceWorker, setStatus } from './ui/dom.js';
 import { readFields, setupForm } from './ui/form.js';
-import { createPad } from './ui/pad.js';
+import { createPad, PROMPTS } from './ui/pad.js';
 import { clearResult, fillBenchTable, showResult } from './ui/results.js';
 
-const DRAW_PROMPT = 'Draw something to get a prediction.';
 const ENGINE_RUNS = 3; // timed warm runs per engine in the engine pick (each engine was warmed up when it loaded)
 
 function deferred() {
@@ -20,15 +19,6 @@ function deferred() {
   return d;
 }
 
-function registerServiceWorker() {
-  if (!('serviceWorker' in navigator)) return;
-  navigator.serviceWorker.register('sw.js').catch((err) => console.warn('service worker registration failed:', err));
-  navigator.serviceWorker.ready.then(() => {
-    $('offline').textContent = 'available offline';
-    $('offline').classList.add('ok');
-  });
-}
-
 // Start the page; returns its controller (what api.js exposes as window.edgetool).
 export function start() {
   const options = pageOptions(window.location.search);
@@ -36,10 +26,11 @@ export function start() {
   // config: the page config; engines: {tfjs, litert?} in Select order; engine: the active one's name;
   // pad: the image input (null: none); formInputs: the inputs the form feeds; busy/pending: a UI prediction runs /
   // another one is wanted; lastInput: the UI's last feeds (re-predicted when the engine or backend changes);
+  // lastResult: the last result computed (UI or API);
   // remembered: the auto-pick entry read from storage; enginePick: how the engine was chosen, with its timings;
   // cold: engines listed but not run yet (warmed when chosen).
   const state = { config: null, engines: {}, engine: 'tfjs', pad: null, formInputs: [], busy: false, pending: false,
-    lastInput: null, timings: {}, remembered: null, enginePick: null, cold: new Set() };
+    lastInput: null, lastResult: null, timings: {}, remembered: null, enginePick: null, cold: new Set() };
   const mark = (name) => { state.timings[name] = performance.now(); }; // ms since navigation start
   const tfjsEngine = () => state.engines.tfjs;
 
@@ -49,9 +40,12 @@ export function start() {
     const batch = checkFeeds(config.inputs, feeds);
     const engine = state.engines[state.engine];
     const raw = await engine.run(feeds);
-    return withRanking(raw, { name: config.outputs[0].name, batch, tolerance: engine.probTolerance,
+    state.lastResult = withRanking(raw, { name: config.outputs[0].name, batch, tolerance: engine.probTolerance,
       labels: config.labels, k: config.topK });
+    return state.lastResult;
   }
+
+  const showEngineName = () => showEngineTitle(state.engines[state.engine].title, state.config);
 
   async function runAndShow(feeds) {
     const result = await run(feeds);
@@ -74,7 +68,7 @@ export function start() {
       do {
         state.pending = false;
         const feeds = currentInput();
-        if (feeds === null) { clearResult(); setStatus(DRAW_PROMPT); break; }
+        if (feeds === null) { clearResult(); setStatus(PROMPTS.draw); break; }
         state.lastInput = feeds;
         await runAndShow(feeds);
         setStatus('Ready.');
@@ -98,6 +92,7 @@ export function start() {
     const active = await backends.switchTo(name);
     fillBenchTable(backends);
     $('backend').value = name;
+    showEngineName();
     if (state.lastInput) await predictFromUi();
     return active;
   }
@@ -109,6 +104,7 @@ export function start() {
     await warm(name);
     state.engine = name;
     showEngine(name, tfjsEngine().backends.names.length);
+    showEngineName();
     if (state.lastInput) await predictFromUi();
     return name;
   }
@@ -232,7 +228,7 @@ export function start() {
     if (!imageInput) return;
     state.pad = createPad(imageInput, config.draw, {
       onInput: predictFromUi,
-      onClear: () => { state.lastInput = null; clearResult(); setStatus(DRAW_PROMPT); },
+      onClear: () => { state.lastInput = null; clearResult(); setStatus(PROMPTS.draw); },
     });
   }
 
@@ -242,7 +238,7 @@ export function start() {
     mark('config');
     const tfjs = createTfjsEngine(config, options);
     state.engines.tfjs = tfjs;
-    $('model-info').textContent = modelInfoText(config, tf.version.tfjs);
+    $('engine-name').textContent = config.litert ? 'LiteRT.js or TensorFlow.js (the faster one here)' : 'TensorFlow.js';
     // LiteRT.js fetches and compiles while tfjs does (both mostly wait on fetches and wasm compiles), and is done
     // before any micro-benchmark starts, so no timing runs beside a compile
     const litert = config.litert ? loadLiteRtEngines() : Promise.resolve([]);
@@ -261,9 +257,11 @@ export function start() {
     fillThreadsSelect(tfjs.backends.runtime().wasmThreads);
     if (engine !== 'tfjs') await setEngine(engine); // ?engine=NAME or the engine pick
     setupInputs();
+    showEngineName();
     const warning = tfjs.backends.nonFinite.includes(best)
       ? ' Warning: every TensorFlow.js backend here gives NaN/Inf outputs for a blank input.' : '';
-    setStatus(state.pad ? `Ready (${best}).${warning} Draw something.` : `Ready (${best}).${warning}`);
+    const running = state.engine === 'tfjs' ? best : state.engines[state.engine].label; // (best: the tfjs backend)
+    setStatus(`Ready (${running}).${warning}${state.pad ? ` ${PROMPTS[state.pad.style]}` : ''}`);
     mark('ready');
     ready.resolve({ backend: best, backends: tfjs.backends.names, benchmark: tfjs.backends.bench,
       picked: tfjs.backends.picked, runtime: tfjs.backends.runtime(), engine: state.engine,
@@ -293,6 +291,8 @@ export function start() {
     get config() { return state.config; },
     get runtime() { return backends() ? backends().runtime() : null; },
     get timings() { return { ...state.timings }; },
+    get lastInput() { return state.lastInput; },
+    get lastResult() { return state.lastResult; },
   };
 }
 

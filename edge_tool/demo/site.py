@@ -29,10 +29,11 @@ from edge_tool.textsafe import html_text
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
 TEMPLATE_FILES = ("index.html", "app.css", "app.js", "main.js", "api.js", "config.js", "postprocess.js",
                   "engines/engine.js", "engines/pick-cache.js", "engines/tfjs.js", "engines/tfjs-backends.js",
-                  "ui/dom.js", "ui/camera.js", "ui/controls.js", "ui/form.js", "ui/pad.js", "ui/pixels.js", "ui/results.js")
+                  "ui/dom.js", "ui/camera.js", "ui/controls.js", "ui/form.js", "ui/pad.js", "ui/pixels.js", "ui/resample.js",
+                  "ui/results.js")
 SW_TEMPLATE = "sw.template.js"
 LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
-LITERT_MODULES = (LITERT_MODULE, "engines/litert-build.js")  # it and what only it imports (its wasm build choice)
+LITERT_MODULES = (LITERT_MODULE, "engines/litert-build.js", "engines/litert-log.js")  # it and what only it imports (its wasm build choice)
 LITERT_IMPORT_MAP = {"imports": {"@litertjs/core": "./vendor/litert/core.js",
                                  "@litertjs/wasm-utils": "./vendor/litert/wasm-utils.js"}}
 APP_SCRIPT_TAG = '  <script type="module" src="app.js"></script>\n'

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  checkFeeds, defaultShape, describe, imageInputOf, modelInfoText, pageOptions, toFeeds, zeroFeeds,
+  checkFeeds, defaultShape, describe, imageInputOf, inputStyle, modelInfoText, pageOptions, toFeeds, zeroFeeds,
 } from '../../web_demo/config.js';
 
 const image = { name: 'image', kind: 'image', dtype: 'float32', shape: [null, 8, 8, 1] };
@@ -53,7 +53,20 @@ test('checkFeeds: sizes must match shapes and inputs must agree on the batch', (
   }), /disagree on the batch \(1 vs 2\)/);
 });
 
-test('the footer names every input and head with open dimensions as ?', () => {
+test('the footer names every input and head with open dimensions as ?, and the engine running', () => {
   const config = describe({ inputs: [image], outputs: [{ name: 'probs', shape: [null, 10] }] });
-  assert.equal(modelInfoText(config, '4.22.0'), 'image float32[?,8,8,1] \u2192 probs[?,10] \u00b7 TensorFlow.js 4.22.0');
+  assert.equal(modelInfoText(config, 'LiteRT.js int8 (@litertjs/core 2.5.3, default wasm build)'),
+    'image float32[?,8,8,1] \u2192 probs[?,10] \u00b7 LiteRT.js int8 (@litertjs/core 2.5.3, default wasm build)');
+});
+
+test('photo-like image inputs (colour from 24 px, grey from 64 px) get upload/camera, small ones the pad', () => {
+  const style = (height, width, channels) => inputStyle({ height, width, channels });
+  assert.equal(style(8, 8, 1), 'draw'); // sklearn digits
+  assert.equal(style(28, 28, 1), 'draw'); // MNIST
+  assert.equal(style(16, 16, 3), 'draw'); // a tiny colour input: still drawable
+  assert.equal(style(24, 32, 3), 'photo');
+  assert.equal(style(32, 32, 3), 'photo'); // CIFAR
+  assert.equal(style(224, 224, 3), 'photo');
+  assert.equal(style(63, 200, 1), 'draw');
+  assert.equal(style(96, 96, 1), 'photo'); // a grey scan or face crop
 });

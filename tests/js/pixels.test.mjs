@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { gridToRgba, gridToValues, pixelsToGrid, strokeBox, valuesToGrid } from '../../web_demo/ui/pixels.js';
+import {
+  inputContract, pixelsToGrid, pixelsToRgba, pixelsToValues, strokeBox, valuesToPixels,
+} from '../../web_demo/ui/pixels.js';
 
 // width x height RGBA pixels, black, with the listed [x, y, grey] pixels set.
 function canvas(width, height, lit = []) {
@@ -36,8 +38,39 @@ test('the stroke box is a centred square 15% larger than the strokes; nothing dr
   assert.ok(Math.abs(x + w / 2 - 2.5) < 1e-9 && Math.abs(y + h / 2 - 3) < 1e-9);
 });
 
-test('grid values map to the input range and back, clamped', () => {
-  assert.deepEqual(gridToValues([0, 0.5, 1], [0, 16]), [0, 8, 16]);
-  assert.deepEqual(valuesToGrid([-8, 0, 8, 32], [0, 16]), [0, 0, 0.5, 1]);
-  assert.deepEqual([...gridToRgba([0, 1], { height: 1, width: 2, channels: 1 })], [0, 0, 0, 255, 255, 255, 255, 255]);
+const close = (got, want, tol = 1e-6) => {
+  assert.equal(got.length, want.length);
+  got.forEach((g, i) => assert.ok(Math.abs(g - want[i]) <= tol, `[${i}] ${g} vs ${want[i]}`));
+};
+
+test('without mean/std the range [lo, hi] maps pixels 0..255 linearly (value = lo + p / 255 * (hi - lo))', () => {
+  const grey = inputContract({ name: 'x', channels: 1, range: [0, 16] });
+  assert.deepEqual(grey, { order: 'L', mean: [0], std: [255 / 16], resize: 'bilinear' });
+  close(pixelsToValues([0, 127.5, 255], grey), [0, 8, 16]);
+  close(pixelsToValues([0, 255], grey, true), [16, 0]); // inverted: 255 - p first
+  const signed = inputContract({ name: 'x', channels: 3, range: [-1, 1] });
+  close(pixelsToValues([0, 127.5, 255], signed), [-1, 0, 1]);
+  close(valuesToPixels([-2, -1, 0, 1, 2], signed), [0, 0, 127.5, 255, 255]); // back, clamped
+  assert.equal(inputContract({ name: 'x', channels: 3 }).std[0], 1); // no range at all: raw 0..255 pixels
+});
+
+test('mean/std are per model channel, in the model\'s channel order; one number applies to every channel', () => {
+  const imagenet = inputContract({ name: 'x', channels: 3, mean: [123.675, 116.28, 103.53], std: [58.395, 57.12, 57.375],
+    channelOrder: 'RGB', resize: 'area' });
+  assert.equal(imagenet.resize, 'area');
+  close(pixelsToValues([123.675, 116.28, 103.53, 255, 0, 0], imagenet),
+    [0, 0, 0, (255 - 123.675) / 58.395, -116.28 / 57.12, -103.53 / 57.375]);
+  const caffe = inputContract({ name: 'x', channels: 3, mean: [103.939, 116.779, 123.68], std: 1, channelOrder: 'BGR' });
+  assert.deepEqual(caffe.std, [1, 1, 1]);
+  close(pixelsToValues([103.939, 0, 123.68], caffe), [0, -116.779, 0]);
+  close(valuesToPixels(pixelsToValues([10, 20, 30], caffe), caffe), [10, 20, 30], 1e-4);
+  assert.throws(() => inputContract({ name: 'x', channels: 1, channelOrder: 'RGB' }), /channelOrder RGB .* 1 channel/);
+  assert.throws(() => inputContract({ name: 'x', channels: 3, mean: [1, 2], std: 1 }), /mean must be 1 or 3 numbers/);
+  assert.throws(() => inputContract({ name: 'x', channels: 1, mean: 0, std: 0 }), /std must not be 0/);
+  assert.throws(() => inputContract({ name: 'x', channels: 1, resize: 'lanczos' }), /resize lanczos is not one of/);
+});
+
+test('the preview shows the model\'s pixels as RGB (grey replicated, BGR swapped back)', () => {
+  assert.deepEqual([...pixelsToRgba([0, 255], { height: 1, width: 2, channels: 1 })], [0, 0, 0, 255, 255, 255, 255, 255]);
+  assert.deepEqual([...pixelsToRgba([1, 2, 3], { height: 1, width: 1, channels: 3 }, 'BGR')], [3, 2, 1, 255]);
 });

@@ -3,6 +3,7 @@
 // An engine is an object with
 //   name            'tfjs' | 'litert': what results and timings report as `engine`
 //   label           the text of its entry in the Engine select
+//   title           what the page's header and footer call it while it runs (runtime version, backend or wasm build)
 //   probTolerance   how far from 1 a row of its ranked head may sum and still be taken as probabilities
 //   load(mark)      fetch and compile the model (mark(name) records start-up timings); resolves when it can run
 //   run(feeds)      feeds {inputName: {values, shape}} (checked by config.checkFeeds) -> the raw result

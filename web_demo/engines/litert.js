@@ -5,6 +5,7 @@
 import { loadLiteRt, loadAndCompile, Tensor } from '@litertjs/core';
 import { timeLoop } from './engine.js';
 import { chooseBuild, wasmFeatures } from './litert-build.js';
+import { logHandlers } from './litert-log.js';
 
 const TYPED = { float32: Float32Array, int8: Int8Array, uint8: Uint8Array };
 const RANGE = { int8: [-128, 127], uint8: [0, 255] };
@@ -47,7 +48,11 @@ export function createEngines(spec, config, options = {}) {
   const shared = { loading: null };
   // a .js file path: loads exactly this build (a directory would make LiteRT.js probe and pick on its own)
   const loadRuntime = () => {
-    shared.loading = shared.loading || loadLiteRt(new URL(spec.wasmBuilds[choice.build], base).href);
+    if (!shared.loading) {
+      // @litertjs/core hands `self.Module` to the wasm module factory: its log lines leave through logHandlers
+      self.Module = { ...logHandlers() };
+      shared.loading = loadLiteRt(new URL(spec.wasmBuilds[choice.build], base).href);
+    }
     return shared.loading;
   };
   const runtime = { build: choice.build, threads: choice.threads, reason: choice.reason,
@@ -104,9 +109,13 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
     return { backend: 'wasm', engine: name, times: await timeLoop(() => runOne(zeros).then(() => null), runs, warmup) };
   }
 
+  const version = (config.litert && config.litert.runtime && config.litert.runtime['@litertjs/core']) || '';
+  const threads = runtime.threads > 1 && !/threads/.test(model.label) ? `, ${runtime.threads} threads` : '';
   return {
     name,
     label: model.label,
+    // what the page's header and footer name: 'LiteRT.js int8 (@litertjs/core 2.5.3, default wasm build)'
+    title: `${model.label} (@litertjs/core ${version}, ${runtime.build} wasm build${threads})`,
     runtime,
     probTolerance: QUANT_PROB_TOLERANCE,
     load,

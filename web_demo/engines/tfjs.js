@@ -105,6 +105,7 @@ export function createTfjsEngine(config, options) {
   return {
     name: 'tfjs',
     get label() { return `TensorFlow.js ${tf.version.tfjs}`; },
+    get title() { return `TensorFlow.js ${tf.version.tfjs} (${tf.getBackend()} backend)`; },
     probTolerance: PROB_TOLERANCE,
     backends,
     get modelHash() { return graph.hash; }, // SHA-256 of the graph and weights (null without Web Crypto)

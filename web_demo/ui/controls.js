@@ -1,5 +1,6 @@
 // The selects of the prediction card: Backend (tfjs), wasm threads (reloads the page), Engine (--litert sites).
 import { mostThreads } from '../engines/tfjs-backends.js';
+import { modelInfoText } from '../config.js';
 import { $, option, setStatus } from './dom.js';
 
 // onChange(name) switches and resolves when done; its failure is shown as the status.
@@ -52,4 +53,10 @@ export function showEngine(name, backendCount) {
   if ($('engine')) $('engine').value = name; // (no Engine select: tfjs is the only engine)
   $('backend').disabled = name !== 'tfjs' || backendCount < 2;
   $('threads').disabled = name !== 'tfjs' || $('threads').options.length < 2;
+}
+
+// The header and the footer name the engine running now (title: engines/engine.js, with its backend or wasm build).
+export function showEngineTitle(title, config) {
+  $('engine-name').textContent = title;
+  $('model-info').textContent = modelInfoText(config, title);
 }

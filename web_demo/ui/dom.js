@@ -16,3 +16,13 @@ export function textElement(tag, className, text) {
   el.textContent = text;
   return el;
 }
+
+// The service worker precaches the whole site; the footer's pill says when the page works offline.
+export function registerServiceWorker() {
+  if (!('serviceWorker' in navigator)) return;
+  navigator.serviceWorker.register('sw.js').catch((err) => console.warn('service worker registration failed:', err));
+  navigator.serviceWorker.ready.then(() => {
+    $('offline').textContent = 'available offline';
+    $('offline').classList.add('ok');
+  });
+}

@@ -1,5 +1,7 @@
-// Pure pixel maths of the drawing pad: RGBA pixels <-> the model's H x W x C grid in 0..1 <-> input values.
+// Pure pixel maths of the image input: the drawing pad's RGBA pixels -> the model's H x W x C grid in 0..1, and the
+// input contract (pixels 0..255 <-> the model's values; channel order, mean/std or range).
 // No DOM: tests/js/pixels.test.mjs runs it in Node.
+import { RESIZE_METHODS } from './resample.js';
 
 const INK = 25; // red channel above this counts as drawn (the pad is cleared to the background colour)
 const MARGIN = 1.15; // the stroke box grown by 15%, as the digits data leaves a margin around each digit
@@ -47,16 +49,71 @@ export function strokeBox(pixels, width, height) {
   return [(minX + maxX + 1) / 2 - side / 2, (minY + maxY + 1) / 2 - side / 2, side, side];
 }
 
-// Grid (0..1) -> the model's input range [lo, hi], and back (clamped to 0..1).
-export const gridToValues = (grid, [lo, hi]) => grid.map((v) => lo + v * (hi - lo));
-export const valuesToGrid = (values, [lo, hi]) => Array.from(values, (v) => Math.min(1, Math.max(0, (v - lo) / (hi - lo))));
+// ---------- the input contract: pixels 0..255 <-> the model's values ----------
 
-// Grid -> RGBA bytes of an H x W image (grey when C is 1).
-export function gridToRgba(grid, dims) {
+const ORDERS = { 1: ['L'], 3: ['RGB', 'BGR', 'L'] };
+
+// The image input's contract from demo-config.json: {order, mean, std, resize}, mean/std one per model channel
+// (in the model's channel order). With "mean"/"std" absent, "range": [lo, hi] (value = lo + p / 255 * (hi - lo)) is
+// the same thing as mean = -lo * 255 / (hi - lo), std = 255 / (hi - lo). Error naming the field when it is unusable.
+export function inputContract(inp) {
+  const C = inp.channels;
+  const order = inp.channelOrder || (C === 1 ? 'L' : 'RGB');
+  if (!(ORDERS[C] || []).includes(order)) {
+    throw new Error(`input ${inp.name}: channelOrder ${order} does not fit its ${C} channel(s)`);
+  }
+  const perChannel = (field, values) => {
+    const list = Array.isArray(values) ? values.map(Number) : [Number(values)];
+    if (!(list.length === 1 || list.length === C) || !list.every(Number.isFinite)) {
+      throw new Error(`input ${inp.name}: ${field} must be 1 or ${C} numbers, got ${JSON.stringify(values)}`);
+    }
+    return Array.from({ length: C }, (_, c) => list[list.length === 1 ? 0 : c]);
+  };
+  let mean; let std;
+  if (inp.mean !== undefined || inp.std !== undefined) {
+    mean = perChannel('mean', inp.mean ?? 0);
+    std = perChannel('std', inp.std ?? 1);
+  } else {
+    const [lo, hi] = inp.range || [0, 255];
+    mean = perChannel('range', ((0 - lo) * 255) / (hi - lo));
+    std = perChannel('range', 255 / (hi - lo));
+  }
+  if (std.some((s) => s === 0)) throw new Error(`input ${inp.name}: std must not be 0`);
+  const resize = inp.resize || 'bilinear';
+  if (!RESIZE_METHODS.includes(resize)) {
+    throw new Error(`input ${inp.name}: resize ${resize} is not one of ${RESIZE_METHODS.join(', ')}`);
+  }
+  return { order, mean, std, resize };
+}
+
+// Pixels (H x W x C in the model's channel order, 0..255, may be fractional) -> model values (invert: 255 - p first).
+export function pixelsToValues(pixels, contract, invert = false) {
+  const { mean, std } = contract;
+  const C = mean.length;
+  const out = new Float32Array(pixels.length);
+  for (let i = 0; i < pixels.length; i++) {
+    const p = invert ? 255 - pixels[i] : pixels[i];
+    out[i] = (p - mean[i % C]) / std[i % C];
+  }
+  return out;
+}
+
+// Model values -> pixels 0..255 (clamped): what the page shows for values given through the API.
+export function valuesToPixels(values, contract) {
+  const { mean, std } = contract;
+  const C = mean.length;
+  return Float32Array.from(values, (v, i) => Math.min(255, Math.max(0, Number(v) * std[i % C] + mean[i % C])));
+}
+
+// Pixels (model channel order) -> RGBA bytes to display (grey for one channel, BGR swapped back).
+export function pixelsToRgba(pixels, dims, order = 'RGB') {
   const { height: H, width: W, channels: C } = dims;
   const rgba = new Uint8ClampedArray(H * W * 4);
   for (let p = 0; p < H * W; p++) {
-    for (let c = 0; c < 3; c++) rgba[p * 4 + c] = Math.round(255 * grid[p * C + (C === 1 ? 0 : c)]);
+    for (let c = 0; c < 3; c++) {
+      const src = C === 1 ? 0 : (order === 'BGR' ? 2 - c : c);
+      rgba[p * 4 + c] = Math.round(pixels[p * C + src]);
+    }
     rgba[p * 4 + 3] = 255;
   }
   return rgba;
