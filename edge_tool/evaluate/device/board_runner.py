@@ -50,13 +50,13 @@ def _read_exact(stream, n: int) -> bytes:
 
 def read_frame(stream):
     """(header dict, {name: array} or blob bytes) of the next frame; EOFError at the end of the stream."""
-    import numpy as np
-
     header = json.loads(_read_exact(stream, _HEAD.unpack(_read_exact(stream, 4))[0]).decode("utf-8"))
     if "blob" in header:
         return header, _read_exact(stream, int(header["blob"]))
     arrays = {}
-    for spec in header.get("arrays", []):
+    if header.get("arrays"):
+        import numpy as np  # only here: a device without numpy can still say hello
+    for spec in header.get("arrays") or []:
         dtype, shape = np.dtype(spec["dtype"]), tuple(int(s) for s in spec["shape"])
         count = 1
         for s in shape:
@@ -67,9 +67,10 @@ def read_frame(stream):
 
 def write_frame(stream, header: dict, arrays=None) -> None:
     """Write one frame: header (with ``arrays`` described) then each array's bytes."""
-    import numpy as np
-
-    arrays = {k: np.ascontiguousarray(v) for k, v in (arrays or {}).items()}
+    if arrays:
+        import numpy as np
+        arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+    arrays = arrays or {}
     header = dict(header, arrays=[{"name": k, "dtype": v.dtype.str, "shape": list(v.shape)} for k, v in arrays.items()])
     raw = json.dumps(header).encode("utf-8")
     stream.write(_HEAD.pack(len(raw)) + raw)

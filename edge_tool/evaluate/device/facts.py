@@ -50,8 +50,10 @@ def emulation_note(record: dict) -> str | None:
 
 
 def device_label(record: dict | None) -> str:
-    """The table's device column: "host" for a row measured here."""
-    return "host" if record is None else describe(record)
+    """The table's device column (the row's label names the device): "host" for a row measured here."""
+    if record is None:
+        return "host"
+    return f"{record.get('machine') or 'unreachable'}{' (emulated)' if record.get('emulated') else ''}"
 
 
 def device_notes(results) -> list[str]:
