@@ -186,12 +186,13 @@ def test_unreachable_device_and_unknown_host_key_are_row_failures(board, models,
 
 def test_device_without_runtime_names_the_fix(board, models, tmp_path):
     """A Python with neither numpy nor a TFLite runtime: the row says what to install."""
-    bare = board.root / "usr" / "local" / "bin" / "python3-bare"
+    bare = board.root / "opt" / "bare" / "python3"
+    bare.parent.mkdir(parents=True, exist_ok=True)
     bare.write_text('#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n')
     bare.chmod(0o755)
     report = tmp_path / "r.json"
     proc = run_edgetool("eval", models / "int8.tflite", "-r", models / "model", "-d", models / "eval.npz",
-                        "--device", board.url + "?python=/usr/local/bin/python3-bare", *RUNS, "--json", report,
+                        "--device", board.url + "?python=/opt/bare/python3", *RUNS, "--json", report,
                         env=_env(board))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     failed = json.loads(report.read_text())["results"][1]["failed"]

@@ -79,7 +79,7 @@ class DeviceRunner(_Runner):
             self.session = RunnerSession(self.device.ssh)
             self.hello = self.session.hello[0]
             if self.hello.get("runtime") is None:
-                raise RuntimeFailure(missing_runtime(self.hello))
+                raise RuntimeFailure(missing_runtime(self.hello, self.device.url.python))
             self.stateful = read_flatbuffer(self.art.model_file).stateful
             self.session.send({"op": "load", "threads": self.config.threads, "stateful": self.stateful},
                               blob=model_bytes(self.art.model_file))
