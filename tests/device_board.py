@@ -120,6 +120,7 @@ class Board:
     home: Path
     port: int
     sshd: subprocess.Popen
+    mounted_proc: bool = False
 
     @property
     def url(self) -> str:
@@ -179,13 +180,15 @@ class Board:
             self.sshd.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.sshd.kill()
-        subprocess.run(["umount", "-l", str(self.root / "proc")], capture_output=True)
+        if self.mounted_proc:  # another board on the same root may still use it otherwise
+            subprocess.run(["umount", "-l", str(self.root / "proc")], capture_output=True)
 
 
 def start(root: Path, home: Path) -> Board:
     """sshd on a free 127.0.0.1 port chrooting root logins into ``root``; keys and configs in ``home``."""
     enable_binfmt()
-    if not os.path.ismount(root / "proc"):
+    mounted = not os.path.ismount(root / "proc")
+    if mounted:
         _run(["mount", "-t", "proc", "proc", str(root / "proc")])
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     for name in ("host_key", "id_ed25519"):
@@ -205,7 +208,7 @@ def start(root: Path, home: Path) -> Board:
         "  StrictHostKeyChecking yes\n  IdentityAgent none\n")
     sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(home / "sshd_config")],
                             stdout=subprocess.DEVNULL, stderr=open(home / "sshd.log", "wb"))  # noqa: SIM115
-    board = Board(root, home, port, sshd)
+    board = Board(root, home, port, sshd, mounted)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if board.ssh("true", timeout=60).returncode == 0:
