@@ -240,3 +240,46 @@ def test_killed_sshd_mid_run_is_the_rows_failure_not_a_hang(board, models, tmp_p
     row = json.loads((tmp_path / "r.json").read_text())["results"][1]
     assert "lost the connection" in row["failed"] or "stopped" in row["failed"], row["failed"]
     _assert_device_clean(board, timeout=60)
+
+
+def _future_ops(src: Path, dst: Path) -> Path:
+    """``src`` with every operator at version 99: a model newer than any runtime (the board's 2.14 included)."""
+    import flatbuffers
+
+    from edge_tool.tflite_model import _schema
+
+    schema = _schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(src.read_bytes()), 0))
+    for code in model.operatorCodes:
+        code.version = 99
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    dst.write_bytes(builder.Output())
+    return dst
+
+
+def test_check_and_device_commands_ask_the_board(board, models, tmp_path):
+    """check --device: litert-cpu runs / fails as the board's runtime says; eval makes the refusal that row's
+    failure; edgetool device reports the board."""
+    env = _env(board)
+    ok = run_edgetool("check", models / "int8.tflite", "-t", "litert-cpu", "--device", board.url, "--json", env=env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    result = json.loads(ok.stdout)["results"][0]
+    assert result["verdict"] == "runs" and result["details"]["device"]["machine"] == "aarch64"
+    future = _future_ops(models / "fp32.tflite", tmp_path / "future.tflite")
+    bad = run_edgetool("check", future, "-t", "litert-cpu", "--device", board.url, env=env)
+    assert bad.returncode == 1 and "version '99'" in bad.stdout, bad.stdout + bad.stderr
+    report = tmp_path / "r.json"
+    proc = run_edgetool("eval", future, models / "int8.tflite", "-r", models / "model", "-d", models / "eval.npz",
+                        "--device", board.url, *RUNS, "--json", report, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = {r["artifact"]: r for r in json.loads(report.read_text())["results"]}
+    name = board.url.split("://")[1]
+    assert "version '99'" in rows[f"future.tflite @ {name}"]["failed"]
+    assert rows[f"int8.tflite @ {name}"]["latency_ms"]["runs"] == 5  # the other device row still measured
+    info = run_edgetool("device", board.url, "--json", env=env)
+    assert info.returncode == 0, info.stdout + info.stderr
+    facts = json.loads(info.stdout)
+    assert facts["machine"] == "aarch64" and facts["ready"] and facts["runtime"] == "tflite_runtime"
+    assert facts["emulated"] is True and facts["free_disk_bytes"] > 0 and facts["cores"] >= 1
+    _assert_device_clean(board)

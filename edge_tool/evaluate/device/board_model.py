@@ -133,6 +133,25 @@ def _latency(cls, path: str, req: dict, arrays: dict) -> dict:
     return {"latency": True, "times_ns": times, "cold_start_ms": cold, "peak_rss_mb": peak_rss_mb()}
 
 
+def _probe(cls, path: str) -> dict:
+    """check's litert-cpu probe: load, allocate, invoke on zeros (dynamic dims set to 1); the runtime's refusal."""
+    import numpy as np
+
+    try:
+        it = cls(model_path=path)
+        for d in it.get_input_details():
+            sig = [int(s) for s in d.get("shape_signature", d["shape"])]
+            if any(s < 0 for s in sig):
+                it.resize_tensor_input(d["index"], [1 if s < 0 else s for s in sig])
+        it.allocate_tensors()
+        for d in it.get_input_details():
+            it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+        it.invoke()
+    except (ValueError, RuntimeError) as exc:
+        return {"probed": True, "ok": False, "error": str(exc)}
+    return {"probed": True, "ok": True, "error": ""}
+
+
 def _serve(out, frames, cls, path: str) -> None:
     """Answer requests until ``close``; the model lives at ``path`` in the private temp dir."""
     model = None
@@ -150,7 +169,7 @@ def _serve(out, frames, cls, path: str) -> None:
             if op == "load":
                 with open(path, "wb") as f:
                     f.write(payload)
-                if req.get("mode") == "latency":
+                if req.get("mode") in ("latency", "probe"):
                     continue
                 model = BoardModel(cls, path, int(req["threads"]), bool(req["stateful"]))
                 write_frame(out, {"ready": True, "inputs": model.inputs, "outputs": model.outputs,
@@ -159,6 +178,8 @@ def _serve(out, frames, cls, path: str) -> None:
                 feeds = {int(k[1:]): v for k, v in payload.items()}
                 y = model.predict(feeds, int(req["output"]))
                 write_frame(out, {"ok": True, "batching": model.describe()}, {"y": y})
+            elif op == "probe":
+                write_frame(out, _probe(cls, path))
             elif op == "latency":
                 write_frame(out, _latency(cls, path, req, payload))
         except MemoryError:
