@@ -138,11 +138,13 @@ class Board:
                               input=stdin, capture_output=True, timeout=timeout)
 
     def runner_processes(self) -> list[int]:
-        """Pids of edgetool runners alive on the board (seen from the host: the board's processes are the host's)."""
+        """Pids of edgetool runners alive on the board: processes chrooted into it (seen from the host, whose
+        processes the board's are) whose command line carries the runner's bootstrap."""
         pids = []
         for proc in Path("/proc").iterdir():
             try:
-                if proc.name.isdigit() and b"edgetool-device-runner" in (proc / "cmdline").read_bytes():
+                if (proc.name.isdigit() and os.readlink(proc / "root") == str(self.root)
+                        and b"edgetool-device-runner" in (proc / "cmdline").read_bytes()):
                     pids.append(int(proc.name))
             except OSError:
                 continue

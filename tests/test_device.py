@@ -283,3 +283,18 @@ def test_check_and_device_commands_ask_the_board(board, models, tmp_path):
     assert facts["machine"] == "aarch64" and facts["ready"] and facts["runtime"] == "tflite_runtime"
     assert facts["emulated"] is True and facts["free_disk_bytes"] > 0 and facts["cores"] >= 1
     _assert_device_clean(board)
+
+
+def test_runner_killed_mid_run_is_the_rows_failure(board, models, tmp_path):
+    """The runner SIGKILLed on the device (what the out-of-memory killer does): that row fails saying so."""
+    proc = _start_eval(board, models, tmp_path)
+    _wait_for_runner(board, proc)
+    time.sleep(2)
+    for pid in board.runner_processes():
+        os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, out + err
+    rows = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert "failed" not in rows[0]
+    assert "killed by a signal" in rows[1]["failed"] and "out-of-memory" in rows[1]["failed"], rows[1]["failed"]
+    _assert_device_clean(board)

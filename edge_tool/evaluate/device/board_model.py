@@ -178,6 +178,12 @@ def _serve(out, frames, cls, path: str) -> None:
                 feeds = {int(k[1:]): v for k, v in payload.items()}
                 y = model.predict(feeds, int(req["output"]))
                 write_frame(out, {"ok": True, "batching": model.describe()}, {"y": y})
+            elif op == "sweep":  # a runner of this run was killed (SIGKILL: no cleanup of its own): its temp dir
+                left = str(req["path"])
+                if (os.path.dirname(left) == os.path.dirname(_state["tmp"])
+                        and os.path.basename(left).startswith("edgetool-device-")):
+                    shutil.rmtree(left, ignore_errors=True)
+                write_frame(out, {"swept": True})
             elif op == "probe":
                 write_frame(out, _probe(cls, path))
             elif op == "latency":

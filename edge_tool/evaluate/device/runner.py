@@ -18,7 +18,7 @@ from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.device.facts import device_record, missing_runtime
-from edge_tool.evaluate.device.session import RunnerSession, model_bytes
+from edge_tool.evaluate.device.session import RunnerSession, model_bytes, sweep
 from edge_tool.evaluate.device.transport import SshDevice
 from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.evaluate.flatbuffer_facts import read_flatbuffer
@@ -91,6 +91,7 @@ class DeviceRunner(_Runner):
         self._out.clear()
         if self.session is not None:
             self.session.close(abort=True)
+            sweep(self.device.ssh, self.session)
 
     def submit(self, files: dict, inputs: dict, out_name: str, ref_names: list[str]) -> None:
         """Prepare the batch on the host and send it to the device."""
@@ -156,6 +157,8 @@ class DeviceRunner(_Runner):
                 lat, rss = self._latency(config)
             except RuntimeFailure as exc:
                 self.failed = f"does not run on {self.device.url.name}: latency run: {exc}"
+                self.close(abort=True)
+                sweep(self.device.ssh, self.session)
         self.close(abort=bool(self.failed))
         note = "measured on the device" + (" under emulation (qemu): not a performance figure"
                                            if self.hello.get("emulated") else "")

@@ -56,6 +56,7 @@ class RunnerSession:
 
     def __init__(self, device: SshDevice):
         self.device = device
+        self.died = False
         self._err = tempfile.TemporaryFile()
         self.proc: subprocess.Popen | None = device.session(self._err)
         src = runner_source().encode("utf-8")
@@ -98,7 +99,7 @@ class RunnerSession:
 
     def lost(self) -> str:
         """Why the runner stopped answering: its exit and last message, or the connection's end."""
-        code = None
+        self.died, code = True, None
         if self.proc is not None:
             try:
                 code = self.proc.wait(timeout=5)
@@ -109,8 +110,9 @@ class RunnerSession:
         name = self.device.url.name
         if not self.device.alive:
             return f"lost the connection to {name} mid-run: {self.device.master_error()}"
-        if code in (137, -9) or "Killed" in last:
-            return f"the runner on {name} was killed (SIGKILL: out of memory?){': ' + last if last else ''}"
+        if code in (137, 255, -9) and not last or "Killed" in last or "MemoryError" in last:
+            return (f"the runner on {name} was killed by a signal{': ' + last if last else ''} (on a device, "
+                    "usually the kernel's out-of-memory killer: the model and its arena do not fit the free memory)")
         return f"the runner on {name} stopped (exit {code}){': ' + last if last else ''}"
 
     def close(self, abort: bool = False) -> None:
@@ -143,3 +145,18 @@ class RunnerSession:
 def model_bytes(path: Path) -> bytes:
     """The artefact's bytes, sent to the device in the ``load`` frame."""
     return Path(path).read_bytes()
+
+
+def sweep(device: SshDevice, session: RunnerSession) -> None:
+    """After ``session``'s runner died without cleaning up (SIGKILL), a new runner removes its temp dir (the path
+    travels in the protocol; the runner only removes an ``edgetool-device-*`` dir in its own temp dir)."""
+    left = session.hello[0].get("tmp") if getattr(session, "hello", None) else None
+    if not (left and session.died and device.alive):
+        return
+    try:
+        cleaner = RunnerSession(device)
+        cleaner.send({"op": "sweep", "path": left})
+        cleaner.receive()
+        cleaner.close()
+    except RuntimeFailure:
+        pass
