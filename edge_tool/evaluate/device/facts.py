@@ -23,10 +23,10 @@ def missing_runtime(hello: dict, python: str = "python3") -> str:
     machine = hello.get("machine") or "aarch64"
     py = (hello.get("python") or "3").rsplit(".", 1)[0]
     if hello.get("numpy") is None:
-        need = "numpy and a TFLite runtime"
+        need = "numpy and no TFLite runtime"
         fix = f"`{python} -m pip install numpy ai-edge-litert` on the device"
     else:
-        need = "a TFLite runtime"
+        need = "TFLite runtime"
         fix = f"`{python} -m pip install ai-edge-litert` (or `tflite-runtime`) on the device"
     tried = "; ".join(hello.get("runtime_errors") or [])
     return (f"the device has no {need} for Python {hello.get('python')} ({tried}); fix: {fix}, "
