@@ -78,7 +78,8 @@ def _print_table(report, failing: set[str]) -> None:
     for i, row in enumerate(report.table_rows()):
         style = "bold" if i == 0 else ("red" if row[0] in failing else None)
         table.add_row(*map(text, row), style=style)
-    console = Console(width=max(Console().width, 150 if report.has_micro else 130))
+    wide = (150 if report.has_micro else 130) + (40 if any(r.device for r in report.results) else 0)
+    console = Console(width=max(Console().width, wide))
     console.print(table)
     for line in report.footer_lines():
         console.print(text(line, "dim"), highlight=False, soft_wrap=True)

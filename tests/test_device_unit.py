@@ -3,6 +3,8 @@ anything runs), so no URL can become an ssh option or a remote shell word."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import run_edgetool
@@ -44,3 +46,29 @@ def test_bad_device_url_exits_2_before_anything_runs(tmp_path):
     assert not list(tmp_path.iterdir())
     proc = run_edgetool("device", "ssh://-oProxyCommand=x")
     assert proc.returncode == 2
+
+
+def test_device_rows_in_json_schema_and_tables():
+    """A device row round-trips through the published schema; the tables gain a device column ("host" for the
+    others) and the footer warns about an emulated device."""
+    from edge_tool.evaluate.device.facts import device_record
+    from edge_tool.evaluate.report import ArtifactResult, LatencyStats, ReferenceResult, Report
+
+    lat = LatencyStats(1.0, 2.0, 3.0, 1.5, 0.5, 9.0, 5)
+    url = DeviceURL.parse("ssh://pi@board:2222")
+    hello = {"machine": "aarch64", "system": "Linux 6.6", "cpu": "Cortex-A72", "cores": 4, "runtime": "tflite_runtime",
+             "runtime_version": "2.14.0", "python": "3.11.2", "emulated": True, "emulation": ["QEMU_LD_PREFIX set"]}
+    row = dict(format="tflite", quant="int8", size_bytes=10, size_ratio=0.5, accuracy=0.9, top_k_accuracy=None,
+               reference_accuracy=0.9, accuracy_drop=0.0, top1_agreement=1.0, max_abs_error=0.1, mean_abs_error=0.01,
+               cosine=0.99, latency=lat, peak_rss_mb=50.0, threads=1, runtime="tflite_runtime")
+    results = (ArtifactResult(artifact="m.tflite", **row),
+               ArtifactResult(artifact="m.tflite @ pi@board:2222", device=device_record(url, hello), **row))
+    ref = ReferenceResult("model", 20, 0.9, None, lat, "tensorflow", "probs")
+    data = {"path": "d.npz", "summary": "x", "samples": 5, "labels": True, "warnings": []}
+    report = Report(ref, results, data, {"cpu": "x86"}, {"threads": 1, "warmup": 1, "runs": 5})
+    again = Report.from_dict(json.loads(report.to_json()))
+    assert again.results[1].device["machine"] == "aarch64" and again.results[0].device is None
+    assert report.headers()[-1] == "device"
+    assert [r[-1] for r in report.table_rows()] == ["host", "host", "aarch64 (emulated)"]
+    assert any("not a performance figure" in line for line in report.footer_lines())
+    assert "aarch64 (emulated)" in report.to_markdown()
