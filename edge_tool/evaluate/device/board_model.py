@@ -211,8 +211,8 @@ def main() -> int:
         path = os.path.join(_state["tmp"], "model.tflite")
         frames = queue.Queue(maxsize=2)
         threading.Thread(target=_reader, args=(stdin, frames), daemon=True).start()
-        hello = facts()
-        write_frame(out, hello)
+        out.write(MAGIC)
+        write_frame(out, facts())
         cls, _, _, _ = _runtime()
         if cls is None:
             return 0

@@ -32,6 +32,8 @@ RUNTIMES = (("ai_edge_litert", "ai_edge_litert.interpreter", "ai-edge-litert"),
             ("tflite_runtime", "tflite_runtime.interpreter", "tflite-runtime"),
             ("tf.lite", "tensorflow.lite.python.interpreter", "tensorflow"))
 _HEAD = struct.Struct(">I")
+MAGIC = b"\nEDGETOOL-DEVICE-RUNNER-1\n"  # before the first frame: whatever a login script printed comes before it
+MAX_HEADER = 1 << 24
 _state = {"tmp": None, "closing": False}
 
 
@@ -50,7 +52,10 @@ def _read_exact(stream, n: int) -> bytes:
 
 def read_frame(stream):
     """(header dict, {name: array} or blob bytes) of the next frame; EOFError at the end of the stream."""
-    header = json.loads(_read_exact(stream, _HEAD.unpack(_read_exact(stream, 4))[0]).decode("utf-8"))
+    size = _HEAD.unpack(_read_exact(stream, 4))[0]
+    if size > MAX_HEADER:
+        raise ValueError("frame header of %d bytes" % size)
+    header = json.loads(_read_exact(stream, size).decode("utf-8"))
     if "blob" in header:
         return header, _read_exact(stream, int(header["blob"]))
     arrays = {}

@@ -62,7 +62,17 @@ class RunnerSession:
         src = runner_source().encode("utf-8")
         self._reader = _TimedReader(self.proc.stdout.fileno(), request_timeout(), f"the runner on {device.url.name}")
         self.send_raw(str(len(src)).encode() + b"\n" + src)
+        self._sync()
         self.hello = self.receive()
+
+    def _sync(self) -> None:
+        """Skip what the device's login scripts print before the runner's first frame (up to 64 KiB)."""
+        seen = b""
+        while not seen.endswith(board_runner.MAGIC):
+            byte = self._reader.read(1)
+            if not byte or len(seen) > 65536:
+                raise RuntimeFailure(self.lost() + (f" (it printed {seen[-200:]!r})" if seen.strip() else ""))
+            seen += byte
 
     def send_raw(self, data: bytes) -> None:
         """Write bytes to the runner; RuntimeFailure when the connection is gone."""
@@ -108,6 +118,9 @@ class RunnerSession:
         self._err.seek(0)
         last = last_message(self._err.read().decode("utf-8", "replace"))
         name = self.device.url.name
+        deadline = time.monotonic() + (3 if code == 255 else 0)  # ssh's own failure code: did the connection end?
+        while self.device.alive and time.monotonic() < deadline:
+            time.sleep(0.1)
         if not self.device.alive:
             return f"lost the connection to {name} mid-run: {self.device.master_error()}"
         if code in (137, 255, -9) and not last or "Killed" in last or "MemoryError" in last:
