@@ -17,7 +17,7 @@ import tempfile
 class BoardModel:
     """One .tflite on the device's runtime."""
 
-    def __init__(self, cls, path: str, threads: int, stateful: bool):
+    def __init__(self, cls, path: str, threads: int, stateful: bool, single: bool = False):
         self.interp = cls(model_path=path, num_threads=threads)
         self.inputs, self.outputs = bindings(self.interp)
         self.stateful = stateful
@@ -27,6 +27,9 @@ class BoardModel:
         elif len(firsts) == 1 and next(iter(firsts)) > 1:
             self.batching = "fixed"
         else:
+            self.batching = "single"
+        self.crashed = single and self.batching == "dynamic"  # a batched invoke killed an earlier runner
+        if self.crashed:
             self.batching = "single"
         self.fixed = self.inputs[0][3][0] if self.batching == "fixed" else 1
         self.checked = self.batching != "dynamic"
@@ -38,7 +41,8 @@ class BoardModel:
             return "batched"
         if self.batching == "fixed":
             return "fixed batch %d" % self.fixed
-        return "batch 1 (%s)" % ("stateful" if self.stateful else "fixed batch 1")
+        why = "batched invokes crashed the runtime" if self.crashed else "fixed batch 1"
+        return "batch 1 (%s)" % ("stateful" if self.stateful else why)
 
     def fit(self, chunk: dict) -> None:
         """Resize inputs whose shape differs from ``chunk``'s, then allocate."""
@@ -171,7 +175,7 @@ def _serve(out, frames, cls, path: str) -> None:
                     f.write(payload)
                 if req.get("mode") in ("latency", "probe"):
                     continue
-                model = BoardModel(cls, path, int(req["threads"]), bool(req["stateful"]))
+                model = BoardModel(cls, path, int(req["threads"]), bool(req["stateful"]), bool(req.get("single")))
                 write_frame(out, {"ready": True, "inputs": model.inputs, "outputs": model.outputs,
                                   "batching": model.describe()})
             elif op == "predict":

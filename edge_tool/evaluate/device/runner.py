@@ -69,26 +69,29 @@ class DeviceRunner(_Runner):
         self.hello: dict = {}
         self.plan: DeviceBindings | None = None
         self.first: dict | None = None
-        self.batching, self._pending, self._out = "", 0, []
+        self.batching, self._pending = "", 0
+        self._flight: list = []  # (output binding, feeds) of the batches sent and not yet answered
+        self._produced = self._single = False
         self.session: RunnerSession | None = None
         if not self.failed:
-            self._start()
+            try:
+                self._open()
+            except RuntimeFailure as exc:
+                self._fail(exc)
 
-    def _start(self) -> None:
-        try:
-            self.session = RunnerSession(self.device.ssh)
-            self.hello = self.session.hello[0]
-            if self.hello.get("runtime") is None:
-                raise RuntimeFailure(missing_runtime(self.hello, self.device.url.python))
-            self.stateful = read_flatbuffer(self.art.model_file).stateful
-            self.session.send({"op": "load", "threads": self.config.threads, "stateful": self.stateful},
-                              blob=model_bytes(self.art.model_file))
-        except RuntimeFailure as exc:
-            self._fail(exc)
+    def _open(self, single: bool = False) -> None:
+        """A runner on the device with the model loaded (``single``: one sample per invoke, never batched)."""
+        self.session = RunnerSession(self.device.ssh)
+        self.hello = self.session.hello[0]
+        if self.hello.get("runtime") is None:
+            raise RuntimeFailure(missing_runtime(self.hello, self.device.url.python))
+        self.stateful = read_flatbuffer(self.art.model_file).stateful
+        self.session.send({"op": "load", "threads": self.config.threads, "stateful": self.stateful,
+                           "single": single}, blob=model_bytes(self.art.model_file))
 
     def _fail(self, exc: RuntimeFailure) -> None:
         self.failed = f"does not run on {self.device.url.name}: {exc}"
-        self._out.clear()
+        self._flight.clear()
         if self.session is not None:
             self.session.close(abort=True)
             sweep(self.device.ssh, self.session)
@@ -105,11 +108,40 @@ class DeviceRunner(_Runner):
             if self.first is None:
                 self.first = self._first_feeds(feeds)
             binding = self.plan.output_for(out_name, ref_names.index(out_name))
-            self.session.send({"op": "predict", "output": binding.index}, {f"t{i}": x for i, x in feeds.items()})
-            self._out.append(binding)
+            self._flight.append((binding, {f"t{i}": x for i, x in feeds.items()}))
             self._pending += 1
+            self.session.send({"op": "predict", "output": binding.index}, self._flight[-1][1])
         except RuntimeFailure as exc:
-            self._fail(exc)
+            if not self._retry_single(exc):
+                self._fail(exc)
+
+    def _retry_single(self, exc: RuntimeFailure) -> bool:
+        """The runner died on its first batched invokes (a runtime that crashes at batch > 1): once, a new runner
+        one sample per invoke, the batches in flight sent again. False when that is not the case or fails too."""
+        if self._produced or self._single or not self.session or not self.session.died or not self.plan \
+                or self.plan.batching != "dynamic":
+            return False
+        self._single = True
+        sweep(self.device.ssh, self.session)
+        try:
+            self._open(single=True)
+            self.session.receive()
+            for binding, feeds in self._flight:
+                self.session.send({"op": "predict", "output": binding.index}, feeds)
+        except RuntimeFailure as exc2:
+            self._fail(RuntimeFailure(f"{exc}; again one sample per invoke: {exc2}"))
+            return False
+        return True
+
+    def _receive_failed(self, exc: RuntimeFailure) -> np.ndarray | None:
+        """A crash on the first batches: retried one sample per invoke (``_retry_single``); else the row fails."""
+        if self._retry_single(exc):
+            try:
+                return self._receive()
+            except RuntimeFailure as exc2:
+                exc = exc2
+        self._fail(exc)
+        return None
 
     def _first_feeds(self, feeds: dict) -> dict:
         """What the latency loop feeds: the first sample (the file's fixed batch B, padded, when B > 1)."""
@@ -123,8 +155,9 @@ class DeviceRunner(_Runner):
         return first
 
     def _receive(self) -> np.ndarray:
-        binding = self._out.pop(0)
         header, arrays = self.session.receive()
+        binding = self._flight.pop(0)[0]
+        self._produced = True
         self.batching = header.get("batching", self.batching)
         return self.plan.dequantize(binding, arrays["y"])
 
