@@ -48,15 +48,19 @@ class SshDevice:
             raise RuntimeFailure("the OpenSSH client (ssh) is not on PATH; install it (e.g. apt install "
                                  "openssh-client) to measure on a device")
         self.url = url
-        self._dir = tempfile.mkdtemp(prefix="edgetool-ssh-")
+        base = tempfile.gettempdir()  # a socket path must stay short (~100 bytes) and free of ssh's %-tokens
+        self._dir = tempfile.mkdtemp(prefix="edgetool-ssh-",
+                                     dir="/tmp" if (len(base) > 60 or "%" in base) and os.path.isdir("/tmp") else None)
         self._socket = os.path.join(self._dir, "control")
         self._log = open(os.path.join(self._dir, "master.log"), "w+b")  # noqa: SIM115 - closed in close()
         self._master: subprocess.Popen | None = None
         self.closed = False
 
     def _base(self) -> list[str]:
+        # the user's config decides how to reach the host; these decide what the connection may do
         args = ["ssh", *ssh_config_args(), "-T", "-e", "none", "-o", "BatchMode=yes",
-                "-o", f"ControlPath={self._socket}", "-o", "ClearAllForwardings=yes"]
+                "-o", f"ControlPath={self._socket}", "-o", "ClearAllForwardings=yes", "-o", "ForwardAgent=no",
+                "-o", "ForwardX11=no", "-o", "RemoteCommand=none", "-o", "PermitLocalCommand=no"]
         if self.url.user:
             args += ["-l", self.url.user]
         if self.url.port:
