@@ -35,12 +35,14 @@ _HEAD = struct.Struct(">I")
 MAGIC = b"\nEDGETOOL-DEVICE-RUNNER-1\n"  # before the first frame: whatever a login script printed comes before it
 MAX_HEADER = 1 << 24
 _state = {"tmp": None, "closing": False}
+_cleaning = threading.Lock()  # the reader thread's exit waits for a removal the main thread has begun
 
 
 def _cleanup() -> None:
-    tmp, _state["tmp"] = _state["tmp"], None
-    if tmp:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with _cleaning:
+        tmp, _state["tmp"] = _state["tmp"], None
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _read_exact(stream, n: int) -> bytes:
