@@ -72,3 +72,20 @@ def test_device_rows_in_json_schema_and_tables():
     assert [r[-1] for r in report.table_rows()] == ["host", "host", "aarch64 (emulated)"]
     assert any("not a performance figure" in line for line in report.footer_lines())
     assert "aarch64 (emulated)" in report.to_markdown()
+
+
+def test_runner_sent_to_the_device_is_self_contained_python38():
+    """The program sent to the device parses as Python 3.8 and imports only the standard library, numpy and the
+    TFLite runtimes (nothing of edgetool is installed there); it carries the host's own timing loop."""
+    import ast
+
+    from edge_tool.evaluate.device.session import runner_source
+
+    tree = ast.parse(runner_source(), feature_version=(3, 8))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert "edge_tool" not in imported and "calibration" not in imported
+    assert imported <= {"__future__", "json", "os", "platform", "queue", "shutil", "signal", "struct", "sys",
+                        "tempfile", "threading", "time", "typing", "numpy", "importlib", "resource"}
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert {"time_loop", "tflite_step", "fit_inputs", "main"} <= defined
