@@ -106,6 +106,15 @@ def enable_binfmt() -> None:
         entry.write_text("1")
 
 
+def binfmt_problem() -> str | None:
+    """Why aarch64 programs cannot be run here through binfmt_misc (after trying to enable it), or None."""
+    try:
+        enable_binfmt()
+    except (OSError, RuntimeError) as exc:
+        return f"binfmt_misc cannot run aarch64 programs through qemu here: {exc}"
+    return None
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

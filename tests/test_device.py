@@ -82,7 +82,7 @@ np.save(d + "/y.npy", np.concatenate(rows))
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
     """The emulated board, built or taken from the cache, its sshd running for this module."""
-    why = device_board.missing()
+    why = device_board.missing() or device_board.binfmt_problem()
     if why:
         pytest.skip(why)
     root = device_board.build(device_board.cache_dir())
