@@ -195,10 +195,11 @@ class Board:
             subprocess.run(["umount", "-l", str(self.root / "proc")], capture_output=True)
 
 
-def start(root: Path, home: Path) -> Board:
-    """sshd on a free 127.0.0.1 port chrooting root logins into ``root``; keys and configs in ``home``."""
+def start(root: Path, home: Path, chroot: bool = True) -> Board:
+    """sshd on a free 127.0.0.1 port chrooting root logins into ``root``; keys and configs in ``home``.
+    ``chroot=False``: the same sshd without the chroot (the host itself as a device)."""
     enable_binfmt()
-    mounted = not os.path.ismount(root / "proc")
+    mounted = chroot and not os.path.ismount(root / "proc")
     if mounted:
         _run(["mount", "-t", "proc", "proc", str(root / "proc")])
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
@@ -210,7 +211,7 @@ def start(root: Path, home: Path) -> Board:
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {home / 'host_key'}\nPidFile {home / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {home / 'authorized_keys'}\nPubkeyAuthentication yes\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nAllowUsers root\nUsePAM no\n"
-        f"StrictModes no\nChrootDirectory {root}\nMaxSessions 50\nMaxStartups 50\n")
+        "StrictModes no\nMaxSessions 50\nMaxStartups 50\n" + (f"ChrootDirectory {root}\n" if chroot else ""))
     host_pub = (home / "host_key.pub").read_text().split()
     (home / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
     (home / "ssh_config").write_text(

@@ -298,3 +298,24 @@ def test_runner_killed_mid_run_is_the_rows_failure(board, models, tmp_path):
     assert "failed" not in rows[0]
     assert "killed by a signal" in rows[1]["failed"] and "out-of-memory" in rows[1]["failed"], rows[1]["failed"]
     _assert_device_clean(board)
+
+
+def test_the_host_as_a_device_gives_the_host_rows(board, models, tmp_path_factory, tmp_path):
+    """No emulation: the same sshd without its chroot, the device's Python this one (ai-edge-litert). The device
+    rows' drift figures then equal the host rows' exactly: the remote path adds nothing to the outputs."""
+    host = device_board.start(board.root, tmp_path_factory.mktemp("host-device"), chroot=False)
+    report = tmp_path / "r.json"
+    try:
+        proc = run_edgetool("eval", models / "fp32.tflite", models / "int8.tflite", "-r", models / "model", "-d",
+                            models / "eval.npz", "--device", f"{host.url}?python={sys.executable}", *RUNS,
+                            "--json", report, env=_env(host))
+    finally:
+        host.stop()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(report.read_text())["results"]
+    for here, there in zip(rows[:2], rows[2:]):
+        assert there["device"]["runtime"] == "ai_edge_litert" and there["device"]["emulated"] is False
+        assert there["device"]["machine"] == os.uname().machine
+        for key in ("accuracy", "top1_agreement", "max_abs_error", "mean_abs_error", "cosine"):
+            assert there[key] == here[key], key
+        assert there["latency_ms"]["runs"] == 5
