@@ -38,6 +38,12 @@ class ArtifactsFailed(BudgetExceeded):
     heading = "eval failed"
 
 
+class DeviceNotReady(BudgetExceeded):
+    """``edgetool device``: the device cannot run .tflite models (unreachable, or no runtime): exit code 1."""
+
+    heading = "device not ready"
+
+
 def below_minimum(values: dict[str, tuple[float, float]]) -> list[str]:
     """One problem per option under its minimum, e.g. ``{"--epochs": (epochs, 1)}`` → ``--epochs must be >= 1, got 0.``"""
     return [f"{name} must be >= {minimum}, got {value}." for name, (value, minimum) in values.items() if value < minimum]

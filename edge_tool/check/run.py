@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.check.base import TargetResult, Verdict
+from edge_tool.check.device_target import DEVICE_TARGETS
 from edge_tool.check.registry import TARGET_NAMES
 from edge_tool.errors import UsageError
+from edge_tool.evaluate.device.url import DeviceURL
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,7 @@ class CheckConfig:
     model: Path
     targets: tuple[str, ...]
     calibration: Path | None = None
+    device: str | None = None  # ssh:// URL: the targets that can run there (device_target.DEVICE_TARGETS) do
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
@@ -28,6 +31,8 @@ class CheckConfig:
             raise UsageError(f"--target expects one or more of {', '.join(TARGET_NAMES)} or all, "
                              f"got {', '.join(bad) or 'none'}.")
         object.__setattr__(self, "targets", targets)
+        if self.device is not None:
+            DeviceURL.parse(self.device)  # UsageError (exit 2) for anything but ssh://[user@]host[:port][?python=]
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,9 @@ def run_check(config: CheckConfig) -> CheckReport:
     try:
         with quiet_native_stderr():
             for name in config.targets:
-                results.append(targets[name].run(subject))
+                on_device = DEVICE_TARGETS.get(name) if config.device else None
+                results.append(on_device(subject, DeviceURL.parse(config.device)) if on_device
+                               else targets[name].run(subject))
     finally:
         if subject.work is not None:
             shutil.rmtree(subject.work, ignore_errors=True)

@@ -17,6 +17,7 @@ def command(
     target: list[str] = typer.Option(None, "--target", "-t", help=TARGET_HELP),
     calibration: Path = typer.Option(None, "--calibration", help="Representative data for the int8 builds (tflm, "
                                      "edgetpu, litertjs). Default: calibration.npz beside the model."),
+    device: str | None = typer.Option(None, "--device", help="ssh://[user@]host[:port][?python=PATH]: decide litert-cpu by running the model on that device (docs/device.md)."),
     json_out: bool = typer.Option(False, "--json", help="Print the machine-readable report (JSON) instead of text."),
 ) -> None:
     """List per target every op that will not run or will fall back, with the reason, and a verdict."""
@@ -24,7 +25,7 @@ def command(
     from edge_tool.errors import BudgetExceeded  # noqa: PLC0415
 
     targets = tuple(t.strip().lower() for value in (target or ["all"]) for t in value.split(",") if t.strip())
-    report = run_check(CheckConfig(model=model, targets=targets, calibration=calibration))
+    report = run_check(CheckConfig(model=model, targets=targets, calibration=calibration, device=device))
     if json_out:
         typer.echo(report.to_json(), nl=False)
     else:

@@ -26,6 +26,7 @@ def command(
     json_path: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
     markdown_path: Path | None = typer.Option(None, "--markdown", help="Write the Markdown table here."),
     html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
+    device: list[str] = typer.Option([], "--device", help="Also run each .tflite on this device over SSH: ssh://[user@]host[:port][?python=PATH] (repeatable; see docs/device.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data)."),
 ) -> None:
     """Measure accuracy drift and latency of converted models against the reference.
@@ -43,6 +44,7 @@ def command(
         artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
         time_budget_s=time_budget, max_drop=max_drop, max_latency_ms=max_latency_ms, per_layer=per_layer,
         top_k=top_k, batch_size=batch_size, runtime=runtime, max_arena_kb=max_arena_kb, max_flash_kb=max_flash_kb, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
+        devices=tuple(device),
     )
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
@@ -76,7 +78,8 @@ def _print_table(report, failing: set[str]) -> None:
     for i, row in enumerate(report.table_rows()):
         style = "bold" if i == 0 else ("red" if row[0] in failing else None)
         table.add_row(*map(text, row), style=style)
-    console = Console(width=max(Console().width, 150 if report.has_micro else 130))
+    wide = (150 if report.has_micro else 130) + (40 if any(r.device for r in report.results) else 0)
+    console = Console(width=max(Console().width, wide))
     console.print(table)
     for line in report.footer_lines():
         console.print(text(line, "dim"), highlight=False, soft_wrap=True)

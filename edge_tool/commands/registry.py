@@ -6,6 +6,7 @@ from edge_tool.commands import convert, inspect_cmd, train
 from edge_tool.commands import demo, serve
 from edge_tool.commands import eval_cmd
 from edge_tool.commands import check
+from edge_tool.commands import device_cmd
 
 COMMANDS = [
     ("train", train.command),
@@ -13,6 +14,7 @@ COMMANDS = [
     ("convert", convert.command),
     ("eval", eval_cmd.command),
     ("check", check.command),
+    ("device", device_cmd.command),
     ("demo", demo.command),
     ("serve", serve.command),
 ]

@@ -8,6 +8,7 @@ from enum import Enum
 from pathlib import Path
 
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
+from edge_tool.evaluate.device.url import DeviceURL
 
 DEFAULT_RUNS = 100
 DEFAULT_BATCH = 16  # MobileNetV2-224 in TF: ~1.3 GB RSS at 16 per call, ~2.1 GB at 64
@@ -58,6 +59,7 @@ class EvalConfig:
     runtime: str = "litert"
     max_arena_kb: float | None = None
     max_flash_kb: float | None = None
+    devices: tuple[str, ...] = ()  # --device ssh://... URLs: each .tflite also runs there (evaluate.device)
 
     def __post_init__(self) -> None:
         problems = []
@@ -68,6 +70,7 @@ class EvalConfig:
                 problems.append(f"{name} gates TFLite Micro figures; add --runtime tflm")
             if value is not None and not value > 0:
                 problems.append(f"{name} must be > 0, got {value}")
+        problems += _device_problems(self.devices, self.runtime)
         if not self.artifacts:
             problems.append("give at least one ARTIFACT (.tflite file or TFJS model directory)")
         problems += below_minimum({"--threads": (self.threads, 1), "--warmup": (self.warmup, 0),
@@ -93,6 +96,11 @@ class EvalConfig:
     def inputs(self) -> tuple[tuple[str, Path | None], ...]:
         """(name, path) of every input the report files must stay clear of (fsutil.check_not_input)."""
         return (*(("artefact", a) for a in self.artifacts), ("reference model", self.reference), ("eval data", self.data))
+
+    @property
+    def device_urls(self) -> tuple[DeviceURL, ...]:
+        """The parsed --device URLs."""
+        return tuple(DeviceURL.parse(u) for u in self.devices)
 
     @property
     def effective_runs(self) -> int | None:
@@ -129,3 +137,19 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+def _device_problems(devices: tuple[str, ...], runtime: str) -> list[str]:
+    """Each --device URL that does not parse, repeated URLs, and --runtime tflm (not on devices yet)."""
+    problems = []
+    for url in devices:
+        try:
+            DeviceURL.parse(url)
+        except UsageError as exc:
+            problems.append(str(exc))
+    if len(set(devices)) != len(devices):
+        problems.append("--device names the same URL twice")
+    if devices and runtime != "litert":
+        problems.append("--device runs .tflite artefacts with the device's LiteRT/TFLite runtime; --runtime tflm "
+                        "on a device is not supported yet")
+    return problems

@@ -63,6 +63,7 @@ def run_eval(config: EvalConfig) -> Report:
     crashes becomes a row with ``failed`` set; the others go on. Latency is measured afterwards, one model at a
     time on a quiet machine: batch 1 on the first sample, each .tflite in a fresh process.
     """
+    from edge_tool.evaluate.device.runner import open_device_runners  # noqa: PLC0415
     from edge_tool.evaluate.isolated import scratch_dir  # noqa: PLC0415
     from edge_tool.evaluate.machine import machine_info  # noqa: PLC0415
     from edge_tool.evaluate.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
@@ -82,6 +83,10 @@ def run_eval(config: EvalConfig) -> Report:
             runners.append(_open_runner(art, config, scratch, slot, threads))
             # an error or a stop signal unwinding: end the child processes at once instead of asking them
             stack.push(lambda exc_type, *_, r=runners[-1]: r.close(abort=exc_type is not None))
+        labels = _labels(arts)
+        for runner, label in open_device_runners(arts, labels, config, stack):  # --device: more rows, same pass
+            runners.append(runner)
+            labels.append(label)
         pass_ref_threads = config.reference_threads(litert_workers)
         ref = ReferenceModel(config.reference, pass_ref_threads)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
@@ -102,7 +107,7 @@ def run_eval(config: EvalConfig) -> Report:
                                     ref_task["top_k_accuracy"], ref_lat, "tensorflow (SavedModel, batch 1)",
                                     data_pass.out_name)
         results = [r.result(label, config, reference, _fields(r, acc, reference))
-                   for r, acc, label in zip(runners, data_pass.accs, _labels(arts))]
+                   for r, acc, label in zip(runners, data_pass.accs, labels)]
         clock.mark("artefact latency")
     if config.per_layer:
         results = _with_per_layer(results, arts, config, data, ref)
@@ -174,7 +179,8 @@ def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config:
         return results
     order = [s.name for s in ref.input_specs]
     worst = worst_layers(config.reference, data.kept_inputs(), order, config.per_layer_top)
-    return [replace(r, per_layer=worst) if _per_layer_eligible(a) else r for r, a in zip(results, arts)]
+    return [replace(r, per_layer=worst) if _per_layer_eligible(a) else r
+            for r, a in zip(results, arts)] + results[len(arts):]  # --device rows after the host rows
 
 
 def _per_layer_notes(arts: list[Artifact], labels: list[str]) -> list[str]:

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edge_tool.evaluate.device.facts import device_label, device_notes
 from edge_tool.schemas import check, read_json
 from edge_tool.textsafe import md, md_row
 
@@ -87,6 +88,7 @@ class ArtifactResult:
     batching: str = ""
     arena: dict | None = None          # --runtime tflm: the measured tensor arena (edge_tool.micro.tflm.ArenaSize)
     flash_bytes: int | None = None     # --runtime tflm: bytes of the model array in flash
+    device: dict | None = None         # --device: where it ran (edge_tool.evaluate.device.facts.device_record)
 
     def to_dict(self) -> dict:
         """JSON form (the ``results`` entries of the report); ``failed`` only on rows that could not run."""
@@ -109,6 +111,8 @@ class ArtifactResult:
             d["failed"] = self.failed
         if self.arena is not None:
             d["tensor_arena"], d["flash_bytes"] = self.arena, self.flash_bytes
+        if self.device is not None:
+            d["device"] = self.device
         return d
 
     @classmethod
@@ -119,7 +123,7 @@ class ArtifactResult:
         return cls(**plain, latency=_latency(d["latency_ms"]), latency_note=d.get("latency_note", ""),
                    per_layer=None if layers is None else tuple(LayerError.from_dict(e) for e in layers),
                    failed=d.get("failed"), batching=d.get("accuracy_pass", ""), arena=d.get("tensor_arena"),
-                   flash_bytes=d.get("flash_bytes"))
+                   flash_bytes=d.get("flash_bytes"), device=d.get("device"))
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,9 @@ class Report:
             for row, r in zip(rows[1:], self.results):
                 row += ["—", "—"] if r.arena is None else [f"{r.arena['minimum_bytes'] / 1024:.1f} KiB",
                                                            f"{r.flash_bytes / 1024:.1f} KiB"]
+        if any(r.device is not None for r in self.results):  # a --device row: every row names where it ran
+            for row, r in zip(rows, (None, *self.results)):
+                row.append(device_label(r and r.device))
         return rows
 
     @property
@@ -204,7 +211,7 @@ class Report:
 
     def headers(self) -> list[str]:
         """Column names of ``table_rows``."""
-        return TABLE_HEADERS + (MICRO_HEADERS if self.has_micro else [])
+        return TABLE_HEADERS + (MICRO_HEADERS if self.has_micro else []) + (["device"] if any(r.device for r in self.results) else [])
 
     def to_markdown(self) -> str:
         """A Markdown section: the table, then data, runtime and machine lines."""
@@ -238,6 +245,7 @@ class Report:
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
             *self._micro_lines(),
+            *device_notes(self.results),
             *self.notes,
             *(f"{r.artifact}: {r.runtime} — {r.latency_note}." for r in self.results
               if r.format == "tfjs" and not r.failed),

@@ -1,0 +1,216 @@
+"""``eval --device``: each .tflite artefact also runs on each device, as a row of its own.
+
+The accuracy pass sends each batch, prepared on the host exactly as for a host row (quantized with the model's own
+scale), to a runner on the device and dequantizes the raw output it returns, so the same drift metrics apply. The
+latency loop runs afterwards in a fresh runner on the device (cold start, the host's own timed loop, peak RSS).
+Any fault (unreachable device, lost connection, no runtime, a model the runtime refuses, out of memory) becomes
+that row's ``failed`` reason; the other rows go on.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+import numpy as np
+
+from edge_tool.errors import RuntimeFailure
+from edge_tool.evaluate.artifacts import Artifact
+from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.device.facts import device_record, missing_runtime
+from edge_tool.evaluate.device.session import RunnerSession, model_bytes, sweep
+from edge_tool.evaluate.device.transport import SshDevice
+from edge_tool.evaluate.device.url import DeviceURL
+from edge_tool.evaluate.flatbuffer_facts import read_flatbuffer
+from edge_tool.evaluate.latency import summarize
+from edge_tool.evaluate.report import ArtifactResult, ReferenceResult
+from edge_tool.evaluate.runners import _Runner
+from edge_tool.evaluate.tflite_runner import TensorBinding, TfliteInterpreter
+
+
+class DeviceBindings(TfliteInterpreter):
+    """The model's inputs/outputs as the device's runtime reports them, with the host's own preparation
+    (``prepare``: name matching, quantization, shape checks), ``output_for`` and ``dequantize``."""
+
+    def __init__(self, path: Path, ready: dict):  # noqa: D107 - no interpreter on the host: the device has it
+        self.path = Path(path)
+        self.facts = read_flatbuffer(self.path)
+        self.inputs = [TensorBinding(n, i, np.dtype(d), tuple(s), sc, zp) for n, i, d, s, sc, zp in ready["inputs"]]
+        self.outputs = [TensorBinding(n, i, np.dtype(d), tuple(s), sc, zp) for n, i, d, s, sc, zp in ready["outputs"]]
+        self.batching = self._batch_policy()
+
+
+class DeviceHandle:
+    """One device of the run: its connection (opened once, shared by its rows) or why it could not be opened."""
+
+    def __init__(self, url: DeviceURL):
+        self.url, self.error, self.ssh = url, None, None
+        try:
+            self.ssh = SshDevice(url)
+            self.ssh.open()
+        except RuntimeFailure as exc:
+            self.error = str(exc)
+
+    def close(self) -> None:
+        """End the connection (idempotent)."""
+        if self.ssh is not None:
+            self.ssh.close()
+
+
+class DeviceRunner(_Runner):
+    """A .tflite artefact on a device (see the module docstring); two batches may be in flight."""
+
+    reads_files = False
+    depth = 2
+
+    def __init__(self, art: Artifact, config: EvalConfig, device: DeviceHandle):
+        self.art, self.config, self.device = art, config, device
+        self.failed: str | None = device.error
+        self.hello: dict = {}
+        self.plan: DeviceBindings | None = None
+        self.first: dict | None = None
+        self.batching, self._pending = "", 0
+        self._flight: list = []  # (output binding, feeds) of the batches sent and not yet answered
+        self._produced = self._single = False
+        self.session: RunnerSession | None = None
+        if not self.failed:
+            try:
+                self._open()
+            except RuntimeFailure as exc:
+                self._fail(exc)
+
+    def _open(self, single: bool = False) -> None:
+        """A runner on the device with the model loaded (``single``: one sample per invoke, never batched)."""
+        self.session = RunnerSession(self.device.ssh)
+        self.hello = self.session.hello[0]
+        if self.hello.get("runtime") is None:
+            raise RuntimeFailure(missing_runtime(self.hello, self.device.url.python))
+        self.stateful = read_flatbuffer(self.art.model_file).stateful
+        self.session.send({"op": "load", "threads": self.config.threads, "stateful": self.stateful,
+                           "single": single}, blob=model_bytes(self.art.model_file))
+
+    def _fail(self, exc: RuntimeFailure) -> None:
+        self.failed = f"does not run on {self.device.url.name}: {exc}"
+        self._flight.clear()
+        if self.session is not None:
+            self.session.close(abort=True)
+            sweep(self.device.ssh, self.session)
+
+    def submit(self, files: dict, inputs: dict, out_name: str, ref_names: list[str]) -> None:
+        """Prepare the batch on the host and send it to the device."""
+        if self.failed:
+            return
+        try:
+            if self.plan is None:
+                ready = self.session.receive()[0]
+                self.plan, self.batching = DeviceBindings(self.art.model_file, ready), ready["batching"]
+            feeds = self.plan.prepare(inputs)
+            if self.first is None:
+                self.first = self._first_feeds(feeds)
+            binding = self.plan.output_for(out_name, ref_names.index(out_name))
+            self._flight.append((binding, {f"t{i}": x for i, x in feeds.items()}))
+            self._pending += 1
+            self.session.send({"op": "predict", "output": binding.index}, self._flight[-1][1])
+        except RuntimeFailure as exc:
+            if not self._retry_single(exc):
+                self._fail(exc)
+
+    def _retry_single(self, exc: RuntimeFailure) -> bool:
+        """The runner died on its first batched invokes (a runtime that crashes at batch > 1): once, a new runner
+        one sample per invoke, the batches in flight sent again. False when that is not the case or fails too."""
+        if self._produced or self._single or not self.session or not self.session.died or not self.plan \
+                or self.plan.batching != "dynamic":
+            return False
+        self._single = True
+        sweep(self.device.ssh, self.session)
+        try:
+            self._open(single=True)
+            self.session.receive()
+            for binding, feeds in self._flight:
+                self.session.send({"op": "predict", "output": binding.index}, feeds)
+        except RuntimeFailure as exc2:
+            self._fail(RuntimeFailure(f"{exc}; again one sample per invoke: {exc2}"))
+            return False
+        return True
+
+    def _receive_failed(self, exc: RuntimeFailure) -> np.ndarray | None:
+        """A crash on the first batches: retried one sample per invoke (``_retry_single``); else the row fails."""
+        if self._retry_single(exc):
+            try:
+                return self._receive()
+            except RuntimeFailure as exc2:
+                exc = exc2
+        self._fail(exc)
+        return None
+
+    def _first_feeds(self, feeds: dict) -> dict:
+        """What the latency loop feeds: the first sample (the file's fixed batch B, padded, when B > 1)."""
+        b = self.plan.fixed_batch
+        first = {}
+        for idx, x in feeds.items():
+            chunk = x[:b]
+            if len(chunk) < b:
+                chunk = np.concatenate([chunk, np.repeat(chunk[-1:], b - len(chunk), axis=0)])
+            first[f"t{idx}"] = chunk
+        return first
+
+    def _receive(self) -> np.ndarray:
+        header, arrays = self.session.receive()
+        binding = self._flight.pop(0)[0]
+        self._produced = True
+        self.batching = header.get("batching", self.batching)
+        return self.plan.dequantize(binding, arrays["y"])
+
+    def end_pass(self) -> None:
+        """End the accuracy runner (it removes its temp dir on the device)."""
+        if self.session is not None:
+            self.session.close()
+
+    def close(self, abort: bool = False) -> None:
+        """End the runner at once (idempotent)."""
+        if self.session is not None:
+            self.session.close(abort)
+
+    def _latency(self, config: EvalConfig):
+        session = RunnerSession(self.device.ssh)
+        self.session = session
+        session.send({"op": "load", "mode": "latency"}, blob=model_bytes(self.art.model_file))
+        session.send({"op": "latency", "threads": config.threads, "warmup": config.warmup,
+                      "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
+                      "stateful": self.stateful, "outputs": [b.index for b in self.plan.outputs]}, self.first)
+        answer = session.receive()[0]
+        session.close()
+        return summarize(answer["times_ns"], answer["cold_start_ms"]), answer["peak_rss_mb"]
+
+    def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
+        """Latency on the device (fresh runner) and the row, with the device's record."""
+        lat = rss = None
+        if not self.failed and self.first is not None and (config.effective_runs or config.time_budget_s):
+            try:
+                lat, rss = self._latency(config)
+            except RuntimeFailure as exc:
+                self.failed = f"does not run on {self.device.url.name}: latency run: {exc}"
+                self.close(abort=True)
+                sweep(self.device.ssh, self.session)
+        self.close(abort=bool(self.failed))
+        note = "measured on the device" + (" under emulation (qemu): not a performance figure"
+                                           if self.hello.get("emulated") else "")
+        return self._row(label, reference, "tflite", fields, latency=lat, peak_rss_mb=rss, threads=config.threads,
+                         runtime=self.hello.get("runtime") or "none", latency_note=note,
+                         batching="" if self.failed else self.batching,
+                         device=device_record(self.device.url, self.hello))
+
+
+def open_device_runners(arts: list[Artifact], labels: list[str], config: EvalConfig,
+                        stack: ExitStack) -> list[tuple[DeviceRunner, str]]:
+    """(runner, row label) for every .tflite artefact on every ``--device``; connections closed by ``stack``."""
+    rows = []
+    for url in config.device_urls:
+        handle = DeviceHandle(url)
+        stack.callback(handle.close)
+        for art, label in zip(arts, labels):
+            if art.format is ArtifactFormat.TFLITE:
+                runner = DeviceRunner(art, config, handle)
+                stack.push(lambda exc_type, *_, r=runner: r.close(abort=exc_type is not None))
+                rows.append((runner, f"{label} @ {url.name}"))
+    return rows
