@@ -81,7 +81,7 @@ def _plan(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions)
             problems.append(f"{path.name} holds no samples (empty data)")
         # labels of a source whose inputs are unreadable would only add a "0 samples" echo of the real problem
         raw_labels = None if problems and n == 0 else reader.labels()
-    labels, names, label_problems, label_warnings = normalize_labels(raw_labels, n)
+    labels, names, label_problems, label_warnings = normalize_labels(raw_labels, n, options.keep_label_shape)
     problems += label_problems
     warnings += label_warnings
     if label_problems:
