@@ -102,8 +102,9 @@ class ArtifactResult:
             "mean_abs_error": self.mean_abs_error, "cosine": self.cosine,
             "latency_ms": self.latency.to_dict() if self.latency else None,
             "peak_rss_mb": self.peak_rss_mb, "threads": self.threads, "runtime": self.runtime,
-            "metrics": self.metrics, "drift": self.drift, "metric_drop": self.metric_drop,
         }
+        if self.metrics is not None or self.drift is not None:
+            d.update(metrics=self.metrics, drift=self.drift, metric_drop=self.metric_drop)
         if self.latency_note:
             d["latency_note"] = self.latency_note
         if self.per_layer is not None:
@@ -143,9 +144,10 @@ class ReferenceResult:
 
     def to_dict(self) -> dict:
         """JSON form (the ``reference`` object of the report)."""
-        return {"saved_model": self.path, "size_bytes": self.size_bytes, "accuracy": self.accuracy,
-                "top_k_accuracy": self.top_k_accuracy, "latency_ms": self.latency.to_dict() if self.latency else None,
-                "runtime": self.runtime, "output": self.output, "metrics": self.metrics}
+        d = {"saved_model": self.path, "size_bytes": self.size_bytes, "accuracy": self.accuracy,
+             "top_k_accuracy": self.top_k_accuracy, "latency_ms": self.latency.to_dict() if self.latency else None,
+             "runtime": self.runtime, "output": self.output}
+        return d if self.metrics is None else {**d, "metrics": self.metrics}
 
     @classmethod
     def from_dict(cls, d: dict) -> ReferenceResult:
@@ -169,9 +171,10 @@ class Report:
 
     def to_dict(self) -> dict:
         """JSON-ready dict (``timings_s``: wall seconds of eval's own stages)."""
-        return {"results": [r.to_dict() for r in self.results], "reference": self.reference.to_dict(),
-                "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes),
-                "timings_s": self.timings_s, "task": self.task}
+        d = {"results": [r.to_dict() for r in self.results], "reference": self.reference.to_dict(),
+             "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes),
+             "timings_s": self.timings_s}
+        return d if self.task is None else {**d, "task": self.task}
 
     def to_json(self) -> str:
         """Pretty JSON."""
