@@ -46,7 +46,8 @@ CANDIDATE = {"name": "int8", "quant": "int8", "file": "m_int8.tflite", "size_byt
              "accuracy_drop": 0.01, "latency_ms_p50": 0.1, "meets_budget": True, "chosen": True}
 DECISION = {"objective": "size", "max_drop": 0.02, "reference_accuracy": 0.91, "threads": 1, "chosen": "int8",
             "candidates": [CANDIDATE, {**CANDIDATE, "name": "int8-selective", "chosen": False,
-                                       "float_layers": ["a;b"], "failed": "x"}], "notes": []}
+                                       "float_layers": ["a;b"], "failed": "x"}], "notes": [],
+            "task": "regression", "metric": "r2"}
 TFLITE = {"path": "m_int8.tflite", "format": "tflite", "quant": "int8", "size_bytes": 5, "sha256": "ab",
           "seconds": 1.0, "tensors": {"ops": {}}, "state_warning": None, "metadata": None}
 MANIFEST = {"schema": "edgetool.convert/1", "tool": {"name": "edgetool", "version": "0.1.0"}, "created": "2026",
