@@ -87,8 +87,11 @@ def run_eval(config: EvalConfig) -> Report:
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
         data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
                           keep_first=keep)
+        settings = _task_settings(config, data)
+        if config.max_drop is not None and data.labels is None and not settings.reference_only(ref):
+            raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
         clock.mark("start (TensorFlow import, reference load, workers started)")
-        data_pass = stream(ref, data, runners, _task_settings(config, data), scratch)
+        data_pass = stream(ref, data, runners, settings, scratch)
         measure = data_pass.measure
         _check_budgets_measurable(config, measure)
         for r in runners:
@@ -132,7 +135,7 @@ def _check_budgets_measurable(config: EvalConfig, measure: TaskMeasure) -> None:
     """--max-drop needs the task's main metric: labels (except for tasks measured against the reference)."""
     task = measure.task
     if config.max_drop is not None and not measure.scored:
-        raise UsageError(f"--max-drop gates the {task.name} task's {task.main_metric}, which needs labels, but "
+        raise UsageError(f"--max-drop needs labels: it gates the {task.name} task's {task.main_metric}, but "
                          f"--data {config.data} has none (add y to it).")
 
 

@@ -37,6 +37,10 @@ class TaskSettings:
             return tuple(sorted(s.name for s in specs))
         return (primary,)
 
+    def reference_only(self, ref) -> bool:
+        """True when the task will be one measured against the reference alone (detection): no labels needed."""
+        return len(self.wanted_guess("", ref)) > 1
+
     def resolve(self, ref_out: dict[str, np.ndarray], primary: str, labels: np.ndarray | None,
                 data: Path) -> TaskMeasure:
         """Choose the task (given or inferred from the first reference batch and the labels) and check the labels."""
