@@ -2,7 +2,7 @@
 edgetool's convert): ``python tests/task_models.py OUTDIR``.
 
 OUTDIR/<task>/model (SavedModel, Keras 2), OUTDIR/<task>/eval.npz (x, y), OUTDIR/<task>/fp32.tflite, int8.tflite:
-- regression: sklearn diabetes, 10 features -> 1 value (raw targets 25..346)
+- regression: sklearn diabetes, 10 features -> 1 value (raw targets 25..346); also untrained.tflite (random weights)
 - multilabel: digits 8x8 -> 3 sigmoid tags (even, > 4, in {0, 1, 2}), multi-hot y
 - segmentation: digits 8x8 -> per-pixel 3 classes by ink level (softmax), masks y (n, 8, 8)
 - detection: digits 8x8 -> 'classes' (softmax 10) and 'boxes' (4 corners of the ink), y = digit class
@@ -48,9 +48,13 @@ def regression(keras, out: Path) -> None:
     x, y = d.data.astype("float32"), d.target.astype("float32")
     model = keras.Sequential([keras.Input((10,), name="features"), keras.layers.Dense(16, activation="relu"),
                               keras.layers.Dense(1, name="value")])
+    untrained = keras.models.clone_model(model)  # same shapes, random weights: an artefact far off the reference
     model.compile(keras.optimizers.Adam(0.05), "mse")
     model.fit(x[:300], y[:300], epochs=120, batch_size=32, verbose=0)
     _save(keras, model, out, x[300:], y[300:], x[:300])
+    import tensorflow as tf
+
+    (out / "untrained.tflite").write_bytes(tf.lite.TFLiteConverter.from_keras_model(untrained).convert())
 
 
 def multilabel(keras, out: Path) -> None:
