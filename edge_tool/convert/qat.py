@@ -104,9 +104,9 @@ def match_data(model, x, y, output_names: list[str] | None = None, what: str = "
         x, y = x.x, x.y
     names = output_names or list(model.output_names)
     data = from_arrays(x, y, list(model.input_names), names, what)
-    collect_and_raise(_input_problems(model, data), DataError, f"{what} does not fit the model for QAT:")
     shapes = [tuple(t.shape) for t in model.outputs]
-    _, labels = head_tasks(names, shapes, keras_activations(model, names), data.labels(names), what)
+    _, labels, problems = head_tasks(names, shapes, keras_activations(model, names), data.labels(names), what)
+    collect_and_raise(_input_problems(model, data) + problems, DataError, f"{what} does not fit the model for QAT:")
     xs = {n: data.x[n].astype(t.dtype.as_numpy_dtype) for n, t in zip(model.input_names, model.inputs)}
     return Labelled(xs, dict(zip(names, labels)))
 
@@ -202,7 +202,7 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
             raise DataError(f"QAT needs at least 10 labelled training samples (some are held out to pick the "
                             f"best epoch); got {len(data)}.")
         probe = data.take(np.arange(min(len(data), 512))).inputs(in_names)
-        tasks, _ = head_tasks(out_names, [tuple(t.shape) for t in source.outputs],
+        tasks, _, _ = head_tasks(out_names, [tuple(t.shape) for t in source.outputs],
                               keras_activations(source, out_names), data.labels(out_names))
         heads = detect_heads(out_names, predict(source, probe, len(out_names)), tasks)
         first = data.y[out_names[0]]

@@ -91,9 +91,9 @@ class Head:
 
 
 def head_tasks(names: list[str], shapes: list[tuple], activations: dict[str, str], labels: list[np.ndarray],
-               what: str = "Training data") -> tuple[list[str], list[np.ndarray]]:
-    """(task per output, labels checked and normalised by that task); ModelError for a task QAT cannot train,
-    DataError (every problem at once) for labels that do not fit."""
+               what: str = "Training data") -> tuple[list[str], list[np.ndarray], list[str]]:
+    """(task per output, labels checked and normalised by that task, label problems); ModelError for a task QAT
+    cannot train."""
     tasks, checked, problems = [], [], []
     for name, shape, y in zip(names, shapes, labels):
         y = np.asarray(y)
@@ -106,12 +106,10 @@ def head_tasks(names: list[str], shapes: list[tuple], activations: dict[str, str
             checked.append(get_task(task).labels(y, {name: _dummy(shape, y)}, TaskContext(name, (name,)),
                                                  Path(what)))
         except DataError as exc:
-            problems.append(f"output {name!r} ({task}): {exc}")
+            problems.append(f"labels of output {name!r} ({task} output): {getattr(exc, 'detail', exc)}")
             checked.append(y)
         tasks.append(task)
-    if problems:
-        raise DataError(f"{what} does not fit the model for QAT:\n" + "\n".join(f"- {p}" for p in problems))
-    return tasks, checked
+    return tasks, checked, problems
 
 
 def _task_of(name: str, shape: tuple, activation: str, labels: np.ndarray) -> str:

@@ -92,10 +92,13 @@ class Task:
 
 
 def label_error(data: Path, found: str, expected: str) -> DataError:
-    """One paragraph: what the labels hold, what this task needs, how to choose another task."""
-    return DataError(f"--data {data}: the labels (y) {found}; {expected}. If the model is not what eval took it "
-                     "for, say which task it is with --task classification|multilabel|regression|segmentation|"
-                     "detection.")
+    """One paragraph: what the labels hold, what this task needs, how to choose another task (``detail``: the
+    first two without the eval-specific parts)."""
+    exc = DataError(f"--data {data}: the labels (y) {found}; {expected}. If the model is not what eval took it "
+                    "for, say which task it is with --task classification|multilabel|regression|segmentation|"
+                    "detection.")
+    exc.detail = f"{found}; {expected}"
+    return exc
 
 
 def per_sample(a: np.ndarray) -> np.ndarray:
