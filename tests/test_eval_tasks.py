@@ -203,3 +203,50 @@ def test_labels_that_do_not_fit_the_task_exit_2_naming_it(task_models):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     err = proc.stderr
     assert "labels" in err and "--task" in err and "classification" in err
+
+
+@pytest.mark.slow
+def test_qat_trains_multilabel_with_binary_cross_entropy_and_scores_f1(task_models):
+    """Multi-hot labels reach QAT as they are (not "first positive tag"); the best epoch is picked on f1_macro."""
+    from edge_tool.convert.qat import QatOptions, run_qat
+    from edge_tool.convert.qat_support.finetune import predict
+    from edge_tool.convert.qat_support.source import import_stack
+
+    d = task_models / "multilabel"
+    data = np.load(d / "eval.npz")
+    run = run_qat(d / "model", data["x"], data["y"], QatOptions(epochs=1, batch_size=32, strategy="default",
+                                                                replicas=1))
+    (head,) = run.heads
+    _, keras, _ = import_stack()
+    assert head.task == "multilabel" and isinstance(head.loss(keras), keras.losses.BinaryCrossentropy)
+    held_y = run.held_out.y[head.name]
+    assert held_y.shape[1] == 3 and (held_y.sum(axis=1) > 1).any()
+    out = predict(run.model, run.held_out.inputs(list(run.model.input_names)), 1)[0]
+    best = next(h for h in run.notes["history"] if h["epoch"] == run.notes["best_epoch"])
+    want = sklearn_metrics.f1_score(held_y, out >= (0.5 if head.probabilities else 0.0), average="macro",
+                                    zero_division=0)
+    assert best["held_out_accuracy"] == pytest.approx(want, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_convert_qat_takes_masks_and_auto_budgets_r2(task_models, tmp_path):
+    seg = task_models / "segmentation"
+    proc = run_edgetool("convert", seg / "model", "--quant", "qat", "--train-data", seg / "eval.npz",
+                        "--calibration", seg / "eval.npz", "--qat-epochs", "1", "-o", tmp_path / "qat")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # was: "labels: expected shape (n,) or (n, 1)"
+    record = json.loads((tmp_path / "qat" / "manifest.json").read_text())["artifacts"][0]["qat"]
+    assert record["accuracy"]["qat"] is not None  # mean IoU of the QAT file on the held-out masks
+    assert list(record["scored_by"].values()) == ["segmentation: miou"]
+
+    reg = task_models / "regression"
+    proc = run_edgetool("convert", reg / "model", "--quant", "auto", "--max-drop", "0.05", "--eval-data",
+                        reg / "eval.npz", "--calibration", reg / "eval.npz", "-o", tmp_path / "auto")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # was: "labels range 25..346 … must be class indices"
+    decision = json.loads((tmp_path / "auto" / "decision.json").read_text())
+    assert (decision["task"], decision["metric"]) == ("regression", "r2")
+    data = np.load(reg / "eval.npz")
+    ref = _reference(reg / "model", data["x"])["value"][:, 0]
+    assert decision["reference_accuracy"] == pytest.approx(sklearn_metrics.r2_score(data["y"], ref), rel=1e-6)
+    for c in decision["candidates"]:
+        pred = _litert(tmp_path / "auto" / ("candidates/" if not c["chosen"] else "") / c["file"], data["x"])
+        assert c["accuracy"] == pytest.approx(sklearn_metrics.r2_score(data["y"], pred["value"][:, 0]), rel=1e-6)
