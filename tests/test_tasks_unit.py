@@ -32,6 +32,8 @@ def test_every_task_is_registered_with_its_main_metric_among_its_keys():
     ({"p": (9, 4)}, "linear", np.arange(9) % 4, "classification", False),
     ({"p": (9, 4)}, "unknown", None, "classification", True),
     ({"boxes": (9, 4), "p": (9, 3)}, "softmax", np.arange(9) % 3, "detection", False),
+    ({"p": (9, 20, 5)}, "softmax", None, "segmentation", False),  # a class per time step, not one arg-max
+    ({"p": (9, 20, 2)}, "linear", np.random.default_rng(0).normal(size=(9, 20, 2)), "regression", False),
 ])
 def test_inference(shapes, act, labels, want, assumed):
     primary = "p" if "p" in shapes else next(iter(shapes))

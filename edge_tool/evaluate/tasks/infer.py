@@ -22,13 +22,13 @@ def infer_task(outputs: dict[str, tuple], primary: str, activations: dict[str, s
         extra = f"; the other outputs ({', '.join(sorted(set(outputs) - {primary}))}) are not measured"
     else:
         extra = ""
-    if len(shape) >= 4:
+    if len(shape) >= 3:  # (n, H, W, C), (n, T, C): a class (or value) per position, never one arg-max of it all
         return _spatial(shape, act, said, labels, extra)
     return _vector(shape, act, said, labels, extra)
 
 
 def _spatial(shape: tuple, act: str, said: str, labels, extra: str) -> TaskChoice:
-    """(n, H, W, C) outputs: per-pixel classes, unless linear with real-valued targets."""
+    """(n, H, W, C) or (n, T, C) outputs: per-position classes, unless linear with real-valued targets."""
     if act in ("softmax", "sigmoid"):
         return TaskChoice("segmentation", f"{said}: per-pixel class scores{extra}")
     if labels is not None and labels.shape[1:] == shape[1:] and not whole(labels):
