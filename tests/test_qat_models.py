@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tool.errors import DataError, ModelError
+from edge_tool.errors import DataError
 from schema_check import validated
 
 
@@ -232,7 +232,8 @@ def test_multi_output_labels_must_be_named_after_the_outputs(two_in_two_out, tmp
     with pytest.raises(DataError) as err:
         run_qat(two_in_two_out, {"image": ev["image"], "rowsum": ev["rowsum"]}, {"digit": ev["digit"]})
     assert "'odd'" in str(err.value) and "named after" in str(err.value)
-    with pytest.raises(DataError, match=r"labels for output 'odd' must be class ids 0\.\.1"):
+    # 'odd' is one sigmoid unit: eval's multi-label task, whose labels are 0/1 (not digits 0..9)
+    with pytest.raises(DataError, match=r"labels of output 'odd' \(multilabel output\): hold values other than 0 and 1"):
         run_qat(two_in_two_out, {"image": ev["image"], "rowsum": ev["rowsum"]},
                 {"digit": ev["digit"], "odd": ev["digit"]})
 
@@ -258,7 +259,9 @@ def test_recurrent_layers_are_refused_with_the_way_out(tmp_path):
     assert "Traceback" not in res.output and not (tmp_path / "out").exists()
 
 
-def test_non_classifier_outputs_are_refused(tmp_path):
+def test_per_position_outputs_check_labels_as_their_task(tmp_path):
+    """An (n, 2, 2) output is trained per position (eval's segmentation task): one class id per sample does not
+    fit it, and the refusal says what the output needs."""
     import tf_keras as keras
 
     from edge_tool.convert.qat import run_qat
@@ -266,7 +269,7 @@ def test_non_classifier_outputs_are_refused(tmp_path):
     inp = keras.Input((4,), name="x")
     keras.Model(inp, keras.layers.Reshape((2, 2))(keras.layers.Dense(4)(inp))).save(str(tmp_path / "m"),
                                                                                      save_format="tf")
-    with pytest.raises(ModelError, match=r"classifiers.*--quant int8"):
+    with pytest.raises(DataError, match=r"segmentation output.*masks \(n, 2\) of class indices"):
         run_qat(tmp_path / "m", np.zeros((20, 4), np.float32), np.zeros(20, np.int64))
 
 
