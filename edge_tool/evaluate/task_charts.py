@@ -84,6 +84,8 @@ def per_class_chart(rows: list[tuple[str, dict]], width: int = 760) -> str:
             shown = "—" if acc is None else f"{100 * acc:.1f}%"
             parts.append(f'<rect x="{left}" y="{y0 + bar * j}" width="{w:.1f}" height="{bar - 1}" '
                          f'fill="{PALETTE[j % len(PALETTE)]}"><title>{html_text(label)} · {html_text(name)}: '
-                         f"{shown}</title></rect>")
+                         f"{shown}</title></rect>"
+                         f'<text x="{left + w + 4:.1f}" y="{y0 + bar * j + bar - 2}" style="font-size:9px" '
+                         f'class="tick">{shown}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
