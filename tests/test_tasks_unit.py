@@ -28,7 +28,7 @@ def test_every_task_is_registered_with_its_main_metric_among_its_keys():
     ({"p": (9, 1)}, "linear", None, "regression", False),
     ({"p": (9, 8, 8, 3)}, "softmax", None, "segmentation", False),
     ({"p": (9, 8, 8, 3)}, "unknown", np.zeros((9, 8, 8), np.int64), "segmentation", False),
-    ({"p": (9, 4)}, "linear", np.eye(4)[np.arange(9) % 4] + np.eye(4)[(np.arange(9) + 1) % 4], "multilabel", False),
+    ({"p": (9, 4)}, "linear", np.eye(4)[np.arange(9) % 4] + np.eye(4)[(np.arange(9) + 1) % 4], "multilabel", True),
     ({"p": (9, 4)}, "linear", np.arange(9) % 4, "classification", False),
     ({"p": (9, 4)}, "unknown", None, "classification", True),
     ({"boxes": (9, 4), "p": (9, 3)}, "softmax", np.arange(9) % 3, "detection", False),

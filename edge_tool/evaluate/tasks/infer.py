@@ -53,7 +53,8 @@ def _vector(shape: tuple, act: str, said: str, labels, extra: str) -> TaskChoice
     if kind == "real":
         return TaskChoice("regression", f"{said}; labels are real numbers{extra}")
     if kind == "multi-hot":
-        return TaskChoice("multilabel", f"{said}; labels are multi-hot rows{extra}")
+        return TaskChoice("multilabel", f"{said}; labels are multi-hot rows; outputs without a sigmoid may be "
+                          f"logits, decided at --threshold (give --threshold 0 for logits){extra}", assumed=True)
     if kind in ("index", "one-hot") and k > 1:
         return TaskChoice("classification", f"{said}; labels are class indices (outputs taken as logits){extra}",
                           assumed=act != "linear")
