@@ -44,13 +44,19 @@ def _litert_predict(path: Path, inputs: dict) -> dict:
     return {k: np.concatenate(v) for k, v in rows.items()}
 
 
-def _predicted(out: np.ndarray) -> np.ndarray:
-    return (out[:, 0] > 0.5).astype(int) if out.shape[1] == 1 else out.argmax(axis=1)
+def _score(out: np.ndarray, y: np.ndarray) -> float:
+    """What eval's task gates for this head: accuracy for k classes, F1 for one sigmoid unit (multi-label task)."""
+    if out.shape[1] == 1:
+        from sklearn.metrics import f1_score
+
+        return float(f1_score(y, (out[:, 0] >= 0.5).astype(int), zero_division=0))
+    return float(np.mean(out.argmax(axis=1) == y))
 
 
 def _accuracy(path: Path, inputs: dict, labels: dict) -> float:
+    """Mean over heads of each head's task main metric (what QAT's decision compares), from LiteRT's outputs."""
     outs = _litert_predict(path, inputs)
-    return float(np.mean([np.mean(_predicted(outs[name]) == y) for name, y in labels.items()]))
+    return float(np.mean([_score(outs[name], y) for name, y in labels.items()]))
 
 
 def _raw_ptq(model_dir: Path, calibration: dict) -> bytes:
