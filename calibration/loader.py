@@ -17,7 +17,7 @@ from calibration.readers import Reader, reader_for
 from calibration.readers.base import reason
 from calibration.sampling import Selection, select
 from calibration.spec import TensorSpec, validate_specs
-from calibration.types import LoadOptions
+from calibration.types import LoadOptions, show_shape
 from calibration.validate import match_input, normalize_labels
 
 READ_BATCH = 1024
@@ -81,7 +81,12 @@ def _plan(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions)
             problems.append(f"{path.name} holds no samples (empty data)")
         # labels of a source whose inputs are unreadable would only add a "0 samples" echo of the real problem
         raw_labels = None if problems and n == 0 else reader.labels()
-    labels, names, label_problems, label_warnings = normalize_labels(raw_labels, n)
+    if raw_labels is not None and np.ndim(raw_labels) > 2 and not (options.require_labels or options.keep_label_shape):
+        # masks or per-pixel targets: nothing here needs them (calibration samples at random instead)
+        warnings.append(f"labels of shape {show_shape(np.shape(raw_labels))} are not class labels (masks or "
+                        "per-pixel targets?); ignored here")
+        raw_labels = None
+    labels, names, label_problems, label_warnings = normalize_labels(raw_labels, n, options.keep_label_shape)
     problems += label_problems
     warnings += label_warnings
     if label_problems:

@@ -32,6 +32,7 @@ class LoadOptions:
     feature_key: str | None = None
     label_key: str | None = None
     require_labels: bool = False
+    keep_label_shape: bool = False  # eval: labels as stored (multi-hot rows, masks, real targets), counted only
 
     def __post_init__(self) -> None:
         problems = []

@@ -112,15 +112,20 @@ def match_input(name: str, arr: np.ndarray, spec: TensorSpec) -> Match:
     return Match(np.ascontiguousarray(out), problems, warnings)
 
 
-def normalize_labels(labels: np.ndarray | None, n: int) -> tuple[np.ndarray | None, tuple[str, ...] | None,
-                                                                   list[str], list[str]]:
-    """Make labels 1-D: squeeze (n, 1), argmax one-hot (n, k), map strings to sorted class indices.
+def normalize_labels(labels: np.ndarray | None, n: int, keep_shape: bool = False) -> tuple[
+        np.ndarray | None, tuple[str, ...] | None, list[str], list[str]]:
+    """Make labels 1-D: squeeze (n, 1), argmax one-hot (n, k), map strings to sorted class indices. With
+    ``keep_shape`` numeric labels of any shape are kept as they are (their task checks them), only counted.
 
     Returns (labels, class_names or None, problems, warnings).
     """
     if labels is None:
         return None, None, [], []
     labels = np.asarray(labels)
+    if keep_shape and labels.ndim >= 1 and labels.dtype.kind in "iufb":
+        problems = [] if len(labels) == n else [
+            f"labels: {len(labels)} labels for {n} input samples; they must match one to one"]
+        return labels, None, problems, []
     problems, warnings, names = [], [], None
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]

@@ -306,7 +306,9 @@ def test_reports_written_json_markdown_html(arts, digits_model, eval_npz, tmp_pa
     md = paths["md"].read_text()
     assert "| artifact | format | mode |" in md and "| fp32.tflite | tflite | fp32 |" in md
     html = paths["html"].read_text()
-    assert html.count("<svg") == 2 and "int8io.tflite" in html
+    # latency, Pareto and (a labelled classifier) per-class accuracy charts, plus one confusion matrix per model
+    assert html.count("<svg") == 3 and "int8io.tflite" in html
+    assert html.count("<h3>Confusion matrix: ") == 1 + len(doc["results"])
     for external in ("<script", "<link", "src=", "href=", "@import", "url("):
         assert external not in html, external
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tool.errors import DataError, ModelError
+from edge_tool.errors import DataError
 from schema_check import validated
 
 
@@ -44,13 +44,19 @@ def _litert_predict(path: Path, inputs: dict) -> dict:
     return {k: np.concatenate(v) for k, v in rows.items()}
 
 
-def _predicted(out: np.ndarray) -> np.ndarray:
-    return (out[:, 0] > 0.5).astype(int) if out.shape[1] == 1 else out.argmax(axis=1)
+def _score(out: np.ndarray, y: np.ndarray) -> float:
+    """What eval's task gates for this head: accuracy for k classes, F1 for one sigmoid unit (multi-label task)."""
+    if out.shape[1] == 1:
+        from sklearn.metrics import f1_score
+
+        return float(f1_score(y, (out[:, 0] >= 0.5).astype(int), zero_division=0))
+    return float(np.mean(out.argmax(axis=1) == y))
 
 
 def _accuracy(path: Path, inputs: dict, labels: dict) -> float:
+    """Mean over heads of each head's task main metric (what QAT's decision compares), from LiteRT's outputs."""
     outs = _litert_predict(path, inputs)
-    return float(np.mean([np.mean(_predicted(outs[name]) == y) for name, y in labels.items()]))
+    return float(np.mean([_score(outs[name], y) for name, y in labels.items()]))
 
 
 def _raw_ptq(model_dir: Path, calibration: dict) -> bytes:
@@ -232,7 +238,8 @@ def test_multi_output_labels_must_be_named_after_the_outputs(two_in_two_out, tmp
     with pytest.raises(DataError) as err:
         run_qat(two_in_two_out, {"image": ev["image"], "rowsum": ev["rowsum"]}, {"digit": ev["digit"]})
     assert "'odd'" in str(err.value) and "named after" in str(err.value)
-    with pytest.raises(DataError, match=r"labels for output 'odd' must be class ids 0\.\.1"):
+    # 'odd' is one sigmoid unit: eval's multi-label task, whose labels are 0/1 (not digits 0..9)
+    with pytest.raises(DataError, match=r"labels of output 'odd' \(multilabel output\): hold values other than 0 and 1"):
         run_qat(two_in_two_out, {"image": ev["image"], "rowsum": ev["rowsum"]},
                 {"digit": ev["digit"], "odd": ev["digit"]})
 
@@ -258,7 +265,9 @@ def test_recurrent_layers_are_refused_with_the_way_out(tmp_path):
     assert "Traceback" not in res.output and not (tmp_path / "out").exists()
 
 
-def test_non_classifier_outputs_are_refused(tmp_path):
+def test_per_position_outputs_check_labels_as_their_task(tmp_path):
+    """An (n, 2, 2) output is trained per position (eval's segmentation task): one class id per sample does not
+    fit it, and the refusal says what the output needs."""
     import tf_keras as keras
 
     from edge_tool.convert.qat import run_qat
@@ -266,7 +275,7 @@ def test_non_classifier_outputs_are_refused(tmp_path):
     inp = keras.Input((4,), name="x")
     keras.Model(inp, keras.layers.Reshape((2, 2))(keras.layers.Dense(4)(inp))).save(str(tmp_path / "m"),
                                                                                      save_format="tf")
-    with pytest.raises(ModelError, match=r"classifiers.*--quant int8"):
+    with pytest.raises(DataError, match=r"segmentation output.*masks \(n, 2\) of class indices"):
         run_qat(tmp_path / "m", np.zeros((20, 4), np.float32), np.zeros(20, np.int64))
 
 

@@ -27,18 +27,27 @@ RESULT = {"artifact": "m_int8.tflite", "format": "tflite", "quant": "int8", "siz
           "latency_ms": LATENCY, "peak_rss_mb": 50.0, "threads": 1, "runtime": "litert"}
 FULL_RESULT = {**RESULT, "latency_note": "in a subprocess",
                "per_layer": [{"op": "FC", "tensor": "t", "rmse_over_scale": 0.3, "max_abs_error": 0.1, "scale": 0.5}],
-               "accuracy_pass": "batched", "failed": "crashed", "tensor_arena": {"minimum_bytes": 4}, "flash_bytes": 9}
-EVAL = {"results": [RESULT, FULL_RESULT],
+               "accuracy_pass": "batched", "failed": "crashed", "tensor_arena": {"minimum_bytes": 4}, "flash_bytes": 9,
+               "metrics": {"mae": 1.5, "rmse": 2.0, "r2": 0.4}, "drift": {"max_abs_error": 0.5},
+               "metric_drop": 0.01}
+CLASSIFIED = {**RESULT, "metrics": {"accuracy": 0.9, "top_k": None, "per_class": [
+    {"index": 0, "label": "cat", "count": 3, "accuracy": 1.0}], "confusion_matrix": {"labels": ["cat"], "counts": [[3]]}},
+              "drift": {"top1_agreement": 0.98}, "metric_drop": 0.01}
+EVAL = {"results": [RESULT, FULL_RESULT, CLASSIFIED],
         "reference": {"saved_model": "sm", "size_bytes": 20, "accuracy": 0.91, "top_k_accuracy": None,
-                      "latency_ms": None, "runtime": "tensorflow", "output": "out"},
+                      "latency_ms": None, "runtime": "tensorflow", "output": "out",
+                      "metrics": {"f1_macro": 0.8, "hamming": 0.1}},
         "data": {"path": "e.npz", "summary": "10 samples", "samples": 10, "labels": True, "warnings": []},
         "machine": {"cpu": "x"}, "settings": {"threads": 1, "warmup": 5, "runs": 10}, "notes": ["n"],
-        "timings_s": {"load": 0.5}}
+        "timings_s": {"load": 0.5},
+        "task": {"name": "regression", "reason": "r", "assumed": False, "given": False, "main_metric": "r2",
+                 "higher_is_better": True}}
 CANDIDATE = {"name": "int8", "quant": "int8", "file": "m_int8.tflite", "size_bytes": 5, "accuracy": 0.9,
              "accuracy_drop": 0.01, "latency_ms_p50": 0.1, "meets_budget": True, "chosen": True}
 DECISION = {"objective": "size", "max_drop": 0.02, "reference_accuracy": 0.91, "threads": 1, "chosen": "int8",
             "candidates": [CANDIDATE, {**CANDIDATE, "name": "int8-selective", "chosen": False,
-                                       "float_layers": ["a;b"], "failed": "x"}], "notes": []}
+                                       "float_layers": ["a;b"], "failed": "x"}], "notes": [],
+            "task": "regression", "metric": "r2"}
 TFLITE = {"path": "m_int8.tflite", "format": "tflite", "quant": "int8", "size_bytes": 5, "sha256": "ab",
           "seconds": 1.0, "tensors": {"ops": {}}, "state_warning": None, "metadata": None}
 MANIFEST = {"schema": "edgetool.convert/1", "tool": {"name": "edgetool", "version": "0.1.0"}, "created": "2026",

@@ -15,7 +15,10 @@ def command(
     warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing."),
     runs: int | None = typer.Option(None, "--runs", help="Timed calls per model (default 100)."),
     time_budget: float | None = typer.Option(None, "--time-budget", help="Seconds of timed calls per model (instead of --runs)."),
-    max_drop: float | None = typer.Option(None, "--max-drop", help="Fail (exit 1) if accuracy drops more than this fraction (0.01 = 1 point)."),
+    max_drop: float | None = typer.Option(None, "--max-drop", help="Fail (exit 1) if the task's main metric (accuracy, f1_macro, r2, miou, box_iou) drops more than this (0.01 = 1 point)."),
+    max_error: float | None = typer.Option(None, "--max-error", help="Fail (exit 1) if any output differs from the reference's by more than this (max abs error; e.g. for regression)."),
+    task: str | None = typer.Option(None, "--task", help="classification|multilabel|regression|segmentation|detection (default: inferred from the model's outputs and the labels; the report says how)."),
+    threshold: float = typer.Option(0.5, "--threshold", help="Decision threshold for multi-label outputs and one-channel masks."),
     max_latency_ms: float | None = typer.Option(None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this."),
     runtime: str = typer.Option("litert", "--runtime", help="Run .tflite artefacts in litert (LiteRT interpreter) or tflm (TFLite Micro's interpreter: arena and flash instead of RSS)."),
     max_arena_kb: float | None = typer.Option(None, "--max-arena-kb", help="--runtime tflm: fail (exit 1) if a measured tensor arena exceeds this many KiB."),
@@ -43,7 +46,7 @@ def command(
     config = EvalConfig(
         artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
         time_budget_s=time_budget, max_drop=max_drop, max_latency_ms=max_latency_ms, per_layer=per_layer,
-        top_k=top_k, batch_size=batch_size, runtime=runtime, max_arena_kb=max_arena_kb, max_flash_kb=max_flash_kb, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
+        top_k=top_k, task=task, threshold=threshold, max_error=max_error, batch_size=batch_size, runtime=runtime, max_arena_kb=max_arena_kb, max_flash_kb=max_flash_kb, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
         devices=tuple(device),
     )
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415

@@ -94,20 +94,36 @@ def match_data(model, x, y, output_names: list[str] | None = None, what: str = "
     """Data as Labelled keyed by the Keras model's input names and its output names (or ``output_names``).
 
     ``x``/``y`` are arrays (single input/output) or dicts keyed by input/output names (or a Labelled as ``x``).
-    Every input shape/dtype problem and every label problem is reported at once (DataError); inputs are cast to
-    the model's dtypes, labels to int64 class ids.
+    Every input shape/dtype problem is reported at once (DataError); each output's task (eval's task logic:
+    shape, final activation, labels) checks its labels (class ids, multi-hot rows, real targets, masks); inputs are
+    cast to the model's dtypes.
     """
-    from edge_tool.convert.qat_support.heads import label_problems, output_classes  # noqa: PLC0415
+    from edge_tool.convert.qat_support.heads import head_tasks  # noqa: PLC0415
 
     if isinstance(x, Labelled):
         x, y = x.x, x.y
     names = output_names or list(model.output_names)
-    classes = output_classes(names, [tuple(t.shape) for t in model.outputs])
     data = from_arrays(x, y, list(model.input_names), names, what)
-    problems, labels = label_problems(names, classes, data.labels(names))
+    shapes = [tuple(t.shape) for t in model.outputs]
+    _, labels, problems = head_tasks(names, shapes, keras_activations(model, names), data.labels(names), what)
     collect_and_raise(_input_problems(model, data) + problems, DataError, f"{what} does not fit the model for QAT:")
     xs = {n: data.x[n].astype(t.dtype.as_numpy_dtype) for n, t in zip(model.input_names, model.inputs)}
     return Labelled(xs, dict(zip(names, labels)))
+
+
+def keras_activations(model, names: list[str]) -> dict[str, str]:
+    """{output name: the activation in its Keras layer's config} ("unknown" where the config does not say)."""
+    found = {}
+    for name in names:
+        try:
+            layer = model.get_layer(name)
+        except ValueError:
+            found[name] = "unknown"
+            continue
+        act = layer.get_config().get("activation")
+        kind = type(layer).__name__
+        found[name] = act if isinstance(act, str) else {"Softmax": "softmax"}.get(kind, "unknown")
+    return found
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,7 +185,7 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
     """
     from edge_tool.convert.qat_support.annotate import refuse_unsupported  # noqa: PLC0415
     from edge_tool.convert.qat_support.finetune import Schedule, fine_tune, predict  # noqa: PLC0415
-    from edge_tool.convert.qat_support.heads import detect_heads  # noqa: PLC0415
+    from edge_tool.convert.qat_support.heads import detect_heads, head_tasks  # noqa: PLC0415
     from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types  # noqa: PLC0415
     from edge_tool.training.config import Strategy  # noqa: PLC0415
     from edge_tool.training.strategies import build_local_strategy  # noqa: PLC0415
@@ -186,8 +202,12 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
             raise DataError(f"QAT needs at least 10 labelled training samples (some are held out to pick the "
                             f"best epoch); got {len(data)}.")
         probe = data.take(np.arange(min(len(data), 512))).inputs(in_names)
-        heads = detect_heads(out_names, predict(source, probe, len(out_names)))
-        fit, held = split(data, options.held_out_fraction, options.seed, out_names[0])
+        tasks, _, _ = head_tasks(out_names, [tuple(t.shape) for t in source.outputs],
+                              keras_activations(source, out_names), data.labels(out_names))
+        heads = detect_heads(out_names, predict(source, probe, len(out_names)), tasks)
+        first = data.y[out_names[0]]
+        fit, held = split(data, options.held_out_fraction, options.seed,
+                          out_names[0] if tasks[0] == "classification" and first.ndim == 1 else None)
         rng = np.random.default_rng(options.seed)
         pick = np.sort(rng.permutation(len(fit))[:options.range_samples])
         samples = fit.take(pick).inputs(in_names)

@@ -1,5 +1,5 @@
-"""What ``edgetool eval`` exits 1 for: artefacts that could not run, and budgets (--max-drop, --max-latency-ms,
---max-arena-kb, --max-flash-kb) a row breaks, each with a message naming by how much."""
+"""What ``edgetool eval`` exits 1 for: artefacts that could not run, and budgets (--max-drop, --max-error,
+--max-latency-ms, --max-arena-kb, --max-flash-kb) a row breaks, each with a message naming by how much."""
 
 from __future__ import annotations
 
@@ -13,13 +13,19 @@ def failures(report: Report) -> list[tuple[str, str]]:
 
 
 def budget_violations(report: Report, config: EvalConfig) -> list[tuple[str, str]]:
-    """(artifact, message) per broken budget: accuracy drop over --max-drop, LiteRT p50 over --max-latency-ms."""
+    """(artifact, message) per broken budget: the task's main metric dropping more than --max-drop, an output
+    error over --max-error, LiteRT p50 over --max-latency-ms."""
+    main = (report.task or {}).get("main_metric", "accuracy")
     lines = []
     for r in report.results:
-        if config.max_drop is not None and r.accuracy_drop is not None and r.accuracy_drop > config.max_drop:
-            lines.append((r.artifact, f"{r.artifact}: accuracy drop {100 * r.accuracy_drop:.2f} pt exceeds --max-drop "
+        drop = r.metric_drop if r.metric_drop is not None or r.metrics is not None else r.accuracy_drop
+        if config.max_drop is not None and drop is not None and drop > config.max_drop:
+            lines.append((r.artifact, f"{r.artifact}: {main} drop {drop:.4f} ({100 * drop:.2f} pt) exceeds --max-drop "
                          f"{config.max_drop:g} ({100 * config.max_drop:.2f} pt) by "
-                         f"{100 * (r.accuracy_drop - config.max_drop):.2f} pt"))
+                         f"{100 * (drop - config.max_drop):.2f} pt"))
+        if config.max_error is not None and r.max_abs_error is not None and r.max_abs_error > config.max_error:
+            lines.append((r.artifact, f"{r.artifact}: max abs error {r.max_abs_error:.6g} against the reference "
+                          f"exceeds --max-error {config.max_error:g}"))
         if (config.max_latency_ms is not None and r.format == "tflite" and r.latency is not None
                 and r.latency.p50 > config.max_latency_ms):
             lines.append((r.artifact, f"{r.artifact}: p50 latency {r.latency.p50:.3f} ms exceeds --max-latency-ms "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from enum import Enum
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 from edge_tool.evaluate.device.url import DeviceURL
+from edge_tool.evaluate.tasks.registry import TASK_NAMES
 
 DEFAULT_RUNS = 100
 DEFAULT_BATCH = 16  # MobileNetV2-224 in TF: ~1.3 GB RSS at 16 per call, ~2.1 GB at 64
@@ -29,8 +31,9 @@ class EvalConfig:
     """What to evaluate, against what, on which data, how to time it and which budgets gate CI.
 
     ``runs`` and ``time_budget_s`` are exclusive: with a time budget the loop runs until it is spent.
-    ``max_drop`` is an accuracy drop as a fraction (0.01 = one percentage point); ``max_latency_ms``
-    gates the LiteRT p50 of each .tflite artefact. ``batch_size`` is how many samples the streaming pass reads
+    ``max_drop`` is a drop of the task's main metric (accuracy, f1_macro, r2, miou, box_iou) as a fraction
+    (0.01 = one percentage point); ``max_error`` gates the largest absolute output difference from the reference;
+    ``max_latency_ms`` gates the LiteRT p50 of each .tflite artefact. ``batch_size`` is how many samples the streaming pass reads
     and sends through the reference and every artefact at a time (memory is O(batch_size), not O(data)).
     ``threads`` is the latency loop's LiteRT thread count; the accuracy pass uses ``pass_threads`` per artefact
     (default: the cores the reference leaves; the LiteRT workers take turns on them while the reference runs).
@@ -60,9 +63,18 @@ class EvalConfig:
     max_arena_kb: float | None = None
     max_flash_kb: float | None = None
     devices: tuple[str, ...] = ()  # --device ssh://... URLs: each .tflite also runs there (evaluate.device)
+    task: str | None = None            # None: inferred from the model and the labels (edge_tool.evaluate.tasks)
+    threshold: float = 0.5             # multi-label / one-channel segmentation decision threshold
+    max_error: float | None = None     # largest |artefact - reference| output difference allowed
 
     def __post_init__(self) -> None:
         problems = []
+        if self.task is not None and self.task not in TASK_NAMES:
+            problems.append(f"--task expects one of {', '.join(TASK_NAMES)}, got {self.task!r}")
+        if not math.isfinite(self.threshold):
+            problems.append(f"--threshold must be a finite number, got {self.threshold}")
+        if self.max_error is not None and not self.max_error >= 0:
+            problems.append(f"--max-error must be >= 0, got {self.max_error}")
         if self.runtime not in RUNTIMES:
             problems.append(f"--runtime expects one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
         for name, value in (("--max-arena-kb", self.max_arena_kb), ("--max-flash-kb", self.max_flash_kb)):
@@ -84,7 +96,8 @@ class EvalConfig:
         if self.time_budget_s is not None and not self.time_budget_s > 0:
             problems.append(f"--time-budget must be > 0 seconds, got {self.time_budget_s}")
         if self.max_drop is not None and not 0 <= self.max_drop <= 1:
-            problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}")
+            problems.append(f"--max-drop is a fraction in [0, 1] of the task's main metric (0.01 = 1 point), got "
+                            f"{self.max_drop}")
         if self.max_latency_ms is not None and not self.max_latency_ms > 0:
             problems.append(f"--max-latency-ms must be > 0, got {self.max_latency_ms}")
         outs = [p for p in (self.json_path, self.markdown_path, self.html_path) if p is not None]

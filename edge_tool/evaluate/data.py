@@ -72,7 +72,7 @@ class EvalStream:
         import calibration  # noqa: PLC0415
 
         self.path = Path(path)
-        self._options = calibration.LoadOptions(samples=None, seed=seed, require_labels=False)
+        self._options = calibration.LoadOptions(samples=None, seed=seed, require_labels=False, keep_label_shape=True)
         self._source = calibration.SourceStream(self.path, specs, self._options, batch_size)
         self.count = len(self._source)
         self.labels = _normalise_labels(self._source.labels, self.count, self.path)
@@ -118,25 +118,19 @@ class EvalStream:
                 "samples_requested": None,
                 "inputs": {k: st.to_dict(self.consumed) for k, st in self._stats.items()},
                 "class_names": list(src.class_names) if src.class_names is not None else None,
-                "class_counts": class_counts(src.labels, src.class_names), "warnings": list(self.warnings)}
+                "class_counts": class_counts(src.labels if np.ndim(src.labels) == 1 else None, src.class_names), "warnings": list(self.warnings)}
 
 
 def _normalise_labels(labels, n: int, path: Path) -> np.ndarray | None:
+    """The labels as stored (one row per sample, numeric); what they must hold is the task's to check
+    (``edge_tool.evaluate.tasks``), once the reference's outputs are known."""
     if labels is None:
         return None
     labels = np.asarray(labels)
-    if labels.ndim == 2 and labels.shape[1] > 1:
-        labels = labels.argmax(axis=1)
-    labels = labels.reshape(-1)
-    if len(labels) != n:
-        raise DataError(f"--data {path}: y has {len(labels)} labels for {n} samples; expected one label per sample.")
-    if labels.dtype.kind not in "iuf":
-        raise DataError(f"--data {path}: labels hold {labels.dtype} values; expected integer class indices "
-                        "(or one-hot rows).")
-    if labels.dtype.kind == "f":
-        bad = ~np.isfinite(labels) | (labels != np.round(labels))
-        if bad.any():
-            example = labels[bad][0]
-            raise DataError(f"--data {path}: {int(bad.sum())} of {len(labels)} labels are not whole numbers "
-                            f"(e.g. {example!r}); expected integer class indices (or one-hot rows).")
-    return labels.astype(np.int64)
+    if labels.ndim == 0 or len(labels) != n:
+        raise DataError(f"--data {path}: y has {len(labels) if labels.ndim else 0} labels for {n} samples; expected "
+                        "one label per sample.")
+    if labels.dtype.kind not in "iufb":
+        raise DataError(f"--data {path}: labels hold {labels.dtype} values; expected numbers (class indices, one-hot "
+                        "or multi-hot rows, masks or regression targets).")
+    return labels

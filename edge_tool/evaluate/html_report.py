@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from edge_tool.evaluate.charts import LatencySeries, ParetoPoint, latency_plot, pareto_chart
 from edge_tool.evaluate.report import NUMERIC, Report
+from edge_tool.evaluate.task_charts import task_section
 from edge_tool.textsafe import html_text
 
 CSS = """
@@ -17,6 +18,7 @@ tr.fail td{background:#fdecea}
 .chart{max-width:100%;height:auto}.chart .grid{stroke:#e5e5e5}.chart .tick{font-size:11px;fill:#555}
 .chart .axis{font-size:12px;fill:#333}.chart .label{font-size:12px;fill:#222}
 ul.notes li{margin:.2rem 0}code{font-size:12px}
+table.confusion{width:auto}table.confusion td,table.confusion th{padding:.2rem .45rem}
 """
 
 
@@ -32,7 +34,9 @@ def _table(report: Report, failing: set[str]) -> str:
 
 
 def _drift_table(report: Report) -> str:
-    head = "<tr><th>artifact</th><th class=num>top-k acc.</th><th class=num>max abs err</th>" \
+    with_topk = any(r.top_k_accuracy is not None for r in report.results)  # none with --top-k or fewer classes
+    head = "<tr><th>artifact</th>" + ("<th class=num>top-k acc.</th>" if with_topk else "") + \
+           "<th class=num>max abs err</th>" \
            "<th class=num>mean abs err</th><th class=num>cosine</th><th class=num>cold start ms</th>" \
            "<th class=num>peak RSS MB</th><th>runtime</th></tr>"
     rows = []
@@ -40,7 +44,8 @@ def _drift_table(report: Report) -> str:
         cold = "—" if not r.latency or r.latency.cold_start is None else f"{r.latency.cold_start:.1f}"
         rss = "—" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.1f}"
         topk = "—" if r.top_k_accuracy is None else f"{100 * r.top_k_accuracy:.2f}%"
-        rows.append(f"<tr><td>{html_text(r.artifact)}</td><td class=num>{topk}</td><td class=num>{_g(r.max_abs_error)}</td>"
+        topk = f"<td class=num>{topk}</td>" if with_topk else ""
+        rows.append(f"<tr><td>{html_text(r.artifact)}</td>{topk}<td class=num>{_g(r.max_abs_error)}</td>"
                     f"<td class=num>{_g(r.mean_abs_error)}</td><td class=num>{_g(r.cosine, '.6f')}</td>"
                     f"<td class=num>{cold}</td><td class=num>{rss}</td><td>{html_text(r.runtime)}</td></tr>")
     return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
@@ -67,6 +72,17 @@ def _per_layer(report: Report) -> str:
     return "".join(out)
 
 
+def _quality(report: Report, main: str):
+    """(reference value, axis label, row -> value) of the Pareto chart's quality axis: the task's main metric
+    when measured, else agreement with the reference."""
+    ref = report.reference
+    if main != "accuracy" and ref.metrics and ref.metrics.get(main) is not None:
+        return ref.metrics[main], main, lambda r: (r.metrics or {}).get(main)
+    if ref.accuracy is not None:
+        return ref.accuracy, "accuracy", lambda r: r.accuracy
+    return 1.0, "top-1 agreement with reference", lambda r: r.top1_agreement
+
+
 def render(report: Report, failing: set[str] | None = None) -> str:
     """The whole report as one HTML page (UTF-8, self-contained)."""
     failing = failing or set()
@@ -76,13 +92,13 @@ def render(report: Report, failing: set[str] | None = None) -> str:
         series.append(LatencySeries("reference (TensorFlow)", ref.latency.samples_ms))
     series += [LatencySeries(r.artifact + (" (tfjs, Node)" if r.format == "tfjs" else ""), r.latency.samples_ms)
                for r in report.results if r.latency]
-    use_acc = ref.accuracy is not None
-    quality_label = "accuracy" if use_acc else "top-1 agreement with reference"
+    main = (report.task or {}).get("main_metric", "accuracy")
+    ref_q, quality_label, quality = _quality(report, main)
     points = []
     if ref.latency:
-        points.append(ParetoPoint("reference", ref.latency.p50, ref.accuracy if use_acc else 1.0, ref.size_bytes))
-    points += [ParetoPoint(r.artifact, r.latency.p50, r.accuracy if use_acc else r.top1_agreement, r.size_bytes)
-               for r in report.results if r.latency and (r.accuracy if use_acc else r.top1_agreement) is not None]
+        points.append(ParetoPoint("reference", ref.latency.p50, ref_q, ref.size_bytes))
+    points += [ParetoPoint(r.artifact, r.latency.p50, quality(r), r.size_bytes)
+               for r in report.results if r.latency and quality(r) is not None]
     notes = "".join(f"<li>{html_text(line.replace('`', ''))}</li>" for line in report.footer_lines())
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
@@ -90,7 +106,7 @@ def render(report: Report, failing: set[str] | None = None) -> str:
         f"<title>edgetool eval: {html_text(ref.path)}</title><style>{CSS}</style></head><body>"
         f"<h1>edgetool eval</h1><p>Reference <code>{html_text(ref.path)}</code> against {len(report.results)} artefact(s).</p>"
         f"{_table(report, failing)}<ul class=notes>{notes}</ul>"
-        f"<h2>Drift detail</h2>{_drift_table(report)}"
+        f"<h2>Drift detail</h2>{_drift_table(report)}{task_section(report)}"
         "<h2>Latency distribution</h2><p>Box: quartiles; whiskers: p5–p95; black line: p50; dots: individual timed "
         "calls.</p>" + latency_plot(series) +
         "<h2>Size × accuracy × latency</h2><p>Bubble area is proportional to model size; black rings mark "

@@ -8,17 +8,17 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from edge_tool.errors import UsageError, collect_and_raise
-from edge_tool.evaluate import metrics
 from edge_tool.evaluate.artifacts import Artifact, describe, saved_model_size
 from edge_tool.evaluate.budgets import budget_violations, failures
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.data import EvalStream
 from edge_tool.evaluate.outputs import check_outputs, write_reports
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult, Report
-from edge_tool.evaluate.stream import check_labels, primary_output, stream
+from edge_tool.evaluate.stream import primary_output, stream
+from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 
 # budgets, report files and the streaming pass live in modules of their own; these names stay importable from here
-__all__ = ["budget_violations", "check_labels", "failures", "primary_output", "run_eval", "skip_tfjs_without_node",
+__all__ = ["budget_violations", "failures", "primary_output", "run_eval", "skip_tfjs_without_node",
            "write_reports"]
 
 
@@ -92,21 +92,26 @@ def run_eval(config: EvalConfig) -> Report:
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
         data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
                           keep_first=keep)
-        if config.max_drop is not None and data.labels is None:
+        settings = _task_settings(config, data)
+        if config.max_drop is not None and data.labels is None and not settings.reference_only(ref):
             raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
         clock.mark("start (TensorFlow import, reference load, workers started)")
-        data_pass = stream(ref, data, runners, config.top_k, scratch)
+        data_pass = stream(ref, data, runners, settings, scratch)
+        measure = data_pass.measure
+        _check_budgets_measurable(config, measure)
         for r in runners:
             r.end_pass()
         clock.mark("accuracy pass")
-        ref_task = data_pass.ref_task.result()
+        ref_metrics = measure.reference_metrics(data_pass.ref_scores)
         ref_lat = ref.latency(data_pass.sample, config.warmup, config.effective_runs, config.time_budget_s,
                               config.threads)
         clock.mark("reference latency")
-        reference = ReferenceResult(str(config.reference), saved_model_size(config.reference), ref_task["accuracy"],
-                                    ref_task["top_k_accuracy"], ref_lat, "tensorflow (SavedModel, batch 1)",
-                                    data_pass.out_name)
-        results = [r.result(label, config, reference, _fields(r, acc, reference))
+        classifying = measure.task.name == "classification"
+        reference = ReferenceResult(str(config.reference), saved_model_size(config.reference),
+                                    ref_metrics["accuracy"] if classifying else None,
+                                    ref_metrics["top_k"] if classifying else None, ref_lat,
+                                    "tensorflow (SavedModel, batch 1)", data_pass.out_name, ref_metrics)
+        results = [r.result(label, config, reference, _fields(r, acc, measure, ref_metrics))
                    for r, acc, label in zip(runners, data_pass.accs, labels)]
         clock.mark("artefact latency")
     if config.per_layer:
@@ -117,10 +122,39 @@ def run_eval(config: EvalConfig) -> Report:
                 "reference_latency_threads": ref.threads,
                 "warmup": config.warmup, "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
                 "top_k": config.top_k, "max_drop": config.max_drop, "max_latency_ms": config.max_latency_ms,
-                "batch_size": config.batch_size}
+                "batch_size": config.batch_size, "threshold": config.threshold, "max_error": config.max_error}
     data_desc = {"path": str(config.data), "summary": data.summary, "samples": data.consumed,
                  "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details()}
-    return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes), clock.stages)
+    notes += _task_notes(measure)
+    return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes), clock.stages,
+                  measure.choice.to_dict(measure.task))
+
+
+def _task_settings(config: EvalConfig, data: EvalStream) -> TaskSettings:
+    names = data.details().get("class_names") if data.labels is not None else None
+    return TaskSettings(config.task, config.top_k, config.threshold, config.reference,
+                        tuple(names) if names else None)
+
+
+def _check_budgets_measurable(config: EvalConfig, measure: TaskMeasure) -> None:
+    """--max-drop needs the task's main metric: labels (except for tasks measured against the reference)."""
+    task = measure.task
+    if config.max_drop is not None and not measure.scored:
+        raise UsageError(f"--max-drop needs labels: it gates the {task.name} task's {task.main_metric}, but "
+                         f"--data {config.data} has none (add y to it).")
+
+
+def _task_notes(measure: TaskMeasure) -> list[str]:
+    choice, task = measure.choice, measure.task
+    how = "given by --task" if choice.overridden else ("ASSUMED" if choice.assumed else "inferred")
+    notes = [f"Task: {task.name} ({how}: {choice.reason}); main metric {task.main_metric} "
+             f"({'higher' if task.higher_is_better else 'lower'} is better), the one --max-drop gates."]
+    if choice.assumed:
+        notes.append("The task was assumed, not read off the model or the labels: if it is wrong, give --task.")
+    if measure.data_labelled and not task.uses_labels():
+        notes.append(f"The data's labels (y) are not used by the {task.name} task: it is measured against the "
+                     "reference's outputs.")
+    return notes
 
 
 class _Stages:
@@ -140,16 +174,14 @@ class _Stages:
         self._t = t
 
 
-def _fields(runner, acc: metrics.DriftAccumulator, reference: ReferenceResult) -> dict:
-    """The row's accuracy and drift figures; all None for an artefact that failed during the pass."""
+def _fields(runner, acc, measure: TaskMeasure, ref_metrics: dict) -> dict:
+    """The row's task, accuracy and drift figures; None for an artefact that failed during the pass."""
     from edge_tool.evaluate.runners import NONE_FIELDS  # noqa: PLC0415
 
     if runner.failed:
-        return {**NONE_FIELDS, "reference_accuracy": reference.accuracy}
-    task = acc.task.result()
-    drop = None if task["accuracy"] is None else reference.accuracy - task["accuracy"]
-    return {"accuracy": task["accuracy"], "top_k_accuracy": task["top_k_accuracy"],
-            "reference_accuracy": reference.accuracy, "accuracy_drop": drop, **acc.drift()}
+        ref_acc = ref_metrics.get("accuracy") if measure.task.name == "classification" else None
+        return {**NONE_FIELDS, "reference_accuracy": ref_acc}
+    return measure.row_fields(acc, ref_metrics)
 
 
 def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int):

@@ -6,7 +6,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edge_tool.evaluate.device.facts import device_label, device_notes
+from edge_tool.evaluate.device.facts import device_notes, with_device_cells
+from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
 from edge_tool.schemas import check, read_json
 from edge_tool.textsafe import md, md_row
 
@@ -89,6 +90,9 @@ class ArtifactResult:
     arena: dict | None = None          # --runtime tflm: the measured tensor arena (edge_tool.micro.tflm.ArenaSize)
     flash_bytes: int | None = None     # --runtime tflm: bytes of the model array in flash
     device: dict | None = None         # --device: where it ran (edge_tool.evaluate.device.facts.device_record)
+    metrics: dict | None = None        # the task's metrics (edge_tool.evaluate.tasks), keys per task
+    drift: dict | None = None          # the task's drift against the reference
+    metric_drop: float | None = None   # reference - artefact of the task's main metric (what --max-drop gates)
 
     def to_dict(self) -> dict:
         """JSON form (the ``results`` entries of the report); ``failed`` only on rows that could not run."""
@@ -101,6 +105,8 @@ class ArtifactResult:
             "latency_ms": self.latency.to_dict() if self.latency else None,
             "peak_rss_mb": self.peak_rss_mb, "threads": self.threads, "runtime": self.runtime,
         }
+        if self.metrics is not None or self.drift is not None:
+            d.update(metrics=self.metrics, drift=self.drift, metric_drop=self.metric_drop)
         if self.latency_note:
             d["latency_note"] = self.latency_note
         if self.per_layer is not None:
@@ -123,7 +129,8 @@ class ArtifactResult:
         return cls(**plain, latency=_latency(d["latency_ms"]), latency_note=d.get("latency_note", ""),
                    per_layer=None if layers is None else tuple(LayerError.from_dict(e) for e in layers),
                    failed=d.get("failed"), batching=d.get("accuracy_pass", ""), arena=d.get("tensor_arena"),
-                   flash_bytes=d.get("flash_bytes"), device=d.get("device"))
+                   flash_bytes=d.get("flash_bytes"), metrics=d.get("metrics"), drift=d.get("drift"),
+                   metric_drop=d.get("metric_drop"), device=d.get("device"))
 
 
 @dataclass(frozen=True)
@@ -137,18 +144,20 @@ class ReferenceResult:
     latency: LatencyStats | None
     runtime: str
     output: str
+    metrics: dict | None = None
 
     def to_dict(self) -> dict:
         """JSON form (the ``reference`` object of the report)."""
-        return {"saved_model": self.path, "size_bytes": self.size_bytes, "accuracy": self.accuracy,
-                "top_k_accuracy": self.top_k_accuracy, "latency_ms": self.latency.to_dict() if self.latency else None,
-                "runtime": self.runtime, "output": self.output}
+        d = {"saved_model": self.path, "size_bytes": self.size_bytes, "accuracy": self.accuracy,
+             "top_k_accuracy": self.top_k_accuracy, "latency_ms": self.latency.to_dict() if self.latency else None,
+             "runtime": self.runtime, "output": self.output}
+        return d if self.metrics is None else {**d, "metrics": self.metrics}
 
     @classmethod
     def from_dict(cls, d: dict) -> ReferenceResult:
         """Inverse of to_dict."""
         return cls(d["saved_model"], d["size_bytes"], d["accuracy"], d["top_k_accuracy"], _latency(d["latency_ms"]),
-                   d["runtime"], d["output"])
+                   d["runtime"], d["output"], d.get("metrics"))
 
 
 @dataclass(frozen=True)
@@ -162,12 +171,14 @@ class Report:
     settings: dict
     notes: tuple[str, ...] = ()
     timings_s: dict = field(default_factory=dict)
+    task: dict | None = None  # {name, reason, assumed, given, main_metric, higher_is_better}
 
     def to_dict(self) -> dict:
         """JSON-ready dict (``timings_s``: wall seconds of eval's own stages)."""
-        return {"results": [r.to_dict() for r in self.results], "reference": self.reference.to_dict(),
-                "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes),
-                "timings_s": self.timings_s}
+        d = {"results": [r.to_dict() for r in self.results], "reference": self.reference.to_dict(),
+             "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes),
+             "timings_s": self.timings_s}
+        return d if self.task is None else {**d, "task": self.task}
 
     def to_json(self) -> str:
         """Pretty JSON."""
@@ -178,7 +189,7 @@ class Report:
         """Validate ``d`` against the published schema (eval.schema.json) and build; DataError naming ``what``."""
         check(d, "eval", what)
         return cls(ReferenceResult.from_dict(d["reference"]), tuple(ArtifactResult.from_dict(r) for r in d["results"]),
-                   d["data"], d["machine"], d["settings"], tuple(d["notes"]), d["timings_s"])
+                   d["data"], d["machine"], d["settings"], tuple(d["notes"]), d["timings_s"], d.get("task"))
 
     @classmethod
     def read(cls, path: Path) -> Report:
@@ -189,20 +200,16 @@ class Report:
         """The comparison table (reference first) as display strings, shared by terminal, Markdown and HTML."""
         ref = self.reference
         rows = [[f"{_short(ref.path)} (reference)", "SavedModel", "float32", _mb(ref.size_bytes), "1.00×",
-                 _pct(ref.accuracy), "—", "—", _ms(ref.latency, "p50"), _ms(ref.latency, "p99")]]
+                 *reference_cells(self.task, ref), _ms(ref.latency, "p50"), _ms(ref.latency, "p99")]]
         for r in self.results:
-            acc = "does not run" if r.failed and r.top1_agreement is None else _pct(r.accuracy)
-            rows.append([r.artifact, r.format, r.quant, _mb(r.size_bytes), f"{r.size_ratio:.2f}×", acc,
-                         _pts(r.accuracy_drop), _pct(r.top1_agreement), _ms(r.latency, "p50"), _ms(r.latency, "p99")])
+            rows.append([r.artifact, r.format, r.quant, _mb(r.size_bytes), f"{r.size_ratio:.2f}×",
+                         *result_cells(self.task, r), _ms(r.latency, "p50"), _ms(r.latency, "p99")])
         if self.has_micro:
             rows[0] += ["—", "—"]
             for row, r in zip(rows[1:], self.results):
                 row += ["—", "—"] if r.arena is None else [f"{r.arena['minimum_bytes'] / 1024:.1f} KiB",
                                                            f"{r.flash_bytes / 1024:.1f} KiB"]
-        if any(r.device is not None for r in self.results):  # a --device row: every row names where it ran
-            for row, r in zip(rows, (None, *self.results)):
-                row.append(device_label(r and r.device))
-        return rows
+        return with_device_cells(rows, self.results)
 
     @property
     def has_micro(self) -> bool:
@@ -211,7 +218,9 @@ class Report:
 
     def headers(self) -> list[str]:
         """Column names of ``table_rows``."""
-        return TABLE_HEADERS + (MICRO_HEADERS if self.has_micro else []) + (["device"] if any(r.device for r in self.results) else [])
+        micro = MICRO_HEADERS if self.has_micro else []
+        device = ["device"] if any(r.device is not None for r in self.results) else []
+        return [*TABLE_HEADERS[:5], *task_headers(self.task), *TABLE_HEADERS[8:], *micro, *device]
 
     def to_markdown(self) -> str:
         """A Markdown section: the table, then data, runtime and machine lines."""
@@ -260,7 +269,7 @@ class Report:
 
 TABLE_HEADERS = ["artifact", "format", "mode", "size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms"]
 MICRO_HEADERS = ["arena", "flash"]
-NUMERIC = {"size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms", "arena", "flash"}
+NUMERIC = {"size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms", "arena", "flash", *TASK_NUMERIC}
 
 
 _PLAIN_RESULT_KEYS = ("artifact", "format", "quant", "size_bytes", "size_ratio", "accuracy", "top_k_accuracy",
@@ -278,14 +287,6 @@ def _short(path: str) -> str:
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
-
-
-def _pct(v: float | None) -> str:
-    return "—" if v is None else f"{100 * v:.2f}%"
-
-
-def _pts(v: float | None) -> str:
-    return "—" if v is None else f"{100 * v:+.2f} pt"
 
 
 def _ms(lat: LatencyStats | None, key: str) -> str:

@@ -21,7 +21,8 @@ from edge_tool.evaluate.latency import LatencyProcess, measure_tflite, summarize
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult
 
 NONE_FIELDS = {"top1_agreement": None, "max_abs_error": None, "mean_abs_error": None, "cosine": None,
-               "accuracy": None, "top_k_accuracy": None, "accuracy_drop": None}
+               "accuracy": None, "top_k_accuracy": None, "accuracy_drop": None, "metrics": None, "drift": None,
+               "metric_drop": None}
 
 
 class BatchFiles:
@@ -52,8 +53,9 @@ class _Runner:
     depth = 1
     _pending = 0
 
-    def collect(self) -> np.ndarray | None:
-        """The artefact's output for the oldest batch not yet collected (``_receive``); None once it has failed."""
+    def collect(self) -> dict[str, np.ndarray] | None:
+        """The artefact's outputs (by reference output name) for the oldest batch not yet collected
+        (``_receive``); None once it has failed."""
         if self.failed or not self._pending:
             return None
         self._pending -= 1
@@ -62,7 +64,7 @@ class _Runner:
         except RuntimeFailure as exc:
             return self._receive_failed(exc)
 
-    def _receive_failed(self, exc: RuntimeFailure) -> np.ndarray | None:
+    def _receive_failed(self, exc: RuntimeFailure) -> dict | None:
         """The runtime failed on the batch: the runner is failed from now on."""
         self._fail(exc)
         return None
@@ -116,8 +118,9 @@ class TfliteRunner(_Runner):
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int = 1):
         self.art, self.config = art, config
-        self.out_files = [scratch / f"out{slot}_{parity}.npy" for parity in range(self.depth)]
+        self.out_files = [scratch / f"out{slot}_{parity}.npz" for parity in range(self.depth)]
         self._in_flight: deque[Path] = deque()
+        self._names: deque[tuple[str, ...]] = deque()
         self._sent = 0
         self.failed: str | None = None
         self.runtime, self.batching = "ai_edge_litert", ""
@@ -133,10 +136,12 @@ class TfliteRunner(_Runner):
     def _fail(self, exc: RuntimeFailure) -> None:
         self.failed = f"does not run in LiteRT: {exc}"
         self._in_flight.clear()
+        self._names.clear()
         self.proc.close()
 
-    def submit(self, files: dict, inputs: dict, out_name: str, ref_names: list[str]) -> None:
-        """Send one batch to the worker (it works while the reference and the other artefacts do)."""
+    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:
+        """Send one batch to the worker (it works while the reference and the other artefacts do); it returns the
+        outputs matching the reference's ``out_names``."""
         if self.failed:
             return
         try:
@@ -144,24 +149,27 @@ class TfliteRunner(_Runner):
                 ready = self.proc.receive()
                 self._ready, self.runtime, self.batching = True, ready["runtime"], ready["batching"]
             out = self.out_files[self._sent % self.depth]
-            self.proc.send({"op": "predict", "inputs": files, "out_name": out_name, "ref_names": ref_names,
+            self.proc.send({"op": "predict", "inputs": files, "out_names": list(out_names), "ref_names": ref_names,
                             "out": str(out)})
+            self._names.append(tuple(out_names))
             self._in_flight.append(out)
             self._sent += 1
             self._pending += 1
         except RuntimeFailure as exc:
             self._fail(exc)
 
-    def _receive(self) -> np.ndarray:
-        """The worker's (dequantized) output for the oldest batch in flight, read from the file it wrote."""
-        out_file = self._in_flight.popleft()
+    def _receive(self) -> dict[str, np.ndarray]:
+        """The worker's (dequantized) outputs, by reference name, for the oldest batch in flight, read from the file
+        it wrote."""
+        out_file, names = self._in_flight.popleft(), self._names.popleft()
         doc = self.proc.receive()
         self.batching = doc.get("batching", self.batching)
         if "first_feeds" in doc:
             with np.load(doc["first_feeds"]) as npz:
                 self.first_feeds = {int(k[1:]): npz[k] for k in npz.files}
             self.output_indices = doc["output_indices"]
-        return np.load(out_file)
+        with np.load(out_file) as npz:
+            return {name: npz[f"o{i}"] for i, name in enumerate(names)}
 
     def end_pass(self) -> None:
         """Stop the worker (frees its memory before the latency loops)."""
@@ -213,13 +221,13 @@ class TfjsRunner(SessionRunner):
         self.session = TfjsSession(art.model_file, backend="wasm")
         self.batching = "batched"
 
-    def submit(self, files: dict, inputs: dict, out_name: str, ref_names: list[str]) -> None:
+    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:
         """Send one batch to Node."""
         if self.failed:
             return
         if self.first is None:
             self.first = {k: v[:1].copy() for k, v in inputs.items()}
-        self._inputs, self._names = inputs, (out_name, ref_names)
+        self._inputs, self._names = inputs, (tuple(out_names), ref_names)
         try:
             self.session.submit(inputs)
             self._pending = 1
@@ -245,15 +253,15 @@ class TfjsRunner(SessionRunner):
         self.failed = f"{self._failure()}: {exc}"
         self.session.close()
 
-    def _receive(self) -> np.ndarray:
-        """The model's output matching the reference's ``out_name`` (by name, else by position) for the batch."""
+    def _receive(self) -> dict[str, np.ndarray]:
+        """The model's outputs matching the reference's ``out_names`` (by name, else by position) for the batch."""
         return self._pick(self.session.collect())
 
-    def _receive_failed(self, exc: RuntimeFailure) -> np.ndarray | None:
+    def _receive_failed(self, exc: RuntimeFailure) -> dict | None:
         """wasm failed before any output: the batch again on the cpu backend; None if that fails too."""
         return self.collect_after_retry() if self._retry_on_cpu(exc) else None
 
-    def collect_after_retry(self) -> np.ndarray | None:
+    def collect_after_retry(self) -> dict | None:
         """Collect the batch resent on the cpu backend."""
         try:
             return self._pick(self.session.collect())
@@ -261,11 +269,10 @@ class TfjsRunner(SessionRunner):
             self._fail(exc)
             return None
 
-    def _pick(self, out: dict) -> np.ndarray:
+    def _pick(self, out: dict) -> dict[str, np.ndarray]:
         self._produced = True
-        out_name, ref_names = self._names
-        name = out_name if out_name in out else sorted(out)[ref_names.index(out_name)]
-        return out[name]
+        out_names, ref_names = self._names
+        return {n: out[n if n in out else sorted(out)[ref_names.index(n)]] for n in out_names}
 
     def _failure(self) -> str:
         return f"does not run in tfjs ({self.session.backend} backend, Node)"

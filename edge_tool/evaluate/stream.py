@@ -11,9 +11,9 @@ import numpy as np
 
 from calibration.types import show_shape
 from edge_tool.errors import DataError, ModelError
-from edge_tool.evaluate import metrics
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.data import EvalStream
+from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 
 
 def primary_output(outputs: dict[str, np.ndarray]) -> str:
@@ -27,12 +27,15 @@ def primary_output(outputs: dict[str, np.ndarray]) -> str:
 
 @dataclass
 class Pass:
-    """What the streaming pass leaves: the primary output's name, the first sample, running metrics."""
+    """What the streaming pass leaves: the primary output's name, the first sample, the task measured, running
+    metrics of the reference (``ref_scores``) and of every runner (``accs``)."""
 
     out_name: str
     sample: dict
-    ref_task: metrics.TaskAccumulator
+    measure: TaskMeasure
+    ref_scores: object
     accs: list
+    labels: np.ndarray | None = None
 
 
 def primary_from_specs(specs) -> str | None:
@@ -50,14 +53,15 @@ def primary_from_specs(specs) -> str | None:
     return ordered[0].name if ordered else None
 
 
-def stream(ref, data: EvalStream, runners: list, top_k: int, scratch: Path) -> Pass:
+def stream(ref, data: EvalStream, runners: list, settings: TaskSettings, scratch: Path) -> Pass:
     """Each batch: to every artefact's process, through the reference meanwhile, then every output folded in.
 
-    The artefacts are told which reference output to return (the primary one). When the signature's static
-    shapes name it, every batch, the first included, runs in the reference and the artefacts at the same time;
-    otherwise the first batch goes through the reference first, and its outputs name it. Runners that can hold
-    two batches (LiteRT workers) get the next batch before the last one is collected, so no core waits while
-    this process reads data or folds metrics; the reference's outputs wait beside them (memory O(2 batches)).
+    The artefacts are told which reference outputs to return (the primary one, or every one for a task that
+    needs them). When the signature's static shapes name them, every batch, the first included, runs in the
+    reference and the artefacts at the same time; otherwise the first batch goes through the reference first,
+    and its outputs name them (and the task). Runners that can hold two batches (LiteRT workers) get the next
+    batch before the last one is collected, so no core waits while this process reads data or folds metrics; the
+    reference's outputs wait beside them (memory O(2 batches)).
     """
     from collections import deque  # noqa: PLC0415
 
@@ -67,9 +71,10 @@ def stream(ref, data: EvalStream, runners: list, top_k: int, scratch: Path) -> P
     depth = min((r.depth for r in runners), default=1)
     state: Pass | None = None
     guess = primary_from_specs(ref.signature.outputs)
-    names = (guess, sorted(s.name for s in ref.signature.outputs)) if guess else None
-    waiting: deque = deque()  # (reference's primary output, labels) of batches not yet collected
-    for number, (inputs, labels) in enumerate(prefetched(data.batches())):
+    names = (settings.wanted_guess(guess, ref), sorted(s.name for s in ref.signature.outputs)) if guess else None
+    waiting: deque = deque()  # (reference's wanted outputs, labels) of batches not yet collected
+    pos = 0
+    for number, (inputs, _) in enumerate(prefetched(data.batches())):
         reads = any(r.reads_files and not r.failed for r in runners)
         written = files.write(inputs, number % depth) if reads else {}
         if names is not None:
@@ -77,18 +82,21 @@ def stream(ref, data: EvalStream, runners: list, top_k: int, scratch: Path) -> P
                 r.submit(written, inputs, *names)
         ref_out = ref.predict(inputs)
         if state is None:
-            state = Pass(primary_output(ref_out), {k: v[:1].copy() for k, v in inputs.items()},
-                         metrics.TaskAccumulator(top_k), [metrics.DriftAccumulator(top_k) for _ in runners])
-            check_labels(data.labels, ref_out[state.out_name], state.out_name, data.path)
-            if names != (state.out_name, sorted(ref_out)):  # not named by the specs (or named wrongly): ask now
+            state = _start(ref_out, inputs, data, settings, runners)
+            wanted = (state.measure.wanted, sorted(ref_out))
+            if names != wanted:  # not named by the specs (or named wrongly): ask now
                 if names is not None:
                     for r in runners:
                         r.collect()
-                names = (state.out_name, sorted(ref_out))
+                names = wanted
                 for r in runners:
                     r.submit(written, inputs, *names)
-        state.ref_task.update(ref_out[state.out_name], labels)
-        waiting.append((ref_out[state.out_name], labels))
+        n = len(next(iter(inputs.values())))
+        labels = None if state.labels is None else state.labels[pos:pos + n]
+        pos += n
+        kept = {k: ref_out[k] for k in state.measure.wanted}
+        state.measure.fold_reference(state.ref_scores, kept, labels)
+        waiting.append((kept, labels))
         if len(waiting) >= depth:
             _fold(state, runners, ref, *waiting.popleft())
     if state is None:
@@ -96,6 +104,15 @@ def stream(ref, data: EvalStream, runners: list, top_k: int, scratch: Path) -> P
     while waiting:
         _fold(state, runners, ref, *waiting.popleft())
     return state
+
+
+def _start(ref_out: dict, inputs: dict, data: EvalStream, settings: TaskSettings, runners: list) -> Pass:
+    """After the first reference batch: the primary output, the task (given or inferred), the labels checked by
+    that task, and fresh accumulators."""
+    name = primary_output(ref_out)
+    measure = settings.resolve(ref_out, name, data.labels, data.path)
+    return Pass(name, {k: v[:1].copy() for k, v in inputs.items()}, measure, measure.reference_scores(),
+                [measure.runner_accumulators() for _ in runners], measure.labels)
 
 
 def prefetched(batches: Iterator, ahead: int = 1) -> Iterator:
@@ -142,16 +159,18 @@ def prefetched(batches: Iterator, ahead: int = 1) -> Iterator:
         reader.join()
 
 
-def _fold(state: Pass, runners: list, ref, ref_y: np.ndarray, labels: np.ndarray | None) -> None:
+def _fold(state: Pass, runners: list, ref, ref_y: dict, labels: np.ndarray | None) -> None:
     """Collect the oldest batch from every runner and fold it into that runner's metrics."""
     for runner, acc in zip(runners, state.accs):
         out = runner.collect()
         if out is not None:
-            _check_output_shape(runner.art, out, ref_y, state.out_name, ref)
-            if (bad := non_finite(out, ref_y, state.out_name)) is not None:
+            for name, y in out.items():
+                _check_output_shape(runner.art, y, ref_y[name], name, ref)
+            bad = next((b for name, y in out.items() if (b := non_finite(y, ref_y[name], name)) is not None), None)
+            if bad is not None:
                 runner.reject(bad)
                 continue
-            acc.update(ref_y, out, labels)
+            state.measure.fold(acc, ref_y, out, labels)
 
 
 def non_finite(out: np.ndarray, ref_y: np.ndarray, out_name: str) -> str | None:
@@ -161,22 +180,6 @@ def non_finite(out: np.ndarray, ref_y: np.ndarray, out_name: str) -> str | None:
         return None
     return (f"gives non-finite outputs (NaN/Inf in {int(bad.sum())} of {bad.size} values of '{out_name}') where "
             "the reference's are finite: a kernel of this runtime fails on the model (or the artefact overflows)")
-
-
-def check_labels(labels: np.ndarray | None, ref_y: np.ndarray, out_name: str, data_path: Path) -> None:
-    """DataError unless every label is a class index of the reference's scored output (0 .. classes-1).
-
-    Labels outside that range would score 0 % silently (and let a --max-drop gate pass on a broken model).
-    """
-    if labels is None or not len(labels):
-        return
-    classes = metrics.num_classes(ref_y)
-    lo, hi = int(labels.min()), int(labels.max())
-    if lo < 0 or hi >= classes:
-        outside = int(np.count_nonzero((labels < 0) | (labels >= classes)))
-        raise DataError(f"--data {data_path}: labels range {lo}..{hi} ({outside} of {len(labels)} outside 0.."
-                        f"{classes - 1}), but the reference's output {out_name!r} has {classes} class"
-                        f"{'es' if classes != 1 else ''} per sample; labels must be class indices 0..{classes - 1}.")
 
 
 def _check_output_shape(art: Artifact, out: np.ndarray, ref_y: np.ndarray, out_name: str, ref) -> None:

@@ -3,9 +3,9 @@
 time, see ``CoreLock``).
 
 Imports only numpy and LiteRT. Speaks JSON lines (see ``isolated``): first answer ``{"ready", "runtime",
-"batching", "stateful"}``; then per request ``{"op": "predict", "inputs": {name: file.npy}, "out_name",
-"ref_names", "out": file.npy}`` it writes the (dequantized, float64) output matching the reference's ``out_name``
-and answers ``{"ok": true, "batching", ...}`` (the first answer also names ``first_feeds``, the prepared first
+"batching", "stateful"}``; then per request ``{"op": "predict", "inputs": {name: file.npy}, "out_names",
+"ref_names", "out": file.npz}`` it writes the (dequantized, float64) outputs matching the reference's
+``out_names`` (as ``o0``, ``o1``, ... in that order) and answers ``{"ok": true, "batching", ...}`` (the first answer also names ``first_feeds``, the prepared first
 sample(s) for the latency loop, and the output tensor indices). Bad input (data that does not fit the model)
 answers ``{"error": "DataError", "message"}``; a model LiteRT refuses to run answers ``{"failed": reason}``. A
 crash of LiteRT simply ends the process: the parent names the signal.
@@ -69,11 +69,10 @@ class CoreLock:
 def _predict(model, req: dict, state: dict) -> dict:
     inputs = {name: np.load(f) for name, f in req["inputs"].items()}
     feeds = model.prepare(inputs)
-    binding = model.output_for(req["out_name"], req["ref_names"].index(req["out_name"]))
+    bindings = [model.output_for(n, req["ref_names"].index(n)) for n in req["out_names"]]
     with state["lock"]:
-        raw = model.predict(feeds)[binding.index]
-    y = model.dequantize(binding, raw)
-    np.save(req["out"], y)
+        raw = model.predict(feeds)
+    np.savez(req["out"], **{f"o{i}": model.dequantize(b, raw[b.index]) for i, b in enumerate(bindings)})
     doc = {"ok": True, "batching": model.describe_batching()}
     if not state.get("first_sent"):
         state["first_sent"] = True

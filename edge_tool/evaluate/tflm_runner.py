@@ -90,10 +90,10 @@ class TflmRunner(SessionRunner):
         self.in_order = [d["index"] for d in self.model.interp.get_input_details()]
         self.out_order = [d["index"] for d in self.model.interp.get_output_details()]
         self.first: list[np.ndarray] | None = None
-        self._out: np.ndarray | None = None
+        self._out: dict[str, np.ndarray] | None = None
 
-    def submit(self, files: dict, inputs: dict, out_name: str, ref_names: list[str]) -> None:  # noqa: ARG002
-        """Run one batch through TFLM (sample by sample, in the worker) and keep the matching output."""
+    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:  # noqa: ARG002
+        """Run one batch through TFLM (sample by sample, in the worker) and keep the matching outputs."""
         if self.failed:
             return
         feeds = self.model.prepare(inputs)
@@ -105,11 +105,11 @@ class TflmRunner(SessionRunner):
         except RuntimeFailure as exc:
             self.failed = f"does not run in TFLM: {exc}"
             return
-        binding = self.model.output_for(out_name, ref_names.index(out_name))
-        self._out = self.model.dequantize(binding, raw[binding.index])
+        bindings = {n: self.model.output_for(n, ref_names.index(n)) for n in out_names}
+        self._out = {n: self.model.dequantize(b, raw[b.index]) for n, b in bindings.items()}
 
-    def collect(self) -> np.ndarray | None:
-        """The dequantized output of the batch submitted last; None once TFLM has failed."""
+    def collect(self) -> dict[str, np.ndarray] | None:
+        """The dequantized outputs (by reference name) of the batch submitted last; None once TFLM has failed."""
         out, self._out = (None if self.failed else self._out), None
         return out
 

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from edge_tool.convert.auto.result import AutoResult
 from edge_tool.errors import BudgetExceeded
+from edge_tool.evaluate.tasks.registry import get_task
 from edge_tool.textsafe import md, md_row, text
 
 TABLE_HEADERS = ["candidate", "size", "accuracy", "drop", "p50 ms", "in budget", "chosen", "float layers"]
+
+
+def headers(result: AutoResult) -> list[str]:
+    """TABLE_HEADERS with the task's main metric in place of accuracy."""
+    return [result.metric if h == "accuracy" else h for h in TABLE_HEADERS]
+
+
+def _percent(result: AutoResult) -> bool:
+    return result.metric in get_task((result.task or {}).get("name", "classification")).percent
 
 
 def short_layer(tensor_name: str) -> str:
@@ -16,10 +26,10 @@ def short_layer(tensor_name: str) -> str:
 
 def table_rows(result: AutoResult) -> list[list[str]]:
     """Display rows (shared by the terminal and Markdown tables)."""
-    rows = []
+    rows, pct = [], _percent(result)
     for c in result.candidates:
-        acc = "—" if c.accuracy is None else f"{100 * c.accuracy:.2f}%"
-        drop = "—" if c.accuracy_drop is None else f"{100 * c.accuracy_drop:+.2f} pt"
+        acc = "—" if c.accuracy is None else f"{100 * c.accuracy:.2f}%" if pct else f"{c.accuracy:.4f}"
+        drop = "—" if c.accuracy_drop is None else f"{100 * c.accuracy_drop:+.2f} pt" if pct else f"{c.accuracy_drop:+.4f}"
         lat = "—" if c.latency_ms_p50 is None else f"{c.latency_ms_p50:.3f}"
         size = "—" if c.size_bytes is None else f"{c.size_bytes / 1e3:.1f} kB"
         verdict = "failed" if c.failed else "yes" if c.meets_budget else "no"
@@ -33,7 +43,7 @@ def to_markdown(result: AutoResult) -> str:
     cfg = result.config
     lines = [f"## edgetool convert --quant auto (objective {cfg.objective.value}, max drop {cfg.max_drop:g} = "
              f"{100 * cfg.max_drop:.2f} pt, {cfg.threads} thread(s))", "",
-             "| " + " | ".join(TABLE_HEADERS) + " |", "|---|---:|---:|---:|---:|---|---|---|"]
+             "| " + " | ".join(headers(result)) + " |", "|---|---:|---:|---:|---:|---|---|---|"]
     lines += [md_row(row) for row in table_rows(result)]
     verdict = (f"Chosen: **{md(result.chosen.name)}** ({md(result.chosen.path.name)})." if result.chosen
                else "No candidate meets the budget; all are under candidates/ for inspection.")
@@ -42,7 +52,7 @@ def to_markdown(result: AutoResult) -> str:
 
 def budget_error(result: AutoResult) -> BudgetExceeded:
     """The exit-1 error when no candidate met the budget (its message carries the table)."""
-    return BudgetExceeded(f"no candidate keeps the accuracy drop within --max-drop {result.config.max_drop:g} "
+    return BudgetExceeded(f"no candidate keeps the {result.metric} drop within --max-drop {result.config.max_drop:g} "
                           f"({100 * result.config.max_drop:.2f} pt); every candidate is in "
                           f"{result.config.output_dir / 'candidates'}:\n{to_markdown(result)}")
 
@@ -55,8 +65,8 @@ def print_result(result: AutoResult) -> None:
     cfg = result.config
     table = Table(title=text(f"edgetool convert --quant auto → {cfg.output_dir} (objective {cfg.objective.value}, "
                              f"max drop {100 * cfg.max_drop:.2f} pt)"), title_justify="left")
-    for h in TABLE_HEADERS:
-        table.add_column(h, justify="right" if h in ("size", "accuracy", "drop", "p50 ms") else "left", no_wrap=True)
+    for h in headers(result):
+        table.add_column(h, justify="right" if h in ("size", result.metric, "drop", "p50 ms") else "left", no_wrap=True)
     for row, c in zip(table_rows(result), result.candidates):
         table.add_row(*map(text, row), style="bold green" if c.chosen else (None if c.meets_budget else "red"))
     wide = Console(width=max(Console().width, 160))

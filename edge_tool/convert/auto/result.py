@@ -65,19 +65,23 @@ class Decision:
     chosen: str | None
     candidates: tuple[Candidate, ...]
     notes: tuple[str, ...] = ()
+    task: str | None = None    # eval's task; the budget, ``accuracy`` and ``accuracy_drop`` are of its ``metric``
+    metric: str | None = None
 
     def to_dict(self) -> dict:
         """decision.json content."""
-        return {"objective": self.objective, "max_drop": self.max_drop, "reference_accuracy": self.reference_accuracy,
-                "threads": self.threads, "chosen": self.chosen, "candidates": [c.to_dict() for c in self.candidates],
-                "notes": list(self.notes)}
+        d = {"objective": self.objective, "max_drop": self.max_drop, "reference_accuracy": self.reference_accuracy,
+             "threads": self.threads, "chosen": self.chosen, "candidates": [c.to_dict() for c in self.candidates],
+             "notes": list(self.notes)}
+        return d if self.task is None else {**d, "task": self.task, "metric": self.metric}
 
     @classmethod
     def from_dict(cls, d, what: str = FILE) -> Decision:
         """Validate ``d`` against the published schema and build; DataError naming ``what`` otherwise."""
         check(d, "decision", what)
         return cls(d["objective"], d["max_drop"], d["reference_accuracy"], d["threads"], d["chosen"],
-                   tuple(Candidate.from_dict(c) for c in d["candidates"]), tuple(d["notes"]))
+                   tuple(Candidate.from_dict(c) for c in d["candidates"]), tuple(d["notes"]), d.get("task"),
+                   d.get("metric"))
 
     @classmethod
     def read(cls, path: Path) -> Decision:
@@ -93,6 +97,12 @@ class AutoResult:
     candidates: tuple[Candidate, ...]
     reference_accuracy: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    task: dict | None = None  # eval's task (name, main_metric, reason, ...)
+
+    @property
+    def metric(self) -> str:
+        """The metric the budget is on (the task's main metric; accuracy for classification)."""
+        return (self.task or {}).get("main_metric", "accuracy")
 
     @property
     def chosen(self) -> Candidate | None:
@@ -104,7 +114,8 @@ class AutoResult:
         """The decision.json form."""
         cfg = self.config
         return Decision(cfg.objective.value, cfg.max_drop, self.reference_accuracy, cfg.threads,
-                        self.chosen.name if self.chosen else None, self.candidates, self.notes)
+                        self.chosen.name if self.chosen else None, self.candidates, self.notes,
+                        None if self.task is None else self.task["name"], None if self.task is None else self.metric)
 
     def to_dict(self) -> dict:
         """decision.json content."""

@@ -25,8 +25,10 @@ def _eval_config(config: AutoConfig, paths: list[Path]):
                       threads=config.threads, max_drop=config.max_drop, seed=config.convert.seed)
 
 
-def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]) -> tuple[list[Candidate], float | None]:
-    """Run ``edgetool eval``'s pipeline on the files; one Candidate per (name, path, float_layers).
+def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]) -> tuple[list[Candidate],
+                                                                                                 float | None, dict | None]:
+    """Run ``edgetool eval``'s pipeline on the files; one Candidate per (name, path, float_layers), the reference's
+    main metric and eval's task (the budget is on that task's main metric: accuracy, f1_macro, r2, miou, ...).
 
     When the run fails, each file is measured alone so that only the ones that fail become failed rows
     ("evaluation failed: ..."); if every file fails the same way (bad eval data, say) that error is raised.
@@ -35,34 +37,36 @@ def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | N
         return _measure_together(config, named)
     except EdgeToolError as exc:
         if len(named) == 1:
-            return [Candidate.failure(named[0][0], f"evaluation failed: {exc}", named[0][1])], None
+            return [Candidate.failure(named[0][0], f"evaluation failed: {exc}", named[0][1])], None, None
         first = exc
-    out, ref_acc, errors = [], None, []
+    out, ref_acc, task, errors = [], None, None, []
     for item in named:
         try:
-            (cand,), ref_acc = _measure_together(config, [item])
+            (cand,), ref_acc, task = _measure_together(config, [item])
         except EdgeToolError as exc:
             errors.append(str(exc))
             cand = Candidate.failure(item[0], f"evaluation failed: {exc}", item[1])
         out.append(cand)
     if len(errors) == len(named):
         raise first
-    return out, ref_acc
+    return out, ref_acc, task
 
 
-def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate], float | None]:
+def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate], float | None, dict | None]:
     from edge_tool.evaluate import run_eval  # noqa: PLC0415
 
     report = run_eval(_eval_config(config, [p for _, p, _ in named]))
+    main = (report.task or {}).get("main_metric", "accuracy")
     out = []
     for (name, path, layers), r in zip(named, report.results):
         if r.failed:  # eval could not run the artefact (e.g. it crashed the runtime): its own failed row
             out.append(Candidate.failure(name, f"evaluation failed: {r.failed}", path))
             continue
-        meets = r.accuracy_drop is not None and r.accuracy_drop <= config.max_drop
-        out.append(Candidate(name, r.quant, path, r.size_bytes, r.accuracy, r.accuracy_drop,
+        value, drop = (r.metrics or {}).get(main, r.accuracy), r.metric_drop
+        meets = drop is not None and drop <= config.max_drop
+        out.append(Candidate(name, r.quant, path, r.size_bytes, value, drop,
                              r.latency.p50 if r.latency else None, meets, float_layers=layers))
-    return out, report.reference.accuracy
+    return out, (report.reference.metrics or {}).get(main, report.reference.accuracy), report.task
 
 
 def _convert_config(config: AutoConfig, out: Path):
@@ -97,7 +101,7 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
             data = sel.build(list(names))
             path.write_bytes(data if spec is None else embed_metadata(data, for_mode(spec, SELECTIVE, source.flavor)))
             rec.outputs.append(path)
-        (best,), _ = measure(config, [(SELECTIVE, path, names)])
+        (best,), _, _ = measure(config, [(SELECTIVE, path, names)])
         if best.meets_budget:
             break
     if not layers:
@@ -124,15 +128,23 @@ def run_auto(config: AutoConfig) -> AutoResult:
             raise ConversionError(f"--quant auto: no candidate converted for {config.model}:\n{reasons}")
         named = [(a.quant, a.path, None) for a in built.artifacts]
         with quiet_native_stderr(), step("measure candidates (edgetool eval)"):
-            measured, ref_acc = measure(config, named)
+            measured, ref_acc, task = measure(config, named)
         by_name = {c.name: c for c in measured}
         by_name.update({m: Candidate.failure(m, why) for m, why in built.failures.items()})
         cands = [by_name[m] for m in config.modes if m in by_name]
-        notes = _add_selective(config, work, cands, built.artifacts[0].path.stem.rsplit("_", 1)[0])
+        notes = _task_notes(task) + _add_selective(config, work, cands, built.artifacts[0].path.stem.rsplit("_", 1)[0])
         best = choose(cands, config.objective)
         cands = [replace(c, chosen=c is best) for c in cands]
-        result = AutoResult(config, tuple(cands), ref_acc, tuple(notes))
+        result = AutoResult(config, tuple(cands), ref_acc, tuple(notes), task)
         return _write(result, work)
+
+
+def _task_notes(task: dict | None) -> list[str]:
+    """What the budget is on: eval's task and its main metric."""
+    if not task:
+        return []
+    how = "--task" if task.get("given") else "assumed" if task.get("assumed") else "inferred"
+    return [f"Task: {task['name']} ({how}: {task['reason']}); the budget --max-drop is on {task['main_metric']}."]
 
 
 def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem: str) -> list[str]:

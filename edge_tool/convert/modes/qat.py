@@ -54,7 +54,8 @@ def build(ctx) -> bytes:
         failures["ptq_int8"] = str(exc)
     data, decision = decide(candidates.get("qat"), candidates.get("ptq"), failures, held, run.heads,
                             float_accuracy(run.float_model, held, run.heads), where)
-    ctx.record_notes(QuantMode.QAT, {**decision.to_dict(), **_training_notes(run.notes)})
+    ctx.record_notes(QuantMode.QAT, {**decision.to_dict(), "scored_by": _scores(run.heads),
+                                     **_training_notes(run.notes)})
     _report(decision)
     return data
 
@@ -76,6 +77,13 @@ def _by_name(ctx, specs):
             yield sample if isinstance(sample, dict) else dict(zip(names, sample))
 
     return gen
+
+
+def _scores(heads) -> dict:
+    """{output: "task: main metric"}: what the record's ``accuracy`` figures are (their mean over the outputs)."""
+    from edge_tool.evaluate.tasks import get_task  # noqa: PLC0415
+
+    return {h.name: f"{h.task}: {get_task(h.task).main_metric}" for h in heads}
 
 
 def _training_notes(notes: dict) -> dict:

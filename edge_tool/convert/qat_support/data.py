@@ -73,7 +73,8 @@ def load_labelled(path: Path, input_specs, output_names: list[str], seed: int, w
 
     if len(output_names) == 1:
         ds = calibration.load(path, input_specs,
-                              calibration.LoadOptions(samples=None, seed=seed, require_labels=True))
+                              calibration.LoadOptions(samples=None, seed=seed, require_labels=True,
+                                                      keep_label_shape=True))
         if ds.labels is None:
             raise DataError(f"{what} {path} has no labels (an .npz needs 'y'; a CSV a label column; an image "
                             "folder one sub-folder per class).")
@@ -84,7 +85,7 @@ def load_labelled(path: Path, input_specs, output_names: list[str], seed: int, w
     labels, x = {}, None
     for name in output_names:
         ds = calibration.load(path, input_specs, calibration.LoadOptions(samples=None, seed=seed, label_key=name,
-                                                                         require_labels=True))
+                                                                         require_labels=True, keep_label_shape=True))
         labels[name], x = ds.labels, dict(ds.inputs)
     return Labelled(x, labels)
 

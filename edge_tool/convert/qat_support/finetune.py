@@ -31,6 +31,8 @@ class Schedule:
 def predict(model, inputs: list[np.ndarray], n_outputs: int, batch: int = 256) -> list[np.ndarray]:
     """The model's outputs (inference mode) as a list of arrays, one per output."""
     out = model.predict(inputs if len(inputs) > 1 else inputs[0], batch_size=batch, verbose=0)
+    if isinstance(out, dict):  # a model built with dict outputs: in output_names order (tfmot prefixes quant_)
+        out = [out[n if n in out else n.removeprefix("quant_")] for n in model.output_names]
     out = out if isinstance(out, (list, tuple)) else [out]
     return [np.asarray(o) for o in out[:n_outputs]]
 
@@ -50,12 +52,13 @@ def fine_tune(tf, keras, qat, heads: tuple[Head, ...], fit: tuple[list, list], h
 
     x, targets = fit
     steps = schedule.epochs * math.ceil(len(x[0]) / schedule.batch_size)
+    keyed = isinstance(qat.output, dict)  # a model built with dict outputs takes losses and targets by key
     with qat.distribute_strategy.scope():
         qat.compile(optimizer=keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(schedule.learning_rate,
                                                                                            steps)),
-                    loss=[h.loss(keras) for h in heads])
-    ds = make_dataset(tf, tuple(x) if len(x) > 1 else x[0], tuple(targets) if len(targets) > 1 else targets[0],
-                      schedule.batch_size, schedule.seed, training=True)
+                    loss={h.name: h.loss(keras) for h in heads} if keyed else [h.loss(keras) for h in heads])
+    y = {h.name: t for h, t in zip(heads, targets)} if keyed else tuple(targets) if len(targets) > 1 else targets[0]
+    ds = make_dataset(tf, tuple(x) if len(x) > 1 else x[0], y, schedule.batch_size, schedule.seed, training=True)
     acc, agree = score(qat, heads, *held)
     history = [{"epoch": 0, "held_out_accuracy": acc, "agreement": agree}]
     best, best_weights, stale = (acc, agree), qat.get_weights(), 0

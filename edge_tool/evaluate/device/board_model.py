@@ -60,8 +60,8 @@ class BoardModel:
                 raise
             self.shapes.update(changed)
 
-    def invoke(self, chunk: dict, index: int):
-        """One invoke (padded to the fixed batch), state reset first; output ``index`` for the chunk's samples."""
+    def invoke(self, chunk: dict, indices: list):
+        """One invoke (padded to the fixed batch), state reset first; outputs ``indices`` for the chunk's samples."""
         import numpy as np
 
         m = len(next(iter(chunk.values())))
@@ -73,47 +73,50 @@ class BoardModel:
         for i, x in chunk.items():
             self.interp.set_tensor(i, x)
         self.interp.invoke()
-        return self.interp.get_tensor(index)[:m].copy()
+        return [self.interp.get_tensor(index)[:m].copy() for index in indices]
 
-    def predict(self, feeds: dict, index: int):
-        """Raw output ``index`` for every sample of ``feeds``."""
+    def predict(self, feeds: dict, indices: list):
+        """Raw outputs ``indices`` (in that order) for every sample of ``feeds``."""
         import numpy as np
 
         n = len(next(iter(feeds.values())))
         if not self.checked:
             self.checked = True
-            self.check(feeds, index)
+            self.check(feeds, indices)
         outs, start = [], 0
         while start < n:
             step = n if self.batching == "dynamic" else self.fixed
             try:
-                outs.append(self.invoke({k: x[start:start + step] for k, x in feeds.items()}, index))
+                outs.append(self.invoke({k: x[start:start + step] for k, x in feeds.items()}, indices))
             except (RuntimeError, ValueError):
                 if self.batching != "dynamic":
                     raise
                 self.batching = "single"
                 continue
             start += step
-        return np.concatenate(outs)
+        return [np.concatenate([o[j] for o in outs]) for j in range(len(indices))]
 
-    def check(self, feeds: dict, index: int) -> None:
+    def check(self, feeds: dict, indices: list) -> None:
         """Keep batching only if batched outputs equal per-sample outputs on the first two samples."""
         import numpy as np
 
         k = min(2, len(next(iter(feeds.values()))))
         head = {i: x[:k] for i, x in feeds.items()}
         try:
-            batched = self.invoke(head, index).astype(np.float64)
+            batched = self.invoke(head, indices)
         except (RuntimeError, ValueError):
             self.batching = "single"
             return
         self.batching = "single"
-        single = np.concatenate([self.invoke({i: x[j:j + 1] for i, x in head.items()}, index)
-                                 for j in range(k)]).astype(np.float64)
-        quantized = any(b[1] == index and b[4] != 0.0 for b in self.outputs)
-        tol = 1.0 if quantized else 1e-4 * max(1.0, float(np.max(np.abs(single), initial=0)))
-        if batched.shape == single.shape and np.max(np.abs(batched - single), initial=0) <= tol:
-            self.batching = "dynamic"
+        singles = [self.invoke({i: x[j:j + 1] for i, x in head.items()}, indices) for j in range(k)]
+        for n, index in enumerate(indices):
+            b = batched[n].astype(np.float64)
+            single = np.concatenate([s[n] for s in singles]).astype(np.float64)
+            quantized = any(o[1] == index and o[4] != 0.0 for o in self.outputs)
+            tol = 1.0 if quantized else 1e-4 * max(1.0, float(np.max(np.abs(single), initial=0)))
+            if b.shape != single.shape or np.max(np.abs(b - single), initial=0) > tol:
+                return
+        self.batching = "dynamic"
 
 
 def _first_error(exc: BaseException) -> str:
@@ -180,8 +183,8 @@ def _serve(out, frames, cls, path: str) -> None:
                                   "batching": model.describe()})
             elif op == "predict":
                 feeds = {int(k[1:]): v for k, v in payload.items()}
-                y = model.predict(feeds, int(req["output"]))
-                write_frame(out, {"ok": True, "batching": model.describe()}, {"y": y})
+                ys = model.predict(feeds, [int(i) for i in req["outputs"]])
+                write_frame(out, {"ok": True, "batching": model.describe()}, {"y%d" % n: y for n, y in enumerate(ys)})
             elif op == "sweep":  # a runner of this run was killed (SIGKILL: no cleanup of its own): its temp dir
                 left = str(req["path"])
                 if (os.path.dirname(left) == os.path.dirname(_state["tmp"])

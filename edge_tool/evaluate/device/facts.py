@@ -64,3 +64,11 @@ def device_notes(results) -> list[str]:
         if note and note not in notes:
             notes.append(note)
     return notes
+
+
+def with_device_cells(rows: list[list[str]], results) -> list[list[str]]:
+    """The table ``rows`` (reference first) with a device cell each when any result ran on a --device."""
+    if any(r.device is not None for r in results):  # a --device row: every row names where it ran
+        for row, r in zip(rows, (None, *results)):
+            row.append(device_label(r and r.device))
+    return rows

@@ -96,7 +96,7 @@ class DeviceRunner(_Runner):
             self.session.close(abort=True)
             sweep(self.device.ssh, self.session)
 
-    def submit(self, files: dict, inputs: dict, out_name: str, ref_names: list[str]) -> None:
+    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:
         """Prepare the batch on the host and send it to the device."""
         if self.failed:
             return
@@ -107,10 +107,10 @@ class DeviceRunner(_Runner):
             feeds = self.plan.prepare(inputs)
             if self.first is None:
                 self.first = self._first_feeds(feeds)
-            binding = self.plan.output_for(out_name, ref_names.index(out_name))
-            self._flight.append((binding, {f"t{i}": x for i, x in feeds.items()}))
+            bindings = {n: self.plan.output_for(n, ref_names.index(n)) for n in out_names}
+            self._flight.append((bindings, {f"t{i}": x for i, x in feeds.items()}))
             self._pending += 1
-            self.session.send({"op": "predict", "output": binding.index}, self._flight[-1][1])
+            self.session.send(_predict(bindings), self._flight[-1][1])
         except RuntimeFailure as exc:
             if not self._retry_single(exc):
                 self._fail(exc)
@@ -126,14 +126,14 @@ class DeviceRunner(_Runner):
         try:
             self._open(single=True)
             self.session.receive()
-            for binding, feeds in self._flight:
-                self.session.send({"op": "predict", "output": binding.index}, feeds)
+            for bindings, feeds in self._flight:
+                self.session.send(_predict(bindings), feeds)
         except RuntimeFailure as exc2:
             self._fail(RuntimeFailure(f"{exc}; again one sample per invoke: {exc2}"))
             return False
         return True
 
-    def _receive_failed(self, exc: RuntimeFailure) -> np.ndarray | None:
+    def _receive_failed(self, exc: RuntimeFailure) -> dict | None:
         """A crash on the first batches: retried one sample per invoke (``_retry_single``); else the row fails."""
         if self._retry_single(exc):
             try:
@@ -154,12 +154,12 @@ class DeviceRunner(_Runner):
             first[f"t{idx}"] = chunk
         return first
 
-    def _receive(self) -> np.ndarray:
+    def _receive(self) -> dict[str, np.ndarray]:
         header, arrays = self.session.receive()
-        binding = self._flight.pop(0)[0]
+        bindings = self._flight.pop(0)[0]
         self._produced = True
         self.batching = header.get("batching", self.batching)
-        return self.plan.dequantize(binding, arrays["y"])
+        return {n: self.plan.dequantize(b, arrays[f"y{k}"]) for k, (n, b) in enumerate(bindings.items())}
 
     def end_pass(self) -> None:
         """End the accuracy runner (it removes its temp dir on the device)."""
@@ -214,3 +214,8 @@ def open_device_runners(arts: list[Artifact], labels: list[str], config: EvalCon
                 stack.push(lambda exc_type, *_, r=runner: r.close(abort=exc_type is not None))
                 rows.append((runner, f"{label} @ {url.name}"))
     return rows
+
+
+def _predict(bindings: dict) -> dict:
+    """The ``predict`` request for these output bindings (answered as y0, y1, ... in this order)."""
+    return {"op": "predict", "outputs": [b.index for b in bindings.values()]}

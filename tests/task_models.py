@@ -1,0 +1,123 @@
+"""Build tiny models of every eval task, their eval data and fp32 / int8 .tflite files (raw TFLiteConverter, not
+edgetool's convert): ``python tests/task_models.py OUTDIR``.
+
+OUTDIR/<task>/model (SavedModel, Keras 2), OUTDIR/<task>/eval.npz (x, y), OUTDIR/<task>/fp32.tflite, int8.tflite:
+- regression: sklearn diabetes, 10 features -> 1 value (raw targets 25..346); also untrained.tflite (random weights)
+- multilabel: digits 8x8 -> 3 sigmoid tags (even, > 4, in {0, 1, 2}), multi-hot y
+- segmentation: digits 8x8 -> per-pixel 3 classes by ink level (softmax), masks y (n, 8, 8)
+- detection: digits 8x8 -> 'classes' (softmax 10) and 'boxes' (4 corners of the ink), y = digit class
+- classification3: digits 0..2 -> softmax 3, labels.txt (zero, one, two)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import numpy as np  # noqa: E402
+
+
+def _digits():
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return (d.images / 16.0).astype("float32").reshape(-1, 8, 8, 1), d.target.astype("int64")
+
+
+def _save(keras, model, out: Path, x: np.ndarray, y: np.ndarray, calib: np.ndarray) -> None:
+    import tensorflow as tf
+
+    out.mkdir(parents=True, exist_ok=True)
+    model.save(str(out / "model"), save_format="tf")
+    np.savez(out / "eval.npz", x=x, y=y)
+    conv = tf.lite.TFLiteConverter.from_saved_model(str(out / "model"))
+    (out / "fp32.tflite").write_bytes(conv.convert())
+    conv = tf.lite.TFLiteConverter.from_saved_model(str(out / "model"))
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = lambda: ([c[None]] for c in calib[:100])
+    (out / "int8.tflite").write_bytes(conv.convert())
+
+
+def regression(keras, out: Path) -> None:
+    from sklearn.datasets import load_diabetes
+
+    d = load_diabetes()
+    x, y = d.data.astype("float32"), d.target.astype("float32")
+    model = keras.Sequential([keras.Input((10,), name="features"), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.Dense(1, name="value")])
+    untrained = keras.models.clone_model(model)  # same shapes, random weights: an artefact far off the reference
+    model.compile(keras.optimizers.Adam(0.05), "mse")
+    model.fit(x[:300], y[:300], epochs=120, batch_size=32, verbose=0)
+    _save(keras, model, out, x[300:], y[300:], x[:300])
+    import tensorflow as tf
+
+    (out / "untrained.tflite").write_bytes(tf.lite.TFLiteConverter.from_keras_model(untrained).convert())
+
+
+def multilabel(keras, out: Path) -> None:
+    x, t = _digits()
+    tags = np.stack([t % 2 == 0, t > 4, t <= 2], axis=1).astype("float32")
+    model = keras.Sequential([keras.Input((8, 8, 1), name="image"), keras.layers.Flatten(),
+                              keras.layers.Dense(32, activation="relu"), keras.layers.Dense(3, activation="sigmoid")])
+    model.compile("adam", "binary_crossentropy")
+    model.fit(x[:1200], tags[:1200], epochs=8, batch_size=32, verbose=0)
+    _save(keras, model, out, x[1200:1500], tags[1200:1500].astype("int64"), x[:1200])
+
+
+def segmentation(keras, out: Path) -> None:
+    x, _ = _digits()
+    masks = np.digitize(x[..., 0], [0.25, 0.65]).astype("int64")  # 0 background, 1 faint ink, 2 strong ink
+    model = keras.Sequential([keras.Input((8, 8, 1), name="image"),
+                              keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
+                              keras.layers.Conv2D(3, 1, activation="softmax")])
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.fit(x[:1200], masks[:1200], epochs=6, batch_size=32, verbose=0)
+    _save(keras, model, out, x[1200:1400], masks[1200:1400], x[:1200])
+
+
+def _ink_boxes(x: np.ndarray) -> np.ndarray:
+    boxes = []
+    for img in x[..., 0]:
+        ys, xs = np.nonzero(img > 0.3)
+        boxes.append([ys.min() / 8, xs.min() / 8, (ys.max() + 1) / 8, (xs.max() + 1) / 8])
+    return np.asarray(boxes, dtype="float32")
+
+
+def detection(keras, out: Path) -> None:
+    x, t = _digits()
+    inp = keras.Input((8, 8, 1), name="image")
+    h = keras.layers.Dense(48, activation="relu")(keras.layers.Flatten()(inp))
+    classes = keras.layers.Dense(10, activation="softmax", name="classes")(h)
+    boxes = keras.layers.Dense(4, activation="sigmoid", name="boxes")(h)
+    model = keras.Model(inp, {"classes": classes, "boxes": boxes})
+    model.compile("adam", {"classes": "sparse_categorical_crossentropy", "boxes": "mse"})
+    model.fit(x[:1200], {"classes": t[:1200], "boxes": _ink_boxes(x[:1200])}, epochs=8, batch_size=32, verbose=0)
+    _save(keras, model, out, x[1200:1400], t[1200:1400], x[:1200])
+
+
+def classification3(keras, out: Path) -> None:
+    x, t = _digits()
+    keep = t <= 2
+    x, t = x[keep], t[keep]
+    model = keras.Sequential([keras.Input((8, 8, 1), name="image"), keras.layers.Flatten(),
+                              keras.layers.Dense(3, activation="softmax")])
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.fit(x[:300], t[:300], epochs=5, batch_size=32, verbose=0)
+    _save(keras, model, out, x[300:], t[300:], x[:300])
+    (out / "model" / "labels.txt").write_text("zero\none\ntwo\n")
+
+
+BUILDERS = {"regression": regression, "multilabel": multilabel, "segmentation": segmentation,
+            "detection": detection, "classification3": classification3}
+
+
+if __name__ == "__main__":
+    import tf_keras as keras
+
+    keras.utils.set_random_seed(0)
+    root = Path(sys.argv[1])
+    for name in sys.argv[2:] or BUILDERS:
+        BUILDERS[name](keras, root / name)
