@@ -119,15 +119,15 @@ def _render_metadata(console, meta: dict) -> None:
 
 
 def command(
-    model: Path = typer.Argument(..., help="SavedModel directory or .tflite file."),
+    model: Path = typer.Argument(..., help="SavedModel directory, .keras/.h5 file (read as convert reads it) or .tflite file."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables "
                                  "(keys: path, format, size_bytes, signatures, parameters, keras, distribution, "
                                  "training, tflite; see edge_tool/inspection.py)."),
 ) -> None:
     """Show signatures (names, dtypes, shapes), parameter count, Keras reloadability and strategy traces of a model."""
-    from edge_tool.inspection import inspect_model  # noqa: PLC0415
+    from edge_tool.keras_files import inspect_any  # noqa: PLC0415
 
-    report = inspect_model(model)
+    report = inspect_any(model)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

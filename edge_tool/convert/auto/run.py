@@ -13,6 +13,7 @@ from edge_tool.convert.auto.config import SELECTIVE, AutoConfig
 from edge_tool.convert.auto.policy import choose
 from edge_tool.convert.auto.render import short_layer, to_markdown
 from edge_tool.convert.auto.result import FILE, AutoResult, Candidate
+from edge_tool.convert.source import is_keras_file, prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import step
@@ -21,7 +22,7 @@ from edge_tool.steps import step
 def _eval_config(config: AutoConfig, paths: list[Path]):
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
 
-    return EvalConfig(artifacts=tuple(paths), reference=config.model, data=config.eval_data,
+    return EvalConfig(artifacts=tuple(paths), reference=config.reference_model, data=config.eval_data,
                       threads=config.threads, max_drop=config.max_drop, seed=config.convert.seed)
 
 
@@ -75,7 +76,6 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     from edge_tool.convert.api import load_calibration  # noqa: PLC0415
     from edge_tool.convert.metadata_step import for_mode, metadata_spec  # noqa: PLC0415
     from edge_tool.convert.selective import SelectiveInt8  # noqa: PLC0415
-    from edge_tool.convert.source import prepare_source  # noqa: PLC0415
     from edge_tool.env import import_tf  # noqa: PLC0415
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
 
@@ -118,6 +118,9 @@ def run_auto(config: AutoConfig) -> AutoResult:
 
     with tempfile.TemporaryDirectory(prefix="edgetool-auto-") as tmp:
         work = Path(tmp)
+        if is_keras_file(config.model):  # exported once, the way convert does, and measured against from then on
+            (work / "reference").mkdir()
+            config = replace(config, reference=prepare_source(config.model, work / "reference").saved_model)
         built = convert(_convert_config(config, work / "candidates"))
         if not built.artifacts:
             reasons = "\n".join(f"- {mode}: {why}" for mode, why in built.failures.items())
