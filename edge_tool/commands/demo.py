@@ -22,9 +22,12 @@ def command(
     from edge_tool.demo.site import DemoConfig  # noqa: PLC0415
     from edge_tool.keras_files import build_site_any  # noqa: PLC0415
 
-    report = build_site_any(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
-                                   litert=litert, tflite=tflite, calibration=calibration,
-                                   input_size=input_size))
+    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+
+    with quiet_native_stderr():  # TensorFlow's and LiteRT's C++ log lines (fd 2); EDGETOOL_VERBOSE=1 shows them
+        report = build_site_any(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
+                                           litert=litert, tflite=tflite, calibration=calibration,
+                                           input_size=input_size))
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
     typer.echo(visible(

@@ -127,7 +127,10 @@ def command(
     """Show signatures (names, dtypes, shapes), parameter count, Keras reloadability and strategy traces of a model."""
     from edge_tool.keras_files import inspect_any  # noqa: PLC0415
 
-    report = inspect_any(model)
+    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+
+    with quiet_native_stderr():  # LiteRT's "Created TensorFlow Lite XNNPACK delegate" and TF's C++ lines (fd 2)
+        report = inspect_any(model)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
