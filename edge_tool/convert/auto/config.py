@@ -11,6 +11,10 @@ from edge_tool.convert.source import is_keras_file
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 SELECTIVE = "int8-selective"
+INTEGER_ONLY = "integer-only"
+REQUIREMENTS = {INTEGER_ONLY: "only candidates that run on TFLite Micro, the Edge TPU and integer NPUs: every "
+                              "computed tensor 8-bit (int32 biases), no float op apart from the float I/O's "
+                              "QUANTIZE/DEQUANTIZE, no custom/Flex op"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class AutoConfig:
     threads: int = 1
     max_float_layers: int = 3
     reference: Path | None = None  # the SavedModel measured against (run_auto sets it; a Keras file is exported once)
+    require: str | None = None  # a key of REQUIREMENTS: candidates that do not meet it are not chosen
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eval_data", Path(self.eval_data))
@@ -43,6 +48,8 @@ class AutoConfig:
         if not (self.model.is_dir() or is_keras_file(self.model)):
             problems.append(f"--quant auto measures against the model as reference, so MODEL must be a SavedModel "
                             f"directory or a .keras/.h5 file; {self.model} is neither.")
+        if self.require is not None and self.require not in REQUIREMENTS:
+            problems.append(f"--require expects {', '.join(REQUIREMENTS)}, got {self.require!r}.")
         if not self.eval_data.exists():
             problems.append(f"--eval-data {self.eval_data} does not exist.")
         collect_and_raise(problems, UsageError, "Invalid --quant auto options:")

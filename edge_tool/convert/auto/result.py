@@ -65,19 +65,24 @@ class Decision:
     chosen: str | None
     candidates: tuple[Candidate, ...]
     notes: tuple[str, ...] = ()
+    reason: str | None = None   # one sentence: why the chosen one (policy.reason)
+    require: str | None = None  # --require (e.g. integer-only)
 
     def to_dict(self) -> dict:
         """decision.json content."""
-        return {"objective": self.objective, "max_drop": self.max_drop, "reference_accuracy": self.reference_accuracy,
-                "threads": self.threads, "chosen": self.chosen, "candidates": [c.to_dict() for c in self.candidates],
-                "notes": list(self.notes)}
+        d = {"objective": self.objective, "max_drop": self.max_drop, "reference_accuracy": self.reference_accuracy,
+             "threads": self.threads, "chosen": self.chosen, "candidates": [c.to_dict() for c in self.candidates],
+             "notes": list(self.notes)}
+        d.update({k: v for k, v in (("reason", self.reason), ("require", self.require)) if v is not None})
+        return d
 
     @classmethod
     def from_dict(cls, d, what: str = FILE) -> Decision:
         """Validate ``d`` against the published schema and build; DataError naming ``what`` otherwise."""
         check(d, "decision", what)
         return cls(d["objective"], d["max_drop"], d["reference_accuracy"], d["threads"], d["chosen"],
-                   tuple(Candidate.from_dict(c) for c in d["candidates"]), tuple(d["notes"]))
+                   tuple(Candidate.from_dict(c) for c in d["candidates"]), tuple(d["notes"]), d.get("reason"),
+                   d.get("require"))
 
     @classmethod
     def read(cls, path: Path) -> Decision:
@@ -93,6 +98,7 @@ class AutoResult:
     candidates: tuple[Candidate, ...]
     reference_accuracy: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    reason: str | None = None  # why the chosen one (policy.reason); None when nothing met the budget
 
     @property
     def chosen(self) -> Candidate | None:
@@ -104,7 +110,8 @@ class AutoResult:
         """The decision.json form."""
         cfg = self.config
         return Decision(cfg.objective.value, cfg.max_drop, self.reference_accuracy, cfg.threads,
-                        self.chosen.name if self.chosen else None, self.candidates, self.notes)
+                        self.chosen.name if self.chosen else None, self.candidates, self.notes, self.reason,
+                        cfg.require)
 
     def to_dict(self) -> dict:
         """decision.json content."""

@@ -9,14 +9,15 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from edge_tool.convert.auto.config import SELECTIVE, AutoConfig
-from edge_tool.convert.auto.policy import choose
+from edge_tool.convert.auto.config import INTEGER_ONLY, SELECTIVE, AutoConfig
+from edge_tool.convert.auto.policy import choose, reason
 from edge_tool.convert.auto.render import short_layer, to_markdown
 from edge_tool.convert.auto.result import FILE, AutoResult, Candidate
 from edge_tool.convert.source import is_keras_file, prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import step
+from edge_tool.tflite_model import integer_only_problem
 
 
 def _eval_config(config: AutoConfig, paths: list[Path]):
@@ -125,17 +126,33 @@ def run_auto(config: AutoConfig) -> AutoResult:
         if not built.artifacts:
             reasons = "\n".join(f"- {mode}: {why}" for mode, why in built.failures.items())
             raise ConversionError(f"--quant auto: no candidate converted for {config.model}:\n{reasons}")
-        named = [(a.quant, a.path, None) for a in built.artifacts]
-        with quiet_native_stderr(), step("measure candidates (edgetool eval)"):
-            measured, ref_acc = measure(config, named)
-        by_name = {c.name: c for c in measured}
+        named, excluded = _screen(config, [(a.quant, a.path, None) for a in built.artifacts])
+        measured, ref_acc = [], None
+        if named:
+            with quiet_native_stderr(), step("measure candidates (edgetool eval)"):
+                measured, ref_acc = measure(config, named)
+        by_name = {c.name: c for c in [*measured, *excluded]}
         by_name.update({m: Candidate.failure(m, why) for m, why in built.failures.items()})
         cands = [by_name[m] for m in config.modes if m in by_name]
         notes = _add_selective(config, work, cands, built.artifacts[0].path.stem.rsplit("_", 1)[0])
         best = choose(cands, config.objective)
         cands = [replace(c, chosen=c is best) for c in cands]
-        result = AutoResult(config, tuple(cands), ref_acc, tuple(notes))
+        result = AutoResult(config, tuple(cands), ref_acc, tuple(notes), reason(cands, config.objective, config.require))
         return _write(result, work)
+
+
+def _screen(config: AutoConfig, named: list) -> tuple[list, list[Candidate]]:
+    """(the files to measure, the candidates ``--require`` rules out, as failed rows naming why)."""
+    if config.require != INTEGER_ONLY:
+        return named, []
+    keep, out = [], []
+    for name, path, layers in named:
+        why = integer_only_problem(path.read_bytes())
+        if why is None:
+            keep.append((name, path, layers))
+        else:
+            out.append(Candidate.failure(name, f"not integer-only (--require {INTEGER_ONLY}): it {why}", path))
+    return keep, out
 
 
 def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem: str) -> list[str]:
@@ -145,6 +162,8 @@ def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem:
     int8 = next((c for c in cands if c.name == "int8"), None)
     if int8 is None or int8.meets_budget or config.max_float_layers == 0:
         return []
+    if config.require == INTEGER_ONLY:
+        return [f"selective int8 skipped: it keeps layers in float, which --require {INTEGER_ONLY} rules out."]
     if int8.failed:
         return ["selective int8 skipped: full int8 did not convert or run."]
     try:
