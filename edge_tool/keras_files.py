@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from edge_tool.convert.source import is_keras_file, keras_archive_version, opened_source
+from edge_tool.errors import ModelError
 from edge_tool.inspection import InspectReport, inspect_model, inspect_saved_model
 
 
@@ -43,7 +44,11 @@ def inspect_keras_file(path: Path) -> InspectReport:
 
 def inspect_any(path: Path) -> InspectReport:
     """Inspect a SavedModel directory, a .tflite file or a .keras/.h5 file."""
-    return inspect_keras_file(Path(path)) if is_keras_file(Path(path)) else inspect_model(Path(path))
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        raise ModelError(f"Expected a SavedModel directory, a .keras/.h5 file or a .tflite file at {path}, but "
+                         "nothing is there.")
+    return inspect_keras_file(path) if is_keras_file(path) else inspect_model(path)
 
 
 def run_eval_any(config):
