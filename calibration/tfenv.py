@@ -10,14 +10,35 @@ import contextlib
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 
+def verbose() -> bool:
+    """EDGETOOL_VERBOSE is set (to anything but empty or 0): show the libraries' own log lines and warnings."""
+    return os.environ.get("EDGETOOL_VERBOSE", "") not in ("", "0")
+
+
+# Python warnings the libraries print on every run that say nothing about the user's model or data.
+_LIBRARY_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+
+
+def quiet_library_warnings() -> None:
+    """Hide the libraries' deprecation warnings (and tf.lite.Interpreter's, a UserWarning) unless verbose."""
+    if verbose():
+        return
+    for category in _LIBRARY_WARNINGS:
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("ignore", message=r"(?s).*tf\.lite\.Interpreter is deprecated")
+
+
 def configure_tf_env() -> None:
-    """Select Keras 2 (tf_keras) and quiet TensorFlow's C++ logging; call before importing tensorflow."""
+    """Select Keras 2 (tf_keras) and quiet TensorFlow's C++ logging and the libraries' deprecation warnings (all
+    shown with EDGETOOL_VERBOSE=1); call before importing tensorflow."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if verbose() else "3")
+    quiet_library_warnings()
     # tensorflowjs imports tensorflow_decision_forests, whose welcome banner imports IPython when stdout is
     # not a terminal; IPython is not a dependency, so the banner must stay off.
     os.environ.setdefault("TFDF_DISABLE_WELCOME_MESSAGE", "1")
@@ -31,7 +52,7 @@ def import_tf():
             import tensorflow  # noqa: F401, PLC0415
     import tensorflow as tf  # noqa: PLC0415  (heavy import kept out of module load)
 
-    tf.get_logger().setLevel("ERROR")
+    tf.get_logger().setLevel("INFO" if verbose() else "ERROR")
     return tf
 
 
@@ -46,7 +67,7 @@ def quiet_native_stderr() -> Iterator[Path]:
     raises them as Python exceptions, which edgetool turns into messages.
     """
     global _quiet_depth
-    if os.environ.get("EDGETOOL_VERBOSE") or _quiet_depth:  # verbose, or already inside a quiet block
+    if verbose() or _quiet_depth:  # verbose, or already inside a quiet block
         yield Path(os.devnull)
         return
     _quiet_depth += 1

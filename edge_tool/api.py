@@ -42,24 +42,26 @@ def evaluate(artifacts: Iterable[str | Path], reference: str | Path, data: str |
     Options as ``EvalConfig`` (threads, runs, max_drop, ...). Returns the frozen Report (``to_json()``,
     ``to_markdown()``; HTML: ``edge_tool.evaluate.html_report.render(report)``); budgets are not enforced here, see ``edge_tool.evaluate.budget_violations``.
     """
-    from edge_tool.evaluate import EvalConfig, run_eval  # noqa: PLC0415
+    from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
+    from edge_tool.keras_files import run_eval_any  # noqa: PLC0415
 
-    return run_eval(EvalConfig(artifacts=tuple(Path(a) for a in artifacts), reference=Path(reference),
+    return run_eval_any(EvalConfig(artifacts=tuple(Path(a) for a in artifacts), reference=Path(reference),
                                data=Path(data), **options))
 
 
 def inspect(model: str | Path):
-    """What a SavedModel or .tflite takes and gives (and, for a .tflite, its embedded metadata). -> InspectReport."""
-    from edge_tool.inspection import inspect_model  # noqa: PLC0415
+    """What a SavedModel, .keras/.h5 file or .tflite takes and gives (and, for a .tflite, its embedded metadata). -> InspectReport."""
+    from edge_tool.keras_files import inspect_any  # noqa: PLC0415
 
-    return inspect_model(Path(model))
+    return inspect_any(Path(model))
 
 
 def demo(model: str | Path, output: str | Path, **options):
-    """Build the offline PWA for a TFJS graph model or SavedModel, like ``edgetool demo``. -> SiteReport."""
-    from edge_tool.demo.site import DemoConfig, build_site  # noqa: PLC0415
+    """Build the offline PWA for a TFJS graph model, SavedModel or .keras/.h5 file, like ``edgetool demo``. -> SiteReport."""
+    from edge_tool.demo.site import DemoConfig  # noqa: PLC0415
+    from edge_tool.keras_files import build_site_any  # noqa: PLC0415
 
-    return build_site(DemoConfig(model=Path(model), output=Path(output), **options))
+    return build_site_any(DemoConfig(model=Path(model), output=Path(output), **options))
 
 
 def read_metadata(tflite: str | Path):

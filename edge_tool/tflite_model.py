@@ -131,3 +131,32 @@ def ops_on_dtype(data: bytes, dtype: str) -> list[str]:
                     found.append(name)
                     break
     return found
+
+
+INTEGER_ACTIVATIONS = {"int8", "uint8", "int32", "bool"}  # int32: biases, accumulators, shapes and indices
+
+
+def integer_only_problem(data: bytes) -> str | None:
+    """Why a .tflite is not integer-only (what TFLM, the Edge TPU and integer NPUs run), or None when it is: every
+    computed tensor 8-bit (int32 for biases, shapes and indices) apart from a float model input/output converted by
+    QUANTIZE/DEQUANTIZE at the edge, and no custom or Flex op."""
+    _, model, type_names, op_names = _unpack(data)
+    floats, wide, custom = Counter(), Counter(), []
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            name = _op_name(model, op, op_names)
+            if not name.isupper() or name.startswith("Flex"):
+                custom.append(name)
+            if name in ("QUANTIZE", "DEQUANTIZE"):
+                continue
+            tensors = [*(op.inputs if op.inputs is not None else []), *(op.outputs if op.outputs is not None else [])]
+            kinds = {type_names.get(sg.tensors[i].type, "?").lower() for i in tensors
+                     if i >= 0 and not is_constant(model, sg.tensors[i])}
+            if any(k.startswith("float") for k in kinds):
+                floats[name] += 1
+            elif kinds - INTEGER_ACTIVATIONS:
+                wide[f"{name} ({', '.join(sorted(kinds - INTEGER_ACTIVATIONS))})"] += 1
+    problems = [f"{what}: {', '.join(sorted(found))}" for what, found in
+                (("computes in float", floats), ("has non-8-bit activations", wide), ("has custom/Flex ops", custom))
+                if found]
+    return "; ".join(problems) or None

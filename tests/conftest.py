@@ -145,3 +145,41 @@ def litert_outputs(path, x):
             y = (y.astype(np.float64) - z) * s
         rows.append(np.asarray(y, dtype=np.float64))
     return np.concatenate(rows)
+
+
+_KERAS_FILE_SCRIPT = """
+import sys, numpy as np
+legacy = sys.argv[2] == "h5"
+if legacy:
+    import tf_keras as keras
+else:
+    import keras
+keras.utils.set_random_seed(0)
+from sklearn.datasets import load_digits
+d = load_digits()
+x = (d.images / 16).astype("float32").reshape(-1, 8, 8, 1)
+model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
+                          keras.layers.Flatten(), keras.layers.Dense(10, activation="softmax")])
+model.compile("adam", "sparse_categorical_crossentropy")
+model.fit(x[:1200], d.target[:1200], epochs=4, verbose=0)
+model.save(sys.argv[1])
+np.savez(sys.argv[1] + ".calibration.npz", x=x[:64], y=d.target[:64])
+np.savez(sys.argv[1] + ".eval.npz", x=x[1200:1300], y=d.target[1200:1300])
+"""
+
+
+@pytest.fixture(scope="session")
+def keras3_file(tmp_path_factory) -> Path:
+    """A Keras-3 ``.keras`` file (digits, float32 [None,8,8,1] in 0..1 → softmax 10), with ``<file>.calibration.npz``
+    and ``<file>.eval.npz`` (x, y) beside it."""
+    out = tmp_path_factory.mktemp("keras3file") / "digits.keras"
+    _run_script(_KERAS_FILE_SCRIPT, out, "keras", legacy_keras=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def h5_file(tmp_path_factory) -> Path:
+    """The same digits model built and saved by tf_keras (Keras 2) as ``.h5``, with the same two .npz beside it."""
+    out = tmp_path_factory.mktemp("h5file") / "digits.h5"
+    _run_script(_KERAS_FILE_SCRIPT, out, "h5")
+    return out

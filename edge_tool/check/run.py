@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edge_tool.check.base import TargetResult, Verdict
@@ -79,7 +79,16 @@ def run_check(config: CheckConfig) -> CheckReport:
     finally:
         if subject.work is not None:
             shutil.rmtree(subject.work, ignore_errors=True)
+    if subject.synthetic_calibration:
+        results = [_synthetic(r) if targets[r.target].artefact in ("int8", "int8-b1") else r for r in results]
     return CheckReport(str(config.model), subject.kind, tuple(results))
+
+
+def _synthetic(result: TargetResult) -> TargetResult:
+    """``result`` of an int8 target whose build was calibrated on synthetic data, saying so."""
+    from edge_tool.check.synthetic import NOTE  # noqa: PLC0415
+
+    return replace(result, method=f"{result.method}; {NOTE}", details={**result.details, "calibration": "synthetic"})
 
 
 def print_report(report: CheckReport) -> None:

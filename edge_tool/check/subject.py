@@ -27,6 +27,7 @@ class Subject:
     calibration: Path | None = None
     work: Path | None = None
     _made: dict = field(default_factory=dict)
+    synthetic_calibration: bool = False  # the int8 builds were calibrated on synthetic data (check.synthetic)
 
     @property
     def label(self) -> str:
@@ -51,6 +52,40 @@ class Subject:
         if error is not None:
             raise Unavailable(error)
         return made
+
+    def model_dir(self) -> Path:
+        """The SavedModel the artefacts are made from: the directory given, or — for a .keras/.h5 file — the
+        SavedModel convert exports from it (``convert.source``), made once per run and shared by every target."""
+        if self.path.is_dir():
+            return self.path
+        if "source" not in self._made:
+            from edge_tool.convert.source import prepare_source  # noqa: PLC0415
+
+            try:
+                work = self.temp("source")
+                work.mkdir()
+                self._made["source"] = (prepare_source(self.path, work).saved_model, None)
+            except ModelError as exc:
+                self._made["source"] = (None, str(exc))
+        made, error = self._made["source"]
+        if error is not None:
+            raise Unavailable(error)
+        return made
+
+    def int8_calibration(self) -> Path:
+        """Data for the int8 builds: --calibration, else calibration.npz beside the SavedModel, else synthetic
+        samples (``check.synthetic``; ``synthetic_calibration`` is then set and the report says so)."""
+        from edge_tool.recipes import resolve_calibration  # noqa: PLC0415
+
+        found = resolve_calibration(self.model_dir(), self.calibration)
+        if found is not None:
+            return found
+        if "synthetic" not in self._made:
+            from edge_tool.check.synthetic import write_synthetic_calibration  # noqa: PLC0415
+
+            self._made["synthetic"] = write_synthetic_calibration(self.model_dir(), self.temp("synthetic.npz"))
+            self.synthetic_calibration = True
+        return self._made["synthetic"]
 
     def temp(self, name: str) -> Path:
         """A fresh path inside this run's scratch dir."""
@@ -103,10 +138,13 @@ def _require_tflite(path: Path) -> None:
 
 def _convert(subject: Subject, mode: str) -> Path:
     from edge_tool.convert.api import convert  # noqa: PLC0415
+    from edge_tool.check.synthetic import SAMPLES  # noqa: PLC0415
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
 
-    config = ConvertConfig(model=subject.path, output_dir=subject.temp(mode), modes=(mode,),
-                           calibration=subject.calibration, allow_select_tf_ops=True)
+    calibration = subject.int8_calibration() if mode == "int8" else subject.calibration
+    config = ConvertConfig(model=subject.model_dir(), output_dir=subject.temp(mode), modes=(mode,),
+                           calibration=calibration, allow_select_tf_ops=True,
+                           samples=SAMPLES if subject.synthetic_calibration else ConvertConfig.samples)
     return convert(config).tflite(mode)
 
 
@@ -114,10 +152,10 @@ def _fixed_batch_int8(subject: Subject) -> Path:
     from edge_tool.demo.litert import build_fixed_int8  # noqa: PLC0415
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
 
-    saved = prepare_source(subject.path, subject.temp("int8-b1-src")).saved_model
+    saved = prepare_source(subject.model_dir(), subject.temp("int8-b1-src")).saved_model
     out = subject.temp("int8-b1.tflite")
     try:
-        out.write_bytes(build_fixed_int8(saved, subject.calibration))
+        out.write_bytes(build_fixed_int8(saved, subject.int8_calibration()))
     except Exception as exc:  # noqa: BLE001 - the TF converter raises ConverterError/RuntimeError/ValueError
         if isinstance(exc, UsageError):
             raise
@@ -136,7 +174,7 @@ def _tfjs(subject: Subject) -> Path:
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
     from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
 
-    source = prepare_source(subject.path, subject.temp("tfjs-src"))
+    source = prepare_source(subject.model_dir(), subject.temp("tfjs-src"))
     out = subject.temp("tfjs")
     export_tfjs(source.saved_model, out, "none", source.signature.key)
     return out

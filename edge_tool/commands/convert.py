@@ -74,6 +74,7 @@ def command(
     objective: Objective = typer.Option(Objective.SIZE, "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),
     threads: int = typer.Option(1, "--threads", help="--quant auto: LiteRT threads for the p50 latency."),
     max_float_layers: int = typer.Option(3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."),
+    require: str = typer.Option(None, "--require", help="--quant auto: integer-only = consider only candidates that run on TFLite Micro, the Edge TPU and integer NPUs (int8/qat whose every op computes in 8-bit integers)."),
     labels: Path = typer.Option(None, "--labels", help="Class labels, one per line, embedded as model metadata (default: labels.txt beside the SavedModel)."),
     input_mean: str = typer.Option(None, "--input-mean", help="Metadata input normalization: model input = (pixel - mean) / std; one value or one per channel, e.g. 127.5. Default 0 (the model takes raw 0..255 pixels)."),
     input_std: str = typer.Option(None, "--input-std", help="Metadata input normalization std (see --input-mean). Default 1."),
@@ -84,17 +85,18 @@ def command(
         _check_auto_options(max_drop, eval_data, output_format, io_type)
         from edge_tool.convert.auto import AutoConfig  # noqa: PLC0415
         from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
-        from edge_tool.convert.modes import auto_candidates  # noqa: PLC0415
+        from edge_tool.convert.modes import auto_candidates, integer_only_candidates  # noqa: PLC0415
 
         # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
-        candidates = ConvertConfig(model=model, output_dir=output, modes=auto_candidates(train_data is not None),
+        modes = (integer_only_candidates if require == "integer-only" else auto_candidates)(train_data is not None)
+        candidates = ConvertConfig(model=model, output_dir=output, modes=modes,
                                    calibration=calibration, samples=samples, train_data=train_data,
                                    qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True)
         _run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=eval_data, objective=objective,
-                             threads=threads, max_float_layers=max_float_layers))
+                             threads=threads, max_float_layers=max_float_layers, require=require))
         return
-    if max_drop is not None:
-        raise UsageError("--max-drop and the other budget options belong to --quant auto; evaluate other modes "
+    if max_drop is not None or require is not None:
+        raise UsageError("--max-drop, --require and the other budget options belong to --quant auto; evaluate other modes "
                          "with edgetool eval.")
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
 

@@ -8,7 +8,7 @@ import typer
 
 
 def command(
-    model: Path = typer.Argument(..., help="TFJS graph-model dir (model.json) or SavedModel dir (converted on the fly)."),
+    model: Path = typer.Argument(..., help="TFJS graph-model dir (model.json), SavedModel dir or .keras/.h5 file (converted on the fly)."),
     output: Path = typer.Option(..., "-o", "--output", help="Directory for the static site (refused if it exists and is not empty, unless --force; a symbolic link is followed to its directory)."),
     labels: Path = typer.Option(None, "--labels", help="Class labels, one per line (default: labels.txt beside the model)."),
     title: str = typer.Option(None, "--title", help="Page and app title (default: 'edgetool demo: MODEL-DIR-NAME')."),
@@ -19,11 +19,15 @@ def command(
     input_size: str = typer.Option(None, "--input-size", metavar="HxW", help="Size fed to image inputs whose height/width the model leaves open (default 224x224)."),
 ) -> None:
     """Build a static offline PWA (tfjs wasm/webgl/cpu; drawing pad/upload/camera for images, a form for other inputs; every output head shown)."""
-    from edge_tool.demo.site import DemoConfig, build_site  # noqa: PLC0415
+    from edge_tool.demo.site import DemoConfig  # noqa: PLC0415
+    from edge_tool.keras_files import build_site_any  # noqa: PLC0415
 
-    report = build_site(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
-                                   litert=litert, tflite=tflite, calibration=calibration,
-                                   input_size=input_size))
+    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+
+    with quiet_native_stderr():  # TensorFlow's and LiteRT's C++ log lines (fd 2); EDGETOOL_VERBOSE=1 shows them
+        report = build_site_any(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
+                                           litert=litert, tflite=tflite, calibration=calibration,
+                                           input_size=input_size))
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
     typer.echo(visible(

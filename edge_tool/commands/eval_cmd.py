@@ -9,7 +9,7 @@ import typer
 
 def command(
     artifacts: list[Path] = typer.Argument(..., help="Artefacts: .tflite files (from any tool) and TFJS model dirs."),
-    reference: Path = typer.Option(..., "--reference", "-r", help="Reference SavedModel directory (serving_default)."),
+    reference: Path = typer.Option(..., "--reference", "-r", help="Reference model: SavedModel directory (serving_default) or .keras/.h5 file (read as convert reads it)."),
     data: Path = typer.Option(..., "--data", "-d", help="Eval data, e.g. .npz with x (and y for accuracy)."),
     threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads."),
     warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing."),
@@ -40,7 +40,7 @@ def command(
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
     from edge_tool.evaluate.budgets import budget_violations, failures  # noqa: PLC0415
     from edge_tool.evaluate.outputs import write_reports  # noqa: PLC0415
-    from edge_tool.evaluate.pipeline import run_eval  # noqa: PLC0415
+    from edge_tool.keras_files import run_eval_any  # noqa: PLC0415
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
     config = EvalConfig(
@@ -52,7 +52,7 @@ def command(
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
     with quiet_native_stderr():
-        report = run_eval(config)
+        report = run_eval_any(config)
     violations, broken = budget_violations(report, config), failures(report)
     failing = {artifact for artifact, _ in violations + broken}
     _print_table(report, failing)

@@ -119,15 +119,18 @@ def _render_metadata(console, meta: dict) -> None:
 
 
 def command(
-    model: Path = typer.Argument(..., help="SavedModel directory or .tflite file."),
+    model: Path = typer.Argument(..., help="SavedModel directory, .keras/.h5 file (read as convert reads it) or .tflite file."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables "
                                  "(keys: path, format, size_bytes, signatures, parameters, keras, distribution, "
                                  "training, tflite; see edge_tool/inspection.py)."),
 ) -> None:
     """Show signatures (names, dtypes, shapes), parameter count, Keras reloadability and strategy traces of a model."""
-    from edge_tool.inspection import inspect_model  # noqa: PLC0415
+    from edge_tool.keras_files import inspect_any  # noqa: PLC0415
 
-    report = inspect_model(model)
+    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+
+    with quiet_native_stderr():  # LiteRT's "Created TensorFlow Lite XNNPACK delegate" and TF's C++ lines (fd 2)
+        report = inspect_any(model)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

@@ -4,16 +4,25 @@
 conversions overlap only in two processes. ``BackgroundCall`` spawns a fresh interpreter (spawn, not fork:
 the parent may already hold TensorFlow's threads), lets it import the heavy modules at once, and later hands
 it a function and arguments; ``result()`` returns the value or re-raises the child's error in the parent.
+
+The child is an isolated interpreter (``edge_tool.childproc``), not a ``multiprocessing`` spawn child: spawn
+starts ``python -c`` without ``-I`` (the current directory first on ``sys.path``), copies the parent's
+``sys.path`` (PYTHONPATH included) and re-imports the parent's ``__main__``. The two processes talk over a
+socket pair through ``multiprocessing.connection.Connection`` (pickled messages), as spawn's pipe did.
 """
 
 from __future__ import annotations
 
 import importlib
-import multiprocessing
 import os
+import socket
+import subprocess
+import sys
 import traceback
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 
+from edge_tool.childproc import module_command
 from edge_tool.errors import ConversionError, EdgeToolError
 
 
@@ -50,15 +59,16 @@ def _serve(conn, warm_modules: tuple[str, ...]) -> None:
 
 
 class BackgroundCall:
-    """A spawned worker process that runs exactly one call."""
+    """A worker process (an isolated child interpreter) that runs exactly one call."""
 
     def __init__(self, warm_modules: tuple[str, ...] = ()) -> None:
         """Start the worker now; it imports ``warm_modules`` while the parent goes on."""
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, tuple(warm_modules)), name="edgetool-convert-worker")
-        self._proc.start()
-        child.close()
+        mine, theirs = socket.socketpair()
+        with mine, theirs:
+            self._proc = subprocess.Popen(module_command("edge_tool.convert.background", theirs.fileno(),
+                                                         *warm_modules),
+                                          pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+            self._conn = Connection(mine.detach())
         self._finished = False
 
     def submit(self, fn: Callable, *args) -> None:
@@ -71,8 +81,8 @@ class BackgroundCall:
             status, value = self._conn.recv()
             self._finished = True  # only now may close() let it exit by itself; an interrupted wait stops it
         except EOFError:
-            self._proc.join()
-            raise ConversionError(f"the background conversion process died (exit code {self._proc.exitcode}) "
+            self._proc.wait()
+            raise ConversionError(f"the background conversion process died (exit code {self._proc.returncode}) "
                                   "before reporting a result.") from None
         finally:
             self.close()
@@ -83,10 +93,15 @@ class BackgroundCall:
 
     def close(self) -> None:
         """Release the worker: let it exit after a finished call, stop it otherwise (idle or abandoned)."""
-        if self._proc.is_alive() and not self._finished:
+        if self._proc.poll() is None and not self._finished:
             self._proc.terminate()  # idle (only importing) or working for a run that has already failed
-        self._proc.join(timeout=60)
-        if self._proc.is_alive():
+        try:
+            self._proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
             self._proc.kill()
-            self._proc.join()
+            self._proc.wait()
         self._conn.close()
+
+
+if __name__ == "__main__":  # the worker: python -I ... edge_tool.convert.background FD [WARM_MODULE ...]
+    _serve(Connection(int(sys.argv[1])), tuple(sys.argv[2:]))

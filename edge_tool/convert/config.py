@@ -8,6 +8,7 @@ from enum import Enum
 from pathlib import Path
 
 from edge_tool.convert.enums import IOType, OutputFormat, QatStrategy, QuantMode, TfjsQuant
+from edge_tool.convert.qat_support.source import keras3_file_problem
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 __all__ = ["ConvertConfig", "IOType", "OutputFormat", "QuantMode", "TfjsQuant"]
@@ -78,6 +79,8 @@ class ConvertConfig:
             if QuantMode.QAT in self.modes and self.wants_tflite:
                 problems.append("--batch does not apply to --quant qat (it fine-tunes and converts the Keras model "
                                 "itself); convert qat without --batch, or the other modes with it.")
+        if QuantMode.QAT in self.modes and self.wants_tflite and not self.keep_going:
+            problems += [p for p in (keras3_file_problem(self.model),) if p]  # before the model's long load
         strategies = [s.value for s in QatStrategy]
         if self.strategy not in strategies:
             problems.append(f"--strategy for QAT must be one of {', '.join(strategies)}, got {self.strategy!r}.")

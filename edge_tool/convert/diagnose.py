@@ -104,7 +104,7 @@ def describe_failure(message: str, batch: int | None = None, allow_select_tf_ops
     hint = converter_hint(message, batch, allow_select_tf_ops, retrace)
     if hint:
         parts.append(hint)
-    if os.environ.get("EDGETOOL_VERBOSE"):
+    if os.environ.get("EDGETOOL_VERBOSE", "") not in ("", "0"):  # the rule of calibration.tfenv.verbose
         parts.append("\nFull converter output:\n" + message.strip())
     else:
         parts.append("(EDGETOOL_VERBOSE=1 shows the converter's full output.)")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from edge_tool.childproc import python_command
 from edge_tool.errors import ModelError
 from edge_tool.fixed_batch import MAX_UNROLL, PROBE_DIM, Retrace
 
@@ -71,7 +71,7 @@ def export_keras3_file(model: Path, out: Path, batch: int | None, keras2_error: 
     3 cannot load it either (``keras2_error`` says why Keras 2 could not)."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
     args = [str(model), str(out), str(batch or 0), str(MAX_UNROLL), str(PROBE_DIM)]
-    proc = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, env=env)
+    proc = subprocess.run(python_command("-c", _CHILD, *args), capture_output=True, text=True, env=env)
     if proc.returncode == 3 and batch:
         detail = proc.stderr.strip().splitlines()[-1].removeprefix("EDGETOOL: ")
         raise ModelError(f"--batch {batch} fixes the first (batch) dimension of every input, but {detail}. Drop "

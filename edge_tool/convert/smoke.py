@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+from edge_tool.childproc import python_command
 from edge_tool.errors import ConversionError
 
 TIMEOUT_S = 300
@@ -89,7 +89,7 @@ def run_in_litert(data: bytes, probes: list[dict] | None = None) -> tuple[str | 
         result = Path(tmp) / "outputs.npz"
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
         try:
-            proc = subprocess.run([sys.executable, "-c", _CHILD, *args, *([str(result)] if probes else [])],
+            proc = subprocess.run(python_command("-c", _CHILD, *args, *([str(result)] if probes else [])),
                                   capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
         except subprocess.TimeoutExpired:
             return f"one inference did not finish within {TIMEOUT_S} s", None

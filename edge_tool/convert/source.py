@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import tempfile
+import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -10,6 +15,7 @@ from edge_tool.errors import ModelError
 from edge_tool.modelio import SignatureInfo, saved_model_flavor, saved_model_signature
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
+MAX_METADATA_BYTES = 1 << 20  # a .keras metadata.json is a few hundred bytes
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,34 @@ class PreparedSource:
         """JSON-friendly form for manifest.json (``signature`` is the model's own, before --batch)."""
         return {"path": str(self.original), "kind": self.kind, "flavor": self.flavor, "sha256": self.sha256,
                 "signature": self.signature.to_dict(), "fixed_batch": self.fixed_batch}
+
+
+def is_keras_file(path: Path) -> bool:
+    """True for a .keras/.h5/.hdf5 file (what ``prepare_source`` exports to a SavedModel before any other use)."""
+    return Path(path).is_file() and Path(path).suffix.lower() in KERAS_FILE_SUFFIXES
+
+
+@contextlib.contextmanager
+def opened_source(model: Path) -> Iterator[PreparedSource]:
+    """``prepare_source`` for commands that read a model without converting it (inspect, eval --reference, check,
+    demo, auto's reference): a Keras file is exported the one way convert does, into a temp dir that lives as
+    long as the block."""
+    with tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
+        yield prepare_source(Path(model), Path(work))
+
+
+def keras_archive_version(path: Path) -> str | None:
+    """``keras_version`` from a .keras zip's metadata.json without loading the model; None when unreadable."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo("metadata.json")
+            if info.file_size > MAX_METADATA_BYTES:
+                return None
+            meta = json.loads(zf.read(info))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, RuntimeError, NotImplementedError):
+        return None
+    version = meta.get("keras_version") if isinstance(meta, dict) else None
+    return str(version) if isinstance(version, (str, int, float)) else None
 
 
 def content_hash(path: Path) -> str:

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from edge_tool.childproc import module_command
 from edge_tool.convert.tfjs_layernorm import refusal, training_batchnorms, unfused_copy
 from edge_tool.errors import ConversionError, UsageError
 
@@ -84,7 +85,7 @@ def _child_export(saved_model: Path, out_dir: Path, quant: str, signature: str, 
     meta = Path(scratch) / "user_metadata.json"
     meta.write_text(json.dumps(user_metadata or {}))
     env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "EDGETOOL_TFJS_REEXPORT": "1"}
-    args = [sys.executable, "-m", "edge_tool.convert.tfjs", str(saved_model), str(out_dir), quant, signature, str(meta)]
+    args = module_command("edge_tool.convert.tfjs", saved_model, out_dir, quant, signature, meta)
     return subprocess.run(args, capture_output=True, text=True, env=env)
 
 

@@ -52,7 +52,8 @@ def detect_model(path: Path) -> ModelKind:
     if path.is_file() and path.name == "model.json":
         raise ModelError(f"Pass the directory holding model.json ({path.parent}), not the file itself.")
     if not path.is_dir():
-        raise ModelError(f"Expected a model directory, but {path} is a file (.tflite and .keras are not demo inputs).")
+        raise ModelError(f"Expected a model directory, but {path} is a file (demo takes a TFJS graph-model dir, a "
+                         "SavedModel dir or a .keras/.h5 file; a .tflite goes with --litert --tflite).")
     if (path / "model.json").is_file():
         return ModelKind.TFJS
     if (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file():

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_tool.childproc import module_command
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.isolated import death_reason
 from edge_tool.evaluate.report import LatencyStats
@@ -129,7 +130,7 @@ class LatencyProcess:
     """
 
     def __init__(self):
-        self._proc = subprocess.Popen([sys.executable, "-m", "edge_tool.evaluate.latency_worker", "-"],
+        self._proc = subprocess.Popen(module_command("edge_tool.evaluate.latency_worker", "-"),
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True)
 

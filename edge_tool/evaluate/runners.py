@@ -7,12 +7,12 @@ reason, the other artefacts go on, and its row says "does not run in …".
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from pathlib import Path
 
 import numpy as np
 
+from edge_tool.childproc import module_command
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig
@@ -128,8 +128,8 @@ class TfliteRunner(_Runner):
         self.output_indices: list[int] = []
         self._pending = 0
         self._ready = False
-        self.proc = WorkerProcess([sys.executable, "-m", "edge_tool.evaluate.tflite_worker", str(art.model_file),
-                                   str(threads), str(scratch / "litert.lock")], "LiteRT", scratch)
+        self.proc = WorkerProcess(module_command("edge_tool.evaluate.tflite_worker", art.model_file, threads,
+                                                  scratch / "litert.lock"), "LiteRT", scratch)
         timed = config.effective_runs or config.time_budget_s
         self.latency_proc = LatencyProcess() if timed and config.latency_in_subprocess else None
 

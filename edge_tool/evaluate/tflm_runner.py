@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 
+from edge_tool.childproc import module_command
 from edge_tool.errors import ModelError, RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig
@@ -26,12 +26,9 @@ class TflmSession:
     """A worker process holding one TFLM interpreter; ``run`` sends a batch, ``time`` measures the first sample."""
 
     def __init__(self, model_file, arena: int):
-        from edge_tool.micro.tflm import child_env  # noqa: PLC0415
-
         self.model_file = model_file
-        cmd = [sys.executable, "-m", "edge_tool.micro.worker", "serve", str(model_file), str(int(arena))]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=child_env())
+        cmd = module_command("edge_tool.micro.worker", "serve", model_file, int(arena))
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def _request(self, header: dict, inputs: list[np.ndarray], n_replies: int) -> list[np.ndarray]:
         try:

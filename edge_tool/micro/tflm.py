@@ -8,13 +8,12 @@
 from __future__ import annotations
 
 import math
-import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from edge_tool.childproc import module_command
 from edge_tool.errors import ModelError
 
 ALIGN = 16                 # TFLM aligns arena allocations to 16 bytes; search at that granularity
@@ -58,21 +57,14 @@ def require_tflm() -> None:
 
 def probe(model_path: Path, arena: int) -> Probe:
     """Allocate and invoke ``model_path`` in TFLM with an ``arena``-byte arena, in a child process."""
-    cmd = [sys.executable, "-m", "edge_tool.micro.worker", "probe", str(model_path), str(int(arena))]
+    cmd = module_command("edge_tool.micro.worker", "probe", model_path, int(arena))
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=child_env())
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return Probe(False, f"TFLM did not finish within {PROBE_TIMEOUT_S} s", None, True)
     recorded = _RECORDED.search(proc.stderr)
     ok = proc.returncode == 0 and '"ok": true' in proc.stdout
     return Probe(ok, proc.stderr, int(recorded.group(1)) if recorded else None, proc.returncode < 0)
-
-
-def child_env() -> dict:
-    """The environment for a child ``python -m edge_tool...``: this package importable first."""
-    root = str(Path(__file__).resolve().parents[2])
-    path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
 
 
 def custom_codes(model: bytes) -> list[str]:

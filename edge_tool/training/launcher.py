@@ -13,7 +13,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from edge_tool.childproc import module_command
 from edge_tool.errors import EdgeToolError
 from edge_tool.fsutil import atomic_dir
 from edge_tool.signals import deferred
@@ -94,12 +94,11 @@ def _start_worker(config: TrainConfig, i: int, cluster: dict, chief_dir: Path, s
     spec_path = scratch / f"worker{i}-spec.json"
     spec_path.write_text(json.dumps(spec))
     env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
-           "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
-           "PYTHONUNBUFFERED": "1"}
+           "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
     stderr_path = scratch / f"worker{i}.stderr"
     stdout = subprocess.PIPE if i == 0 else subprocess.DEVNULL
     with stderr_path.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "edge_tool.training.worker", str(spec_path)],
+        proc = subprocess.Popen(module_command("edge_tool.training.worker", spec_path, unbuffered=True),
                                 stdout=stdout, stderr=err, env=env, text=True)
     return _Worker(i, proc, stderr_path, scratch / f"worker{i}.json")
 

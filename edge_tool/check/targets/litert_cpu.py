@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.targets.common import artefact_check, model_ops
-from edge_tool.micro.tflm import child_env
+from edge_tool.childproc import module_command
 
 TIMEOUT_S = 300
 
@@ -18,8 +17,8 @@ TIMEOUT_S = 300
 def check(path: Path) -> TargetResult:
     """Run the fp32 artefact (or the given .tflite) in LiteRT; name Flex ops, which need the Flex delegate."""
     method = "load + allocate + invoke with the LiteRT interpreter in a child process"
-    proc = subprocess.run([sys.executable, "-m", "edge_tool.check.litert_probe", str(path)], capture_output=True,
-                          text=True, timeout=TIMEOUT_S, env=child_env())
+    proc = subprocess.run(module_command("edge_tool.check.litert_probe", path), capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     result = json.loads(lines[-1]) if lines else {"ok": False, "error": f"the interpreter crashed (exit {proc.returncode})"}
     findings = []

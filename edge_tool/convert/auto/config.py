@@ -7,9 +7,14 @@ from pathlib import Path
 
 from edge_tool.convert.config import ConvertConfig
 from edge_tool.convert.enums import Objective
+from edge_tool.convert.source import is_keras_file
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 SELECTIVE = "int8-selective"
+INTEGER_ONLY = "integer-only"
+REQUIREMENTS = {INTEGER_ONLY: "only candidates that run on TFLite Micro, the Edge TPU and integer NPUs: every "
+                              "computed tensor 8-bit (int32 biases), no float op apart from the float I/O's "
+                              "QUANTIZE/DEQUANTIZE, no custom/Flex op"}
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,8 @@ class AutoConfig:
     objective: Objective = Objective.SIZE
     threads: int = 1
     max_float_layers: int = 3
+    reference: Path | None = None  # the SavedModel measured against (run_auto sets it; a Keras file is exported once)
+    require: str | None = None  # a key of REQUIREMENTS: candidates that do not meet it are not chosen
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eval_data", Path(self.eval_data))
@@ -38,12 +45,19 @@ class AutoConfig:
         if not 0 <= self.max_drop <= 1:
             problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}.")
         problems += below_minimum({"--threads": (self.threads, 1), "--max-float-layers": (self.max_float_layers, 0)})
-        if not self.model.is_dir():
+        if not (self.model.is_dir() or is_keras_file(self.model)):
             problems.append(f"--quant auto measures against the model as reference, so MODEL must be a SavedModel "
-                            f"directory; {self.model} is not a directory.")
+                            f"directory or a .keras/.h5 file; {self.model} is neither.")
+        if self.require is not None and self.require not in REQUIREMENTS:
+            problems.append(f"--require expects {', '.join(REQUIREMENTS)}, got {self.require!r}.")
         if not self.eval_data.exists():
             problems.append(f"--eval-data {self.eval_data} does not exist.")
         collect_and_raise(problems, UsageError, "Invalid --quant auto options:")
+
+    @property
+    def reference_model(self) -> Path:
+        """The SavedModel the candidates are measured against: ``reference`` when set, else the model."""
+        return self.reference if self.reference is not None else self.model
 
     @property
     def model(self) -> Path:

@@ -45,16 +45,20 @@ def to_markdown(result: AutoResult) -> str:
              f"{100 * cfg.max_drop:.2f} pt, {cfg.threads} thread(s))", "",
              "| " + " | ".join(headers(result)) + " |", "|---|---:|---:|---:|---:|---|---|---|"]
     lines += [md_row(row) for row in table_rows(result)]
-    verdict = (f"Chosen: **{md(result.chosen.name)}** ({md(result.chosen.path.name)})." if result.chosen
-               else "No candidate meets the budget; all are under candidates/ for inspection.")
+    verdict = (f"Chosen: **{md(result.chosen.name)}** ({md(result.chosen.path.name)}): {md(result.reason or '')}."
+               if result.chosen else "No candidate meets the budget; all are under candidates/ for inspection.")
     return "\n".join([*lines, "", verdict, *[f"- {md(n)}" for n in result.all_notes()]]) + "\n"
 
 
 def budget_error(result: AutoResult) -> BudgetExceeded:
-    """The exit-1 error when no candidate met the budget (its message carries the table)."""
-    return BudgetExceeded(f"no candidate keeps the {result.metric} drop within --max-drop {result.config.max_drop:g} "
-                          f"({100 * result.config.max_drop:.2f} pt); every candidate is in "
-                          f"{result.config.output_dir / 'candidates'}:\n{to_markdown(result)}")
+    """The exit-1 error when no candidate met the budget (or ``--require``); its message carries the table."""
+    cfg = result.config
+    where = f"every candidate is in {cfg.output_dir / 'candidates'}:\n{to_markdown(result)}"
+    if cfg.require and all(c.failed for c in result.candidates):
+        return BudgetExceeded(f"--require {cfg.require}: no candidate qualifies; {where}")
+    scope = f"no {cfg.require} candidate (--require {cfg.require})" if cfg.require else "no candidate"
+    return BudgetExceeded(f"{scope} keeps the {result.metric} drop within --max-drop {cfg.max_drop:g} "
+                          f"({100 * cfg.max_drop:.2f} pt); {where}")
 
 
 def print_result(result: AutoResult) -> None:
@@ -71,6 +75,8 @@ def print_result(result: AutoResult) -> None:
         table.add_row(*map(text, row), style="bold green" if c.chosen else (None if c.meets_budget else "red"))
     wide = Console(width=max(Console().width, 160))
     wide.print(table)
+    if result.chosen is not None and result.reason:
+        wide.print(text(f"why {result.chosen.name}: {result.reason}", "bold"), highlight=False, soft_wrap=True)
     for note in result.all_notes():
         wide.print(text(note, "dim"), highlight=False, soft_wrap=True)
     wide.print(text(f"decision: {cfg.output_dir / 'decision.json'}"), highlight=False, soft_wrap=True)

@@ -67,13 +67,18 @@ class Decision:
     notes: tuple[str, ...] = ()
     task: str | None = None    # eval's task; the budget, ``accuracy`` and ``accuracy_drop`` are of its ``metric``
     metric: str | None = None
+    reason: str | None = None   # one sentence: why the chosen one (policy.reason)
+    require: str | None = None  # --require (e.g. integer-only)
 
     def to_dict(self) -> dict:
         """decision.json content."""
         d = {"objective": self.objective, "max_drop": self.max_drop, "reference_accuracy": self.reference_accuracy,
              "threads": self.threads, "chosen": self.chosen, "candidates": [c.to_dict() for c in self.candidates],
              "notes": list(self.notes)}
-        return d if self.task is None else {**d, "task": self.task, "metric": self.metric}
+        if self.task is not None:
+            d.update({"task": self.task, "metric": self.metric})
+        d.update({k: v for k, v in (("reason", self.reason), ("require", self.require)) if v is not None})
+        return d
 
     @classmethod
     def from_dict(cls, d, what: str = FILE) -> Decision:
@@ -81,7 +86,7 @@ class Decision:
         check(d, "decision", what)
         return cls(d["objective"], d["max_drop"], d["reference_accuracy"], d["threads"], d["chosen"],
                    tuple(Candidate.from_dict(c) for c in d["candidates"]), tuple(d["notes"]), d.get("task"),
-                   d.get("metric"))
+                   d.get("metric"), d.get("reason"), d.get("require"))
 
     @classmethod
     def read(cls, path: Path) -> Decision:
@@ -98,6 +103,7 @@ class AutoResult:
     reference_accuracy: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
     task: dict | None = None  # eval's task (name, main_metric, reason, ...)
+    reason: str | None = None  # why the chosen one (policy.reason); None when nothing met the budget
 
     @property
     def metric(self) -> str:
@@ -115,7 +121,8 @@ class AutoResult:
         cfg = self.config
         return Decision(cfg.objective.value, cfg.max_drop, self.reference_accuracy, cfg.threads,
                         self.chosen.name if self.chosen else None, self.candidates, self.notes,
-                        None if self.task is None else self.task["name"], None if self.task is None else self.metric)
+                        None if self.task is None else self.task["name"], None if self.task is None else self.metric,
+                        self.reason, cfg.require)
 
     def to_dict(self) -> dict:
         """decision.json content."""

@@ -9,19 +9,21 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from edge_tool.convert.auto.config import SELECTIVE, AutoConfig
-from edge_tool.convert.auto.policy import choose
+from edge_tool.convert.auto.config import INTEGER_ONLY, SELECTIVE, AutoConfig
+from edge_tool.convert.auto.policy import choose, reason
 from edge_tool.convert.auto.render import short_layer, to_markdown
 from edge_tool.convert.auto.result import FILE, AutoResult, Candidate
+from edge_tool.convert.source import is_keras_file, prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.steps import step
+from edge_tool.tflite_model import integer_only_problem
 
 
 def _eval_config(config: AutoConfig, paths: list[Path]):
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
 
-    return EvalConfig(artifacts=tuple(paths), reference=config.model, data=config.eval_data,
+    return EvalConfig(artifacts=tuple(paths), reference=config.reference_model, data=config.eval_data,
                       threads=config.threads, max_drop=config.max_drop, seed=config.convert.seed)
 
 
@@ -79,7 +81,6 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     from edge_tool.convert.api import load_calibration  # noqa: PLC0415
     from edge_tool.convert.metadata_step import for_mode, metadata_spec  # noqa: PLC0415
     from edge_tool.convert.selective import SelectiveInt8  # noqa: PLC0415
-    from edge_tool.convert.source import prepare_source  # noqa: PLC0415
     from edge_tool.env import import_tf  # noqa: PLC0415
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
 
@@ -122,20 +123,26 @@ def run_auto(config: AutoConfig) -> AutoResult:
 
     with tempfile.TemporaryDirectory(prefix="edgetool-auto-") as tmp:
         work = Path(tmp)
+        if is_keras_file(config.model):  # exported once, the way convert does, and measured against from then on
+            (work / "reference").mkdir()
+            config = replace(config, reference=prepare_source(config.model, work / "reference").saved_model)
         built = convert(_convert_config(config, work / "candidates"))
         if not built.artifacts:
             reasons = "\n".join(f"- {mode}: {why}" for mode, why in built.failures.items())
             raise ConversionError(f"--quant auto: no candidate converted for {config.model}:\n{reasons}")
-        named = [(a.quant, a.path, None) for a in built.artifacts]
-        with quiet_native_stderr(), step("measure candidates (edgetool eval)"):
-            measured, ref_acc, task = measure(config, named)
-        by_name = {c.name: c for c in measured}
+        named, excluded = _screen(config, [(a.quant, a.path, None) for a in built.artifacts])
+        measured, ref_acc, task = [], None, None
+        if named:
+            with quiet_native_stderr(), step("measure candidates (edgetool eval)"):
+                measured, ref_acc, task = measure(config, named)
+        by_name = {c.name: c for c in [*measured, *excluded]}
         by_name.update({m: Candidate.failure(m, why) for m, why in built.failures.items()})
         cands = [by_name[m] for m in config.modes if m in by_name]
         notes = _task_notes(task) + _add_selective(config, work, cands, built.artifacts[0].path.stem.rsplit("_", 1)[0])
         best = choose(cands, config.objective)
         cands = [replace(c, chosen=c is best) for c in cands]
-        result = AutoResult(config, tuple(cands), ref_acc, tuple(notes), task)
+        result = AutoResult(config, tuple(cands), ref_acc, tuple(notes), task,
+                            reason(cands, config.objective, config.require))
         return _write(result, work)
 
 
@@ -147,6 +154,20 @@ def _task_notes(task: dict | None) -> list[str]:
     return [f"Task: {task['name']} ({how}: {task['reason']}); the budget --max-drop is on {task['main_metric']}."]
 
 
+def _screen(config: AutoConfig, named: list) -> tuple[list, list[Candidate]]:
+    """(the files to measure, the candidates ``--require`` rules out, as failed rows naming why)."""
+    if config.require != INTEGER_ONLY:
+        return named, []
+    keep, out = [], []
+    for name, path, layers in named:
+        why = integer_only_problem(path.read_bytes())
+        if why is None:
+            keep.append((name, path, layers))
+        else:
+            out.append(Candidate.failure(name, f"not integer-only (--require {INTEGER_ONLY}): it {why}", path))
+    return keep, out
+
+
 def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem: str) -> list[str]:
     """When full int8 converted but misses the budget, append the selective-int8 candidate (or its failure)."""
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
@@ -154,6 +175,8 @@ def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem:
     int8 = next((c for c in cands if c.name == "int8"), None)
     if int8 is None or int8.meets_budget or config.max_float_layers == 0:
         return []
+    if config.require == INTEGER_ONLY:
+        return [f"selective int8 skipped: it keeps layers in float, which --require {INTEGER_ONLY} rules out."]
     if int8.failed:
         return ["selective int8 skipped: full int8 did not convert or run."]
     try:

@@ -8,7 +8,7 @@ mode table of README.md and docs/convert.md (regenerate with ``python scripts/mo
 from edge_tool.convert.modes import fp32, fp16, dynamic, int8, int16x8, qat  # noqa: F401, I001
 from edge_tool.convert.registry import MODES, ModeSpec
 
-__all__ = ["MODES", "ModeSpec", "auto_candidates", "every_mode", "mode_table"]
+__all__ = ["MODES", "ModeSpec", "auto_candidates", "every_mode", "integer_only_candidates", "mode_table"]
 
 TABLE_START, TABLE_END = "<!-- modes-table:start -->", "<!-- modes-table:end -->"
 
@@ -21,6 +21,11 @@ def every_mode(has_train_data: bool = False) -> tuple[str, ...]:
 def auto_candidates(has_train_data: bool) -> tuple[str, ...]:
     """The modes ``--quant auto`` builds and measures (plus selective int8, which it derives from int8)."""
     return tuple(m for m in every_mode(has_train_data) if MODES[m].auto_candidate)
+
+
+def integer_only_candidates(has_train_data: bool) -> tuple[str, ...]:
+    """The auto candidates whose activations are int8 (``--quant auto --require integer-only``)."""
+    return tuple(m for m in auto_candidates(has_train_data) if MODES[m].activations.startswith("int8"))
 
 
 def mode_table() -> str:

@@ -4,9 +4,9 @@ and the Keras-2 TensorFlow stack it needs; anything else is refused with what wa
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
 
+from edge_tool.convert.source import keras_archive_version
 from edge_tool.errors import ModelError, UsageError
 
 
@@ -34,14 +34,19 @@ _KERAS3_HINT = (
 )
 
 
-def _keras_file_version(path: Path) -> str | None:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            import json  # noqa: PLC0415
-
-            return str(json.loads(zf.read("metadata.json")).get("keras_version", ""))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError):
+def keras3_file_problem(path: Path) -> str | None:
+    """Why QAT cannot start from ``path`` when it is a Keras-3 ``.keras`` file — read from the archive's
+    metadata.json, without loading the model (that takes seconds) — else None."""
+    path = Path(path)
+    if not (path.is_file() and path.suffix.lower() == ".keras"):
         return None
+    version = keras_archive_version(path)
+    if version is None or not version.startswith("3"):
+        return None
+    return (f"--quant qat cannot start from {path}: its metadata.json says Keras {version} (Keras 3) saved it. QAT "
+            "rewrites the model's Keras-2 (tf_keras) layers with tfmot, and a Keras-3 file holds none. Re-save the "
+            "model with tf_keras (model.save('model.h5') or model.save(dir, save_format='tf')), or use a "
+            "post-training mode (--quant int8 for full-integer, or dynamic/fp16), which converts this file as it is.")
 
 
 def _check_qat_source(path: Path) -> None:
@@ -63,11 +68,11 @@ def _check_qat_source(path: Path) -> None:
         return
     suffix = path.suffix.lower()
     if suffix == ".keras":
-        version = _keras_file_version(path)
-        if version is None:
+        if keras_archive_version(path) is None:
             raise ModelError(f"{path} is not a readable .keras archive (zip with metadata.json).")
-        if version.startswith("3"):
-            raise ModelError(f"{path} was saved by Keras {version} (Keras 3). {_KERAS3_HINT}")
+        problem = keras3_file_problem(path)
+        if problem:
+            raise ModelError(problem)
     elif suffix not in (".h5", ".hdf5"):
         raise ModelError(f"Expected a Keras model for QAT: a Keras-2 SavedModel directory, an .h5 file or a "
                          f".keras file saved by tf_keras; got {path}.")
