@@ -58,6 +58,7 @@ class EvalConfig:
     runtime: str = "litert"
     max_arena_kb: float | None = None
     max_flash_kb: float | None = None
+    trust_model_code: bool = False  # --trust-model-code: run a reference/artefact that carries code (modelcode)
 
     def __post_init__(self) -> None:
         problems = []

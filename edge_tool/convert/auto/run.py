@@ -22,7 +22,8 @@ def _eval_config(config: AutoConfig, paths: list[Path]):
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
 
     return EvalConfig(artifacts=tuple(paths), reference=config.model, data=config.eval_data,
-                      threads=config.threads, max_drop=config.max_drop, seed=config.convert.seed)
+                      threads=config.threads, max_drop=config.max_drop, seed=config.convert.seed,
+                      trust_model_code=config.convert.trust_model_code)
 
 
 def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]) -> tuple[list[Candidate], float | None]:
@@ -80,7 +81,7 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
 
     tf = import_tf()
-    source = prepare_source(config.model, work, config.convert.batch)
+    source = prepare_source(config.model, work, config.convert.batch, config.convert.trust_model_code)
     ds, _ = load_calibration(_convert_config(config, work / "unused"), source)
     spec, _ = metadata_spec(_convert_config(config, work / "unused"), source)  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
