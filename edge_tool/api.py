@@ -48,11 +48,12 @@ def evaluate(artifacts: Iterable[str | Path], reference: str | Path, data: str |
                                data=Path(data), **options))
 
 
-def inspect(model: str | Path):
-    """What a SavedModel or .tflite takes and gives (and, for a .tflite, its embedded metadata). -> InspectReport."""
+def inspect(model: str | Path, trust_model_code: bool = False):
+    """What a SavedModel or .tflite takes and gives (and, for a .tflite, its embedded metadata). -> InspectReport.
+    Code the model carries is listed, not run, unless ``trust_model_code`` (docs/security.md)."""
     from edge_tool.inspection import inspect_model  # noqa: PLC0415
 
-    return inspect_model(Path(model))
+    return inspect_model(Path(model), trust_model_code)
 
 
 def demo(model: str | Path, output: str | Path, **options):

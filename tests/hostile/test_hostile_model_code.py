@@ -19,7 +19,8 @@ from edge_tool.errors import ModelError
 from edge_tool.modelcode.graph_scan import scan_saved_model
 from edge_tool.modelcode.guard import keras_code, side_effect_ops
 from edge_tool.modelcode.keras_code import find_code, metadata_jsons
-from tests.hostile.harness import Case, run_case
+from edge_tool.modelcode.side_effects import CONDITIONAL, SIDE_EFFECT_OPS
+from tests.hostile.harness import REPO, Case, run_case
 from tests.hostile.model_code_fixtures import MARKER, code_models, code_root  # noqa: F401 (fixtures)
 
 TRUST = "--trust-model-code"
@@ -165,3 +166,10 @@ def test_config_walker_finds_code_anywhere(config, kind):
 def test_saver_checkpoint_ops_are_not_flagged_but_a_serving_save_is(code_models):
     assert scan_saved_model(code_models / "clean_sm") == ()
     assert [f.op for f in scan_saved_model(code_models / "save_sm")] == ["SaveV2"]
+
+
+def test_security_doc_lists_every_flagged_op():
+    """docs/security.md's table is the registry's: every op of side_effects.SIDE_EFFECT_OPS and CONDITIONAL."""
+    doc = (REPO / "docs" / "security.md").read_text()
+    missing = [op for op in [*SIDE_EFFECT_OPS, *CONDITIONAL] if f"`{op}`" not in doc]
+    assert not missing, f"docs/security.md does not list {missing}"
