@@ -5,7 +5,7 @@ Every MetaGraph is walked: its graph nodes and every function of its library, ca
 any of them: restore and init ops, resource initialisers, signatures). Checkpoint ops are allowed only where the
 MetaGraph's own saver puts them: ``SaveV2``/``MergeV2Checkpoints`` in the subgraph that computes
 ``saver_def.save_tensor_name`` and ``RestoreV2`` in the one that runs ``saver_def.restore_op_name`` (graph nodes
-that feed them and the functions those nodes call).
+that feed them and the functions those nodes call, as long as nothing outside the saver calls those functions too).
 """
 
 from __future__ import annotations
@@ -76,6 +76,19 @@ def _called_functions(node) -> list[str]:
     return names
 
 
+def _closure(functions: dict, names) -> set[str]:
+    """``names`` and every library function they call, transitively."""
+    called, pending = set(names), deque(names)
+    while pending:
+        fn = functions.get(pending.popleft())
+        for node in fn.node_def if fn is not None else ():
+            for inner in _called_functions(node):
+                if inner not in called:
+                    called.add(inner)
+                    pending.append(inner)
+    return called
+
+
 def _subgraph(mg, roots: list[str]) -> tuple[set[str], set[str]]:
     """(graph node names feeding ``roots``, names of the library functions those nodes call, transitively)."""
     nodes = {n.name: n for n in mg.graph_def.node}
@@ -89,15 +102,27 @@ def _subgraph(mg, roots: list[str]) -> tuple[set[str], set[str]]:
         seen.add(name)
         queue.extend(_strip(i) for i in nodes[name].input)
         called.update(_called_functions(nodes[name]))
-    pending = deque(called)
-    while pending:
-        fn = functions.get(pending.popleft())
-        for node in fn.node_def if fn is not None else ():
-            for inner in _called_functions(node):
-                if inner not in called:
-                    called.add(inner)
-                    pending.append(inner)
-    return seen, called
+    return seen, _closure(functions, called)
+
+
+_INIT_COLLECTIONS = ("saved_model_main_op", "main_op", "legacy_init_op", "table_initializer")
+
+
+def _run_by_loaders(mg) -> set[str]:
+    """Graph nodes a loader or a signature call runs: ancestors of every signature tensor and init-op collection."""
+    roots = [t.name for sig in mg.signature_def.values() for t in [*sig.inputs.values(), *sig.outputs.values()]]
+    roots += [v for key in _INIT_COLLECTIONS if key in mg.collection_def
+              for v in mg.collection_def[key].node_list.value]
+    return _subgraph(mg, roots)[0]
+
+
+def _reached_otherwise(mg, saver_nodes: set[str], saver_fns: set[str]) -> set[str]:
+    """Functions reachable from outside the saver: graph nodes outside its subgraphs, functions outside its closure
+    (a signature that calls the saver's save function with its own path is not the saver), object methods."""
+    functions = {f.signature.name: f for f in mg.graph_def.library.function}
+    roots = {f for n in mg.graph_def.node if n.name not in saver_nodes for f in _called_functions(n)}
+    roots |= {name for name in functions if name not in saver_fns} | set(mg.object_graph_def.concrete_functions)
+    return _closure(functions, roots)
 
 
 def _attrs(node) -> dict:
@@ -108,6 +133,10 @@ def _attrs(node) -> dict:
 def _scan_meta_graph(mg, found: dict) -> None:
     save_nodes, save_fns = _subgraph(mg, [mg.saver_def.save_tensor_name])
     restore_nodes, restore_fns = _subgraph(mg, [mg.saver_def.restore_op_name])
+    run = _run_by_loaders(mg)  # a signature output that depends on the saver's SaveV2 is not the saver
+    save_nodes, restore_nodes = save_nodes - run, restore_nodes - run
+    shared = _reached_otherwise(mg, save_nodes | restore_nodes, save_fns | restore_fns)
+    save_fns, restore_fns = save_fns - shared, restore_fns - shared
 
     def visit(node, where: str, in_save: bool, in_restore: bool) -> None:
         if (node.op in _SAVE_OPS and in_save) or (node.op in _RESTORE_OPS and in_restore):

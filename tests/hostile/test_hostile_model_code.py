@@ -10,6 +10,7 @@ both its own check and the harness's snapshot. With the flag the same runs do ex
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from hypothesis import given, settings
@@ -173,3 +174,34 @@ def test_security_doc_lists_every_flagged_op():
     doc = (REPO / "docs" / "security.md").read_text()
     missing = [op for op in [*SIDE_EFFECT_OPS, *CONDITIONAL] if f"`{op}`" not in doc]
     assert not missing, f"docs/security.md does not list {missing}"
+
+
+def _edit_saved_model(src, dst, edit) -> None:
+    """Copy the SavedModel ``src`` to ``dst`` with ``edit(meta_graph)`` applied to its saved_model.pb."""
+    from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
+
+    shutil.copytree(src, dst)
+    sm = saved_model_pb2.SavedModel()
+    sm.ParseFromString((dst / "saved_model.pb").read_bytes())
+    edit(sm.meta_graphs[0])
+    (dst / "saved_model.pb").write_bytes(sm.SerializeToString())
+
+
+def test_saver_ops_reached_from_a_signature_are_flagged(code_models, tmp_path):
+    """The saver's own SaveV2 is exempt only while nothing but the saver reaches it."""
+    def serve_calls_save(mg):
+        save_fn = next(f.signature.name for f in mg.graph_def.library.function if "traced_save" in f.signature.name)
+        serve = next(f for f in mg.graph_def.library.function if f.signature.name.startswith("__inference_serve"))
+        call = serve.node_def.add(name="evil_call", op="StatefulPartitionedCall")
+        call.attr["f"].func.name = save_fn
+
+    def output_needs_save(mg):
+        out = mg.signature_def["serving_default"].outputs["y"].name.split(":")[0]
+        next(n for n in mg.graph_def.node if n.name == out).input.append("^save/SaveV2")
+
+    _edit_saved_model(code_models / "clean_sm", tmp_path / "tf2", serve_calls_save)
+    _edit_saved_model(code_models / "tf1_sm", tmp_path / "tf1", output_needs_save)
+    tf2, tf1 = scan_saved_model(tmp_path / "tf2"), scan_saved_model(tmp_path / "tf1")
+    assert {f.op for f in tf2} == {"MergeV2Checkpoints", "SaveV2"}
+    assert all(f.where[0].startswith("function __inference__traced_save") for f in tf2)
+    assert "SaveV2" in {f.op for f in tf1} and all(f.where == ("graph",) for f in tf1)
