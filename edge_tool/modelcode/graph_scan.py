@@ -125,6 +125,59 @@ def _reached_otherwise(mg, saver_nodes: set[str], saver_fns: set[str]) -> set[st
     return _closure(functions, roots)
 
 
+_TABLE_FROM_FILE = frozenset({"InitializeTableFromTextFile", "InitializeTableFromTextFileV2"})
+
+
+def _reads_own_asset(mg, fn, node, callers: dict) -> bool:
+    """True when ``node`` (a text-file table initialiser in function ``fn``) reads a file of the SavedModel's own
+    ``assets/``, a lookup layer's vocabulary: its filename is a captured argument of ``fn`` that the object graph
+    binds to an asset object, every graph node calling ``fn`` passes an asset path there too (the TF1-style init
+    op), and no other function calls ``fn`` (it could pass any path). ``callers``: function -> calling nodes."""
+    name, args = fn.signature.name, [a.name for a in fn.signature.input_arg]
+    concrete = mg.object_graph_def.concrete_functions.get(name)
+    if concrete is None or len(node.input) < 2 or node.input[1] not in args:
+        return False
+    index = args.index(node.input[1])
+    capture = index - (len(args) - len(concrete.bound_inputs))
+    objects = mg.object_graph_def.nodes
+    if not 0 <= capture < len(concrete.bound_inputs) or concrete.bound_inputs[capture] >= len(objects):
+        return False
+    if objects[concrete.bound_inputs[capture]].WhichOneof("kind") != "asset":
+        return False
+    graph = {n.name: n for n in mg.graph_def.node}
+    assets = {_strip(a.tensor_info.name) for a in mg.asset_file_def}
+    for where, call in callers.get(name, ()):
+        data = [i for i in call.input if not i.startswith("^")]
+        if where != "graph" or index >= len(data) or not _asset_path(graph, _strip(data[index]), assets):
+            return False
+    return True
+
+
+def _asset_path(graph: dict, name: str, assets: set[str]) -> bool:
+    """True when graph node ``name`` is an asset path tensor, or reads a variable only ever assigned one."""
+    node = graph.get(name)
+    if node is None or name in assets:
+        return node is not None
+    if node.op != "ReadVariableOp" or not node.input:
+        return False
+    handle = _strip(node.input[0])
+    assigns = [n for n in graph.values() if n.op == "AssignVariableOp" and n.input and _strip(n.input[0]) == handle]
+    return bool(assigns) and all(len(n.input) > 1 and _strip(n.input[1]) in assets for n in assigns)
+
+
+def _callers(mg) -> dict:
+    """function name -> [(``"graph"`` or the calling function's name, calling node)]."""
+    found: dict = {}
+    for node in mg.graph_def.node:
+        for f in _called_functions(node):
+            found.setdefault(f, []).append(("graph", node))
+    for fn in mg.graph_def.library.function:
+        for node in fn.node_def:
+            for f in _called_functions(node):
+                found.setdefault(f, []).append((fn.signature.name, node))
+    return found
+
+
 def _attrs(node) -> dict:
     names = CONDITIONAL.get(node.op, ((), None))[0]
     return {a: node.attr[a].s.decode("utf-8", "replace") for a in names if a in node.attr}
@@ -147,9 +200,12 @@ def _scan_meta_graph(mg, found: dict) -> None:
 
     for node in mg.graph_def.node:
         visit(node, "graph", node.name in save_nodes, node.name in restore_nodes)
+    callers = _callers(mg)
     for fn in mg.graph_def.library.function:
         name = fn.signature.name
         for node in fn.node_def:
+            if node.op in _TABLE_FROM_FILE and _reads_own_asset(mg, fn, node, callers):
+                continue
             visit(node, f"function {name}", name in save_fns, name in restore_fns)
 
 

@@ -5,7 +5,8 @@ read or delete files, run Python, talk to the network. ``edge_tool.modelcode.gra
 graph and of every library function up in ``SIDE_EFFECT_OPS``; ops in ``CONDITIONAL`` are flagged only when an
 attribute says they leave the tensor world (``PrintV2`` to a file, ``DecodeProtoV2`` reading descriptors from a
 file). ``CHECKPOINT_OPS`` are the ones a SavedModel's own saver uses: they are allowed inside the saver's save and
-restore subgraphs and flagged anywhere else. The table is a list of known ops, not a proof of safety (see
+restore subgraphs and flagged anywhere else; text-file table initialisers that read the SavedModel's own assets
+(``graph_scan._reads_own_asset``) are not flagged. The table is a list of known ops, not a proof of safety (see
 docs/security.md).
 """
 

@@ -13,6 +13,8 @@ sees twice (the marker check, and the harness's "nothing changed" snapshot).
     clean_sm/         the same tf.Module without any of that (the reference for eval cases)
     clean.tflite      clean_sm converted; flex_write.tflite: write_sm converted with select TF ops (FlexWriteFile)
     clean_bn_lstm.h5 / clean_bn_lstm.keras / clean_bn_lstm_sm/   conv + BatchNorm + LSTM, no code (false positives)
+    table_sm/         a lookup table filled from a vocabulary file in its own assets/ (not flagged)
+    table_hostile_sm/ the same, whose signature re-fills the table from /etc/hostname (flagged)
     tf1_sm/           a TF1 SavedModel (graph-mode saver: save/SaveV2, save/RestoreV2 in the graph itself)
     data.npz          x [32, 4] float32, y [32] labels in 0..2
 """
@@ -91,6 +93,23 @@ with tf.Graph().as_default() as g, tf.compat.v1.Session(graph=g) as sess:
     w = tf.compat.v1.get_variable("w", initializer=tf.ones([4, 3]))
     sess.run(tf.compat.v1.global_variables_initializer())
     tf.compat.v1.saved_model.simple_save(sess, "tf1_sm", {"x": x}, {"y": tf.matmul(x, w)})
+
+open("vocab.txt", "w").write("a\nb\nc\n")
+class Table(tf.Module):
+    def __init__(self, hostile):
+        init = tf.lookup.TextFileInitializer("vocab.txt", tf.string, tf.lookup.TextFileIndex.WHOLE_LINE,
+                                             tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER)
+        self.table, self.hostile = tf.lookup.StaticHashTable(init, -1), hostile
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="word")])
+    def serve(self, word):
+        if self.hostile:  # re-fill the table from a path of the model's choosing
+            tf.raw_ops.InitializeTableFromTextFileV2(table_handle=self.table.resource_handle, filename="/etc/hostname",
+                                                     key_index=-2, value_index=-1)
+        return {"id": self.table.lookup(word)}
+for name, hostile in {"table_sm": False, "table_hostile_sm": True}.items():
+    t = Table(hostile)
+    tf.saved_model.save(t, name, signatures={"serving_default": t.serve})
+os.remove("vocab.txt")
 
 rng = np.random.default_rng(1)
 np.savez("data.npz", x=rng.normal(size=(32, 4)).astype("float32"), y=rng.integers(0, 3, 32))

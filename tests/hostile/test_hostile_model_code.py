@@ -118,7 +118,7 @@ def test_keras_savedmodel_with_a_lambda_converts_without_keras(code_root):
 
 
 @pytest.mark.parametrize("name", ["clean_sm", "clean_bn_lstm_sm", "clean_bn_lstm.h5", "clean_bn_lstm.keras",
-                                  "tf1_sm", "clean.tflite"])
+                                  "tf1_sm", "clean.tflite", "table_sm"])
 def test_clean_models_are_not_flagged(code_models, name):
     assert side_effect_ops(code_models / name) == ()
     if not name.endswith(".tflite"):
@@ -171,6 +171,12 @@ def test_config_walker_finds_code_anywhere(config, kind):
 def test_saver_checkpoint_ops_are_not_flagged_but_a_serving_save_is(code_models):
     assert scan_saved_model(code_models / "clean_sm") == ()
     assert [f.op for f in scan_saved_model(code_models / "save_sm")] == ["SaveV2"]
+
+
+def test_vocabulary_from_own_assets_is_fine_a_path_of_the_models_choosing_is_not(code_models):
+    found = scan_saved_model(code_models / "table_hostile_sm")
+    assert [f.op for f in found] == ["InitializeTableFromTextFileV2"]
+    assert found[0].where[0].startswith("function __inference_serve")
 
 
 def test_security_doc_lists_every_flagged_op():
