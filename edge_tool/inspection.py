@@ -244,7 +244,7 @@ def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectRe
 
 def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
     """Signatures (via the LiteRT interpreter), weight elements by dtype and op counts of a .tflite file."""
-    from edge_tool.modelio import tflite_signature  # noqa: PLC0415
+    from edge_tool.modelio import flatbuffer_signature, tflite_signature  # noqa: PLC0415
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = Path(path)
@@ -253,7 +253,12 @@ def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
         summary = summarize_tflite(data)
     except Exception as exc:  # flatbuffer decoding raises assorted errors on truncated/corrupt files
         raise ModelError(f"{path} has a TFLite header but its flatbuffer is unreadable: {type(exc).__name__}: {exc}") from None
-    signature = tflite_signature(path)
+    try:
+        signature = tflite_signature(path)
+    except ModelError:
+        if not summary.flex_ops:
+            raise
+        signature = flatbuffer_signature(data)  # LiteRT opens no Flex model; the flatbuffer still says
     by_dtype = _tflite_weight_elements(data)
     params = ParamCount(sum(by_dtype.values()), None, None, by_dtype)
     return InspectReport(

@@ -11,6 +11,7 @@ from calibration.spec import TensorSpec
 from edge_tool.checkpoint import check_variables
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.guard import require_no_side_effects
+from edge_tool.tflite_model import _unpack
 
 SERVING = "serving_default"
 
@@ -157,6 +158,26 @@ def tflite_signature(path: Path) -> SignatureInfo:
     outs = interp.get_output_details()
     return SignatureInfo("", tuple(_tflite_tensor(d, d["name"]) for d in ins),
                          tuple(_tflite_tensor(d, d["name"]) for d in outs))
+
+
+def flatbuffer_signature(data: bytes) -> SignatureInfo:
+    """SignatureInfo read from a .tflite's flatbuffer alone (its first signature, else subgraph 0's tensors), for a
+    model no interpreter here can open (Flex ops: LiteRT has no Flex delegate)."""
+    _, model, type_names, _ = _unpack(data)
+    sg = model.subgraphs[0]
+
+    def spec(index: int, name=None) -> TensorSpec:
+        t = sg.tensors[index]
+        dims = t.shapeSignature if t.shapeSignature is not None else t.shape
+        shape = tuple(None if d < 0 else int(d) for d in (dims if dims is not None else ()))
+        return TensorSpec(name or t.name.decode("utf-8", "replace"), type_names[t.type].lower(), shape)
+
+    if model.signatureDefs:
+        sig = model.signatureDefs[0]
+        return SignatureInfo(sig.signatureKey.decode("utf-8", "replace"),
+                             tuple(spec(m.tensorIndex, m.name.decode("utf-8", "replace")) for m in sig.inputs),
+                             tuple(spec(m.tensorIndex, m.name.decode("utf-8", "replace")) for m in sig.outputs))
+    return SignatureInfo("", tuple(map(spec, sg.inputs)), tuple(map(spec, sg.outputs)))
 
 
 # --- TFJS graph models: model.json, read by demo, eval and check (paths inside it stay inside its directory)

@@ -98,6 +98,14 @@ def test_inspect_lists_side_effect_ops_and_exits_0(code_root, model, op):
     assert not (code_root / MARKER).exists()
 
 
+def test_inspect_lists_flex_side_effect_ops_of_a_tflite(code_root):
+    """LiteRT cannot open a Flex model; inspect reads its signature from the flatbuffer and lists the op."""
+    proc = run_case(Case("inspect-flex", ("inspect", "{root}/flex_write.tflite", "--json"), exit_code=0), code_root)
+    d = json.loads(proc.stdout)
+    assert [f["op"] for f in d["model_code"]["side_effect_ops"]] == ["FlexWriteFile"]
+    assert d["signatures"][0]["inputs"] == [{"name": "x", "dtype": "float32", "shape": [None, 4]}]
+
+
 @pytest.mark.parametrize("args", [
     ("convert", "{root}/lambda.h5", "-o", "{root}/out", TRUST),
     ("convert", "{root}/lambda_sm", "--batch", "1", "-o", "{root}/out", TRUST),
