@@ -97,6 +97,8 @@ _RUNS = {
     "convert": "its float self-check and the int8 calibration run the graph",
     "check": "it converts the model and runs the result",
     "demo": "it converts the model, and --litert calibrates it",
+    "eval": "it runs the reference and each artefact",
+    "inspect": "loading it runs its restore and initialiser functions",
 }
 
 
@@ -107,4 +109,4 @@ def require_safe_model(path: Path, trust: bool, command: str) -> None:
     if path.is_file() and path.suffix.lower() in (".h5", ".hdf5", ".keras"):
         require_no_keras_code(path, trust, f"edgetool {command} needs this Keras file as a Keras object")
     elif path.exists():
-        require_no_side_effects(path, trust, f"edgetool {command} ({_RUNS[command]})")
+        require_no_side_effects(path, trust, f"edgetool {command} ({_RUNS.get(command, 'it runs the model')})")
