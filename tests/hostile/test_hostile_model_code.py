@@ -20,7 +20,7 @@ from edge_tool.errors import ModelError
 from edge_tool.modelcode.graph_scan import scan_saved_model
 from edge_tool.modelcode.guard import keras_code, side_effect_ops
 from edge_tool.modelcode.keras_code import find_code, metadata_jsons
-from edge_tool.modelcode.side_effects import CONDITIONAL, SIDE_EFFECT_OPS
+from edge_tool.modelcode.side_effects import CONDITIONAL, SIDE_EFFECT_OPS, effect_of
 from tests.hostile.harness import REPO, Case, run_case
 from tests.hostile.model_code_fixtures import MARKER, code_models, code_root  # noqa: F401 (fixtures)
 
@@ -223,3 +223,12 @@ def test_saver_ops_reached_from_a_signature_are_flagged(code_models, tmp_path):
     assert {f.op for f in tf2} == {"MergeV2Checkpoints", "SaveV2"}
     assert all(f.where[0].startswith("function __inference__traced_save") for f in tf2)
     assert "SaveV2" in {f.op for f in tf1} and all(f.where == ("graph",) for f in tf1)
+
+
+@pytest.mark.parametrize("op, attrs, flagged", [
+    ("PrintV2", {"output_stream": "file:///tmp/leak.txt"}, True), ("PrintV2", {"output_stream": "stderr"}, False),
+    ("DecodeProtoV2", {"descriptor_source": "/etc/x.desc"}, True),
+    ("DecodeProtoV2", {"descriptor_source": "local://"}, False), ("MatMul", {}, False), ("PyFunc", {}, True),
+])
+def test_conditional_ops_are_flagged_by_their_attributes(op, attrs, flagged):
+    assert (effect_of(op, attrs) is not None) == flagged
