@@ -49,11 +49,12 @@ def evaluate(artifacts: Iterable[str | Path], reference: str | Path, data: str |
                                data=Path(data), **options))
 
 
-def inspect(model: str | Path):
-    """What a SavedModel, .keras/.h5 file or .tflite takes and gives (and, for a .tflite, its embedded metadata). -> InspectReport."""
+def inspect(model: str | Path, trust_model_code: bool = False):
+    """What a SavedModel, .keras/.h5 file or .tflite takes and gives (and, for a .tflite, its embedded metadata).
+    -> InspectReport. Code the model carries is listed, not run, unless ``trust_model_code`` (docs/security.md)."""
     from edge_tool.keras_files import inspect_any  # noqa: PLC0415
 
-    return inspect_any(Path(model))
+    return inspect_any(Path(model), trust_model_code)
 
 
 def demo(model: str | Path, output: str | Path, **options):

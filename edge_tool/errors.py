@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from calibration.errors import DataError, EdgeToolError, UsageError, collect_and_raise
 
-__all__ = ["ArtifactsFailed", "BudgetExceeded", "ConversionError", "DataError", "EdgeToolError", "ModelError",
-           "RuntimeFailure", "UsageError", "below_minimum", "collect_and_raise"]
+__all__ = ["ArtifactsFailed", "BudgetExceeded", "ConversionError", "DataError", "EdgeToolError", "ModelCodeRefused",
+           "ModelError", "RuntimeFailure", "UsageError", "below_minimum", "collect_and_raise"]
 
 
 class ModelError(UsageError):
     """The model given is missing, unreadable or lacks what the command needs."""
+
+
+class ModelCodeRefused(ModelError):
+    """The model carries code (Python in its Keras config, side-effect ops in its graph) and the user did not pass
+    ``--trust-model-code``: exit 2, nothing run."""
 
 
 class ConversionError(EdgeToolError):

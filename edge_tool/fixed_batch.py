@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import ModelError
+from edge_tool.modelcode.guard import require_no_keras_code
 from edge_tool.modelio import SERVING, SignatureInfo, load_serving_fn, saved_model_flavor
 
 PROBE_DIM = 32  # size given to unknown non-batch dims of the probe input
@@ -62,13 +63,17 @@ def fixed_input_specs(tf, info: SignatureInfo, batch: int) -> dict:
     return specs
 
 
-def save_fixed_batch(saved_model: Path, out: Path, batch: int, key: str = SERVING) -> Retrace:
+def save_fixed_batch(saved_model: Path, out: Path, batch: int, key: str = SERVING,
+                     trust_model_code: bool = False) -> Retrace:
     """Write a SavedModel at ``out`` whose ``serving_default`` is ``key`` of ``saved_model`` with input batch ``batch``;
-    returns how it was re-traced."""
+    returns how it was re-traced. A model carrying code (``modelcode``) is refused unless ``trust_model_code``."""
     from edge_tool.env import import_tf  # noqa: PLC0415
 
+    if saved_model_flavor(Path(saved_model)) == "keras2":  # the re-trace reloads it as a Keras object
+        require_no_keras_code(Path(saved_model), trust_model_code, f"--batch {batch} re-traces its layers with a "
+                              "fixed batch and needs a Keras object", _WAY_OUT)
     tf = import_tf()
-    loaded, fn, info = load_serving_fn(Path(saved_model), key)
+    loaded, fn, info = load_serving_fn(Path(saved_model), key, trust_model_code)
     specs = fixed_input_specs(tf, info, batch)
     module, serve, how = tf.Module(), None, Retrace("signature")
     if saved_model_flavor(Path(saved_model)) == "keras2":
@@ -81,6 +86,8 @@ def save_fixed_batch(saved_model: Path, out: Path, batch: int, key: str = SERVIN
     return how
 
 
+_WAY_OUT = ("Otherwise re-export the model without that code (built-in layers instead of the Lambda), or drop "
+            "--batch: its graph converts as it is, no Keras object needed.")
 _RETRACE_ERRORS = (ValueError, TypeError, KeyError, RuntimeError, AttributeError)
 
 

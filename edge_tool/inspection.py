@@ -13,7 +13,12 @@
 - ``keras``: ``{"flavor", "reloadable_as_keras", "note"}``; flavor is ``"keras2"`` (tf_keras ``model.save``),
   ``"keras3-export"`` (Keras 3 ``model.export()``), ``"tf-saved-model"`` (plain ``tf.saved_model.save``) or
   null for tflite. ``reloadable_as_keras`` is the result of really calling ``tf_keras.models.load_model``
-  and getting a ``tf_keras.Model`` back (null for tflite).
+  and getting a ``tf_keras.Model`` back (null for tflite, and null when it was not tried: the model carries code
+  and ``--trust-model-code`` was not given).
+- ``model_code``: ``{"python": [{"layer", "kind", "where"}], "side_effect_ops": [{"op", "effect", "where"}],
+  "trusted": bool}``: Python code in the Keras config and ops with effects outside tensors (Flex ops of a tflite),
+  found by reading the files (``edge_tool.modelcode``, docs/security.md); nothing of the model runs unless
+  ``trusted`` (``--trust-model-code``) or both lists are empty.
 - ``distribution`` (SavedModel only, else null): ``{"variable_synchronization": {"AUTO"|"ON_WRITE"|"ON_READ"|"NONE": n},
   "device_jobs": [job names pinned in the graphs, e.g. "worker"], "loaded_variable_classes": {class: n},
   "traces": [human-readable conclusions]}``. Mirrored strategies save trainable variables with
@@ -36,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.errors import ModelError
+from edge_tool.modelcode.guard import code_report
+from edge_tool.modelcode.keras_reload import keras_reloadability
 from edge_tool.modelio import SERVING, SignatureInfo
 
 TFLITE_MAGIC = b"TFL3"
@@ -70,29 +77,31 @@ class InspectReport:
     distribution: dict | None = None
     training: dict | None = None
     tflite: dict | None = None
+    model_code: dict | None = None
 
     def to_dict(self) -> dict:
         """JSON-friendly form (keys documented in the module docstring)."""
         return {"path": str(self.path), "format": self.format, "size_bytes": self.size_bytes,
                 "signatures": [s.to_dict() for s in self.signatures], "parameters": self.parameters.to_dict(),
                 "keras": self.keras, "distribution": self.distribution, "training": self.training,
-                "tflite": self.tflite}
+                "tflite": self.tflite, "model_code": self.model_code}
 
 
-def inspect_model(path: Path) -> InspectReport:
-    """Inspect a SavedModel directory or a .tflite file; ModelError (exit 2) for anything else."""
+def inspect_model(path: Path, trust_model_code: bool = False) -> InspectReport:
+    """Inspect a SavedModel directory or a .tflite file; ModelError (exit 2) for anything else. A model that carries
+    code (``model_code``) is only read, never loaded, unless ``trust_model_code``."""
     path = Path(path)
     if not path.exists():
         raise ModelError(f"Expected a SavedModel directory or a .tflite file at {path}, but nothing is there.")
     if path.is_dir():
-        return inspect_saved_model(path)
+        return inspect_saved_model(path, trust_model_code)
     head = path.read_bytes()[:8]
     if len(head) < 8 or head[4:8] != TFLITE_MAGIC:
         raise ModelError(
             f"{path} is not a TFLite flatbuffer (expected the 'TFL3' identifier at byte 4, found {head[4:8]!r}). "
             f"Pass a SavedModel directory or a .tflite file written by a TFLite converter."
         )
-    return inspect_tflite(path)
+    return inspect_tflite(path, trust_model_code)
 
 
 def _dir_size(path: Path) -> int:
@@ -184,27 +193,6 @@ def _distribution(mg, variables, loaded_classes: dict) -> dict:
             "loaded_variable_classes": loaded_classes, "traces": traces}
 
 
-def _keras_reload(path: Path, flavor: str) -> dict:
-    """Really try tf_keras.models.load_model; a Keras model must come back, not a generic restored object."""
-    import tf_keras  # noqa: PLC0415
-
-    try:
-        obj = tf_keras.models.load_model(str(path), compile=False)
-        ok, why = isinstance(obj, tf_keras.Model), f"got {type(obj).__name__}"
-    except Exception as exc:  # load_model raises many types; the answer is "not reloadable", with the reason
-        ok, why = False, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
-    notes = {
-        "keras2": "Keras-2 SavedModel (tf_keras model.save, keras_metadata.pb): reloads with "
-                  "tf_keras.models.load_model." if ok else f"has keras_metadata.pb but did not reload as Keras ({why}).",
-        "keras3-export": "Keras-3 model.export() artefact: inference-only; load it with tf.saved_model.load. It can "
-                         "NOT be reloaded as a Keras model (Keras 3 load_model reads only .keras/.h5; tf_keras "
-                         f"restores a generic object: {why}).",
-        "tf-saved-model": "plain tf.saved_model.save module: load it with tf.saved_model.load; not a Keras "
-                          f"model ({why}).",
-    }
-    return {"flavor": flavor, "reloadable_as_keras": ok, "note": notes[flavor]}
-
-
 def _training_sidecar(path: Path) -> dict | None:
     sidecar = path / "train.json"
     if not sidecar.is_file():
@@ -225,8 +213,9 @@ def _training_sidecar(path: Path) -> dict | None:
             "eval_accuracy": number(data.get("eval_accuracy"))}
 
 
-def inspect_saved_model(path: Path) -> InspectReport:
-    """Signatures, parameter count, Keras flavour/reloadability and strategy traces of a SavedModel dir."""
+def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectReport:
+    """Signatures, parameter count, Keras flavour/reloadability, strategy traces and code found of a SavedModel dir
+    (loaded with TensorFlow only when it carries no code, or ``trust_model_code``)."""
     from edge_tool.env import import_tf  # noqa: PLC0415
     from edge_tool.modelio import saved_model_flavor, saved_model_signature  # noqa: PLC0415
 
@@ -235,23 +224,27 @@ def inspect_saved_model(path: Path) -> InspectReport:
     saved_model_signature(path, SERVING)  # ModelError (exit 2) when there is no serving signature
     signatures = _all_signatures(path, mg)
     variables = _model_variables(mg)
-    tf = import_tf()
-    try:
-        loaded = tf.saved_model.load(str(path))
-    except Exception as exc:  # a corrupt or incompatible SavedModel: say so instead of a traceback
-        raise ModelError(f"tf.saved_model.load could not load {path}: {type(exc).__name__}: {exc}") from None
-    loaded_classes = dict(Counter(type(v).__name__ for v in getattr(loaded, "variables", [])))
+    code = code_report(path, trust_model_code)
+    loaded_classes = {}
+    if trust_model_code or not code["side_effect_ops"]:  # loading runs restore and resource-init functions
+        tf = import_tf()
+        try:
+            loaded = tf.saved_model.load(str(path))
+        except Exception as exc:  # a corrupt or incompatible SavedModel: say so instead of a traceback
+            raise ModelError(f"tf.saved_model.load could not load {path}: {type(exc).__name__}: {exc}") from None
+        loaded_classes = dict(Counter(type(v).__name__ for v in getattr(loaded, "variables", [])))
     flavor = saved_model_flavor(path)
     return InspectReport(
         path=path, format="saved_model", size_bytes=_dir_size(path), signatures=signatures,
-        parameters=_param_count(variables), keras=_keras_reload(path, flavor),
+        parameters=_param_count(variables), keras=keras_reloadability(path, flavor, code),
         distribution=_distribution(mg, variables, loaded_classes), training=_training_sidecar(path),
+        model_code=code,
     )
 
 
-def inspect_tflite(path: Path) -> InspectReport:
+def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
     """Signatures (via the LiteRT interpreter), weight elements by dtype and op counts of a .tflite file."""
-    from edge_tool.modelio import tflite_signature  # noqa: PLC0415
+    from edge_tool.modelio import flatbuffer_signature, tflite_signature  # noqa: PLC0415
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = Path(path)
@@ -260,7 +253,12 @@ def inspect_tflite(path: Path) -> InspectReport:
         summary = summarize_tflite(data)
     except Exception as exc:  # flatbuffer decoding raises assorted errors on truncated/corrupt files
         raise ModelError(f"{path} has a TFLite header but its flatbuffer is unreadable: {type(exc).__name__}: {exc}") from None
-    signature = tflite_signature(path)
+    try:
+        signature = tflite_signature(path)
+    except ModelError:
+        if not summary.flex_ops:
+            raise
+        signature = flatbuffer_signature(data)  # LiteRT opens no Flex model; the flatbuffer still says
     by_dtype = _tflite_weight_elements(data)
     params = ParamCount(sum(by_dtype.values()), None, None, by_dtype)
     return InspectReport(
@@ -268,6 +266,7 @@ def inspect_tflite(path: Path) -> InspectReport:
         tflite={"ops": summary.ops, "weight_dtypes": summary.weight_dtypes,
                 "activation_dtypes": summary.activation_dtypes, "variable_tensors": summary.variable_tensors,
                 "state_warning": state_warning(summary.variable_tensors), "metadata": _embedded_metadata(data)},
+        model_code=code_report(path, trust_model_code),
     )
 
 

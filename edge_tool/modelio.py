@@ -10,6 +10,8 @@ from pathlib import Path
 from calibration.spec import TensorSpec
 from edge_tool.checkpoint import check_variables
 from edge_tool.errors import ModelError
+from edge_tool.modelcode.guard import require_no_side_effects
+from edge_tool.tflite_model import _unpack
 
 SERVING = "serving_default"
 
@@ -122,8 +124,10 @@ def saved_model_flavor(path: Path) -> str:
     return "tf-saved-model"
 
 
-def load_serving_fn(path: Path, key: str = SERVING):
-    """Load the SavedModel and return (loaded object, concrete function for ``key``, SignatureInfo)."""
+def load_serving_fn(path: Path, key: str = SERVING, trust_model_code: bool = False):
+    """Load the SavedModel and return (loaded object, concrete function for ``key``, SignatureInfo); its graph is
+    scanned first (``modelcode.guard``: side-effect ops refused unless ``trust_model_code``)."""
+    require_no_side_effects(path, trust_model_code, "Loading and running its serving signature")
     info = saved_model_signature(path, key)
     from edge_tool.env import import_tf  # noqa: PLC0415
 
@@ -154,6 +158,26 @@ def tflite_signature(path: Path) -> SignatureInfo:
     outs = interp.get_output_details()
     return SignatureInfo("", tuple(_tflite_tensor(d, d["name"]) for d in ins),
                          tuple(_tflite_tensor(d, d["name"]) for d in outs))
+
+
+def flatbuffer_signature(data: bytes) -> SignatureInfo:
+    """SignatureInfo read from a .tflite's flatbuffer alone (its first signature, else subgraph 0's tensors), for a
+    model no interpreter here can open (Flex ops: LiteRT has no Flex delegate)."""
+    _, model, type_names, _ = _unpack(data)
+    sg = model.subgraphs[0]
+
+    def spec(index: int, name=None) -> TensorSpec:
+        t = sg.tensors[index]
+        dims = t.shapeSignature if t.shapeSignature is not None else t.shape
+        shape = tuple(None if d < 0 else int(d) for d in (dims if dims is not None else ()))
+        return TensorSpec(name or t.name.decode("utf-8", "replace"), type_names[t.type].lower(), shape)
+
+    if model.signatureDefs:
+        sig = model.signatureDefs[0]
+        return SignatureInfo(sig.signatureKey.decode("utf-8", "replace"),
+                             tuple(spec(m.tensorIndex, m.name.decode("utf-8", "replace")) for m in sig.inputs),
+                             tuple(spec(m.tensorIndex, m.name.decode("utf-8", "replace")) for m in sig.outputs))
+    return SignatureInfo("", tuple(map(spec, sg.inputs)), tuple(map(spec, sg.outputs)))
 
 
 # --- TFJS graph models: model.json, read by demo, eval and check (paths inside it stay inside its directory)
@@ -210,9 +234,12 @@ def weight_paths(model_dir: Path, doc: dict) -> list[str]:
     return paths
 
 
-def session_signature(tf, saved_model: Path, key: str, threads: int | None = None) -> Callable[[dict], dict]:
+def session_signature(tf, saved_model: Path, key: str, threads: int | None = None,
+                      trust_model_code: bool = False) -> Callable[[dict], dict]:
     """``feed dict -> {output name: array}`` running signature ``key`` of ``saved_model`` in a TF1 session with
-    ``threads`` intra- and inter-op threads (None: TensorFlow's default)."""
+    ``threads`` intra- and inter-op threads (None: TensorFlow's default); side-effect ops refused unless
+    ``trust_model_code``."""
+    require_no_side_effects(saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)")
     config = None
     if threads is not None:
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
@@ -229,13 +256,15 @@ def session_signature(tf, saved_model: Path, key: str, threads: int | None = Non
     return run
 
 
-def signature_runner(tf, saved_model: Path, key: str, threads: int | None = None) -> tuple[Callable[[dict], dict],
-                                                                                            int | None]:
+def signature_runner(tf, saved_model: Path, key: str, threads: int | None = None,
+                     trust_model_code: bool = False) -> tuple[Callable[[dict], dict], int | None]:
     """(runner, the thread count it runs on): ``session_signature``'s TF1 session (loads faster than
     ``tf.saved_model.load``, which revives every Keras layer), or, for a SavedModel the TF1 loader refuses, the
-    TF2 signature function on TensorFlow's process-wide thread pools (thread count None)."""
+    TF2 signature function on TensorFlow's process-wide thread pools (thread count None). Side-effect ops are
+    refused unless ``trust_model_code`` (``modelcode.guard``)."""
+    require_no_side_effects(saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)")
     try:
-        return session_signature(tf, saved_model, key, threads), threads
+        return session_signature(tf, saved_model, key, threads, trust_model_code), threads
     except (ValueError, TypeError, KeyError, RuntimeError, tf.errors.OpError):
         loaded = tf.saved_model.load(str(saved_model))
         fn = loaded.signatures[key]

@@ -22,6 +22,7 @@ class CheckConfig:
     targets: tuple[str, ...]
     calibration: Path | None = None
     device: str | None = None  # ssh:// URL: the targets that can run there (device_target.DEVICE_TARGETS) do
+    trust_model_code: bool = False  # --trust-model-code: check a model that carries code (edge_tool.modelcode)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
@@ -64,7 +65,7 @@ def run_check(config: CheckConfig) -> CheckReport:
     from edge_tool.check.subject import classify  # noqa: PLC0415
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
-    subject = classify(config.model, config.calibration)
+    subject = classify(config.model, config.calibration, config.trust_model_code)
     targets = TARGETS
     if subject.kind == "tfjs" and set(config.targets) != {"tfjs"}:
         raise UsageError(f"{config.model} is a TFJS graph model; only --target tfjs can check it (give the "

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.errors import ConversionError, ModelError, UsageError
+from edge_tool.modelcode.guard import require_safe_model
 
 
 class Unavailable(Exception):
@@ -26,6 +27,7 @@ class Subject:
     kind: str                      # "model" | "tflite" | "tfjs"
     calibration: Path | None = None
     work: Path | None = None
+    trust_model_code: bool = False  # --trust-model-code: convert and run a model that carries code
     _made: dict = field(default_factory=dict)
     synthetic_calibration: bool = False  # the int8 builds were calibrated on synthetic data (check.synthetic)
 
@@ -64,7 +66,8 @@ class Subject:
             try:
                 work = self.temp("source")
                 work.mkdir()
-                self._made["source"] = (prepare_source(self.path, work).saved_model, None)
+                source = prepare_source(self.path, work, trust_model_code=self.trust_model_code)
+                self._made["source"] = (source.saved_model, None)
             except ModelError as exc:
                 self._made["source"] = (None, str(exc))
         made, error = self._made["source"]
@@ -94,9 +97,17 @@ class Subject:
         return self.work / name
 
 
-def classify(path: Path, calibration: Path | None) -> Subject:
-    """A Subject for ``path``; ModelError naming what was expected when it is none of the accepted kinds."""
-    path = Path(path)
+def classify(path: Path, calibration: Path | None, trust_model_code: bool = False) -> Subject:
+    """A Subject for ``path``; ModelError naming what was expected when it is none of the accepted kinds, and
+    ModelCodeRefused when it carries code (``edge_tool.modelcode``) and ``trust_model_code`` is not set."""
+    subject = _classify(Path(path), calibration)
+    if subject.kind != "tfjs":
+        require_safe_model(subject.path, trust_model_code, "check")
+    subject.trust_model_code = trust_model_code
+    return subject
+
+
+def _classify(path: Path, calibration: Path | None) -> Subject:
     if not path.exists():
         raise ModelError(f"{path} does not exist; expected a SavedModel directory, a .keras/.h5 file, a .tflite file "
                          "or a TFJS graph-model directory.")
@@ -144,7 +155,8 @@ def _convert(subject: Subject, mode: str) -> Path:
     calibration = subject.int8_calibration() if mode == "int8" else subject.calibration
     config = ConvertConfig(model=subject.model_dir(), output_dir=subject.temp(mode), modes=(mode,),
                            calibration=calibration, allow_select_tf_ops=True,
-                           samples=SAMPLES if subject.synthetic_calibration else ConvertConfig.samples)
+                           samples=SAMPLES if subject.synthetic_calibration else ConvertConfig.samples,
+                           trust_model_code=subject.trust_model_code)
     return convert(config).tflite(mode)
 
 
@@ -152,10 +164,11 @@ def _fixed_batch_int8(subject: Subject) -> Path:
     from edge_tool.demo.litert import build_fixed_int8  # noqa: PLC0415
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
 
-    saved = prepare_source(subject.model_dir(), subject.temp("int8-b1-src")).saved_model
+    saved = prepare_source(subject.model_dir(), subject.temp("int8-b1-src"),
+                           trust_model_code=subject.trust_model_code).saved_model
     out = subject.temp("int8-b1.tflite")
     try:
-        out.write_bytes(build_fixed_int8(saved, subject.int8_calibration()))
+        out.write_bytes(build_fixed_int8(saved, subject.int8_calibration(), subject.trust_model_code))
     except Exception as exc:  # noqa: BLE001 - the TF converter raises ConverterError/RuntimeError/ValueError
         if isinstance(exc, UsageError):
             raise
@@ -174,7 +187,7 @@ def _tfjs(subject: Subject) -> Path:
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
     from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
 
-    source = prepare_source(subject.model_dir(), subject.temp("tfjs-src"))
+    source = prepare_source(subject.model_dir(), subject.temp("tfjs-src"), trust_model_code=subject.trust_model_code)
     out = subject.temp("tfjs")
     export_tfjs(source.saved_model, out, "none", source.signature.key)
     return out

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
+from edge_tool.commands.options import trust_model_code_option
 from edge_tool.errors import UsageError
 
 
@@ -79,6 +80,7 @@ def command(
     input_mean: str = typer.Option(None, "--input-mean", help="Metadata input normalization: model input = (pixel - mean) / std; one value or one per channel, e.g. 127.5. Default 0 (the model takes raw 0..255 pixels)."),
     input_std: str = typer.Option(None, "--input-std", help="Metadata input normalization std (see --input-mean). Default 1."),
     no_metadata: bool = typer.Option(False, "--no-metadata", help="Write no model metadata (.tflite bytes then equal the raw converter's)."),
+    trust_model_code: bool = trust_model_code_option(),
 ) -> None:
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop) and/or TFJS."""
     if _is_auto(quant):
@@ -91,7 +93,8 @@ def command(
         modes = (integer_only_candidates if require == "integer-only" else auto_candidates)(train_data is not None)
         candidates = ConvertConfig(model=model, output_dir=output, modes=modes,
                                    calibration=calibration, samples=samples, train_data=train_data,
-                                   qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True)
+                                   qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True,
+                                   trust_model_code=trust_model_code)
         _run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=eval_data, objective=objective,
                              threads=threads, max_float_layers=max_float_layers, require=require))
         return
@@ -111,7 +114,7 @@ def command(
         train_data=train_data, eval_data=eval_data, qat_epochs=qat_epochs, strategy=strategy.value, replicas=replicas,
         tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
         labels=labels, metadata=not no_metadata, input_mean=parse_floats("--input-mean", input_mean),
-        input_std=parse_floats("--input-std", input_std),
+        input_std=parse_floats("--input-std", input_std), trust_model_code=trust_model_code,
         # --format all without --quant means "every mode that works": one the libraries cannot build is recorded
         keep_going=output_format is OutputFormat.ALL and not quant,
     )

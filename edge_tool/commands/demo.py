@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from edge_tool.commands.options import trust_model_code_option
+
 
 def command(
     model: Path = typer.Argument(..., help="TFJS graph-model dir (model.json), SavedModel dir or .keras/.h5 file (converted on the fly)."),
@@ -17,6 +19,7 @@ def command(
     tflite: Path = typer.Option(None, "--tflite", help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 and fp32 ones."),
     calibration: Path = typer.Option(None, "--calibration", help="With --litert: representative data for the int8 build (default: calibration.npz beside the model)."),
     input_size: str = typer.Option(None, "--input-size", metavar="HxW", help="Size fed to image inputs whose height/width the model leaves open (default 224x224)."),
+    trust_model_code: bool = trust_model_code_option(),
 ) -> None:
     """Build a static offline PWA (tfjs wasm/webgl/cpu; drawing pad/upload/camera for images, a form for other inputs; every output head shown)."""
     from edge_tool.demo.site import DemoConfig  # noqa: PLC0415
@@ -27,7 +30,7 @@ def command(
     with quiet_native_stderr():  # TensorFlow's and LiteRT's C++ log lines (fd 2); EDGETOOL_VERBOSE=1 shows them
         report = build_site_any(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
                                            litert=litert, tflite=tflite, calibration=calibration,
-                                           input_size=input_size))
+                                           input_size=input_size, trust_model_code=trust_model_code))
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
     typer.echo(visible(

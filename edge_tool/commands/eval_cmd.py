@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from edge_tool.commands.options import trust_model_code_option
+
 
 def command(
     artifacts: list[Path] = typer.Argument(..., help="Artefacts: .tflite files (from any tool) and TFJS model dirs."),
@@ -31,6 +33,7 @@ def command(
     html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
     device: list[str] = typer.Option([], "--device", help="Also run each .tflite on this device over SSH: ssh://[user@]host[:port][?python=PATH] (repeatable; see docs/device.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data)."),
+    trust_model_code: bool = trust_model_code_option(),
 ) -> None:
     """Measure accuracy drift and latency of converted models against the reference.
 
@@ -48,6 +51,7 @@ def command(
         time_budget_s=time_budget, max_drop=max_drop, max_latency_ms=max_latency_ms, per_layer=per_layer,
         top_k=top_k, task=task, threshold=threshold, max_error=max_error, batch_size=batch_size, runtime=runtime, max_arena_kb=max_arena_kb, max_flash_kb=max_flash_kb, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
         devices=tuple(device),
+        trust_model_code=trust_model_code,
     )
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 

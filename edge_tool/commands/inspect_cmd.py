@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from edge_tool.commands.options import trust_model_code_option
+
 LABELS_SHOWN = 5
 
 
@@ -38,7 +40,8 @@ def _render(report) -> None:
     ))
     if d["keras"]:
         _add(summary, "flavor", d["keras"]["flavor"])
-        _add(summary, "reloadable as Keras", "yes" if d["keras"]["reloadable_as_keras"] else "no")
+        reloadable = d["keras"]["reloadable_as_keras"]
+        _add(summary, "reloadable as Keras", "not tried" if reloadable is None else "yes" if reloadable else "no")
         _add(summary, "note", d["keras"]["note"])
     if d["training"]:
         t = d["training"]
@@ -46,6 +49,7 @@ def _render(report) -> None:
                         + (f", {t['workers']} worker process(es)" if t["workers"] else "")
                         + (f", held-out accuracy {t['eval_accuracy']:.4f}" if t["eval_accuracy"] is not None else ""))
     console.print(summary)
+    _render_model_code(console, d["model_code"])
 
     sigs = Table(title="signatures")
     for col in ("signature", "io", "name", "dtype", "shape"):
@@ -86,6 +90,29 @@ def _render(report) -> None:
             console.print("embedded metadata: none (edgetool convert embeds it; see docs/metadata.md)")
 
 
+def _render_model_code(console, code: dict | None) -> None:
+    """What the model carries besides tensor maths (docs/security.md), or one line saying it carries nothing known."""
+    from rich.table import Table  # noqa: PLC0415
+
+    from edge_tool.textsafe import text  # noqa: PLC0415
+
+    if code is None:
+        return
+    if not code["python"] and not code["side_effect_ops"]:
+        console.print("model code: no Python in the Keras config, no known side-effect ops (docs/security.md)")
+        return
+    table = Table(title="model code (commands that would run it refuse without --trust-model-code)")
+    for col in ("found", "what", "where"):
+        table.add_column(col)
+    for f in code["python"]:
+        _add(table, f"Python: layer {f['layer']}", f["kind"], f["where"])
+    for f in code["side_effect_ops"]:
+        _add(table, f"op {f['op']}", f["effect"], ", ".join(f["where"][:3]) + (" …" if len(f["where"]) > 3 else ""))
+    console.print(table)
+    console.print(text("trusted (--trust-model-code): " + ("yes" if code["trusted"] else "no"), "bold yellow"),
+                  highlight=False)
+
+
 def _render_metadata(console, meta: dict) -> None:
     """The embedded TFLite metadata; every string is rich Text (never markup) with control characters escaped."""
     from rich.table import Table  # noqa: PLC0415
@@ -122,7 +149,8 @@ def command(
     model: Path = typer.Argument(..., help="SavedModel directory, .keras/.h5 file (read as convert reads it) or .tflite file."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables "
                                  "(keys: path, format, size_bytes, signatures, parameters, keras, distribution, "
-                                 "training, tflite; see edge_tool/inspection.py)."),
+                                 "training, tflite, model_code; see edge_tool/inspection.py)."),
+    trust_model_code: bool = trust_model_code_option(),
 ) -> None:
     """Show signatures (names, dtypes, shapes), parameter count, Keras reloadability and strategy traces of a model."""
     from edge_tool.keras_files import inspect_any  # noqa: PLC0415
@@ -130,7 +158,7 @@ def command(
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
     with quiet_native_stderr():  # LiteRT's "Created TensorFlow Lite XNNPACK delegate" and TF's C++ lines (fd 2)
-        report = inspect_any(model)
+        report = inspect_any(model, trust_model_code)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

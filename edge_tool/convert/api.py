@@ -16,6 +16,7 @@ from edge_tool.schemas.manifest import Manifest
 from edge_tool.convert.metadata_step import for_mode, metadata_spec, tfjs_user_metadata
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
+from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.errors import ConversionError, EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.signals import deferred
@@ -194,6 +195,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
     TFJS export runs in a worker process started before TensorFlow is imported here.
     """
     check_output_dir(config.output_dir, config.force, config.inputs)
+    require_safe_model(config.model, config.trust_model_code, "convert")  # before any worker or loader starts
     from edge_tool.env import import_tf, quiet_native_stderr  # noqa: PLC0415
 
     t0 = time.perf_counter()
@@ -213,7 +215,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
 def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tuple[list, list, Manifest]:
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
-        source = prepare_source(config.model, work, config.batch)
+        source = prepare_source(config.model, work, config.batch, config.trust_model_code)
     spec, warnings = metadata_spec(config, source)
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {term(warning)}")

@@ -53,6 +53,7 @@ class ConvertConfig:
     metadata: bool = True  # embed TFLite model metadata and TFJS userDefinedMetadata
     input_mean: tuple[float, ...] | None = None  # metadata normalization: model input = (pixel - mean) / std
     input_std: tuple[float, ...] | None = None
+    trust_model_code: bool = False  # --trust-model-code: run a model that carries code (edge_tool.modelcode)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))

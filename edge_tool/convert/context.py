@@ -105,7 +105,8 @@ class BuildContext:
         ``tf.saved_model.load``, which revives every Keras layer); a SavedModel that loader refuses is loaded
         the TF2 way."""
         if self._reference is None:
-            self._reference, _ = signature_runner(self.tf, self.source.saved_model, self.source.signature.key)
+            self._reference, _ = signature_runner(self.tf, self.source.saved_model, self.source.signature.key,
+                                                  trust_model_code=self.config.trust_model_code)
         return [self._reference(feed) for feed in feeds]
 
     def _refuse_unsafe_loops(self, conv) -> None:

@@ -22,7 +22,7 @@ from edge_tool.fixed_batch import MAX_UNROLL, PROBE_DIM, Retrace
 _CHILD = r"""
 import sys, numpy as np, keras, tensorflow as tf
 src, out, batch, max_unroll, probe_dim = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-model = keras.models.load_model(src, compile=False)
+model = keras.models.load_model(src, compile=False, safe_mode=sys.argv[6] != "trust")
 if not batch:
     model.export(out, verbose=False)
     sys.exit(0)
@@ -65,12 +65,15 @@ print("EDGETOOL-UNROLLED:" + ",".join(unrolled))
 """
 
 
-def export_keras3_file(model: Path, out: Path, batch: int | None, keras2_error: str) -> Retrace | None:
+def export_keras3_file(model: Path, out: Path, batch: int | None, keras2_error: str,
+                       trust_model_code: bool = False) -> Retrace | None:
     """Export the Keras-3 file ``model`` to a SavedModel at ``out`` (with ``batch``: inputs fixed to it, loops
     unrolled where that is exact); returns how the batch was fixed, or None without ``batch``. ModelError when Keras
-    3 cannot load it either (``keras2_error`` says why Keras 2 could not)."""
+    3 cannot load it either (``keras2_error`` says why Keras 2 could not). Keras's safe mode stays on unless
+    ``trust_model_code``."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    args = [str(model), str(out), str(batch or 0), str(MAX_UNROLL), str(PROBE_DIM)]
+    args = [str(model), str(out), str(batch or 0), str(MAX_UNROLL), str(PROBE_DIM),
+            "trust" if trust_model_code else "safe"]
     proc = subprocess.run(python_command("-c", _CHILD, *args), capture_output=True, text=True, env=env)
     if proc.returncode == 3 and batch:
         detail = proc.stderr.strip().splitlines()[-1].removeprefix("EDGETOOL: ")

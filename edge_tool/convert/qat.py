@@ -51,6 +51,7 @@ class QatOptions:
     patience: int = 2  # epochs without held-out improvement before stopping (the best epoch is kept)
     held_out_fraction: float = 0.2  # of the training data, kept aside to pick the best epoch
     range_samples: int = 256  # training samples the fake-quant ranges are calibrated on
+    trust_model_code: bool = False  # --trust-model-code: load a Keras config that carries Python code
 
     def __post_init__(self) -> None:
         strategy = getattr(self.strategy, "value", self.strategy)
@@ -194,7 +195,7 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
     strategy = build_local_strategy(tf, Strategy(options.strategy), options.replicas)  # before TF initialises
     keras.utils.set_random_seed(options.seed)
     with strategy.scope():
-        source = load_keras_for_qat(model_path)
+        source = load_keras_for_qat(model_path, options.trust_model_code)
         refuse_unsupported(source)
         data = match_data(source, x_train, y_train)
         in_names, out_names = list(source.input_names), list(source.output_names)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edge_tool.errors import ModelError
+from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
 from edge_tool.modelio import SignatureInfo, saved_model_flavor, saved_model_signature
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -42,12 +43,12 @@ def is_keras_file(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def opened_source(model: Path) -> Iterator[PreparedSource]:
+def opened_source(model: Path, trust_model_code: bool = False) -> Iterator[PreparedSource]:
     """``prepare_source`` for commands that read a model without converting it (inspect, eval --reference, check,
     demo, auto's reference): a Keras file is exported the one way convert does, into a temp dir that lives as
-    long as the block."""
+    long as the block (with the same refusal of code in the model unless ``trust_model_code``)."""
     with tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
-        yield prepare_source(Path(model), Path(work))
+        yield prepare_source(Path(model), Path(work), trust_model_code=trust_model_code)
 
 
 def keras_archive_version(path: Path) -> str | None:
@@ -78,23 +79,24 @@ def content_hash(path: Path) -> str:
     return h.hexdigest()
 
 
-def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None):
+def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None, trust_model_code: bool = False):
     """Load a .keras/.h5 file with tf_keras (Keras 2) and save it; fall back to a Keras 3 export in a subprocess,
-    which fixes the batch itself (returns its ``Retrace``; None otherwise)."""
+    which fixes the batch itself (returns its ``Retrace``; None otherwise). Keras's safe mode is off only when
+    ``trust_model_code`` (``prepare_source`` has refused code otherwise)."""
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     import_tf()
     import tf_keras  # noqa: PLC0415
 
     try:
-        keras_model = tf_keras.models.load_model(str(model), compile=False)
+        keras_model = tf_keras.models.load_model(str(model), compile=False, safe_mode=not trust_model_code)
         keras_model.save(str(out), save_format="tf", include_optimizer=False)
         return None
     except Exception as keras2_exc:  # noqa: BLE001 - retried with Keras 3, reported if both fail
         first = f"{type(keras2_exc).__name__}: {keras2_exc}"
     from edge_tool.convert.keras3_file import export_keras3_file  # noqa: PLC0415
 
-    return export_keras3_file(model, out, batch, first)
+    return export_keras3_file(model, out, batch, first, trust_model_code)
 
 
 def _unbatched(info: SignatureInfo) -> SignatureInfo:
@@ -115,9 +117,11 @@ def _glob_free(model: Path, workdir: Path) -> Path:
     return link
 
 
-def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> PreparedSource:
+def prepare_source(model: Path, workdir: Path, batch: int | None = None,
+                   trust_model_code: bool = False) -> PreparedSource:
     """Validate MODEL and return the SavedModel to convert (a temp export under ``workdir`` for Keras files, and
-    a re-traced copy there with ``batch``: see ``edge_tool.fixed_batch``)."""
+    a re-traced copy there with ``batch``: see ``edge_tool.fixed_batch``). Code in the model (Python in a Keras
+    file's config, side-effect ops in the graph: ``edge_tool.modelcode``) is refused unless ``trust_model_code``."""
     model = Path(model)
     if not model.exists():
         raise ModelError(f"Expected a model (SavedModel directory, .keras or .h5 file) at {model}, but nothing is there.")
@@ -127,11 +131,13 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> Prep
                 f"Expected a SavedModel directory or a Keras file ({', '.join(KERAS_FILE_SUFFIXES)}), "
                 f"but {model} is a {model.suffix or 'suffix-less'} file."
             )
+        require_no_keras_code(model, trust_model_code, "Exporting it to a SavedModel needs a Keras object")
         saved = Path(workdir) / "keras_source_savedmodel"
-        exported = _keras_file_to_saved_model(model, saved, batch)
+        exported = _keras_file_to_saved_model(model, saved, batch, trust_model_code)
         kind = "keras-file"
     else:
         saved, kind, exported = _glob_free(model, Path(workdir)), "saved_model", None
+    require_no_side_effects(saved, trust_model_code, "Converting it (the self-check and calibration run the graph)")
     signature = saved_model_signature(saved)
     flavor, fixed = saved_model_flavor(saved), None
     if exported is not None:  # a Keras-3 file exported with the batch fixed (and loops unrolled) by Keras itself
@@ -141,7 +147,7 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> Prep
         from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
 
         retraced = Path(workdir) / f"batch{batch}_savedmodel"
-        how = save_fixed_batch(saved, retraced, batch)
+        how = save_fixed_batch(saved, retraced, batch, trust_model_code=trust_model_code)
         fixed = {"batch": batch, **how.to_dict(), "signature": saved_model_signature(retraced).to_dict()}
         saved = retraced
     return PreparedSource(model, saved, kind, flavor, signature, content_hash(model), fixed)

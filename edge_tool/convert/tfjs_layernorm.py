@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from edge_tool.errors import ConversionError
+from edge_tool.modelcode.guard import require_no_keras_code
 
 _FUSED_BN = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
 
@@ -28,9 +29,13 @@ def unfused_copy(saved_model: Path, scratch: Path) -> Path | None:
     """A copy of a Keras-2 SavedModel whose LayerNormalization layers use the unfused path, or None.
 
     None when the SavedModel has no Keras metadata (a tf.Module, a Keras-3 export) or no LayerNormalization.
+    A Keras config carrying Python code is refused here even under --trust-model-code (this re-export runs in a
+    child that is not told the flag); re-export the model without the Lambda.
     """
     if not (Path(saved_model) / "keras_metadata.pb").is_file():
         return None
+    require_no_keras_code(Path(saved_model), False, "Re-exporting its LayerNormalization layers unfused for TFJS "
+                          "needs a Keras object")
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     import_tf()

@@ -31,14 +31,15 @@ def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path
     return source
 
 
-def build_fixed_int8(saved_model: Path, calibration_path: Path | None) -> bytes:
+def build_fixed_int8(saved_model: Path, calibration_path: Path | None, trust_model_code: bool = False) -> bytes:
     """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
-    return build_fixed(saved_model, calibration_path, ("int8",))["int8"]
+    return build_fixed(saved_model, calibration_path, ("int8",), trust_model_code)["int8"]
 
 
-def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[str, ...]) -> dict[str, bytes]:
+def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[str, ...],
+                trust_model_code: bool = False) -> dict[str, bytes]:
     """{mode: .tflite bytes} for ``modes`` ('int8', 'fp32') of ``saved_model`` with the input batch fixed to 1; the
-    batch-1 re-export is made once for all of them."""
+    batch-1 re-export is made once for all of them (a model carrying code refused unless ``trust_model_code``)."""
     import tempfile  # noqa: PLC0415
 
     from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
@@ -61,7 +62,7 @@ def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[s
     out = {}
     with tempfile.TemporaryDirectory(prefix="edgetool-b1-") as work:
         fixed = Path(work) / "batch1"
-        save_fixed_batch(Path(saved_model), fixed, 1)
+        save_fixed_batch(Path(saved_model), fixed, 1, trust_model_code=trust_model_code)
         for mode in modes:
             conv = tf.lite.TFLiteConverter.from_saved_model(str(fixed))
             if mode == "int8":

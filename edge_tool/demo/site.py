@@ -24,6 +24,7 @@ from edge_tool.demo.vendor import (
 )
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
+from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.textsafe import html_text
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
@@ -198,7 +199,7 @@ def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int
     if cfg.tflite is not None:
         built = {"given": Path(cfg.tflite).read_bytes()}
     else:
-        built = litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"))
+        built = litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), cfg.trust_model_code)
     models = []
     for mode, data in built.items():
         file = litert_mod.FP32_NAME if mode == "fp32" else litert_mod.TFLITE_NAME
@@ -230,6 +231,9 @@ def write_service_worker(site: Path) -> str:
 def build_site(cfg: DemoConfig) -> SiteReport:
     """Assemble the demo site into ``cfg.output`` atomically; return a SiteReport."""
     check_output_dir(Path(cfg.output), cfg.force, cfg.inputs)
+    for model in (cfg.model, cfg.tflite):
+        if model is not None:
+            require_safe_model(Path(model), cfg.trust_model_code, "demo")
     runtime = vendored_files()
     kind = model_mod.detect_model(Path(cfg.model))
     if kind is ModelKind.SAVED_MODEL:

@@ -66,6 +66,7 @@ class EvalConfig:
     task: str | None = None            # None: inferred from the model and the labels (edge_tool.evaluate.tasks)
     threshold: float = 0.5             # multi-label / one-channel segmentation decision threshold
     max_error: float | None = None     # largest |artefact - reference| output difference allowed
+    trust_model_code: bool = False  # --trust-model-code: run a reference/artefact that carries code (modelcode)
 
     def __post_init__(self) -> None:
         problems = []

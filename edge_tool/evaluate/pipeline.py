@@ -16,6 +16,7 @@ from edge_tool.evaluate.outputs import check_outputs, write_reports
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult, Report
 from edge_tool.evaluate.stream import primary_output, stream
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
+from edge_tool.modelcode.guard import require_no_side_effects
 
 # budgets, report files and the streaming pass live in modules of their own; these names stay importable from here
 __all__ = ["budget_violations", "failures", "primary_output", "run_eval", "skip_tfjs_without_node",
@@ -74,6 +75,9 @@ def run_eval(config: EvalConfig) -> Report:
     check_outputs(config)
     validate_saved_model_dir(config.reference)
     arts, notes = skip_tfjs_without_node(_describe_all(config.artifacts))
+    for path in (config.reference, *(a.model_file for a in arts if a.format is ArtifactFormat.TFLITE)):
+        require_no_side_effects(path, config.trust_model_code,
+                                "edgetool eval (it runs the reference and each artefact)")
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
         runners = []
@@ -88,7 +92,7 @@ def run_eval(config: EvalConfig) -> Report:
             runners.append(runner)
             labels.append(label)
         pass_ref_threads = config.reference_threads(litert_workers)
-        ref = ReferenceModel(config.reference, pass_ref_threads)
+        ref = ReferenceModel(config.reference, pass_ref_threads, config.trust_model_code)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
         data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
                           keep_first=keep)

@@ -25,12 +25,13 @@ class ReferenceModel:
     TF2 way, on TensorFlow's process-wide thread pools.
     """
 
-    def __init__(self, path: Path, threads: int | None = None):
+    def __init__(self, path: Path, threads: int | None = None, trust_model_code: bool = False):
         from edge_tool.env import import_tf  # noqa: PLC0415
         from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
 
         self.path = Path(path)
         self.signature = saved_model_signature(self.path)  # ModelError without serving_default, before loading
+        self._trust = trust_model_code
         self._tf = import_tf()
         t0 = time.perf_counter_ns()
         self._run, self.threads = self._open(threads)
@@ -41,7 +42,7 @@ class ReferenceModel:
         """(feeds by name -> outputs by name, the thread count it runs on; None when TensorFlow's default)."""
         from edge_tool.modelio import signature_runner  # noqa: PLC0415
 
-        return signature_runner(self._tf, self.path, self.signature.key, threads)
+        return signature_runner(self._tf, self.path, self.signature.key, threads, trust_model_code=self._trust)
 
     @property
     def input_specs(self) -> list[TensorSpec]:

@@ -24,7 +24,8 @@ def _eval_config(config: AutoConfig, paths: list[Path]):
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
 
     return EvalConfig(artifacts=tuple(paths), reference=config.reference_model, data=config.eval_data,
-                      threads=config.threads, max_drop=config.max_drop, seed=config.convert.seed)
+                      threads=config.threads, max_drop=config.max_drop, seed=config.convert.seed,
+                      trust_model_code=config.convert.trust_model_code)
 
 
 def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]) -> tuple[list[Candidate],
@@ -85,7 +86,7 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
 
     tf = import_tf()
-    source = prepare_source(config.model, work, config.convert.batch)
+    source = prepare_source(config.model, work, config.convert.batch, config.convert.trust_model_code)
     ds, _ = load_calibration(_convert_config(config, work / "unused"), source)
     spec, _ = metadata_spec(_convert_config(config, work / "unused"), source)  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
@@ -125,7 +126,8 @@ def run_auto(config: AutoConfig) -> AutoResult:
         work = Path(tmp)
         if is_keras_file(config.model):  # exported once, the way convert does, and measured against from then on
             (work / "reference").mkdir()
-            config = replace(config, reference=prepare_source(config.model, work / "reference").saved_model)
+            ref = prepare_source(config.model, work / "reference", trust_model_code=config.convert.trust_model_code)
+            config = replace(config, reference=ref.saved_model)
         built = convert(_convert_config(config, work / "candidates"))
         if not built.artifacts:
             reasons = "\n".join(f"- {mode}: {why}" for mode, why in built.failures.items())

@@ -31,7 +31,8 @@ def build(ctx) -> bytes:
     specs = calibration.specs_from(ctx.source.signature.inputs)
     outputs = [o.name for o in ctx.source.signature.outputs]
     train = load_labelled(cfg.train_data, specs, outputs, cfg.seed, "--train-data")
-    options = QatOptions(epochs=cfg.qat_epochs, strategy=cfg.strategy, replicas=cfg.replicas, seed=cfg.seed)
+    options = QatOptions(epochs=cfg.qat_epochs, strategy=cfg.strategy, replicas=cfg.replicas, seed=cfg.seed,
+                         trust_model_code=cfg.trust_model_code)
     run = run_qat(ctx.keras_source(), *_keyed(train), options, progress=ctx.epoch_progress)
     if cfg.eval_data is not None:
         evaluation = load_labelled(cfg.eval_data, specs, outputs, cfg.seed, "--eval-data")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from edge_tool.convert.source import keras_archive_version
 from edge_tool.errors import ModelError, UsageError
+from edge_tool.modelcode.guard import require_no_keras_code
 
 
 def import_stack():
@@ -78,7 +79,7 @@ def _check_qat_source(path: Path) -> None:
                          f".keras file saved by tf_keras; got {path}.")
 
 
-def load_keras_for_qat(model_path: Path):
+def load_keras_for_qat(model_path: Path, trust_model_code: bool = False):
     """Load a tf_keras model for QAT from a Keras-2 SavedModel dir, .h5 or tf_keras .keras file.
 
     Raises ModelError, naming what was found and what to do, for Keras-3 exports and .keras files, plain
@@ -86,9 +87,11 @@ def load_keras_for_qat(model_path: Path):
     """
     path = Path(model_path)
     _check_qat_source(path)
+    require_no_keras_code(path, trust_model_code, "Quantization-aware training rewrites its Keras layers and needs "
+                          "a Keras object")
     _, keras, _ = import_stack()
     try:
-        model = keras.models.load_model(str(path), compile=False)
+        model = keras.models.load_model(str(path), compile=False, safe_mode=not trust_model_code)
     except Exception as exc:  # tf_keras raises ValueError/OSError/TypeError/KeyError depending on the format
         raise ModelError(f"Could not load {path} as a tf_keras model for QAT: {type(exc).__name__}: "
                          f"{str(exc).splitlines()[0] if str(exc) else ''}") from None

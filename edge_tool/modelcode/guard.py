@@ -1,0 +1,112 @@
+"""The policy: scan a model before any loader touches it; refuse code unless ``trust`` (``--trust-model-code``).
+
+Every loader of a SavedModel graph (``modelio``), of a Keras object (``convert.source``, ``fixed_batch``, QAT,
+``inspect``) and of a .tflite artefact (eval, check, demo) calls one of the ``require_*`` functions first. Scans are
+cached per file state, so calling them again on the same model costs a ``stat``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edge_tool.errors import ModelCodeRefused
+from edge_tool.modelcode import TRUST_FLAG
+from edge_tool.modelcode.graph_scan import OpFinding, scan_saved_model, scan_tflite
+from edge_tool.modelcode.keras_code import CodeFinding, scan_keras_code
+
+_TRUST_SAYS = (f"If you trust where the model came from, rerun with {TRUST_FLAG} (it lets edgetool deserialize "
+               "Python code from model files and run graphs with such ops; docs/security.md).")
+_CACHE: dict = {}
+
+
+def _state(path: Path) -> tuple:
+    files = [path / "saved_model.pb", path / "saved_model.pbtxt", path / "keras_metadata.pb"] if path.is_dir() else [path]
+    return tuple((f.name, s.st_size, s.st_mtime_ns) for f in files if f.exists() for s in [f.stat()])
+
+
+def _cached(kind: str, path: Path, scan):
+    path = Path(path)
+    key = (kind, str(path.resolve()), _state(path))
+    if key not in _CACHE:
+        _CACHE[key] = scan(path)
+    return _CACHE[key]
+
+
+def keras_code(path: Path) -> tuple[CodeFinding, ...]:
+    """Python code in the Keras config of a .h5/.keras file or of a SavedModel's keras_metadata.pb."""
+    return _cached("keras", path, scan_keras_code)
+
+
+def side_effect_ops(path: Path) -> tuple[OpFinding, ...]:
+    """Side-effect ops of a SavedModel directory or a .tflite file (Flex ops); () for other files."""
+    path = Path(path)
+    if path.is_dir():
+        is_saved_model = (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()
+        return _cached("graph", path, scan_saved_model) if is_saved_model else ()
+    if path.is_file() and _is_tflite(path):
+        return _cached("tflite", path, scan_tflite)
+    return ()
+
+
+def _is_tflite(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(8)[4:8] == b"TFL3"
+
+
+def code_report(path: Path, trust: bool) -> dict:
+    """``inspect``'s ``model_code``: what the scans find in ``path`` (read from its files; nothing is loaded)."""
+    python = keras_code(path) if Path(path).is_dir() else ()
+    return {"python": [f.to_dict() for f in python], "side_effect_ops": [f.to_dict() for f in side_effect_ops(path)],
+            "trusted": trust}
+
+
+def require_no_keras_code(path: Path, trust: bool, need: str, way_out: str = "") -> tuple[CodeFinding, ...]:
+    """ModelCodeRefused unless ``trust`` when building a Keras object from ``path`` would run code; ``need`` says
+    what needs the Keras object (a clause: "--batch 1 needs a Keras object"), ``way_out`` how to do without it.
+    Returns the findings."""
+    found = keras_code(path)
+    if found and not trust:
+        listed = "; ".join(f.describe() for f in found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
+        raise ModelCodeRefused(
+            f"{path} carries Python code in its Keras config: {listed} (in {found[0].where}). {need}, and "
+            "building that object would deserialize and run this code (tf_keras's safe mode covers only .keras "
+            "files; .h5 files and keras_metadata.pb have none), so edgetool refuses. "
+            f"{_TRUST_SAYS} {way_out or _KERAS_WAY_OUT}")
+    return found
+
+
+_KERAS_WAY_OUT = ("Otherwise re-save the model without that code (built-in layers instead of the Lambda), or save "
+                  "its graph where you trust the code (Keras 3 model.export(DIR), tf.saved_model.save(model, DIR)) "
+                  "and give edgetool DIR: converting a SavedModel needs no Keras object.")
+
+
+def require_no_side_effects(path: Path, trust: bool, doing: str) -> tuple[OpFinding, ...]:
+    """ModelCodeRefused unless ``trust`` when the graph (or .tflite) at ``path`` holds side-effect ops; ``doing``
+    says what would run it. Returns the findings."""
+    found = side_effect_ops(path)
+    if found and not trust:
+        listed = "; ".join(f.describe() for f in found[:6]) + (f"; and {len(found) - 6} more" if len(found) > 6 else "")
+        raise ModelCodeRefused(
+            f"{path} holds ops with effects outside the model's tensors: {listed}. {doing} would execute them, "
+            f"so edgetool refuses (edgetool inspect {path} lists them without running anything). {_TRUST_SAYS} "
+            "Otherwise re-export the model with signatures that only compute tensors.")
+    return found
+
+
+_RUNS = {
+    "convert": "its float self-check and the int8 calibration run the graph",
+    "check": "it converts the model and runs the result",
+    "demo": "it converts the model, and --litert calibrates it",
+    "eval": "it runs the reference and each artefact",
+    "inspect": "loading it runs its restore and initialiser functions",
+}
+
+
+def require_safe_model(path: Path, trust: bool, command: str) -> None:
+    """The checks for the model argument of ``edgetool COMMAND`` (a key of ``_RUNS``) before any loader: a Keras
+    file becomes a Keras object (its Python code), a SavedModel or .tflite is run (its side-effect ops)."""
+    path = Path(path)
+    if path.is_file() and path.suffix.lower() in (".h5", ".hdf5", ".keras"):
+        require_no_keras_code(path, trust, f"edgetool {command} needs this Keras file as a Keras object")
+    elif path.exists():
+        require_no_side_effects(path, trust, f"edgetool {command} ({_RUNS.get(command, 'it runs the model')})")
