@@ -35,7 +35,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.safe_open import open_regular
 from edge_tool.errors import ModelError
+from edge_tool.limits import read_tflite
 from edge_tool.modelio import SERVING, SignatureInfo
 
 TFLITE_MAGIC = b"TFL3"
@@ -86,7 +88,8 @@ def inspect_model(path: Path) -> InspectReport:
         raise ModelError(f"Expected a SavedModel directory or a .tflite file at {path}, but nothing is there.")
     if path.is_dir():
         return inspect_saved_model(path)
-    head = path.read_bytes()[:8]
+    with open_regular(path, "a SavedModel directory or a .tflite file", ModelError) as f:
+        head = f.read(8)
     if len(head) < 8 or head[4:8] != TFLITE_MAGIC:
         raise ModelError(
             f"{path} is not a TFLite flatbuffer (expected the 'TFL3' identifier at byte 4, found {head[4:8]!r}). "
@@ -255,7 +258,7 @@ def inspect_tflite(path: Path) -> InspectReport:
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = Path(path)
-    data = path.read_bytes()
+    data = read_tflite(path)
     try:
         summary = summarize_tflite(data)
     except Exception as exc:  # flatbuffer decoding raises assorted errors on truncated/corrupt files

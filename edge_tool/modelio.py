@@ -7,9 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.safe_open import read_regular
 from calibration.spec import TensorSpec
 from edge_tool.checkpoint import check_variables
 from edge_tool.errors import ModelError
+from edge_tool.tfjs_manifest import check_manifest
 
 SERVING = "serving_default"
 
@@ -141,7 +143,7 @@ def tflite_signature(path: Path) -> SignatureInfo:
     """SignatureInfo of a .tflite file (its first signature, or raw input/output details if it has none)."""
     from edge_tool.runtime import load_interpreter  # noqa: PLC0415
 
-    interp = load_interpreter(Path(path))
+    interp = load_interpreter(Path(path), allocate=False)  # details need no arena (nor its memory)
     sigs = interp.get_signature_list()
     if sigs:
         key = SERVING if SERVING in sigs else sorted(sigs)[0]
@@ -170,12 +172,11 @@ def read_graph_model_json(model_dir: Path, user: str) -> dict:
     from edge_tool.fsutil import resolve_inside  # noqa: PLC0415
 
     model_json = resolve_inside(Path(model_dir), "model.json", Path(model_dir))
+    raw = read_regular(model_json, "a TFJS model.json", ModelError, MAX_MODEL_JSON_BYTES,
+                       "a model.json that large is not a TFJS graph model edgetool reads")
     try:
-        if model_json.stat().st_size > MAX_MODEL_JSON_BYTES:
-            raise ModelError(f"{model_json} is {model_json.stat().st_size:,} bytes; a model.json over "
-                             f"{MAX_MODEL_JSON_BYTES:,} bytes is not a TFJS graph model edgetool reads.")
-        doc = json.loads(model_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
         raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != "graph-model":
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
@@ -184,6 +185,7 @@ def read_graph_model_json(model_dir: Path, user: str) -> dict:
             "(edgetool convert MODEL --format tfjs, or tensorflowjs_converter --input_format tf_saved_model)."
         )
     weight_paths(model_dir, doc)
+    check_manifest(Path(model_dir), doc)  # weights, shard sizes, signature shapes: what tfjs needs to load it
     return doc
 
 

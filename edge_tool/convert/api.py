@@ -18,6 +18,7 @@ from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
+from edge_tool.limits import check_signature, check_tflite_tensors
 from edge_tool.signals import deferred
 from edge_tool.metadata.writer import embed_metadata
 from edge_tool.recipes import missing_calibration_message, resolve_calibration
@@ -90,6 +91,7 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
         if spec is not None:
             data = embed_metadata(data, spec)
         summary = summarize_tflite(data)
+        check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
         check = None
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
             probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None
@@ -214,6 +216,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
         source = prepare_source(config.model, work, config.batch)
+        check_signature(source.signature, config.model)  # before any probe, calibration batch or LiteRT arena
     spec, warnings = metadata_spec(config, source)
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {term(warning)}")

@@ -8,6 +8,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from calibration.spec import TensorSpec
 from edge_tool import __version__
 from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import litert as litert_mod
@@ -24,6 +25,7 @@ from edge_tool.demo.vendor import (
 )
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
+from edge_tool.limits import check_signature, check_specs, read_tflite
 from edge_tool.textsafe import html_text
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
@@ -99,7 +101,7 @@ def _embedded_labels(cfg: DemoConfig, kind: ModelKind) -> tuple[list[str] | None
         if found:
             return found, str(model_json)
     if cfg.litert and cfg.tflite is not None:
-        embedded = read_metadata(Path(cfg.tflite).read_bytes())
+        embedded = read_metadata(read_tflite(cfg.tflite))
         if embedded is not None and embedded.labels:
             return list(embedded.labels), f"{cfg.tflite} (TFLite metadata)"
     return None, ""
@@ -123,6 +125,7 @@ def _precheck_saved_model(model: Path) -> tuple:
     from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
 
     sig = saved_model_signature(model)
+    check_signature(sig, model)  # the page (and --litert's LiteRT.js) would allocate these in the browser
     ins = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.inputs)
     outs = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.outputs)
     return ins, outs
@@ -195,7 +198,7 @@ def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inpu
 def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None) -> dict:
     """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
     if cfg.tflite is not None:
-        built = {"given": Path(cfg.tflite).read_bytes()}
+        built = {"given": read_tflite(cfg.tflite)}
     else:
         built = litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"))
     models = []
@@ -235,6 +238,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         inputs, outputs = _precheck_saved_model(Path(cfg.model))
     else:
         _, inputs, outputs = model_mod.read_tfjs_model(Path(cfg.model))
+        check_specs([TensorSpec(t.key, t.dtype, t.shape) for t in inputs], f"{cfg.model}: input")
     size = model_mod.parse_input_size(cfg.input_size) if cfg.input_size else None
     input_specs = model_mod.input_ui(inputs, size)
     output_spec = model_mod.output_ui(outputs)[0]
