@@ -50,7 +50,7 @@ def require_regular(path: Path | str, what: str, error: type[EdgeToolError]) -> 
 
 def too_big(path: Path | str, what: str, size: int, limit: int, error: type[EdgeToolError], why: str = "") -> EdgeToolError:
     """The error for ``what`` at ``path`` being ``size`` bytes, over ``limit``."""
-    return error(f"{what} {path} is {size:,} bytes, over the {limit:,}-byte limit for it{'; ' + why if why else ''}. "
+    return error(f"{path} ({what}) is {size:,} bytes, over the {limit:,}-byte limit for it{'; ' + why if why else ''}. "
                  "Refusing to read it.")
 
 

@@ -35,9 +35,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.safe_open import open_regular
+from calibration.safe_open import open_regular, read_regular
 from edge_tool.errors import ModelError
-from edge_tool.limits import read_tflite
+from edge_tool.limits import MAX_SMALL_TEXT_BYTES, read_tflite
 from edge_tool.modelio import SERVING, SignatureInfo
 
 TFLITE_MAGIC = b"TFL3"
@@ -213,8 +213,8 @@ def _training_sidecar(path: Path) -> dict | None:
     if not sidecar.is_file():
         return None
     try:
-        data = json.loads(sidecar.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(read_regular(sidecar, "a train.json sidecar", ModelError, MAX_SMALL_TEXT_BYTES))
+    except (OSError, ValueError, RecursionError, ModelError):  # unreadable, not JSON, or too large: no sidecar
         return None
     if not isinstance(data, dict):
         return None

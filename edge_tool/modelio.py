@@ -11,6 +11,7 @@ from calibration.safe_open import read_regular
 from calibration.spec import TensorSpec
 from edge_tool.checkpoint import check_variables
 from edge_tool.errors import ModelError
+from edge_tool.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
 from edge_tool.tfjs_manifest import check_manifest
 
 SERVING = "serving_default"
@@ -60,9 +61,12 @@ def read_meta_graph(path: Path):
     pb = Path(path) / "saved_model.pb"
     try:
         if pb.is_file():
-            sm.ParseFromString(pb.read_bytes())
+            sm.ParseFromString(read_regular(pb, "a SavedModel protobuf", ModelError, PROTOBUF_MAX,
+                                            "protocol buffers cannot parse a message of 2 GiB or more"))
         else:
-            text_format.Parse((Path(path) / "saved_model.pbtxt").read_text(), sm)
+            text = read_regular(Path(path) / "saved_model.pbtxt", "a SavedModel text protobuf", ModelError,
+                                MAX_DOCUMENT_BYTES, "a text SavedModel that large is not one edgetool parses")
+            text_format.Parse(text.decode("utf-8"), sm)
     except (DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
         name = "saved_model.pb" if pb.is_file() else "saved_model.pbtxt"
         raise ModelError(f"{Path(path) / name} is not a readable SavedModel protobuf: {exc}") from None

@@ -74,6 +74,9 @@ def classify(path: Path, calibration: Path | None) -> Subject:
         read_graph_model_json(path, "check")
         return Subject(path, "tfjs", calibration)
     if path.is_file() and path.suffix.lower() in (".keras", ".h5"):
+        from edge_tool.convert.source import check_keras_file  # noqa: PLC0415
+
+        check_keras_file(path)  # a zip bomb or a damaged archive is refused once, not once per target
         return Subject(path, "model", calibration)
     if path.is_dir():
         from edge_tool.modelio import saved_model_signature  # noqa: PLC0415

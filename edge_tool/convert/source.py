@@ -6,7 +6,9 @@ import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from calibration.safe_open import require_regular
 from edge_tool.errors import ModelError
+from edge_tool.keras_archive import check_keras_archive
 from edge_tool.modelio import SignatureInfo, saved_model_flavor, saved_model_signature
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -42,6 +44,15 @@ def content_hash(path: Path) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     return h.hexdigest()
+
+
+def check_keras_file(model: Path) -> None:
+    """A .keras/.h5 file checked before a Keras loader opens it: a regular file; a .keras archive whose members
+    are sane (``keras_archive.check_keras_archive``: no zip bomb, sizes and names checked); ModelError otherwise."""
+    if model.suffix.lower() == ".keras":
+        check_keras_archive(model)
+    else:
+        require_regular(model, "a Keras .h5 model file", ModelError)
 
 
 def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None):
@@ -87,12 +98,13 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> Prep
     model = Path(model)
     if not model.exists():
         raise ModelError(f"Expected a model (SavedModel directory, .keras or .h5 file) at {model}, but nothing is there.")
-    if model.is_file():
+    if not model.is_dir():
         if model.suffix.lower() not in KERAS_FILE_SUFFIXES:
             raise ModelError(
                 f"Expected a SavedModel directory or a Keras file ({', '.join(KERAS_FILE_SUFFIXES)}), "
                 f"but {model} is a {model.suffix or 'suffix-less'} file."
             )
+        check_keras_file(model)
         saved = Path(workdir) / "keras_source_savedmodel"
         exported = _keras_file_to_saved_model(model, saved, batch)
         kind = "keras-file"

@@ -4,10 +4,10 @@ and the Keras-2 TensorFlow stack it needs; anything else is refused with what wa
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
 
 from edge_tool.errors import ModelError, UsageError
+from edge_tool.keras_archive import check_keras_archive
 
 
 def import_stack():
@@ -35,13 +35,8 @@ _KERAS3_HINT = (
 
 
 def _keras_file_version(path: Path) -> str | None:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            import json  # noqa: PLC0415
-
-            return str(json.loads(zf.read("metadata.json")).get("keras_version", ""))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError):
-        return None
+    metadata = check_keras_archive(path).metadata  # ModelError for a zip bomb or a damaged archive
+    return None if metadata is None else str(metadata.get("keras_version", ""))
 
 
 def _check_qat_source(path: Path) -> None:
