@@ -35,6 +35,20 @@ def _refuse(path: Path | str, what: str, found: str, error: type[EdgeToolError])
                  "(a FIFO or device would block or never end). Pass the file itself.")
 
 
+def not_a_file(path: Path | str) -> str | None:
+    """Why ``path`` is no regular file ("does not exist", "is a FIFO (named pipe), not a regular file"), or None
+    (also for no path at all: an option left unset)."""
+    if path is None:
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return None if stat.S_ISREG(mode) else f"is {kind_of(mode)}, not a regular file"
+
+
 def require_regular(path: Path | str, what: str, error: type[EdgeToolError]) -> os.stat_result:
     """The ``stat`` of ``path`` (symlinks followed); ``error`` naming it when it is missing or not a regular file."""
     try:

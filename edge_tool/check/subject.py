@@ -14,7 +14,7 @@ from pathlib import Path
 
 from calibration.safe_open import open_regular
 from edge_tool.errors import ConversionError, ModelError, UsageError
-from edge_tool.limits import check_signature, read_tflite
+from edge_tool.limits import check_signature, check_tflite_file, read_tflite
 
 
 class Unavailable(Exception):
@@ -86,6 +86,7 @@ def classify(path: Path, calibration: Path | None) -> Subject:
         check_signature(saved_model_signature(path), path)
         return Subject(path, "model", calibration)
     _require_tflite(path)
+    check_tflite_file(path)  # every target would allocate its tensors: one refusal, not a failed row per target
     return Subject(path, "tflite", calibration)
 
 

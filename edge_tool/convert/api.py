@@ -18,7 +18,7 @@ from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
-from edge_tool.limits import check_signature, check_tflite_tensors
+from edge_tool.limits import check_tflite_tensors
 from edge_tool.signals import deferred
 from edge_tool.metadata.writer import embed_metadata
 from edge_tool.recipes import missing_calibration_message, resolve_calibration
@@ -216,7 +216,6 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
         source = prepare_source(config.model, work, config.batch)
-        check_signature(source.signature, config.model)  # before any probe, calibration batch or LiteRT arena
     spec, warnings = metadata_spec(config, source)
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {term(warning)}")

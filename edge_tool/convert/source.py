@@ -9,6 +9,7 @@ from pathlib import Path
 from calibration.safe_open import require_regular
 from edge_tool.errors import ModelError
 from edge_tool.keras_archive import check_keras_archive
+from edge_tool.limits import check_signature
 from edge_tool.modelio import SignatureInfo, saved_model_flavor, saved_model_signature
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -122,4 +123,5 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> Prep
         how = save_fixed_batch(saved, retraced, batch)
         fixed = {"batch": batch, **how.to_dict(), "signature": saved_model_signature(retraced).to_dict()}
         saved = retraced
+    check_signature(signature, model)  # before any probe, calibration batch, LiteRT arena or TFJS page allocates
     return PreparedSource(model, saved, kind, flavor, signature, content_hash(model), fixed)
