@@ -240,10 +240,10 @@ CASES: list[tuple[Case, Build | None]] = [
     # 16: inconsistent model.json, one validation for demo, eval and check
     *[(Case(f"demo-tfjs-{kind}", ("demo", "tj", "-o", "{root}/site"), names=("model.json", needle)),
        tfjs_variant("tj", kind))
-      for kind, needle in (("not-object", "not an object"), ("huge-shape", "needs 4,000,000,000,000,000,000,000,000"),
-                           ("nan-shape", "nan"), ("duplicate", "appears twice"), ("short-shard", "hold 40 bytes"))],
+      for kind, needle in (("not-object", "not an object"), ("huge-shape", "needs 4,000,000,000,000,000,000,000,0"),
+                           ("nan-shape", "nan"), ("duplicate", "appears twice"), ("short-shard", "but its shards"))],
     (Case("eval-tfjs-short-shard", ("eval", "tj", "-r", "@FLAT", "--data", "@FLAT/eval.npz"),
-          names=("model.json", "hold 40 bytes")), tfjs_variant("tj", "short-shard")),
+          names=("model.json", "but its shards")), tfjs_variant("tj", "short-shard")),
     (Case("check-tfjs-duplicate-weight", ("check", "tj", "--target", "tfjs"), names=("model.json", "appears twice")),
      tfjs_variant("tj", "duplicate")),
     # 18: no serving_default: the same refusal as inspect and demo
@@ -298,7 +298,7 @@ def test_convert_with_stdin_and_stdout_closed(crash_models, tmp_path):
                      stderr=subprocess.PIPE, text=True, preexec_fn=_close_stdin_stdout)
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
-    assert "Traceback" not in err and (out / "flat_fp32.tflite").is_file() and (out / "manifest.json").is_file()
+    assert "Traceback" not in err and list(out.glob("*_fp32.tflite")) and (out / "manifest.json").is_file()
 
 
 @pytest.mark.slow
