@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from edge_tool.errors import UsageError
 
 RETRY_SECONDS = 0.25
+LINGER_SECONDS = 1.0  # keep answering this long after every peer answered, so peers still polling see this task
 TASK_TYPES = ("chief", "worker")
 
 
@@ -97,7 +98,10 @@ def wait_for_peers(info: dict, timeout: float) -> None:
                     del waiting[task]
                 else:
                     waiting[task] = why
-            if not waiting or time.monotonic() >= deadline:
+            if not waiting:
+                time.sleep(LINGER_SECONDS)
+                break
+            if time.monotonic() >= deadline:
                 break
             time.sleep(RETRY_SECONDS)
     if waiting:
