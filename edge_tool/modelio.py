@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.safe_open import read_regular
+from calibration.safe_open import not_a_file, read_regular
 from calibration.spec import TensorSpec
 from edge_tool.checkpoint import check_variables
 from edge_tool.errors import ModelError
@@ -38,6 +39,9 @@ def validate_saved_model_dir(path: Path) -> None:
         raise ModelError(f"Expected a SavedModel directory at {path}, but nothing is there.")
     if not path.is_dir():
         raise ModelError(f"Expected a SavedModel directory, but {path} is a file.")
+    for name in ("saved_model.pb", "saved_model.pbtxt"):
+        if os.path.lexists(path / name) and not_a_file(path / name):
+            raise ModelError(f"Expected a SavedModel directory, but its {path / name} {not_a_file(path / name)}.")
     if not ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()):
         found = sorted(p.name for p in path.iterdir())[:8]
         raise ModelError(

@@ -192,8 +192,11 @@ CASES: list[tuple[Case, Build | None]] = [
      model_copy("tj", "TFJS", _fifo_at("model.json"))),
     (Case("eval-model-json-fifo", ("eval", "tj", "-r", "@FLAT", "--data", "@FLAT/eval.npz"), names=("tj",),
           timeout=_SHORT), model_copy("tj", "TFJS", _fifo_at("model.json"))),
-    (Case("inspect-saved-model-pb-fifo", ("inspect", "m"), names=("saved_model.pb",), timeout=_SHORT),
+    (Case("inspect-saved-model-pb-fifo", ("inspect", "m"), names=("saved_model.pb", "FIFO"), timeout=_SHORT),
      model_copy("m", "FLAT", _fifo_at("saved_model.pb"))),
+    (Case("convert-variables-data-fifo", ("convert", "m", "-o", "{root}/out"),
+          names=("variables.data-00000-of-00001", "FIFO"), timeout=_SHORT),
+     model_copy("m", "FLAT", _fifo_at("variables/variables.data-00000-of-00001"))),
     # 13: tensors over the limit, refused before anything allocates them
     (Case("convert-input-120GB", ("convert", "@BIG", "-o", "{root}/out"), names=LIMIT_NAMES), None),
     (Case("check-input-120GB", ("check", "@BIG"), names=LIMIT_NAMES), None),
