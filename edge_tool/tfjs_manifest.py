@@ -15,12 +15,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from calibration.spec import TensorSpec
 from edge_tool.errors import ModelError, collect_and_raise
+from edge_tool.limits import check_specs
 
 # bytes per element as tfjs stores them (string weights are length-prefixed, checked only for a lower bound)
 WEIGHT_BYTES = {"float32": 4, "int32": 4, "bool": 1, "complex64": 8, "string": None}
 QUANT_BYTES = {"uint8": 1, "uint16": 2, "float16": 2}
 MAX_PROBLEMS = 8
+TFJS_DTYPES = {"DT_FLOAT": "float32", "DT_INT32": "int32", "DT_INT64": "int32", "DT_BOOL": "bool", "DT_UINT8": "int32",
+               "DT_INT8": "int32", "DT_INT16": "int32", "DT_STRING": "string", "DT_HALF": "float32"}
 
 
 def _is_dim(d: object) -> bool:
@@ -118,3 +122,12 @@ def check_manifest(model_dir: Path, doc: dict) -> None:
         problems = [*problems[:MAX_PROBLEMS], f"and {len(problems) - MAX_PROBLEMS} more"]
     collect_and_raise(problems, ModelError, f"{model_json} does not match a loadable TFJS graph model (tfjs would "
                       "fail to load it):")
+    check_specs(_input_specs(doc), f"{model_json}: input")  # the page and the Node runner allocate these
+
+
+def _input_specs(doc: dict) -> list[TensorSpec]:
+    """The signature inputs of a validated model.json as TensorSpecs (dtype as tfjs holds it)."""
+    inputs = (doc.get("signature") or {}).get("inputs", {})
+    return [TensorSpec(str(key), TFJS_DTYPES.get(t.get("dtype"), "float32"),
+                       tuple(int(d.get("size", -1)) for d in t.get("tensorShape", {}).get("dim", [])))
+            for key, t in inputs.items() if isinstance(t, dict)]

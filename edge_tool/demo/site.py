@@ -8,7 +8,6 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from calibration.spec import TensorSpec
 from edge_tool import __version__
 from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import litert as litert_mod
@@ -25,7 +24,7 @@ from edge_tool.demo.vendor import (
 )
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
-from edge_tool.limits import check_signature, check_specs, read_tflite
+from edge_tool.limits import check_signature, read_tflite
 from edge_tool.textsafe import html_text
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
@@ -238,7 +237,6 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         inputs, outputs = _precheck_saved_model(Path(cfg.model))
     else:
         _, inputs, outputs = model_mod.read_tfjs_model(Path(cfg.model))
-        check_specs([TensorSpec(t.key, t.dtype, t.shape) for t in inputs], f"{cfg.model}: input")
     size = model_mod.parse_input_size(cfg.input_size) if cfg.input_size else None
     input_specs = model_mod.input_ui(inputs, size)
     output_spec = model_mod.output_ui(outputs)[0]

@@ -154,6 +154,9 @@ def tfjs_variant(name: str, kind: str) -> Build:
             weights[0]["shape"] = [float("nan"), 3]
         elif kind == "duplicate":
             weights.append(dict(weights[0]))
+        elif kind == "huge-input":
+            doc["signature"]["inputs"]["features"]["tensorShape"]["dim"] = [{"size": "1"}, {"size": "100000"},
+                                                                            {"size": "100000"}, {"size": "3"}]
         elif kind == "short-shard":
             shard = root / name / doc["weightsManifest"][0]["paths"][0]
             shard.write_bytes(shard.read_bytes()[:-8])
@@ -245,6 +248,10 @@ CASES: list[tuple[Case, Build | None]] = [
        tfjs_variant("tj", kind))
       for kind, needle in (("not-object", "not an object"), ("huge-shape", "needs 4,000,000,000,000,000,000,000,0"),
                            ("nan-shape", "nan"), ("duplicate", "appears twice"), ("short-shard", "but its shards"))],
+    (Case("demo-tfjs-input-120GB", ("demo", "tj", "-o", "{root}/site"), names=("'features'", *LIMIT_NAMES[1:])),
+     tfjs_variant("tj", "huge-input")),
+    (Case("check-tfjs-input-120GB", ("check", "tj", "--target", "tfjs"), names=("'features'", *LIMIT_NAMES[1:])),
+     tfjs_variant("tj", "huge-input")),
     (Case("eval-tfjs-short-shard", ("eval", "tj", "-r", "@FLAT", "--data", "@FLAT/eval.npz"),
           names=("model.json", "but its shards")), tfjs_variant("tj", "short-shard")),
     (Case("check-tfjs-duplicate-weight", ("check", "tj", "--target", "tfjs"), names=("model.json", "appears twice")),
