@@ -111,9 +111,10 @@ def check_tflite_file(path: Path | str) -> None:
 
 
 def check_tflite_tensors(data, path: Path | str) -> None:
-    """Every tensor of a .tflite flatbuffer (bytes or a memory map) with a static shape against the tensor limit,
-    before a runtime allocates its arena (inputs, outputs and intermediates alike); ModelError naming the tensor."""
-    from edge_tool.tflite_model import _names, _schema  # noqa: PLC0415
+    """Every tensor a runtime would allocate (inputs, outputs, intermediates: not the constants, which stay in the
+    file) of a .tflite flatbuffer (bytes or a memory map) against the tensor limit, before LiteRT allocates its
+    arena; ModelError naming the tensor."""
+    from edge_tool.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
 
     limit = max_tensor_bytes()
     schema = _schema()
@@ -124,6 +125,8 @@ def check_tflite_tensors(data, path: Path | str) -> None:
             sg = model.Subgraphs(s)
             for t in range(sg.TensorsLength()):
                 tensor = sg.Tensors(t)
+                if is_constant(model, tensor):  # weights live in the file (memory-mapped), not in the arena
+                    continue
                 shape = tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
                 dtype = type_names.get(tensor.Type(), "float32").lower()
                 need = tensor_bytes(shape, dtype)
