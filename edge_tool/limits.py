@@ -27,7 +27,7 @@ MAX_UNPACKED_BYTES = 8 << 30    # 8 GiB unpacked from one .keras archive
 PROTOBUF_MAX = (2 << 30) - 1    # protobuf cannot parse a message of 2 GiB or more
 FLATBUFFER_MAX = 2 << 30        # FlatBuffers address at most 2 GiB
 MAX_DOCUMENT_BYTES = 256 << 20  # any JSON/text document edgetool reads whole (model.json, config.json, manifests)
-MAX_SMALL_TEXT_BYTES = 64 << 20  # labels files, sidecars
+MAX_SMALL_TEXT_BYTES = 64 << 20  # sidecars read whole (train.json)
 _ITEMSIZE = {"string": 8, "bool": 1, "bfloat16": 2, "float16": 2, "half": 2, "resource": 8, "variant": 8}
 
 
