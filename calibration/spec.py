@@ -33,7 +33,7 @@ class TensorSpec:
     shape: tuple | None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype", _dtype_name(self.dtype))
+        object.__setattr__(self, "dtype", dtype_name(self.dtype))
         object.__setattr__(self, "shape", _normal_shape(self.shape))
 
     @property
@@ -49,14 +49,22 @@ class TensorSpec:
 InputSpec = TensorSpec
 
 
-def _dtype_name(dtype: Any) -> Any:
-    """numpy's name for a numeric dtype; anything else (strings, bfloat16, unknown names) as given."""
+STRING = "string"  # what a TensorFlow/TFLite string tensor is called everywhere (numpy says object or bytes_)
+
+
+def dtype_name(dtype: Any) -> Any:
+    """numpy's name for a numeric dtype; ``"string"`` for text (object, bytes, str: how numpy holds a tf.string);
+    anything else (bfloat16, unknown names) as given."""
     import numpy as np  # noqa: PLC0415  (importing the spec type, as edge_tool.modelio does, costs no NumPy)
 
+    if dtype == STRING:
+        return STRING
     try:
         dt = np.dtype(dtype)
     except TypeError:
         return dtype
+    if dt.kind in "OSU":
+        return STRING
     return dt.name if dt.kind in "biufc" else dtype
 
 
@@ -76,9 +84,9 @@ def input_problems(spec: TensorSpec) -> list[str]:
     if not isinstance(spec.name, str) or not spec.name:
         problems.append(f"input name must be a non-empty string, got {spec.name!r}")
     try:
-        dt = np.dtype(spec.dtype)
+        dt = np.dtype(spec.dtype if spec.dtype != STRING else object)
         if dt.kind not in "biuf":
-            problems.append(f"input {spec.name!r}: dtype {dt.name} is not numeric; "
+            problems.append(f"input {spec.name!r}: dtype {dtype_name(dt)} is not numeric; "
                             "calibration supports bool/int/float inputs")
     except TypeError:
         problems.append(f"input {spec.name!r}: unknown dtype {spec.dtype!r} (use a numpy dtype name such as 'float32')")

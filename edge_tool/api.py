@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from edge_tool.limits import read_tflite
+
 
 def train(output_dir: str | Path, *, strategy: str = "mirrored", **options):
     """Train the digits CNN under ``strategy``; options as ``TrainConfig`` (replicas, epochs, ...). -> TrainResult."""
@@ -69,4 +71,4 @@ def read_metadata(tflite: str | Path):
     """The TFLite model metadata embedded in a .tflite (labels, normalization, ...), or None. -> EmbeddedMetadata."""
     from edge_tool.metadata.reader import read_metadata as _read  # noqa: PLC0415
 
-    return _read(Path(tflite).read_bytes())
+    return _read(read_tflite(tflite))

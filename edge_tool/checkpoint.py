@@ -6,10 +6,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 import re
 import tempfile
 from pathlib import Path
 
+from calibration.safe_open import not_a_file
 from edge_tool.errors import ModelError
 
 VERIFY_BYTES = 256 << 20  # variables up to this size are read once up front, which checks their checksums
@@ -25,6 +27,9 @@ def check_variables(path: Path) -> None:
     var_dir = Path(path) / "variables"
     index = var_dir / "variables.index"
     shards = sorted(var_dir.glob("variables.data-*-of-*"))
+    odd = [(p, why) for p in (index, *shards) if os.path.lexists(p) and (why := not_a_file(p))]
+    if odd:  # a FIFO would block TensorFlow's checkpoint reader forever
+        raise ModelError(f"the SavedModel's variables are unreadable: {odd[0][0]} {odd[0][1]}.")
     if not index.is_file():
         if shards:
             raise ModelError(f"the SavedModel's variables are unreadable: {index} is missing (data shards are there).")

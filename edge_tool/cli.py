@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.exceptions import TyperException
 
-from edge_tool import __version__, scratch, signals, textsafe
+from edge_tool import __version__, scratch, signals, stdio, textsafe
 from edge_tool.errors import EdgeToolError
 
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h)
@@ -43,20 +43,18 @@ def debug_enabled() -> bool:
 
 
 def _say(kind: str, message: object) -> None:
-    """One message on stderr: a bold label, then ``message`` verbatim (never read as markup)."""
-    err_console.print(Text.assemble((f"{kind}:", "bold red"), " ", textsafe.text(message)),
-                      highlight=False, soft_wrap=True)
+    """One message on stderr: a bold label, then ``message`` verbatim (never read as markup); nothing when the
+    reader of stderr has gone (the exit code still tells)."""
+    try:
+        err_console.print(Text.assemble((f"{kind}:", "bold red"), " ", textsafe.text(message)),
+                          highlight=False, soft_wrap=True)
+    except BrokenPipeError:
+        stdio.silence(sys.stderr)
 
 
 def _silence_stdout() -> None:
-    """Point stdout at /dev/null so Python's exit-time flush cannot raise BrokenPipeError again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is not a real file (e.g. captured by a test runner)
-        pass
-    finally:
-        os.close(devnull)
+    """Point stdout and stderr at /dev/null so Python's exit-time flush cannot raise BrokenPipeError again."""
+    stdio.silence(sys.stdout, sys.stderr)
 
 
 def _os_error_message(exc: OSError) -> str:
@@ -70,8 +68,11 @@ def _internal_error(exc: Exception) -> typer.Exit:
     first = (str(exc).strip().splitlines() or [""])[0][:300]
     message = (f" {__version__} ({type(exc).__name__}{': ' + first if first else ''}); rerun with {DEBUG_ENV}=1 "
                "for the traceback, and please report it.")
-    err_console.print(Text.assemble(("internal error in edgetool", "bold red"), textsafe.text(message)),
-                      highlight=False, soft_wrap=True)
+    try:
+        err_console.print(Text.assemble(("internal error in edgetool", "bold red"), textsafe.text(message)),
+                          highlight=False, soft_wrap=True)
+    except BrokenPipeError:
+        stdio.silence(sys.stderr)
     return typer.Exit(INTERNAL_ERROR_EXIT)
 
 
@@ -131,10 +132,12 @@ _register()
 
 def main() -> None:
     """Console-script entry point; ends the process with ``_end`` (fast once TensorFlow is loaded)."""
+    stdio.reopen_closed()  # `edgetool … >&-`: descriptors 0-2 are /dev/null before any file is opened
+    stdio.raise_broken_pipe()  # rich would exit 1 on a closed pipe; BrokenPipeError reaches guard_command (141)
     try:
         app()
     except SystemExit as exc:
-        _end(exc.code)
+        _end(BROKEN_PIPE_EXIT if stdio.click_saw_broken_pipe() else exc.code)
     _end(0)
 
 
@@ -166,6 +169,6 @@ def _end(code: object) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed or broken pipe: nothing more can be said
+        except (OSError, ValueError, AttributeError):  # a closed or broken pipe (or no stream): nothing more to say
             pass
     os._exit(status & 0xFF)  # as the shell would see sys.exit(status)

@@ -40,7 +40,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.safe_open import open_regular, read_regular
 from edge_tool.errors import ModelError
+from edge_tool.limits import MAX_SMALL_TEXT_BYTES, read_tflite
 from edge_tool.modelcode.guard import code_report
 from edge_tool.modelcode.keras_reload import keras_reloadability
 from edge_tool.modelio import SERVING, SignatureInfo
@@ -95,7 +97,8 @@ def inspect_model(path: Path, trust_model_code: bool = False) -> InspectReport:
         raise ModelError(f"Expected a SavedModel directory or a .tflite file at {path}, but nothing is there.")
     if path.is_dir():
         return inspect_saved_model(path, trust_model_code)
-    head = path.read_bytes()[:8]
+    with open_regular(path, "a SavedModel directory or a .tflite file", ModelError) as f:
+        head = f.read(8)
     if len(head) < 8 or head[4:8] != TFLITE_MAGIC:
         raise ModelError(
             f"{path} is not a TFLite flatbuffer (expected the 'TFL3' identifier at byte 4, found {head[4:8]!r}). "
@@ -198,8 +201,8 @@ def _training_sidecar(path: Path) -> dict | None:
     if not sidecar.is_file():
         return None
     try:
-        data = json.loads(sidecar.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(read_regular(sidecar, "a train.json sidecar", ModelError, MAX_SMALL_TEXT_BYTES))
+    except (OSError, ValueError, RecursionError, ModelError):  # unreadable, not JSON, or too large: no sidecar
         return None
     if not isinstance(data, dict):
         return None
@@ -248,7 +251,7 @@ def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = Path(path)
-    data = path.read_bytes()
+    data = read_tflite(path)
     try:
         summary = summarize_tflite(data)
     except Exception as exc:  # flatbuffer decoding raises assorted errors on truncated/corrupt files

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.safe_open import not_a_file, read_regular
 from calibration.spec import TensorSpec
 from edge_tool.checkpoint import check_variables
 from edge_tool.errors import ModelError
+from edge_tool.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
+from edge_tool.tfjs_manifest import check_manifest
 from edge_tool.modelcode.guard import require_no_side_effects
 from edge_tool.tflite_model import _unpack
 
@@ -37,6 +41,9 @@ def validate_saved_model_dir(path: Path) -> None:
         raise ModelError(f"Expected a SavedModel directory at {path}, but nothing is there.")
     if not path.is_dir():
         raise ModelError(f"Expected a SavedModel directory, but {path} is a file.")
+    for name in ("saved_model.pb", "saved_model.pbtxt"):
+        if os.path.lexists(path / name) and not_a_file(path / name):
+            raise ModelError(f"Expected a SavedModel directory, but its {path / name} {not_a_file(path / name)}.")
     if not ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()):
         found = sorted(p.name for p in path.iterdir())[:8]
         raise ModelError(
@@ -60,9 +67,12 @@ def read_meta_graph(path: Path):
     pb = Path(path) / "saved_model.pb"
     try:
         if pb.is_file():
-            sm.ParseFromString(pb.read_bytes())
+            sm.ParseFromString(read_regular(pb, "a SavedModel protobuf", ModelError, PROTOBUF_MAX,
+                                            "protocol buffers cannot parse a message of 2 GiB or more"))
         else:
-            text_format.Parse((Path(path) / "saved_model.pbtxt").read_text(), sm)
+            text = read_regular(Path(path) / "saved_model.pbtxt", "a SavedModel text protobuf", ModelError,
+                                MAX_DOCUMENT_BYTES, "a text SavedModel that large is not one edgetool parses")
+            text_format.Parse(text.decode("utf-8"), sm)
     except (DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
         name = "saved_model.pb" if pb.is_file() else "saved_model.pbtxt"
         raise ModelError(f"{Path(path) / name} is not a readable SavedModel protobuf: {exc}") from None
@@ -145,7 +155,7 @@ def tflite_signature(path: Path) -> SignatureInfo:
     """SignatureInfo of a .tflite file (its first signature, or raw input/output details if it has none)."""
     from edge_tool.runtime import load_interpreter  # noqa: PLC0415
 
-    interp = load_interpreter(Path(path))
+    interp = load_interpreter(Path(path), allocate=False)  # details need no arena (nor its memory)
     sigs = interp.get_signature_list()
     if sigs:
         key = SERVING if SERVING in sigs else sorted(sigs)[0]
@@ -194,12 +204,11 @@ def read_graph_model_json(model_dir: Path, user: str) -> dict:
     from edge_tool.fsutil import resolve_inside  # noqa: PLC0415
 
     model_json = resolve_inside(Path(model_dir), "model.json", Path(model_dir))
+    raw = read_regular(model_json, "a TFJS model.json", ModelError, MAX_MODEL_JSON_BYTES,
+                       "a model.json that large is not a TFJS graph model edgetool reads")
     try:
-        if model_json.stat().st_size > MAX_MODEL_JSON_BYTES:
-            raise ModelError(f"{model_json} is {model_json.stat().st_size:,} bytes; a model.json over "
-                             f"{MAX_MODEL_JSON_BYTES:,} bytes is not a TFJS graph model edgetool reads.")
-        doc = json.loads(model_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
         raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != "graph-model":
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
@@ -208,6 +217,7 @@ def read_graph_model_json(model_dir: Path, user: str) -> dict:
             "(edgetool convert MODEL --format tfjs, or tensorflowjs_converter --input_format tf_saved_model)."
         )
     weight_paths(model_dir, doc)
+    check_manifest(Path(model_dir), doc)  # weights, shard sizes, signature shapes: what tfjs needs to load it
     return doc
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calibration.safe_open import require_regular
 from edge_tool.errors import ModelError
+from edge_tool.limits import check_tflite_file
 
 
 def interpreter_class():
@@ -26,15 +28,19 @@ def interpreter_class():
     return import_tf().lite.Interpreter, "tf.lite"
 
 
-def load_interpreter(path: Path, num_threads: int | None = None, **kwargs):
-    """Load and allocate a ``.tflite`` model; a file that is not a valid flatbuffer raises ModelError."""
+def load_interpreter(path: Path, num_threads: int | None = None, allocate: bool = True, **kwargs):
+    """Load (and with ``allocate``, allocate) a ``.tflite`` model; ModelError for a file that is not a regular file,
+    not a valid flatbuffer, or (to be allocated) holds a tensor over the limit (``limits.check_tflite_file``)."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelError(f"Expected a .tflite file at {path}, but {'it is a directory' if path.is_dir() else 'nothing is there'}.")
+    if allocate:
+        check_tflite_file(path)
+    else:
+        require_regular(path, "a .tflite file", ModelError)
     cls, _ = interpreter_class()
     try:
         interp = cls(model_path=str(path), num_threads=num_threads, **kwargs)
-        interp.allocate_tensors()
+        if allocate:
+            interp.allocate_tensors()
     except (ValueError, RuntimeError) as exc:
         raise ModelError(f"{path} is not a loadable TFLite model (expected a TFLite flatbuffer): {exc}") from None
     return interp

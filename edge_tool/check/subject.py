@@ -7,11 +7,14 @@ than stopping the conversion), the fixed-batch int8 .tflite that ``demo --litert
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from calibration.safe_open import open_regular
 from edge_tool.errors import ConversionError, ModelError, UsageError
+from edge_tool.limits import check_signature, check_tflite_file, read_tflite
 from edge_tool.modelcode.guard import require_safe_model
 
 
@@ -117,13 +120,19 @@ def _classify(path: Path, calibration: Path | None) -> Subject:
         read_graph_model_json(path, "check")
         return Subject(path, "tfjs", calibration)
     if path.is_file() and path.suffix.lower() in (".keras", ".h5"):
+        from edge_tool.convert.source import check_keras_file  # noqa: PLC0415
+
+        check_keras_file(path)  # a zip bomb or a damaged archive is refused once, not once per target
         return Subject(path, "model", calibration)
     if path.is_dir():
-        from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
+        from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
 
-        validate_saved_model_dir(path)
+        # the model itself must be usable (a serving signature, inputs within the tensor limit) before any target
+        # converts it: a problem of the model is one refusal (exit 2), not a "will not run" row per target
+        check_signature(saved_model_signature(path), path)
         return Subject(path, "model", calibration)
     _require_tflite(path)
+    check_tflite_file(path)  # every target would allocate its tensors: one refusal, not a failed row per target
     return Subject(path, "tflite", calibration)
 
 
@@ -132,8 +141,9 @@ MAX_FLATBUFFER = 2 << 30  # FlatBuffers cannot address more
 
 def _require_tflite(path: Path) -> None:
     """ModelError unless ``path`` is a TFLite flatbuffer whose operators and tensors can be read."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
+    what = "a SavedModel directory, a .keras/.h5 file, a .tflite file or a TFJS graph-model directory"
+    with open_regular(path, what, ModelError) as f:
+        size = os.fstat(f.fileno()).st_size
         head = f.read(8)
     if len(head) < 8 or head[4:8] != b"TFL3" or size > MAX_FLATBUFFER:
         raise ModelError(f"{path} is not a TFLite flatbuffer (no TFL3 identifier, or over 2 GiB); expected a "
@@ -141,7 +151,7 @@ def _require_tflite(path: Path) -> None:
     from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
 
     try:
-        summarize_tflite(path.read_bytes())
+        summarize_tflite(read_tflite(path))
     except Exception as exc:  # noqa: BLE001 - a damaged flatbuffer fails inside flatbuffers in many ways
         raise ModelError(f"{path} has a TFL3 header but its flatbuffer cannot be read ({type(exc).__name__}: "
                          f"{str(exc)[:200]}); it is truncated or damaged.") from None

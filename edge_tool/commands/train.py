@@ -31,6 +31,7 @@ def command(
     epochs: int = typer.Option(12, "--epochs", help="Training epochs."),
     batch_size: int = typer.Option(64, "--batch-size", help="Global batch size (split across replicas)."),
     seed: int = typer.Option(0, "--seed", help="Seed for the data split, shuffling and initialisation."),
+    peer_timeout: float = typer.Option(120.0, "--peer-timeout", help="multiworker with TF_CONFIG: seconds to wait for every other task of the cluster to answer before giving up (exit 2, naming the silent host:port)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2)."),
 ) -> None:
     """Train a small CNN on bundled real digits under a distribution strategy and export a SavedModel."""
@@ -43,6 +44,7 @@ def command(
         config = TrainConfig(
             output_dir=output, strategy=strategy, replicas=2 if replicas is None else replicas,
             workers=2 if workers is None else workers, epochs=epochs, batch_size=batch_size, seed=seed, force=force,
+            peer_timeout=peer_timeout,
         )
     except UsageError as exc:
         if not problems:

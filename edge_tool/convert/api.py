@@ -19,6 +19,7 @@ from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.errors import ConversionError, EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
+from edge_tool.limits import check_tflite_tensors
 from edge_tool.signals import deferred
 from edge_tool.metadata.writer import embed_metadata
 from edge_tool.recipes import missing_calibration_message, resolve_calibration
@@ -91,6 +92,7 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
         if spec is not None:
             data = embed_metadata(data, spec)
         summary = summarize_tflite(data)
+        check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
         check = None
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
             probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 
+from calibration.safe_open import not_a_file
 from edge_tool.convert.enums import IOType, OutputFormat, QatStrategy, QuantMode, TfjsQuant
 from edge_tool.convert.qat_support.source import keras3_file_problem
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
@@ -108,8 +109,8 @@ class ConvertConfig:
         problems = []
         if not self.metadata and (self.labels is not None or self.input_mean is not None or self.input_std is not None):
             problems.append("--labels/--input-mean/--input-std are embedded as metadata; drop --no-metadata to use them.")
-        if self.labels is not None and not self.labels.is_file():
-            problems.append(f"--labels {self.labels} is not a file (expected one label per line).")
+        if self.labels is not None and not_a_file(self.labels) is not None:
+            problems.append(f"--labels {self.labels} {not_a_file(self.labels)} (expected one label per line).")
         for opt, values in (("--input-mean", self.input_mean), ("--input-std", self.input_std)):
             if values is not None and not (len(values) in (1, 3) and all(math.isfinite(v) for v in values)):
                 problems.append(f"{opt} expects 1 or 3 finite numbers (one per channel), got {list(values)}.")

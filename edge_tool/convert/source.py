@@ -11,7 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from calibration.safe_open import require_regular
 from edge_tool.errors import ModelError
+from edge_tool.keras_archive import check_keras_archive
+from edge_tool.limits import check_signature
 from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
 from edge_tool.modelio import SignatureInfo, saved_model_flavor, saved_model_signature
 
@@ -79,6 +82,15 @@ def content_hash(path: Path) -> str:
     return h.hexdigest()
 
 
+def check_keras_file(model: Path) -> None:
+    """A .keras/.h5 file checked before a Keras loader opens it: a regular file; a .keras archive whose members
+    are sane (``keras_archive.check_keras_archive``: no zip bomb, sizes and names checked); ModelError otherwise."""
+    if model.suffix.lower() == ".keras":
+        check_keras_archive(model)
+    else:
+        require_regular(model, "a Keras .h5 model file", ModelError)
+
+
 def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None, trust_model_code: bool = False):
     """Load a .keras/.h5 file with tf_keras (Keras 2) and save it; fall back to a Keras 3 export in a subprocess,
     which fixes the batch itself (returns its ``Retrace``; None otherwise). Keras's safe mode is off only when
@@ -125,12 +137,13 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None,
     model = Path(model)
     if not model.exists():
         raise ModelError(f"Expected a model (SavedModel directory, .keras or .h5 file) at {model}, but nothing is there.")
-    if model.is_file():
+    if not model.is_dir():
         if model.suffix.lower() not in KERAS_FILE_SUFFIXES:
             raise ModelError(
                 f"Expected a SavedModel directory or a Keras file ({', '.join(KERAS_FILE_SUFFIXES)}), "
                 f"but {model} is a {model.suffix or 'suffix-less'} file."
             )
+        check_keras_file(model)
         require_no_keras_code(model, trust_model_code, "Exporting it to a SavedModel needs a Keras object")
         saved = Path(workdir) / "keras_source_savedmodel"
         exported = _keras_file_to_saved_model(model, saved, batch, trust_model_code)
@@ -150,4 +163,5 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None,
         how = save_fixed_batch(saved, retraced, batch, trust_model_code=trust_model_code)
         fixed = {"batch": batch, **how.to_dict(), "signature": saved_model_signature(retraced).to_dict()}
         saved = retraced
+    check_signature(signature, model)  # before any probe, calibration batch, LiteRT arena or TFJS page allocates
     return PreparedSource(model, saved, kind, flavor, signature, content_hash(model), fixed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.safe_open import not_a_file
 from edge_tool.demo import model as model_mod
 from edge_tool.errors import UsageError, collect_and_raise
 
@@ -40,14 +41,14 @@ class DemoConfig:
         """(broken?, message) per option rule, in the order the problems are listed."""
         title = len((self.title or "").strip())
         return (
-            (self.tflite is not None and not Path(self.tflite).is_file(),
-             f"--tflite {self.tflite} is not a file (expected a fixed-batch-1 .tflite)."),
+            (self.tflite is not None and not_a_file(self.tflite) is not None,
+             f"--tflite {self.tflite} {not_a_file(self.tflite)} (expected a fixed-batch-1 .tflite)."),
             (self.calibration is not None and not Path(self.calibration).exists(),
              f"--calibration {self.calibration} does not exist."),
             (not self.litert and (self.tflite is not None or self.calibration is not None),
              "--tflite and --calibration only apply with --litert."),
-            (self.labels is not None and not Path(self.labels).is_file(),
-             f"--labels {self.labels} does not exist (expected one label per line)."),
+            (self.labels is not None and not_a_file(self.labels) is not None,
+             f"--labels {self.labels} {not_a_file(self.labels)} (expected one label per line)."),
             (self.title is not None and not 0 < title <= MAX_TITLE,
              f"--title must be 1..{MAX_TITLE} characters, got {title}."),
         )

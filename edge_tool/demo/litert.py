@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calibration.spec import dtype_name
 from edge_tool.errors import ModelError, UsageError
 
 TFLITE_NAME = "model-int8-b1.tflite"
@@ -92,7 +93,7 @@ def tflite_spec(path: Path, classes: int | None) -> dict:
         problems.append(f"its output shape is {out_shape}; expected [1, {classes or 'K'}] class scores")
     for role, d in (("input", i), ("output", o)):
         if d["dtype"].__name__ not in IO_DTYPES:
-            problems.append(f"its {role} dtype is {d['dtype'].__name__}; expected one of {', '.join(IO_DTYPES)}")
+            problems.append(f"its {role} dtype is {dtype_name(d['dtype'])}; expected one of {', '.join(IO_DTYPES)}")
     if problems:
         raise ModelError(f"{path} cannot be the LiteRT.js model: " + "; ".join(problems) + ".")
     return {"input": _io(i), "output": _io(o)}

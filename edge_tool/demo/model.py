@@ -16,8 +16,9 @@ TF_DTYPES = {
     "DT_FLOAT": ("float32", "float32"), "DT_HALF": ("float16", "float32"), "DT_DOUBLE": ("float64", "float32"),
     "DT_INT32": ("int32", "int32"), "DT_INT64": ("int64", "int32"), "DT_INT16": ("int16", "int32"),
     "DT_INT8": ("int8", "int32"), "DT_UINT8": ("uint8", "int32"), "DT_UINT16": ("uint16", "int32"),
+    "DT_STRING": ("string", None), "DT_BOOL": ("bool", None),
 }
-NUMPY_TO_TFJS = {numpy: tfjs for numpy, tfjs in TF_DTYPES.values()}
+NUMPY_TO_TFJS = {numpy: tfjs for numpy, tfjs in TF_DTYPES.values() if tfjs is not None}
 
 
 class ModelKind(str, enum.Enum):

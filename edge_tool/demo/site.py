@@ -24,6 +24,7 @@ from edge_tool.demo.vendor import (
 )
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
+from edge_tool.limits import check_signature, read_tflite
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.textsafe import html_text
 
@@ -101,7 +102,7 @@ def _embedded_labels(cfg: DemoConfig, kind: ModelKind) -> tuple[list[str] | None
         if found:
             return found, str(model_json)
     if cfg.litert and cfg.tflite is not None:
-        embedded = read_metadata(Path(cfg.tflite).read_bytes())
+        embedded = read_metadata(read_tflite(cfg.tflite))
         if embedded is not None and embedded.labels:
             return list(embedded.labels), f"{cfg.tflite} (TFLite metadata)"
     return None, ""
@@ -125,6 +126,7 @@ def _precheck_saved_model(model: Path) -> tuple:
     from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
 
     sig = saved_model_signature(model)
+    check_signature(sig, model)  # the page (and --litert's LiteRT.js) would allocate these in the browser
     ins = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.inputs)
     outs = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.outputs)
     return ins, outs
@@ -197,7 +199,7 @@ def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inpu
 def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None) -> dict:
     """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
     if cfg.tflite is not None:
-        built = {"given": Path(cfg.tflite).read_bytes()}
+        built = {"given": read_tflite(cfg.tflite)}
     else:
         built = litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), cfg.trust_model_code)
     models = []

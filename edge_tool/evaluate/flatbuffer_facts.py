@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.errors import ModelError
+from edge_tool.limits import read_tflite
 
 _STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
 
@@ -37,7 +38,7 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
 
     schema = _schema()
     path = Path(path)
-    buf = path.read_bytes()
+    buf = read_tflite(path)
     if len(buf) < 8 or not schema.Model.ModelBufferHasIdentifier(buf, 0):
         raise ModelError(f"{path} is not a loadable TFLite model (expected a TFLite flatbuffer, file identifier "
                          f"TFL3; found {buf[4:8]!r}).")

@@ -12,6 +12,7 @@ import numpy as np
 
 from edge_tool.errors import DataError, ModelError, collect_and_raise
 from edge_tool.evaluate.flatbuffer_facts import FlatbufferFacts, read_flatbuffer
+from edge_tool.limits import check_tflite_file
 from edge_tool.runtime import interpreter_class
 
 # Batched outputs must match per-sample outputs this closely (relative to the output's magnitude) for eval to
@@ -59,6 +60,7 @@ class TfliteInterpreter:
 
     def __init__(self, path: Path, threads: int = 1):
         self.path = Path(path)
+        check_tflite_file(self.path)  # a regular file, and no tensor of its arena over the limit
         self.facts = read_flatbuffer(self.path)
         cls, self.runtime = interpreter_class()
         try:

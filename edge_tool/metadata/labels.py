@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calibration.safe_open import read_regular
 from edge_tool.errors import UsageError
 
 MAX_LABELS_BYTES = 1 << 20   # 1 MiB: ~50,000 labels of 20 characters
@@ -30,13 +31,9 @@ def parse_labels(data: bytes, origin: str) -> list[str]:
 def read_labels_file(path: Path, classes: int | None) -> list[str]:
     """Labels from ``path`` (missing, too large, not UTF-8, empty, or a count other than ``classes`` refused)."""
     path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"Labels file {path} does not exist (expected one label per line).")
-    size = path.stat().st_size
-    if size > MAX_LABELS_BYTES:
-        raise UsageError(f"Labels file {path} is {size:,} bytes; expected one label per line, at most "
-                         f"{MAX_LABELS_BYTES:,} bytes in all.")
-    labels = parse_labels(path.read_bytes(), f"Labels file {path}")
+    raw = read_regular(path, "a labels file (one label per line)", UsageError, MAX_LABELS_BYTES,
+                       "expected one label per line")
+    labels = parse_labels(raw, f"Labels file {path}")
     if not labels:
         raise UsageError(f"Labels file {path} holds no labels; expected one label per line"
                          + (f" ({classes} for this model)." if classes is not None else "."))

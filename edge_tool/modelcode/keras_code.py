@@ -19,11 +19,11 @@ name without ``custom_objects`` (edgetool passes none), so loading fails instead
 from __future__ import annotations
 
 import json
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.errors import ModelError
+from edge_tool.keras_archive import check_keras_archive
 from edge_tool.modelcode.side_effects import SIDE_EFFECT_OPS
 
 KERAS_MODULES = ("keras", "tf_keras", "keras_nlp", "keras_hub", "keras_cv")
@@ -133,13 +133,8 @@ def _h5_configs(path: Path) -> list:
 
 
 def _keras_zip_configs(path: Path) -> list:
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
-            raw = z.read("config.json") if "config.json" in names else None
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, NotImplementedError, ValueError) as exc:
-        raise ModelError(f"{path} is not a readable .keras archive (a zip holding config.json): {exc}") from None
-    return [] if raw is None else [_json(raw, f"{path} (config.json)")]
+    config = check_keras_archive(path).config  # sizes, names and CRCs checked first: no zip bomb is unpacked
+    return [] if config is None else [config]
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:

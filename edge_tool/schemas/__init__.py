@@ -13,6 +13,7 @@ import importlib.resources
 import json
 from pathlib import Path
 
+from calibration.safe_open import read_regular
 from edge_tool.errors import DataError
 from edge_tool.schemas.validator import problems
 
@@ -45,12 +46,10 @@ def load_json(path: Path, name: str):
     """The parsed JSON of the file at ``path`` (size checked first); DataError naming what schema ``name`` expects."""
     path = Path(path)
     title = load(name)["title"]
+    raw = read_regular(path, f"an {title}", DataError, MAX_BYTES, f"an {title} is far smaller, so this is not one "
+                       "edgetool wrote")
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise DataError(f"{path} is {size} bytes; an {title} is far smaller (limit {MAX_BYTES} bytes), so this "
-                            "is not one edgetool wrote.")
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise DataError(f"{path} could not be read as an {title} (JSON in UTF-8 expected): "
                         f"{' '.join(str(exc).split())[:200]}.") from None

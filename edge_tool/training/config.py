@@ -37,6 +37,7 @@ class TrainConfig:
     calibration_samples: int = 200
     force: bool = False
     verbose: bool = True
+    peer_timeout: float = 120.0  # seconds a TF_CONFIG task waits for the other tasks (training.peers)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "output_dir", Path(self.output_dir))
@@ -52,6 +53,8 @@ class TrainConfig:
         if 1 <= split <= max(MAX_REPLICAS, MAX_WORKERS) and 1 <= self.batch_size < split:
             problems.append(f"--batch-size {self.batch_size} cannot be split across {split} replicas; "
                             f"use a global batch of at least {split}.")
+        if not self.peer_timeout > 0:
+            problems.append(f"--peer-timeout must be > 0 seconds, got {self.peer_timeout}.")
         if not self.learning_rate > 0:
             problems.append(f"learning rate must be > 0, got {self.learning_rate}.")
         collect_and_raise(problems, header="Invalid training options:")

@@ -23,6 +23,7 @@ from edge_tool.fsutil import atomic_dir
 from edge_tool.training.config import TrainConfig, TrainResult
 from edge_tool.training.data import load_digits_split
 from edge_tool.training.fit import fit_and_evaluate
+from edge_tool.training.peers import wait_for_peers
 
 SHARD_POLICY = "DATA"
 
@@ -113,6 +114,8 @@ def run_task(config: TrainConfig, save_dir: Path, is_chief: bool, make_callbacks
 def train_joined(config: TrainConfig, tf_config: str) -> TrainResult:
     """Run this process as the TF_CONFIG task: the chief writes ``config.output_dir``, others a temp dir."""
     info = parse_tf_config(tf_config)
+    import_tf()  # first, so this task's port is free for only a moment between the peer check and TF's server
+    wait_for_peers(info, config.peer_timeout)  # TensorFlow itself would wait for a missing task forever
     if info["is_chief"]:
         with atomic_dir(config.output_dir, config.force) as tmp:
             status = run_task(config, tmp, is_chief=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from edge_tool.convert.source import keras_archive_version
 from edge_tool.errors import ModelError, UsageError
+from edge_tool.keras_archive import check_keras_archive
 from edge_tool.modelcode.guard import require_no_keras_code
 
 
@@ -69,6 +70,7 @@ def _check_qat_source(path: Path) -> None:
         return
     suffix = path.suffix.lower()
     if suffix == ".keras":
+        check_keras_archive(path)  # ModelError for a zip bomb or a damaged archive, before anything reads it
         if keras_archive_version(path) is None:
             raise ModelError(f"{path} is not a readable .keras archive (zip with metadata.json).")
         problem = keras3_file_problem(path)
