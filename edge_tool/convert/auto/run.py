@@ -72,8 +72,8 @@ def _convert_config(config: AutoConfig, out: Path):
 
 def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candidate | None, list[str]]:
     """Keep the 1, 2, … worst layers (by rmse/scale) in float until the budget is met or the cap is reached."""
-    from edge_tool.convert.api import load_calibration  # noqa: PLC0415
-    from edge_tool.convert.metadata_step import for_mode, metadata_spec  # noqa: PLC0415
+    from edge_tool.convert.inputs import prepare_inputs  # noqa: PLC0415
+    from edge_tool.convert.metadata_step import for_mode  # noqa: PLC0415
     from edge_tool.convert.selective import SelectiveInt8  # noqa: PLC0415
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
     from edge_tool.env import import_tf  # noqa: PLC0415
@@ -81,8 +81,8 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
 
     tf = import_tf()
     source = prepare_source(config.model, work, config.convert.batch)
-    ds, _ = load_calibration(_convert_config(config, work / "unused"), source)
-    spec, _ = metadata_spec(_convert_config(config, work / "unused"), source)  # as every convert candidate has
+    inputs = prepare_inputs(tf, _convert_config(config, work / "unused"), source)
+    ds, spec = inputs.dataset, inputs.metadata  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
         sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(source.saved_model)), ds.inputs,
                             str(config.model))
