@@ -30,6 +30,14 @@ def model_labels(model: Path, given: Path | None) -> tuple[list[str] | None, str
     return read_labels_file(path, None), str(path)
 
 
+def class_width(signature) -> int | None:
+    """K of the first (by name) [N, K] output with K >= 2: the class scores labels name; None without one."""
+    for t in sorted(signature.outputs, key=lambda t: t.name):
+        if t.shape is not None and len(t.shape) == 2 and t.shape[-1] is not None and t.shape[-1] >= 2:
+            return int(t.shape[-1])
+    return None
+
+
 def _show(names) -> str:
     names = list(names)
     return ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from edge_tool.commands import input_options
+
 
 def command(
     artifacts: list[Path] = typer.Argument(..., help="Artefacts: .tflite files (from any tool) and TFJS model dirs."),
@@ -26,12 +28,17 @@ def command(
     json_path: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
     markdown_path: Path | None = typer.Option(None, "--markdown", help="Write the Markdown table here."),
     html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
+    labels: Path | None = typer.Option(None, "--labels", help="The model's class labels, one per line (default: labels.txt in or beside the reference, else an artefact's embedded labels); image-folder classes are matched to them by name."),
+    input_range: str = input_options.INPUT_RANGE,
+    input_mean: str = input_options.INPUT_MEAN,
+    input_std: str = input_options.INPUT_STD,
     force: bool = typer.Option(False, "--force", help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data)."),
 ) -> None:
     """Measure accuracy drift and latency of converted models against the reference.
 
     Exit 1 (after writing the reports) on a broken budget or when an artefact does not run in its runtime.
     """
+    from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
     from edge_tool.errors import ArtifactsFailed, BudgetExceeded  # noqa: PLC0415
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
     from edge_tool.evaluate.budgets import budget_violations, failures  # noqa: PLC0415
@@ -43,6 +50,7 @@ def command(
         artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
         time_budget_s=time_budget, max_drop=max_drop, max_latency_ms=max_latency_ms, per_layer=per_layer,
         top_k=top_k, batch_size=batch_size, runtime=runtime, max_arena_kb=max_arena_kb, max_flash_kb=max_flash_kb, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
+        labels=labels, contract=ContractOptions.from_cli(input_range, input_mean, input_std),
     )
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from calibration.contract import ImageContract
 from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, resolve
-from edge_tool.convert.metadata_step import check_labels, class_width, metadata_spec
+from edge_tool.convert.metadata_step import check_labels, metadata_spec
 from edge_tool.convert.modes import MODES
 from edge_tool.errors import UsageError
-from edge_tool.labelmap import folder_index_map, model_labels
+from edge_tool.labelmap import class_width, folder_index_map, model_labels
 from edge_tool.metadata.writer import MetadataSpec
 from edge_tool.recipes import missing_calibration_message, resolve_calibration
 from edge_tool.steps import console

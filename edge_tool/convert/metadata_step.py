@@ -22,14 +22,6 @@ def classes_outputs(signature, count: int) -> list:
     return [t for t in signature.outputs if t.shape is not None and len(t.shape) == 2 and t.shape[-1] == count]
 
 
-def class_width(signature) -> int | None:
-    """K of the first [N, K] output with K >= 2 (the class scores labels name), or None."""
-    for t in sorted(signature.outputs, key=lambda t: t.name):
-        if t.shape is not None and len(t.shape) == 2 and t.shape[-1] is not None and t.shape[-1] >= 2:
-            return int(t.shape[-1])
-    return None
-
-
 def check_labels(labels: tuple[str, ...], origin: str, config, source) -> None:
     """UsageError when no output has one score per label."""
     if labels and not classes_outputs(source.signature, len(labels)):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from edge_tool.contract.options import ContractOptions
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 DEFAULT_RUNS = 100
@@ -58,6 +59,8 @@ class EvalConfig:
     runtime: str = "litert"
     max_arena_kb: float | None = None
     max_flash_kb: float | None = None
+    labels: Path | None = None  # the model's class labels (default: labels.txt in/beside the reference, an artefact's)
+    contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
 
     def __post_init__(self) -> None:
         problems = []
@@ -84,6 +87,8 @@ class EvalConfig:
             problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}")
         if self.max_latency_ms is not None and not self.max_latency_ms > 0:
             problems.append(f"--max-latency-ms must be > 0, got {self.max_latency_ms}")
+        if self.labels is not None and not Path(self.labels).is_file():
+            problems.append(f"--labels {self.labels} is not a file (expected one label per line)")
         outs = [p for p in (self.json_path, self.markdown_path, self.html_path) if p is not None]
         if len({Path(p).resolve() for p in outs}) != len(outs):
             problems.append("--json, --markdown and --html must name different files")
@@ -92,7 +97,8 @@ class EvalConfig:
     @property
     def inputs(self) -> tuple[tuple[str, Path | None], ...]:
         """(name, path) of every input the report files must stay clear of (fsutil.check_not_input)."""
-        return (*(("artefact", a) for a in self.artifacts), ("reference model", self.reference), ("eval data", self.data))
+        return (*(("artefact", a) for a in self.artifacts), ("reference model", self.reference), ("eval data", self.data),
+                ("labels", self.labels))
 
     @property
     def effective_runs(self) -> int | None:

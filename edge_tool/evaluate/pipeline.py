@@ -13,6 +13,7 @@ from edge_tool.evaluate.artifacts import Artifact, describe, saved_model_size
 from edge_tool.evaluate.budgets import budget_violations, failures
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.data import EvalStream
+from edge_tool.evaluate.inputs import resolve_eval_inputs
 from edge_tool.evaluate.outputs import check_outputs, write_reports
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult, Report
 from edge_tool.evaluate.stream import check_labels, primary_output, stream
@@ -85,8 +86,11 @@ def run_eval(config: EvalConfig) -> Report:
         pass_ref_threads = config.reference_threads(litert_workers)
         ref = ReferenceModel(config.reference, pass_ref_threads)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
+        fed = resolve_eval_inputs(ref, arts, config.data, config.labels, config.contract, config.seed)
         data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
-                          keep_first=keep)
+                          keep_first=keep, images=fed.resolution.contracts, class_map=fed.class_map)
+        notes += [f"Input contract: {line}" for line in fed.resolution.lines] + list(fed.resolution.warnings)
+        notes += [f"Labels: {data.label_note}."] if data.label_note else []
         if config.max_drop is not None and data.labels is None:
             raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
         clock.mark("start (TensorFlow import, reference load, workers started)")
@@ -114,7 +118,8 @@ def run_eval(config: EvalConfig) -> Report:
                 "top_k": config.top_k, "max_drop": config.max_drop, "max_latency_ms": config.max_latency_ms,
                 "batch_size": config.batch_size}
     data_desc = {"path": str(config.data), "summary": data.summary, "samples": data.consumed,
-                 "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details()}
+                 "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details(),
+                 "input_contract": fed.resolution.to_list(), "label_mapping": data.label_note or None}
     return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes), clock.stages)
 
 
