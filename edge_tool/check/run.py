@@ -9,6 +9,7 @@ from pathlib import Path
 
 from edge_tool.check.base import TargetResult, Verdict
 from edge_tool.check.registry import TARGET_NAMES
+from edge_tool.contract.options import ContractOptions
 from edge_tool.errors import UsageError
 
 
@@ -19,6 +20,7 @@ class CheckConfig:
     model: Path
     targets: tuple[str, ...]
     calibration: Path | None = None
+    contract: ContractOptions = ContractOptions()  # --input-*: how image calibration data becomes model input
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
@@ -60,6 +62,7 @@ def run_check(config: CheckConfig) -> CheckReport:
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
     subject = classify(config.model, config.calibration)
+    subject.contract = config.contract
     targets = TARGETS
     if subject.kind == "tfjs" and set(config.targets) != {"tfjs"}:
         raise UsageError(f"{config.model} is a TFJS graph model; only --target tfjs can check it (give the "

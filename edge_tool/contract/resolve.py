@@ -93,7 +93,7 @@ def resolve(signature, model: Path, saved_model: Path | None, options: ContractO
             chosen = chosen if chosen.source == "probe" else _with_check(chosen, result, name)
         contracts.append(chosen)
         lines.append(f"input {spec.name!r}: {chosen.describe()} [{chosen.source}: {chosen.evidence}]")
-        if chosen.source == "default" and data is not None:
+        if chosen.source == "default" and str(spec.dtype).startswith("float"):
             warnings.append(f"input {spec.name!r}: nothing says how its pixels are scaled, so raw 0..255 values are "
                             f"fed; if the model was trained on scaled input, pass {OPTION_HINT}.")
     return Resolution(tuple(contracts), tuple(lines), tuple(warnings))
