@@ -67,29 +67,60 @@ def read_split(root: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
 
 _TRAIN = r'''
 import sys, numpy as np
-sys.path.insert(0, sys.argv[3])
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
 import tf_keras as keras, tensorflow as tf
 from user_setups import PREPROCESS, read_split
-root, kind = __import__("pathlib").Path(sys.argv[1]), sys.argv[2]
-tf.random.set_seed(0); np.random.seed(0)
+root = Path(sys.argv[1])
 x, y = read_split(root / "images", "train")
-layers = [keras.Input((32, 32, 3))]
-if kind == "inside":
-    layers.append(keras.layers.Rescaling(1 / 255))
-layers += [keras.layers.Conv2D(8, 3, activation="relu"), keras.layers.MaxPooling2D(),
-           keras.layers.Conv2D(16, 3, activation="relu"), keras.layers.GlobalAveragePooling2D(),
-           keras.layers.Dense(4, activation="softmax")]
-model = keras.Sequential(layers)
-model.compile(keras.optimizers.Adam(0.005), "sparse_categorical_crossentropy", metrics=["accuracy"])
-model.fit(PREPROCESS[kind](x), y, epochs=30, batch_size=32, verbose=0)
-model.save(str(root / f"model_{kind}"), save_format="tf")
+xt, _ = read_split(root / "images", "test")
+for kind in sys.argv[3:]:
+    tf.random.set_seed(0); np.random.seed(0)
+    layers = [keras.Input((32, 32, 3))]
+    if kind == "inside":
+        layers.append(keras.layers.Rescaling(1 / 255))
+    layers += [keras.layers.Conv2D(8, 3, activation="relu"), keras.layers.MaxPooling2D(),
+               keras.layers.Conv2D(16, 3, activation="relu"), keras.layers.GlobalAveragePooling2D(),
+               keras.layers.Dense(4, activation="softmax")]
+    model = keras.Sequential(layers)
+    model.compile(keras.optimizers.Adam(0.005), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(PREPROCESS[kind](x), y, epochs=30, batch_size=32, verbose=0)
+    model.save(str(root / f"model_{kind}"), save_format="tf")
+    np.save(root / f"oracle_{kind}.npy", model.predict(PREPROCESS[kind](xt), verbose=0))  # Keras on PIL + numpy
+    if kind == "x255":  # the same network behind a tf.function that divides by 255 itself (no Keras metadata)
+        class Graph(tf.Module):
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+
+            @tf.function(input_signature=[tf.TensorSpec([None, 32, 32, 3], tf.float32, name="image")])
+            def serve(self, image):
+                return {"scores": self.net(image / 255.0)}
+
+        class MinMax(tf.Module):  # rescales every image to its own 0..1: any input range scores the same
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+
+            @tf.function(input_signature=[tf.TensorSpec([None, 32, 32, 3], tf.float32, name="image")])
+            def serve(self, image):
+                lo = tf.reduce_min(image, axis=[1, 2, 3], keepdims=True)
+                hi = tf.reduce_max(image, axis=[1, 2, 3], keepdims=True)
+                return {"scores": self.net((image - lo) / (hi - lo + 1e-6))}
+
+        g, mm = Graph(model), MinMax(model)
+        tf.saved_model.save(g, str(root / "model_graph"), signatures={"serving_default": g.serve})
+        tf.saved_model.save(mm, str(root / "model_minmax"), signatures={"serving_default": mm.serve})
 '''
 
 
-def train(root: Path, kind: str) -> Path:
-    """A tf_keras SavedModel trained on ``PREPROCESS[kind]`` of the train split (labels in folder order)."""
+def train(root: Path, kinds: tuple[str, ...]) -> dict[str, Path]:
+    """tf_keras SavedModels trained on ``PREPROCESS[kind]`` of the train split (labels in folder order), one per
+    kind (x255 also gives ``graph``, the same network behind a tf.function dividing by 255 itself, and
+    ``minmax``, behind one rescaling every image to its own min..max, which no input range changes)."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", _TRAIN, str(root), kind, str(Path(__file__).parent)],
-                          capture_output=True, text=True, env=env, timeout=900)
+    proc = subprocess.run([sys.executable, "-c", _TRAIN, str(root), str(Path(__file__).parent), *kinds],
+                          capture_output=True, text=True, env=env, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return root / f"model_{kind}"
+    names = [*kinds, *(["graph", "minmax"] if "x255" in kinds else [])]
+    return {k: root / f"model_{k}" for k in names}

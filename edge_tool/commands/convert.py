@@ -89,7 +89,8 @@ def command(
         candidates = ConvertConfig(model=model, output_dir=output, modes=auto_candidates(train_data is not None),
                                    calibration=calibration, samples=samples, train_data=train_data,
                                    qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True,
-                                   input_range=input_range, input_mean=parse_floats("--input-mean", input_mean),
+                                   labels=labels, input_range=input_range,
+                                   input_mean=parse_floats("--input-mean", input_mean),
                                    input_std=parse_floats("--input-std", input_std))
         _run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=eval_data, objective=objective,
                              threads=threads, max_float_layers=max_float_layers))

@@ -94,8 +94,9 @@ def resolve(signature, model: Path, saved_model: Path | None, options: ContractO
         contracts.append(chosen)
         lines.append(f"input {spec.name!r}: {chosen.describe()} [{chosen.source}: {chosen.evidence}]")
         if chosen.source == "default" and str(spec.dtype).startswith("float"):
-            warnings.append(f"input {spec.name!r}: nothing says how its pixels are scaled, so raw 0..255 values are "
-                            f"fed; if the model was trained on scaled input, pass {OPTION_HINT}.")
+            warnings.append(f"input {spec.name!r}: nothing says how its pixels are scaled, so images are fed (and "
+                            f"metadata and the page describe them) as raw 0..255 values; if the model was trained on "
+                            f"scaled input, pass {OPTION_HINT}.")
     return Resolution(tuple(contracts), tuple(lines), tuple(warnings))
 
 

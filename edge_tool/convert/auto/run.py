@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from edge_tool.contract.options import ContractOptions
 from edge_tool.convert.auto.config import SELECTIVE, AutoConfig
 from edge_tool.convert.auto.policy import choose
 from edge_tool.convert.auto.render import short_layer, to_markdown
@@ -21,8 +22,10 @@ from edge_tool.steps import step
 def _eval_config(config: AutoConfig, paths: list[Path]):
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
 
+    c = config.convert
     return EvalConfig(artifacts=tuple(paths), reference=config.model, data=config.eval_data,
-                      threads=config.threads, max_drop=config.max_drop, seed=config.convert.seed)
+                      threads=config.threads, max_drop=config.max_drop, seed=c.seed, labels=c.labels,
+                      contract=ContractOptions(c.input_range, c.input_mean, c.input_std))
 
 
 def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]) -> tuple[list[Candidate], float | None]:
