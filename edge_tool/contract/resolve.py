@@ -93,11 +93,21 @@ def resolve(signature, model: Path, saved_model: Path | None, options: ContractO
             chosen = chosen if chosen.source == "probe" else _with_check(chosen, result, name)
         contracts.append(chosen)
         lines.append(f"input {spec.name!r}: {chosen.describe()} [{chosen.source}: {chosen.evidence}]")
-        if chosen.source == "default" and str(spec.dtype).startswith("float"):
-            warnings.append(f"input {spec.name!r}: nothing says how its pixels are scaled, so images are fed (and "
-                            f"metadata and the page describe them) as raw 0..255 values; if the model was trained on "
-                            f"scaled input, pass {OPTION_HINT}.")
+        if chosen.source == "default" and image_data(data):
+            warnings.append(default_warning(spec.name))
     return Resolution(tuple(contracts), tuple(lines), tuple(warnings))
+
+
+def image_data(data: Path | None) -> bool:
+    """True for sources holding encoded images: a folder, or a TFRecord (which may)."""
+    return data is not None and (Path(data).is_dir() or Path(data).suffix.lower() in (".tfrecord", ".tfrecords",
+                                                                                       ".tfr"))
+
+
+def default_warning(name: str) -> str:
+    """The warning for an image input nothing describes (fed, described and shown as raw 0..255)."""
+    return (f"input {name!r}: nothing says how its pixels are scaled, so images are fed (and metadata and the page "
+            f"describe them) as raw 0..255 values; if the model was trained on scaled input, pass {OPTION_HINT}.")
 
 
 def _without_data(spec, base: ImageContract, model: Path, saved_model: Path | None, options: ContractOptions,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from calibration.contract import ImageContract
 from edge_tool.contract.options import ContractOptions
-from edge_tool.contract.resolve import ProbeSetup, Resolution, resolve
+from edge_tool.contract.resolve import ProbeSetup, Resolution, default_warning, image_data, resolve
 from edge_tool.convert.metadata_step import check_labels, metadata_spec
 from edge_tool.convert.modes import MODES
 from edge_tool.errors import UsageError
@@ -66,8 +66,10 @@ def prepare_inputs(tf, config, source) -> ModelInputs:
         raise UsageError(missing_calibration_message(f"--quant {modes}", config.model))
     resolution = resolve(source.signature, config.model, source.saved_model, contract_options(config), path,
                          _probe(tf, config, source, path, labels, origin))
-    for line in resolution.lines:
-        console.print(f"input contract: {term(line)}")
+    spec_default = [c for c in resolution.contracts if c.source == "default"]
+    for c, line in zip(resolution.contracts, resolution.lines):
+        if c.source != "default" or image_data(path):  # what nothing decided and nothing reads is not news
+            console.print(f"input contract: {term(line)}")
     for warning in resolution.warnings:
         console.print(f"[yellow]warning:[/] {term(warning)}")
     ds = _load(config, source, path, resolution.contracts) if path is not None else None
@@ -80,6 +82,10 @@ def prepare_inputs(tf, config, source) -> ModelInputs:
         console.print("labels: none (no --labels, no labels.txt in or beside the model, no class folders in the "
                       "calibration data): the artefacts' outputs carry class indices only.")
     spec = metadata_spec(config, source, tuple(labels or ()), resolution.contracts)
+    if spec is not None and not image_data(path):
+        for c in spec_default:
+            if c.layout != "NHW":  # a [N, T, F] sequence is no picture; a [N, H, W, C] float input may well be
+                console.print(f"[yellow]warning:[/] {term(default_warning(c.input))}")
     return ModelInputs(resolution, ds if needed else None, path if needed else None, tuple(labels or ()), origin, spec)
 
 

@@ -39,7 +39,12 @@ def metadata_spec(config, source, labels: tuple[str, ...], contracts: tuple) -> 
     name = Path(config.model).stem if Path(config.model).is_file() else Path(config.model).resolve().name
     return MetadataSpec(
         name=name or "model", description="", version=source.sha256[:12], author=f"edgetool {__version__}",
-        labels=tuple(labels), mean=image.mean if image else (0.0,), std=image.std if image else (1.0,))
+        labels=tuple(labels), mean=_compact(image.mean) if image else (0.0,), std=_compact(image.std) if image else (1.0,))
+
+
+def _compact(values: tuple[float, ...]) -> tuple[float, ...]:
+    """One value when every channel has the same (what metadata readers and older files show)."""
+    return values[:1] if len(set(values)) == 1 else tuple(values)
 
 
 def for_mode(spec: MetadataSpec, mode: str, flavor: str) -> MetadataSpec:

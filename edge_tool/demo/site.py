@@ -13,6 +13,7 @@ from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import litert as litert_mod
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
+from edge_tool.contract.resolve import default_warning, image_data
 from edge_tool.demo.contract_step import folder_classes, page_entry, resolve_demo_contract
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import (
@@ -253,6 +254,8 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     resolution = resolve_demo_contract(cfg, kind is ModelKind.SAVED_MODEL, inputs, outputs, output_spec["classes"],
                                        labels or None)
     notes = [f"input contract: {line}" for line in resolution.lines] + [f"warning: {w}" for w in resolution.warnings]
+    notes += [f"warning: {default_warning(c.input)}" for c in resolution.contracts
+              if c.source == "default" and not image_data(cfg.calibration)]
     notes.append(f"labels: {len(labels)} from {labels_origin}" if labels else
                  "labels: none (no --labels, no labels.txt in or beside the model, none embedded): the page shows "
                  "class indices.")

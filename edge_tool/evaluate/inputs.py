@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.contract.options import ContractOptions
-from edge_tool.contract.resolve import ProbeSetup, Resolution, resolve
+from edge_tool.contract.resolve import ProbeSetup, Resolution, image_data, resolve
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.labelmap import class_width, folder_index_map, model_labels
@@ -72,13 +72,6 @@ def _artefact_normalization(arts: list[Artifact]) -> tuple | None:
     return None
 
 
-def _image_data(data: Path) -> bool:
-    """True for the sources that hold encoded images: a folder, or a TFRecord (which may)."""
-    from calibration.readers.tfrecord import SUFFIXES  # noqa: PLC0415
-
-    return data.is_dir() or data.suffix.lower() in SUFFIXES
-
-
 def resolve_eval_inputs(ref, arts: list[Artifact], data: Path, labels_path: Path | None,
                         options: ContractOptions, seed: int) -> EvalInputs:
     """Labels (--labels, labels.txt in/beside the reference, an artefact's own), then the input contract: the
@@ -88,7 +81,7 @@ def resolve_eval_inputs(ref, arts: list[Artifact], data: Path, labels_path: Path
         labels, origin = _artefact_labels(arts)
     width = class_width(ref.signature)
     inputs = EvalInputs(Resolution(), labels, origin, width)
-    if not _image_data(Path(data)):  # arrays are fed as stored: no pixels to turn into input
+    if not image_data(Path(data)):  # arrays are fed as stored: no pixels to turn into input
         said = (f"{options.flag()} applies to image data; --data {data} holds arrays, fed as stored.",)
         return EvalInputs(Resolution(warnings=said if options.explicit else ()), labels, origin, width)
     probe = None
