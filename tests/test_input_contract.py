@@ -212,3 +212,17 @@ def test_demo_page_gets_the_contract_and_the_folder_labels(world, tmp_path):
     proc = run_edgetool("demo", world["models"]["x255"], "-o", tmp_path / "site2")
     text = _ok(proc)
     assert "labels: none" in text and "nothing says how its pixels are scaled" in text
+
+
+def test_keras3_file_with_rescaling_inside(world, tmp_path):
+    """A Keras-3 .keras (Rescaling to [-1, 1] inside): read from its config.json, raw pixels fed, int8 ≈ float."""
+    model = setups.train_keras3(world["root"])
+    proc = run_edgetool("convert", model, "--quant", "int8", "--calibration", world["images"] / "train",
+                        "-o", tmp_path / "out")
+    _ok(proc)
+    (contract,) = json.loads((tmp_path / "out" / "manifest.json").read_text())["input_contract"]
+    assert contract["source"] == "model" and contract["std"] == [1.0] * 3, contract
+    assert "keras3.keras's config: Rescaling" in contract["evidence"], contract
+    world["oracle"]["keras3"] = np.load(world["root"] / "oracle_keras3.npy")
+    setups.PREPROCESS.setdefault("keras3", lambda x: x)
+    _int8_close_to_float(world, "keras3", tmp_path / "out" / "keras3_int8.tflite")

@@ -124,3 +124,34 @@ def train(root: Path, kinds: tuple[str, ...]) -> dict[str, Path]:
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = [*kinds, *(["graph", "minmax"] if "x255" in kinds else [])]
     return {k: root / f"model_{k}" for k in names}
+
+
+_KERAS3 = r'''
+import sys, numpy as np
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+import keras
+from user_setups import read_split
+root = Path(sys.argv[1])
+x, y = read_split(root / "images", "train")
+xt, _ = read_split(root / "images", "test")
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Rescaling(1 / 127.5, offset=-1),
+                          keras.layers.Conv2D(8, 3, activation="relu"), keras.layers.MaxPooling2D(),
+                          keras.layers.Conv2D(16, 3, activation="relu"), keras.layers.GlobalAveragePooling2D(),
+                          keras.layers.Dense(4, activation="softmax")])
+model.compile(keras.optimizers.Adam(0.005), "sparse_categorical_crossentropy")
+model.fit(x, y, epochs=30, batch_size=32, verbose=0)
+model.save(root / "keras3.keras")
+np.save(root / "oracle_keras3.npy", model.predict(xt, verbose=0))
+'''
+
+
+def train_keras3(root: Path) -> Path:
+    """A Keras-3 ``.keras`` file with Rescaling(1/127.5, offset=-1) inside, trained on raw pixels of the train split."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    proc = subprocess.run([sys.executable, "-c", _KERAS3, str(root), str(Path(__file__).parent)],
+                          capture_output=True, text=True, env=env, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root / "keras3.keras"
