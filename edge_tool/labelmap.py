@@ -58,7 +58,7 @@ def folder_index_map(class_names: tuple[str, ...], labels: list[str] | None, wid
         if missing or (width is not None and len(names) != width):
             why = (f"folder(s) {_show(missing)} match no label" if missing else
                    f"it has {len(names)} class folders for a model with {width} outputs")
-            raise DataError(f"--data {data} does not fit the model's labels: {why}. Folders: {_show(names)}; labels "
+            raise DataError(f"{data} does not fit the model's labels: {why}. Folders: {_show(names)}; labels "
                             f"({labels_origin}): {_show(labels)}. Name the class folders after the labels (one per "
                             "label), or pass the labels file that belongs to this model with --labels.")
         index = np.array([labels.index(n.strip()) for n in names], dtype=np.int64)
@@ -66,7 +66,7 @@ def folder_index_map(class_names: tuple[str, ...], labels: list[str] | None, wid
         return index, (f"class folders matched to the model's labels ({labels_origin}) by name"
                        + ("" if same else "; their order differs from the folder order"))
     if width is not None and len(names) != width:
-        raise DataError(f"--data {data} has {len(names)} class folders ({_show(names)}) but the model outputs {width} "
+        raise DataError(f"{data} has {len(names)} class folders ({_show(names)}) but the model outputs {width} "
                         f"classes; pass a folder with one sub-folder per class (e.g. the test split, not its parent), "
                         "or --labels to match folders by name.")
     return None, ("no labels to compare with: class folders taken in folder order (sorted, as "
