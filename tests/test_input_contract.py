@@ -24,6 +24,7 @@ from tests.schema_check import validated
 from tests import user_setups as setups
 
 INT8_TOLERANCE = 0.04
+pytestmark = pytest.mark.slow  # trains five tiny models (~3 min) and runs ~25 edgetool commands
 
 
 @pytest.fixture(scope="module")
