@@ -144,14 +144,14 @@ def test_input_std_255_changes_calibration_not_only_metadata(world, tmp_path):
     raw = _ok(_convert(world, "x255", tmp_path / "raw", "--input-range", "0..255")[0])
     doc = json.loads((tmp_path / "raw" / "manifest.json").read_text())
     assert doc["calibration"]["inputs"]["input_1"]["max"] > 200  # the option wins ...
-    assert "does far better under --input-range 0..1" in raw  # ... and is checked
+    assert "does clearly better under --input-range 0..1" in raw  # ... and is checked
 
 
 def test_rescaling_inside_is_read_from_the_model(world, tmp_path):
     text = _ok(_convert(world, "inside", tmp_path / "out")[0])
     (contract,) = json.loads((tmp_path / "out" / "manifest.json").read_text())["input_contract"]
     assert contract["source"] == "model" and contract["std"] == [1.0] * 3 and "Rescaling" in contract["evidence"]
-    assert "far better" not in text
+    assert "clearly better" not in text
     _int8_close_to_float(world, "inside", tmp_path / "out" / "model_inside_int8.tflite")
 
 

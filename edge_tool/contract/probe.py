@@ -20,7 +20,6 @@ SAMPLE = 64
 MIN_GAIN = 0.3
 MARGIN = 0.10
 MIN_MARGIN_IMAGES = 4
-FAR_BETTER = 0.25  # an explicit or declared normalization is warned about when another scores this much higher
 
 
 @dataclass(frozen=True)
@@ -53,9 +52,10 @@ class ProbeResult:
         return names[0]
 
     def far_better(self, name: str) -> str | None:
-        """A candidate scoring FAR_BETTER (and the floor) above ``name``, if any."""
+        """The candidate the probe would pick over ``name`` (the same rule: above the floor, ``margin`` ahead of
+        it), if any: an explicit or declared normalization is checked the way a measured one is chosen."""
         best = max(self.scores, key=lambda k: self.scores[k])
-        if best != name and self.scores[best] >= self.floor and self.scores[best] - self.scores[name] >= FAR_BETTER:
+        if best != name and self.scores[best] >= self.floor and self.scores[best] - self.scores[name] >= self.margin:
             return best
         return None
 

@@ -2,7 +2,7 @@
 float reference measured on labelled images; refused (exit 2, naming the option) when none of them can tell.
 
 Every source but the measurement is checked against it when labelled images are at hand: a reference that does
-far better under another normalization is a warning (the explicit option still wins).
+clearly better under another normalization (the rule that picks one) is a warning (the explicit option still wins).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def resolve(signature, model: Path, saved_model: Path | None, options: ContractO
             name = _named(chosen)
             better = result.far_better(name)
             if better:
-                warnings.append(f"input {spec.name!r}: the reference does far better under {_how(better)} than under "
+                warnings.append(f"input {spec.name!r}: the reference does clearly better under {_how(better)} than under "
                                 f"the {chosen.source}'s {chosen.describe()} ({result.evidence(better)}); "
                                 f"check {_fix(chosen)}.")
             chosen = chosen if chosen.source == "probe" else _with_check(chosen, result, name)
