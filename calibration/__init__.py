@@ -21,6 +21,7 @@ _EXPORTS = {
     "CalibrationError": ("calibration.errors", "CalibrationError"),
     "CalibrationSummary": ("calibration.dataset", "CalibrationSummary"),
     "Dataset": ("calibration.dataset", "Dataset"),
+    "ImageContract": ("calibration.contract", "ImageContract"),
     "InputSpec": ("calibration.spec", "InputSpec"),
     "InputStats": ("calibration.dataset", "InputStats"),
     "LoadOptions": ("calibration.types", "LoadOptions"),
@@ -36,6 +37,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # the names above, for type checkers and IDEs
+    from calibration.contract import ImageContract  # noqa: F401
     from calibration.dataset import CalibrationSummary, Dataset, InputStats  # noqa: F401
     from calibration.errors import CalibrationError  # noqa: F401
     from calibration.loader import SourceStream, iter_source, load  # noqa: F401

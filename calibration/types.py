@@ -24,7 +24,8 @@ class Sampling(str, Enum):
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """What to load: how many samples, how to pick them, which TFRecord/CSV keys hold inputs and labels."""
+    """What to load: how many samples, how to pick them, which TFRecord/CSV keys hold inputs and labels, and how
+    decoded images become model input (``images``: without a contract for an input, its pixels stay 0..255)."""
 
     samples: int | None = 200
     seed: int = 0
@@ -33,6 +34,7 @@ class LoadOptions:
     label_key: str | None = None
     require_labels: bool = False
     keep_label_shape: bool = False  # eval: labels as stored (multi-hot rows, masks, real targets), counted only
+    images: tuple = ()  # calibration.contract.ImageContract per image input: how image files become model input
 
     def __post_init__(self) -> None:
         problems = []

@@ -408,7 +408,7 @@ def test_without_litert_the_site_has_no_trace_of_it(saved_model_site):
 def test_litert_needs_a_saved_model_or_a_tflite(tfjs_models, tmp_path):
     _assert_refused([str(tfjs_models["fp32"]), "--litert"], tmp_path / "site", "--litert", "SavedModel", "--tflite")
     _assert_refused([str(tfjs_models["fp32"]), "--tflite", str(tfjs_models["fp32"] / "model.json")], tmp_path / "site",
-                    "only apply with --litert")
+                    "only applies with --litert")
     assert not (tmp_path / "site").exists()
 
 

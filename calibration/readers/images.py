@@ -1,7 +1,9 @@
 """Image folders: class sub-folders (label = sorted folder index) or a flat folder, decoded with Pillow.
 
-Images are converted to grey / RGB / RGBA by the spec's channel count, resized to the spec's HxW (bilinear) and
-kept as 0..255 values; float inputs get 0..255 floats because the models here carry their preprocessing inside.
+With an input contract (``LoadOptions.images``, see ``calibration.contract``) an image is decoded to the
+contract's channel order, resized to its H×W with its method and normalized ``(pixel - mean) / std`` into the
+model's layout; without one it is converted to grey / RGB / RGBA by the spec's channel count, resized bilinear
+and kept as 0..255 values.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from calibration.contract import ImageContract, for_input
 from calibration.errors import CalibrationError
 from calibration.readers.base import Reader, index_chunks, reason
 from calibration.spec import TensorSpec, show_shape
@@ -30,6 +33,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
 MAX_PIXELS = 100_000_000   # 10000 x 10000: larger images are refused (checked from the header, before decoding)
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 _MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"BM")
+_RESAMPLE = {"bilinear": "BILINEAR", "nearest": "NEAREST", "area": "BOX"}
 
 
 def looks_like_image(data: bytes) -> bool:
@@ -37,8 +41,12 @@ def looks_like_image(data: bytes) -> bool:
     return data.startswith(_MAGIC)
 
 
-def image_layout(spec: TensorSpec) -> tuple[tuple[int | None, int | None], int | None, str | None]:
-    """(H, W), channels (None = no channel dim) and a problem, for an NHWC / NHW image input."""
+def image_layout(spec: TensorSpec, contract: ImageContract | None = None
+                 ) -> tuple[tuple[int | None, int | None], int | None, str | None]:
+    """(H, W), channels (None = no channel dim) and a problem, for an NHWC / NHW image input (or the layout its
+    contract names, NCHW included)."""
+    if contract is not None:
+        return (contract.height, contract.width), (None if contract.layout == "NHW" else contract.channels), None
     dims = spec.sample_shape
     if len(dims) == 2:
         return (dims[0], dims[1]), None, None
@@ -48,15 +56,18 @@ def image_layout(spec: TensorSpec) -> tuple[tuple[int | None, int | None], int |
                                 f"(any, H, W, C) with C in 1/3/4, the model has {show_shape(spec.shape)}")
 
 
-def decode_image(data: bytes | Path, spec: TensorSpec, origin: str) -> np.ndarray:
-    """Decode one image to the spec's layout as uint8 0..255 (H, W[, C]).
+def decode_image(data: bytes | Path, spec: TensorSpec, origin: str, contract: ImageContract | None = None
+                 ) -> np.ndarray:
+    """Decode one image as uint8 0..255 (H, W[, C]): in the contract's channel order and resized to its H×W with
+    its method, else to the spec's layout (bilinear).
 
     ``origin`` names the image in errors (a file, or a record of a TFRecord). Images over MAX_PIXELS are refused
     from their header, before any pixel is decoded; anything Pillow cannot decode raises CalibrationError.
     """
     from PIL import Image  # noqa: PLC0415
 
-    (h, w), channels, _ = image_layout(spec)
+    (h, w), channels, _ = image_layout(spec, contract)
+    resample = getattr(Image, _RESAMPLE[contract.resize] if contract is not None else "BILINEAR")
     src = io.BytesIO(data) if isinstance(data, bytes) else data
     try:
         with warnings.catch_warnings():
@@ -67,7 +78,7 @@ def decode_image(data: bytes | Path, spec: TensorSpec, origin: str) -> np.ndarra
                     raise _too_large(origin, f"{img.width}x{img.height} = {img.width * img.height:,} pixels")
                 img = img.convert(_MODES.get(channels or 1))
                 if h is not None and w is not None and img.size != (w, h):
-                    img = img.resize((w, h), Image.BILINEAR)
+                    img = img.resize((w, h), resample)
                 arr = np.asarray(img, dtype=np.uint8)
     except Image.DecompressionBombError as exc:  # over twice Pillow's own limit: refused inside Image.open
         pixels = re.search(r"\((\d+) pixels\)", str(exc))
@@ -76,7 +87,15 @@ def decode_image(data: bytes | Path, spec: TensorSpec, origin: str) -> np.ndarra
         raise CalibrationError(f"cannot decode image {origin}: {reason(exc)}") from None
     if channels == 1:
         arr = arr[..., np.newaxis]
+    if contract is not None and contract.channel_order == "BGR":
+        arr = arr[..., ::-1]
     return arr
+
+
+def to_model_input(images: list[np.ndarray], contract: ImageContract | None) -> np.ndarray:
+    """Decoded images (same size) as one batch of model input: the contract applied, else 0..255 as decoded."""
+    batch = np.stack(images)
+    return batch if contract is None else contract.apply(batch)
 
 
 def _too_large(origin: str, size: str) -> CalibrationError:
@@ -90,6 +109,27 @@ def _images_in(folder: Path, recursive: bool) -> list[Path]:
                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
+def split_parent(root: Path, per_class: list[tuple[str, list[Path]]]) -> str | None:
+    """The problem when ``root`` is the parent of splits (train/val/test, each holding class folders): every
+    "class" folder holds no image of its own, only sub-folders with images, and they share sub-folder names."""
+    if len(per_class) < 1:
+        return None
+    inner: list[set[str]] = []
+    for name, files in per_class:
+        depths = {len(f.relative_to(root / name).parts) for f in files}
+        if 1 in depths:
+            return None
+        inner.append({f.relative_to(root / name).parts[0] for f in files})
+    shared = set.intersection(*inner)
+    if len(shared) < 2:
+        return None
+    splits = ", ".join(name for name, _ in per_class)
+    classes = ", ".join(sorted(shared)[:6]) + (", ..." if len(shared) > 6 else "")
+    return (f"{root} holds no images in its sub-folders ({splits}), only in their sub-folders ({classes}): it looks "
+            f"like the parent of data splits, which would be read as {len(per_class)} classes named {splits}; "
+            f"pass one split, e.g. {root / per_class[0][0]}")
+
+
 class ImageFolderReader(Reader):
     """A folder of images: ``root/<class>/*.png`` (labelled) or ``root/*.png`` (unlabelled)."""
 
@@ -99,22 +139,30 @@ class ImageFolderReader(Reader):
         super().__init__(path, specs, options)
         self.files: list[Path] = []
         self.label_idx: np.ndarray | None = None
+        self.contract = for_input(options.images, self.specs[0].name) if len(self.specs) == 1 else None
         if len(self.specs) > 1:
             self.problems.append(f"an image folder feeds one input but the model has {len(self.specs)} inputs "
                                  f"({', '.join(s.name for s in self.specs)}); use an .npz with one array per input")
             return
-        _, _, problem = image_layout(self.specs[0])
+        _, _, problem = image_layout(self.specs[0], self.contract)
         if problem:
             self.problems.append(problem)
             return
         classes = sorted(d for d in path.iterdir() if d.is_dir() and not d.name.startswith("."))
         per_class = [(d.name, _images_in(d, recursive=True)) for d in classes]
-        per_class = [(name, files) for name, files in per_class if files]
+        empty = [name for name, files in per_class if not files]
+        per_class = per_class if len(empty) < len(per_class) else []
         top = _images_in(path, recursive=False)
+        nested = split_parent(path, [(name, files) for name, files in per_class if files])
+        if nested:
+            self.problems.append(nested)
+            return
         if per_class:
             self.class_names = tuple(name for name, _ in per_class)
             self.files = [f for _, files in per_class for f in files]
             self.label_idx = np.concatenate([np.full(len(f), i, dtype=np.int64) for i, (_, f) in enumerate(per_class)])
+            if empty:  # kept as classes, as image_dataset_from_directory does: the other classes keep their index
+                self.warnings.append(f"class folder(s) {', '.join(empty)} of {path.name}/ hold no images")
             if top:
                 self.warnings.append(f"{len(top)} images at the top of {path.name}/ ignored: with class sub-folders "
                                      "only images inside them are used")
@@ -136,7 +184,7 @@ class ImageFolderReader(Reader):
             arrays, bad = [], []
             for i in chunk.tolist():
                 try:
-                    arrays.append(decode_image(self.files[i], spec, str(self.files[i])))
+                    arrays.append(decode_image(self.files[i], spec, str(self.files[i]), self.contract))
                 except CalibrationError as exc:
                     bad.append(str(exc))
             if bad:
@@ -145,4 +193,4 @@ class ImageFolderReader(Reader):
             if len(shapes) > 1:
                 raise CalibrationError(f"images in {self.path} differ in size ({', '.join(map(str, shapes[:4]))}) "
                                        f"and input {spec.name!r} has no fixed H/W to resize to")
-            yield {spec.name: np.stack(arrays)}
+            yield {spec.name: to_model_input(arrays, self.contract)}

@@ -23,7 +23,8 @@ import numpy as np
 
 from calibration.errors import CalibrationError
 from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
-from calibration.readers.images import decode_image, image_layout, looks_like_image
+from calibration.contract import for_input
+from calibration.readers.images import decode_image, image_layout, looks_like_image, to_model_input
 from calibration.spec import TensorSpec, show_shape
 from calibration.types import LoadOptions
 from calibration.validate import reshape_flat
@@ -237,7 +238,7 @@ class TFRecordReader(Reader):
             return
         (kind, length), = sigs
         if kind == "image":
-            _, _, problem = image_layout(spec)
+            _, _, problem = image_layout(spec, for_input(self.options.images, spec.name))
             if problem:
                 self.problems.append(problem)
             else:
@@ -278,8 +279,9 @@ class TFRecordReader(Reader):
         spec = next(s for s in self.specs if s.name == name)
         mode = self.modes[name]
         if mode[0] == "image":
-            return np.stack([decode_image(_values(f)[1][0], spec, f"in {self.path} (feature {self.keys[name]!r})")
-                             for f in features])
+            contract = for_input(self.options.images, spec.name)
+            return to_model_input([decode_image(_values(f)[1][0], spec, f"in {self.path} (feature "
+                                                f"{self.keys[name]!r})", contract) for f in features], contract)
         if mode[0] == "raw":
             flat = np.stack([np.frombuffer(_values(f)[1][0], dtype=mode[1]) for f in features])
         else:

@@ -10,6 +10,7 @@ from pathlib import Path
 from edge_tool.check.base import TargetResult, Verdict
 from edge_tool.check.device_target import DEVICE_TARGETS
 from edge_tool.check.registry import TARGET_NAMES
+from edge_tool.contract.options import ContractOptions
 from edge_tool.errors import UsageError
 from edge_tool.evaluate.device.url import DeviceURL
 
@@ -23,6 +24,7 @@ class CheckConfig:
     calibration: Path | None = None
     device: str | None = None  # ssh:// URL: the targets that can run there (device_target.DEVICE_TARGETS) do
     trust_model_code: bool = False  # --trust-model-code: check a model that carries code (edge_tool.modelcode)
+    contract: ContractOptions = ContractOptions()  # --input-*: how image calibration data becomes model input
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
@@ -66,6 +68,7 @@ def run_check(config: CheckConfig) -> CheckReport:
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
     subject = classify(config.model, config.calibration, config.trust_model_code)
+    subject.contract = config.contract
     targets = TARGETS
     if subject.kind == "tfjs" and set(config.targets) != {"tfjs"}:
         raise UsageError(f"{config.model} is a TFJS graph model; only --target tfjs can check it (give the "

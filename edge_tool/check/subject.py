@@ -29,6 +29,7 @@ class Subject:
     path: Path
     kind: str                      # "model" | "tflite" | "tfjs"
     calibration: Path | None = None
+    contract: object | None = None  # ContractOptions (--input-*): how image calibration data becomes input
     work: Path | None = None
     trust_model_code: bool = False  # --trust-model-code: convert and run a model that carries code
     _made: dict = field(default_factory=dict)
@@ -166,19 +167,37 @@ def _convert(subject: Subject, mode: str) -> Path:
     config = ConvertConfig(model=subject.model_dir(), output_dir=subject.temp(mode), modes=(mode,),
                            calibration=calibration, allow_select_tf_ops=True,
                            samples=SAMPLES if subject.synthetic_calibration else ConvertConfig.samples,
-                           trust_model_code=subject.trust_model_code)
+                           trust_model_code=subject.trust_model_code, **_contract_options(subject))
     return convert(config).tflite(mode)
+
+
+def _contract_options(subject: Subject) -> dict:
+    c = subject.contract
+    return {} if c is None else {"input_range": c.input_range, "input_mean": c.input_mean, "input_std": c.input_std}
+
+
+def _contracts(subject: Subject, source) -> tuple:
+    """The input contract convert would resolve for this model (calibration read through it)."""
+    from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
+    from edge_tool.convert.inputs import prepare_inputs  # noqa: PLC0415
+    from edge_tool.env import import_tf  # noqa: PLC0415
+
+    config = ConvertConfig(model=subject.path, output_dir=subject.temp("int8-b1-unused"), modes=("int8",),
+                           calibration=subject.calibration, metadata=False, **_contract_options(subject))
+    return prepare_inputs(import_tf(), config, source).contracts
 
 
 def _fixed_batch_int8(subject: Subject) -> Path:
     from edge_tool.demo.litert import build_fixed_int8  # noqa: PLC0415
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
 
-    saved = prepare_source(subject.model_dir(), subject.temp("int8-b1-src"),
-                           trust_model_code=subject.trust_model_code).saved_model
+    source = prepare_source(subject.model_dir(), subject.temp("int8-b1-src"),
+                            trust_model_code=subject.trust_model_code)
+    saved = source.saved_model
     out = subject.temp("int8-b1.tflite")
     try:
-        out.write_bytes(build_fixed_int8(saved, subject.int8_calibration(), subject.trust_model_code))
+        out.write_bytes(build_fixed_int8(saved, subject.int8_calibration(), _contracts(subject, source),
+                                         subject.trust_model_code))
     except Exception as exc:  # noqa: BLE001 - the TF converter raises ConverterError/RuntimeError/ValueError
         if isinstance(exc, UsageError):
             raise

@@ -9,6 +9,7 @@ import typer
 from edge_tool.commands.options import trust_model_code_option
 
 from edge_tool.check.registry import TARGET_NAMES
+from edge_tool.commands import input_options
 
 TARGET_HELP = (f"Target(s): {', '.join(TARGET_NAMES)}, or all; repeat the option or give a comma list. "
                "Default: all.")
@@ -22,14 +23,19 @@ def command(
     device: str | None = typer.Option(None, "--device", help="ssh://[user@]host[:port][?python=PATH]: decide litert-cpu by running the model on that device (docs/device.md)."),
     json_out: bool = typer.Option(False, "--json", help="Print the machine-readable report (JSON) instead of text."),
     trust_model_code: bool = trust_model_code_option(),
+    input_range: str = input_options.INPUT_RANGE,
+    input_mean: str = input_options.INPUT_MEAN,
+    input_std: str = input_options.INPUT_STD,
 ) -> None:
     """List per target every op that will not run or will fall back, with the reason, and a verdict."""
     from edge_tool.check.run import CheckConfig, print_report, run_check  # noqa: PLC0415
+    from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
     from edge_tool.errors import BudgetExceeded  # noqa: PLC0415
 
     targets = tuple(t.strip().lower() for value in (target or ["all"]) for t in value.split(",") if t.strip())
     report = run_check(CheckConfig(model=model, targets=targets, calibration=calibration, device=device,
-                                   trust_model_code=trust_model_code))
+                                   trust_model_code=trust_model_code,
+                                   contract=ContractOptions.from_cli(input_range, input_mean, input_std)))
     if json_out:
         typer.echo(report.to_json(), nl=False)
     else:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from edge_tool.commands import input_options
 from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
 from edge_tool.commands.options import trust_model_code_option
 from edge_tool.errors import UsageError
@@ -45,12 +46,9 @@ def parse_modes(values: list[str] | None, output_format: str, has_train_data: bo
 
 def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
     """'127.5' or '123.7,116.3,103.5' -> floats; UsageError naming the option for anything else."""
-    if value is None:
-        return None
-    try:
-        return tuple(float(v) for v in value.split(","))
-    except ValueError:
-        raise UsageError(f"{option} expects a number or a comma list of numbers (one per channel), got {value!r}.") from None
+    from edge_tool.contract.options import parse_floats as parse  # noqa: PLC0415
+
+    return parse(option, value)
 
 
 def command(
@@ -77,8 +75,9 @@ def command(
     max_float_layers: int = typer.Option(3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."),
     require: str = typer.Option(None, "--require", help="--quant auto: integer-only = consider only candidates that run on TFLite Micro, the Edge TPU and integer NPUs (int8/qat whose every op computes in 8-bit integers)."),
     labels: Path = typer.Option(None, "--labels", help="Class labels, one per line, embedded as model metadata (default: labels.txt beside the SavedModel)."),
-    input_mean: str = typer.Option(None, "--input-mean", help="Metadata input normalization: model input = (pixel - mean) / std; one value or one per channel, e.g. 127.5. Default 0 (the model takes raw 0..255 pixels)."),
-    input_std: str = typer.Option(None, "--input-std", help="Metadata input normalization std (see --input-mean). Default 1."),
+    input_range: str = input_options.INPUT_RANGE,
+    input_mean: str = input_options.INPUT_MEAN,
+    input_std: str = input_options.INPUT_STD,
     no_metadata: bool = typer.Option(False, "--no-metadata", help="Write no model metadata (.tflite bytes then equal the raw converter's)."),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
@@ -94,7 +93,10 @@ def command(
         candidates = ConvertConfig(model=model, output_dir=output, modes=modes,
                                    calibration=calibration, samples=samples, train_data=train_data,
                                    qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True,
-                                   trust_model_code=trust_model_code)
+                                   trust_model_code=trust_model_code,
+                                   labels=labels, input_range=input_range,
+                                   input_mean=parse_floats("--input-mean", input_mean),
+                                   input_std=parse_floats("--input-std", input_std))
         _run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=eval_data, objective=objective,
                              threads=threads, max_float_layers=max_float_layers, require=require))
         return
@@ -113,7 +115,8 @@ def command(
         output_format=output_format, calibration=calibration, samples=samples, io_type=io_type,
         train_data=train_data, eval_data=eval_data, qat_epochs=qat_epochs, strategy=strategy.value, replicas=replicas,
         tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
-        labels=labels, metadata=not no_metadata, input_mean=parse_floats("--input-mean", input_mean),
+        labels=labels, metadata=not no_metadata, input_range=input_range,
+        input_mean=parse_floats("--input-mean", input_mean),
         input_std=parse_floats("--input-std", input_std), trust_model_code=trust_model_code,
         # --format all without --quant means "every mode that works": one the libraries cannot build is recorded
         keep_going=output_format is OutputFormat.ALL and not quant,

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from edge_tool.commands.options import trust_model_code_option
+from edge_tool.commands import input_options
 
 
 def command(
@@ -17,21 +18,28 @@ def command(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2)."),
     litert: bool = typer.Option(False, "--litert", help="Add LiteRT.js engines: fixed-batch-1 int8 and fp32 .tflite built from a SavedModel (or --tflite); the page picks the fastest engine."),
     tflite: Path = typer.Option(None, "--tflite", help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 and fp32 ones."),
-    calibration: Path = typer.Option(None, "--calibration", help="With --litert: representative data for the int8 build (default: calibration.npz beside the model)."),
+    calibration: Path = typer.Option(None, "--calibration", help="Image data: a labelled folder (one sub-folder per class) measures what the model's input takes when the model does not say, and names the classes when no labels are given; with --litert also the representative data of the int8 build (default: calibration.npz beside the model)."),
     input_size: str = typer.Option(None, "--input-size", metavar="HxW", help="Size fed to image inputs whose height/width the model leaves open (default 224x224)."),
     trust_model_code: bool = trust_model_code_option(),
+    input_range: str = input_options.INPUT_RANGE,
+    input_mean: str = input_options.INPUT_MEAN,
+    input_std: str = input_options.INPUT_STD,
 ) -> None:
     """Build a static offline PWA (tfjs wasm/webgl/cpu; drawing pad/upload/camera for images, a form for other inputs; every output head shown)."""
+    from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
     from edge_tool.demo.site import DemoConfig  # noqa: PLC0415
-    from edge_tool.keras_files import build_site_any  # noqa: PLC0415
-
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.keras_files import build_site_any  # noqa: PLC0415
 
     with quiet_native_stderr():  # TensorFlow's and LiteRT's C++ log lines (fd 2); EDGETOOL_VERBOSE=1 shows them
         report = build_site_any(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
                                            litert=litert, tflite=tflite, calibration=calibration,
-                                           input_size=input_size, trust_model_code=trust_model_code))
+                                           input_size=input_size, trust_model_code=trust_model_code,
+                                           contract=ContractOptions.from_cli(input_range, input_mean, input_std)))
     from edge_tool.textsafe import visible  # noqa: PLC0415
+
+    for note in report.notes:
+        typer.echo(visible(note))
 
     typer.echo(visible(
         f"demo site ({report.input_kind} input, {len(report.files)} files, cache {report.cache_version}) "

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from edge_tool.commands.options import trust_model_code_option
+from edge_tool.commands import input_options
 
 
 def command(
@@ -32,6 +33,10 @@ def command(
     markdown_path: Path | None = typer.Option(None, "--markdown", help="Write the Markdown table here."),
     html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
     device: list[str] = typer.Option([], "--device", help="Also run each .tflite on this device over SSH: ssh://[user@]host[:port][?python=PATH] (repeatable; see docs/device.md)."),
+    labels: Path | None = typer.Option(None, "--labels", help="The model's class labels, one per line (default: labels.txt in or beside the reference, else an artefact's embedded labels); image-folder classes are matched to them by name."),
+    input_range: str = input_options.INPUT_RANGE,
+    input_mean: str = input_options.INPUT_MEAN,
+    input_std: str = input_options.INPUT_STD,
     force: bool = typer.Option(False, "--force", help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data)."),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
@@ -39,6 +44,7 @@ def command(
 
     Exit 1 (after writing the reports) on a broken budget or when an artefact does not run in its runtime.
     """
+    from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
     from edge_tool.errors import ArtifactsFailed, BudgetExceeded  # noqa: PLC0415
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
     from edge_tool.evaluate.budgets import budget_violations, failures  # noqa: PLC0415
@@ -52,6 +58,7 @@ def command(
         top_k=top_k, task=task, threshold=threshold, max_error=max_error, batch_size=batch_size, runtime=runtime, max_arena_kb=max_arena_kb, max_flash_kb=max_flash_kb, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
         devices=tuple(device),
         trust_model_code=trust_model_code,
+        labels=labels, contract=ContractOptions.from_cli(input_range, input_mean, input_std),
     )
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 

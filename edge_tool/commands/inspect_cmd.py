@@ -149,17 +149,48 @@ def command(
     model: Path = typer.Argument(..., help="SavedModel directory, .keras/.h5 file (read as convert reads it) or .tflite file."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables "
                                  "(keys: path, format, size_bytes, signatures, parameters, keras, distribution, "
-                                 "training, tflite, model_code; see edge_tool/inspection.py)."),
+                                 "training, tflite, model_code, input_contract; see edge_tool/inspection.py and "
+                                 "docs/inspect.md)."),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
-    """Show signatures (names, dtypes, shapes), parameter count, Keras reloadability and strategy traces of a model."""
-    from edge_tool.keras_files import inspect_any  # noqa: PLC0415
-
+    """Show signatures (names, dtypes, shapes), parameter count, Keras reloadability and strategy traces of a model,
+    the code it carries (listed, not run) and the input contract as far as the model tells it."""
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.keras_files import inspect_any  # noqa: PLC0415
 
     with quiet_native_stderr():  # LiteRT's "Created TensorFlow Lite XNNPACK delegate" and TF's C++ lines (fd 2)
         report = inspect_any(model, trust_model_code)
+        contract = _contract(model, report)
     if as_json:
-        typer.echo(json.dumps(report.to_dict(), indent=2))
+        typer.echo(json.dumps({**report.to_dict(), "input_contract": contract}, indent=2))
     else:
         _render(report)
+        _render_contract(contract)
+
+
+def _contract(model: Path, report) -> list[dict]:
+    """The input contract records of the serving (or only) signature."""
+    from edge_tool.contract.describe import model_contract  # noqa: PLC0415
+    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
+
+    sig = next((s for s in report.signatures if s.key == "serving_default"), report.signatures[0] if
+               report.signatures else None)
+    if sig is None:
+        return []
+    meta = read_metadata(Path(model).read_bytes()) if report.format == "tflite" else None
+    return model_contract(Path(model), sig, meta)
+
+
+def _render_contract(records: list[dict]) -> None:
+    from rich.console import Console  # noqa: PLC0415
+
+    from edge_tool.textsafe import text  # noqa: PLC0415
+
+    console = Console()
+    for r in records:
+        if r["known"]:
+            console.print(text(f"input contract {r['input']!r}: (pixel - {r['mean']}) / {r['std']}, "
+                               f"{r['channel_order']}, {r['layout']}, {r['resize']} [{r['source']}: {r['evidence']}]"),
+                          highlight=False)
+        else:
+            console.print(text(f"input contract {r['input']!r}: {r['evidence']}"), highlight=False)

@@ -13,16 +13,16 @@ from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.schemas.manifest import Manifest
-from edge_tool.convert.metadata_step import for_mode, metadata_spec, tfjs_user_metadata
+from edge_tool.convert.inputs import prepare_inputs
+from edge_tool.convert.metadata_step import for_mode, tfjs_user_metadata
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.modelcode.guard import require_safe_model
-from edge_tool.errors import ConversionError, EdgeToolError, UsageError
+from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.limits import check_tflite_tensors
 from edge_tool.signals import deferred
 from edge_tool.metadata.writer import embed_metadata
-from edge_tool.recipes import missing_calibration_message, resolve_calibration
 from edge_tool.steps import console, step
 from edge_tool.textsafe import term
 
@@ -59,25 +59,13 @@ def tflite_name(source: Path, mode: QuantMode) -> str:
     return f"{stem or 'model'}_{mode.value}.tflite"
 
 
-def _needs_calibration(config: ConvertConfig) -> bool:
-    return config.wants_tflite and any(MODES[m].needs_calibration for m in config.modes)
-
-
 def load_calibration(config: ConvertConfig, source):
-    """Load and validate the representative dataset; returns (Dataset or None, path used)."""
-    if not _needs_calibration(config):
-        return None, None
-    path = resolve_calibration(config.model, config.calibration)
-    if path is None:
-        modes = ", ".join(m.value for m in config.modes if MODES[m].needs_calibration)
-        raise UsageError(missing_calibration_message(f"--quant {modes}", config.model))
-    import calibration  # noqa: PLC0415
+    """Load and validate the representative dataset through the resolved input contract; returns (Dataset or
+    None, path used)."""
+    from edge_tool.env import import_tf  # noqa: PLC0415
 
-    specs = calibration.specs_from(source.signature.inputs)
-    ds = calibration.load(path, specs, calibration.LoadOptions(samples=config.samples, seed=config.seed))
-    for warning in ds.warnings:
-        console.print(f"[yellow]warning:[/] {term(warning)}")
-    return ds, path
+    inputs = prepare_inputs(import_tf(), config, source)
+    return inputs.dataset, inputs.calibration_path
 
 
 def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
@@ -178,7 +166,7 @@ def _build_tfjs(ctx: BuildContext, out_dir: Path, worker=None) -> tuple[WrittenA
     with step("convert tfjs" + (" (parallel worker)" if worker else "")) as timed:
         if worker is None:
             seconds = _tfjs_job(ctx.source.saved_model, tfjs_dir, quant, ctx.source.signature.key,
-                                tfjs_user_metadata(ctx.metadata))
+                                tfjs_user_metadata(ctx.metadata, ctx.contracts))
         else:
             seconds = worker.result()
         timed.outputs.append(tfjs_dir / "model.json")
@@ -218,19 +206,17 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
         source = prepare_source(config.model, work, config.batch, config.trust_model_code)
-    spec, warnings = metadata_spec(config, source)
-    for warning in warnings:
-        console.print(f"[yellow]warning:[/] {term(warning)}")
-    ds, cal_path = load_calibration(config, source)
+    inputs = prepare_inputs(tf, config, source)
+    spec, ds, cal_path = inputs.metadata, inputs.dataset, inputs.calibration_path
     rep = ds.representative_dataset() if ds else None
-    ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch, metadata=spec)
+    ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch, metadata=spec, contracts=inputs.contracts)
     _warn_if_public_converter()
     artifacts, records = [], []
     with atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
         try:
             if worker is not None:
                 worker.submit(_tfjs_job, source.saved_model, tmp / "tfjs", config.tfjs_quant.value,
-                              source.signature.key, tfjs_user_metadata(spec))
+                              source.signature.key, tfjs_user_metadata(spec, inputs.contracts))
             failed = {}
             for mode in config.modes if config.wants_tflite else ():
                 try:
@@ -258,7 +244,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
         cal = None if ds is None else {"path": str(cal_path), **ds.summary.to_dict()}
         timings = {r["quant"] if r["format"] == "tflite" else "tfjs": r["seconds"] for r in records}
         timings["total"] = round(time.perf_counter() - t0, 3)
-        manifest = build_manifest(config, source, cal, records, timings, failed)
+        manifest = build_manifest(config, source, cal, records, timings, failed, inputs.resolution.to_list())
         write_manifest(tmp, manifest)
     return artifacts, records, manifest
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
@@ -52,7 +51,8 @@ class ConvertConfig:
     keep_going: bool = False  # a mode that fails is recorded (manifest "failed") instead of failing the run
     labels: Path | None = None  # class labels to embed; default: labels.txt beside the SavedModel
     metadata: bool = True  # embed TFLite model metadata and TFJS userDefinedMetadata
-    input_mean: tuple[float, ...] | None = None  # metadata normalization: model input = (pixel - mean) / std
+    input_range: str | None = None  # the input contract's normalization by name (--input-range), see contract.options
+    input_mean: tuple[float, ...] | None = None  # model input = (pixel - mean) / std (calibration, eval, metadata)
     input_std: tuple[float, ...] | None = None
     trust_model_code: bool = False  # --trust-model-code: run a model that carries code (edge_tool.modelcode)
 
@@ -106,16 +106,17 @@ class ConvertConfig:
         return problems
 
     def _metadata_problems(self) -> list[str]:
+        from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
+
         problems = []
-        if not self.metadata and (self.labels is not None or self.input_mean is not None or self.input_std is not None):
-            problems.append("--labels/--input-mean/--input-std are embedded as metadata; drop --no-metadata to use them.")
+        if not self.metadata and self.labels is not None:
+            problems.append("--labels are embedded as metadata; drop --no-metadata to use them.")
         if self.labels is not None and not_a_file(self.labels) is not None:
             problems.append(f"--labels {self.labels} {not_a_file(self.labels)} (expected one label per line).")
-        for opt, values in (("--input-mean", self.input_mean), ("--input-std", self.input_std)):
-            if values is not None and not (len(values) in (1, 3) and all(math.isfinite(v) for v in values)):
-                problems.append(f"{opt} expects 1 or 3 finite numbers (one per channel), got {list(values)}.")
-        if self.input_std is not None and any(v == 0 for v in self.input_std):
-            problems.append(f"--input-std must not contain 0, got {list(self.input_std)}.")
+        try:
+            ContractOptions(self.input_range, self.input_mean, self.input_std)
+        except UsageError as exc:
+            problems += [line.removeprefix("- ") for line in str(exc).splitlines()[1:]] or [str(exc)]
         return problems
 
     @property

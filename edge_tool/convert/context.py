@@ -54,6 +54,7 @@ class BuildContext:
     representative_dataset: Callable | None = None
     epoch_progress: Callable | None = None
     metadata: object | None = None  # MetadataSpec embedded in every .tflite (None: --no-metadata)
+    contracts: tuple = ()  # the input contract (calibration.contract.ImageContract per image input)
     shared: SharedSource | None = field(default=None, repr=False)
     notes: dict = field(default_factory=dict)  # mode value -> what its builder decided (goes into the manifest)
     _float_model: bytes | None = field(default=None, repr=False)

@@ -20,7 +20,7 @@ def library_versions() -> dict[str, str | None]:
 
 
 def build_manifest(config, source, calibration_summary, artifacts: list[dict], timings: dict,
-                   failed: dict | None = None) -> Manifest:
+                   failed: dict | None = None, input_contract: list[dict] | None = None) -> Manifest:
     """Assemble the manifest (schema: edge_tool/schemas/manifest.schema.json, described in docs/schemas.md)."""
     return Manifest(
         schema=SCHEMA,
@@ -33,6 +33,7 @@ def build_manifest(config, source, calibration_summary, artifacts: list[dict], t
         versions={"python": platform.python_version(), **library_versions()},
         timings_s=timings,
         failed=failed or None,
+        input_contract=input_contract or [],
     )
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibration.safe_open import not_a_file
+from edge_tool.contract.options import ContractOptions
 from edge_tool.demo import model as model_mod
 from edge_tool.errors import UsageError, collect_and_raise
 
@@ -23,9 +24,10 @@ class DemoConfig:
     force: bool = False
     litert: bool = False  # add the LiteRT.js engine (fixed-batch int8 .tflite built from the SavedModel, or tflite)
     tflite: Path | None = None  # a fixed-batch-1 .tflite to run with LiteRT.js instead of building one
-    calibration: Path | None = None  # representative data of the int8 build (default: calibration.npz beside it)
+    calibration: Path | None = None  # int8 build data; a labelled image folder also measures the contract, names classes
     input_size: str | None = None  # 'HxW' fed to image inputs whose height/width the model leaves open
     trust_model_code: bool = False  # --trust-model-code: build from a model that carries code (edge_tool.modelcode)
+    contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
 
     def __post_init__(self):
         problems = []
@@ -45,8 +47,7 @@ class DemoConfig:
              f"--tflite {self.tflite} {not_a_file(self.tflite)} (expected a fixed-batch-1 .tflite)."),
             (self.calibration is not None and not Path(self.calibration).exists(),
              f"--calibration {self.calibration} does not exist."),
-            (not self.litert and (self.tflite is not None or self.calibration is not None),
-             "--tflite and --calibration only apply with --litert."),
+            (not self.litert and self.tflite is not None, "--tflite only applies with --litert."),
             (self.labels is not None and not_a_file(self.labels) is not None,
              f"--labels {self.labels} {not_a_file(self.labels)} (expected one label per line)."),
             (self.title is not None and not 0 < title <= MAX_TITLE,

@@ -32,15 +32,17 @@ def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path
     return source
 
 
-def build_fixed_int8(saved_model: Path, calibration_path: Path | None, trust_model_code: bool = False) -> bytes:
+def build_fixed_int8(saved_model: Path, calibration_path: Path | None, contracts: tuple = (),
+                     trust_model_code: bool = False) -> bytes:
     """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
-    return build_fixed(saved_model, calibration_path, ("int8",), trust_model_code)["int8"]
+    return build_fixed(saved_model, calibration_path, ("int8",), contracts, trust_model_code)["int8"]
 
 
-def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[str, ...],
+def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[str, ...], contracts: tuple = (),
                 trust_model_code: bool = False) -> dict[str, bytes]:
     """{mode: .tflite bytes} for ``modes`` ('int8', 'fp32') of ``saved_model`` with the input batch fixed to 1; the
-    batch-1 re-export is made once for all of them (a model carrying code refused unless ``trust_model_code``)."""
+    batch-1 re-export is made once for all of them (a model carrying code refused unless ``trust_model_code``).
+    Image data is read through the input contract ``contracts``."""
     import tempfile  # noqa: PLC0415
 
     from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
@@ -56,7 +58,7 @@ def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[s
         raise ModelError(f"--litert needs a fixed input shape after the batch dimension; {inp.name} has {inp.shape}.")
     import calibration  # noqa: PLC0415
 
-    ds = calibration.load(source, calibration.specs_from(info.inputs), calibration.LoadOptions())
+    ds = calibration.load(source, calibration.specs_from(info.inputs), calibration.LoadOptions(images=contracts))
     from edge_tool.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()

@@ -13,6 +13,8 @@ from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import litert as litert_mod
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
+from edge_tool.contract.resolve import default_warning, image_data
+from edge_tool.demo.contract_step import folder_classes, page_entry, resolve_demo_contract
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import (
     LITERT_BUILDS,
@@ -26,6 +28,7 @@ from edge_tool.errors import ModelError, UsageError
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
 from edge_tool.limits import check_signature, read_tflite
 from edge_tool.modelcode.guard import require_safe_model
+from edge_tool.labelmap import labels_file_for
 from edge_tool.textsafe import html_text
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
@@ -59,6 +62,7 @@ class SiteReport:
     input_kind: str
     cache_version: str
     files: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()  # the input contract, the labels' origin (or that there are none), warnings
 
 
 def site_files(site: Path) -> list[str]:
@@ -108,18 +112,25 @@ def _embedded_labels(cfg: DemoConfig, kind: ModelKind) -> tuple[list[str] | None
     return None, ""
 
 
-def _labels(cfg: DemoConfig, kind: ModelKind, classes: int | None) -> list[str]:
-    """--labels, else the labels embedded in the model, else labels.txt beside it, else none."""
+def _labels(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs) -> tuple[list[str], str]:
+    """(labels, origin): --labels, else the labels embedded in the model, else labels.txt in or beside it, else the
+    class folders of a --calibration image folder, else none."""
     if cfg.labels is not None:
-        return model_mod.read_labels(cfg.labels, classes)
+        return model_mod.read_labels(cfg.labels, classes), str(cfg.labels)
     found, origin = _embedded_labels(cfg, kind)
     if found is not None:
         if classes is not None and len(found) != classes:
             raise ModelError(f"{origin} carries {len(found)} labels but the model outputs {classes} classes; "
                              "pass --labels to override.")
-        return found
-    beside = _default_labels_path(Path(cfg.model))
-    return model_mod.read_labels(beside, classes) if beside else []
+        return found, origin
+    inside = _default_labels_path(Path(cfg.model))
+    beside = inside or labels_file_for(Path(cfg.model))
+    if beside:
+        return model_mod.read_labels(beside, classes), str(beside)
+    names = folder_classes(cfg.calibration, inputs)
+    if names and len(names) == classes:
+        return list(names), f"the class folders of {cfg.calibration}"
+    return [], ""
 
 
 def _precheck_saved_model(model: Path) -> tuple:
@@ -196,12 +207,10 @@ def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inpu
     return files
 
 
-def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None) -> dict:
+def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None, contracts: tuple = ()) -> dict:
     """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
-    if cfg.tflite is not None:
-        built = {"given": read_tflite(cfg.tflite)}
-    else:
-        built = litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), cfg.trust_model_code)
+    built = ({"given": read_tflite(cfg.tflite)} if cfg.tflite is not None else
+             litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), contracts, cfg.trust_model_code))
     models = []
     for mode, data in built.items():
         file = litert_mod.FP32_NAME if mode == "fp32" else litert_mod.TFLITE_NAME
@@ -246,14 +255,23 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     input_specs = model_mod.input_ui(inputs, size)
     output_spec = model_mod.output_ui(outputs)[0]
     litert_files = _precheck_litert(cfg, kind, output_spec["classes"], input_specs) if cfg.litert else {}
-    labels = _labels(cfg, kind, output_spec["classes"])
+    labels, labels_origin = _labels(cfg, kind, output_spec["classes"], inputs)
+    resolution = resolve_demo_contract(cfg, kind is ModelKind.SAVED_MODEL, inputs, outputs, output_spec["classes"],
+                                       labels or None)
+    notes = [f"input contract: {line}" for line in resolution.lines] + [f"warning: {w}" for w in resolution.warnings]
+    notes += [f"warning: {default_warning(c.input)}" for c in resolution.contracts
+              if c.source == "default" and not image_data(cfg.calibration)]
+    notes.append(f"labels: {len(labels)} from {labels_origin}" if labels else
+                 "labels: none (no --labels, no labels.txt in or beside the model, none embedded): the page shows "
+                 "class indices.")
     title = (cfg.title or f"edgetool demo: {Path(cfg.model).resolve().name}").strip()
     template = web_demo_dir()
 
     with atomic_dir(Path(cfg.output), cfg.force, cfg.inputs) as tmp:
         _place_model(cfg, kind, tmp / MODEL_SUBDIR)
         _, inputs, outputs = model_mod.read_tfjs_model(tmp / MODEL_SUBDIR)  # names as the tfjs graph knows them
-        input_specs = model_mod.input_ui(_signature_order(inputs, input_specs), size)
+        input_specs = [page_entry(e, resolution)
+                       for e in model_mod.input_ui(_signature_order(inputs, input_specs), size)]
         output_specs = model_mod.output_ui(outputs)
         for name in TEMPLATE_FILES:
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
@@ -267,11 +285,11 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         (tmp / MANIFEST_NAME).write_text(json.dumps(_manifest(title, icon_entries), indent=2) + "\n")
         page = _page_config(title, input_specs, output_specs, labels, kind)
         if cfg.litert:
-            page["litert"] = _add_litert(cfg, tmp, litert_files, output_specs[0]["classes"])
+            page["litert"] = _add_litert(cfg, tmp, litert_files, output_specs[0]["classes"], resolution.contracts)
         (tmp / CONFIG_NAME).write_text(json.dumps(page, indent=2) + "\n")
         version = write_service_worker(tmp)
         files = tuple(site_files(tmp))
-    return SiteReport(Path(cfg.output), kind, "+".join(i["kind"] for i in input_specs), version, files)
+    return SiteReport(Path(cfg.output), kind, "+".join(i["kind"] for i in input_specs), version, files, tuple(notes))
 
 
 def _signature_order(tensors: tuple, specs: list[dict]) -> tuple:

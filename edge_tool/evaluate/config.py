@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from edge_tool.contract.options import ContractOptions
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.evaluate.tasks.registry import TASK_NAMES
@@ -67,6 +68,8 @@ class EvalConfig:
     threshold: float = 0.5             # multi-label / one-channel segmentation decision threshold
     max_error: float | None = None     # largest |artefact - reference| output difference allowed
     trust_model_code: bool = False  # --trust-model-code: run a reference/artefact that carries code (modelcode)
+    labels: Path | None = None  # the model's class labels (default: labels.txt in/beside the reference, an artefact's)
+    contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
 
     def __post_init__(self) -> None:
         problems = []
@@ -101,6 +104,8 @@ class EvalConfig:
                             f"{self.max_drop}")
         if self.max_latency_ms is not None and not self.max_latency_ms > 0:
             problems.append(f"--max-latency-ms must be > 0, got {self.max_latency_ms}")
+        if self.labels is not None and not Path(self.labels).is_file():
+            problems.append(f"--labels {self.labels} is not a file (expected one label per line)")
         outs = [p for p in (self.json_path, self.markdown_path, self.html_path) if p is not None]
         if len({Path(p).resolve() for p in outs}) != len(outs):
             problems.append("--json, --markdown and --html must name different files")
@@ -109,7 +114,8 @@ class EvalConfig:
     @property
     def inputs(self) -> tuple[tuple[str, Path | None], ...]:
         """(name, path) of every input the report files must stay clear of (fsutil.check_not_input)."""
-        return (*(("artefact", a) for a in self.artifacts), ("reference model", self.reference), ("eval data", self.data))
+        return (*(("artefact", a) for a in self.artifacts), ("reference model", self.reference), ("eval data", self.data),
+                ("labels", self.labels))
 
     @property
     def device_urls(self) -> tuple[DeviceURL, ...]:

@@ -63,19 +63,29 @@ class EvalStream:
     """Eval data opened for streaming: count, labels and summary line up front; ``batches()`` yields
     (inputs by signature name, labels or None), ``batch_size`` samples at a time (the last may be shorter).
 
+    Image files are read through the input contract ``images`` (calibration.contract), and ``class_map`` (class
+    names, path) → (index array or None, note) maps an image folder's classes onto the model's outputs.
     Nothing but the current batch is held, except ``keep_first`` samples kept aside for the per-layer debugger
     (a bounded sample: the first ``keep_first`` samples in data order). Data problems (shape, dtype, NaN/Inf)
     raise DataError when the batch holding them is reached, naming its sample range.
     """
 
-    def __init__(self, path: Path, specs: list[TensorSpec], seed: int = 0, batch_size: int = 64, keep_first: int = 0):
+    def __init__(self, path: Path, specs: list[TensorSpec], seed: int = 0, batch_size: int = 64, keep_first: int = 0,
+                 images: tuple = (), class_map=None):
         import calibration  # noqa: PLC0415
 
         self.path = Path(path)
-        self._options = calibration.LoadOptions(samples=None, seed=seed, require_labels=False, keep_label_shape=True)
+        self._options = calibration.LoadOptions(samples=None, seed=seed, require_labels=False, keep_label_shape=True,
+                                                images=images)
         self._source = calibration.SourceStream(self.path, specs, self._options, batch_size)
         self.count = len(self._source)
         self.labels = _normalise_labels(self._source.labels, self.count, self.path)
+        self.label_note = ""
+        if class_map is not None and self.labels is not None and self._source.class_names is not None:
+            # image-folder classes onto the model's output indices (by name when the model has labels)
+            index, self.label_note = class_map(tuple(self._source.class_names), self.path)
+            if index is not None:
+                self.labels = index[self.labels]
         self.keep_first = keep_first
         self.kept: dict[str, list[np.ndarray]] = {}
         self._stats = {s.name: RunningStats() for s in self._source.specs}

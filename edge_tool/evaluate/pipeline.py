@@ -12,6 +12,7 @@ from edge_tool.evaluate.artifacts import Artifact, describe, saved_model_size
 from edge_tool.evaluate.budgets import budget_violations, failures
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.data import EvalStream
+from edge_tool.evaluate.inputs import resolve_eval_inputs
 from edge_tool.evaluate.outputs import check_outputs, write_reports
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult, Report
 from edge_tool.evaluate.stream import primary_output, stream
@@ -94,8 +95,11 @@ def run_eval(config: EvalConfig) -> Report:
         pass_ref_threads = config.reference_threads(litert_workers)
         ref = ReferenceModel(config.reference, pass_ref_threads, config.trust_model_code)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
+        fed = resolve_eval_inputs(ref, arts, config.data, config.labels, config.contract, config.seed)
         data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
-                          keep_first=keep)
+                          keep_first=keep, images=fed.resolution.contracts, class_map=fed.class_map)
+        notes += [f"Input contract: {line}" for line in fed.resolution.lines] + list(fed.resolution.warnings)
+        notes += [f"Labels: {data.label_note}."] if data.label_note else []
         settings = _task_settings(config, data)
         if config.max_drop is not None and data.labels is None and not settings.reference_only(ref):
             raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
@@ -128,7 +132,8 @@ def run_eval(config: EvalConfig) -> Report:
                 "top_k": config.top_k, "max_drop": config.max_drop, "max_latency_ms": config.max_latency_ms,
                 "batch_size": config.batch_size, "threshold": config.threshold, "max_error": config.max_error}
     data_desc = {"path": str(config.data), "summary": data.summary, "samples": data.consumed,
-                 "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details()}
+                 "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details(),
+                 "input_contract": fed.resolution.to_list(), "label_mapping": data.label_note or None}
     notes += _task_notes(measure)
     return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes), clock.stages,
                   measure.choice.to_dict(measure.task))

@@ -62,6 +62,7 @@ class Manifest:
     versions: dict
     timings_s: dict
     failed: dict | None = None  # only when modes failed and the run kept going
+    input_contract: list | None = None  # one record per image input (calibration.contract.ImageContract.to_dict)
 
     def to_dict(self) -> dict:
         """manifest.json content."""
@@ -69,6 +70,8 @@ class Manifest:
              "options": self.options, "calibration": self.calibration,
              "artifacts": [a.to_dict() for a in self.artifacts], "versions": self.versions,
              "timings_s": self.timings_s}
+        if self.input_contract is not None:
+            d["input_contract"] = self.input_contract
         if self.failed is not None:
             d["failed"] = self.failed
         return d

@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from edge_tool.contract.options import ContractOptions
 from edge_tool.convert.auto.config import INTEGER_ONLY, SELECTIVE, AutoConfig
 from edge_tool.convert.auto.policy import choose, reason
 from edge_tool.convert.auto.render import short_layer, to_markdown
@@ -23,9 +24,11 @@ from edge_tool.tflite_model import integer_only_problem
 def _eval_config(config: AutoConfig, paths: list[Path]):
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
 
+    c = config.convert
     return EvalConfig(artifacts=tuple(paths), reference=config.reference_model, data=config.eval_data,
-                      threads=config.threads, max_drop=config.max_drop, seed=config.convert.seed,
-                      trust_model_code=config.convert.trust_model_code)
+                      threads=config.threads, max_drop=config.max_drop, seed=c.seed, labels=c.labels,
+                      contract=ContractOptions(c.input_range, c.input_mean, c.input_std),
+                      trust_model_code=c.trust_model_code)
 
 
 def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]) -> tuple[list[Candidate],
@@ -79,16 +82,16 @@ def _convert_config(config: AutoConfig, out: Path):
 
 def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candidate | None, list[str]]:
     """Keep the 1, 2, … worst layers (by rmse/scale) in float until the budget is met or the cap is reached."""
-    from edge_tool.convert.api import load_calibration  # noqa: PLC0415
-    from edge_tool.convert.metadata_step import for_mode, metadata_spec  # noqa: PLC0415
+    from edge_tool.convert.inputs import prepare_inputs  # noqa: PLC0415
+    from edge_tool.convert.metadata_step import for_mode  # noqa: PLC0415
     from edge_tool.convert.selective import SelectiveInt8  # noqa: PLC0415
     from edge_tool.env import import_tf  # noqa: PLC0415
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
 
     tf = import_tf()
     source = prepare_source(config.model, work, config.convert.batch, config.convert.trust_model_code)
-    ds, _ = load_calibration(_convert_config(config, work / "unused"), source)
-    spec, _ = metadata_spec(_convert_config(config, work / "unused"), source)  # as every convert candidate has
+    inputs = prepare_inputs(tf, _convert_config(config, work / "unused"), source)
+    ds, spec = inputs.dataset, inputs.metadata  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
         sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(source.saved_model)), ds.inputs,
                             str(config.model))

@@ -1,0 +1,11 @@
+"""The input-contract options, defined once for convert, eval, check and demo (see ``edge_tool.contract``)."""
+
+from __future__ import annotations
+
+import typer
+
+from edge_tool.contract.options import MEAN_HELP, RANGE_HELP, STD_HELP
+
+INPUT_RANGE = typer.Option(None, "--input-range", metavar="0..1|-1..1|0..255|imagenet", help=RANGE_HELP)
+INPUT_MEAN = typer.Option(None, "--input-mean", help=MEAN_HELP)
+INPUT_STD = typer.Option(None, "--input-std", help=STD_HELP)
