@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from calibration.errors import DataError, EdgeToolError, UsageError, collect_and_raise
 
-__all__ = ["ArtifactsFailed", "BudgetExceeded", "ConversionError", "DataError", "EdgeToolError", "ModelError",
+__all__ = ["ArtifactsFailed", "BudgetExceeded", "ModesNotBuilt", "ConversionError", "DataError", "EdgeToolError", "ModelError",
            "RuntimeFailure", "UsageError", "below_minimum", "collect_and_raise"]
 
 
@@ -36,6 +36,12 @@ class ArtifactsFailed(BudgetExceeded):
     """Some artefacts could not be run (rows "does not run in …"): exit code 1, after the reports are written."""
 
     heading = "eval failed"
+
+
+class ModesNotBuilt(BudgetExceeded):
+    """Some requested modes could not be built; the others were written (exit code 1, like a budget failure)."""
+
+    heading = "not every mode built"
 
 
 def below_minimum(values: dict[str, tuple[float, float]]) -> list[str]:

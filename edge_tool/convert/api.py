@@ -16,6 +16,7 @@ from edge_tool.schemas.manifest import Manifest
 from edge_tool.convert.metadata_step import for_mode, metadata_spec, tfjs_user_metadata
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
+from edge_tool.convert.tfjs import string_input_refusal
 from edge_tool.errors import ConversionError, EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.signals import deferred
@@ -79,7 +80,7 @@ def load_calibration(config: ConvertConfig, source):
 
 
 def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
-    from edge_tool.convert.smoke import refuse_if_it_kills_litert  # noqa: PLC0415
+    from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert  # noqa: PLC0415
     from edge_tool.convert import fidelity  # noqa: PLC0415
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
@@ -93,7 +94,8 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
         check = None
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
             probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None
-            got = refuse_if_it_kills_litert(data, mode.value, probes)
+            sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
+            got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
             check = got and fidelity.check(ctx, mode.value, probes, got)
         path.write_bytes(data)
         timed.outputs.append(path)
@@ -221,13 +223,19 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
     rep = ds.representative_dataset() if ds else None
     ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch, metadata=spec)
     _warn_if_public_converter()
-    artifacts, records = [], []
+    artifacts, records, failed = [], [], {}
+    tfjs_refused = string_input_refusal(source.signature, source.original) if config.wants_tfjs else None
+    if tfjs_refused and not (config.keep_going and config.wants_tflite):
+        raise ConversionError(tfjs_refused)
+    if tfjs_refused:
+        failed["tfjs"] = one_line(tfjs_refused)
+        console.print(f"[red]✗[/] convert tfjs: {term(failed['tfjs'])}")
+    wants_tfjs = config.wants_tfjs and not tfjs_refused
     with atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
         try:
-            if worker is not None:
+            if worker is not None and wants_tfjs:
                 worker.submit(_tfjs_job, source.saved_model, tmp / "tfjs", config.tfjs_quant.value,
                               source.signature.key, tfjs_user_metadata(spec))
-            failed = {}
             for mode in config.modes if config.wants_tflite else ():
                 try:
                     art, record = _build_tflite(ctx, mode, tmp)
@@ -241,9 +249,9 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
                     record["micro"] = _build_micro(art.path, tmp)
                 artifacts.append(art)
                 records.append(record)
-            if failed and not artifacts and not config.wants_tfjs:
+            if failed and not artifacts and not wants_tfjs:
                 raise ConversionError("no mode could be built: " + "; ".join(f"{m}: {w}" for m, w in failed.items()))
-            if config.wants_tfjs:
+            if wants_tfjs:
                 art, record = _build_tfjs(ctx, tmp, worker)
                 artifacts.append(art)
                 records.append(record)

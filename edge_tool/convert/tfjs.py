@@ -20,6 +20,17 @@ TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
 SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in parallel
 
 
+def string_input_refusal(signature, model) -> str | None:
+    """Why tensorflowjs cannot convert a signature with string inputs (its converter crashes on them), or None."""
+    names = [t.name for t in signature.inputs if t.dtype in ("string", "object", "bytes")]
+    if not names:
+        return None
+    return (f"tensorflowjs 4.22 cannot convert {model}: its input {', '.join(names)} is a string tensor, and "
+            "TensorFlow.js graph models take numeric tensors only (its converter fails on the string ops). Keep the "
+            "string preprocessing (tokenizing, TextVectorization, lookups) outside the model and export the "
+            "numeric part for TFJS, or use --format tflite (TFLite runs string ops with --allow-select-tf-ops).")
+
+
 def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = None,
                 signature: str = "serving_default", user_metadata: dict | None = None, _unfused: bool = False) -> Path:
     """Convert a SavedModel to a tfjs graph model (model.json + shards) in ``out_dir``; return model.json's path.

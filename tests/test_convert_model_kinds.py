@@ -1,0 +1,145 @@
+"""convert on model kinds beyond the image classifier: what builds is written, what cannot is named for what it is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_edgetool
+from schema_check import validated
+
+_LAYERNORM_SCRIPT = """
+import sys, numpy as np, tf_keras as keras
+keras.utils.set_random_seed(0)
+inp = keras.Input((8, 16))
+x = keras.layers.Dense(16)(inp)
+x = keras.layers.LayerNormalization()(x + inp)
+x = keras.layers.GlobalAveragePooling1D()(x)
+out = keras.layers.Dense(3, activation="softmax")(x)
+m = keras.Model(inp, out)
+m.save(sys.argv[1], save_format="tf")
+np.savez(sys.argv[1] + "/calibration.npz", x=np.random.default_rng(0).normal(size=(32, 8, 16)).astype("float32"))
+"""
+
+
+def build(script: str, out: Path) -> Path:
+    """Run a model-building script (tf_keras) in a fresh process; return ``out``."""
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def layernorm_model(tmp_path_factory) -> Path:
+    """A tf_keras SavedModel with a LayerNormalization (int16x8 of it kills LiteRT in TF 2.19)."""
+    return build(_LAYERNORM_SCRIPT, tmp_path_factory.mktemp("ln") / "model")
+
+
+def test_a_mode_list_writes_what_builds_and_exits_1_for_the_rest(layernorm_model, tmp_path):
+    """int8,int16x8 of a LayerNorm model: int8 is written and runs, int16x8 is listed with its reason, exit 1."""
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", layernorm_model, "--quant", "int8,int16x8", "-o", out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "not built: int16x8 (" in proc.stdout and "not every mode built" in proc.stderr
+    manifest = validated(out / "manifest.json", "manifest")
+    assert "LiteRT cannot run" in manifest["failed"]["int16x8"]
+    assert [a["quant"] for a in manifest["artifacts"]] == ["int8"] and not (out / "model_int16x8.tflite").exists()
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(out / "model_int8.tflite"))  # what was written runs
+    it.allocate_tensors()
+    it.invoke()
+
+
+def test_a_single_mode_that_cannot_be_built_writes_nothing(layernorm_model, tmp_path):
+    """--quant int16x8 alone: nothing was built, so exit 2 and no output directory."""
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", layernorm_model, "--quant", "int16x8", "-o", out)
+    assert proc.returncode == 2 and "LiteRT cannot run" in proc.stderr, proc.stdout + proc.stderr
+    assert not out.exists()
+
+
+def test_convert_help_documents_the_exit_codes_of_a_mode_list():
+    proc = run_edgetool("convert", "--help", env={"COLUMNS": "200"})
+    flat = " ".join(proc.stdout.replace("│", " ").split())
+    assert "not built: MODE (reason)" in flat and "1 when some were not, 2 when none was" in flat, flat
+
+
+_OPEN_HW_SCRIPT = """
+import sys, numpy as np, tf_keras as keras, tensorflow as tf
+keras.utils.set_random_seed(0)
+inp = keras.Input((None, None, 3))  # any image size: resize and per-image standardization inside the model
+x = keras.layers.Lambda(lambda t: tf.image.resize(t, (32, 32)))(inp)
+x = keras.layers.Lambda(tf.image.per_image_standardization)(x)
+x = keras.layers.Conv2D(8, 3, activation="relu")(x)
+x = keras.layers.GlobalAveragePooling2D()(x)
+m = keras.Model(inp, keras.layers.Dense(3, activation="softmax")(x))
+m.save(sys.argv[1], save_format="tf")
+x = np.random.default_rng(0).uniform(0, 255, size=(16, 24, 40, 3)).astype("float32")
+np.savez(sys.argv[1] + "/calibration.npz", x=x)
+"""
+
+_STRING_SCRIPT = """
+import sys, tf_keras as keras, tensorflow as tf
+tv = keras.layers.TextVectorization(max_tokens=50, output_sequence_length=6)
+tv.adapt(["the cat sat", "a dog ran fast", "the bird flew"])
+inp = keras.Input((1,), dtype=tf.string, name="text")
+x = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(50, 4)(tv(inp)))
+keras.Model(inp, keras.layers.Dense(2, activation="softmax")(x)).save(sys.argv[1], save_format="tf")
+"""
+
+
+@pytest.fixture(scope="module")
+def open_hw_model(tmp_path_factory) -> Path:
+    """Open H×W input with in-graph resize + per-image standardization; calibration images are 24×40."""
+    return build(_OPEN_HW_SCRIPT, tmp_path_factory.mktemp("openhw") / "model")
+
+
+def test_open_hw_int16x8_is_run_checked_at_the_calibration_shape(open_hw_model, tmp_path):
+    """TF 2.19 writes an int16x8 file whose SQUARED_DIFFERENCE LiteRT cannot invoke; with H×W open the run-check
+    used to set them to 1 and forgive the failure, shipping it. At the calibration shape it is refused."""
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", open_hw_model, "--quant", "int16x8,int8", "-o", out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    reason = validated(out / "manifest.json", "manifest")["failed"]["int16x8"]
+    assert "LiteRT cannot run" in reason and "shape of the calibration data, 1×24×40×3" in reason, reason
+    import numpy as np
+    from ai_edge_litert.interpreter import Interpreter
+
+    x = np.load(open_hw_model / "calibration.npz")["x"][:2]
+    runner = Interpreter(model_path=str(out / "model_int8.tflite")).get_signature_runner()
+    name = next(iter(runner.get_input_details()))
+    probs = next(iter(runner(**{name: x[:1]}).values()))  # the file written runs at that shape
+    assert probs.shape == (1, 3) and abs(float(probs.sum()) - 1) < 0.05
+
+
+@pytest.fixture(scope="module")
+def string_model(tmp_path_factory) -> Path:
+    """A TextVectorization text classifier taking a string tensor."""
+    return build(_STRING_SCRIPT, tmp_path_factory.mktemp("text") / "model")
+
+
+def test_tfjs_of_a_string_input_model_is_refused_naming_tensorflowjs(string_model, tmp_path):
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", string_model, "--format", "tfjs", "-o", out)
+    assert proc.returncode == 2 and not out.exists(), proc.stdout + proc.stderr
+    flat = " ".join(proc.stderr.split())
+    assert "tensorflowjs 4.22 cannot convert" in flat and "input text is a string tensor" in flat, flat
+    assert "outside the model" in flat and "--format tflite" in flat
+
+
+def test_format_all_of_a_string_model_writes_the_tflite_and_records_tfjs(string_model, tmp_path):
+    """The way out named (TFLite with --allow-select-tf-ops) works: the .tflite is written, tfjs is 'not built'."""
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", string_model, "--format", "all", "--quant", "fp32", "--allow-select-tf-ops",
+                        "-o", out)
+    assert proc.returncode == 1 and "not built: tfjs (" in proc.stdout, proc.stdout + proc.stderr
+    manifest = validated(out / "manifest.json", "manifest")
+    assert "string tensor" in manifest["failed"]["tfjs"] and not (out / "tfjs").exists()
+    assert [a["quant"] for a in manifest["artifacts"]] == ["fp32"] and (out / "model_fp32.tflite").stat().st_size
