@@ -143,3 +143,82 @@ def test_format_all_of_a_string_model_writes_the_tflite_and_records_tfjs(string_
     manifest = validated(out / "manifest.json", "manifest")
     assert "string tensor" in manifest["failed"]["tfjs"] and not (out / "tfjs").exists()
     assert [a["quant"] for a in manifest["artifacts"]] == ["fp32"] and (out / "model_fp32.tflite").stat().st_size
+
+
+_GROUPNORM_SCRIPT = """
+import sys, numpy as np, tf_keras as keras
+keras.utils.set_random_seed(0)
+inp = keras.Input((8, 8, 4))
+x = keras.layers.GroupNormalization(groups=2)(keras.layers.Conv2D(8, 3, padding="same")(inp))
+x = keras.layers.GlobalAveragePooling2D()(keras.layers.ReLU()(x))
+keras.Model(inp, keras.layers.Dense(3, activation="softmax")(x)).save(sys.argv[1], save_format="tf")
+np.savez(sys.argv[1] + "/calibration.npz", x=np.random.default_rng(0).normal(size=(16, 8, 8, 4)).astype("float32"))
+"""
+
+_NUMPY_FUNCTION_SCRIPT = """
+import sys, numpy as np, tf_keras as keras, tensorflow as tf
+def clip(a):
+    return np.clip(a, 0, 1).astype("float32")
+inp = keras.Input((8, 8, 1))
+x = keras.layers.Lambda(lambda t: tf.reshape(tf.numpy_function(clip, [t], tf.float32), [-1, 8, 8, 1]))(inp)
+x = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(4, 3, activation="relu")(x))
+keras.Model(inp, keras.layers.Dense(3, activation="softmax")(x)).save(sys.argv[1], save_format="tf")
+"""
+
+
+@pytest.fixture(scope="module")
+def groupnorm_model(tmp_path_factory) -> Path:
+    """tf_keras GroupNormalization: with a free batch TF 2.19 writes a BROADCAST_TO that LiteRT refuses."""
+    return build(_GROUPNORM_SCRIPT, tmp_path_factory.mktemp("gn") / "model")
+
+
+def test_groupnorm_is_built_again_with_a_fixed_batch_and_matches_the_savedmodel(groupnorm_model, tmp_path):
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", groupnorm_model, "--quant", "fp32,int8", "-o", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    flat = " ".join((proc.stdout + proc.stderr).split())
+    assert "fp32 with a free input batch does not run in LiteRT" in flat and "BROADCAST_TO" in flat, flat
+    assert "built again with the input batch fixed to 1 (as --batch 1 does)" in flat
+    manifest = validated(out / "manifest.json", "manifest")
+    assert {a["quant"]: a["fixed_batch"]["batch"] for a in manifest["artifacts"]} == {"fp32": 1, "int8": 1}
+    import numpy as np
+    import tensorflow as tf
+    from conftest import litert_outputs
+
+    x = np.random.default_rng(3).normal(size=(6, 8, 8, 4)).astype("float32")
+    fn = tf.saved_model.load(str(groupnorm_model)).signatures["serving_default"]
+    want = next(iter(fn(tf.constant(x)).values())).numpy()  # the SavedModel itself, in TensorFlow
+    got = {q: np.asarray(litert_outputs(out / f"model_{q}.tflite", x)) for q in ("fp32", "int8")}
+    assert np.abs(got["fp32"].reshape(want.shape) - want).max() < 1e-4
+    assert (got["int8"].reshape(want.shape).argmax(1) == want.argmax(1)).mean() >= 5 / 6
+
+
+@pytest.fixture(scope="module")
+def numpy_function_model(tmp_path_factory) -> Path:
+    return build(_NUMPY_FUNCTION_SCRIPT, tmp_path_factory.mktemp("npf") / "model")
+
+
+@pytest.mark.parametrize("extra", [[], ["--allow-select-tf-ops"], ["--format", "tfjs"]],
+                         ids=["builtins", "select-tf-ops", "tfjs"])
+def test_a_numpy_function_is_named_as_what_can_never_convert(numpy_function_model, tmp_path, extra):
+    """Not 'needs --allow-select-tf-ops for Conv2D' nor '--batch 1': the Python callback, whatever the options."""
+    out = tmp_path / "o"
+    args = extra if extra[:1] == ["--format"] else ["--quant", "fp32", *extra]
+    proc = run_edgetool("convert", numpy_function_model, *args, "-o", out)
+    assert proc.returncode == 2 and not out.exists(), proc.stdout + proc.stderr
+    flat = " ".join(proc.stderr.split())
+    assert "calls back into Python (tf.numpy_function: op PyFunc)" in flat, flat
+    assert "pass --allow-select-tf-ops" not in flat and "pass --batch" not in flat
+
+
+def test_qat_of_a_keras3_export_names_the_model_not_the_labels(keras3_export, tmp_path):
+    """Unlabelled --train-data used to be the complaint ('add a y array'); the real blocker is the model."""
+    import numpy as np
+
+    x = tmp_path / "x.npz"
+    np.savez(x, x=np.random.default_rng(0).uniform(0, 255, (32, 8, 8, 1)).astype("float32"))
+    proc = run_edgetool("convert", keras3_export, "--quant", "qat", "--train-data", x, "--calibration", x,
+                        "-o", tmp_path / "o")
+    flat = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "is a Keras 3 export" in flat and "no Keras layers" in flat, flat
+    assert "'y' array" not in flat

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edge_tool.convert.batch_retry import BatchRetry
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.manifest import build_manifest, write_manifest
@@ -16,7 +17,7 @@ from edge_tool.schemas.manifest import Manifest
 from edge_tool.convert.metadata_step import for_mode, metadata_spec, tfjs_user_metadata
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
-from edge_tool.convert.tfjs import string_input_refusal
+from edge_tool.convert.tfjs import tfjs_refusal
 from edge_tool.errors import ConversionError, EdgeToolError, UsageError
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.signals import deferred
@@ -117,6 +118,17 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
     if mode.value in ctx.notes:
         record[mode.value] = ctx.notes.pop(mode.value)  # e.g. "qat": which int8 model was shipped and why
     return art, record
+
+
+def _build_with_retry(ctx: BuildContext, retry: BatchRetry, mode: QuantMode, out_dir: Path
+                      ) -> tuple[WrittenArtifact, dict]:
+    """``_build_tflite``, and once more from a batch-1 re-trace when LiteRT refuses the free-batch file."""
+    try:
+        return _build_tflite(ctx, mode, out_dir)
+    except EdgeToolError as exc:
+        if not retry.applies(mode, exc):
+            raise
+        return retry.build(mode, exc, lambda fixed: _build_tflite(fixed, mode, out_dir))
 
 
 def _build_micro(tflite: Path, out_dir: Path) -> dict:
@@ -222,9 +234,10 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
     ds, cal_path = load_calibration(config, source)
     rep = ds.representative_dataset() if ds else None
     ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch, metadata=spec)
+    retry = BatchRetry(ctx, work)
     _warn_if_public_converter()
     artifacts, records, failed = [], [], {}
-    tfjs_refused = string_input_refusal(source.signature, source.original) if config.wants_tfjs else None
+    tfjs_refused = tfjs_refusal(source) if config.wants_tfjs else None
     if tfjs_refused and not (config.keep_going and config.wants_tflite):
         raise ConversionError(tfjs_refused)
     if tfjs_refused:
@@ -238,7 +251,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
                               source.signature.key, tfjs_user_metadata(spec))
             for mode in config.modes if config.wants_tflite else ():
                 try:
-                    art, record = _build_tflite(ctx, mode, tmp)
+                    art, record = _build_with_retry(ctx, retry, mode, tmp)
                 except EdgeToolError as exc:
                     if not config.keep_going:
                         raise

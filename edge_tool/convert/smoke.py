@@ -63,6 +63,11 @@ for i, probe in enumerate(args[1:-1]):
 if len(args) > 1:
     np.savez(args[-1], **outputs)
 """
+class LiteRTRefused(ConversionError):
+    """LiteRT raised (did not crash) on the written file: a kernel's prepare or invoke check failed."""
+
+
+REFUSES = "LiteRT refuses it: "
 _FIXED_SHAPE_FAILURE = 3  # LiteRT raised on a model whose input shapes are all fixed: the file itself is broken
 
 
@@ -73,10 +78,11 @@ def refuse_if_it_kills_litert(data: bytes, mode: str, probes: list[dict] | None 
     ``probes`` were given and ran, else None."""
     why, outputs = run_in_litert(data, probes, sample)
     if why is not None:
+        error = LiteRTRefused if why.startswith(REFUSES) else ConversionError
         if sample is not None:
             shapes = ", ".join("×".join(map(str, v.shape)) for v in sample.values())
             why += f"; run at the shape of the calibration data, {shapes}"
-        raise ConversionError(
+        raise error(
             f"--quant {mode}: the TFLite converter wrote a model that LiteRT cannot run ({why}). That is a "
             "TensorFlow 2.19 converter/kernel bug for this model in this mode, so edgetool does not ship it. Use "
             "another --quant mode; --quant auto builds them all and keeps those that run.")
@@ -125,7 +131,7 @@ def run_in_litert(data: bytes, probes: list[dict] | None = None, sample: dict | 
         if proc.returncode < 0:
             return death_reason(proc.returncode, proc.stderr, "LiteRT"), None
         if proc.returncode == _FIXED_SHAPE_FAILURE:
-            return f"LiteRT refuses it: {last_message(proc.stderr)}", None
+            return f"{REFUSES}{last_message(proc.stderr)}", None
         if proc.returncode != 0 or not result.is_file():
             return None, None  # ran (or failed for a reason not held against the file): no outputs to compare
         with np.load(result) as z:

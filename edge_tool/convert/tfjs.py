@@ -13,11 +13,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+from edge_tool.convert.diagnose import python_callback_refusal, python_callbacks
 from edge_tool.convert.tfjs_layernorm import refusal, training_batchnorms, unfused_copy
 from edge_tool.errors import ConversionError, UsageError
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
 SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in parallel
+
+
+def tfjs_refusal(source) -> str | None:
+    """Why tensorflowjs cannot convert this prepared source at all (string inputs, Python callbacks), or None."""
+    refused = string_input_refusal(source.signature, source.original)
+    callbacks = None if refused else python_callbacks(source.saved_model)
+    return refused or (python_callback_refusal(source.original, callbacks) if callbacks else None)
 
 
 def string_input_refusal(signature, model) -> str | None:
