@@ -191,6 +191,49 @@ def test_groupnorm_is_built_again_with_a_fixed_batch_and_matches_the_savedmodel(
     got = {q: np.asarray(litert_outputs(out / f"model_{q}.tflite", x)) for q in ("fp32", "int8")}
     assert np.abs(got["fp32"].reshape(want.shape) - want).max() < 1e-4
     assert (got["int8"].reshape(want.shape).argmax(1) == want.argmax(1)).mean() >= 5 / 6
+    # the int8 file keeps GroupNorm's SQUARE in float (LiteRT's own op table says so): convert and eval flag it
+    assert _ops_computing_in_float(out / "model_int8.tflite") == {"SQUARE"}
+    assert "model_int8.tflite is not fully integer: SQUARE compute in float32" in flat
+    from edge_tool.evaluate.artifacts import describe
+
+    assert describe(out / "model_int8.tflite").quant == "int8 (not fully integer)"
+    assert describe(out / "model_fp32.tflite").quant == "fp32"
+
+
+def _ops_computing_in_float(path: Path) -> set[str]:
+    """Independent oracle: LiteRT's op table and tensor details; ops with a non-constant float32 tensor."""
+    import numpy as np
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(path))
+    tensors = {t["index"]: t for t in it.get_tensor_details()}
+    found = set()
+    for op in it._get_ops_details():  # noqa: SLF001
+        for i in (*op["inputs"], *op["outputs"]):
+            if i >= 0 and tensors[i]["dtype"] == np.float32 and op["op_name"] not in ("QUANTIZE", "DEQUANTIZE"):
+                try:
+                    it.get_tensor(i)  # constants have data before allocate_tensors; computed tensors raise
+                except ValueError:
+                    found.add(op["op_name"])
+    return found
+
+
+def test_a_dynamic_file_with_no_weight_quantized_is_named_fp32(layernorm_model, tmp_path):
+    """The LayerNorm model's weights are all under 1,024 values: dynamic-range quantization quantizes none."""
+    import numpy as np
+    from ai_edge_litert.interpreter import Interpreter
+
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", layernorm_model, "--quant", "dynamic", "-o", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    path = out / "model_dynamic.tflite"
+    dtypes = {t["dtype"] for t in Interpreter(model_path=str(path)).get_tensor_details()}
+    assert np.int8 not in dtypes and np.float16 not in dtypes  # the oracle: nothing in it is quantized
+    assert "model_dynamic.tflite is really fp32" in " ".join(proc.stderr.split())
+    from edge_tool.evaluate.artifacts import describe
+
+    art = describe(path)
+    assert (art.quant, art.quant_source) == ("fp32", "tensor types (manifest.json says dynamic)")
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from pathlib import Path
 from edge_tool.convert.batch_retry import BatchRetry
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
+from edge_tool.convert.file_kind import file_warnings
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.schemas.manifest import Manifest
 from edge_tool.convert.metadata_step import for_mode, metadata_spec, tfjs_user_metadata
@@ -102,9 +103,8 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
         timed.outputs.append(path)
     if check is not None and not check.ok:
         console.print(f"[yellow]warning:[/] {term(check.warning(path.name, mode.value))}")
-    if summary.flex_ops:
-        console.print(f"[yellow]warning:[/] {term(path.name)} uses Flex ops {term(', '.join(summary.flex_ops))}: "
-                      "the runtime needs the Flex delegate (select TF ops).")
+    for warning in file_warnings(path.name, mode.value, data, summary):
+        console.print(f"[yellow]warning:[/] {term(warning)}")
     state = state_warning(summary.variable_tensors)
     if state:
         console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")

@@ -160,7 +160,7 @@ def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int, th
 
 
 def _per_layer_eligible(art: Artifact) -> bool:
-    return art.format is ArtifactFormat.TFLITE and art.quant == "int8"
+    return art.format is ArtifactFormat.TFLITE and art.quant.split()[0] == "int8"
 
 
 def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config: EvalConfig, data: EvalStream,
