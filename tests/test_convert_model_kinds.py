@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -265,3 +266,76 @@ def test_qat_of_a_keras3_export_names_the_model_not_the_labels(keras3_export, tm
     flat = " ".join(proc.stderr.split())
     assert proc.returncode == 2 and "is a Keras 3 export" in flat and "no Keras layers" in flat, flat
     assert "'y' array" not in flat
+
+
+_MULTI_SIGNATURE_SCRIPT = """
+import sys, numpy as np, tensorflow as tf
+class M(tf.Module):
+    def __init__(self):
+        super().__init__()
+        r = np.random.default_rng(0)
+        self.w = tf.Variable(r.normal(size=(4, 3)).astype("float32"))
+        self.e = tf.Variable(r.normal(size=(4, 5)).astype("float32"))
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="features")])
+    def classify(self, features):
+        return {"scores": tf.nn.softmax(tf.matmul(features, self.w))}
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="features")])
+    def embed(self, features):
+        return {"embedding": tf.matmul(features, self.e)}
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="pair")])
+    def aux(self, pair):
+        return {"sum": tf.reduce_sum(pair, axis=1, keepdims=True)}
+m = M()
+tf.saved_model.save(m, sys.argv[1], signatures={"serving_default": m.classify, "a_embed": m.embed, "aux": m.aux})
+x = np.random.default_rng(1).normal(size=(16, 4)).astype("float32")
+np.savez(sys.argv[1] + "/eval.npz", x=x, y=m.classify(x)["scores"].numpy().argmax(1))
+"""
+
+
+@pytest.fixture(scope="module")
+def multi_signature_model(tmp_path_factory) -> Path:
+    """A tf.Module with three signatures; serving_default sorts last (a_embed, aux, serving_default)."""
+    return build(_MULTI_SIGNATURE_SCRIPT, tmp_path_factory.mktemp("multisig") / "model")
+
+
+@pytest.mark.parametrize("signature", [None, "a_embed"])
+def test_convert_uses_serving_default_or_the_named_signature_and_says_which(multi_signature_model, tmp_path,
+                                                                             signature):
+    import numpy as np
+    import tensorflow as tf
+    from conftest import litert_outputs
+
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", multi_signature_model, "--quant", "fp32", "-o", out,
+                        *(["--signature", signature] if signature else []))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    key = signature or "serving_default"
+    assert f"signature: {key} (of a_embed, aux, serving_default" in " ".join((proc.stdout + proc.stderr).split())
+    x = np.load(multi_signature_model / "eval.npz")["x"][:5]
+    fn = tf.saved_model.load(str(multi_signature_model)).signatures[key]
+    want = next(iter(fn(tf.constant(x)).values())).numpy()  # (5, 3) scores or (5, 5) embedding
+    got = np.asarray(litert_outputs(out / "model_fp32.tflite", x)).reshape(want.shape)
+    assert np.abs(got - want).max() < 1e-4
+
+
+def test_eval_and_demo_take_the_signature_and_say_which(multi_signature_model, tmp_path):
+    out = tmp_path / "o"
+    assert run_edgetool("convert", multi_signature_model, "--quant", "fp32", "--signature", "a_embed",
+                        "-o", out).returncode == 0
+    report = tmp_path / "r.json"
+    proc = run_edgetool("eval", out / "model_fp32.tflite", "-r", multi_signature_model, "--signature", "a_embed",
+                        "--data", multi_signature_model / "eval.npz", "--runs", "2", "--json", report)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "reference signature: a_embed (of a_embed, aux, serving_default" in " ".join(proc.stdout.split())
+    (row,) = json.loads(report.read_text())["results"]
+    assert row["max_abs_error"] < 1e-4  # against the embedding, not the serving_default scores
+    site = tmp_path / "site"
+    proc = run_edgetool("demo", multi_signature_model, "--signature", "a_embed", "-o", site)
+    assert proc.returncode == 0 and "signature: a_embed (of" in proc.stdout, proc.stdout + proc.stderr
+    assert list(json.loads((site / "model" / "model.json").read_text())["signature"]["outputs"]) == ["embedding"]
+
+
+def test_an_unknown_signature_is_refused_listing_the_ones_there(multi_signature_model, tmp_path):
+    proc = run_edgetool("convert", multi_signature_model, "--signature", "nope", "-o", tmp_path / "o")
+    flat = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "['a_embed', 'aux', 'serving_default']" in flat and "--signature NAME" in flat

@@ -68,6 +68,7 @@ def command(
     replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored."),
     tfjs_quant: TfjsQuant = typer.Option(TfjsQuant.NONE, "--tfjs-quant", help="TFJS weight compression."),
     allow_select_tf_ops: bool = typer.Option(False, "--allow-select-tf-ops", help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate."),
+    signature: str = typer.Option(None, "--signature", help="SavedModel signature to convert (default serving_default; convert names the one used when there are several)."),
     batch: int = typer.Option(None, "--batch", help="Fix the input batch to N (re-traces the serving signature): recurrent models (LSTM/GRU) then convert to builtin TFLite ops; LiteRT.js needs 1."),
     seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2)."),
@@ -91,7 +92,8 @@ def command(
         # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
         candidates = ConvertConfig(model=model, output_dir=output, modes=auto_candidates(train_data is not None),
                                    calibration=calibration, samples=samples, train_data=train_data,
-                                   qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True)
+                                   qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True,
+                                   signature=signature)
         _run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=eval_data, objective=objective,
                              threads=threads, max_float_layers=max_float_layers))
         return
@@ -111,6 +113,7 @@ def command(
         output_format=output_format, calibration=calibration, samples=samples, io_type=io_type,
         train_data=train_data, eval_data=eval_data, qat_epochs=qat_epochs, strategy=strategy.value, replicas=replicas,
         tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
+        signature=signature,
         labels=labels, metadata=not no_metadata, input_mean=parse_floats("--input-mean", input_mean),
         input_std=parse_floats("--input-std", input_std),
         # with more than one artefact asked for, one the libraries cannot build is recorded and the rest written

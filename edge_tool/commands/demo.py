@@ -16,14 +16,18 @@ def command(
     litert: bool = typer.Option(False, "--litert", help="Add LiteRT.js engines: fixed-batch-1 int8 and fp32 .tflite built from a SavedModel (or --tflite); the page picks the fastest engine."),
     tflite: Path = typer.Option(None, "--tflite", help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 and fp32 ones."),
     calibration: Path = typer.Option(None, "--calibration", help="With --litert: representative data for the int8 build (default: calibration.npz beside the model)."),
+    signature: str = typer.Option(None, "--signature", help="SavedModel signature the page runs (default serving_default; demo names the one used when there are several)."),
     input_size: str = typer.Option(None, "--input-size", metavar="HxW", help="Size fed to image inputs whose height/width the model leaves open (default 224x224)."),
 ) -> None:
     """Build a static offline PWA (tfjs wasm/webgl/cpu; drawing pad/upload/camera for images, a form for other inputs; every output head shown)."""
     from edge_tool.demo.site import DemoConfig, build_site  # noqa: PLC0415
+    from edge_tool.modelio import signature_note  # noqa: PLC0415
 
+    if note := signature_note(model, signature):
+        typer.echo(note)
     report = build_site(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
                                    litert=litert, tflite=tflite, calibration=calibration,
-                                   input_size=input_size))
+                                   input_size=input_size, signature=signature))
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
     typer.echo(visible(

@@ -26,6 +26,7 @@ def command(
     json_path: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
     markdown_path: Path | None = typer.Option(None, "--markdown", help="Write the Markdown table here."),
     html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
+    signature: str | None = typer.Option(None, "--signature", help="Signature of the reference SavedModel to compare with (default serving_default; eval names the one used when there are several)."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data)."),
 ) -> None:
     """Measure accuracy drift and latency of converted models against the reference.
@@ -43,7 +44,12 @@ def command(
         artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
         time_budget_s=time_budget, max_drop=max_drop, max_latency_ms=max_latency_ms, per_layer=per_layer,
         top_k=top_k, batch_size=batch_size, runtime=runtime, max_arena_kb=max_arena_kb, max_flash_kb=max_flash_kb, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
+        signature=signature,
     )
+    from edge_tool.modelio import signature_note  # noqa: PLC0415
+
+    if note := signature_note(reference, signature):
+        typer.echo(visible(f"reference {note}"))
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
     with quiet_native_stderr():

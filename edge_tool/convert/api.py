@@ -20,6 +20,7 @@ from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.convert.tfjs import tfjs_refusal
 from edge_tool.errors import ConversionError, EdgeToolError, UsageError
+from edge_tool.modelio import signature_note
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.signals import deferred
 from edge_tool.metadata.writer import embed_metadata
@@ -120,17 +121,6 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
     return art, record
 
 
-def _build_with_retry(ctx: BuildContext, retry: BatchRetry, mode: QuantMode, out_dir: Path
-                      ) -> tuple[WrittenArtifact, dict]:
-    """``_build_tflite``, and once more from a batch-1 re-trace when LiteRT refuses the free-batch file."""
-    try:
-        return _build_tflite(ctx, mode, out_dir)
-    except EdgeToolError as exc:
-        if not retry.applies(mode, exc):
-            raise
-        return retry.build(mode, exc, lambda fixed: _build_tflite(fixed, mode, out_dir))
-
-
 def _build_micro(tflite: Path, out_dir: Path) -> dict:
     """TFLite Micro sources, resolver and measured arena beside ``tflite`` (see ``edge_tool.micro``)."""
     from edge_tool.micro.export import export_micro  # noqa: PLC0415
@@ -227,7 +217,9 @@ def convert(config: ConvertConfig) -> ConvertResult:
 def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tuple[list, list, Manifest]:
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
-        source = prepare_source(config.model, work, config.batch)
+        source = prepare_source(config.model, work, config.batch, config.signature)
+    if note := signature_note(config.model, config.signature):
+        console.print(term(note))
     spec, warnings = metadata_spec(config, source)
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {term(warning)}")
@@ -251,7 +243,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
                               source.signature.key, tfjs_user_metadata(spec))
             for mode in config.modes if config.wants_tflite else ():
                 try:
-                    art, record = _build_with_retry(ctx, retry, mode, tmp)
+                    art, record = retry.run(mode, lambda c, m=mode: _build_tflite(c, m, tmp))
                 except EdgeToolError as exc:
                     if not config.keep_going:
                         raise
@@ -288,6 +280,8 @@ def _warn_if_public_converter() -> None:
     if problem and not problem.startswith("EDGETOOL_FAST_CONVERT"):
         console.print(f"[yellow]warning:[/] converter fast path off: {term(problem)}; using the public "
                       "TFLiteConverter.from_saved_model (same files, slower).")
+
+
 def one_line(message: str) -> str:
     """A message on one line (whitespace runs collapsed), for tables and JSON fields."""
     return " ".join(message.split())

@@ -37,6 +37,15 @@ class BatchRetry:
         self.work = Path(work)
         self._fixed: BuildContext | None = None
 
+    def run(self, mode: QuantMode, build: Callable[[BuildContext], tuple]) -> tuple:
+        """``build(context)``, and once more from the batch-1 re-trace when LiteRT refuses the free-batch file."""
+        try:
+            return build(self.ctx)
+        except EdgeToolError as exc:
+            if not self.applies(mode, exc):
+                raise
+            return self.build(mode, exc, build)
+
     def applies(self, mode: QuantMode, exc: EdgeToolError) -> bool:
         """True when ``exc`` is LiteRT refusing a file of a model whose batch is free and was not fixed by the user."""
         free_batch = any(t.shape and t.shape[0] is None for t in self.ctx.source.signature.inputs)
@@ -62,7 +71,7 @@ class BatchRetry:
             config = self.ctx.config  # qat (and its --eval-data) never comes here: it converts the Keras model itself
             modes = tuple(m for m in config.modes if m is not QuantMode.QAT)
             config = dataclasses.replace(config, batch=BATCH, modes=modes, eval_data=None)
-            source = prepare_source(config.model, self.work / "fixed-batch", BATCH)
+            source = prepare_source(config.model, self.work / "fixed-batch", BATCH, config.signature)
             self._fixed = dataclasses.replace(self.ctx, config=config, source=source, shared=None, notes={},
                                               _float_model=None, _reference=None)
         return self._fixed

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.modelio import SignatureInfo, saved_model_flavor, saved_model_signature
+from edge_tool.modelio import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
 
@@ -81,9 +81,11 @@ def _glob_free(model: Path, workdir: Path) -> Path:
     return link
 
 
-def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> PreparedSource:
+def prepare_source(model: Path, workdir: Path, batch: int | None = None, signature_key: str | None = None
+                   ) -> PreparedSource:
     """Validate MODEL and return the SavedModel to convert (a temp export under ``workdir`` for Keras files, and
-    a re-traced copy there with ``batch``: see ``edge_tool.fixed_batch``)."""
+    a re-traced copy there with ``batch``: see ``edge_tool.fixed_batch``); ``signature_key`` (default
+    ``serving_default``) is the signature converted."""
     model = Path(model)
     if not model.exists():
         raise ModelError(f"Expected a model (SavedModel directory, .keras or .h5 file) at {model}, but nothing is there.")
@@ -98,7 +100,7 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> Prep
         kind = "keras-file"
     else:
         saved, kind, exported = _glob_free(model, Path(workdir)), "saved_model", None
-    signature = saved_model_signature(saved)
+    signature = saved_model_signature(saved, signature_key or SERVING)
     flavor, fixed = saved_model_flavor(saved), None
     if exported is not None:  # a Keras-3 file exported with the batch fixed (and loops unrolled) by Keras itself
         fixed = {"batch": batch, **exported.to_dict(), "signature": signature.to_dict()}
@@ -107,7 +109,7 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None) -> Prep
         from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
 
         retraced = Path(workdir) / f"batch{batch}_savedmodel"
-        how = save_fixed_batch(saved, retraced, batch)
+        how = save_fixed_batch(saved, retraced, batch, signature.key)
         fixed = {"batch": batch, **how.to_dict(), "signature": saved_model_signature(retraced).to_dict()}
-        saved = retraced
+        saved, signature = retraced, replace(signature, key=SERVING)  # the re-trace serves it as that
     return PreparedSource(model, saved, kind, flavor, signature, content_hash(model), fixed)

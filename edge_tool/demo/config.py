@@ -24,6 +24,7 @@ class DemoConfig:
     tflite: Path | None = None  # a fixed-batch-1 .tflite to run with LiteRT.js instead of building one
     calibration: Path | None = None  # representative data of the int8 build (default: calibration.npz beside it)
     input_size: str | None = None  # 'HxW' fed to image inputs whose height/width the model leaves open
+    signature: str | None = None  # the SavedModel signature the page runs; None = serving_default
 
     def __post_init__(self):
         problems = []

@@ -119,10 +119,10 @@ def _labels(cfg: DemoConfig, kind: ModelKind, classes: int | None) -> list[str]:
     return model_mod.read_labels(beside, classes) if beside else []
 
 
-def _precheck_saved_model(model: Path) -> tuple:
-    from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
+def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
+    from edge_tool.modelio import SERVING, saved_model_signature  # noqa: PLC0415
 
-    sig = saved_model_signature(model)
+    sig = saved_model_signature(model, signature or SERVING)
     ins = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.inputs)
     outs = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.outputs)
     return ins, outs
@@ -132,7 +132,7 @@ def _place_model(cfg: DemoConfig, kind: ModelKind, dest: Path) -> None:
     if kind is ModelKind.SAVED_MODEL:
         from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
 
-        export_tfjs(Path(cfg.model), dest)
+        export_tfjs(Path(cfg.model), dest, signature=cfg.signature or "serving_default")
         return
     meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
     dest.mkdir(parents=True)
@@ -197,7 +197,7 @@ def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int
     if cfg.tflite is not None:
         built = {"given": Path(cfg.tflite).read_bytes()}
     else:
-        built = litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"))
+        built = litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), cfg.signature)
     models = []
     for mode, data in built.items():
         file = litert_mod.FP32_NAME if mode == "fp32" else litert_mod.TFLITE_NAME
@@ -232,7 +232,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     runtime = vendored_files()
     kind = model_mod.detect_model(Path(cfg.model))
     if kind is ModelKind.SAVED_MODEL:
-        inputs, outputs = _precheck_saved_model(Path(cfg.model))
+        inputs, outputs = _precheck_saved_model(Path(cfg.model), cfg.signature)
     else:
         _, inputs, outputs = model_mod.read_tfjs_model(Path(cfg.model))
     size = model_mod.parse_input_size(cfg.input_size) if cfg.input_size else None

@@ -58,6 +58,7 @@ class EvalConfig:
     runtime: str = "litert"
     max_arena_kb: float | None = None
     max_flash_kb: float | None = None
+    signature: str | None = None  # the reference SavedModel's signature; None = serving_default
 
     def __post_init__(self) -> None:
         problems = []

@@ -83,7 +83,7 @@ def run_eval(config: EvalConfig) -> Report:
             # an error or a stop signal unwinding: end the child processes at once instead of asking them
             stack.push(lambda exc_type, *_, r=runners[-1]: r.close(abort=exc_type is not None))
         pass_ref_threads = config.reference_threads(litert_workers)
-        ref = ReferenceModel(config.reference, pass_ref_threads)
+        ref = ReferenceModel(config.reference, pass_ref_threads, config.signature)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
         data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
                           keep_first=keep)

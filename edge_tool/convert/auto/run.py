@@ -80,7 +80,7 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
 
     tf = import_tf()
-    source = prepare_source(config.model, work, config.convert.batch)
+    source = prepare_source(config.model, work, config.convert.batch, config.convert.signature)
     ds, _ = load_calibration(_convert_config(config, work / "unused"), source)
     spec, _ = metadata_spec(_convert_config(config, work / "unused"), source)  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
