@@ -96,7 +96,7 @@ def signature_keys(path: Path) -> list[str]:
 
 def signature_note(path: Path, key: str | None) -> str | None:
     """"signature: KEY (of A, B, C; ...)" when the SavedModel at ``path`` has several signatures, else None."""
-    keys = signature_keys(path) if Path(path).is_dir() else []
+    keys = signature_keys(path) if (Path(path) / "saved_model.pb").is_file() else []  # not a TFJS dir / a file
     if len(keys) < 2:
         return None
     return f"signature: {key or SERVING} (of {', '.join(keys)}; --signature NAME picks another)"
