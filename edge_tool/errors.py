@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from calibration.errors import DataError, EdgeToolError, UsageError, collect_and_raise
 
-__all__ = ["ArtifactsFailed", "BudgetExceeded", "ConversionError", "DataError", "EdgeToolError", "ModelCodeRefused",
-           "ModelError", "RuntimeFailure", "UsageError", "below_minimum", "collect_and_raise"]
+__all__ = ["ArtifactsFailed", "BudgetExceeded", "ConversionError", "DataError", "DeviceNotReady", "EdgeToolError",
+           "ModelCodeRefused", "ModelError", "ModesNotBuilt", "RuntimeFailure", "UsageError", "below_minimum",
+           "collect_and_raise"]
 
 
 class ModelError(UsageError):
@@ -47,6 +48,12 @@ class DeviceNotReady(BudgetExceeded):
     """``edgetool device``: the device cannot run .tflite models (unreachable, or no runtime): exit code 1."""
 
     heading = "device not ready"
+
+
+class ModesNotBuilt(BudgetExceeded):
+    """Some requested modes could not be built; the others were written (exit code 1, like a budget failure)."""
+
+    heading = "not every mode built"
 
 
 def below_minimum(values: dict[str, tuple[float, float]]) -> list[str]:

@@ -106,6 +106,14 @@ def signature_keys(path: Path) -> list[str]:
     return sorted(k for k in mg.signature_def if not k.startswith("__"))
 
 
+def signature_note(path: Path, key: str | None) -> str | None:
+    """"signature: KEY (of A, B, C; ...)" when the SavedModel at ``path`` has several signatures, else None."""
+    keys = signature_keys(path) if (Path(path) / "saved_model.pb").is_file() else []  # not a TFJS dir / a file
+    if len(keys) < 2:
+        return None
+    return f"signature: {key or SERVING} (of {', '.join(keys)}; --signature NAME picks another)"
+
+
 def saved_model_signature(path: Path, key: str = SERVING) -> SignatureInfo:
     """SignatureInfo of ``key`` read from saved_model.pb; ModelError when the signature is missing."""
     mg = read_meta_graph(path)
@@ -113,7 +121,8 @@ def saved_model_signature(path: Path, key: str = SERVING) -> SignatureInfo:
         found = sorted(k for k in mg.signature_def if not k.startswith("__"))
         raise ModelError(
             f"Expected a {key!r} signature in the SavedModel at {path}, but it has "
-            f"{found or 'no signatures'}. Re-export it with a serving signature "
+            f"{found or 'no signatures'}. " + (f"Pick one with --signature NAME, or re-export it with a " if found else
+                                               "Re-export it with a ") + "serving signature "
             f"(tf.saved_model.save(..., signatures=...), Keras model.save(), or Keras 3 model.export())."
         )
     sig = mg.signature_def[key]

@@ -9,7 +9,7 @@ import typer
 from edge_tool.commands import input_options
 from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
 from edge_tool.commands.options import trust_model_code_option
-from edge_tool.errors import UsageError
+from edge_tool.errors import ModesNotBuilt, UsageError
 
 
 def _quant_help() -> str:
@@ -20,7 +20,9 @@ def _quant_help() -> str:
     return (f"Quantization mode(s): {modes}. Repeat the option or give a comma list; "
             "'all' = every mode that needs no training data (plus qat with --train-data); "
             "'auto' = the best candidate within --max-drop on --eval-data (see --objective). "
-            "Default: fp32, or all with --format all.")
+            "Default: fp32, or all with --format all. A listed mode that cannot be built for this model is "
+            "reported as 'not built: MODE (reason)' and the rest written: exit 0 when every requested mode was "
+            "built (a bare --format all asks for every mode that builds), 1 when some were not, 2 when none was.")
 
 
 QUANT_HELP = _quant_help()
@@ -65,6 +67,7 @@ def command(
     replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored."),
     tfjs_quant: TfjsQuant = typer.Option(TfjsQuant.NONE, "--tfjs-quant", help="TFJS weight compression."),
     allow_select_tf_ops: bool = typer.Option(False, "--allow-select-tf-ops", help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate."),
+    signature: str = typer.Option(None, "--signature", help="SavedModel signature to convert (default serving_default; convert names the one used when there are several)."),
     batch: int = typer.Option(None, "--batch", help="Fix the input batch to N (re-traces the serving signature): recurrent models (LSTM/GRU) then convert to builtin TFLite ops; LiteRT.js needs 1."),
     seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2)."),
@@ -96,7 +99,8 @@ def command(
                                    trust_model_code=trust_model_code,
                                    labels=labels, input_range=input_range,
                                    input_mean=parse_floats("--input-mean", input_mean),
-                                   input_std=parse_floats("--input-std", input_std))
+                                   input_std=parse_floats("--input-std", input_std),
+                                   signature=signature)
         _run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=eval_data, objective=objective,
                              threads=threads, max_float_layers=max_float_layers, require=require))
         return
@@ -110,21 +114,27 @@ def command(
         from edge_tool.training.strategies import split_cpu  # noqa: PLC0415
 
         split_cpu(import_tf(), replicas)  # must happen before TensorFlow initialises its devices
+    modes = parse_modes(quant, output_format.value, train_data is not None)
     config = ConvertConfig(
-        model=model, output_dir=output, modes=parse_modes(quant, output_format.value, train_data is not None),
+        model=model, output_dir=output, modes=modes,
         output_format=output_format, calibration=calibration, samples=samples, io_type=io_type,
         train_data=train_data, eval_data=eval_data, qat_epochs=qat_epochs, strategy=strategy.value, replicas=replicas,
         tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
+        signature=signature,
         labels=labels, metadata=not no_metadata, input_range=input_range,
         input_mean=parse_floats("--input-mean", input_mean),
         input_std=parse_floats("--input-std", input_std), trust_model_code=trust_model_code,
-        # --format all without --quant means "every mode that works": one the libraries cannot build is recorded
-        keep_going=output_format is OutputFormat.ALL and not quant,
+        # with more than one artefact asked for, one the libraries cannot build is recorded and the rest written
+        keep_going=len(modes) > 1 or output_format is OutputFormat.ALL,
     )
     from edge_tool.convert.api import convert  # noqa: PLC0415
 
     result = convert(config)
     _print_result(result)
+    if result.failures and quant:  # bare --format all asks for "every mode that builds": exit 0
+        raise ModesNotBuilt(f"{len(result.failures)} of the requested modes could not be built "
+                            f"({', '.join(result.failures)}); the others are written to {result.output_dir}, and "
+                            "manifest.json lists the missing ones with their reason under \"failed\".")
 
 
 def _is_auto(values: list[str] | None) -> bool:

@@ -19,6 +19,7 @@ def command(
     litert: bool = typer.Option(False, "--litert", help="Add LiteRT.js engines: fixed-batch-1 int8 and fp32 .tflite built from a SavedModel (or --tflite); the page picks the fastest engine."),
     tflite: Path = typer.Option(None, "--tflite", help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 and fp32 ones."),
     calibration: Path = typer.Option(None, "--calibration", help="Image data: a labelled folder (one sub-folder per class) measures what the model's input takes when the model does not say, and names the classes when no labels are given; with --litert also the representative data of the int8 build (default: calibration.npz beside the model)."),
+    signature: str = typer.Option(None, "--signature", help="SavedModel signature the page runs (default serving_default; demo names the one used when there are several)."),
     input_size: str = typer.Option(None, "--input-size", metavar="HxW", help="Size fed to image inputs whose height/width the model leaves open (default 224x224)."),
     trust_model_code: bool = trust_model_code_option(),
     input_range: str = input_options.INPUT_RANGE,
@@ -30,12 +31,16 @@ def command(
     from edge_tool.demo.site import DemoConfig  # noqa: PLC0415
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
     from edge_tool.keras_files import build_site_any  # noqa: PLC0415
+    from edge_tool.modelio import signature_note  # noqa: PLC0415
 
+    if note := signature_note(model, signature):
+        typer.echo(note)
     with quiet_native_stderr():  # TensorFlow's and LiteRT's C++ log lines (fd 2); EDGETOOL_VERBOSE=1 shows them
         report = build_site_any(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
                                            litert=litert, tflite=tflite, calibration=calibration,
                                            input_size=input_size, trust_model_code=trust_model_code,
-                                           contract=ContractOptions.from_cli(input_range, input_mean, input_std)))
+                                           contract=ContractOptions.from_cli(input_range, input_mean, input_std),
+                                           signature=signature))
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
     for note in report.notes:

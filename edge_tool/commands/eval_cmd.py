@@ -37,6 +37,7 @@ def command(
     input_range: str = input_options.INPUT_RANGE,
     input_mean: str = input_options.INPUT_MEAN,
     input_std: str = input_options.INPUT_STD,
+    signature: str | None = typer.Option(None, "--signature", help="Signature of the reference SavedModel to compare with (default serving_default; eval names the one used when there are several)."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data)."),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
@@ -59,7 +60,12 @@ def command(
         devices=tuple(device),
         trust_model_code=trust_model_code,
         labels=labels, contract=ContractOptions.from_cli(input_range, input_mean, input_std),
+        signature=signature,
     )
+    from edge_tool.modelio import signature_note  # noqa: PLC0415
+
+    if note := signature_note(reference, signature):
+        typer.echo(visible(f"reference {note}"))
     from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
 
     with quiet_native_stderr():

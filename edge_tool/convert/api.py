@@ -9,16 +9,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edge_tool.convert.batch_retry import BatchRetry
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
+from edge_tool.convert.file_kind import file_warnings
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.schemas.manifest import Manifest
 from edge_tool.convert.inputs import prepare_inputs
 from edge_tool.convert.metadata_step import for_mode, tfjs_user_metadata
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.source import content_hash, prepare_source
-from edge_tool.modelcode.guard import require_safe_model
+from edge_tool.convert.tfjs import tfjs_refusal
 from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.modelcode.guard import require_safe_model
+from edge_tool.modelio import signature_note
 from edge_tool.fsutil import atomic_dir, check_output_dir
 from edge_tool.limits import check_tflite_tensors
 from edge_tool.signals import deferred
@@ -69,7 +73,7 @@ def load_calibration(config: ConvertConfig, source):
 
 
 def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
-    from edge_tool.convert.smoke import refuse_if_it_kills_litert  # noqa: PLC0415
+    from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert  # noqa: PLC0415
     from edge_tool.convert import fidelity  # noqa: PLC0415
     from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
@@ -84,15 +88,15 @@ def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[Wr
         check = None
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
             probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None
-            got = refuse_if_it_kills_litert(data, mode.value, probes)
+            sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
+            got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
             check = got and fidelity.check(ctx, mode.value, probes, got)
         path.write_bytes(data)
         timed.outputs.append(path)
     if check is not None and not check.ok:
         console.print(f"[yellow]warning:[/] {term(check.warning(path.name, mode.value))}")
-    if summary.flex_ops:
-        console.print(f"[yellow]warning:[/] {term(path.name)} uses Flex ops {term(', '.join(summary.flex_ops))}: "
-                      "the runtime needs the Flex delegate (select TF ops).")
+    for warning in file_warnings(path.name, mode.value, data, summary):
+        console.print(f"[yellow]warning:[/] {term(warning)}")
     state = state_warning(summary.variable_tensors)
     if state:
         console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
@@ -205,22 +209,31 @@ def convert(config: ConvertConfig) -> ConvertResult:
 def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tuple[list, list, Manifest]:
     """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
     with step("load model"):
-        source = prepare_source(config.model, work, config.batch, config.trust_model_code)
+        source = prepare_source(config.model, work, config.batch, config.trust_model_code, config.signature)
+    if note := signature_note(config.model, config.signature):
+        console.print(term(note))
     inputs = prepare_inputs(tf, config, source)
     spec, ds, cal_path = inputs.metadata, inputs.dataset, inputs.calibration_path
     rep = ds.representative_dataset() if ds else None
     ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch, metadata=spec, contracts=inputs.contracts)
+    retry = BatchRetry(ctx, work)
     _warn_if_public_converter()
-    artifacts, records = [], []
+    artifacts, records, failed = [], [], {}
+    tfjs_refused = tfjs_refusal(source) if config.wants_tfjs else None
+    if tfjs_refused and not (config.keep_going and config.wants_tflite):
+        raise ConversionError(tfjs_refused)
+    if tfjs_refused:
+        failed["tfjs"] = one_line(tfjs_refused)
+        console.print(f"[red]✗[/] convert tfjs: {term(failed['tfjs'])}")
+    wants_tfjs = config.wants_tfjs and not tfjs_refused
     with atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
         try:
-            if worker is not None:
+            if worker is not None and wants_tfjs:
                 worker.submit(_tfjs_job, source.saved_model, tmp / "tfjs", config.tfjs_quant.value,
                               source.signature.key, tfjs_user_metadata(spec, inputs.contracts))
-            failed = {}
             for mode in config.modes if config.wants_tflite else ():
                 try:
-                    art, record = _build_tflite(ctx, mode, tmp)
+                    art, record = retry.run(mode, lambda c, m=mode: _build_tflite(c, m, tmp))
                 except EdgeToolError as exc:
                     if not config.keep_going:
                         raise
@@ -231,9 +244,9 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
                     record["micro"] = _build_micro(art.path, tmp)
                 artifacts.append(art)
                 records.append(record)
-            if failed and not artifacts and not config.wants_tfjs:
+            if failed and not artifacts and not wants_tfjs:
                 raise ConversionError("no mode could be built: " + "; ".join(f"{m}: {w}" for m, w in failed.items()))
-            if config.wants_tfjs:
+            if wants_tfjs:
                 art, record = _build_tfjs(ctx, tmp, worker)
                 artifacts.append(art)
                 records.append(record)
@@ -257,6 +270,8 @@ def _warn_if_public_converter() -> None:
     if problem and not problem.startswith("EDGETOOL_FAST_CONVERT"):
         console.print(f"[yellow]warning:[/] converter fast path off: {term(problem)}; using the public "
                       "TFLiteConverter.from_saved_model (same files, slower).")
+
+
 def one_line(message: str) -> str:
     """A message on one line (whitespace runs collapsed), for tables and JSON fields."""
     return " ".join(message.split())

@@ -46,6 +46,7 @@ class ConvertConfig:
     tfjs_quant: TfjsQuant = TfjsQuant.NONE
     allow_select_tf_ops: bool = False
     batch: int | None = None  # fix the input batch (re-traced signature); None keeps the model's own
+    signature: str | None = None  # the SavedModel signature converted; None = serving_default
     seed: int = 0
     force: bool = False
     keep_going: bool = False  # a mode that fails is recorded (manifest "failed") instead of failing the run

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from edge_tool.convert.config import ConvertConfig, IOType
 from edge_tool.convert.converter import SharedSource, checks_loops_itself, new_converter, refuse_unsafe_loops
-from edge_tool.convert.diagnose import describe_failure
+from edge_tool.convert.diagnose import describe_failure, python_callback_refusal, python_callbacks
 from edge_tool.convert.source import PreparedSource
 from edge_tool.errors import ConversionError, DataError
 from edge_tool.modelio import signature_runner
@@ -118,6 +118,9 @@ class BuildContext:
         refuse_unsafe_loops(self._float_model, self.tf.int16 if int16 in conv.target_spec.supported_ops else None)
 
     def _conversion_error(self, exc: Exception) -> ConversionError:
+        callbacks = python_callbacks(self.source.saved_model)  # first: no option below could help with these
+        if callbacks:
+            return ConversionError(python_callback_refusal(self.source.original, callbacks))
         message = str(exc)
         flex = flex_ops_from_error(message)
         if flex and not self.config.allow_select_tf_ops:

@@ -6,6 +6,8 @@ child loads the file with the serving signature and runs one all-zeros input. A 
 the mode, and so does an exception when every input shape is fixed; with a dynamic dimension (set to 1 here) the
 exception may come from that size, so it is not held against the file. Given probe inputs (an .npz per sample),
 the child also runs each of them (state reset before each) and returns the outputs, for ``convert.fidelity``.
+Given a sample (one calibration sample, for a model with an open non-batch dimension such as H×W), the child runs
+it instead of the zeros: at a real shape, an exception is held against the file too.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ import sys
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
-it = Interpreter(model_path=sys.argv[1], num_threads=1)
+args = sys.argv[1:]
+sample = None
+if len(args) > 2 and args[1] == "--sample":
+    with np.load(args[2]) as z:
+        sample = {k: z[k] for k in z.files}
+    args = [args[0], *args[3:]]
+it = Interpreter(model_path=args[0], num_threads=1)
 signatures = it.get_signature_list()
 if not signatures:
     it.allocate_tensors()
@@ -37,6 +45,8 @@ for name, d in runner.get_input_details().items():
     dims = d["shape"] if dims is None or len(dims) == 0 else dims
     dynamic = dynamic or any(int(n) < 0 for n in list(dims)[1:])
     feed[name] = np.zeros([max(1, int(n)) for n in dims], d["dtype"])
+if sample is not None and set(sample) == set(feed):
+    feed, dynamic = {k: v.astype(feed[k].dtype) for k, v in sample.items()}, False
 try:
     runner(**feed)
 except Exception as exc:
@@ -45,27 +55,47 @@ except Exception as exc:
     # a custom op this plain LiteRT does not have (the app registers it) says nothing about the file
     sys.exit(4 if dynamic or "custom op" in text.lower() else 3)
 outputs = {}
-for i, probe in enumerate(sys.argv[2:-1]):
+for i, probe in enumerate(args[1:-1]):
     with np.load(probe) as z:
         it.reset_all_variables()
         got = runner(**{k: z[k] for k in z.files})
     outputs.update({f"{i}/{k}": np.asarray(v) for k, v in got.items()})
-if len(sys.argv) > 2:
-    np.savez(sys.argv[-1], **outputs)
+if len(args) > 1:
+    np.savez(args[-1], **outputs)
 """
+class LiteRTRefused(ConversionError):
+    """LiteRT raised (did not crash) on the written file: a kernel's prepare or invoke check failed."""
+
+
+REFUSES = "LiteRT refuses it: "
 _FIXED_SHAPE_FAILURE = 3  # LiteRT raised on a model whose input shapes are all fixed: the file itself is broken
 
 
-def refuse_if_it_kills_litert(data: bytes, mode: str, probes: list[dict] | None = None) -> list[dict] | None:
-    """ConversionError when one zero-input run of ``data`` kills, hangs or (fixed shapes) fails LiteRT; returns the
-    outputs (``{name: array}`` per probe) when ``probes`` were given and ran, else None."""
-    why, outputs = run_in_litert(data, probes)
+def refuse_if_it_kills_litert(data: bytes, mode: str, probes: list[dict] | None = None,
+                              sample: dict | None = None) -> list[dict] | None:
+    """ConversionError when one zero-input run of ``data`` (``sample`` instead, when given) kills, hangs or (fixed
+    shapes, or at the sample's shape) fails LiteRT; returns the outputs (``{name: array}`` per probe) when
+    ``probes`` were given and ran, else None."""
+    why, outputs = run_in_litert(data, probes, sample)
     if why is not None:
-        raise ConversionError(
+        error = LiteRTRefused if why.startswith(REFUSES) else ConversionError
+        if sample is not None:
+            shapes = ", ".join("×".join(map(str, v.shape)) for v in sample.values())
+            why += f"; run at the shape of the calibration data, {shapes}"
+        raise error(
             f"--quant {mode}: the TFLite converter wrote a model that LiteRT cannot run ({why}). That is a "
             "TensorFlow 2.19 converter/kernel bug for this model in this mode, so edgetool does not ship it. Use "
             "another --quant mode; --quant auto builds them all and keeps those that run.")
     return outputs
+
+
+def open_shape_sample(signature, representative_dataset) -> dict | None:
+    """The first calibration sample ``{input name: array}`` when an input has an open non-batch dimension (H×W,
+    sequence length) and calibration data was loaded, else None: the run-check then runs at a real shape."""
+    open_dims = any(t.shape is None or any(d is None for d in t.shape[1:]) for t in signature.inputs)
+    if not open_dims or representative_dataset is None:
+        return None
+    return next(iter(representative_dataset()), None)
 
 
 def litert_problem(data: bytes) -> str | None:
@@ -73,8 +103,10 @@ def litert_problem(data: bytes) -> str | None:
     return run_in_litert(data)[0]
 
 
-def run_in_litert(data: bytes, probes: list[dict] | None = None) -> tuple[str | None, list[dict] | None]:
-    """``(why LiteRT cannot run data, or None; the outputs of each probe feed, or None)`` from one child process."""
+def run_in_litert(data: bytes, probes: list[dict] | None = None, sample: dict | None = None
+                  ) -> tuple[str | None, list[dict] | None]:
+    """``(why LiteRT cannot run data, or None; the outputs of each probe feed, or None)`` from one child process
+    (which runs ``sample``, when given, instead of all-zeros inputs)."""
     import numpy as np  # noqa: PLC0415
 
     from edge_tool.evaluate.isolated import death_reason, last_message  # noqa: PLC0415
@@ -83,6 +115,9 @@ def run_in_litert(data: bytes, probes: list[dict] | None = None) -> tuple[str | 
         path = Path(tmp) / "model.tflite"
         path.write_bytes(data)
         args = [str(path)]
+        if sample is not None:
+            np.savez(Path(tmp) / "sample.npz", **sample)
+            args += ["--sample", str(Path(tmp) / "sample.npz")]
         for i, feed in enumerate(probes or ()):
             np.savez(Path(tmp) / f"probe{i}.npz", **feed)
             args.append(str(Path(tmp) / f"probe{i}.npz"))
@@ -96,7 +131,7 @@ def run_in_litert(data: bytes, probes: list[dict] | None = None) -> tuple[str | 
         if proc.returncode < 0:
             return death_reason(proc.returncode, proc.stderr, "LiteRT"), None
         if proc.returncode == _FIXED_SHAPE_FAILURE:
-            return f"LiteRT refuses it: {last_message(proc.stderr)}", None
+            return f"{REFUSES}{last_message(proc.stderr)}", None
         if proc.returncode != 0 or not result.is_file():
             return None, None  # ran (or failed for a reason not held against the file): no outputs to compare
         with np.load(result) as z:

@@ -16,7 +16,7 @@ from edge_tool.errors import ModelError
 from edge_tool.keras_archive import check_keras_archive
 from edge_tool.limits import check_signature
 from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
-from edge_tool.modelio import SignatureInfo, saved_model_flavor, saved_model_signature
+from edge_tool.modelio import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
 MAX_METADATA_BYTES = 1 << 20  # a .keras metadata.json is a few hundred bytes
@@ -129,11 +129,12 @@ def _glob_free(model: Path, workdir: Path) -> Path:
     return link
 
 
-def prepare_source(model: Path, workdir: Path, batch: int | None = None,
-                   trust_model_code: bool = False) -> PreparedSource:
+def prepare_source(model: Path, workdir: Path, batch: int | None = None, trust_model_code: bool = False,
+                   signature_key: str | None = None) -> PreparedSource:
     """Validate MODEL and return the SavedModel to convert (a temp export under ``workdir`` for Keras files, and
-    a re-traced copy there with ``batch``: see ``edge_tool.fixed_batch``). Code in the model (Python in a Keras
-    file's config, side-effect ops in the graph: ``edge_tool.modelcode``) is refused unless ``trust_model_code``."""
+    a re-traced copy there with ``batch``: see ``edge_tool.fixed_batch``); ``signature_key`` (default
+    ``serving_default``) is the signature converted. Code in the model (Python in a Keras file's config,
+    side-effect ops in the graph: ``edge_tool.modelcode``) is refused unless ``trust_model_code``."""
     model = Path(model)
     if not model.exists():
         raise ModelError(f"Expected a model (SavedModel directory, .keras or .h5 file) at {model}, but nothing is there.")
@@ -151,7 +152,7 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None,
     else:
         saved, kind, exported = _glob_free(model, Path(workdir)), "saved_model", None
     require_no_side_effects(saved, trust_model_code, "Converting it (the self-check and calibration run the graph)")
-    signature = saved_model_signature(saved)
+    signature = saved_model_signature(saved, signature_key or SERVING)
     flavor, fixed = saved_model_flavor(saved), None
     if exported is not None:  # a Keras-3 file exported with the batch fixed (and loops unrolled) by Keras itself
         fixed = {"batch": batch, **exported.to_dict(), "signature": signature.to_dict()}
@@ -160,8 +161,8 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None,
         from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
 
         retraced = Path(workdir) / f"batch{batch}_savedmodel"
-        how = save_fixed_batch(saved, retraced, batch, trust_model_code=trust_model_code)
+        how = save_fixed_batch(saved, retraced, batch, signature.key, trust_model_code=trust_model_code)
         fixed = {"batch": batch, **how.to_dict(), "signature": saved_model_signature(retraced).to_dict()}
-        saved = retraced
+        saved, signature = retraced, replace(signature, key=SERVING)  # the re-trace serves it as that
     check_signature(signature, model)  # before any probe, calibration batch, LiteRT arena or TFJS page allocates
     return PreparedSource(model, saved, kind, flavor, signature, content_hash(model), fixed)

@@ -14,11 +14,30 @@ import tempfile
 from pathlib import Path
 
 from edge_tool.childproc import module_command
+from edge_tool.convert.diagnose import python_callback_refusal, python_callbacks
 from edge_tool.convert.tfjs_layernorm import refusal, training_batchnorms, unfused_copy
 from edge_tool.errors import ConversionError, UsageError
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
 SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in parallel
+
+
+def tfjs_refusal(source) -> str | None:
+    """Why tensorflowjs cannot convert this prepared source at all (string inputs, Python callbacks), or None."""
+    refused = string_input_refusal(source.signature, source.original)
+    callbacks = None if refused else python_callbacks(source.saved_model)
+    return refused or (python_callback_refusal(source.original, callbacks) if callbacks else None)
+
+
+def string_input_refusal(signature, model) -> str | None:
+    """Why tensorflowjs cannot convert a signature with string inputs (its converter crashes on them), or None."""
+    names = [t.name for t in signature.inputs if t.dtype in ("string", "object", "bytes")]
+    if not names:
+        return None
+    return (f"tensorflowjs 4.22 cannot convert {model}: its input {', '.join(names)} is a string tensor, and "
+            "TensorFlow.js graph models take numeric tensors only (its converter fails on the string ops). Keep the "
+            "string preprocessing (tokenizing, TextVectorization, lookups) outside the model and export the "
+            "numeric part for TFJS, or use --format tflite (TFLite runs string ops with --allow-select-tf-ops).")
 
 
 def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = None,

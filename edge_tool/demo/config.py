@@ -28,6 +28,7 @@ class DemoConfig:
     input_size: str | None = None  # 'HxW' fed to image inputs whose height/width the model leaves open
     trust_model_code: bool = False  # --trust-model-code: build from a model that carries code (edge_tool.modelcode)
     contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
+    signature: str | None = None  # the SavedModel signature the page runs; None = serving_default
 
     def __post_init__(self):
         problems = []

@@ -39,18 +39,18 @@ def build_fixed_int8(saved_model: Path, calibration_path: Path | None, contracts
 
 
 def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[str, ...], contracts: tuple = (),
-                trust_model_code: bool = False) -> dict[str, bytes]:
-    """{mode: .tflite bytes} for ``modes`` ('int8', 'fp32') of ``saved_model`` with the input batch fixed to 1; the
-    batch-1 re-export is made once for all of them (a model carrying code refused unless ``trust_model_code``).
-    Image data is read through the input contract ``contracts``."""
+                trust_model_code: bool = False, signature: str | None = None) -> dict[str, bytes]:
+    """{mode: .tflite bytes} for ``modes`` ('int8', 'fp32') of ``saved_model``'s ``signature`` (default
+    serving_default) with the input batch fixed to 1; the batch-1 re-export is made once for all of them (a model
+    carrying code refused unless ``trust_model_code``). Image data is read through the input contract ``contracts``."""
     import tempfile  # noqa: PLC0415
 
     from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
     from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
-    from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
+    from edge_tool.modelio import SERVING, saved_model_signature  # noqa: PLC0415
 
     source = calibration_source(saved_model, calibration_path)
-    info = saved_model_signature(Path(saved_model))
+    info = saved_model_signature(Path(saved_model), signature or SERVING)
     if len(info.inputs) != 1:
         raise ModelError(f"--litert drives models with exactly one input; this one has {len(info.inputs)}.")
     inp = info.inputs[0]
@@ -65,7 +65,7 @@ def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[s
     out = {}
     with tempfile.TemporaryDirectory(prefix="edgetool-b1-") as work:
         fixed = Path(work) / "batch1"
-        save_fixed_batch(Path(saved_model), fixed, 1, trust_model_code=trust_model_code)
+        save_fixed_batch(Path(saved_model), fixed, 1, info.key, trust_model_code=trust_model_code)
         for mode in modes:
             conv = tf.lite.TFLiteConverter.from_saved_model(str(fixed))
             if mode == "int8":

@@ -133,10 +133,10 @@ def _labels(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs) -> tu
     return [], ""
 
 
-def _precheck_saved_model(model: Path) -> tuple:
-    from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
+def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
+    from edge_tool.modelio import SERVING, saved_model_signature  # noqa: PLC0415
 
-    sig = saved_model_signature(model)
+    sig = saved_model_signature(model, signature or SERVING)
     check_signature(sig, model)  # the page (and --litert's LiteRT.js) would allocate these in the browser
     ins = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.inputs)
     outs = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.outputs)
@@ -147,7 +147,7 @@ def _place_model(cfg: DemoConfig, kind: ModelKind, dest: Path) -> None:
     if kind is ModelKind.SAVED_MODEL:
         from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
 
-        export_tfjs(Path(cfg.model), dest)
+        export_tfjs(Path(cfg.model), dest, signature=cfg.signature or "serving_default")
         return
     meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
     dest.mkdir(parents=True)
@@ -210,7 +210,8 @@ def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inpu
 def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None, contracts: tuple = ()) -> dict:
     """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
     built = ({"given": read_tflite(cfg.tflite)} if cfg.tflite is not None else
-             litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), contracts, cfg.trust_model_code))
+             litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), contracts, cfg.trust_model_code,
+                                    cfg.signature))
     models = []
     for mode, data in built.items():
         file = litert_mod.FP32_NAME if mode == "fp32" else litert_mod.TFLITE_NAME
@@ -248,7 +249,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     runtime = vendored_files()
     kind = model_mod.detect_model(Path(cfg.model))
     if kind is ModelKind.SAVED_MODEL:
-        inputs, outputs = _precheck_saved_model(Path(cfg.model))
+        inputs, outputs = _precheck_saved_model(Path(cfg.model), cfg.signature)
     else:
         _, inputs, outputs = model_mod.read_tfjs_model(Path(cfg.model))
     size = model_mod.parse_input_size(cfg.input_size) if cfg.input_size else None

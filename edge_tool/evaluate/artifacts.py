@@ -55,11 +55,22 @@ def _tflite(given: Path, model_file: Path) -> Artifact:
         raise ModelError(f"Expected a .tflite file at {model_file}, but nothing is there.")
     # parsed, not loaded: a file that crashes LiteRT must not crash the evaluator (it runs in a worker)
     facts = read_flatbuffer(model_file)  # ModelError for a file that is not a TFLite flatbuffer
-    quant = _manifest_quant(model_file)
-    source = FILE
-    if quant is None:
-        quant, source = facts.quant, "tensor types"
+    quant, source = file_label(facts, _manifest_quant(model_file))
     return Artifact(given, model_file, ArtifactFormat.TFLITE, quant, source, model_file.stat().st_size)
+
+
+def file_label(facts, claimed: str | None) -> tuple[str, str]:
+    """(what the file is, where that came from): the flatbuffer's tensor types decide, not a name or a manifest.
+
+    The manifest's mode is kept only where the tensor types cannot tell it apart (a qat file is an int8 file); a
+    "dynamic" file with no weight quantized is fp32, a file auto picked as dynamic is dynamic, and an integer
+    file that keeps float ops says "(not fully integer)".
+    """
+    if claimed == "qat" and facts.quant == "int8":
+        return "qat" + facts.label[len(facts.quant):], f"tensor types + {FILE}"
+    if claimed is not None and claimed != facts.quant:
+        return facts.label, f"tensor types ({FILE} says {claimed})"
+    return facts.label, "tensor types"
 
 
 def _manifest_quant(model_file: Path) -> str | None:

@@ -70,6 +70,7 @@ class EvalConfig:
     trust_model_code: bool = False  # --trust-model-code: run a reference/artefact that carries code (modelcode)
     labels: Path | None = None  # the model's class labels (default: labels.txt in/beside the reference, an artefact's)
     contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
+    signature: str | None = None  # the reference SavedModel's signature; None = serving_default
 
     def __post_init__(self) -> None:
         problems = []

@@ -19,6 +19,12 @@ class FlatbufferFacts:
     quant: str
     variable_tensors: int
     state_ops: int
+    float_ops: tuple = ()  # int8/int16x8: ops computing in float32 (QUANTIZE/DEQUANTIZE at the edges aside)
+
+    @property
+    def label(self) -> str:
+        """What the file is, for reports: the quant mode, flagged when an integer file keeps float ops."""
+        return f"{self.quant} (not fully integer)" if self.float_ops else self.quant
 
     @property
     def stateful(self) -> bool:
@@ -52,13 +58,16 @@ def _facts(schema, model) -> FlatbufferFacts:
     from edge_tool.tflite_model import _names, is_constant  # noqa: PLC0415
 
     types, ops = _names(schema.TensorType), _names(schema.BuiltinOperator)
-    acts, consts, variables, state_ops = set(), set(), 0, 0
+    acts, consts, variables, state_ops, on_float = set(), set(), 0, 0, set()
     for g in range(model.SubgraphsLength()):
         sg = model.Subgraphs(g)
         outputs = {int(i) for k in range(sg.OperatorsLength()) for i in sg.Operators(k).OutputsAsNumpy() if i >= 0}
         for k in range(sg.OperatorsLength()):
             code = model.OperatorCodes(sg.Operators(k).OpcodeIndex())
-            state_ops += ops.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "") in _STATE_OPS
+            name = ops.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "")
+            state_ops += name in _STATE_OPS
+            if name not in _EDGE_OPS and _computes_in_float(model, sg, sg.Operators(k), types):
+                on_float.add(name or "CUSTOM")
         for t in range(sg.TensorsLength()):
             tensor = sg.Tensors(t)
             variables += bool(tensor.IsVariable())
@@ -74,4 +83,20 @@ def _facts(schema, model) -> FlatbufferFacts:
         quant = "dynamic"
     else:
         quant = "fp32"
-    return FlatbufferFacts(quant, variables, state_ops)
+    float_ops = tuple(sorted(on_float)) if quant in ("int8", "int16x8") else ()
+    return FlatbufferFacts(quant, variables, state_ops, float_ops)
+
+
+_EDGE_OPS = {"QUANTIZE", "DEQUANTIZE"}  # float I/O of an integer model passes through these
+
+
+def _computes_in_float(model, sg, op, types: dict) -> bool:
+    """True when one of ``op``'s computed (non-constant) inputs or outputs is float32."""
+    from edge_tool.tflite_model import is_constant  # noqa: PLC0415
+
+    for i in (*op.InputsAsNumpy(), *op.OutputsAsNumpy()):
+        if i >= 0:
+            t = sg.Tensors(int(i))
+            if types.get(t.Type(), "").lower() == "float32" and not is_constant(model, t):
+                return True
+    return False

@@ -93,7 +93,7 @@ def run_eval(config: EvalConfig) -> Report:
             runners.append(runner)
             labels.append(label)
         pass_ref_threads = config.reference_threads(litert_workers)
-        ref = ReferenceModel(config.reference, pass_ref_threads, config.trust_model_code)
+        ref = ReferenceModel(config.reference, pass_ref_threads, config.trust_model_code, config.signature)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
         fed = resolve_eval_inputs(ref, arts, config.data, config.labels, config.contract, config.seed)
         data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
@@ -206,7 +206,7 @@ def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int, th
 
 
 def _per_layer_eligible(art: Artifact) -> bool:
-    return art.format is ArtifactFormat.TFLITE and art.quant == "int8"
+    return art.format is ArtifactFormat.TFLITE and art.quant.split()[0] == "int8"
 
 
 def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config: EvalConfig, data: EvalStream,

@@ -25,12 +25,14 @@ class ReferenceModel:
     TF2 way, on TensorFlow's process-wide thread pools.
     """
 
-    def __init__(self, path: Path, threads: int | None = None, trust_model_code: bool = False):
+    def __init__(self, path: Path, threads: int | None = None, trust_model_code: bool = False,
+                 signature: str | None = None):
         from edge_tool.env import import_tf  # noqa: PLC0415
-        from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
+        from edge_tool.modelio import SERVING, saved_model_signature  # noqa: PLC0415
 
         self.path = Path(path)
-        self.signature = saved_model_signature(self.path)  # ModelError without serving_default, before loading
+        # ModelError without the signature (serving_default unless ``signature``), before loading
+        self.signature = saved_model_signature(self.path, signature or SERVING)
         self._trust = trust_model_code
         self._tf = import_tf()
         t0 = time.perf_counter_ns()

@@ -30,6 +30,7 @@ class ManifestArtifact:
     int16x8: dict | None = None
     micro: dict | None = None
     self_check: dict | None = None
+    fixed_batch: dict | None = None
 
     def to_dict(self) -> dict:
         """The entry as written (tflite: sha256, tensors, state_warning, metadata always present; tfjs: files)."""
@@ -39,7 +40,7 @@ class ManifestArtifact:
         d = {**head, "sha256": self.sha256, "seconds": self.seconds, "tensors": self.tensors,
              "state_warning": self.state_warning, "metadata": self.metadata}
         d.update({k: v for k, v in (("self_check", self.self_check), ("qat", self.qat), ("int16x8", self.int16x8),
-                                    ("micro", self.micro)) if v is not None})
+                                    ("micro", self.micro), ("fixed_batch", self.fixed_batch)) if v is not None})
         return d
 
     @classmethod

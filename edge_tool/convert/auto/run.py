@@ -89,7 +89,8 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
 
     tf = import_tf()
-    source = prepare_source(config.model, work, config.convert.batch, config.convert.trust_model_code)
+    source = prepare_source(config.model, work, config.convert.batch, config.convert.trust_model_code,
+                            config.convert.signature)
     inputs = prepare_inputs(tf, _convert_config(config, work / "unused"), source)
     ds, spec = inputs.dataset, inputs.metadata  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):

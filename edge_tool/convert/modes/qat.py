@@ -24,10 +24,12 @@ def build(ctx) -> bytes:
     from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
     from edge_tool.convert.qat import QatOptions, match_data, qat_to_tflite, run_qat  # noqa: PLC0415
     from edge_tool.convert.qat_support.data import load_labelled  # noqa: PLC0415
+    from edge_tool.convert.qat_support.source import check_qat_source  # noqa: PLC0415
     from edge_tool.convert.qat_support.select import decide, float_accuracy  # noqa: PLC0415
     from edge_tool.errors import ConversionError  # noqa: PLC0415
 
     cfg = ctx.config
+    check_qat_source(ctx.keras_source())  # a model QAT cannot rewrite is the blocker, whatever the data holds
     specs = calibration.specs_from(ctx.source.signature.inputs)
     outputs = [o.name for o in ctx.source.signature.outputs]
     train = load_labelled(cfg.train_data, specs, outputs, cfg.seed, "--train-data")

@@ -51,6 +51,12 @@ def keras3_file_problem(path: Path) -> str | None:
             "post-training mode (--quant int8 for full-integer, or dynamic/fp16), which converts this file as it is.")
 
 
+def check_qat_source(path: Path) -> None:
+    """ModelError unless ``path`` is a Keras-2 model whose layers QAT can rewrite; light (reads no weights), so it
+    runs before any training data is read and the refusal names the model, not the data."""
+    _check_qat_source(Path(path))
+
+
 def _check_qat_source(path: Path) -> None:
     from edge_tool.modelio import saved_model_flavor  # noqa: PLC0415
 
