@@ -5,7 +5,7 @@ import { browserStorage, choiceKey, readChoice, writeChoice } from './engines/pi
 import { createTfjsEngine } from './engines/tfjs.js';
 import { median, withRanking } from './postprocess.js';
 import { addEngineSelect, fillBackendSelect, fillThreadsSelect, showEngine, showEngineTitle } from './ui/controls.js';
-import { $, registerServiceWorker, setStatus } from './ui/dom.js';
+import { $, setStatus, startServiceWorker } from './ui/dom.js';
 import { readFields, setupForm } from './ui/form.js';
 import { createPad, PROMPTS } from './ui/pad.js';
 import { clearResult, fillBenchTable, showResult } from './ui/results.js';
@@ -233,6 +233,8 @@ export function start() {
   }
 
   async function main() {
+    await startServiceWorker(); // so the engines' wasm builds are fetched once, through it, and kept for offline use
+    mark('serviceWorker');
     state.config = await loadConfig();
     const { config } = state;
     mark('config');
@@ -269,8 +271,6 @@ export function start() {
       litert: (Object.values(state.engines).find((e) => e.runtime) || {}).runtime || null });
   }
 
-  // The service worker precaches the whole site (runtime + weights): let it do so after start-up, not during it.
-  ready.promise.then(registerServiceWorker, registerServiceWorker);
   main().catch((err) => {
     console.error(err);
     setStatus(`Could not start: ${err.message}`, true);

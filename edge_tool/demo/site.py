@@ -12,6 +12,7 @@ from edge_tool import __version__
 from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import litert as litert_mod
 from edge_tool.demo import model as model_mod
+from edge_tool.demo.footprint import footprint, gzip_size, on_demand_groups
 from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import (
@@ -57,6 +58,9 @@ class SiteReport:
     input_kind: str
     cache_version: str
     files: tuple[str, ...] = field(default_factory=tuple)
+    total_bytes: int = 0  # every file of the site
+    first_visit_bytes: int = 0  # what the service worker precaches plus the largest build of each on-demand group
+    first_visit_gzip_bytes: int = 0  # the same, served gzipped (edgetool serve, static hosts)
 
 
 def site_files(site: Path) -> list[str]:
@@ -218,11 +222,14 @@ def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int
 
 
 def write_service_worker(site: Path) -> str:
-    """Write sw.js precaching every file of ``site`` (itself included); return the cache version."""
+    """Write sw.js precaching every file of ``site`` (itself included) but the on-demand builds, which it caches when
+    first fetched; return the cache version."""
     version = content_version(site)
     files = sorted({*site_files(site), SW_NAME})
+    lazy = sorted(rel for group in on_demand_groups(files) for build in group for rel in build)
     text = (web_demo_dir() / SW_TEMPLATE).read_text()
-    text = text.replace("'__VERSION__'", json.dumps(version)).replace("__PRECACHE__", json.dumps(files, indent=2))
+    text = text.replace("'__VERSION__'", json.dumps(version)).replace("__ON_DEMAND__", json.dumps(lazy, indent=2))
+    text = text.replace("__PRECACHE__", json.dumps([f for f in files if f not in lazy], indent=2))
     (Path(site) / SW_NAME).write_text(text)
     return version
 
@@ -265,7 +272,10 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         (tmp / CONFIG_NAME).write_text(json.dumps(page, indent=2) + "\n")
         version = write_service_worker(tmp)
         files = tuple(site_files(tmp))
-    return SiteReport(Path(cfg.output), kind, "+".join(i["kind"] for i in input_specs), version, files)
+        total, first_visit = footprint(tmp, files)
+        first_gzip = footprint(tmp, files, gzip_size)[1]
+    return SiteReport(Path(cfg.output), kind, "+".join(i["kind"] for i in input_specs), version, files, total,
+                      first_visit, first_gzip)
 
 
 def _signature_order(tensors: tuple, specs: list[dict]) -> tuple:

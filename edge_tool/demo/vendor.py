@@ -47,6 +47,13 @@ LITERT_FILES: dict[str, str] = {
        for script in LITERT_BUILDS.values() for name in (script, script.removesuffix(".js") + ".wasm")},
 }
 LITERT_PACKAGES = ("@litertjs/core", "@litertjs/wasm-utils")
+# Alternatives of which a browser runs one (site paths under vendor/): the service worker caches them when first
+# fetched instead of precaching them all (sw.template.js), so a first visit downloads one of each group.
+ON_DEMAND_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "tfjs wasm binary": tuple((name,) for name in VENDOR_FILES if name.endswith(".wasm")),
+    "LiteRT.js wasm build": tuple((f"{LITERT_SUBDIR}/{script}", f"{LITERT_SUBDIR}/{script.removesuffix('.js')}.wasm")
+                                  for script in LITERT_BUILDS.values()),
+}
 ALL_FILES = {**VENDOR_FILES, **LITERT_FILES}
 
 
