@@ -24,11 +24,12 @@ STAMP = ".lock-sha256"
 VENDOR_FILES: dict[str, str] = {
     "tf.min.js": "@tensorflow/tfjs/dist/tf.min.js",
     "tf-backend-wasm.min.js": "@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js",
+    "tf-backend-webgpu.min.js": "@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js",
     "tfjs-backend-wasm.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm",
     "tfjs-backend-wasm-simd.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm",
     "tfjs-backend-wasm-threaded-simd.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm",
 }
-PACKAGES = ("@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm")
+PACKAGES = ("@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm", "@tensorflow/tfjs-backend-webgpu")
 # LiteRT.js (``edgetool demo --litert`` only): its ES modules (import-mapped by the page) and the wasm builds the page
 # chooses from (web_demo/engines/litert-build.js; measured by benchmarks/bench_litertjs.py): "compat" (SIMD128 only,
 # runs everywhere, the fallback), "default" (relaxed SIMD: faster kernels) and "threaded" (relaxed SIMD + a wasm
