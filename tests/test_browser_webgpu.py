@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import run_edgetool
 from tests.test_browser import CHROMIUM, FLAGS, _native_litert, _predict_all, _require_chromium, samples  # noqa: F401
+from tests.test_browser_upload import photo_model, photo_site  # noqa: F401  (fixtures: an RGB model and its site)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -85,6 +86,27 @@ def test_webgpu_engine_predicts_like_native_litert(gpu_browser, site_url, sample
         context.close()
     assert {(r["engine"], r["backend"]) for r in results} == {(engine, backend)}
     _assert_like_native(probs, _native_litert(site / "model/model-fp32-b1.tflite", x))
+
+
+@pytest.mark.parametrize("query", ["?engine=tfjs&backend=webgpu", "?engine=litert-webgpu&backend=wasm"])
+def test_webgpu_engine_predicts_an_rgb_model_like_native_litert(gpu_browser, photo_model, photo_site, query):
+    """A 32×32 RGB CNN (tests/test_browser_upload.py's colour digits), fed 16 of its calibration inputs."""
+    from edge_tool.serve import start_server
+
+    x = np.load(photo_model[0] / "calibration.npz")["x"][:16].astype(np.float32)
+    server, thread, url = start_server(photo_site, "127.0.0.1", 0)
+    try:
+        context, page, info = _open(gpu_browser, url + query)
+        try:
+            probs, results = _predict_all(page, x)
+        finally:
+            context.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert {r["backend"] for r in results} == {"webgpu"}
+    _assert_like_native(probs, _native_litert(photo_site / "model/model-fp32-b1.tflite", x))
 
 
 def test_auto_pick_benchmarks_webgpu_and_keys_the_pick_by_adapter(gpu_browser, site_url):
