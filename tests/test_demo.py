@@ -352,9 +352,9 @@ def test_vendor_script_is_the_setup_step():
 def test_package_json_pins_exact_versions():
     root = vendor.web_demo_dir()
     pins = vendor.pinned_versions(root)
-    assert set(pins) == {"@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm"}
+    assert set(pins) == {"@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm", "@tensorflow/tfjs-backend-webgpu"}
     assert all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in pins.values()), pins  # exact, no ^ or ~ ranges
-    assert len(set(pins.values())) == 1, pins  # tfjs and its wasm backend must be the same release
+    assert len(set(pins.values())) == 1, pins  # tfjs and its wasm and webgpu backends must be the same release
     lock = json.loads((root / "package-lock.json").read_text())
     for name, version in pins.items():
         assert lock["packages"][f"node_modules/{name}"]["version"] == version
