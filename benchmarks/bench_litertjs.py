@@ -71,7 +71,8 @@ def add_fp32_variant(site: Path, fp32: Path) -> None:
     import json
 
     from edge_tool.demo import litert as litert_mod
-    from edge_tool.demo.site import CONFIG_NAME, _litert_model, write_service_worker
+    from edge_tool.demo.litert_site import _litert_model
+    from edge_tool.demo.site import CONFIG_NAME, write_service_worker
 
     data = fp32.read_bytes()
     (site / "model" / litert_mod.FP32_NAME).write_bytes(data)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from edge_tool.site_files import content_type, resolve_target
+from edge_tool.site_gzip import accepts_gzip, gzipped
 from edge_tool.site_guard import BadBody, body_framing, check_host, discard_body
 
 NO_FDS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}  # out of file descriptors / kernel memory
@@ -128,8 +129,13 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
         except OSError as exc:
             self.send_error(503 if exc.errno in NO_FDS else 404)  # out of descriptors: try again, not "missing"
             return
+        packed = gzipped(found, data) if accepts_gzip(self.headers.get("Accept-Encoding")) else None
         self.send_response(200)
         self.send_header("Content-Type", content_type(found))
+        if packed is not None:
+            data = packed
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Vary", "Accept-Encoding")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()

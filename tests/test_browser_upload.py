@@ -258,9 +258,13 @@ def test_digit_upload_on_the_pad_is_resampled_once_and_inverts(digits_model, dig
     np.testing.assert_allclose(fed, 255.0 - want, atol=1e-4)
 
 
-def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, pw_driver, tmp_path):
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, pw_driver, tmp_path, device):
     """A fake camera (Chromium's file-backed capture device) shows a known black-and-white frame: the page feeds its
-    centred square crop resized by Pillow's bilinear filter (black and white survive the camera's YUV exactly)."""
+    centred square crop resized by Pillow's bilinear filter (black and white survive the camera's YUV exactly), at
+    the model's input size, on a desktop and on a phone (tests/test_browser_phone.py's emulation, tapped)."""
+    from tests.test_browser_phone import PHONE
+
     from PIL import Image
 
     from edge_tool.serve import start_server
@@ -277,13 +281,21 @@ def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, pw
     server, thread, url = start_server(photo_site, "127.0.0.1", 0)
     browser = pw_driver.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS + camera, headless=True)
     try:
-        page = browser.new_page()
+        page = browser.new_context(**(PHONE if device == "phone" else {})).new_page()
         page.goto(url + "?engine=tfjs")
         page.evaluate("window.edgetool.ready")
-        page.click("#camera")
+        press = page.tap if device == "phone" else page.click
+        press("#camera")
         page.wait_for_function("document.getElementById('video').videoWidth > 0")
-        page.click("#snap")
+        press("#snap")
         page.wait_for_function("window.edgetool.lastInput !== null")
+        assert page.evaluate("window.edgetool.lastInput.image.shape") == [1, 32, 32, 3]  # the model's input size
+        assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")  # the video fits on a phone
+        if device == "phone":
+            from tests.test_browser_phone import SCREENSHOTS
+
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "phone-camera.png"), full_page=True)
         fed = np.array(page.evaluate("Array.from(window.edgetool.lastInput.image.values)")).reshape(32, 32, 3)
     finally:
         browser.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -30,6 +31,17 @@ def sw_precache(site: Path) -> tuple[str, list[str]]:
     version = re.search(r"const VERSION = \"([0-9a-f]+)\";", text).group(1)
     precache = json.loads(re.search(r"const PRECACHE = (\[.*?\]);", text, re.S).group(1))
     return version, precache
+
+
+def sw_on_demand(site: Path) -> list[str]:
+    """The files the generated sw.js caches when first fetched (ON_DEMAND)."""
+    return json.loads(re.search(r"new Set\((\[.*?\])\.map", (site / "sw.js").read_text(), re.S).group(1))
+
+
+def wasm_binaries(site: Path) -> set[str]:
+    """The wasm builds of which a browser runs one per runtime (and LiteRT.js's loader script beside each)."""
+    wasm = {p for p in site_files(site) if p.endswith(".wasm")}
+    return wasm | {p.removesuffix(".wasm") + ".js" for p in wasm if "/litert/" in p}
 
 
 def digest(path: Path) -> str:
@@ -114,9 +126,11 @@ def test_index_escapes_title_and_links_only_site_files(saved_model_site):
     assert refs and all((saved_model_site / r).is_file() for r in refs), refs
 
 
-def test_service_worker_precaches_every_site_file(saved_model_site):
+def test_service_worker_precaches_every_site_file_but_the_wasm_builds(saved_model_site):
     version, precache = sw_precache(saved_model_site)
-    assert sorted(precache) == site_files(saved_model_site)
+    lazy = wasm_binaries(saved_model_site)  # tfjs-backend-wasm's three binaries: a browser loads one
+    assert len(lazy) == 3 and sorted(sw_on_demand(saved_model_site)) == sorted(lazy)
+    assert sorted(precache) == sorted(set(site_files(saved_model_site)) - lazy)
     assert version == content_version(saved_model_site)
 
 
@@ -338,9 +352,9 @@ def test_vendor_script_is_the_setup_step():
 def test_package_json_pins_exact_versions():
     root = vendor.web_demo_dir()
     pins = vendor.pinned_versions(root)
-    assert set(pins) == {"@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm"}
+    assert set(pins) == {"@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm", "@tensorflow/tfjs-backend-webgpu"}
     assert all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in pins.values()), pins  # exact, no ^ or ~ ranges
-    assert len(set(pins.values())) == 1, pins  # tfjs and its wasm backend must be the same release
+    assert len(set(pins.values())) == 1, pins  # tfjs and its wasm and webgpu backends must be the same release
     lock = json.loads((root / "package-lock.json").read_text())
     for name, version in pins.items():
         assert lock["packages"][f"node_modules/{name}"]["version"] == version
@@ -356,6 +370,7 @@ def litert_site(digits_model, tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("sites") / "litert"
     proc = run_edgetool("demo", digits_model, "-o", site, "--litert")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    (site.parent / "demo-stdout.txt").write_text(proc.stdout)
     return site
 
 
@@ -392,10 +407,30 @@ def test_litert_site_adds_the_engine_runtime_and_a_fixed_batch_int8_model(litert
     assert index.index('type="importmap"') < index.index('src="app.js"')
 
 
-def test_litert_service_worker_precaches_the_engine(litert_site):
+def test_litert_service_worker_precaches_the_engine_and_caches_its_builds_on_demand(litert_site):
     version, precache = sw_precache(litert_site)
-    assert sorted(precache) == site_files(litert_site) and LITERT_EXTRA <= set(precache)
+    lazy = wasm_binaries(litert_site)  # 3 tfjs binaries, 3 LiteRT.js builds (loader + binary)
+    assert len(lazy) == 9 and sorted(sw_on_demand(litert_site)) == sorted(lazy)
+    assert sorted(precache) == sorted(set(site_files(litert_site)) - lazy) and LITERT_EXTRA - lazy <= set(precache)
     assert version == content_version(litert_site)
+
+
+def test_demo_reports_the_site_and_first_visit_size(litert_site):
+    """A first visit downloads the precache plus one tfjs binary and one LiteRT.js build: ~12 MB of ~32 MB as files,
+    under 5 MB gzipped (tests/test_browser_offline.py measures it in Chromium)."""
+    from edge_tool.demo.footprint import footprint
+
+    size = {rel: (litert_site / rel).stat().st_size for rel in site_files(litert_site)}
+    lazy = wasm_binaries(litert_site)
+    builds = [[p, p.removesuffix(".wasm") + ".js"] for p in lazy if p.startswith("vendor/litert/") and p.endswith(".wasm")]
+    largest = max(size[p] for p in lazy if "/litert/" not in p) + max(sum(size[p] for p in b) for b in builds)
+    want = (sum(size.values()), sum(n for p, n in size.items() if p not in lazy) + largest)
+    assert footprint(litert_site, site_files(litert_site)) == want and want[1] < want[0] / 2.5 and want[0] > 25e6
+    packed = footprint(litert_site, site_files(litert_site), lambda p: len(gzip.compress(p.read_bytes())))[1]
+    said = re.search(r"site ([\d.]+) MB; a first visit downloads at most ([\d.]+) MB, ([\d.]+) MB gzipped",
+                     (litert_site.parent / "demo-stdout.txt").read_text())
+    assert said and (float(said[1]), float(said[2])) == (round(want[0] / 1e6, 1), round(want[1] / 1e6, 1))
+    assert abs(float(said[3]) * 1e6 - packed) < 0.05 * packed and packed < 5e6  # serve skips tiny files: within 5 %
 
 
 def test_without_litert_the_site_has_no_trace_of_it(saved_model_site):

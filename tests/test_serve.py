@@ -118,6 +118,29 @@ def test_mime_types_and_isolation_headers(server, site, rel, mime):
     assert headers["cross-origin-resource-policy"] == "same-origin"
 
 
+@pytest.mark.parametrize(("accept", "gzipped"), [
+    ("gzip, deflate, br", True), ("br;q=1, gzip;q=0.5", True), ("*", True),
+    (None, False), ("identity", False), ("gzip;q=0", False), ("br", False),
+])
+def test_large_text_and_wasm_go_gzipped_to_clients_that_accept_it(server, site, accept, gzipped):
+    """A wasm build is ~3x smaller gzipped (a --litert site's first visit); the body always decodes to the file."""
+    import gzip
+    import urllib.request
+
+    wasm = bytes(range(256)) * 64 + b"\x00asm" * 4096  # 32 kB, compressible like a real build
+    (site / "vendor/big.wasm").write_bytes(wasm)
+    req = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/vendor/big.wasm",
+                                 headers={"Accept-Encoding": accept} if accept else {})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        body, headers = resp.read(), resp.headers
+    assert headers.get("Vary") == "Accept-Encoding" and int(headers["Content-Length"]) == len(body)
+    assert (headers.get("Content-Encoding") == "gzip") is gzipped
+    assert (gzip.decompress(body) if gzipped else body) == wasm
+    assert len(body) < len(wasm) // 3 if gzipped else len(body) == len(wasm)
+    status, headers, body = raw_request(server.server_address[1], "/app.js")  # tiny: never worth it
+    assert "content-encoding" not in headers and body == (site / "app.js").read_bytes()
+
+
 def test_root_serves_index_and_directories_redirect(server, site):
     port = server.server_address[1]
     status, headers, body = raw_request(port, "/?v=1")

@@ -5,7 +5,7 @@ import { browserStorage, choiceKey, readChoice, writeChoice } from './engines/pi
 import { createTfjsEngine } from './engines/tfjs.js';
 import { median, withRanking } from './postprocess.js';
 import { addEngineSelect, fillBackendSelect, fillThreadsSelect, showEngine, showEngineTitle } from './ui/controls.js';
-import { $, registerServiceWorker, setStatus } from './ui/dom.js';
+import { $, setStatus, startServiceWorker } from './ui/dom.js';
 import { readFields, setupForm } from './ui/form.js';
 import { createPad, PROMPTS } from './ui/pad.js';
 import { clearResult, fillBenchTable, showResult } from './ui/results.js';
@@ -28,9 +28,9 @@ export function start() {
   // another one is wanted; lastInput: the UI's last feeds (re-predicted when the engine or backend changes);
   // lastResult: the last result computed (UI or API);
   // remembered: the auto-pick entry read from storage; enginePick: how the engine was chosen, with its timings;
-  // cold: engines listed but not run yet (warmed when chosen).
+  // cold: engines listed but not run yet (warmed when chosen); skipped: engines that could not load -> why.
   const state = { config: null, engines: {}, engine: 'tfjs', pad: null, formInputs: [], busy: false, pending: false,
-    lastInput: null, lastResult: null, timings: {}, remembered: null, enginePick: null, cold: new Set() };
+    lastInput: null, lastResult: null, timings: {}, remembered: null, enginePick: null, cold: new Set(), skipped: {} };
   const mark = (name) => { state.timings[name] = performance.now(); }; // ms since navigation start
   const tfjsEngine = () => state.engines.tfjs;
 
@@ -121,7 +121,7 @@ export function start() {
           await engine.load();
           loaded.push(engine);
         } catch (err) {
-          console.warn(`LiteRT.js engine ${engine.name} unavailable:`, err);
+          state.skipped[engine.name] = err.message; console.warn(`LiteRT.js engine ${engine.name} unavailable:`, err);
         }
       }
     } catch (err) {
@@ -145,7 +145,7 @@ export function start() {
         await engine.run(zeroFeeds(state.config.inputs));
         state.engines[engine.name] = engine;
       } catch (err) {
-        console.warn(`LiteRT.js engine ${engine.name} failed its first run:`, err);
+        state.skipped[engine.name] = err.message; console.warn(`LiteRT.js engine ${engine.name} failed its first run:`, err);
       }
     }
     if (Object.keys(state.engines).length < 2) return;
@@ -172,18 +172,20 @@ export function start() {
     const storage = browserStorage();
     const tflites = state.config.litert ? [state.config.litert, ...(state.config.litert.variants || [])] : [];
     const hash = tfjs.modelHash && [tfjs.modelHash, ...tflites.map((m) => m.sha256)].join('+');
-    const key = storage && hash && choiceKey(hash, navigator.userAgent, tfjs.backends.runtime().wasmThreads);
+    const { wasmThreads, gpuAdapter } = tfjs.backends.runtime();
+    const key = storage && hash && choiceKey(hash, navigator.userAgent, wasmThreads, gpuAdapter);
     return { storage, key };
   }
 
   // The tfjs backend pick, remembered (the entry read is kept for the engine pick).
   async function pickBackend(tfjs) {
-    const { storage, key } = pickKey(tfjs);
     const { backends } = tfjs;
-    const recall = (names) => { state.remembered = key ? readChoice(storage, key, names) : null; return state.remembered; };
+    let mem = {}; // {storage, key}: made in recall(), once the backends initialised (the key names the WebGPU adapter)
+    const recall = (names) => { mem = pickKey(tfjs);
+      return (state.remembered = mem.key ? readChoice(mem.storage, mem.key, names) : null); };
     const best = await backends.pick(recall);
-    if (key && backends.picked === 'benchmark') {
-      writeChoice(storage, key, { backend: best, bench: backends.bench, skipped: backends.skipped });
+    if (mem.key && backends.picked === 'benchmark') {
+      writeChoice(mem.storage, mem.key, { backend: best, bench: backends.bench, skipped: backends.skipped });
     }
     return best;
   }
@@ -233,6 +235,8 @@ export function start() {
   }
 
   async function main() {
+    await startServiceWorker(); // so the engines' wasm builds are fetched once, through it, and kept for offline use
+    mark('serviceWorker');
     state.config = await loadConfig();
     const { config } = state;
     mark('config');
@@ -265,12 +269,10 @@ export function start() {
     mark('ready');
     ready.resolve({ backend: best, backends: tfjs.backends.names, benchmark: tfjs.backends.bench,
       picked: tfjs.backends.picked, runtime: tfjs.backends.runtime(), engine: state.engine,
-      engines: Object.keys(state.engines), enginePick: state.enginePick, coldEngines: [...state.cold],
+      engines: Object.keys(state.engines), enginePick: state.enginePick, coldEngines: [...state.cold], skippedEngines: state.skipped,
       litert: (Object.values(state.engines).find((e) => e.runtime) || {}).runtime || null });
   }
 
-  // The service worker precaches the whole site (runtime + weights): let it do so after start-up, not during it.
-  ready.promise.then(registerServiceWorker, registerServiceWorker);
   main().catch((err) => {
     console.error(err);
     setStatus(`Could not start: ${err.message}`, true);

@@ -1,11 +1,15 @@
 // Service worker of an edgetool demo site (generated: do not edit; rebuild with `edgetool demo`).
-// Precaches every file of the site; cache-first; a new build gets a new cache and the old one is deleted.
+// Precaches what every visitor needs (the page, the model, the runtimes' scripts); the wasm builds of which a browser
+// runs only one (tfjs-backend-wasm's and LiteRT.js's) are cached when first fetched, so a phone never downloads the
+// builds it does not run, and the one it runs works offline after the first visit (the page waits for this worker
+// to control it before it loads an engine: ui/dom.js). Cache-first; a new build gets a new cache, the old one goes.
 'use strict';
 
 const VERSION = '__VERSION__';
 const PREFIX = `edgetool-demo:${self.registration.scope}:`;
 const CACHE = PREFIX + VERSION;
 const PRECACHE = __PRECACHE__;
+const ON_DEMAND = new Set(__ON_DEMAND__.map((path) => new URL(path, self.registration.scope).pathname));
 
 self.addEventListener('install', (event) => {
   event.waitUntil(
@@ -23,6 +27,17 @@ self.addEventListener('activate', (event) => {
   );
 });
 
+// A file cached on first use: fetched from the network once, kept in this version's cache (only while it is
+// still this worker's: a worker being replaced must not write into a cache its successor deleted).
+async function fetchAndKeep(request) {
+  const response = await fetch(request);
+  if (response.ok && response.type === 'basic') {
+    const current = await caches.has(CACHE);
+    if (current) await (await caches.open(CACHE)).put(request, response.clone());
+  }
+  return response;
+}
+
 // caches.match with cacheName never (re)creates a cache, so a worker being replaced cannot resurrect its old one.
 async function cacheFirst(request, url) {
   const options = { cacheName: CACHE, ignoreSearch: true };
@@ -30,7 +45,8 @@ async function cacheFirst(request, url) {
   if (!hit && (request.mode === 'navigate' || url.pathname.endsWith('/'))) {
     hit = await caches.match(new URL('index.html', self.registration.scope).href, options);
   }
-  return hit || fetch(request);
+  if (hit) return hit;
+  return ON_DEMAND.has(url.pathname) ? fetchAndKeep(request) : fetch(request);
 }
 
 self.addEventListener('fetch', (event) => {

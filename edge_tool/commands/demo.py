@@ -50,3 +50,6 @@ def command(
         f"demo site ({report.input_kind} input, {len(report.files)} files, cache {report.cache_version}) "
         f"written to {report.site}; serve it with: edgetool serve {report.site}"
     ))
+    typer.echo(f"site {report.total_bytes / 1e6:.1f} MB; a first visit downloads at most "
+               f"{report.first_visit_bytes / 1e6:.1f} MB, {report.first_visit_gzip_bytes / 1e6:.1f} MB gzipped (the "
+               "page, the model and the one wasm build the browser runs; another build is cached only when chosen)")

@@ -10,20 +10,23 @@ from pathlib import Path
 
 from edge_tool import __version__
 from edge_tool.demo import icons as icons_mod
-from edge_tool.demo import litert as litert_mod
 from edge_tool.demo import model as model_mod
+from edge_tool.demo.footprint import footprint, gzip_size, on_demand_groups
 from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
 from edge_tool.contract.resolve import default_warning, image_data
 from edge_tool.demo.contract_step import folder_classes, page_entry, resolve_demo_contract
-from edge_tool.demo.model import ModelKind
-from edge_tool.demo.vendor import (
-    LITERT_BUILDS,
-    pinned_litert_versions,
-    pinned_versions,
-    vendored_files,
-    vendored_litert_files,
-    web_demo_dir,
+from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, as before)
+    APP_SCRIPT_TAG,
+    LITERT_IMPORT_MAP,
+    LITERT_MODULE,
+    LITERT_MODULES,
+    MODEL_SUBDIR,
+    VENDOR_SUBDIR,
+    add_litert,
+    precheck_litert,
 )
+from edge_tool.demo.model import ModelKind
+from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
 from edge_tool.limits import check_signature, read_tflite
@@ -37,17 +40,10 @@ TEMPLATE_FILES = ("index.html", "app.css", "app.js", "main.js", "api.js", "confi
                   "ui/dom.js", "ui/camera.js", "ui/controls.js", "ui/form.js", "ui/pad.js", "ui/pixels.js", "ui/resample.js",
                   "ui/results.js")
 SW_TEMPLATE = "sw.template.js"
-LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
-LITERT_MODULES = (LITERT_MODULE, "engines/litert-build.js", "engines/litert-log.js")  # it and what only it imports (its wasm build choice)
-LITERT_IMPORT_MAP = {"imports": {"@litertjs/core": "./vendor/litert/core.js",
-                                 "@litertjs/wasm-utils": "./vendor/litert/wasm-utils.js"}}
-APP_SCRIPT_TAG = '  <script type="module" src="app.js"></script>\n'
 CONFIG_NAME = "demo-config.json"
 MANIFEST_NAME = "manifest.webmanifest"
 SW_NAME = "sw.js"
 MARKER_FILES = ("index.html", CONFIG_NAME, MANIFEST_NAME, SW_NAME)  # what makes a dir a demo site
-MODEL_SUBDIR = "model"
-VENDOR_SUBDIR = "vendor"
 ICON_SUBDIR = "icons"
 TOP_K = 3
 DRAW = {"foreground": "#ffffff", "background": "#000000", "strokeFraction": 0.09}  # digits: bright on dark
@@ -63,6 +59,9 @@ class SiteReport:
     cache_version: str
     files: tuple[str, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = ()  # the input contract, the labels' origin (or that there are none), warnings
+    total_bytes: int = 0  # every file of the site
+    first_visit_bytes: int = 0  # what the service worker precaches plus the largest build of each on-demand group
+    first_visit_gzip_bytes: int = 0  # the same, served gzipped (edgetool serve, static hosts)
 
 
 def site_files(site: Path) -> list[str]:
@@ -176,66 +175,15 @@ def _page_config(title: str, inputs: list[dict], outputs: list[dict], labels: li
     }
 
 
-def _litert_model(name: str, label: str, file: str, spec: dict, data: bytes) -> dict:
-    """One .tflite the LiteRT.js engine can run: its engine name, label, URL, I/O spec and SHA-256 (pick-cache key)."""
-    return {"name": name, "label": label, "modelUrl": f"{MODEL_SUBDIR}/{file}", "sha256": hashlib.sha256(data).hexdigest(),
-            **spec}
-
-
-def _litert_config(models: list[dict]) -> dict:
-    """demo-config.json's "litert": the first model's fields at the top (as before), the others under "variants"."""
-    return {"module": LITERT_MODULE, **models[0], "variants": models[1:],
-            "wasmBuilds": {name: f"{VENDOR_SUBDIR}/litert/{script}" for name, script in LITERT_BUILDS.items()},
-            "runtime": pinned_litert_versions()}
-
-
-def _precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs: list[dict]) -> dict[str, Path]:
-    """Refuse --litert setups that cannot work before anything is written; return the vendored LiteRT.js files."""
-    if len(inputs) != 1 or inputs[0].get("resized"):
-        raise UsageError("--litert runs models with one input of fixed shape (LiteRT.js cannot resize inputs); "
-                         f"this one has {len(inputs)} input(s) ({', '.join(i['name'] for i in inputs)})"
-                         f"{' with an open height/width' if inputs[0].get('resized') else ''}. Drop --litert: the "
-                         "TensorFlow.js engine runs it.")
-    files = vendored_litert_files()
-    if cfg.tflite is not None:
-        litert_mod.tflite_spec(Path(cfg.tflite), classes)
-    elif kind is not ModelKind.SAVED_MODEL:
-        raise UsageError(f"--litert builds its int8 .tflite from a SavedModel, but {cfg.model} is a tfjs graph model; "
-                         "pass the SavedModel directory, or --tflite FILE with a fixed-batch-1 .tflite.")
-    else:
-        litert_mod.calibration_source(Path(cfg.model), cfg.calibration)
-    return files
-
-
-def _add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None, contracts: tuple = ()) -> dict:
-    """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
-    built = ({"given": read_tflite(cfg.tflite)} if cfg.tflite is not None else
-             litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), contracts, cfg.trust_model_code,
-                                    cfg.signature))
-    models = []
-    for mode, data in built.items():
-        file = litert_mod.FP32_NAME if mode == "fp32" else litert_mod.TFLITE_NAME
-        (tmp / MODEL_SUBDIR / file).write_bytes(data)
-        spec = litert_mod.tflite_spec(tmp / MODEL_SUBDIR / file, classes)
-        label = f"LiteRT.js ({Path(cfg.tflite).name})" if mode == "given" else f"LiteRT.js {mode}"
-        models.append(_litert_model("litert" if not models else f"litert-{mode}", label, file, spec, data))
-    for name, src in files.items():
-        (tmp / VENDOR_SUBDIR / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, tmp / VENDOR_SUBDIR / name)
-    for name in LITERT_MODULES:
-        shutil.copyfile(web_demo_dir() / name, tmp / name)
-    index = (tmp / "index.html").read_text()
-    import_map = f'  <script type="importmap">{json.dumps(LITERT_IMPORT_MAP)}</script>\n'
-    (tmp / "index.html").write_text(index.replace(APP_SCRIPT_TAG, import_map + APP_SCRIPT_TAG, 1))
-    return _litert_config(models)
-
-
 def write_service_worker(site: Path) -> str:
-    """Write sw.js precaching every file of ``site`` (itself included); return the cache version."""
+    """Write sw.js precaching every file of ``site`` (itself included) but the on-demand builds, which it caches when
+    first fetched; return the cache version."""
     version = content_version(site)
     files = sorted({*site_files(site), SW_NAME})
+    lazy = sorted(rel for group in on_demand_groups(files) for build in group for rel in build)
     text = (web_demo_dir() / SW_TEMPLATE).read_text()
-    text = text.replace("'__VERSION__'", json.dumps(version)).replace("__PRECACHE__", json.dumps(files, indent=2))
+    text = text.replace("'__VERSION__'", json.dumps(version)).replace("__ON_DEMAND__", json.dumps(lazy, indent=2))
+    text = text.replace("__PRECACHE__", json.dumps([f for f in files if f not in lazy], indent=2))
     (Path(site) / SW_NAME).write_text(text)
     return version
 
@@ -255,7 +203,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     size = model_mod.parse_input_size(cfg.input_size) if cfg.input_size else None
     input_specs = model_mod.input_ui(inputs, size)
     output_spec = model_mod.output_ui(outputs)[0]
-    litert_files = _precheck_litert(cfg, kind, output_spec["classes"], input_specs) if cfg.litert else {}
+    litert_files = precheck_litert(cfg, kind, output_spec["classes"], input_specs) if cfg.litert else {}
     labels, labels_origin = _labels(cfg, kind, output_spec["classes"], inputs)
     resolution = resolve_demo_contract(cfg, kind is ModelKind.SAVED_MODEL, inputs, outputs, output_spec["classes"],
                                        labels or None)
@@ -286,11 +234,14 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         (tmp / MANIFEST_NAME).write_text(json.dumps(_manifest(title, icon_entries), indent=2) + "\n")
         page = _page_config(title, input_specs, output_specs, labels, kind)
         if cfg.litert:
-            page["litert"] = _add_litert(cfg, tmp, litert_files, output_specs[0]["classes"], resolution.contracts)
+            page["litert"] = add_litert(cfg, tmp, litert_files, output_specs[0]["classes"], resolution.contracts)
         (tmp / CONFIG_NAME).write_text(json.dumps(page, indent=2) + "\n")
         version = write_service_worker(tmp)
         files = tuple(site_files(tmp))
-    return SiteReport(Path(cfg.output), kind, "+".join(i["kind"] for i in input_specs), version, files, tuple(notes))
+        total, first_visit = footprint(tmp, files)
+        first_gzip = footprint(tmp, files, gzip_size)[1]
+    return SiteReport(Path(cfg.output), kind, "+".join(i["kind"] for i in input_specs), version, files, tuple(notes),
+                      total, first_visit, first_gzip)
 
 
 def _signature_order(tensors: tuple, specs: list[dict]) -> tuple:

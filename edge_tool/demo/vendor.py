@@ -24,11 +24,12 @@ STAMP = ".lock-sha256"
 VENDOR_FILES: dict[str, str] = {
     "tf.min.js": "@tensorflow/tfjs/dist/tf.min.js",
     "tf-backend-wasm.min.js": "@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js",
+    "tf-backend-webgpu.min.js": "@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js",
     "tfjs-backend-wasm.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm",
     "tfjs-backend-wasm-simd.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm",
     "tfjs-backend-wasm-threaded-simd.wasm": "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm",
 }
-PACKAGES = ("@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm")
+PACKAGES = ("@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm", "@tensorflow/tfjs-backend-webgpu")
 # LiteRT.js (``edgetool demo --litert`` only): its ES modules (import-mapped by the page) and the wasm builds the page
 # chooses from (web_demo/engines/litert-build.js; measured by benchmarks/bench_litertjs.py): "compat" (SIMD128 only,
 # runs everywhere, the fallback), "default" (relaxed SIMD: faster kernels) and "threaded" (relaxed SIMD + a wasm
@@ -47,6 +48,13 @@ LITERT_FILES: dict[str, str] = {
        for script in LITERT_BUILDS.values() for name in (script, script.removesuffix(".js") + ".wasm")},
 }
 LITERT_PACKAGES = ("@litertjs/core", "@litertjs/wasm-utils")
+# Alternatives of which a browser runs one (site paths under vendor/): the service worker caches them when first
+# fetched instead of precaching them all (sw.template.js), so a first visit downloads one of each group.
+ON_DEMAND_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "tfjs wasm binary": tuple((name,) for name in VENDOR_FILES if name.endswith(".wasm")),
+    "LiteRT.js wasm build": tuple((f"{LITERT_SUBDIR}/{script}", f"{LITERT_SUBDIR}/{script.removesuffix('.js')}.wasm")
+                                  for script in LITERT_BUILDS.values()),
+}
 ALL_FILES = {**VENDOR_FILES, **LITERT_FILES}
 
 

@@ -36,6 +36,10 @@ test('a remembered choice is read back only for the same key and while its backe
   assert.equal(readChoice(storage, choiceKey('abc', 'UA 2', 1), ['wasm']), null); // another browser
   assert.equal(readChoice(storage, choiceKey('abc', 'UA 1', 2), ['wasm']), null); // other thread count
   assert.equal(readChoice(storage, choiceKey('abd', 'UA 1', 1), ['wasm']), null); // another model
+  assert.equal(readChoice(storage, choiceKey('abc', 'UA 1', 1, 'nvidia/ampere'), ['wasm']), null); // a GPU now
+  storage.setItem(choiceKey('abc', 'UA 1', 1, 'google/swiftshader'), storage.getItem(key));
+  assert.notEqual(readChoice(storage, choiceKey('abc', 'UA 1', 1, 'google/swiftshader'), ['wasm']), null);
+  assert.equal(readChoice(storage, choiceKey('abc', 'UA 1', 1, 'apple/metal-3'), ['wasm']), null); // another GPU
 });
 
 test('the engine pick (--litert sites) is remembered with its times; one without a finite time is no engine pick', () => {

@@ -58,9 +58,15 @@ export function createEngines(spec, config, options = {}) {
   const runtime = { build: choice.build, threads: choice.threads, reason: choice.reason,
     relaxedSimd: features.relaxedSimd, threadsSupported: features.threads };
   const counts = both && choice.build === 'threaded' ? [1, choice.threads] : [choice.threads];
-  return [spec, ...(spec.variants || [])].flatMap((model) => counts.map((threads, i) => createEngine(
+  const models = [spec, ...(spec.variants || [])];
+  const onCpu = models.flatMap((model) => counts.map((threads, i) => createEngine(
     i === 0 ? model : { ...model, name: `${model.name || 'litert'}-x${threads}`, label: `${model.label}, ${threads} threads` },
     config, { runtime: { ...runtime, threads }, loadRuntime, base })));
+  // WebGPU: the float model (LiteRT.js's GPU path computes in float; an int8 model would be dequantized anyway)
+  const float = models.find((m) => m.input.dtype === 'float32' && !/int8/.test(m.label)) || models[0];
+  const gpu = createEngine({ ...float, name: 'litert-webgpu', label: `${float.label} on WebGPU` }, config,
+    { runtime: { ...runtime, threads: 1, accelerator: 'webgpu' }, loadRuntime, base });
+  return [...onCpu, gpu];
 }
 
 function createEngine(model, config, { runtime, loadRuntime, base }) {
@@ -68,6 +74,7 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
   const inputName = config.inputs[0].name;
   const outputName = config.outputs[0].name;
   const compiled = { model: null };
+  const accelerator = runtime.accelerator || 'wasm';
 
   // One sample (batch 1) -> its output row as float32.
   async function runOne(values) {
@@ -75,7 +82,7 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
     let outputs = [];
     try {
       outputs = await compiled.model.run(input);
-      return fromOutput(outputs[0].toTypedArray(), model.output);
+      return fromOutput(await outputs[0].data(), model.output); // (data(): copied back from the GPU if there)
     } finally {
       input.delete();
       for (const t of outputs) t.delete();
@@ -83,9 +90,13 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
   }
 
   async function load() {
+    if (accelerator === 'webgpu') {
+      const adapter = navigator.gpu ? await navigator.gpu.requestAdapter() : null;
+      if (!adapter) throw new Error(navigator.gpu ? 'WebGPU gives no adapter here' : 'no WebGPU in this browser');
+    }
     await loadRuntime();
     compiled.model = await loadAndCompile(new URL(model.modelUrl, base).href,
-      { accelerator: 'wasm', cpuOptions: { numThreads: runtime.threads } });
+      { accelerator, cpuOptions: { numThreads: runtime.threads } });
   }
 
   // The model's batch is fixed to 1: a batch of feeds runs one sample at a time (typed arrays: views, no copies).
@@ -101,12 +112,12 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
     }
     const ms = performance.now() - start;
     const head = { shape: [batch, outs.length / batch], values: outs };
-    return { outputs: { [outputName]: head }, ms, backend: 'wasm', engine: name };
+    return { outputs: { [outputName]: head }, ms, backend: accelerator, engine: name };
   }
 
   async function time(runs, warmup) {
     const zeros = new Float32Array(model.input.shape.reduce((a, b) => a * b, 1));
-    return { backend: 'wasm', engine: name, times: await timeLoop(() => runOne(zeros).then(() => null), runs, warmup) };
+    return { backend: accelerator, engine: name, times: await timeLoop(() => runOne(zeros).then(() => null), runs, warmup) };
   }
 
   const version = (config.litert && config.litert.runtime && config.litert.runtime['@litertjs/core']) || '';
@@ -115,7 +126,7 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
     name,
     label: model.label,
     // what the page's header and footer name: 'LiteRT.js int8 (@litertjs/core 2.5.3, default wasm build)'
-    title: `${model.label} (@litertjs/core ${version}, ${runtime.build} wasm build${threads})`,
+    title: `${model.label} (@litertjs/core ${version}, ${accelerator === 'webgpu' ? 'WebGPU, ' : ''}${runtime.build} wasm build${threads})`,
     runtime,
     probTolerance: QUANT_PROB_TOLERANCE,
     load,

@@ -1,7 +1,7 @@
 // The auto-pick's choice, remembered per model and browser (localStorage), so a second visit skips the backend
 // and engine micro-benchmarks. Keyed by the SHA-256 of the model (graph + weights, plus the SHA-256 of each LiteRT.js
-// .tflite on --litert sites), the user agent and the wasm thread count: another model, browser version or thread
-// count benchmarks again. Pure apart from modelHash's Web Crypto call;
+// .tflite on --litert sites), the user agent, the wasm thread count and the WebGPU adapter: another model, browser version, thread
+// count or GPU benchmarks again. Pure apart from modelHash's Web Crypto call;
 // tests/js/pick-cache.test.mjs runs it in Node.
 
 const PREFIX = 'edgetool:auto-pick:v1:';
@@ -20,7 +20,9 @@ export async function modelHash(artifacts, subtle = globalThis.crypto && globalT
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-export const choiceKey = (hash, userAgent, threads) => `${PREFIX}${hash}:${threads}:${userAgent}`;
+// gpu: the WebGPU adapter ('vendor/architecture', null: none), so a pick made on one GPU is not reused on another
+export const choiceKey = (hash, userAgent, threads, gpu = null) => `${PREFIX}${hash}:${threads}:${userAgent}`
+  + (gpu ? `:gpu=${gpu}` : '');
 
 // window.localStorage, or null where the browser refuses it (storage disabled).
 export function browserStorage() {

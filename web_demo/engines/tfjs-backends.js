@@ -1,8 +1,8 @@
 // The TensorFlow.js backends of the tfjs engine: start them (wasm with its thread count), benchmark those worth it,
-// switch between them. Uses the global `tf` (vendor/tf.min.js + vendor/tf-backend-wasm.min.js).
+// switch between them. Uses the global `tf` (vendor/tf.min.js, tf-backend-wasm.min.js, tf-backend-webgpu.min.js).
 import { allFinite, median } from '../postprocess.js';
 
-export const BACKENDS = ['wasm', 'webgl', 'cpu'];
+export const BACKENDS = ['wasm', 'webgpu', 'webgl', 'cpu'];
 // Micro-benchmark per backend: one untimed warm-up run (compiles kernels/shaders, moves the weights, starts the
 // wasm threads), then timed runs until BENCH_MAX_RUNS or until BENCH_BUDGET_MS has passed (at least one).
 const BENCH_MAX_RUNS = 10;
@@ -61,12 +61,26 @@ function glRenderer() {
   }
 }
 
+// The WebGPU adapter as 'vendor/architecture' (e.g. 'google/swiftshader'), or why there is none (then null).
+export async function gpuAdapter(gpu = navigator.gpu) {
+  if (!gpu) return { adapter: null, reason: 'no WebGPU in this browser (navigator.gpu is missing)' };
+  try {
+    const found = await gpu.requestAdapter();
+    if (!found) return { adapter: null, reason: 'WebGPU gives no adapter here' };
+    const info = found.info || {};
+    return { adapter: `${info.vendor || 'unknown'}/${info.architecture || 'unknown'}`, reason: null };
+  } catch (err) {
+    return { adapter: null, reason: `WebGPU adapter request failed: ${err.message}` };
+  }
+}
+
 // options: pageOptions (backend, threads). run(): one inference of zeros on the current backend -> {ms}.
 // reload(): load the model again on the current backend (after another backend failed part-way through a run).
 export function createBackends(options, run, reload = async () => {}) {
   // picked: how the backend was chosen: 'query' (?backend=NAME), 'benchmark' or 'remembered' (pick-cache.js)
+  // gpu: {adapter, reason} of gpuAdapter() (the pick cache's key names the adapter)
   const state = { names: [], bench: {}, skipped: {}, glRenderer: null, wasmStarted: false, picked: null,
-    nonFinite: [] };
+    nonFinite: [], gpu: { adapter: null, reason: null } };
 
   // The first switch to wasm starts it with the wanted thread count.
   async function trySet(name) {
@@ -114,11 +128,13 @@ export function createBackends(options, run, reload = async () => {}) {
 
   // The backends that initialise here (?backend=NAME: only that one, when it works); null: pick among all.
   async function initialise() {
+    state.gpu = await gpuAdapter();
     const wanted = options.backend;
     const usable = BACKENDS.includes(wanted) && tf.findBackendFactory(wanted) && (await trySet(wanted));
     const forced = usable ? wanted : null;
     if (wanted && !forced) console.warn(`?backend=${wanted} is not available here; picking automatically`);
     for (const name of forced ? [forced] : BACKENDS) {
+      if (name === 'webgpu' && !state.gpu.adapter) { state.skipped.webgpu = state.gpu.reason; continue; }
       if (!tf.findBackendFactory(name) || !(await trySet(name))) continue;
       if (name === 'webgl') state.glRenderer = glRenderer();
       state.names.push(name);
@@ -187,7 +203,7 @@ export function createBackends(options, run, reload = async () => {}) {
   function runtime() {
     const info = { crossOriginIsolated: window.crossOriginIsolated === true,
       backend: typeof tf === 'undefined' ? null : tf.getBackend(), hardwareConcurrency: CORES, wasmThreads: null,
-      webglRenderer: state.glRenderer || null };
+      webglRenderer: state.glRenderer || null, gpuAdapter: state.gpu.adapter, webgpuSkipped: state.gpu.reason };
     if (state.wasmStarted) { // (tf.findBackend would start the wasm backend)
       try { info.wasmThreads = tf.wasm.getThreadsCount(); } catch (err) { /* wasm failed to start */ }
     }

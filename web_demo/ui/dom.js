@@ -17,12 +17,31 @@ export function textElement(tag, className, text) {
   return el;
 }
 
-// The service worker precaches the whole site; the footer's pill says when the page works offline.
-export function registerServiceWorker() {
-  if (!('serviceWorker' in navigator)) return;
-  navigator.serviceWorker.register('sw.js').catch((err) => console.warn('service worker registration failed:', err));
-  navigator.serviceWorker.ready.then(() => {
+// How long the page waits for its first service worker to take control before loading the engines without it.
+const SW_WAIT_MS = 20000;
+
+// Register the service worker and resolve (bounded) once it controls the page: the wasm build an engine then fetches
+// goes through it and is kept for offline use (sw.js caches the builds on first use), instead of being downloaded
+// twice. Resolves to whether the page is controlled; the footer's pill says when the page works offline.
+export function startServiceWorker(timeoutMs = SW_WAIT_MS) {
+  if (!('serviceWorker' in navigator)) return Promise.resolve(false);
+  const sw = navigator.serviceWorker;
+  sw.ready.then(() => {
     $('offline').textContent = 'available offline';
     $('offline').classList.add('ok');
+  });
+  return new Promise((resolve) => {
+    const done = () => resolve(Boolean(sw.controller));
+    if (sw.controller) done(); // a return visit: already served by it (register() still checks for an update)
+    sw.addEventListener('controllerchange', done, { once: true });
+    setTimeout(done, timeoutMs);
+    sw.register('sw.js').then((reg) => {
+      const coming = reg.installing || reg.waiting;
+      if (!coming) { done(); return; } // active but not controlling (a hard reload): it will not claim this page
+      coming.addEventListener('statechange', () => { if (coming.state === 'redundant') done(); });
+    }, (err) => {
+      console.warn('service worker registration failed:', err);
+      done();
+    });
   });
 }
