@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import math
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from edge_tool.errors import ModelError
+from edge_tool.modelcode.keras_code import keras_file_configs, metadata_nodes
 
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 INERT = {"RandomFlip", "RandomRotation", "RandomZoom", "RandomContrast", "RandomTranslation", "RandomBrightness",
@@ -41,38 +43,6 @@ class Scaling:
         return tuple(-o / s for o, s in zip(off, sc)), tuple(1.0 / s for s in sc)
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise ValueError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, pos
-
-
-def _fields(buf: bytes):
-    """(field number, wire type, value) of a protobuf message; length-delimited values as bytes."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire == 2:
-            size, pos = _varint(buf, pos)
-            value, pos = buf[pos:pos + size], pos + size
-        elif wire == 1:
-            value, pos = buf[pos:pos + 8], pos + 8
-        elif wire == 5:
-            value, pos = buf[pos:pos + 4], pos + 4
-        else:
-            raise ValueError(f"wire type {wire}")
-        yield number, wire, value
-
 
 def saved_model_config(saved_model: Path) -> dict | None:
     """The root model's config from a Keras-2 SavedModel's keras_metadata.pb (None when absent or unreadable)."""
@@ -80,39 +50,22 @@ def saved_model_config(saved_model: Path) -> dict | None:
     if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
         return None
     try:
-        for number, wire, node in _fields(path.read_bytes()):
-            if number != 1 or wire != 2:
-                continue
-            parts = {n: v for n, w, v in _fields(node) if w == 2}
-            if parts.get(3) == b"root" and 5 in parts:
-                meta = json.loads(parts[5].decode("utf-8"))
+        for node in metadata_nodes(path):
+            if node.get(3) == b"root" and 5 in node:
+                meta = json.loads(node[5].decode("utf-8"))
                 return meta if isinstance(meta, dict) else None
-    except (ValueError, UnicodeDecodeError, RecursionError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     return None
 
 
 def keras_file_config(model: Path) -> dict | None:
     """The model config of a .keras zip (config.json) or an .h5 file (``model_config`` attribute), else None."""
-    model = Path(model)
     try:
-        if zipfile.is_zipfile(model):
-            with zipfile.ZipFile(model) as zf:
-                info = zf.getinfo("config.json")
-                if info.file_size > MAX_CONFIG_BYTES:
-                    return None
-                doc = json.loads(zf.read(info).decode("utf-8"))
-        else:
-            import h5py  # noqa: PLC0415
-
-            with h5py.File(model, "r") as f:
-                raw = f.attrs.get("model_config")
-                if raw is None:
-                    return None
-                doc = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else str(raw))
-    except (OSError, KeyError, ValueError, UnicodeDecodeError, RecursionError, zipfile.BadZipFile):
+        configs = keras_file_configs(Path(model))
+    except ModelError:
         return None
-    return doc if isinstance(doc, dict) else None
+    return configs[0] if configs and isinstance(configs[0], dict) else None
 
 
 def _layers(doc: dict) -> list[dict]:

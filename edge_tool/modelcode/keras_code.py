@@ -171,12 +171,22 @@ def _fields(buf: bytes):
             raise ValueError("field runs past the end")
 
 
+def metadata_nodes(path: Path) -> list[dict[int, bytes]]:
+    """The length-delimited fields (number -> bytes) of each node of ``keras_metadata.pb`` (SavedMetadata.nodes,
+    field 1: node_path is 3, metadata JSON is 5); ValueError for a malformed protobuf."""
+    return [dict(_fields(node)) for number, node in _fields(path.read_bytes()) if number == 1]
+
+
+def keras_file_configs(path: Path) -> list:
+    """The model config(s) of a .keras archive (config.json, after the archive checks) or an .h5 file
+    (``model_config``); ModelError when the file cannot be read as one."""
+    return _keras_zip_configs(path) if Path(path).suffix.lower() == ".keras" else _h5_configs(path)
+
+
 def metadata_jsons(path: Path) -> list[str]:
     """The per-layer JSON strings of ``keras_metadata.pb`` (SavedMetadata.nodes[*].metadata, field 1 then 5)."""
-    buf = path.read_bytes()
     try:
-        return [value.decode("utf-8") for number, node in _fields(buf) if number == 1
-                for field, value in _fields(node) if field == 5]
+        return [node[5].decode("utf-8") for node in metadata_nodes(path) if 5 in node]
     except (ValueError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path} is not a readable keras_metadata.pb ({exc}); edgetool reads it before loading "
                          "anything and refuses the model.") from None
@@ -195,7 +205,6 @@ def scan_keras_code(path: Path) -> tuple[CodeFinding, ...]:
             configs = _metadata_configs(source)
     else:
         source = path
-        reader = _keras_zip_configs if path.suffix.lower() == ".keras" else _h5_configs
-        configs = reader(path)
+        configs = keras_file_configs(path)
     found = [f for config in configs for f in find_code(config, source.name)]
     return tuple(dict.fromkeys(found))
