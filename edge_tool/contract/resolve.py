@@ -77,9 +77,11 @@ def resolve(signature, model: Path, saved_model: Path | None, options: ContractO
             try:
                 result = run_probe(base, spec, probe.data, probe.predict, probe.width, probe.index_for, probe.seed,
                                    extra)
-            except DataError:
-                if chosen is None:
-                    raise
+            except DataError as exc:
+                if chosen is None:  # nothing says how pixels are scaled, and this folder cannot measure it
+                    raise DataError(f"{exc} The folder was read to measure how input {spec.name!r} expects its "
+                                    f"pixels scaled, since the model does not say; or say it with {OPTION_HINT}."
+                                    ) from None
                 # the folder's classes do not map onto the outputs: no check possible, the chosen contract stands
         if chosen is None:
             chosen = _measured(base, spec, result, options, data)

@@ -14,8 +14,10 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.safe_open import read_regular
 from edge_tool.env import import_tf
 from edge_tool.errors import ModelError
+from edge_tool.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
 from edge_tool.modelcode.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of
 from edge_tool.tflite_model import _schema
 
@@ -50,11 +52,14 @@ def _parse_saved_model(path: Path):
     sm = saved_model_pb2.SavedModel()
     pb = path / "saved_model.pb"
     source = pb if pb.is_file() else path / "saved_model.pbtxt"
-    try:
+    try:  # size-checked regular files first (protobuf cannot parse 2 GiB): nothing huge is read to be refused
         if source is pb:
-            sm.ParseFromString(pb.read_bytes())
+            sm.ParseFromString(read_regular(pb, "a SavedModel protobuf", ModelError, PROTOBUF_MAX,
+                                            "protocol buffers cannot parse a message of 2 GiB or more"))
         else:
-            text_format.Parse(source.read_text(), sm)
+            text = read_regular(source, "a SavedModel text protobuf", ModelError, MAX_DOCUMENT_BYTES,
+                                "a text SavedModel that large is not one edgetool parses")
+            text_format.Parse(text.decode("utf-8"), sm)
     except (DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError, ValueError) as exc:
         raise ModelError(f"{source} is not a readable SavedModel protobuf ({type(exc).__name__}: "
                          f"{str(exc)[:200]}); edgetool scans it before running anything and refuses it.") from None
