@@ -378,10 +378,10 @@ def test_one_tensor_spec_type_judged_only_as_a_calibration_input(tmp_path):
     spec = TensorSpec("x", np.float32, [-1, 8, 8, 1])  # normalised: numpy's dtype name, a tuple, None dims
     assert (spec.dtype, spec.shape, spec.sample_shape) == ("float32", (None, 8, 8, 1), (8, 8, 1))
     text, free = TensorSpec("t", "bytes_", (None,)), TensorSpec("o", "float32", None)  # outputs may be so
-    assert (text.dtype, free.to_dict()) == ("bytes_", {"name": "o", "dtype": "float32", "shape": None})
+    assert (text.dtype, free.to_dict()) == ("string", {"name": "o", "dtype": "float32", "shape": None})
     path = tmp_path / "d.npz"
     np.savez(path, x=np.zeros((2, 8, 8, 1), np.float32))
-    for bad, why in [(text, "input 't': dtype bytes is not numeric"), (free, "shape must be a tuple of ints/None"),
+    for bad, why in [(text, "input 't': dtype string is not numeric"), (free, "shape must be a tuple of ints/None"),
                      (TensorSpec("", "float32", ()), "input name must be a non-empty string, got ''")]:
         for refuse in (lambda: calibration.specs_from([bad]), lambda: load(path, [bad], ALL)):
             with pytest.raises(UsageError) as info:
