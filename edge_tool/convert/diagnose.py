@@ -13,6 +13,10 @@ import os
 import re
 from pathlib import Path
 
+from edge_tool.errors import ModelError
+from edge_tool.modelcode.guard import side_effect_ops
+from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal  # noqa: F401 (importable here)
+
 MAX_SUMMARY_CHARS = 400
 
 _LOCATION_PREFIX = re.compile(r"^\s*(?:<unknown>|[\w./\\-]+\.\w+)(?::\d+){1,2}:?\s*(?:(?:error|warning|remark):\s*)?")
@@ -112,35 +116,12 @@ def describe_failure(message: str, batch: int | None = None, allow_select_tf_ops
     return " ".join(parts)
 
 
-# Ops that call back into the Python interpreter that traced the model: no TFLite runtime (Flex included) and no
-# TFJS backend has a kernel for them, and no option changes that.
-PYTHON_CALLBACK_OPS = {"PyFunc": "tf.numpy_function", "PyFuncStateless": "tf.numpy_function",
-                       "EagerPyFunc": "tf.py_function"}
-
-
 def python_callbacks(saved_model: Path) -> list[str]:
     """Names of the ops in a SavedModel's graph and functions that call back into Python (tf.numpy_function,
-    tf.py_function), sorted; [] when there are none or saved_model.pb cannot be read."""
-    from google.protobuf.message import DecodeError  # noqa: PLC0415
-    from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
-
-    proto = saved_model_pb2.SavedModel()
+    tf.py_function), sorted; [] when there are none or saved_model.pb cannot be read. From the model-code scan
+    (``modelcode``: every function of the library, read size-checked and cached), not a parse of its own."""
     try:
-        proto.ParseFromString((Path(saved_model) / "saved_model.pb").read_bytes())
-    except (OSError, DecodeError):
+        found = side_effect_ops(Path(saved_model))
+    except ModelError:
         return []
-    ops = set()
-    for graph in proto.meta_graphs:
-        ops.update(n.op for n in graph.graph_def.node)
-        for function in graph.graph_def.library.function:
-            ops.update(n.op for n in function.node_def)
-    return sorted(ops & PYTHON_CALLBACK_OPS.keys())
-
-
-def python_callback_refusal(model, ops: list[str]) -> str:
-    """Why a model with Python callbacks cannot be converted, and the way out."""
-    calls = " / ".join(dict.fromkeys(PYTHON_CALLBACK_OPS[op] for op in ops))
-    return (f"{model} calls back into Python ({calls}: op {', '.join(ops)}). That runs only inside the Python "
-            "process that traced the model: no TFLite runtime has a kernel for it — not with --allow-select-tf-ops "
-            "(Flex has none) nor --batch — and neither does TensorFlow.js. Rewrite that step with TensorFlow ops, "
-            "or do it outside the model (in the app, before the input is fed) and save the model without it.")
+    return sorted({f.op for f in found} & PYTHON_CALLBACK_OPS.keys())

@@ -12,6 +12,7 @@ from pathlib import Path
 from edge_tool.errors import ModelCodeRefused
 from edge_tool.modelcode import TRUST_FLAG
 from edge_tool.modelcode.graph_scan import OpFinding, scan_saved_model, scan_tflite
+from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal
 from edge_tool.modelcode.keras_code import CodeFinding, scan_keras_code
 
 _TRUST_SAYS = (f"If you trust where the model came from, rerun with {TRUST_FLAG} (it lets edgetool deserialize "
@@ -84,8 +85,11 @@ def require_no_side_effects(path: Path, trust: bool, doing: str) -> tuple[OpFind
     """ModelCodeRefused unless ``trust`` when the graph (or .tflite) at ``path`` holds side-effect ops; ``doing``
     says what would run it. Returns the findings."""
     found = side_effect_ops(path)
+    listed = "; ".join(f.describe() for f in found[:6]) + (f"; and {len(found) - 6} more" if len(found) > 6 else "")
+    callbacks = sorted({f.op for f in found} & PYTHON_CALLBACK_OPS.keys())
+    if callbacks:  # trust cannot help: the callback lives only in the process that traced the model
+        raise ModelCodeRefused(f"{python_callback_refusal(path, callbacks)} Found: {listed}.")
     if found and not trust:
-        listed = "; ".join(f.describe() for f in found[:6]) + (f"; and {len(found) - 6} more" if len(found) > 6 else "")
         raise ModelCodeRefused(
             f"{path} holds ops with effects outside the model's tensors: {listed}. {doing} would execute them, "
             f"so edgetool refuses (edgetool inspect {path} lists them without running anything). {_TRUST_SAYS} "

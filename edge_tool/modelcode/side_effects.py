@@ -88,3 +88,19 @@ def table_rows() -> list[tuple[str, str]]:
     rows = [(what, ", ".join(ops)) for what, ops in _TABLE.items()]
     rows += [(f"{op} (when {'/'.join(names)} points at a file)", op) for op, (names, _) in CONDITIONAL.items()]
     return rows
+
+
+# Ops that call back into the Python interpreter that traced the model: no TFLite runtime (Flex included) and no
+# TFJS backend has a kernel for them, and no option changes that.
+PYTHON_CALLBACK_OPS = {"PyFunc": "tf.numpy_function", "PyFuncStateless": "tf.numpy_function",
+                       "EagerPyFunc": "tf.py_function"}
+
+
+def python_callback_refusal(model, ops: list[str]) -> str:
+    """Why a model with Python callbacks cannot be converted, and the way out."""
+    calls = " / ".join(dict.fromkeys(PYTHON_CALLBACK_OPS[op] for op in ops))
+    return (f"{model} calls back into Python ({calls}: op {', '.join(ops)}). That runs only inside the Python "
+            "process that traced the model: TensorFlow loading the SavedModel anywhere else cannot run it (so "
+            "--trust-model-code does not help), no TFLite runtime has a kernel for it — not with --allow-select-tf-ops "
+            "(Flex has none) nor --batch — and neither does TensorFlow.js. Rewrite that step with TensorFlow ops, "
+            "or do it outside the model (in the app, before the input is fed) and save the model without it.")
