@@ -182,8 +182,9 @@ def _contracts(subject: Subject, source) -> tuple:
     from edge_tool.convert.inputs import prepare_inputs  # noqa: PLC0415
     from edge_tool.env import import_tf  # noqa: PLC0415
 
-    config = ConvertConfig(model=subject.path, output_dir=subject.temp("int8-b1-unused"), modes=("int8",),
-                           calibration=subject.calibration, metadata=False, **_contract_options(subject))
+    config = ConvertConfig(model=subject.model_dir(), output_dir=subject.temp("int8-b1-unused"), modes=("int8",),
+                           calibration=subject.int8_calibration(), metadata=False,
+                           trust_model_code=subject.trust_model_code, **_contract_options(subject))
     return prepare_inputs(import_tf(), config, source).contracts
 
 
