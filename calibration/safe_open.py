@@ -93,7 +93,14 @@ def open_regular(path: Path | str, what: str, error: type[EdgeToolError], limit:
 def read_regular(path: Path | str, what: str, error: type[EdgeToolError], limit: int, why: str = "") -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them (checked before and while reading)."""
     with open_regular(path, what, error, limit, why) as f:
-        data = f.read(limit + 1)
+        # read what the file holds, not `limit` bytes at once (read(n) allocates n bytes up front), and keep
+        # reading while it grows, up to one byte past the limit
+        chunks = [f.read(min(limit, os.fstat(f.fileno()).st_size) + 1)]
+        total = len(chunks[0])
+        while chunks[-1] and total <= limit:
+            chunks.append(f.read(min(1 << 20, limit + 1 - total)))
+            total += len(chunks[-1])
+        data = b"".join(chunks)
     if len(data) > limit:
         raise too_big(path, what, len(data), limit, error, why)
     return data
