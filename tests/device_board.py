@@ -199,6 +199,9 @@ def start(root: Path, home: Path, chroot: bool = True) -> Board:
     """sshd on a free 127.0.0.1 port chrooting root logins into ``root``; keys and configs in ``home``.
     ``chroot=False``: the same sshd without the chroot (the host itself as a device)."""
     enable_binfmt()
+    if chroot:  # a board boots with an empty /tmp: what an earlier, interrupted run left there is not this run's
+        for left in (root / "tmp").glob("edgetool-device-*"):
+            shutil.rmtree(left, ignore_errors=True)
     mounted = chroot and not os.path.ismount(root / "proc")
     if mounted:
         _run(["mount", "-t", "proc", "proc", str(root / "proc")])
