@@ -323,3 +323,40 @@ def test_the_host_as_a_device_gives_the_host_rows(board, models, tmp_path_factor
         for key in ("accuracy", "top1_agreement", "max_abs_error", "mean_abs_error", "cosine"):
             assert there[key] == here[key], key
         assert there["latency_ms"]["runs"] == 5
+
+
+def test_tflm_on_devices(board, models, tmp_path_factory, tmp_path):
+    """--runtime tflm with two devices: the board (no tflite_micro: PyPI has no aarch64 wheel) gives that row's
+    failure with the way to get it; the host as a device (its Python has tflite_micro) gives rows whose figures
+    equal the host's own --runtime tflm rows."""
+    host = device_board.start(board.root, tmp_path_factory.mktemp("tflm-device"), chroot=False)
+    report, local = tmp_path / "r.json", tmp_path / "local.json"
+    common = (models / "fp32.tflite", models / "int8.tflite", "-r", models / "model", "-d", models / "eval.npz",
+              "--runtime", "tflm", *RUNS)
+    try:
+        proc = run_edgetool("eval", *common, "--device", board.url, "--device", f"{host.url}?python={sys.executable}",
+                            "--json", report, env=_env_both(board, host, tmp_path))
+    finally:
+        host.stop()
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the board's rows failed
+    mine = run_edgetool("eval", *common, "--json", local)
+    assert mine.returncode == 0, mine.stdout + mine.stderr
+    rows, here = json.loads(report.read_text())["results"], json.loads(local.read_text())["results"]
+    on_board, on_host = rows[2:4], rows[4:6]
+    for row in on_board:
+        assert "tflite-micro" in row["failed"] and "whl.dist" in row["failed"], row["failed"]
+    for mine_row, there in zip(here, on_host):
+        assert there["device"]["runtime"] == "tflite_micro" and there["runtime"].startswith("tflite-micro")
+        assert there["tensor_arena"] == mine_row["tensor_arena"] and there["latency_ms"]["runs"] == 5
+        for key in ("accuracy", "top1_agreement", "max_abs_error", "mean_abs_error", "cosine"):
+            assert there[key] == mine_row[key], key
+    _assert_device_clean(board)
+
+
+def _env_both(board, other, tmp_path: Path) -> dict:
+    """One ssh client config reaching both sshds (each with its own client key and host key)."""
+    cfg = tmp_path / "ssh_config_both"
+    cfg.write_text(f"Host 127.0.0.1\n  IdentityFile {board.home / 'id_ed25519'}\n  IdentityFile {other.home / 'id_ed25519'}\n"
+                   f"  IdentitiesOnly yes\n  UserKnownHostsFile {board.home / 'known_hosts'} {other.home / 'known_hosts'}\n"
+                   "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n  IdentityAgent none\n")
+    return {"EDGETOOL_SSH_CONFIG": str(cfg)}

@@ -87,7 +87,7 @@ class EvalConfig:
                 problems.append(f"{name} gates TFLite Micro figures; add --runtime tflm")
             if value is not None and not value > 0:
                 problems.append(f"{name} must be > 0, got {value}")
-        problems += _device_problems(self.devices, self.runtime)
+        problems += _device_problems(self.devices)
         if not self.artifacts:
             problems.append("give at least one ARTIFACT (.tflite file or TFJS model directory)")
         problems += below_minimum({"--threads": (self.threads, 1), "--warmup": (self.warmup, 0),
@@ -160,8 +160,8 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _device_problems(devices: tuple[str, ...], runtime: str) -> list[str]:
-    """Each --device URL that does not parse, repeated URLs, and --runtime tflm (not on devices yet)."""
+def _device_problems(devices: tuple[str, ...]) -> list[str]:
+    """Each --device URL that does not parse, and repeated URLs."""
     problems = []
     for url in devices:
         try:
@@ -170,7 +170,4 @@ def _device_problems(devices: tuple[str, ...], runtime: str) -> list[str]:
             problems.append(str(exc))
     if len(set(devices)) != len(devices):
         problems.append("--device names the same URL twice")
-    if devices and runtime != "litert":
-        problems.append("--device runs .tflite artefacts with the device's LiteRT/TFLite runtime; --runtime tflm "
-                        "on a device is not supported yet")
     return problems

@@ -178,6 +178,12 @@ def _serve(out, frames, cls, path: str) -> None:
                     f.write(payload)
                 if req.get("mode") in ("latency", "probe"):
                     continue
+                if req.get("runtime") == "tflm":
+                    model = TflmBoardModel(path, int(req["arena"]), req["inputs"], req["tensor_outputs"])
+                    write_frame(out, {"ready": True, "batching": model.describe(), "arena": model.arena})
+                    continue
+                if cls is None:
+                    raise RuntimeError("no TFLite runtime on the device")
                 model = BoardModel(cls, path, int(req["threads"]), bool(req["stateful"]), bool(req.get("single")))
                 write_frame(out, {"ready": True, "inputs": model.inputs, "outputs": model.outputs,
                                   "batching": model.describe()})
@@ -192,9 +198,11 @@ def _serve(out, frames, cls, path: str) -> None:
                     shutil.rmtree(left, ignore_errors=True)
                 write_frame(out, {"swept": True})
             elif op == "probe":
-                write_frame(out, _probe(cls, path))
+                write_frame(out, tflm_probe(path, int(req["arena"])) if req.get("runtime") == "tflm"
+                            else _probe(cls, path))
             elif op == "latency":
-                write_frame(out, _latency(cls, path, req, payload))
+                write_frame(out, tflm_latency(path, req, payload) if req.get("runtime") == "tflm"
+                            else _latency(cls, path, req, payload))
         except MemoryError:
             write_frame(out, {"failed": "the device ran out of memory (MemoryError in the runner)"})
         except Exception as exc:  # noqa: BLE001 - the runtime's refusal, whatever its type, is the row's reason
@@ -221,7 +229,7 @@ def main() -> int:
         out.write(MAGIC)
         write_frame(out, facts())
         cls, _, _, _ = _runtime()
-        if cls is None:
+        if cls is None and tflm_facts()["tflm"] is None:
             return 0
         _serve(out, frames, cls, path)
         return 0

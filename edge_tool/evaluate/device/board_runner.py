@@ -183,7 +183,7 @@ def facts() -> dict:
             "cpu": cpu, "cores": os.cpu_count(), "memory_bytes": _meminfo(), "free_disk_bytes": usage.free,
             "python": platform.python_version(), "numpy": numpy_version, "runtime": runtime,
             "runtime_version": ver, "runtime_errors": tried, "emulated": bool(evidence), "emulation": evidence,
-            "tmp": _state["tmp"]}
+            "tmp": _state["tmp"], **tflm_facts()}
 
 
 def peak_rss_mb() -> float:

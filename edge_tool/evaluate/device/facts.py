@@ -72,3 +72,13 @@ def with_device_cells(rows: list[list[str]], results) -> list[list[str]]:
         for row, r in zip(rows, (None, *results)):
             row.append(device_label(r and r.device))
     return rows
+
+
+def missing_tflm(hello: dict, python: str = "python3") -> str:
+    """Why the device cannot run ``--runtime tflm``, and the way to get TFLite Micro's Python package there."""
+    machine = hello.get("machine") or "?"
+    where = ("PyPI has it for x86_64 Linux only; on an ARM board build the wheel from the tflite-micro sources "
+             "(`bazel build //python/tflite_micro:whl.dist`) and install it there")
+    return (f"the device has no TFLite Micro Python package for Python {hello.get('python')} on {machine} "
+            f"({hello.get('tflm_error') or 'tflite_micro does not import'}); fix: `{python} -m pip install "
+            f"tflite-micro` on the device ({where}), or drop --runtime tflm to measure with the device's LiteRT")

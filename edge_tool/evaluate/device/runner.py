@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.errors import RuntimeFailure
+from edge_tool.errors import ModelError, RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
-from edge_tool.evaluate.device.facts import device_record, missing_runtime
+from edge_tool.evaluate.device.facts import device_record, missing_runtime, missing_tflm
 from edge_tool.evaluate.device.session import RunnerSession, model_bytes, sweep
+from edge_tool.evaluate.device.tflm_plan import TflmPlan
 from edge_tool.evaluate.device.transport import SshDevice
 from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.evaluate.flatbuffer_facts import read_flatbuffer
@@ -73,23 +74,29 @@ class DeviceRunner(_Runner):
         self._flight: list = []  # (output binding, feeds) of the batches sent and not yet answered
         self._produced = self._single = False
         self.session: RunnerSession | None = None
+        self.tflm = TflmPlan(art.model_file) if config.runtime == "tflm" and not self.failed else None
         if not self.failed:
             try:
                 self._open()
-            except RuntimeFailure as exc:
+            except (RuntimeFailure, ModelError) as exc:
                 self._fail(exc)
 
     def _open(self, single: bool = False) -> None:
         """A runner on the device with the model loaded (``single``: one sample per invoke, never batched)."""
         self.session = RunnerSession(self.device.ssh)
         self.hello = self.session.hello[0]
+        self.stateful = read_flatbuffer(self.art.model_file).stateful
+        if self.tflm is not None:
+            if self.hello.get("tflm") is None:
+                raise RuntimeFailure(missing_tflm(self.hello, self.device.url.python))
+            self.session.send(self.tflm.load(), blob=model_bytes(self.art.model_file))
+            return
         if self.hello.get("runtime") is None:
             raise RuntimeFailure(missing_runtime(self.hello, self.device.url.python))
-        self.stateful = read_flatbuffer(self.art.model_file).stateful
         self.session.send({"op": "load", "threads": self.config.threads, "stateful": self.stateful,
                            "single": single}, blob=model_bytes(self.art.model_file))
 
-    def _fail(self, exc: RuntimeFailure) -> None:
+    def _fail(self, exc: Exception) -> None:
         self.failed = f"does not run on {self.device.url.name}: {exc}"
         self._flight.clear()
         if self.session is not None:
@@ -103,7 +110,8 @@ class DeviceRunner(_Runner):
         try:
             if self.plan is None:
                 ready = self.session.receive()[0]
-                self.plan, self.batching = DeviceBindings(self.art.model_file, ready), ready["batching"]
+                self.plan = self.tflm.host(ready) if self.tflm else DeviceBindings(self.art.model_file, ready)
+                self.batching = ready["batching"]
             feeds = self.plan.prepare(inputs)
             if self.first is None:
                 self.first = self._first_feeds(feeds)
@@ -118,8 +126,8 @@ class DeviceRunner(_Runner):
     def _retry_single(self, exc: RuntimeFailure) -> bool:
         """The runner died on its first batched invokes (a runtime that crashes at batch > 1): once, a new runner
         one sample per invoke, the batches in flight sent again. False when that is not the case or fails too."""
-        if self._produced or self._single or not self.session or not self.session.died or not self.plan \
-                or self.plan.batching != "dynamic":
+        if self._produced or self._single or self.tflm or not self.session or not self.session.died \
+                or not self.plan or self.plan.batching != "dynamic":
             return False
         self._single = True
         sweep(self.device.ssh, self.session)
@@ -145,7 +153,7 @@ class DeviceRunner(_Runner):
 
     def _first_feeds(self, feeds: dict) -> dict:
         """What the latency loop feeds: the first sample (the file's fixed batch B, padded, when B > 1)."""
-        b = self.plan.fixed_batch
+        b = 1 if self.tflm else self.plan.fixed_batch
         first = {}
         for idx, x in feeds.items():
             chunk = x[:b]
@@ -175,11 +183,14 @@ class DeviceRunner(_Runner):
         session = RunnerSession(self.device.ssh)
         self.session = session
         session.send({"op": "load", "mode": "latency"}, blob=model_bytes(self.art.model_file))
-        session.send({"op": "latency", "threads": config.threads, "warmup": config.warmup,
-                      "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
-                      "stateful": self.stateful, "outputs": [b.index for b in self.plan.outputs]}, self.first)
+        request = {"op": "latency", "threads": config.threads, "warmup": config.warmup,
+                   "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
+                   "stateful": self.stateful, "outputs": [b.index for b in self.plan.outputs]}
+        session.send({**request, **self.tflm.latency()} if self.tflm else request, self.first)
         answer = session.receive()[0]
         session.close()
+        if self.tflm and answer.get("arena"):
+            self.tflm.used = max(self.tflm.used or 0, int(answer["arena"]))
         return summarize(answer["times_ns"], answer["cold_start_ms"]), answer["peak_rss_mb"]
 
     def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
@@ -195,6 +206,14 @@ class DeviceRunner(_Runner):
         self.close(abort=bool(self.failed))
         note = "measured on the device" + (" under emulation (qemu): not a performance figure"
                                            if self.hello.get("emulated") else "")
+        if self.tflm:
+            tflm = self.hello.get("tflm")
+            return self._row(label, reference, "tflite", fields, latency=lat, peak_rss_mb=rss, threads=1,
+                             runtime=f"tflite-micro {tflm}" if tflm else "none",
+                             batching="" if self.failed else self.batching,
+                             latency_note=f"TFLM reference kernels {note}; {self.tflm.note()}",
+                             arena=self.tflm.arena_record(), flash_bytes=self.art.size_bytes,
+                             device=device_record(self.device.url, self.tflm.facts(self.hello)))
         return self._row(label, reference, "tflite", fields, latency=lat, peak_rss_mb=rss, threads=config.threads,
                          runtime=self.hello.get("runtime") or "none", latency_note=note,
                          batching="" if self.failed else self.batching,

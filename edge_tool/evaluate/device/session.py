@@ -13,7 +13,7 @@ from pathlib import Path
 
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate import latency
-from edge_tool.evaluate.device import board_model, board_runner
+from edge_tool.evaluate.device import board_model, board_runner, board_tflm
 from edge_tool.evaluate.device.transport import SshDevice
 from edge_tool.evaluate.isolated import last_message, request_timeout
 
@@ -21,8 +21,9 @@ _FUTURE = "from __future__ import annotations"
 
 
 def runner_source() -> str:
-    """The program sent to the device: board_runner + board_model + the host's own latency loop + main()."""
+    """The program sent to the device: board_runner + board_model + board_tflm + the host's own latency loop + main()."""
     parts = [inspect.getsource(board_runner), inspect.getsource(board_model).replace(_FUTURE, ""),
+             inspect.getsource(board_tflm).replace(_FUTURE, ""),
              "from typing import Callable\n",
              *(inspect.getsource(f) for f in (latency.time_loop, latency.tflite_step, latency.fit_inputs)),
              "sys.exit(main())\n"]
