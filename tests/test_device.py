@@ -334,10 +334,18 @@ def test_tflm_on_devices(board, models, tmp_path_factory, tmp_path):
     common = (models / "fp32.tflite", models / "int8.tflite", "-r", models / "model", "-d", models / "eval.npz",
               "--runtime", "tflm", *RUNS)
     try:
+        env = _env_both(board, host, tmp_path)
         proc = run_edgetool("eval", *common, "--device", board.url, "--device", f"{host.url}?python={sys.executable}",
-                            "--json", report, env=_env_both(board, host, tmp_path))
+                            "--json", report, env=env)
+        check = run_edgetool("check", models / "model", "-t", "tflm", "--device", f"{host.url}?python={sys.executable}",
+                             "--json", env=env)
+        refused = run_edgetool("check", models / "model", "-t", "tflm", "--device", board.url, env=env)
     finally:
         host.stop()
+    assert check.returncode == 0, check.stdout + check.stderr
+    verdict = json.loads(check.stdout)["results"][0]
+    assert verdict["verdict"] == "runs" and verdict["details"]["device"]["runtime"] == "tflite_micro", verdict
+    assert refused.returncode == 2 and "whl.dist" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the board's rows failed
     mine = run_edgetool("eval", *common, "--json", local)
     assert mine.returncode == 0, mine.stdout + mine.stderr

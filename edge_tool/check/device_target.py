@@ -1,15 +1,42 @@
-"""``check MODEL --device URL``: the litert-cpu verdict from loading, allocating and invoking the model on the device
-with the runtime it has (the same probe as the host's ``check.litert_probe``, run there)."""
+"""``check MODEL --device URL``: the litert-cpu and tflm verdicts from running the model on the device with the
+runtime it has (litert-cpu: the same load/allocate/invoke probe as the host's ``check.litert_probe``; tflm: TFLite
+Micro's interpreter allocating and invoking the int8 model there)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.targets.common import Unavailable, conversion_failed
 from edge_tool.errors import RuntimeFailure
-from edge_tool.evaluate.device.facts import device_record, missing_runtime
+from edge_tool.evaluate.device.facts import device_record, missing_runtime, missing_tflm
 from edge_tool.evaluate.device.session import RunnerSession, model_bytes
 from edge_tool.evaluate.device.transport import SshDevice
 from edge_tool.evaluate.device.url import DeviceURL
+from edge_tool.micro.tflm import GENEROUS_ARENA
+
+
+def _probe_on_device(url: DeviceURL, path: Path, request: dict, runtime_key: str, missing) -> tuple[dict, dict]:
+    """(the device's hello, its probe answer); RuntimeFailure (exit 2) when the device cannot be asked."""
+    device = SshDevice(url)
+    try:
+        device.open()
+        session = RunnerSession(device)
+        try:
+            hello = session.hello[0]
+            if hello.get(runtime_key) is None:
+                raise RuntimeFailure(f"{url.name} cannot run this check: {missing(hello, url.python)}")
+            session.send({"op": "load", "mode": "probe"}, blob=model_bytes(path))
+            session.send({"op": "probe", **request})
+            return hello, session.receive()[0]
+        finally:
+            session.close()
+    finally:
+        device.close()
+
+
+def _findings(answer: dict) -> list[Finding]:
+    return [] if answer["ok"] else [Finding("(model)", Status.UNSUPPORTED, answer["error"].strip()[:800] or "failed")]
 
 
 def litert_cpu_on_device(subject, url: DeviceURL) -> TargetResult:
@@ -18,28 +45,26 @@ def litert_cpu_on_device(subject, url: DeviceURL) -> TargetResult:
         path = subject.artefact("fp32")
     except Unavailable as exc:
         return conversion_failed("litert-cpu", subject, exc)
-    device = SshDevice(url)
-    try:
-        device.open()
-        session = RunnerSession(device)
-        try:
-            hello = session.hello[0]
-            if hello.get("runtime") is None:
-                raise RuntimeFailure(f"{url.name} cannot run .tflite models: {missing_runtime(hello, url.python)}")
-            session.send({"op": "load", "mode": "probe"}, blob=model_bytes(path))
-            session.send({"op": "probe"})
-            answer = session.receive()[0]
-        finally:
-            session.close()
-    finally:
-        device.close()
-    findings = [] if answer["ok"] else [Finding("(model)", Status.UNSUPPORTED,
-                                                 answer["error"].strip()[:800] or "failed")]
+    hello, answer = _probe_on_device(url, path, {}, "runtime", missing_runtime)
     method = (f"load + allocate + invoke on {url.name} ({hello.get('machine')}, {hello['runtime']} "
               f"{hello.get('runtime_version')}) over ssh")
-    return target_result("litert-cpu", path, findings, method,
+    return target_result("litert-cpu", path, _findings(answer), method,
                          {"runtime": hello["runtime"], "device": device_record(url, hello)})
 
 
+def tflm_on_device(subject, url: DeviceURL) -> TargetResult:
+    """tflm, decided by the device's TFLite Micro interpreter (the int8 model, a generous arena grown if needed)."""
+    try:
+        path = subject.artefact("int8")
+    except Unavailable as exc:
+        return conversion_failed("tflm", subject, exc)
+    arena = max(GENEROUS_ARENA, 4 * path.stat().st_size)
+    hello, answer = _probe_on_device(url, path, {"runtime": "tflm", "arena": arena}, "tflm", missing_tflm)
+    method = f"allocate + invoke on {url.name} ({hello.get('machine')}, tflite-micro {hello['tflm']}) over ssh"
+    facts = {**hello, "runtime": "tflite_micro", "runtime_version": hello["tflm"]}
+    return target_result("tflm", path, _findings(answer), method,
+                         {"tflite_micro": hello["tflm"], "device": device_record(url, facts)})
+
+
 # check targets that can run on a device: name -> check(subject, url)
-DEVICE_TARGETS = {"litert-cpu": litert_cpu_on_device}
+DEVICE_TARGETS = {"litert-cpu": litert_cpu_on_device, "tflm": tflm_on_device}
