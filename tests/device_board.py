@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -195,9 +196,11 @@ class Board:
             subprocess.run(["umount", "-l", str(self.root / "proc")], capture_output=True)
 
 
-def start(root: Path, home: Path, chroot: bool = True) -> Board:
+def start(root: Path, home: Path, chroot: bool = True, limit_as: int | None = None) -> Board:
     """sshd on a free 127.0.0.1 port chrooting root logins into ``root``; keys and configs in ``home``.
-    ``chroot=False``: the same sshd without the chroot (the host itself as a device)."""
+    ``chroot=False``: the same sshd without the chroot (the host itself as a device). ``limit_as``: every process
+    of the board (sshd and what it starts) limited to that many bytes of address space (RLIMIT_AS): a board with
+    less memory."""
     enable_binfmt()
     if chroot:  # a board boots with an empty /tmp: what an earlier, interrupted run left there is not this run's
         for left in (root / "tmp").glob("edgetool-device-*"):
@@ -221,7 +224,11 @@ def start(root: Path, home: Path, chroot: bool = True) -> Board:
         f"Host 127.0.0.1\n  IdentityFile {home / 'id_ed25519'}\n  IdentitiesOnly yes\n"
         f"  UserKnownHostsFile {home / 'known_hosts'}\n  GlobalKnownHostsFile /dev/null\n"
         "  StrictHostKeyChecking yes\n  IdentityAgent none\n")
-    sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(home / "sshd_config")],
+    def limit() -> None:
+        if limit_as:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+
+    sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(home / "sshd_config")], preexec_fn=limit,
                             stdout=subprocess.DEVNULL, stderr=open(home / "sshd.log", "wb"))  # noqa: SIM115
     board = Board(root, home, port, sshd, mounted)
     deadline = time.monotonic() + 60

@@ -368,3 +368,41 @@ def _env_both(board, other, tmp_path: Path) -> dict:
                    f"  IdentitiesOnly yes\n  UserKnownHostsFile {board.home / 'known_hosts'} {other.home / 'known_hosts'}\n"
                    "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n  IdentityAgent none\n")
     return {"EDGETOOL_SSH_CONFIG": str(cfg)}
+
+
+_BIG = """
+import sys, numpy as np, tensorflow as tf
+class M(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([1, 256], tf.float32, name="x")])
+    def __call__(self, x):  # a 400 MB intermediate tensor from a 1 KB input
+        return {"y": tf.reduce_mean(tf.tile(x, [400000, 1]) * 2.0 + 1.0, axis=0, keepdims=True)}
+m = M()
+tf.saved_model.save(m, sys.argv[1] + "/model", signatures=m.__call__)
+np.savez(sys.argv[1] + "/data.npz", x=np.random.default_rng(0).uniform(-1, 1, (3, 256)).astype("float32"))
+open(sys.argv[1] + "/big.tflite", "wb").write(tf.lite.TFLiteConverter.from_saved_model(sys.argv[1] + "/model").convert())
+"""
+
+
+def test_a_device_out_of_memory_is_that_rows_failure(board, tmp_path_factory, tmp_path):
+    """A board whose processes get 600 MB of address space (its sshd under RLIMIT_AS: a smaller board) cannot
+    allocate a model with a 400 MB tensor: that row fails naming memory, not a hang; the same artefact on another
+    device (the host as a device) is measured; exit 1; nothing left on the board."""
+    big = tmp_path_factory.mktemp("oom-model")
+    made = subprocess.run([sys.executable, "-c", _BIG, str(big)], capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr[-3000:]
+    small = device_board.start(board.root, tmp_path_factory.mktemp("small-board"), limit_as=600_000_000)
+    host = device_board.start(board.root, tmp_path_factory.mktemp("oom-host"), chroot=False)
+    report = tmp_path / "r.json"
+    try:
+        proc = run_edgetool("eval", big / "big.tflite", "-r", big / "model", "-d", big / "data.npz", "--device",
+                            small.url, "--device", f"{host.url}?python={sys.executable}", "--runs", "2",
+                            "--warmup", "0", "--json", report, env=_env_both(small, host, tmp_path), timeout=900)
+    finally:
+        small.stop()
+        host.stop()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    here, there, elsewhere = json.loads(report.read_text())["results"]
+    assert "memory" in there["failed"], there["failed"]
+    assert here.get("failed") is None and elsewhere.get("failed") is None and elsewhere["latency_ms"]["runs"] == 2
+    assert elsewhere["max_abs_error"] == here["max_abs_error"]
+    _assert_device_clean(board)

@@ -59,17 +59,29 @@ class ReferenceModel:
     def _feed(self, inputs: dict) -> dict:
         return {s.name: np.asarray(inputs[s.name], dtype=s.dtype) for s in self.input_specs}
 
+    @property
+    def fixed_batch(self) -> int | None:
+        """The batch every input of the signature is fixed to (a graph traced at batch 1, say), else None."""
+        firsts = {s.shape[0] if s.shape else None for s in self.input_specs}
+        return firsts.pop() if len(firsts) == 1 and None not in firsts else None
+
     def predict(self, inputs: dict, batch: int = BATCH) -> dict[str, np.ndarray]:
-        """Outputs by name for every sample of ``inputs`` (arrays batch-first)."""
+        """Outputs by name for every sample of ``inputs`` (arrays batch-first), in chunks of the signature's
+        fixed batch when it has one (the last chunk padded with its last sample, the padding's outputs dropped)."""
         n = len(next(iter(inputs.values())))
+        batch = self.fixed_batch or batch
         chunks: dict[str, list] = {}
         for start in range(0, n, batch):
+            part = {k: v[start:start + batch] for k, v in inputs.items()}
+            m = len(next(iter(part.values())))
+            if self.fixed_batch and m < batch:
+                part = {k: np.concatenate([v, np.repeat(v[-1:], batch - m, axis=0)]) for k, v in part.items()}
             t0 = time.perf_counter_ns()
-            out = self._run(self._feed({k: v[start:start + batch] for k, v in inputs.items()}))
+            out = self._run(self._feed(part))
             if self._first_call_ns is None:
                 self._first_call_ns = time.perf_counter_ns() - t0
             for k, v in out.items():
-                chunks.setdefault(k, []).append(np.asarray(v))
+                chunks.setdefault(k, []).append(np.asarray(v)[:m])
         return {k: np.concatenate(v) for k, v in chunks.items()}
 
     def latency(self, sample: dict, warmup: int, runs: int | None, time_budget_s: float | None,
