@@ -49,6 +49,9 @@ c.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
 c.inference_input_type = tf.int8
 c.inference_output_type = tf.int8
 open(o + "/int8.tflite", "wb").write(c.convert())
+one = tf.function(lambda image: {"probs": m(image)}).get_concrete_function(tf.TensorSpec([1, 8, 8, 1], name="image"))
+tf.saved_model.save(m, o + "/batch1", signatures=one)  # a graph traced at batch 1: its .tflite runs only at batch 1
+open(o + "/fixed1.tflite", "wb").write(tf.lite.TFLiteConverter.from_saved_model(o + "/batch1").convert())
 """
 
 # The oracle on the board: tflite_runtime in batches of 16 (eval's --batch-size, batched as eval found the model
@@ -61,8 +64,9 @@ x = np.load(d + "/x.npy")
 it = Interpreter(model_path=d + "/model.tflite")
 i, o = it.get_input_details()[0], it.get_output_details()[0]
 rows = []
-for k in range(0, len(x), 16):
-    s = x[k:k + 16].astype(np.float64)
+b = int(sys.argv[2])
+for k in range(0, len(x), b):
+    s = x[k:k + b].astype(np.float64)
     if i["dtype"] == np.int8:
         sc, z = i["quantization"]
         s = np.clip(np.round(s / sc + z), -128, 127)
@@ -110,14 +114,14 @@ def _env(board, config: Path | None = None) -> dict:
     return {"EDGETOOL_SSH_CONFIG": str(config or board.ssh_config)}
 
 
-def _oracle(board, model: Path, x: np.ndarray) -> np.ndarray:
+def _oracle(board, model: Path, x: np.ndarray, batch: int = 16) -> np.ndarray:
     """Outputs of ``model`` computed on the board by plain ssh + tflite_runtime (none of edgetool's code)."""
     work = board.root / "tmp" / f"oracle-{uuid.uuid4().hex}"
     work.mkdir()
     try:
         shutil.copy(model, work / "model.tflite")
         np.save(work / "x.npy", x)
-        proc = board.ssh(f"python3 -c '{_ORACLE}' /tmp/{work.name}")
+        proc = board.ssh(f"python3 -c '{_ORACLE}' /tmp/{work.name} {batch}")
         assert proc.returncode == 0, proc.stderr.decode()[-2000:]
         return np.load(work / "y.npy")
     finally:
@@ -140,24 +144,27 @@ def _assert_device_clean(board, timeout: float = 30) -> None:
 
 
 def test_device_rows_equal_an_independent_run_on_the_board(board, models, tmp_path):
-    """machine aarch64, the board's runtime; accuracy and drift equal the oracle's outputs; hostile file names."""
+    """machine aarch64, the board's runtime; accuracy and drift equal the oracle's outputs (also for a file that
+    runs only at batch 1: fed one sample per invoke); hostile file names."""
     hostile = tmp_path / "a b'\"$(touch PWNED);`touch PWNED2`"
     hostile.mkdir()
-    arts = [shutil.copy(models / f"{m}.tflite", hostile / f"{m} $(touch X); '.tflite") for m in ("fp32", "int8")]
+    kinds = ("fp32", "int8", "fixed1")
+    arts = [shutil.copy(models / f"{m}.tflite", hostile / f"{m} $(touch X); '.tflite") for m in kinds]
     report = tmp_path / "r.json"
     proc = run_edgetool("eval", *arts, "-r", models / "model", "-d", models / "eval.npz", "--device", board.url,
                         *RUNS, "--json", report, env=_env(board))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = json.loads(report.read_text())["results"]
-    assert [r.get("device") is not None for r in rows] == [False, False, True, True]
+    assert [r.get("device") is not None for r in rows] == [False] * 3 + [True] * 3
     data = np.load(models / "eval.npz")
     ref = _reference(models, data["x"])
-    for art, row in zip(arts, rows[2:]):
+    for kind, art, row, here in zip(kinds, arts, rows[3:], rows):
         dev = row["device"]
-        assert row["accuracy_pass"] == "batched"
+        assert row["accuracy_pass"] == ("batch 1 (fixed batch 1)" if kind == "fixed1" else "batched"), row
+        assert here["accuracy"] == row["accuracy"]
         assert dev["machine"] == "aarch64" and dev["runtime"] == "tflite_runtime" and dev["emulated"] is True
         assert dev["runtime_version"].startswith("2.14") and dev["url"] == board.url
-        out = _oracle(board, Path(art), data["x"])
+        out = _oracle(board, Path(art), data["x"], 1 if kind == "fixed1" else 16)
         assert row["accuracy"] == pytest.approx(float(np.mean(out.argmax(1) == data["y"])), abs=1e-12)
         assert row["top1_agreement"] == pytest.approx(float(np.mean(out.argmax(1) == ref.argmax(1))), abs=1e-12)
         assert row["max_abs_error"] == pytest.approx(float(np.max(np.abs(out - ref))), rel=1e-6, abs=1e-9)
