@@ -51,6 +51,9 @@ def read_onnx(path: Path) -> OnnxFacts:
     from google.protobuf.message import DecodeError  # noqa: PLC0415
 
     data = read_regular(path, "an .onnx file", ModelError, PROTOBUF_MAX, "protobuf cannot parse a larger message")
+    if data[4:8] == b"TFL3":
+        raise ModelError(f"{path} is not an ONNX model: it is a TFLite flatbuffer; give it a .tflite name to evaluate "
+                         "it in LiteRT.")
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
