@@ -170,3 +170,26 @@ def test_nchw_onnx_is_refused_naming_both_layouts(models, tmp_path):
     assert result.exit_code == 2, result.output
     assert "data per-sample shape (8, 8, 1), but nchw.onnx expects (1, 8, 8)" in " ".join(result.output.split())
     assert not (tmp_path / "r.json").exists()
+
+
+def test_raw_uint8_input_model(uint8_model, tmp_path):
+    """A model whose own input is raw uint8 pixels: its .onnx takes uint8, fed the data unchanged; the row equals
+    an independent onnxruntime run on the same uint8 samples."""
+    import tensorflow as tf
+    import tf2onnx
+    import tf_keras as keras
+
+    spec = (tf.TensorSpec((None, 8, 8, 1), tf.uint8, name="image"),)
+    path = tmp_path / "u8.onnx"
+    tf2onnx.convert.from_keras(keras.models.load_model(uint8_model), input_signature=spec, opset=17,
+                               output_path=str(path))
+    assert ort.InferenceSession(str(path)).get_inputs()[0].type == "tensor(uint8)"
+    result = runner.invoke(app, ["eval", str(path), "-r", str(uint8_model), "-d", str(uint8_model / "eval.npz"),
+                                 "--runs", "3", "--json", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    row = json.loads((tmp_path / "r.json").read_text())["results"][0]
+    with np.load(uint8_model / "eval.npz") as npz:
+        x, y = npz["x"], npz["y"]
+    out = _onnx_outputs(path, x)
+    assert row["accuracy"] == pytest.approx(np.mean(out.argmax(1) == y), abs=1e-9)
+    assert row["max_abs_error"] < 1e-5

@@ -13,6 +13,9 @@ from edge_tool.evaluate.runtimes import SPECS, Column, columns, owner
 from edge_tool.schemas import check, read_json
 from edge_tool.textsafe import md, md_row
 
+# the rows live in ``rows`` (runners build them without importing this module); these names stay importable here
+__all__ = ["NUMERIC", "TABLE_HEADERS", "ArtifactResult", "LatencyStats", "LayerError", "ReferenceResult", "Report"]
+
 
 @dataclass(frozen=True)
 class Report:
