@@ -1,4 +1,4 @@
-"""``edgetool eval``: accuracy drift against the SavedModel and LiteRT latency, with a CI gate."""
+"""``edgetool eval``: accuracy drift against the SavedModel and latency (LiteRT, TFLM, TFJS, ONNX Runtime), with a CI gate."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from edge_tool.commands import input_options
 
 
 def command(
-    artifacts: list[Path] = typer.Argument(..., help="Artefacts: .tflite files (from any tool) and TFJS model dirs."),
+    artifacts: list[Path] = typer.Argument(..., help="Artefacts: .tflite files (from any tool), TFJS model dirs and .onnx files (ONNX Runtime, the onnx extra)."),
     reference: Path = typer.Option(..., "--reference", "-r", help="Reference model: SavedModel directory (serving_default) or .keras/.h5 file (read as convert reads it)."),
     data: Path = typer.Option(..., "--data", "-d", help="Eval data, e.g. .npz with x (and y for accuracy)."),
     threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads."),
@@ -23,7 +23,7 @@ def command(
     task: str | None = typer.Option(None, "--task", help="classification|multilabel|regression|segmentation|detection (default: inferred from the model's outputs and the labels; the report says how)."),
     threshold: float = typer.Option(0.5, "--threshold", help="Decision threshold for multi-label outputs and one-channel masks."),
     max_latency_ms: float | None = typer.Option(None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this."),
-    runtime: str = typer.Option("litert", "--runtime", help="Run .tflite artefacts in litert (LiteRT interpreter) or tflm (TFLite Micro's interpreter: arena and flash instead of RSS)."),
+    runtime: str = typer.Option("litert", "--runtime", help="Which runtime runs the formats several can run: litert (.tflite, LiteRT interpreter, the default) or tflm (.tflite, TFLite Micro's interpreter: arena and flash instead of RSS). TFJS runs in Node, .onnx in ONNX Runtime (docs/eval.md's runtime table)."),
     max_arena_kb: float | None = typer.Option(None, "--max-arena-kb", help="--runtime tflm: fail (exit 1) if a measured tensor arena exceeds this many KiB."),
     max_flash_kb: float | None = typer.Option(None, "--max-flash-kb", help="--runtime tflm: fail (exit 1) if a model's flash (array) size exceeds this many KiB."),
     batch_size: int = typer.Option(16, "--batch-size", help="Samples per streamed batch (memory grows with the batch, not the data)."),
@@ -98,7 +98,7 @@ def _print_table(report, failing: set[str]) -> None:
     for i, row in enumerate(report.table_rows()):
         style = "bold" if i == 0 else ("red" if row[0] in failing else None)
         table.add_row(*map(text, row), style=style)
-    wide = (150 if report.has_micro else 130) + (40 if any(r.device for r in report.results) else 0)
+    wide = 130 + sum(c.width for c in report.extra_columns())
     console = Console(width=max(Console().width, wide))
     console.print(table)
     for line in report.footer_lines():

@@ -1,4 +1,4 @@
-"""What an ARTIFACT is: format (.tflite / TFJS graph model), quantization mode, size on disk."""
+"""What an ARTIFACT is: format (.tflite / TFJS graph model / .onnx), quantization mode, size on disk."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate.config import ArtifactFormat
+from edge_tool.evaluate.onnx_facts import looks_like_onnx, read_onnx
 from edge_tool.schemas import load_json
 from edge_tool.schemas.manifest import FILE, Manifest
 
@@ -29,10 +30,14 @@ class Artifact:
 
 
 def describe(path: Path) -> Artifact:
-    """Classify ``path``; ModelError if it is neither a .tflite file nor a TFJS model directory / model.json."""
+    """Classify ``path``; ModelError if it is none of a .tflite file, a TFJS model directory / model.json and an
+    .onnx file (an .onnx name must hold an ONNX model; another name holding one is read as ONNX too)."""
     path = Path(path)
     if not path.exists():
-        raise ModelError(f"Artifact {path} does not exist; expected a .tflite file or a TFJS model directory.")
+        raise ModelError(f"Artifact {path} does not exist; expected a .tflite file, a TFJS model directory or an "
+                         ".onnx file.")
+    if path.suffix.lower() == ".onnx":
+        return _onnx(path)
     if path.is_file() and path.name == "model.json":
         return _tfjs(path, path.parent)
     if path.is_dir():
@@ -53,10 +58,29 @@ def _tflite(given: Path, model_file: Path) -> Artifact:
 
     if not model_file.is_file():
         raise ModelError(f"Expected a .tflite file at {model_file}, but nothing is there.")
+    if _holds_onnx(model_file):
+        return _onnx(given)
     # parsed, not loaded: a file that crashes LiteRT must not crash the evaluator (it runs in a worker)
     facts = read_flatbuffer(model_file)  # ModelError for a file that is not a TFLite flatbuffer
     quant, source = file_label(facts, _manifest_quant(model_file))
     return Artifact(given, model_file, ArtifactFormat.TFLITE, quant, source, model_file.stat().st_size)
+
+
+def _holds_onnx(path: Path) -> bool:
+    """True when ``path`` (not named .onnx) is not a TFLite flatbuffer but starts like an ONNX ModelProto."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return False
+    return head[4:8] != b"TFL3" and looks_like_onnx(head)
+
+
+def _onnx(path: Path) -> Artifact:
+    """An .onnx file, parsed and checked (``onnx_facts``), never loaded here."""
+    facts = read_onnx(path)
+    return Artifact(path, path, ArtifactFormat.ONNX, facts.quant, "ONNX graph (QDQ nodes, initializer types)",
+                    path.stat().st_size)
 
 
 def file_label(facts, claimed: str | None) -> tuple[str, str]:

@@ -17,14 +17,12 @@ DEFAULT_RUNS = 100
 DEFAULT_BATCH = 16  # MobileNetV2-224 in TF: ~1.3 GB RSS at 16 per call, ~2.1 GB at 64
 
 
-RUNTIMES = ("litert", "tflm")  # which interpreter runs .tflite artefacts
-
-
 class ArtifactFormat(str, Enum):
     """Kinds of artefact eval can run."""
 
     TFLITE = "tflite"
     TFJS = "tfjs"
+    ONNX = "onnx"
 
 
 @dataclass(frozen=True)
@@ -80,8 +78,6 @@ class EvalConfig:
             problems.append(f"--threshold must be a finite number, got {self.threshold}")
         if self.max_error is not None and not self.max_error >= 0:
             problems.append(f"--max-error must be >= 0, got {self.max_error}")
-        if self.runtime not in RUNTIMES:
-            problems.append(f"--runtime expects one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
         for name, value in (("--max-arena-kb", self.max_arena_kb), ("--max-flash-kb", self.max_flash_kb)):
             if value is not None and self.runtime != "tflm":
                 problems.append(f"{name} gates TFLite Micro figures; add --runtime tflm")
@@ -89,7 +85,7 @@ class EvalConfig:
                 problems.append(f"{name} must be > 0, got {value}")
         problems += _device_problems(self.devices)
         if not self.artifacts:
-            problems.append("give at least one ARTIFACT (.tflite file or TFJS model directory)")
+            problems.append("give at least one ARTIFACT (.tflite file, TFJS model directory or .onnx file)")
         problems += below_minimum({"--threads": (self.threads, 1), "--warmup": (self.warmup, 0),
                                    "--top-k": (self.top_k, 2), "--batch-size": (self.batch_size, 1),
                                    "per-layer top N": (self.per_layer_top, 1),

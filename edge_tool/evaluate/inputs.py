@@ -40,7 +40,7 @@ def _artefact_labels(arts: list[Artifact]) -> tuple[list[str] | None, str]:
             meta = read_metadata(Path(art.model_file).read_bytes())
             if meta is not None and meta.labels:
                 return list(meta.labels), f"{art.model_file} (TFLite metadata)"
-        else:
+        elif art.format is ArtifactFormat.TFJS:
             doc = _model_json(art)
             found = labels_from_model_json(doc, str(art.model_file)) if doc else None
             if found:

@@ -19,7 +19,7 @@ import numpy as np
 from edge_tool.childproc import module_command
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.isolated import death_reason
-from edge_tool.evaluate.report import LatencyStats
+from edge_tool.evaluate.rows import LatencyStats
 
 MAX_SAMPLES_KEPT = 2000  # raw times kept for the report's plots
 

@@ -15,6 +15,7 @@ from edge_tool.evaluate.data import EvalStream
 from edge_tool.evaluate.inputs import resolve_eval_inputs
 from edge_tool.evaluate.outputs import check_outputs, write_reports
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult, Report
+from edge_tool.evaluate.runtimes import SPECS, check_runtime, open_runner, runtime_for
 from edge_tool.evaluate.stream import primary_output, stream
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 from edge_tool.modelcode.guard import require_no_side_effects
@@ -65,7 +66,6 @@ def run_eval(config: EvalConfig) -> Report:
     crashes becomes a row with ``failed`` set; the others go on. Latency is measured afterwards, one model at a
     time on a quiet machine: batch 1 on the first sample, each .tflite in a fresh process.
     """
-    from edge_tool.evaluate.device.runner import open_device_runners  # noqa: PLC0415
     from edge_tool.evaluate.isolated import scratch_dir  # noqa: PLC0415
     from edge_tool.evaluate.machine import machine_info  # noqa: PLC0415
     from edge_tool.evaluate.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
@@ -73,6 +73,7 @@ def run_eval(config: EvalConfig) -> Report:
     from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
 
     clock = _Stages()
+    check_runtime(config.runtime)
     check_outputs(config)
     validate_saved_model_dir(config.reference)
     arts, notes = skip_tfjs_without_node(_describe_all(config.artifacts))
@@ -82,16 +83,17 @@ def run_eval(config: EvalConfig) -> Report:
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
         runners = []
-        litert_workers = sum(a.format is ArtifactFormat.TFLITE for a in arts) if config.runtime == "litert" else 0
+        litert_workers = sum(runtime_for(a.format, config.runtime).shares_cores for a in arts)
         threads = config.accuracy_threads(litert_workers)
         for slot, art in enumerate(arts):
-            runners.append(_open_runner(art, config, scratch, slot, threads))
+            runners.append(open_runner(art, config, scratch, slot, threads))
             # an error or a stop signal unwinding: end the child processes at once instead of asking them
             stack.push(lambda exc_type, *_, r=runners[-1]: r.close(abort=exc_type is not None))
         labels = _labels(arts)
-        for runner, label in open_device_runners(arts, labels, config, stack):  # --device: more rows, same pass
-            runners.append(runner)
-            labels.append(label)
+        for spec in SPECS.values():  # runtimes with rows of their own (--device): more rows, same pass
+            for runner, label in spec.open_extra(arts, labels, config, stack) if spec.open_extra else ():
+                runners.append(runner)
+                labels.append(label)
         pass_ref_threads = config.reference_threads(litert_workers)
         ref = ReferenceModel(config.reference, pass_ref_threads, config.trust_model_code, config.signature)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
@@ -191,18 +193,6 @@ def _fields(runner, acc, measure: TaskMeasure, ref_metrics: dict) -> dict:
         ref_acc = ref_metrics.get("accuracy") if measure.task.name == "classification" else None
         return {**NONE_FIELDS, "reference_accuracy": ref_acc}
     return measure.row_fields(acc, ref_metrics)
-
-
-def _open_runner(art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int):
-    from edge_tool.evaluate.runners import TfjsRunner, TfliteRunner  # noqa: PLC0415
-
-    if art.format is ArtifactFormat.TFLITE and config.runtime == "tflm":
-        from edge_tool.evaluate.tflm_runner import TflmRunner  # noqa: PLC0415
-
-        return TflmRunner(art, config, scratch, slot)
-
-    cls = TfliteRunner if art.format is ArtifactFormat.TFLITE else TfjsRunner
-    return cls(art, config, scratch, slot, threads)
 
 
 def _per_layer_eligible(art: Artifact) -> bool:

@@ -1,4 +1,5 @@
-"""The eval Report (frozen dataclasses) and its JSON / Markdown renderers; HTML lives in html_report."""
+"""The eval Report (a frozen dataclass over the rows of ``rows``) and its JSON / Markdown renderers; HTML lives in
+html_report. The columns and footer lines a runtime adds come from the runtime registry (``evaluate.runtimes``)."""
 
 from __future__ import annotations
 
@@ -6,158 +7,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edge_tool.evaluate.device.facts import device_notes, with_device_cells
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
+from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
+from edge_tool.evaluate.runtimes import SPECS, Column, columns, owner
 from edge_tool.schemas import check, read_json
 from edge_tool.textsafe import md, md_row
 
-
-@dataclass(frozen=True)
-class LatencyStats:
-    """Per-inference latency in milliseconds; ``samples_ms`` keeps (a subsample of) the raw timed calls."""
-
-    p50: float
-    p90: float
-    p99: float
-    mean: float
-    std: float
-    cold_start: float | None
-    runs: int
-    samples_ms: tuple[float, ...] = field(default=(), repr=False)
-
-    def to_dict(self, samples: bool = False) -> dict:
-        """JSON form; raw samples only when asked."""
-        d = {"p50": self.p50, "p90": self.p90, "p99": self.p99, "mean": self.mean, "std": self.std,
-             "cold_start": self.cold_start, "runs": self.runs}
-        if samples:
-            d["samples"] = list(self.samples_ms)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> LatencyStats:
-        """Inverse of to_dict(samples=True)."""
-        return cls(d["p50"], d["p90"], d["p99"], d["mean"], d["std"], d["cold_start"], d["runs"],
-                   tuple(d.get("samples", ())))
-
-
-@dataclass(frozen=True)
-class LayerError:
-    """One layer's quantization error from the QuantizationDebugger (rmse/scale: ~0.29 is ideal rounding)."""
-
-    op_name: str
-    tensor_name: str
-    rmse_over_scale: float
-    max_abs_error: float
-    scale: float
-
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {"op": self.op_name, "tensor": self.tensor_name, "rmse_over_scale": self.rmse_over_scale,
-                "max_abs_error": self.max_abs_error, "scale": self.scale}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> LayerError:
-        """Inverse of to_dict."""
-        return cls(d["op"], d["tensor"], d["rmse_over_scale"], d["max_abs_error"], d["scale"])
-
-
-@dataclass(frozen=True)
-class ArtifactResult:
-    """Everything measured for one artefact; ``failed`` holds the reason when the runtime could not run it (the
-    metrics it did not reach are None)."""
-
-    artifact: str
-    format: str
-    quant: str
-    size_bytes: int
-    size_ratio: float
-    accuracy: float | None
-    top_k_accuracy: float | None
-    reference_accuracy: float | None
-    accuracy_drop: float | None
-    top1_agreement: float | None
-    max_abs_error: float | None
-    mean_abs_error: float | None
-    cosine: float | None
-    latency: LatencyStats | None
-    peak_rss_mb: float | None
-    threads: int
-    runtime: str
-    latency_note: str = ""
-    per_layer: tuple[LayerError, ...] | None = None
-    failed: str | None = None
-    batching: str = ""
-    arena: dict | None = None          # --runtime tflm: the measured tensor arena (edge_tool.micro.tflm.ArenaSize)
-    flash_bytes: int | None = None     # --runtime tflm: bytes of the model array in flash
-    device: dict | None = None         # --device: where it ran (edge_tool.evaluate.device.facts.device_record)
-    metrics: dict | None = None        # the task's metrics (edge_tool.evaluate.tasks), keys per task
-    drift: dict | None = None          # the task's drift against the reference
-    metric_drop: float | None = None   # reference - artefact of the task's main metric (what --max-drop gates)
-
-    def to_dict(self) -> dict:
-        """JSON form (the ``results`` entries of the report); ``failed`` only on rows that could not run."""
-        d = {
-            "artifact": self.artifact, "format": self.format, "quant": self.quant, "size_bytes": self.size_bytes,
-            "size_ratio": self.size_ratio, "accuracy": self.accuracy, "top_k_accuracy": self.top_k_accuracy,
-            "reference_accuracy": self.reference_accuracy, "accuracy_drop": self.accuracy_drop,
-            "top1_agreement": self.top1_agreement, "max_abs_error": self.max_abs_error,
-            "mean_abs_error": self.mean_abs_error, "cosine": self.cosine,
-            "latency_ms": self.latency.to_dict() if self.latency else None,
-            "peak_rss_mb": self.peak_rss_mb, "threads": self.threads, "runtime": self.runtime,
-        }
-        if self.metrics is not None or self.drift is not None:
-            d.update(metrics=self.metrics, drift=self.drift, metric_drop=self.metric_drop)
-        if self.latency_note:
-            d["latency_note"] = self.latency_note
-        if self.per_layer is not None:
-            d["per_layer"] = [e.to_dict() for e in self.per_layer]
-        if self.batching:
-            d["accuracy_pass"] = self.batching
-        if self.failed:
-            d["failed"] = self.failed
-        if self.arena is not None:
-            d["tensor_arena"], d["flash_bytes"] = self.arena, self.flash_bytes
-        if self.device is not None:
-            d["device"] = self.device
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ArtifactResult:
-        """Inverse of to_dict (``d`` validated by Report.from_dict)."""
-        plain = {k: d[k] for k in _PLAIN_RESULT_KEYS}
-        layers = d.get("per_layer")
-        return cls(**plain, latency=_latency(d["latency_ms"]), latency_note=d.get("latency_note", ""),
-                   per_layer=None if layers is None else tuple(LayerError.from_dict(e) for e in layers),
-                   failed=d.get("failed"), batching=d.get("accuracy_pass", ""), arena=d.get("tensor_arena"),
-                   flash_bytes=d.get("flash_bytes"), metrics=d.get("metrics"), drift=d.get("drift"),
-                   metric_drop=d.get("metric_drop"), device=d.get("device"))
-
-
-@dataclass(frozen=True)
-class ReferenceResult:
-    """The reference SavedModel's row: its accuracy and its TensorFlow latency."""
-
-    path: str
-    size_bytes: int
-    accuracy: float | None
-    top_k_accuracy: float | None
-    latency: LatencyStats | None
-    runtime: str
-    output: str
-    metrics: dict | None = None
-
-    def to_dict(self) -> dict:
-        """JSON form (the ``reference`` object of the report)."""
-        d = {"saved_model": self.path, "size_bytes": self.size_bytes, "accuracy": self.accuracy,
-             "top_k_accuracy": self.top_k_accuracy, "latency_ms": self.latency.to_dict() if self.latency else None,
-             "runtime": self.runtime, "output": self.output}
-        return d if self.metrics is None else {**d, "metrics": self.metrics}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ReferenceResult:
-        """Inverse of to_dict."""
-        return cls(d["saved_model"], d["size_bytes"], d["accuracy"], d["top_k_accuracy"], _latency(d["latency_ms"]),
-                   d["runtime"], d["output"], d.get("metrics"))
+# the rows live in ``rows`` (runners build them without importing this module); these names stay importable here
+__all__ = ["NUMERIC", "TABLE_HEADERS", "ArtifactResult", "LatencyStats", "LayerError", "ReferenceResult", "Report"]
 
 
 @dataclass(frozen=True)
@@ -204,23 +61,25 @@ class Report:
         for r in self.results:
             rows.append([r.artifact, r.format, r.quant, _mb(r.size_bytes), f"{r.size_ratio:.2f}×",
                          *result_cells(self.task, r), _ms(r.latency, "p50"), _ms(r.latency, "p99")])
-        if self.has_micro:
-            rows[0] += ["—", "—"]
+        for column in self.extra_columns():
+            rows[0].append(column.reference)
             for row, r in zip(rows[1:], self.results):
-                row += ["—", "—"] if r.arena is None else [f"{r.arena['minimum_bytes'] / 1024:.1f} KiB",
-                                                           f"{r.flash_bytes / 1024:.1f} KiB"]
-        return with_device_cells(rows, self.results)
+                row.append(column.cell(r))
+        return rows
+
+    def extra_columns(self) -> list[Column]:
+        """The columns the runtimes of these rows add (TFLM's arena and flash, a --device row's device)."""
+        return columns(self.results)
 
     @property
     def has_micro(self) -> bool:
         """True when some row ran in TFLite Micro (the table then gains arena and flash columns)."""
-        return any(r.arena is not None for r in self.results)
+        return any(SPECS["tflm"].claims(r) for r in self.results)
 
     def headers(self) -> list[str]:
         """Column names of ``table_rows``."""
-        micro = MICRO_HEADERS if self.has_micro else []
-        device = ["device"] if any(r.device is not None for r in self.results) else []
-        return [*TABLE_HEADERS[:5], *task_headers(self.task), *TABLE_HEADERS[8:], *micro, *device]
+        return [*TABLE_HEADERS[:5], *task_headers(self.task), *TABLE_HEADERS[8:],
+                *(c.header for c in self.extra_columns())]
 
     def to_markdown(self) -> str:
         """A Markdown section: the table, then data, runtime and machine lines."""
@@ -253,32 +112,17 @@ class Report:
             "before every sample.",
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
-            *self._micro_lines(),
-            *device_notes(self.results),
+            *(line for spec in SPECS.values() if spec.facts for line in spec.facts(self.results)),
             *self.notes,
             *(f"{r.artifact}: {r.runtime} — {r.latency_note}." for r in self.results
-              if r.format == "tfjs" and not r.failed),
+              if not r.failed and (spec := owner(r)) is not None and spec.row_notes),
             *(f"✗ {r.artifact} {r.failed}" for r in self.results if r.failed),
         ]
 
-    def _micro_lines(self) -> list[str]:
-        return [f"TFLM {r.artifact}: tensor arena minimum {r.arena['minimum_bytes']} bytes (recommended "
-                f"{r.arena['recommended_bytes']}), flash {r.flash_bytes} bytes; latency is {r.latency_note}."
-                for r in self.results if r.arena is not None]
-
 
 TABLE_HEADERS = ["artifact", "format", "mode", "size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms"]
-MICRO_HEADERS = ["arena", "flash"]
-NUMERIC = {"size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms", "arena", "flash", *TASK_NUMERIC}
-
-
-_PLAIN_RESULT_KEYS = ("artifact", "format", "quant", "size_bytes", "size_ratio", "accuracy", "top_k_accuracy",
-                      "reference_accuracy", "accuracy_drop", "top1_agreement", "max_abs_error", "mean_abs_error",
-                      "cosine", "peak_rss_mb", "threads", "runtime")
-
-
-def _latency(d: dict | None) -> LatencyStats | None:
-    return None if d is None else LatencyStats.from_dict(d)
+NUMERIC = {"size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms", *TASK_NUMERIC,
+           *(c.header for s in SPECS.values() for c in s.columns if c.numeric)}
 
 
 def _short(path: str) -> str:

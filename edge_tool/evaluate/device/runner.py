@@ -24,7 +24,7 @@ from edge_tool.evaluate.device.transport import SshDevice
 from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.evaluate.flatbuffer_facts import read_flatbuffer
 from edge_tool.evaluate.latency import summarize
-from edge_tool.evaluate.report import ArtifactResult, ReferenceResult
+from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import _Runner
 from edge_tool.evaluate.tflite_runner import TensorBinding, TfliteInterpreter
 

@@ -1,4 +1,5 @@
-"""``eval --runtime tflm``: a .tflite artefact run by TFLite Micro's interpreter (in a child process).
+"""The ``tflm`` runtime (``eval --runtime tflm``): a .tflite artefact run by TFLite Micro's interpreter (in a child
+process).
 
 The artefact's minimum tensor arena is measured first (``edge_tool.micro.tflm``) and the evaluation then runs
 with exactly that arena, so every sample passing is also a check of the measurement. Inputs are prepared and
@@ -15,10 +16,11 @@ import numpy as np
 from edge_tool.childproc import module_command
 from edge_tool.errors import ModelError, RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
-from edge_tool.evaluate.config import EvalConfig
+from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.latency import summarize
-from edge_tool.evaluate.report import ArtifactResult, ReferenceResult
+from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import SessionRunner
+from edge_tool.evaluate.runtimes.registry import Column, RuntimeSpec, register
 from edge_tool.micro.worker import recv_array, send_array
 
 
@@ -70,7 +72,7 @@ class TflmRunner(SessionRunner):
 
     reads_files = False
 
-    def __init__(self, art: Artifact, config: EvalConfig, scratch, slot: int):  # noqa: ARG002 (runner signature)
+    def __init__(self, art: Artifact, config: EvalConfig, scratch, slot: int, threads: int = 1):  # noqa: ARG002 (runner signature)
         from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
         from edge_tool.micro import tflm  # noqa: PLC0415
 
@@ -123,3 +125,22 @@ class TflmRunner(SessionRunner):
                          runtime=f"tflite-micro {tflm_version()}",
                          latency_note="TFLM reference kernels on this host, not a microcontroller figure",
                          arena=self.arena.to_dict(), flash_bytes=self.art.size_bytes)
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.1f} KiB"
+
+
+def _facts(results) -> list[str]:
+    """One footer line per TFLM row: its arena, flash and what its latency is."""
+    return [f"TFLM {r.artifact}: tensor arena minimum {r.arena['minimum_bytes']} bytes (recommended "
+            f"{r.arena['recommended_bytes']}), flash {r.flash_bytes} bytes; latency is {r.latency_note}."
+            for r in results if r.arena is not None]
+
+
+SPEC = register(RuntimeSpec(
+    name="tflm", formats=(ArtifactFormat.TFLITE.value,), open=TflmRunner,
+    summary="TFLite Micro's interpreter (reference kernels): measured tensor arena and flash instead of RSS",
+    claims=lambda r: r.arena is not None, result_fields=("arena", "flash_bytes"), facts=_facts,
+    columns=(Column("arena", lambda r: "—" if r.arena is None else _kib(r.arena["minimum_bytes"])),
+             Column("flash", lambda r: "—" if r.arena is None else _kib(r.flash_bytes)))))

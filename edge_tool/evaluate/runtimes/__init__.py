@@ -1,0 +1,76 @@
+"""One module per eval runtime; importing this package registers each in ``registry.SPECS``.
+
+The functions below are the registry's derived views: the ``--runtime`` choices, the runtime (and runner) of an
+artefact, the report's extra columns and footer lines, and the runtime table of README.md and docs/eval.md
+(regenerate with ``python scripts/runtime_table.py``; checked by tests/test_runtime_table.py).
+"""
+
+# each module registers itself; this order is SPECS' order, and the order of the report's extra columns
+from edge_tool.evaluate.runtimes import litert, tflm, tfjs, ort, device  # noqa: F401, I001
+from edge_tool.errors import UsageError
+from edge_tool.evaluate.runtimes.registry import SPECS, Column, RuntimeSpec
+
+__all__ = ["RUNTIMES", "SPECS", "Column", "RuntimeSpec", "check_runtime", "columns", "open_runner", "owner",
+           "runtime_for", "runtime_table", "with_runtime_table"]
+
+TABLE_START, TABLE_END = "<!-- runtimes-table:start -->", "<!-- runtimes-table:end -->"
+HOST = {name: spec for name, spec in SPECS.items() if spec.open is not None}
+
+
+def _choices() -> tuple[str, ...]:
+    """Host runtimes that share a format with another (``--runtime`` picks between them), default first."""
+    shared = [n for n, s in HOST.items() if any(f in o.formats for o in HOST.values() if o is not s for f in s.formats)]
+    return tuple(sorted(shared, key=lambda n: not HOST[n].default))
+
+
+RUNTIMES = _choices()  # what --runtime accepts
+
+
+def check_runtime(name: str) -> None:
+    """UsageError unless ``name`` is one of the ``--runtime`` choices."""
+    if name not in RUNTIMES:
+        raise UsageError(f"--runtime expects one of {', '.join(RUNTIMES)}, got {name!r}")
+
+
+def runtime_for(fmt: str, chosen: str) -> RuntimeSpec:
+    """The host runtime that runs artefacts of format ``fmt``: ``chosen`` when it runs them, else their default."""
+    fmt = getattr(fmt, "value", fmt)
+    if chosen in HOST and fmt in HOST[chosen].formats:
+        return HOST[chosen]
+    return next(s for s in HOST.values() if s.default and fmt in s.formats)
+
+
+def open_runner(art, config, scratch, slot: int, threads: int):
+    """The runner of artefact ``art``, from the runtime that runs its format (``runtime_for``)."""
+    return runtime_for(art.format, config.runtime).open(art, config, scratch, slot, threads)
+
+
+def owner(row) -> RuntimeSpec | None:
+    """The runtime that measured a report row (None for a row no registered runtime claims)."""
+    return next((s for s in SPECS.values() if s.claims(row)), None)
+
+
+def columns(results) -> list[Column]:
+    """The extra columns of a report with these rows: those of every runtime that measured one of them."""
+    return [c for s in SPECS.values() if any(s.claims(r) for r in results) for c in s.columns]
+
+
+def runtime_table() -> str:
+    """The Markdown table of every runtime (what it runs, how it is chosen, its extra columns), from the registry."""
+    rows = ["| runtime | runs | chosen by | report adds | install |", "|---|---|---|---|---|"]
+    for name, spec in SPECS.items():
+        how = ("`--device`" if spec.open is None else
+               f"`--runtime {name}`" + (" (default)" if spec.default else "") if name in RUNTIMES else "default")
+        adds = ", ".join(f"`{c.header}` column" for c in spec.columns) or "–"
+        formats = ", ".join(f"`{f}`" for f in spec.formats)
+        rows.append(f"| `{name}` | {formats}: {spec.summary} | {how} | {adds} | {f'`{spec.extra}`' if spec.extra else 'base'} |")
+    return "\n".join(rows) + "\n"
+
+
+def with_runtime_table(text: str) -> str:
+    """``text`` with the part between the runtimes-table markers replaced by ``runtime_table()`` (ValueError when
+    the markers are missing or out of order)."""
+    start, end = text.find(TABLE_START), text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"expected the markers {TABLE_START} … {TABLE_END} around the runtime table")
+    return text[:start + len(TABLE_START)] + "\n" + runtime_table() + text[end:]

@@ -1,0 +1,112 @@
+"""The ``onnxruntime`` runtime: an .onnx artefact in ONNX Runtime on the CPU execution provider (the optional
+``onnx`` extra). Like a LiteRT row: its accuracy pass in a worker process of its own (``ort_worker``), fed the same
+prepared batches, and its latency loop in a fresh process afterwards (cold start, percentiles, peak RSS).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+
+from edge_tool.childproc import module_command
+from edge_tool.errors import RuntimeFailure
+from edge_tool.evaluate.artifacts import Artifact
+from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.isolated import WorkerProcess
+from edge_tool.evaluate.onnx_facts import EXTRA_HINT, require_onnx
+from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
+from edge_tool.evaluate.runners import _Runner
+from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
+
+WORKER = "edge_tool.evaluate.runtimes.ort_worker"
+LATENCY_NOTE = "latency of session.run on batch 1, each .onnx in a fresh process"
+
+
+class OrtRunner(_Runner):
+    """An .onnx artefact: accuracy pass in its ONNX Runtime worker (two batches in flight), latency in a fresh
+    worker started ahead (its import of onnxruntime overlaps the pass)."""
+
+    reads_files = True
+    depth = 2
+
+    def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int = 1):
+        require_onnx(f"Evaluating {art.model_file}")
+        self.art, self.config = art, config
+        self.out_files = [scratch / f"out{slot}_{parity}.npz" for parity in range(self.depth)]
+        self._in_flight: deque = deque()
+        self.failed: str | None = None
+        self.runtime, self.batching, self.first_feeds = "onnxruntime", "", None
+        self._pending, self._sent, self._ready = 0, 0, False
+        self.proc = self._worker(threads, "pass", scratch)
+        timed = config.effective_runs or config.time_budget_s
+        self.latency_proc = self._worker(config.threads, "latency", scratch) if timed else None
+
+    def _worker(self, threads: int, mode: str, scratch: Path) -> WorkerProcess:
+        argv = module_command(WORKER, self.art.model_file, threads, scratch / "litert.lock" if mode == "pass" else "",
+                              mode)
+        return WorkerProcess(argv, "ONNX Runtime", scratch)
+
+    def _fail(self, exc: RuntimeFailure) -> None:
+        self.failed = f"does not run in ONNX Runtime: {exc}"
+        self._in_flight.clear()
+        self.proc.close()
+
+    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:
+        """Send one batch (the files every worker reads) to the worker."""
+        if self.failed:
+            return
+        try:
+            if not self._ready:
+                ready = self.proc.receive()
+                self._ready, self.runtime, self.batching = True, ready["runtime"], ready["batching"]
+            out = self.out_files[self._sent % self.depth]
+            self.proc.send({"op": "predict", "inputs": files, "out_names": list(out_names), "ref_names": ref_names,
+                            "out": str(out)})
+            self._in_flight.append((out, tuple(out_names)))
+            self._sent += 1
+            self._pending += 1
+        except RuntimeFailure as exc:
+            self._fail(exc)
+
+    def _receive(self) -> dict[str, np.ndarray]:
+        """The outputs (float64, by reference name) of the oldest batch in flight."""
+        out_file, names = self._in_flight.popleft()
+        doc = self.proc.receive()
+        self.batching = doc.get("batching", self.batching)
+        self.first_feeds = doc.get("first_feeds", self.first_feeds)
+        with np.load(out_file) as npz:
+            return {name: npz[f"o{i}"] for i, name in enumerate(names)}
+
+    def end_pass(self) -> None:
+        """Stop the pass worker (frees its memory before the latency loops)."""
+        self.proc.close()
+
+    def close(self, abort: bool = False) -> None:
+        """Release both workers (idempotent; at once when ``abort``)."""
+        self.proc.close(abort)
+        if self.latency_proc is not None:
+            self.latency_proc.close(abort)
+
+    def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
+        """Latency in the fresh worker and the artefact's row."""
+        lat, rss = None, None
+        if not self.failed and self.latency_proc is not None and self.first_feeds:
+            try:
+                doc = self.latency_proc.ask({"op": "latency", "feeds": self.first_feeds, "warmup": config.warmup,
+                                             "runs": config.effective_runs, "time_budget_s": config.time_budget_s})
+                lat, rss = LatencyStats.from_dict(doc["latency"]), float(doc["peak_rss_mb"])
+            except RuntimeFailure as exc:
+                self.failed = f"does not run in ONNX Runtime: latency run: {exc}"
+        self.close()
+        return self._row(label, reference, ArtifactFormat.ONNX.value, fields, latency=lat, peak_rss_mb=rss,
+                         threads=config.threads, runtime=self.runtime, latency_note=LATENCY_NOTE,
+                         batching="" if self.failed else self.batching)
+
+
+SPEC = register(RuntimeSpec(
+    name="onnxruntime", formats=(ArtifactFormat.ONNX.value,), open=OrtRunner, default=True, shares_cores=True,
+    row_notes=True, extra=EXTRA_HINT,
+    summary="ONNX Runtime on the CPU execution provider (onnxruntime, the optional `onnx` extra)",
+    claims=lambda r: r.format == "onnx"))

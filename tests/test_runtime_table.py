@@ -1,0 +1,67 @@
+"""The eval runtimes are a registry: the --runtime choices, the default runtime of each artefact format, the
+report's runtime-only fields and the eval schema's format enum derive from it, and the runtime table in README.md
+and docs/eval.md is the registry's."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from edge_tool.cli import app
+from edge_tool.evaluate.config import ArtifactFormat
+from edge_tool.evaluate.rows import ArtifactResult
+from edge_tool.evaluate.runtimes import HOST, RUNTIMES, SPECS, runtime_for, with_runtime_table
+from edge_tool.schemas import load
+
+REPO = Path(__file__).resolve().parents[1]
+REGENERATE = "python scripts/runtime_table.py"
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/eval.md"])
+def test_docs_runtime_table_is_the_registrys(name):
+    text = (REPO / name).read_text(encoding="utf-8")
+    assert with_runtime_table(text) == text, f"{name}'s runtime table differs from the registry's; run: {REGENERATE}"
+
+
+def test_runtime_choices_are_the_runtimes_that_share_a_format():
+    """--runtime picks between host runtimes of one format (LiteRT or TFLM for .tflite), the default first."""
+    assert RUNTIMES == ("litert", "tflm")
+    assert set(SPECS) == {"litert", "tflm", "tfjs", "onnxruntime", "device"}
+    help_text = " ".join(CliRunner().invoke(app, ["eval", "--help"], terminal_width=200).output.split())
+    for name in RUNTIMES:
+        assert name in help_text
+
+
+def test_every_format_has_one_default_runtime():
+    for fmt in ArtifactFormat:
+        defaults = [s.name for s in HOST.values() if s.default and fmt.value in s.formats]
+        assert len(defaults) == 1, (fmt, defaults)
+        assert runtime_for(fmt, "litert").name == defaults[0]
+    assert runtime_for(ArtifactFormat.TFLITE, "tflm").name == "tflm"
+    assert runtime_for(ArtifactFormat.ONNX, "tflm").name == "onnxruntime"  # --runtime picks within a format
+    assert all(f in {x.value for x in ArtifactFormat} for s in SPECS.values() for f in s.formats)
+
+
+def test_eval_schema_format_enum_is_every_artifact_format():
+    enum = load("eval")["$defs"]["result"]["properties"]["format"]["enum"]
+    assert enum == [f.value for f in ArtifactFormat]
+
+
+def test_runtime_only_fields_belong_to_one_runtime_each():
+    """Each runtime-only ArtifactResult field is declared by exactly one runtime and defaults to None (absent from
+    every other runtime's rows and their JSON)."""
+    declared = [f for s in SPECS.values() for f in s.result_fields]
+    assert len(declared) == len(set(declared))
+    defaults = {f.name: f.default for f in dataclasses.fields(ArtifactResult)}
+    for name in declared:
+        assert name in defaults and defaults[name] is None, name
+
+
+def test_unknown_runtime_refused(tmp_path):
+    result = CliRunner().invoke(app, ["eval", str(tmp_path / "m.tflite"), "-r", str(tmp_path), "-d",
+                                      str(tmp_path / "d.npz"), "--runtime", "tensorrt"])
+    assert result.exit_code == 2
+    assert "--runtime expects one of litert, tflm, got 'tensorrt'" in result.output
