@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -227,3 +228,31 @@ def test_check_accepts_what_edgetool_writes():
     check(MANIFEST, "manifest", "m")
     check(EVAL, "eval", "e")
     check(DECISION, "decision", "d")
+
+
+PREVIOUS = Path(__file__).parent / "data" / "previous_version"
+PREVIOUS_FILES = {"manifest_all.json": "manifest", "manifest_micro.json": "manifest",
+                  "decision.json": "decision", "eval_all.json": "eval", "eval_micro.json": "eval"}
+
+
+@pytest.mark.parametrize("file", sorted(PREVIOUS_FILES))
+def test_files_written_by_the_previous_version_read_and_write_back_byte_for_byte(file):
+    """Real files edgetool wrote before the serializer replaced the hand-written to_dict/from_dict pairs
+    (commit 392beb4: convert --quant fp32,int8,int16x8 --format all; --format micro --batch 1 with --quant int8;
+    --quant auto (its decision.json); eval --per-layer of tflite and tfjs; eval --runtime tflm), read typed and written back unchanged."""
+    path = PREVIOUS / file
+    cls = {"manifest": Manifest, "eval": Report, "decision": Decision}[PREVIOUS_FILES[file]]
+    obj = cls.read(path)
+    assert json.dumps(obj.to_dict(), indent=2) + "\n" == path.read_text()
+    if file == "manifest_micro.json":  # the nested records are typed, not dicts
+        (art,) = obj.artifacts
+        assert art.micro.tensor_arena.minimum_bytes > 0 and art.micro.resolver.class_name.startswith("tflite::")
+        assert obj.source.fixed_batch.batch == 1 and obj.source.fixed_batch.signature.inputs[0].shape[0] == 1
+    if file == "manifest_all.json":
+        assert {a.format for a in obj.artifacts} == {"tflite", "tfjs"}
+        assert any(a.int16x8 is not None and a.int16x8.float_ops for a in obj.artifacts)
+        assert obj.calibration.summary.n_selected == 50 and obj.input_contract[0].channel_order == "L"
+    if file == "eval_all.json":
+        assert any(r.per_layer for r in obj.results)
+    if file == "eval_micro.json":
+        assert obj.results[0].arena["minimum_bytes"] > 0 and obj.results[0].flash_bytes > 0
