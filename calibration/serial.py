@@ -16,7 +16,8 @@ Values: nested dataclasses, tuples/lists (written as lists), dicts, str Enums (t
 optionals, with the field types read by ``typing.get_type_hints`` (string annotations included). ``init=False``
 fields are derived: written, never read. ``from_dict`` ignores keys it does not know (the schemas let a later
 version add keys) and raises ``SerialError`` naming the place (``$.artifacts[0].tensors``) for a value of the
-wrong kind. Lives in ``calibration`` (stdlib only), the floor every edgetool package may import.
+wrong kind, or that its own check on construction (``__post_init__``'s UsageError) refuses. Lives in
+``calibration`` (stdlib only), the floor every edgetool package may import.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import types
 import typing
 from pathlib import Path
 from typing import Any, Callable
+
+from calibration.errors import UsageError
 
 _META = "edgetool.serial"
 _OMIT = {"none": lambda v: v is None, "empty": lambda v: v is None or (not v and isinstance(v, (str, tuple, list, dict)))}
@@ -117,7 +120,12 @@ def from_dict(cls, data, where: str = "$", strict: bool = False):
             if not _is_optional(hint):
                 raise SerialError(f"at {where}: missing key {key!r}")
             kwargs[f.name] = None
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except UsageError as exc:  # the record's own check on construction (e.g. an input contract's mean per channel)
+        head, *problems = str(exc).splitlines() or [""]
+        said = " ".join([head, "; ".join(p.removeprefix("- ") for p in problems)]).strip()
+        raise SerialError(f"at {where}: {' '.join(said.split())}") from None
 
 
 def build(hint, raw, where: str = "$"):
@@ -177,6 +185,8 @@ def _plan(cls) -> tuple:
     hints = typing.get_type_hints(cls)
     fields = dataclasses.fields(cls)
     first = getattr(cls, "json_order", ())
+    if unknown := set(first) - {f.name for f in fields}:
+        raise TypeError(f"{cls.__name__}.json_order names no field {', '.join(sorted(unknown))}")
     fields = [*(f for name in first for f in fields if f.name == name), *(f for f in fields if f.name not in first)]
     return tuple((f, f.metadata.get(_META, _PLAIN), hints[f.name]) for f in fields)
 

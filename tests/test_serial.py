@@ -93,6 +93,15 @@ def test_wrong_shapes_name_the_place(doc, message):
     assert str(exc.value).startswith(message)
 
 
+def test_a_record_refusing_itself_is_a_serial_error_naming_the_place():
+    bad = {"input": "x", "layout": "NHWC", "height": 8, "width": 8, "channels": 3, "channel_order": "RGB",
+           "mean": [0.0], "std": [0.0]}
+    with pytest.raises(SerialError) as exc:
+        serial.from_dict(ImageContract, bad, "$.input_contract[0]")
+    assert str(exc.value) == ("at $.input_contract[0]: invalid input contract for 'x': std must not contain 0, got "
+                              "[0.0, 0.0, 0.0]")
+
+
 def test_non_finite_self_check_error_is_written_as_null():
     bad = records.SelfCheck(4, math.inf, 1e-3, False)
     assert bad.to_dict() == {"inputs": "seeded random", "samples": 4, "max_abs_error": None, "tolerance": 1e-3,
