@@ -63,7 +63,6 @@ def spec(key: str | None = None, **options) -> dict:
     return {_META: Spec(key, **options)}
 
 
-
 def to_dict(obj) -> dict:
     """The JSON-ready dict of dataclass ``obj`` (see the module docstring for what field metadata changes)."""
     out: dict = {}
