@@ -9,10 +9,11 @@ use this one record (``edge_tool.contract`` resolves it); nothing else may turn 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from calibration.errors import UsageError, collect_and_raise
+from calibration.serial import Record
 
 LAYOUTS = ("NHWC", "NCHW", "NHW")
 CHANNEL_ORDERS = ("RGB", "BGR", "L")
@@ -37,9 +38,10 @@ def _floats(values: Any, channels: int, what: str, problems: list[str]) -> tuple
 
 
 @dataclass(frozen=True)
-class ImageContract:
+class ImageContract(Record):
     """What one image input takes: layout, size, channel order, per-channel mean/std (0..255 units), resize
-    method, and where that was learned (``source``) with the evidence in words."""
+    method, and where that was learned (``source``) with the evidence in words. Its JSON form (``to_dict``, the
+    serializer's) is manifest.json's ``input_contract`` record."""
 
     input: str
     layout: str
@@ -124,17 +126,6 @@ class ImageContract:
         mean = np.asarray(self.mean[:1] if self.layout == "NHW" else self.mean, dtype=np.float32).reshape(shape)
         std = np.asarray(self.std[:1] if self.layout == "NHW" else self.std, dtype=np.float32).reshape(shape)
         return np.ascontiguousarray((np.asarray(x, dtype=np.float32) - mean) / std, dtype=np.float32)
-
-    def to_dict(self) -> dict:
-        """The record as written to manifest.json (schema: manifest.schema.json, ``input_contract``)."""
-        d = asdict(self)
-        d["mean"], d["std"] = list(self.mean), list(self.std)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ImageContract":
-        """Build from a manifest record (validated on construction)."""
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 def _close(a: tuple[float, ...], b: tuple[float, ...], channels: int) -> bool:

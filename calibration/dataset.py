@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from calibration.serial import Record
 from calibration.spec import TensorSpec
 
 
 @dataclass(frozen=True)
-class InputStats:
+class InputStats(Record):
     """Per-input statistics of the selected samples (after casting)."""
 
     dtype: str
@@ -32,7 +33,7 @@ class InputStats:
 
 
 @dataclass(frozen=True)
-class CalibrationSummary:
+class CalibrationSummary(Record):
     """Where the data came from and what was selected; ``to_dict`` goes into manifest.json."""
 
     source: str
@@ -46,14 +47,6 @@ class CalibrationSummary:
     class_names: tuple[str, ...] | None = None
     class_counts: dict[str, int] | None = None   # per label value (class name when known) in the selection
     warnings: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict:
-        """Plain JSON-serialisable dict (tuples become lists)."""
-        d = asdict(self)
-        d["inputs"] = {k: {**v, "shape": list(v["shape"])} for k, v in d["inputs"].items()}
-        d["class_names"] = list(self.class_names) if self.class_names is not None else None
-        d["warnings"] = list(self.warnings)
-        return d
 
 
 def class_counts(labels: np.ndarray | None, names: tuple[str, ...] | None) -> dict[str, int] | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from calibration.errors import UsageError, collect_and_raise
+from calibration.serial import Record
 
 
 def show_shape(shape: Sequence[int | None]) -> str:
@@ -19,7 +20,7 @@ def show_shape(shape: Sequence[int | None]) -> str:
 
 
 @dataclass(frozen=True)
-class TensorSpec:
+class TensorSpec(Record):
     """One model input or output: signature name, numpy dtype name, shape (None = batch / unknown dim; the
     shape itself is None when even the rank is unknown).
 
@@ -40,10 +41,6 @@ class TensorSpec:
     def sample_shape(self) -> tuple:
         """The shape of one sample (the spec shape without its batch dim)."""
         return self.shape[1:]
-
-    def to_dict(self) -> dict:
-        """JSON-friendly form."""
-        return {"name": self.name, "dtype": self.dtype, "shape": None if self.shape is None else list(self.shape)}
 
 
 InputSpec = TensorSpec

@@ -41,10 +41,6 @@ class Retrace:
     method: str
     unrolled: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
-        """JSON form for manifest.json's ``source.fixed_batch``."""
-        return {"method": self.method, "unrolled": list(self.unrolled)}
-
 
 def fixed_input_specs(tf, info: SignatureInfo, batch: int) -> dict:
     """``{input name: TensorSpec}`` with the batch dim set to ``batch``; ModelError when an input cannot take it."""

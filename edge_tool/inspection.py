@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibration.safe_open import open_regular, read_regular
+from calibration.serial import Record
 from edge_tool.errors import ModelError
 from edge_tool.limits import MAX_SMALL_TEXT_BYTES, read_tflite
 from edge_tool.modelcode.guard import code_report
@@ -52,7 +53,7 @@ _SYNC = {0: "AUTO", 1: "NONE", 2: "ON_WRITE", 3: "ON_READ"}
 
 
 @dataclass(frozen=True)
-class ParamCount:
+class ParamCount(Record):
     """Element counts of a model's weights."""
 
     total: int
@@ -60,15 +61,10 @@ class ParamCount:
     non_trainable: int | None
     by_dtype: dict
 
-    def to_dict(self) -> dict:
-        """JSON-friendly form."""
-        return {"total": self.total, "trainable": self.trainable, "non_trainable": self.non_trainable,
-                "by_dtype": dict(self.by_dtype)}
-
 
 @dataclass(frozen=True)
-class InspectReport:
-    """Everything ``edgetool inspect`` reports about one model."""
+class InspectReport(Record):
+    """Everything ``edgetool inspect`` reports about one model; ``to_dict`` has the keys the module docstring lists."""
 
     path: Path
     format: str
@@ -80,13 +76,6 @@ class InspectReport:
     training: dict | None = None
     tflite: dict | None = None
     model_code: dict | None = None
-
-    def to_dict(self) -> dict:
-        """JSON-friendly form (keys documented in the module docstring)."""
-        return {"path": str(self.path), "format": self.format, "size_bytes": self.size_bytes,
-                "signatures": [s.to_dict() for s in self.signatures], "parameters": self.parameters.to_dict(),
-                "keras": self.keras, "distribution": self.distribution, "training": self.training,
-                "tflite": self.tflite, "model_code": self.model_code}
 
 
 def inspect_model(path: Path, trust_model_code: bool = False) -> InspectReport:

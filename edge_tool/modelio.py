@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibration.safe_open import not_a_file, read_regular
+from calibration.serial import Record
 from calibration.spec import TensorSpec
 from edge_tool.checkpoint import check_variables
 from edge_tool.errors import ModelError
@@ -21,17 +22,12 @@ SERVING = "serving_default"
 
 
 @dataclass(frozen=True)
-class SignatureInfo:
+class SignatureInfo(Record):
     """A callable signature of a model."""
 
     key: str
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
-
-    def to_dict(self) -> dict:
-        """JSON-friendly form."""
-        return {"key": self.key, "inputs": [t.to_dict() for t in self.inputs],
-                "outputs": [t.to_dict() for t in self.outputs]}
 
 
 def validate_saved_model_dir(path: Path) -> None:

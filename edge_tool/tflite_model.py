@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calibration.serial import Record
+
 
 @dataclass(frozen=True)
-class TfliteSummary:
+class TfliteSummary(Record):
     """What a flatbuffer really contains (used to check a mode is what its name says)."""
 
     ops: dict = field(default_factory=dict)               # op name -> count
@@ -20,15 +22,6 @@ class TfliteSummary:
     weight_params: int = 0
     flex_ops: tuple = ()
     variable_tensors: int = 0  # state kept between invocations (e.g. recurrent h/c): reset between samples
-
-    def to_dict(self) -> dict:
-        """JSON-friendly form."""
-        return {
-            "ops": self.ops, "weight_dtypes": self.weight_dtypes, "activation_dtypes": self.activation_dtypes,
-            "input_dtypes": list(self.input_dtypes), "output_dtypes": list(self.output_dtypes),
-            "weight_params": self.weight_params, "flex_ops": list(self.flex_ops),
-            "variable_tensors": self.variable_tensors,
-        }
 
 
 def state_warning(variable_tensors: int) -> str | None:

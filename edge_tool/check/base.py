@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from calibration.serial import Record
+
 
 class Verdict(str, Enum):
     """``runs``: everything runs there; ``partial``: runs, with the ops listed falling back to the CPU;
@@ -23,20 +25,16 @@ class Status(str, Enum):
 
 
 @dataclass(frozen=True)
-class Finding:
+class Finding(Record):
     """One op (or ``(model)`` for whole-model requirements) that will not run or will fall back, and why."""
 
     op: str
     status: Status
     reason: str
 
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {"op": self.op, "status": self.status.value, "reason": self.reason}
-
 
 @dataclass(frozen=True)
-class TargetResult:
+class TargetResult(Record):
     """A target's verdict on one artefact, every finding, how it was checked, and extra facts (e.g. the arena)."""
 
     target: str
@@ -45,11 +43,6 @@ class TargetResult:
     findings: tuple[Finding, ...]
     method: str
     details: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {"target": self.target, "artefact": self.artefact, "verdict": self.verdict.value,
-                "findings": [f.to_dict() for f in self.findings], "method": self.method, "details": self.details}
 
 
 def verdict_of(findings: list[Finding] | tuple[Finding, ...]) -> Verdict:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from calibration.serial import Record
 from edge_tool.check.base import TargetResult, Verdict
 from edge_tool.check.device_target import DEVICE_TARGETS
 from edge_tool.check.registry import TARGET_NAMES
@@ -39,22 +40,17 @@ class CheckConfig:
 
 
 @dataclass(frozen=True)
-class CheckReport:
-    """One TargetResult per requested target."""
+class CheckReport(Record):
+    """One TargetResult per requested target, and the targets whose verdict is ``fails`` (``failed``, derived)."""
 
+    schema: str = field(default="edgetool.check/1", init=False)
     model: str
     kind: str
     results: tuple[TargetResult, ...]
+    failed: tuple[str, ...] = field(init=False)
 
-    @property
-    def failed(self) -> list[str]:
-        """Targets whose verdict is ``fails``."""
-        return [r.target for r in self.results if r.verdict is Verdict.FAILS]
-
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {"schema": "edgetool.check/1", "model": self.model, "kind": self.kind,
-                "results": [r.to_dict() for r in self.results], "failed": self.failed}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "failed", tuple(r.target for r in self.results if r.verdict is Verdict.FAILS))
 
     def to_json(self) -> str:
         """Pretty JSON."""

@@ -192,12 +192,13 @@ def _print_result(result) -> None:
     print(visible(f"manifest: {result.output_dir / 'manifest.json'}"))
 
 
-def _print_micro(path: str, micro: dict) -> None:
+def _print_micro(path: str, micro) -> None:
+    """The manifest's ``micro`` record (schemas.records.MicroRecord) in two lines."""
     from edge_tool.textsafe import visible  # noqa: PLC0415
 
-    arena = micro["tensor_arena"]
-    print(visible(f"{path} for TFLite Micro: tensor arena {arena['recommended_bytes']} bytes "
-                  f"(measured minimum {arena['minimum_bytes']} + {arena['margin']:.0%} margin), "
-                  f"flash {micro['flash_bytes']} bytes (model array); {micro['resolver']['class']}: "
-                  f"{', '.join(micro['resolver']['methods'])}"))
-    print(visible(f"  sources: {', '.join(micro['files'])}"))
+    arena = micro.tensor_arena
+    print(visible(f"{path} for TFLite Micro: tensor arena {arena.recommended_bytes} bytes "
+                  f"(measured minimum {arena.minimum_bytes} + {arena.margin:.0%} margin), "
+                  f"flash {micro.flash_bytes} bytes (model array); {micro.resolver.class_name}: "
+                  f"{', '.join(micro.resolver.methods)}"))
+    print(visible(f"  sources: {', '.join(micro.files)}"))

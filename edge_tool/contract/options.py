@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from calibration.contract import RANGES
+from calibration.serial import Record
 from edge_tool.errors import UsageError, collect_and_raise
 
 RANGE_HELP = ("What the model's image input takes, in 0..255 pixel terms: " + ", ".join(RANGES) +
@@ -28,7 +29,7 @@ def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
 
 
 @dataclass(frozen=True)
-class ContractOptions:
+class ContractOptions(Record):
     """--input-range or --input-mean/--input-std as given (all None: resolve from the model or the data)."""
 
     input_range: str | None = None
@@ -83,8 +84,3 @@ class ContractOptions:
             if values is not None:
                 parts.append(f"{opt} {','.join(f'{v:g}' for v in values)}")
         return " ".join(parts)
-
-    def to_dict(self) -> dict:
-        """JSON-friendly form."""
-        return {"input_range": self.input_range, "input_mean": None if self.input_mean is None else list(self.input_mean),
-                "input_std": None if self.input_std is None else list(self.input_std)}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from enum import Enum
+from dataclasses import dataclass
 from pathlib import Path
 
 from calibration.safe_open import not_a_file
+from calibration.serial import Record
 from edge_tool.convert.enums import IOType, OutputFormat, QatStrategy, QuantMode, TfjsQuant
 from edge_tool.convert.qat_support.source import keras3_file_problem
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
@@ -28,8 +28,9 @@ def micro_problems(modes) -> list[str]:
 
 
 @dataclass(frozen=True)
-class ConvertConfig:
-    """Everything a conversion run needs; validated on construction (all problems reported at once)."""
+class ConvertConfig(Record):
+    """Everything a conversion run needs; validated on construction (all problems reported at once). ``to_dict``
+    (the serializer's) is manifest.json's ``options``."""
 
     model: Path
     output_dir: Path
@@ -140,16 +141,3 @@ class ConvertConfig:
     def wants_micro(self) -> bool:
         """True when TFLite Micro sources are requested beside the .tflite."""
         return self.output_format is OutputFormat.MICRO
-
-    def to_dict(self) -> dict:
-        """JSON-friendly resolved options (for manifest.json)."""
-        d = asdict(self)
-        for key, value in d.items():
-            if isinstance(value, Path):
-                d[key] = str(value)
-            elif isinstance(value, Enum):
-                d[key] = value.value
-        d["modes"] = [m.value for m in self.modes]
-        for name in ("input_mean", "input_std"):
-            d[name] = list(d[name]) if d[name] is not None else None
-        return d

@@ -129,7 +129,7 @@ class BuildContext:
                 "Replace them in the model, or pass --allow-select-tf-ops to embed TF (Flex) kernels — the app then "
                 "needs the Flex delegate (larger binary)."
             )
-        retrace = (self.source.fixed_batch or {}).get("method")
+        retrace = self.source.fixed_batch and self.source.fixed_batch.method
         detail = describe_failure(message, self.config.batch, self.config.allow_select_tf_ops, retrace)
         return ConversionError(f"The TFLite converter failed on {self.source.original}: {detail}")
 

@@ -10,41 +10,15 @@ by ``edgetool eval`` on real data instead: their error is expected and data-depe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from edge_tool.modelio import SignatureInfo
+from edge_tool.schemas.records import SelfCheck  # the manifest's artifacts[].self_check record
 
 PROBES = 4  # seeded random input batches per check
 # max |tflite - SavedModel| allowed, relative to max(1, max |SavedModel output|): fp32 differs by operation order
 # only (the zoo: <=2.2e-6; fp16 <=1.9e-3, as it also rounds every weight to 11 significant bits)
 TOLERANCE = {"fp32": 1e-3, "fp16": 5e-2}
-
-
-@dataclass(frozen=True)
-class SelfCheck:
-    """The float .tflite against the SavedModel on ``samples`` seeded random input batches."""
-
-    samples: int
-    max_abs_error: float
-    tolerance: float
-    ok: bool
-
-    def to_dict(self) -> dict:
-        """JSON form for manifest.json's ``artifacts[].self_check`` (``max_abs_error`` null: NaN/Inf outputs)."""
-        finite = bool(np.isfinite(self.max_abs_error))
-        return {"inputs": "seeded random", "samples": self.samples,
-                "max_abs_error": self.max_abs_error if finite else None, "tolerance": self.tolerance, "ok": self.ok}
-
-    def warning(self, name: str, mode: str) -> str:
-        """What the terminal says when the check failed."""
-        error = f"max abs error {self.max_abs_error:.3g}" if np.isfinite(self.max_abs_error) else "NaN/Inf outputs"
-        return (f"{name} does not compute what the SavedModel computes: {error} on "
-                f"{self.samples} seeded random inputs, where float rounding explains at most {self.tolerance:.3g} "
-                f"({mode}). That is a TensorFlow converter/LiteRT kernel problem with this model. Measure it on real "
-                "data with edgetool eval before shipping it; --batch 1 (fixed shapes) or another --quant mode may "
-                "avoid it.")
 
 
 def probe_feeds(info: SignatureInfo, seed: int = 0) -> list[dict] | None:

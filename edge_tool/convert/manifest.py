@@ -7,9 +7,12 @@ import json
 import platform
 from pathlib import Path
 
+from calibration.contract import ImageContract
+from calibration.serial import from_dict
 from edge_tool import __version__
 from edge_tool.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
+from edge_tool.schemas.records import CalibrationRecord, ToolInfo
 
 LIBRARIES = ("tensorflow", "tf-keras", "tensorflowjs", "tensorflow-model-optimization", "ai-edge-litert", "numpy")
 
@@ -19,21 +22,22 @@ def library_versions() -> dict[str, str | None]:
     return {name: installed_version(name) for name in LIBRARIES}
 
 
-def build_manifest(config, source, calibration_summary, artifacts: list[dict], timings: dict,
+def build_manifest(config, source, calibration_summary: dict | None, artifacts: list[dict], timings: dict,
                    failed: dict | None = None, input_contract: list[dict] | None = None) -> Manifest:
-    """Assemble the manifest (schema: edge_tool/schemas/manifest.schema.json, described in docs/schemas.md)."""
+    """Assemble the manifest (schema: edge_tool/schemas/manifest.schema.json, described in docs/schemas.md); the
+    builders' records become the typed entries (a record key with no field is a SerialError: a bug, not a file)."""
     return Manifest(
         schema=SCHEMA,
-        tool={"name": "edgetool", "version": __version__},
+        tool=ToolInfo("edgetool", __version__),
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        source=source.to_dict(),
+        source=source.record,
         options=config.to_dict(),
-        calibration=calibration_summary,
-        artifacts=tuple(ManifestArtifact(**a) for a in artifacts),  # a record key with no field is a TypeError
+        calibration=None if calibration_summary is None else from_dict(CalibrationRecord, calibration_summary),
+        artifacts=tuple(from_dict(ManifestArtifact, a, strict=True) for a in artifacts),
         versions={"python": platform.python_version(), **library_versions()},
         timings_s=timings,
         failed=failed or None,
-        input_contract=input_contract or [],
+        input_contract=tuple(from_dict(ImageContract, c, strict=True) for c in input_contract or ()),
     )
 
 

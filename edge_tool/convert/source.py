@@ -17,6 +17,7 @@ from edge_tool.keras_archive import check_keras_archive
 from edge_tool.limits import check_signature
 from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
 from edge_tool.modelio import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
+from edge_tool.schemas.records import FixedBatch, SourceRecord
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
 MAX_METADATA_BYTES = 1 << 20  # a .keras metadata.json is a few hundred bytes
@@ -32,12 +33,12 @@ class PreparedSource:
     flavor: str        # keras2 | keras3-export | tf-saved-model
     signature: SignatureInfo
     sha256: str
-    fixed_batch: dict | None = None  # {"batch": N, "method": "keras"|"keras3"|"signature", "unrolled": [...], ...}
+    fixed_batch: FixedBatch | None = None  # --batch: the batch, how it was fixed, the re-traced signature
 
-    def to_dict(self) -> dict:
-        """JSON-friendly form for manifest.json (``signature`` is the model's own, before --batch)."""
-        return {"path": str(self.original), "kind": self.kind, "flavor": self.flavor, "sha256": self.sha256,
-                "signature": self.signature.to_dict(), "fixed_batch": self.fixed_batch}
+    @property
+    def record(self) -> SourceRecord:
+        """manifest.json's ``source`` (``signature`` is the model's own, before --batch)."""
+        return SourceRecord(str(self.original), self.kind, self.flavor, self.sha256, self.signature, self.fixed_batch)
 
 
 def is_keras_file(path: Path) -> bool:
@@ -155,14 +156,14 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None, trust_m
     signature = saved_model_signature(saved, signature_key or SERVING)
     flavor, fixed = saved_model_flavor(saved), None
     if exported is not None:  # a Keras-3 file exported with the batch fixed (and loops unrolled) by Keras itself
-        fixed = {"batch": batch, **exported.to_dict(), "signature": signature.to_dict()}
+        fixed = FixedBatch(batch, exported.method, exported.unrolled, signature)
         signature = _unbatched(signature)
     elif batch is not None:
         from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
 
         retraced = Path(workdir) / f"batch{batch}_savedmodel"
         how = save_fixed_batch(saved, retraced, batch, signature.key, trust_model_code=trust_model_code)
-        fixed = {"batch": batch, **how.to_dict(), "signature": saved_model_signature(retraced).to_dict()}
+        fixed = FixedBatch(batch, how.method, how.unrolled, saved_model_signature(retraced))
         saved, signature = retraced, replace(signature, key=SERVING)  # the re-trace serves it as that
     check_signature(signature, model)  # before any probe, calibration batch, LiteRT arena or TFJS page allocates
     return PreparedSource(model, saved, kind, flavor, signature, content_hash(model), fixed)

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
         feeds = {int(k[1:]): npz[k] for k in npz.files}
     stats = measure_tflite(request["model"], feeds, request["outputs"], request["threads"], request["warmup"],
                            request["runs"], request["time_budget_s"])
-    print(json.dumps({"latency": stats.to_dict(samples=True), "peak_rss_mb": peak_rss_mb()}))
+    print(json.dumps({"latency": {**stats.to_dict(), "samples": list(stats.samples_ms)}, "peak_rss_mb": peak_rss_mb()}))
     return 0
 
 

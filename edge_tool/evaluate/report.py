@@ -5,21 +5,28 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from calibration.serial import spec
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
 from edge_tool.evaluate.runtimes import SPECS, Column, columns, owner
-from edge_tool.schemas import check, read_json
+from edge_tool.schemas.document import Document
 from edge_tool.textsafe import md, md_row
 
 # the rows live in ``rows`` (runners build them without importing this module); these names stay importable here
 __all__ = ["NUMERIC", "TABLE_HEADERS", "ArtifactResult", "LatencyStats", "LayerError", "ReferenceResult", "Report"]
 
+_NONE = spec(omit="none")
+
 
 @dataclass(frozen=True)
-class Report:
-    """A full eval: reference row, one result per artefact, data and machine description, settings."""
+class Report(Document):
+    """A full eval: reference row, one result per artefact, data and machine description, settings; its JSON form
+    (``to_dict``, validated ``from_dict``/``read``) is schema eval.schema.json's."""
+
+    schema_name = "eval"
+    file_name = "eval report"
+    json_order = ("results", "reference")
 
     reference: ReferenceResult
     results: tuple[ArtifactResult, ...]
@@ -27,31 +34,12 @@ class Report:
     machine: dict
     settings: dict
     notes: tuple[str, ...] = ()
-    timings_s: dict = field(default_factory=dict)
-    task: dict | None = None  # {name, reason, assumed, given, main_metric, higher_is_better}
-
-    def to_dict(self) -> dict:
-        """JSON-ready dict (``timings_s``: wall seconds of eval's own stages)."""
-        d = {"results": [r.to_dict() for r in self.results], "reference": self.reference.to_dict(),
-             "data": self.data, "machine": self.machine, "settings": self.settings, "notes": list(self.notes),
-             "timings_s": self.timings_s}
-        return d if self.task is None else {**d, "task": self.task}
+    timings_s: dict = field(default_factory=dict)  # wall seconds of eval's own stages
+    task: dict | None = field(default=None, metadata=_NONE)  # {name, reason, assumed, given, main_metric, ...}
 
     def to_json(self) -> str:
         """Pretty JSON."""
         return json.dumps(self.to_dict(), indent=2) + "\n"
-
-    @classmethod
-    def from_dict(cls, d, what: str = "eval report") -> Report:
-        """Validate ``d`` against the published schema (eval.schema.json) and build; DataError naming ``what``."""
-        check(d, "eval", what)
-        return cls(ReferenceResult.from_dict(d["reference"]), tuple(ArtifactResult.from_dict(r) for r in d["results"]),
-                   d["data"], d["machine"], d["settings"], tuple(d["notes"]), d["timings_s"], d.get("task"))
-
-    @classmethod
-    def read(cls, path: Path) -> Report:
-        """Read and validate an eval JSON report (a possibly hostile file)."""
-        return cls.from_dict(read_json(path, "eval"), str(path))
 
     def table_rows(self) -> list[list[str]]:
         """The comparison table (reference first) as display strings, shared by terminal, Markdown and HTML."""

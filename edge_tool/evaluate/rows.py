@@ -1,15 +1,18 @@
-"""The rows of an eval report (frozen dataclasses) and their JSON form: one per artefact, the reference's, their
-latency statistics and per-layer errors. Below the report and the runners: runners build rows, the report
-renders them."""
+"""The rows of an eval report (frozen dataclasses; JSON through ``calibration.serial``): one per artefact, the
+reference's, their latency statistics and per-layer errors. Below the report and the runners: runners build rows,
+the report renders them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from calibration.serial import Record, spec
+
 
 @dataclass(frozen=True)
-class LatencyStats:
-    """Per-inference latency in milliseconds; ``samples_ms`` keeps (a subsample of) the raw timed calls."""
+class LatencyStats(Record):
+    """Per-inference latency in milliseconds; ``samples_ms`` keeps (a subsample of) the raw timed calls: read from
+    a latency worker's ``samples``, never written into the report (nor compared)."""
 
     p50: float
     p90: float
@@ -18,46 +21,33 @@ class LatencyStats:
     std: float
     cold_start: float | None
     runs: int
-    samples_ms: tuple[float, ...] = field(default=(), repr=False)
-
-    def to_dict(self, samples: bool = False) -> dict:
-        """JSON form; raw samples only when asked."""
-        d = {"p50": self.p50, "p90": self.p90, "p99": self.p99, "mean": self.mean, "std": self.std,
-             "cold_start": self.cold_start, "runs": self.runs}
-        if samples:
-            d["samples"] = list(self.samples_ms)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> LatencyStats:
-        """Inverse of to_dict(samples=True)."""
-        return cls(d["p50"], d["p90"], d["p99"], d["mean"], d["std"], d["cold_start"], d["runs"],
-                   tuple(d.get("samples", ())))
+    samples_ms: tuple[float, ...] = field(default=(), repr=False, compare=False, metadata=spec("samples", write=False))
 
 
 @dataclass(frozen=True)
-class LayerError:
+class LayerError(Record):
     """One layer's quantization error from the QuantizationDebugger (rmse/scale: ~0.29 is ideal rounding)."""
 
-    op_name: str
-    tensor_name: str
+    op_name: str = field(metadata=spec("op"))
+    tensor_name: str = field(metadata=spec("tensor"))
     rmse_over_scale: float
     max_abs_error: float
     scale: float
 
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {"op": self.op_name, "tensor": self.tensor_name, "rmse_over_scale": self.rmse_over_scale,
-                "max_abs_error": self.max_abs_error, "scale": self.scale}
 
-    @classmethod
-    def from_dict(cls, d: dict) -> LayerError:
-        """Inverse of to_dict."""
-        return cls(d["op"], d["tensor"], d["rmse_over_scale"], d["max_abs_error"], d["scale"])
+def _measured_task(r: ArtifactResult) -> bool:
+    return r.metrics is not None or r.drift is not None
+
+
+def _ran_in_tflm(r: ArtifactResult) -> bool:
+    return r.arena is not None
+
+
+_NONE, _EMPTY = spec(omit="none"), spec(omit="empty")
 
 
 @dataclass(frozen=True)
-class ArtifactResult:
+class ArtifactResult(Record):
     """Everything measured for one artefact; ``failed`` holds the reason when the runtime could not run it (the
     metrics it did not reach are None)."""
 
@@ -74,91 +64,39 @@ class ArtifactResult:
     max_abs_error: float | None
     mean_abs_error: float | None
     cosine: float | None
-    latency: LatencyStats | None
+    latency: LatencyStats | None = field(metadata=spec("latency_ms"))
     peak_rss_mb: float | None
     threads: int
     runtime: str
-    latency_note: str = ""
-    per_layer: tuple[LayerError, ...] | None = None
-    failed: str | None = None
-    batching: str = ""
-    arena: dict | None = None          # --runtime tflm: the measured tensor arena (edge_tool.micro.tflm.ArenaSize)
-    flash_bytes: int | None = None     # --runtime tflm: bytes of the model array in flash
-    device: dict | None = None         # --device: where it ran (edge_tool.evaluate.device.facts.device_record)
-    metrics: dict | None = None        # the task's metrics (edge_tool.evaluate.tasks), keys per task
-    drift: dict | None = None          # the task's drift against the reference
-    metric_drop: float | None = None   # reference - artefact of the task's main metric (what --max-drop gates)
+    latency_note: str = field(default="", metadata=_EMPTY)
+    per_layer: tuple[LayerError, ...] | None = field(default=None, metadata=_NONE)
+    failed: str | None = field(default=None, metadata=_EMPTY)  # only on rows that could not run
+    batching: str = field(default="", metadata=spec("accuracy_pass", omit="empty"))
+    # --runtime tflm: the measured tensor arena (edge_tool.micro.tflm.ArenaSize) and the model array's flash bytes
+    arena: dict | None = field(default=None, metadata=spec("tensor_arena", omit="none"))
+    flash_bytes: int | None = field(default=None, metadata=spec(when=_ran_in_tflm))
+    device: dict | None = field(default=None, metadata=_NONE)  # --device: where it ran (device.facts.device_record)
+    # the task's metrics (edge_tool.evaluate.tasks, keys per task), its drift against the reference, and the
+    # reference - artefact of its main metric (what --max-drop gates): written together, after ``runtime``
+    metrics: dict | None = field(default=None, metadata=spec(when=_measured_task))
+    drift: dict | None = field(default=None, metadata=spec(when=_measured_task))
+    metric_drop: float | None = field(default=None, metadata=spec(when=_measured_task))
 
-    def to_dict(self) -> dict:
-        """JSON form (the ``results`` entries of the report); ``failed`` only on rows that could not run."""
-        d = {
-            "artifact": self.artifact, "format": self.format, "quant": self.quant, "size_bytes": self.size_bytes,
-            "size_ratio": self.size_ratio, "accuracy": self.accuracy, "top_k_accuracy": self.top_k_accuracy,
-            "reference_accuracy": self.reference_accuracy, "accuracy_drop": self.accuracy_drop,
-            "top1_agreement": self.top1_agreement, "max_abs_error": self.max_abs_error,
-            "mean_abs_error": self.mean_abs_error, "cosine": self.cosine,
-            "latency_ms": self.latency.to_dict() if self.latency else None,
-            "peak_rss_mb": self.peak_rss_mb, "threads": self.threads, "runtime": self.runtime,
-        }
-        if self.metrics is not None or self.drift is not None:
-            d.update(metrics=self.metrics, drift=self.drift, metric_drop=self.metric_drop)
-        if self.latency_note:
-            d["latency_note"] = self.latency_note
-        if self.per_layer is not None:
-            d["per_layer"] = [e.to_dict() for e in self.per_layer]
-        if self.batching:
-            d["accuracy_pass"] = self.batching
-        if self.failed:
-            d["failed"] = self.failed
-        if self.arena is not None:
-            d["tensor_arena"], d["flash_bytes"] = self.arena, self.flash_bytes
-        if self.device is not None:
-            d["device"] = self.device
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ArtifactResult:
-        """Inverse of to_dict (``d`` validated by Report.from_dict)."""
-        plain = {k: d[k] for k in _PLAIN_RESULT_KEYS}
-        layers = d.get("per_layer")
-        return cls(**plain, latency=_latency(d["latency_ms"]), latency_note=d.get("latency_note", ""),
-                   per_layer=None if layers is None else tuple(LayerError.from_dict(e) for e in layers),
-                   failed=d.get("failed"), batching=d.get("accuracy_pass", ""), arena=d.get("tensor_arena"),
-                   flash_bytes=d.get("flash_bytes"), metrics=d.get("metrics"), drift=d.get("drift"),
-                   metric_drop=d.get("metric_drop"), device=d.get("device"))
+    json_order = ("artifact", "format", "quant", "size_bytes", "size_ratio", "accuracy", "top_k_accuracy",
+                  "reference_accuracy", "accuracy_drop", "top1_agreement", "max_abs_error", "mean_abs_error",
+                  "cosine", "latency", "peak_rss_mb", "threads", "runtime", "metrics", "drift", "metric_drop",
+                  "latency_note", "per_layer", "batching", "failed")
 
 
 @dataclass(frozen=True)
-class ReferenceResult:
+class ReferenceResult(Record):
     """The reference SavedModel's row: its accuracy and its TensorFlow latency."""
 
-    path: str
+    path: str = field(metadata=spec("saved_model"))
     size_bytes: int
     accuracy: float | None
     top_k_accuracy: float | None
-    latency: LatencyStats | None
+    latency: LatencyStats | None = field(metadata=spec("latency_ms"))
     runtime: str
     output: str
-    metrics: dict | None = None
-
-    def to_dict(self) -> dict:
-        """JSON form (the ``reference`` object of the report)."""
-        d = {"saved_model": self.path, "size_bytes": self.size_bytes, "accuracy": self.accuracy,
-             "top_k_accuracy": self.top_k_accuracy, "latency_ms": self.latency.to_dict() if self.latency else None,
-             "runtime": self.runtime, "output": self.output}
-        return d if self.metrics is None else {**d, "metrics": self.metrics}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ReferenceResult:
-        """Inverse of to_dict."""
-        return cls(d["saved_model"], d["size_bytes"], d["accuracy"], d["top_k_accuracy"], _latency(d["latency_ms"]),
-                   d["runtime"], d["output"], d.get("metrics"))
-
-
-_PLAIN_RESULT_KEYS = ("artifact", "format", "quant", "size_bytes", "size_ratio", "accuracy", "top_k_accuracy",
-                      "reference_accuracy", "accuracy_drop", "top1_agreement", "max_abs_error", "mean_abs_error",
-                      "cosine", "peak_rss_mb", "threads", "runtime")
-
-
-def _latency(d: dict | None) -> LatencyStats | None:
-    return None if d is None else LatencyStats.from_dict(d)
+    metrics: dict | None = field(default=None, metadata=_NONE)

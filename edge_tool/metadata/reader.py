@@ -12,9 +12,11 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 
+from calibration.serial import Record
 from edge_tool.metadata.labels import MAX_LABELS_BYTES, parse_labels
 from edge_tool.errors import UsageError
 from edge_tool.metadata.writer import METADATA_FIELD_NAME, METADATA_FILE_IDENTIFIER
+from edge_tool.schemas.records import Normalization
 
 MAX_MEMBERS = 64
 SHOW_LABELS = 5
@@ -22,20 +24,20 @@ _PARSE_ERRORS = (IndexError, struct.error, ValueError, TypeError, AttributeError
 
 
 @dataclass(frozen=True)
-class TensorInfo:
+class TensorInfo(Record):
     """One tensor's metadata: name, description, content kind, normalization (mean, std) and its labels file."""
 
     name: str
     description: str
     content: str
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
+    normalization: Normalization | None = None
     labels_file: str | None = None
 
 
 @dataclass(frozen=True)
-class EmbeddedMetadata:
-    """What a .tflite carries: model fields, per-tensor metadata, labels (if readable) and problems found."""
+class EmbeddedMetadata(Record):
+    """What a .tflite carries: model fields, per-tensor metadata, labels (if readable) and problems found; its JSON
+    form (inspect's ``tflite.metadata``) has the labels in full and their count (``label_count``, derived)."""
 
     name: str = ""
     description: str = ""
@@ -45,19 +47,12 @@ class EmbeddedMetadata:
     inputs: tuple[TensorInfo, ...] = ()
     outputs: tuple[TensorInfo, ...] = ()
     packed_files: tuple[str, ...] = ()
+    label_count: int = field(init=False)
     labels: tuple[str, ...] = ()
     problems: tuple[str, ...] = field(default_factory=tuple)
 
-    def to_dict(self) -> dict:
-        """JSON-friendly form (labels in full; inspect shows the first few)."""
-        def t(x: TensorInfo) -> dict:
-            return {"name": x.name, "description": x.description, "content": x.content,
-                    "normalization": None if x.mean is None else {"mean": list(x.mean), "std": list(x.std or ())},
-                    "labels_file": x.labels_file}
-        return {"name": self.name, "description": self.description, "version": self.version, "author": self.author,
-                "min_parser_version": self.min_parser_version, "inputs": [t(x) for x in self.inputs],
-                "outputs": [t(x) for x in self.outputs], "packed_files": list(self.packed_files),
-                "label_count": len(self.labels), "labels": list(self.labels), "problems": list(self.problems)}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "label_count", len(self.labels))
 
 
 def _text(value, what: str, problems: list[str]) -> str:
@@ -112,7 +107,8 @@ def _tensor(meta, tm, problems: list[str]) -> TensorInfo:
     for f in tm.associatedFiles or []:
         if f.type == meta.AssociatedFileType.TENSOR_AXIS_LABELS:
             labels_file = _text(f.name, f"{name!r} associated file name", problems)
-    return TensorInfo(name, _text(tm.description, f"{name!r} description", problems), content, mean, std, labels_file)
+    norm = None if mean is None else Normalization(mean, std or ())
+    return TensorInfo(name, _text(tm.description, f"{name!r} description", problems), content, norm, labels_file)
 
 
 def safe_member_name(name: str) -> bool:

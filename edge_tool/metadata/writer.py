@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edge_tool.errors import ConversionError
+from edge_tool.schemas.records import MetadataRecord, Normalization
 
 METADATA_FIELD_NAME = "TFLITE_METADATA"
 TFLITE_FILE_IDENTIFIER = b"TFL3"
@@ -50,11 +51,14 @@ class MetadataSpec:
         """True when the normalization leaves pixel values unchanged."""
         return all(m == 0 for m in self.mean) and all(s == 1 for s in self.std)
 
+    def record(self) -> MetadataRecord:
+        """The summary manifest.json keeps: the model fields, the number of labels and their file, the normalization."""
+        return MetadataRecord(self.name, self.description, self.version, self.author, len(self.labels),
+                              LABELS_FILE if self.labels else None, Normalization(self.mean, self.std))
+
     def to_dict(self) -> dict:
-        """JSON-friendly summary (for manifest.json)."""
-        return {"name": self.name, "description": self.description, "version": self.version, "author": self.author,
-                "labels": len(self.labels), "labels_file": LABELS_FILE if self.labels else None,
-                "normalization": {"mean": list(self.mean), "std": list(self.std)}}
+        """The JSON of ``record()`` (convert/api.py's build path calls this; see tests/test_serial.py's allow-list)."""
+        return self.record().to_dict()
 
 
 def _schemas():

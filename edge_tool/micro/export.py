@@ -7,6 +7,7 @@ from pathlib import Path
 
 from edge_tool.errors import ConversionError
 from edge_tool.micro import resolver, sources, tflm
+from edge_tool.schemas.records import MicroRecord, Resolver
 
 
 @dataclass(frozen=True)
@@ -19,14 +20,15 @@ class MicroExport:
     arena: tflm.ArenaSize
     flash_bytes: int
 
+    def record(self) -> MicroRecord:
+        """The manifest's ``micro`` record (file names relative to the output directory)."""
+        return MicroRecord(tuple(p.name for p in self.files), self.ops,
+                           Resolver(f"tflite::MicroMutableOpResolver<{len(self.ops)}>", self.resolver_methods),
+                           self.arena, self.flash_bytes, tflite_micro=tflm.tflm_version())
+
     def to_dict(self) -> dict:
-        """JSON form for manifest.json (file names relative to the output directory)."""
-        return {"files": [p.name for p in self.files], "ops": list(self.ops),
-                "resolver": {"class": f"tflite::MicroMutableOpResolver<{len(self.ops)}>",
-                             "methods": list(self.resolver_methods)},
-                "tensor_arena": self.arena.to_dict(), "flash_bytes": self.flash_bytes,
-                "flash_note": "the model array only; add the TFLM library and your application",
-                "tflite_micro": tflm.tflm_version()}
+        """The JSON of ``record()`` (convert/api.py's build path calls this; see tests/test_serial.py's allow-list)."""
+        return self.record().to_dict()
 
 
 def export_micro(tflite: Path, out_dir: Path) -> MicroExport:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from edge_tool.childproc import module_command
 from edge_tool.errors import ModelError
+from edge_tool.schemas.records import ARENA_MARGIN, ArenaSize  # noqa: F401  (ArenaSize: tflm.ArenaSize as before)
 
 ALIGN = 16                 # TFLM aligns arena allocations to 16 bytes; search at that granularity
-ARENA_MARGIN = 0.25        # added to the measured minimum; see recommended_arena()
 GENEROUS_ARENA = 4 << 20   # first try: enough for any model a microcontroller can hold
 MAX_ARENA = 256 << 20      # give up above this (no microcontroller has it)
 PROBE_TIMEOUT_S = 120
@@ -104,22 +104,6 @@ def unsupported_ops(model_path: Path) -> tuple[list[tuple[str, str]], Probe]:
         why = "the TFLM interpreter crashed" if result.crashed else "TFLM refused the model"
         found = [("(model)", f"{why}: {tail}")]
     return found, result
-
-
-@dataclass(frozen=True)
-class ArenaSize:
-    """The measured tensor arena: smallest that works, what TFLM recorded there, the recommendation with margin."""
-
-    minimum_bytes: int
-    recorded_bytes: int | None
-    recommended_bytes: int
-    margin: float = ARENA_MARGIN
-
-    def to_dict(self) -> dict:
-        """JSON form (manifest.json, eval report)."""
-        return {"minimum_bytes": self.minimum_bytes, "recorded_bytes": self.recorded_bytes,
-                "recommended_bytes": self.recommended_bytes, "margin": self.margin,
-                "method": "binary search over TFLM's Python interpreter (allocate + invoke), 16-byte steps"}
 
 
 def recommended_arena(minimum: int) -> int:

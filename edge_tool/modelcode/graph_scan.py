@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibration.safe_open import read_regular
+from calibration.serial import Record
 from edge_tool.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
@@ -26,16 +27,12 @@ _RESTORE_OPS = CHECKPOINT_OPS - _SAVE_OPS
 
 
 @dataclass(frozen=True)
-class OpFinding:
+class OpFinding(Record):
     """A side-effect op found in a model: the op, what it does, and where (``graph`` or ``function NAME``)."""
 
     op: str
     effect: str
     where: tuple[str, ...]
-
-    def to_dict(self) -> dict:
-        """JSON form for ``inspect --json``."""
-        return {"op": self.op, "effect": self.effect, "where": list(self.where)}
 
     def describe(self, limit: int = 3) -> str:
         """``WriteFile (writes files) in function __inference_serve_12``."""

@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibration.serial import Record
 from edge_tool.errors import ModelError
 from edge_tool.keras_archive import check_keras_archive
 from edge_tool.modelcode.side_effects import SIDE_EFFECT_OPS
@@ -35,16 +36,12 @@ _TENSOR_CLASSES = ("RaggedTensor", "SparseTensor", "sparse.SparseTensor", "Tenso
 
 
 @dataclass(frozen=True)
-class CodeFinding:
+class CodeFinding(Record):
     """Python code found in a Keras config: the layer (or object) name, what it is, and the file it is in."""
 
     layer: str
     kind: str
     where: str
-
-    def to_dict(self) -> dict:
-        """JSON form for ``inspect --json``."""
-        return {"layer": self.layer, "kind": self.kind, "where": self.where}
 
     def describe(self) -> str:
         """``layer 'scale' (Lambda layer with marshalled Python bytecode)``."""

@@ -2,8 +2,10 @@
 ``manifest.json`` (convert), the eval JSON report and ``decision.json`` (convert --quant auto).
 
 The ``*.schema.json`` files ship inside the package; ``check`` validates a parsed document against one of them
-and ``read_json`` reads a possibly hostile file (size checked before reading) and validates it, both raising one
-DataError that says what was expected and what was found.
+(with the ``jsonschema`` package: ``validator``) and ``read_json`` reads a possibly hostile file (size checked
+before reading) and validates it, both raising one DataError that says what was expected and what was found.
+The files' dataclasses are ``manifest.Manifest`` (its records in ``records``), ``evaluate.report.Report`` and
+``convert.auto.Decision``, each a ``document.Document`` written and read by ``calibration.serial``.
 """
 
 from __future__ import annotations

@@ -1,89 +1,67 @@
-"""``manifest.json`` as frozen dataclasses: ``to_dict`` gives the file's exact keys and order, ``from_dict``
-validates (schema ``manifest.schema.json``) before building."""
+"""``manifest.json`` as frozen dataclasses (nested records in ``schemas.records``); the serializer
+(``calibration.serial``) writes the file's exact keys and order, and ``from_dict`` validates (schema
+``manifest.schema.json``) before building."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
-from edge_tool.schemas import check, read_json
+from calibration.contract import ImageContract
+from calibration.serial import Record, spec
+from edge_tool.schemas.document import Document
+from edge_tool.schemas.records import (BatchNote, CalibrationRecord, FileEntry, Int16x8Note, MetadataRecord,
+                                       MicroRecord, SelfCheck, SourceRecord, ToolInfo)
+from edge_tool.tflite_model import TfliteSummary
 
 SCHEMA = "edgetool.convert/1"
 FILE = "manifest.json"
+_NONE = spec(omit="none")
+
+
+def _tflite(entry: ManifestArtifact) -> bool:
+    return entry.format == "tflite"
 
 
 @dataclass(frozen=True)
-class ManifestArtifact:
-    """One artefact entry; the tflite-only fields are None on the tfjs entry and vice versa."""
+class ManifestArtifact(Record):
+    """One artefact entry; the tflite-only fields are None on the tfjs entry and vice versa (``state_warning`` and
+    ``metadata`` are written, null or not, on tflite entries only)."""
 
     path: str
     format: str
     quant: str
     size_bytes: int
-    seconds: float
-    sha256: str | None = None
-    tensors: dict | None = None
-    state_warning: str | None = None
-    metadata: dict | None = None
-    files: dict | None = None
-    qat: dict | None = None
-    int16x8: dict | None = None
-    micro: dict | None = None
-    self_check: dict | None = None
-    fixed_batch: dict | None = None
-
-    def to_dict(self) -> dict:
-        """The entry as written (tflite: sha256, tensors, state_warning, metadata always present; tfjs: files)."""
-        head = {"path": self.path, "format": self.format, "quant": self.quant, "size_bytes": self.size_bytes}
-        if self.format == "tfjs":
-            return {**head, "files": self.files, "seconds": self.seconds}
-        d = {**head, "sha256": self.sha256, "seconds": self.seconds, "tensors": self.tensors,
-             "state_warning": self.state_warning, "metadata": self.metadata}
-        d.update({k: v for k, v in (("self_check", self.self_check), ("qat", self.qat), ("int16x8", self.int16x8),
-                                    ("micro", self.micro), ("fixed_batch", self.fixed_batch)) if v is not None})
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ManifestArtifact:
-        """Build from a validated entry (see Manifest.from_dict)."""
-        return cls(**{name: d.get(name) for name in cls.__dataclass_fields__})
+    sha256: str | None = field(default=None, metadata=_NONE)
+    files: dict[str, FileEntry] | None = field(default=None, metadata=_NONE)
+    seconds: float = field(kw_only=True)
+    tensors: TfliteSummary | None = field(default=None, metadata=_NONE)
+    state_warning: str | None = field(default=None, metadata=spec(when=_tflite))
+    metadata: MetadataRecord | None = field(default=None, metadata=spec(when=_tflite))
+    self_check: SelfCheck | None = field(default=None, metadata=_NONE)
+    qat: dict | None = field(default=None, metadata=_NONE)  # free-form: the decision plus the run's training notes
+    int16x8: Int16x8Note | None = field(default=None, metadata=_NONE)
+    micro: MicroRecord | None = field(default=None, metadata=_NONE)
+    fixed_batch: BatchNote | None = field(default=None, metadata=_NONE)
 
 
 @dataclass(frozen=True)
-class Manifest:
+class Manifest(Document):
     """What ``edgetool convert`` decided and made (schema ``edgetool.convert/1``)."""
 
+    schema_name = "manifest"
+    file_name = FILE
+
     schema: str
-    tool: dict
+    tool: ToolInfo
     created: str
-    source: dict
-    options: dict
-    calibration: dict | None
+    source: SourceRecord
+    options: dict  # ConvertConfig's fields: read back as written (a ConvertConfig would re-check the user's files)
+    calibration: CalibrationRecord | None
     artifacts: tuple[ManifestArtifact, ...]
-    versions: dict
-    timings_s: dict
-    failed: dict | None = None  # only when modes failed and the run kept going
-    input_contract: list | None = None  # one record per image input (calibration.contract.ImageContract.to_dict)
-
-    def to_dict(self) -> dict:
-        """manifest.json content."""
-        d = {"schema": self.schema, "tool": self.tool, "created": self.created, "source": self.source,
-             "options": self.options, "calibration": self.calibration,
-             "artifacts": [a.to_dict() for a in self.artifacts], "versions": self.versions,
-             "timings_s": self.timings_s}
-        if self.input_contract is not None:
-            d["input_contract"] = self.input_contract
-        if self.failed is not None:
-            d["failed"] = self.failed
-        return d
-
-    @classmethod
-    def from_dict(cls, d, what: str = FILE) -> Manifest:
-        """Validate ``d`` against the published schema and build; DataError naming ``what`` otherwise."""
-        check(d, "manifest", what)
-        fields = {name: d.get(name) for name in cls.__dataclass_fields__}
-        fields["artifacts"] = tuple(ManifestArtifact.from_dict(a) for a in d["artifacts"])
-        return cls(**fields)
+    versions: dict[str, str | None]
+    timings_s: dict[str, float]
+    input_contract: tuple[ImageContract, ...] | None = field(default=None, metadata=_NONE)  # one per image input
+    failed: dict[str, str] | None = field(default=None, metadata=_NONE)  # only when modes failed, the run kept going
 
     @staticmethod
     def claims(doc) -> bool:
@@ -91,11 +69,7 @@ class Manifest:
         ``edgetool.convert/…``. A manifest.json without that is another tool's file."""
         return isinstance(doc, dict) and isinstance(doc.get("schema"), str) and doc["schema"].startswith("edgetool.convert/")
 
-    @classmethod
-    def read(cls, path: Path) -> Manifest:
-        """Read and validate a manifest.json (a possibly hostile file)."""
-        return cls.from_dict(read_json(path, "manifest"), str(path))
-
     def artifact(self, name: str) -> ManifestArtifact | None:
         """The entry whose ``path`` is ``name`` (a file name in the manifest's directory), if any."""
         return next((a for a in self.artifacts if a.path == name), None)
+

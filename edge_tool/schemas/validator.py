@@ -1,85 +1,75 @@
-"""A small JSON Schema (draft 2020-12) checker for the subset edgetool's own schemas use.
+"""Schema problems in words: the ``jsonschema`` package (draft 2020-12) validates, this module says each error as
+"at $.artifacts[0].quant: expected string, found integer 3".
 
-Keywords: ``type`` (one or a list), ``properties``, ``required``, ``additionalProperties`` (bool or schema),
-``items``, ``enum``, ``const``, ``minimum``, ``if``/``then``/``else``, ``$ref`` (``#/$defs/...`` only); annotations
-are ignored. The tests
-check the same files with the ``jsonschema`` package, so the two cannot disagree unnoticed. No recursion beyond
-the schema's own depth: a hostile document cannot make it recurse deeper than the schema does.
+``jsonschema`` is imported on first use (``edgetool --help`` stays instant); validators are built once per schema.
+It descends only as deep as the schema does, so a hostile document cannot make it recurse further.
 """
 
 from __future__ import annotations
 
-_TYPES = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-}
+import json
+
+_TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null", int: "integer",
+               float: "number"}
 
 
-def problems(doc, schema: dict, root: dict | None = None, where: str = "$") -> list[str]:
-    """Every way ``doc`` breaks ``schema`` ("at $.artifacts[0].quant: expected string, found int 3")."""
-    root = root if root is not None else schema
-    if "$ref" in schema:
-        schema = _resolve(schema["$ref"], root)
-    found = _type_problem(doc, schema, where)
-    if found:
-        return [found]
-    out = []
-    if "const" in schema and doc != schema["const"]:
-        out.append(f"at {where}: expected {schema['const']!r}, found {_show(doc)}")
-    if "enum" in schema and doc not in schema["enum"]:
-        out.append(f"at {where}: expected one of {', '.join(map(repr, schema['enum']))}, found {_show(doc)}")
-    if "minimum" in schema and _TYPES["number"](doc) and doc < schema["minimum"]:
-        out.append(f"at {where}: expected a number >= {schema['minimum']}, found {_show(doc)}")
-    if isinstance(doc, dict):
-        out += _object_problems(doc, schema, root, where)
-    if "if" in schema:
-        branch = "then" if not problems(doc, schema["if"], root, where) else "else"
-        out += problems(doc, schema[branch], root, where) if branch in schema else []
-    if isinstance(doc, list) and "items" in schema:
-        for i, item in enumerate(doc):
-            out += problems(item, schema["items"], root, f"{where}[{i}]")
+def problems(doc, schema: dict) -> list[str]:
+    """Every way ``doc`` breaks ``schema``, shallowest place first, one sentence each."""
+    errors = sorted(_validator(schema).iter_errors(doc),
+                    key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path]))
+    out: list[str] = []
+    for error in errors:
+        for line in _describe(error):
+            if line not in out:
+                out.append(line)
     return out
 
 
-def _object_problems(doc: dict, schema: dict, root: dict, where: str) -> list[str]:
-    out = [f"at {where}: missing key {key!r}" for key in schema.get("required", ()) if key not in doc]
-    props = schema.get("properties", {})
-    extra = schema.get("additionalProperties", True)
-    for key, value in doc.items():
-        if key in props:
-            out += problems(value, props[key], root, f"{where}.{key}")
-        elif extra is False:
-            out.append(f"at {where}: unexpected key {_show(key)}")
-        elif isinstance(extra, dict):
-            out += problems(value, extra, root, f"{where}[{_show(key)}]")
+def _validator(schema: dict):
+    """The validator of ``schema``, built once per ``$id`` (or per distinct schema text)."""
+    key = schema.get("$id") or json.dumps(schema, sort_keys=True)
+    if key not in _VALIDATORS:
+        import jsonschema  # noqa: PLC0415  (about 90 ms: only when a file is validated)
+
+        jsonschema.Draft202012Validator.check_schema(schema)
+        _VALIDATORS[key] = jsonschema.Draft202012Validator(schema)
+    return _VALIDATORS[key]
+
+
+_VALIDATORS: dict = {}
+
+
+def _describe(error) -> list[str]:
+    """One or more sentences for one ``jsonschema.ValidationError``."""
+    where = _where(error.absolute_path)
+    kind, want, found = error.validator, error.validator_value, error.instance
+    if kind == "required":
+        return [f"at {where}: missing key {key!r}" for key in want if isinstance(found, dict) and key not in found]
+    if kind == "additionalProperties" and want is False:
+        known = set(error.schema.get("properties", {}))
+        return [f"at {where}: unexpected key {_show(key)}" for key in found if key not in known]
+    if kind == "type":
+        names = [want] if isinstance(want, str) else list(want)
+        return [f"at {where}: expected {' or '.join(names)}, found {_show(found)}"]
+    if kind == "const":
+        return [f"at {where}: expected {want!r}, found {_show(found)}"]
+    if kind == "enum":
+        return [f"at {where}: expected one of {', '.join(map(repr, want))}, found {_show(found)}"]
+    if kind == "minimum":
+        return [f"at {where}: expected a number >= {want}, found {_show(found)}"]
+    return [f"at {where}: {' '.join(error.message.split())[:200]}"]
+
+
+def _where(path) -> str:
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if str(part).isidentifier() else f"[{part!r}]"
     return out
-
-
-def _type_problem(doc, schema: dict, where: str) -> str | None:
-    wanted = schema.get("type")
-    if wanted is None:
-        return None
-    names = [wanted] if isinstance(wanted, str) else list(wanted)
-    if any(_TYPES[name](doc) for name in names):
-        return None
-    return f"at {where}: expected {' or '.join(names)}, found {_show(doc)}"
-
-
-def _resolve(ref: str, root: dict) -> dict:
-    if not ref.startswith("#/$defs/"):
-        raise ValueError(f"unsupported $ref {ref!r} in an edgetool schema")
-    return root["$defs"][ref.removeprefix("#/$defs/")]
 
 
 def _show(value) -> str:
     """A short description of a found value (its JSON type and, for scalars, the value itself)."""
-    kind = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
-            int: "integer", float: "number"}.get(type(value), type(value).__name__)
+    kind = _TYPE_NAMES.get(type(value), type(value).__name__)
     if isinstance(value, (dict, list)):
         return f"{kind} of {len(value)} item(s)"
     shown = repr(value)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from calibration.serial import Record
 from edge_tool.errors import below_minimum, collect_and_raise
 
 MAX_REPLICAS = 8
@@ -23,8 +24,8 @@ class Strategy(str, Enum):
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """What to train and how; validated on construction."""
+class TrainConfig(Record):
+    """What to train and how; validated on construction (``to_dict``: the serializer's JSON form)."""
 
     output_dir: Path
     strategy: Strategy = Strategy.MIRRORED
@@ -58,13 +59,6 @@ class TrainConfig:
         if not self.learning_rate > 0:
             problems.append(f"learning rate must be > 0, got {self.learning_rate}.")
         collect_and_raise(problems, header="Invalid training options:")
-
-    def to_dict(self) -> dict:
-        """JSON-friendly dict of the resolved options."""
-        d = asdict(self)
-        d["output_dir"] = str(self.output_dir)
-        d["strategy"] = self.strategy.value
-        return d
 
 
 @dataclass(frozen=True)

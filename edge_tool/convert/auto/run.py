@@ -213,6 +213,6 @@ def _write(result: AutoResult, work: Path) -> AutoResult:
                 rel = Path(c.path.name)
             final.append(replace(c, path=config.output_dir / rel))
         result = replace(result, candidates=tuple(final))
-        (out / FILE).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        (out / FILE).write_text(json.dumps(result.decision.to_dict(), indent=2) + "\n")
         (out / "decision.md").write_text(to_markdown(result))
     return result

@@ -6,6 +6,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from calibration.serial import Record, spec
 from edge_tool.convert.qat_support.data import Labelled
 from edge_tool.convert.qat_support.heads import Head, accuracy
 from edge_tool.errors import ConversionError
@@ -15,30 +16,29 @@ LARGE_DROP = 0.05  # accuracy below float beyond which the decision carries a hi
 
 
 @dataclass(frozen=True)
-class Decision:
-    """Which int8 model was written for ``--quant qat`` and why."""
+class Decision(Record):
+    """Which int8 model was written for ``--quant qat`` and why (manifest.json's ``artifacts[].qat``, with the
+    run's training notes beside it); ``note``, derived, is a hint when even the shipped int8 model is far below
+    float (int8 itself is the limit, not QAT)."""
 
     shipped: str            # "qat" or "ptq-int8"
     reason: str
     accuracy: dict          # {"float": f, "qat": q or None, "ptq_int8": p or None} on the held-out data
     held_out: dict          # {"source": ..., "samples": n}
-    failures: dict = field(default_factory=dict)  # {"qat"/"ptq_int8": conversion error message}
+    failures: dict = field(default_factory=dict, metadata=spec(omit="empty"))  # {"qat"/"ptq_int8": why}
+    note: str | None = field(init=False, metadata=spec(omit="empty"))
 
-    @property
-    def note(self) -> str | None:
-        """A hint when even the shipped int8 model is far below float (int8 itself is the limit, not QAT)."""
-        best = max((v for k, v in self.accuracy.items() if k != "float" and v is not None), default=None)
-        if best is None or self.accuracy["float"] - best <= LARGE_DROP:
-            return None
-        return (f"both int8 models are {self.accuracy['float'] - best:.1%} below float: one int8 scale per tensor "
-                "cannot hold this model's value ranges (raw inputs of very different scales are typical); "
-                "--quant int16x8 or dynamic keep more precision")
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "note", _large_drop_note(self.accuracy))
 
-    def to_dict(self) -> dict:
-        """JSON-friendly form for manifest.json."""
-        return {"shipped": self.shipped, "reason": self.reason, "accuracy": self.accuracy,
-                "held_out": self.held_out, **({"failures": self.failures} if self.failures else {}),
-                **({"note": self.note} if self.note else {})}
+
+def _large_drop_note(accuracy: dict) -> str | None:
+    best = max((v for k, v in accuracy.items() if k != "float" and v is not None), default=None)
+    if best is None or accuracy["float"] - best <= LARGE_DROP:
+        return None
+    return (f"both int8 models are {accuracy['float'] - best:.1%} below float: one int8 scale per tensor "
+            "cannot hold this model's value ranges (raw inputs of very different scales are typical); "
+            "--quant int16x8 or dynamic keep more precision")
 
 
 def tflite_accuracy(tflite: bytes, data: Labelled, heads: tuple[Head, ...]) -> float:
