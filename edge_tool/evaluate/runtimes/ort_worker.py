@@ -147,7 +147,8 @@ def _latency(model_path: str, threads: int, req: dict) -> dict:
     session.run(None, feeds)
     cold_ms = (time.perf_counter_ns() - t0) / 1e6
     times = time_loop(lambda: session.run(None, feeds), req["warmup"], req["runs"], req["time_budget_s"])
-    return {"latency": summarize(times, cold_ms).to_dict(samples=True), "peak_rss_mb": peak_rss_mb()}
+    stats = summarize(times, cold_ms)
+    return {"latency": {**stats.to_dict(), "samples": list(stats.samples_ms)}, "peak_rss_mb": peak_rss_mb()}
 
 
 def _refusal(exc: Exception) -> str:
