@@ -28,9 +28,9 @@ def convert(model: str | Path, output_dir: str | Path, *, quant: str | Iterable[
     ``quant`` is one mode, a comma list or an iterable ('all' expands). Returns a ConvertResult whose
     ``tflite(mode)`` gives each artefact's path.
     """
-    from edge_tool.commands.convert import parse_modes  # noqa: PLC0415
     from edge_tool.convert.api import convert as _convert  # noqa: PLC0415
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
+    from edge_tool.convert.modes import parse_modes  # noqa: PLC0415
 
     values = [quant] if isinstance(quant, str) else list(quant)
     modes = parse_modes(values, format, options.get("train_data") is not None)

@@ -9,6 +9,7 @@ import typer
 from edge_tool.commands import input_options
 from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
 from edge_tool.commands.options import trust_model_code_option
+from edge_tool.convert.modes import parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
 
 
@@ -26,24 +27,6 @@ def _quant_help() -> str:
 
 
 QUANT_HELP = _quant_help()
-
-
-def parse_modes(values: list[str] | None, output_format: str, has_train_data: bool) -> tuple[str, ...]:
-    """Turn --quant values into mode names (validating each against the registry; 'all' expands)."""
-    from edge_tool.convert.modes import every_mode  # noqa: PLC0415
-
-    every = every_mode(has_train_data)
-    raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
-    if not raw:
-        return every if output_format == "all" else ("int8",) if output_format == "micro" else ("fp32",)
-    known = every_mode(has_train_data=True)
-    bad = [v for v in raw if v not in known and v != "all"]
-    if bad:
-        raise UsageError(f"--quant expects one of {', '.join(sorted(known))} or all, got {', '.join(bad)}.")
-    modes = []
-    for v in raw:
-        modes.extend(every if v == "all" else [v])
-    return tuple(dict.fromkeys(modes))
 
 
 def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
