@@ -70,7 +70,7 @@ def add_fp32_variant(site: Path, fp32: Path) -> None:
     (the site is built from the cached TFJS model + int8 .tflite to skip a second conversion)."""
     import json
 
-    from edge_tool.demo import litert as litert_mod
+    from edge_tool.demo import litert_spec as litert_mod
     from edge_tool.demo.litert_site import _litert_model
     from edge_tool.demo.site import CONFIG_NAME, write_service_worker
 

@@ -73,7 +73,7 @@ def main() -> None:
 
     from edge_tool.evaluate import EvalConfig, run_eval  # noqa: PLC0415
     from edge_tool.evaluate.latency import measure_tflite_subprocess  # noqa: PLC0415
-    from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
+    from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="bench-mobilenet-") as tmp:
         tmp = Path(tmp)

@@ -14,7 +14,7 @@ from edge_tool.schemas.validator import problems
 
 
 def _classes():
-    from edge_tool.convert.auto import Decision
+    from edge_tool.auto import Decision
     from edge_tool.evaluate.report import Report
     from edge_tool.schemas.manifest import Manifest
 

@@ -13,7 +13,7 @@ import json
 import jsonschema
 import pytest
 
-from edge_tool.convert.auto import Candidate, Decision
+from edge_tool.auto import Candidate, Decision
 from edge_tool.errors import DataError
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, LayerError, ReferenceResult, Report
 from edge_tool.schemas import NAMES, check, load

@@ -10,11 +10,11 @@ candidate wins), ``run`` (build, measure, write), ``render`` (decision.md and th
 
 from __future__ import annotations
 
-from edge_tool.convert.auto.config import SELECTIVE, AutoConfig, Objective
-from edge_tool.convert.auto.policy import INTEGER_RANK, LATENCY_TIE, LATENCY_TIE_MS, SIZE_TIE, choose
-from edge_tool.convert.auto.render import budget_error, print_result, to_markdown
-from edge_tool.convert.auto.result import AutoResult, Candidate, Decision
-from edge_tool.convert.auto.run import run_auto
+from edge_tool.auto.config import SELECTIVE, AutoConfig, Objective
+from edge_tool.auto.policy import INTEGER_RANK, LATENCY_TIE, LATENCY_TIE_MS, SIZE_TIE, choose
+from edge_tool.auto.render import budget_error, print_result, to_markdown
+from edge_tool.auto.result import AutoResult, Candidate, Decision
+from edge_tool.auto.run import run_auto
 
 __all__ = ["INTEGER_RANK", "LATENCY_TIE", "LATENCY_TIE_MS", "SELECTIVE", "SIZE_TIE", "AutoConfig", "AutoResult",
            "Candidate", "Decision", "Objective", "budget_error", "choose", "print_result", "run_auto", "to_markdown"]

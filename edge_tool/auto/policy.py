@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from edge_tool.convert.auto.config import SELECTIVE, Objective
-from edge_tool.convert.auto.result import Candidate
+from edge_tool.auto.config import SELECTIVE, Objective
+from edge_tool.auto.result import Candidate
 
 SIZE_TIE = 0.02         # sizes within 2 % of the smallest count as equal (full int8 carries a few more scales)
 LATENCY_TIE = 0.05      # p50s within 5 % of the fastest count as equal ...

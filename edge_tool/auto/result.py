@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edge_tool.convert.auto.config import AutoConfig
+from edge_tool.auto.config import AutoConfig
 from edge_tool.schemas import check, read_json
 
 FILE = "decision.json"

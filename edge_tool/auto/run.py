@@ -10,10 +10,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from edge_tool.contract.options import ContractOptions
-from edge_tool.convert.auto.config import INTEGER_ONLY, SELECTIVE, AutoConfig
-from edge_tool.convert.auto.policy import choose, reason
-from edge_tool.convert.auto.render import short_layer, to_markdown
-from edge_tool.convert.auto.result import FILE, AutoResult, Candidate
+from edge_tool.auto.config import INTEGER_ONLY, SELECTIVE, AutoConfig
+from edge_tool.auto.policy import choose, reason
+from edge_tool.auto.render import short_layer, to_markdown
+from edge_tool.auto.result import FILE, AutoResult, Candidate
 from edge_tool.convert.source import is_keras_file, prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.fsutil import atomic_dir, check_output_dir

@@ -189,7 +189,7 @@ def _contracts(subject: Subject, source) -> tuple:
 
 
 def _fixed_batch_int8(subject: Subject) -> Path:
-    from edge_tool.demo.litert import build_fixed_int8  # noqa: PLC0415
+    from edge_tool.convert.fixed_int8 import build_fixed_int8  # noqa: PLC0415
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
 
     source = prepare_source(subject.model_dir(), subject.temp("int8-b1-src"),

@@ -70,7 +70,7 @@ def command(
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop) and/or TFJS."""
     if _is_auto(quant):
         _check_auto_options(max_drop, eval_data, output_format, io_type)
-        from edge_tool.convert.auto import AutoConfig  # noqa: PLC0415
+        from edge_tool.auto import AutoConfig  # noqa: PLC0415
         from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
         from edge_tool.convert.modes import auto_candidates, integer_only_candidates  # noqa: PLC0415
 
@@ -144,7 +144,7 @@ def _check_auto_options(max_drop, eval_data, output_format: OutputFormat, io_typ
 
 def _run_auto(config) -> None:
     """``--quant auto``: candidates, measurement, decision (exit 1 with the table when nothing is in budget)."""
-    from edge_tool.convert.auto import budget_error, print_result, run_auto  # noqa: PLC0415
+    from edge_tool.auto import budget_error, print_result, run_auto  # noqa: PLC0415
 
     result = run_auto(config)
     print_result(result)

@@ -109,7 +109,7 @@ def run_in_litert(data: bytes, probes: list[dict] | None = None, sample: dict | 
     (which runs ``sample``, when given, instead of all-zeros inputs)."""
     import numpy as np  # noqa: PLC0415
 
-    from edge_tool.evaluate.isolated import death_reason, last_message  # noqa: PLC0415
+    from edge_tool.litert.isolated import death_reason, last_message  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="edgetool-smoke-") as tmp:
         path = Path(tmp) / "model.tflite"

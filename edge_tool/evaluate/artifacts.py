@@ -49,7 +49,7 @@ def describe(path: Path) -> Artifact:
 
 
 def _tflite(given: Path, model_file: Path) -> Artifact:
-    from edge_tool.evaluate.tflite_runner import read_flatbuffer  # noqa: PLC0415
+    from edge_tool.litert.tflite_runner import read_flatbuffer  # noqa: PLC0415
 
     if not model_file.is_file():
         raise ModelError(f"Expected a .tflite file at {model_file}, but nothing is there.")

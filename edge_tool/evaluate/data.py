@@ -133,7 +133,7 @@ class EvalStream:
 
 def _normalise_labels(labels, n: int, path: Path) -> np.ndarray | None:
     """The labels as stored (one row per sample, numeric); what they must hold is the task's to check
-    (``edge_tool.evaluate.tasks``), once the reference's outputs are known."""
+    (``edge_tool.tasks``), once the reference's outputs are known."""
     if labels is None:
         return None
     labels = np.asarray(labels)

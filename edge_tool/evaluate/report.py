@@ -8,6 +8,7 @@ from pathlib import Path
 
 from edge_tool.evaluate.device.facts import device_notes, with_device_cells
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
+from edge_tool.litert.per_layer import LayerError
 from edge_tool.schemas import check, read_json
 from edge_tool.textsafe import md, md_row
 
@@ -41,27 +42,6 @@ class LatencyStats:
 
 
 @dataclass(frozen=True)
-class LayerError:
-    """One layer's quantization error from the QuantizationDebugger (rmse/scale: ~0.29 is ideal rounding)."""
-
-    op_name: str
-    tensor_name: str
-    rmse_over_scale: float
-    max_abs_error: float
-    scale: float
-
-    def to_dict(self) -> dict:
-        """JSON form."""
-        return {"op": self.op_name, "tensor": self.tensor_name, "rmse_over_scale": self.rmse_over_scale,
-                "max_abs_error": self.max_abs_error, "scale": self.scale}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> LayerError:
-        """Inverse of to_dict."""
-        return cls(d["op"], d["tensor"], d["rmse_over_scale"], d["max_abs_error"], d["scale"])
-
-
-@dataclass(frozen=True)
 class ArtifactResult:
     """Everything measured for one artefact; ``failed`` holds the reason when the runtime could not run it (the
     metrics it did not reach are None)."""
@@ -90,7 +70,7 @@ class ArtifactResult:
     arena: dict | None = None          # --runtime tflm: the measured tensor arena (edge_tool.micro.tflm.ArenaSize)
     flash_bytes: int | None = None     # --runtime tflm: bytes of the model array in flash
     device: dict | None = None         # --device: where it ran (edge_tool.evaluate.device.facts.device_record)
-    metrics: dict | None = None        # the task's metrics (edge_tool.evaluate.tasks), keys per task
+    metrics: dict | None = None        # the task's metrics (edge_tool.tasks), keys per task
     drift: dict | None = None          # the task's drift against the reference
     metric_drop: float | None = None   # reference - artefact of the task's main metric (what --max-drop gates)
 

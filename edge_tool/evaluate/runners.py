@@ -16,7 +16,7 @@ from edge_tool.childproc import module_command
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig
-from edge_tool.evaluate.isolated import WorkerProcess
+from edge_tool.litert.isolated import WorkerProcess
 from edge_tool.evaluate.latency import LatencyProcess, measure_tflite, summarize
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult
 

@@ -71,7 +71,7 @@ class TflmRunner(SessionRunner):
     reads_files = False
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch, slot: int):  # noqa: ARG002 (runner signature)
-        from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
+        from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
         from edge_tool.micro import tflm  # noqa: PLC0415
 
         tflm.require_tflm()

@@ -21,14 +21,35 @@ import io
 import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from edge_tool.errors import ConversionError
-from edge_tool.evaluate.report import LayerError
 
 MAX_DEBUG_SAMPLES = 100  # samples the per-layer debugger sees (the first ones of --data)
+
+
+@dataclass(frozen=True)
+class LayerError:
+    """One layer's quantization error from the QuantizationDebugger (rmse/scale: ~0.29 is ideal rounding)."""
+
+    op_name: str
+    tensor_name: str
+    rmse_over_scale: float
+    max_abs_error: float
+    scale: float
+
+    def to_dict(self) -> dict:
+        """JSON form."""
+        return {"op": self.op_name, "tensor": self.tensor_name, "rmse_over_scale": self.rmse_over_scale,
+                "max_abs_error": self.max_abs_error, "scale": self.scale}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LayerError:
+        """Inverse of to_dict."""
+        return cls(d["op"], d["tensor"], d["rmse_over_scale"], d["max_abs_error"], d["scale"])
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import DataError, ModelError, collect_and_raise
-from edge_tool.evaluate.flatbuffer_facts import FlatbufferFacts, read_flatbuffer
+from edge_tool.litert.flatbuffer_facts import FlatbufferFacts, read_flatbuffer
 from edge_tool.limits import check_tflite_file
 from edge_tool.runtime import interpreter_class
 

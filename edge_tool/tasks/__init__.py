@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from edge_tool.evaluate.tasks import classification, detection, multilabel, regression, segmentation
-from edge_tool.evaluate.tasks.base import Task, TaskChoice, TaskContext
-from edge_tool.evaluate.tasks.registry import TASK_NAMES, TASKS, get_task
+from edge_tool.tasks import classification, detection, multilabel, regression, segmentation
+from edge_tool.tasks.base import Task, TaskChoice, TaskContext
+from edge_tool.tasks.registry import TASK_NAMES, TASKS, get_task
 
 __all__ = ["TASKS", "TASK_NAMES", "Task", "TaskChoice", "TaskContext", "classification", "detection", "get_task",
            "multilabel", "regression", "segmentation"]

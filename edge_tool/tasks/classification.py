@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.evaluate.tasks.base import (Accumulator, Confusion, Task, TaskContext, label_error, per_sample,
+from edge_tool.tasks.base import (Accumulator, Confusion, Task, TaskContext, label_error, per_sample,
                                            shape_text, whole)
-from edge_tool.evaluate.tasks.registry import register
+from edge_tool.tasks.registry import register
 
 MAX_MATRIX_CLASSES = 100  # a larger confusion matrix is left out of the JSON (per_class still lists every class)
 

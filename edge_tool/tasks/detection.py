@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.evaluate.tasks.base import Accumulator, ErrorTotals, Task, TaskContext
-from edge_tool.evaluate.tasks.registry import register
+from edge_tool.tasks.base import Accumulator, ErrorTotals, Task, TaskContext
+from edge_tool.tasks.registry import register
 
 BOX_NAME = re.compile(r"box|bbox", re.IGNORECASE)
 

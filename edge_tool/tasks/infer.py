@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_tool.evaluate.tasks.base import TaskChoice, whole
-from edge_tool.evaluate.tasks.detection import is_box_output
+from edge_tool.tasks.base import TaskChoice, whole
+from edge_tool.tasks.detection import is_box_output
 
 
 def infer_task(outputs: dict[str, tuple], primary: str, activations: dict[str, str],

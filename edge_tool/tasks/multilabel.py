@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.evaluate.tasks.base import Accumulator, Task, TaskContext, label_error, per_sample, shape_text, whole
-from edge_tool.evaluate.tasks.registry import register
+from edge_tool.tasks.base import Accumulator, Task, TaskContext, label_error, per_sample, shape_text, whole
+from edge_tool.tasks.registry import register
 
 
 class _Agreement(Accumulator):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.evaluate.tasks.base import (Accumulator, ErrorTotals, Task, TaskContext, label_error, per_sample,
+from edge_tool.tasks.base import (Accumulator, ErrorTotals, Task, TaskContext, label_error, per_sample,
                                            shape_text)
-from edge_tool.evaluate.tasks.registry import register
+from edge_tool.tasks.registry import register
 
 
 class _Drift(Accumulator):

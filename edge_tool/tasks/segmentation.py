@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.evaluate.tasks.base import Accumulator, Confusion, Task, TaskContext, label_error, shape_text, whole
-from edge_tool.evaluate.tasks.registry import register
+from edge_tool.tasks.base import Accumulator, Confusion, Task, TaskContext, label_error, shape_text, whole
+from edge_tool.tasks.registry import register
 
 
 def pixel_classes(scores: np.ndarray, threshold: float) -> np.ndarray:

@@ -84,7 +84,7 @@ def _by_name(ctx, specs):
 
 def _scores(heads) -> dict:
     """{output: "task: main metric"}: what the record's ``accuracy`` figures are (their mean over the outputs)."""
-    from edge_tool.evaluate.tasks import get_task  # noqa: PLC0415
+    from edge_tool.tasks import get_task  # noqa: PLC0415
 
     return {h.name: f"{h.task}: {get_task(h.task).main_metric}" for h in heads}
 
