@@ -2,7 +2,7 @@
 
 MobileNetV2-224 (seeded random weights), fixed batch 1 (``edgetool convert --batch 1``, see _litertjs_models.py).
 The demo site (``edge_tool.demo.site.build_site`` with ``--litert --tflite`` int8) is served cross-origin isolated by
-``edge_tool.serve.start_server``; a profiling page (benchmarks/litertjs_harness/) is added under ``bench/`` with every
+``edge_tool.demo.serve.start_server``; a profiling page (benchmarks/litertjs_harness/) is added under ``bench/`` with every
 @litertjs/core wasm build from web_demo/node_modules. Each configuration is a fresh browser context: LiteRT.js rows
 time every step of the demo engine's runOne (slice, toInput, Tensor upload, model.run, toTypedArray, dequantize,
 delete) and model.run alone; tfjs rows open the demo page with ``?backend=wasm&threads=N`` (fp32 graph model);

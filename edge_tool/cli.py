@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.text import Text
 from typer.exceptions import TyperException
 
-from edge_tool import __version__, scratch, signals, stdio, textsafe
+from edge_tool import __version__
+from edge_tool.core import scratch, signals, stdio, textsafe
 from edge_tool.errors import EdgeToolError
 
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h)

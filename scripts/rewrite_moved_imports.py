@@ -29,6 +29,35 @@ MOVES: dict[str, str] = {
     "edge_tool.evaluate.tflite_runner": "edge_tool.litert.tflite_runner",
     "edge_tool.evaluate.flatbuffer_facts": "edge_tool.litert.flatbuffer_facts",
     "edge_tool.demo.litert": "edge_tool.convert.fixed_int8",  # its tflite_spec (the page's model check): demo.litert_spec
+    # step 4: the flat top floor grouped into named floors
+    "edge_tool.childproc": "edge_tool.core.childproc",
+    "edge_tool.env": "edge_tool.core.env",
+    "edge_tool.fsutil": "edge_tool.core.fsutil",
+    "edge_tool.outswap": "edge_tool.core.outswap",
+    "edge_tool.scratch": "edge_tool.core.scratch",
+    "edge_tool.signals": "edge_tool.core.signals",
+    "edge_tool.stdio": "edge_tool.core.stdio",
+    "edge_tool.steps": "edge_tool.core.steps",
+    "edge_tool.textsafe": "edge_tool.core.textsafe",
+    "edge_tool.tflite_model": "edge_tool.modelfiles.tflite_model",
+    "edge_tool.limits": "edge_tool.modelfiles.limits",
+    "edge_tool.keras_archive": "edge_tool.modelfiles.keras_archive",
+    "edge_tool.tfjs_manifest": "edge_tool.modelfiles.tfjs_manifest",
+    "edge_tool.checkpoint": "edge_tool.modelfiles.checkpoint",
+    "edge_tool.modelio": "edge_tool.models.modelio",
+    "edge_tool.inspection": "edge_tool.models.inspection",
+    "edge_tool.fixed_batch": "edge_tool.models.fixed_batch",
+    "edge_tool.labelmap": "edge_tool.models.labelmap",
+    "edge_tool.runtime": "edge_tool.litert.runtime",
+    "edge_tool.feeding": "edge_tool.litert.feeding",
+    "edge_tool.recipes": "edge_tool.litert.recipes",
+    "edge_tool.site_files": "edge_tool.webserver.files",
+    "edge_tool.site_guard": "edge_tool.webserver.guard",
+    "edge_tool.site_gzip": "edge_tool.webserver.compress",
+    "edge_tool.site_handler": "edge_tool.webserver.handler",
+    "edge_tool.site_server": "edge_tool.webserver.server",
+    "edge_tool.serve": "edge_tool.demo.serve",
+    "edge_tool.keras_files": "edge_tool.workflows.keras_files",
 }
 
 SUFFIXES = (".py", ".md", ".toml", ".sh", ".cfg", ".txt", ".in", ".json")
@@ -58,8 +87,31 @@ def _patterns() -> list[tuple[re.Pattern, str]]:
     return subs
 
 
+_FROM_MANY = re.compile(r"^(?P<indent>[ \t]*)from (?P<parent>edge_tool(?:\.\w+)*) import (?P<names>\w+(?:, *\w+)+)[ \t]*$",
+                        re.MULTILINE)
+
+
+def _split_from_many(match: re.Match) -> str:
+    """``from edge_tool import a, b`` naming moved modules: one import line per new parent, the rest kept."""
+    indent, parent = match["indent"], match["parent"]
+    kept, moved = [], {}
+    for name in (n.strip() for n in match["names"].split(",")):
+        new = MOVES.get(f"{parent}.{name}")
+        if new is None:
+            kept.append(name)
+            continue
+        new_parent, _, new_name = new.rpartition(".")
+        moved.setdefault(new_parent, []).append(name if new_name == name else f"{new_name} as {name}")
+    if not moved:
+        return match[0]
+    lines = [f"{indent}from {parent} import {', '.join(kept)}"] if kept else []
+    lines += [f"{indent}from {p} import {', '.join(names)}" for p, names in moved.items()]
+    return "\n".join(lines)
+
+
 def rewrite(text: str) -> str:
     """``text`` with every moved module's name and path replaced by its new one."""
+    text = _FROM_MANY.sub(_split_from_many, text)
     for pattern, repl in _patterns():
         text = pattern.sub(repl, text)
     return text

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from benchmarks._raw_converter import raw_converter
 from conftest import litert_outputs
 from edge_tool.cli import app
-from edge_tool.env import import_tf
+from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.evaluate.artifacts import describe

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from conftest import REPO, litert_outputs
 from edge_tool.cli import app
-from edge_tool.env import import_tf
+from edge_tool.core.env import import_tf
 from edge_tool.evaluate import EvalConfig, run_eval
 
 tf = import_tf()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from edge_tool.auto.result import AutoResult
 from edge_tool.errors import BudgetExceeded
 from edge_tool.tasks.registry import get_task
-from edge_tool.textsafe import md, md_row, text
+from edge_tool.core.textsafe import md, md_row, text
 
 TABLE_HEADERS = ["candidate", "size", "accuracy", "drop", "p50 ms", "in budget", "chosen", "float layers"]
 

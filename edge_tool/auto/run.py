@@ -16,9 +16,9 @@ from edge_tool.auto.render import short_layer, to_markdown
 from edge_tool.auto.result import FILE, AutoResult, Candidate
 from edge_tool.convert.source import is_keras_file, prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError
-from edge_tool.fsutil import atomic_dir, check_output_dir
-from edge_tool.steps import step
-from edge_tool.tflite_model import integer_only_problem
+from edge_tool.core.fsutil import atomic_dir, check_output_dir
+from edge_tool.core.steps import step
+from edge_tool.modelfiles.tflite_model import integer_only_problem
 
 
 def _eval_config(config: AutoConfig, paths: list[Path]):
@@ -85,7 +85,7 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     from edge_tool.convert.inputs import prepare_inputs  # noqa: PLC0415
     from edge_tool.convert.metadata_step import for_mode  # noqa: PLC0415
     from edge_tool.convert.selective import SelectiveInt8  # noqa: PLC0415
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
 
     tf = import_tf()
@@ -124,7 +124,7 @@ def run_auto(config: AutoConfig) -> AutoResult:
     """
     check_output_dir(config.output_dir, config.convert.force, config.inputs)
     from edge_tool.convert.api import convert  # noqa: PLC0415
-    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="edgetool-auto-") as tmp:
         work = Path(tmp)
@@ -176,7 +176,7 @@ def _screen(config: AutoConfig, named: list) -> tuple[list, list[Candidate]]:
 
 def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem: str) -> list[str]:
     """When full int8 converted but misses the budget, append the selective-int8 candidate (or its failure)."""
-    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
 
     int8 = next((c for c in cands if c.name == "int8"), None)
     if int8 is None or int8.meets_budget or config.max_float_layers == 0:

@@ -93,7 +93,7 @@ def command(
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
 
     if strategy is QatStrategy.MIRRORED:
-        from edge_tool.env import import_tf  # noqa: PLC0415
+        from edge_tool.core.env import import_tf  # noqa: PLC0415
         from edge_tool.training.strategies import split_cpu  # noqa: PLC0415
 
         split_cpu(import_tf(), replicas)  # must happen before TensorFlow initialises its devices
@@ -156,7 +156,7 @@ def _print_result(result) -> None:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    from edge_tool.textsafe import text, visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import text, visible  # noqa: PLC0415
 
     table = Table(title=text(f"edgetool convert → {result.output_dir}"))
     for col in ("artefact", "format", "mode", "size", "× fp32", "seconds"):
@@ -176,7 +176,7 @@ def _print_result(result) -> None:
 
 
 def _print_micro(path: str, micro: dict) -> None:
-    from edge_tool.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible  # noqa: PLC0415
 
     arena = micro["tensor_arena"]
     print(visible(f"{path} for TFLite Micro: tensor arena {arena['recommended_bytes']} bytes "

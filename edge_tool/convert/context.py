@@ -14,7 +14,7 @@ from edge_tool.convert.converter import SharedSource, checks_loops_itself, new_c
 from edge_tool.convert.diagnose import describe_failure, python_callback_refusal, python_callbacks
 from edge_tool.convert.source import PreparedSource
 from edge_tool.errors import ConversionError, DataError
-from edge_tool.modelio import signature_runner
+from edge_tool.models.modelio import signature_runner
 
 
 def flex_ops_from_error(message: str) -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edge_tool.modelio import SignatureInfo
+from edge_tool.models.modelio import SignatureInfo
 
 PROBES = 4  # seeded random input batches per check
 # max |tflite - SavedModel| allowed, relative to max(1, max |SavedModel output|): fp32 differs by operation order

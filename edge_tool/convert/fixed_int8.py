@@ -3,7 +3,7 @@ resize inputs: the LiteRT.js engine of ``edgetool demo --litert`` and ``check``'
 
 LiteRT.js (@litertjs/core 2.5.3) cannot run a model whose input has a variable batch dimension ("TensorBuffer ranked
 tensor type Float32[1,8,8,1] does not match expected Float32[-1,8,8,1]") and cannot resize inputs, so the int8 model
-is built here from the SavedModel's serving signature re-traced with batch 1 (``edge_tool.fixed_batch``, as
+is built here from the SavedModel's serving signature re-traced with batch 1 (``edge_tool.models.fixed_batch``, as
 ``convert --batch 1``), with edgetool's own int8 settings
 (``recipes.configure_full_int8``: Optimize.DEFAULT, representative data, TFLITE_BUILTINS_INT8, float32 I/O kept).
 The page's check of such a file (``tflite_spec``) is the demo's: ``demo.litert_spec``.
@@ -18,7 +18,7 @@ from edge_tool.errors import ModelError, UsageError
 
 def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path:
     """--calibration, else calibration.npz beside the SavedModel; UsageError naming the flag when neither exists."""
-    from edge_tool.recipes import missing_calibration_message, resolve_calibration  # noqa: PLC0415
+    from edge_tool.litert.recipes import missing_calibration_message, resolve_calibration  # noqa: PLC0415
 
     source = resolve_calibration(Path(saved_model), calibration_path)
     if source is None:
@@ -41,9 +41,9 @@ def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[s
     carrying code refused unless ``trust_model_code``). Image data is read through the input contract ``contracts``."""
     import tempfile  # noqa: PLC0415
 
-    from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
-    from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
-    from edge_tool.modelio import SERVING, saved_model_signature  # noqa: PLC0415
+    from edge_tool.litert.recipes import configure_full_int8  # noqa: PLC0415
+    from edge_tool.models.fixed_batch import save_fixed_batch  # noqa: PLC0415
+    from edge_tool.models.modelio import SERVING, saved_model_signature  # noqa: PLC0415
 
     source = calibration_source(saved_model, calibration_path)
     info = saved_model_signature(Path(saved_model), signature or SERVING)
@@ -55,7 +55,7 @@ def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[s
     import calibration  # noqa: PLC0415
 
     ds = calibration.load(source, calibration.specs_from(info.inputs), calibration.LoadOptions(images=contracts))
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     out = {}

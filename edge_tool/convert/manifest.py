@@ -8,7 +8,7 @@ import platform
 from pathlib import Path
 
 from edge_tool import __version__
-from edge_tool.env import installed_version
+from edge_tool.core.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
 
 LIBRARIES = ("tensorflow", "tf-keras", "tensorflowjs", "tensorflow-model-optimization", "ai-edge-litert", "numpy")

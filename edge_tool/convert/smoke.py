@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from edge_tool.childproc import python_command
+from edge_tool.core.childproc import python_command
 from edge_tool.errors import ConversionError
 
 TIMEOUT_S = 300

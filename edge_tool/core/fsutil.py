@@ -23,8 +23,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from edge_tool.errors import EdgeToolError, ModelError, UsageError
-from edge_tool.outswap import install_dir, install_file
-from edge_tool.scratch import run_token, sweep
+from edge_tool.core.outswap import install_dir, install_file
+from edge_tool.core.scratch import run_token, sweep
 
 MARKER = ".edgetool-output"  # written into every output directory edgetool creates
 MARKER_TEXT = "This directory was written by edgetool; `--force` may replace it.\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from edge_tool.errors import ConversionError
-from edge_tool.textsafe import term
+from edge_tool.core.textsafe import term
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 

@@ -14,7 +14,7 @@ from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import LITERT_BUILDS, pinned_litert_versions, vendored_litert_files, web_demo_dir
 from edge_tool.errors import UsageError
-from edge_tool.limits import read_tflite
+from edge_tool.modelfiles.limits import read_tflite
 
 LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
 LITERT_MODULES = (LITERT_MODULE, "engines/litert-build.js", "engines/litert-log.js")  # it and what only it imports (its wasm build choice)

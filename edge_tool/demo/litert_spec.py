@@ -15,7 +15,7 @@ IO_DTYPES = ("float32", "int8", "uint8")
 
 def tflite_spec(path: Path, classes: int | None) -> dict:
     """What the page needs to feed and read ``path``: I/O dtype, fixed shape, quantization (scale, zero point)."""
-    from edge_tool.runtime import load_interpreter  # noqa: PLC0415
+    from edge_tool.litert.runtime import load_interpreter  # noqa: PLC0415
 
     interp = load_interpreter(Path(path))
     ins, outs = interp.get_input_details(), interp.get_output_details()

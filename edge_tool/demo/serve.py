@@ -1,7 +1,7 @@
 """A small static server for demo sites: loopback by default, right MIME types, cross-origin isolation headers.
 
-Only files inside the site directory are ever served (``site_files``); the server's resource limits are
-``site_server``'s (docs/hardening.md). Here: the site and address checks, and starting/stopping the server.
+Only files inside the site directory are ever served (``webserver.files``); the server's resource limits are
+``webserver.server``'s (docs/hardening.md). Here: the site and address checks, and starting/stopping the server.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from edge_tool.errors import UsageError
-from edge_tool.site_files import MIME_TYPES, content_type, resolve_target
-from edge_tool.site_server import (IDLE_TIMEOUT_S, LISTEN_BACKLOG, MAX_PENDING, MAX_WORKERS, REQUEST_TIMEOUT_S,
+from edge_tool.webserver.files import MIME_TYPES, content_type, resolve_target
+from edge_tool.webserver.server import (IDLE_TIMEOUT_S, LISTEN_BACKLOG, MAX_PENDING, MAX_WORKERS, REQUEST_TIMEOUT_S,
                                    SECURITY_HEADERS, SiteRequestHandler, SiteServer)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-# the request mapping and the server live in site_files / site_server; these names stay importable from here
+# the request mapping and the server live in webserver.files / webserver.server; these names stay importable from here
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "IDLE_TIMEOUT_S", "LISTEN_BACKLOG", "MAX_PENDING", "MAX_WORKERS",
            "MIME_TYPES", "REQUEST_TIMEOUT_S", "SECURITY_HEADERS", "SiteRequestHandler", "SiteServer", "check_site",
            "content_type", "is_loopback", "make_server", "resolve_target", "serve_until_interrupted", "start_server"]

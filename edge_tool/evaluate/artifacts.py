@@ -93,7 +93,7 @@ def _manifest_quant(model_file: Path) -> str | None:
 
 
 def _tfjs(given: Path, model_dir: Path) -> Artifact:
-    from edge_tool.modelio import read_graph_model_json, weight_paths  # noqa: PLC0415
+    from edge_tool.models.modelio import read_graph_model_json, weight_paths  # noqa: PLC0415
 
     model_json = model_dir / "model.json"
     doc = read_graph_model_json(model_dir, "eval")  # every shard path checked to be a file inside model_dir

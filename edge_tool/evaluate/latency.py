@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 from edge_tool.errors import RuntimeFailure
 from edge_tool.litert.isolated import death_reason
 from edge_tool.evaluate.report import LatencyStats
@@ -109,7 +109,7 @@ def measure_tflite(model_path: Path, feeds: dict[int, np.ndarray], output_indice
     state has it reset before every call.
     """
     from edge_tool.litert.flatbuffer_facts import read_flatbuffer  # noqa: PLC0415
-    from edge_tool.runtime import interpreter_class  # noqa: PLC0415
+    from edge_tool.litert.runtime import interpreter_class  # noqa: PLC0415
 
     stateful = read_flatbuffer(Path(model_path)).stateful
     cls, _ = interpreter_class()

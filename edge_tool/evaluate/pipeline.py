@@ -70,7 +70,7 @@ def run_eval(config: EvalConfig) -> Report:
     from edge_tool.evaluate.machine import machine_info  # noqa: PLC0415
     from edge_tool.litert.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
     from edge_tool.evaluate.reference import ReferenceModel  # noqa: PLC0415
-    from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
+    from edge_tool.models.modelio import validate_saved_model_dir  # noqa: PLC0415
 
     clock = _Stages()
     check_outputs(config)

@@ -10,7 +10,7 @@ from edge_tool.evaluate.device.facts import device_notes, with_device_cells
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
 from edge_tool.litert.per_layer import LayerError
 from edge_tool.schemas import check, read_json
-from edge_tool.textsafe import md, md_row
+from edge_tool.core.textsafe import md, md_row
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig

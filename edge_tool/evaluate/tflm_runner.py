@@ -12,7 +12,7 @@ import subprocess
 
 import numpy as np
 
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 from edge_tool.errors import ModelError, RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig

@@ -36,7 +36,7 @@ def input_order(model: bytes, names: list[str]) -> list[str]:
     Without a signature, tensor names such as ``serving_default_image:0`` are matched; a single input needs no
     matching. ConversionError when the inputs cannot be matched by name.
     """
-    from edge_tool.runtime import interpreter_class  # noqa: PLC0415
+    from edge_tool.litert.runtime import interpreter_class  # noqa: PLC0415
 
     if len(names) == 1:
         return list(names)

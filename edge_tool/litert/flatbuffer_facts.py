@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.limits import read_tflite
+from edge_tool.modelfiles.limits import read_tflite
 
 _STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
 
@@ -40,7 +40,7 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
     dynamic; otherwise fp32 (activations are operator outputs, constants tensors with buffer data; model inputs
     are neither, so an integer input alone says nothing about the quantization).
     """
-    from edge_tool.tflite_model import _schema  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
 
     schema = _schema()
     path = Path(path)
@@ -55,7 +55,7 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
 
 
 def _facts(schema, model) -> FlatbufferFacts:
-    from edge_tool.tflite_model import _names, is_constant  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import _names, is_constant  # noqa: PLC0415
 
     types, ops = _names(schema.TensorType), _names(schema.BuiltinOperator)
     acts, consts, variables, state_ops, on_float = set(), set(), 0, 0, set()
@@ -92,7 +92,7 @@ _EDGE_OPS = {"QUANTIZE", "DEQUANTIZE"}  # float I/O of an integer model passes t
 
 def _computes_in_float(model, sg, op, types: dict) -> bool:
     """True when one of ``op``'s computed (non-constant) inputs or outputs is float32."""
-    from edge_tool.tflite_model import is_constant  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import is_constant  # noqa: PLC0415
 
     for i in (*op.InputsAsNumpy(), *op.OutputsAsNumpy()):
         if i >= 0:

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from edge_tool.errors import DataError, ModelError, RuntimeFailure, UsageError
-from edge_tool.signals import deferred
+from edge_tool.core.signals import deferred
 
 # Typed errors a worker may report (bad input on the user's side, exit 2), by name.
 TYPED_ERRORS = {"DataError": DataError, "ModelError": ModelError, "UsageError": UsageError}

@@ -88,8 +88,8 @@ def _debugger(tf, converter, inputs: Mapping[str, np.ndarray], limit: int | None
     The converter gets the by-name representative dataset; the debugger's own comparison data (fed by tensor
     position only) is put in the input-tensor order of the debug model it built.
     """
-    from edge_tool.feeding import input_order, samples_by_name  # noqa: PLC0415
-    from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
+    from edge_tool.litert.feeding import input_order, samples_by_name  # noqa: PLC0415
+    from edge_tool.litert.recipes import configure_full_int8  # noqa: PLC0415
 
     configure_full_int8(tf, converter, samples_by_name(inputs, limit), float_fallback=float_fallback)
     holder = {}
@@ -108,7 +108,7 @@ def worst_layers(saved_model: Path, inputs: dict, input_order: list[str], top: i
 
     ``inputs`` maps input names to samples in their own dtypes; the ``input_order`` names are fed, by name.
     """
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from calibration.safe_open import require_regular
 from edge_tool.errors import ModelError
-from edge_tool.limits import check_tflite_file
+from edge_tool.modelfiles.limits import check_tflite_file
 
 
 def interpreter_class():
@@ -23,7 +23,7 @@ def interpreter_class():
         return Interpreter, "tflite_runtime"
     except ImportError:
         pass
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     return import_tf().lite.Interpreter, "tf.lite"
 

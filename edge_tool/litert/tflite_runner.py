@@ -12,8 +12,8 @@ import numpy as np
 
 from edge_tool.errors import DataError, ModelError, collect_and_raise
 from edge_tool.litert.flatbuffer_facts import FlatbufferFacts, read_flatbuffer
-from edge_tool.limits import check_tflite_file
-from edge_tool.runtime import interpreter_class
+from edge_tool.modelfiles.limits import check_tflite_file
+from edge_tool.litert.runtime import interpreter_class
 
 # Batched outputs must match per-sample outputs this closely (relative to the output's magnitude) for eval to
 # keep batching a model; quantized outputs may differ by at most one quantization step.

@@ -48,7 +48,7 @@ def _check_variables_cached(var_dir: str, stats: tuple) -> None:
     if missing or not shards:
         what = missing[0] if missing else f"{var_dir}/variables.data-00000-of-00001"
         raise ModelError(f"the SavedModel's variables are unreadable: {what} is missing.")
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     index = var_dir / "variables.index"

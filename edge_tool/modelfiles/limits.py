@@ -114,7 +114,7 @@ def check_tflite_tensors(data, path: Path | str) -> None:
     """Every tensor a runtime would allocate (inputs, outputs, intermediates: not the constants, which stay in the
     file) of a .tflite flatbuffer (bytes or a memory map) against the tensor limit, before LiteRT allocates its
     arena; ModelError naming the tensor."""
-    from edge_tool.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
 
     limit = max_tensor_bytes()
     schema = _schema()

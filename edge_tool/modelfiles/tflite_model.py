@@ -65,7 +65,7 @@ def _schema():
     try:
         from ai_edge_litert import schema_py_generated as schema  # noqa: PLC0415
     except ImportError:
-        from edge_tool.env import configure_tf_env  # noqa: PLC0415
+        from edge_tool.core.env import configure_tf_env  # noqa: PLC0415
 
         configure_tf_env()
         from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415

@@ -42,10 +42,10 @@ from pathlib import Path
 
 from calibration.safe_open import open_regular, read_regular
 from edge_tool.errors import ModelError
-from edge_tool.limits import MAX_SMALL_TEXT_BYTES, read_tflite
+from edge_tool.modelfiles.limits import MAX_SMALL_TEXT_BYTES, read_tflite
 from edge_tool.modelcode.guard import code_report
 from edge_tool.modelcode.keras_reload import keras_reloadability
-from edge_tool.modelio import SERVING, SignatureInfo
+from edge_tool.models.modelio import SERVING, SignatureInfo
 
 TFLITE_MAGIC = b"TFL3"
 _SYNC = {0: "AUTO", 1: "NONE", 2: "ON_WRITE", 3: "ON_READ"}
@@ -113,13 +113,13 @@ def _dir_size(path: Path) -> int:
 
 def _meta_graph(path: Path):
     """The first MetaGraphDef of the SavedModel at ``path`` (ModelError if it is not one)."""
-    from edge_tool.modelio import read_meta_graph  # noqa: PLC0415
+    from edge_tool.models.modelio import read_meta_graph  # noqa: PLC0415
 
     return read_meta_graph(path)
 
 
 def _all_signatures(path: Path, mg) -> tuple[SignatureInfo, ...]:
-    from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
+    from edge_tool.models.modelio import saved_model_signature  # noqa: PLC0415
 
     keys = sorted(k for k in mg.signature_def if not k.startswith("__"))
     keys.sort(key=lambda k: k != SERVING)
@@ -219,8 +219,8 @@ def _training_sidecar(path: Path) -> dict | None:
 def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectReport:
     """Signatures, parameter count, Keras flavour/reloadability, strategy traces and code found of a SavedModel dir
     (loaded with TensorFlow only when it carries no code, or ``trust_model_code``)."""
-    from edge_tool.env import import_tf  # noqa: PLC0415
-    from edge_tool.modelio import saved_model_flavor, saved_model_signature  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
+    from edge_tool.models.modelio import saved_model_flavor, saved_model_signature  # noqa: PLC0415
 
     path = Path(path)
     mg = _meta_graph(path)
@@ -247,8 +247,8 @@ def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectRe
 
 def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
     """Signatures (via the LiteRT interpreter), weight elements by dtype and op counts of a .tflite file."""
-    from edge_tool.modelio import flatbuffer_signature, tflite_signature  # noqa: PLC0415
-    from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
+    from edge_tool.models.modelio import flatbuffer_signature, tflite_signature  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = Path(path)
     data = read_tflite(path)
@@ -282,7 +282,7 @@ def _embedded_metadata(data: bytes) -> dict | None:
 
 def _tflite_weight_elements(data: bytes) -> dict:
     """Elements of constant tensors, per dtype (int8 weights show up as int8, their float biases as float32)."""
-    from edge_tool.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
 
     schema = _schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from calibration.safe_open import not_a_file, read_regular
 from calibration.spec import TensorSpec
-from edge_tool.checkpoint import check_variables
+from edge_tool.modelfiles.checkpoint import check_variables
 from edge_tool.errors import ModelError
-from edge_tool.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
-from edge_tool.tfjs_manifest import check_manifest
+from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
+from edge_tool.modelfiles.tfjs_manifest import check_manifest
 from edge_tool.modelcode.guard import require_no_side_effects
-from edge_tool.tflite_model import _unpack
+from edge_tool.modelfiles.tflite_model import _unpack
 
 SERVING = "serving_default"
 
@@ -55,7 +55,7 @@ def read_meta_graph(path: Path):
     """The first MetaGraphDef of the SavedModel at ``path``, its variables checked (``checkpoint.check_variables``);
     ModelError naming the file when either is unreadable."""
     validate_saved_model_dir(path)
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     import_tf()
     from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
@@ -148,7 +148,7 @@ def load_serving_fn(path: Path, key: str = SERVING, trust_model_code: bool = Fal
     scanned first (``modelcode.guard``: side-effect ops refused unless ``trust_model_code``)."""
     require_no_side_effects(path, trust_model_code, "Loading and running its serving signature")
     info = saved_model_signature(path, key)
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     loaded = tf.saved_model.load(str(path))
@@ -162,7 +162,7 @@ def _tflite_tensor(detail: dict, name: str) -> TensorSpec:
 
 def tflite_signature(path: Path) -> SignatureInfo:
     """SignatureInfo of a .tflite file (its first signature, or raw input/output details if it has none)."""
-    from edge_tool.runtime import load_interpreter  # noqa: PLC0415
+    from edge_tool.litert.runtime import load_interpreter  # noqa: PLC0415
 
     interp = load_interpreter(Path(path), allocate=False)  # details need no arena (nor its memory)
     sigs = interp.get_signature_list()
@@ -210,7 +210,7 @@ def read_graph_model_json(model_dir: Path, user: str) -> dict:
     model.json must itself lie inside ``model_dir`` (symlinks resolved), and every weight shard path it lists
     must resolve to a file inside ``model_dir`` (``fsutil.resolve_inside``); see ``weight_paths``.
     """
-    from edge_tool.fsutil import resolve_inside  # noqa: PLC0415
+    from edge_tool.core.fsutil import resolve_inside  # noqa: PLC0415
 
     model_json = resolve_inside(Path(model_dir), "model.json", Path(model_dir))
     raw = read_regular(model_json, "a TFJS model.json", ModelError, MAX_MODEL_JSON_BYTES,
@@ -232,7 +232,7 @@ def read_graph_model_json(model_dir: Path, user: str) -> dict:
 
 def weight_paths(model_dir: Path, doc: dict) -> list[str]:
     """Shard paths listed in a model.json, each checked to be a file inside ``model_dir``; ModelError otherwise."""
-    from edge_tool.fsutil import resolve_inside  # noqa: PLC0415
+    from edge_tool.core.fsutil import resolve_inside  # noqa: PLC0415
 
     model_json = Path(model_dir) / "model.json"
     manifest = doc.get("weightsManifest", [])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edge_tool.modelio import read_meta_graph
+from edge_tool.models.modelio import read_meta_graph
 
 ACTIVATIONS = {"Softmax": "softmax", "LogSoftmax": "softmax", "Sigmoid": "sigmoid", "Relu": "relu",
                "Relu6": "relu", "Softplus": "relu", "Tanh": "tanh", "Elu": "linear", "Selu": "linear"}

@@ -9,7 +9,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from edge_tool.fsutil import is_within
+from edge_tool.core.fsutil import is_within
 
 MIME_TYPES = {
     ".html": "text/html; charset=utf-8",

@@ -1,5 +1,5 @@
 """The request handler behind ``edgetool serve``: one GET/HEAD per call, Host and body framing checked first
-(``site_guard``), files mapped by ``site_files``, cross-origin isolation headers on every answer."""
+(``webserver.guard``), files mapped by ``webserver.files``, cross-origin isolation headers on every answer."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import http.server
 import sys
 from pathlib import Path
 
-from edge_tool.site_files import content_type, resolve_target
-from edge_tool.site_gzip import accepts_gzip, gzipped
-from edge_tool.site_guard import BadBody, body_framing, check_host, discard_body
+from edge_tool.webserver.files import content_type, resolve_target
+from edge_tool.webserver.compress import accepts_gzip, gzipped
+from edge_tool.webserver.guard import BadBody, body_framing, check_host, discard_body
 
 NO_FDS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}  # out of file descriptors / kernel memory
 SECURITY_HEADERS = {

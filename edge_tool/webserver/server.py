@@ -6,7 +6,7 @@ evicts the oldest), then a fixed pool of MAX_WORKERS threads serves that one req
 back; a connection silent for IDLE_TIMEOUT_S is closed, a request whose line, headers and body take longer than
 REQUEST_TIMEOUT_S is cut off (slowloris), and the listen backlog is LISTEN_BACKLOG. Out of file descriptors,
 accept() first evicts the oldest idle connection, else backs off (up to ACCEPT_BACKOFF_MAX_S) instead of spinning.
-Host and body-framing checks: ``site_guard``.
+Host and body-framing checks: ``webserver.guard``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from edge_tool.site_handler import NO_FDS, SECURITY_HEADERS, SiteRequestHandler
+from edge_tool.webserver.handler import NO_FDS, SECURITY_HEADERS, SiteRequestHandler
 
 MAX_WORKERS = 16           # connections served at once (a fixed thread pool, not a thread per connection)
 MAX_PENDING = 512          # connections waiting for a request's first bytes; a new one evicts the oldest

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from edge_tool.convert.source import is_keras_file, keras_archive_version, opened_source
 from edge_tool.errors import ModelError
-from edge_tool.inspection import InspectReport, ParamCount, inspect_model, inspect_saved_model
+from edge_tool.models.inspection import InspectReport, ParamCount, inspect_model, inspect_saved_model
 from edge_tool.modelcode.guard import code_report, keras_code
 
 
@@ -118,7 +118,7 @@ def build_site_any(cfg):
     """``demo.site.build_site``, with a .keras/.h5 MODEL exported the way convert does; the default title and a
     labels.txt beside the file follow the Keras file, not the temp export."""
     from edge_tool.demo.site import build_site  # noqa: PLC0415
-    from edge_tool.fsutil import check_output_dir  # noqa: PLC0415
+    from edge_tool.core.fsutil import check_output_dir  # noqa: PLC0415
 
     model = Path(cfg.model)
     if not is_keras_file(model):
