@@ -148,7 +148,7 @@ FULL_EXIT_ENV = "EDGETOOL_FULL_EXIT"
 def _end(code: object) -> None:
     """Exit with ``code``; once TensorFlow is loaded, without the interpreter's teardown.
 
-    TensorFlow's teardown (finalising its module graph, C++ static destructors, thread pools) takes ~2 s and
+    TensorFlow's teardown (finalising its module graph, C++ static destructors, thread pools) takes seconds and
     does nothing edgetool needs: every file it wrote is closed and renamed, every child process ended, every
     temporary directory removed before a command returns. So atexit handlers run, stdout and stderr are
     flushed, and the process ends with os._exit. ``EDGETOOL_FULL_EXIT=1`` keeps the normal exit.

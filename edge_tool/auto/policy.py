@@ -7,7 +7,7 @@ from edge_tool.auto.result import Candidate
 
 SIZE_TIE = 0.02         # sizes within 2 % of the smallest count as equal (full int8 carries a few more scales)
 LATENCY_TIE = 0.05      # p50s within 5 % of the fastest count as equal ...
-LATENCY_TIE_MS = 0.005  # ... or within 5 µs: one tiny file's p50 moved 5.5-8.3 µs over six runs on 2 cores
+LATENCY_TIE_MS = 0.005  # ... or within 5 µs: a tiny file's p50 moves that much from run to run (docs/performance.md)
 # A full tie (size and latency) goes to the more accurate, then to the more integer-only candidate: full int8
 # runs on integer accelerators (Edge TPU, NPUs, DSPs); dynamic range keeps float activations.
 INTEGER_RANK = {"int8": 0, "qat": 0, SELECTIVE: 1, "int16x8": 2, "dynamic": 3, "fp16": 4}

@@ -14,7 +14,7 @@ from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.tasks.registry import TASK_NAMES
 
 DEFAULT_RUNS = 100
-DEFAULT_BATCH = 16  # MobileNetV2-224 in TF: ~1.3 GB RSS at 16 per call, ~2.1 GB at 64
+DEFAULT_BATCH = 16  # samples per call: the reference's peak memory grows with it (docs/performance.md, "Defaults")
 
 
 RUNTIMES = ("litert", "tflm")  # which interpreter runs .tflite artefacts
@@ -141,8 +141,8 @@ class EvalConfig:
     def reference_threads(workers: int) -> int | None:
         """TensorFlow threads of the reference during the pass: half the usable cores when ``workers`` LiteRT
         workers run beside it (None, TensorFlow's default of every core, when none do). More would oversubscribe
-        the cores: TensorFlow's pool then spins and its threads wait for a core (MobileNetV2 on 2 cores: 15-17 ms
-        of CPU per sample instead of 11.7)."""
+        the cores: TensorFlow's pool then spins and its threads wait for a core, which costs CPU time per sample
+        (docs/performance.md, "Defaults")."""
         return max(1, _cores() // 2) if workers else None
 
     @property

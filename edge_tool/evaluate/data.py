@@ -32,7 +32,8 @@ class RunningStats:
         """Fold one batch (already cast to the model dtype) in.
 
         The batch's own mean is a float64 sum; its squared deviations are summed in float64 chunks of
-        ``STATS_CHUNK`` elements, so no float64 copy of the whole batch is made (3x faster on image batches).
+        ``STATS_CHUNK`` elements, so no float64 copy of the whole batch is made (faster on image batches:
+        docs/performance.md, "Defaults").
         """
         self.dtype, self.sample_shape = arr.dtype.name, tuple(int(d) for d in arr.shape[1:])
         if arr.size == 0:

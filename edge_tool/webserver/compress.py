@@ -1,7 +1,7 @@
 """gzip for ``edgetool serve``: text and wasm files go compressed to clients that accept it, as static hosts do.
 
-A `--litert` site's LiteRT.js wasm build is ~9.4 MB as a file and ~2.9 MB gzipped: compression is what keeps a
-phone's first visit small (docs/demo.md). Compressed bodies are kept per (path, mtime, size) up to CACHE_BYTES, so a
+A `--litert` site's LiteRT.js wasm build is its largest file and compresses well: compression is what keeps a
+phone's first visit small (sizes in docs/demo.md). Compressed bodies are kept per (path, mtime, size) up to CACHE_BYTES, so a
 build is compressed once, not per request.
 """
 
