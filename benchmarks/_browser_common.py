@@ -16,8 +16,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 @contextmanager
 def served(site: Path) -> Iterator[str]:
-    """``site`` served by ``edge_tool.serve.start_server`` on a free loopback port; yields its URL."""
-    from edge_tool.serve import start_server
+    """``site`` served by ``edge_tool.demo.serve.start_server`` on a free loopback port; yields its URL."""
+    from edge_tool.demo.serve import start_server
 
     server, thread, url = start_server(site, "127.0.0.1", 0)
     try:

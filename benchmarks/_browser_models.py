@@ -34,7 +34,7 @@ def _cached(target: Path, build: Callable[[Path], None]) -> Path:
 
 
 def _build_saved_model(out: Path) -> None:
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     import_tf()
     import tf_keras  # noqa: PLC0415
@@ -46,7 +46,7 @@ def _build_saved_model(out: Path) -> None:
 
 def _build_tflite(saved: Path) -> Callable[[Path], None]:
     def build(out: Path) -> None:
-        from edge_tool.env import import_tf  # noqa: PLC0415
+        from edge_tool.core.env import import_tf  # noqa: PLC0415
 
         tf = import_tf()
         out.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(saved)).convert())

@@ -2,7 +2,7 @@
 digits model's site size, load-to-ready and per-backend latency.
 
 MobileNetV2-224 (seeded random weights; SavedModel, TFJS and fp32 .tflite cached under benchmarks/.cache/): for each
-backend configuration a fresh browser context opens the site served by ``edge_tool.serve.start_server`` with
+backend configuration a fresh browser context opens the site served by ``edge_tool.demo.serve.start_server`` with
 ``?backend=NAME[&threads=N]`` and measures cold start (navigation start -> first prediction resolved), then the
 steady ``window.edgetool.predict`` latency (tensor upload + inference + readback) and the inference-only latency
 (``window.edgetool.timeInference``). Native LiteRT fp32 at 1 and N (= cores) threads is timed in fresh processes
@@ -74,7 +74,7 @@ async ({ runs, budgetMs, minRuns }) => {
 def native_p50(tflite: Path, threads: int, runs: int) -> float:
     """LiteRT fp32 p50 (ms; set_tensor + invoke + get_tensor, batch 1) in a fresh process."""
     from edge_tool.evaluate.latency import measure_tflite_subprocess
-    from edge_tool.runtime import load_interpreter
+    from edge_tool.litert.runtime import load_interpreter
 
     interp = load_interpreter(tflite, 1)
     inp, out = interp.get_input_details()[0], interp.get_output_details()[0]

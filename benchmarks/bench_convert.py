@@ -126,7 +126,7 @@ def latency_p50(path: Path, runs: int) -> float | None:
 
     from edge_tool.errors import EdgeToolError  # noqa: PLC0415
     from edge_tool.evaluate.latency import measure_tflite_subprocess  # noqa: PLC0415
-    from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
+    from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
 
     x = np.random.default_rng(1).uniform(-1, 1, (1, 224, 224, 3)).astype(np.float32)
     try:

@@ -40,7 +40,7 @@ CHUNK = 250  # samples generated and written at a time (37 MB of uint8)
 
 def build_model(out: Path) -> None:
     """MobileNetV2-224, random seeded weights, saved as a Keras-2 SavedModel with serving_default."""
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     import_tf()
     import tf_keras  # noqa: PLC0415

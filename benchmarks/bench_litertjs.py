@@ -2,7 +2,7 @@
 
 MobileNetV2-224 (seeded random weights), fixed batch 1 (``edgetool convert --batch 1``, see _litertjs_models.py).
 The demo site (``edge_tool.demo.site.build_site`` with ``--litert --tflite`` int8) is served cross-origin isolated by
-``edge_tool.serve.start_server``; a profiling page (benchmarks/litertjs_harness/) is added under ``bench/`` with every
+``edge_tool.demo.serve.start_server``; a profiling page (benchmarks/litertjs_harness/) is added under ``bench/`` with every
 @litertjs/core wasm build from web_demo/node_modules. Each configuration is a fresh browser context: LiteRT.js rows
 time every step of the demo engine's runOne (slice, toInput, Tensor upload, model.run, toTypedArray, dequantize,
 delete) and model.run alone; tfjs rows open the demo page with ``?backend=wasm&threads=N`` (fp32 graph model);
@@ -70,7 +70,7 @@ def add_fp32_variant(site: Path, fp32: Path) -> None:
     (the site is built from the cached TFJS model + int8 .tflite to skip a second conversion)."""
     import json
 
-    from edge_tool.demo import litert as litert_mod
+    from edge_tool.demo import litert_spec as litert_mod
     from edge_tool.demo.litert_site import _litert_model
     from edge_tool.demo.site import CONFIG_NAME, write_service_worker
 

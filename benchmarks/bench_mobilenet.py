@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _raw_converter import MODES, raw_converter  # noqa: E402
 from _results import machine, table, write_section  # noqa: E402
 
-from edge_tool.env import import_tf  # noqa: E402
+from edge_tool.core.env import import_tf  # noqa: E402
 from edge_tool.errors import EdgeToolError  # noqa: E402
 
 
@@ -73,7 +73,7 @@ def main() -> None:
 
     from edge_tool.evaluate import EvalConfig, run_eval  # noqa: PLC0415
     from edge_tool.evaluate.latency import measure_tflite_subprocess  # noqa: PLC0415
-    from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
+    from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="bench-mobilenet-") as tmp:
         tmp = Path(tmp)

@@ -7,7 +7,7 @@ ORT side: bench_peer.py's ONNX models (tf2onnx opset 17 fp32; ``quantize_static`
 calibration samples), run by onnxruntime-web (pinned in benchmarks/ortweb/package.json, installed there with
 ``npm ci`` on first use; never part of the demo) on a small page (benchmarks/ortweb_harness/) with the SIMD +
 threads wasm build, ``executionProviders: ['wasm']``, ``numThreads`` 1 and 2. One site, served cross-origin isolated
-by ``edge_tool.serve``; each configuration a fresh browser context; configurations of equal mode and thread count sit
+by ``edge_tool.demo.serve``; each configuration a fresh browser context; configurations of equal mode and thread count sit
 next to each other and the order reverses every round. Each timed call: input tensor + run + float32 output copy.
 The ratio is the median over rounds of (edgetool's best configuration p50 / ORT Web's best p50) in that round.
 

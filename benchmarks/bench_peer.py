@@ -53,7 +53,7 @@ print(json.dumps({"p50": float(np.median(t))}))
 
 def build(tmp: Path) -> tuple[Path, np.ndarray]:
     """The SavedModel and 64 seeded calibration inputs in MobileNetV2's [-1, 1] range."""
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     import_tf()
     import tf_keras  # noqa: PLC0415

@@ -1,6 +1,6 @@
 """Process-wide settings applied before TensorFlow is imported, and the one way to import it.
 
-Shared by edgetool (``edge_tool.env`` re-exports these) and the calibration package's TFRecord reader, so
+Shared by edgetool (``edge_tool.core.env`` re-exports these) and the calibration package's TFRecord reader, so
 TensorFlow gets the same settings whichever of them imports it first.
 """
 

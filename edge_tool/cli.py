@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.text import Text
 from typer.exceptions import TyperException
 
-from edge_tool import __version__, scratch, signals, stdio, textsafe
+from edge_tool import __version__
+from edge_tool.core import scratch, signals, stdio, textsafe
 from edge_tool.errors import EdgeToolError
 
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h)
@@ -147,7 +148,7 @@ FULL_EXIT_ENV = "EDGETOOL_FULL_EXIT"
 def _end(code: object) -> None:
     """Exit with ``code``; once TensorFlow is loaded, without the interpreter's teardown.
 
-    TensorFlow's teardown (finalising its module graph, C++ static destructors, thread pools) takes ~2 s and
+    TensorFlow's teardown (finalising its module graph, C++ static destructors, thread pools) takes seconds and
     does nothing edgetool needs: every file it wrote is closed and renamed, every child process ended, every
     temporary directory removed before a command returns. So atexit handlers run, stdout and stderr are
     flushed, and the process ends with os._exit. ``EDGETOOL_FULL_EXIT=1`` keeps the normal exit.

@@ -13,7 +13,7 @@ from edge_tool.schemas import load
 
 
 def _classes():
-    from edge_tool.convert.auto import Decision
+    from edge_tool.auto import Decision
     from edge_tool.evaluate.report import Report
     from edge_tool.schemas.manifest import Manifest
 

@@ -58,7 +58,7 @@ def wide_model(tmp_path_factory) -> Path:
 
 
 def _auto(model: Path, out: Path, max_drop: float):
-    from edge_tool.convert.auto import AutoConfig, run_auto
+    from edge_tool.auto import AutoConfig, run_auto
     from edge_tool.convert.config import ConvertConfig
     from edge_tool.convert.modes import auto_candidates
 
@@ -113,7 +113,7 @@ def test_met_budget_needs_no_selective_search(digits_model, tmp_path):
     c = _by_name(result)
     assert "int8-selective" not in c
     assert c["int8"].meets_budget and c["int8"].accuracy_drop <= 0.01
-    from edge_tool.convert.auto import SIZE_TIE
+    from edge_tool.auto import SIZE_TIE
 
     smallest = min(cc.size_bytes for cc in result.candidates if cc.meets_budget)
     # size objective: the winner is (tied for) the smallest in budget — int8 or dynamic here (0.4 % apart); which one
@@ -126,7 +126,7 @@ def test_met_budget_needs_no_selective_search(digits_model, tmp_path):
 
 
 def test_choose_orders_by_objective_and_breaks_ties():
-    from edge_tool.convert.auto import Candidate, Objective, choose
+    from edge_tool.auto import Candidate, Objective, choose
 
     def cand(name, size, lat, ok=True, acc=0.9):
         return Candidate(name, name, Path(name), size, acc, 0.0, lat, ok)
@@ -168,7 +168,7 @@ def test_auto_usage_errors_exit_2(tmp_path, args, message):
 
 
 def test_auto_config_reports_every_problem(tmp_path):
-    from edge_tool.convert.auto import AutoConfig
+    from edge_tool.auto import AutoConfig
     from edge_tool.convert.config import ConvertConfig
     from edge_tool.errors import UsageError
 

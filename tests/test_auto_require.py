@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tool.convert.auto.policy import choose, reason
-from edge_tool.convert.auto.result import Candidate
+from edge_tool.auto.policy import choose, reason
+from edge_tool.auto.result import Candidate
 from edge_tool.convert.enums import Objective
-from edge_tool.tflite_model import integer_only_problem
+from edge_tool.modelfiles.tflite_model import integer_only_problem
 from tests.conftest import run_edgetool
 from tests.schema_check import validated
 from tests.test_auto import wide_model  # noqa: F401 - the module-scoped fixture, reused

@@ -42,7 +42,7 @@ def site(digits_model, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def url(site):
-    from edge_tool.serve import start_server
+    from edge_tool.demo.serve import start_server
 
     server, thread, url = start_server(site, "127.0.0.1", 0)
     yield url
@@ -83,7 +83,7 @@ def page(browser_context, url):
 @pytest.fixture(scope="module")
 def samples(digits_model):
     """N held-out digits and TensorFlow's probabilities for them (serving signature of the SavedModel)."""
-    from edge_tool.modelio import load_serving_fn
+    from edge_tool.models.modelio import load_serving_fn
 
     data = np.load(digits_model / "eval.npz")
     x = data["x"][:N_SAMPLES].astype(np.float32)
@@ -96,7 +96,7 @@ def samples(digits_model):
 @pytest.fixture(scope="module")
 def open_site(browser_context):
     """Serve another demo site on its own port (own origin, own service worker) and open it; cleaned up at the end."""
-    from edge_tool.serve import start_server
+    from edge_tool.demo.serve import start_server
 
     opened = []
 
@@ -119,7 +119,7 @@ def open_site(browser_context):
 
 
 def _tf_probs(model_dir: Path, x: np.ndarray) -> np.ndarray:
-    from edge_tool.modelio import load_serving_fn
+    from edge_tool.models.modelio import load_serving_fn
 
     _, fn, info = load_serving_fn(model_dir)
     return np.asarray(fn(**{info.inputs[0].name: x})[info.outputs[0].name])
@@ -597,7 +597,7 @@ def zoo_model(tmp_path_factory):
 
 
 def _tf_outputs(model_dir: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    from edge_tool.modelio import load_serving_fn
+    from edge_tool.models.modelio import load_serving_fn
 
     _, fn, _ = load_serving_fn(model_dir)
     return {k: np.asarray(v) for k, v in fn(**feeds).items()}

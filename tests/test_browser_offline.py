@@ -37,8 +37,8 @@ def browser():
 @pytest.fixture(scope="module")
 def served():
     """serve(site) -> (url, sent): `edgetool serve` on its own port; sent lists (path, bytes) of every 200 answer."""
-    from edge_tool.serve import start_server
-    from edge_tool.site_handler import SiteRequestHandler
+    from edge_tool.demo.serve import start_server
+    from edge_tool.webserver.handler import SiteRequestHandler
 
     sent, lock, servers = {}, threading.Lock(), []
     original = SiteRequestHandler.send_header

@@ -49,7 +49,7 @@ def browser(pw_driver):
 
 @pytest.fixture(scope="module")
 def digits_url(digits_model, tmp_path_factory):
-    from edge_tool.serve import start_server
+    from edge_tool.demo.serve import start_server
 
     site = tmp_path_factory.mktemp("phone") / "site"
     proc = run_edgetool("demo", digits_model, "-o", site, "--title", "Digits on a phone")

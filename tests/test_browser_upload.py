@@ -199,7 +199,7 @@ def test_photo_model_gets_upload_first_and_names_its_engine(photo_model, photo_s
 
 
 def test_litert_page_logs_no_console_error(photo_site, browser_context):
-    from edge_tool.serve import start_server
+    from edge_tool.demo.serve import start_server
 
     server, thread, url = start_server(photo_site, "127.0.0.1", 0)
     page = browser_context.new_page()
@@ -267,7 +267,7 @@ def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, pw
 
     from PIL import Image
 
-    from edge_tool.serve import start_server
+    from edge_tool.demo.serve import start_server
 
     width, height = 160, 120
     frame = np.zeros((height, width), np.uint8)

@@ -38,7 +38,7 @@ def gpu_browser(pw_driver):
 
 @pytest.fixture(scope="module")
 def site_url(digits_model, tmp_path_factory):
-    from edge_tool.serve import start_server
+    from edge_tool.demo.serve import start_server
 
     site = tmp_path_factory.mktemp("webgpu") / "site"
     proc = run_edgetool("demo", digits_model, "-o", site, "--litert")
@@ -91,7 +91,7 @@ def test_webgpu_engine_predicts_like_native_litert(gpu_browser, site_url, sample
 @pytest.mark.parametrize("query", ["?engine=tfjs&backend=webgpu", "?engine=litert-webgpu&backend=wasm"])
 def test_webgpu_engine_predicts_an_rgb_model_like_native_litert(gpu_browser, photo_model, photo_site, query):
     """A 32×32 RGB CNN (tests/test_browser_upload.py's colour digits), fed 16 of its calibration inputs."""
-    from edge_tool.serve import start_server
+    from edge_tool.demo.serve import start_server
 
     x = np.load(photo_model[0] / "calibration.npz")["x"][:16].astype(np.float32)
     server, thread, url = start_server(photo_site, "127.0.0.1", 0)

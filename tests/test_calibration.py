@@ -172,7 +172,7 @@ def tfrecords(tmp_path_factory, digits):
 
     from PIL import Image
 
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     x, y = digits
@@ -372,7 +372,7 @@ def test_stream_reports_counts_before_reading(tmp_path, digits):
 def test_one_tensor_spec_type_judged_only_as_a_calibration_input(tmp_path):
     from calibration.spec import TensorSpec
     from edge_tool.evaluate.data import InputSpec as EvalInputSpec
-    from edge_tool import modelio
+    from edge_tool.models import modelio
 
     assert InputSpec is TensorSpec is EvalInputSpec is modelio.TensorSpec and not hasattr(modelio, "TensorInfo")
     spec = TensorSpec("x", np.float32, [-1, 8, 8, 1])  # normalised: numpy's dtype name, a tuple, None dims

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import litert_outputs, run_edgetool
-from edge_tool.tflite_model import summarize_tflite
+from edge_tool.modelfiles.tflite_model import summarize_tflite
 from edge_tool.convert.modes import every_mode
 from schema_check import validated
 
@@ -23,7 +23,7 @@ def predict_tflite(path, x: np.ndarray) -> np.ndarray:
 
 
 def reference_predict(saved_model, x: np.ndarray) -> np.ndarray:
-    from edge_tool.modelio import load_serving_fn
+    from edge_tool.models.modelio import load_serving_fn
 
     _, fn, info = load_serving_fn(saved_model)
     import tensorflow as tf

@@ -230,8 +230,8 @@ def test_multi_input_int8_and_int16x8_calibrate_by_name_like_the_raw_converter(m
 def test_selective_int8_debugger_feeds_multi_input_models_by_name(multi_input):
     import calibration
     from edge_tool.convert.selective import SelectiveInt8
-    from edge_tool.env import import_tf
-    from edge_tool.modelio import saved_model_signature
+    from edge_tool.core.env import import_tf
+    from edge_tool.models.modelio import saved_model_signature
 
     tf = import_tf()
     specs = calibration.specs_from(saved_model_signature(multi_input).inputs)
@@ -268,7 +268,7 @@ def test_lstm_without_batch_fails_with_a_short_message_suggesting_batch_1(recurr
 def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_path, name, modes, fused, unrolled):
     """With --batch 1 LSTMs become the fused sequence op and a GRU of static length is unrolled into plain ops
     (TFLite's WHILE drifted by up to 0.4 on a GRU after a BiLSTM, and int8 cannot calibrate a WHILE loop)."""
-    from edge_tool.tflite_model import summarize_tflite
+    from edge_tool.modelfiles.tflite_model import summarize_tflite
 
     model, out = recurrent / name, tmp_path / name
     proc = run_edgetool("convert", model, "--quant", ",".join(modes), "--batch", "1", "-o", out)
@@ -357,7 +357,7 @@ def test_int16x8_keeps_ops_without_a_16x8_kernel_in_float(tmp_path):
     float as TensorFlow's 16x8 guide recommends, says so, records it, and the rest is 16x8 and accurate."""
     from ai_edge_litert.interpreter import Interpreter
 
-    from edge_tool.tflite_model import summarize_tflite
+    from edge_tool.modelfiles.tflite_model import summarize_tflite
 
     model = _build(_CAST_MODEL, tmp_path / "cast")
     out = tmp_path / "o"

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO, run_edgetool
 from edge_tool.convert import fidelity
-from edge_tool.modelio import SignatureInfo
+from edge_tool.models.modelio import SignatureInfo
 from calibration.spec import TensorSpec
 from schema_check import validated
 

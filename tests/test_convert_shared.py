@@ -26,7 +26,7 @@ def raw_tflite(tf, saved_model, mode: str, x: np.ndarray) -> bytes:
 def test_every_mode_is_byte_identical_to_the_raw_converter(digits_model, tmp_path):
     from edge_tool.convert.api import convert
     from edge_tool.convert.config import ConvertConfig
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     calls = []

@@ -72,7 +72,7 @@ def saved_model_site(digits_model, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def two_input_model(tmp_path_factory) -> Path:
     """A tiny tf.Module SavedModel with two inputs (a, b)."""
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
 
@@ -243,7 +243,7 @@ def test_litert_engine_refuses_two_inputs_with_the_way_out(two_input_model, tmp_
 @pytest.fixture(scope="module")
 def odd_models(tmp_path_factory) -> dict[str, Path]:
     """tf.Module SavedModels the demo must still drive: open H×W, int token ids + two heads, an open sequence length."""
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     root = tmp_path_factory.mktemp("odd")
@@ -448,7 +448,7 @@ def test_litert_needs_a_saved_model_or_a_tflite(tfjs_models, tmp_path):
 
 
 def test_litert_refuses_a_variable_batch_tflite(digits_model, tfjs_models, tmp_path):
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     tflite = tmp_path / "fp32.tflite"
@@ -527,7 +527,7 @@ def test_hard_swish_model_exports_to_tfjs_that_runs(tmp_path, monkeypatch):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = np.asarray(json.loads((tmp_path / "out.json").read_text())["probs"]["data"]).reshape(3, 4)
-    from edge_tool.modelio import load_serving_fn
+    from edge_tool.models.modelio import load_serving_fn
 
     _, fn, _ = load_serving_fn(model)
     np.testing.assert_allclose(got, np.asarray(fn(image=x)["probs"]), atol=1e-5)

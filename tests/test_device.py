@@ -257,7 +257,7 @@ def _future_ops(src: Path, dst: Path) -> Path:
     """``src`` with every operator at version 99: a model newer than any runtime (the board's 2.14 included)."""
     import flatbuffers
 
-    from edge_tool.tflite_model import _schema
+    from edge_tool.modelfiles.tflite_model import _schema
 
     schema = _schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(src.read_bytes()), 0))

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from benchmarks._raw_converter import raw_converter
 from conftest import litert_outputs
 from edge_tool.cli import app
-from edge_tool.env import import_tf
+from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.evaluate.artifacts import describe
@@ -165,7 +165,7 @@ def test_integer_input_of_a_float_model_is_not_a_quantized_weight(tmp_path):
     """A float model that takes uint8 and casts it is fp32: its input tensor is neither weight nor activation."""
     import tensorflow as tf
 
-    from edge_tool.evaluate.tflite_runner import read_flatbuffer
+    from edge_tool.litert.tflite_runner import read_flatbuffer
 
     class CastThenMatmul(tf.Module):
         def __init__(self):
@@ -371,7 +371,7 @@ def test_data_with_wrong_shape_exits_2_naming_shapes(arts, digits_model, tmp_pat
 
 
 def test_artifact_whose_inputs_differ_from_the_data_names_shapes(digits_model, eval_npz, tmp_path):
-    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
+    from edge_tool.litert.tflite_runner import TfliteInterpreter
 
     fn = tf.function(lambda x: tf.reduce_sum(x, axis=[1, 2]), input_signature=[tf.TensorSpec([1, 4, 4, 1])])
     path = tmp_path / "other.tflite"

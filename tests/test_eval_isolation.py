@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from conftest import REPO, litert_outputs
 from edge_tool.cli import app
-from edge_tool.env import import_tf
+from edge_tool.core.env import import_tf
 from edge_tool.evaluate import EvalConfig, run_eval
 
 tf = import_tf()
@@ -150,7 +150,7 @@ def _stateful_oracle(path: Path, x: np.ndarray, reset: bool) -> np.ndarray:
 
 
 def test_recurrent_state_reset_before_every_sample(lstm):
-    from edge_tool.evaluate.tflite_runner import read_flatbuffer
+    from edge_tool.litert.tflite_runner import read_flatbuffer
 
     assert read_flatbuffer(lstm["tflite"]).variable_tensors > 0
     ref = _reference(lstm["sm"], lstm["x"])
@@ -279,7 +279,7 @@ def test_artifact_with_nan_outputs_is_a_failed_row_not_a_number(tmp_path):
 
 
 def test_crash_reason_names_the_signal():
-    from edge_tool.evaluate.isolated import death_reason
+    from edge_tool.litert.isolated import death_reason
 
     assert death_reason(-11, "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n", "LiteRT") == \
         "the LiteRT process was killed by SIGSEGV (Segmentation fault)"
@@ -293,7 +293,7 @@ def test_a_worker_that_hangs_is_stopped_and_named(tmp_path, monkeypatch):
     and its process is gone — eval makes that a row instead of waiting forever."""
 
     from edge_tool.errors import RuntimeFailure, UsageError
-    from edge_tool.evaluate.isolated import WorkerProcess
+    from edge_tool.litert.isolated import WorkerProcess
 
     monkeypatch.setenv("EDGETOOL_EVAL_TIMEOUT", "1.5")
     worker = WorkerProcess([sys.executable, "-c", "import time; time.sleep(120)"], "LiteRT", tmp_path)
@@ -343,7 +343,7 @@ def cnn(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("mode", ["fp32", "fp16", "dynamic", "int8"])
 def test_batched_pass_equals_batch_1(cnn, mode):
-    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
+    from edge_tool.litert.tflite_runner import TfliteInterpreter
 
     model = TfliteInterpreter(cnn[mode], threads=2)
     feeds = model.prepare({"input_1": cnn["x"]})
@@ -375,7 +375,7 @@ def test_run_eval_batched_matches_batch_1_oracle(cnn):
 
 def test_fixed_batch_file_runs_in_chunks_of_its_batch(cnn, tmp_path):
     """A file converted at a fixed batch of 4 gets chunks of 4 (the last padded), with the oracle's figures."""
-    from edge_tool.evaluate.tflite_runner import TfliteInterpreter
+    from edge_tool.litert.tflite_runner import TfliteInterpreter
 
     model = tf.saved_model.load(str(cnn["sm"]))
     fn = model.signatures["serving_default"]

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from calibration.spec import TensorSpec
-from edge_tool.env import import_tf
+from edge_tool.core.env import import_tf
 from edge_tool.evaluate import data as data_module
-from edge_tool import modelio
+from edge_tool.models import modelio
 from edge_tool.evaluate.data import RunningStats
 from edge_tool.evaluate.reference import ReferenceModel
 from edge_tool.evaluate.stream import prefetched, primary_from_specs, primary_output

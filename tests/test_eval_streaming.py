@@ -13,7 +13,7 @@ import pytest
 from calibration.readers.arrays import CHUNK_BYTES
 from calibration.spec import TensorSpec
 from conftest import litert_outputs
-from edge_tool.env import import_tf
+from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError
 from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.evaluate import metrics

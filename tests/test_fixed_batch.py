@@ -62,7 +62,7 @@ def _keras3_outputs(model: Path, x: np.ndarray) -> np.ndarray:
 def test_keras3_recurrent_file_converts_with_batch_1_unrolled_and_quantizes(tmp_path):
     from ai_edge_litert.interpreter import Interpreter
 
-    from edge_tool.tflite_model import summarize_tflite
+    from edge_tool.modelfiles.tflite_model import summarize_tflite
 
     src = _build(_KERAS3_RECURRENT, tmp_path, legacy=False)
     out = tmp_path / "o"

@@ -1,4 +1,5 @@
-"""No import circles: between modules of edge_tool/calibration, or between edge_tool's subpackages.
+"""No import circles (between modules of edge_tool/calibration, or between edge_tool's subpackages), and no import
+from a lower floor to a higher one (the floors of docs/architecture.md).
 
 Every import counts, including those inside functions (they still tie the modules together); a module importing
 its own parent package (``from edge_tool import __version__``) does not, since Python loads parents first anyway.
@@ -99,6 +100,53 @@ def test_no_package_import_cycles():
     assert cycles(packages) == []
 
 
+# edge_tool's floors, lowest first (docs/architecture.md). A package imports only packages on lower floors (and
+# calibration, below them all); never one on its own floor or above. A new subpackage gets its floor here.
+FLOORS = (
+    ("edge_tool.errors",),
+    ("edge_tool.core",),
+    ("edge_tool.modelfiles", "edge_tool.webserver"),
+    ("edge_tool.litert", "edge_tool.modelcode", "edge_tool.schemas"),  # schemas: the files edgetool writes
+    ("edge_tool.metadata", "edge_tool.micro"),
+    ("edge_tool.models",),
+    ("edge_tool.contract", "edge_tool.tasks", "edge_tool.training"),
+    ("edge_tool.convert", "edge_tool.evaluate"),
+    ("edge_tool.demo",),
+    ("edge_tool.auto", "edge_tool.check", "edge_tool.workflows"),
+    ("edge_tool.api", "edge_tool.commands"),  # the Python API and the CLI's commands: neither imports the other
+    ("edge_tool.cli",),
+    ("edge_tool", "edge_tool.__main__"),
+)
+
+
+def upward_imports(edges: dict[str, set[str]], floors=FLOORS) -> list[str]:
+    """'a -> b' for each module import whose target package is not on a lower floor than its own."""
+    floor = {pkg: n for n, pkgs in enumerate(floors) for pkg in pkgs}
+    out = []
+    for module, deps in edges.items():
+        for dep in deps:
+            here, there = _package(module), _package(dep)
+            if here != there and here.startswith("edge_tool") and floor.get(there, -1) >= floor[here]:
+                out.append(f"{module} -> {dep}")
+    return sorted(out)
+
+
+def test_every_package_has_a_floor():
+    placed = {pkg for pkgs in FLOORS for pkg in pkgs}
+    assert {_package(m) for m in graph() if m.startswith("edge_tool")} - placed == set()
+
+
+def test_no_import_reaches_up_or_sideways():
+    assert upward_imports(graph()) == []
+
+
+def test_the_floor_check_finds_an_upward_import():
+    edges = {"edge_tool.convert.smoke": {"edge_tool.evaluate.pipeline", "edge_tool.errors"},
+             "edge_tool.api": {"edge_tool.commands.convert"}, "edge_tool.core.env": {"calibration.tfenv"}}
+    assert upward_imports(edges) == ["edge_tool.api -> edge_tool.commands.convert",
+                                     "edge_tool.convert.smoke -> edge_tool.evaluate.pipeline"]
+
+
 def test_the_check_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -126,7 +174,7 @@ def test_calibration_imports_nothing_from_edge_tool():
 
 def test_the_standalone_check_sees_function_level_imports(tmp_path):
     f = tmp_path / "m.py"
-    f.write_text("def g():\n    if True:\n        from edge_tool.env import import_tf\n")
+    f.write_text("def g():\n    if True:\n        from edge_tool.core.env import import_tf\n")
     assert "edge_tool" in _imported_roots(f)
     f.write_text("import importlib\nimportlib.import_module('edge_tool.errors')\n")
     assert "edge_tool" in _imported_roots(f)

@@ -23,7 +23,7 @@ def _inspect_json(path) -> dict:
 
 
 def _tf():
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     return import_tf()
 

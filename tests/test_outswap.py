@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from edge_tool import outswap, scratch
+from edge_tool.core import outswap, scratch
 from edge_tool.errors import UsageError
-from edge_tool.fsutil import MARKER, has_marker
+from edge_tool.core.fsutil import MARKER, has_marker
 
 
 @pytest.fixture(params=["renameat2", "fallback"])
@@ -148,7 +148,7 @@ def test_a_folder_swapped_in_at_the_last_instant_is_swapped_back(tmp_path, swap_
 
 
 def test_atomic_file_and_dir_follow_a_link_and_leave_nothing_beside(tmp_path):
-    from edge_tool.fsutil import atomic_dir, atomic_file
+    from edge_tool.core.fsutil import atomic_dir, atomic_file
 
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "r.json").write_text("old")
@@ -168,7 +168,7 @@ def test_atomic_file_and_dir_follow_a_link_and_leave_nothing_beside(tmp_path):
 
 
 def test_a_dangling_link_at_o_is_refused(tmp_path):
-    from edge_tool.fsutil import atomic_dir, atomic_file
+    from edge_tool.core.fsutil import atomic_dir, atomic_file
 
     os.symlink("nowhere", tmp_path / "out")
     for make in (atomic_dir, atomic_file):

@@ -34,7 +34,7 @@ def _interpreter(tflite: bytes):
 def _graph(tflite: bytes) -> tuple[list[tuple[str, list[int], list[int]]], list[tuple[str, str]], set[int]]:
     """Subgraph 0 read from the flatbuffer (no private interpreter API): ops in execution order as
     (name, input indices, output indices), tensors as (name, dtype), the model's I/O tensor indices."""
-    from edge_tool.tflite_model import _names, _schema
+    from edge_tool.modelfiles.tflite_model import _names, _schema
 
     schema = _schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(tflite), 0))
@@ -82,7 +82,7 @@ def _tflite_accuracy(tflite: bytes, x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _fp32_accuracy(model_dir: Path, x, y) -> float:
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     fn = tf.saved_model.load(str(model_dir)).signatures["serving_default"]
@@ -96,7 +96,7 @@ def _representative(model_dir: Path):
 
 
 def _ptq_int8(model_dir: Path) -> bytes:
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     conv = tf.lite.TFLiteConverter.from_saved_model(str(model_dir))
@@ -271,7 +271,7 @@ def test_keras3_dot_keras_file_is_refused(tmp_path):
 
 def test_missing_path_and_plain_saved_model_are_refused(tmp_path):
     from edge_tool.convert.qat import load_keras_for_qat
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     with pytest.raises(ModelError, match="nothing is there"):
         load_keras_for_qat(tmp_path / "absent")

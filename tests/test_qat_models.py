@@ -61,7 +61,7 @@ def _accuracy(path: Path, inputs: dict, labels: dict) -> float:
 
 def _raw_ptq(model_dir: Path, calibration: dict) -> bytes:
     """int8 PTQ with the raw TFLiteConverter; calibration samples fed as dicts keyed by input name."""
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     conv = tf.lite.TFLiteConverter.from_saved_model(str(model_dir))
@@ -202,7 +202,7 @@ def test_tf_op_layers_are_left_float_and_calibrated(tfop_model, tmp_path):
     floats = record["qat"]["training"]["float_layers"]
     assert {"tf.cast", "tf.image.resize"} <= set(floats), floats
     assert any(name.startswith("tf.nn.relu6") for name in floats), floats
-    from edge_tool.tflite_model import summarize_tflite
+    from edge_tool.modelfiles.tflite_model import summarize_tflite
 
     summary = summarize_tflite((tmp_path / "out" / record["path"]).read_bytes())
     assert summary.input_dtypes == ("uint8",)
@@ -362,7 +362,7 @@ def test_fake_quant_ranges_start_at_the_sample_min_max():
 
 def _tiny_tflite(weights: np.ndarray) -> bytes:
     """float32 'x' (n, 2) -> 'probs' softmax(x @ weights): a real .tflite to measure."""
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     w = tf.constant(weights, tf.float32)

@@ -23,13 +23,13 @@ from calibration.serial import Record, SerialError, spec
 from calibration.spec import TensorSpec
 from edge_tool.check.base import Finding, Status, TargetResult, Verdict
 from edge_tool.check.run import CheckReport
-from edge_tool.convert.auto import Candidate, Decision
+from edge_tool.auto import Candidate, Decision
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, LayerError, ReferenceResult, Report
 from edge_tool.metadata.reader import EmbeddedMetadata, TensorInfo
-from edge_tool.modelio import SignatureInfo
+from edge_tool.models.modelio import SignatureInfo
 from edge_tool.schemas import records
 from edge_tool.schemas.manifest import Manifest, ManifestArtifact
-from edge_tool.tflite_model import TfliteSummary
+from edge_tool.modelfiles.tflite_model import TfliteSummary
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -247,7 +247,7 @@ ALLOWED = {
                                                       "the serializer's JSON of record()",
     ("edge_tool/micro/export.py", "MicroExport"): "convert/api.py's build path (onnx-format's) calls it; it is the "
                                                   "serializer's JSON of record()",
-    ("edge_tool/evaluate/tasks/base.py", "TaskChoice"): "combines the choice with the Task's attributes (not a "
+    ("edge_tool/tasks/base.py", "TaskChoice"): "combines the choice with the Task's attributes (not a "
                                                         "field mapping); pipeline.py belongs to ort-runtime",
     ("edge_tool/evaluate/data.py", "RunningStats"): "a running accumulator, not a dataclass: computes the stats",
     ("edge_tool/evaluate/device/probe.py", "DeviceProbe"): "merges the device's facts and derived readiness "

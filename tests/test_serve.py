@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.errors import UsageError
-from edge_tool.serve import make_server, start_server
+from edge_tool.demo.serve import make_server, start_server
 from tests.conftest import REPO
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-SITE"
@@ -181,7 +181,7 @@ def test_cli_prints_url_serves_and_stops_cleanly_on_ctrl_c(site):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err  # 128 + SIGINT, after closing the server (edge_tool/signals.py)
+    assert proc.returncode == 130, err  # 128 + SIGINT, after closing the server (edge_tool/core/signals.py)
     assert "stopped: SIGINT received" in err and "Traceback" not in err
 
 

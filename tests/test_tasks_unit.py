@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from edge_tool.errors import DataError
-from edge_tool.evaluate.tasks import TASK_NAMES, TASKS, TaskContext, get_task
-from edge_tool.evaluate.tasks.infer import infer_task
+from edge_tool.tasks import TASK_NAMES, TASKS, TaskContext, get_task
+from edge_tool.tasks.infer import infer_task
 
 sk = pytest.importorskip("sklearn.metrics")
 

@@ -33,7 +33,7 @@ def layernorm_model(tmp_path_factory) -> Path:
 
 def test_fused_layernorm_is_detected_in_a_plain_export(layernorm_model, tmp_path):
     from edge_tool.convert.tfjs_layernorm import training_batchnorms
-    from edge_tool.env import configure_tf_env
+    from edge_tool.core.env import configure_tf_env
 
     configure_tf_env()  # before tensorflowjs: its decision-forests import must not print a banner
     from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv

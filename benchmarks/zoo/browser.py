@@ -31,7 +31,7 @@ def predict_in_browser(site: Path, inputs: dict[str, np.ndarray]) -> dict:
         return {"error": f"{CHROMIUM} missing"}
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
-    from edge_tool.serve import start_server  # noqa: PLC0415
+    from edge_tool.demo.serve import start_server  # noqa: PLC0415
 
     n = len(next(iter(inputs.values())))
     samples = [{k: {"values": v[i].ravel().tolist(), "shape": [1, *v.shape[1:]]} for k, v in inputs.items()}

@@ -14,7 +14,7 @@ import numpy as np
 
 def probe(path: str) -> dict:
     """Load + allocate + invoke; the interpreter's own error text when any step fails."""
-    from edge_tool.runtime import interpreter_class  # noqa: PLC0415
+    from edge_tool.litert.runtime import interpreter_class  # noqa: PLC0415
 
     cls, name = interpreter_class()
     try:

@@ -61,7 +61,7 @@ def run_check(config: CheckConfig) -> CheckReport:
     """Check ``config.model`` on each target; UsageError-family errors (exit 2) for bad input."""
     from edge_tool.check.targets import TARGETS  # noqa: PLC0415
     from edge_tool.check.subject import classify  # noqa: PLC0415
-    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
 
     subject = classify(config.model, config.calibration, config.trust_model_code)
     subject.contract = config.contract

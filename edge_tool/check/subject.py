@@ -14,7 +14,7 @@ from pathlib import Path
 
 from calibration.safe_open import open_regular
 from edge_tool.errors import ConversionError, ModelError, UsageError
-from edge_tool.limits import check_signature, check_tflite_file, read_tflite
+from edge_tool.modelfiles.limits import check_signature, check_tflite_file, read_tflite
 from edge_tool.modelcode.guard import require_safe_model
 
 
@@ -82,7 +82,7 @@ class Subject:
     def int8_calibration(self) -> Path:
         """Data for the int8 builds: --calibration, else calibration.npz beside the SavedModel, else synthetic
         samples (``check.synthetic``; ``synthetic_calibration`` is then set and the report says so)."""
-        from edge_tool.recipes import resolve_calibration  # noqa: PLC0415
+        from edge_tool.litert.recipes import resolve_calibration  # noqa: PLC0415
 
         found = resolve_calibration(self.model_dir(), self.calibration)
         if found is not None:
@@ -116,7 +116,7 @@ def _classify(path: Path, calibration: Path | None) -> Subject:
         raise ModelError(f"{path} does not exist; expected a SavedModel directory, a .keras/.h5 file, a .tflite file "
                          "or a TFJS graph-model directory.")
     if path.is_dir() and (path / "model.json").is_file():
-        from edge_tool.modelio import read_graph_model_json  # noqa: PLC0415
+        from edge_tool.models.modelio import read_graph_model_json  # noqa: PLC0415
 
         read_graph_model_json(path, "check")
         return Subject(path, "tfjs", calibration)
@@ -126,7 +126,7 @@ def _classify(path: Path, calibration: Path | None) -> Subject:
         check_keras_file(path)  # a zip bomb or a damaged archive is refused once, not once per target
         return Subject(path, "model", calibration)
     if path.is_dir():
-        from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
+        from edge_tool.models.modelio import saved_model_signature  # noqa: PLC0415
 
         # the model itself must be usable (a serving signature, inputs within the tensor limit) before any target
         # converts it: a problem of the model is one refusal (exit 2), not a "will not run" row per target
@@ -149,7 +149,7 @@ def _require_tflite(path: Path) -> None:
     if len(head) < 8 or head[4:8] != b"TFL3" or size > MAX_FLATBUFFER:
         raise ModelError(f"{path} is not a TFLite flatbuffer (no TFL3 identifier, or over 2 GiB); expected a "
                          "SavedModel directory, a .keras/.h5 file, a .tflite file or a TFJS graph-model directory.")
-    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
 
     try:
         summarize_tflite(read_tflite(path))
@@ -180,7 +180,7 @@ def _contracts(subject: Subject, source) -> tuple:
     """The input contract convert would resolve for this model (calibration read through it)."""
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
     from edge_tool.convert.inputs import prepare_inputs  # noqa: PLC0415
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     config = ConvertConfig(model=subject.model_dir(), output_dir=subject.temp("int8-b1-unused"), modes=("int8",),
                            calibration=subject.int8_calibration(), metadata=False,
@@ -189,7 +189,7 @@ def _contracts(subject: Subject, source) -> tuple:
 
 
 def _fixed_batch_int8(subject: Subject) -> Path:
-    from edge_tool.demo.litert import build_fixed_int8  # noqa: PLC0415
+    from edge_tool.convert.fixed_int8 import build_fixed_int8  # noqa: PLC0415
     from edge_tool.convert.source import prepare_source  # noqa: PLC0415
 
     source = prepare_source(subject.model_dir(), subject.temp("int8-b1-src"),

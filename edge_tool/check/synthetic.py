@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.fixed_batch import PROBE_DIM
+from edge_tool.models.fixed_batch import PROBE_DIM
 
 SAMPLES = 8
 NOTE = ("no --calibration given: the int8 build was calibrated on synthetic data (uniform 0..1 floats, zero "
@@ -24,7 +24,7 @@ def write_synthetic_calibration(saved_model: Path, out: Path) -> Path:
     """An .npz of SAMPLES synthetic samples per serving-signature input of ``saved_model`` (keys: input names)."""
     import numpy as np  # noqa: PLC0415
 
-    from edge_tool.modelio import saved_model_signature  # noqa: PLC0415
+    from edge_tool.models.modelio import saved_model_signature  # noqa: PLC0415
 
     rng = np.random.default_rng(0)
     arrays = {}

@@ -9,6 +9,7 @@ import typer
 from edge_tool.commands import input_options
 from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
 from edge_tool.commands.options import trust_model_code_option
+from edge_tool.convert.modes import parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
 
 
@@ -26,24 +27,6 @@ def _quant_help() -> str:
 
 
 QUANT_HELP = _quant_help()
-
-
-def parse_modes(values: list[str] | None, output_format: str, has_train_data: bool) -> tuple[str, ...]:
-    """Turn --quant values into mode names (validating each against the registry; 'all' expands)."""
-    from edge_tool.convert.modes import every_mode  # noqa: PLC0415
-
-    every = every_mode(has_train_data)
-    raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
-    if not raw:
-        return every if output_format == "all" else ("int8",) if output_format == "micro" else ("fp32",)
-    known = every_mode(has_train_data=True)
-    bad = [v for v in raw if v not in known and v != "all"]
-    if bad:
-        raise UsageError(f"--quant expects one of {', '.join(sorted(known))} or all, got {', '.join(bad)}.")
-    modes = []
-    for v in raw:
-        modes.extend(every if v == "all" else [v])
-    return tuple(dict.fromkeys(modes))
 
 
 def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
@@ -87,7 +70,7 @@ def command(
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop) and/or TFJS."""
     if _is_auto(quant):
         _check_auto_options(max_drop, eval_data, output_format, io_type)
-        from edge_tool.convert.auto import AutoConfig  # noqa: PLC0415
+        from edge_tool.auto import AutoConfig  # noqa: PLC0415
         from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
         from edge_tool.convert.modes import auto_candidates, integer_only_candidates  # noqa: PLC0415
 
@@ -110,7 +93,7 @@ def command(
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
 
     if strategy is QatStrategy.MIRRORED:
-        from edge_tool.env import import_tf  # noqa: PLC0415
+        from edge_tool.core.env import import_tf  # noqa: PLC0415
         from edge_tool.training.strategies import split_cpu  # noqa: PLC0415
 
         split_cpu(import_tf(), replicas)  # must happen before TensorFlow initialises its devices
@@ -161,7 +144,7 @@ def _check_auto_options(max_drop, eval_data, output_format: OutputFormat, io_typ
 
 def _run_auto(config) -> None:
     """``--quant auto``: candidates, measurement, decision (exit 1 with the table when nothing is in budget)."""
-    from edge_tool.convert.auto import budget_error, print_result, run_auto  # noqa: PLC0415
+    from edge_tool.auto import budget_error, print_result, run_auto  # noqa: PLC0415
 
     result = run_auto(config)
     print_result(result)
@@ -173,7 +156,7 @@ def _print_result(result) -> None:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    from edge_tool.textsafe import text, visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import text, visible  # noqa: PLC0415
 
     table = Table(title=text(f"edgetool convert → {result.output_dir}"))
     for col in ("artefact", "format", "mode", "size", "× fp32", "seconds"):
@@ -194,7 +177,7 @@ def _print_result(result) -> None:
 
 def _print_micro(path: str, micro) -> None:
     """The manifest's ``micro`` record (schemas.records.MicroRecord) in two lines."""
-    from edge_tool.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible  # noqa: PLC0415
 
     arena = micro.tensor_arena
     print(visible(f"{path} for TFLite Micro: tensor arena {arena.recommended_bytes} bytes "

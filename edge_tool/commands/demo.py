@@ -29,9 +29,9 @@ def command(
     """Build a static offline PWA (tfjs wasm/webgl/cpu; drawing pad/upload/camera for images, a form for other inputs; every output head shown)."""
     from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
     from edge_tool.demo.site import DemoConfig  # noqa: PLC0415
-    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
-    from edge_tool.keras_files import build_site_any  # noqa: PLC0415
-    from edge_tool.modelio import signature_note  # noqa: PLC0415
+    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.workflows.keras_files import build_site_any  # noqa: PLC0415
+    from edge_tool.models.modelio import signature_note  # noqa: PLC0415
 
     if note := signature_note(model, signature):
         typer.echo(note)
@@ -41,7 +41,7 @@ def command(
                                            input_size=input_size, trust_model_code=trust_model_code,
                                            contract=ContractOptions.from_cli(input_range, input_mean, input_std),
                                            signature=signature))
-    from edge_tool.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible  # noqa: PLC0415
 
     for note in report.notes:
         typer.echo(visible(note))

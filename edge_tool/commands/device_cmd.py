@@ -17,7 +17,7 @@ def command(
     from edge_tool.errors import DeviceNotReady  # noqa: PLC0415
     from edge_tool.evaluate.device.probe import probe  # noqa: PLC0415
     from edge_tool.evaluate.device.url import DeviceURL  # noqa: PLC0415
-    from edge_tool.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible  # noqa: PLC0415
 
     result = probe(DeviceURL.parse(url))
     if json_out:

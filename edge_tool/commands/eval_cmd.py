@@ -50,8 +50,8 @@ def command(
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
     from edge_tool.evaluate.budgets import budget_violations, failures  # noqa: PLC0415
     from edge_tool.evaluate.outputs import write_reports  # noqa: PLC0415
-    from edge_tool.keras_files import run_eval_any  # noqa: PLC0415
-    from edge_tool.textsafe import visible  # noqa: PLC0415
+    from edge_tool.workflows.keras_files import run_eval_any  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible  # noqa: PLC0415
 
     config = EvalConfig(
         artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
@@ -62,11 +62,11 @@ def command(
         labels=labels, contract=ContractOptions.from_cli(input_range, input_mean, input_std),
         signature=signature,
     )
-    from edge_tool.modelio import signature_note  # noqa: PLC0415
+    from edge_tool.models.modelio import signature_note  # noqa: PLC0415
 
     if note := signature_note(reference, signature):
         typer.echo(visible(f"reference {note}"))
-    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
 
     with quiet_native_stderr():
         report = run_eval_any(config)
@@ -90,7 +90,7 @@ def _print_table(report, failing: set[str]) -> None:
     from rich.table import Table  # noqa: PLC0415
 
     from edge_tool.evaluate.report import NUMERIC  # noqa: PLC0415
-    from edge_tool.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text  # noqa: PLC0415
 
     table = Table(title="edgetool eval", title_justify="left")
     for h in report.headers():

@@ -18,7 +18,7 @@ def _shape(shape) -> str:
 
 def _add(table, *cells) -> None:
     """A table row of model-controlled text, shown verbatim (never read as Rich markup)."""
-    from edge_tool.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text  # noqa: PLC0415
 
     table.add_row(*map(text, cells))
 
@@ -30,7 +30,7 @@ def _render(report) -> None:
 
     console = Console()
     d = report.to_dict()
-    from edge_tool.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text  # noqa: PLC0415
 
     summary = Table(title=text(f"{d['format']}: {d['path']}"), show_header=False)
     _add(summary, "size", f"{d['size_bytes']:,} bytes")
@@ -94,7 +94,7 @@ def _render_model_code(console, code: dict | None) -> None:
     """What the model carries besides tensor maths (docs/security.md), or one line saying it carries nothing known."""
     from rich.table import Table  # noqa: PLC0415
 
-    from edge_tool.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text  # noqa: PLC0415
 
     if code is None:
         return
@@ -118,7 +118,7 @@ def _render_metadata(console, meta: dict) -> None:
     from rich.table import Table  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415
 
-    from edge_tool.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible  # noqa: PLC0415
 
     table = Table(title="embedded metadata (TFLite model metadata)", show_header=False)
 
@@ -149,14 +149,14 @@ def command(
     model: Path = typer.Argument(..., help="SavedModel directory, .keras/.h5 file (read as convert reads it) or .tflite file."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables "
                                  "(keys: path, format, size_bytes, signatures, parameters, keras, distribution, "
-                                 "training, tflite, model_code, input_contract; see edge_tool/inspection.py and "
+                                 "training, tflite, model_code, input_contract; see edge_tool/models/inspection.py and "
                                  "docs/inspect.md)."),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
     """Show signatures (names, dtypes, shapes), parameter count, Keras reloadability and strategy traces of a model,
     the code it carries (listed, not run) and the input contract as far as the model tells it."""
-    from edge_tool.env import quiet_native_stderr  # noqa: PLC0415
-    from edge_tool.keras_files import inspect_any  # noqa: PLC0415
+    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.workflows.keras_files import inspect_any  # noqa: PLC0415
 
     with quiet_native_stderr():  # LiteRT's "Created TensorFlow Lite XNNPACK delegate" and TF's C++ lines (fd 2)
         report = inspect_any(model, trust_model_code)
@@ -184,7 +184,7 @@ def _contract(model: Path, report) -> list[dict]:
 def _render_contract(records: list[dict]) -> None:
     from rich.console import Console  # noqa: PLC0415
 
-    from edge_tool.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text  # noqa: PLC0415
 
     console = Console()
     for r in records:

@@ -54,7 +54,7 @@ def command(
     result = train(config)
     how = f"{result.num_replicas} replica(s)" + (f"; {result.detail}" if result.detail else "")
     where = f"SavedModel at {result.output_dir}" if result.wrote_output else "the chief writes the SavedModel"
-    from edge_tool.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible  # noqa: PLC0415
 
     typer.echo(visible(
         f"trained under {result.strategy} ({how}) in {result.seconds:.1f}s; "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.contract.keras_config import Scaling, _compose
-from edge_tool.modelio import read_meta_graph
+from edge_tool.models.modelio import read_meta_graph
 
 CALLS = {"StatefulPartitionedCall", "PartitionedCall"}
 PASS = {"Identity", "Cast"}

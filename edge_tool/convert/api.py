@@ -22,13 +22,13 @@ from edge_tool.convert.source import content_hash, prepare_source
 from edge_tool.convert.tfjs import tfjs_refusal
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.modelcode.guard import require_safe_model
-from edge_tool.modelio import signature_note
-from edge_tool.fsutil import atomic_dir, check_output_dir
-from edge_tool.limits import check_tflite_tensors
-from edge_tool.signals import deferred
+from edge_tool.models.modelio import signature_note
+from edge_tool.core.fsutil import atomic_dir, check_output_dir
+from edge_tool.modelfiles.limits import check_tflite_tensors
+from edge_tool.core.signals import deferred
 from edge_tool.metadata.writer import embed_metadata
-from edge_tool.steps import console, step
-from edge_tool.textsafe import term
+from edge_tool.core.steps import console, step
+from edge_tool.core.textsafe import term
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def tflite_name(source: Path, mode: QuantMode) -> str:
 def load_calibration(config: ConvertConfig, source):
     """Load and validate the representative dataset through the resolved input contract; returns (Dataset or
     None, path used)."""
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     inputs = prepare_inputs(import_tf(), config, source)
     return inputs.dataset, inputs.calibration_path
@@ -75,7 +75,7 @@ def load_calibration(config: ConvertConfig, source):
 def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
     from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert  # noqa: PLC0415
     from edge_tool.convert import fidelity  # noqa: PLC0415
-    from edge_tool.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
     path = out_dir / tflite_name(ctx.config.model, mode)
     spec = None if ctx.metadata is None else for_mode(ctx.metadata, mode.value, ctx.source.flavor)
@@ -190,7 +190,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
     """
     check_output_dir(config.output_dir, config.force, config.inputs)
     require_safe_model(config.model, config.trust_model_code, "convert")  # before any worker or loader starts
-    from edge_tool.env import import_tf, quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.core.env import import_tf, quiet_native_stderr  # noqa: PLC0415
 
     t0 = time.perf_counter()
     with quiet_native_stderr(), tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:

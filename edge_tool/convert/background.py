@@ -5,7 +5,7 @@ conversions overlap only in two processes. ``BackgroundCall`` spawns a fresh int
 the parent may already hold TensorFlow's threads), lets it import the heavy modules at once, and later hands
 it a function and arguments; ``result()`` returns the value or re-raises the child's error in the parent.
 
-The child is an isolated interpreter (``edge_tool.childproc``), not a ``multiprocessing`` spawn child: spawn
+The child is an isolated interpreter (``edge_tool.core.childproc``), not a ``multiprocessing`` spawn child: spawn
 starts ``python -c`` without ``-I`` (the current directory first on ``sys.path``), copies the parent's
 ``sys.path`` (PYTHONPATH included) and re-imports the parent's ``__main__``. The two processes talk over a
 socket pair through ``multiprocessing.connection.Connection`` (pickled messages), as spawn's pipe did.
@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 from edge_tool.errors import ConversionError, EdgeToolError
 
 
@@ -37,7 +37,7 @@ def usable_cpus() -> int:
 def _serve(conn, warm_modules: tuple[str, ...]) -> None:
     """Child: import ``warm_modules``, then run the one (function, args) sent, send back ("ok"|"error", value)."""
     try:
-        from edge_tool.env import configure_tf_env  # noqa: PLC0415
+        from edge_tool.core.env import configure_tf_env  # noqa: PLC0415
 
         configure_tf_env()
         for name in warm_modules:

@@ -21,8 +21,8 @@ from edge_tool.convert.context import BuildContext
 from edge_tool.convert.smoke import LiteRTRefused
 from edge_tool.convert.source import prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError
-from edge_tool.steps import console
-from edge_tool.textsafe import term
+from edge_tool.core.steps import console
+from edge_tool.core.textsafe import term
 
 BATCH = 1
 # the calibrator runs the float file in LiteRT: a kernel refusing it there fails the conversion with LiteRT's words

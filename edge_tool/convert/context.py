@@ -14,7 +14,7 @@ from edge_tool.convert.converter import SharedSource, checks_loops_itself, new_c
 from edge_tool.convert.diagnose import describe_failure, python_callback_refusal, python_callbacks
 from edge_tool.convert.source import PreparedSource
 from edge_tool.errors import ConversionError, DataError
-from edge_tool.modelio import signature_runner
+from edge_tool.models.modelio import signature_runner
 
 
 def flex_ops_from_error(message: str) -> list[str]:
@@ -102,8 +102,8 @@ class BuildContext:
     def reference_outputs(self, feeds: list[dict]) -> list[dict]:
         """The prepared SavedModel's serving outputs (``{name: array}``) for each feed; the model loads once.
 
-        The signature's graph is run in a TF1 session (MobileNetV2: 1.2 s to load and run against 3.1 s for
-        ``tf.saved_model.load``, which revives every Keras layer); a SavedModel that loader refuses is loaded
+        The signature's graph is run in a TF1 session (it loads faster than ``tf.saved_model.load``, which
+        revives every Keras layer; docs/performance.md, "Defaults"); a SavedModel that loader refuses is loaded
         the TF2 way."""
         if self._reference is None:
             self._reference, _ = signature_runner(self.tf, self.source.saved_model, self.source.signature.key,

@@ -123,8 +123,8 @@ def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
     fused op and is fine) kills the process in ``Calibrator``, for the raw converter too; refusing keeps the run
     alive.
     """
-    from edge_tool.fixed_batch import MAX_UNROLL  # noqa: PLC0415
-    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+    from edge_tool.models.fixed_batch import MAX_UNROLL  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
 
     loops = [op for op in ("WHILE",) if op in summarize_tflite(bytes(float_model)).ops]
     if loops:

@@ -12,11 +12,11 @@ from edge_tool.contract.resolve import ProbeSetup, Resolution, default_warning, 
 from edge_tool.convert.metadata_step import check_labels, metadata_spec
 from edge_tool.convert.modes import MODES
 from edge_tool.errors import UsageError
-from edge_tool.labelmap import class_width, folder_index_map, model_labels
+from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
 from edge_tool.metadata.writer import MetadataSpec
-from edge_tool.recipes import missing_calibration_message, resolve_calibration
-from edge_tool.steps import console
-from edge_tool.textsafe import term
+from edge_tool.litert.recipes import missing_calibration_message, resolve_calibration
+from edge_tool.core.steps import console
+from edge_tool.core.textsafe import term
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def _probe(tf, config, source, data: Path | None, labels: list[str] | None, orig
     width = class_width(source.signature)
     if data is None or not Path(data).is_dir() or width is None:
         return None
-    from edge_tool.modelio import signature_runner  # noqa: PLC0415
+    from edge_tool.models.modelio import signature_runner  # noqa: PLC0415
 
     return ProbeSetup(Path(data), lambda: signature_runner(tf, source.saved_model, source.signature.key)[0], width,
                       lambda names: folder_index_map(names, labels, width, data, origin)[0], config.seed)

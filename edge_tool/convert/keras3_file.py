@@ -15,9 +15,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from edge_tool.childproc import python_command
+from edge_tool.core.childproc import python_command
 from edge_tool.errors import ModelError
-from edge_tool.fixed_batch import MAX_UNROLL, PROBE_DIM, Retrace
+from edge_tool.models.fixed_batch import MAX_UNROLL, PROBE_DIM, Retrace
 
 _CHILD = r"""
 import sys, numpy as np, keras, tensorflow as tf

@@ -10,7 +10,7 @@ from pathlib import Path
 from calibration.contract import ImageContract
 from calibration.serial import from_dict
 from edge_tool import __version__
-from edge_tool.env import installed_version
+from edge_tool.core.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
 from edge_tool.schemas.records import CalibrationRecord, ToolInfo
 

@@ -14,8 +14,7 @@ import numpy as np
 
 from edge_tool.convert.diagnose import summarize_converter_error
 from edge_tool.errors import ConversionError
-from edge_tool.evaluate.per_layer import calibrate_and_rank, quiet_debugger
-from edge_tool.evaluate.report import LayerError
+from edge_tool.litert.per_layer import LayerError, calibrate_and_rank, quiet_debugger
 
 IDEAL_RMSE_OVER_SCALE = 0.2887  # 1/sqrt(12): uniform rounding error of a well-quantized tensor
 

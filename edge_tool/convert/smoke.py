@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from edge_tool.childproc import python_command
+from edge_tool.core.childproc import python_command
 from edge_tool.errors import ConversionError
 
 TIMEOUT_S = 300
@@ -109,7 +109,7 @@ def run_in_litert(data: bytes, probes: list[dict] | None = None, sample: dict | 
     (which runs ``sample``, when given, instead of all-zeros inputs)."""
     import numpy as np  # noqa: PLC0415
 
-    from edge_tool.evaluate.isolated import death_reason, last_message  # noqa: PLC0415
+    from edge_tool.litert.isolated import death_reason, last_message  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="edgetool-smoke-") as tmp:
         path = Path(tmp) / "model.tflite"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from calibration.safe_open import require_regular
 from edge_tool.errors import ModelError
-from edge_tool.keras_archive import check_keras_archive
-from edge_tool.limits import check_signature
+from edge_tool.modelfiles.keras_archive import check_keras_archive
+from edge_tool.modelfiles.limits import check_signature
 from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
-from edge_tool.modelio import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
+from edge_tool.models.modelio import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
 from edge_tool.schemas.records import FixedBatch, SourceRecord
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -96,7 +96,7 @@ def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None, trust_
     """Load a .keras/.h5 file with tf_keras (Keras 2) and save it; fall back to a Keras 3 export in a subprocess,
     which fixes the batch itself (returns its ``Retrace``; None otherwise). Keras's safe mode is off only when
     ``trust_model_code`` (``prepare_source`` has refused code otherwise)."""
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     import_tf()
     import tf_keras  # noqa: PLC0415
@@ -133,7 +133,7 @@ def _glob_free(model: Path, workdir: Path) -> Path:
 def prepare_source(model: Path, workdir: Path, batch: int | None = None, trust_model_code: bool = False,
                    signature_key: str | None = None) -> PreparedSource:
     """Validate MODEL and return the SavedModel to convert (a temp export under ``workdir`` for Keras files, and
-    a re-traced copy there with ``batch``: see ``edge_tool.fixed_batch``); ``signature_key`` (default
+    a re-traced copy there with ``batch``: see ``edge_tool.models.fixed_batch``); ``signature_key`` (default
     ``serving_default``) is the signature converted. Code in the model (Python in a Keras file's config,
     side-effect ops in the graph: ``edge_tool.modelcode``) is refused unless ``trust_model_code``."""
     model = Path(model)
@@ -159,7 +159,7 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None, trust_m
         fixed = FixedBatch(batch, exported.method, exported.unrolled, signature)
         signature = _unbatched(signature)
     elif batch is not None:
-        from edge_tool.fixed_batch import save_fixed_batch  # noqa: PLC0415
+        from edge_tool.models.fixed_batch import save_fixed_batch  # noqa: PLC0415
 
         retraced = Path(workdir) / f"batch{batch}_savedmodel"
         how = save_fixed_batch(saved, retraced, batch, signature.key, trust_model_code=trust_model_code)

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 from edge_tool.convert.diagnose import python_callback_refusal, python_callbacks
 from edge_tool.convert.tfjs_layernorm import refusal, training_batchnorms, unfused_copy
 from edge_tool.errors import ConversionError, UsageError
@@ -50,7 +50,7 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
     quant = weight_quant or "none"
     if quant not in TFJS_WEIGHT_QUANT:
         raise UsageError(f"--tfjs-quant must be one of {', '.join(TFJS_WEIGHT_QUANT)}, got {quant!r}.")
-    from edge_tool.env import configure_tf_env  # noqa: PLC0415
+    from edge_tool.core.env import configure_tf_env  # noqa: PLC0415
 
     configure_tf_env()
     from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv  # noqa: PLC0415

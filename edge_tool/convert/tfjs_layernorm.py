@@ -36,7 +36,7 @@ def unfused_copy(saved_model: Path, scratch: Path) -> Path | None:
         return None
     require_no_keras_code(Path(saved_model), False, "Re-exporting its LayerNormalization layers unfused for TFJS "
                           "needs a Keras object")
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     import_tf()
     import tf_keras as keras  # noqa: PLC0415

@@ -14,7 +14,7 @@ from calibration.contract import for_input
 from calibration.spec import TensorSpec
 from edge_tool.contract.declared import image_contract
 from edge_tool.contract.resolve import ProbeSetup, Resolution, resolve
-from edge_tool.labelmap import folder_index_map
+from edge_tool.models.labelmap import folder_index_map
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,8 @@ def resolve_demo_contract(cfg, kind_is_saved_model: bool, inputs, outputs, class
     probe = None
     data = Path(cfg.calibration) if cfg.calibration is not None else None
     if kind_is_saved_model and data is not None and data.is_dir() and classes:
-        from edge_tool.env import import_tf  # noqa: PLC0415
-        from edge_tool.modelio import SERVING, signature_runner  # noqa: PLC0415
+        from edge_tool.core.env import import_tf  # noqa: PLC0415
+        from edge_tool.models.modelio import SERVING, signature_runner  # noqa: PLC0415
 
         probe = ProbeSetup(data, lambda: signature_runner(import_tf(), Path(cfg.model), SERVING)[0], classes,
                            lambda names: folder_index_map(names, labels, classes, data, "the labels")[0])

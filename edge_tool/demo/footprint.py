@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.demo.vendor import ON_DEMAND_GROUPS
-from edge_tool.site_gzip import gzipped
+from edge_tool.webserver.compress import gzipped
 
 VENDOR_SUBDIR = "vendor"
 

@@ -8,12 +8,13 @@ import json
 import shutil
 from pathlib import Path
 
-from edge_tool.demo import litert as litert_mod
+from edge_tool.convert import fixed_int8
+from edge_tool.demo import litert_spec as litert_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import LITERT_BUILDS, pinned_litert_versions, vendored_litert_files, web_demo_dir
 from edge_tool.errors import UsageError
-from edge_tool.limits import read_tflite
+from edge_tool.modelfiles.limits import read_tflite
 
 LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
 LITERT_MODULES = (LITERT_MODULE, "engines/litert-build.js", "engines/litert-log.js")  # it and what only it imports (its wasm build choice)
@@ -51,14 +52,14 @@ def precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, input
         raise UsageError(f"--litert builds its int8 .tflite from a SavedModel, but {cfg.model} is a tfjs graph model; "
                          "pass the SavedModel directory, or --tflite FILE with a fixed-batch-1 .tflite.")
     else:
-        litert_mod.calibration_source(Path(cfg.model), cfg.calibration)
+        fixed_int8.calibration_source(Path(cfg.model), cfg.calibration)
     return files
 
 
 def add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None, contracts: tuple = ()) -> dict:
     """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
     built = ({"given": read_tflite(cfg.tflite)} if cfg.tflite is not None else
-             litert_mod.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), contracts, cfg.trust_model_code,
+             fixed_int8.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), contracts, cfg.trust_model_code,
                                     cfg.signature))
     models = []
     for mode, data in built.items():

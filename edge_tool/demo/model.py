@@ -88,7 +88,7 @@ def _entries(mapping) -> list:
 
 def read_tfjs_model(model_dir: Path) -> tuple[dict, tuple[Tensor, ...], tuple[Tensor, ...]]:
     """Parse model.json: (json, inputs, outputs); ModelError when it is not a complete graph model."""
-    from edge_tool.modelio import read_graph_model_json  # noqa: PLC0415
+    from edge_tool.models.modelio import read_graph_model_json  # noqa: PLC0415
 
     model_json = Path(model_dir) / "model.json"
     meta = read_graph_model_json(model_dir, "the demo (or pass the SavedModel directory)")
@@ -103,7 +103,7 @@ def read_tfjs_model(model_dir: Path) -> tuple[dict, tuple[Tensor, ...], tuple[Te
 
 def weight_files(model_dir: Path, meta: dict) -> list[str]:
     """Shard paths listed in a model.json, each checked to be a file inside ``model_dir``."""
-    from edge_tool.modelio import weight_paths  # noqa: PLC0415
+    from edge_tool.models.modelio import weight_paths  # noqa: PLC0415
 
     return weight_paths(Path(model_dir), meta)
 

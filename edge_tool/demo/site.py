@@ -28,11 +28,11 @@ from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, a
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
-from edge_tool.limits import check_signature, read_tflite
+from edge_tool.core.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
+from edge_tool.modelfiles.limits import check_signature, read_tflite
 from edge_tool.modelcode.guard import require_safe_model
-from edge_tool.labelmap import labels_file_for
-from edge_tool.textsafe import html_text
+from edge_tool.models.labelmap import labels_file_for
+from edge_tool.core.textsafe import html_text
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
 TEMPLATE_FILES = ("index.html", "app.css", "app.js", "main.js", "api.js", "config.js", "postprocess.js",
@@ -133,7 +133,7 @@ def _labels(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs) -> tu
 
 
 def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
-    from edge_tool.modelio import SERVING, saved_model_signature  # noqa: PLC0415
+    from edge_tool.models.modelio import SERVING, saved_model_signature  # noqa: PLC0415
 
     sig = saved_model_signature(model, signature or SERVING)
     check_signature(sig, model)  # the page (and --litert's LiteRT.js) would allocate these in the browser

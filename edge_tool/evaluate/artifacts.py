@@ -54,7 +54,7 @@ def describe(path: Path) -> Artifact:
 
 
 def _tflite(given: Path, model_file: Path) -> Artifact:
-    from edge_tool.evaluate.tflite_runner import read_flatbuffer  # noqa: PLC0415
+    from edge_tool.litert.tflite_runner import read_flatbuffer  # noqa: PLC0415
 
     if not model_file.is_file():
         raise ModelError(f"Expected a .tflite file at {model_file}, but nothing is there.")
@@ -117,7 +117,7 @@ def _manifest_quant(model_file: Path) -> str | None:
 
 
 def _tfjs(given: Path, model_dir: Path) -> Artifact:
-    from edge_tool.modelio import read_graph_model_json, weight_paths  # noqa: PLC0415
+    from edge_tool.models.modelio import read_graph_model_json, weight_paths  # noqa: PLC0415
 
     model_json = model_dir / "model.json"
     doc = read_graph_model_json(model_dir, "eval")  # every shard path checked to be a file inside model_dir

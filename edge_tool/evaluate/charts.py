@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edge_tool.textsafe import html_text
+from edge_tool.core.textsafe import html_text
 
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from edge_tool.contract.options import ContractOptions
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 from edge_tool.evaluate.device.url import DeviceURL
-from edge_tool.evaluate.tasks.registry import TASK_NAMES
+from edge_tool.tasks.registry import TASK_NAMES
 
 DEFAULT_RUNS = 100
-DEFAULT_BATCH = 16  # MobileNetV2-224 in TF: ~1.3 GB RSS at 16 per call, ~2.1 GB at 64
+DEFAULT_BATCH = 16  # samples per call: the reference's peak memory grows with it (docs/performance.md, "Defaults")
 
 
 class ArtifactFormat(str, Enum):
@@ -62,7 +62,7 @@ class EvalConfig:
     max_arena_kb: float | None = None
     max_flash_kb: float | None = None
     devices: tuple[str, ...] = ()  # --device ssh://... URLs: each .tflite also runs there (evaluate.device)
-    task: str | None = None            # None: inferred from the model and the labels (edge_tool.evaluate.tasks)
+    task: str | None = None            # None: inferred from the model and the labels (edge_tool.tasks)
     threshold: float = 0.5             # multi-label / one-channel segmentation decision threshold
     max_error: float | None = None     # largest |artefact - reference| output difference allowed
     trust_model_code: bool = False  # --trust-model-code: run a reference/artefact that carries code (modelcode)
@@ -137,8 +137,8 @@ class EvalConfig:
     def reference_threads(workers: int) -> int | None:
         """TensorFlow threads of the reference during the pass: half the usable cores when ``workers`` LiteRT
         workers run beside it (None, TensorFlow's default of every core, when none do). More would oversubscribe
-        the cores: TensorFlow's pool then spins and its threads wait for a core (MobileNetV2 on 2 cores: 15-17 ms
-        of CPU per sample instead of 11.7)."""
+        the cores: TensorFlow's pool then spins and its threads wait for a core, which costs CPU time per sample
+        (docs/performance.md, "Defaults")."""
         return max(1, _cores() // 2) if workers else None
 
     @property

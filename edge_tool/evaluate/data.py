@@ -32,7 +32,8 @@ class RunningStats:
         """Fold one batch (already cast to the model dtype) in.
 
         The batch's own mean is a float64 sum; its squared deviations are summed in float64 chunks of
-        ``STATS_CHUNK`` elements, so no float64 copy of the whole batch is made (3x faster on image batches).
+        ``STATS_CHUNK`` elements, so no float64 copy of the whole batch is made (faster on image batches:
+        docs/performance.md, "Defaults").
         """
         self.dtype, self.sample_shape = arr.dtype.name, tuple(int(d) for d in arr.shape[1:])
         if arr.size == 0:
@@ -133,7 +134,7 @@ class EvalStream:
 
 def _normalise_labels(labels, n: int, path: Path) -> np.ndarray | None:
     """The labels as stored (one row per sample, numeric); what they must hold is the task's to check
-    (``edge_tool.evaluate.tasks``), once the reference's outputs are known."""
+    (``edge_tool.tasks``), once the reference's outputs are known."""
     if labels is None:
         return None
     labels = np.asarray(labels)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from edge_tool.evaluate.charts import LatencySeries, ParetoPoint, latency_plot, pareto_chart
 from edge_tool.evaluate.report import NUMERIC, Report
 from edge_tool.evaluate.task_charts import task_section
-from edge_tool.textsafe import html_text
+from edge_tool.core.textsafe import html_text
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1000px;color:#222;padding:0 1rem}

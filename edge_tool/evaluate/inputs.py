@@ -13,7 +13,7 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, image_data, resolve
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat
-from edge_tool.labelmap import class_width, folder_index_map, model_labels
+from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 from edge_tool.errors import RuntimeFailure
-from edge_tool.evaluate.isolated import death_reason
+from edge_tool.litert.isolated import death_reason
 from edge_tool.evaluate.rows import LatencyStats
 
 MAX_SAMPLES_KEPT = 2000  # raw times kept for the report's plots
@@ -108,8 +108,8 @@ def measure_tflite(model_path: Path, feeds: dict[int, np.ndarray], output_indice
     Inputs are resized to the feeds' shapes where the model's differ (dynamic dims); a model with recurrent
     state has it reset before every call.
     """
-    from edge_tool.evaluate.flatbuffer_facts import read_flatbuffer  # noqa: PLC0415
-    from edge_tool.runtime import interpreter_class  # noqa: PLC0415
+    from edge_tool.litert.flatbuffer_facts import read_flatbuffer  # noqa: PLC0415
+    from edge_tool.litert.runtime import interpreter_class  # noqa: PLC0415
 
     stateful = read_flatbuffer(Path(model_path)).stateful
     cls, _ = interpreter_class()

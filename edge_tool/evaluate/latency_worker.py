@@ -18,8 +18,8 @@ def main(argv: list[str]) -> int:
     """Measure the model described by the JSON request in ``argv[0]`` (or on stdin for ``-``); print
     {"latency", "peak_rss_mb"}."""
     if argv[0] == "-":
-        from edge_tool.runtime import interpreter_class  # noqa: PLC0415
-        from edge_tool.tflite_model import _schema  # noqa: PLC0415
+        from edge_tool.litert.runtime import interpreter_class  # noqa: PLC0415
+        from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
 
         interpreter_class(), _schema()  # the imports, before the request arrives
         line = sys.stdin.readline()

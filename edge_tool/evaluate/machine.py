@@ -6,7 +6,7 @@ import os
 import platform
 from pathlib import Path
 
-from edge_tool.env import installed_version
+from edge_tool.core.env import installed_version
 
 
 def cpu_model() -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from calibration.safe_open import read_regular
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.limits import PROTOBUF_MAX, max_tensor_bytes, tensor_bytes, too_large
+from edge_tool.modelfiles.limits import PROTOBUF_MAX, max_tensor_bytes, tensor_bytes, too_large
 
 EXTRA_HINT = "pip install 'edgetool[onnx]'"
 QDQ_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul"}

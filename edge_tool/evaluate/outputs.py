@@ -8,7 +8,7 @@ from pathlib import Path
 from edge_tool.errors import UsageError, collect_and_raise
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.report import Report
-from edge_tool.fsutil import atomic_file, check_output_file
+from edge_tool.core.fsutil import atomic_file, check_output_file
 
 
 def check_outputs(config: EvalConfig) -> None:

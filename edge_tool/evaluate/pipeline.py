@@ -66,11 +66,11 @@ def run_eval(config: EvalConfig) -> Report:
     crashes becomes a row with ``failed`` set; the others go on. Latency is measured afterwards, one model at a
     time on a quiet machine: batch 1 on the first sample, each .tflite in a fresh process.
     """
-    from edge_tool.evaluate.isolated import scratch_dir  # noqa: PLC0415
+    from edge_tool.litert.isolated import scratch_dir  # noqa: PLC0415
     from edge_tool.evaluate.machine import machine_info  # noqa: PLC0415
-    from edge_tool.evaluate.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
+    from edge_tool.litert.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
     from edge_tool.evaluate.reference import ReferenceModel  # noqa: PLC0415
-    from edge_tool.modelio import validate_saved_model_dir  # noqa: PLC0415
+    from edge_tool.models.modelio import validate_saved_model_dir  # noqa: PLC0415
 
     clock = _Stages()
     check_runtime(config.runtime)
@@ -204,7 +204,7 @@ def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config:
     """Attach the debugger's worst layers (computed once, on the first MAX_DEBUG_SAMPLES samples) to int8 rows."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from edge_tool.evaluate.per_layer import worst_layers  # noqa: PLC0415
+    from edge_tool.litert.per_layer import worst_layers  # noqa: PLC0415
 
     if not any(_per_layer_eligible(a) for a in arts):
         return results
@@ -215,7 +215,7 @@ def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config:
 
 
 def _per_layer_notes(arts: list[Artifact], labels: list[str]) -> list[str]:
-    from edge_tool.evaluate.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
+    from edge_tool.litert.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
 
     notes = []
     if any(_per_layer_eligible(a) for a in arts):

@@ -27,8 +27,8 @@ class ReferenceModel:
 
     def __init__(self, path: Path, threads: int | None = None, trust_model_code: bool = False,
                  signature: str | None = None):
-        from edge_tool.env import import_tf  # noqa: PLC0415
-        from edge_tool.modelio import SERVING, saved_model_signature  # noqa: PLC0415
+        from edge_tool.core.env import import_tf  # noqa: PLC0415
+        from edge_tool.models.modelio import SERVING, saved_model_signature  # noqa: PLC0415
 
         self.path = Path(path)
         # ModelError without the signature (serving_default unless ``signature``), before loading
@@ -42,7 +42,7 @@ class ReferenceModel:
 
     def _open(self, threads: int | None) -> tuple[Callable[[dict], dict], int | None]:
         """(feeds by name -> outputs by name, the thread count it runs on; None when TensorFlow's default)."""
-        from edge_tool.modelio import signature_runner  # noqa: PLC0415
+        from edge_tool.models.modelio import signature_runner  # noqa: PLC0415
 
         return signature_runner(self._tf, self.path, self.signature.key, threads, trust_model_code=self._trust)
 

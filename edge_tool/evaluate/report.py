@@ -11,7 +11,7 @@ from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, resul
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
 from edge_tool.evaluate.runtimes import SPECS, Column, columns, owner
 from edge_tool.schemas.document import Document
-from edge_tool.textsafe import md, md_row
+from edge_tool.core.textsafe import md, md_row
 
 # the rows live in ``rows`` (runners build them without importing this module); these names stay importable here
 __all__ = ["NUMERIC", "TABLE_HEADERS", "ArtifactResult", "LatencyStats", "LayerError", "ReferenceResult", "Report"]

@@ -3,7 +3,7 @@ display strings (classification keeps accuracy / drop / agreement)."""
 
 from __future__ import annotations
 
-from edge_tool.evaluate.tasks.registry import TASK_NAMES, get_task
+from edge_tool.tasks.registry import TASK_NAMES, get_task
 
 TASK_NUMERIC = {"f1_macro", "r2", "miou", "box_iou", "label agreement", "pixel agreement", "max abs err", "box IoU"}
 

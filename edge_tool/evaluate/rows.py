@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calibration.serial import Record, spec
+from edge_tool.litert.per_layer import LayerError
 
 
 @dataclass(frozen=True)
@@ -22,17 +23,6 @@ class LatencyStats(Record):
     cold_start: float | None
     runs: int
     samples_ms: tuple[float, ...] = field(default=(), repr=False, compare=False, metadata=spec("samples", write=False))
-
-
-@dataclass(frozen=True)
-class LayerError(Record):
-    """One layer's quantization error from the QuantizationDebugger (rmse/scale: ~0.29 is ideal rounding)."""
-
-    op_name: str = field(metadata=spec("op"))
-    tensor_name: str = field(metadata=spec("tensor"))
-    rmse_over_scale: float
-    max_abs_error: float
-    scale: float
 
 
 def _measured_task(r: ArtifactResult) -> bool:
@@ -76,7 +66,7 @@ class ArtifactResult(Record):
     arena: dict | None = field(default=None, metadata=spec("tensor_arena", omit="none"))
     flash_bytes: int | None = field(default=None, metadata=spec(when=_ran_in_tflm))
     device: dict | None = field(default=None, metadata=_NONE)  # --device: where it ran (device.facts.device_record)
-    # the task's metrics (edge_tool.evaluate.tasks, keys per task), its drift against the reference, and the
+    # the task's metrics (edge_tool.tasks, keys per task), its drift against the reference, and the
     # reference - artefact of its main metric (what --max-drop gates): written together, after ``runtime``
     metrics: dict | None = field(default=None, metadata=spec(when=_measured_task))
     drift: dict | None = field(default=None, metadata=spec(when=_measured_task))

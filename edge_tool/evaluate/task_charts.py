@@ -4,7 +4,7 @@ shaded table) and per-class accuracy (inline SVG bars), both with the label name
 from __future__ import annotations
 
 from edge_tool.evaluate.charts import PALETTE
-from edge_tool.textsafe import html_text
+from edge_tool.core.textsafe import html_text
 
 MAX_DRAWN_CLASSES = 40  # a larger matrix is unreadable on a page (the JSON keeps it up to 100 classes)
 

@@ -10,9 +10,9 @@ import numpy as np
 
 from edge_tool.errors import ModelError
 from edge_tool.evaluate import metrics
-from edge_tool.evaluate.tasks import Task, TaskChoice, TaskContext, get_task
-from edge_tool.evaluate.tasks.detection import is_box_output
-from edge_tool.evaluate.tasks.infer import infer_task
+from edge_tool.tasks import Task, TaskChoice, TaskContext, get_task
+from edge_tool.tasks.detection import is_box_output
+from edge_tool.tasks.infer import infer_task
 
 LABELS_FILE = "labels.txt"
 MAX_LABELS_BYTES = 1 << 20
@@ -59,7 +59,7 @@ class TaskSettings:
 
 
 def _activations(reference: Path) -> dict[str, str]:
-    from edge_tool.evaluate.tasks.activation import final_activations  # noqa: PLC0415
+    from edge_tool.tasks.activation import final_activations  # noqa: PLC0415
 
     try:
         return final_activations(reference)

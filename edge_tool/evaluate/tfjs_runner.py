@@ -99,7 +99,7 @@ class TfjsSession:
     """
 
     def __init__(self, model_json: Path, backend: str = "wasm"):
-        from edge_tool.evaluate.isolated import WorkerProcess, scratch_dir  # noqa: PLC0415
+        from edge_tool.litert.isolated import WorkerProcess, scratch_dir  # noqa: PLC0415
 
         self.model_json = Path(model_json)
         self.backend = backend

@@ -83,7 +83,7 @@ def _predict(model, req: dict, state: dict) -> dict:
 
 def main(argv: list[str]) -> int:
     """Load the model, answer requests until "close" or end of input."""
-    from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
+    from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
 
     try:
         model = TfliteInterpreter(Path(argv[0]), threads=int(argv[1]))

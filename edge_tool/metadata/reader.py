@@ -69,7 +69,7 @@ def _text(value, what: str, problems: list[str]) -> str:
 
 def metadata_buffer(data: bytes) -> bytes | None:
     """The TFLITE_METADATA buffer of a .tflite (None if it has none); ValueError if the model table is unreadable."""
-    from edge_tool.tflite_model import _schema  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
 
     schema = _schema()
     model = schema.Model.GetRootAsModel(bytearray(data), 0)

@@ -63,7 +63,7 @@ class MetadataSpec:
 
 def _schemas():
     from edge_tool.metadata import metadata_schema_py_generated as meta  # noqa: PLC0415
-    from edge_tool.tflite_model import _schema  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
 
     return meta, _schema()
 

@@ -37,7 +37,7 @@ def export_micro(tflite: Path, out_dir: Path) -> MicroExport:
     Raises ConversionError naming every op TFLM refuses (nothing is written then).
     """
     tflm.require_tflm()
-    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
 
     data = Path(tflite).read_bytes()
     refused, _ = tflm.unsupported_ops(tflite)

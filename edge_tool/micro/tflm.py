@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 from edge_tool.errors import ModelError
 from edge_tool.schemas.records import ARENA_MARGIN, ArenaSize  # noqa: F401  (ArenaSize: tflm.ArenaSize as before)
 
@@ -40,7 +40,7 @@ class Probe:
 
 def tflm_version() -> str:
     """Version of the installed tflite-micro package."""
-    from edge_tool.env import installed_version  # noqa: PLC0415
+    from edge_tool.core.env import installed_version  # noqa: PLC0415
 
     return installed_version("tflite-micro") or "not installed"
 
@@ -69,7 +69,7 @@ def probe(model_path: Path, arena: int) -> Probe:
 
 def custom_codes(model: bytes) -> list[str]:
     """Custom op names of the model in first-use order (TFLM logs only 'CUSTOM' for them)."""
-    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
 
     return [op for op in summarize_tflite(model).ops if not op.isupper()]
 

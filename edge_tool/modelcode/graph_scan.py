@@ -16,11 +16,11 @@ from pathlib import Path
 
 from calibration.safe_open import read_regular
 from calibration.serial import Record
-from edge_tool.env import import_tf
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
+from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
 from edge_tool.modelcode.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of
-from edge_tool.tflite_model import _schema
+from edge_tool.modelfiles.tflite_model import _schema
 
 _SAVE_OPS = frozenset({"Save", "SaveV2", "SaveSlices", "MergeV2Checkpoints"})
 _RESTORE_OPS = CHECKPOINT_OPS - _SAVE_OPS

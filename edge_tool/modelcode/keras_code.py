@@ -24,7 +24,7 @@ from pathlib import Path
 
 from calibration.serial import Record
 from edge_tool.errors import ModelError
-from edge_tool.keras_archive import check_keras_archive
+from edge_tool.modelfiles.keras_archive import check_keras_archive
 from edge_tool.modelcode.side_effects import SIDE_EFFECT_OPS
 
 KERAS_MODULES = ("keras", "tf_keras", "keras_nlp", "keras_hub", "keras_cv")

@@ -11,7 +11,7 @@ from calibration.serial import Record, spec
 from edge_tool.schemas.document import Document
 from edge_tool.schemas.records import (BatchNote, CalibrationRecord, FileEntry, Int16x8Note, MetadataRecord,
                                        MicroRecord, SelfCheck, SourceRecord, ToolInfo)
-from edge_tool.tflite_model import TfliteSummary
+from edge_tool.modelfiles.tflite_model import TfliteSummary
 
 SCHEMA = "edgetool.convert/1"
 FILE = "manifest.json"

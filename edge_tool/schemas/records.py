@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from calibration.dataset import CalibrationSummary
 from calibration.serial import Record, spec
-from edge_tool.modelio import SignatureInfo
+from calibration.spec import SignatureInfo
 
 ARENA_MARGIN = 0.25  # added to the measured minimum (edge_tool.micro.tflm.recommended_arena)
 
@@ -24,7 +24,7 @@ class ToolInfo(Record):
 
 @dataclass(frozen=True)
 class FixedBatch(Record):
-    """``--batch``: the batch, how it was fixed (``keras``, ``keras3`` or ``signature``: edge_tool.fixed_batch),
+    """``--batch``: the batch, how it was fixed (``keras``, ``keras3`` or ``signature``: edge_tool.models.fixed_batch),
     the recurrent layers unrolled, and the re-traced signature."""
 
     batch: int

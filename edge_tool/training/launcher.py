@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 from edge_tool.errors import EdgeToolError
-from edge_tool.fsutil import atomic_dir
-from edge_tool.signals import deferred
+from edge_tool.core.fsutil import atomic_dir
+from edge_tool.core.signals import deferred
 from edge_tool.training.config import TrainConfig, TrainResult
 
 WORKER_TIMEOUT_S = 1800.0

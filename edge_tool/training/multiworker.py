@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from edge_tool.env import import_tf
+from edge_tool.core.env import import_tf
 from edge_tool.errors import UsageError
-from edge_tool.fsutil import atomic_dir
+from edge_tool.core.fsutil import atomic_dir
 from edge_tool.training.config import TrainConfig, TrainResult
 from edge_tool.training.data import load_digits_split
 from edge_tool.training.fit import fit_and_evaluate

@@ -14,8 +14,8 @@ import math
 import time
 from pathlib import Path
 
-from edge_tool.env import import_tf
-from edge_tool.fsutil import atomic_dir
+from edge_tool.core.env import import_tf
+from edge_tool.core.fsutil import atomic_dir
 from edge_tool.training.config import TrainConfig, TrainResult
 from edge_tool.training.data import DigitsSplit, load_digits_split, make_dataset
 from edge_tool.training.export import save_keras_model, write_sidecars

@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from edge_tool.env import import_tf
-from edge_tool.fsutil import atomic_dir, check_output_dir
+from edge_tool.core.env import import_tf
+from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.training.config import Strategy, TrainConfig, TrainResult
 from edge_tool.training.data import load_digits_split
 from edge_tool.training.export import save_keras_model, write_sidecars

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edge_tool.errors import ModelError
-from edge_tool.keras_archive import KerasArchive, check_keras_archive
+from edge_tool.modelfiles.keras_archive import KerasArchive, check_keras_archive
 from tests.conftest import _run_script
 from tests.hostile.test_fuzz_readers import _EXPLORE, FUZZ, _mutate
 
@@ -145,7 +145,7 @@ def test_fuzzed_archives_through_the_loader(k2_members, tmp_path):
     """The whole path convert and check take: the archive check, then tf_keras (and Keras 3 in a child):
     a SavedModel or one ModelError, nothing else."""
     from edge_tool.convert.source import prepare_source
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     import_tf()
     path = tmp_path / "loaded.keras"

@@ -39,8 +39,8 @@ def test_label_files(tmp_path_factory):
                                     "variables/variables.data-00000-of-00001"])
 def test_mutated_saved_model_files(target, flat_model, tmp_path_factory):
     """Reading the signature (what every command does first) only raises ModelError, naming the model."""
-    from edge_tool.env import import_tf
-    from edge_tool.modelio import saved_model_flavor, saved_model_signature
+    from edge_tool.core.env import import_tf
+    from edge_tool.models.modelio import saved_model_flavor, saved_model_signature
 
     import_tf()
     model = tmp_path_factory.mktemp("sm") / "model"

@@ -57,7 +57,7 @@ def _frame(record: bytes) -> bytes:
 
 
 def _tfrecord() -> bytes:
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     out = b""
@@ -120,7 +120,7 @@ def workdir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def tf_imported():
     """TensorFlow imported before any traced load (its import would count as the reader's allocation)."""
-    from edge_tool.env import import_tf
+    from edge_tool.core.env import import_tf
 
     return import_tf()
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edge_tool.errors import ModelError
-from edge_tool.fsutil import resolve_inside
+from edge_tool.core.fsutil import resolve_inside
 from tests.hostile.core_fixtures import case_root, flat_artifacts  # noqa: F401 (fixtures)
 from tests.hostile.harness import Case, run_case
 

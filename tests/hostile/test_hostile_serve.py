@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_tool.serve import LISTEN_BACKLOG, MAX_WORKERS, SiteServer, is_loopback, resolve_target
+from edge_tool.demo.serve import LISTEN_BACKLOG, MAX_WORKERS, SiteServer, is_loopback, resolve_target
 from tests.test_serve import SECRET, raw_request, site  # noqa: F401 (fixture)
 
 BOUND_S = 30.0  # upper bound for a condition to become true (a hang guard, not a timing assert)
@@ -134,7 +134,7 @@ def test_loopback_addresses(host, loopback):
 
 
 def test_127_0_0_2_gets_no_public_exposure_note(site, monkeypatch):
-    from edge_tool import serve
+    from edge_tool.demo import serve
 
     lines: list[str] = []
     monkeypatch.setattr(serve.SiteServer, "serve_forever", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))

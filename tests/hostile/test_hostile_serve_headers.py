@@ -184,7 +184,7 @@ _ALLOWED_NAME = re.compile(rf"(?:localhost\.?|127\.{_OCTET}\.{_OCTET}\.{_OCTET}|
 
 
 def oracle_allows(value: str, port: int) -> bool:
-    """The rule of docs/hardening.md, written independently of site_guard (a subset: the forms fuzzed here)."""
+    """The rule of docs/hardening.md, written independently of webserver.guard (a subset: the forms fuzzed here)."""
     m = _ALLOWED_NAME.fullmatch(value.strip(" \t"))
     return bool(m) and (not m.group(1) or int(m.group(1)) == port)
 

@@ -100,7 +100,7 @@ def test_train_workers_are_isolated(planted, tmp_path):
 
 def test_child_command_is_isolated():
     """The one helper every child is started with: -I (or -E -P), and edgetool's modules found without cwd."""
-    from edge_tool.childproc import module_command, python_command
+    from edge_tool.core.childproc import module_command, python_command
 
     assert "-I" in python_command("-c", "pass") or {"-E", "-P"} <= set(python_command("-c", "pass"))
     proc = subprocess.run(module_command("edge_tool.check.litert_probe", "/nonexistent.tflite"), cwd=REPO,

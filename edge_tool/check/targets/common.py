@@ -12,7 +12,7 @@ from edge_tool.check.subject import Unavailable
 
 def model_ops(path: Path) -> list[str]:
     """Op names of a .tflite in first-use order (builtin names, custom codes as written)."""
-    from edge_tool.tflite_model import summarize_tflite  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
 
     return list(summarize_tflite(Path(path).read_bytes()).ops)
 

@@ -26,7 +26,7 @@ INTEGER = {"int8", "uint8", "int32"}
 
 
 def _model(path: Path):
-    from edge_tool.tflite_model import _schema  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
 
     schema = _schema()
     raw = schema.Model.GetRootAsModel(bytearray(Path(path).read_bytes()), 0)

@@ -35,7 +35,7 @@ _OP_LINE = re.compile(r"^\s*Op#(\d+) ([A-Za-z0-9_]+)\(")
 
 def analyzer_report(data: bytes) -> str:
     """The analyzer's text (it prints to stdout; captured here)."""
-    from edge_tool.env import import_tf  # noqa: PLC0415
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     buf = io.StringIO()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.targets.common import artefact_check, model_ops
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 
 TIMEOUT_S = 300
 

@@ -41,7 +41,7 @@ def run_in_node(model: Path, vendor: Path) -> tuple[bool, str]:
 
 def static_findings(model: Path) -> list[Finding]:
     """What is known without running LiteRT.js: Flex/custom ops and variable input dimensions."""
-    from edge_tool.runtime import load_interpreter  # noqa: PLC0415
+    from edge_tool.litert.runtime import load_interpreter  # noqa: PLC0415
 
     findings = [Finding(op, Status.UNSUPPORTED, "custom/Flex op: LiteRT.js registers no custom ops and has no Flex "
                         "delegate") for op in model_ops(model) if not op.isupper()]

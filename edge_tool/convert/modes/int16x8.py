@@ -47,7 +47,7 @@ def build(ctx) -> bytes:
 def _report(notes: dict) -> None:
     from rich.markup import escape  # noqa: PLC0415
 
-    from edge_tool.steps import console  # noqa: PLC0415
+    from edge_tool.core.steps import console  # noqa: PLC0415
 
     console.print(f"[yellow]note:[/] int16x8 keeps {escape(', '.join(notes['float_ops']))} in float: "
                   f"{escape(notes['reason'])} (manifest.json: artifacts[].int16x8). For an all-integer model use "
@@ -65,6 +65,6 @@ def _configure(ctx, conv, float_fallback: bool) -> None:
 
 def float_ops(data: bytes) -> list[str]:
     """Names of the ops (other than QUANTIZE/DEQUANTIZE) that compute on float32 activations, sorted."""
-    from edge_tool.tflite_model import ops_on_dtype  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import ops_on_dtype  # noqa: PLC0415
 
     return sorted(set(ops_on_dtype(data, "float32")) - {"QUANTIZE", "DEQUANTIZE"})

@@ -2,7 +2,7 @@
 
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
-from edge_tool.recipes import configure_full_int8
+from edge_tool.litert.recipes import configure_full_int8
 
 
 @register(

@@ -21,7 +21,7 @@ def build(ctx) -> bytes:
     """
     import calibration  # noqa: PLC0415
 
-    from edge_tool.recipes import configure_full_int8  # noqa: PLC0415
+    from edge_tool.litert.recipes import configure_full_int8  # noqa: PLC0415
     from edge_tool.convert.qat import QatOptions, match_data, qat_to_tflite, run_qat  # noqa: PLC0415
     from edge_tool.convert.qat_support.data import load_labelled  # noqa: PLC0415
     from edge_tool.convert.qat_support.source import check_qat_source  # noqa: PLC0415
@@ -84,7 +84,7 @@ def _by_name(ctx, specs):
 
 def _scores(heads) -> dict:
     """{output: "task: main metric"}: what the record's ``accuracy`` figures are (their mean over the outputs)."""
-    from edge_tool.evaluate.tasks import get_task  # noqa: PLC0415
+    from edge_tool.tasks import get_task  # noqa: PLC0415
 
     return {h.name: f"{h.task}: {get_task(h.task).main_metric}" for h in heads}
 
@@ -97,7 +97,7 @@ def _training_notes(notes: dict) -> dict:
 def _report(decision) -> None:
     from rich.markup import escape  # noqa: PLC0415
 
-    from edge_tool.steps import console  # noqa: PLC0415
+    from edge_tool.core.steps import console  # noqa: PLC0415
 
     acc = decision.accuracy
     shown = ", ".join(f"{k} {v:.4f}" if v is not None else f"{k} failed" for k, v in acc.items())

@@ -7,7 +7,7 @@ import tempfile
 
 from edge_tool.convert.qat_support.source import import_stack
 from edge_tool.errors import ConversionError, UsageError
-from edge_tool.recipes import configure_full_int8
+from edge_tool.litert.recipes import configure_full_int8
 
 IO_TYPES = ("float32", "int8", "uint8")
 

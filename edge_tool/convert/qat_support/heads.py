@@ -1,6 +1,6 @@
 """The heads QAT fine-tunes: what each output is (its eval task), its distillation targets, loss and score.
 
-Each output's task is decided by eval's task logic (``edge_tool.evaluate.tasks``): output shape, the final
+Each output's task is decided by eval's task logic (``edge_tool.tasks``): output shape, the final
 activation in the Keras config, the labels. A k-class head (softmax probabilities or logits) trains with
 categorical cross-entropy; a sigmoid / multi-label head (or one binary unit) with binary cross-entropy; a regression
 head (and a box head) with mean squared error; a segmentation head with per-pixel categorical cross-entropy. Its
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import DataError, ModelError
-from edge_tool.evaluate.tasks import TaskContext, get_task
-from edge_tool.evaluate.tasks.detection import is_box_output
-from edge_tool.evaluate.tasks.infer import infer_task
+from edge_tool.tasks import TaskContext, get_task
+from edge_tool.tasks.detection import is_box_output
+from edge_tool.tasks.infer import infer_task
 
 QAT_TASKS = ("classification", "multilabel", "regression", "segmentation")
 

@@ -43,7 +43,7 @@ def _large_drop_note(accuracy: dict) -> str | None:
 
 def tflite_accuracy(tflite: bytes, data: Labelled, heads: tuple[Head, ...]) -> float:
     """Mean top-1 accuracy over ``heads`` of a .tflite on ``data`` (LiteRT, one sample at a time)."""
-    from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
+    from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="edgetool-qat-eval-") as tmp:
         path = Path(tmp) / "candidate.tflite"

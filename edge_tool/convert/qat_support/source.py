@@ -8,13 +8,13 @@ from pathlib import Path
 
 from edge_tool.convert.source import keras_archive_version
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.keras_archive import check_keras_archive
+from edge_tool.modelfiles.keras_archive import check_keras_archive
 from edge_tool.modelcode.guard import require_no_keras_code
 
 
 def import_stack():
     """(tf, tf_keras, tfmot), with Keras 2 selected before tfmot is imported."""
-    from edge_tool.env import configure_tf_env, import_tf  # noqa: PLC0415
+    from edge_tool.core.env import configure_tf_env, import_tf  # noqa: PLC0415
 
     configure_tf_env()
     if os.environ.get("TF_USE_LEGACY_KERAS", "").lower() not in ("1", "true"):
@@ -58,7 +58,7 @@ def check_qat_source(path: Path) -> None:
 
 
 def _check_qat_source(path: Path) -> None:
-    from edge_tool.modelio import saved_model_flavor  # noqa: PLC0415
+    from edge_tool.models.modelio import saved_model_flavor  # noqa: PLC0415
 
     if not path.exists():
         raise ModelError(f"Expected a Keras model (SavedModel directory, .h5 or .keras file) at {path}, "

@@ -22,11 +22,11 @@ from edge_tool.evaluate.device.session import RunnerSession, model_bytes, sweep
 from edge_tool.evaluate.device.tflm_plan import TflmPlan
 from edge_tool.evaluate.device.transport import SshDevice
 from edge_tool.evaluate.device.url import DeviceURL
-from edge_tool.evaluate.flatbuffer_facts import read_flatbuffer
+from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import _Runner
-from edge_tool.evaluate.tflite_runner import TensorBinding, TfliteInterpreter
+from edge_tool.litert.tflite_runner import TensorBinding, TfliteInterpreter
 
 
 class DeviceBindings(TfliteInterpreter):

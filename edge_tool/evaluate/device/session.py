@@ -15,7 +15,7 @@ from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate import latency
 from edge_tool.evaluate.device import board_model, board_runner, board_tflm
 from edge_tool.evaluate.device.transport import SshDevice
-from edge_tool.evaluate.isolated import last_message, request_timeout
+from edge_tool.litert.isolated import last_message, request_timeout
 
 _FUTURE = "from __future__ import annotations"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.evaluate.tflite_runner import TfliteInterpreter
+from edge_tool.litert.tflite_runner import TfliteInterpreter
 from edge_tool.micro import tflm
 
 

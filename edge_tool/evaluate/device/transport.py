@@ -20,8 +20,8 @@ from pathlib import Path
 
 from edge_tool.errors import RuntimeFailure, UsageError
 from edge_tool.evaluate.device.url import DeviceURL
-from edge_tool.evaluate.isolated import last_message
-from edge_tool.signals import deferred
+from edge_tool.litert.isolated import last_message
+from edge_tool.core.signals import deferred
 
 CONFIG_ENV = "EDGETOOL_SSH_CONFIG"
 CONNECT_TIMEOUT_S = 20

@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 
-from edge_tool.childproc import module_command
+from edge_tool.core.childproc import module_command
 from edge_tool.errors import ModelError, RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
@@ -73,7 +73,7 @@ class TflmRunner(SessionRunner):
     reads_files = False
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch, slot: int, threads: int = 1):  # noqa: ARG002 (runner signature)
-        from edge_tool.evaluate.tflite_runner import TfliteInterpreter  # noqa: PLC0415
+        from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
         from edge_tool.micro import tflm  # noqa: PLC0415
 
         tflm.require_tflm()

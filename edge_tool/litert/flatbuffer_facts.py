@@ -1,0 +1,102 @@
+"""What a .tflite file says without running it (no interpreter, so safe on files that crash LiteRT): its quant
+mode from tensor types, and the recurrent state it carries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from edge_tool.errors import ModelError
+from edge_tool.modelfiles.limits import read_tflite
+
+_STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
+
+
+@dataclass(frozen=True)
+class FlatbufferFacts:
+    """What the file says without running it: quant mode from tensor types, recurrent state it carries."""
+
+    quant: str
+    variable_tensors: int
+    state_ops: int
+    float_ops: tuple = ()  # int8/int16x8: ops computing in float32 (QUANTIZE/DEQUANTIZE at the edges aside)
+
+    @property
+    def label(self) -> str:
+        """What the file is, for reports: the quant mode, flagged when an integer file keeps float ops."""
+        return f"{self.quant} (not fully integer)" if self.float_ops else self.quant
+
+    @property
+    def stateful(self) -> bool:
+        """True when invokes carry state (variable tensors or resource variables) from one call to the next."""
+        return bool(self.variable_tensors or self.state_ops)
+
+
+def read_flatbuffer(path: Path) -> FlatbufferFacts:
+    """Parse ``path`` as a TFLite flatbuffer (no interpreter: safe on files that crash LiteRT).
+
+    ModelError when the bytes are not a TFLite model. Quant mode from tensor types: int16 activations = int16x8;
+    int8 activations = int8 (full integer); float16 constants = fp16; int8 constants with float activations =
+    dynamic; otherwise fp32 (activations are operator outputs, constants tensors with buffer data; model inputs
+    are neither, so an integer input alone says nothing about the quantization).
+    """
+    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
+
+    schema = _schema()
+    path = Path(path)
+    buf = read_tflite(path)
+    if len(buf) < 8 or not schema.Model.ModelBufferHasIdentifier(buf, 0):
+        raise ModelError(f"{path} is not a loadable TFLite model (expected a TFLite flatbuffer, file identifier "
+                         f"TFL3; found {buf[4:8]!r}).")
+    try:
+        return _facts(schema, schema.Model.GetRootAsModel(buf, 0))
+    except Exception as exc:  # noqa: BLE001  (flatbuffers raises assorted errors on a truncated file)
+        raise ModelError(f"{path} is not a loadable TFLite model (its flatbuffer is damaged: {exc}).") from None
+
+
+def _facts(schema, model) -> FlatbufferFacts:
+    from edge_tool.modelfiles.tflite_model import _names, is_constant  # noqa: PLC0415
+
+    types, ops = _names(schema.TensorType), _names(schema.BuiltinOperator)
+    acts, consts, variables, state_ops, on_float = set(), set(), 0, 0, set()
+    for g in range(model.SubgraphsLength()):
+        sg = model.Subgraphs(g)
+        outputs = {int(i) for k in range(sg.OperatorsLength()) for i in sg.Operators(k).OutputsAsNumpy() if i >= 0}
+        for k in range(sg.OperatorsLength()):
+            code = model.OperatorCodes(sg.Operators(k).OpcodeIndex())
+            name = ops.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "")
+            state_ops += name in _STATE_OPS
+            if name not in _EDGE_OPS and _computes_in_float(model, sg, sg.Operators(k), types):
+                on_float.add(name or "CUSTOM")
+        for t in range(sg.TensorsLength()):
+            tensor = sg.Tensors(t)
+            variables += bool(tensor.IsVariable())
+            if t in outputs or is_constant(model, tensor):
+                (acts if t in outputs else consts).add(types.get(tensor.Type(), "").lower())
+    if "int16" in acts:
+        quant = "int16x8"
+    elif acts & {"int8", "uint8"}:
+        quant = "int8"
+    elif "float16" in consts:
+        quant = "fp16"
+    elif consts & {"int8", "uint8"}:
+        quant = "dynamic"
+    else:
+        quant = "fp32"
+    float_ops = tuple(sorted(on_float)) if quant in ("int8", "int16x8") else ()
+    return FlatbufferFacts(quant, variables, state_ops, float_ops)
+
+
+_EDGE_OPS = {"QUANTIZE", "DEQUANTIZE"}  # float I/O of an integer model passes through these
+
+
+def _computes_in_float(model, sg, op, types: dict) -> bool:
+    """True when one of ``op``'s computed (non-constant) inputs or outputs is float32."""
+    from edge_tool.modelfiles.tflite_model import is_constant  # noqa: PLC0415
+
+    for i in (*op.InputsAsNumpy(), *op.OutputsAsNumpy()):
+        if i >= 0:
+            t = sg.Tensors(int(i))
+            if types.get(t.Type(), "").lower() == "float32" and not is_constant(model, t):
+                return True
+    return False

@@ -1,0 +1,121 @@
+"""edgetool's one use of tf.lite.experimental.QuantizationDebugger: calibrate for int8, rank layers by error.
+
+The debugger compares each quantized tensor with its float counterpart, so it needs the float model: it gets a
+converter set up by ``recipes.configure_full_int8`` and calibration samples fed by name. Two callers:
+
+- ``edgetool eval --per-layer`` (``worst_layers``) rebuilds an int8 model of the reference SavedModel on the
+  first MAX_DEBUG_SAMPLES eval samples (in data order; the streaming eval pass keeps them aside). The figures
+  describe an int8 quantization of the reference on the eval data, which matches the artefact when the artefact
+  was made the same way (same calibration data gives identical scales; other calibration data, similar ones).
+- ``convert --quant auto``'s selective int8 (``convert.selective``) keeps the debugger to re-quantize with the
+  worst layers left in float (``float_fallback``).
+
+Layers are ranked by rmse/scale (the debugger's standard measure: ~0.29 is ideal rounding).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import math
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from calibration.serial import Record, spec
+from edge_tool.errors import ConversionError
+
+MAX_DEBUG_SAMPLES = 100  # samples the per-layer debugger sees (the first ones of --data)
+
+
+@dataclass(frozen=True)
+class LayerError(Record):
+    """One layer's quantization error from the QuantizationDebugger (rmse/scale: ~0.29 is ideal rounding)."""
+
+    op_name: str = field(metadata=spec("op"))
+    tensor_name: str = field(metadata=spec("tensor"))
+    rmse_over_scale: float
+    max_abs_error: float
+    scale: float
+
+
+@contextlib.contextmanager
+def quiet_debugger() -> Iterator[None]:
+    """Hide the debugger's prints and the deprecation warning of the tf.lite.Interpreter it runs inside."""
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def calibrate_and_rank(tf, converter, inputs: Mapping[str, np.ndarray], failure: str, *, limit: int | None = None,
+                       float_fallback: bool = False, summarize: Callable[[str], str] = str):
+    """(debugger, every quantized layer worst first) for ``converter`` (a fresh TFLiteConverter) made full int8.
+
+    ``inputs`` (``{input name: samples}``, the first ``limit``) serve both as calibration and as the debugger's
+    comparison data. ``failure`` completes "The quantization debugger could not ..." in the ConversionError, followed
+    by ``summarize`` of the library's error text.
+    """
+    from tensorflow.lite.python.convert_phase import ConverterError  # noqa: PLC0415
+
+    dump = io.StringIO()
+    try:
+        with quiet_debugger():
+            debugger = _debugger(tf, converter, inputs, limit, float_fallback)
+            debugger.run()
+        debugger.layer_statistics_dump(dump)
+    except (ConverterError, ValueError, RuntimeError) as exc:
+        raise ConversionError(f"The quantization debugger could not {failure}: "
+                              f"{summarize(str(exc))}") from None
+    return debugger, rank_layers(dump.getvalue(), top=None)
+
+
+def _debugger(tf, converter, inputs: Mapping[str, np.ndarray], limit: int | None, float_fallback: bool):
+    """A QuantizationDebugger on ``converter`` calibrated and fed with ``inputs`` by name.
+
+    The converter gets the by-name representative dataset; the debugger's own comparison data (fed by tensor
+    position only) is put in the input-tensor order of the debug model it built.
+    """
+    from edge_tool.litert.feeding import input_order, samples_by_name  # noqa: PLC0415
+    from edge_tool.litert.recipes import configure_full_int8  # noqa: PLC0415
+
+    configure_full_int8(tf, converter, samples_by_name(inputs, limit), float_fallback=float_fallback)
+    holder = {}
+
+    def debug_dataset() -> Iterator[list]:
+        order = input_order(holder["debugger"].quant_model, list(inputs))
+        for sample in samples_by_name(inputs, limit)():
+            yield [sample[name] for name in order]
+
+    holder["debugger"] = tf.lite.experimental.QuantizationDebugger(converter=converter, debug_dataset=debug_dataset)
+    return holder["debugger"]
+
+
+def worst_layers(saved_model: Path, inputs: dict, input_order: list[str], top: int) -> tuple[LayerError, ...]:
+    """The ``top`` layers of an int8 quantization of ``saved_model`` with the largest rmse/scale.
+
+    ``inputs`` maps input names to samples in their own dtypes; the ``input_order`` names are fed, by name.
+    """
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
+
+    tf = import_tf()
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))
+    _, ranking = calibrate_and_rank(tf, converter, {name: inputs[name] for name in input_order},
+                                    f"rebuild an int8 model of {saved_model}", limit=MAX_DEBUG_SAMPLES)
+    return ranking[:top]
+
+
+def rank_layers(csv_text: str, top: int | None) -> tuple[LayerError, ...]:
+    """Parse layer_statistics_dump CSV, compute rmse/scale = sqrt(mean_squared_error)/scale, keep the worst ``top``."""
+    rows = []
+    for row in csv.DictReader(io.StringIO(csv_text)):
+        scale = float(row["scale"])
+        if not scale > 0:
+            continue
+        rmse = math.sqrt(max(float(row["mean_squared_error"]), 0.0))
+        rows.append(LayerError(row["op_name"], row["tensor_name"], rmse / scale, float(row["max_abs_error"]), scale))
+    rows.sort(key=lambda e: e.rmse_over_scale, reverse=True)
+    return tuple(rows[:top])

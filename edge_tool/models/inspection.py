@@ -1,0 +1,287 @@
+"""What a SavedModel directory or .tflite file takes and gives, how big it is, and where it came from.
+
+``inspect_model(path).to_dict()`` (what ``edgetool inspect --json`` prints) has these keys:
+
+- ``path`` (str), ``format``: ``"saved_model"`` | ``"tflite"``, ``size_bytes`` (int; whole dir for a SavedModel)
+- ``signatures``: list of ``{"key", "inputs": [{"name", "dtype", "shape"}], "outputs": [...]}``; shapes use
+  ``null`` for unknown dims. SavedModel: every callable signature (``serving_default`` is required);
+  tflite: its signatures (or ``key: ""`` with raw input/output details if it has none).
+- ``parameters``: ``{"total", "trainable", "non_trainable", "by_dtype": {dtype: elements}}``. SavedModel:
+  element counts of the model's variables from the object graph (the root's ``variables`` list when it
+  has one, so Keras metric counters are not counted); tflite: elements of constant (weight) tensors, with
+  ``trainable``/``non_trainable`` null and ``by_dtype`` showing quantization (e.g. int8 vs float32).
+- ``keras``: ``{"flavor", "reloadable_as_keras", "note"}``; flavor is ``"keras2"`` (tf_keras ``model.save``),
+  ``"keras3-export"`` (Keras 3 ``model.export()``), ``"tf-saved-model"`` (plain ``tf.saved_model.save``) or
+  null for tflite. ``reloadable_as_keras`` is the result of really calling ``tf_keras.models.load_model``
+  and getting a ``tf_keras.Model`` back (null for tflite, and null when it was not tried: the model carries code
+  and ``--trust-model-code`` was not given).
+- ``model_code``: ``{"python": [{"layer", "kind", "where"}], "side_effect_ops": [{"op", "effect", "where"}],
+  "trusted": bool}``: Python code in the Keras config and ops with effects outside tensors (Flex ops of a tflite),
+  found by reading the files (``edge_tool.modelcode``, docs/security.md); nothing of the model runs unless
+  ``trusted`` (``--trust-model-code``) or both lists are empty.
+- ``distribution`` (SavedModel only, else null): ``{"variable_synchronization": {"AUTO"|"ON_WRITE"|"ON_READ"|"NONE": n},
+  "device_jobs": [job names pinned in the graphs, e.g. "worker"], "loaded_variable_classes": {class: n},
+  "traces": [human-readable conclusions]}``. Mirrored strategies save trainable variables with
+  synchronization ON_WRITE (MirroredVariable); without a strategy they stay AUTO.
+- ``training``: the ``train.json`` sidecar's ``strategy``, ``num_replicas`` and ``eval_accuracy`` when present, else null.
+- ``tflite`` (tflite only, else null): ``{"ops": {op: n}, "weight_dtypes": {dtype: tensors},
+  "activation_dtypes": {dtype: tensors}, "variable_tensors": n, "state_warning": str | null, "metadata"}``; variable
+  tensors hold state across invocations (recurrent h/c of a fixed-batch LSTM): the warning says to call
+  ``reset_all_variables()`` between independent samples. ``metadata`` is null without embedded TFLite model
+  metadata, else ``{"name", "description", "version", "author", "min_parser_version", "inputs"/"outputs": [{"name",
+  "description", "content", "normalization": {"mean", "std"} | null, "labels_file"}], "packed_files",
+  "label_count", "labels", "problems"}`` (see docs/metadata.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from calibration.safe_open import open_regular, read_regular
+from calibration.serial import Record
+from edge_tool.errors import ModelError
+from edge_tool.modelfiles.limits import MAX_SMALL_TEXT_BYTES, read_tflite
+from edge_tool.modelcode.guard import code_report
+from edge_tool.modelcode.keras_reload import keras_reloadability
+from edge_tool.models.modelio import SERVING, SignatureInfo
+
+TFLITE_MAGIC = b"TFL3"
+_SYNC = {0: "AUTO", 1: "NONE", 2: "ON_WRITE", 3: "ON_READ"}
+
+
+@dataclass(frozen=True)
+class ParamCount(Record):
+    """Element counts of a model's weights."""
+
+    total: int
+    trainable: int | None
+    non_trainable: int | None
+    by_dtype: dict
+
+
+@dataclass(frozen=True)
+class InspectReport(Record):
+    """Everything ``edgetool inspect`` reports about one model; ``to_dict`` has the keys the module docstring lists."""
+
+    path: Path
+    format: str
+    size_bytes: int
+    signatures: tuple[SignatureInfo, ...]
+    parameters: ParamCount
+    keras: dict | None = None
+    distribution: dict | None = None
+    training: dict | None = None
+    tflite: dict | None = None
+    model_code: dict | None = None
+
+
+def inspect_model(path: Path, trust_model_code: bool = False) -> InspectReport:
+    """Inspect a SavedModel directory or a .tflite file; ModelError (exit 2) for anything else. A model that carries
+    code (``model_code``) is only read, never loaded, unless ``trust_model_code``."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"Expected a SavedModel directory or a .tflite file at {path}, but nothing is there.")
+    if path.is_dir():
+        return inspect_saved_model(path, trust_model_code)
+    with open_regular(path, "a SavedModel directory or a .tflite file", ModelError) as f:
+        head = f.read(8)
+    if len(head) < 8 or head[4:8] != TFLITE_MAGIC:
+        raise ModelError(
+            f"{path} is not a TFLite flatbuffer (expected the 'TFL3' identifier at byte 4, found {head[4:8]!r}). "
+            f"Pass a SavedModel directory or a .tflite file written by a TFLite converter."
+        )
+    return inspect_tflite(path, trust_model_code)
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _meta_graph(path: Path):
+    """The first MetaGraphDef of the SavedModel at ``path`` (ModelError if it is not one)."""
+    from edge_tool.models.modelio import read_meta_graph  # noqa: PLC0415
+
+    return read_meta_graph(path)
+
+
+def _all_signatures(path: Path, mg) -> tuple[SignatureInfo, ...]:
+    from edge_tool.models.modelio import saved_model_signature  # noqa: PLC0415
+
+    keys = sorted(k for k in mg.signature_def if not k.startswith("__"))
+    keys.sort(key=lambda k: k != SERVING)
+    return tuple(saved_model_signature(path, k) for k in keys)
+
+
+def _model_variables(mg) -> list:
+    """SavedVariable protos of the model: the root's ``variables`` list if any, else every variable node."""
+    nodes = mg.object_graph_def.nodes
+    root = {c.local_name: c.node_id for c in nodes[0].children} if nodes else {}
+    ids = None
+    if "variables" in root:
+        listed = [c.node_id for c in nodes[root["variables"]].children]
+        if listed and all(nodes[i].WhichOneof("kind") == "variable" for i in listed):
+            ids = listed
+    if ids is None:
+        ids = [i for i, n in enumerate(nodes) if n.WhichOneof("kind") == "variable"]
+    return [nodes[i].variable for i in dict.fromkeys(ids)]
+
+
+def _param_count(variables) -> ParamCount:
+    from tensorflow.python.framework import dtypes  # noqa: PLC0415
+
+    total = trainable = 0
+    by_dtype: Counter = Counter()
+    for v in variables:
+        n = 1
+        for d in v.shape.dim:
+            n *= max(int(d.size), 0)
+        total += n
+        trainable += n if v.trainable else 0
+        by_dtype[dtypes.as_dtype(v.dtype).name] += n
+    return ParamCount(total, trainable, total - trainable, dict(by_dtype))
+
+
+def _device_jobs(mg) -> list[str]:
+    """Cluster job names found in node devices and in the device filters of call ops' config_proto."""
+    from tensorflow.core.protobuf import config_pb2  # noqa: PLC0415
+
+    nodes = list(mg.graph_def.node)
+    for fn in mg.graph_def.library.function:
+        nodes.extend(fn.node_def)
+    devices, configs = set(), set()
+    for n in nodes:
+        devices.add(n.device)
+        if "config_proto" in n.attr and n.attr["config_proto"].s:
+            configs.add(n.attr["config_proto"].s)
+    for raw in configs:
+        cfg = config_pb2.ConfigProto()
+        try:
+            cfg.ParseFromString(raw)
+        except Exception:  # noqa: BLE001  an unparseable attr is simply not a trace
+            continue
+        devices.update(cfg.device_filters)
+        devices.update(f"/job:{job.name}" for job in cfg.cluster_def.job)
+    return sorted({d.split("/job:")[1].split("/")[0] for d in devices if "/job:" in d})
+
+
+def _distribution(mg, variables, loaded_classes: dict) -> dict:
+    trainable_sync = Counter(_SYNC.get(v.synchronization, str(v.synchronization)) for v in variables if v.trainable)
+    sync = Counter(_SYNC.get(v.synchronization, str(v.synchronization)) for v in variables)
+    jobs = _device_jobs(mg)
+    traces = []
+    if trainable_sync.get("ON_WRITE"):
+        traces.append(f"{trainable_sync['ON_WRITE']} trainable variable(s) saved with synchronization ON_WRITE: "
+                      "created under a mirrored strategy (MirroredVariable; Mirrored/MultiWorkerMirrored).")
+    if "worker" in jobs or "chief" in jobs:
+        traces.append(f"graphs pinned to cluster job(s) {jobs}: traced inside a multi-worker cluster.")
+    if "ps" in jobs:
+        traces.append("graphs pinned to a 'ps' job: traced under ParameterServerStrategy.")
+    if not traces:
+        traces.append("no distribution-strategy traces (variables AUTO-synchronised, no cluster devices).")
+    return {"variable_synchronization": dict(sync), "device_jobs": jobs,
+            "loaded_variable_classes": loaded_classes, "traces": traces}
+
+
+def _training_sidecar(path: Path) -> dict | None:
+    sidecar = path / "train.json"
+    if not sidecar.is_file():
+        return None
+    try:
+        data = json.loads(read_regular(sidecar, "a train.json sidecar", ModelError, MAX_SMALL_TEXT_BYTES))
+    except (OSError, ValueError, RecursionError, ModelError):  # unreadable, not JSON, or too large: no sidecar
+        return None
+    if not isinstance(data, dict):
+        return None
+    cfg = data.get("config") if isinstance(data.get("config"), dict) else {}
+
+    def number(value):  # a hand-edited or hostile train.json must not break the report
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    return {"strategy": str(cfg.get("strategy")), "num_replicas": number(data.get("num_replicas")),
+            "workers": len(data["workers"]) if isinstance(data.get("workers"), list) else None,
+            "eval_accuracy": number(data.get("eval_accuracy"))}
+
+
+def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectReport:
+    """Signatures, parameter count, Keras flavour/reloadability, strategy traces and code found of a SavedModel dir
+    (loaded with TensorFlow only when it carries no code, or ``trust_model_code``)."""
+    from edge_tool.core.env import import_tf  # noqa: PLC0415
+    from edge_tool.models.modelio import saved_model_flavor, saved_model_signature  # noqa: PLC0415
+
+    path = Path(path)
+    mg = _meta_graph(path)
+    saved_model_signature(path, SERVING)  # ModelError (exit 2) when there is no serving signature
+    signatures = _all_signatures(path, mg)
+    variables = _model_variables(mg)
+    code = code_report(path, trust_model_code)
+    loaded_classes = {}
+    if trust_model_code or not code["side_effect_ops"]:  # loading runs restore and resource-init functions
+        tf = import_tf()
+        try:
+            loaded = tf.saved_model.load(str(path))
+        except Exception as exc:  # a corrupt or incompatible SavedModel: say so instead of a traceback
+            raise ModelError(f"tf.saved_model.load could not load {path}: {type(exc).__name__}: {exc}") from None
+        loaded_classes = dict(Counter(type(v).__name__ for v in getattr(loaded, "variables", [])))
+    flavor = saved_model_flavor(path)
+    return InspectReport(
+        path=path, format="saved_model", size_bytes=_dir_size(path), signatures=signatures,
+        parameters=_param_count(variables), keras=keras_reloadability(path, flavor, code),
+        distribution=_distribution(mg, variables, loaded_classes), training=_training_sidecar(path),
+        model_code=code,
+    )
+
+
+def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
+    """Signatures (via the LiteRT interpreter), weight elements by dtype and op counts of a .tflite file."""
+    from edge_tool.models.modelio import flatbuffer_signature, tflite_signature  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
+
+    path = Path(path)
+    data = read_tflite(path)
+    try:
+        summary = summarize_tflite(data)
+    except Exception as exc:  # flatbuffer decoding raises assorted errors on truncated/corrupt files
+        raise ModelError(f"{path} has a TFLite header but its flatbuffer is unreadable: {type(exc).__name__}: {exc}") from None
+    try:
+        signature = tflite_signature(path)
+    except ModelError:
+        if not summary.flex_ops:
+            raise
+        signature = flatbuffer_signature(data)  # LiteRT opens no Flex model; the flatbuffer still says
+    by_dtype = _tflite_weight_elements(data)
+    params = ParamCount(sum(by_dtype.values()), None, None, by_dtype)
+    return InspectReport(
+        path=path, format="tflite", size_bytes=len(data), signatures=(signature,), parameters=params,
+        tflite={"ops": summary.ops, "weight_dtypes": summary.weight_dtypes,
+                "activation_dtypes": summary.activation_dtypes, "variable_tensors": summary.variable_tensors,
+                "state_warning": state_warning(summary.variable_tensors), "metadata": _embedded_metadata(data)},
+        model_code=code_report(path, trust_model_code),
+    )
+
+
+def _embedded_metadata(data: bytes) -> dict | None:
+    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
+
+    found = read_metadata(data)
+    return None if found is None else found.to_dict()
+
+
+def _tflite_weight_elements(data: bytes) -> dict:
+    """Elements of constant tensors, per dtype (int8 weights show up as int8, their float biases as float32)."""
+    from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
+
+    schema = _schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
+    names = _names(schema.TensorType)
+    counts: Counter = Counter()
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            if is_constant(model, t):
+                n = 1
+                for d in (t.shape if t.shape is not None else []):
+                    n *= int(d)
+                counts[names.get(t.type, str(t.type)).lower()] += n
+    return dict(counts)

@@ -1,0 +1,136 @@
+"""Rewrite references to edgetool modules that moved floors (issue 24, "Layering"): imports, module strings
+(``python -m edge_tool.…``, monkeypatch targets) and repository paths in code and docs.
+
+Run from the repository root after merging code written against the old layout::
+
+    python scripts/rewrite_moved_imports.py            # rewrite in place, list the files changed
+    python scripts/rewrite_moved_imports.py --check    # exit 1 naming files that still use an old name
+
+It rewrites ``edge_tool.old.name`` (and ``edge_tool/old/name.py``) and the one-name form
+``from edge_tool.old import name``; anything else it cannot be sure of is left for a human (``--check`` finds it).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# old dotted module -> new dotted module (a package moves with everything under it)
+MOVES: dict[str, str] = {
+    # step 2: auto above convert and evaluate; tasks and the shared LiteRT pieces below both
+    "edge_tool.convert.auto": "edge_tool.auto",
+    "edge_tool.evaluate.tasks": "edge_tool.tasks",
+    "edge_tool.evaluate.isolated": "edge_tool.litert.isolated",
+    "edge_tool.evaluate.per_layer": "edge_tool.litert.per_layer",
+    "edge_tool.evaluate.tflite_runner": "edge_tool.litert.tflite_runner",
+    "edge_tool.evaluate.flatbuffer_facts": "edge_tool.litert.flatbuffer_facts",
+    "edge_tool.demo.litert": "edge_tool.convert.fixed_int8",  # its tflite_spec (the page's model check): demo.litert_spec
+    # step 4: the flat top floor grouped into named floors
+    "edge_tool.childproc": "edge_tool.core.childproc",
+    "edge_tool.env": "edge_tool.core.env",
+    "edge_tool.fsutil": "edge_tool.core.fsutil",
+    "edge_tool.outswap": "edge_tool.core.outswap",
+    "edge_tool.scratch": "edge_tool.core.scratch",
+    "edge_tool.signals": "edge_tool.core.signals",
+    "edge_tool.stdio": "edge_tool.core.stdio",
+    "edge_tool.steps": "edge_tool.core.steps",
+    "edge_tool.textsafe": "edge_tool.core.textsafe",
+    "edge_tool.tflite_model": "edge_tool.modelfiles.tflite_model",
+    "edge_tool.limits": "edge_tool.modelfiles.limits",
+    "edge_tool.keras_archive": "edge_tool.modelfiles.keras_archive",
+    "edge_tool.tfjs_manifest": "edge_tool.modelfiles.tfjs_manifest",
+    "edge_tool.checkpoint": "edge_tool.modelfiles.checkpoint",
+    "edge_tool.modelio": "edge_tool.models.modelio",
+    "edge_tool.inspection": "edge_tool.models.inspection",
+    "edge_tool.fixed_batch": "edge_tool.models.fixed_batch",
+    "edge_tool.labelmap": "edge_tool.models.labelmap",
+    "edge_tool.runtime": "edge_tool.litert.runtime",
+    "edge_tool.feeding": "edge_tool.litert.feeding",
+    "edge_tool.recipes": "edge_tool.litert.recipes",
+    "edge_tool.site_files": "edge_tool.webserver.files",
+    "edge_tool.site_guard": "edge_tool.webserver.guard",
+    "edge_tool.site_gzip": "edge_tool.webserver.compress",
+    "edge_tool.site_handler": "edge_tool.webserver.handler",
+    "edge_tool.site_server": "edge_tool.webserver.server",
+    "edge_tool.serve": "edge_tool.demo.serve",
+    "edge_tool.keras_files": "edge_tool.workflows.keras_files",
+}
+
+SUFFIXES = (".py", ".md", ".toml", ".sh", ".cfg", ".txt", ".in", ".json")
+SKIP = ("scripts/rewrite_moved_imports.py", "edgetool.egg-info/")
+
+
+def _files() -> list[Path]:
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [ROOT / f for f in out.splitlines() if f.endswith(SUFFIXES) or f.startswith(".ci/")
+            if not f.startswith(SKIP) and (ROOT / f).is_file()]
+
+
+def _patterns() -> list[tuple[re.Pattern, str]]:
+    subs = []
+    for old, new in sorted(MOVES.items(), key=lambda kv: -len(kv[0])):  # longest first: a.b.c before a.b
+        dotted = re.escape(old)
+        subs.append((re.compile(rf"(?<![\w.]){dotted}(?!\w)"), new))
+        parent, _, name = old.rpartition(".")
+        new_parent, _, new_name = new.rpartition(".")
+        alias = "" if new_name == name else f" as {name}"
+        subs.append((re.compile(rf"\bfrom {re.escape(parent)} import {re.escape(name)}\b(?!\s*(,|as\b))"),
+                     f"from {new_parent} import {new_name}{alias}"))
+        subs.append((re.compile(rf"\bfrom {re.escape(parent)} import {re.escape(name)} as\b"),
+                     f"from {new_parent} import {new_name} as"))
+        path_old, path_new = old.replace(".", "/"), new.replace(".", "/")
+        subs.append((re.compile(rf"(?<![\w/]){re.escape(path_old)}(?=/|\.py\b)"), path_new))
+    return subs
+
+
+_FROM_MANY = re.compile(r"^(?P<indent>[ \t]*)from (?P<parent>edge_tool(?:\.\w+)*) import (?P<names>\w+(?:, *\w+)+)[ \t]*$",
+                        re.MULTILINE)
+
+
+def _split_from_many(match: re.Match) -> str:
+    """``from edge_tool import a, b`` naming moved modules: one import line per new parent, the rest kept."""
+    indent, parent = match["indent"], match["parent"]
+    kept, moved = [], {}
+    for name in (n.strip() for n in match["names"].split(",")):
+        new = MOVES.get(f"{parent}.{name}")
+        if new is None:
+            kept.append(name)
+            continue
+        new_parent, _, new_name = new.rpartition(".")
+        moved.setdefault(new_parent, []).append(name if new_name == name else f"{new_name} as {name}")
+    if not moved:
+        return match[0]
+    lines = [f"{indent}from {parent} import {', '.join(kept)}"] if kept else []
+    lines += [f"{indent}from {p} import {', '.join(names)}" for p, names in moved.items()]
+    return "\n".join(lines)
+
+
+def rewrite(text: str) -> str:
+    """``text`` with every moved module's name and path replaced by its new one."""
+    text = _FROM_MANY.sub(_split_from_many, text)
+    for pattern, repl in _patterns():
+        text = pattern.sub(repl, text)
+    return text
+
+
+def main(argv: list[str]) -> int:
+    """Rewrite (or with --check, only list) the files that name a moved module."""
+    check = "--check" in argv
+    changed = []
+    for f in _files():
+        text = f.read_text(encoding="utf-8", errors="surrogateescape")
+        new = rewrite(text)
+        if new != text:
+            changed.append(str(f.relative_to(ROOT)))
+            if not check:
+                f.write_text(new, encoding="utf-8", errors="surrogateescape")
+    print("\n".join(changed))
+    return 1 if check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
