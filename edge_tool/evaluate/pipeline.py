@@ -219,7 +219,7 @@ def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config:
     if not any(_per_layer_eligible(a) for a in arts):
         return results
     order = [s.name for s in ref.input_specs]
-    worst = worst_layers(config.reference, data.kept_inputs(), order, config.per_layer_top)
+    worst = worst_layers(config.reference, data.kept_inputs(), order, config.per_layer_top, ref.signature.key)
     return [replace(r, per_layer=worst) if _per_layer_eligible(a) else r
             for r, a in zip(results, arts)] + results[len(arts):]  # --device rows after the host rows
 
