@@ -25,7 +25,7 @@ MOVES: dict[str, str] = {
     "edge_tool.convert.auto": "edge_tool.auto",
     "edge_tool.evaluate.tasks": "edge_tool.tasks",
     "edge_tool.evaluate.isolated": "edge_tool.litert.isolated",
-    "edge_tool.evaluate.per_layer": "edge_tool.litert.per_layer",
+    "edge_tool.evaluate.per_layer": "edge_tool.converter.per_layer",
     "edge_tool.evaluate.tflite_runner": "edge_tool.litert.tflite_runner",
     "edge_tool.evaluate.flatbuffer_facts": "edge_tool.litert.flatbuffer_facts",
     "edge_tool.demo.litert": "edge_tool.convert.fixed_int8",  # its tflite_spec (the page's model check): demo.litert_spec

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tool.convert.diagnose import describe_failure, summarize_converter_error
+from edge_tool.converter.diagnose import describe_failure, summarize_converter_error
 from tests.conftest import REPO, run_edgetool
 from tests.schema_check import validated
 
@@ -230,13 +230,14 @@ def test_multi_input_int8_and_int16x8_calibrate_by_name_like_the_raw_converter(m
 def test_selective_int8_debugger_feeds_multi_input_models_by_name(multi_input):
     import calibration
     from edge_tool.convert.selective import SelectiveInt8
+    from edge_tool.converter.run import new_converter
     from edge_tool.core.env import import_tf
     from edge_tool.models.modelio import saved_model_signature
 
     tf = import_tf()
     specs = calibration.specs_from(saved_model_signature(multi_input).inputs)
     ds = calibration.load(multi_input / "calibration.npz", specs, calibration.LoadOptions(samples=50))
-    sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(multi_input)), ds.inputs, "multi")
+    sel = SelectiveInt8(tf, new_converter(multi_input), ds.inputs, "multi")
     assert len(sel.ranking) >= 4  # conv, three dense layers, ... each measured
     assert all(np.isfinite(e.rmse_over_scale) for e in sel.ranking)
     model = sel.build([sel.ranking[0].tensor_name])

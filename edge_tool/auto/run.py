@@ -15,6 +15,7 @@ from edge_tool.auto.policy import choose, reason
 from edge_tool.auto.render import short_layer, to_markdown
 from edge_tool.auto.result import FILE, AutoResult, Candidate
 from edge_tool.convert.source import is_keras_file, prepare_source
+from edge_tool.converter.run import new_converter
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.steps import step
@@ -94,7 +95,7 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     inputs = prepare_inputs(tf, _convert_config(config, work / "unused"), source)
     ds, spec = inputs.dataset, inputs.metadata  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
-        sel = SelectiveInt8(tf, tf.lite.TFLiteConverter.from_saved_model(str(source.saved_model)), ds.inputs,
+        sel = SelectiveInt8(tf, new_converter(source.saved_model, signature=source.signature.key), ds.inputs,
                             str(config.model))
     layers = sel.candidates(config.max_float_layers)
     notes = ["int8 layers by rmse/scale (worst first): "

@@ -185,7 +185,7 @@ def _build_tfjs(ctx: BuildContext, out_dir: Path, worker=None) -> tuple[WrittenA
 def convert(config: ConvertConfig) -> ConvertResult:
     """Run every requested conversion into a temp dir beside OUTDIR, write manifest.json, then rename.
 
-    The TFLite modes share one GraphDef and one calibration (see ``convert.converter``); with two CPUs the
+    The TFLite modes share one GraphDef and one calibration (see ``converter.fast_path``); with two CPUs the
     TFJS export runs in a worker process started before TensorFlow is imported here.
     """
     check_output_dir(config.output_dir, config.force, config.inputs)
@@ -264,7 +264,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tup
 
 def _warn_if_public_converter() -> None:
     """One line when the fast path is off for a reason the user did not choose (same files, slower)."""
-    from edge_tool.convert.converter import fast_path_problem  # noqa: PLC0415
+    from edge_tool.converter.fast_path import fast_path_problem  # noqa: PLC0415
 
     problem = fast_path_problem()
     if problem and not problem.startswith("EDGETOOL_FAST_CONVERT"):

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calibration.spec import dtype_name
+from edge_tool.converter.fast_path import SharedSource
+from edge_tool.converter.run import Refusal, new_converter, run_converter
 from edge_tool.errors import ModelError, UsageError
 
 
@@ -62,9 +65,18 @@ def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[s
     with tempfile.TemporaryDirectory(prefix="edgetool-b1-") as work:
         fixed = Path(work) / "batch1"
         save_fixed_batch(Path(saved_model), fixed, 1, info.key, trust_model_code=trust_model_code)
+        shared = SharedSource(fixed, SERVING)  # the batch-1 re-export: its GraphDef is read once for every mode
         for mode in modes:
-            conv = tf.lite.TFLiteConverter.from_saved_model(str(fixed))
+            conv = new_converter(shared)
             if mode == "int8":
                 configure_full_int8(tf, conv, ds.representative_dataset(), None)
-            out[mode] = conv.convert()
+            out[mode] = run_converter(conv, _refusal(saved_model, mode))
     return out
+
+
+def _refusal(saved_model: Path, mode: str) -> Refusal:
+    return Refusal(saved_model, f"The batch-1 {mode} conversion of {saved_model} for LiteRT.js failed",
+                   builtin_only="LiteRT.js runs builtin ops only (it has no Flex delegate): replace them in the model.",
+                   loop="--litert builds a calibrated int8 model: give the Keras model a fixed sequence length (its "
+                        "batch-1 re-trace then unrolls the loop), or pass --tflite with a batch-1 model built without "
+                        "calibration (convert --batch 1 --quant dynamic).")

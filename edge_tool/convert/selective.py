@@ -12,9 +12,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from edge_tool.convert.diagnose import summarize_converter_error
-from edge_tool.errors import ConversionError
-from edge_tool.litert.per_layer import LayerError, calibrate_and_rank, quiet_debugger
+from edge_tool.converter.run import Refusal, run_converter
+from edge_tool.converter.per_layer import LayerError, calibrate_and_rank, quiet_debugger
 
 IDEAL_RMSE_OVER_SCALE = 0.2887  # 1/sqrt(12): uniform rounding error of a well-quantized tensor
 
@@ -23,7 +22,7 @@ class SelectiveInt8:
     """One calibrated int8 quantization of a model, re-quantizable with any set of layers left in float."""
 
     def __init__(self, tf, converter, inputs: Mapping[str, np.ndarray], label: str) -> None:
-        """Calibrate ``converter`` (a fresh TFLiteConverter) for full int8 and measure per-layer errors.
+        """Calibrate ``converter`` (fresh, from ``new_converter``) for full int8 and measure per-layer errors.
 
         ``inputs`` (``{input name: samples}``) serve both as calibration and as the debugger's comparison
         data, fed by name. Denylisted layers later become float builtins beside the int8 ones. Raises
@@ -32,8 +31,8 @@ class SelectiveInt8:
         self._tf = tf
         self._label = label
         self._debugger, self._ranking = calibrate_and_rank(
-            tf, converter, inputs, f"calibrate {label} for int8", float_fallback=True,
-            summarize=summarize_converter_error)
+            tf, converter, inputs, self._refusal(f"The quantization debugger could not calibrate {label} for int8"),
+            float_fallback=True)
 
     @property
     def ranking(self) -> tuple[LayerError, ...]:
@@ -48,11 +47,16 @@ class SelectiveInt8:
     def build(self, float_tensors: list[str]) -> bytes:
         """The int8 model with the ops producing ``float_tensors`` left in float (float model I/O)."""
         tf = self._tf
-        try:
+
+        def quantize(_converter) -> bytes:
             with quiet_debugger():
                 self._debugger.options = tf.lite.experimental.QuantizationDebugOptions(
                     denylisted_nodes=list(float_tensors))
                 return self._debugger.get_nondebug_quantized_model()
-        except (ValueError, RuntimeError) as exc:  # mlir_quantize raises ValueError/RuntimeError
-            raise ConversionError(f"Re-quantizing {self._label} with {', '.join(float_tensors)} in float failed: "
-                                  f"{summarize_converter_error(str(exc))}") from None
+
+        return run_converter(self._debugger.converter, self._refusal(
+            f"Re-quantizing {self._label} with {', '.join(float_tensors)} in float failed"), quantize)
+
+    def _refusal(self, failed: str) -> Refusal:
+        return Refusal(self._label, failed, builtin_only="Selective int8 keeps to builtin ops (its float layers are "
+                                                         "builtin float ops): replace them in the model.")

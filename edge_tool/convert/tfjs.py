@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from edge_tool.core.childproc import module_command
-from edge_tool.convert.diagnose import python_callback_refusal, python_callbacks
+from edge_tool.converter.diagnose import python_callback_refusal, python_callbacks
 from edge_tool.convert.tfjs_layernorm import refusal, training_batchnorms, unfused_copy
 from edge_tool.errors import ConversionError, UsageError
 

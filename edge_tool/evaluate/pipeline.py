@@ -68,7 +68,7 @@ def run_eval(config: EvalConfig) -> Report:
     """
     from edge_tool.litert.isolated import scratch_dir  # noqa: PLC0415
     from edge_tool.evaluate.machine import machine_info  # noqa: PLC0415
-    from edge_tool.litert.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
+    from edge_tool.converter.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
     from edge_tool.evaluate.reference import ReferenceModel  # noqa: PLC0415
     from edge_tool.models.modelio import validate_saved_model_dir  # noqa: PLC0415
 
@@ -204,18 +204,18 @@ def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config:
     """Attach the debugger's worst layers (computed once, on the first MAX_DEBUG_SAMPLES samples) to int8 rows."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from edge_tool.litert.per_layer import worst_layers  # noqa: PLC0415
+    from edge_tool.converter.per_layer import worst_layers  # noqa: PLC0415
 
     if not any(_per_layer_eligible(a) for a in arts):
         return results
     order = [s.name for s in ref.input_specs]
-    worst = worst_layers(config.reference, data.kept_inputs(), order, config.per_layer_top)
+    worst = worst_layers(config.reference, data.kept_inputs(), order, config.per_layer_top, ref.signature.key)
     return [replace(r, per_layer=worst) if _per_layer_eligible(a) else r
             for r, a in zip(results, arts)] + results[len(arts):]  # --device rows after the host rows
 
 
 def _per_layer_notes(arts: list[Artifact], labels: list[str]) -> list[str]:
-    from edge_tool.litert.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
+    from edge_tool.converter.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
 
     notes = []
     if any(_per_layer_eligible(a) for a in arts):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calibration.serial import Record, spec
-from edge_tool.litert.per_layer import LayerError
+from edge_tool.converter.per_layer import LayerError
 
 
 @dataclass(frozen=True)

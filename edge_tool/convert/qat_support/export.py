@@ -6,7 +6,8 @@ from __future__ import annotations
 import tempfile
 
 from edge_tool.convert.qat_support.source import import_stack
-from edge_tool.errors import ConversionError, UsageError
+from edge_tool.converter.run import Refusal, new_converter, run_converter
+from edge_tool.errors import UsageError
 from edge_tool.litert.recipes import configure_full_int8
 
 IO_TYPES = ("float32", "int8", "uint8")
@@ -48,11 +49,11 @@ def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32",
     module, serve = _serving_module(tf, qat_model, output_names or _output_names(qat_model))
     with tempfile.TemporaryDirectory(prefix="edgetool-qat-") as tmp:
         tf.saved_model.save(module, tmp, signatures={"serving_default": serve.get_concrete_function()})
-        conv = tf.lite.TFLiteConverter.from_saved_model(tmp, signature_keys=["serving_default"])
+        conv = new_converter(tmp, signature="serving_default")
         configure_full_int8(tf, conv, representative_dataset, None if io_type == "float32" else getattr(tf, io_type))
-        try:
-            return bytes(conv.convert())
-        except Exception as exc:  # the converter raises ConverterError / RuntimeError with MLIR diagnostics
-            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-            first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else type(exc).__name__)
-            raise ConversionError(f"Full-integer int8 conversion of the QAT model failed: {first[:500]}") from None
+        return bytes(run_converter(conv, _REFUSAL))
+
+
+_REFUSAL = Refusal("The QAT model", "Full-integer int8 conversion of the QAT model failed",
+                   builtin_only="QAT's full-integer model keeps to the builtin int8 op set (--allow-select-tf-ops "
+                                "does not apply to it): replace them in the model.")

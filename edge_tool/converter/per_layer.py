@@ -20,14 +20,15 @@ import csv
 import io
 import math
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from calibration.serial import Record, spec
-from edge_tool.errors import ConversionError
+from edge_tool.converter.run import Refusal, edgetool_callback, new_converter, run_converter
+from edge_tool.models.modelio import SERVING
 
 MAX_DEBUG_SAMPLES = 100  # samples the per-layer debugger sees (the first ones of --data)
 
@@ -51,38 +52,39 @@ def quiet_debugger() -> Iterator[None]:
         yield
 
 
-def calibrate_and_rank(tf, converter, inputs: Mapping[str, np.ndarray], failure: str, *, limit: int | None = None,
-                       float_fallback: bool = False, summarize: Callable[[str], str] = str):
-    """(debugger, every quantized layer worst first) for ``converter`` (a fresh TFLiteConverter) made full int8.
+def calibrate_and_rank(tf, converter, inputs: Mapping[str, np.ndarray], refusal: Refusal, *,
+                       limit: int | None = None, float_fallback: bool = False):
+    """(debugger, every quantized layer worst first) for ``converter`` (from ``new_converter``) made full int8.
 
     ``inputs`` (``{input name: samples}``, the first ``limit``) serve both as calibration and as the debugger's
-    comparison data. ``failure`` completes "The quantization debugger could not ..." in the ConversionError, followed
-    by ``summarize`` of the library's error text.
+    comparison data. The debugger converts through ``run_converter``: a failure is the ConversionError ``refusal``
+    words.
     """
-    from tensorflow.lite.python.convert_phase import ConverterError  # noqa: PLC0415
-
-    dump = io.StringIO()
-    try:
-        with quiet_debugger():
-            debugger = _debugger(tf, converter, inputs, limit, float_fallback)
-            debugger.run()
-        debugger.layer_statistics_dump(dump)
-    except (ConverterError, ValueError, RuntimeError) as exc:
-        raise ConversionError(f"The quantization debugger could not {failure}: "
-                              f"{summarize(str(exc))}") from None
-    return debugger, rank_layers(dump.getvalue(), top=None)
-
-
-def _debugger(tf, converter, inputs: Mapping[str, np.ndarray], limit: int | None, float_fallback: bool):
-    """A QuantizationDebugger on ``converter`` calibrated and fed with ``inputs`` by name.
-
-    The converter gets the by-name representative dataset; the debugger's own comparison data (fed by tensor
-    position only) is put in the input-tensor order of the debug model it built.
-    """
-    from edge_tool.litert.feeding import input_order, samples_by_name  # noqa: PLC0415
+    from edge_tool.litert.feeding import samples_by_name  # noqa: PLC0415
     from edge_tool.litert.recipes import configure_full_int8  # noqa: PLC0415
 
     configure_full_int8(tf, converter, samples_by_name(inputs, limit), float_fallback=float_fallback)
+
+    def debug(conv):
+        dump = io.StringIO()
+        with quiet_debugger():
+            debugger = _debugger(tf, conv, inputs, limit)
+            debugger.run()
+        debugger.layer_statistics_dump(dump)
+        return debugger, dump.getvalue()
+
+    debugger, stats = run_converter(converter, refusal, debug)
+    return debugger, rank_layers(stats, top=None)
+
+
+def _debugger(tf, converter, inputs: Mapping[str, np.ndarray], limit: int | None):
+    """A QuantizationDebugger on ``converter`` (calibrated by name) fed ``inputs``.
+
+    The debugger's own comparison data (fed by tensor position only) is put in the input-tensor order of the debug
+    model it built.
+    """
+    from edge_tool.litert.feeding import input_order, samples_by_name  # noqa: PLC0415
+
     holder = {}
 
     def debug_dataset() -> Iterator[list]:
@@ -90,21 +92,26 @@ def _debugger(tf, converter, inputs: Mapping[str, np.ndarray], limit: int | None
         for sample in samples_by_name(inputs, limit)():
             yield [sample[name] for name in order]
 
-    holder["debugger"] = tf.lite.experimental.QuantizationDebugger(converter=converter, debug_dataset=debug_dataset)
+    holder["debugger"] = tf.lite.experimental.QuantizationDebugger(converter=converter,
+                                                                   debug_dataset=edgetool_callback(debug_dataset))
     return holder["debugger"]
 
 
-def worst_layers(saved_model: Path, inputs: dict, input_order: list[str], top: int) -> tuple[LayerError, ...]:
-    """The ``top`` layers of an int8 quantization of ``saved_model`` with the largest rmse/scale.
+def worst_layers(saved_model: Path, inputs: dict, input_order: list[str], top: int,
+                 signature: str = SERVING) -> tuple[LayerError, ...]:
+    """The ``top`` layers of an int8 quantization of ``saved_model``'s ``signature`` with the largest rmse/scale.
 
     ``inputs`` maps input names to samples in their own dtypes; the ``input_order`` names are fed, by name.
     """
     from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
-    converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))
-    _, ranking = calibrate_and_rank(tf, converter, {name: inputs[name] for name in input_order},
-                                    f"rebuild an int8 model of {saved_model}", limit=MAX_DEBUG_SAMPLES)
+    refusal = Refusal(saved_model, f"The quantization debugger could not rebuild an int8 model of {saved_model}",
+                      builtin_only="--per-layer rebuilds the reference as a builtin-only int8 model, so it cannot "
+                                   "rank this one's layers: run eval without --per-layer.",
+                      loop="--per-layer ranks layers of a calibrated int8 model: run eval without --per-layer.")
+    _, ranking = calibrate_and_rank(tf, new_converter(saved_model, signature=signature),
+                                    {name: inputs[name] for name in input_order}, refusal, limit=MAX_DEBUG_SAMPLES)
     return ranking[:top]
 
 

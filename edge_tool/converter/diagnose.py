@@ -103,10 +103,10 @@ def converter_hint(message: str, batch: int | None, allow_select_tf_ops: bool, r
 
 
 def describe_failure(message: str, batch: int | None = None, allow_select_tf_ops: bool = False,
-                     retrace: str | None = None) -> str:
-    """Summary + hint, and the full converter text when EDGETOOL_VERBOSE is set."""
+                     retrace: str | None = None, *, hints: bool = True) -> str:
+    """Summary + hint (``hints``: convert's options apply), and the full converter text when EDGETOOL_VERBOSE is set."""
     parts = [summarize_converter_error(message) + "."]
-    hint = converter_hint(message, batch, allow_select_tf_ops, retrace)
+    hint = converter_hint(message, batch, allow_select_tf_ops, retrace) if hints else ""
     if hint:
         parts.append(hint)
     if os.environ.get("EDGETOOL_VERBOSE", "") not in ("", "0"):  # the rule of calibration.tfenv.verbose

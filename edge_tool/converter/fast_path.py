@@ -9,7 +9,7 @@ calibrations of the same model.
 
 ``SharedSource`` holds what is the same for every mode of one run — the signature-checked SavedModel, its
 GraphDef (read once), and the calibration results keyed by the float model they were made on — and
-``new_converter`` returns a ``TFLiteSavedModelConverterV2`` subclass that reads from it. Everything that
+``make_converter`` returns a ``TFLiteSavedModelConverterV2`` subclass that reads from it. Everything that
 decides the artefact (converter flags, the MLIR conversion, the quantizers and their arguments, buffer
 deduplication, conversion metadata) is TensorFlow's own code path, so each .tflite is the one the raw
 converter writes with the same settings. When the float models of int8 and int16x8 are equal (they are:
@@ -17,7 +17,8 @@ only the quantizer differs) the second one reuses the first one's calibration.
 
 The subclass leans on private TensorFlow names. ``fast_path_problem`` checks, once per process, the TF version
 and every private name and signature it relies on; on any mismatch (or ``EDGETOOL_FAST_CONVERT=0``)
-``new_converter`` returns the public ``TFLiteConverter.from_saved_model`` converter instead — slower, same files.
+``make_converter`` returns the public ``TFLiteConverter.from_saved_model`` converter instead — slower, same files.
+Callers do not use this module directly: ``edge_tool.converter.run`` makes and runs every converter.
 """
 
 from __future__ import annotations
@@ -49,13 +50,15 @@ class _Calibration:
 
 @dataclass
 class SharedSource:
-    """Per-run state shared by every converter made with ``new_converter``."""
+    """Per-run state shared by every converter made with ``make_converter``."""
 
     saved_model: Path
     signature_key: str
     tags: frozenset = frozenset({"serve"})
     _graph: tuple | None = None
     _calibrations: dict = field(default_factory=dict)
+    float_models: dict = field(default_factory=dict)  # allow_select_tf_ops -> float .tflite (the public path's guard)
+    callbacks: dict = field(default_factory=dict)  # id(edgetool callback) -> (it, its guarded wrapper), made once
 
     def graph(self, converter) -> tuple:
         """(graph_def, input_tensors, output_tensors) of the SavedModel, loaded on first use."""
@@ -116,12 +119,22 @@ def _params(func) -> tuple[str, ...]:
         return tuple(inspect.signature(func).parameters)
     except (TypeError, ValueError):
         return ()
+
+
+class LoopRefused(ConversionError):
+    """The WHILE-loop guard's refusal; ``finding`` is it without the way out, which each command words its own."""
+
+    def __init__(self, finding: str, way_out: str) -> None:
+        super().__init__(f"{finding} {way_out}")
+        self.finding = finding
+
+
 def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
-    """ConversionError for a model whose calibration would crash TensorFlow 2.19's quantizer (SIGSEGV).
+    """LoopRefused for a model whose calibration would crash TensorFlow 2.19's quantizer (SIGSEGV).
 
     Calibrating a builtin WHILE loop (a Keras GRU / SimpleRNN that ``--batch`` could not unroll; LSTM becomes a
     fused op and is fine) kills the process in ``Calibrator``, for the raw converter too; refusing keeps the run
-    alive.
+    alive. The way out it names is convert's.
     """
     from edge_tool.models.fixed_batch import MAX_UNROLL  # noqa: PLC0415
     from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
@@ -129,17 +142,17 @@ def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
     loops = [op for op in ("WHILE",) if op in summarize_tflite(bytes(float_model)).ops]
     if loops:
         bits = "int16" if getattr(activations_type, "name", "") == "int16" else "int8"
-        raise ConversionError(
+        raise LoopRefused(
             f"calibrated {bits} quantization of a model with a {loops[0]} loop (a Keras recurrent layer edgetool "
             f"could not unroll: a ConvLSTM, or a GRU/SimpleRNN over a sequence of unknown length or longer than "
             f"{MAX_UNROLL} steps; or a tf.while_loop) crashes TensorFlow "
-            "2.19's calibrator (segmentation fault, also with the raw TFLiteConverter), so edgetool refuses it. Use "
-            "--quant dynamic (int8 weights, float activations) or fp16 for this model, or give the Keras model a "
+            "2.19's calibrator (segmentation fault, also with the raw TFLiteConverter), so edgetool refuses it.",
+            "Use --quant dynamic (int8 weights, float activations) or fp16 for this model, or give the Keras model a "
             f"fixed sequence length of at most {MAX_UNROLL}: with --batch edgetool then unrolls the loop into plain "
             "ops, which calibrate. LSTM layers (fused UNIDIRECTIONAL_SEQUENCE_LSTM) calibrate as they are.")
 
 
-def new_converter(shared: SharedSource):
+def make_converter(shared: SharedSource):
     """A converter on ``shared``'s SavedModel and signature, configured like ``TFLiteConverter.from_saved_model``.
 
     The fast shared-work subclass when ``fast_path_problem()`` is None, else the public converter.

@@ -1,0 +1,4 @@
+"""The TFLite converter, run one way: ``run.new_converter``/``run.run_converter`` (every conversion edgetool makes),
+the shared-work fast path behind them (``fast_path``) and the reading of the converter's error text (``diagnose``).
+
+It sits below ``convert``, ``evaluate``, ``demo`` and ``check``, which all convert, and imports none of them."""
