@@ -8,15 +8,17 @@ import platform
 from pathlib import Path
 
 from edge_tool import __version__
+from edge_tool.convert.formats import FORMATS
 from edge_tool.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
 
 LIBRARIES = ("tensorflow", "tf-keras", "tensorflowjs", "tensorflow-model-optimization", "ai-edge-litert", "numpy")
 
 
-def library_versions() -> dict[str, str | None]:
-    """Installed versions of the libraries that shape an artefact."""
-    return {name: installed_version(name) for name in LIBRARIES}
+def library_versions(formats: tuple[str, ...] = ()) -> dict[str, str | None]:
+    """Installed versions of the libraries that shape an artefact (those of ``formats``' extras too)."""
+    extra = [lib for name in formats for lib in FORMATS[name].libraries if lib not in LIBRARIES]
+    return {name: installed_version(name) for name in (*LIBRARIES, *dict.fromkeys(extra))}
 
 
 def build_manifest(config, source, calibration_summary, artifacts: list[dict], timings: dict,
@@ -30,7 +32,7 @@ def build_manifest(config, source, calibration_summary, artifacts: list[dict], t
         options=config.to_dict(),
         calibration=calibration_summary,
         artifacts=tuple(ManifestArtifact(**a) for a in artifacts),  # a record key with no field is a TypeError
-        versions={"python": platform.python_version(), **library_versions()},
+        versions={"python": platform.python_version(), **library_versions(config.formats)},
         timings_s=timings,
         failed=failed or None,
         input_contract=input_contract or [],

@@ -14,7 +14,7 @@ FILE = "manifest.json"
 
 @dataclass(frozen=True)
 class ManifestArtifact:
-    """One artefact entry; the tflite-only fields are None on the tfjs entry and vice versa."""
+    """One artefact entry; the tflite-only fields are None on the tfjs and onnx entries, and so on."""
 
     path: str
     format: str
@@ -31,12 +31,20 @@ class ManifestArtifact:
     micro: dict | None = None
     self_check: dict | None = None
     fixed_batch: dict | None = None
+    opset: int | None = None  # onnx: the ONNX opset of the default domain
+    agreement: dict | None = None  # onnx: the file in ONNX Runtime against the SavedModel
+    quantization: dict | None = None  # onnx int8: how quantize_static quantized it
 
     def to_dict(self) -> dict:
-        """The entry as written (tflite: sha256, tensors, state_warning, metadata always present; tfjs: files)."""
+        """The entry as written (tflite: sha256, tensors, state_warning, metadata always present; tfjs: files;
+        onnx: sha256, opset, agreement, and quantization for int8)."""
         head = {"path": self.path, "format": self.format, "quant": self.quant, "size_bytes": self.size_bytes}
         if self.format == "tfjs":
             return {**head, "files": self.files, "seconds": self.seconds}
+        if self.format == "onnx":
+            d = {**head, "sha256": self.sha256, "seconds": self.seconds, "opset": self.opset,
+                 "agreement": self.agreement}
+            return d if self.quantization is None else {**d, "quantization": self.quantization}
         d = {**head, "sha256": self.sha256, "seconds": self.seconds, "tensors": self.tensors,
              "state_warning": self.state_warning, "metadata": self.metadata}
         d.update({k: v for k, v in (("self_check", self.self_check), ("qat", self.qat), ("int16x8", self.int16x8),
