@@ -55,9 +55,7 @@ def build(job: FormatJob, mode: QuantMode) -> tuple[WrittenArtifact, dict]:
     ctx = job.ctx
     path = job.out_dir / artifact_name(ctx.config.model, mode.value, ".onnx")
     with step(f"convert onnx {mode.value}") as timed:
-        if "onnx" not in job.cache:
-            job.cache["onnx"] = _export(ctx)
-        data = job.cache["onnx"]
+        data = _exported(job)
         if mode is QuantMode.INT8:
             data = _quantize(data, ctx, job.work / "onnx-int8")
         agreement = _agreement(data, ctx, mode.value)
@@ -77,12 +75,23 @@ def build(job: FormatJob, mode: QuantMode) -> tuple[WrittenArtifact, dict]:
     return WrittenArtifact(path, "onnx", mode.value, len(data), timed.seconds), record
 
 
+def _exported(job: FormatJob) -> bytes:
+    """The float ONNX model of this run: exported once, shared by fp32 and int8 (a refusal too, said once)."""
+    if "onnx" not in job.cache:
+        try:
+            job.cache["onnx"] = _export(job.ctx)
+        except ConversionError as exc:
+            job.cache["onnx"] = exc
+            raise
+    if isinstance(job.cache["onnx"], ConversionError):
+        raise ConversionError("the float ONNX model it is quantized from could not be built (said above).")
+    return job.cache["onnx"]
+
+
 def _missing_extra(exc: ImportError) -> UsageError:
-    message = FORMATS["onnx"].missing_extra() or (
-        "--format onnx needs the optional 'onnx' extra, which does not import here "
-        f"({type(exc).__name__}: {exc}): pip install 'edgetool[onnx]' (tf2onnx, onnx, onnxruntime and a protobuf "
-        "TensorFlow accepts), then run the same command again.")
-    return UsageError(message)
+    return UsageError(FORMATS["onnx"].missing_extra() or (
+        f"--format onnx needs the optional 'onnx' extra, which does not import here ({type(exc).__name__}: {exc}): "
+        "pip install 'edgetool[onnx]' (tf2onnx, onnx, onnxruntime, a protobuf TensorFlow accepts), then run again."))
 
 
 class _Captured(logging.Handler):
@@ -135,8 +144,7 @@ def _export(ctx) -> bytes:
 
 
 def _unknown_ops(model) -> list[str]:
-    """Op types no ONNX opset defines: the TensorFlow ops tf2onnx left in the graph unconverted (ONNX Runtime's own
-    com.microsoft ops are not counted)."""
+    """Op types no ONNX opset defines (com.microsoft aside): the TensorFlow ops tf2onnx left unconverted."""
     from onnx import defs  # noqa: PLC0415
 
     graphs, seen = [model.graph], set()
@@ -157,8 +165,7 @@ def _unsupported(ctx, ops: list[str]) -> str:
 
 
 def _failed(ctx, exc: Exception, lines: list[str]) -> str:
-    nodes = "; ".join(dict.fromkeys(lines))[:400]
-    where = f" ({nodes})" if nodes else ""
+    where = f" ({'; '.join(dict.fromkeys(lines))[:400]})" if lines else ""  # tf2onnx names the failing nodes
     detail = " ".join(str(exc).split())[:300] or type(exc).__name__
     return (f"tf2onnx could not convert {ctx.source.original} to ONNX opset {OPSET}{where}: {detail}. The model "
             "needs an op or shape ONNX export does not handle; --format tflite or --format tfjs may still work.")
@@ -172,8 +179,7 @@ def _quantize(fp32: bytes, ctx, work: Path) -> bytes:
         from onnxruntime.quantization.shape_inference import quant_pre_process  # noqa: PLC0415
     except ImportError as exc:
         raise _missing_extra(exc) from None
-    names = _input_names(fp32)
-    samples = ctx.representative_dataset
+    names, samples = _input_names(fp32), ctx.representative_dataset
 
     class Reader(CalibrationDataReader):
         """The TFLite int8 build's calibration samples, one per step, keyed by the ONNX input names."""
@@ -181,7 +187,7 @@ def _quantize(fp32: bytes, ctx, work: Path) -> bytes:
         def __init__(self) -> None:
             self._samples = iter(samples())
 
-        def get_next(self) -> dict | None:
+        def get_next(self) -> dict | None:  # noqa: D102 - ONNX Runtime's reader protocol
             sample = next(self._samples, None)
             return None if sample is None else _feed(sample, names)
 
@@ -253,13 +259,20 @@ def _run(data: bytes, feeds: list[dict]) -> list[dict]:
     """The ONNX model's outputs ({name: array}) on each feed, in ONNX Runtime's CPU execution provider."""
     import onnxruntime as ort  # noqa: PLC0415
 
+    from onnxruntime.capi import onnxruntime_pybind11_state as state  # noqa: PLC0415
+
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.log_severity_level = 3
-    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
-    outputs = [o.name for o in session.get_outputs()]
-    return [dict(zip(outputs, session.run(outputs, _feed(feed, names)))) for feed in feeds]
+    options.intra_op_num_threads, options.log_severity_level = 1, 3
+    try:
+        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        names = [i.name for i in session.get_inputs()]
+        outputs = [o.name for o in session.get_outputs()]
+        return [dict(zip(outputs, session.run(outputs, _feed(feed, names)))) for feed in feeds]
+    except (state.Fail, state.InvalidGraph, state.InvalidArgument, state.NotImplemented, state.RuntimeException,
+            state.InvalidProtobuf) as exc:  # ONNX Runtime's own error types: the file, not edgetool's call
+        raise ConversionError(f"ONNX Runtime cannot run the exported file ({type(exc).__name__}: "
+                              f"{' '.join(str(exc).split())[:300]}), so it is not written: a tf2onnx/ONNX Runtime "
+                              "problem with this model; --format tflite or --format tfjs may work.") from None
 
 
 def _top1(want: list[dict], got: list[dict]) -> float | None:
@@ -276,13 +289,10 @@ def _top1(want: list[dict], got: list[dict]) -> float | None:
     return round(same / total, 4) if total else None
 
 
-def _describe(agreement: dict) -> str:
-    if not agreement["checked"]:
-        return f"not compared with the SavedModel ({agreement['reason']})"
-    error = agreement["max_abs_error"]
-    parts = [f"max abs error {error:.3g}" if error is not None else "NaN/Inf outputs"]
-    if agreement["top1_agreement"] is not None:
-        parts.append(f"top-1 agreement {agreement['top1_agreement']:.1%}")
-    verdict = "" if agreement["ok"] is None else (" (within float rounding)" if agreement["ok"] else "")
-    return (f"ONNX Runtime vs the SavedModel on {agreement['samples']} {agreement['inputs']} samples: "
-            f"{', '.join(parts)}{verdict}")
+def _describe(a: dict) -> str:
+    if not a["checked"]:
+        return f"not compared with the SavedModel ({a['reason']})"
+    parts = [f"max abs error {a['max_abs_error']:.3g}" if a["max_abs_error"] is not None else "NaN/Inf outputs"]
+    parts += [f"top-1 agreement {a['top1_agreement']:.1%}"] if a["top1_agreement"] is not None else []
+    return (f"ONNX Runtime vs the SavedModel on {a['samples']} {a['inputs']} samples: {', '.join(parts)}"
+            + (" (within float rounding)" if a["ok"] else ""))
