@@ -30,7 +30,7 @@ def convert(model: str | Path, output_dir: str | Path, *, quant: str | Iterable[
     """
     from edge_tool.convert.api import convert as _convert  # noqa: PLC0415
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
-    from edge_tool.convert.modes import parse_modes  # noqa: PLC0415
+    from edge_tool.convert.formats import parse_modes  # noqa: PLC0415
 
     values = [quant] if isinstance(quant, str) else list(quant)
     modes = parse_modes(values, format, options.get("train_data") is not None)

@@ -1,4 +1,4 @@
-"""Regenerate the mode table in README.md and docs/convert.md from edgetool's mode registry.
+"""Regenerate the mode and format tables in README.md and docs/convert.md from edgetool's registries.
 
 Usage: python scripts/mode_table.py [--check]   (--check: exit 1 when a file's table differs, write nothing)
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from edge_tool.convert.formats import with_format_table  # noqa: E402
 from edge_tool.convert.modes import with_mode_table  # noqa: E402
 
 FILES = ("README.md", "docs/convert.md")
@@ -22,13 +23,13 @@ def main(argv: list[str]) -> int:
     for name in FILES:
         path = REPO / name
         text = path.read_text(encoding="utf-8")
-        wanted = with_mode_table(text)
+        wanted = with_format_table(with_mode_table(text))
         if wanted != text:
             stale.append(name)
             if "--check" not in argv:
                 path.write_text(wanted, encoding="utf-8")
     verb = "differ" if "--check" in argv else "updated"
-    print(f"mode table {verb}: {', '.join(stale)}" if stale else "mode tables up to date")
+    print(f"mode/format tables {verb}: {', '.join(stale)}" if stale else "mode and format tables up to date")
     return 1 if stale and "--check" in argv else 0
 
 

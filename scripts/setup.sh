@@ -12,6 +12,7 @@ stamp=".venv/.edgetool-installed-$stamp_src"
 if [ ! -f "$stamp" ]; then
   echo "==> installing edgetool and its pinned stack into ./.venv (first run downloads ~1.5 GB)"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  # onnx: the optional --format onnx extra; the test suite exercises it (tests/test_convert_onnx.py)
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,onnx]"
   # mediapipe (tests/test_metadata.py runs its ImageClassifier) cannot be resolved with tensorflow-model-optimization
   # (absl-py~=2.3 vs ~=1.2); its Python code imports absl only in its own tests, so it goes in without dependencies

@@ -46,7 +46,8 @@ def test_bad_option_value_exits_2_and_writes_nothing(tmp_path):
 
 def test_enum_options_offer_their_registry_choices(tmp_path):
     """--format/--io-type/--tfjs-quant/--strategy/--objective are Typer enums: a bad value exits 2 listing every choice."""
-    from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
+    from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
+    from edge_tool.convert.formats import OutputFormat
 
     for option, enum in (("--format", OutputFormat), ("--io-type", IOType), ("--tfjs-quant", TfjsQuant),
                          ("--strategy", QatStrategy), ("--objective", Objective)):

@@ -74,7 +74,14 @@ MANIFEST = {"schema": "edgetool.convert/1", "tool": {"name": "edgetool", "versio
                                 "resize": "bilinear", "source": "default", "evidence": ""}],
             "artifacts": [TFLITE, {**TFLITE, "qat": {"shipped": "qat"}, "micro": MICRO},
                           {"path": "tfjs", "format": "tfjs", "quant": "none", "size_bytes": 5,
-                           "files": {"model.json": {"size_bytes": 5, "sha256": "cd"}}, "seconds": 2.0}],
+                           "files": {"model.json": {"size_bytes": 5, "sha256": "cd"}}, "seconds": 2.0},
+                          {"path": "m_int8.onnx", "format": "onnx", "quant": "int8", "size_bytes": 5, "sha256": "ef",
+                           "seconds": 1.0, "opset": 17, "agreement": {"inputs": "calibration", "samples": 4,
+                                                                      "checked": True, "max_abs_error": 0.01,
+                                                                      "tolerance": None, "ok": None,
+                                                                      "top1_agreement": 1.0},
+                           "quantization": {"format": "QDQ", "activations": "int8", "weights": "int8",
+                                            "calibration": "MinMax", "samples": 4}}],
             "versions": {"python": "3.11", "numpy": None}, "timings_s": {"int8": 1.0, "total": 3.0},
             "failed": {"fp16": "reason"}}
 SAMPLES = {"manifest": (Manifest, MANIFEST), "eval": (Report, EVAL), "decision": (Decision, DECISION)}
@@ -125,9 +132,11 @@ def _required_only(schema: dict, doc, root: dict):
         schema = root["$defs"][schema["$ref"].rsplit("/", 1)[1]]
     if isinstance(doc, dict) and "properties" in schema:
         required = set(schema.get("required", ()))
-        if "if" in schema:
-            holds = jsonschema.Draft202012Validator(schema["if"]).is_valid(doc)
-            required |= set(schema["then" if holds else "else"]["required"])
+        branch = schema
+        while "if" in branch:  # nested if/then/else: the branch that applies to doc, down to its "required"
+            holds = jsonschema.Draft202012Validator(branch["if"]).is_valid(doc)
+            branch = branch["then" if holds else "else"]
+            required |= set(branch.get("required", ()))
         return {k: _required_only(schema["properties"][k], v, root) for k, v in doc.items() if k in required}
     if isinstance(doc, list) and "items" in schema:
         return [_required_only(schema["items"], v, root) for v in doc]

@@ -158,17 +158,20 @@ def _require_tflite(path: Path) -> None:
                          f"{str(exc)[:200]}); it is truncated or damaged.") from None
 
 
-def _convert(subject: Subject, mode: str) -> Path:
+def _convert(subject: Subject, mode: str, output_format: str = "tflite") -> Path:
+    """The artefact ``convert`` writes for ``mode`` in ``output_format`` (the same build a user's convert runs)."""
     from edge_tool.convert.api import convert  # noqa: PLC0415
     from edge_tool.check.synthetic import SAMPLES  # noqa: PLC0415
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
 
     calibration = subject.int8_calibration() if mode == "int8" else subject.calibration
-    config = ConvertConfig(model=subject.model_dir(), output_dir=subject.temp(mode), modes=(mode,),
-                           calibration=calibration, allow_select_tf_ops=True,
+    kind = mode if output_format == "tflite" else output_format
+    config = ConvertConfig(model=subject.model_dir(), output_dir=subject.temp(kind), modes=(mode,),
+                           output_format=output_format, calibration=calibration,
+                           allow_select_tf_ops=output_format == "tflite",
                            samples=SAMPLES if subject.synthetic_calibration else ConvertConfig.samples,
                            trust_model_code=subject.trust_model_code, **_contract_options(subject))
-    return convert(config).tflite(mode)
+    return convert(config).artifacts[0].path
 
 
 def _contract_options(subject: Subject) -> dict:
@@ -201,15 +204,15 @@ def _fixed_batch_int8(subject: Subject) -> Path:
     return out
 
 
-def _tfjs(subject: Subject) -> Path:
-    from edge_tool.convert.source import prepare_source  # noqa: PLC0415
-    from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
+def _makers() -> dict:
+    """Artefact kind -> how to make it: the fp32/int8 .tflite, the fixed-batch int8 of ``demo --litert``, and one
+    per registered format written once per run (tfjs), each by ``convert`` itself."""
+    from edge_tool.convert.formats import FORMATS  # noqa: PLC0415
 
-    source = prepare_source(subject.model_dir(), subject.temp("tfjs-src"), trust_model_code=subject.trust_model_code)
-    out = subject.temp("tfjs")
-    export_tfjs(source.saved_model, out, "none", source.signature.key)
-    return out
+    once = {name: (lambda s, n=name: _convert(s, "fp32", n))
+            for name, spec in FORMATS.items() if not spec.per_mode and spec.extends is None}
+    return {"fp32": lambda s: _convert(s, "fp32"), "int8": lambda s: _convert(s, "int8"),
+            "int8-b1": _fixed_batch_int8, **once}
 
 
-_MAKERS = {"fp32": lambda s: _convert(s, "fp32"), "int8": lambda s: _convert(s, "int8"),
-           "int8-b1": _fixed_batch_int8, "tfjs": _tfjs}
+_MAKERS = _makers()

@@ -7,9 +7,10 @@ from pathlib import Path
 import typer
 
 from edge_tool.commands import input_options
-from edge_tool.convert.enums import IOType, Objective, OutputFormat, QatStrategy, TfjsQuant
+from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
+from edge_tool.convert.formats import FORMATS, OutputFormat
 from edge_tool.commands.options import trust_model_code_option
-from edge_tool.convert.modes import parse_modes
+from edge_tool.convert.formats import parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
 
 
@@ -27,6 +28,8 @@ def _quant_help() -> str:
 
 
 QUANT_HELP = _quant_help()
+FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.items()) + (
+    "; all = " + " + ".join(name for name, spec in FORMATS.items() if spec.in_all) + ".")
 
 
 def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
@@ -40,7 +43,7 @@ def command(
     model: Path = typer.Argument(..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."),
     output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one). A symbolic link is followed to its directory (the link stays); a dangling one is refused."),
     quant: list[str] = typer.Option(None, "--quant", "-q", help=QUANT_HELP),
-    output_format: OutputFormat = typer.Option(OutputFormat.TFLITE, "--format", help="micro = int8/qat .tflite plus C sources, op resolver and measured arena for TFLite Micro."),
+    output_format: OutputFormat = typer.Option(OutputFormat.TFLITE, "--format", help=FORMAT_HELP),
     calibration: Path = typer.Option(None, "--calibration", help="Representative data (.npz/.npy/image folder/TFRecord/CSV). Default: calibration.npz beside the model."),
     samples: int = typer.Option(200, "--samples", help="Calibration samples to draw (seeded)."),
     io_type: IOType = typer.Option(IOType.MODEL, "--io-type", help="Inference I/O dtype for int8/qat (model = keep the model's)."),
@@ -67,7 +70,8 @@ def command(
     no_metadata: bool = typer.Option(False, "--no-metadata", help="Write no model metadata (.tflite bytes then equal the raw converter's)."),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
-    """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop) and/or TFJS."""
+    """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop), TFJS, TFLite
+    Micro or ONNX (--format)."""
     if _is_auto(quant):
         _check_auto_options(max_drop, eval_data, output_format, io_type)
         from edge_tool.auto import AutoConfig  # noqa: PLC0415
@@ -161,9 +165,10 @@ def _print_result(result) -> None:
     table = Table(title=text(f"edgetool convert → {result.output_dir}"))
     for col in ("artefact", "format", "mode", "size", "× fp32", "seconds"):
         table.add_column(col, justify="right" if col in ("size", "× fp32", "seconds") else "left")
-    base = next((a.size_bytes for a in result.artifacts if a.quant == "fp32" and a.format == "tflite"), None)
+    base = {a.format: a.size_bytes for a in result.artifacts if a.quant == "fp32"}
     for a in result.artifacts:
-        ratio = f"{a.size_bytes / base:.2f}" if base else "–"
+        fp32 = base.get(a.format) or base.get("tflite")  # tfjs has no fp32 of its own: against the fp32 .tflite
+        ratio = f"{a.size_bytes / fp32:.2f}" if fp32 else "–"
         table.add_row(*map(text, (a.path.name, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio,
                                   f"{a.seconds:.1f}")))
     Console().print(table)

@@ -1,9 +1,8 @@
-"""``convert()``: one source model → every requested TFLite mode and TFJS, written atomically with a manifest."""
+"""``convert()``: one source model → every requested format (``convert.formats``), written atomically with a
+manifest."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -12,34 +11,20 @@ from pathlib import Path
 from edge_tool.convert.batch_retry import BatchRetry
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
-from edge_tool.convert.file_kind import file_warnings
-from edge_tool.convert.manifest import build_manifest, write_manifest
-from edge_tool.schemas.manifest import Manifest
+from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec, WrittenArtifact
 from edge_tool.convert.inputs import prepare_inputs
-from edge_tool.convert.metadata_step import for_mode, tfjs_user_metadata
-from edge_tool.convert.modes import MODES
-from edge_tool.convert.source import content_hash, prepare_source
-from edge_tool.convert.tfjs import tfjs_refusal
+from edge_tool.convert.manifest import build_manifest, write_manifest
+from edge_tool.convert.source import prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.models.modelio import signature_note
-from edge_tool.core.fsutil import atomic_dir, check_output_dir
-from edge_tool.modelfiles.limits import check_tflite_tensors
+from edge_tool.schemas.manifest import Manifest
 from edge_tool.core.signals import deferred
-from edge_tool.metadata.writer import embed_metadata
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 
-
-@dataclass(frozen=True)
-class WrittenArtifact:
-    """One written artefact."""
-
-    path: Path
-    format: str
-    quant: str
-    size_bytes: int
-    seconds: float
+__all__ = ["ConvertResult", "WrittenArtifact", "convert", "load_calibration", "one_line"]
 
 
 @dataclass(frozen=True)
@@ -53,14 +38,11 @@ class ConvertResult:
 
     def tflite(self, mode: QuantMode | str) -> Path:
         """Path of the .tflite of ``mode``."""
-        mode = QuantMode(mode).value
-        return next(a.path for a in self.artifacts if a.format == "tflite" and a.quant == mode)
+        return self.artifact("tflite", QuantMode(mode).value)
 
-
-def tflite_name(source: Path, mode: QuantMode) -> str:
-    """File name of a mode's artefact: ``<model stem>_<mode>.tflite``."""
-    stem = Path(source).stem if Path(source).is_file() else Path(source).resolve().name
-    return f"{stem or 'model'}_{mode.value}.tflite"
+    def artifact(self, format: str, quant: str) -> Path:  # noqa: A002 - the manifest's key
+        """Path of the artefact of ``format`` built with ``quant`` (a --quant mode, or tfjs's weight compression)."""
+        return next(a.path for a in self.artifacts if a.format == format and a.quant == quant)
 
 
 def load_calibration(config: ConvertConfig, source):
@@ -72,194 +54,120 @@ def load_calibration(config: ConvertConfig, source):
     return inputs.dataset, inputs.calibration_path
 
 
-def _build_tflite(ctx: BuildContext, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
-    from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert  # noqa: PLC0415
-    from edge_tool.convert import fidelity  # noqa: PLC0415
-    from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
-
-    path = out_dir / tflite_name(ctx.config.model, mode)
-    spec = None if ctx.metadata is None else for_mode(ctx.metadata, mode.value, ctx.source.flavor)
-    with step(f"convert {mode.value}") as timed:
-        data = MODES[mode].build(ctx)
-        if spec is not None:
-            data = embed_metadata(data, spec)
-        summary = summarize_tflite(data)
-        check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
-        check = None
-        if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
-            probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None
-            sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
-            got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
-            check = got and fidelity.check(ctx, mode.value, probes, got)
-        path.write_bytes(data)
-        timed.outputs.append(path)
-    if check is not None and not check.ok:
-        console.print(f"[yellow]warning:[/] {term(check.warning(path.name, mode.value))}")
-    for warning in file_warnings(path.name, mode.value, data, summary):
-        console.print(f"[yellow]warning:[/] {term(warning)}")
-    state = state_warning(summary.variable_tensors)
-    if state:
-        console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
-    art = WrittenArtifact(path, "tflite", mode.value, len(data), timed.seconds)
-    record = {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
-              "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(timed.seconds, 3),
-              "tensors": summary.to_dict(), "state_warning": state,
-              "metadata": None if spec is None else spec.to_dict()}
-    if check is not None:
-        record["self_check"] = check.to_dict()
-    if mode.value in ctx.notes:
-        record[mode.value] = ctx.notes.pop(mode.value)  # e.g. "qat": which int8 model was shipped and why
-    return art, record
-
-
-def _build_micro(tflite: Path, out_dir: Path) -> dict:
-    """TFLite Micro sources, resolver and measured arena beside ``tflite`` (see ``edge_tool.micro``)."""
-    from edge_tool.micro.export import export_micro  # noqa: PLC0415
-
-    with step(f"micro export {term(tflite.name)}") as timed:
-        micro = export_micro(tflite, out_dir)
-        timed.outputs.extend(micro.files)
-    return micro.to_dict()
-
-
-def _tfjs_job(saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str, user_metadata: dict | None = None
-              ) -> float:
-    """Export TFJS (in whichever process runs it); returns the seconds it took."""
-    from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
-
-    t0 = time.perf_counter()
-    export_tfjs(saved_model, tfjs_dir, quant, signature_key, user_metadata)
-    return time.perf_counter() - t0
-
-
-TFJS_WARM_MODULES = ("tensorflow", "tensorflowjs.converters.tf_saved_model_conversion_v2")
-# Below this the TFJS export takes about as long as a second process needs to import TensorFlow and tensorflowjs,
-# so overlapping it buys nothing (MobileNetV2's 17 MB SavedModel: ~19 s of TFJS export).
-PARALLEL_TFJS_MIN_BYTES = 4 * 1024 * 1024
-
-
-def _model_bytes(model: Path) -> int:
-    model = Path(model)
-    if model.is_file():
-        return model.stat().st_size
-    return sum(p.stat().st_size for p in model.rglob("*") if p.is_file()) if model.is_dir() else 0
-
-
-def start_tfjs_worker(config: ConvertConfig):
-    """A BackgroundCall for the TFJS export when it can overlap the TFLite conversions, else None.
-
-    Used with a second CPU, TFLite work to overlap with, and a model of at least PARALLEL_TFJS_MIN_BYTES.
-    ``EDGETOOL_CONVERT_WORKERS=0`` turns it off, ``=1`` forces it on (size and CPU checks skipped).
-    """
-    from edge_tool.convert.background import BackgroundCall, usable_cpus  # noqa: PLC0415
-
-    if not (config.wants_tfjs and config.wants_tflite):
-        return None
-    forced = os.environ.get("EDGETOOL_CONVERT_WORKERS", "")
-    if forced == "0":
-        return None
-    if forced != "1" and (usable_cpus() < 2 or _model_bytes(config.model) < PARALLEL_TFJS_MIN_BYTES):
-        return None
-    return BackgroundCall(TFJS_WARM_MODULES)
-
-
-def _build_tfjs(ctx: BuildContext, out_dir: Path, worker=None) -> tuple[WrittenArtifact, dict]:
-    """Write out_dir/tfjs: collect it from the worker it was handed to, or convert it here."""
-    tfjs_dir = out_dir / "tfjs"
-    quant = ctx.config.tfjs_quant.value
-    with step("convert tfjs" + (" (parallel worker)" if worker else "")) as timed:
-        if worker is None:
-            seconds = _tfjs_job(ctx.source.saved_model, tfjs_dir, quant, ctx.source.signature.key,
-                                tfjs_user_metadata(ctx.metadata, ctx.contracts))
-        else:
-            seconds = worker.result()
-        timed.outputs.append(tfjs_dir / "model.json")
-    files = sorted(p for p in tfjs_dir.iterdir() if p.is_file())
-    size = sum(p.stat().st_size for p in files)
-    art = WrittenArtifact(tfjs_dir, "tfjs", quant, size, seconds)
-    return art, {"path": "tfjs", "format": "tfjs", "quant": quant, "size_bytes": size,
-                 "files": {p.name: {"size_bytes": p.stat().st_size, "sha256": content_hash(p)} for p in files},
-                 "seconds": round(seconds, 3)}
-
-
 def convert(config: ConvertConfig) -> ConvertResult:
     """Run every requested conversion into a temp dir beside OUTDIR, write manifest.json, then rename.
 
-    The TFLite modes share one GraphDef and one calibration (see ``converter.fast_path``); with two CPUs the
-    TFJS export runs in a worker process started before TensorFlow is imported here.
+    The TFLite modes share one GraphDef and one calibration (see ``converter.fast_path``); a format with a
+    background worker (TFJS, with two CPUs) starts it here, before TensorFlow is imported.
     """
     check_output_dir(config.output_dir, config.force, config.inputs)
     require_safe_model(config.model, config.trust_model_code, "convert")  # before any worker or loader starts
     from edge_tool.core.env import import_tf, quiet_native_stderr  # noqa: PLC0415
 
     t0 = time.perf_counter()
+    workers = {}
     with quiet_native_stderr(), tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
-        with deferred():  # a stop signal cannot fall between starting the worker process and the try below
-            worker = start_tfjs_worker(config)
         try:
-            artifacts, records, manifest = _convert_in(config, Path(work), import_tf(), worker, t0)
+            with deferred():  # a stop signal cannot fall between starting a worker process and the try
+                for spec in _specs(config):
+                    worker = spec.start_worker(config) if spec.start_worker else None
+                    if worker is not None:
+                        workers[spec.name] = worker
+            artifacts, manifest = _convert_in(config, Path(work), import_tf(), workers, t0)
         finally:
-            if worker is not None:
-                worker.close()
+            _close(workers)
     final = tuple(WrittenArtifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds)
                   for a in artifacts)
     return ConvertResult(config.output_dir, final, manifest, dict(manifest.failed or {}))
 
 
-def _convert_in(config: ConvertConfig, work: Path, tf, worker, t0: float) -> tuple[list, list, Manifest]:
-    """Load, calibrate and convert into the atomic output dir; returns (artifacts, manifest records, manifest)."""
+def _specs(config: ConvertConfig) -> list[FormatSpec]:
+    return [FORMATS[name] for name in config.formats]
+
+
+def _close(workers: dict) -> None:
+    for worker in workers.values():
+        worker.close()
+
+
+def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float) -> tuple[list, Manifest]:
+    """Load, calibrate and build every format into the atomic output dir; returns (artifacts, manifest)."""
     with step("load model"):
         source = prepare_source(config.model, work, config.batch, config.trust_model_code, config.signature)
     if note := signature_note(config.model, config.signature):
         console.print(term(note))
     inputs = prepare_inputs(tf, config, source)
-    spec, ds, cal_path = inputs.metadata, inputs.dataset, inputs.calibration_path
+    ds = inputs.dataset
     rep = ds.representative_dataset() if ds else None
-    ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch, metadata=spec, contracts=inputs.contracts)
-    retry = BatchRetry(ctx, work)
-    _warn_if_public_converter()
-    artifacts, records, failed = [], [], {}
-    tfjs_refused = tfjs_refusal(source) if config.wants_tfjs else None
-    if tfjs_refused and not (config.keep_going and config.wants_tflite):
-        raise ConversionError(tfjs_refused)
-    if tfjs_refused:
-        failed["tfjs"] = one_line(tfjs_refused)
-        console.print(f"[red]✗[/] convert tfjs: {term(failed['tfjs'])}")
-    wants_tfjs = config.wants_tfjs and not tfjs_refused
+    ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch, metadata=inputs.metadata,
+                       contracts=inputs.contracts)
+    if config.wants("tflite"):
+        _warn_if_public_converter()
+    failed: dict = {}
+    specs = _buildable(config, source, failed)
     with atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
+        job = FormatJob(ctx, tmp, work, BatchRetry(ctx, work), workers)
         try:
-            if worker is not None and wants_tfjs:
-                worker.submit(_tfjs_job, source.saved_model, tmp / "tfjs", config.tfjs_quant.value,
-                              source.signature.key, tfjs_user_metadata(spec, inputs.contracts))
-            for mode in config.modes if config.wants_tflite else ():
-                try:
-                    art, record = retry.run(mode, lambda c, m=mode: _build_tflite(c, m, tmp))
-                except EdgeToolError as exc:
-                    if not config.keep_going:
-                        raise
-                    failed[mode.value] = one_line(str(exc))
-                    console.print(f"[red]✗[/] convert {mode.value}: {term(failed[mode.value])}")
-                    continue
-                if config.wants_micro:
-                    record["micro"] = _build_micro(art.path, tmp)
-                artifacts.append(art)
-                records.append(record)
-            if failed and not artifacts and not wants_tfjs:
-                raise ConversionError("no mode could be built: " + "; ".join(f"{m}: {w}" for m, w in failed.items()))
-            if wants_tfjs:
-                art, record = _build_tfjs(ctx, tmp, worker)
-                artifacts.append(art)
-                records.append(record)
+            built = _build_all(job, specs, failed)
         except BaseException:
-            if worker is not None:
-                worker.close()  # stop it writing into tmp before atomic_dir deletes tmp
+            _close(workers)  # stop them writing into tmp before atomic_dir deletes tmp
             raise
-        cal = None if ds is None else {"path": str(cal_path), **ds.summary.to_dict()}
-        timings = {r["quant"] if r["format"] == "tflite" else "tfjs": r["seconds"] for r in records}
+        records = [record for _, record in built]
+        cal = None if ds is None else {"path": str(inputs.calibration_path), **ds.summary.to_dict()}
+        timings = {FORMATS[r["format"]].key_of(r["quant"]): r["seconds"] for r in records}
         timings["total"] = round(time.perf_counter() - t0, 3)
         manifest = build_manifest(config, source, cal, records, timings, failed, inputs.resolution.to_list())
         write_manifest(tmp, manifest)
-    return artifacts, records, manifest
+    return [art for art, _ in built], manifest
+
+
+def _buildable(config: ConvertConfig, source, failed: dict) -> list[FormatSpec]:
+    """The formats to build: a format that refuses this model fails the run, or — with --keep-going semantics and
+    another format to build — is recorded in ``failed`` and skipped."""
+    specs = _specs(config)
+    out = []
+    for spec in specs:
+        why = spec.refusal(source) if spec.refusal else None
+        if why is None:
+            out.append(spec)
+            continue
+        others = any(s is not spec and s.extends is None for s in specs)
+        if not (config.keep_going and others):
+            raise ConversionError(why)
+        failed[spec.key_of("")] = one_line(why)
+        console.print(f"[red]✗[/] convert {spec.name}: {term(failed[spec.key_of('')])}")
+    return out
+
+
+def _build_all(job: FormatJob, specs: list[FormatSpec], failed: dict) -> list[tuple]:
+    """Build every format (per mode where it takes modes, extensions beside their base's artefacts)."""
+    config = job.ctx.config
+    for spec in specs:
+        if spec.submit is not None:
+            spec.submit(job)
+    built = []
+    for spec in specs:
+        if spec.extends is not None:
+            continue
+        if not spec.per_mode:
+            built.append(spec.build(job))
+            continue
+        for mode in config.modes:
+            try:
+                art, record = spec.build(job, mode)
+            except EdgeToolError as exc:
+                if not config.keep_going:
+                    raise
+                failed[spec.key_of(mode.value)] = one_line(str(exc))
+                console.print(f"[red]✗[/] convert {spec.key_of(mode.value)}: {term(failed[spec.key_of(mode.value)])}")
+                continue
+            for ext in specs:
+                if ext.extends == spec.name:
+                    record[ext.name] = ext.build(job, art)
+            built.append((art, record))
+    if failed and not built:
+        raise ConversionError("no mode could be built: " + "; ".join(f"{m}: {w}" for m, w in failed.items()))
+    return built
 
 
 def _warn_if_public_converter() -> None:

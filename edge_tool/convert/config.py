@@ -7,24 +7,12 @@ from pathlib import Path
 
 from calibration.safe_open import not_a_file
 from calibration.serial import Record
-from edge_tool.convert.enums import IOType, OutputFormat, QatStrategy, QuantMode, TfjsQuant
+from edge_tool.convert.enums import IOType, QatStrategy, QuantMode, TfjsQuant
+from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for
 from edge_tool.convert.qat_support.source import keras3_file_problem
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 __all__ = ["ConvertConfig", "IOType", "OutputFormat", "QuantMode", "TfjsQuant"]
-
-
-MICRO_MODES = (QuantMode.INT8, QuantMode.QAT)
-
-
-def micro_problems(modes) -> list[str]:
-    """Why ``--format micro`` refuses modes other than full-integer int8 / qat."""
-    bad = [m.value for m in modes if m not in MICRO_MODES]
-    if not bad:
-        return []
-    return [f"--format micro needs full-integer models (--quant int8 or qat), got {', '.join(bad)}: TFLite Micro is "
-            "integer-first — its float kernels cover only part of the op set, it has no hybrid (dynamic-range) "
-            "kernels, and int16x8 kernels exist for a few ops only."]
 
 
 @dataclass(frozen=True)
@@ -80,20 +68,20 @@ class ConvertConfig(Record):
                                   "--replicas": (self.replicas, 1)})
         if self.batch is not None:
             problems += below_minimum({"--batch": (self.batch, 1)})
-            if QuantMode.QAT in self.modes and self.wants_tflite:
+            if QuantMode.QAT in self.modes and self.wants("tflite"):
                 problems.append("--batch does not apply to --quant qat (it fine-tunes and converts the Keras model "
                                 "itself); convert qat without --batch, or the other modes with it.")
-        if QuantMode.QAT in self.modes and self.wants_tflite and not self.keep_going:
+        if QuantMode.QAT in self.modes and self.wants("tflite") and not self.keep_going:
             problems += [p for p in (keras3_file_problem(self.model),) if p]  # before the model's long load
         strategies = [s.value for s in QatStrategy]
         if self.strategy not in strategies:
             problems.append(f"--strategy for QAT must be one of {', '.join(strategies)}, got {self.strategy!r}.")
         problems += self._metadata_problems()
-        if self.wants_tflite and not self.modes:
+        if self.builds_modes and not self.modes:
             problems.append("no --quant mode given.")
-        if self.output_format is OutputFormat.MICRO:
-            problems += micro_problems(self.modes)
-        for mode in self.modes if self.wants_tflite else ():
+        for spec in (FORMATS[name] for name in self.formats):
+            problems += [p for p in (spec.missing_extra(),) if p] + spec.problems(self)
+        for mode in self.modes if self.wants("tflite") else ():
             spec = MODES[mode]
             if self.io_type.value not in spec.io_types:
                 problems.append(
@@ -102,7 +90,7 @@ class ConvertConfig(Record):
                 )
             if spec.needs_train_data and self.train_data is None:
                 problems.append(f"--quant {mode.value} needs --train-data (an .npz with x and y) to fine-tune on.")
-        if self.eval_data is not None and not (self.wants_tflite and QuantMode.QAT in self.modes):
+        if self.eval_data is not None and not (self.wants("tflite") and QuantMode.QAT in self.modes):
             problems.append("--eval-data belongs to --quant qat (QAT vs int8 PTQ) and --quant auto; evaluate other "
                             "modes with edgetool eval.")
         return problems
@@ -128,16 +116,15 @@ class ConvertConfig(Record):
                 ("eval data", self.eval_data), ("labels", self.labels))
 
     @property
-    def wants_tflite(self) -> bool:
-        """True when TFLite artefacts are requested."""
-        return self.output_format in (OutputFormat.TFLITE, OutputFormat.ALL, OutputFormat.MICRO)
+    def formats(self) -> tuple[str, ...]:
+        """The registered formats this run builds, in build order (``formats.formats_for``)."""
+        return formats_for(self.output_format.value)
+
+    def wants(self, name: str) -> bool:
+        """True when format ``name`` (a key of ``formats.FORMATS``) is built by this run."""
+        return name in self.formats
 
     @property
-    def wants_tfjs(self) -> bool:
-        """True when a TFJS graph model is requested."""
-        return self.output_format in (OutputFormat.TFJS, OutputFormat.ALL)
-
-    @property
-    def wants_micro(self) -> bool:
-        """True when TFLite Micro sources are requested beside the .tflite."""
-        return self.output_format is OutputFormat.MICRO
+    def builds_modes(self) -> bool:
+        """True when a format of this run is built once per --quant mode."""
+        return any(FORMATS[name].per_mode for name in self.formats)

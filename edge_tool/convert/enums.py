@@ -16,15 +16,6 @@ class QuantMode(str, Enum):
     QAT = "qat"
 
 
-class OutputFormat(str, Enum):
-    """Which artefacts to write."""
-
-    TFLITE = "tflite"
-    TFJS = "tfjs"
-    ALL = "all"
-    MICRO = "micro"  # the .tflite plus C sources, op resolver and measured arena for TFLite Micro
-
-
 class IOType(str, Enum):
     """Inference input/output dtype of the converted model; ``model`` keeps the model's own."""
 

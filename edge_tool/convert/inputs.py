@@ -37,7 +37,7 @@ class ModelInputs:
 
 
 def _needs_calibration(config) -> bool:
-    return config.wants_tflite and any(MODES[m].needs_calibration for m in config.modes)
+    return config.builds_modes and any(MODES[m].needs_calibration for m in config.modes)
 
 
 def contract_options(config) -> ContractOptions:

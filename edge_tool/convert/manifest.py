@@ -10,6 +10,7 @@ from pathlib import Path
 from calibration.contract import ImageContract
 from calibration.serial import from_dict
 from edge_tool import __version__
+from edge_tool.convert.formats import FORMATS
 from edge_tool.core.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
 from edge_tool.schemas.records import CalibrationRecord, ToolInfo
@@ -17,9 +18,10 @@ from edge_tool.schemas.records import CalibrationRecord, ToolInfo
 LIBRARIES = ("tensorflow", "tf-keras", "tensorflowjs", "tensorflow-model-optimization", "ai-edge-litert", "numpy")
 
 
-def library_versions() -> dict[str, str | None]:
-    """Installed versions of the libraries that shape an artefact."""
-    return {name: installed_version(name) for name in LIBRARIES}
+def library_versions(formats: tuple[str, ...] = ()) -> dict[str, str | None]:
+    """Installed versions of the libraries that shape an artefact (those of ``formats``' extras too)."""
+    extra = [lib for name in formats for lib in FORMATS[name].libraries if lib not in LIBRARIES]
+    return {name: installed_version(name) for name in (*LIBRARIES, *dict.fromkeys(extra))}
 
 
 def build_manifest(config, source, calibration_summary: dict | None, artifacts: list[dict], timings: dict,
@@ -34,7 +36,7 @@ def build_manifest(config, source, calibration_summary: dict | None, artifacts: 
         options=config.to_dict(),
         calibration=None if calibration_summary is None else from_dict(CalibrationRecord, calibration_summary),
         artifacts=tuple(from_dict(ManifestArtifact, a, strict=True) for a in artifacts),
-        versions={"python": platform.python_version(), **library_versions()},
+        versions={"python": platform.python_version(), **library_versions(config.formats)},
         timings_s=timings,
         failed=failed or None,
         input_contract=tuple(from_dict(ImageContract, c, strict=True) for c in input_contract or ()),

@@ -24,8 +24,8 @@ def _tflite(entry: ManifestArtifact) -> bool:
 
 @dataclass(frozen=True)
 class ManifestArtifact(Record):
-    """One artefact entry; the tflite-only fields are None on the tfjs entry and vice versa (``state_warning`` and
-    ``metadata`` are written, null or not, on tflite entries only)."""
+    """One artefact entry; the tflite-only fields are None on the tfjs and onnx entries, and so on (``state_warning``
+    and ``metadata`` are written, null or not, on tflite entries only)."""
 
     path: str
     format: str
@@ -42,6 +42,9 @@ class ManifestArtifact(Record):
     int16x8: Int16x8Note | None = field(default=None, metadata=_NONE)
     micro: MicroRecord | None = field(default=None, metadata=_NONE)
     fixed_batch: BatchNote | None = field(default=None, metadata=_NONE)
+    opset: int | None = field(default=None, metadata=_NONE)  # onnx: the ONNX opset of the default domain
+    agreement: dict | None = field(default=None, metadata=_NONE)  # onnx: the file in ONNX Runtime vs the SavedModel
+    quantization: dict | None = field(default=None, metadata=_NONE)  # onnx int8: how quantize_static quantized it
 
 
 @dataclass(frozen=True)

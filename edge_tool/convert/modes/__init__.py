@@ -7,10 +7,8 @@ mode table of README.md and docs/convert.md (regenerate with ``python scripts/mo
 # each module registers itself; this order (baseline first, then smaller and more integer) is MODES' order
 from edge_tool.convert.modes import fp32, fp16, dynamic, int8, int16x8, qat  # noqa: F401, I001
 from edge_tool.convert.registry import MODES, ModeSpec
-from edge_tool.errors import UsageError
 
-__all__ = ["MODES", "ModeSpec", "auto_candidates", "every_mode", "integer_only_candidates", "mode_table",
-           "parse_modes"]
+__all__ = ["MODES", "ModeSpec", "auto_candidates", "every_mode", "integer_only_candidates", "mode_table"]
 
 TABLE_START, TABLE_END = "<!-- modes-table:start -->", "<!-- modes-table:end -->"
 
@@ -18,23 +16,6 @@ TABLE_START, TABLE_END = "<!-- modes-table:start -->", "<!-- modes-table:end -->
 def every_mode(has_train_data: bool = False) -> tuple[str, ...]:
     """What ``--quant all`` means: every mode, those that fine-tune only when training data is given."""
     return tuple(m.value for m, spec in MODES.items() if has_train_data or not spec.needs_train_data)
-
-
-def parse_modes(values: list[str] | None, output_format: str, has_train_data: bool) -> tuple[str, ...]:
-    """Turn --quant values into mode names (validating each against the registry; 'all' expands); the default
-    when none is given depends on ``output_format``."""
-    every = every_mode(has_train_data)
-    raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
-    if not raw:
-        return every if output_format == "all" else ("int8",) if output_format == "micro" else ("fp32",)
-    known = every_mode(has_train_data=True)
-    bad = [v for v in raw if v not in known and v != "all"]
-    if bad:
-        raise UsageError(f"--quant expects one of {', '.join(sorted(known))} or all, got {', '.join(bad)}.")
-    modes = []
-    for v in raw:
-        modes.extend(every if v == "all" else [v])
-    return tuple(dict.fromkeys(modes))
 
 
 def auto_candidates(has_train_data: bool) -> tuple[str, ...]:

@@ -1,0 +1,82 @@
+"""One module per output format; importing this package registers each in ``formats.registry.FORMATS``.
+
+The names below are the registry's derived views: ``--format``'s choices (``OutputFormat``: every format plus
+``all``), which formats a ``--format`` value builds, its default ``--quant``, and the format table of README.md
+and docs/convert.md (regenerate with ``python scripts/mode_table.py``). The format modules import their heavy
+helpers when they build, so this package loads no numpy or TensorFlow (``--help`` reads it).
+"""
+
+from enum import Enum
+
+# each module registers itself; this order is the build order and the manifest's artefact order
+from edge_tool.convert.formats import tflite, tfjs, micro, onnx  # noqa: F401, I001
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, WrittenArtifact
+from edge_tool.convert.modes import every_mode
+from edge_tool.errors import UsageError
+
+__all__ = ["ALL", "FORMATS", "FormatJob", "FormatSpec", "OutputFormat", "WrittenArtifact", "default_modes",
+           "format_table", "formats_for", "parse_modes", "with_format_table"]
+
+ALL = "all"
+TABLE_START, TABLE_END = "<!-- formats-table:start -->", "<!-- formats-table:end -->"
+
+# --format's choices: every registered format, then "all" (a str Enum, so Typer lists and validates them)
+OutputFormat = Enum("OutputFormat", [(name.upper(), name) for name in FORMATS] + [(ALL.upper(), ALL)], type=str,
+                    module=__name__)
+OutputFormat.__doc__ = "Which artefacts to write: one registered format, or all (every format marked in_all)."
+
+
+def formats_for(value: str) -> tuple[str, ...]:
+    """The formats a ``--format`` value builds, in registry order: ``all`` = every ``in_all`` format; a format
+    that extends another brings that one too (micro: the .tflite it sits beside)."""
+    value = getattr(value, "value", value)
+    if value == ALL:
+        wanted = {name for name, spec in FORMATS.items() if spec.in_all}
+    else:
+        spec = FORMATS[value]
+        wanted = {value} | ({spec.extends} if spec.extends else set())
+    return tuple(name for name in FORMATS if name in wanted)
+
+
+def default_modes(value: str, every: tuple[str, ...]) -> tuple[str, ...]:
+    """``--quant`` when none is given: ``every`` (every mode that builds) for ``all``, else the format's default."""
+    value = getattr(value, "value", value)
+    return every if value == ALL else FORMATS[value].default_modes
+
+
+def parse_modes(values: list[str] | None, output_format: str, has_train_data: bool) -> tuple[str, ...]:
+    """Turn --quant values into mode names (validating each against the registry; 'all' expands); the default
+    when none is given depends on ``output_format``."""
+    every = every_mode(has_train_data)
+    raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
+    if not raw:
+        return default_modes(output_format, every)
+    known = every_mode(has_train_data=True)
+    bad = [v for v in raw if v not in known and v != "all"]
+    if bad:
+        raise UsageError(f"--quant expects one of {', '.join(sorted(known))} or all, got {', '.join(bad)}.")
+    modes = []
+    for v in raw:
+        modes.extend(every if v == "all" else [v])
+    return tuple(dict.fromkeys(modes))
+
+
+def format_table() -> str:
+    """The Markdown table of every format (what it writes, --quant modes, what it needs), from the registry."""
+    rows = ["| `--format` | writes | `--quant` | needs | in `all` |", "|---|---|---|---|---|"]
+    for name, spec in FORMATS.items():
+        modes = ("every mode" if spec.modes is None else ", ".join(spec.modes)) if spec.per_mode else "– (own)"
+        needs = f"`pip install 'edgetool[{spec.extra}]'`" if spec.extra else "–"
+        rows.append(f"| `{name}` | {spec.summary} | {modes} | {needs} | {'yes' if spec.in_all else 'no'} |")
+    return "\n".join(rows) + "\n"
+
+
+def with_format_table(text: str) -> str:
+    """``text`` (a Markdown file) with the part between the formats-table markers replaced by ``format_table()``.
+
+    ValueError when the markers are missing or out of order.
+    """
+    start, end = text.find(TABLE_START), text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"expected the markers {TABLE_START} … {TABLE_END} around the format table")
+    return text[:start + len(TABLE_START)] + "\n" + format_table() + text[end:]

@@ -1,0 +1,95 @@
+"""tfjs: one TensorFlow.js graph model per run (``OUTDIR/tfjs/``), overlapped with the TFLite builds when it pays."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from edge_tool.convert.background import BackgroundCall, usable_cpus
+from edge_tool.convert.formats.registry import FormatJob, WrittenArtifact, register
+from edge_tool.core.steps import step
+
+TFJS_WARM_MODULES = ("tensorflow", "tensorflowjs.converters.tf_saved_model_conversion_v2")
+# Below this the TFJS export takes about as long as a second process needs to import TensorFlow and tensorflowjs,
+# so overlapping it buys nothing (see benchmarks/RESULTS.md for the measured export times).
+PARALLEL_TFJS_MIN_BYTES = 4 * 1024 * 1024
+
+
+def _tfjs_job(saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str, user_metadata: dict | None = None
+              ) -> float:
+    """Export TFJS (in whichever process runs it); returns the seconds it took."""
+    from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    export_tfjs(saved_model, tfjs_dir, quant, signature_key, user_metadata)
+    return time.perf_counter() - t0
+
+
+def _model_bytes(model: Path) -> int:
+    model = Path(model)
+    if model.is_file():
+        return model.stat().st_size
+    return sum(p.stat().st_size for p in model.rglob("*") if p.is_file()) if model.is_dir() else 0
+
+
+def start_tfjs_worker(config):
+    """A BackgroundCall for the TFJS export when it can overlap the TFLite conversions, else None.
+
+    Used with a second CPU, TFLite work to overlap with, and a model of at least PARALLEL_TFJS_MIN_BYTES.
+    ``EDGETOOL_CONVERT_WORKERS=0`` turns it off, ``=1`` forces it on (size and CPU checks skipped).
+    """
+    if not (config.wants("tfjs") and config.wants("tflite")):
+        return None
+    forced = os.environ.get("EDGETOOL_CONVERT_WORKERS", "")
+    if forced == "0":
+        return None
+    if forced != "1" and (usable_cpus() < 2 or _model_bytes(config.model) < PARALLEL_TFJS_MIN_BYTES):
+        return None
+    return BackgroundCall(TFJS_WARM_MODULES)
+
+
+def _user_metadata(ctx) -> dict | None:
+    from edge_tool.convert.metadata_step import tfjs_user_metadata  # noqa: PLC0415 - numpy-backed
+
+    return tfjs_user_metadata(ctx.metadata, ctx.contracts)
+
+
+def submit(job: FormatJob) -> None:
+    """Hand the export to this run's worker (when there is one) as soon as the output dir is open."""
+    worker = job.workers.get("tfjs")
+    if worker is not None:
+        ctx = job.ctx
+        worker.submit(_tfjs_job, ctx.source.saved_model, job.out_dir / "tfjs", ctx.config.tfjs_quant.value,
+                      ctx.source.signature.key, _user_metadata(ctx))
+
+
+def refusal(source) -> str | None:
+    """Why tensorflowjs cannot export this model (see ``convert.tfjs.tfjs_refusal``), or None."""
+    from edge_tool.convert.tfjs import tfjs_refusal  # noqa: PLC0415 - numpy-backed
+
+    return tfjs_refusal(source)
+
+
+@register("tfjs", summary="TensorFlow.js graph model in OUTDIR/tfjs/ (browsers, Node); weights per --tfjs-quant",
+          suffix="/", per_mode=False, in_all=True, key="tfjs", refusal=refusal, start_worker=start_tfjs_worker,
+          submit=submit)
+def build(job: FormatJob) -> tuple[WrittenArtifact, dict]:
+    """Write out_dir/tfjs: collect it from the worker it was handed to, or convert it here."""
+    from edge_tool.convert.source import content_hash  # noqa: PLC0415 - numpy-backed
+
+    ctx, worker = job.ctx, job.workers.get("tfjs")
+    tfjs_dir = job.out_dir / "tfjs"
+    quant = ctx.config.tfjs_quant.value
+    with step("convert tfjs" + (" (parallel worker)" if worker else "")) as timed:
+        if worker is None:
+            seconds = _tfjs_job(ctx.source.saved_model, tfjs_dir, quant, ctx.source.signature.key, _user_metadata(ctx))
+        else:
+            seconds = worker.result()
+        timed.outputs.append(tfjs_dir / "model.json")
+    files = sorted(p for p in tfjs_dir.iterdir() if p.is_file())
+    size = sum(p.stat().st_size for p in files)
+    art = WrittenArtifact(tfjs_dir, "tfjs", quant, size, seconds)
+    return art, {"path": "tfjs", "format": "tfjs", "quant": quant, "size_bytes": size,
+                 "files": {p.name: {"size_bytes": p.stat().st_size, "sha256": content_hash(p)} for p in files},
+                 "seconds": round(seconds, 3)}

@@ -1,0 +1,69 @@
+"""tflite: one LiteRT flatbuffer per --quant mode (the mode registry builds it), metadata embedded, self-checked."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from edge_tool.convert.enums import QuantMode
+from edge_tool.convert.formats.registry import FormatJob, WrittenArtifact, artifact_name, register
+from edge_tool.convert.modes import MODES
+from edge_tool.core.steps import console, step
+from edge_tool.core.textsafe import term
+
+
+def tflite_name(source: Path, mode: QuantMode) -> str:
+    """File name of a mode's artefact: ``<model stem>_<mode>.tflite``."""
+    return artifact_name(source, mode.value, ".tflite")
+
+
+@register("tflite", summary="LiteRT / TFLite flatbuffer, one per --quant mode (phones, Linux boards, LiteRT.js)",
+          suffix=".tflite", in_all=True, key="{quant}")
+def build(job: FormatJob, mode: QuantMode) -> tuple[WrittenArtifact, dict]:
+    """The .tflite of ``mode``; built once more from a batch-1 re-trace when LiteRT refuses the free-batch file."""
+    return job.retry.run(mode, lambda ctx: _build(ctx, mode, job.out_dir))
+
+
+def _build(ctx, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
+    # numpy-backed helpers load here, not at import: --help lists --format's choices from this registry
+    from edge_tool.convert import fidelity  # noqa: PLC0415
+    from edge_tool.convert.file_kind import file_warnings  # noqa: PLC0415
+    from edge_tool.convert.metadata_step import for_mode  # noqa: PLC0415
+    from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert  # noqa: PLC0415
+    from edge_tool.modelfiles.limits import check_tflite_tensors  # noqa: PLC0415
+    from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
+    from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
+
+    path = out_dir / tflite_name(ctx.config.model, mode)
+    spec = None if ctx.metadata is None else for_mode(ctx.metadata, mode.value, ctx.source.flavor)
+    with step(f"convert {mode.value}") as timed:
+        data = MODES[mode].build(ctx)
+        if spec is not None:
+            data = embed_metadata(data, spec)
+        summary = summarize_tflite(data)
+        check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
+        check = None
+        if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
+            probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None
+            sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
+            got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
+            check = got and fidelity.check(ctx, mode.value, probes, got)
+        path.write_bytes(data)
+        timed.outputs.append(path)
+    if check is not None and not check.ok:
+        console.print(f"[yellow]warning:[/] {term(check.warning(path.name, mode.value))}")
+    for warning in file_warnings(path.name, mode.value, data, summary):
+        console.print(f"[yellow]warning:[/] {term(warning)}")
+    state = state_warning(summary.variable_tensors)
+    if state:
+        console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
+    art = WrittenArtifact(path, "tflite", mode.value, len(data), timed.seconds)
+    record = {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
+              "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(timed.seconds, 3),
+              "tensors": summary.to_dict(), "state_warning": state,
+              "metadata": None if spec is None else spec.to_dict()}
+    if check is not None:
+        record["self_check"] = check.to_dict()
+    if mode.value in ctx.notes:
+        record[mode.value] = ctx.notes.pop(mode.value)  # e.g. "qat": which int8 model was shipped and why
+    return art, record
