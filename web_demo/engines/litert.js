@@ -128,6 +128,8 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
     // what the page's header and footer name: 'LiteRT.js int8 (@litertjs/core 2.5.3, default wasm build)'
     title: `${model.label} (@litertjs/core ${version}, ${accelerator === 'webgpu' ? 'WebGPU, ' : ''}${runtime.build} wasm build${threads})`,
     runtime,
+    backend: accelerator,
+    shortName: model.label,
     probTolerance: QUANT_PROB_TOLERANCE,
     load,
     run,
