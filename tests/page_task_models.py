@@ -72,3 +72,37 @@ def regression_model(path: Path) -> Path:
     k.Model(inp, k.layers.Dense(2)(inp)).save(str(path), save_format="tf")
     (path / "labels.txt").write_text("price\narea\n")
     return path
+
+
+def video_model(path: Path) -> Path:
+    """[N,4,8,8,3] frames -> 2 classes (Conv3D)."""
+    _, k = _keras()
+    inp = k.Input((4, 8, 8, 3), name="frames")
+    x = k.layers.Conv3D(2, 3, padding="same", activation="relu")(inp)
+    x = k.layers.GlobalAveragePooling3D()(x)
+    k.Model(inp, k.layers.Dense(2, activation="softmax")(x)).save(str(path), save_format="tf")
+    return path
+
+
+def build(name: str, path: Path) -> Path:
+    """Build model ``name`` (gelu, multilabel, segmentation, audio, regression, video) at ``path`` in a fresh
+    process with Keras 2 (TF_USE_LEGACY_KERAS=1 must be set before TensorFlow loads)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = f"from pathlib import Path; from tests.page_task_models import {name}_model as m; m(Path({str(path)!r}))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO,
+                          env={**os.environ, "TF_USE_LEGACY_KERAS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return path
+
+
+def serving_outputs(path: Path, x: np.ndarray) -> np.ndarray:
+    """The SavedModel's first output for ``x`` (its serving signature, run by TensorFlow): the oracle."""
+    from edge_tool.modelio import load_serving_fn
+
+    _, fn, info = load_serving_fn(path)
+    out = fn(**{info.inputs[0].name: x})
+    return np.asarray(out[info.outputs[0].name])
