@@ -92,3 +92,17 @@ def test_waveform_and_video_inputs_get_their_own_ui_not_a_form(built, tmp_path):
     proc = run_edgetool("demo", built("video"), "-o", tmp_path / "v")
     assert proc.returncode == 0, proc.stdout + proc.stderr  # 768 values per sample: a note, not a refusal or form
     assert json.loads((tmp_path / "v" / "demo-config.json").read_text())["inputs"][0]["kind"] == "video"
+
+
+def test_refusal_names_what_works_when_litert_cannot_take_the_model_either():
+    from edge_tool.demo.tfjs_step import litert_blocker, tfjs_failure
+
+    log = "tensorflowjs could not convert bert: Unsupported Ops in the model before optimization\nErfc\n(log)"
+    two = [{"name": "ids"}, {"name": "mask"}]
+    message = tfjs_failure("bert", log, False, litert_blocker(two))
+    assert "Erfc" in message and "2 inputs (ids, mask)" in message and "edgetool convert bert" in message
+    assert "--litert builds" not in message and "`edgetool demo bert --litert`" not in message
+    assert litert_blocker([{"name": "x", "resized": True}]) == "its input x has an open height/width"
+    assert litert_blocker([{"name": "x"}]) is None
+    plain = tfjs_failure("vit", log, False)
+    assert "`edgetool demo vit --litert`" in plain and "\n" not in plain

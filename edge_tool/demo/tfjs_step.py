@@ -29,8 +29,18 @@ def unsupported_ops(message: str) -> list[str]:
     return sorted({op.strip() for op in re.split(r"[,\s]+", found.group("ops")) if op.strip()}) if found else []
 
 
-def tfjs_failure(model: Path, message: str, litert: bool) -> str:
-    """One paragraph: why tensorflowjs cannot convert ``model`` and the way out (``--litert``)."""
+def litert_blocker(input_specs: list[dict]) -> str | None:
+    """Why ``--litert`` cannot run a model with these inputs (LiteRT.js: one input of fixed shape), or None."""
+    if len(input_specs) != 1:
+        return f"it has {len(input_specs)} inputs ({', '.join(i['name'] for i in input_specs)})"
+    if input_specs[0].get("resized"):
+        return f"its input {input_specs[0]['name']} has an open height/width"
+    return None
+
+
+def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = None) -> str:
+    """One paragraph: why tensorflowjs cannot convert ``model`` and the way out (``--litert``, unless ``blocker``
+    says why LiteRT.js cannot run it either)."""
     ops = unsupported_ops(message)
     origins = sorted({_WHERE_FROM[op] for op in ops if op in _WHERE_FROM})
     if ops:
@@ -41,14 +51,20 @@ def tfjs_failure(model: Path, message: str, litert: bool) -> str:
     if litert:
         return (f"tensorflowjs 4.22 cannot convert {model}: {why}. The site runs the model with LiteRT.js alone "
                 "(no TensorFlow.js engine).")
+    if blocker:
+        return (f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build, and "
+                f"--litert cannot take it either: LiteRT.js in the page runs one input of fixed shape and {blocker}. "
+                f"Convert it for TFLite instead (`edgetool convert {model}`), or build the browser model without "
+                "that op (for GELU: gelu(approximate=True), which TensorFlow.js runs).")
     return (f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build. "
             f"`edgetool demo {model} --litert` builds the page from a LiteRT.js .tflite alone (int8 from "
             "--calibration data, and fp32), which runs it.")
 
 
-def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path) -> str | None:
+def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[dict]) -> str | None:
     """Put the tfjs graph model into ``dest``; None when it is there, else (``--litert`` only) why tensorflowjs could
-    not make it. Without ``--litert`` that failure raises ConversionError (exit 2) naming the op and ``--litert``."""
+    not make it. Without ``--litert`` that failure raises ConversionError (exit 2) naming the op and ``--litert``
+    (or, when LiteRT.js cannot run ``input_specs`` either, why not and what works)."""
     if kind is ModelKind.SAVED_MODEL:
         from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415  (imports tensorflow)
 
@@ -57,7 +73,8 @@ def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path) -> str | None:
         except ConversionError as exc:
             shutil.rmtree(dest, ignore_errors=True)
             if not cfg.litert:
-                raise ConversionError(tfjs_failure(Path(cfg.model), str(exc), False)) from None
+                blocker = litert_blocker(input_specs)
+                raise ConversionError(tfjs_failure(Path(cfg.model), str(exc), False, blocker)) from None
             return tfjs_failure(Path(cfg.model), str(exc), True)
         return None
     meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))

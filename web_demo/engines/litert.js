@@ -111,7 +111,7 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
       for (const v of await runOne(sample)) outs.push(v);
     }
     const ms = performance.now() - start;
-    const head = { shape: [batch, outs.length / batch], values: outs };
+    const head = { shape: [batch, ...model.output.shape.slice(1)], values: outs }; // (e.g. [1, H, W, C] masks)
     return { outputs: { [outputName]: head }, ms, backend: accelerator, engine: name };
   }
 
