@@ -176,3 +176,30 @@ def test_regression_values_are_shown_with_their_names(task_site, open_site):  # 
     values = [float(v) for v in page.locator("#values dd").all_inner_texts()]
     assert names == ["price", "area"]
     np.testing.assert_allclose(values, want, rtol=1e-5, atol=1e-6)
+
+
+def test_wav_at_another_rate_is_resampled_to_the_model_rate(task_site, open_site, tmp_path):  # noqa: F811
+    _, site, _ = task_site("audio", "--sample-rate", str(models.RATE))
+    page, _ = open_site(site)
+    rate, tone = 16000, 500.0  # twice the model's rate: the browser resamples to 8 kHz
+    t = np.arange(rate // 2) / rate  # 0.5 s: 4,000 samples at 8 kHz, cut to the model's 2,048
+    _write_wav(tmp_path / "tone16k.wav", 0.5 * np.sin(2 * np.pi * tone * t), rate)
+    page.set_input_files("#audio-file", str(tmp_path / "tone16k.wav"))
+    page.wait_for_function("window.edgetool.lastResult !== null")
+    fed = np.array(page.evaluate("Array.from(window.edgetool.lastInput.waveform.values)"), np.float64)
+    assert fed.shape == (models.SAMPLES,)
+    spectrum = np.abs(np.fft.rfft(fed * np.hanning(len(fed))))
+    peak = np.fft.rfftfreq(len(fed), 1 / models.RATE)[spectrum.argmax()]
+    assert abs(peak - tone) <= models.RATE / models.SAMPLES  # within one FFT bin: 500 Hz, not 1 kHz (unresampled)
+    assert 0.45 <= np.abs(fed[100:-100]).max() <= 0.55
+
+
+def test_video_input_gets_a_note_not_a_form(task_site, open_site):  # noqa: F811
+    _, site, _ = task_site("video")
+    page, _ = open_site(site)
+    note = page.locator("#video-note").inner_text()
+    assert "video" in note and "predict(" in note
+    assert page.locator("#fields input, #fields textarea").count() == 0
+    x = np.zeros((1, 4, 8, 8, 3), np.float32)
+    result = page.evaluate("(v) => window.edgetool.predict(v)", x.ravel().tolist())
+    assert len(result["probabilities"]) == 2
