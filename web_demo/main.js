@@ -29,6 +29,48 @@ function newState() {
     lastInput: null, lastResult: null, timings: {}, memory: null, enginePick: null, cold: new Set(), skipped: {} };
 }
 
+// Load the engines; the chooser picks its backend (remembered); the LiteRT.js ones get their first run.
+async function loadAndWarm(state, options, mark) {
+  const { config } = state;
+  const { chooser, litert } = await loadEngines(config, options, mark, state.skipped);
+  state.chooser = chooser;
+  state.memory = createMemory(config, chooser);
+  if (chooser) {
+    state.engines[chooser.name] = chooser;
+    await chooser.choose(state.memory);
+  } else {
+    state.memory.recall(null);
+  }
+  mark('warm');
+  const names = [...Object.keys(state.engines), ...litert.map((e) => e.name)];
+  await warmLiteRt(litert, firstEngine(names, options, state.memory.remembered), config, state);
+  if (config.litert) mark('litert');
+}
+
+// The controls: Engine select (more than one engine), Backend and threads selects (the chooser's), bench table.
+// setEngine/setBackend: the controller's switches.
+function fillControls(state, { setEngine, setBackend }) {
+  const { chooser } = state;
+  if (Object.keys(state.engines).length > 1) {
+    addEngineSelect(Object.values(state.engines).map((e) => [e.name, e.label]), async (name) => setEngine(name));
+  }
+  if (!chooser) return;
+  fillBackendSelect(chooser.backends.names, chooser.backend, setBackend);
+  fillBenchTable(chooser.backends);
+  fillThreadsSelect(chooser.threads);
+}
+
+// What window.edgetool.ready resolves to.
+function readyInfo(state) {
+  const { chooser } = state;
+  const litert = Object.values(state.engines).find((e) => e.runtime);
+  return { backend: chooser ? chooser.backend : null, backends: chooser ? chooser.backends.names : [],
+    benchmark: chooser ? chooser.backends.bench : {}, picked: chooser ? chooser.backends.picked : null,
+    runtime: chooser ? chooser.runtimeInfo() : null, engine: state.engine, engines: Object.keys(state.engines),
+    enginePick: state.enginePick, coldEngines: [...state.cold], skippedEngines: state.skipped,
+    litert: litert ? litert.runtime : null };
+}
+
 // Start the page; returns its controller (what api.js exposes as window.edgetool).
 export function start() {
   const options = pageOptions(window.location.search);
@@ -123,45 +165,6 @@ export function start() {
     }
   }
 
-  // Load the engines; the chooser picks its backend (remembered); the LiteRT.js ones get their first run.
-  async function loadAndWarm(config) {
-    const { chooser, litert } = await loadEngines(config, options, mark, state.skipped);
-    state.chooser = chooser;
-    state.memory = createMemory(config, chooser);
-    if (chooser) {
-      state.engines[chooser.name] = chooser;
-      await chooser.choose(state.memory);
-    } else {
-      state.memory.recall(null);
-    }
-    mark('warm');
-    const names = [...Object.keys(state.engines), ...litert.map((e) => e.name)];
-    await warmLiteRt(litert, firstEngine(names, options, state.memory.remembered), config, state);
-    if (config.litert) mark('litert');
-  }
-
-  // The controls: Engine select (more than one engine), Backend and threads selects (the chooser's), bench table.
-  function fillControls() {
-    const { chooser } = state;
-    if (Object.keys(state.engines).length > 1) {
-      addEngineSelect(Object.values(state.engines).map((e) => [e.name, e.label]), async (name) => setEngine(name));
-    }
-    if (!chooser) return;
-    fillBackendSelect(chooser.backends.names, chooser.backend, setBackend);
-    fillBenchTable(chooser.backends);
-    fillThreadsSelect(chooser.threads);
-  }
-
-  function readyInfo() {
-    const { chooser } = state;
-    const litert = Object.values(state.engines).find((e) => e.runtime);
-    return { backend: chooser ? chooser.backend : null, backends: chooser ? chooser.backends.names : [],
-      benchmark: chooser ? chooser.backends.bench : {}, picked: chooser ? chooser.backends.picked : null,
-      runtime: chooser ? chooser.runtimeInfo() : null, engine: state.engine, engines: Object.keys(state.engines),
-      enginePick: state.enginePick, coldEngines: [...state.cold], skippedEngines: state.skipped,
-      litert: litert ? litert.runtime : null };
-  }
-
   async function main() {
     await startServiceWorker(); // so the engines' wasm builds are fetched once, through it, and kept for offline use
     mark('serviceWorker');
@@ -170,18 +173,18 @@ export function start() {
     mark('config');
     $('engine-name').textContent = [config.litert && 'LiteRT.js', config.modelUrl && 'TensorFlow.js']
       .filter(Boolean).join(' or ') + (config.litert && config.modelUrl ? ' (the faster one here)' : '');
-    await loadAndWarm(config);
+    await loadAndWarm(state, options, mark);
     const picked = await pickEngine(state.engines, options, state.memory, state.chooser, warm);
     state.enginePick = picked.pick;
     state.engine = Object.keys(state.engines)[0];
-    fillControls();
+    fillControls(state, { setEngine, setBackend });
     await setEngine(picked.engine);
     state.inputs = setupInputs(config, { onInput: predictFromUi, onClear: () => { state.lastInput = null; clearResult(); } });
     showEngineName();
     const warning = state.chooser && state.engine === state.chooser.name ? state.chooser.warning(active().backend) : '';
     setStatus(`Ready (${active().shortName}).${warning ? ` ${warning}` : ''}${state.inputs.prompt ? ` ${state.inputs.prompt}` : ''}`);
     mark('ready');
-    ready.resolve(readyInfo());
+    ready.resolve(readyInfo(state));
   }
 
   main().catch((err) => {
