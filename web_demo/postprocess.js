@@ -37,15 +37,49 @@ export function splitRows(values, batch) {
   return rows;
 }
 
+export const sigmoid = (v) => 1 / (1 + Math.exp(-v));
+
+// Multi-label rows: each value is its own yes/no probability, never softmaxed against the others. Kept as they are
+// when the model ends in a sigmoid (or every value already is in [0,1]), else taken as logits (their sigmoid).
+export function independentProbabilities(row, activation) {
+  if (activation === 'sigmoid' || (activation !== 'linear' && row.every((v) => v >= 0 && v <= 1))) return row;
+  return row.map(sigmoid);
+}
+
+// How each task turns the ranked head's row into probabilities (tasks without an entry are not ranked: their
+// outputs are shown as they are, e.g. a mask or named numbers). k: how many of them top lists (null: the config's).
+export const RANKINGS = {
+  classification: { probabilities: (row, ranked) => toProbabilities(row, ranked.tolerance), k: null },
+  detection: { probabilities: (row, ranked) => toProbabilities(row, ranked.tolerance), k: null },
+  multilabel: { probabilities: (row, ranked) => independentProbabilities(row, ranked.activation), k: Infinity },
+};
+
 // An engine's raw result ({outputs: {head: {shape, values}}, ms, backend, engine}) with the ranked head's
 // probabilities and top-k added: one row and one list for batch 1, else a list of each per sample.
-// ranked: {name, batch, tolerance, labels, k}.
+// ranked: {name, batch, tolerance, labels, k, task (default classification), activation}. Tasks without a ranking
+// (segmentation, regression) get probabilities null and an empty top.
 export function withRanking(raw, ranked) {
+  const ranking = RANKINGS[ranked.task || 'classification'];
+  if (!ranking) return { probabilities: null, top: [], ...raw };
+  const k = ranking.k === null ? ranked.k : ranking.k;
   const rows = splitRows(raw.outputs[ranked.name].values, ranked.batch)
-    .map((row) => toProbabilities(row, ranked.tolerance));
-  const top = rows.map((row) => topK(row, ranked.labels, ranked.k));
+    .map((row) => ranking.probabilities(row, ranked));
+  const top = rows.map((row) => topK(row, ranked.labels, k));
   if (ranked.batch === 1) return { probabilities: rows[0], top: top[0], ...raw };
   return { probabilities: rows, top, ...raw };
+}
+
+// The class of every position of a [.., H, W, C] (or [.., T, C]) sample: the arg-max over its last axis (first
+// index on ties, as numpy's argmax). values: the sample's H*W*C values; classes: C -> Int32Array of H*W classes.
+export function argmaxLastAxis(values, classes) {
+  const n = values.length / classes;
+  const out = new Int32Array(n);
+  for (let p = 0; p < n; p++) {
+    let best = 0;
+    for (let c = 1; c < classes; c++) if (values[p * classes + c] > values[p * classes + best]) best = c;
+    out[p] = best;
+  }
+  return out;
 }
 
 export function median(xs) {

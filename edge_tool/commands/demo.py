@@ -21,6 +21,8 @@ def command(
     calibration: Path = typer.Option(None, "--calibration", help="Image data: a labelled folder (one sub-folder per class) measures what the model's input takes when the model does not say, and names the classes when no labels are given; with --litert also the representative data of the int8 build (default: calibration.npz beside the model)."),
     signature: str = typer.Option(None, "--signature", help="SavedModel signature the page runs (default serving_default; demo names the one used when there are several)."),
     input_size: str = typer.Option(None, "--input-size", metavar="HxW", help="Size fed to image inputs whose height/width the model leaves open (default 224x224)."),
+    task: str = typer.Option(None, "--task", help="classification|multilabel|regression|segmentation|detection: what the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval does; the site's notes say how)."),
+    sample_rate: int = typer.Option(None, "--sample-rate", metavar="HZ", help="Sample rate of a waveform input [N, samples]: the page resamples uploaded WAV files to it (without it the page cannot know the rate and refuses uploads)."),
     trust_model_code: bool = trust_model_code_option(),
     input_range: str = input_options.INPUT_RANGE,
     input_mean: str = input_options.INPUT_MEAN,
@@ -40,7 +42,7 @@ def command(
                                            litert=litert, tflite=tflite, calibration=calibration,
                                            input_size=input_size, trust_model_code=trust_model_code,
                                            contract=ContractOptions.from_cli(input_range, input_mean, input_std),
-                                           signature=signature))
+                                           signature=signature, task=task, sample_rate=sample_rate))
     from edge_tool.core.textsafe import visible  # noqa: PLC0415
 
     for note in report.notes:

@@ -9,8 +9,10 @@ from calibration.safe_open import not_a_file
 from edge_tool.contract.options import ContractOptions
 from edge_tool.demo import model as model_mod
 from edge_tool.errors import UsageError, collect_and_raise
+from edge_tool.tasks.registry import TASK_NAMES
 
 MAX_TITLE = 80
+MIN_RATE, MAX_RATE = 3000, 768000  # what WebAudio's OfflineAudioContext accepts
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class DemoConfig:
     trust_model_code: bool = False  # --trust-model-code: build from a model that carries code (edge_tool.modelcode)
     contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
     signature: str | None = None  # the SavedModel signature the page runs; None = serving_default
+    task: str | None = None  # --task: what the page renders the outputs as (None: inferred as eval infers it)
+    sample_rate: int | None = None  # --sample-rate: Hz of a waveform input (the page resamples uploads to it)
 
     def __post_init__(self):
         problems = []
@@ -53,6 +57,11 @@ class DemoConfig:
              f"--labels {self.labels} {not_a_file(self.labels)} (expected one label per line)."),
             (self.title is not None and not 0 < title <= MAX_TITLE,
              f"--title must be 1..{MAX_TITLE} characters, got {title}."),
+            (self.task is not None and self.task not in TASK_NAMES,
+             f"--task expects one of {', '.join(TASK_NAMES)}, got {self.task!r}."),
+            (self.sample_rate is not None and not MIN_RATE <= self.sample_rate <= MAX_RATE,
+             f"--sample-rate must be {MIN_RATE}..{MAX_RATE} Hz (the rates browsers decode audio at), "
+             f"got {self.sample_rate}."),
         )
 
     @property

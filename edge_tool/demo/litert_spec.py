@@ -30,8 +30,9 @@ def tflite_spec(path: Path, classes: int | None) -> dict:
     if shape_sig and shape_sig[0] != 1:
         problems.append(f"its input batch is {shape_sig[0]}; the page feeds one sample at a time (batch 1)")
     out_shape = [int(d) for d in o["shape"]]
-    if len(out_shape) != 2 or out_shape[0] != 1 or (classes is not None and out_shape[1] != classes):
-        problems.append(f"its output shape is {out_shape}; expected [1, {classes or 'K'}] class scores")
+    if out_shape[:1] != [1] or (classes is not None and out_shape != [1, classes]):
+        problems.append(f"its output shape is {out_shape}; expected {[1, classes] if classes else '[1, ...]'} "
+                        "(the model's output at batch 1)")
     for role, d in (("input", i), ("output", o)):
         if d["dtype"].__name__ not in IO_DTYPES:
             problems.append(f"its {role} dtype is {dtype_name(d['dtype'])}; expected one of {', '.join(IO_DTYPES)}")

@@ -144,8 +144,20 @@ def _image_ui(t: Tensor, base: dict, size: tuple[int, int] | None) -> dict:
             "feedShape": feed, "resized": shape[1] is None or shape[2] is None}
 
 
+AUDIO_MIN_SAMPLES = 1024  # a float [N, samples] input this long is a waveform (a file upload), not a form
+AUDIO_NAMES = re.compile(r"audio|wave|pcm|signal|sound|speech", re.I)  # ... and from 64 samples when its name says so
+
+
+def _is_audio(t: Tensor) -> bool:
+    """A float [N, samples] input long enough (or named) to be a waveform."""
+    if len(t.shape) != 2 or t.shape[1] is None or not t.dtype.startswith("float"):
+        return False
+    return t.shape[1] >= AUDIO_MIN_SAMPLES or (t.shape[1] >= 64 and bool(AUDIO_NAMES.search(t.key)))
+
+
 def _generic_ui(t: Tensor, base: dict) -> dict:
-    """A form for a non-image input: every dimension after the batch must be fixed (product <= MAX_FLAT_FEATURES)."""
+    """A form for a non-image input: every dimension after the batch must be fixed (product <= MAX_FLAT_FEATURES);
+    a waveform [N, samples] gets kind 'audio' (a WAV upload), a video [N, T, H, W, C] kind 'video' (a note)."""
     dims = t.shape[1:]
     if any(d is None for d in dims):
         raise ModelError(
@@ -156,6 +168,9 @@ def _generic_ui(t: Tensor, base: dict) -> dict:
     count = 1
     for d in dims:
         count *= d
+    if _is_audio(t) or len(t.shape) == 5:
+        return {**base, "kind": "audio" if len(t.shape) == 2 else "video", "features": count, "featureNames": [],
+                "integer": False, "feedShape": [1, *dims]}
     if count > MAX_FLAT_FEATURES:
         raise ModelError(f"Input {t.key!r} has shape {_fmt(t.shape)} ({count} values per sample); the demo's form "
                          f"takes at most {MAX_FLAT_FEATURES} values per input.")

@@ -25,7 +25,9 @@ from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, a
     add_litert,
     precheck_litert,
 )
+from edge_tool.demo import task_step
 from edge_tool.demo.model import ModelKind
+from edge_tool.demo.tfjs_step import place_tfjs
 from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.core.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
@@ -35,10 +37,14 @@ from edge_tool.models.labelmap import labels_file_for
 from edge_tool.core.textsafe import html_text
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
+TFJS_MODULES = ("engines/tfjs.js", "engines/tfjs-backends.js")  # the TensorFlow.js engine (not on LiteRT.js-only sites)
 TEMPLATE_FILES = ("index.html", "app.css", "app.js", "main.js", "api.js", "config.js", "postprocess.js",
-                  "engines/engine.js", "engines/pick-cache.js", "engines/tfjs.js", "engines/tfjs-backends.js",
+                  "engines/engine.js", "engines/load.js", "engines/pick.js", "engines/pick-cache.js", *TFJS_MODULES,
                   "ui/dom.js", "ui/camera.js", "ui/controls.js", "ui/form.js", "ui/pad.js", "ui/pixels.js", "ui/resample.js",
-                  "ui/results.js")
+                  "ui/results.js", "ui/audio.js", "ui/inputs.js", "ui/mask.js")
+# index.html's classic scripts of the TensorFlow.js runtime (dropped with it)
+TFJS_SCRIPT_TAGS = tuple(f'  <script src="vendor/{name}" defer></script>\n'
+                         for name in ("tf.min.js", "tf-backend-wasm.min.js", "tf-backend-webgpu.min.js"))
 SW_TEMPLATE = "sw.template.js"
 CONFIG_NAME = "demo-config.json"
 MANIFEST_NAME = "manifest.webmanifest"
@@ -142,35 +148,24 @@ def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
     return ins, outs
 
 
-def _place_model(cfg: DemoConfig, kind: ModelKind, dest: Path) -> None:
-    if kind is ModelKind.SAVED_MODEL:
-        from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
-
-        export_tfjs(Path(cfg.model), dest, signature=cfg.signature or "serving_default")
-        return
-    meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
-    dest.mkdir(parents=True)
-    for name in ["model.json", *model_mod.weight_files(Path(cfg.model), meta)]:
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(cfg.model) / name, dest / name)
-
-
-def _manifest(title: str, icon_entries: list[dict]) -> dict:
+def _manifest(title: str, icon_entries: list[dict], runtime: str = "TensorFlow.js") -> dict:
     short = title if len(title) <= 12 else "edgetool"
     return {
         "id": "./", "name": title, "short_name": short,
-        "description": "A model converted by edgetool, running offline in the browser with TensorFlow.js.",
+        "description": f"A model converted by edgetool, running offline in the browser with {runtime}.",
         "start_url": "./", "scope": "./", "display": "standalone",
         "theme_color": icons_mod.THEME, "background_color": icons_mod.THEME, "icons": icon_entries,
     }
 
 
-def _page_config(title: str, inputs: list[dict], outputs: list[dict], labels: list[str], kind: ModelKind) -> dict:
-    """demo-config.json: every input and output head; ``input``/``output`` are the first input and the ranked head."""
+def _page_config(title: str, inputs: list[dict], outputs: list[dict], labels: list[str], kind: ModelKind,
+                 tfjs: bool = True) -> dict:
+    """demo-config.json: every input and output head; ``input``/``output`` are the first input and the ranked head;
+    ``modelUrl`` null: no TensorFlow.js model (a LiteRT.js-only site)."""
     return {
         "title": title, "generator": f"edgetool {__version__}", "sourceFormat": kind.value,
-        "modelUrl": f"{MODEL_SUBDIR}/model.json", "wasmPath": f"{VENDOR_SUBDIR}/",
-        "runtime": pinned_versions(), "inputs": inputs, "outputs": outputs, "input": inputs[0], "output": outputs[0],
+        "modelUrl": f"{MODEL_SUBDIR}/model.json" if tfjs else None, "wasmPath": f"{VENDOR_SUBDIR}/" if tfjs else None,
+        "runtime": pinned_versions() if tfjs else {}, "inputs": inputs, "outputs": outputs, "input": inputs[0], "output": outputs[0],
         "labels": labels, "topK": min(TOP_K, len(labels)) if labels else TOP_K, "draw": dict(DRAW),
     }
 
@@ -214,25 +209,25 @@ def build_site(cfg: DemoConfig) -> SiteReport:
                  "labels: none (no --labels, no labels.txt in or beside the model, none embedded): the page shows "
                  "class indices.")
     title = (cfg.title or f"edgetool demo: {Path(cfg.model).resolve().name}").strip()
-    template = web_demo_dir()
+    acts = task_step.activations(Path(cfg.model), kind, cfg.signature)
 
     with atomic_dir(Path(cfg.output), cfg.force, cfg.inputs) as tmp:
-        _place_model(cfg, kind, tmp / MODEL_SUBDIR)
-        _, inputs, outputs = model_mod.read_tfjs_model(tmp / MODEL_SUBDIR)  # names as the tfjs graph knows them
+        no_tfjs = place_tfjs(cfg, kind, tmp / MODEL_SUBDIR, input_specs)
+        if no_tfjs is None:
+            _, inputs, outputs = model_mod.read_tfjs_model(tmp / MODEL_SUBDIR)  # names as the tfjs graph knows them
+        else:  # a LiteRT.js-only site: the SavedModel's signature names
+            (tmp / MODEL_SUBDIR).mkdir()
+            notes.append(f"warning: {no_tfjs}")
         input_specs = [page_entry(e, resolution)
                        for e in model_mod.input_ui(_signature_order(inputs, input_specs), size)]
         output_specs = model_mod.output_ui(outputs)
-        for name in TEMPLATE_FILES:
-            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(template / name, tmp / name)
-        index = (tmp / "index.html").read_text().replace("{{TITLE}}", html_text(title))
-        (tmp / "index.html").write_text(index)
-        (tmp / VENDOR_SUBDIR).mkdir()
-        for name, src in runtime.items():
-            shutil.copyfile(src, tmp / VENDOR_SUBDIR / name)
+        _copy_page(tmp, title, runtime if no_tfjs is None else {})
         icon_entries = icons_mod.write_icons(tmp / ICON_SUBDIR)
-        (tmp / MANIFEST_NAME).write_text(json.dumps(_manifest(title, icon_entries), indent=2) + "\n")
-        page = _page_config(title, input_specs, output_specs, labels, kind)
+        engine_name = "TensorFlow.js" if no_tfjs is None else "LiteRT.js"
+        (tmp / MANIFEST_NAME).write_text(json.dumps(_manifest(title, icon_entries, engine_name), indent=2) + "\n")
+        page = _page_config(title, input_specs, output_specs, labels, kind, no_tfjs is None)
+        page["task"] = task_step.page_task(cfg.task, output_specs, acts)
+        page["sampleRate"] = cfg.sample_rate
         if cfg.litert:
             page["litert"] = add_litert(cfg, tmp, litert_files, output_specs[0]["classes"], resolution.contracts)
         (tmp / CONFIG_NAME).write_text(json.dumps(page, indent=2) + "\n")
@@ -240,8 +235,25 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         files = tuple(site_files(tmp))
         total, first_visit = footprint(tmp, files)
         first_gzip = footprint(tmp, files, gzip_size)[1]
+    notes.append(f"task: {page['task']['name']} ({page['task']['reason']})")
     return SiteReport(Path(cfg.output), kind, "+".join(i["kind"] for i in input_specs), version, files, tuple(notes),
                       total, first_visit, first_gzip)
+
+
+def _copy_page(tmp: Path, title: str, runtime: dict[str, Path]) -> None:
+    """The page's files and the TensorFlow.js runtime ``runtime`` (empty: a LiteRT.js-only page, no tfjs in it)."""
+    template = web_demo_dir()
+    for name in TEMPLATE_FILES:
+        if runtime or name not in TFJS_MODULES:
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(template / name, tmp / name)
+    index = (tmp / "index.html").read_text().replace("{{TITLE}}", html_text(title))
+    for tag in () if runtime else TFJS_SCRIPT_TAGS:
+        index = index.replace(tag, "")
+    (tmp / "index.html").write_text(index)
+    (tmp / VENDOR_SUBDIR).mkdir()
+    for name, src in runtime.items():
+        shutil.copyfile(src, tmp / VENDOR_SUBDIR / name)
 
 
 def _signature_order(tensors: tuple, specs: list[dict]) -> tuple:

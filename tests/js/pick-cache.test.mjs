@@ -66,3 +66,13 @@ test('unreadable entries and failing storage are no choice, never an error', () 
   console.warn = () => {};
   try { writeChoice(broken, 'k', { backend: 'wasm' }); } finally { console.warn = warn; }
 });
+
+test('a site without a backend choice (LiteRT.js only) remembers the engine alone', () => {
+  const storage = new FakeStorage();
+  const key = choiceKey('sha-a+sha-b', 'UA 1', null);
+  writeChoice(storage, key, { engine: 'litert-fp32', engineBench: { litert: 0.7, 'litert-fp32': 0.1 } });
+  assert.deepEqual(readChoice(storage, key, null),
+    { backend: null, bench: {}, skipped: {}, engine: 'litert-fp32', engineBench: { litert: 0.7, 'litert-fp32': 0.1 } });
+  writeChoice(storage, key, { backend: 'wasm', bench: { wasm: 1 } }); // no engine: nothing to reuse
+  assert.equal(readChoice(storage, key, null), null);
+});

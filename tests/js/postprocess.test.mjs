@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  allFinite, headSummary, headTitle, isProbabilityRow, median, percent, splitRows, toProbabilities, topK, withRanking,
+  allFinite, argmaxLastAxis, headSummary, headTitle, independentProbabilities, isProbabilityRow, median, percent,
+  sigmoid, splitRows, toProbabilities, topK, withRanking,
 } from '../../web_demo/postprocess.js';
 
 const close = (got, want, tol = 1e-12) => {
@@ -79,4 +80,29 @@ test('allFinite is false as soon as one value of one head is NaN or infinite', (
   assert.equal(allFinite({ a: { values: [0, 1.5] }, b: { values: new Float32Array([2]) } }), true);
   assert.equal(allFinite({ a: { values: [0, 1.5] }, b: { values: new Float32Array([NaN]) } }), false);
   assert.equal(allFinite({ a: { values: [Infinity] } }), false);
+});
+
+test('multi-label rows are independent probabilities: sigmoid outputs kept, logits through a sigmoid, never softmaxed', () => {
+  const row = [0.97, 0.9, 0.1];
+  assert.equal(independentProbabilities(row, 'sigmoid'), row);
+  assert.equal(independentProbabilities(row, 'unknown'), row); // all in [0,1]: taken as probabilities
+  close(independentProbabilities([2, -1], 'linear'), [sigmoid(2), sigmoid(-1)]);
+  close(independentProbabilities([2, -1], 'unknown'), [1 / (1 + Math.exp(-2)), 1 / (1 + Math.exp(1))]);
+  const raw = { outputs: { y: { shape: [1, 3], values: row } }, ms: 1, backend: 'wasm', engine: 'tfjs' };
+  const ranked = withRanking(raw, { name: 'y', batch: 1, labels: ['a', 'b', 'c'], k: 2, task: 'multilabel',
+    activation: 'sigmoid' });
+  assert.deepEqual(ranked.probabilities, row); // 0.97 stays 0.97 (a softmax would make it 46 %)
+  assert.deepEqual(ranked.top.map((t) => t.label), ['a', 'b', 'c']); // every label, best first
+});
+
+test('segmentation and regression results are not ranked; the mask is the arg-max of the last axis', () => {
+  const raw = { outputs: { y: { shape: [1, 2, 1, 3], values: [0, 5, 1, 7, 7, 2] } }, ms: 1 };
+  for (const task of ['segmentation', 'regression']) {
+    const r = withRanking(raw, { name: 'y', batch: 1, labels: [], k: 3, task });
+    assert.equal(r.probabilities, null);
+    assert.deepEqual(r.top, []);
+  }
+  assert.deepEqual(Array.from(argmaxLastAxis([0, 5, 1, 7, 7, 2], 3)), [1, 0]); // ties: the first index, as numpy
+  const cls = withRanking({ outputs: { y: { shape: [1, 2], values: [2, 0] } } }, { name: 'y', batch: 1, labels: [], k: 1 });
+  close(cls.probabilities, toProbabilities([2, 0])); // no task: classification, as before
 });

@@ -10,7 +10,16 @@
 //                   {outputs: {head: {shape, values}}, ms, backend, engine}
 //   time(runs, warmup)  model execution only, input already in place -> {backend, engine, times: [ms per run]}
 //   dispose()       free the model (and its tensors) again
-// main.js turns a raw result into what predict() returns with postprocess.withRanking.
+//   backend         what it computes on now ('wasm', 'webgl', 'webgpu', ...); shortName: what the status names
+// An engine with a backend choice of its own (the tfjs one) also has
+//   backends        {names, bench, skipped, picked}: the backends that work here and their micro-benchmark
+//   choose(memory)  after load: pick its backend (remembered through memory, engines/pick.js) -> its name, warm
+//   choice()        what the pick memory keeps of it ({backend, bench, skipped})
+//   switchBackend(name)  switch (and benchmark) -> the backend now active
+//   threads         {current, most} wasm threads (null: none), warning(best): a note for the status ('' none)
+//   cacheKey        {hash, threads, gpu}: the pick memory's key parts; runtimeInfo(): what ready reports as runtime
+// main.js only talks to engines through this interface (engines/load.js makes them, engines/pick.js picks one),
+// and turns a raw result into what predict() returns with postprocess.withRanking.
 
 // Run `once` warmup + runs times; the ms of each run after the warm-up ones. `once` may resolve to a clean-up
 // function (e.g. disposing its output tensors), called after the clock stopped.

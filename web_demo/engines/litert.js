@@ -111,7 +111,7 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
       for (const v of await runOne(sample)) outs.push(v);
     }
     const ms = performance.now() - start;
-    const head = { shape: [batch, outs.length / batch], values: outs };
+    const head = { shape: [batch, ...model.output.shape.slice(1)], values: outs }; // (e.g. [1, H, W, C] masks)
     return { outputs: { [outputName]: head }, ms, backend: accelerator, engine: name };
   }
 
@@ -128,6 +128,8 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
     // what the page's header and footer name: 'LiteRT.js int8 (@litertjs/core 2.5.3, default wasm build)'
     title: `${model.label} (@litertjs/core ${version}, ${accelerator === 'webgpu' ? 'WebGPU, ' : ''}${runtime.build} wasm build${threads})`,
     runtime,
+    backend: accelerator,
+    shortName: model.label,
     probTolerance: QUANT_PROB_TOLERANCE,
     load,
     run,

@@ -36,15 +36,18 @@ export function browserStorage() {
 // The remembered choice {backend, bench: {name: ms}, skipped: {name: reason}, engine, engineBench: {name: ms}}, or
 // null (none, unreadable, or naming a backend that does not work here any more). engine is null unless the entry
 // names one with a finite time (sites with one engine never store one; main.js checks it is still loaded).
+// working: the backends that work here; null on sites without a backend choice (LiteRT.js only: only the engine
+// is remembered, and an entry without one is no entry).
 export function readChoice(storage, key, working) {
   try {
     const choice = JSON.parse(storage.getItem(key));
-    const valid = choice && typeof choice.backend === 'string' && working.includes(choice.backend)
-      && choice.bench && Number.isFinite(choice.bench[choice.backend]);
+    const valid = choice && (working === null ? typeof choice.engine === 'string'
+      : typeof choice.backend === 'string' && working.includes(choice.backend)
+        && choice.bench && Number.isFinite(choice.bench[choice.backend]));
     if (!valid) return null;
     const engineBench = { ...choice.engineBench };
     const engine = typeof choice.engine === 'string' && Number.isFinite(engineBench[choice.engine]) ? choice.engine : null;
-    return { backend: choice.backend, bench: { ...choice.bench }, skipped: { ...choice.skipped }, engine, engineBench };
+    return { backend: choice.backend ?? null, bench: { ...choice.bench }, skipped: { ...choice.skipped }, engine, engineBench };
   } catch (err) {
     return null; // storage disabled or the entry is not JSON
   }

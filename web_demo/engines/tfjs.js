@@ -4,7 +4,7 @@ import { zeroFeeds } from '../config.js';
 import { PROB_TOLERANCE } from '../postprocess.js';
 import { timeLoop } from './engine.js';
 import { modelHash } from './pick-cache.js';
-import { createBackends } from './tfjs-backends.js';
+import { createBackends, mostThreads } from './tfjs-backends.js';
 
 // One flat typed array for tf.tensor: typed arrays of the right type are used as they are (no JS-array detour).
 function toTyped(values, dtype) {
@@ -102,13 +102,38 @@ export function createTfjsEngine(config, options) {
     }
   }
 
+  // The backend pick (tfjs-backends.js), remembered through `memory` (engines/pick.js: recall(names) -> the
+  // remembered entry or null; save(entry)) -> the picked backend, warm.
+  async function choose(memory) {
+    const best = await backends.pick((names) => memory.recall(names));
+    if (backends.picked === 'benchmark') memory.save(choice());
+    return best;
+  }
+
+  // What the pick memory keeps of this engine: its backend and the backend micro-benchmark.
+  const choice = () => ({ backend: tf.getBackend(), bench: backends.bench, skipped: backends.skipped });
+
+  const threads = () => backends.runtime().wasmThreads;
+
   return {
     name: 'tfjs',
     get label() { return `TensorFlow.js ${tf.version.tfjs}`; },
     get title() { return `TensorFlow.js ${tf.version.tfjs} (${tf.getBackend()} backend)`; },
+    get backend() { return tf.getBackend(); },
+    get shortName() { return tf.getBackend(); },
     probTolerance: PROB_TOLERANCE,
     backends,
-    get modelHash() { return graph.hash; }, // SHA-256 of the graph and weights (null without Web Crypto)
+    choose,
+    choice,
+    switchBackend: (name) => backends.switchTo(name),
+    // the wasm threads select: {current, most} (null: the wasm backend did not start)
+    get threads() { return threads() === null ? null : { current: threads(), most: mostThreads(threads()) }; },
+    // why the status warns about the picked backend ('' when it does not)
+    warning: (best) => (backends.nonFinite.includes(best)
+      ? 'Warning: every TensorFlow.js backend here gives NaN/Inf outputs for a blank input.' : ''),
+    // the pick memory's key parts: the model's SHA-256 (graph + weights; null without Web Crypto), wasm threads, GPU
+    get cacheKey() { const r = backends.runtime(); return { hash: graph.hash, threads: r.wasmThreads, gpu: r.gpuAdapter }; },
+    runtimeInfo: () => backends.runtime(),
     load,
     run,
     time,

@@ -1,5 +1,5 @@
-// The selects of the prediction card: Backend (tfjs), wasm threads (reloads the page), Engine (--litert sites).
-import { mostThreads } from '../engines/tfjs-backends.js';
+// The selects of the prediction card: Backend and wasm threads (reloads the page) of an engine with a backend choice
+// (engines/engine.js), Engine (--litert sites).
 import { modelInfoText } from '../config.js';
 import { $, option, setStatus } from './dom.js';
 
@@ -19,10 +19,11 @@ export function fillBackendSelect(names, active, onChange) {
 }
 
 // wasm threads are fixed when the wasm backend starts: changing them reloads the page with ?threads=N.
-export function fillThreadsSelect(current) {
+// threads: {current, most} (null: no wasm threads to choose).
+export function fillThreadsSelect(threads) {
   const select = $('threads');
-  if (current === null) return;
-  const most = mostThreads(current);
+  if (!threads) return;
+  const { current, most } = threads;
   select.replaceChildren(...Array.from({ length: most }, (_, i) => option(String(i + 1), String(i + 1))));
   select.value = String(current);
   select.disabled = most < 2;
@@ -48,11 +49,11 @@ export function addEngineSelect(engines, onChange) {
   onSelect(select, onChange, (s) => `Switched to ${s.selectedOptions[0].textContent}.`);
 }
 
-// The Backend and threads selects only apply to the tfjs engine.
-export function showEngine(name, backendCount) {
-  if ($('engine')) $('engine').value = name; // (no Engine select: tfjs is the only engine)
-  $('backend').disabled = name !== 'tfjs' || backendCount < 2;
-  $('threads').disabled = name !== 'tfjs' || $('threads').options.length < 2;
+// The Backend and threads selects only apply to the engine that has a backend choice (chooses: it runs now).
+export function showEngine(name, chooses, backendCount) {
+  if ($('engine')) $('engine').value = name; // (no Engine select: one engine)
+  $('backend').disabled = !chooses || backendCount < 2;
+  $('threads').disabled = !chooses || $('threads').options.length < 2;
 }
 
 // The header and the footer name the engine running now (title: engines/engine.js, with its backend or wasm build).

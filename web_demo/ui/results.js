@@ -1,6 +1,7 @@
 // The prediction card: ranked top-k bars, the other output heads, the latency, the backend micro-benchmark table.
 import { firstSample, headSummary, headTitle, percent } from '../postprocess.js';
 import { $, textElement } from './dom.js';
+import { showMask } from './mask.js';
 
 function topItem({ label, probability }) {
   const li = document.createElement('li');
@@ -15,9 +16,10 @@ function topItem({ label, probability }) {
   return li;
 }
 
-// Every head except a ranked primary one: its first sample as top-k (probability-like) or raw values.
-function showHeads(heads, config) {
-  const shown = config.outputs.filter((o, i) => heads[o.name] && (i > 0 || o.kind !== 'classes'));
+// Every head except the one the task shows (kind 'classes' ranked, or the task's own view): its first sample as
+// top-k (probability-like) or raw values.
+function showHeads(heads, config, shownFirst) {
+  const shown = config.outputs.filter((o, i) => heads[o.name] && !(i === 0 && shownFirst));
   $('heads').hidden = shown.length === 0;
   $('heads').replaceChildren(...shown.map((o) => {
     const box = document.createElement('div');
@@ -28,22 +30,57 @@ function showHeads(heads, config) {
   }));
 }
 
-function showLatency(result) {
+// chooser: the name of the engine the Backend select belongs to (null: none)
+function showLatency(result, chooser) {
   $('latency').textContent = `${result.ms.toFixed(2)} ms`;
-  if (result.engine === 'tfjs') $('backend').value = result.backend;
+  if (chooser && result.engine === chooser) $('backend').value = result.backend;
 }
 
-// A predict() result on the page (the first sample of a batch).
-export function showResult(result, config) {
-  const top = Array.isArray(result.top[0]) ? result.top[0] : result.top;
-  showHeads(result.outputs || {}, config);
-  $('top').replaceChildren(...(config.outputs[0].kind === 'classes' ? top.map(topItem) : []));
-  showLatency(result);
+// The primary head's first sample as named numbers: labels name them, else "name[i]".
+function namedValues(head, config) {
+  const name = config.outputs[0].name;
+  return firstSample(head).flatMap((v, i) => [textElement('dt', '', config.labels[i] !== undefined ? config.labels[i]
+    : `${name}[${i}]`), textElement('dd', '', Number(v).toPrecision(6))]);
 }
 
-export const clearResult = () => $('top').replaceChildren();
+// How each task shows the primary head (view(result, config, page) -> whether it showed it); tasks without an entry
+// show the ranked top-k (classification, multilabel: independent probabilities) when the head is a class row.
+const VIEWS = {
+  segmentation: (result, config, page) => {
+    const head = result.outputs[config.outputs[0].name];
+    if (!head || head.shape.length < 3) return false;
+    result.mask = showMask(head, config.labels, page.inputCanvas());
+    return true;
+  },
+  regression: (result, config) => {
+    $('values').replaceChildren(...namedValues(result.outputs[config.outputs[0].name], config));
+    $('values').hidden = false;
+    return true;
+  },
+};
 
-// backends: the tfjs engine's backends (names, bench, skipped).
+// A predict() result on the page (the first sample of a batch), shown as its task says (config.task).
+// page: {inputCanvas(): a canvas holding the model's input image, or null; chooser: the Backend select's engine}.
+export function showResult(result, config, page = { inputCanvas: () => null, chooser: null }) {
+  const task = (config.task && config.task.name) || 'classification';
+  $('seg').hidden = true;
+  $('values').hidden = true;
+  const view = VIEWS[task];
+  const shownFirst = view ? view(result, config, page) : false;
+  const top = result.top && Array.isArray(result.top[0]) ? result.top[0] : (result.top || []);
+  const ranked = !view && config.outputs[0].kind === 'classes';
+  showHeads(result.outputs || {}, config, shownFirst || ranked);
+  $('top').replaceChildren(...(ranked ? top.map(topItem) : []));
+  showLatency(result, page.chooser);
+}
+
+export function clearResult() {
+  $('top').replaceChildren();
+  $('seg').hidden = true;
+  $('values').hidden = true;
+}
+
+// backends: the backends of the engine that has a choice of them (names, bench, skipped).
 export function fillBenchTable(backends) {
   const { bench, skipped } = backends;
   $('bench').replaceChildren(...backends.names.map((name) => {

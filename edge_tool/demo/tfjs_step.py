@@ -1,0 +1,85 @@
+"""The TensorFlow.js half of a demo site: the tfjs graph model placed in the site, or why tensorflowjs cannot make it.
+
+A ``--litert`` site does not need it: when tensorflowjs cannot convert the model (an op TensorFlow.js has no kernel
+for, such as the ``Erfc`` an exact GELU lowers to), the page runs the LiteRT.js engine alone. Without ``--litert`` that
+failure is a refusal naming the op and the way out.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from edge_tool.demo import model as model_mod
+from edge_tool.demo.config import DemoConfig
+from edge_tool.demo.model import ModelKind
+from edge_tool.errors import ConversionError
+
+# tensorflowjs 4.22 (tf_saved_model_conversion_v2.validate): "Unsupported Ops in the model before optimization\nErfc"
+_UNSUPPORTED = re.compile(r"Unsupported Ops in the model[^\n]*\n(?P<ops>[^\n]+)")
+# ops an everyday layer lowers to, and that layer (so the user knows which part of the model it is)
+_WHERE_FROM = {"Erfc": "the exact GELU, gelu(approximate=False) or Activation('gelu')",
+               "Erf": "the exact GELU, gelu(approximate=False) or Activation('gelu')"}
+
+
+def unsupported_ops(message: str) -> list[str]:
+    """The op names tensorflowjs listed as unsupported in its error ``message`` (empty when it names none)."""
+    found = _UNSUPPORTED.search(message)
+    return sorted({op.strip() for op in re.split(r"[,\s]+", found.group("ops")) if op.strip()}) if found else []
+
+
+def litert_blocker(input_specs: list[dict]) -> str | None:
+    """Why ``--litert`` cannot run a model with these inputs (LiteRT.js: one input of fixed shape), or None."""
+    if len(input_specs) != 1:
+        return f"it has {len(input_specs)} inputs ({', '.join(i['name'] for i in input_specs)})"
+    if input_specs[0].get("resized"):
+        return f"its input {input_specs[0]['name']} has an open height/width"
+    return None
+
+
+def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = None) -> str:
+    """One paragraph: why tensorflowjs cannot convert ``model`` and the way out (``--litert``, unless ``blocker``
+    says why LiteRT.js cannot run it either)."""
+    ops = unsupported_ops(message)
+    origins = sorted({_WHERE_FROM[op] for op in ops if op in _WHERE_FROM})
+    if ops:
+        why = (f"TensorFlow.js has no kernel for the op{'s' if len(ops) > 1 else ''} {', '.join(ops)}"
+               + (f" (what {' and '.join(origins)} lowers to)" if origins else ""))
+    else:
+        why = message.strip().splitlines()[0] if message.strip() else "tensorflowjs gave no reason"
+    if litert:
+        return (f"tensorflowjs 4.22 cannot convert {model}: {why}. The site runs the model with LiteRT.js alone "
+                "(no TensorFlow.js engine).")
+    if blocker:
+        return (f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build, and "
+                f"--litert cannot take it either: LiteRT.js in the page runs one input of fixed shape and {blocker}. "
+                f"Convert it for TFLite instead (`edgetool convert {model}`), or build the browser model without "
+                "that op (for GELU: gelu(approximate=True), which TensorFlow.js runs).")
+    return (f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build. "
+            f"`edgetool demo {model} --litert` builds the page from a LiteRT.js .tflite alone (int8 from "
+            "--calibration data, and fp32), which runs it.")
+
+
+def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[dict]) -> str | None:
+    """Put the tfjs graph model into ``dest``; None when it is there, else (``--litert`` only) why tensorflowjs could
+    not make it. Without ``--litert`` that failure raises ConversionError (exit 2) naming the op and ``--litert``
+    (or, when LiteRT.js cannot run ``input_specs`` either, why not and what works)."""
+    if kind is ModelKind.SAVED_MODEL:
+        from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415  (imports tensorflow)
+
+        try:
+            export_tfjs(Path(cfg.model), dest, signature=cfg.signature or "serving_default")
+        except ConversionError as exc:
+            shutil.rmtree(dest, ignore_errors=True)
+            if not cfg.litert:
+                blocker = litert_blocker(input_specs)
+                raise ConversionError(tfjs_failure(Path(cfg.model), str(exc), False, blocker)) from None
+            return tfjs_failure(Path(cfg.model), str(exc), True)
+        return None
+    meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
+    dest.mkdir(parents=True)
+    for name in ["model.json", *model_mod.weight_files(Path(cfg.model), meta)]:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(cfg.model) / name, dest / name)
+    return None

@@ -1,0 +1,108 @@
+"""Tiny Keras models of the kinds the demo page renders per task (exact GELU, multi-label sigmoid, segmentation,
+waveform input, regression), saved as SavedModels for `edgetool demo` tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+SAMPLES = 2048  # the waveform model's input length
+RATE = 8000  # and its sample rate (recorded with --sample-rate)
+
+
+def _keras():
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    from edge_tool.core.env import import_tf
+
+    tf = import_tf()
+    tf.keras.utils.set_random_seed(7)
+    return tf, tf.keras
+
+
+def gelu_model(path: Path) -> Path:
+    """[N,8] -> exact GELU (Erfc in the graph: tensorflowjs 4.22 has no kernel) -> softmax over 3; calibration.npz."""
+    tf, k = _keras()
+    inp = k.Input((8,), name="features")
+    x = k.layers.Dense(6)(inp)
+    x = k.layers.Activation(lambda t: tf.keras.activations.gelu(t, approximate=False))(x)
+    k.Model(inp, k.layers.Dense(3, activation="softmax")(x)).save(str(path), save_format="tf")
+    np.savez(path / "calibration.npz", features=np.random.default_rng(0).normal(size=(32, 8)).astype(np.float32))
+    return path
+
+
+def multilabel_model(path: Path) -> Path:
+    """[N,6] -> 4 independent sigmoid labels, biased so several are near 1 at once (a softmax would split them)."""
+    _, k = _keras()
+    inp = k.Input((6,), name="features")
+    dense = k.layers.Dense(4, activation="sigmoid")
+    model = k.Model(inp, dense(inp))
+    w, _ = dense.get_weights()
+    dense.set_weights([w * 0.3, np.array([3.5, 3.0, -1.0, 2.5], np.float32)])
+    model.save(str(path), save_format="tf")
+    (path / "labels.txt").write_text("cat\ndog\ncar\ntree\n")
+    return path
+
+
+def segmentation_model(path: Path) -> Path:
+    """[N,16,16,3] image -> [N,16,16,4] per-pixel softmax (a conv net, same size)."""
+    _, k = _keras()
+    inp = k.Input((16, 16, 3), name="image")
+    x = k.layers.Conv2D(8, 3, padding="same", activation="relu")(inp)
+    k.Model(inp, k.layers.Conv2D(4, 3, padding="same", activation="softmax")(x)).save(str(path), save_format="tf")
+    return path
+
+
+def audio_model(path: Path) -> Path:
+    """[N, SAMPLES] waveform -> 3 class softmax (frames by a strided conv, pooled)."""
+    _, k = _keras()
+    inp = k.Input((SAMPLES,), name="waveform")
+    x = k.layers.Reshape((SAMPLES, 1))(inp)
+    x = k.layers.Conv1D(4, 64, strides=32, activation="relu")(x)
+    x = k.layers.GlobalAveragePooling1D()(x)
+    k.Model(inp, k.layers.Dense(3, activation="softmax")(x)).save(str(path), save_format="tf")
+    return path
+
+
+def regression_model(path: Path) -> Path:
+    """[N,5] -> 2 linear values (price, area)."""
+    _, k = _keras()
+    inp = k.Input((5,), name="features")
+    k.Model(inp, k.layers.Dense(2)(inp)).save(str(path), save_format="tf")
+    (path / "labels.txt").write_text("price\narea\n")
+    return path
+
+
+def video_model(path: Path) -> Path:
+    """[N,4,8,8,3] frames -> 2 classes (Conv3D)."""
+    _, k = _keras()
+    inp = k.Input((4, 8, 8, 3), name="frames")
+    x = k.layers.Conv3D(2, 3, padding="same", activation="relu")(inp)
+    x = k.layers.GlobalAveragePooling3D()(x)
+    k.Model(inp, k.layers.Dense(2, activation="softmax")(x)).save(str(path), save_format="tf")
+    return path
+
+
+def build(name: str, path: Path) -> Path:
+    """Build model ``name`` (gelu, multilabel, segmentation, audio, regression, video) at ``path`` in a fresh
+    process with Keras 2 (TF_USE_LEGACY_KERAS=1 must be set before TensorFlow loads)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = f"from pathlib import Path; from tests.page_task_models import {name}_model as m; m(Path({str(path)!r}))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO,
+                          env={**os.environ, "TF_USE_LEGACY_KERAS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return path
+
+
+def serving_outputs(path: Path, x: np.ndarray) -> np.ndarray:
+    """The SavedModel's first output for ``x`` (its serving signature, run by TensorFlow): the oracle."""
+    from edge_tool.models.modelio import load_serving_fn
+
+    _, fn, info = load_serving_fn(path)
+    out = fn(**{info.inputs[0].name: x})
+    return np.asarray(out[info.outputs[0].name])
