@@ -1,6 +1,6 @@
 """Run a .tflite on samples with ai_edge_litert only, in its own process (an artefact may abort the runtime).
 
-Usage: python -m benchmarks.zoo.litert_run MODEL.tflite INPUTS.npz OUTPUTS.npz
+Usage: python -m tests.oracles.litert_run MODEL.tflite INPUTS.npz OUTPUTS.npz
 
 INPUTS.npz holds one array per model input, keyed by the serving signature's input name (first axis = samples).
 Each sample runs alone (batch 1) through the signature runner, which resizes the inputs to the sample's shape (so
