@@ -531,3 +531,13 @@ def test_hard_swish_model_exports_to_tfjs_that_runs(tmp_path, monkeypatch):
 
     _, fn, _ = load_serving_fn(model)
     np.testing.assert_allclose(got, np.asarray(fn(image=x)["probs"]), atol=1e-5)
+
+
+def test_a_box_head_is_not_the_ranked_classes_head():
+    """A detection model's boxes[N,4] (sorting before classes[N,10]) is shown as values; labels go to classes."""
+    from edge_tool.demo.model import Tensor, output_ui
+
+    heads = output_ui((Tensor("boxes", "boxes:0", "float32", (None, 4)), Tensor("classes", "classes:0", "float32",
+                                                                                  (None, 10))))
+    assert [(h["name"], h["kind"], h["classes"]) for h in heads] == [("classes", "classes", 10),
+                                                                      ("boxes", "values", None)]
