@@ -87,6 +87,9 @@ def test_way_out_options_are_read_from_the_refusal():
     assert named_options("tensorflowjs has no Erfc op; use edgetool demo --litert", "demo", []) == ["--litert"]
     assert named_options("tensorflowjs has no Erfc op; use edgetool demo --litert", "tfjs", []) == []
     assert named_options("use --quant int8 instead", "int16x8", []) == []
+    said = ("no TFLite runtime has a kernel for it — not with --allow-select-tf-ops (Flex has none) nor --batch 1; "
+            "--trust-model-code does not help")
+    assert named_options(said, "int8", []) == []
 
 
 def test_compare_measures_disagreement_and_missing_heads():

@@ -99,7 +99,8 @@ def compare(ref: dict, got: dict, y: np.ndarray | None, task: str = "classificat
             return {"error": f"output {name}: NaN/Inf where the reference's output is finite"}
         worst = max(worst, float(np.abs(a - b).max() / max(1.0, float(np.abs(a).max()))))
     metrics["max_rel_error"] = worst
-    r, g = ref[head][:n], got[head][:n]
+    got = {k: np.reshape(got[k][:n], ref[k][:n].shape) for k in ref}  # a page may give flat values per sample
+    r, g = ref[head][:n], got[head]
     metrics.update(_TASKS[task](ref, got, r, g, None if y is None else y[:n], n))
     return metrics
 

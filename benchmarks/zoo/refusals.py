@@ -3,8 +3,8 @@ same settings must be ok in edgetool; every other cell a refusal naming the real
 
 A refusal is judged ``ok`` (justified) when it matches what the model's spec says the cause is (``expected_refusal``)
 and the raw tool on the same settings fails too: the raw ``TFLiteConverter`` for the TFLite modes (its file must also
-run in LiteRT to count as a success), ``tensorflowjs``'s own SavedModel conversion for tfjs (its model must run in
-Node). Otherwise it is ``wrong`` with what the raw tool managed, and the runner marks the cell unclear."""
+run in LiteRT to count as a success), ``tensorflowjs``'s own SavedModel conversion for tfjs and the demo (its model
+must run in Node). Otherwise it is ``wrong`` with what the raw tool managed, and the runner marks the cell unclear."""
 
 from __future__ import annotations
 
@@ -28,6 +28,21 @@ def justify(ctx: Context, cell: str, reason: str, batch: int | None) -> dict:
     return verdict
 
 
+def without_reference(spec, cell: str, args: dict, why: str) -> dict:
+    """The verdict when TensorFlow itself cannot run the model in the check process (``why``; a ``tf.numpy_function``
+    model's callback exists only where it was traced): a refusal is justified when it names the cause the spec
+    expects; anything produced, or a refusal of a model whose spec expects none, cannot be checked."""
+    patterns = spec.expected_refusal(cell)
+    if "refused" not in args or not patterns:
+        return {"status": "unchecked", "reason": f"no reference: TensorFlow cannot run the model ({why[:200]})",
+                "metrics": {}}
+    missing = [p for p in patterns if not re.search(p, args["refused"], re.IGNORECASE)]
+    if missing:
+        return {"status": "wrong", "reason": f"the reason does not name {missing}", "metrics": {}}
+    return {"status": "ok", "metrics": {},
+            "reason": f"TensorFlow cannot run the model outside the process that traced it either ({why[:120]})"}
+
+
 def _raw_tool(ctx: Context, cell: str, batch: int | None) -> dict:
     """{'works': what the raw tool managed} or {'fails': why it fails too} ({} when there is no raw tool)."""
     if cell in TFLITE_MODES:
@@ -42,7 +57,7 @@ def _raw_tool(ctx: Context, cell: str, batch: int | None) -> dict:
             return {"fails": f"raw TFLiteConverter's file does not fit: {m['error'][:150]}"}
         return {"works": f"the raw TFLiteConverter converts it with the same settings and LiteRT runs it "
                          f"(agreement {m['agreement']:.3f})"}
-    if cell == "tfjs" and ctx.keras_model is None:
+    if cell in ("tfjs", "demo") and ctx.keras_model is None:  # the demo page runs the tfjs model
         return _raw_tfjs(ctx)
     return {}
 
