@@ -339,3 +339,15 @@ def test_an_unknown_signature_is_refused_listing_the_ones_there(multi_signature_
     proc = run_edgetool("convert", multi_signature_model, "--signature", "nope", "-o", tmp_path / "o")
     flat = " ".join(proc.stderr.split())
     assert proc.returncode == 2 and "['a_embed', 'aux', 'serving_default']" in flat and "--signature NAME" in flat
+
+
+def test_an_op_tensorflowjs_lacks_is_named_with_its_origin_and_the_litert_way_out():
+    """Exact GELU lowers to Erfc, which TF.js has no kernel for: the refusal names it, where it comes from, and
+    `demo --litert` (issue 22: ViT, BERT-tiny, ConvNeXt); another error text is not mistaken for it."""
+    from edge_tool.convert.tfjs import unsupported_ops, unsupported_ops_message
+
+    ops = unsupported_ops(ValueError("Unsupported Ops in the model before optimization\nErfc, Foo"))
+    assert ops == ["Erfc", "Foo"]
+    said = unsupported_ops_message(ops)
+    assert "Erfc (exact GELU" in said and "Foo" in said and "--litert" in said
+    assert unsupported_ops(ValueError("Signature 'x' not found")) == []
