@@ -62,11 +62,18 @@ def render(results: dict[tuple[str, str], dict], meta: dict) -> str:
                 mark += f"<sup>{len(notes)}</sup>"
             row.append(mark)
         lines.append(f"| `{m}` | " + " | ".join(row) + " |")
-    lines += ["", "## Models", "", "| model | what it is | task | held-out metric (TF) |", "|---|---|---|---:|"]
+    lines += ["", "## Models", "", "| model | what it is | task | held-out metric (TF) | edgetool source |",
+              "|---|---|---|---:|---|"]
     for m in models:
         acc = meta["accuracy"].get(m)
+        sources = sorted({r["source"] for (mm, _), r in results.items() if mm == m and r.get("source")})
+        stale = [s for s in sources if s != meta["tool_hash"]]
+        source = ", ".join(f"`{s}`" for s in sources) + (" (older than this source: rerun)" if stale else "")
         lines.append(f"| `{m}` | {_escape(SPECS[m].about)} | {SPECS[m].task} ({TASK_METRIC[SPECS[m].task]}) | "
-                     f"{'' if acc is None else f'{acc:.3f}'} |")
+                     f"{'' if acc is None else f'{acc:.3f}'} | {source} |")
+    if meta.get("not_run"):
+        lines += ["", f"Not run in this cache (no results to show): {', '.join(f'`{m}`' for m in meta['not_run'])}. "
+                  "Their last full run is in this file's git history."]
     lines += ["", "## Every cell that is not ok", ""]
     for i, (m, c, r) in enumerate(notes, 1):
         lines.append(f"{i}. **{m} × {c}** — {r['status']}: {_escape(r['reason'])}")

@@ -91,6 +91,17 @@ def load_result(model: str, cell: str, key: str) -> dict | None:
     return result if result.get("key") == _model_key(model, key) else None
 
 
+def load_any_source(model: str, cell: str, key: str) -> dict | None:
+    """A cached result valid for ``key`` except, possibly, edgetool's source hash (its first part): the result of
+    an older edgetool, shown as such by the report (``source`` = the hash it ran at)."""
+    f = result_path(model, cell)
+    if not f.is_file():
+        return None
+    result = json.loads(f.read_text())
+    mine, theirs = _model_key(model, key).split(":", 1), str(result.get("key", "")).split(":", 1)
+    return {**result, "source": theirs[0]} if len(theirs) == 2 and theirs[1] == mine[1] else None
+
+
 def _model_key(model: str, key: str) -> str:
     """``key`` plus the model's build hash and its spec (task, expected refusals): either changing redoes its cells."""
     spec = hashlib.sha256(repr(zmodels.SPECS[model]).encode()).hexdigest()[:8]
