@@ -31,28 +31,33 @@ SUBSET = {
 
 @pytest.fixture(scope="module")
 def zoo_results(tmp_path_factory):
-    """Run the subset with a private cache (models built fresh, nothing reused from benchmarks/.cache)."""
+    """Run a model's subset cells on first request, with a private cache (models built fresh, nothing reused from
+    benchmarks/.cache): ``-k`` selecting a few cells builds only their models."""
     from benchmarks.zoo import runner
 
     cache = tmp_path_factory.mktemp("zoo-cache")
     saved, runner.CACHE = runner.CACHE, cache
-    try:
-        features = runner.detect_features()
-        key = f"test:{runner.tool_hash()}:{runner.zoo_hash()}:{features}"
-        results = {}
-        for model in dict.fromkeys(m for m, _ in SUBSET):
+    features = runner.detect_features()
+    key = f"test:{runner.tool_hash()}:{runner.zoo_hash()}:{features}"
+    results = {}
+
+    def get(model: str, cell: str) -> dict:
+        if (model, cell) not in results:
             cells = [c for m, c in SUBSET if m == model]
             needed = ["fp32"] if "eval" in cells else []  # eval evaluates what the fp32 cell produced
             got = runner.run_model(model, needed + cells, features, key, True, lambda _msg: None)
             results.update({(model, c): r for c, r in got.items()})
-        yield results
+        return results[(model, cell)]
+
+    try:
+        yield get
     finally:
         runner.CACHE = saved
 
 
 @pytest.mark.parametrize(("model", "cell"), list(SUBSET))
 def test_cell_works_or_is_refused_with_a_reason(zoo_results, model, cell):
-    result = zoo_results[(model, cell)]
+    result = zoo_results(model, cell)
     status, reason = result["status"], result["reason"]
     assert status not in ("crashed", "wrong", "unclear", "unchecked", "blocked"), f"{model} × {cell}: {status}: {reason}"
     if SUBSET[(model, cell)]:
