@@ -146,6 +146,16 @@ def test_format_all_of_a_string_model_writes_the_tflite_and_records_tfjs(string_
     assert [a["quant"] for a in manifest["artifacts"]] == ["fp32"] and (out / "model_fp32.tflite").stat().st_size
 
 
+def test_int8_of_a_string_model_names_the_string_input_and_the_float_way_out(string_model, tmp_path):
+    """int8 needs every op in integer form; string ops have none: refused naming the input and --allow-select-tf-ops
+    with a float mode (the zoo's text model was refused as 'invalid input spec: dtype string is not numeric')."""
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", string_model, "--quant", "int8", "-o", out)
+    assert proc.returncode == 2 and not out.exists(), proc.stdout + proc.stderr
+    flat = " ".join(proc.stderr.split())
+    assert "input 'text'" in flat and "string tensor" in flat and "--allow-select-tf-ops" in flat, flat
+
+
 _GROUPNORM_SCRIPT = """
 import sys, numpy as np, tf_keras as keras
 keras.utils.set_random_seed(0)
