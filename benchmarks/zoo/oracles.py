@@ -24,13 +24,16 @@ LITERT_TIMEOUT = 300
 
 
 def run_tflite(ctx: Context, path: Path, inputs: dict | None = None) -> dict:
-    """Outputs of ``path`` under ai_edge_litert (own process); {"error": ...} when it fails or aborts."""
+    """Outputs of ``path`` under ai_edge_litert (own process); a file with TF Select (Flex) ops, which LiteRT lacks,
+    under TensorFlow's interpreter with the Flex delegate; {"error": ...} when it fails or aborts."""
     inputs = ctx.inputs if inputs is None else inputs
     with tempfile.TemporaryDirectory(dir=ctx.work) as tmp:
         np.savez(Path(tmp) / "in.npz", **inputs)
-        proc = subprocess.run([sys.executable, "-m", "tests.oracles.litert_run", str(path), f"{tmp}/in.npz",
-                               f"{tmp}/out.npz"], capture_output=True, text=True, cwd=REPO, timeout=LITERT_TIMEOUT,
-                              env=_env())
+        command = [sys.executable, "-m", "tests.oracles.litert_run", str(path), f"{tmp}/in.npz", f"{tmp}/out.npz"]
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=LITERT_TIMEOUT, env=_env())
+        if proc.returncode != 0 and "Select TensorFlow op" in proc.stderr:
+            proc = subprocess.run([*command, "--flex"], capture_output=True, text=True, cwd=REPO,
+                                  timeout=LITERT_TIMEOUT, env=_env())
         if proc.returncode != 0:
             return {"error": f"does not run in LiteRT ({_exit(proc.returncode)}): {_last_line(proc.stderr)}"}
         with np.load(f"{tmp}/out.npz") as f:
