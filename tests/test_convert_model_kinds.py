@@ -211,6 +211,35 @@ def test_groupnorm_is_built_again_with_a_fixed_batch_and_matches_the_savedmodel(
     assert describe(out / "model_fp32.tflite").quant == "fp32"
 
 
+_STFT_SCRIPT = """
+import sys, tensorflow as tf, tf_keras as keras
+keras.utils.set_random_seed(0)
+inp = keras.Input((256,), name="waveform")
+spec = tf.abs(tf.signal.stft(inp, frame_length=64, frame_step=32, fft_length=64))
+x = tf.math.log(spec + 1e-6)[..., None]  # a StridedSlice adding an axis: not legalized at the free batch
+x = keras.layers.Flatten()(keras.layers.Conv2D(2, 3)(x))
+keras.Model(inp, keras.layers.Dense(3, activation="softmax")(x)).save(sys.argv[1], save_format="tf")
+"""
+
+
+def test_an_op_left_unconverted_at_the_free_batch_is_built_again_at_batch_1(tmp_path):
+    """An STFT front end's x[..., None] is not legalized at the free batch ('uses ops the builtin op set cannot
+    express: StridedSlice', which named only Flex as the way out); at batch 1 it is, and the file matches TF."""
+    import numpy as np
+    import tensorflow as tf
+    from conftest import litert_outputs
+
+    model = build(_STFT_SCRIPT, tmp_path / "model")
+    proc = run_edgetool("convert", model, "--quant", "fp32", "-o", tmp_path / "o")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    flat = " ".join((proc.stdout + proc.stderr).split())
+    assert "fp32 with a free input batch does not convert to builtin ops" in flat and "StridedSlice" in flat, flat
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 256)).astype("float32")
+    want = next(iter(tf.saved_model.load(str(model)).signatures["serving_default"](tf.constant(x)).values())).numpy()
+    got = np.asarray(litert_outputs(tmp_path / "o" / "model_fp32.tflite", x)).reshape(want.shape)
+    assert np.abs(got - want).max() < 1e-4
+
+
 def _ops_computing_in_float(path: Path) -> set[str]:
     """Independent oracle: LiteRT's op table and tensor details; ops with a non-constant float32 tensor."""
     import numpy as np

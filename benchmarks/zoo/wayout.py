@@ -26,7 +26,7 @@ def named_options(reason: str, cell: str, args: list[str]) -> list[str]:
     extra: list[str] = []
     for pattern, make in _OPTIONS:
         m = next((m for m in pattern.finditer(reason) if not _NEGATED.search(reason[max(0, m.start() - 24):m.start()])
-                  and not reason[m.end():m.end() + 20].lstrip(" )").startswith("does not help")), None)
+                  and "does not help" not in reason[m.end():m.end() + 25]), None)
         if not m:
             continue
         option = make(m)

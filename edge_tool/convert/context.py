@@ -44,6 +44,11 @@ def converter_rejected(exc: BaseException) -> bool:
     return tb is not None and f"{os.sep}tensorflow{os.sep}" in tb.tb_frame.f_code.co_filename
 
 
+
+class OpsNotBuiltin(ConversionError):
+    """The converter left ops it could not express as TFLite builtins (Flex-only ops, or builtin ops it could not
+    legalize at the traced shapes: a fixed batch may fix the latter, ``batch_retry``)."""
+
 @dataclass
 class BuildContext:
     """Shared state for building every requested mode from one source."""
@@ -124,7 +129,7 @@ class BuildContext:
         message = str(exc)
         flex = flex_ops_from_error(message)
         if flex and not self.config.allow_select_tf_ops:
-            return ConversionError(
+            return OpsNotBuiltin(
                 f"{self.source.original} uses ops the TFLite builtin op set cannot express: {', '.join(flex)}. "
                 "Replace them in the model, or pass --allow-select-tf-ops to embed TF (Flex) kernels — the app then "
                 "needs the Flex delegate (larger binary)."
