@@ -62,13 +62,13 @@ def render(results: dict[tuple[str, str], dict], meta: dict) -> str:
                 mark += f"<sup>{len(notes)}</sup>"
             row.append(mark)
         lines.append(f"| `{m}` | " + " | ".join(row) + " |")
-    lines += ["", "## Models", "", "| model | what it is | task | held-out metric (TF) | edgetool source |",
+    lines += ["", "## Models", "", "| model | what it is | task | held-out metric (TF) | edgetool source of its cells |",
               "|---|---|---|---:|---|"]
     for m in models:
         acc = meta["accuracy"].get(m)
         sources = sorted({r["source"] for (mm, _), r in results.items() if mm == m and r.get("source")})
         stale = [s for s in sources if s != meta["tool_hash"]]
-        source = ", ".join(f"`{s}`" for s in sources) + (" (older than this source: rerun)" if stale else "")
+        source = ", ".join(f"`{s}`" for s in sources) + (" (not this source or check code: rerun)" if stale else "")
         lines.append(f"| `{m}` | {_escape(SPECS[m].about)} | {SPECS[m].task} ({TASK_METRIC[SPECS[m].task]}) | "
                      f"{'' if acc is None else f'{acc:.3f}'} | {source} |")
     if meta.get("not_run"):

@@ -92,14 +92,16 @@ def load_result(model: str, cell: str, key: str) -> dict | None:
 
 
 def load_any_source(model: str, cell: str, key: str) -> dict | None:
-    """A cached result valid for ``key`` except, possibly, edgetool's source hash (its first part): the result of
-    an older edgetool, shown as such by the report (``source`` = the hash it ran at)."""
+    """A cached result valid for ``key`` except, possibly, edgetool's source hash and the zoo check code's hash (its
+    first two parts): the result of an older edgetool or check, shown as such by the report (``source``)."""
     f = result_path(model, cell)
     if not f.is_file():
         return None
     result = json.loads(f.read_text())
-    mine, theirs = _model_key(model, key).split(":", 1), str(result.get("key", "")).split(":", 1)
-    return {**result, "source": theirs[0]} if len(theirs) == 2 and theirs[1] == mine[1] else None
+    mine, theirs = _model_key(model, key).split(":"), str(result.get("key", "")).split(":")
+    if len(theirs) != len(mine) or theirs[2:] != mine[2:]:
+        return None
+    return {**result, "source": theirs[0] + ("" if theirs[1] == mine[1] else f" (checks {theirs[1][:6]})")}
 
 
 def _model_key(model: str, key: str) -> str:
