@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _raw_converter import MODES, raw_converter  # noqa: E402
+from tests.oracles.raw_converter import MODES, raw_converter  # noqa: E402
 from _results import machine, table, write_section  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"

@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _raw_converter import MODES, raw_converter  # noqa: E402
+from tests.oracles.raw_converter import MODES, raw_converter  # noqa: E402
 from _results import machine, table, write_section  # noqa: E402
 
 from edge_tool.core.env import import_tf  # noqa: E402

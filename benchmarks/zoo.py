@@ -52,8 +52,9 @@ def _git() -> str:
 
 
 def collect(key: str) -> dict:
-    """Every cached result valid for ``key`` (all models and cells, not only this run's)."""
-    return {(m, c): r for m in zmodels.SPECS for c in zcells.CELLS if (r := zrunner.load_result(m, c, key))}
+    """Every cached result valid for ``key`` (all models and cells, not only this run's); results of an older
+    edgetool source are included with their ``source`` hash, which the report shows."""
+    return {(m, c): r for m in zmodels.SPECS for c in zcells.CELLS if (r := zrunner.load_any_source(m, c, key))}
 
 
 def write_report(path: Path, key: str, features) -> dict:
@@ -68,7 +69,8 @@ def write_report(path: Path, key: str, features) -> dict:
             accuracy[m] = json.loads(info.read_text()).get("eval_accuracy")
     meta = {"tool_hash": key.split(":")[0], "git": _git(), "machine": zreport.machine(), "accuracy": accuracy,
             "features": ", ".join(f"{k}={v}" for k, v in vars(features).items()),
-            "seconds": sum(r.get("seconds") or 0 for r in results.values())}
+            "seconds": sum(r.get("seconds") or 0 for r in results.values()),
+            "not_run": [m for m in zmodels.SPECS if not any((m, c) in results for c in zcells.CELLS)]}
     zreport.write(path, results, meta)
     return results
 

@@ -146,6 +146,16 @@ def test_format_all_of_a_string_model_writes_the_tflite_and_records_tfjs(string_
     assert [a["quant"] for a in manifest["artifacts"]] == ["fp32"] and (out / "model_fp32.tflite").stat().st_size
 
 
+def test_int8_of_a_string_model_names_the_string_input_and_the_float_way_out(string_model, tmp_path):
+    """int8 needs every op in integer form; string ops have none: refused naming the input and --allow-select-tf-ops
+    with a float mode (the zoo's text model was refused as 'invalid input spec: dtype string is not numeric')."""
+    out = tmp_path / "o"
+    proc = run_edgetool("convert", string_model, "--quant", "int8", "-o", out)
+    assert proc.returncode == 2 and not out.exists(), proc.stdout + proc.stderr
+    flat = " ".join(proc.stderr.split())
+    assert "input 'text'" in flat and "string tensor" in flat and "--allow-select-tf-ops" in flat, flat
+
+
 _GROUPNORM_SCRIPT = """
 import sys, numpy as np, tf_keras as keras
 keras.utils.set_random_seed(0)
@@ -199,6 +209,35 @@ def test_groupnorm_is_built_again_with_a_fixed_batch_and_matches_the_savedmodel(
 
     assert describe(out / "model_int8.tflite").quant == "int8 (not fully integer)"
     assert describe(out / "model_fp32.tflite").quant == "fp32"
+
+
+_STFT_SCRIPT = """
+import sys, tensorflow as tf, tf_keras as keras
+keras.utils.set_random_seed(0)
+inp = keras.Input((256,), name="waveform")
+spec = tf.abs(tf.signal.stft(inp, frame_length=64, frame_step=32, fft_length=64))
+x = tf.math.log(spec + 1e-6)[..., None]  # a StridedSlice adding an axis: not legalized at the free batch
+x = keras.layers.Flatten()(keras.layers.Conv2D(2, 3)(x))
+keras.Model(inp, keras.layers.Dense(3, activation="softmax")(x)).save(sys.argv[1], save_format="tf")
+"""
+
+
+def test_an_op_left_unconverted_at_the_free_batch_is_built_again_at_batch_1(tmp_path):
+    """An STFT front end's x[..., None] is not legalized at the free batch ('uses ops the builtin op set cannot
+    express: StridedSlice', which named only Flex as the way out); at batch 1 it is, and the file matches TF."""
+    import numpy as np
+    import tensorflow as tf
+    from conftest import litert_outputs
+
+    model = build(_STFT_SCRIPT, tmp_path / "model")
+    proc = run_edgetool("convert", model, "--quant", "fp32", "-o", tmp_path / "o")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    flat = " ".join((proc.stdout + proc.stderr).split())
+    assert "fp32 with a free input batch does not convert to builtin ops" in flat and "StridedSlice" in flat, flat
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 256)).astype("float32")
+    want = next(iter(tf.saved_model.load(str(model)).signatures["serving_default"](tf.constant(x)).values())).numpy()
+    got = np.asarray(litert_outputs(tmp_path / "o" / "model_fp32.tflite", x)).reshape(want.shape)
+    assert np.abs(got - want).max() < 1e-4
 
 
 def _ops_computing_in_float(path: Path) -> set[str]:
@@ -339,3 +378,15 @@ def test_an_unknown_signature_is_refused_listing_the_ones_there(multi_signature_
     proc = run_edgetool("convert", multi_signature_model, "--signature", "nope", "-o", tmp_path / "o")
     flat = " ".join(proc.stderr.split())
     assert proc.returncode == 2 and "['a_embed', 'aux', 'serving_default']" in flat and "--signature NAME" in flat
+
+
+def test_an_op_tensorflowjs_lacks_is_named_with_its_origin_and_the_litert_way_out():
+    """Exact GELU lowers to Erfc, which TF.js has no kernel for: the refusal names it, where it comes from, and
+    `demo --litert` (issue 22: ViT, BERT-tiny, ConvNeXt); another error text is not mistaken for it."""
+    from edge_tool.convert.tfjs import unsupported_ops, unsupported_ops_message
+
+    ops = unsupported_ops(ValueError("Unsupported Ops in the model before optimization\nErfc, Foo"))
+    assert ops == ["Erfc", "Foo"]
+    said = unsupported_ops_message(ops)
+    assert "Erfc (exact GELU" in said and "Foo" in said and "--litert" in said
+    assert unsupported_ops(ValueError("Signature 'x' not found")) == []

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks._raw_converter import MODES, raw_converter
+from tests.oracles.raw_converter import MODES, raw_converter
 from conftest import run_edgetool
 from edge_tool.convert.background import BackgroundCall
 from edge_tool.errors import ConversionError

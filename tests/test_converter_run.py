@@ -33,6 +33,8 @@ def _offences(tree: ast.AST) -> set[str]:
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in CONVERTER_NAMES | DEBUGGER_NAMES:
+            if node.attr.startswith("from_") and "Converter" not in ast.unparse(node.value):
+                continue  # another library's loader (tf2onnx's tf_loader.from_saved_model), not a TFLite converter
             found.add(node.attr)
         elif isinstance(node, ast.Name) and node.id in CONVERTER_NAMES:
             found.add(node.id)

@@ -522,7 +522,7 @@ def test_hard_swish_model_exports_to_tfjs_that_runs(tmp_path, monkeypatch):
     x = np.random.default_rng(0).uniform(0, 1, (3, 8, 8, 3)).astype(np.float32)
     feed = {"image": {"dtype": "float32", "shape": list(x.shape), "data": x.ravel().tolist()}}
     (tmp_path / "in.json").write_text(json.dumps(feed))
-    proc = subprocess.run(["node", str(REPO / "benchmarks/zoo/tfjs_check.js"), str(REPO / "web_demo/vendor/tf.min.js"),
+    proc = subprocess.run(["node", str(REPO / "tests/oracles/tfjs_check.js"), str(REPO / "web_demo/vendor/tf.min.js"),
                            str(fixed.parent), str(tmp_path / "in.json"), str(tmp_path / "out.json")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -531,3 +531,13 @@ def test_hard_swish_model_exports_to_tfjs_that_runs(tmp_path, monkeypatch):
 
     _, fn, _ = load_serving_fn(model)
     np.testing.assert_allclose(got, np.asarray(fn(image=x)["probs"]), atol=1e-5)
+
+
+def test_a_box_head_is_not_the_ranked_classes_head():
+    """A detection model's boxes[N,4] (sorting before classes[N,10]) is shown as values; labels go to classes."""
+    from edge_tool.demo.model import Tensor, output_ui
+
+    heads = output_ui((Tensor("boxes", "boxes:0", "float32", (None, 4)), Tensor("classes", "classes:0", "float32",
+                                                                                  (None, 10))))
+    assert [(h["name"], h["kind"], h["classes"]) for h in heads] == [("classes", "classes", 10),
+                                                                      ("boxes", "values", None)]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks._raw_converter import raw_converter
+from tests.oracles.raw_converter import raw_converter
 from conftest import litert_outputs
 from edge_tool.cli import app
 from edge_tool.core.env import import_tf

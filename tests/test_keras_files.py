@@ -152,3 +152,18 @@ def test_qat_refuses_a_keras3_file_before_loading_it(keras3_file, tmp_path):
     assert "Keras 3" in out and "tf_keras" in out and "--quant int8" in out
     assert "load model" not in out and not (tmp_path / "q").exists()
     assert seconds < 8, seconds
+
+
+def test_default_calibration_is_found_beside_a_keras_file(tmp_path):
+    """calibration.npz in the folder of model.keras is the default, as inside a SavedModel directory (the zoo's
+    ConvNeXt .keras: int8 was refused as 'no calibration.npz' with the file right there)."""
+    from edge_tool.litert.recipes import resolve_calibration
+
+    (tmp_path / "model.keras").write_bytes(b"")
+    assert resolve_calibration(tmp_path / "model.keras", None) is None
+    (tmp_path / "calibration.npz").write_bytes(b"")
+    assert resolve_calibration(tmp_path / "model.keras", None) == tmp_path / "calibration.npz"
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    assert resolve_calibration(saved, None) is None  # a directory's parent is not searched
+    assert resolve_calibration(saved, tmp_path / "other.npz") == tmp_path / "other.npz"

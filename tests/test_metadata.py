@@ -221,3 +221,19 @@ def test_bad_labels_are_refused_before_writing(rgb_model, tmp_path):
              names=("--input-std must not contain 0",)),
     ):
         run_case(case, tmp_path)
+
+
+def test_labels_name_per_pixel_classes_of_a_segmentation_output():
+    """labels.txt of a U-Net names the last axis of its [N, H, W, K] mask (as TFLite segmenters' metadata does); an
+    [N, K] output still wins, and a count no output has on its last axis finds none."""
+    from types import SimpleNamespace
+
+    from edge_tool.convert.metadata_step import classes_outputs
+    from edge_tool.metadata.writer import _labelled_output
+
+    assert _labelled_output([[1, 16, 16, 3]], 3) == 0
+    assert _labelled_output([[1, 16, 16, 3], [1, 3]], 3) == 1
+    assert _labelled_output([[1, 16, 16, 4], [1, 1]], 3) is None
+    mask = SimpleNamespace(name="mask", shape=[None, 16, 16, 3])
+    assert classes_outputs(SimpleNamespace(outputs=[mask]), 3) == [mask]
+    assert classes_outputs(SimpleNamespace(outputs=[mask]), 5) == []

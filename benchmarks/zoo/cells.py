@@ -1,7 +1,8 @@
 """The cells of the zoo matrix: which ``edgetool`` command each runs, and how its exit is classified.
 
 Outcomes: ok (produced, and the independent check passed), refused (exit 2 with a message: its first line is the
-reason and the way out), crashed (a traceback, a signal, a hang past the timeout, exit 70, or an exit code the CLI
+reason and the way out; judged by ``refusals`` and ``wayout``), unclear (a refusal whose reason is not the real one or
+whose way out fails), crashed (a traceback, a signal, a hang past the timeout, exit 70, or an exit code the CLI
 does not document), wrong (produced, but the independent check failed), blocked (nothing to run on: the cells it
 needs produced nothing).
 """
@@ -34,23 +35,24 @@ class Features:
 def command(cell: str, model: Path, out: Path, spec, features: Features, produced: dict[str, Path]) -> list[str] | None:
     """The edgetool arguments of ``cell`` for ``model`` writing under ``out``; None when the cell is blocked."""
     batch = ["--batch", "1"] if spec.recurrent and features.convert_batch else []
+    data, model = model, model / spec.model_file if spec.model_file else model  # data files sit in the directory
     if cell in TFLITE_MODES:
         return ["convert", str(model), "--quant", cell, "-o", str(out), *batch]
     if cell == "qat":
-        return ["convert", str(model), "--quant", "qat", "--train-data", str(model / "train.npz"),
+        return ["convert", str(model), "--quant", "qat", "--train-data", str(data / "train.npz"),
                 "--qat-epochs", str(QAT_EPOCHS), "-o", str(out)]  # QAT converts the Keras model: no --batch
     if cell == "tfjs":
         return ["convert", str(model), "--format", "tfjs", "-o", str(out)]
     if cell == "auto":
         return ["convert", str(model), "--quant", "auto", "--max-drop", str(AUTO_MAX_DROP), "--eval-data",
-                str(model / "eval.npz"), "-o", str(out), *batch]
+                str(data / "eval.npz"), "-o", str(out), *batch]
     if cell == "eval":
         artefacts = [str(p) for name in ("fp32", "int8") if name in produced for p in sorted(produced[name].glob("*.tflite"))]
         if "tfjs" in produced:
             artefacts += [str(p.parent) for p in sorted(produced["tfjs"].rglob("model.json"))][:1]
         if not artefacts:
             return None
-        return ["eval", *artefacts, "-r", str(model), "-d", str(model / "eval.npz"), "--runs", "10", "--warmup", "2",
+        return ["eval", *artefacts, "-r", str(model), "-d", str(data / "eval.npz"), "--runs", "10", "--warmup", "2",
                 "--json", str(out / "eval.json")]
     if cell == "demo":
         size = ["--input-size", DEMO_INPUT_SIZE] if spec.dynamic_hw and features.demo_input_size else []

@@ -15,17 +15,29 @@ import sys
 from pathlib import Path
 
 from benchmarks.zoo.context import Context
+from benchmarks.zoo.refusals import justify, without_reference
+from benchmarks.zoo.specs import SPECS
 from benchmarks.zoo.verdicts import verdict
 
 
 def main(argv: list[str]) -> None:
-    """python -m benchmarks.zoo.checks MODEL_DIR WORK_DIR REQUEST_JSON: {cell: {"out": dir, ...args}}."""
+    """python -m benchmarks.zoo.checks MODEL_DIR WORK_DIR REQUEST_JSON: {cell: {"out": dir, ...args}} for what was
+    produced, {cell: {"refused": reason}} for a refusal to judge (``refusals.justify``)."""
     model_dir, work, request = Path(argv[0]), Path(argv[1]), json.loads(Path(argv[2]).read_text())
-    ctx = Context(model_dir, work)
+    try:
+        ctx = Context(model_dir, work)
+    except Exception as exc:  # noqa: BLE001 - TensorFlow cannot run the model here (e.g. a Python callback)
+        ctx, no_reference = None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
     results = {}
     for cell, args in request.items():
         try:
-            results[cell] = verdict(ctx, cell, Path(args["out"]), args)
+            base = cell.split("@")[0]  # CELL@wayout: the cell run again with the option its refusal named
+            if ctx is None:
+                results[cell] = without_reference(SPECS[model_dir.name], base, args, no_reference)
+            elif "refused" in args:
+                results[cell] = justify(ctx, base, args["refused"], args.get("batch"))
+            else:
+                results[cell] = verdict(ctx, base, Path(args["out"]), args)
         except Exception as exc:  # noqa: BLE001 - a check that cannot run must not hide the other cells
             results[cell] = {"status": "unchecked", "reason": f"check failed: {type(exc).__name__}: {exc}"[:300],
                              "metrics": {}}

@@ -1,11 +1,14 @@
-"""The reference for one zoo model: its SavedModel's serving signature run by TensorFlow on the eval inputs, and
-:func:`compare`, which measures any other run's outputs against it."""
+"""The reference for one zoo model: its SavedModel's serving signature (or its ``.keras`` file's Keras 3 model) run by
+TensorFlow on the eval inputs, and :func:`compare`, which measures any other run's outputs against it the way the
+model's task is measured (``tests/oracles/task_metrics``: arg-max, per label, per pixel, R², box IoU)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+
+from tests.oracles import task_metrics as tm
 
 
 class Context:
@@ -20,9 +23,14 @@ class Context:
         self.model_dir = Path(model_dir)
         self.work = Path(work)
         self.spec = SPECS[self.model_dir.name]
-        self.loaded = tf.saved_model.load(str(model_dir))
-        self.fn = self.loaded.signatures["serving_default"]
-        self.in_specs = self.fn.structured_input_signature[1]
+        self.source = self.model_dir / self.spec.model_file if self.spec.model_file else self.model_dir
+        if self.spec.model_file:
+            self.keras_model, self.fn, self.in_specs = _keras_file(tf, self.source)
+            self.loaded = None
+        else:
+            self.loaded, self.keras_model = tf.saved_model.load(str(model_dir)), None
+            self.fn = self.loaded.signatures["serving_default"]
+            self.in_specs = self.fn.structured_input_signature[1]
         self.inputs, self.y = self._load(self.model_dir / "eval.npz")
         self.calibration, _ = self._load(self.model_dir / "calibration.npz")
         self.reference = self.saved_model_outputs(self.inputs)
@@ -34,7 +42,8 @@ class Context:
         y = arrays.pop("y")
         if set(arrays) == {"x"} and len(self.in_specs) == 1:
             arrays = {next(iter(self.in_specs)): arrays["x"]}
-        return {k: arrays[k].astype(s.dtype.as_numpy_dtype) for k, s in self.in_specs.items()}, y
+        return {k: arrays[k] if s.dtype == self.tf.string else arrays[k].astype(s.dtype.as_numpy_dtype)
+                for k, s in self.in_specs.items()}, y
 
     def saved_model_outputs(self, inputs: dict, batch: int = 64) -> dict[str, np.ndarray]:
         """The serving signature's outputs for every sample, in batches."""
@@ -47,6 +56,21 @@ class Context:
         return {k: np.concatenate(v) for k, v in parts.items()}
 
 
+def _keras_file(tf, path: Path):
+    """(model, fn(**inputs) -> {output name: tensor}, {input name: TensorSpec}) of a Keras 3 ``.keras`` file."""
+    import keras  # noqa: PLC0415
+
+    model = keras.saving.load_model(str(path), compile=False)
+    specs = {t.name: tf.TensorSpec(t.shape, t.dtype, name=t.name) for t in model.inputs}
+    names = list(model.output_names)
+
+    def fn(**inputs):
+        out = model([inputs[k] for k in specs] if len(specs) > 1 else next(iter(inputs.values())), training=False)
+        return dict(zip(names, out if isinstance(out, (list, tuple)) else [out]))
+
+    return model, fn, specs
+
+
 def primary(outputs: dict[str, np.ndarray]) -> str:
     """The class-score head: the first output (by name) with more than one value per sample."""
     for name in sorted(outputs):
@@ -55,25 +79,75 @@ def primary(outputs: dict[str, np.ndarray]) -> str:
     return sorted(outputs)[0]
 
 
-def compare(ref: dict, got: dict, y: np.ndarray | None) -> dict:
-    """Agreement and accuracy on the primary head, max abs error (absolute and relative to scale) over all heads."""
+def compare(ref: dict, got: dict, y: np.ndarray | None, task: str = "classification") -> dict:
+    """Task-aware agreement and main metric ('accuracy': accuracy, macro F1, R², mIoU or box IoU with the
+    reference) on the primary head, and max abs error (absolute and relative to scale) over all heads."""
+    if len(ref) == len(got) == 1 and set(ref) != set(got):  # one head: its name is the converter's business
+        got = {next(iter(ref)): next(iter(got.values()))}
     missing = sorted(set(ref) - set(got))
     if missing:
         return {"error": f"outputs {missing} missing (got {sorted(got)})"}
-    head = primary(ref)
+    head = primary(ref) if task != "detection" else next(n for n in sorted(ref) if not _is_boxes(n, ref[n]))
     n = min(len(ref[head]), len(got[head]))
-    metrics = {"samples": n, "head": head}
+    metrics = {"samples": n, "head": head, "task": task}
     worst = 0.0
     for name in ref:
         a, b = ref[name][:n].reshape(n, -1), got[name][:n].reshape(n, -1)
         if a.shape != b.shape:
-            return {"error": f"output {name}: shape {b.shape[1:]} where the SavedModel gives {a.shape[1:]}"}
+            return {"error": f"output {name}: shape {b.shape[1:]} where the reference gives {a.shape[1:]}"}
         if (~np.isfinite(b) & np.isfinite(a)).any():  # max() would silently skip a NaN
-            return {"error": f"output {name}: NaN/Inf where the SavedModel's output is finite"}
+            return {"error": f"output {name}: NaN/Inf where the reference's output is finite"}
         worst = max(worst, float(np.abs(a - b).max() / max(1.0, float(np.abs(a).max()))))
     metrics["max_rel_error"] = worst
-    metrics["agreement"] = float((ref[head][:n].argmax(-1) == got[head][:n].argmax(-1)).mean())
-    if y is not None:
-        metrics["accuracy"] = float((got[head][:n].argmax(-1) == y[:n]).mean())
-        metrics["reference_accuracy"] = float((ref[head][:n].argmax(-1) == y[:n]).mean())
+    got = {k: np.reshape(got[k][:n], ref[k][:n].shape) for k in ref}  # a page may give flat values per sample
+    r, g = ref[head][:n], got[head]
+    metrics.update(_TASKS[task](ref, got, r, g, None if y is None else y[:n], n))
     return metrics
+
+
+def _is_boxes(name: str, value: np.ndarray) -> bool:
+    return "box" in name.lower() and value.shape[-1] == 4
+
+
+def _classification(ref, got, r, g, y, n) -> dict:
+    m = {"agreement": tm.argmax_agreement(r, g)}
+    if y is not None:
+        m.update(accuracy=float((g.argmax(-1) == y).mean()), reference_accuracy=float((r.argmax(-1) == y).mean()))
+    return m
+
+
+def _multilabel(ref, got, r, g, y, n) -> dict:
+    m = {"agreement": tm.label_agreement(r, g)}
+    if y is not None:
+        m.update(accuracy=tm.multilabel_f1_macro(g, y), reference_accuracy=tm.multilabel_f1_macro(r, y),
+                 per_label_accuracy=tm.per_label_accuracy(g, y))
+    return m
+
+
+def _regression(ref, got, r, g, y, n) -> dict:
+    m = {"agreement": tm.regression_agreement(r, g)}
+    if y is not None:
+        m.update(accuracy=tm.r2(g, y), reference_accuracy=tm.r2(r, y), mae=tm.mae(g, y), reference_mae=tm.mae(r, y))
+    return m
+
+
+def _segmentation(ref, got, r, g, y, n) -> dict:
+    m = {"agreement": tm.pixel_agreement(r, g)}
+    if y is not None:
+        m.update(accuracy=tm.mean_iou(g, y), reference_accuracy=tm.mean_iou(r, y),
+                 pixel_accuracy=tm.pixel_accuracy(g, y))
+    return m
+
+
+def _detection(ref, got, r, g, y, n) -> dict:
+    """Class head: arg-max agreement and accuracy; box heads: IoU with the reference's boxes (the main metric)."""
+    boxes = [k for k in sorted(ref) if _is_boxes(k, ref[k])]
+    iou = float(np.mean([tm.box_iou(ref[k][:n], got[k][:n]).mean() for k in boxes])) if boxes else 1.0
+    m = {"agreement": tm.argmax_agreement(r, g), "box_iou": iou, "accuracy": iou, "reference_accuracy": 1.0}
+    if y is not None:
+        m["class_accuracy"] = float((g.argmax(-1) == y).mean())
+    return m
+
+
+_TASKS = {"classification": _classification, "multilabel": _multilabel, "regression": _regression,
+          "segmentation": _segmentation, "detection": _detection}

@@ -15,12 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.zoo.builders import export, sequence, tabular, vision
+from benchmarks.zoo.builders import export, media, modern, sequence, tabular, tasks, vision
 from benchmarks.zoo.specs import SPECS
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-FAMILIES = (vision, sequence, tabular, export)
+FAMILIES = (vision, sequence, tabular, export, tasks, modern, media)
 
 
 def _builders() -> dict:
@@ -36,22 +36,24 @@ def _builders() -> dict:
 BUILDERS = _builders()
 
 
-def _source_files() -> list[Path]:
-    """Every file a build depends on: this registry, the model list, the data and every builder module."""
-    return [HERE / "models.py", HERE / "specs.py", HERE / "data.py", *sorted((HERE / "builders").glob("*.py"))]
+def _source_files(name: str) -> list[Path]:
+    """Every file the build of ``name`` depends on: the data, the shared builder code and its family's module."""
+    family = Path(BUILDERS[name].__code__.co_filename)
+    return [HERE / "data.py", HERE / "builders" / "common.py", family, REPO / "tests" / "oracles" / "task_metrics.py"]
 
 
 def source_hash(name: str) -> str:
-    """Hash of the zoo's model-building files (:func:`_source_files`) and ``name``: a cached build is redone when any
-    of them changes.
+    """Hash of the files building ``name`` (:func:`_source_files`), its name and what its spec says about the build:
+    a cached build is redone when any of them changes (and only then: another family's edit keeps it).
 
     (Whole files, not ``inspect.getsource``: a long run whose files are edited meanwhile would otherwise read shifted
     lines from linecache and disagree with a fresh process about which builds are current.)
     """
     import hashlib  # noqa: PLC0415
 
-    digest = hashlib.sha256(b"".join(f.read_bytes() for f in _source_files()))
-    digest.update(name.encode())
+    spec = SPECS[name]
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in _source_files(name)))
+    digest.update(repr((name, spec.about, spec.keras3, spec.model_file)).encode())
     return digest.hexdigest()[:16]
 
 
@@ -85,6 +87,7 @@ def _main(argv: list[str]) -> None:
     name, out = argv[0], Path(argv[1])
     start = time.perf_counter()
     info = BUILDERS[name](out)
+    info["task"] = SPECS[name].task
     info.update(build_seconds=round(time.perf_counter() - start, 1), source_hash=source_hash(name))
     (out / "zoo.json").write_text(json.dumps(info, indent=2) + "\n")
     print(json.dumps(info))

@@ -24,13 +24,16 @@ LITERT_TIMEOUT = 300
 
 
 def run_tflite(ctx: Context, path: Path, inputs: dict | None = None) -> dict:
-    """Outputs of ``path`` under ai_edge_litert (own process); {"error": ...} when it fails or aborts."""
+    """Outputs of ``path`` under ai_edge_litert (own process); a file with TF Select (Flex) ops, which LiteRT lacks,
+    under TensorFlow's interpreter with the Flex delegate; {"error": ...} when it fails or aborts."""
     inputs = ctx.inputs if inputs is None else inputs
     with tempfile.TemporaryDirectory(dir=ctx.work) as tmp:
         np.savez(Path(tmp) / "in.npz", **inputs)
-        proc = subprocess.run([sys.executable, "-m", "benchmarks.zoo.litert_run", str(path), f"{tmp}/in.npz",
-                               f"{tmp}/out.npz"], capture_output=True, text=True, cwd=REPO, timeout=LITERT_TIMEOUT,
-                              env=_env())
+        command = [sys.executable, "-m", "tests.oracles.litert_run", str(path), f"{tmp}/in.npz", f"{tmp}/out.npz"]
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=LITERT_TIMEOUT, env=_env())
+        if proc.returncode != 0 and "Select TensorFlow op" in proc.stderr:
+            proc = subprocess.run([*command, "--flex"], capture_output=True, text=True, cwd=REPO,
+                                  timeout=LITERT_TIMEOUT, env=_env())
         if proc.returncode != 0:
             return {"error": f"does not run in LiteRT ({_exit(proc.returncode)}): {_last_line(proc.stderr)}"}
         with np.load(f"{tmp}/out.npz") as f:
@@ -40,11 +43,12 @@ def run_tflite(ctx: Context, path: Path, inputs: dict | None = None) -> dict:
 def run_tfjs(ctx: Context, model_dir: Path, n: int = TFJS_SAMPLES) -> dict:
     """Outputs of a TFJS graph model on the first ``n`` samples, in Node (cpu backend, executeAsync)."""
     bundle = REPO / "web_demo" / "vendor" / "tf.min.js"
-    feed = {k: {"dtype": "int32" if v.dtype.kind in "iu" else "float32", "shape": list(v[:n].shape),
+    kinds = {"i": "int32", "u": "int32", "U": "string", "S": "string", "O": "string"}
+    feed = {k: {"dtype": kinds.get(v.dtype.kind, "float32"), "shape": list(v[:n].shape),
                 "data": v[:n].ravel().tolist()} for k, v in ctx.inputs.items()}
     with tempfile.TemporaryDirectory(dir=ctx.work) as tmp:
         Path(tmp, "in.json").write_text(json.dumps(feed))
-        proc = subprocess.run(["node", str(HERE / "tfjs_check.js"), str(bundle), str(model_dir), f"{tmp}/in.json",
+        proc = subprocess.run(["node", str(REPO / "tests" / "oracles" / "tfjs_check.js"), str(bundle), str(model_dir), f"{tmp}/in.json",
                                f"{tmp}/out.json"], capture_output=True, text=True, timeout=LITERT_TIMEOUT)
         if proc.returncode != 0:
             return {"error": f"does not run in tfjs/Node (cpu backend): {_error_line(proc.stderr)}"}
@@ -78,29 +82,36 @@ def _last_line(text: str) -> str:
 # ---------- the raw-converter oracle ----------
 
 def oracle_tflite(ctx: Context, mode: str, batch: int | None) -> tuple[Path | None, str]:
-    """The raw TFLiteConverter's int8/int16x8 file for this model (batch fixed when ``batch``), or (None, why not)."""
-    tf = ctx.tf
+    """The raw TFLiteConverter's file for ``mode`` on the documented settings (``tests/oracles/raw_converter``; int8
+    and int16x8 calibrated on the same samples, fed by input name; batch fixed when ``batch``), or (None, why not)."""
+    from tests.oracles.raw_converter import raw_converter  # noqa: PLC0415
+
     dest = ctx.work / f"oracle_{mode}.tflite"
     if dest.is_file():
         return dest, ""
-    source = ctx.model_dir if batch is None else _fixed_batch_saved_model(ctx, batch)
-    conv = tf.lite.TFLiteConverter.from_saved_model(str(source))
-    conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    ops = tf.lite.OpsSet
-    conv.target_spec.supported_ops = [ops.TFLITE_BUILTINS_INT8 if mode == "int8"
-                                      else ops.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
     cal = ctx.calibration
 
     def representative():
         for i in range(len(next(iter(cal.values())))):
             yield {k: v[i:i + 1] for k, v in cal.items()}
 
-    conv.representative_dataset = representative
     try:
+        source = saved_model_of(ctx) if batch is None else _fixed_batch_saved_model(ctx, batch)
+        conv = raw_converter(ctx.tf, source, mode, representative, signature="serving_default")
         dest.write_bytes(conv.convert())
     except Exception as exc:  # noqa: BLE001 - the oracle's own failure is information, not a bug here
         return None, _last_line(str(exc).split("\n\n")[0])
     return dest, ""
+
+
+def saved_model_of(ctx: Context) -> Path:
+    """The model as a SavedModel: its directory, or a ``.keras`` file's Keras 3 ``model.export()`` (made once)."""
+    if ctx.keras_model is None:
+        return ctx.model_dir
+    dest = ctx.work / "oracle_export"
+    if not dest.is_dir():
+        ctx.keras_model.export(str(dest))
+    return dest
 
 
 def _fixed_batch_saved_model(ctx: Context, batch: int) -> Path:

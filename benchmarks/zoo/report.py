@@ -9,8 +9,11 @@ from benchmarks._results import machine  # noqa: F401  (one machine line for eve
 from benchmarks.zoo.cells import CELLS
 from benchmarks.zoo.models import SPECS
 
-SYMBOL = {"ok": "✅", "refused": "⛔", "crashed": "💥", "wrong": "❌", "blocked": "⏭", "unchecked": "❔"}
-STATUSES = ("ok", "refused", "crashed", "wrong", "blocked", "unchecked")
+TASK_METRIC = {"classification": "accuracy", "multilabel": "macro F1", "regression": "R²", "segmentation": "mIoU",
+               "detection": "class accuracy"}
+SYMBOL = {"ok": "✅", "refused": "⛔", "unclear": "⚠️", "crashed": "💥", "wrong": "❌", "blocked": "⏭",
+          "unchecked": "❔"}
+STATUSES = ("ok", "refused", "unclear", "crashed", "wrong", "blocked", "unchecked")
 
 
 def counts(results: dict[tuple[str, str], dict]) -> Counter:
@@ -33,7 +36,7 @@ def render(results: dict[tuple[str, str], dict], meta: dict) -> str:
     """The whole ZOO.md text."""
     models = [m for m in SPECS if any((m, c) in results for c in CELLS)]
     lines = [
-        "# The model zoo: every edgetool cell on 16 models users bring",
+        f"# The model zoo: every edgetool cell on {len(models)} models users bring",
         "",
         "Written by `benchmarks/zoo.py` (how to run it and what each cell checks: [docs/zoo.md](../docs/zoo.md)).",
         f"edgetool source `{meta['tool_hash']}`, git `{meta['git']}`; {meta['machine']}; options detected from the "
@@ -59,10 +62,18 @@ def render(results: dict[tuple[str, str], dict], meta: dict) -> str:
                 mark += f"<sup>{len(notes)}</sup>"
             row.append(mark)
         lines.append(f"| `{m}` | " + " | ".join(row) + " |")
-    lines += ["", "## Models", "", "| model | what it is | held-out accuracy (TF) |", "|---|---|---:|"]
+    lines += ["", "## Models", "", "| model | what it is | task | held-out metric (TF) | edgetool source of its cells |",
+              "|---|---|---|---:|---|"]
     for m in models:
         acc = meta["accuracy"].get(m)
-        lines.append(f"| `{m}` | {_escape(SPECS[m].about)} | {'' if acc is None else f'{acc:.3f}'} |")
+        sources = sorted({r["source"] for (mm, _), r in results.items() if mm == m and r.get("source")})
+        stale = [s for s in sources if s != meta["tool_hash"]]
+        source = ", ".join(f"`{s}`" for s in sources) + (" (not this source or check code: rerun)" if stale else "")
+        lines.append(f"| `{m}` | {_escape(SPECS[m].about)} | {SPECS[m].task} ({TASK_METRIC[SPECS[m].task]}) | "
+                     f"{'' if acc is None else f'{acc:.3f}'} | {source} |")
+    if meta.get("not_run"):
+        lines += ["", f"Not run in this cache (no results to show): {', '.join(f'`{m}`' for m in meta['not_run'])}. "
+                  "Their last full run is in this file's git history."]
     lines += ["", "## Every cell that is not ok", ""]
     for i, (m, c, r) in enumerate(notes, 1):
         lines.append(f"{i}. **{m} × {c}** — {r['status']}: {_escape(r['reason'])}")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from benchmarks.zoo import cells as zcells
 from benchmarks.zoo import models as zmodels
+from benchmarks.zoo import wayout
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("EDGETOOL_ZOO_CACHE") or REPO / "benchmarks" / ".cache" / "zoo")
@@ -63,8 +64,9 @@ def tool_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-CHECK_FILES = ("cells.py", "checks.py", "context.py", "oracles.py", "verdicts.py", "litert_run.py", "tfjs_check.js",
-               "browser.py")
+CHECK_FILES = ("cells.py", "checks.py", "context.py", "oracles.py", "verdicts.py", "browser.py", "wayout.py",
+               "refusals.py", "../../tests/oracles/litert_run.py", "../../tests/oracles/tfjs_check.js",
+               "../../tests/oracles/raw_converter.py", "../../tests/oracles/task_metrics.py")
 
 
 def zoo_hash() -> str:
@@ -86,7 +88,26 @@ def load_result(model: str, cell: str, key: str) -> dict | None:
     if not f.is_file():
         return None
     result = json.loads(f.read_text())
-    return result if result.get("key") == f"{key}:{zmodels.source_hash(model)}" else None
+    return result if result.get("key") == _model_key(model, key) else None
+
+
+def load_any_source(model: str, cell: str, key: str) -> dict | None:
+    """A cached result valid for ``key`` except, possibly, edgetool's source hash and the zoo check code's hash (its
+    first two parts): the result of an older edgetool or check, shown as such by the report (``source``)."""
+    f = result_path(model, cell)
+    if not f.is_file():
+        return None
+    result = json.loads(f.read_text())
+    mine, theirs = _model_key(model, key).split(":"), str(result.get("key", "")).split(":")
+    if len(theirs) != len(mine) or theirs[2:] != mine[2:]:
+        return None
+    return {**result, "source": theirs[0] + ("" if theirs[1] == mine[1] else f" (checks {theirs[1][:6]})")}
+
+
+def _model_key(model: str, key: str) -> str:
+    """``key`` plus the model's build hash and its spec (task, expected refusals): either changing redoes its cells."""
+    spec = hashlib.sha256(repr(zmodels.SPECS[model]).encode()).hexdigest()[:8]
+    return f"{key}:{zmodels.source_hash(model)}:{spec}"
 
 
 def ensure_model(name: str, log) -> Path:
@@ -110,7 +131,7 @@ def run_model(name: str, cells: list[str], features: zcells.Features, key: str, 
     work = CACHE / "work" / name
     produced = {c: work / c for c in zcells.CELLS
                 if c in results and results[c]["status"] in ("ok", "wrong") and (work / c).is_dir()}
-    pending = {}
+    pending, refused = {}, {}
     for cell in todo:
         out = work / cell
         shutil.rmtree(out, ignore_errors=True)
@@ -119,34 +140,92 @@ def run_model(name: str, cells: list[str], features: zcells.Features, key: str, 
             results[cell] = _save(name, cell, key, {"status": "blocked", "reason": "no artefact of fp32/int8/tfjs to "
                                                     "evaluate (those cells produced nothing)", "command": None})
             continue
-        if cell in ("eval", "demo"):
-            out.mkdir(parents=True)
-        timeout = zcells.TIMEOUTS.get(cell, zcells.DEFAULT_TIMEOUT)
-        rc, _, err, seconds = edgetool(*args, timeout=timeout)
-        status, reason = zcells.classify(cell, rc, err, timeout)
-        record = {"status": status, "reason": reason, "rc": rc, "seconds": round(seconds, 1),
-                  "command": "edgetool " + " ".join(_short(a) for a in args)}
-        log(f"[{name}] {cell}: {status} ({seconds:.0f} s) {reason[:120]}")
-        if status == "produced":
+        record, err = _run_cell(cell, args, out)
+        log(f"[{name}] {cell}: {record['status']} ({record['seconds']:.0f} s) {record['reason'][:120]}")
+        if record["status"] == "produced":
             produced[cell] = out
             pending[cell] = record
+            continue
+        (out.mkdir(parents=True, exist_ok=True), (out / "stderr.txt").write_text(err))
+        if record["status"] == "refused":
+            _try_way_out(name, cell, args, record, work, pending, produced, log)
+            refused[cell] = record
         else:
-            (out.mkdir(parents=True, exist_ok=True), (out / "stderr.txt").write_text(err))
             results[cell] = _save(name, cell, key, record)
-    if pending:
-        verdicts = _check(name, model, work, pending, produced, browser)
+    if pending or refused:
+        verdicts = _check(name, model, work, pending, refused, produced, browser)
         for cell, record in pending.items():
+            if "@" in cell:
+                continue
             v = verdicts.get(cell, {"status": "unchecked", "reason": "the check process died", "metrics": {}})
             record.update(status=v["status"], reason=v["reason"], metrics=v.get("metrics", {}))
             log(f"[{name}] {cell}: checked {v['status']} {v['reason'][:120]}")
             results[cell] = _save(name, cell, key, record) if v["status"] != "unchecked" else record
+        for cell, record in refused.items():
+            record.update(_judge_refusal(record, verdicts.get(cell), verdicts.get(f"{cell}@wayout")))
+            log(f"[{name}] {cell}: judged {record['status']} {record['reason'][:160]}")
+            results[cell] = _save(name, cell, key, record)
     return results
 
 
-def _check(name: str, model: Path, work: Path, pending: dict, produced: dict, browser: bool) -> dict:
-    request = {cell: {"out": str(produced[cell]), "batch": 1 if zmodels.SPECS[name].recurrent else None,
-                      "int8_out": str(produced["int8"]) if "int8" in produced else None, "browser": browser}
-               for cell in pending}
+def _run_cell(cell: str, args: list[str], out: Path) -> tuple[dict, str]:
+    """Run one CLI command for ``cell``: (its record: status, reason, rc, seconds, command; its stderr)."""
+    if cell in ("eval", "demo"):
+        out.mkdir(parents=True, exist_ok=True)
+    timeout = zcells.TIMEOUTS.get(cell, zcells.DEFAULT_TIMEOUT)
+    rc, _, err, seconds = edgetool(*args, timeout=timeout)
+    status, reason = zcells.classify(cell, rc, err, timeout)
+    return {"status": status, "reason": reason, "rc": rc, "seconds": round(seconds, 1),
+            "command": "edgetool " + " ".join(_short(a) for a in args)}, err
+
+
+def _try_way_out(name, cell, args, record, work, pending, produced, log) -> None:
+    """When the refusal names an option (``wayout``), run the cell again with it; a produced result is checked."""
+    extra = wayout.named_options(record["reason"], cell, args)
+    if not extra:
+        return
+    out = work / f"{cell}-wayout"
+    shutil.rmtree(out, ignore_errors=True)
+    new_args = [str(out) + a[len(str(work / cell)):] if a.startswith(str(work / cell)) else a
+                for a in wayout.with_options(args, extra)]
+    way, _ = _run_cell(cell, new_args, out)
+    record["way_out"] = {"options": " ".join(extra), "status": way["status"], "reason": way["reason"],
+                         "seconds": way["seconds"]}
+    log(f"[{name}] {cell}: way out {' '.join(extra)}: {way['status']} {way['reason'][:100]}")
+    if way["status"] == "produced":
+        produced[f"{cell}@wayout"] = out
+        pending[f"{cell}@wayout"] = way
+
+
+def _judge_refusal(record: dict, justified: dict | None, way_verdict: dict | None) -> dict:
+    """A refusal stays 'refused' when its reason is the real one (the check process's ``justified`` verdict: the
+    expected cause named, the raw tools fail too) and a way out it names works; otherwise it is 'unclear'."""
+    notes, unclear = [], []
+    justified = justified or {"status": "unchecked", "reason": "the check process died"}
+    if justified["status"] != "ok":
+        unclear.append(justified["reason"])
+    elif justified.get("reason"):
+        notes.append(justified["reason"])
+    way = record.get("way_out")
+    if way:
+        if way["status"] == "produced" and way_verdict and way_verdict["status"] == "ok":
+            notes.append(f"way out {way['options']} tried: works")
+        elif way["status"] == "produced":
+            v = way_verdict or {"status": "unchecked", "reason": "not checked"}
+            unclear.append(f"way out {way['options']} produces a file that is {v['status']}: {v['reason'][:150]}")
+        else:
+            unclear.append(f"way out {way['options']} tried: {way['status']}: {way['reason'][:200]}")
+    status = "unclear" if unclear else "refused"
+    reason = record["reason"] + "".join(f" [{n}]" for n in notes + unclear)
+    return {"status": status, "reason": reason, "judgement": {"unclear": unclear, "notes": notes}}
+
+
+def _check(name: str, model: Path, work: Path, pending: dict, refused: dict, produced: dict, browser: bool) -> dict:
+    """One check process for every produced output (``cell`` or ``cell@wayout``) and every refusal's reason."""
+    batch = 1 if zmodels.SPECS[name].recurrent else None
+    request = {cell: {"out": str(produced[cell]), "batch": batch, "browser": browser,
+                      "int8_out": str(produced["int8"]) if "int8" in produced else None} for cell in pending}
+    request.update({cell: {"refused": record["reason"], "batch": batch} for cell, record in refused.items()})
     req_file = work / "check-request.json"
     req_file.write_text(json.dumps(request))
     proc = subprocess.run([sys.executable, "-m", "benchmarks.zoo.checks", str(model), str(work), str(req_file)],
@@ -161,7 +240,7 @@ def _check(name: str, model: Path, work: Path, pending: dict, produced: dict, br
 
 
 def _save(model: str, cell: str, key: str, record: dict) -> dict:
-    record = {**record, "model": model, "cell": cell, "key": f"{key}:{zmodels.source_hash(model)}"}
+    record = {**record, "model": model, "cell": cell, "key": _model_key(model, key)}
     f = result_path(model, cell)
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(json.dumps(record, indent=2) + "\n")

@@ -14,6 +14,18 @@ class ModelSpec:
     keras3: bool = False
     recurrent: bool = False  # LSTM/GRU: fixed batch (convert --batch 1) and state reset per sample
     dynamic_hw: bool = False
+    task: str = "classification"  # classification | multilabel | regression | segmentation | detection
+    model_file: str = ""  # the model is this file inside the model directory (e.g. model.keras), not the directory
+    # cell ("*" = every cell) -> regexes a refusal's reason must all match: the real cause (and its way out)
+    refusals: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def expected_refusal(self, cell: str) -> tuple[str, ...]:
+        """The patterns a refusal of ``cell`` must match (empty: any refusal is judged by the raw tools only)."""
+        found = dict(self.refusals)
+        return found.get(cell, ()) + found.get("*", ())
+
+
+GELU_TFJS = ("tfjs", (r"Erfc", r"--litert"))  # tensorflowjs has no Erfc op (exact GELU): name it and the way out
 
 
 SPECS = {s.name: s for s in (
@@ -33,4 +45,28 @@ SPECS = {s.name: s for s in (
     ModelSpec("keras3_export", "Keras 3 CNN saved with model.export()", keras3=True),
     ModelSpec("tf_module", "plain tf.Module MLP trained with GradientTape, tf.saved_model.save"),
     ModelSpec("dynamic_hw", "CNN with input [N,?,?,1] and global pooling, trained on 16×16 digits", dynamic_hw=True),
+    # issue 22: tasks beyond classification, .keras files, multi-signature, exact GELU, GroupNorm, Python
+    # callbacks, string input, open H×W with in-graph preprocessing, STFT front end, video
+    ModelSpec("regression_mlp", "Normalization → MLP → one value, sklearn diabetes (10 features, raw targets)",
+              task="regression"),
+    ModelSpec("multilabel_sigmoid", "CNN → 4 independent sigmoid tags of a digit (even, > 4, < 3, has a loop)",
+              task="multilabel"),
+    ModelSpec("unet_seg", "U-Net (conv, pool, upsample, skip concat) → per-pixel softmax of 3 ink levels, 16×16",
+              task="segmentation"),
+    ModelSpec("detection_heads", "digit placed in a 16×16 canvas → `classes` softmax[N,10] + `boxes` sigmoid[N,4]",
+              task="detection"),
+    ModelSpec("convnext_keras", "ConvNeXt block (depthwise 7×7, LayerNorm, exact GELU MLP, residual), Keras 3 "
+              "`.keras` file", keras3=True, model_file="model.keras", refusals=(GELU_TFJS,)),
+    ModelSpec("multi_signature", "tf.Module with 3 signatures (a_features, b_logits, serving_default: sorts last)"),
+    ModelSpec("gelu_transformer", "Transformer block with exact GELU (tf.nn.gelu → Erfc) over 8 rows",
+              refusals=(GELU_TFJS,)),
+    ModelSpec("groupnorm", "Conv → GroupNormalization(4 groups) → ReLU ×2 on 8×8 digits"),
+    ModelSpec("numpy_function", "tf.Module whose serving function calls tf.numpy_function before a Keras CNN",
+              refusals=(("*", (r"numpy_function|PyFunc|Python",)),)),
+    ModelSpec("text_vectorization", "string input → TextVectorization → Embedding → pooling → softmax(4 topics)",
+              refusals=(("tfjs", (r"string",)),)),
+    ModelSpec("resize_standardize", "input [N,?,?,1] → tf.image.resize 16×16 → per_image_standardization → CNN",
+              dynamic_hw=True),
+    ModelSpec("stft_logmel", "waveform[N,256] → tf.signal.stft → |·| → mel matrix → log → CNN, 4 tone bands"),
+    ModelSpec("conv3d_video", "Conv3D over 4 frames of 8×8 (a digit sliding right) → global pooling → softmax"),
 )}

@@ -38,23 +38,23 @@ def _one_tflite(out: Path) -> tuple[Path | None, dict | None]:
     return None, wrong(f"expected one .tflite in the output, found {[p.name for p in files]}")
 
 
-def _measured(ref: dict, got: dict, y) -> tuple[dict | None, dict | None]:
+def _measured(ref: dict, got: dict, y, task: str) -> tuple[dict | None, dict | None]:
     """(metrics of ``got`` against ``ref``, None), or (None, a failing verdict) when it did not run or does not fit."""
     if "error" in got:
         return None, wrong(got["error"])
-    m = compare(ref, got, y)
+    m = compare(ref, got, y, task)
     return (None, wrong(m["error"])) if "error" in m else (m, None)
 
 
 def _measured_tflite(ctx: Context, out: Path) -> tuple[dict | None, dict | None]:
     """:func:`_measured` for the output's single .tflite run in LiteRT."""
     path, failed = _one_tflite(out)
-    return (None, failed) if failed else _measured(ctx.reference, run_tflite(ctx, path), ctx.y)
+    return (None, failed) if failed else _measured(ctx.reference, run_tflite(ctx, path), ctx.y, ctx.spec.task)
 
 
-def _close_to_reference(ref: dict, got: dict, y, differs: str, passed: str = "") -> dict:
+def _close_to_reference(ref: dict, got: dict, y, task: str, differs: str, passed: str = "") -> dict:
     """ok (``passed``) when every head of ``got`` is within TFJS_ATOL of ``ref`` (relative to its scale), else wrong."""
-    m, failed = _measured(ref, got, y)
+    m, failed = _measured(ref, got, y, task)
     if failed:
         return failed
     if m["max_rel_error"] > TFJS_ATOL:
@@ -86,11 +86,11 @@ def check_quant_mode(ctx: Context, cell: str, out: Path, batch: int | None) -> d
     got = run_tflite(ctx, path)
     oracle_path, why = oracle_tflite(ctx, cell, batch)
     oracle = run_tflite(ctx, oracle_path) if oracle_path else {"error": f"raw converter fails: {why}"}
-    om = compare(ctx.reference, oracle, ctx.y) if "error" not in oracle else {}
+    om = compare(ctx.reference, oracle, ctx.y, ctx.spec.task) if "error" not in oracle else {}
     if "error" in got:
         note = "; the raw converter's file also fails" if "error" in oracle else ""
         return wrong(got["error"] + note, oracle_error=oracle.get("error"))
-    m, failed = _measured(ctx.reference, got, ctx.y)
+    m, failed = _measured(ctx.reference, got, ctx.y, ctx.spec.task)
     if failed:
         return failed
     if "error" in oracle or "error" in om:
@@ -120,7 +120,7 @@ def check_qat(ctx: Context, out: Path, batch: int | None, int8_out: Path | None)
     ptq = run_tflite(ctx, ptq_path) if ptq_path else {"error": "no int8 PTQ file"}
     if "error" in ptq:
         return ok(f"no int8 PTQ to compare ({ptq['error'][:100]})", **m)
-    pm = compare(ctx.reference, ptq, ctx.y)
+    pm = compare(ctx.reference, ptq, ctx.y, ctx.spec.task)
     m["ptq_accuracy"] = pm["accuracy"]
     fell_back = "ptq" in _manifest_text(out).lower()
     if m["accuracy"] < pm["accuracy"] - QAT_SLACK and not fell_back:
@@ -134,7 +134,8 @@ def check_tfjs(ctx: Context, out: Path) -> dict:
     if model_dir is None:
         return wrong("no model.json in the output")
     ref = {k: v[:TFJS_SAMPLES] for k, v in ctx.reference.items()}
-    return _close_to_reference(ref, run_tfjs(ctx, model_dir), ctx.y[:TFJS_SAMPLES], "tfjs differs from the SavedModel")
+    return _close_to_reference(ref, run_tfjs(ctx, model_dir), ctx.y[:TFJS_SAMPLES], ctx.spec.task,
+                               "tfjs differs from the SavedModel")
 
 
 def check_auto(ctx: Context, out: Path) -> dict:
@@ -150,10 +151,10 @@ def check_auto(ctx: Context, out: Path) -> dict:
     got = run_tflite(ctx, path)
     if "error" in got:
         return wrong(f"chosen {chosen['name']}: {got['error']}")
-    m = compare(ctx.reference, got, ctx.y)
+    m = compare(ctx.reference, got, ctx.y, ctx.spec.task)
     drop = m["reference_accuracy"] - m["accuracy"]
     m.update(chosen=chosen["name"], drop=drop, reported_drop=chosen.get("accuracy_drop"))
-    step = 1.0 / ctx.n
+    step = 1.0 / ctx.n if ctx.spec.task == "classification" else max(1.0 / ctx.n, EVAL_METRIC_TOL)
     if drop > decision["max_drop"] + step:
         return wrong(f"chosen {chosen['name']} drops {drop:.3f} > --max-drop {decision['max_drop']}", **m)
     if chosen.get("accuracy") is not None and abs(chosen["accuracy"] - m["accuracy"]) > step + 1e-9:
@@ -161,17 +162,36 @@ def check_auto(ctx: Context, out: Path) -> dict:
     return ok(f"chose {chosen['name']}", **m)
 
 
+MAIN_METRIC = {"classification": "accuracy", "multilabel": "f1_macro", "regression": "r2", "segmentation": "miou",
+               "detection": "box_iou"}
+EVAL_METRIC_TOL = 0.02  # eval's task metric vs the independent one (streamed batches, float rounding)
+
+
+def _row_main(row: dict, task: str):
+    """The task's main metric of one eval row (classification: the legacy 'accuracy' field)."""
+    if task == "classification" and row.get("accuracy") is not None:
+        return row["accuracy"]
+    return (row.get("metrics") or {}).get(MAIN_METRIC[task])
+
+
 def check_eval(ctx: Context, out: Path) -> dict:
-    """eval: every .tflite row's accuracy and agreement, and the reference accuracy, match an independent run."""
+    """eval: the task eval chose is the model's, and the reference's and every .tflite row's main task metric
+    (accuracy, macro F1, R², mIoU, box IoU) and agreement match an independent run."""
     report_file = Path(out) / "eval.json"
     if not report_file.is_file():
         return wrong("no eval.json written")
     report = json.loads(report_file.read_text())
-    step = 1.0 / ctx.n + 1e-9
-    ref_acc = compare(ctx.reference, ctx.reference, ctx.y)["accuracy"]
+    task = ctx.spec.task
+    tol = max(1.0 / ctx.n, EVAL_METRIC_TOL) + 1e-9
+    chosen = (report.get("task") or {}).get("name", "classification")
+    if chosen != task:
+        return wrong(f"eval measured the model as {chosen!r}; it is a {task} model "
+                     f"({(report.get('task') or {}).get('reason', '')})"[:300])
+    ref_main = compare(ctx.reference, ctx.reference, ctx.y, task).get("accuracy")
     problems, checked = [], 0
-    if report["reference"].get("accuracy") is not None and abs(report["reference"]["accuracy"] - ref_acc) > step:
-        problems.append(f"reference accuracy {report['reference']['accuracy']:.4f} vs {ref_acc:.4f}")
+    said = _row_main(report["reference"], task)
+    if said is not None and ref_main is not None and abs(said - ref_main) > tol:
+        problems.append(f"reference {MAIN_METRIC[task]} {said:.4f} vs {ref_main:.4f}")
     for row in report["results"]:
         if row["format"] != "tflite":
             continue
@@ -183,21 +203,25 @@ def check_eval(ctx: Context, out: Path) -> dict:
         got = run_tflite(ctx, path)
         if "error" in got:
             continue  # eval reported a file that does not run: the row's own text says so
-        m = compare(ctx.reference, got, ctx.y)
+        m = compare(ctx.reference, got, ctx.y, task)
         checked += 1
-        for key, mine in (("accuracy", m["accuracy"]), ("top1_agreement", m["agreement"])):
-            if row.get(key) is not None and abs(row[key] - mine) > step:
-                problems.append(f"{path.name} {key} {row[key]:.4f}, independently {mine:.4f}")
+        for key, theirs, mine in ((MAIN_METRIC[task], _row_main(row, task), m.get("accuracy")),
+                                  ("agreement", row.get("top1_agreement") if task == "classification" else None,
+                                   m["agreement"])):
+            if theirs is not None and mine is not None and abs(theirs - mine) > tol:
+                problems.append(f"{path.name} {key} {theirs:.4f}, independently {mine:.4f}")
     if problems:
         return wrong("; ".join(problems))
-    return ok(f"{checked} .tflite rows agree", rows=len(report["results"]), checked=checked)
+    return ok(f"task {task}: {checked} .tflite rows agree", rows=len(report["results"]), checked=checked)
 
 
 def check_demo(ctx: Context, out: Path, browser: bool) -> dict:
     """demo: a site with config, model and service worker; with ``browser``, predict() matches TF in Chromium."""
     site = Path(out) / "site"
-    needed = ["index.html", "demo-config.json", "sw.js", "model/model.json"]
+    needed = ["index.html", "demo-config.json", "sw.js"]
     missing = [n for n in needed if not (site / n).is_file()]
+    if not (site / "model" / "model.json").is_file() and not any(site.rglob("*.tflite")):
+        missing.append("model/model.json or a .tflite (LiteRT.js)")
     if missing:
         return wrong(f"site lacks {missing}")
     if not browser:
@@ -210,7 +234,7 @@ def check_demo(ctx: Context, out: Path, browser: bool) -> dict:
     if "__probabilities__" in got:  # a page whose predict() returns only the ranked head's probabilities
         head = primary(ref)
         ref, got = {head: ref[head]}, {head: got["__probabilities__"]}
-    return _close_to_reference(ref, got, ctx.y[:n], "page's predict() differs from TF",
+    return _close_to_reference(ref, got, ctx.y[:n], ctx.spec.task, "page's predict() differs from TF",
                                "predict() in Chromium matches TF")
 
 

@@ -4,7 +4,9 @@ TensorFlow 2.19 converts some models with a free batch dimension into files whos
 check at any batch (GroupNormalization: its reshape to ``[batch, H, W, groups, C/groups]`` becomes a
 ``BROADCAST_TO`` whose output shape is computed at batch -1). Re-traced with a fixed batch the same model
 converts exactly. So when the run-check refuses such a file (LiteRT raised; a crash is a kernel bug a batch does
-not fix), or the calibrator's LiteRT run of it fails a kernel's check (int8, int16x8), and the user fixed no batch, convert builds the mode again from a batch-1 re-trace, says so, and records
+not fix), or the calibrator's LiteRT run of it fails a kernel's check (int8, int16x8), or the converter leaves ops
+it could not express as builtins (a ``StridedSlice`` adding an axis at the free shapes of an STFT front end: at
+batch 1 it lowers), and the user fixed no batch, convert builds the mode again from a batch-1 re-trace, says so, and records
 it in the artefact's manifest entry (``fixed_batch``). When that fails too, the original refusal stands, noting
 that ``--batch 1`` did not help.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from edge_tool.convert.config import QuantMode
 from edge_tool.convert.context import BuildContext
+from edge_tool.converter.run import OpsNotBuiltin
 from edge_tool.convert.smoke import LiteRTRefused
 from edge_tool.convert.source import prepare_source
 from edge_tool.errors import ConversionError, EdgeToolError
@@ -49,7 +52,8 @@ class BatchRetry:
     def applies(self, mode: QuantMode, exc: EdgeToolError) -> bool:
         """True when ``exc`` is LiteRT refusing a file of a model whose batch is free and was not fixed by the user."""
         free_batch = any(t.shape and t.shape[0] is None for t in self.ctx.source.signature.inputs)
-        refused = isinstance(exc, LiteRTRefused) or (isinstance(exc, ConversionError) and _KERNEL_FAILED.search(str(exc)))
+        refused = isinstance(exc, (LiteRTRefused, OpsNotBuiltin)) or (
+            isinstance(exc, ConversionError) and _KERNEL_FAILED.search(str(exc)))
         return bool(refused and free_batch and self.ctx.config.batch is None and mode is not QuantMode.QAT)
 
     def build(self, mode: QuantMode, exc: EdgeToolError, build: Callable[[BuildContext], tuple]) -> tuple:
@@ -61,7 +65,8 @@ class BatchRetry:
                                   f"either: {' '.join(str(again).split())}") from None
         why = " ".join(str(exc).split())
         record["fixed_batch"] = {"batch": BATCH, "reason": why}
-        console.print(f"[yellow]note:[/] {term(mode.value)} with a free input batch does not run in LiteRT "
+        fails = "does not convert to builtin ops" if isinstance(exc, OpsNotBuiltin) else "does not run in LiteRT"
+        console.print(f"[yellow]note:[/] {term(mode.value)} with a free input batch {fails} "
                       f"({term(_reason(why))}); built again with the input batch fixed to {BATCH} (as --batch "
                       f"{BATCH} does), which runs: {term(art.path.name)} takes one sample at a time.")
         return art, record

@@ -55,11 +55,27 @@ def _probe(tf, config, source, data: Path | None, labels: list[str] | None, orig
                       lambda names: folder_index_map(names, labels, width, data, origin)[0], config.seed)
 
 
+def refuse_string_calibration(config, source) -> None:
+    """UsageError for a mode that calibrates (int8, int16x8) when an input is a string tensor: there is no integer
+    form of string ops (the raw converter fails on them too), whatever data is given."""
+    strings = [t.name for t in source.signature.inputs if t.dtype in ("string", "object", "bytes")]
+    if strings:
+        modes = ", ".join(m.value for m in config.modes if MODES[m].needs_calibration)
+        raise UsageError(
+            f"--quant {modes}: input {', '.join(map(repr, strings))} of {config.model} is a string tensor, and the "
+            "integer modes quantize every op through calibration — string ops (tokenizing, lookups) have no "
+            "integer form in TFLite (the raw converter fails on them too). Use --quant fp32, fp16 or dynamic with "
+            "--allow-select-tf-ops (the string ops then run as TF Flex ops; the app needs the Flex delegate), or "
+            "keep the string preprocessing outside the model and quantize the numeric part.")
+
+
 def prepare_inputs(tf, config, source) -> ModelInputs:
     """Resolve the contract, load the calibration data through it, settle the labels; print what was decided."""
     labels, origin = model_labels(config.model, config.labels)
     check_labels(tuple(labels or ()), origin, config, source)
     needed = _needs_calibration(config)
+    if needed:
+        refuse_string_calibration(config, source)
     path = resolve_calibration(config.model, config.calibration) if needed or config.calibration else None
     if needed and path is None:
         modes = ", ".join(m.value for m in config.modes if MODES[m].needs_calibration)

@@ -18,16 +18,18 @@ from edge_tool.metadata.writer import MetadataSpec
 
 
 def classes_outputs(signature, count: int) -> list:
-    """The signature outputs of shape [N, count]."""
-    return [t for t in signature.outputs if t.shape is not None and len(t.shape) == 2 and t.shape[-1] == count]
+    """The signature outputs with one score per label on their last axis: [N, count] (a class or tag per sample),
+    [N, H, W, count] or [N, T, count] (a class per pixel or step: segmentation, tagging)."""
+    return [t for t in signature.outputs if t.shape is not None and len(t.shape) >= 2 and t.shape[-1] == count]
 
 
 def check_labels(labels: tuple[str, ...], origin: str, config, source) -> None:
     """UsageError when no output has one score per label."""
     if labels and not classes_outputs(source.signature, len(labels)):
         shapes = ", ".join(f"{t.name} {list(t.shape) if t.shape is not None else '?'}" for t in source.signature.outputs)
-        raise UsageError(f"{origin} has {len(labels)} labels, but no output of {config.model} has shape "
-                         f"[N, {len(labels)}] (outputs: {shapes}); pass the labels file of this model.")
+        raise UsageError(f"{origin} has {len(labels)} labels, but no output of {config.model} has {len(labels)} "
+                         f"scores on its last axis ([N, {len(labels)}], or [N, H, W, {len(labels)}] per pixel; "
+                         f"outputs: {shapes}); pass the labels file of this model.")
 
 
 def metadata_spec(config, source, labels: tuple[str, ...], contracts: tuple) -> MetadataSpec | None:

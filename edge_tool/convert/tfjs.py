@@ -40,6 +40,28 @@ def string_input_refusal(signature, model) -> str | None:
             "numeric part for TFJS, or use --format tflite (TFLite runs string ops with --allow-select-tf-ops).")
 
 
+_UNSUPPORTED = "Unsupported Ops in the model"
+# ops tensorflowjs 4.22 has no kernel for, and where they come from in a Keras model
+_OP_ORIGINS = {"Erfc": "exact GELU: tf.nn.gelu / Keras activation 'gelu' with approximate=False",
+               "Erf": "exact GELU (keras.ops.gelu with approximate=False)"}
+
+
+def unsupported_ops(exc: Exception) -> list[str]:
+    """The op names of tensorflowjs' 'Unsupported Ops in the model …' error (its second line), else []."""
+    lines = str(exc).strip().splitlines()
+    if not lines or not lines[0].startswith(_UNSUPPORTED) or len(lines) < 2:
+        return []
+    return [op.strip() for op in lines[1].split(",") if op.strip()]
+
+
+def unsupported_ops_message(ops: list[str]) -> str:
+    """The refusal for a graph with ops tensorflowjs has no kernel for: which, where they come from, the way out."""
+    named = ", ".join(f"{op} ({_OP_ORIGINS[op]})" if op in _OP_ORIGINS else op for op in ops)
+    return (f"tensorflowjs 4.22 cannot convert this model: TensorFlow.js has no kernel for {named}. For a browser "
+            "demo use `edgetool demo MODEL --litert` (LiteRT.js runs the .tflite, which has these ops), or rebuild "
+            "the model for TF.js without them (e.g. gelu with approximate=True), then convert again.")
+
+
 def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = None,
                 signature: str = "serving_default", user_metadata: dict | None = None, _unfused: bool = False) -> Path:
     """Convert a SavedModel to a tfjs graph model (model.json + shards) in ``out_dir``; return model.json's path.
@@ -67,6 +89,8 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
                 quantization_dtype_map=qmap, weight_shard_size_bytes=SHARD_BYTES, metadata=user_metadata or None,
             )
     except (ValueError, KeyError, RuntimeError) as exc:
+        if ops := unsupported_ops(exc):
+            raise ConversionError(unsupported_ops_message(ops)) from None
         raise ConversionError(f"tensorflowjs could not convert {saved_model}: {exc}\n{log.getvalue()[-2000:]}") from None
     model_json = out_dir / "model.json"
     fmt = json.loads(model_json.read_text()).get("format")

@@ -38,6 +38,11 @@ SELECT_ADVICE = ("Replace them in the model, or pass --allow-select-tf-ops to em
                  "needs the Flex delegate (larger binary).")
 
 
+class OpsNotBuiltin(ConversionError):
+    """The converter left ops it could not express as TFLite builtins (Flex-only ops, or builtin ops it could not
+    legalize at the traced shapes: a fixed batch may fix the latter, ``convert.batch_retry``)."""
+
+
 @dataclass(frozen=True)
 class Refusal:
     """How ``run_converter`` words a failure of one conversion.
@@ -154,8 +159,8 @@ def refusal_error(exc: Exception, refusal: Refusal, saved_model: Path, allow_sel
         return ConversionError(python_callback_refusal(refusal.model, callbacks))
     flex = ops_needing_select(exc)
     if flex and not allow_select_tf_ops:
-        return ConversionError(f"{refusal.model} uses ops the TFLite builtin op set cannot express: "
-                               f"{', '.join(flex)}. {refusal.builtin_only}")
+        return OpsNotBuiltin(f"{refusal.model} uses ops the TFLite builtin op set cannot express: "
+                             f"{', '.join(flex)}. {refusal.builtin_only}")
     detail = describe_failure(str(exc), refusal.batch, allow_select_tf_ops, refusal.retrace, hints=refusal.hints)
     return ConversionError(f"{refusal.failed}: {detail}")
 

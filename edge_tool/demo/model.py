@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.errors import ModelError, UsageError
+from edge_tool.tasks.detection import is_box_output
 
 MAX_FLAT_FEATURES = 4096
 IMAGE_CHANNELS = (1, 3)
@@ -204,12 +205,15 @@ def output_ui(outputs: tuple[Tensor, ...]) -> list[dict]:
     """Every output head; kind 'classes' for [N,K] (K >= 2: ranked top-k when probability-like), else 'values'.
 
     The first 'classes' head (or the first head) is the primary one: labels apply to it and ``predict()`` ranks it.
+    A box head (named like boxes/bbox, 4 values: eval's detection rule) is 'values', never the ranked head.
     """
     if not outputs:
         raise ModelError("The model's signature has no outputs; the demo page has nothing to show.")
     specs = []
     for t in outputs:
         classes = t.shape[1] if len(t.shape) == 2 and t.shape[1] is not None else None
+        if is_box_output(t.key, t.shape):  # [N, 4] corners of a detection head are not 4 class scores
+            classes = None
         kind = "classes" if classes is not None and classes >= PROB_OUTPUT_MIN_CLASSES else "values"
         specs.append({"name": t.key, "tensor": t.tensor, "shape": list(t.shape), "kind": kind,
                       "classes": classes if kind == "classes" else None})

@@ -28,11 +28,12 @@ def configure_full_int8(tf, conv, representative_dataset, io_dtype=None, *, floa
 
 
 def resolve_calibration(model: Path, given: Path | None) -> Path | None:
-    """``given`` (--calibration), else calibration.npz beside a SavedModel directory when it exists, else None."""
+    """``given`` (--calibration), else calibration.npz inside a SavedModel directory, or beside a .keras/.h5 file
+    (in its folder, as labels.txt is found), when it exists, else None."""
     if given is not None:
         return Path(given)
-    beside = Path(model) / DEFAULT_CALIBRATION
-    return beside if Path(model).is_dir() and beside.is_file() else None
+    beside = (Path(model) if Path(model).is_dir() else Path(model).parent) / DEFAULT_CALIBRATION
+    return beside if beside.is_file() else None
 
 
 def missing_calibration_message(needs: str, model: Path) -> str:

@@ -149,10 +149,12 @@ def _output_metadata(meta, spec: MetadataSpec, name: str, shape, labelled: bool)
 
 
 def _labelled_output(shapes: list, count: int) -> int | None:
-    """Index of the output the labels name: the first [N, K] output with K == len(labels)."""
-    for i, shape in enumerate(shapes):
-        if shape is not None and len(shape) == 2 and int(shape[-1]) == count:
-            return i
+    """Index of the output the labels name: the first [N, K] output with K == len(labels), else the first with K
+    scores on its last axis ([N, H, W, K] per-pixel classes: TENSOR_AXIS_LABELS names that axis, as segmenters do)."""
+    for rank_ok in (lambda r: r == 2, lambda r: r >= 2):
+        for i, shape in enumerate(shapes):
+            if shape is not None and rank_ok(len(shape)) and int(shape[-1]) == count:
+                return i
     return None
 
 
@@ -173,8 +175,8 @@ def build_metadata(model, spec: MetadataSpec, type_names: dict[int, str]) -> byt
     out_shapes = [shape(i) for i in sg.outputs]
     labelled = _labelled_output(out_shapes, len(spec.labels)) if spec.labels else None
     if spec.labels and labelled is None:
-        raise ConversionError(f"{len(spec.labels)} labels given, but no output of the model has shape [N, "
-                              f"{len(spec.labels)}] (outputs: {out_shapes}).")
+        raise ConversionError(f"{len(spec.labels)} labels given, but no output of the model has "
+                              f"{len(spec.labels)} scores on its last axis (outputs: {out_shapes}).")
     sub = meta.SubGraphMetadataT()
     sub.name = spec.name
     sub.inputTensorMetadata = [_input_metadata(meta, spec, label(i), shape(i),

@@ -21,6 +21,7 @@ from edge_tool.convert.source import is_keras_file, keras_archive_version, opene
 from edge_tool.errors import ModelError
 from edge_tool.models.inspection import InspectReport, ParamCount, inspect_model, inspect_saved_model
 from edge_tool.modelcode.guard import code_report, keras_code
+from edge_tool.litert.recipes import resolve_calibration
 
 
 def _how(flavor: str) -> str:
@@ -115,8 +116,8 @@ def run_eval_any(config):
 
 
 def build_site_any(cfg):
-    """``demo.site.build_site``, with a .keras/.h5 MODEL exported the way convert does; the default title and a
-    labels.txt beside the file follow the Keras file, not the temp export."""
+    """``demo.site.build_site``, with a .keras/.h5 MODEL exported the way convert does; the default title, and a
+    labels.txt and calibration.npz beside the file, follow the Keras file, not the temp export."""
     from edge_tool.demo.site import build_site  # noqa: PLC0415
     from edge_tool.core.fsutil import check_output_dir  # noqa: PLC0415
 
@@ -126,6 +127,7 @@ def build_site_any(cfg):
     check_output_dir(Path(cfg.output), cfg.force, cfg.inputs)  # against the Keras file itself, before the export
     beside = model.parent / "labels.txt"
     labels = cfg.labels if cfg.labels is not None else beside if beside.is_file() else None
+    calibration = cfg.calibration if cfg.calibration is not None else resolve_calibration(model, None)
     with opened_source(model, cfg.trust_model_code) as source:
-        return build_site(replace(cfg, model=source.saved_model, labels=labels,
+        return build_site(replace(cfg, model=source.saved_model, labels=labels, calibration=calibration,
                                   title=cfg.title or f"edgetool demo: {model.name}"))

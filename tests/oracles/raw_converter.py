@@ -7,9 +7,10 @@ from edge_tool.convert.modes import every_mode
 MODES = every_mode()  # the registry's modes that need no training data: raw_converter must know each
 
 
-def raw_converter(tf, saved_model, mode: str, representative_dataset=None):
+def raw_converter(tf, saved_model, mode: str, representative_dataset=None, signature: str | None = None):
     """A fresh TFLiteConverter for ``mode`` (int8/int16x8 need ``representative_dataset``)."""
-    conv = tf.lite.TFLiteConverter.from_saved_model(str(saved_model))
+    keys = None if signature is None else [signature]
+    conv = tf.lite.TFLiteConverter.from_saved_model(str(saved_model), signature_keys=keys)
     if mode != "fp32":
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
     if mode == "fp16":

@@ -1,6 +1,7 @@
 """Run a .tflite on samples with ai_edge_litert only, in its own process (an artefact may abort the runtime).
 
-Usage: python -m benchmarks.zoo.litert_run MODEL.tflite INPUTS.npz OUTPUTS.npz
+Usage: python -m tests.oracles.litert_run MODEL.tflite INPUTS.npz OUTPUTS.npz [--flex]
+(--flex: TensorFlow's tf.lite.Interpreter, which has the Flex delegate, for files with TF Select ops)
 
 INPUTS.npz holds one array per model input, keyed by the serving signature's input name (first axis = samples).
 Each sample runs alone (batch 1) through the signature runner, which resizes the inputs to the sample's shape (so
@@ -15,8 +16,14 @@ import sys
 
 import numpy as np
 
+FLEX = False
+
 
 def _interpreter(path: str):
+    if FLEX:  # a model with TF (Flex) ops: TensorFlow's own interpreter links the Flex delegate, LiteRT's does not
+        import tensorflow as tf  # noqa: PLC0415
+
+        return tf.lite.Interpreter(model_path=path, num_threads=1)
     from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415
 
     return Interpreter(model_path=path, num_threads=1)
@@ -62,7 +69,9 @@ def run(model_path: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
 
 
 def main(argv: list[str]) -> None:
-    model, inputs_path, outputs_path = argv
+    global FLEX
+    FLEX = "--flex" in argv
+    model, inputs_path, outputs_path = [a for a in argv if a != "--flex"]
     with np.load(inputs_path) as f:
         inputs = {k: f[k] for k in f.files}
     np.savez(outputs_path, **run(model, inputs))
