@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import run_edgetool
+from tests.conftest import edgetool_in_process
 from tests.test_browser import CHROMIUM, FLAGS, _native_litert, _predict_all, _require_chromium, samples  # noqa: F401
 from tests.test_browser_upload import photo_model, photo_site  # noqa: F401  (fixtures: an RGB model and its site)
 
@@ -41,7 +41,7 @@ def site_url(digits_model, tmp_path_factory):
     from edge_tool.serve import start_server
 
     site = tmp_path_factory.mktemp("webgpu") / "site"
-    proc = run_edgetool("demo", digits_model, "-o", site, "--litert")
+    proc = edgetool_in_process("demo", digits_model, "-o", site, "--litert")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     server, thread, url = start_server(site, "127.0.0.1", 0)
     yield site, url
