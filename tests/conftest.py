@@ -82,6 +82,24 @@ def digits_model(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def digits_demo_site(digits_model, tmp_path_factory) -> Path:
+    """``edgetool demo`` of digits_model (the TFJS site), built once for the browser tests that only serve it."""
+    site = tmp_path_factory.mktemp("digits-site") / "site"
+    proc = edgetool_in_process("demo", digits_model, "-o", site)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return site
+
+
+@pytest.fixture(scope="session")
+def digits_litert_site(digits_model, tmp_path_factory) -> Path:
+    """``edgetool demo --litert`` of digits_model, built once for the browser tests that only serve it."""
+    site = tmp_path_factory.mktemp("digits-litert-site") / "site"
+    proc = edgetool_in_process("demo", digits_model, "-o", site, "--litert")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return site
+
+
 _KERAS3_EXPORT_SCRIPT = """
 import sys, numpy as np, keras
 keras.utils.set_random_seed(0)

@@ -408,11 +408,9 @@ LITERT_PROB_TOL = 0.01  # against the same .tflite run natively; the int8 softma
 
 
 @pytest.fixture(scope="module")
-def litert_page(digits_model, open_site, tmp_path_factory):
+def litert_page(digits_litert_site, open_site):
     """A site built with --litert, opened on its own origin: (page, url, site)."""
-    site = tmp_path_factory.mktemp("litert") / "site"
-    proc = edgetool_in_process("demo", digits_model, "-o", site, "--litert")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    site = digits_litert_site
     page, url = open_site(site)
     return page, url, site
 

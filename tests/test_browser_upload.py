@@ -221,11 +221,8 @@ def test_litert_page_logs_no_console_error(photo_site, browser_context):
 
 
 @pytest.fixture(scope="module")
-def digits_site(digits_model, tmp_path_factory) -> Path:
-    site = tmp_path_factory.mktemp("digits-upload") / "site"
-    proc = edgetool_in_process("demo", digits_model, "-o", site)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return site
+def digits_site(digits_demo_site) -> Path:
+    return digits_demo_site
 
 
 def test_digit_upload_on_the_pad_is_resampled_once_and_inverts(digits_model, digits_site, open_site, tmp_path):
