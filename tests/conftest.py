@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from edge_tool.cli import app
-
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Internal errors raise with their traceback (not the one-line exit 70 users see), in this process and in every
@@ -46,6 +44,8 @@ def edgetool_in_process(*args: str, timeout: float = 900, env: dict | None = Non
     environment variable read at import (``env`` here refuses those). ``timeout`` is accepted for the same
     signature and not enforced. An internal error is raised here with its traceback (EDGETOOL_DEBUG=1).
     """
+    from edge_tool.cli import app  # noqa: PLC0415 (here, so the environment above is set before any edgetool import)
+
     late = sorted(k for k in (env or {}) if k.startswith(_READ_AT_IMPORT))
     if late:
         raise ValueError(f"{late} are read at import time; use run_edgetool for this run")
