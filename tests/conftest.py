@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -27,6 +29,50 @@ def run_edgetool(*args: str, timeout: float = 900, env: dict | None = None) -> s
     )
 
 
+# Variables TensorFlow, Keras or Python read once, at import: an in-process run cannot honour them.
+_READ_AT_IMPORT = ("TF_", "KERAS", "CUDA", "OMP_", "PYTHON", "XLA_")
+
+
+def edgetool_in_process(*args: str, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``edgetool ARGS`` in this process (Typer's CliRunner); same arguments and result shape as ``run_edgetool``.
+
+    Saves the seconds of TensorFlow's import a fresh process pays. stdout/stderr hold what edgetool prints (rich
+    and typer write to the swapped sys.stdout/sys.stderr) followed by what reached file descriptors 1 and 2
+    meanwhile (TensorFlow's C++ log lines, edgetool's child processes). It does not see Python warnings (pytest
+    records them) nor TensorFlow's import-time lines (imported once). So keep ``run_edgetool`` where a test
+    pins the absence of such output, a signal, closed stdio, ``--help``'s laziness, process state, or needs an
+    environment variable read at import (``env`` here refuses those). ``timeout`` is accepted for the same
+    signature and not enforced. An internal error is raised here with its traceback (EDGETOOL_DEBUG=1).
+    """
+    from edge_tool.cli import app  # noqa: PLC0415 (here, so the environment above is set before any edgetool import)
+
+    late = sorted(k for k in (env or {}) if k.startswith(_READ_AT_IMPORT))
+    if late:
+        raise ValueError(f"{late} are read at import time; use run_edgetool for this run")
+    cwd = os.getcwd()
+    with tempfile.TemporaryFile() as fd1, tempfile.TemporaryFile() as fd2:
+        saved = os.dup(1), os.dup(2)
+        os.chdir(REPO)  # as run_edgetool's cwd, for relative paths
+        os.dup2(fd1.fileno(), 1)
+        os.dup2(fd2.fileno(), 2)
+        try:
+            result = CliRunner().invoke(app, [str(a) for a in args], env=env)
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            os.chdir(cwd)
+        raw = []
+        for f in (fd1, fd2):
+            f.seek(0)
+            raw.append(f.read().decode("utf-8", "replace"))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception.with_traceback(result.exc_info[2])
+    return subprocess.CompletedProcess(["edgetool", *map(str, args)], result.exit_code, result.stdout + raw[0],
+                                       result.stderr + raw[1])
+
+
 @pytest.fixture(scope="session")
 def digits_model(tmp_path_factory) -> Path:
     """Keras-2 SavedModel of the digits CNN trained under MirroredStrategy (2 CPU replicas), with sidecars."""
@@ -34,6 +80,24 @@ def digits_model(tmp_path_factory) -> Path:
     proc = run_edgetool("train", "--strategy", "mirrored", "--replicas", "2", "--epochs", "8", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
+
+
+@pytest.fixture(scope="session")
+def digits_demo_site(digits_model, tmp_path_factory) -> Path:
+    """``edgetool demo`` of digits_model (the TFJS site), built once for the browser tests that only serve it."""
+    site = tmp_path_factory.mktemp("digits-site") / "site"
+    proc = edgetool_in_process("demo", digits_model, "-o", site)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return site
+
+
+@pytest.fixture(scope="session")
+def digits_litert_site(digits_model, tmp_path_factory) -> Path:
+    """``edgetool demo --litert`` of digits_model, built once for the browser tests that only serve it."""
+    site = tmp_path_factory.mktemp("digits-litert-site") / "site"
+    proc = edgetool_in_process("demo", digits_model, "-o", site, "--litert")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return site
 
 
 _KERAS3_EXPORT_SCRIPT = """

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from tests.conftest import REPO, run_edgetool
+from tests.conftest import REPO, edgetool_in_process
 from tests.schema_check import validated
 
 # A digits model whose first Dense layer ("wide") gets weight OUTLIER on the corner pixel, which is 0 in every
@@ -95,7 +95,7 @@ def test_tight_budget_keeps_the_wide_layer_float(wide_model, tmp_path):
     assert "wide" in (out / "decision.md").read_text()
     # Every number agrees with what `edgetool eval` reports for the same file (latency: same method, new run).
     report_path = tmp_path / "eval.json"
-    proc = run_edgetool("eval", out / chosen.path.name, out / "candidates" / c["int8"].path.name, "-r", model,
+    proc = edgetool_in_process("eval", out / chosen.path.name, out / "candidates" / c["int8"].path.name, "-r", model,
                         "-d", model / "eval.npz", "--json", report_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads(report_path.read_text())["results"]
@@ -213,7 +213,7 @@ def test_impossible_budget_exits_1_with_the_table_and_keeps_candidates(tmp_path)
                           env=env, cwd=REPO, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "auto"
-    proc = run_edgetool("convert", model, "--quant", "auto", "--max-drop", "0.05", "--eval-data",
+    proc = edgetool_in_process("convert", model, "--quant", "auto", "--max-drop", "0.05", "--eval-data",
                         model / "eval.npz", "--max-float-layers", "0", "-o", out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "no candidate keeps the accuracy drop within --max-drop 0.05" in proc.stderr

@@ -13,7 +13,7 @@ from edge_tool.auto.policy import choose, reason
 from edge_tool.auto.result import Candidate
 from edge_tool.convert.enums import Objective
 from edge_tool.modelfiles.tflite_model import integer_only_problem
-from tests.conftest import run_edgetool
+from tests.conftest import edgetool_in_process
 from tests.schema_check import validated
 from tests.test_auto import wide_model  # noqa: F401 - the module-scoped fixture, reused
 
@@ -56,7 +56,7 @@ def _float_tensors(path: Path) -> set[int]:
 def test_auto_prints_and_records_its_reason(digits_model, tmp_path):
     """A real run: "why X: ..." on the terminal, the same sentence in decision.json, consistent with the sizes."""
     out = tmp_path / "auto"
-    proc = run_edgetool("convert", digits_model, "-o", out, "--quant", "auto", "--max-drop", "0.02",
+    proc = edgetool_in_process("convert", digits_model, "-o", out, "--quant", "auto", "--max-drop", "0.02",
                         "--eval-data", digits_model / "eval.npz")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     decision = validated(out / "decision.json", "decision")
@@ -79,7 +79,7 @@ def test_auto_prints_and_records_its_reason(digits_model, tmp_path):
 def test_require_integer_only_keeps_fully_integer_candidates(digits_model, tmp_path):
     """--require integer-only: only int8 is built and chosen; LiteRT sees float tensors only at the model's I/O."""
     out = tmp_path / "auto"
-    proc = run_edgetool("convert", digits_model, "-o", out, "--quant", "auto", "--max-drop", "0.02",
+    proc = edgetool_in_process("convert", digits_model, "-o", out, "--quant", "auto", "--max-drop", "0.02",
                         "--eval-data", digits_model / "eval.npz", "--require", "integer-only")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     decision = validated(out / "decision.json", "decision")
@@ -96,7 +96,7 @@ def test_require_integer_only_keeps_fully_integer_candidates(digits_model, tmp_p
 def test_require_integer_only_says_so_when_none_qualifies(wide_model, tmp_path):  # noqa: F811
     """The wide model's int8 is at chance and selective int8 keeps float layers: nothing qualifies, exit 1."""
     out = tmp_path / "auto"
-    proc = run_edgetool("convert", wide_model, "-o", out, "--quant", "auto", "--max-drop", "0.02",
+    proc = edgetool_in_process("convert", wide_model, "-o", out, "--quant", "auto", "--max-drop", "0.02",
                         "--eval-data", wide_model / "eval.npz", "--require", "integer-only")
     text = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode == 1, text[-3000:]
@@ -105,9 +105,9 @@ def test_require_integer_only_says_so_when_none_qualifies(wide_model, tmp_path):
 
 
 def test_require_needs_auto_and_a_known_value(digits_model, tmp_path):
-    proc = run_edgetool("convert", digits_model, "-o", tmp_path / "a", "--quant", "int8", "--require",
+    proc = edgetool_in_process("convert", digits_model, "-o", tmp_path / "a", "--quant", "int8", "--require",
                         "integer-only")
     assert proc.returncode == 2 and "--require" in proc.stderr
-    proc = run_edgetool("convert", digits_model, "-o", tmp_path / "b", "--quant", "auto", "--max-drop", "0.02",
+    proc = edgetool_in_process("convert", digits_model, "-o", tmp_path / "b", "--quant", "auto", "--max-drop", "0.02",
                         "--eval-data", digits_model / "eval.npz", "--require", "int4")
     assert proc.returncode == 2 and "integer-only" in proc.stderr

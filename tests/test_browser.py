@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, run_edgetool
+from tests.conftest import REPO, edgetool_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -35,7 +35,7 @@ def _require_chromium() -> None:
 @pytest.fixture(scope="module")
 def site(digits_model, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("browser") / "site"
-    proc = run_edgetool("demo", digits_model, "-o", out, "--title", "Digits demo")
+    proc = edgetool_in_process("demo", digits_model, "-o", out, "--title", "Digits demo")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
@@ -245,7 +245,7 @@ def test_installable_service_worker_and_offline_reload(browser_context, page, ur
 
 def test_uint8_input_model_is_cast_and_predicts_like_tensorflow(uint8_model, open_site, tmp_path):
     site = tmp_path / "site"
-    proc = run_edgetool("demo", uint8_model, "-o", site)
+    proc = edgetool_in_process("demo", uint8_model, "-o", site)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     page, url = open_site(site)
     assert page.evaluate("window.edgetool.config.input.tfjsDtype") == "int32"
@@ -258,7 +258,7 @@ def test_uint8_input_model_is_cast_and_predicts_like_tensorflow(uint8_model, ope
 
 def test_flat_input_form_predicts_like_tensorflow(flat_model, open_site, tmp_path):
     site = tmp_path / "site"
-    proc = run_edgetool("demo", flat_model, "-o", site)
+    proc = edgetool_in_process("demo", flat_model, "-o", site)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     page, url = open_site(site)
     x = np.load(flat_model / "eval.npz")["x"]
@@ -295,7 +295,7 @@ def _wait_for(page, expression: str, arg, timeout_s: float = 60.0):
 def test_rebuilt_site_replaces_the_old_cache(page, site, digits_model, url):
     before = page.evaluate("caches.keys()")
     assert len(before) == 1 and before[0].startswith("edgetool-demo:")
-    proc = run_edgetool("demo", digits_model, "-o", site, "--force", "--title", "Digits demo v2")
+    proc = edgetool_in_process("demo", digits_model, "-o", site, "--force", "--title", "Digits demo v2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     new_version = (site / "sw.js").read_text().split('const VERSION = "')[1].split('"')[0]
     assert not before[0].endswith(new_version)
@@ -408,11 +408,9 @@ LITERT_PROB_TOL = 0.01  # against the same .tflite run natively; the int8 softma
 
 
 @pytest.fixture(scope="module")
-def litert_page(digits_model, open_site, tmp_path_factory):
+def litert_page(digits_litert_site, open_site):
     """A site built with --litert, opened on its own origin: (page, url, site)."""
-    site = tmp_path_factory.mktemp("litert") / "site"
-    proc = run_edgetool("demo", digits_model, "-o", site, "--litert")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    site = digits_litert_site
     page, url = open_site(site)
     return page, url, site
 
@@ -624,7 +622,7 @@ def test_multi_input_model_predicts_like_tensorflow(zoo_model, open_site, tmp_pa
     labels = tmp_path / "labels.txt"
     labels.write_text("".join(f"<b>{i}</b>\n" for i in range(10)))  # markup in labels must stay text
     site = tmp_path / "site"
-    proc = run_edgetool("demo", model, "-o", site, "--labels", labels)
+    proc = edgetool_in_process("demo", model, "-o", site, "--labels", labels)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = np.load(model / "eval.npz")
     feeds = {"image": data["image"][:ANY_MODEL_SAMPLES].astype(np.float32),
@@ -653,7 +651,7 @@ def test_multi_input_model_predicts_like_tensorflow(zoo_model, open_site, tmp_pa
 def test_dynamic_hw_model_predicts_like_tensorflow_at_any_size(zoo_model, open_site, tmp_path):
     model = zoo_model("dynamic_hw")  # image float32[N,?,?,1], trained on 16x16 digits
     site = tmp_path / "site"
-    proc = run_edgetool("demo", model, "-o", site, "--input-size", "16x16")
+    proc = edgetool_in_process("demo", model, "-o", site, "--input-size", "16x16")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     x = np.load(model / "eval.npz")["x"][:ANY_MODEL_SAMPLES].astype(np.float32)
     page, url = open_site(site)

@@ -13,7 +13,6 @@ import threading
 import numpy as np
 import pytest
 
-from tests.conftest import run_edgetool
 from tests.test_browser import (CHROMIUM, FLAGS, NO_RELAXED_SIMD, _assert_matches_native_and_tf, _assert_matches_tf,
                                 _native_litert, _predict_all, _require_chromium, _wait_for, _wasm_of, samples)  # noqa: F401
 
@@ -71,19 +70,13 @@ def served():
 
 
 @pytest.fixture(scope="module")
-def tfjs_site(digits_model, tmp_path_factory):
-    site = tmp_path_factory.mktemp("offline") / "tfjs"
-    proc = run_edgetool("demo", digits_model, "-o", site)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return site
+def tfjs_site(digits_demo_site):
+    return digits_demo_site
 
 
 @pytest.fixture(scope="module")
-def litert_site(digits_model, tmp_path_factory):
-    site = tmp_path_factory.mktemp("offline") / "litert"
-    proc = run_edgetool("demo", digits_model, "-o", site, "--litert")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return site
+def litert_site(digits_litert_site):
+    return digits_litert_site
 
 
 def _first_visit_then_offline(browser, url, sent, query, init, x):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import run_edgetool
+from tests.conftest import edgetool_in_process
 from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS, _require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -52,7 +52,7 @@ def digits_url(digits_model, tmp_path_factory):
     from edge_tool.demo.serve import start_server
 
     site = tmp_path_factory.mktemp("phone") / "site"
-    proc = run_edgetool("demo", digits_model, "-o", site, "--title", "Digits on a phone")
+    proc = edgetool_in_process("demo", digits_model, "-o", site, "--title", "Digits on a phone")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     server, thread, url = start_server(site, "127.0.0.1", 0)
     yield url

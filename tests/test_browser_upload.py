@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import run_edgetool
+from tests.conftest import edgetool_in_process
 from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS, _require_chromium, open_site  # noqa: F401  (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -108,7 +108,7 @@ def photo_model(tmp_path_factory) -> tuple[Path, list[Path]]:
 def photo_site(photo_model, tmp_path_factory) -> Path:
     """Its --litert demo site, with the input contract in demo-config.json (BGR, mean/std, bilinear resize)."""
     site = tmp_path_factory.mktemp("photo-site") / "site"
-    proc = run_edgetool("demo", photo_model[0], "-o", site, "--litert", "--title", "Colour digits")
+    proc = edgetool_in_process("demo", photo_model[0], "-o", site, "--litert", "--title", "Colour digits")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     config = json.loads((site / "demo-config.json").read_text())
     for spec in (config["input"], *config["inputs"]):  # the fields `edgetool demo` writes from the model's contract
@@ -221,11 +221,8 @@ def test_litert_page_logs_no_console_error(photo_site, browser_context):
 
 
 @pytest.fixture(scope="module")
-def digits_site(digits_model, tmp_path_factory) -> Path:
-    site = tmp_path_factory.mktemp("digits-upload") / "site"
-    proc = run_edgetool("demo", digits_model, "-o", site)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return site
+def digits_site(digits_demo_site) -> Path:
+    return digits_demo_site
 
 
 def test_digit_upload_on_the_pad_is_resampled_once_and_inverts(digits_model, digits_site, open_site, tmp_path):

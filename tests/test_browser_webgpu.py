@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import run_edgetool
 from tests.test_browser import CHROMIUM, FLAGS, _native_litert, _predict_all, _require_chromium, samples  # noqa: F401
 from tests.test_browser_upload import photo_model, photo_site  # noqa: F401  (fixtures: an RGB model and its site)
 
@@ -37,12 +36,10 @@ def gpu_browser(pw_driver):
 
 
 @pytest.fixture(scope="module")
-def site_url(digits_model, tmp_path_factory):
+def site_url(digits_litert_site):
     from edge_tool.demo.serve import start_server
 
-    site = tmp_path_factory.mktemp("webgpu") / "site"
-    proc = run_edgetool("demo", digits_model, "-o", site, "--litert")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    site = digits_litert_site
     server, thread, url = start_server(site, "127.0.0.1", 0)
     yield site, url
     server.shutdown()

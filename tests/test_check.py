@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_edgetool
+from conftest import edgetool_in_process, run_edgetool
 from edge_tool.check.targets.gpu import warnings_by_op
 from target_models import flex_model, gelu_model, lstm_model  # noqa: F401  (fixtures)
 
@@ -74,7 +74,7 @@ def _tfjs_runs(saved_model: Path, out: Path) -> bool:
 
 
 def _check(path: Path, *targets: str) -> dict:
-    proc = run_edgetool("check", path, "--target", ",".join(targets), "--json")
+    proc = edgetool_in_process("check", path, "--target", ",".join(targets), "--json")
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
     assert (proc.returncode == 1) == bool(report["failed"])
@@ -86,8 +86,8 @@ def _check(path: Path, *targets: str) -> dict:
 def test_verdicts_match_reality(name, request, tmp_path):
     model = request.getfixturevalue({"digits": "digits_model"}.get(name, f"{name}_model"))
     fp32, int8 = tmp_path / "fp32", tmp_path / "int8"
-    assert run_edgetool("convert", model, "--quant", "fp32", "--allow-select-tf-ops", "-o", fp32).returncode == 0
-    assert run_edgetool("convert", model, "--quant", "int8", "--allow-select-tf-ops", "-o", int8).returncode == 0
+    assert edgetool_in_process("convert", model, "--quant", "fp32", "--allow-select-tf-ops", "-o", fp32).returncode == 0
+    assert edgetool_in_process("convert", model, "--quant", "int8", "--allow-select-tf-ops", "-o", int8).returncode == 0
     fp32_file, int8_file = next(fp32.glob("*.tflite")), next(int8.glob("*.tflite"))
     reality = {"litert-cpu": _runs(LITERT_RUNS, fp32_file), "tflm": _runs(TFLM_RUNS, int8_file),
                "tfjs": _tfjs_runs(model, tmp_path / "tfjs")}
@@ -108,7 +108,7 @@ def test_verdicts_match_reality(name, request, tmp_path):
 
 @pytest.mark.slow
 def test_model_check_every_target(lstm_model):  # noqa: F811
-    proc = run_edgetool("check", lstm_model)
+    proc = edgetool_in_process("check", lstm_model)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     for line in ("litert-cpu  runs", "gpu         partial", "tflm        runs", "litertjs    fails"):
         assert line in proc.stdout, proc.stdout
@@ -121,21 +121,21 @@ def test_bad_input_exit_2(tmp_path):
     junk.write_bytes(b"not a flatbuffer at all")
     for args, needle in (([tmp_path / "missing"], "does not exist"), ([junk], "TFL3"),
                          ([junk, "--target", "npu"], "--target expects")):
-        proc = run_edgetool("check", *args)
+        proc = edgetool_in_process("check", *args)
         assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_op_names_printed_verbatim(tmp_path, flex_model):  # noqa: F811
     """A custom op named like Rich markup is printed as written, not interpreted."""
     out = tmp_path / "c"
-    assert run_edgetool("convert", flex_model, "--quant", "fp32", "--allow-select-tf-ops", "-o", out).returncode == 0
+    assert edgetool_in_process("convert", flex_model, "--quant", "fp32", "--allow-select-tf-ops", "-o", out).returncode == 0
     data = next(out.glob("*.tflite")).read_bytes()
     assert data.count(b"FlexErf") == 1
     evil = tmp_path / "evil.tflite"
     evil.write_bytes(data.replace(b"FlexErf", b"[bold]X"))
-    proc = run_edgetool("check", evil, "--target", "tflm")
+    proc = edgetool_in_process("check", evil, "--target", "tflm")
     assert proc.returncode == 1 and "[bold]X: unsupported" in proc.stdout, proc.stdout + proc.stderr
-    proc = run_edgetool("check", evil, "--target", "tfjs")
+    proc = edgetool_in_process("check", evil, "--target", "tfjs")
     assert proc.returncode == 2 and "TFJS graph model" in proc.stderr
 
 
@@ -153,7 +153,7 @@ def test_hostile_inputs(tmp_path, flex_model):  # noqa: F811
     root = tmp_path / "case"
     root.mkdir()
     out = tmp_path / "c"
-    assert run_edgetool("convert", flex_model, "--quant", "fp32", "--allow-select-tf-ops", "-o", out).returncode == 0
+    assert edgetool_in_process("convert", flex_model, "--quant", "fp32", "--allow-select-tf-ops", "-o", out).returncode == 0
     data = next(out.glob("*.tflite")).read_bytes()
     (root / "cut.tflite").write_bytes(data[:len(data) // 2])
     (root / "empty").mkdir()

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from tests.conftest import run_edgetool
+from tests.conftest import edgetool_in_process
 
 TFLM_RUNS = """
 import sys, numpy as np
@@ -32,7 +32,7 @@ def _report(proc) -> dict:
 def test_no_calibration_anywhere_checks_int8_targets_on_synthetic_data(flat_model, tmp_path):
     """flat_model has no calibration.npz: all six targets get a verdict; the int8 ones say synthetic data."""
     assert not (flat_model / "calibration.npz").exists()
-    results = _report(run_edgetool("check", flat_model, "--json"))
+    results = _report(edgetool_in_process("check", flat_model, "--json"))
     assert set(results) == {"litert-cpu", "gpu", "tflm", "tfjs", "litertjs", "edgetpu"}
     assert all(r["verdict"] == "runs" for r in results.values()), results
     for name, r in results.items():
@@ -41,7 +41,7 @@ def test_no_calibration_anywhere_checks_int8_targets_on_synthetic_data(flat_mode
         assert ("synthetic data" in r["method"]) == (name in INT8_TARGETS), name
     arena = results["tflm"]["details"]["tensor_arena"]["minimum_bytes"]
     assert arena > 0
-    text = run_edgetool("check", flat_model, "-t", "tflm")
+    text = edgetool_in_process("check", flat_model, "-t", "tflm")
     assert text.returncode == 0 and "synthetic data" in " ".join(text.stdout.split())
 
 
@@ -54,7 +54,7 @@ def test_the_synthetic_int8_build_really_runs_in_tflm(flat_model, tmp_path):
     with np.load(calib) as z:
         assert z["features"].shape == (8, 4) and 0 <= z["features"].min() and z["features"].max() < 1
     out = tmp_path / "int8"
-    proc = run_edgetool("convert", flat_model, "-o", out, "--quant", "int8", "--calibration", calib)
+    proc = edgetool_in_process("convert", flat_model, "-o", out, "--quant", "int8", "--calibration", calib)
     assert proc.returncode == 0, proc.stderr[-2000:]
     run = subprocess.run([sys.executable, "-c", TFLM_RUNS, next(out.glob("*_int8.tflite"))], capture_output=True,
                          text=True, timeout=300)
@@ -65,5 +65,5 @@ def test_given_or_beside_calibration_is_used_not_synthetic(flat_model, tmp_path)
     """With --calibration the int8 targets use it, and the report does not mention synthetic data."""
     calib = tmp_path / "calib.npz"
     np.savez(calib, x=np.random.default_rng(0).normal(size=(16, 4)).astype("float32"))
-    results = _report(run_edgetool("check", flat_model, "-t", "tflm,edgetpu", "--calibration", calib, "--json"))
+    results = _report(edgetool_in_process("check", flat_model, "-t", "tflm,edgetpu", "--calibration", calib, "--json"))
     assert all("calibration" not in r["details"] and "synthetic" not in r["method"] for r in results.values())

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import litert_outputs, run_edgetool
+from conftest import edgetool_in_process, litert_outputs
 from edge_tool.modelfiles.tflite_model import summarize_tflite
 from edge_tool.convert.modes import every_mode
 from schema_check import validated
@@ -36,7 +36,7 @@ def reference_predict(saved_model, x: np.ndarray) -> np.ndarray:
 def converted(digits_model, tmp_path_factory):
     """Every TFLite mode plus TFJS from the mirrored-trained digits model, in one run."""
     out = tmp_path_factory.mktemp("conv") / "out"
-    proc = run_edgetool("convert", digits_model, "--format", "all", "-o", out)
+    proc = edgetool_in_process("convert", digits_model, "--format", "all", "-o", out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -108,7 +108,7 @@ def test_dynamic_and_fp16_weight_types(converted):
 @pytest.mark.parametrize("io_type", ["int8", "uint8"])
 def test_integer_io(digits_model, tmp_path, io_type):
     out = tmp_path / "out"
-    proc = run_edgetool("convert", digits_model, "--quant", "int8", "--io-type", io_type, "--samples", "64", "-o", out)
+    proc = edgetool_in_process("convert", digits_model, "--quant", "int8", "--io-type", io_type, "--samples", "64", "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     [tfl] = list(out.glob("*.tflite"))
     summary = summarize_tflite(tfl.read_bytes())
@@ -121,7 +121,7 @@ def test_integer_io(digits_model, tmp_path, io_type):
 
 def test_uint8_input_model(uint8_model, tmp_path):
     out = tmp_path / "out"
-    proc = run_edgetool("convert", uint8_model, "--quant", "fp32,int8", "-o", out)
+    proc = edgetool_in_process("convert", uint8_model, "--quant", "fp32,int8", "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     manifest = validated(out / "manifest.json", "manifest")
     assert manifest["calibration"]["inputs"]["image"]["dtype"] == "uint8"
@@ -138,7 +138,7 @@ def test_keras3_export_converts(keras3_export, tmp_path):
     out = tmp_path / "out"
     calib = tmp_path / "cal.npz"
     np.savez(calib, x=np.random.default_rng(0).uniform(0, 255, (50, 8, 8, 1)).astype("float32"))
-    proc = run_edgetool("convert", keras3_export, "--quant", "fp32,int8", "--calibration", calib, "-o", out)
+    proc = edgetool_in_process("convert", keras3_export, "--quant", "fp32,int8", "--calibration", calib, "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     manifest = validated(out / "manifest.json", "manifest")
     assert manifest["source"]["flavor"] == "keras3-export"
@@ -152,7 +152,7 @@ def test_keras_h5_file_converts(tmp_path):
     h5 = tmp_path / "tiny.h5"
     model.save(h5)
     out = tmp_path / "out"
-    proc = run_edgetool("convert", h5, "-o", out)
+    proc = edgetool_in_process("convert", h5, "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     [tfl] = list(out.glob("*.tflite"))
     assert tfl.name == "tiny_fp32.tflite"
@@ -163,7 +163,7 @@ def test_keras_h5_file_converts(tmp_path):
 # ---- errors: exit 2, one clear message, nothing written ----
 
 def _fails(args, expected: str, out):
-    proc = run_edgetool("convert", *args, "-o", out)
+    proc = edgetool_in_process("convert", *args, "-o", out)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert expected in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -210,17 +210,17 @@ def test_existing_output_needs_force(digits_model, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("user data")
-    proc = run_edgetool("convert", digits_model, "-o", out)
+    proc = edgetool_in_process("convert", digits_model, "-o", out)
     assert proc.returncode == 2 and "--force" in proc.stderr
     assert (out / "keep.txt").read_text() == "user data"
-    proc = run_edgetool("convert", digits_model, "-o", out, "--force")  # not edgetool's: --force refuses too
+    proc = edgetool_in_process("convert", digits_model, "-o", out, "--force")  # not edgetool's: --force refuses too
     assert proc.returncode == 2 and ".edgetool-output" in proc.stderr
     assert (out / "keep.txt").read_text() == "user data"
     (out / "keep.txt").unlink()
-    proc = run_edgetool("convert", digits_model, "-o", out)  # empty dir: no --force needed
+    proc = edgetool_in_process("convert", digits_model, "-o", out)  # empty dir: no --force needed
     assert proc.returncode == 0, proc.stderr[-2000:]
     (out / "stale.txt").write_text("left in edgetool's own output")
-    proc = run_edgetool("convert", digits_model, "-o", out, "--force")
+    proc = edgetool_in_process("convert", digits_model, "-o", out, "--force")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not (out / "stale.txt").exists() and (out / "model_fp32.tflite").is_file()
     assert (out / ".edgetool-output").is_file()
@@ -249,7 +249,7 @@ def test_flex_ops_named_and_refused(flex_model, tmp_path):
 
 def test_flex_ops_allowed_with_flag(flex_model, tmp_path):
     out = tmp_path / "out"
-    proc = run_edgetool("convert", flex_model, "--allow-select-tf-ops", "-o", out)
+    proc = edgetool_in_process("convert", flex_model, "--allow-select-tf-ops", "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Flex delegate" in proc.stderr
     manifest = validated(out / "manifest.json", "manifest")
@@ -274,7 +274,7 @@ def test_tfjs_weight_compression(digits_model, tmp_path):
     from edge_tool.evaluate.tfjs_runner import run_tfjs
 
     out = tmp_path / "out"
-    proc = run_edgetool("convert", digits_model, "--format", "tfjs", "--tfjs-quant", "float16", "-o", out)
+    proc = edgetool_in_process("convert", digits_model, "--format", "tfjs", "--tfjs-quant", "float16", "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not list(out.glob("*.tflite"))
     manifest = validated(out / "manifest.json", "manifest")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_edgetool
+from conftest import REPO, edgetool_in_process, run_edgetool
 from schema_check import validated
 
 _LAYERNORM_SCRIPT = """
@@ -45,7 +45,7 @@ def layernorm_model(tmp_path_factory) -> Path:
 def test_a_mode_list_writes_what_builds_and_exits_1_for_the_rest(layernorm_model, tmp_path):
     """int8,int16x8 of a LayerNorm model: int8 is written and runs, int16x8 is listed with its reason, exit 1."""
     out = tmp_path / "o"
-    proc = run_edgetool("convert", layernorm_model, "--quant", "int8,int16x8", "-o", out)
+    proc = edgetool_in_process("convert", layernorm_model, "--quant", "int8,int16x8", "-o", out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "not built: int16x8 (" in proc.stdout and "not every mode built" in proc.stderr
     manifest = validated(out / "manifest.json", "manifest")
@@ -61,7 +61,7 @@ def test_a_mode_list_writes_what_builds_and_exits_1_for_the_rest(layernorm_model
 def test_a_single_mode_that_cannot_be_built_writes_nothing(layernorm_model, tmp_path):
     """--quant int16x8 alone: nothing was built, so exit 2 and no output directory."""
     out = tmp_path / "o"
-    proc = run_edgetool("convert", layernorm_model, "--quant", "int16x8", "-o", out)
+    proc = edgetool_in_process("convert", layernorm_model, "--quant", "int16x8", "-o", out)
     assert proc.returncode == 2 and "LiteRT cannot run" in proc.stderr, proc.stdout + proc.stderr
     assert not out.exists()
 
@@ -106,7 +106,7 @@ def test_open_hw_int16x8_is_run_checked_at_the_calibration_shape(open_hw_model, 
     """TF 2.19 writes an int16x8 file whose SQUARED_DIFFERENCE LiteRT cannot invoke; with H×W open the run-check
     used to set them to 1 and forgive the failure, shipping it. At the calibration shape it is refused."""
     out = tmp_path / "o"
-    proc = run_edgetool("convert", open_hw_model, "--quant", "int16x8,int8", "-o", out)
+    proc = edgetool_in_process("convert", open_hw_model, "--quant", "int16x8,int8", "-o", out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     reason = validated(out / "manifest.json", "manifest")["failed"]["int16x8"]
     assert "LiteRT cannot run" in reason and "shape of the calibration data, 1×24×40×3" in reason, reason
@@ -128,7 +128,7 @@ def string_model(tmp_path_factory) -> Path:
 
 def test_tfjs_of_a_string_input_model_is_refused_naming_tensorflowjs(string_model, tmp_path):
     out = tmp_path / "o"
-    proc = run_edgetool("convert", string_model, "--format", "tfjs", "-o", out)
+    proc = edgetool_in_process("convert", string_model, "--format", "tfjs", "-o", out)
     assert proc.returncode == 2 and not out.exists(), proc.stdout + proc.stderr
     flat = " ".join(proc.stderr.split())
     assert "tensorflowjs 4.22 cannot convert" in flat and "input text is a string tensor" in flat, flat
@@ -138,7 +138,7 @@ def test_tfjs_of_a_string_input_model_is_refused_naming_tensorflowjs(string_mode
 def test_format_all_of_a_string_model_writes_the_tflite_and_records_tfjs(string_model, tmp_path):
     """The way out named (TFLite with --allow-select-tf-ops) works: the .tflite is written, tfjs is 'not built'."""
     out = tmp_path / "o"
-    proc = run_edgetool("convert", string_model, "--format", "all", "--quant", "fp32", "--allow-select-tf-ops",
+    proc = edgetool_in_process("convert", string_model, "--format", "all", "--quant", "fp32", "--allow-select-tf-ops",
                         "-o", out)
     assert proc.returncode == 1 and "not built: tfjs (" in proc.stdout, proc.stdout + proc.stderr
     manifest = validated(out / "manifest.json", "manifest")
@@ -185,7 +185,7 @@ def groupnorm_model(tmp_path_factory) -> Path:
 
 def test_groupnorm_is_built_again_with_a_fixed_batch_and_matches_the_savedmodel(groupnorm_model, tmp_path):
     out = tmp_path / "o"
-    proc = run_edgetool("convert", groupnorm_model, "--quant", "fp32,int8", "-o", out)
+    proc = edgetool_in_process("convert", groupnorm_model, "--quant", "fp32,int8", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     flat = " ".join((proc.stdout + proc.stderr).split())
     assert "fp32 with a free input batch does not run in LiteRT" in flat and "BROADCAST_TO" in flat, flat
@@ -264,7 +264,7 @@ def test_a_dynamic_file_with_no_weight_quantized_is_named_fp32(layernorm_model, 
     from ai_edge_litert.interpreter import Interpreter
 
     out = tmp_path / "o"
-    proc = run_edgetool("convert", layernorm_model, "--quant", "dynamic", "-o", out)
+    proc = edgetool_in_process("convert", layernorm_model, "--quant", "dynamic", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     path = out / "model_dynamic.tflite"
     dtypes = {t["dtype"] for t in Interpreter(model_path=str(path)).get_tensor_details()}
@@ -287,7 +287,7 @@ def test_a_numpy_function_is_named_as_what_can_never_convert(numpy_function_mode
     """Not 'needs --allow-select-tf-ops for Conv2D' nor '--batch 1': the Python callback, whatever the options."""
     out = tmp_path / "o"
     args = extra if extra[:1] == ["--format"] else ["--quant", "fp32", *extra]
-    proc = run_edgetool("convert", numpy_function_model, *args, "-o", out)
+    proc = edgetool_in_process("convert", numpy_function_model, *args, "-o", out)
     assert proc.returncode == 2 and not out.exists(), proc.stdout + proc.stderr
     flat = " ".join(proc.stderr.split())
     assert "calls back into Python (tf.numpy_function: op PyFunc)" in flat, flat
@@ -300,7 +300,7 @@ def test_qat_of_a_keras3_export_names_the_model_not_the_labels(keras3_export, tm
 
     x = tmp_path / "x.npz"
     np.savez(x, x=np.random.default_rng(0).uniform(0, 255, (32, 8, 8, 1)).astype("float32"))
-    proc = run_edgetool("convert", keras3_export, "--quant", "qat", "--train-data", x, "--calibration", x,
+    proc = edgetool_in_process("convert", keras3_export, "--quant", "qat", "--train-data", x, "--calibration", x,
                         "-o", tmp_path / "o")
     flat = " ".join(proc.stderr.split())
     assert proc.returncode == 2 and "is a Keras 3 export" in flat and "no Keras layers" in flat, flat
@@ -345,7 +345,7 @@ def test_convert_uses_serving_default_or_the_named_signature_and_says_which(mult
     from conftest import litert_outputs
 
     out = tmp_path / "o"
-    proc = run_edgetool("convert", multi_signature_model, "--quant", "fp32", "-o", out,
+    proc = edgetool_in_process("convert", multi_signature_model, "--quant", "fp32", "-o", out,
                         *(["--signature", signature] if signature else []))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     key = signature or "serving_default"
@@ -359,23 +359,23 @@ def test_convert_uses_serving_default_or_the_named_signature_and_says_which(mult
 
 def test_eval_and_demo_take_the_signature_and_say_which(multi_signature_model, tmp_path):
     out = tmp_path / "o"
-    assert run_edgetool("convert", multi_signature_model, "--quant", "fp32", "--signature", "a_embed",
+    assert edgetool_in_process("convert", multi_signature_model, "--quant", "fp32", "--signature", "a_embed",
                         "-o", out).returncode == 0
     report = tmp_path / "r.json"
-    proc = run_edgetool("eval", out / "model_fp32.tflite", "-r", multi_signature_model, "--signature", "a_embed",
+    proc = edgetool_in_process("eval", out / "model_fp32.tflite", "-r", multi_signature_model, "--signature", "a_embed",
                         "--data", multi_signature_model / "eval.npz", "--runs", "2", "--json", report)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "reference signature: a_embed (of a_embed, aux, serving_default" in " ".join(proc.stdout.split())
     (row,) = json.loads(report.read_text())["results"]
     assert row["max_abs_error"] < 1e-4  # against the embedding, not the serving_default scores
     site = tmp_path / "site"
-    proc = run_edgetool("demo", multi_signature_model, "--signature", "a_embed", "-o", site)
+    proc = edgetool_in_process("demo", multi_signature_model, "--signature", "a_embed", "-o", site)
     assert proc.returncode == 0 and "signature: a_embed (of" in proc.stdout, proc.stdout + proc.stderr
     assert list(json.loads((site / "model" / "model.json").read_text())["signature"]["outputs"]) == ["embedding"]
 
 
 def test_an_unknown_signature_is_refused_listing_the_ones_there(multi_signature_model, tmp_path):
-    proc = run_edgetool("convert", multi_signature_model, "--signature", "nope", "-o", tmp_path / "o")
+    proc = edgetool_in_process("convert", multi_signature_model, "--signature", "nope", "-o", tmp_path / "o")
     flat = " ".join(proc.stderr.split())
     assert proc.returncode == 2 and "['a_embed', 'aux', 'serving_default']" in flat and "--signature NAME" in flat
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from edge_tool.converter.diagnose import describe_failure, summarize_converter_error
-from tests.conftest import REPO, run_edgetool
+from tests.conftest import REPO, edgetool_in_process, run_edgetool
 from tests.schema_check import validated
 
 # Three inputs of different ranks and dtypes; the signature sorts them (features, image, tokens) while the
@@ -194,7 +194,7 @@ def test_file_line_prefixes_and_api_advice_are_stripped():
     (["--batch", "1", "--quant", "qat", "--train-data", "x.npz"], "--batch does not apply to --quant qat"),
 ])
 def test_batch_option_is_validated_before_any_work(tmp_path, args, message):
-    proc = run_edgetool("convert", tmp_path / "missing", "-o", tmp_path / "out", *args)
+    proc = edgetool_in_process("convert", tmp_path / "missing", "-o", tmp_path / "out", *args)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()
 
@@ -207,7 +207,7 @@ def test_multi_input_int8_and_int16x8_calibrate_by_name_like_the_raw_converter(m
     import tensorflow as tf
 
     out = tmp_path / "conv"
-    proc = run_edgetool("convert", multi_input, "--quant", "int8,int16x8", "--samples", "100", "-o", out)
+    proc = edgetool_in_process("convert", multi_input, "--quant", "int8,int16x8", "--samples", "100", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cal = np.load(multi_input / "calibration.npz")
     ev = dict(np.load(multi_input / "eval.npz"))
@@ -272,7 +272,7 @@ def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_pat
     from edge_tool.modelfiles.tflite_model import summarize_tflite
 
     model, out = recurrent / name, tmp_path / name
-    proc = run_edgetool("convert", model, "--quant", ",".join(modes), "--batch", "1", "-o", out)
+    proc = edgetool_in_process("convert", model, "--quant", ",".join(modes), "--batch", "1", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ("reset_all_variables()" in proc.stderr) == (name != "loopgru")  # the state warning (LSTMs carry state)
     manifest = validated(out / "manifest.json", "manifest")
@@ -315,12 +315,12 @@ def test_int8_of_a_while_loop_is_refused_not_a_segfault(recurrent, tmp_path, fas
 @pytest.mark.slow
 def test_inspect_flags_state_tensors(recurrent, tmp_path):
     out = tmp_path / "o"
-    assert run_edgetool("convert", recurrent / "lstm", "--batch", "1", "-o", out).returncode == 0
-    proc = run_edgetool("inspect", out / "lstm_fp32.tflite", "--json")
+    assert edgetool_in_process("convert", recurrent / "lstm", "--batch", "1", "-o", out).returncode == 0
+    proc = edgetool_in_process("inspect", out / "lstm_fp32.tflite", "--json")
     doc = json.loads(proc.stdout)
     assert doc["tflite"]["variable_tensors"] == 2  # h and c of the one LSTM layer
     assert "reset_all_variables()" in doc["tflite"]["state_warning"]
-    assert "carries state in 2 variable tensors" in run_edgetool("inspect", out / "lstm_fp32.tflite").stdout
+    assert "carries state in 2 variable tensors" in edgetool_in_process("inspect", out / "lstm_fp32.tflite").stdout
 
 
 # ------------------------------------------------------------------ auto with a failing candidate
@@ -332,7 +332,7 @@ def test_auto_records_candidates_that_fail_to_convert_and_chooses_among_the_rest
     int16x8); auto records both failures and still chooses among fp16 and dynamic."""
     model = recurrent / "loopgru"
     out = tmp_path / "auto"
-    proc = run_edgetool("convert", model, "--quant", "auto", "--batch", "1", "--max-drop", "0.05", "--eval-data",
+    proc = edgetool_in_process("convert", model, "--quant", "auto", "--batch", "1", "--max-drop", "0.05", "--eval-data",
                         model / "eval.npz", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = validated(out / "decision.json", "decision")
@@ -362,7 +362,7 @@ def test_int16x8_keeps_ops_without_a_16x8_kernel_in_float(tmp_path):
 
     model = _build(_CAST_MODEL, tmp_path / "cast")
     out = tmp_path / "o"
-    proc = run_edgetool("convert", model, "--quant", "fp32,int16x8", "-o", out)
+    proc = edgetool_in_process("convert", model, "--quant", "fp32,int16x8", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "int16x8 keeps CAST" in " ".join(proc.stderr.split()), proc.stderr  # progress and notes go to stderr
     record = next(a for a in validated(out / "manifest.json", "manifest")["artifacts"] if a["quant"] == "int16x8")
@@ -383,7 +383,7 @@ def test_int16x8_keeps_ops_without_a_16x8_kernel_in_float(tmp_path):
 def test_int16x8_of_an_lstm_is_refused_when_the_float_fallback_cannot_run(recurrent, tmp_path):
     """No 16x8 LSTM kernel; with the LSTM kept in float LiteRT fails to prepare it (output_state): refused, named,
     nothing written — not a file that raises on first use."""
-    proc = run_edgetool("convert", recurrent / "lstm", "--quant", "int16x8", "--batch", "1", "-o", tmp_path / "o")
+    proc = edgetool_in_process("convert", recurrent / "lstm", "--quant", "int16x8", "--batch", "1", "-o", tmp_path / "o")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     text = " ".join(proc.stderr.split())
     assert "TFLite has no 16x8 kernel for UNIDIRECTIONAL_SEQUENCE_LSTM" in text, text

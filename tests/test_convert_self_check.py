@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, run_edgetool
+from conftest import REPO, edgetool_in_process
 from edge_tool.convert import fidelity
 from edge_tool.models.modelio import SignatureInfo
 from calibration.spec import TensorSpec
@@ -58,7 +58,7 @@ def test_compare_scales_the_tolerance_and_flags_drift_and_nan():
 @pytest.mark.slow
 def test_convert_records_the_self_check_of_float_modes(digits_model, tmp_path):
     out = tmp_path / "o"
-    proc = run_edgetool("convert", digits_model, "--quant", "fp32,fp16,dynamic", "-o", out)
+    proc = edgetool_in_process("convert", digits_model, "--quant", "fp32,fp16,dynamic", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     arts = {a["quant"]: a for a in validated(out / "manifest.json", "manifest")["artifacts"]}
     assert arts["fp32"]["self_check"]["ok"] and arts["fp32"]["self_check"]["max_abs_error"] < 1e-5
@@ -113,7 +113,7 @@ def test_a_savedmodel_that_refuses_the_random_probes_is_converted_unchecked(tmp_
     model, out = tmp_path / "m", tmp_path / "o"
     subprocess.run([sys.executable, "-c", _ASSERTING_MODEL, str(model)], check=True, cwd=REPO, timeout=300,
                    capture_output=True)
-    proc = run_edgetool("convert", model, "--quant", "fp32", "-o", out)
+    proc = edgetool_in_process("convert", model, "--quant", "fp32", "-o", out)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert "self_check" not in validated(out / "manifest.json", "manifest")["artifacts"][0]
 

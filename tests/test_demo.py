@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from edge_tool.cli import app
 from edge_tool.demo import vendor
 from edge_tool.demo.site import LITERT_MODULES, TEMPLATE_FILES, content_version, site_files
-from tests.conftest import run_edgetool
+from tests.conftest import edgetool_in_process
 
 RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}
 FIXED_FILES = {"index.html", "app.js", "app.css", "demo-config.json", "manifest.webmanifest", "sw.js",
@@ -63,7 +63,7 @@ def tfjs_models(digits_model, tmp_path_factory) -> dict[str, Path]:
 def saved_model_site(digits_model, tmp_path_factory) -> Path:
     """Site built by the CLI from the SavedModel (converted on the fly, labels.txt picked up)."""
     site = tmp_path_factory.mktemp("sites") / "site"
-    proc = run_edgetool("demo", digits_model, "-o", site, "--title", "Digits <demo>")
+    proc = edgetool_in_process("demo", digits_model, "-o", site, "--title", "Digits <demo>")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "edgetool serve" in proc.stdout
     return site
@@ -368,7 +368,7 @@ LITERT_EXTRA = {*LITERT_MODULES, "model/model-int8-b1.tflite", "model/model-fp32
 @pytest.fixture(scope="module")
 def litert_site(digits_model, tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("sites") / "litert"
-    proc = run_edgetool("demo", digits_model, "-o", site, "--litert")
+    proc = edgetool_in_process("demo", digits_model, "-o", site, "--litert")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (site.parent / "demo-stdout.txt").write_text(proc.stdout)
     return site

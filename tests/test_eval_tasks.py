@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, run_edgetool
+from conftest import REPO, edgetool_in_process, run_edgetool
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
@@ -50,7 +50,7 @@ def _litert(path, x) -> dict:
 def _eval(root, task: str, *extra: str, artefacts=("fp32.tflite", "int8.tflite")):
     d = root / task
     out = d / f"eval_{len(list(d.glob('eval_*.json')))}.json"
-    proc = run_edgetool("eval", *(d / a for a in artefacts), "-r", d / "model", "-d", d / "eval.npz", *QUICK,
+    proc = edgetool_in_process("eval", *(d / a for a in artefacts), "-r", d / "model", "-d", d / "eval.npz", *QUICK,
                         "--json", out, *extra)
     return proc, (json.loads(out.read_text()) if out.exists() else None)
 
@@ -239,7 +239,7 @@ def test_convert_qat_takes_masks_and_auto_budgets_r2(task_models, tmp_path):
     assert list(record["scored_by"].values()) == ["segmentation: miou"]
 
     reg = task_models / "regression"
-    proc = run_edgetool("convert", reg / "model", "--quant", "auto", "--max-drop", "0.05", "--eval-data",
+    proc = edgetool_in_process("convert", reg / "model", "--quant", "auto", "--max-drop", "0.05", "--eval-data",
                         reg / "eval.npz", "--calibration", reg / "eval.npz", "-o", tmp_path / "auto")
     assert proc.returncode == 0, proc.stdout + proc.stderr  # was: "labels range 25..346 … must be class indices"
     decision = json.loads((tmp_path / "auto" / "decision.json").read_text())

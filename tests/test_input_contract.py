@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import litert_outputs, run_edgetool
+from tests.conftest import edgetool_in_process, litert_outputs
 from tests.schema_check import validated
 from tests import user_setups as setups
 
@@ -38,7 +38,7 @@ def world(tmp_path_factory) -> dict:
 
 
 def _convert(world, kind: str, out: Path, *extra) -> tuple:
-    proc = run_edgetool("convert", world["models"][kind], "--quant", "fp32,int8", "--calibration",
+    proc = edgetool_in_process("convert", world["models"][kind], "--quant", "fp32,int8", "--calibration",
                         world["images"] / "train", "-o", out, *extra)
     return proc, out
 
@@ -82,7 +82,7 @@ def test_x255_outside_the_graph_is_measured_and_calibrated_as_trained(world, x25
 def test_eval_feeds_the_reference_and_artefacts_through_the_contract(world, x255, tmp_path):
     _, out = x255
     report = tmp_path / "eval.json"
-    proc = run_edgetool("eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data",
+    proc = edgetool_in_process("eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data",
                         world["images"] / "test", "--runs", "3", "--warmup", "1", "--max-drop", "0.04",
                         "--json", report)
     _ok(proc)
@@ -95,7 +95,7 @@ def test_eval_feeds_the_reference_and_artefacts_through_the_contract(world, x255
 
 def test_eval_on_the_parent_of_the_splits_is_refused(world, x255):
     _, out = x255
-    proc = run_edgetool("eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data",
+    proc = edgetool_in_process("eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data",
                         world["images"], "--runs", "1")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "test, train, val" in proc.stderr and "four, one, three, zero" in proc.stderr
@@ -107,7 +107,7 @@ def test_eval_folder_with_fewer_classes_than_outputs_is_refused(world, x255, tmp
     data = tmp_path / "three-classes"
     for name in ("one", "three", "zero"):
         shutil.copytree(world["images"] / "test" / name, data / name)
-    proc = run_edgetool("eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data", data,
+    proc = edgetool_in_process("eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data", data,
                         "--runs", "1")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "3 class folders for a model with 4 outputs" in proc.stderr and "four" in proc.stderr
@@ -122,7 +122,7 @@ def test_eval_maps_class_folders_by_name_not_by_folder_order(world, x255, tmp_pa
     for name in setups.CLASSES:
         shutil.copytree(world["images"] / "test" / name, data / ("vier" if name == "four" else name))
     report = tmp_path / "eval.json"
-    proc = run_edgetool("eval", out / "model_x255_fp32.tflite", "-r", world["models"]["x255"], "--data", data,
+    proc = edgetool_in_process("eval", out / "model_x255_fp32.tflite", "-r", world["models"]["x255"], "--data", data,
                         "--labels", labels, "--runs", "1", "--warmup", "1", "--json", report)
     _ok(proc)
     keras_acc = float(np.mean(world["oracle"]["x255"].argmax(1) == world["y"]))
@@ -130,7 +130,7 @@ def test_eval_maps_class_folders_by_name_not_by_folder_order(world, x255, tmp_pa
     bad = tmp_path / "wrong-names"
     shutil.copytree(data, bad)
     (bad / "vier").rename(bad / "four")
-    proc = run_edgetool("eval", out / "model_x255_fp32.tflite", "-r", world["models"]["x255"], "--data", bad,
+    proc = edgetool_in_process("eval", out / "model_x255_fp32.tflite", "-r", world["models"]["x255"], "--data", bad,
                         "--labels", labels, "--runs", "1")
     assert proc.returncode == 2 and "four match no label" in proc.stderr and "vier" in proc.stderr, proc.stderr
 
@@ -156,10 +156,10 @@ def test_rescaling_inside_is_read_from_the_model(world, tmp_path):
 
 
 def test_division_inside_a_tf_function_is_read_from_the_graph(world, tmp_path):
-    proc = run_edgetool("inspect", world["models"]["graph"], "--json")
+    proc = edgetool_in_process("inspect", world["models"]["graph"], "--json")
     (record,) = json.loads(proc.stdout)["input_contract"]
     assert record["known"] and record["source"] == "model" and "RealDiv" in record["evidence"], record
-    proc = run_edgetool("inspect", world["models"]["x255"], "--json")
+    proc = edgetool_in_process("inspect", world["models"]["x255"], "--json")
     (record,) = json.loads(proc.stdout)["input_contract"]
     assert not record["known"] and "--input-range" in record["evidence"]
 
@@ -181,12 +181,12 @@ def test_imagenet_mean_std_is_measured(world, tmp_path):
 def test_no_clear_winner_is_refused_and_the_option_then_wins(world, tmp_path):
     """A model that rescales every channel of every image to its own min..max scores the same under every
     candidate (each is a per-channel affine map with a positive scale): no guess."""
-    proc = run_edgetool("convert", world["models"]["minmax"], "--quant", "int8", "--calibration",
+    proc = edgetool_in_process("convert", world["models"]["minmax"], "--quant", "int8", "--calibration",
                         world["images"] / "train", "-o", tmp_path / "out")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cannot tell what input 'image' takes" in proc.stderr and "--input-range" in proc.stderr
     assert "lead of 10%" in proc.stderr and not (tmp_path / "out").exists()
-    proc = run_edgetool("convert", world["models"]["minmax"], "--quant", "int8", "--calibration",
+    proc = edgetool_in_process("convert", world["models"]["minmax"], "--quant", "int8", "--calibration",
                         world["images"] / "train", "--input-range", "0..1", "-o", tmp_path / "ok")
     _ok(proc)
 
@@ -203,13 +203,13 @@ def test_unlabelled_image_folder_for_a_silent_model_is_refused(world, tmp_path):
     flat.mkdir()
     for f in sorted((world["images"] / "train" / "one").iterdir())[:10]:
         shutil.copy(f, flat / f.name)
-    proc = run_edgetool("convert", world["models"]["x255"], "--quant", "int8", "--calibration", flat,
+    proc = edgetool_in_process("convert", world["models"]["x255"], "--quant", "int8", "--calibration", flat,
                         "-o", tmp_path / "out2")
     assert proc.returncode == 2 and "no class sub-folders" in proc.stderr and "--input-range" in proc.stderr
 
 
 def test_demo_page_gets_the_contract_and_the_folder_labels(world, tmp_path):
-    proc = run_edgetool("demo", world["models"]["x255"], "-o", tmp_path / "site", "--calibration",
+    proc = edgetool_in_process("demo", world["models"]["x255"], "-o", tmp_path / "site", "--calibration",
                         world["images"] / "train")
     text = _ok(proc)
     config = json.loads((tmp_path / "site" / "demo-config.json").read_text())
@@ -218,7 +218,7 @@ def test_demo_page_gets_the_contract_and_the_folder_labels(world, tmp_path):
     assert (entry["channelOrder"], entry["resize"]) == ("RGB", "bilinear")
     assert config["labels"] == list(setups.CLASSES)
     assert "labels: 4 from the class folders" in text
-    proc = run_edgetool("demo", world["models"]["x255"], "-o", tmp_path / "site2")
+    proc = edgetool_in_process("demo", world["models"]["x255"], "-o", tmp_path / "site2")
     text = _ok(proc)
     assert "labels: none" in text and "nothing says how its pixels are scaled" in text
 
@@ -226,7 +226,7 @@ def test_demo_page_gets_the_contract_and_the_folder_labels(world, tmp_path):
 def test_keras3_file_with_rescaling_inside(world, tmp_path):
     """A Keras-3 .keras (Rescaling to [-1, 1] inside): read from its config.json, raw pixels fed, int8 ≈ float."""
     model = setups.train_keras3(world["root"])
-    proc = run_edgetool("convert", model, "--quant", "int8", "--calibration", world["images"] / "train",
+    proc = edgetool_in_process("convert", model, "--quant", "int8", "--calibration", world["images"] / "train",
                         "-o", tmp_path / "out")
     _ok(proc)
     (contract,) = json.loads((tmp_path / "out" / "manifest.json").read_text())["input_contract"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import litert_outputs, run_edgetool
+from conftest import edgetool_in_process, litert_outputs
 
 LABELS = ["zero red", "zero blue", "one red", "one blue", "two red", "zwei blau ü"]
 N_EVAL = 160
@@ -75,7 +75,7 @@ def converted(rgb_model, tmp_path_factory) -> Path:
     labels = tmp_path_factory.mktemp("labels") / "my-labels.txt"
     labels.write_text("\n".join(LABELS) + "\n", encoding="utf-8")
     out = tmp_path_factory.mktemp("conv") / "out"
-    proc = run_edgetool("convert", rgb_model, "--quant", "fp32,int8", "--format", "all", "--labels", labels, "-o", out)
+    proc = edgetool_in_process("convert", rgb_model, "--quant", "fp32,int8", "--format", "all", "--labels", labels, "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
@@ -84,7 +84,7 @@ def converted(rgb_model, tmp_path_factory) -> Path:
 def converted_uint8(rgb_model, tmp_path_factory) -> Path:
     """int8 with uint8 I/O (labels.txt beside the model): MediaPipe feeds such a model the raw pixels."""
     out = tmp_path_factory.mktemp("conv-u8") / "out"
-    proc = run_edgetool("convert", rgb_model, "--quant", "int8", "--io-type", "uint8", "-o", out)
+    proc = edgetool_in_process("convert", rgb_model, "--quant", "int8", "--io-type", "uint8", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
@@ -138,7 +138,7 @@ def test_mediapipe_image_classifier_agrees_with_litert_and_eval(rgb_model, mode,
     assert agree == len(x), f"MediaPipe and LiteRT top-1 agree on {agree}/{len(x)} images"
     assert all(name == LABELS[i] for i, name in mp_top), "category names must come from the embedded labels"
     report = tmp_path / "eval.json"
-    proc = run_edgetool("eval", path, "--reference", rgb_model, "--data", rgb_model / "eval.npz", "--runs", "5",
+    proc = edgetool_in_process("eval", path, "--reference", rgb_model, "--data", rgb_model / "eval.npz", "--runs", "5",
                         "--warmup", "1", "--json", report)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = json.loads(report.read_text())["results"][0]
@@ -152,14 +152,14 @@ def test_tfjs_model_json_and_demo_carry_the_labels(converted, tmp_path):
     doc = json.loads((converted / "tfjs" / "model.json").read_text(encoding="utf-8"))
     assert doc["userDefinedMetadata"]["labels"] == LABELS
     assert doc["userDefinedMetadata"]["input_normalization"] == {"mean": [0.0], "std": [1.0]}
-    proc = run_edgetool("demo", converted / "tfjs", "-o", tmp_path / "site")  # no --labels, no labels.txt beside
+    proc = edgetool_in_process("demo", converted / "tfjs", "-o", tmp_path / "site")  # no --labels, no labels.txt beside
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((tmp_path / "site" / "demo-config.json").read_text(encoding="utf-8"))["labels"] == LABELS
 
 
 @pytest.mark.slow
 def test_inspect_shows_embedded_metadata(converted):
-    proc = run_edgetool("inspect", converted / "model_fp32.tflite", "--json")
+    proc = edgetool_in_process("inspect", converted / "model_fp32.tflite", "--json")
     assert proc.returncode == 0, proc.stderr
     meta = json.loads(proc.stdout)["tflite"]["metadata"]
     assert meta["name"] == "model" and meta["min_parser_version"] == "1.0.0" and not meta["problems"]
@@ -167,7 +167,7 @@ def test_inspect_shows_embedded_metadata(converted):
     assert meta["inputs"][0]["content"] == "image (RGB)"
     assert meta["inputs"][0]["normalization"] == {"mean": [0.0], "std": [1.0]}
     assert meta["outputs"][0]["labels_file"] == "labels.txt"
-    text = run_edgetool("inspect", converted / "model_fp32.tflite")
+    text = edgetool_in_process("inspect", converted / "model_fp32.tflite")
     assert text.returncode == 0 and "6: 'zero red', 'zero blue'" in text.stdout
 
 
@@ -198,7 +198,7 @@ def test_hostile_metadata_is_reported_not_trusted(converted, tmp_path):
     hostile = tmp_path / "hostile.tflite"
     hostile.write_bytes(_with_archive(good, {"labels.txt": "\x1b[31mred\x1b[0m\n[bold]x[/bold]\n".encode() + b"a\n" * 4}))
     before = sorted(p.name for p in tmp_path.iterdir())
-    proc = run_edgetool("inspect", hostile)
+    proc = edgetool_in_process("inspect", hostile)
     assert proc.returncode == 0, proc.stderr
     assert "\x1b[31m" not in proc.stdout and "\\x1b[31mred" in proc.stdout and "[bold]x[/bold]" in proc.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing extracted

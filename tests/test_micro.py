@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_edgetool
+from conftest import edgetool_in_process
 from edge_tool.micro.resolver import resolver_method
 from edge_tool.micro.sources import c_identifier
 from target_models import gelu_model  # noqa: F401  (fixture)
@@ -39,7 +39,7 @@ def _tflm_runs(model: Path, arena: int) -> bool:
 @pytest.fixture(scope="module")
 def micro_out(digits_model, tmp_path_factory) -> tuple[Path, dict, str]:
     out = tmp_path_factory.mktemp("micro") / "out"
-    proc = run_edgetool("convert", digits_model, "--quant", "int8", "--io-type", "int8", "--format", "micro", "-o", out)
+    proc = edgetool_in_process("convert", digits_model, "--quant", "int8", "--io-type", "int8", "--format", "micro", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     manifest = validated(out / "manifest.json", "manifest")
     return out, manifest, proc.stdout
@@ -128,7 +128,7 @@ def test_eval_runtime_tflm_and_gates(micro_out, digits_model, tmp_path):
     data = digits_model / "eval.npz"
     reports = {}
     for runtime in ("litert", "tflm"):
-        proc = run_edgetool("eval", tflite, "-r", digits_model, "-d", data, "--runtime", runtime, "--runs", "5",
+        proc = edgetool_in_process("eval", tflite, "-r", digits_model, "-d", data, "--runtime", runtime, "--runs", "5",
                             "--json", tmp_path / f"{runtime}.json")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         reports[runtime] = json.loads((tmp_path / f"{runtime}.json").read_text())["results"][0]
@@ -139,27 +139,27 @@ def test_eval_runtime_tflm_and_gates(micro_out, digits_model, tmp_path):
     assert abs(tfl["accuracy"] - lit["accuracy"]) <= 1 / 360 and abs(tfl["top1_agreement"] - lit["top1_agreement"]) <= 1 / 360
     assert tfl["max_abs_error"] < 0.05
     limit = tfl["tensor_arena"]["minimum_bytes"] / 1024 - 0.5
-    gate = run_edgetool("eval", tflite, "-r", digits_model, "-d", data, "--runtime", "tflm", "--runs", "1",
+    gate = edgetool_in_process("eval", tflite, "-r", digits_model, "-d", data, "--runtime", "tflm", "--runs", "1",
                         "--max-arena-kb", f"{limit:.2f}")
     assert gate.returncode == 1 and "--max-arena-kb" in gate.stderr + gate.stdout
-    bad = run_edgetool("eval", tflite, "-r", digits_model, "-d", data, "--max-flash-kb", "10")
+    bad = edgetool_in_process("eval", tflite, "-r", digits_model, "-d", data, "--max-flash-kb", "10")
     assert bad.returncode == 2 and "--runtime tflm" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_non_integer_modes_refused(digits_model, tmp_path):
-    proc = run_edgetool("convert", digits_model, "--quant", "fp32,dynamic", "--format", "micro", "-o", tmp_path / "o")
+    proc = edgetool_in_process("convert", digits_model, "--quant", "fp32,dynamic", "--format", "micro", "-o", tmp_path / "o")
     assert proc.returncode == 2 and "full-integer" in proc.stderr and "fp32, dynamic" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
 
 
 def test_ops_tflm_lacks_are_named(gelu_model, tmp_path):  # noqa: F811
-    proc = run_edgetool("convert", gelu_model, "--quant", "int8", "--format", "micro", "-o", tmp_path / "o")
+    proc = edgetool_in_process("convert", gelu_model, "--quant", "int8", "--format", "micro", "-o", tmp_path / "o")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "GELU" in proc.stderr and "TFLM has no kernel" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists() and not list(tmp_path.glob(".o*"))
     plain = tmp_path / "plain"
-    assert run_edgetool("convert", gelu_model, "--quant", "int8", "-o", plain).returncode == 0
-    ev = run_edgetool("eval", next(plain.glob("*.tflite")), "-r", gelu_model, "-d", gelu_model / "eval.npz",
+    assert edgetool_in_process("convert", gelu_model, "--quant", "int8", "-o", plain).returncode == 0
+    ev = edgetool_in_process("eval", next(plain.glob("*.tflite")), "-r", gelu_model, "-d", gelu_model / "eval.npz",
                       "--runtime", "tflm")
     assert ev.returncode == 2 and "GELU" in ev.stderr and "Traceback" not in ev.stderr, ev.stderr
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import run_edgetool
+from tests.conftest import edgetool_in_process
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +47,12 @@ def test_layernorm_model_converts_to_tfjs_that_agrees_with_tensorflow(layernorm_
     from edge_tool.convert.tfjs_layernorm import training_batchnorms
 
     out = tmp_path / "o"
-    proc = run_edgetool("convert", layernorm_model, "--format", "tfjs", "-o", out)
+    proc = edgetool_in_process("convert", layernorm_model, "--format", "tfjs", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     model_json = next(out.rglob("model.json"))
     assert training_batchnorms(model_json) == []
     report = tmp_path / "r.json"
-    proc = run_edgetool("eval", model_json.parent, "-r", layernorm_model, "-d", layernorm_model / "eval.npz",
+    proc = edgetool_in_process("eval", model_json.parent, "-r", layernorm_model, "-d", layernorm_model / "eval.npz",
                         "--runs", "2", "--json", report)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (row,) = json.loads(report.read_text())["results"]
