@@ -101,7 +101,7 @@ def profile_table(profiles: dict) -> str:
 def breakdown(data: dict) -> str:
     """Median ms of each step of the engine's runOne for every LiteRT.js configuration."""
     rows = []
-    for label, kind, _, mode, t in data["plan"]:
+    for label, kind, _, _mode, _t in data["plan"]:
         if kind != "harness":
             continue
         rs = data["res"][label]

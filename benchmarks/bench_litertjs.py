@@ -85,9 +85,9 @@ def add_fp32_variant(site: Path, fp32: Path) -> None:
 
 def native_p50(tflite: Path, threads: int, runs: int) -> float:
     """ai_edge_litert p50 (ms; set_tensor + invoke + get_tensor, batch 1) in a fresh process."""
-    from benchmarks.bench_browser import native_p50 as measure
+    from benchmarks.bench_browser import native_p50 as browser_native_p50
 
-    return measure(tflite, threads, runs)
+    return browser_native_p50(tflite, threads, runs)
 
 
 def harness_run(browser, url: str, build: str, mode: str, threads: int | None, runs: int,

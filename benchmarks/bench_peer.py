@@ -219,11 +219,9 @@ def main() -> None:
                                ("ort quant wall", t_quant_wall), ("ort quant", t_quant), ("tf2onnx", t_tf2onnx)):
                 times[key].append(value)
             for threads in (1, 2):
-                for name, run in (("LiteRT fp32", lambda: litert_p50(fp32_tfl, sample, threads, args.runs)),
-                                  ("ORT fp32", lambda: ort_p50(fp32_onnx, sample, threads, args.runs)),
-                                  ("LiteRT int8", lambda: litert_p50(int8_tfl, sample, threads, args.runs)),
-                                  ("ORT int8", lambda: ort_p50(int8_onnx, sample, threads, args.runs))):
-                    lat.setdefault((name, threads), []).append(run())
+                for name, p50, model in (("LiteRT fp32", litert_p50, fp32_tfl), ("ORT fp32", ort_p50, fp32_onnx),
+                                         ("LiteRT int8", litert_p50, int8_tfl), ("ORT int8", ort_p50, int8_onnx)):
+                    lat.setdefault((name, threads), []).append(p50(model, sample, threads, args.runs))
         split = int8_breakdown(saved, tmp / "cal.npz", tmp / "breakdown")
         import tensorflow as tf  # noqa: PLC0415
 

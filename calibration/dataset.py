@@ -54,7 +54,9 @@ def class_counts(labels: np.ndarray | None, names: tuple[str, ...] | None) -> di
     if labels is None or labels.dtype.kind not in "iu":
         return None
     values, counts = np.unique(labels, return_counts=True)
-    key = (lambda v: names[v] if names is not None and 0 <= v < len(names) else str(v))
+    def key(v: int) -> str:
+        return names[v] if names is not None and 0 <= v < len(names) else str(v)
+
     return {key(int(v)): int(c) for v, c in zip(values, counts)}
 
 

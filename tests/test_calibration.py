@@ -383,7 +383,7 @@ def test_one_tensor_spec_type_judged_only_as_a_calibration_input(tmp_path):
     np.savez(path, x=np.zeros((2, 8, 8, 1), np.float32))
     for bad, why in [(text, "input 't': dtype string is not numeric"), (free, "shape must be a tuple of ints/None"),
                      (TensorSpec("", "float32", ()), "input name must be a non-empty string, got ''")]:
-        for refuse in (lambda: calibration.specs_from([bad]), lambda: load(path, [bad], ALL)):
+        for refuse in (lambda bad=bad: calibration.specs_from([bad]), lambda bad=bad: load(path, [bad], ALL)):
             with pytest.raises(UsageError) as info:
                 refuse()
             assert str(info.value).startswith("invalid input spec:\n- ") and why in str(info.value)

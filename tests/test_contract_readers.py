@@ -9,7 +9,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image  # noqa: TID253  (tests are not the CLI: no start-up to keep light)
 
 import calibration
 from calibration.contract import RANGES, ImageContract

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image  # noqa: TID253  (tests are not the CLI: no start-up to keep light)
 from typer.testing import CliRunner
 
 from edge_tool.cli import app

@@ -293,7 +293,7 @@ def test_h5_and_tf_keras_dot_keras_files_are_accepted(digits_model, tmp_path):
     for name in ("model.h5", "model.keras"):
         source.save(str(tmp_path / name))
         loaded = load_keras_for_qat(tmp_path / name)
-        assert [type(l).__name__ for l in loaded.layers] == [type(l).__name__ for l in source.layers]
+        assert [type(x).__name__ for x in loaded.layers] == [type(x).__name__ for x in source.layers]
 
 
 @pytest.mark.slow

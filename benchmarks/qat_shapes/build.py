@@ -6,7 +6,7 @@ short training leaves usable inference statistics.
 """
 import sys, os, numpy as np
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-import tf_keras as keras
+import tf_keras as keras  # noqa: TID253  (a model-building script: it needs Keras from its first line)
 from edge_tool.training.data import load_digits_split
 keras.utils.set_random_seed(0)
 name, root = sys.argv[1], sys.argv[2]
@@ -90,7 +90,9 @@ elif name == "multi_io":
     z = L.Dense(32, activation="relu")(z)
     o1 = L.Dense(10, activation="softmax", name="digit")(z); o2 = L.Dense(2, activation="softmax", name="parity")(z)
     m = keras.Model([inp1, inp2], [o1, o2])
-    rs = lambda x: x.sum(axis=2)[..., 0] / 255 / 8
+    def rs(x):
+        return x.sum(axis=2)[..., 0] / 255 / 8
+
     m.compile("adam", ["sparse_categorical_crossentropy"] * 2, metrics=["accuracy"])
     m.fit([xtr, rs(xtr)], [ytr, ytr % 2], epochs=8, batch_size=32, verbose=0)
     print(m.evaluate([xev, rs(xev)], [yev, yev % 2], verbose=0))
@@ -99,9 +101,9 @@ elif name == "multi_io":
     np.savez(out + "/eval.npz", image=xev, rowsum=rs(xev), digit=yev, parity=yev % 2)
     np.savez(out + "/calibration.npz", image=xtr[:200], rowsum=rs(xtr[:200]))
     sys.exit(0)
-for l in m.layers:
-    if isinstance(l, L.BatchNormalization):
-        l.momentum = 0.9
+for layer in m.layers:
+    if isinstance(layer, L.BatchNormalization):
+        layer.momentum = 0.9
 m.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
 m.fit(xtr, ytr, epochs=epochs, batch_size=32, verbose=0)
 acc = m.evaluate(xev, yev, verbose=0)[1]

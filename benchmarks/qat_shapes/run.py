@@ -41,7 +41,9 @@ def row(work: Path, name: str) -> str:
         return f"| {name} | refused (exit {proc.returncode}): {reason.strip()[:120]} |||||"
     q = json.loads((out / "manifest.json").read_text())["artifacts"][0]["qat"]
     a = q["accuracy"]
-    show = (lambda v: "–" if v is None else f"{v:.4f}")
+    def show(v):
+        return "–" if v is None else f"{v:.4f}"
+
     return (f"| {name} | {show(a['float'])} | {show(a['ptq_int8'])} | {show(a['qat'])} | {q['shipped']} | "
             f"{len(q['training']['folded'])} folds, {len(q['training']['float_layers'])} float layers |")
 

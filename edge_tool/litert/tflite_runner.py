@@ -79,7 +79,7 @@ class TfliteInterpreter:
         firsts = {b.shape[0] if b.shape else 1 for b in self.inputs}
         if firsts == {-1} and not self.facts.stateful:
             return "dynamic"
-        if len(firsts) == 1 and (first := next(iter(firsts))) > 1:
+        if len(firsts) == 1 and next(iter(firsts)) > 1:
             return "fixed"
         return "single"
 

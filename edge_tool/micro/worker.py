@@ -90,7 +90,7 @@ def _serve(model: bytes, arena: int) -> int:
             for o in outs:
                 send_array(stdout, np.concatenate(o))
         else:  # "time": batch-1 set_input + invoke + get_output on the first sample
-            def step():
+            def step(inputs=inputs):
                 for i, x in enumerate(inputs):
                     it.set_input(x[:1], i)
                 it.invoke()

@@ -30,7 +30,7 @@ def _serving_module(tf, qat_model, output_names: list[str]):
 
 
 def _output_names(qat_model) -> list[str]:
-    return [getattr(l, "layer", l).name for l in (qat_model.get_layer(n) for n in qat_model.output_names)]
+    return [getattr(layer, "layer", layer).name for layer in (qat_model.get_layer(n) for n in qat_model.output_names)]
 
 
 def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32",
