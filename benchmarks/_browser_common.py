@@ -9,16 +9,24 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_tool.demo.serve import start_server
+
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @contextmanager
 def served(site: Path) -> Iterator[str]:
     """``site`` served by ``edge_tool.demo.serve.start_server`` on a free loopback port; yields its URL."""
-    from edge_tool.demo.serve import start_server
-
     server, thread, url = start_server(site, "127.0.0.1", 0)
     try:
         yield url

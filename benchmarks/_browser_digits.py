@@ -78,15 +78,25 @@ def digits(model: Path | None, runs: int) -> str:
         sizes = site_sizes(tmp / "site")
     rows = []
     for backend, ms in res["latency"].items():
-        rows.append([backend + (" (auto-picked)" if backend == res["auto"] else ""),
-                     f"{pct(ms, 50):.2f} ms", f"{pct(ms, 90):.2f} ms"])
-    return "\n\n".join([
-        f"### Digits model ({runs} predictions per backend)",
-        table(["backend", "median latency (batch 1, incl. upload + readback)", "p90"], rows),
-        table(["load", "time to `edgetool.ready`"], [
-            ["cold (network, backend micro-benchmark + warm-up included)", f"{res['cold_ms']:.0f} ms"],
-            ["reload (service-worker cache)", f"{res['warm_ms']:.0f} ms"],
-        ]),
-        f"Site size: {sizes['total'] / 1e6:.2f} MB, of which tfjs runtime {sizes['vendor'] / 1e6:.2f} MB "
-        f"and model {sizes['model'] / 1e3:.0f} kB.",
-    ])
+        rows.append(
+            [
+                backend + (" (auto-picked)" if backend == res["auto"] else ""),
+                f"{pct(ms, 50):.2f} ms",
+                f"{pct(ms, 90):.2f} ms",
+            ]
+        )
+    return "\n\n".join(
+        [
+            f"### Digits model ({runs} predictions per backend)",
+            table(["backend", "median latency (batch 1, incl. upload + readback)", "p90"], rows),
+            table(
+                ["load", "time to `edgetool.ready`"],
+                [
+                    ["cold (network, backend micro-benchmark + warm-up included)", f"{res['cold_ms']:.0f} ms"],
+                    ["reload (service-worker cache)", f"{res['warm_ms']:.0f} ms"],
+                ],
+            ),
+            f"Site size: {sizes['total'] / 1e6:.2f} MB, of which tfjs runtime {sizes['vendor'] / 1e6:.2f} MB "
+            f"and model {sizes['model'] / 1e3:.0f} kB.",
+        ]
+    )

@@ -13,6 +13,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from edge_tool.convert.tfjs import export_tfjs
+from edge_tool.core.env import import_tf
+
 CACHE = Path(__file__).resolve().parent / ".cache" / "browser-mobilenetv2-224"
 SEED = 0
 INPUT = (224, 224, 3)
@@ -34,10 +37,8 @@ def _cached(target: Path, build: Callable[[Path], None]) -> Path:
 
 
 def _build_saved_model(out: Path) -> None:
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-
     import_tf()
-    import tf_keras  # noqa: PLC0415
+    import tf_keras
 
     tf_keras.utils.set_random_seed(SEED)
     model = tf_keras.applications.MobileNetV2(weights=None, input_shape=INPUT, classes=1000)
@@ -46,8 +47,6 @@ def _build_saved_model(out: Path) -> None:
 
 def _build_tflite(saved: Path) -> Callable[[Path], None]:
     def build(out: Path) -> None:
-        from edge_tool.core.env import import_tf  # noqa: PLC0415
-
         tf = import_tf()
         out.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(saved)).convert())
 
@@ -56,8 +55,6 @@ def _build_tflite(saved: Path) -> Callable[[Path], None]:
 
 def _build_tfjs(saved: Path) -> Callable[[Path], None]:
     def build(out: Path) -> None:
-        from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
-
         export_tfjs(saved, out)
 
     return build

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._browser_models import CACHE, INPUT, _cached, mobilenet_artefacts  # noqa: E402
+from benchmarks._browser_models import CACHE, INPUT, _cached, mobilenet_artefacts
 
 CAL_SAMPLES = 32
 
@@ -26,8 +26,23 @@ def _build_b1(saved: Path):
         cal = out.parent / "calibration.npz"
         x = np.random.default_rng(0).uniform(-1, 1, (CAL_SAMPLES, *INPUT)).astype(np.float32)
         np.savez(cal, x=x)
-        cmd = [sys.executable, "-m", "edge_tool", "convert", str(saved), "-o", str(out / "tflite"), "--batch", "1",
-               "--quant", "fp32,int8", "--calibration", str(cal), "--samples", str(CAL_SAMPLES)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "edge_tool",
+            "convert",
+            str(saved),
+            "-o",
+            str(out / "tflite"),
+            "--batch",
+            "1",
+            "--quant",
+            "fp32,int8",
+            "--calibration",
+            str(cal),
+            "--samples",
+            str(CAL_SAMPLES),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stdout}{proc.stderr}")

@@ -12,8 +12,14 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-OPS = {0x105: "f32x4.relaxed_madd", 0x113: "i32x4.relaxed_dot_i8x16_i7x16_add_s",
-       0x112: "i16x8.relaxed_dot_i8x16_i7x16_s", 0xBA: "i32x4.dot_i16x8_s", 0xE6: "f32x4.mul", 0xE4: "f32x4.add"}
+OPS = {
+    0x105: "f32x4.relaxed_madd",
+    0x113: "i32x4.relaxed_dot_i8x16_i7x16_add_s",
+    0x112: "i16x8.relaxed_dot_i8x16_i7x16_s",
+    0xBA: "i32x4.dot_i16x8_s",
+    0xE6: "f32x4.mul",
+    0xE4: "f32x4.add",
+}
 NAMED = ("(garbage collector)", "(program)", "(idle)")
 
 
@@ -76,7 +82,7 @@ def _bodies(wasm: Path) -> dict[int, bytes]:
     bodies = {}
     for k in range(count):
         size, i = _leb(b, i)
-        bodies[k + first] = b[i:i + size]
+        bodies[k + first] = b[i : i + size]
         i += size
     return bodies
 
@@ -115,7 +121,7 @@ def cpu_profile(ctx, page, runs: int = 40) -> tuple[dict[str, float], list[tuple
         name = nodes[node_id]["functionName"]
         if name.startswith("wasm-function["):
             cats["wasm"] += n
-            funcs[int(name[len("wasm-function["):-1])] += n
+            funcs[int(name[len("wasm-function[") : -1])] += n
         else:
             cats[name if name in NAMED else "JavaScript"] += n
     total, wasm = sum(cats.values()) or 1, cats["wasm"] or 1

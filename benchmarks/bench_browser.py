@@ -26,10 +26,16 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_tool.demo.site import DemoConfig, build_site
+from edge_tool.demo.vendor import pinned_versions
+from edge_tool.evaluate.latency import measure_tflite_subprocess
+from edge_tool.litert.runtime import load_interpreter
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._browser_common import CHROMIUM, FLAGS, pct, served  # noqa: E402
-from benchmarks._browser_digits import digits  # noqa: E402
-from benchmarks._results import machine, table, write_section  # noqa: E402
+from benchmarks._browser_common import CHROMIUM, FLAGS, pct, served
+from benchmarks._browser_digits import digits
+from benchmarks._browser_models import mobilenet_artefacts
+from benchmarks._results import machine, table, write_section
 
 GOAL_RATIO = 2.0  # best backend's p50 <= 2x native fp32 p50 at equal threads
 BUDGET_S = 12.0  # per configuration and loop: slow backends (cpu) stop early, after at least MIN_RUNS
@@ -73,9 +79,6 @@ async ({ runs, budgetMs, minRuns }) => {
 
 def native_p50(tflite: Path, threads: int, runs: int) -> float:
     """LiteRT fp32 p50 (ms; set_tensor + invoke + get_tensor, batch 1) in a fresh process."""
-    from edge_tool.evaluate.latency import measure_tflite_subprocess
-    from edge_tool.litert.runtime import load_interpreter
-
     interp = load_interpreter(tflite, 1)
     inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
     x = np.random.default_rng(0).uniform(-1, 1, inp["shape"]).astype(np.float32)
@@ -111,10 +114,6 @@ def browser_run(browser, url: str, query: str, runs: int) -> dict:
 def mobilenet(runs: int, rounds: int) -> dict:
     """Build/serve the MobileNetV2 site; alternate native and browser measurements; return raw results."""
     from playwright.sync_api import sync_playwright
-
-    from benchmarks._browser_models import mobilenet_artefacts
-    from edge_tool.demo.site import DemoConfig, build_site
-    from edge_tool.demo.vendor import pinned_versions
 
     _, tfjs, tflite = mobilenet_artefacts()
     cores = os.cpu_count() or 1

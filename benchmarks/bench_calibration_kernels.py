@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import machine, table, write_section  # noqa: E402
-from bench_eval_scale import prepare_models  # noqa: E402
+from _results import machine, table, write_section
+from bench_eval_scale import prepare_models
 
 
 def p50_ms(path: Path, runs: int, **options) -> float:
@@ -54,23 +54,29 @@ def main() -> None:
     args = ap.parse_args()
     _, tflites = prepare_models()
     builtin = {"experimental_op_resolver_type": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}
-    rows = [["XNNPACK (LiteRT's default)", p50_ms(tflites["fp32"], args.runs)],
-            ["TFLite builtin kernels (no XNNPACK)", p50_ms(tflites["fp32"], args.runs, **builtin)],
-            ["builtin kernels, every tensor kept", p50_ms(tflites["fp32"], args.runs, **builtin,
-                                                          experimental_preserve_all_tensors=True)]]
-    body = "\n".join([
-        "## Calibration kernels (`benchmarks/bench_calibration_kernels.py`)",
-        "",
-        f"Machine: {machine()}. MobileNetV2-224 fp32 .tflite, batch 1, 1 thread, p50 of {args.runs} calls.",
-        "",
-        table(["interpreter", "p50"], [[name, f"{ms:.1f} ms"] for name, ms in rows]),
-        "",
-        "TensorFlow's calibrator feeds each representative sample through a logging interpreter on the builtin "
-        "kernels (XNNPACK would hide the intermediate tensors it logs); bench_peer.py measures it at ~41 ms per "
-        "sample. So about half of calibration is the builtin kernels being "
-        f"{rows[1][1] / rows[0][1]:.1f}× slower than XNNPACK, the rest its min/max logging over every tensor; "
-        "its Python wrapper takes no thread count.",
-    ])
+    rows = [
+        ["XNNPACK (LiteRT's default)", p50_ms(tflites["fp32"], args.runs)],
+        ["TFLite builtin kernels (no XNNPACK)", p50_ms(tflites["fp32"], args.runs, **builtin)],
+        [
+            "builtin kernels, every tensor kept",
+            p50_ms(tflites["fp32"], args.runs, **builtin, experimental_preserve_all_tensors=True),
+        ],
+    ]
+    body = "\n".join(
+        [
+            "## Calibration kernels (`benchmarks/bench_calibration_kernels.py`)",
+            "",
+            f"Machine: {machine()}. MobileNetV2-224 fp32 .tflite, batch 1, 1 thread, p50 of {args.runs} calls.",
+            "",
+            table(["interpreter", "p50"], [[name, f"{ms:.1f} ms"] for name, ms in rows]),
+            "",
+            "TensorFlow's calibrator feeds each representative sample through a logging interpreter on the builtin "
+            "kernels (XNNPACK would hide the intermediate tensors it logs); bench_peer.py measures it at ~41 ms per "
+            "sample. So about half of calibration is the builtin kernels being "
+            f"{rows[1][1] / rows[0][1]:.1f}× slower than XNNPACK, the rest its min/max logging over every tensor; "
+            "its Python wrapper takes no thread count.",
+        ]
+    )
     print(body)
     if not args.no_record:
         write_section("calibration-kernels", body)

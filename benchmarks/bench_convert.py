@@ -26,12 +26,19 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+from edge_tool.errors import EdgeToolError
+from edge_tool.evaluate.latency import measure_tflite_subprocess
+from edge_tool.litert.tflite_runner import TfliteInterpreter
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tests.oracles.raw_converter import MODES, raw_converter  # noqa: E402
 from _results import machine, table, write_section  # noqa: E402
+
+from tests.oracles.raw_converter import MODES, raw_converter  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 MODEL = CACHE / "mobilenetv2"
@@ -44,9 +51,8 @@ ENV = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3", "T
 
 def build_model() -> None:
     """MobileNetV2-224 (random seeded weights) as a Keras-2 SavedModel, and the calibration inputs."""
-    import numpy as np  # noqa: PLC0415
-    import tensorflow  # noqa: F401, PLC0415
-    import tf_keras  # noqa: PLC0415
+    import tensorflow  # noqa: F401
+    import tf_keras
 
     tf_keras.utils.set_random_seed(0)
     model = tf_keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3), classes=1000)
@@ -58,8 +64,7 @@ def build_model() -> None:
 def raw_convert(out: Path) -> None:
     """The raw baseline: every mode with TFLiteConverter.from_saved_model, then tensorflowjs; prints JSON timings."""
     t_start = time.perf_counter()
-    import numpy as np  # noqa: PLC0415
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     timings = {"import": time.perf_counter() - t_start}
     x = np.load(CALIBRATION)["x"]
@@ -75,7 +80,7 @@ def raw_convert(out: Path) -> None:
         (out / f"mobilenetv2_{mode}.tflite").write_bytes(conv.convert())
         timings[mode] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv  # noqa: PLC0415
+    from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv
 
     tfjs_conv.convert_tf_saved_model(str(MODEL), str(out / "tfjs"), signature_def="serving_default",
                                      saved_model_tags="serve", weight_shard_size_bytes=4 * 1024 * 1024)
@@ -122,12 +127,6 @@ def _tfjs_digest(d: Path) -> str:
 
 def latency_p50(path: Path, runs: int) -> float | None:
     """LiteRT p50 (ms) at 1 thread in a fresh process (edge_tool.evaluate.latency); None if LiteRT refuses it."""
-    import numpy as np  # noqa: PLC0415
-
-    from edge_tool.errors import EdgeToolError  # noqa: PLC0415
-    from edge_tool.evaluate.latency import measure_tflite_subprocess  # noqa: PLC0415
-    from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
-
     x = np.random.default_rng(1).uniform(-1, 1, (1, 224, 224, 3)).astype(np.float32)
     try:
         model = TfliteInterpreter(path)

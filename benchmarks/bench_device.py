@@ -88,17 +88,38 @@ np.save(d + "/" + sys.argv[2] + ".npy", np.concatenate(ys))
 def build(kind: str, n: int, out: Path) -> None:
     """The model, its fp32/int8 .tflite files and eval data in ``out``."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    subprocess.run([sys.executable, "-c", _BUILD, str(out), kind, str(n)], check=True, env=env,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-c", _BUILD, str(out), kind, str(n)], check=True, env=env, capture_output=True)
 
 
 def evaluate(board, work: Path, runs: int) -> list[dict]:
     """eval's rows: host fp32, host int8, board fp32, board int8."""
     report = work / "r.json"
-    subprocess.run([sys.executable, "-m", "edge_tool", "eval", work / "fp32.tflite", work / "int8.tflite", "-r",
-                    work / "model", "-d", work / "eval.npz", "--device", board.url, "--runs", str(runs), "--warmup",
-                    "3", "--json", report], env={**os.environ, "EDGETOOL_SSH_CONFIG": str(board.ssh_config)},
-                   cwd=ROOT, capture_output=True, check=False)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edge_tool",
+            "eval",
+            work / "fp32.tflite",
+            work / "int8.tflite",
+            "-r",
+            work / "model",
+            "-d",
+            work / "eval.npz",
+            "--device",
+            board.url,
+            "--runs",
+            str(runs),
+            "--warmup",
+            "3",
+            "--json",
+            report,
+        ],
+        env={**os.environ, "EDGETOOL_SSH_CONFIG": str(board.ssh_config)},
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
     return json.loads(report.read_text())["results"]
 
 
@@ -127,11 +148,20 @@ def rows_for(name: str, results: list[dict], raw: tuple[int, int, int]) -> list[
         for where, r in (("host x86_64", results[k]), ("board aarch64 (qemu)", results[2 + k])):
             lat = r.get("latency_ms") or {}
             acc = r.get("accuracy")
-            out.append([name, quant, where, r.get("failed") or f"{r['top1_agreement']:.3f}",
-                        "—" if acc is None else f"{acc:.3f}", f"{r['max_abs_error']:.2e}" if r.get("max_abs_error")
-                        is not None else "—", f"{lat.get('p50', 0):.2f}", f"{lat.get('p90', 0):.2f}",
-                        f"{lat.get('cold_start', 0):.0f}",
-                        f"{raw[0]}/{raw[1]} rows, ≤{raw[2]} steps" if quant == "int8" and "board" in where else ""])
+            out.append(
+                [
+                    name,
+                    quant,
+                    where,
+                    r.get("failed") or f"{r['top1_agreement']:.3f}",
+                    "—" if acc is None else f"{acc:.3f}",
+                    f"{r['max_abs_error']:.2e}" if r.get("max_abs_error") is not None else "—",
+                    f"{lat.get('p50', 0):.2f}",
+                    f"{lat.get('p90', 0):.2f}",
+                    f"{lat.get('cold_start', 0):.0f}",
+                    f"{raw[0]}/{raw[1]} rows, ≤{raw[2]} steps" if quant == "int8" and "board" in where else "",
+                ]
+            )
     return out
 
 
@@ -142,8 +172,12 @@ def simd_flags() -> str:
         if line.startswith("flags"):
             flags = set(line.split(":", 1)[1].split())
             break
-    return " ".join(f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
-                    if f in flags) or "none listed"
+    return (
+        " ".join(
+            f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags
+        )
+        or "none listed"
+    )
 
 
 def main() -> None:
@@ -164,27 +198,42 @@ def main() -> None:
         board = device_board.start(root, home)
         rows = []
         try:
-            for name, kind, n in (("digits CNN", "digits", args.digits),
-                                  ("MobileNetV2 α0.35 96²", "mobilenet", args.images)):
+            for name, kind, n in (
+                ("digits CNN", "digits", args.digits),
+                ("MobileNetV2 α0.35 96²", "mobilenet", args.images),
+            ):
                 work = Path(tmp) / kind
                 work.mkdir()
                 build(kind, n, work)
                 rows += rows_for(name, evaluate(board, work, args.runs), raw_int8_diff(board, work))
         finally:
             board.stop()
-    headers = ["model", "file", "where", "agreement", "accuracy", "max |Δ| vs reference", "p50 ms", "p90 ms",
-               "cold start ms", "int8 raw outputs ≠ host"]
+    headers = [
+        "model",
+        "file",
+        "where",
+        "agreement",
+        "accuracy",
+        "max |Δ| vs reference",
+        "p50 ms",
+        "p90 ms",
+        "cold start ms",
+        "int8 raw outputs ≠ host",
+    ]
     body = table(headers, rows)
     print(body)
-    write_section("device", "## Host vs emulated board (`benchmarks/bench_device.py`)\n\n"
-                  f"Host: {machine()}; SIMD: {simd_flags()}; load average {load_before:.1f} at the start, "
-                  f"{os.getloadavg()[0]:.1f} at the end (2 cores). Board: Debian bookworm arm64, tflite-runtime 2.14, "
-                  "numpy 1.26, under qemu-user on the same host (its latency is the emulator's: not a "
-                  "performance figure of any ARM CPU). Same files, same samples, one `edgetool eval --device` per "
-                  f"model; {args.runs} timed runs after 3 warm-up calls; digits: {args.digits} labelled samples, "
-                  f"MobileNetV2: {args.images} random images (random weights moved by one epoch on random labels: accuracy meaningless, drift not). "
-                  "The last column compares raw int8 outputs of host LiteRT and the board's tflite_runtime "
-                  "directly (plain interpreters).\n\n" + body)
+    write_section(
+        "device",
+        "## Host vs emulated board (`benchmarks/bench_device.py`)\n\n"
+        f"Host: {machine()}; SIMD: {simd_flags()}; load average {load_before:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end (2 cores). Board: Debian bookworm arm64, tflite-runtime 2.14, "
+        "numpy 1.26, under qemu-user on the same host (its latency is the emulator's: not a "
+        "performance figure of any ARM CPU). Same files, same samples, one `edgetool eval --device` per "
+        f"model; {args.runs} timed runs after 3 warm-up calls; digits: {args.digits} labelled samples, "
+        f"MobileNetV2: {args.images} random images (random weights moved by one epoch on random labels: accuracy meaningless, drift not). "
+        "The last column compares raw int8 outputs of host LiteRT and the board's tflite_runtime "
+        "directly (plain interpreters).\n\n" + body,
+    )
 
 
 if __name__ == "__main__":

@@ -21,12 +21,17 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import psutil
+
+from edge_tool.convert.api import convert
+from edge_tool.convert.config import ConvertConfig
+from edge_tool.core.env import import_tf
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,10 +45,8 @@ CHUNK = 250  # samples generated and written at a time (37 MB of uint8)
 
 def build_model(out: Path) -> None:
     """MobileNetV2-224, random seeded weights, saved as a Keras-2 SavedModel with serving_default."""
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-
     import_tf()
-    import tf_keras  # noqa: PLC0415
+    import tf_keras
 
     tf_keras.utils.set_random_seed(0)
     model = tf_keras.applications.MobileNetV2(weights=None, input_shape=SHAPE, classes=1000)
@@ -91,14 +94,14 @@ def prepare_models() -> tuple[Path, dict[str, Path]]:
     out_dir = CACHE / "eval-scale-tflite"
     want = {m: out_dir / f"mobilenetv2_{m}.tflite" for m in ("fp32", "int8")}
     if not all(p.is_file() for p in want.values()):
-        from edge_tool.convert.api import convert  # noqa: PLC0415
-        from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
-
         cal = CACHE / "eval-scale-calibration.npz"
         np.savez(cal, x=next(images(32, seed=7)))
         print("converting fp32 + int8 (32 calibration samples) ...", flush=True)
-        result = convert(ConvertConfig(model=saved, output_dir=out_dir, modes=("fp32", "int8"), calibration=cal,
-                                       samples=32, force=True))
+        result = convert(
+            ConvertConfig(
+                model=saved, output_dir=out_dir, modes=("fp32", "int8"), calibration=cal, samples=32, force=True
+            )
+        )
         want = {m: result.tflite(m) for m in ("fp32", "int8")}
     return saved, want
 
@@ -113,7 +116,6 @@ def run_measured(cmd: list[str], env: dict) -> tuple[int, float, float, float, s
     root = psutil.Process(proc.pid)
     peak_tree = peak_main = 0
     lines: list[str] = []
-    import threading  # noqa: PLC0415
 
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
@@ -160,11 +162,29 @@ def main() -> None:
         print(f"writing {args.samples} samples to {data} ...", flush=True)
         write_data(data, args.samples, args.format)
     report = CACHE / "eval-scale-report.json"
-    cmd = [sys.executable, "-m", "edge_tool", "eval", *map(str, tflites.values()), "-r", str(saved), "-d", str(data),
-           "--runs", str(args.runs), "--warmup", "2", "--json", str(report), "--force"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "edge_tool",
+        "eval",
+        *map(str, tflites.values()),
+        "-r",
+        str(saved),
+        "-d",
+        str(data),
+        "--runs",
+        str(args.runs),
+        "--warmup",
+        "2",
+        "--json",
+        str(report),
+        "--force",
+    ]
     env = dict(os.environ)
     if args.code_dir:
-        env["PYTHONPATH"] = os.pathsep.join([str(args.code_dir.resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join([str(args.code_dir.resolve()), env.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        )
     print("running:", " ".join(cmd), flush=True)
     try:
         code, wall, peak_tree, peak_main, out = run_measured(cmd, env)
@@ -175,27 +195,49 @@ def main() -> None:
         sys.exit(f"edgetool eval exited {code}:\n{out}")
     doc = json.loads(report.read_text())
     rate = args.samples / wall
-    rows = [[args.samples, f"{data.suffix} uint8 ({args.samples * int(np.prod(SHAPE)) / 1e9:.2f} GB)",
-             len(doc["results"]), f"{wall:.0f} s", f"{rate:.1f}", f"{peak_tree:.0f} MB", f"{peak_main:.0f} MB"]]
-    per_art = [[r["artifact"], r["quant"], f"{100 * r['top1_agreement']:.2f}%", f"{r['max_abs_error']:.2e}",
-                f"{r['latency_ms']['p50']:.1f} ms"] for r in doc["results"]]
+    rows = [
+        [
+            args.samples,
+            f"{data.suffix} uint8 ({args.samples * int(np.prod(SHAPE)) / 1e9:.2f} GB)",
+            len(doc["results"]),
+            f"{wall:.0f} s",
+            f"{rate:.1f}",
+            f"{peak_tree:.0f} MB",
+            f"{peak_main:.0f} MB",
+        ]
+    ]
+    per_art = [
+        [
+            r["artifact"],
+            r["quant"],
+            f"{100 * r['top1_agreement']:.2f}%",
+            f"{r['max_abs_error']:.2e}",
+            f"{r['latency_ms']['p50']:.1f} ms",
+        ]
+        for r in doc["results"]
+    ]
     label = f" (code from {args.code_dir})" if args.code_dir else ""
-    body = "\n".join([
-        f"## eval at scale (`benchmarks/bench_eval_scale.py`){label}",
-        "",
-        f"Machine: {machine()}. MobileNetV2-224 (random weights, seed 0) fp32 + int8 .tflite against the SavedModel, "
-        f"`edgetool eval` on {args.samples} seeded random uint8 images cast to float32 per batch, {args.runs} timed "
-        "latency runs per model. Wall time covers the whole command (TensorFlow start-up, one streaming pass: "
-        "reference in batches of 16 (EvalConfig.batch_size) on half the cores, each .tflite batched in its own "
-        "LiteRT worker process, the workers taking turns on the other half meanwhile, then the latency loops); "
-        "samples/s = samples / wall time. "
-        "Peak RSS polled every 0.1 s over the whole process tree (eval + its LiteRT workers). The machine is "
-        "shared, so times are noisy.",
-        "",
-        table(["samples", "data", "artefacts", "wall", "samples/s", "peak RSS (tree)", "peak RSS (eval process)"], rows),
-        "",
-        table(["artefact", "mode", "top-1 agreement", "max abs err", "LiteRT p50"], per_art),
-    ])
+    body = "\n".join(
+        [
+            f"## eval at scale (`benchmarks/bench_eval_scale.py`){label}",
+            "",
+            f"Machine: {machine()}. MobileNetV2-224 (random weights, seed 0) fp32 + int8 .tflite against the SavedModel, "
+            f"`edgetool eval` on {args.samples} seeded random uint8 images cast to float32 per batch, {args.runs} timed "
+            "latency runs per model. Wall time covers the whole command (TensorFlow start-up, one streaming pass: "
+            "reference in batches of 16 (EvalConfig.batch_size) on half the cores, each .tflite batched in its own "
+            "LiteRT worker process, the workers taking turns on the other half meanwhile, then the latency loops); "
+            "samples/s = samples / wall time. "
+            "Peak RSS polled every 0.1 s over the whole process tree (eval + its LiteRT workers). The machine is "
+            "shared, so times are noisy.",
+            "",
+            table(
+                ["samples", "data", "artefacts", "wall", "samples/s", "peak RSS (tree)", "peak RSS (eval process)"],
+                rows,
+            ),
+            "",
+            table(["artefact", "mode", "top-1 agreement", "max abs err", "LiteRT p50"], per_art),
+        ]
+    )
     print(body)
     if not args.no_record:
         write_section("eval-scale", body)

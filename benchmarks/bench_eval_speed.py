@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine, table, write_section  # noqa: E402
 from bench_eval_scale import CACHE, prepare_models, write_data  # noqa: E402
 
-PLAIN = r'''
+PLAIN = r"""
 import os, sys, json
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
@@ -74,7 +74,7 @@ for path in tflites:
     res[os.path.basename(path)] = {"agreement": float(np.mean(out.argmax(1) == ref.argmax(1))),
                                    "max_abs_error": float(np.abs(out - ref).max())}
 print(json.dumps(res))
-'''
+"""
 
 
 def timed(cmd: list[str], env: dict) -> tuple[float, float, str]:
@@ -109,11 +109,25 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
     report = CACHE / "eval-speed-report.json"
     paths = [str(p) for p in tflites.values()]
-    eval_cmd = [sys.executable, "-m", "edge_tool", "eval", *paths, "-r", str(saved), "-d", str(data),
-                "--json", str(report), "--force"]
-    variants = {"plain script": [sys.executable, "-c", PLAIN, str(saved), str(data), *paths],
-                "edgetool eval (defaults: 100 latency runs)": eval_cmd,
-                "edgetool eval --runs 10": [*eval_cmd, "--runs", "10"]}
+    eval_cmd = [
+        sys.executable,
+        "-m",
+        "edge_tool",
+        "eval",
+        *paths,
+        "-r",
+        str(saved),
+        "-d",
+        str(data),
+        "--json",
+        str(report),
+        "--force",
+    ]
+    variants = {
+        "plain script": [sys.executable, "-c", PLAIN, str(saved), str(data), *paths],
+        "edgetool eval (defaults: 100 latency runs)": eval_cmd,
+        "edgetool eval --runs 10": [*eval_cmd, "--runs", "10"],
+    }
     if args.skip_runs10:
         del variants["edgetool eval --runs 10"]
     envs = {k: env for k in variants}
@@ -135,54 +149,83 @@ def main() -> None:
                 eval_doc = json.loads(report.read_text())
     base = statistics.median(walls["plain script"])
     cpu_base = statistics.median(cpus["plain script"])
-    rows = [[name, " / ".join(f"{w:.1f}" for w in ws), f"{statistics.median(ws):.1f} s",
-             f"{statistics.median(ws) / base:.2f}×", f"{args.samples / statistics.median(ws):.1f}",
-             f"{statistics.median(cpus[name]):.1f} s ({statistics.median(cpus[name]) / cpu_base:.2f}×)"]
-            for name, ws in walls.items()]
+    rows = [
+        [
+            name,
+            " / ".join(f"{w:.1f}" for w in ws),
+            f"{statistics.median(ws):.1f} s",
+            f"{statistics.median(ws) / base:.2f}×",
+            f"{args.samples / statistics.median(ws):.1f}",
+            f"{statistics.median(cpus[name]):.1f} s ({statistics.median(cpus[name]) / cpu_base:.2f}×)",
+        ]
+        for name, ws in walls.items()
+    ]
     checks = []
     for r in eval_doc.get("results", []):
         p = plain_out.get(r["artifact"], {})
-        checks.append([r["artifact"], r.get("accuracy_pass", ""), f"{100 * r['top1_agreement']:.2f}%",
-                       f"{100 * p.get('agreement', float('nan')):.2f}%", f"{r['max_abs_error']:.2e}",
-                       f"{p.get('max_abs_error', float('nan')):.2e}"])
+        checks.append(
+            [
+                r["artifact"],
+                r.get("accuracy_pass", ""),
+                f"{100 * r['top1_agreement']:.2f}%",
+                f"{100 * p.get('agreement', float('nan')):.2f}%",
+                f"{r['max_abs_error']:.2e}",
+                f"{p.get('max_abs_error', float('nan')):.2e}",
+            ]
+        )
     ratio = statistics.median(walls["edgetool eval (defaults: 100 latency runs)"]) / base
     cpu_ratio = statistics.median(cpus["edgetool eval (defaults: 100 latency runs)"]) / cpu_base
     load = os.getloadavg()[0]
     if load > (os.cpu_count() or 1):
-        verdict = (f"not judged — the machine was loaded (load average {load:.1f} on {os.cpu_count()} cores), and "
-                   "under contention a run with more processes gets a larger share of the CPU, which flatters "
-                   f"eval's wall time; its CPU time is {cpu_ratio:.2f}× the plain script's. Rerun on a quiet "
-                   "machine to judge the target.")
+        verdict = (
+            f"not judged — the machine was loaded (load average {load:.1f} on {os.cpu_count()} cores), and "
+            "under contention a run with more processes gets a larger share of the CPU, which flatters "
+            f"eval's wall time; its CPU time is {cpu_ratio:.2f}× the plain script's. Rerun on a quiet "
+            "machine to judge the target."
+        )
     else:
         verdict = f"{'met' if ratio <= 1.0 else 'not met'} (CPU time {cpu_ratio:.2f}× the plain script's)."
     phases = eval_doc.get("timings_s") or {}
     if phases:  # where eval's time went (its own report, last default run)
-        verdict += (" Where eval's time went (its report, last run): " +
-                    ", ".join(f"{name} {sec:.1f} s" for name, sec in phases.items()) +
-                    f"; the plain script measures no latency, so eval's comparable work (everything but the latency "
-                    f"loops) is {sum(v for k, v in phases.items() if 'latency' not in k):.1f} s.")
-    body = "\n".join([
-        "## eval speed vs a plain script (`benchmarks/bench_eval_speed.py`)",
-        "",
-        f"Machine: {machine()}. MobileNetV2-224 (random weights) fp32 + int8 .tflite against the SavedModel on "
-        f"{args.samples} seeded random uint8 images (.npz, cast to float32). Wall time of the whole process, "
-        "Python start and TensorFlow import included; runs alternate, medians of "
-        f"{args.repeats}. The plain script runs the SavedModel at batch 64, then each .tflite at batch 64 with "
-        "every core, and computes agreement and max error — nothing else. eval also measures latency (batch 1, "
-        "each .tflite in a fresh process, and the reference), writes the JSON report, and isolates every "
-        "artefact in its own process. The machine is shared with other jobs, so single runs are noisy: CPU "
-        f"seconds (user + system of the whole process tree) are shown too. Load average at the end: "
-        f"{' / '.join(f'{v:.1f}' for v in os.getloadavg())}.",
-        "",
-        table(["run", "wall per run (s)", "median wall", "× plain", "samples/s", "median CPU (× plain)"], rows),
-        "",
-        f"Target ≤ 1.00× wall (issue 14 item 1, eval with defaults): measured {ratio:.2f}× — {verdict}",
-        "",
-        "Same figures on both sides (eval's batched pass vs the plain script):",
-        "",
-        table(["artefact", "eval accuracy pass", "eval agreement", "plain agreement", "eval max err",
-               "plain max err"], checks),
-    ])
+        verdict += (
+            " Where eval's time went (its report, last run): "
+            + ", ".join(f"{name} {sec:.1f} s" for name, sec in phases.items())
+            + f"; the plain script measures no latency, so eval's comparable work (everything but the latency "
+            f"loops) is {sum(v for k, v in phases.items() if 'latency' not in k):.1f} s."
+        )
+    body = "\n".join(
+        [
+            "## eval speed vs a plain script (`benchmarks/bench_eval_speed.py`)",
+            "",
+            f"Machine: {machine()}. MobileNetV2-224 (random weights) fp32 + int8 .tflite against the SavedModel on "
+            f"{args.samples} seeded random uint8 images (.npz, cast to float32). Wall time of the whole process, "
+            "Python start and TensorFlow import included; runs alternate, medians of "
+            f"{args.repeats}. The plain script runs the SavedModel at batch 64, then each .tflite at batch 64 with "
+            "every core, and computes agreement and max error — nothing else. eval also measures latency (batch 1, "
+            "each .tflite in a fresh process, and the reference), writes the JSON report, and isolates every "
+            "artefact in its own process. The machine is shared with other jobs, so single runs are noisy: CPU "
+            f"seconds (user + system of the whole process tree) are shown too. Load average at the end: "
+            f"{' / '.join(f'{v:.1f}' for v in os.getloadavg())}.",
+            "",
+            table(["run", "wall per run (s)", "median wall", "× plain", "samples/s", "median CPU (× plain)"], rows),
+            "",
+            f"Target ≤ 1.00× wall (issue 14 item 1, eval with defaults): measured {ratio:.2f}× — {verdict}",
+            "",
+            "Same figures on both sides (eval's batched pass vs the plain script):",
+            "",
+            table(
+                [
+                    "artefact",
+                    "eval accuracy pass",
+                    "eval agreement",
+                    "plain agreement",
+                    "eval max err",
+                    "plain max err",
+                ],
+                checks,
+            ),
+        ]
+    )
     print(body)
     if not args.no_record:
         write_section("eval-speed", body)

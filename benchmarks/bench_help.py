@@ -40,10 +40,15 @@ def main() -> None:
             samples[name].append(time_once(cmd))
     med = {name: statistics.median(v) for name, v in samples.items()}
     ratio = med["edgetool --help"] / med['python -c "import tensorflow"']
-    rows = [[name, f"{med[name] * 1000:.0f} ms", f"{min(v) * 1000:.0f}–{max(v) * 1000:.0f} ms"] for name, v in samples.items()]
-    body = (f"## CLI start-up (`benchmarks/bench_help.py`, {args.runs} alternating runs)\n\nMachine: {machine()}\n\n"
-            + table(["command", "median", "range"], rows)
-            + f"\n\n`edgetool --help` takes **{ratio * 100:.1f} %** of `import tensorflow` (target ≤ 5 %).\n")
+    rows = [
+        [name, f"{med[name] * 1000:.0f} ms", f"{min(v) * 1000:.0f}–{max(v) * 1000:.0f} ms"]
+        for name, v in samples.items()
+    ]
+    body = (
+        f"## CLI start-up (`benchmarks/bench_help.py`, {args.runs} alternating runs)\n\nMachine: {machine()}\n\n"
+        + table(["command", "median", "range"], rows)
+        + f"\n\n`edgetool --help` takes **{ratio * 100:.1f} %** of `import tensorflow` (target ≤ 5 %).\n"
+    )
     print(body)
     write_section("help", body)
 

@@ -18,6 +18,8 @@ Writes the 'litertjs' section of benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import shutil
 import statistics
@@ -25,22 +27,34 @@ import sys
 import tempfile
 from pathlib import Path
 
+from edge_tool.demo import litert_spec as litert_mod
+from edge_tool.demo.litert_site import _litert_model
+from edge_tool.demo.site import CONFIG_NAME, DemoConfig, build_site, write_service_worker
+from edge_tool.demo.vendor import web_demo_dir
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._browser_common import CHROMIUM, FLAGS, served  # noqa: E402
-from benchmarks._litertjs_report import report  # noqa: E402
-from benchmarks._results import machine, write_section  # noqa: E402
+from benchmarks._browser_common import CHROMIUM, FLAGS, served
+from benchmarks._browser_models import mobilenet_artefacts
+from benchmarks._litertjs_models import b1_tflites
+from benchmarks._litertjs_profile import cpu_profile, simd_census
+from benchmarks._litertjs_report import report
+from benchmarks._results import machine, write_section
+from benchmarks.bench_browser import FIRST_PREDICTION, browser_run
+from benchmarks.bench_browser import native_p50 as browser_native_p50
 
 BUILDS = ("compat", "default", "threaded", "jspi")
 THREADED = {"threaded"}
-WASM = {"compat": "litert_wasm_compat_internal.wasm", "default": "litert_wasm_internal.wasm",
-        "threaded": "litert_wasm_threaded_internal.wasm", "jspi": "litert_wasm_jspi_internal.wasm"}  # builds with a wasm thread pool (the others always run one thread)
+WASM = {
+    "compat": "litert_wasm_compat_internal.wasm",
+    "default": "litert_wasm_internal.wasm",
+    "threaded": "litert_wasm_threaded_internal.wasm",
+    "jspi": "litert_wasm_jspi_internal.wasm",
+}  # builds with a wasm thread pool (the others always run one thread)
 HARNESS = Path(__file__).with_name("litertjs_harness")
 
 
 def add_harness(site: Path, tflites: dict[str, Path]) -> None:
     """site/bench/: the profiling page, LiteRT.js's ES modules, every wasm build, and the fp32/int8 .tflite."""
-    from edge_tool.demo.vendor import web_demo_dir
-
     nm = web_demo_dir() / "node_modules" / "@litertjs"
     bench = site / "bench"
     (bench / "litert").mkdir(parents=True)
@@ -68,12 +82,6 @@ def engine_threads(run: dict) -> int:
 def add_fp32_variant(site: Path, fp32: Path) -> None:
     """Give the site's LiteRT.js engine the fp32 .tflite too, as ``edgetool demo --litert`` does from a SavedModel
     (the site is built from the cached TFJS model + int8 .tflite to skip a second conversion)."""
-    import json
-
-    from edge_tool.demo import litert_spec as litert_mod
-    from edge_tool.demo.litert_site import _litert_model
-    from edge_tool.demo.site import CONFIG_NAME, write_service_worker
-
     data = fp32.read_bytes()
     (site / "model" / litert_mod.FP32_NAME).write_bytes(data)
     config = json.loads((site / CONFIG_NAME).read_text())
@@ -85,16 +93,13 @@ def add_fp32_variant(site: Path, fp32: Path) -> None:
 
 def native_p50(tflite: Path, threads: int, runs: int) -> float:
     """ai_edge_litert p50 (ms; set_tensor + invoke + get_tensor, batch 1) in a fresh process."""
-    from benchmarks.bench_browser import native_p50 as browser_native_p50
-
     return browser_native_p50(tflite, threads, runs)
 
 
-def harness_run(browser, url: str, build: str, mode: str, threads: int | None, runs: int,
-                profile: bool = False) -> dict:
+def harness_run(
+    browser, url: str, build: str, mode: str, threads: int | None, runs: int, profile: bool = False
+) -> dict:
     """One LiteRT.js configuration of the profiling page in a fresh context (plus a CPU profile with ``profile``)."""
-    from benchmarks._litertjs_profile import cpu_profile
-
     ctx = browser.new_context()
     try:
         page = ctx.new_page()
@@ -112,15 +117,11 @@ def harness_run(browser, url: str, build: str, mode: str, threads: int | None, r
 
 def page_run(browser, url: str, query: str, runs: int) -> dict:
     """The demo page (tfjs or its own LiteRT.js pick): bench_browser's cold start + steady predict + inference."""
-    from benchmarks.bench_browser import browser_run
-
     return browser_run(browser, url, query, runs)
 
 
 def cold_starts(browser, url: str, query: str) -> dict:
     """Open -> first prediction (ms) on a first visit, then again once the service worker has cached the site."""
-    from benchmarks.bench_browser import FIRST_PREDICTION
-
     ctx = browser.new_context()
     try:
         ctx.add_init_script(FIRST_PREDICTION)
@@ -132,9 +133,11 @@ def cold_starts(browser, url: str, query: str) -> dict:
             if visit == "service-worker cache" and not page.evaluate("navigator.serviceWorker.controller !== null"):
                 raise RuntimeError("the second visit was not served by the service worker")
             out[visit] = {"first": res["first"], "engine": res["info"]["engine"], "litert": res["info"].get("litert")}
-            page.evaluate("navigator.serviceWorker.ready.then((r) => new Promise((ok) => { const w = r.active; "
-                          "if (w.state === 'activated') ok(); else w.addEventListener('statechange', () => "
-                          "w.state === 'activated' && ok()); }))")
+            page.evaluate(
+                "navigator.serviceWorker.ready.then((r) => new Promise((ok) => { const w = r.active; "
+                "if (w.state === 'activated') ok(); else w.addEventListener('statechange', () => "
+                "w.state === 'activated' && ok()); }))"
+            )
             page.close()
         return out
     finally:
@@ -146,7 +149,7 @@ def configs(builds: tuple[str, ...], cores: int) -> list[tuple]:
     out = []
     for mode in ("fp32", "int8"):
         for build in builds:
-            for t in (sorted({1, cores}) if build in THREADED else [1]):
+            for t in sorted({1, cores}) if build in THREADED else [1]:
                 out.append((f"LiteRT.js {build}, {mode}, {t} thr", "harness", build, mode, t))
     for t in sorted({1, cores}):
         out.append((f"tfjs wasm, fp32, {t} thr", "page", f"?backend=wasm&threads={t}", "fp32", t))
@@ -158,9 +161,6 @@ def configs(builds: tuple[str, ...], cores: int) -> list[tuple]:
 
 def profiles(browser, url: str, builds: tuple[str, ...]) -> dict:
     """{(build, mode): (category shares, hottest wasm functions, their SIMD census)} for compat and default."""
-    from benchmarks._litertjs_profile import simd_census
-    from edge_tool.demo.vendor import web_demo_dir
-
     out = {}
     for build in [b for b in ("compat", "default") if b in builds]:
         wasm = web_demo_dir() / "node_modules/@litertjs/core/wasm" / WASM[build]
@@ -172,14 +172,8 @@ def profiles(browser, url: str, builds: tuple[str, ...]) -> dict:
 
 def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> dict:
     """Build and serve the site; run every configuration per round (order reversed every other round), each followed by
-native LiteRT at its mode and thread count; return raw results."""
-    import os
-
+    native LiteRT at its mode and thread count; return raw results."""
     from playwright.sync_api import sync_playwright
-
-    from benchmarks._browser_models import mobilenet_artefacts
-    from benchmarks._litertjs_models import b1_tflites
-    from edge_tool.demo.site import DemoConfig, build_site
 
     _, tfjs, _ = mobilenet_artefacts()
     tflites = b1_tflites()
@@ -196,22 +190,35 @@ native LiteRT at its mode and thread count; return raw results."""
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             version = browser.version
             for r in range(rounds):
-                for label, kind, what, mode, t in (plan if r % 2 == 0 else plan[::-1]):
-                    one = (harness_run(browser, url, what, mode, t, runs) if kind == "harness"
-                           else page_run(browser, url, what, runs))
+                for label, kind, what, mode, t in plan if r % 2 == 0 else plan[::-1]:
+                    one = (
+                        harness_run(browser, url, what, mode, t, runs)
+                        if kind == "harness"
+                        else page_run(browser, url, what, runs)
+                    )
                     # native right after, same .tflite and threads: the load on a shared machine drifts
                     m, thr = mode or engine_mode(one.get("engine")), t or engine_threads(one)
                     one["native"], one["mode"], one["threads"] = native_p50(tflites[m], thr, runs), m, thr
                     native.setdefault((m, thr), []).append(one["native"])
                     res[label].append(one)
                     key = "total" if kind == "harness" else "predict"
-                    print(f"[round {r + 1}] {label}: p50 {statistics.median(one[key]):.2f} ms, native "
-                          f"{one['native']:.2f} ms", flush=True)
+                    print(
+                        f"[round {r + 1}] {label}: p50 {statistics.median(one[key]):.2f} ms, native "
+                        f"{one['native']:.2f} ms",
+                        flush=True,
+                    )
             prof = profiles(browser, url, builds) if profile else {}
             cold = {q: [cold_starts(browser, url, q) for _ in range(rounds)] for q in ("", "?engine=litert")}
             browser.close()
-    return {"plan": plan, "native": {k: statistics.median(v) for k, v in native.items()}, "res": res,
-            "chromium": version, "cores": cores, "profiles": prof, "cold": cold}
+    return {
+        "plan": plan,
+        "native": {k: statistics.median(v) for k, v in native.items()},
+        "res": res,
+        "chromium": version,
+        "cores": cores,
+        "profiles": prof,
+        "cold": cold,
+    }
 
 
 def main() -> None:
@@ -226,12 +233,14 @@ def main() -> None:
     if unknown:
         sys.exit(f"--builds: unknown {', '.join(sorted(unknown))}; choose from {', '.join(BUILDS)}")
     data = measure(args.runs, args.rounds, builds, not args.no_profile)
-    body = "\n\n".join([
-        "## LiteRT.js builds vs native (`benchmarks/bench_litertjs.py`, headless Chromium)",
-        f"Machine: {machine()}. MobileNetV2-224, batch 1, random weights; fp32 and int8 (float32 I/O) .tflite from "
-        "`edgetool convert --batch 1`.",
-        report(data, args.runs, args.rounds),
-    ])
+    body = "\n\n".join(
+        [
+            "## LiteRT.js builds vs native (`benchmarks/bench_litertjs.py`, headless Chromium)",
+            f"Machine: {machine()}. MobileNetV2-224, batch 1, random weights; fp32 and int8 (float32 I/O) .tflite from "
+            "`edgetool convert --batch 1`.",
+            report(data, args.runs, args.rounds),
+        ]
+    )
     print(body)
     write_section("litertjs", body)
 

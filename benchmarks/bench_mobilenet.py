@@ -19,20 +19,23 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_tool.evaluate import EvalConfig, run_eval
+from edge_tool.evaluate.latency import measure_tflite_subprocess
+from edge_tool.litert.tflite_runner import TfliteInterpreter
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.oracles.raw_converter import MODES, raw_converter  # noqa: E402
-from _results import machine, table, write_section  # noqa: E402
+from _results import machine, table, write_section
 
-from edge_tool.core.env import import_tf  # noqa: E402
-from edge_tool.errors import EdgeToolError  # noqa: E402
-
+from edge_tool.core.env import import_tf
+from edge_tool.errors import EdgeToolError
+from tests.oracles.raw_converter import MODES, raw_converter
 
 
 def build_model(out: Path) -> None:
     """MobileNetV2-224, random seeded weights, saved as a Keras-2 SavedModel with serving_default."""
     import_tf()  # sets TF_USE_LEGACY_KERAS before tf_keras loads
-    import tf_keras  # noqa: PLC0415
+    import tf_keras
 
     tf_keras.utils.set_random_seed(0)
     model = tf_keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3), classes=1000)
@@ -54,7 +57,7 @@ def _raw(saved: Path, cal: Path, out_dir: Path, mode: str) -> tuple[Path, float]
     tf = import_tf()
     x = np.load(cal)["x"]
     t0 = time.perf_counter()
-    conv = raw_converter(tf, saved, mode, lambda: ([x[i:i + 1]] for i in range(len(x))))
+    conv = raw_converter(tf, saved, mode, lambda: ([x[i : i + 1]] for i in range(len(x))))
     data = conv.convert()
     path = out_dir / f"mobilenetv2_{mode}.tflite"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -71,10 +74,6 @@ def main() -> None:
     args = ap.parse_args()
     modes = tuple(m for m in args.modes.split(",") if m)
 
-    from edge_tool.evaluate import EvalConfig, run_eval  # noqa: PLC0415
-    from edge_tool.evaluate.latency import measure_tflite_subprocess  # noqa: PLC0415
-    from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
-
     with tempfile.TemporaryDirectory(prefix="bench-mobilenet-") as tmp:
         tmp = Path(tmp)
         saved, data = tmp / "mobilenetv2", tmp / "data.npz"
@@ -85,11 +84,22 @@ def main() -> None:
         rows, fp32_p50, report = [], {}, None
         for mode, (path, secs) in made.items():
             try:
-                one = run_eval(EvalConfig(artifacts=(path,), reference=saved, data=data, threads=1, warmup=5,
-                                          runs=args.runs))
+                one = run_eval(
+                    EvalConfig(artifacts=(path,), reference=saved, data=data, threads=1, warmup=5, runs=args.runs)
+                )
             except EdgeToolError as exc:  # e.g. LiteRT refusing int16x8 depthwise convs: record, don't abort
-                rows.append([mode, f"{path.stat().st_size / 1e6:.2f} MB", f"{secs:.1f} s",
-                             "does not load in LiteRT: " + str(exc).split(":")[-1].strip()[:80], "", "", "", None])
+                rows.append(
+                    [
+                        mode,
+                        f"{path.stat().st_size / 1e6:.2f} MB",
+                        f"{secs:.1f} s",
+                        "does not load in LiteRT: " + str(exc).split(":")[-1].strip()[:80],
+                        "",
+                        "",
+                        "",
+                        None,
+                    ]
+                )
                 continue
             report, res = one, one.results[0]
             model = TfliteInterpreter(path)
@@ -98,27 +108,47 @@ def main() -> None:
             p50 = {1: res.latency.p50, 2: p2.p50}
             if mode == "fp32":
                 fp32_p50 = p50
-            rows.append([mode, f"{res.size_bytes / 1e6:.2f} MB", f"{secs:.1f} s", f"{100 * res.top1_agreement:.1f}%",
-                         f"{res.max_abs_error:.2e}", f"{p50[1]:.2f} ms", f"{p50[2]:.2f} ms", p50])
-    headers = ["mode", "size", "convert", "top-1 agreement", "max abs err", "p50 1 thread", "p50 2 threads",
-               "p50 vs fp32 (1 / 2 thr)"]
+            rows.append(
+                [
+                    mode,
+                    f"{res.size_bytes / 1e6:.2f} MB",
+                    f"{secs:.1f} s",
+                    f"{100 * res.top1_agreement:.1f}%",
+                    f"{res.max_abs_error:.2e}",
+                    f"{p50[1]:.2f} ms",
+                    f"{p50[2]:.2f} ms",
+                    p50,
+                ]
+            )
+    headers = [
+        "mode",
+        "size",
+        "convert",
+        "top-1 agreement",
+        "max abs err",
+        "p50 1 thread",
+        "p50 2 threads",
+        "p50 vs fp32 (1 / 2 thr)",
+    ]
     for row in rows:
         p50 = row.pop()
         row.append(f"{p50[1] / fp32_p50[1]:.2f}× / {p50[2] / fp32_p50[2]:.2f}×" if fp32_p50 and p50 else "—")
     ref = report.reference
-    body = "\n".join([
-        f"## MobileNetV2-224 through every mode (`benchmarks/bench_mobilenet.py`, {args.runs} timed runs)",
-        "",
-        f"Machine: {machine()}; LiteRT {report.machine.get('litert')}, TensorFlow {report.machine.get('tensorflow')}.",
-        f"Random weights (weights=None, seed 0), {args.samples} seeded random inputs in [-1, 1]; agreement and error "
-        f"are against the SavedModel ({ref.size_bytes / 1e6:.1f} MB, TF p50 {ref.latency.p50:.1f} ms); untrained "
-        "weights give near-uniform outputs, so those two columns say little here: size and latency are the point. "
-        "Latency: "
-        "batch 1, set_tensor+invoke+get_tensor, fresh process per model. The machine is shared, so treat "
-        "differences under ~20 % as noise.",
-        "",
-        table(headers, rows),
-    ])
+    body = "\n".join(
+        [
+            f"## MobileNetV2-224 through every mode (`benchmarks/bench_mobilenet.py`, {args.runs} timed runs)",
+            "",
+            f"Machine: {machine()}; LiteRT {report.machine.get('litert')}, TensorFlow {report.machine.get('tensorflow')}.",
+            f"Random weights (weights=None, seed 0), {args.samples} seeded random inputs in [-1, 1]; agreement and error "
+            f"are against the SavedModel ({ref.size_bytes / 1e6:.1f} MB, TF p50 {ref.latency.p50:.1f} ms); untrained "
+            "weights give near-uniform outputs, so those two columns say little here: size and latency are the point. "
+            "Latency: "
+            "batch 1, set_tensor+invoke+get_tensor, fresh process per model. The machine is shared, so treat "
+            "differences under ~20 % as noise.",
+            "",
+            table(headers, rows),
+        ]
+    )
     print(body)
     write_section("mobilenet", body)
 

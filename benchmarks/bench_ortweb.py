@@ -18,9 +18,9 @@ Writes the 'ortweb' section of benchmarks/RESULTS.md (about 4-5 minutes with the
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,10 +28,17 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_tool.demo.site import DemoConfig, build_site
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._browser_common import CHROMIUM, FLAGS, pct, served  # noqa: E402
-from benchmarks._browser_models import CACHE, INPUT, _cached, mobilenet_artefacts  # noqa: E402
-from benchmarks._results import machine, write_section  # noqa: E402
+from benchmarks._browser_common import CHROMIUM, FLAGS, pct, served
+from benchmarks._browser_models import CACHE, INPUT, _cached, mobilenet_artefacts
+from benchmarks._litertjs_models import b1_tflites
+from benchmarks._litertjs_profile import _bodies, cpu_profile, simd_census
+from benchmarks._ortweb_report import report
+from benchmarks._results import machine, write_section
+from benchmarks.bench_litertjs import THREADED, add_fp32_variant, add_harness, harness_run, page_run, profiles
+from benchmarks.bench_peer import CAL_SAMPLES, ort_models
 
 ORTWEB = Path(__file__).with_name("ortweb")
 HARNESS = Path(__file__).with_name("ortweb_harness")
@@ -46,8 +53,9 @@ def ortweb_dist() -> Path:
         npm = shutil.which("npm")
         if npm is None:
             sys.exit("bench_ortweb: npm is needed to install onnxruntime-web into benchmarks/ortweb/node_modules")
-        proc = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ORTWEB,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ORTWEB, capture_output=True, text=True
+        )
         if proc.returncode != 0:
             sys.exit(f"bench_ortweb: `npm ci` in {ORTWEB} failed (it needs the npm registry):\n{proc.stderr}")
     return DIST
@@ -55,8 +63,6 @@ def ortweb_dist() -> Path:
 
 def _build_onnx(saved: Path):
     def build(out: Path) -> None:
-        from benchmarks.bench_peer import CAL_SAMPLES, ort_models
-
         out.mkdir()
         cal = out / "cal.npz"  # bench_peer.build's calibration set: 64 seeded uniform [-1, 1] inputs
         np.savez(cal, x=np.random.default_rng(0).uniform(-1, 1, (CAL_SAMPLES, *INPUT)).astype(np.float32))
@@ -88,8 +94,6 @@ def add_ortweb(site: Path, onnx: dict[str, Path]) -> None:
 
 def ort_run(browser, url: str, mode: str, threads: int, runs: int, profile: bool = False) -> dict:
     """One ORT Web configuration in a fresh context (plus a CPU profile of session.run with ``profile``)."""
-    from benchmarks._litertjs_profile import cpu_profile
-
     ctx = browser.new_context()
     try:
         page = ctx.new_page()
@@ -108,8 +112,6 @@ def ort_run(browser, url: str, mode: str, threads: int, runs: int, profile: bool
 
 def plan(builds: tuple[str, ...], cores: int) -> list[tuple]:
     """(label, kind, what, mode, threads) for one round; equal mode and threads next to each other."""
-    from benchmarks.bench_litertjs import THREADED
-
     out = []
     for mode in ("fp32", "int8"):
         for t in sorted({1, min(2, cores)}):
@@ -147,8 +149,6 @@ def output_check(onnx: dict[str, Path], res: dict[str, list[dict]], steps: list[
 
 def simd_any(wasm: Path, indices: list[int]) -> dict[int, tuple[int, int]]:
     """{function index: (0xFD-prefixed (SIMD) instruction bytes, an upper bound; body size in bytes)}."""
-    from benchmarks._litertjs_profile import _bodies
-
     bodies = _bodies(wasm)
     return {i: (bodies[i].count(0xFD), len(bodies[i])) for i in indices if i in bodies}
 
@@ -156,8 +156,6 @@ def simd_any(wasm: Path, indices: list[int]) -> dict[int, tuple[int, int]]:
 def optimized_ops(onnx: dict[str, Path]) -> dict[str, dict[str, int]]:
     """Operator counts of each model after ORT's graph optimizations (native onnxruntime, level 'extended': the
     QDQ fusions the wasm EP also applies, without the x86-only NCHWc layout pass)."""
-    import collections
-
     import onnx as onnx_lib
     import onnxruntime as ort
 
@@ -177,10 +175,6 @@ def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> d
     """Build and serve one site with all three runtimes; run every configuration per round; return raw results."""
     from playwright.sync_api import sync_playwright
 
-    from benchmarks._litertjs_models import b1_tflites
-    from benchmarks.bench_litertjs import add_fp32_variant, add_harness, harness_run, page_run, profiles
-    from edge_tool.demo.site import DemoConfig, build_site
-
     _, tfjs, _ = mobilenet_artefacts()
     tflites, onnx = b1_tflites(), onnx_models()
     steps = plan(builds, os.cpu_count() or 1)
@@ -196,16 +190,18 @@ def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> d
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             for r in range(rounds):
                 load.append(os.getloadavg()[0])
-                for label, kind, what, mode, t in (steps if r % 2 == 0 else steps[::-1]):
-                    one = (ort_run(browser, url, mode, t, runs) if kind == "ort"
-                           else harness_run(browser, url, what, mode, t, runs) if kind == "harness"
-                           else page_run(browser, url, what, runs))
+                for label, kind, what, mode, t in steps if r % 2 == 0 else steps[::-1]:
+                    one = (
+                        ort_run(browser, url, mode, t, runs)
+                        if kind == "ort"
+                        else harness_run(browser, url, what, mode, t, runs)
+                        if kind == "harness"
+                        else page_run(browser, url, what, runs)
+                    )
                     res[label].append(one)
                     print(f"[round {r + 1}] {label}: p50 {p50_of(kind, one):.2f} ms", flush=True)
             prof, hot = {}, {}
             if profile:
-                from benchmarks._litertjs_profile import simd_census
-
                 for mode in ("fp32", "int8"):
                     cats, top = ort_run(browser, url, mode, 1, 5, profile=True)["profile"]
                     census = simd_census(ortweb_dist() / ORT_FILES[2], [f for f, _ in top])
@@ -215,9 +211,16 @@ def measure(runs: int, rounds: int, builds: tuple[str, ...], profile: bool) -> d
             version = browser.version
             browser.close()
     load.append(os.getloadavg()[0])
-    return {"plan": steps, "res": res, "chromium": version, "profiles": prof, "hot": hot, "load": load,
-            "ops": optimized_ops(onnx),
-            "check": output_check(onnx, res, steps)}
+    return {
+        "plan": steps,
+        "res": res,
+        "chromium": version,
+        "profiles": prof,
+        "hot": hot,
+        "load": load,
+        "ops": optimized_ops(onnx),
+        "check": output_check(onnx, res, steps),
+    }
 
 
 def main() -> None:
@@ -230,14 +233,15 @@ def main() -> None:
     builds = tuple(b for b in args.builds.split(",") if b)
     if not builds or set(builds) - set(BUILDS) or args.runs < 1 or args.rounds < 1:
         sys.exit(f"--builds: a comma list from {', '.join(BUILDS)}; --runs and --rounds: at least 1")
-    from benchmarks._ortweb_report import report
 
     data = measure(args.runs, args.rounds, builds, not args.no_profile)
-    body = "\n\n".join([
-        "## edgetool's browser page vs onnxruntime-web (`benchmarks/bench_ortweb.py`, headless Chromium)",
-        f"Machine: {machine()}. MobileNetV2-224, batch 1, random weights (seed 0).",
-        report(data, args.runs, args.rounds),
-    ])
+    body = "\n\n".join(
+        [
+            "## edgetool's browser page vs onnxruntime-web (`benchmarks/bench_ortweb.py`, headless Chromium)",
+            f"Machine: {machine()}. MobileNetV2-224, batch 1, random weights (seed 0).",
+            report(data, args.runs, args.rounds),
+        ]
+    )
     print(body)
     write_section("ortweb", body)
 

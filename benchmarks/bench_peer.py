@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pstats
 import statistics
 import subprocess
 import sys
@@ -27,10 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_tool.core.env import import_tf
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _results also when imported (bench_ortweb.py)
 
-from _results import machine, table, write_section  # noqa: E402
+from _results import machine, table, write_section
 
 CAL_SAMPLES = 64
 
@@ -53,10 +56,8 @@ print(json.dumps({"p50": float(np.median(t))}))
 
 def build(tmp: Path) -> tuple[Path, np.ndarray]:
     """The SavedModel and 64 seeded calibration inputs in MobileNetV2's [-1, 1] range."""
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-
     import_tf()
-    import tf_keras  # noqa: PLC0415
+    import tf_keras
 
     tf_keras.utils.set_random_seed(0)
     model = tf_keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3), classes=1000)
@@ -70,8 +71,6 @@ def build(tmp: Path) -> tuple[Path, np.ndarray]:
 def int8_breakdown(saved: Path, cal: Path, out: Path) -> dict:
     """Where edgetool's in-process int8 time goes (one cProfile'd ``edgetool convert --quant int8``): seconds in
     TensorFlow's calibrator feeding samples, in quantizing the calibrated model, and in the MLIR conversion."""
-    import pstats  # noqa: PLC0415
-
     prof = out.with_suffix(".prof")
     subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "edge_tool", "convert", str(saved),
                     "--quant", "int8", "--calibration", str(cal), "--samples", str(CAL_SAMPLES), "-o", str(out)],
@@ -173,8 +172,8 @@ def ort_p50(path: Path, sample: Path, threads: int, runs: int) -> float:
 
 def agreement(tflite: Path, onnx_path: Path, saved_probs: np.ndarray, x: np.ndarray) -> tuple[float, float]:
     """Top-1 agreement of each quantized model with the float SavedModel on the calibration inputs."""
-    import onnxruntime as ort  # noqa: PLC0415
-    from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415
+    import onnxruntime as ort
+    from ai_edge_litert.interpreter import Interpreter
 
     it = Interpreter(model_path=str(tflite))
     it.allocate_tensors()
@@ -223,7 +222,7 @@ def main() -> None:
                                          ("LiteRT int8", litert_p50, int8_tfl), ("ORT int8", ort_p50, int8_onnx)):
                     lat.setdefault((name, threads), []).append(p50(model, sample, threads, args.runs))
         split = int8_breakdown(saved, tmp / "cal.npz", tmp / "breakdown")
-        import tensorflow as tf  # noqa: PLC0415
+        import tensorflow as tf
 
         probs = tf.saved_model.load(str(saved)).signatures["serving_default"](tf.constant(x))
         probs = next(iter(probs.values())).numpy()

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.zoo import cells as zcells  # noqa: E402
-from benchmarks.zoo import models as zmodels  # noqa: E402
-from benchmarks.zoo import report as zreport  # noqa: E402
-from benchmarks.zoo import runner as zrunner  # noqa: E402
+from benchmarks.zoo import cells as zcells
+from benchmarks.zoo import models as zmodels
+from benchmarks.zoo import report as zreport
+from benchmarks.zoo import runner as zrunner
 
 _lock = threading.Lock()
 
@@ -46,8 +46,12 @@ def _subset(text: str | None, allowed, what: str) -> list[str]:
 
 def _git() -> str:
     proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=zrunner.REPO)
-    dirty = subprocess.run(["git", "status", "--porcelain", "edge_tool", "calibration", "web_demo"],
-                           capture_output=True, text=True, cwd=zrunner.REPO).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "edge_tool", "calibration", "web_demo"],
+        capture_output=True,
+        text=True,
+        cwd=zrunner.REPO,
+    ).stdout.strip()
     return proc.stdout.strip() + ("+changes" if dirty else "")
 
 
@@ -67,10 +71,15 @@ def write_report(path: Path, key: str, features) -> dict:
             import json  # noqa: PLC0415
 
             accuracy[m] = json.loads(info.read_text()).get("eval_accuracy")
-    meta = {"tool_hash": key.split(":")[0], "git": _git(), "machine": zreport.machine(), "accuracy": accuracy,
-            "features": ", ".join(f"{k}={v}" for k, v in vars(features).items()),
-            "seconds": sum(r.get("seconds") or 0 for r in results.values()),
-            "not_run": [m for m in zmodels.SPECS if not any((m, c) in results for c in zcells.CELLS)]}
+    meta = {
+        "tool_hash": key.split(":")[0],
+        "git": _git(),
+        "machine": zreport.machine(),
+        "accuracy": accuracy,
+        "features": ", ".join(f"{k}={v}" for k, v in vars(features).items()),
+        "seconds": sum(r.get("seconds") or 0 for r in results.values()),
+        "not_run": [m for m in zmodels.SPECS if not any((m, c) in results for c in zcells.CELLS)],
+    }
     zreport.write(path, results, meta)
     return results
 
@@ -99,7 +108,7 @@ def main() -> None:
     def one(name: str) -> None:
         try:
             zrunner.run_model(name, cells, features, key, not args.no_browser, log)
-        except Exception as exc:  # noqa: BLE001 - one model's build failing must not stop the others
+        except Exception as exc:
             log(f"[{name}] FAILED: {type(exc).__name__}: {str(exc)[:500]}")
         with _lock:
             write_report(args.output, key, features)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from setuptools import build_meta as _orig
-from setuptools.build_meta import *  # noqa: F401,F403  (every other hook unchanged)
+from setuptools.build_meta import *  # noqa: F403  (every other hook unchanged)
 
 
 def _check_vendored() -> None:

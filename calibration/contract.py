@@ -61,8 +61,12 @@ class ImageContract(Record):
         object.__setattr__(self, "std", _floats(self.std, self.channels, "std", problems))
         if any(s == 0 for s in self.std):
             problems.append(f"std must not contain 0, got {list(self.std)}")
-        for name, allowed in (("layout", LAYOUTS), ("channel_order", CHANNEL_ORDERS), ("resize", RESIZE),
-                              ("source", SOURCES)):
+        for name, allowed in (
+            ("layout", LAYOUTS),
+            ("channel_order", CHANNEL_ORDERS),
+            ("resize", RESIZE),
+            ("source", SOURCES),
+        ):
             if getattr(self, name) not in allowed:
                 problems.append(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if (self.channel_order == "L") != (self.channels == 1):
@@ -89,15 +93,19 @@ class ImageContract(Record):
 
     def describe(self) -> str:
         """The preprocessing in a few words, e.g. ``(pixel - 0) / 255 → 0..1, RGB, bilinear to 32×32``."""
+
         def short(values: tuple[float, ...]) -> str:
             uniq = sorted(set(values))
             return f"{uniq[0]:g}" if len(uniq) == 1 else "[" + ", ".join(f"{v:g}" for v in values) + "]"
+
         lo, hi = self.value_range
         size = f"{self.height}×{self.width}" if self.height and self.width else "the image's own size"
-        return (f"(pixel - {short(self.mean)}) / {short(self.std)} → {lo:.3g}..{hi:.3g}, {self.channel_order}, "
-                f"{self.resize} to {size}")
+        return (
+            f"(pixel - {short(self.mean)}) / {short(self.std)} → {lo:.3g}..{hi:.3g}, {self.channel_order}, "
+            f"{self.resize} to {size}"
+        )
 
-    def with_normalization(self, mean, std, source: str, evidence: str) -> "ImageContract":
+    def with_normalization(self, mean, std, source: str, evidence: str) -> ImageContract:
         """This contract with another mean/std and its source."""
         return replace(self, mean=tuple(mean), std=tuple(std), source=source, evidence=evidence)
 

@@ -23,13 +23,19 @@ class InputStats(Record):
     std: float
 
     @classmethod
-    def of(cls, arr: np.ndarray) -> "InputStats":
+    def of(cls, arr: np.ndarray) -> InputStats:
         """Compute the statistics of one cast input array (float64 accumulation)."""
         if arr.size == 0:
             return cls(arr.dtype.name, tuple(arr.shape), float("nan"), float("nan"), float("nan"), float("nan"))
         a = arr.astype(np.float64, copy=False)
-        return cls(arr.dtype.name, tuple(int(d) for d in arr.shape), float(a.min()), float(a.max()),
-                   float(a.mean()), float(a.std()))
+        return cls(
+            arr.dtype.name,
+            tuple(int(d) for d in arr.shape),
+            float(a.min()),
+            float(a.max()),
+            float(a.mean()),
+            float(a.std()),
+        )
 
 
 @dataclass(frozen=True)
@@ -40,12 +46,12 @@ class CalibrationSummary(Record):
     format: str
     n_available: int
     n_selected: int
-    sampling: str                       # "all", "first", "random" or "stratified" (the mode actually used)
+    sampling: str  # "all", "first", "random" or "stratified" (the mode actually used)
     seed: int
     samples_requested: int | None
     inputs: dict[str, InputStats]
     class_names: tuple[str, ...] | None = None
-    class_counts: dict[str, int] | None = None   # per label value (class name when known) in the selection
+    class_counts: dict[str, int] | None = None  # per label value (class name when known) in the selection
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -54,6 +60,7 @@ def class_counts(labels: np.ndarray | None, names: tuple[str, ...] | None) -> di
     if labels is None or labels.dtype.kind not in "iu":
         return None
     values, counts = np.unique(labels, return_counts=True)
+
     def key(v: int) -> str:
         return names[v] if names is not None and 0 <= v < len(names) else str(v)
 
@@ -79,7 +86,7 @@ class Dataset:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         for start in range(0, len(self), batch_size):
-            yield {k: v[start:start + batch_size] for k, v in self.inputs.items()}
+            yield {k: v[start : start + batch_size] for k, v in self.inputs.items()}
 
     def representative_dataset(self) -> Callable[[], Iterator[dict[str, np.ndarray]]]:
         """A generator function for ``TFLiteConverter.representative_dataset``: one sample per step, as
@@ -93,6 +100,6 @@ class Dataset:
 
         def gen() -> Iterator[dict[str, np.ndarray]]:
             for i in range(len(self)):
-                yield {name: self.inputs[name][i:i + 1] for name in names}
+                yield {name: self.inputs[name][i : i + 1] for name in names}
 
         return gen

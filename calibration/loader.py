@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -38,7 +37,7 @@ class _Plan:
     reader: Reader
     n_available: int
     selection: Selection
-    labels: np.ndarray | None            # labels of the selected samples, in order
+    labels: np.ndarray | None  # labels of the selected samples, in order
     class_names: tuple[str, ...] | None
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -61,8 +60,7 @@ def _guarded(path: Path, batches: Iterator) -> Iterator:
 
 
 def _header(path: Path, problems: list[str]) -> str:
-    return (f"data {path} cannot be used for this model ({len(problems)} problem"
-            f"{'s' if len(problems) != 1 else ''}):")
+    return f"data {path} cannot be used for this model ({len(problems)} problem{'s' if len(problems) != 1 else ''}):"
 
 
 def _raise(path: Path, problems: list[str]) -> None:
@@ -83,8 +81,10 @@ def _plan(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions)
         raw_labels = None if problems and n == 0 else reader.labels()
     if raw_labels is not None and np.ndim(raw_labels) > 2 and not (options.require_labels or options.keep_label_shape):
         # masks or per-pixel targets: nothing here needs them (calibration samples at random instead)
-        warnings.append(f"labels of shape {show_shape(np.shape(raw_labels))} are not class labels (masks or "
-                        "per-pixel targets?); ignored here")
+        warnings.append(
+            f"labels of shape {show_shape(np.shape(raw_labels))} are not class labels (masks or "
+            "per-pixel targets?); ignored here"
+        )
         raw_labels = None
     labels, names, label_problems, label_warnings = normalize_labels(raw_labels, n, options.keep_label_shape)
     problems += label_problems
@@ -138,12 +138,21 @@ def load(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions =
     warnings = tuple(dict.fromkeys(plan.warnings + warnings))
     n_sel = plan.selection.count(plan.n_available)
     summary = CalibrationSummary(
-        source=str(path), format=reader.format, n_available=plan.n_available, n_selected=n_sel,
-        sampling=plan.selection.sampling, seed=options.seed, samples_requested=options.samples,
+        source=str(path),
+        format=reader.format,
+        n_available=plan.n_available,
+        n_selected=n_sel,
+        sampling=plan.selection.sampling,
+        seed=options.seed,
+        samples_requested=options.samples,
         inputs={s.name: InputStats.of(cast[s.name]) for s in specs},
-        class_names=plan.class_names, class_counts=class_counts(plan.labels, plan.class_names), warnings=warnings)
-    return Dataset(inputs=cast, labels=plan.labels, summary=summary, warnings=warnings, specs=specs,
-                   class_names=plan.class_names)
+        class_names=plan.class_names,
+        class_counts=class_counts(plan.labels, plan.class_names),
+        warnings=warnings,
+    )
+    return Dataset(
+        inputs=cast, labels=plan.labels, summary=summary, warnings=warnings, specs=specs, class_names=plan.class_names
+    )
 
 
 class SourceStream:
@@ -153,8 +162,13 @@ class SourceStream:
     (shape, dtype, NaN/Inf) raise when the batch holding them is reached, naming its sample range.
     """
 
-    def __init__(self, source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions = LoadOptions(),
-                 batch_size: int = 256) -> None:
+    def __init__(
+        self,
+        source: str | Path,
+        specs: Sequence[TensorSpec],
+        options: LoadOptions = LoadOptions(),
+        batch_size: int = 256,
+    ) -> None:
         if batch_size < 1:
             raise CalibrationError(f"batch_size must be >= 1, got {batch_size}")
         self.specs = validate_specs(specs)
@@ -187,17 +201,24 @@ class SourceStream:
                 n = len(next(iter(raw.values())))
                 cast, problems, warnings = _match_all(raw, self.specs)
                 if problems:
-                    raise CalibrationError("\n".join([f"data {self.path}, samples {pos}..{pos + n - 1}: "
-                                                      f"{len(problems)} problem(s):", *(f"- {p}" for p in problems)]))
+                    raise CalibrationError(
+                        "\n".join(
+                            [
+                                f"data {self.path}, samples {pos}..{pos + n - 1}: {len(problems)} problem(s):",
+                                *(f"- {p}" for p in problems),
+                            ]
+                        )
+                    )
                 self.warnings += [w for w in warnings if w not in self.warnings]
-                yield cast, (None if labels is None else labels[pos:pos + n])
+                yield cast, (None if labels is None else labels[pos : pos + n])
                 pos += n
         finally:
             self._plan.reader.close()
 
 
-def iter_source(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions = LoadOptions(),
-                batch_size: int = 256) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray | None]]:
+def iter_source(
+    source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions = LoadOptions(), batch_size: int = 256
+) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray | None]]:
     """Stream (inputs, labels) batches without holding the whole source in memory; yields the same samples,
     cast the same way, as ``load`` with the same options. See SourceStream for counts and warnings."""
     return iter(SourceStream(source, specs, options, batch_size))

@@ -19,8 +19,13 @@ from typing import BinaryIO
 
 from calibration.errors import EdgeToolError
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def kind_of(mode: int) -> str:
@@ -31,8 +36,10 @@ def kind_of(mode: int) -> str:
 
 
 def _refuse(path: Path | str, what: str, found: str, error: type[EdgeToolError]) -> EdgeToolError:
-    return error(f"Expected {what} at {path}, but it is {found}; edgetool reads only regular files there "
-                 "(a FIFO or device would block or never end). Pass the file itself.")
+    return error(
+        f"Expected {what} at {path}, but it is {found}; edgetool reads only regular files there "
+        "(a FIFO or device would block or never end). Pass the file itself."
+    )
 
 
 def not_a_file(path: Path | str) -> str | None:
@@ -62,14 +69,19 @@ def require_regular(path: Path | str, what: str, error: type[EdgeToolError]) -> 
     return st
 
 
-def too_big(path: Path | str, what: str, size: int, limit: int, error: type[EdgeToolError], why: str = "") -> EdgeToolError:
+def too_big(
+    path: Path | str, what: str, size: int, limit: int, error: type[EdgeToolError], why: str = ""
+) -> EdgeToolError:
     """The error for ``what`` at ``path`` being ``size`` bytes, over ``limit``."""
-    return error(f"{path} ({what}) is {size:,} bytes, over the {limit:,}-byte limit for it{'; ' + why if why else ''}. "
-                 "Refusing to read it.")
+    return error(
+        f"{path} ({what}) is {size:,} bytes, over the {limit:,}-byte limit for it{'; ' + why if why else ''}. "
+        "Refusing to read it."
+    )
 
 
-def open_regular(path: Path | str, what: str, error: type[EdgeToolError], limit: int | None = None,
-                 why: str = "") -> BinaryIO:
+def open_regular(
+    path: Path | str, what: str, error: type[EdgeToolError], limit: int | None = None, why: str = ""
+) -> BinaryIO:
     """``path`` opened for binary reading, after checking (on the opened descriptor) that it is a regular file of
     at most ``limit`` bytes; ``error`` naming it otherwise."""
     require_regular(path, what, error)

@@ -58,8 +58,11 @@ def select(n_available: int, labels: np.ndarray | None, options: LoadOptions) ->
     mode = options.sampling
     problems = []
     if mode is Sampling.STRATIFIED and not is_classlike(labels):
-        problems.append("sampling 'stratified' needs class labels, but the source has "
-                        + ("none" if labels is None else "non-class labels") + "; use 'random' or add labels")
+        problems.append(
+            "sampling 'stratified' needs class labels, but the source has "
+            + ("none" if labels is None else "non-class labels")
+            + "; use 'random' or add labels"
+        )
     if mode is Sampling.AUTO:
         mode = Sampling.STRATIFIED if is_classlike(labels) else Sampling.RANDOM
     k = options.samples

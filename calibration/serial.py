@@ -27,13 +27,17 @@ import enum
 import functools
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from calibration.errors import UsageError
 
 _META = "edgetool.serial"
-_OMIT = {"none": lambda v: v is None, "empty": lambda v: v is None or (not v and isinstance(v, (str, tuple, list, dict)))}
+_OMIT = {
+    "none": lambda v: v is None,
+    "empty": lambda v: v is None or (not v and isinstance(v, (str, tuple, list, dict))),
+}
 
 
 class SerialError(ValueError):
@@ -159,8 +163,9 @@ def build(hint, raw, where: str = "$"):
         try:
             return hint(raw)
         except ValueError:
-            raise SerialError(f"at {where}: expected one of {', '.join(repr(m.value) for m in hint)}, "
-                              f"found {_kind(raw)}") from None
+            raise SerialError(
+                f"at {where}: expected one of {', '.join(repr(m.value) for m in hint)}, found {_kind(raw)}"
+            ) from None
     if hint is Path:
         return Path(_checked(str, raw, where))
     if hint in (str, bool, int, float):
@@ -169,8 +174,11 @@ def build(hint, raw, where: str = "$"):
 
 
 def _checked(hint: type, raw, where: str):
-    ok = {bool: lambda v: isinstance(v, bool), int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-          float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}.get(hint, lambda v: isinstance(v, hint))
+    ok = {
+        bool: lambda v: isinstance(v, bool),
+        int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+        float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    }.get(hint, lambda v: isinstance(v, hint))
     if not ok(raw):
         raise SerialError(f"at {where}: expected {_name(hint)}, found {_kind(raw)}")
     return raw
@@ -210,8 +218,15 @@ def _name(hint) -> str:
 
 
 def _kind(value) -> str:
-    kind = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null", int: "integer",
-            float: "number"}.get(type(value), type(value).__name__)
+    kind = {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        type(None): "null",
+        int: "integer",
+        float: "number",
+    }.get(type(value), type(value).__name__)
     if isinstance(value, (dict, list)):
         return f"{kind} of {len(value)} item(s)"
     shown = repr(value)

@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from calibration.errors import UsageError, collect_and_raise
 from calibration.serial import Record
@@ -83,8 +84,10 @@ def input_problems(spec: TensorSpec) -> list[str]:
     try:
         dt = np.dtype(spec.dtype if spec.dtype != STRING else object)
         if dt.kind not in "biuf":
-            problems.append(f"input {spec.name!r}: dtype {dtype_name(dt)} is not numeric; "
-                            "calibration supports bool/int/float inputs")
+            problems.append(
+                f"input {spec.name!r}: dtype {dtype_name(dt)} is not numeric; "
+                "calibration supports bool/int/float inputs"
+            )
     except TypeError:
         problems.append(f"input {spec.name!r}: unknown dtype {spec.dtype!r} (use a numpy dtype name such as 'float32')")
     if not isinstance(spec.shape, tuple):

@@ -49,8 +49,8 @@ def import_tf():
     configure_tf_env()
     if "tensorflow" not in sys.modules:
         with quiet_native_stderr():  # CUDA/XLA registration noise is printed by C++ during the import
-            import tensorflow  # noqa: F401, PLC0415
-    import tensorflow as tf  # noqa: PLC0415  (heavy import kept out of module load)
+            import tensorflow  # noqa: F401
+    import tensorflow as tf
 
     tf.get_logger().setLevel("INFO" if verbose() else "ERROR")
     return tf

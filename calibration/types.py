@@ -16,10 +16,10 @@ __all__ = ["CalibrationError", "InputSpec", "LoadOptions", "Sampling", "show_sha
 class Sampling(str, Enum):
     """How samples are picked when fewer than the source holds are asked for."""
 
-    AUTO = "auto"              # stratified when labels exist, else random
-    RANDOM = "random"          # seeded uniform sample without replacement
+    AUTO = "auto"  # stratified when labels exist, else random
+    RANDOM = "random"  # seeded uniform sample without replacement
     STRATIFIED = "stratified"  # seeded, proportional per class, every class at least once when possible
-    FIRST = "first"            # the first N in source order
+    FIRST = "first"  # the first N in source order
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,9 @@ class LoadOptions:
 
     def __post_init__(self) -> None:
         problems = []
-        if self.samples is not None and (isinstance(self.samples, bool) or not isinstance(self.samples, int)
-                                         or self.samples < 1):
+        if self.samples is not None and (
+            isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1
+        ):
             problems.append(f"samples must be a whole number >= 1 (or None for all), got {self.samples!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             problems.append(f"seed must be a whole number >= 0, got {self.seed!r}")

@@ -37,8 +37,10 @@ def check_shape(name: str, arr: np.ndarray, spec: TensorSpec) -> tuple[np.ndarra
     if fits(have, want):
         return arr, [], []
     if want and want[-1] == 1 and fits(have, want[:-1]):
-        msg = (f"input {name!r}: samples have shape {show_shape(have)} with no channel dim; added a trailing "
-               f"channel of 1 to match the model's {show_shape(spec.shape)}")
+        msg = (
+            f"input {name!r}: samples have shape {show_shape(have)} with no channel dim; added a trailing "
+            f"channel of 1 to match the model's {show_shape(spec.shape)}"
+        )
         return arr[..., np.newaxis], [], [msg]
     return None, [f"input {name!r}: expected shape {show_shape(spec.shape)}, found {show_shape(arr.shape)}"], []
 
@@ -57,8 +59,9 @@ def reshape_flat(name: str, flat: np.ndarray, spec: TensorSpec, what: str) -> tu
     need = f"{known} values per sample" if not unknown else f"a multiple of {known} values per sample"
     if len(unknown) > 1:
         need = "a fully known sample shape to reshape flat values"
-    return None, (f"input {name!r}: expected shape {show_shape(spec.shape)} = {need}, "
-                  f"found {length} values per sample in {what}")
+    return None, (
+        f"input {name!r}: expected shape {show_shape(spec.shape)} = {need}, found {length} values per sample in {what}"
+    )
 
 
 def check_values(name: str, arr: np.ndarray, target: np.dtype) -> list[str]:
@@ -71,8 +74,10 @@ def check_values(name: str, arr: np.ndarray, target: np.dtype) -> list[str]:
         nan, inf = int(np.isnan(arr).sum()), int(np.isinf(arr).sum())
         if nan or inf:
             bad = ~np.isfinite(arr).reshape(len(arr), -1).all(axis=1) if arr.ndim > 1 else ~np.isfinite(arr)
-            problems.append(f"input {name!r}: {nan} NaN and {inf} Inf values in {int(bad.sum())} of {len(arr)} "
-                            "samples; clean the data or drop those samples")
+            problems.append(
+                f"input {name!r}: {nan} NaN and {inf} Inf values in {int(bad.sum())} of {len(arr)} "
+                "samples; clean the data or drop those samples"
+            )
             finite = arr[np.isfinite(arr)]
     vals = arr if finite is None else finite
     if vals.size == 0 or arr.dtype.kind == "b":
@@ -81,20 +86,25 @@ def check_values(name: str, arr: np.ndarray, target: np.dtype) -> list[str]:
     if target.kind in "iu":
         info = np.iinfo(target)
         if lo < info.min or hi > info.max:
-            problems.append(f"input {name!r}: values range {_fmt(lo)}..{_fmt(hi)}, outside the {target.name} "
-                            f"range {info.min}..{info.max} the model takes")
+            problems.append(
+                f"input {name!r}: values range {_fmt(lo)}..{_fmt(hi)}, outside the {target.name} "
+                f"range {info.min}..{info.max} the model takes"
+            )
         if vals.dtype.kind == "f":
             frac = vals != np.round(vals)
             n_frac = int(frac.sum())
             if n_frac:
                 example = _fmt(float(vals[frac].flat[0]))
-                problems.append(f"input {name!r}: {n_frac} values have a fractional part (e.g. {example}) but the "
-                                f"model input is {target.name}; round or quantize the data first")
+                problems.append(
+                    f"input {name!r}: {n_frac} values have a fractional part (e.g. {example}) but the "
+                    f"model input is {target.name}; round or quantize the data first"
+                )
     elif target.kind == "f" and vals.dtype.kind == "f" and target.itemsize < vals.dtype.itemsize:
         big = float(np.finfo(target).max)
         if max(abs(float(lo)), abs(float(hi))) > big:
-            problems.append(f"input {name!r}: values range {_fmt(lo)}..{_fmt(hi)}, beyond the {target.name} "
-                            f"limit of +-{big:.6g}")
+            problems.append(
+                f"input {name!r}: values range {_fmt(lo)}..{_fmt(hi)}, beyond the {target.name} limit of +-{big:.6g}"
+            )
     elif target.kind == "b" and (lo < 0 or hi > 1):
         problems.append(f"input {name!r}: values range {_fmt(lo)}..{_fmt(hi)}; a bool input takes 0/1 only")
     return problems
@@ -112,8 +122,9 @@ def match_input(name: str, arr: np.ndarray, spec: TensorSpec) -> Match:
     return Match(np.ascontiguousarray(out), problems, warnings)
 
 
-def normalize_labels(labels: np.ndarray | None, n: int, keep_shape: bool = False) -> tuple[
-        np.ndarray | None, tuple[str, ...] | None, list[str], list[str]]:
+def normalize_labels(
+    labels: np.ndarray | None, n: int, keep_shape: bool = False
+) -> tuple[np.ndarray | None, tuple[str, ...] | None, list[str], list[str]]:
     """Make labels 1-D: squeeze (n, 1), argmax one-hot (n, k), map strings to sorted class indices. With
     ``keep_shape`` numeric labels of any shape are kept as they are (their task checks them), only counted.
 
@@ -123,15 +134,20 @@ def normalize_labels(labels: np.ndarray | None, n: int, keep_shape: bool = False
         return None, None, [], []
     labels = np.asarray(labels)
     if keep_shape and labels.ndim >= 1 and labels.dtype.kind in "iufb":
-        problems = [] if len(labels) == n else [
-            f"labels: {len(labels)} labels for {n} input samples; they must match one to one"]
+        problems = (
+            []
+            if len(labels) == n
+            else [f"labels: {len(labels)} labels for {n} input samples; they must match one to one"]
+        )
         return labels, None, problems, []
     problems, warnings, names = [], [], None
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     elif labels.ndim == 2 and labels.shape[1] > 1:
-        warnings.append(f"labels have shape {show_shape(labels.shape)}; treated as one-hot/scores and "
-                        "converted to class indices with argmax")
+        warnings.append(
+            f"labels have shape {show_shape(labels.shape)}; treated as one-hot/scores and "
+            "converted to class indices with argmax"
+        )
         labels = labels.argmax(axis=1)
     elif labels.ndim != 1:
         return None, None, [f"labels: expected shape (n,) or (n, 1), found {show_shape(labels.shape)}"], []

@@ -9,6 +9,6 @@ The Python API (``edge_tool.api``; TensorFlow is imported only when a function r
 
 __version__ = "0.1.0"
 
-from edge_tool.api import convert, demo, evaluate, inspect, read_metadata, train  # noqa: E402
+from edge_tool.api import convert, demo, evaluate, inspect, read_metadata, train
 
 __all__ = ["__version__", "convert", "demo", "evaluate", "inspect", "read_metadata", "train"]

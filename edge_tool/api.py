@@ -10,19 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from edge_tool.convert.formats import parse_modes
 from edge_tool.modelfiles.limits import read_tflite
+from edge_tool.training.config import TrainConfig
 
 
 def train(output_dir: str | Path, *, strategy: str = "mirrored", **options):
     """Train the digits CNN under ``strategy``; options as ``TrainConfig`` (replicas, epochs, ...). -> TrainResult."""
-    from edge_tool.training.config import TrainConfig  # noqa: PLC0415
     from edge_tool.training.runner import train as _train  # noqa: PLC0415
 
     return _train(TrainConfig(output_dir=Path(output_dir), strategy=strategy, **options))
 
 
-def convert(model: str | Path, output_dir: str | Path, *, quant: str | Iterable[str] = "fp32",
-            format: str = "tflite", **options):  # noqa: A002 - mirrors --format
+def convert(
+    model: str | Path, output_dir: str | Path, *, quant: str | Iterable[str] = "fp32", format: str = "tflite", **options
+):
     """Convert ``model`` like ``edgetool convert``; options as ``ConvertConfig`` (labels, calibration, ...).
 
     ``quant`` is one mode, a comma list or an iterable ('all' expands). Returns a ConvertResult whose
@@ -30,12 +32,12 @@ def convert(model: str | Path, output_dir: str | Path, *, quant: str | Iterable[
     """
     from edge_tool.convert.api import convert as _convert  # noqa: PLC0415
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
-    from edge_tool.convert.formats import parse_modes  # noqa: PLC0415
 
     values = [quant] if isinstance(quant, str) else list(quant)
     modes = parse_modes(values, format, options.get("train_data") is not None)
-    return _convert(ConvertConfig(model=Path(model), output_dir=Path(output_dir), modes=modes, output_format=format,
-                                  **options))
+    return _convert(
+        ConvertConfig(model=Path(model), output_dir=Path(output_dir), modes=modes, output_format=format, **options)
+    )
 
 
 def evaluate(artifacts: Iterable[str | Path], reference: str | Path, data: str | Path, **options):
@@ -47,8 +49,9 @@ def evaluate(artifacts: Iterable[str | Path], reference: str | Path, data: str |
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
     from edge_tool.workflows.keras_files import run_eval_any  # noqa: PLC0415
 
-    return run_eval_any(EvalConfig(artifacts=tuple(Path(a) for a in artifacts), reference=Path(reference),
-                               data=Path(data), **options))
+    return run_eval_any(
+        EvalConfig(artifacts=tuple(Path(a) for a in artifacts), reference=Path(reference), data=Path(data), **options)
+    )
 
 
 def inspect(model: str | Path, trust_model_code: bool = False):

@@ -8,7 +8,9 @@ has to be instant.
 
 from __future__ import annotations
 
+import atexit
 import functools
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from rich.text import Text
 from typer.exceptions import TyperException
 
 from edge_tool import __version__
+from edge_tool.commands import registry
 from edge_tool.core import scratch, signals, stdio, textsafe
 from edge_tool.errors import EdgeToolError
 
@@ -47,8 +50,9 @@ def _say(kind: str, message: object) -> None:
     """One message on stderr: a bold label, then ``message`` verbatim (never read as markup); nothing when the
     reader of stderr has gone (the exit code still tells)."""
     try:
-        err_console.print(Text.assemble((f"{kind}:", "bold red"), " ", textsafe.text(message)),
-                          highlight=False, soft_wrap=True)
+        err_console.print(
+            Text.assemble((f"{kind}:", "bold red"), " ", textsafe.text(message)), highlight=False, soft_wrap=True
+        )
     except BrokenPipeError:
         stdio.silence(sys.stderr)
 
@@ -61,17 +65,24 @@ def _silence_stdout() -> None:
 def _os_error_message(exc: OSError) -> str:
     where = " and ".join(repr(str(f))[:1000] for f in (exc.filename, exc.filename2) if f is not None)
     what = exc.strerror or str(exc) or type(exc).__name__
-    return (f"{what}{': ' + where if where else ''}. The file system refused the operation; check that path "
-            "(its length, permissions, free space), then rerun.")
+    return (
+        f"{what}{': ' + where if where else ''}. The file system refused the operation; check that path "
+        "(its length, permissions, free space), then rerun."
+    )
 
 
 def _internal_error(exc: Exception) -> typer.Exit:
     first = (str(exc).strip().splitlines() or [""])[0][:300]
-    message = (f" {__version__} ({type(exc).__name__}{': ' + first if first else ''}); rerun with {DEBUG_ENV}=1 "
-               "for the traceback, and please report it.")
+    message = (
+        f" {__version__} ({type(exc).__name__}{': ' + first if first else ''}); rerun with {DEBUG_ENV}=1 "
+        "for the traceback, and please report it."
+    )
     try:
-        err_console.print(Text.assemble(("internal error in edgetool", "bold red"), textsafe.text(message)),
-                          highlight=False, soft_wrap=True)
+        err_console.print(
+            Text.assemble(("internal error in edgetool", "bold red"), textsafe.text(message)),
+            highlight=False,
+            soft_wrap=True,
+        )
     except BrokenPipeError:
         stdio.silence(sys.stderr)
     return typer.Exit(INTERNAL_ERROR_EXIT)
@@ -89,8 +100,11 @@ def guard_command(func: Callable) -> Callable:
                 _say(getattr(exc, "heading", None) or ("budget exceeded" if exc.exit_code == 1 else "error"), exc)
                 raise typer.Exit(exc.exit_code) from None
             except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM/SIGHUP via signals.Terminated
-                _say("stopped", f"{signals.signal_name(exc)} received; cleaned up (no partial output, no "
-                                "temporary files, no child processes left).")
+                _say(
+                    "stopped",
+                    f"{signals.signal_name(exc)} received; cleaned up (no partial output, no "
+                    "temporary files, no child processes left).",
+                )
                 raise typer.Exit(signals.exit_code(exc)) from None
             except (typer.Exit, typer.Abort, TyperException):  # Typer's own flow (--help, bad options)
                 raise
@@ -116,14 +130,14 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """edgetool: from a tf.distribute-trained model to TFLite, TFJS and a browser demo."""
 
 
 def _register() -> None:
-    from edge_tool.commands import registry  # noqa: PLC0415
-
     for name, func in registry.COMMANDS:
         app.command(name)(guard_command(func))
 
@@ -162,10 +176,8 @@ def _end(code: object) -> None:
     else:  # SystemExit("message"): printed on stderr, status 1, as Python does
         print(code, file=sys.stderr)
         status = 1
-    import atexit  # noqa: PLC0415
-    import logging  # noqa: PLC0415
 
-    atexit._run_exitfuncs()  # noqa: SLF001  (what Python's own exit runs first; it includes logging.shutdown)
+    atexit._run_exitfuncs()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

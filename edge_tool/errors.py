@@ -8,9 +8,21 @@ from __future__ import annotations
 
 from calibration.errors import DataError, EdgeToolError, UsageError, collect_and_raise
 
-__all__ = ["ArtifactsFailed", "BudgetExceeded", "ConversionError", "DataError", "DeviceNotReady", "EdgeToolError",
-           "ModelCodeRefused", "ModelError", "ModesNotBuilt", "RuntimeFailure", "UsageError", "below_minimum",
-           "collect_and_raise"]
+__all__ = [
+    "ArtifactsFailed",
+    "BudgetExceeded",
+    "ConversionError",
+    "DataError",
+    "DeviceNotReady",
+    "EdgeToolError",
+    "ModelCodeRefused",
+    "ModelError",
+    "ModesNotBuilt",
+    "RuntimeFailure",
+    "UsageError",
+    "below_minimum",
+    "collect_and_raise",
+]
 
 
 class ModelError(UsageError):
@@ -58,4 +70,6 @@ class ModesNotBuilt(BudgetExceeded):
 
 def below_minimum(values: dict[str, tuple[float, float]]) -> list[str]:
     """One problem per option under its minimum, e.g. ``{"--epochs": (epochs, 1)}`` → ``--epochs must be >= 1, got 0.``"""
-    return [f"{name} must be >= {minimum}, got {value}." for name, (value, minimum) in values.items() if value < minimum]
+    return [
+        f"{name} must be >= {minimum}, got {value}." for name, (value, minimum) in values.items() if value < minimum
+    ]

@@ -66,8 +66,12 @@ SKIP = ("scripts/rewrite_moved_imports.py", "edgetool.egg-info/")
 
 def _files() -> list[Path]:
     out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return [ROOT / f for f in out.splitlines() if f.endswith(SUFFIXES) or f.startswith(".ci/")
-            if not f.startswith(SKIP) and (ROOT / f).is_file()]
+    return [
+        ROOT / f
+        for f in out.splitlines()
+        if f.endswith(SUFFIXES) or f.startswith(".ci/")
+        if not f.startswith(SKIP) and (ROOT / f).is_file()
+    ]
 
 
 def _patterns() -> list[tuple[re.Pattern, str]]:
@@ -78,17 +82,26 @@ def _patterns() -> list[tuple[re.Pattern, str]]:
         parent, _, name = old.rpartition(".")
         new_parent, _, new_name = new.rpartition(".")
         alias = "" if new_name == name else f" as {name}"
-        subs.append((re.compile(rf"\bfrom {re.escape(parent)} import {re.escape(name)}\b(?!\s*(,|as\b))"),
-                     f"from {new_parent} import {new_name}{alias}"))
-        subs.append((re.compile(rf"\bfrom {re.escape(parent)} import {re.escape(name)} as\b"),
-                     f"from {new_parent} import {new_name} as"))
+        subs.append(
+            (
+                re.compile(rf"\bfrom {re.escape(parent)} import {re.escape(name)}\b(?!\s*(,|as\b))"),
+                f"from {new_parent} import {new_name}{alias}",
+            )
+        )
+        subs.append(
+            (
+                re.compile(rf"\bfrom {re.escape(parent)} import {re.escape(name)} as\b"),
+                f"from {new_parent} import {new_name} as",
+            )
+        )
         path_old, path_new = old.replace(".", "/"), new.replace(".", "/")
         subs.append((re.compile(rf"(?<![\w/]){re.escape(path_old)}(?=/|\.py\b)"), path_new))
     return subs
 
 
-_FROM_MANY = re.compile(r"^(?P<indent>[ \t]*)from (?P<parent>edge_tool(?:\.\w+)*) import (?P<names>\w+(?:, *\w+)+)[ \t]*$",
-                        re.MULTILINE)
+_FROM_MANY = re.compile(
+    r"^(?P<indent>[ \t]*)from (?P<parent>edge_tool(?:\.\w+)*) import (?P<names>\w+(?:, *\w+)+)[ \t]*$", re.MULTILINE
+)
 
 
 def _split_from_many(match: re.Match) -> str:

@@ -12,16 +12,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from edge_tool.demo.vendor import ensure_vendored  # noqa: E402
-from edge_tool.errors import UsageError  # noqa: E402
+from edge_tool.demo.vendor import ensure_vendored
+from edge_tool.errors import UsageError
 
 
 def main(argv: list[str]) -> int:
     """Vendor the runtimes; print the error and return 2 when that is impossible."""
     unknown = [a for a in argv if a != "--quiet"]
     if unknown:
-        print(f"error: unknown argument(s) {' '.join(unknown)}; usage: python scripts/vendor_runtimes.py [--quiet]",
-              file=sys.stderr)
+        print(
+            f"error: unknown argument(s) {' '.join(unknown)}; usage: python scripts/vendor_runtimes.py [--quiet]",
+            file=sys.stderr,
+        )
         return 2
     try:
         ensure_vendored(quiet="--quiet" in argv)

@@ -8,8 +8,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
+
+from edge_tool.cli import app
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -25,7 +28,11 @@ def run_edgetool(*args: str, timeout: float = 900, env: dict | None = None) -> s
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "edge_tool", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, env=full_env, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        cwd=REPO,
     )
 
 
@@ -44,8 +51,6 @@ def edgetool_in_process(*args: str, timeout: float = 900, env: dict | None = Non
     environment variable read at import (``env`` here refuses those). ``timeout`` is accepted for the same
     signature and not enforced. An internal error is raised here with its traceback (EDGETOOL_DEBUG=1).
     """
-    from edge_tool.cli import app  # noqa: PLC0415 (here, so the environment above is set before any edgetool import)
-
     late = sorted(k for k in (env or {}) if k.startswith(_READ_AT_IMPORT))
     if late:
         raise ValueError(f"{late} are read at import time; use run_edgetool for this run")
@@ -69,8 +74,9 @@ def edgetool_in_process(*args: str, timeout: float = 900, env: dict | None = Non
             raw.append(f.read().decode("utf-8", "replace"))
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception.with_traceback(result.exc_info[2])
-    return subprocess.CompletedProcess(["edgetool", *map(str, args)], result.exit_code, result.stdout + raw[0],
-                                       result.stderr + raw[1])
+    return subprocess.CompletedProcess(
+        ["edgetool", *map(str, args)], result.exit_code, result.stdout + raw[0], result.stderr + raw[1]
+    )
 
 
 @pytest.fixture(scope="session")
@@ -134,8 +140,9 @@ np.savez(sys.argv[1] + "/eval.npz", x=s.x_eval.astype("uint8"), y=s.y_eval)
 
 def _run_script(script: str, *args, legacy_keras: bool = True) -> None:
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1" if legacy_keras else "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, env=env, cwd=REPO, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -188,7 +195,6 @@ def litert_outputs(path, x):
     (round(x / scale + zero), clipped); integer outputs are dequantized. Integer data for an
     integer-input model (raw uint8 pixels) is passed unchanged.
     """
-    import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
     it = Interpreter(model_path=str(path))
@@ -196,7 +202,7 @@ def litert_outputs(path, x):
     inp, outp = it.get_input_details()[0], it.get_output_details()[0]
     rows = []
     for i in range(len(x)):
-        sample = x[i:i + 1]
+        sample = x[i : i + 1]
         if inp["dtype"] in (np.int8, np.uint8) and sample.dtype.kind == "f":
             s, z = inp["quantization"]
             info = np.iinfo(inp["dtype"])

@@ -51,8 +51,9 @@ def _version(pkg: str) -> str:
 
 def cache_dir() -> Path:
     """Where this recipe's board lives (root-owned, no group/world write: sshd's ChrootDirectory insists)."""
-    key = hashlib.sha256(repr((RECIPE, SUITE, WHEELS, _version("qemu-user-static"), _version("debootstrap")))
-                         .encode()).hexdigest()[:12]
+    key = hashlib.sha256(
+        repr((RECIPE, SUITE, WHEELS, _version("qemu-user-static"), _version("debootstrap"))).encode()
+    ).hexdigest()[:12]
     base = Path(os.environ.get("EDGETOOL_BOARD_CACHE", Path.home() / ".cache" / "edgetool"))
     return base / f"board-{key}"
 
@@ -71,8 +72,19 @@ def build(target: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     root = tmp / "root"
     tmp.mkdir(parents=True, mode=0o755)
-    _run(["debootstrap", "--arch=arm64", "--foreign", "--variant=minbase", "--include=python3", SUITE, str(root),
-          MIRROR], timeout=900)
+    _run(
+        [
+            "debootstrap",
+            "--arch=arm64",
+            "--foreign",
+            "--variant=minbase",
+            "--include=python3",
+            SUITE,
+            str(root),
+            MIRROR,
+        ],
+        timeout=900,
+    )
     archives = root / "var" / "cache" / "apt" / "archives"
     for deb in sorted(archives.glob("*.deb")):
         _run(["dpkg-deb", "-x", str(deb), str(root)])
@@ -80,9 +92,30 @@ def build(target: Path) -> Path:
     for name in ("passwd", "group"):
         shutil.copy(root / "usr" / "share" / "base-passwd" / f"{name}.master", root / "etc" / name)
     wheels = tmp / "wheels"
-    _run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--platform", "manylinux_2_34_aarch64",
-          "--platform", "manylinux2014_aarch64", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
-          "-d", str(wheels), *WHEELS], timeout=600)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--only-binary=:all:",
+            "--platform",
+            "manylinux_2_34_aarch64",
+            "--platform",
+            "manylinux2014_aarch64",
+            "--python-version",
+            "3.11",
+            "--implementation",
+            "cp",
+            "--abi",
+            "cp311",
+            "-d",
+            str(wheels),
+            *WHEELS,
+        ],
+        timeout=600,
+    )
     site = root / "usr" / "local" / "lib" / "python3.11" / "dist-packages"
     site.mkdir(parents=True, exist_ok=True)
     for whl in sorted(wheels.glob("*.whl")):
@@ -144,8 +177,12 @@ class Board:
 
     def ssh(self, command: str, stdin: bytes | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
         """Run ``command`` on the board with plain ssh (not edgetool's code)."""
-        return subprocess.run(["ssh", "-F", str(self.ssh_config), "-p", str(self.port), "root@127.0.0.1", command],
-                              input=stdin, capture_output=True, timeout=timeout)
+        return subprocess.run(
+            ["ssh", "-F", str(self.ssh_config), "-p", str(self.port), "root@127.0.0.1", command],
+            input=stdin,
+            capture_output=True,
+            timeout=timeout,
+        )
 
     def runner_processes(self) -> list[int]:
         """Pids of edgetool runners alive on the board: processes chrooted into it (seen from the host, whose
@@ -153,8 +190,11 @@ class Board:
         pids = []
         for proc in Path("/proc").iterdir():
             try:
-                if (proc.name.isdigit() and os.readlink(proc / "root") == str(self.root)
-                        and b"edgetool-device-runner" in (proc / "cmdline").read_bytes()):
+                if (
+                    proc.name.isdigit()
+                    and os.readlink(proc / "root") == str(self.root)
+                    and b"edgetool-device-runner" in (proc / "cmdline").read_bytes()
+                ):
                     pids.append(int(proc.name))
             except OSError:
                 continue
@@ -171,7 +211,10 @@ class Board:
             try:
                 if proc.name.isdigit():
                     stat = (proc / "stat").read_text()
-                    parents[int(proc.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), stat[stat.index("(") + 1:stat.rindex(")")])
+                    parents[int(proc.name)] = (
+                        int(stat.rsplit(")", 1)[1].split()[1]),
+                        stat[stat.index("(") + 1 : stat.rindex(")")],
+                    )
             except (OSError, ValueError):
                 continue
         doomed, grew = {self.sshd.pid}, True
@@ -217,19 +260,26 @@ def start(root: Path, home: Path, chroot: bool = True, limit_as: int | None = No
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {home / 'host_key'}\nPidFile {home / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {home / 'authorized_keys'}\nPubkeyAuthentication yes\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nAllowUsers root\nUsePAM no\n"
-        "StrictModes no\nMaxSessions 50\nMaxStartups 50\n" + (f"ChrootDirectory {root}\n" if chroot else ""))
+        "StrictModes no\nMaxSessions 50\nMaxStartups 50\n" + (f"ChrootDirectory {root}\n" if chroot else "")
+    )
     host_pub = (home / "host_key.pub").read_text().split()
     (home / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
     (home / "ssh_config").write_text(
         f"Host 127.0.0.1\n  IdentityFile {home / 'id_ed25519'}\n  IdentitiesOnly yes\n"
         f"  UserKnownHostsFile {home / 'known_hosts'}\n  GlobalKnownHostsFile /dev/null\n"
-        "  StrictHostKeyChecking yes\n  IdentityAgent none\n")
+        "  StrictHostKeyChecking yes\n  IdentityAgent none\n"
+    )
+
     def limit() -> None:
         if limit_as:
             resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
 
-    sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(home / "sshd_config")], preexec_fn=limit,
-                            stdout=subprocess.DEVNULL, stderr=open(home / "sshd.log", "wb"))  # noqa: SIM115
+    sshd = subprocess.Popen(
+        ["/usr/sbin/sshd", "-D", "-e", "-f", str(home / "sshd_config")],
+        preexec_fn=limit,
+        stdout=subprocess.DEVNULL,
+        stderr=open(home / "sshd.log", "wb"),
+    )
     board = Board(root, home, port, sshd, mounted)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -4,9 +4,14 @@ waveform input, regression), saved as SavedModels for `edgetool demo` tests."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+
+from edge_tool.models.modelio import load_serving_fn
+from tests.conftest import REPO
 
 SAMPLES = 2048  # the waveform model's input length
 RATE = 8000  # and its sample rate (recorded with --sample-rate)
@@ -14,7 +19,7 @@ RATE = 8000  # and its sample rate (recorded with --sample-rate)
 
 def _keras():
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    from edge_tool.core.env import import_tf
+    from edge_tool.core.env import import_tf  # noqa: PLC0415  (imported after the set-up above)
 
     tf = import_tf()
     tf.keras.utils.set_random_seed(7)
@@ -87,22 +92,21 @@ def video_model(path: Path) -> Path:
 def build(name: str, path: Path) -> Path:
     """Build model ``name`` (gelu, multilabel, segmentation, audio, regression, video) at ``path`` in a fresh
     process with Keras 2 (TF_USE_LEGACY_KERAS=1 must be set before TensorFlow loads)."""
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
     code = f"from pathlib import Path; from tests.page_task_models import {name}_model as m; m(Path({str(path)!r}))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO,
-                          env={**os.environ, "TF_USE_LEGACY_KERAS": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        env={**os.environ, "TF_USE_LEGACY_KERAS": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return path
 
 
 def serving_outputs(path: Path, x: np.ndarray) -> np.ndarray:
     """The SavedModel's first output for ``x`` (its serving signature, run by TensorFlow): the oracle."""
-    from edge_tool.models.modelio import load_serving_fn
-
     _, fn, info = load_serving_fn(path)
     out = fn(**{info.inputs[0].name: x})
     return np.asarray(out[info.outputs[0].name])

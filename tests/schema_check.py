@@ -9,14 +9,13 @@ from pathlib import Path
 
 import jsonschema
 
+from edge_tool.auto import Decision
+from edge_tool.evaluate.report import Report
 from edge_tool.schemas import load
+from edge_tool.schemas.manifest import Manifest
 
 
 def _classes():
-    from edge_tool.auto import Decision
-    from edge_tool.evaluate.report import Report
-    from edge_tool.schemas.manifest import Manifest
-
     return {"manifest": Manifest, "eval": Report, "decision": Decision}
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def _digits():
@@ -46,8 +46,13 @@ def regression(keras, out: Path) -> None:
 
     d = load_diabetes()
     x, y = d.data.astype("float32"), d.target.astype("float32")
-    model = keras.Sequential([keras.Input((10,), name="features"), keras.layers.Dense(16, activation="relu"),
-                              keras.layers.Dense(1, name="value")])
+    model = keras.Sequential(
+        [
+            keras.Input((10,), name="features"),
+            keras.layers.Dense(16, activation="relu"),
+            keras.layers.Dense(1, name="value"),
+        ]
+    )
     untrained = keras.models.clone_model(model)  # same shapes, random weights: an artefact far off the reference
     model.compile(keras.optimizers.Adam(0.05), "mse")
     model.fit(x[:300], y[:300], epochs=120, batch_size=32, verbose=0)
@@ -60,8 +65,14 @@ def regression(keras, out: Path) -> None:
 def multilabel(keras, out: Path) -> None:
     x, t = _digits()
     tags = np.stack([t % 2 == 0, t > 4, t <= 2], axis=1).astype("float32")
-    model = keras.Sequential([keras.Input((8, 8, 1), name="image"), keras.layers.Flatten(),
-                              keras.layers.Dense(32, activation="relu"), keras.layers.Dense(3, activation="sigmoid")])
+    model = keras.Sequential(
+        [
+            keras.Input((8, 8, 1), name="image"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(32, activation="relu"),
+            keras.layers.Dense(3, activation="sigmoid"),
+        ]
+    )
     model.compile("adam", "binary_crossentropy")
     model.fit(x[:1200], tags[:1200], epochs=8, batch_size=32, verbose=0)
     _save(keras, model, out, x[1200:1500], tags[1200:1500].astype("int64"), x[:1200])
@@ -70,9 +81,13 @@ def multilabel(keras, out: Path) -> None:
 def segmentation(keras, out: Path) -> None:
     x, _ = _digits()
     masks = np.digitize(x[..., 0], [0.25, 0.65]).astype("int64")  # 0 background, 1 faint ink, 2 strong ink
-    model = keras.Sequential([keras.Input((8, 8, 1), name="image"),
-                              keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
-                              keras.layers.Conv2D(3, 1, activation="softmax")])
+    model = keras.Sequential(
+        [
+            keras.Input((8, 8, 1), name="image"),
+            keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(3, 1, activation="softmax"),
+        ]
+    )
     model.compile("adam", "sparse_categorical_crossentropy")
     model.fit(x[:1200], masks[:1200], epochs=6, batch_size=32, verbose=0)
     _save(keras, model, out, x[1200:1400], masks[1200:1400], x[:1200])
@@ -102,16 +117,22 @@ def classification3(keras, out: Path) -> None:
     x, t = _digits()
     keep = t <= 2
     x, t = x[keep], t[keep]
-    model = keras.Sequential([keras.Input((8, 8, 1), name="image"), keras.layers.Flatten(),
-                              keras.layers.Dense(3, activation="softmax")])
+    model = keras.Sequential(
+        [keras.Input((8, 8, 1), name="image"), keras.layers.Flatten(), keras.layers.Dense(3, activation="softmax")]
+    )
     model.compile("adam", "sparse_categorical_crossentropy")
     model.fit(x[:300], t[:300], epochs=5, batch_size=32, verbose=0)
     _save(keras, model, out, x[300:], t[300:], x[:300])
     (out / "model" / "labels.txt").write_text("zero\none\ntwo\n")
 
 
-BUILDERS = {"regression": regression, "multilabel": multilabel, "segmentation": segmentation,
-            "detection": detection, "classification3": classification3}
+BUILDERS = {
+    "regression": regression,
+    "multilabel": multilabel,
+    "segmentation": segmentation,
+    "detection": detection,
+    "classification3": classification3,
+}
 
 
 if __name__ == "__main__":

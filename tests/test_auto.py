@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from edge_tool.auto import SIZE_TIE, AutoConfig, Candidate, Objective, choose, run_auto
 from edge_tool.cli import app
+from edge_tool.convert.config import ConvertConfig
+from edge_tool.convert.modes import auto_candidates
+from edge_tool.errors import UsageError
 from tests.conftest import REPO, edgetool_in_process
 from tests.schema_check import validated
 
@@ -51,17 +55,14 @@ def wide_model(tmp_path_factory) -> Path:
     """SavedModel (with eval.npz, calibration.npz) whose layer ``wide`` cannot be quantized to int8."""
     a = tmp_path_factory.mktemp("wide") / "wide_1e4"
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", _WIDE_MODEL, str(a)], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WIDE_MODEL, str(a)], capture_output=True, text=True, env=env, cwd=REPO, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return a
 
 
 def _auto(model: Path, out: Path, max_drop: float):
-    from edge_tool.auto import AutoConfig, run_auto
-    from edge_tool.convert.config import ConvertConfig
-    from edge_tool.convert.modes import auto_candidates
-
     candidates = ConvertConfig(model=model, output_dir=out, modes=auto_candidates(False), keep_going=True)
     return run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=model / "eval.npz"))
 
@@ -86,7 +87,8 @@ def test_tight_budget_keeps_the_wide_layer_float(wide_model, tmp_path):
     # Layout: chosen at the top, the others under candidates/, decision files.
     assert (out / chosen.path.name).is_file() and chosen.path == out / chosen.path.name
     assert sorted(p.name for p in (out / "candidates").glob("*.tflite")) == sorted(
-        cc.path.name for cc in result.candidates if not cc.chosen)
+        cc.path.name for cc in result.candidates if not cc.chosen
+    )
     doc = validated(out / "decision.json", "decision")
     assert doc["objective"] == "size" and doc["max_drop"] == 0.02 and doc["chosen"] == "int8-selective"
     entry = next(e for e in doc["candidates"] if e["chosen"])
@@ -95,14 +97,27 @@ def test_tight_budget_keeps_the_wide_layer_float(wide_model, tmp_path):
     assert "wide" in (out / "decision.md").read_text()
     # Every number agrees with what `edgetool eval` reports for the same file (latency: same method, new run).
     report_path = tmp_path / "eval.json"
-    proc = edgetool_in_process("eval", out / chosen.path.name, out / "candidates" / c["int8"].path.name, "-r", model,
-                        "-d", model / "eval.npz", "--json", report_path)
+    proc = edgetool_in_process(
+        "eval",
+        out / chosen.path.name,
+        out / "candidates" / c["int8"].path.name,
+        "-r",
+        model,
+        "-d",
+        model / "eval.npz",
+        "--json",
+        report_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads(report_path.read_text())["results"]
     for r, name in zip(results, ("int8-selective", "int8")):
         e = next(e for e in doc["candidates"] if e["name"] == name)
         assert (r["size_bytes"], r["quant"], r["accuracy"], r["accuracy_drop"]) == (
-            e["size_bytes"], e["quant"], e["accuracy"], e["accuracy_drop"])
+            e["size_bytes"],
+            e["quant"],
+            e["accuracy"],
+            e["accuracy_drop"],
+        )
         assert e["latency_ms_p50"] > 0 and r["latency_ms"]["p50"] > 0
 
 
@@ -113,7 +128,6 @@ def test_met_budget_needs_no_selective_search(digits_model, tmp_path):
     c = _by_name(result)
     assert "int8-selective" not in c
     assert c["int8"].meets_budget and c["int8"].accuracy_drop <= 0.01
-    from edge_tool.auto import SIZE_TIE
 
     smallest = min(cc.size_bytes for cc in result.candidates if cc.meets_budget)
     # size objective: the winner is (tied for) the smallest in budget — int8 or dynamic here (0.4 % apart); which one
@@ -126,14 +140,12 @@ def test_met_budget_needs_no_selective_search(digits_model, tmp_path):
 
 
 def test_choose_orders_by_objective_and_breaks_ties():
-    from edge_tool.auto import Candidate, Objective, choose
-
     def cand(name, size, lat, ok=True, acc=0.9):
         return Candidate(name, name, Path(name), size, acc, 0.0, lat, ok)
 
     cands = [cand("a", 100, 2.0), cand("b", 100, 1.0), cand("c", 50, 9.0, ok=False), cand("d", 300, 0.5)]
-    assert choose(cands, Objective.SIZE).name == "b"      # same size as a, faster
-    assert choose(cands, Objective.LATENCY).name == "d"   # fastest in budget; c is faster but out of budget
+    assert choose(cands, Objective.SIZE).name == "b"  # same size as a, faster
+    assert choose(cands, Objective.LATENCY).name == "d"  # fastest in budget; c is faster but out of budget
     assert choose([cand("x", 1, 1.0, ok=False)], Objective.SIZE) is None
     # Sizes within 2 % are a tie, broken by latency (full int8 carries a few more scales than dynamic).
     near = [cand("dynamic", 1000, 4.0), cand("int8", 1015, 1.0), cand("fp16", 2000, 0.9)]
@@ -150,16 +162,23 @@ def test_choose_orders_by_objective_and_breaks_ties():
     assert choose(tied, Objective.LATENCY).name == "int8"
     tied[0] = cand("dynamic", 1000, 0.0060, acc=0.95)
     assert choose(tied, Objective.SIZE).name == "dynamic"
-    assert choose([cand("fp16", 1000, 1.0), cand("int16x8", 1000, 1.0), cand("int8-selective", 1000, 1.0)],
-                  Objective.SIZE).name == "int8-selective"
+    assert (
+        choose(
+            [cand("fp16", 1000, 1.0), cand("int16x8", 1000, 1.0), cand("int8-selective", 1000, 1.0)], Objective.SIZE
+        ).name
+        == "int8-selective"
+    )
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--quant", "auto", "--eval-data", "e.npz"], "--quant auto needs --max-drop"),
-    (["--quant", "auto,int8", "--max-drop", "0.01"], "give it alone"),
-    (["--quant", "int8", "--max-drop", "0.01"], "belong to --quant auto"),
-    (["--quant", "auto", "--max-drop", "0.01", "--eval-data", "e.npz", "--format", "all"], "--format all"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--quant", "auto", "--eval-data", "e.npz"], "--quant auto needs --max-drop"),
+        (["--quant", "auto,int8", "--max-drop", "0.01"], "give it alone"),
+        (["--quant", "int8", "--max-drop", "0.01"], "belong to --quant auto"),
+        (["--quant", "auto", "--max-drop", "0.01", "--eval-data", "e.npz", "--format", "all"], "--format all"),
+    ],
+)
 def test_auto_usage_errors_exit_2(tmp_path, args, message):
     res = CliRunner().invoke(app, ["convert", str(tmp_path), "-o", str(tmp_path / "out"), *args])
     assert res.exit_code == 2, res.output
@@ -168,10 +187,6 @@ def test_auto_usage_errors_exit_2(tmp_path, args, message):
 
 
 def test_auto_config_reports_every_problem(tmp_path):
-    from edge_tool.auto import AutoConfig
-    from edge_tool.convert.config import ConvertConfig
-    from edge_tool.errors import UsageError
-
     candidates = ConvertConfig(model=tmp_path / "missing", output_dir=tmp_path / "o")
     with pytest.raises(UsageError) as exc:
         AutoConfig(convert=candidates, max_drop=2, eval_data=tmp_path / "no.npz", objective="speed", threads=0)
@@ -209,12 +224,30 @@ np.savez(sys.argv[1] + "/eval.npz", x=s.x_eval, y=s.y_eval)
 def test_impossible_budget_exits_1_with_the_table_and_keeps_candidates(tmp_path):
     model = tmp_path / "fragile"
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", _FRAGILE_MODEL, str(model)], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FRAGILE_MODEL, str(model)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "auto"
-    proc = edgetool_in_process("convert", model, "--quant", "auto", "--max-drop", "0.05", "--eval-data",
-                        model / "eval.npz", "--max-float-layers", "0", "-o", out)
+    proc = edgetool_in_process(
+        "convert",
+        model,
+        "--quant",
+        "auto",
+        "--max-drop",
+        "0.05",
+        "--eval-data",
+        model / "eval.npz",
+        "--max-float-layers",
+        "0",
+        "-o",
+        out,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "no candidate keeps the accuracy drop within --max-drop 0.05" in proc.stderr
     assert "| fp16 |" in proc.stderr  # the Markdown table is in the message
@@ -223,6 +256,5 @@ def test_impossible_budget_exits_1_with_the_table_and_keeps_candidates(tmp_path)
     assert [e["name"] for e in doc["candidates"]] == ["fp16", "dynamic", "int8", "int16x8"]
     assert all(not e["meets_budget"] and e["accuracy_drop"] > 0.05 for e in doc["candidates"])
     assert doc["reference_accuracy"] > 0.85  # the float model itself is fine
-    assert sorted(p.name for p in (out / "candidates").glob("*.tflite")) == sorted(
-        e["file"] for e in doc["candidates"])
+    assert sorted(p.name for p in (out / "candidates").glob("*.tflite")) == sorted(e["file"] for e in doc["candidates"])
     assert not list(out.glob("*.tflite"))  # nothing chosen, nothing at the top

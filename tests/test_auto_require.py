@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -22,19 +21,47 @@ def _cand(name, size, acc, drop, p50, ok):
     return Candidate(name, name, Path(f"{name}.tflite"), size, acc, drop, p50, ok)
 
 
-@pytest.mark.parametrize(("cands", "objective", "chosen", "says"), [
-    ([_cand("fp16", 81600, .94, 0, .010, True), _cand("dynamic", 46200, .94, 0, .030, True),
-      _cand("int8", 46400, .94, 0, .018, True)], Objective.SIZE, "int8",
-     "dynamic and int8 tie on size within 2 %; int8 is 67 % faster on this host than dynamic"),
-    ([_cand("fp16", 81600, .94, 0, .010, True), _cand("dynamic", 46200, .94, 0, .010, True),
-      _cand("int8", 46400, .94, 0, .010, True)], Objective.SIZE, "int8",
-     "dynamic and int8 tie on size within 2 % and on latency; equally accurate, and int8 is the more integer-only"),
-    ([_cand("fp16", 81600, .94, 0, .010, True), _cand("dynamic", 60000, .94, 0, .010, True),
-      _cand("int8", 40400, .909, .031, .010, False)], Objective.SIZE, "dynamic",
-     "dynamic is the smallest within the budget (60.0 kB; fp16 is 36 % larger) (int8 is smaller but lost 3.1 pt)"),
-    ([_cand("fp16", 81600, .94, 0, .004, True), _cand("int8", 40400, .94, 0, .020, True)], Objective.LATENCY,
-     "fp16", "fp16 is the fastest within the budget (p50 0.004 ms; int8 is 400 % slower)"),
-])
+@pytest.mark.parametrize(
+    ("cands", "objective", "chosen", "says"),
+    [
+        (
+            [
+                _cand("fp16", 81600, 0.94, 0, 0.010, True),
+                _cand("dynamic", 46200, 0.94, 0, 0.030, True),
+                _cand("int8", 46400, 0.94, 0, 0.018, True),
+            ],
+            Objective.SIZE,
+            "int8",
+            "dynamic and int8 tie on size within 2 %; int8 is 67 % faster on this host than dynamic",
+        ),
+        (
+            [
+                _cand("fp16", 81600, 0.94, 0, 0.010, True),
+                _cand("dynamic", 46200, 0.94, 0, 0.010, True),
+                _cand("int8", 46400, 0.94, 0, 0.010, True),
+            ],
+            Objective.SIZE,
+            "int8",
+            "dynamic and int8 tie on size within 2 % and on latency; equally accurate, and int8 is the more integer-only",
+        ),
+        (
+            [
+                _cand("fp16", 81600, 0.94, 0, 0.010, True),
+                _cand("dynamic", 60000, 0.94, 0, 0.010, True),
+                _cand("int8", 40400, 0.909, 0.031, 0.010, False),
+            ],
+            Objective.SIZE,
+            "dynamic",
+            "dynamic is the smallest within the budget (60.0 kB; fp16 is 36 % larger) (int8 is smaller but lost 3.1 pt)",
+        ),
+        (
+            [_cand("fp16", 81600, 0.94, 0, 0.004, True), _cand("int8", 40400, 0.94, 0, 0.020, True)],
+            Objective.LATENCY,
+            "fp16",
+            "fp16 is the fastest within the budget (p50 0.004 ms; int8 is 400 % slower)",
+        ),
+    ],
+)
 def test_reason_says_why_choose_picked_it(cands, objective, chosen, says):
     """The reason names the winner and the rule that decided (hand-made candidates, expected text by hand)."""
     assert choose(cands, objective).name == chosen
@@ -42,7 +69,7 @@ def test_reason_says_why_choose_picked_it(cands, objective, chosen, says):
 
 
 def test_reason_is_none_without_a_winner():
-    assert reason([_cand("int8", 1, .5, .4, .01, False)], Objective.SIZE) is None
+    assert reason([_cand("int8", 1, 0.5, 0.4, 0.01, False)], Objective.SIZE) is None
 
 
 def _float_tensors(path: Path) -> set[int]:
@@ -56,13 +83,26 @@ def _float_tensors(path: Path) -> set[int]:
 def test_auto_prints_and_records_its_reason(digits_model, tmp_path):
     """A real run: "why X: ..." on the terminal, the same sentence in decision.json, consistent with the sizes."""
     out = tmp_path / "auto"
-    proc = edgetool_in_process("convert", digits_model, "-o", out, "--quant", "auto", "--max-drop", "0.02",
-                        "--eval-data", digits_model / "eval.npz")
+    proc = edgetool_in_process(
+        "convert",
+        digits_model,
+        "-o",
+        out,
+        "--quant",
+        "auto",
+        "--max-drop",
+        "0.02",
+        "--eval-data",
+        digits_model / "eval.npz",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     decision = validated(out / "decision.json", "decision")
     chosen = next(c for c in decision["candidates"] if c["chosen"])
-    assert decision["reason"].startswith(chosen["name"]) or f"and {chosen['name']} tie" in decision["reason"] \
+    assert (
+        decision["reason"].startswith(chosen["name"])
+        or f"and {chosen['name']} tie" in decision["reason"]
         or f"{chosen['name']} and" in decision["reason"]
+    )
     assert f"why {chosen['name']}: {decision['reason']}" in " ".join(proc.stdout.split())
     ok = [c for c in decision["candidates"] if c["meets_budget"]]
     smallest = min(c["size_bytes"] for c in ok)
@@ -79,8 +119,20 @@ def test_auto_prints_and_records_its_reason(digits_model, tmp_path):
 def test_require_integer_only_keeps_fully_integer_candidates(digits_model, tmp_path):
     """--require integer-only: only int8 is built and chosen; LiteRT sees float tensors only at the model's I/O."""
     out = tmp_path / "auto"
-    proc = edgetool_in_process("convert", digits_model, "-o", out, "--quant", "auto", "--max-drop", "0.02",
-                        "--eval-data", digits_model / "eval.npz", "--require", "integer-only")
+    proc = edgetool_in_process(
+        "convert",
+        digits_model,
+        "-o",
+        out,
+        "--quant",
+        "auto",
+        "--max-drop",
+        "0.02",
+        "--eval-data",
+        digits_model / "eval.npz",
+        "--require",
+        "integer-only",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     decision = validated(out / "decision.json", "decision")
     assert decision["require"] == "integer-only"
@@ -93,11 +145,23 @@ def test_require_integer_only_keeps_fully_integer_candidates(digits_model, tmp_p
     assert _float_tensors(chosen) <= io
 
 
-def test_require_integer_only_says_so_when_none_qualifies(wide_model, tmp_path):  # noqa: F811
+def test_require_integer_only_says_so_when_none_qualifies(wide_model, tmp_path):
     """The wide model's int8 is at chance and selective int8 keeps float layers: nothing qualifies, exit 1."""
     out = tmp_path / "auto"
-    proc = edgetool_in_process("convert", wide_model, "-o", out, "--quant", "auto", "--max-drop", "0.02",
-                        "--eval-data", wide_model / "eval.npz", "--require", "integer-only")
+    proc = edgetool_in_process(
+        "convert",
+        wide_model,
+        "-o",
+        out,
+        "--quant",
+        "auto",
+        "--max-drop",
+        "0.02",
+        "--eval-data",
+        wide_model / "eval.npz",
+        "--require",
+        "integer-only",
+    )
     text = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode == 1, text[-3000:]
     assert "selective int8 skipped" in text and "--require integer-only" in text
@@ -105,9 +169,22 @@ def test_require_integer_only_says_so_when_none_qualifies(wide_model, tmp_path):
 
 
 def test_require_needs_auto_and_a_known_value(digits_model, tmp_path):
-    proc = edgetool_in_process("convert", digits_model, "-o", tmp_path / "a", "--quant", "int8", "--require",
-                        "integer-only")
+    proc = edgetool_in_process(
+        "convert", digits_model, "-o", tmp_path / "a", "--quant", "int8", "--require", "integer-only"
+    )
     assert proc.returncode == 2 and "--require" in proc.stderr
-    proc = edgetool_in_process("convert", digits_model, "-o", tmp_path / "b", "--quant", "auto", "--max-drop", "0.02",
-                        "--eval-data", digits_model / "eval.npz", "--require", "int4")
+    proc = edgetool_in_process(
+        "convert",
+        digits_model,
+        "-o",
+        tmp_path / "b",
+        "--quant",
+        "auto",
+        "--max-drop",
+        "0.02",
+        "--eval-data",
+        digits_model / "eval.npz",
+        "--require",
+        "int4",
+    )
     assert proc.returncode == 2 and "integer-only" in proc.stderr

@@ -11,13 +11,25 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
+from benchmarks.zoo.models import build
+from edge_tool.demo.serve import start_server
+from edge_tool.demo.vendor import LITERT_BUILDS
+from edge_tool.models.modelio import load_serving_fn
 from tests.conftest import REPO, edgetool_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 N_SAMPLES = 24
 PROB_TOL = 1e-3
 ARTIFACTS = REPO / "test-artifacts"
@@ -28,8 +40,10 @@ def _require_chromium() -> None:
         return
     if os.environ.get("EDGETOOL_ALLOW_NO_BROWSER") == "1":
         pytest.skip("EDGETOOL_ALLOW_NO_BROWSER=1 and /usr/bin/chromium is missing")
-    pytest.fail("/usr/bin/chromium is missing: install it with `apt-get install -y chromium` "
-                "(or set EDGETOOL_ALLOW_NO_BROWSER=1 to skip the browser tests)")
+    pytest.fail(
+        "/usr/bin/chromium is missing: install it with `apt-get install -y chromium` "
+        "(or set EDGETOOL_ALLOW_NO_BROWSER=1 to skip the browser tests)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +56,6 @@ def site(digits_model, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def url(site):
-    from edge_tool.demo.serve import start_server
-
     server, thread, url = start_server(site, "127.0.0.1", 0)
     yield url
     server.shutdown()
@@ -59,8 +71,11 @@ def browser_context(tmp_path_factory):
 
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM),
-            args=FLAGS, headless=True, viewport={"width": 1100, "height": 720},
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            args=FLAGS,
+            headless=True,
+            viewport={"width": 1100, "height": 720},
         )
         yield context
         context.close()
@@ -83,8 +98,6 @@ def page(browser_context, url):
 @pytest.fixture(scope="module")
 def samples(digits_model):
     """N held-out digits and TensorFlow's probabilities for them (serving signature of the SavedModel)."""
-    from edge_tool.models.modelio import load_serving_fn
-
     data = np.load(digits_model / "eval.npz")
     x = data["x"][:N_SAMPLES].astype(np.float32)
     _, fn, info = load_serving_fn(digits_model)
@@ -96,8 +109,6 @@ def samples(digits_model):
 @pytest.fixture(scope="module")
 def open_site(browser_context):
     """Serve another demo site on its own port (own origin, own service worker) and open it; cleaned up at the end."""
-    from edge_tool.demo.serve import start_server
-
     opened = []
 
     def _open(site: Path):
@@ -119,8 +130,6 @@ def open_site(browser_context):
 
 
 def _tf_probs(model_dir: Path, x: np.ndarray) -> np.ndarray:
-    from edge_tool.models.modelio import load_serving_fn
-
     _, fn, info = load_serving_fn(model_dir)
     return np.asarray(fn(**{info.inputs[0].name: x})[info.outputs[0].name])
 
@@ -300,8 +309,11 @@ def test_rebuilt_site_replaces_the_old_cache(page, site, digits_model, url):
     new_version = (site / "sw.js").read_text().split('const VERSION = "')[1].split('"')[0]
     assert not before[0].endswith(new_version)
     page.evaluate("navigator.serviceWorker.getRegistration().then((r) => r.update())")
-    _wait_for(page, "async (v) => { const k = await caches.keys(); return k.length === 1 && k[0].endsWith(':' + v); }",
-              new_version)
+    _wait_for(
+        page,
+        "async (v) => { const k = await caches.keys(); return k.length === 1 && k[0].endsWith(':' + v); }",
+        new_version,
+    )
     page.reload()
     page.evaluate("window.edgetool.ready")
     assert page.title() == "Digits demo v2"
@@ -384,8 +396,11 @@ def test_auto_pick_is_remembered_per_model_and_browser(fresh_page, samples):
     assert len(keys) == 1 and keys[0].endswith(":" + page.evaluate("navigator.userAgent")), keys
     page, second = fresh_page()
     assert second["picked"] == "remembered"  # the second load reuses the pick: nothing is timed again
-    assert (second["backend"], second["benchmark"], second["backends"]) == \
-        (first["backend"], first["benchmark"], first["backends"])
+    assert (second["backend"], second["benchmark"], second["backends"]) == (
+        first["backend"],
+        first["benchmark"],
+        first["backends"],
+    )
     probs_js, results = _predict_all(page, x[:8])
     assert {r["backend"] for r in results} == {first["backend"]}
     _assert_matches_tf(probs_js, probs_tf[:8])
@@ -443,7 +458,9 @@ def _litert_engine_names(page) -> list[str]:
     at one per core too (the micro-benchmark picks; a busy machine makes the thread pool slower than 1 thread)."""
     cores = page.evaluate("navigator.hardwareConcurrency")
     pooled = cores > 1 and page.evaluate("crossOriginIsolated")
-    return ["tfjs"] + [n for base in ("litert", "litert-fp32") for n in [base] + ([f"{base}-x{cores}"] if pooled else [])]
+    return ["tfjs"] + [
+        n for base in ("litert", "litert-fp32") for n in [base] + ([f"{base}-x{cores}"] if pooled else [])
+    ]
 
 
 def test_litert_engine_predicts_like_native_litert_and_tensorflow(litert_page, samples, tmp_path):
@@ -459,7 +476,10 @@ def test_litert_engine_predicts_like_native_litert_and_tensorflow(litert_page, s
     probs_fp32, results = _predict_all(page, x)
     assert {r["engine"] for r in results} == {"litert-fp32"}
     native_fp32 = _native_litert(site / "model/model-fp32-b1.tflite", x)
-    assert float(np.abs(probs_fp32 - native_fp32).max()) <= PROB_TOL and float(np.abs(probs_fp32 - probs_tf).max()) <= PROB_TOL
+    assert (
+        float(np.abs(probs_fp32 - native_fp32).max()) <= PROB_TOL
+        and float(np.abs(probs_fp32 - probs_tf).max()) <= PROB_TOL
+    )
     assert page.evaluate("window.edgetool.setEngine('litert')") == "litert"
     assert page.locator("#engine").input_value() == "litert"
     probs_js, results = _predict_all(page, x)
@@ -490,8 +510,6 @@ NO_RELAXED_SIMD = """
 
 
 def _wasm_of(build: str) -> str:
-    from edge_tool.demo.vendor import LITERT_BUILDS
-
     return LITERT_BUILDS[build].removesuffix(".js") + ".wasm"
 
 
@@ -499,14 +517,18 @@ def _litert_wasm(page) -> set[str]:
     return {u.rsplit("/", 1)[1] for u in page.requests if u.endswith(".wasm") and "/litert/" in u}
 
 
-@pytest.mark.parametrize(("query", "init", "want"), [
-    ("?engine=litert", NO_RELAXED_SIMD, ("compat", 1)),  # no relaxed SIMD: the SIMD128 fallback
-    ("?engine=litert&threads=2", NO_RELAXED_SIMD, ("compat", 1)),  # threaded needs relaxed SIMD too
-    ("?engine=litert&threads=2", None, ("threaded", 2)),  # isolated + 2 threads asked for: the thread pool
-    ("?engine=litert&threads=1", None, ("default", 1)),  # one thread: relaxed SIMD, no worker pool
-])
-def test_litert_engine_loads_the_best_build_the_browser_supports(browser_context, litert_page, samples, query, init,
-                                                                want):
+@pytest.mark.parametrize(
+    ("query", "init", "want"),
+    [
+        ("?engine=litert", NO_RELAXED_SIMD, ("compat", 1)),  # no relaxed SIMD: the SIMD128 fallback
+        ("?engine=litert&threads=2", NO_RELAXED_SIMD, ("compat", 1)),  # threaded needs relaxed SIMD too
+        ("?engine=litert&threads=2", None, ("threaded", 2)),  # isolated + 2 threads asked for: the thread pool
+        ("?engine=litert&threads=1", None, ("default", 1)),  # one thread: relaxed SIMD, no worker pool
+    ],
+)
+def test_litert_engine_loads_the_best_build_the_browser_supports(
+    browser_context, litert_page, samples, query, init, want
+):
     _, url, site = litert_page
     x, probs_tf = samples
     page = browser_context.new_page()
@@ -522,8 +544,9 @@ def test_litert_engine_loads_the_best_build_the_browser_supports(browser_context
         assert _litert_wasm(page) == {_wasm_of(want[0])}
         probs_js, results = _predict_all(page, x[:8])
         assert {r["engine"] for r in results} == {"litert"}
-        _assert_matches_native_and_tf(probs_js, _native_litert(site / "model/model-int8-b1.tflite", x[:8]),
-                                      probs_tf[:8])
+        _assert_matches_native_and_tf(
+            probs_js, _native_litert(site / "model/model-int8-b1.tflite", x[:8]), probs_tf[:8]
+        )
     finally:
         page.close()
 
@@ -581,8 +604,6 @@ ANY_MODEL_SAMPLES = 6
 @pytest.fixture(scope="module")
 def zoo_model(tmp_path_factory):
     """Build a zoo model (benchmarks/zoo/models.py: seeded, briefly trained, with eval.npz) once per module."""
-    from benchmarks.zoo.models import build
-
     built = {}
 
     def _get(name: str) -> Path:
@@ -595,18 +616,21 @@ def zoo_model(tmp_path_factory):
 
 
 def _tf_outputs(model_dir: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    from edge_tool.models.modelio import load_serving_fn
-
     _, fn, _ = load_serving_fn(model_dir)
     return {k: np.asarray(v) for k, v in fn(**feeds).items()}
 
 
 def _page_outputs(page, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """window.edgetool.predict({name: {values, shape}}) one sample at a time -> every head, stacked."""
-    samples = [{k: {"values": v[i].ravel().tolist(), "shape": [1, *v.shape[1:]]} for k, v in feeds.items()}
-               for i in range(len(next(iter(feeds.values()))))]
-    rows = page.evaluate("async (ss) => { const out = []; for (const s of ss) out.push((await window.edgetool.predict(s))"
-                         ".outputs); return out; }", samples)
+    samples = [
+        {k: {"values": v[i].ravel().tolist(), "shape": [1, *v.shape[1:]]} for k, v in feeds.items()}
+        for i in range(len(next(iter(feeds.values()))))
+    ]
+    rows = page.evaluate(
+        "async (ss) => { const out = []; for (const s of ss) out.push((await window.edgetool.predict(s))"
+        ".outputs); return out; }",
+        samples,
+    )
     return {k: np.array([r[k]["values"] for r in rows]) for k in rows[0]}
 
 
@@ -625,8 +649,10 @@ def test_multi_input_model_predicts_like_tensorflow(zoo_model, open_site, tmp_pa
     proc = edgetool_in_process("demo", model, "-o", site, "--labels", labels)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = np.load(model / "eval.npz")
-    feeds = {"image": data["image"][:ANY_MODEL_SAMPLES].astype(np.float32),
-             "counts": data["counts"][:ANY_MODEL_SAMPLES].astype(np.int32)}
+    feeds = {
+        "image": data["image"][:ANY_MODEL_SAMPLES].astype(np.float32),
+        "counts": data["counts"][:ANY_MODEL_SAMPLES].astype(np.int32),
+    }
     want = _tf_outputs(model, feeds)
     page, url = open_site(site)
     _assert_heads_match(_page_outputs(page, feeds), want)

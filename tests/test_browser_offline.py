@@ -10,11 +10,22 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
 import pytest
 
-from tests.test_browser import (CHROMIUM, FLAGS, NO_RELAXED_SIMD, _assert_matches_native_and_tf, _assert_matches_tf,
-                                _native_litert, _predict_all, _require_chromium, _wait_for, _wasm_of, samples)  # noqa: F401
+from edge_tool.demo.serve import start_server
+from edge_tool.webserver.handler import SiteRequestHandler
+from tests.test_browser import (
+    CHROMIUM,
+    FLAGS,
+    NO_RELAXED_SIMD,
+    _assert_matches_native_and_tf,
+    _assert_matches_tf,
+    _native_litert,
+    _predict_all,
+    _require_chromium,
+    _wait_for,
+    _wasm_of,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -36,9 +47,6 @@ def browser():
 @pytest.fixture(scope="module")
 def served():
     """serve(site) -> (url, sent): `edgetool serve` on its own port; sent lists (path, bytes) of every 200 answer."""
-    from edge_tool.demo.serve import start_server
-    from edge_tool.webserver.handler import SiteRequestHandler
-
     sent, lock, servers = {}, threading.Lock(), []
     original = SiteRequestHandler.send_header
 
@@ -92,9 +100,11 @@ def _first_visit_then_offline(browser, url, sent, query, init, x):
         assert page.evaluate("navigator.serviceWorker.controller !== null")
         first = sum(n for _, n in sent)
         wasm = sorted(path for path, _ in sent if path.endswith(".wasm"))
-        cached = ("(want) => caches.keys().then((k) => caches.open(k[0])).then((c) => c.keys()).then((r) => "
-                  "JSON.stringify(r.map((q) => new URL(q.url).pathname).filter((p) => p.endsWith('.wasm')).sort())"
-                  " === JSON.stringify(want))")
+        cached = (
+            "(want) => caches.keys().then((k) => caches.open(k[0])).then((c) => c.keys()).then((r) => "
+            "JSON.stringify(r.map((q) => new URL(q.url).pathname).filter((p) => p.endsWith('.wasm')).sort())"
+            " === JSON.stringify(want))"
+        )
         _wait_for(page, cached, wasm, 30)  # kept for offline use: exactly the builds this visit ran
         context.set_offline(True)
         page.reload()
@@ -118,14 +128,18 @@ def test_tfjs_site_first_visit_and_offline(browser, served, tfjs_site, samples):
     _assert_matches_tf(probs, probs_tf)
 
 
-@pytest.mark.parametrize(("query", "init", "build"), [
-    ("", None, None),  # the auto-pick: whichever build the page chooses here
-    ("?engine=litert&threads=1", None, "default"),
-    ("?engine=litert&threads=2", None, "threaded"),
-    ("?engine=litert", NO_RELAXED_SIMD, "compat"),
-])
-def test_litert_site_first_visit_fetches_one_build_and_works_offline(browser, served, litert_site, samples, query,
-                                                                     init, build):
+@pytest.mark.parametrize(
+    ("query", "init", "build"),
+    [
+        ("", None, None),  # the auto-pick: whichever build the page chooses here
+        ("?engine=litert&threads=1", None, "default"),
+        ("?engine=litert&threads=2", None, "threaded"),
+        ("?engine=litert", NO_RELAXED_SIMD, "compat"),
+    ],
+)
+def test_litert_site_first_visit_fetches_one_build_and_works_offline(
+    browser, served, litert_site, samples, query, init, build
+):
     url, sent = served(litert_site)
     sent.clear()
     x, probs_tf = samples[0][:OFFLINE_SAMPLES], samples[1][:OFFLINE_SAMPLES]

@@ -12,15 +12,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge_tool.demo.serve import start_server
 from tests.conftest import edgetool_in_process
 from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS, _require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 SCREENSHOTS = Path("/tmp/h10")
-PHONE = {"viewport": {"width": 360, "height": 740}, "device_scale_factor": 3, "is_mobile": True, "has_touch": True,
-         "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) "
-                       "Chrome/120.0.0.0 Mobile Safari/537.36"}
+PHONE = {
+    "viewport": {"width": 360, "height": 740},
+    "device_scale_factor": 3,
+    "is_mobile": True,
+    "has_touch": True,
+    "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/120.0.0.0 Mobile Safari/537.36",
+}
 DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 # Strokes of digits in pad fractions (0..1, y down), drawn as one touch each
 DIGITS = {
@@ -49,8 +55,6 @@ def browser(pw_driver):
 
 @pytest.fixture(scope="module")
 def digits_url(digits_model, tmp_path_factory):
-    from edge_tool.demo.serve import start_server
-
     site = tmp_path_factory.mktemp("phone") / "site"
     proc = edgetool_in_process("demo", digits_model, "-o", site, "--title", "Digits on a phone")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -81,9 +85,11 @@ def _shot(page, name: str) -> Path:
 
 
 def _fits(page) -> None:
-    widths = page.evaluate("({scroll: document.scrollingElement.scrollWidth, inner: innerWidth,"
-                           " widest: Math.max(...[...document.querySelectorAll('body *')].filter((e) =>"
-                           " e.getClientRects().length).map((e) => e.getBoundingClientRect().right))})")
+    widths = page.evaluate(
+        "({scroll: document.scrollingElement.scrollWidth, inner: innerWidth,"
+        " widest: Math.max(...[...document.querySelectorAll('body *')].filter((e) =>"
+        " e.getClientRects().length).map((e) => e.getBoundingClientRect().right))})"
+    )
     assert widths["scroll"] <= widths["inner"], f"horizontal scrolling on a phone: {widths}"
     assert widths["widest"] <= widths["inner"] + 0.5, f"an element sticks out to the right: {widths}"
 
@@ -97,8 +103,10 @@ def _touch_draw(page, strokes) -> None:
         cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [at(*stroke[0])]})
         for (x0, y0), (x1, y1) in zip(stroke, stroke[1:]):
             for t in np.linspace(0, 1, 8)[1:]:
-                cdp.send("Input.dispatchTouchEvent",
-                         {"type": "touchMove", "touchPoints": [at(x0 + (x1 - x0) * t, y0 + (y1 - y0) * t)]})
+                cdp.send(
+                    "Input.dispatchTouchEvent",
+                    {"type": "touchMove", "touchPoints": [at(x0 + (x1 - x0) * t, y0 + (y1 - y0) * t)]},
+                )
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
     cdp.detach()
 
@@ -110,9 +118,11 @@ def test_phone_layout_fits_and_desktop_too(browser, digits_url):
             assert page.evaluate("matchMedia('(pointer: coarse)').matches") is (name == "phone")
             _fits(page)
             if name == "phone":  # every visible control is a 44 px touch target
-                small = page.evaluate("[...document.querySelectorAll('button, .button, select, .check')].filter((e) =>"
-                                      " e.getClientRects().length).map((e) => [e.id || e.textContent.trim(),"
-                                      " e.getBoundingClientRect().height]).filter(([, h]) => h < 44)")
+                small = page.evaluate(
+                    "[...document.querySelectorAll('button, .button, select, .check')].filter((e) =>"
+                    " e.getClientRects().length).map((e) => [e.id || e.textContent.trim(),"
+                    " e.getBoundingClientRect().height]).filter(([, h]) => h < 44)"
+                )
                 assert not small, small
             pad = page.locator("#pad").bounding_box()
             assert pad["width"] >= 200 and pad["x"] >= 0  # a pad a finger can draw on
@@ -136,8 +146,10 @@ def test_a_digit_drawn_with_touch_is_classified_right(browser, digits_url, digit
         page.wait_for_function("document.querySelectorAll('#top li').length === 3")
         page.wait_for_function("window.edgetool.lastResult !== null")
         result = page.evaluate("window.edgetool.lastResult")
-        fed = page.evaluate("(() => { const f = Object.values(window.edgetool.lastInput)[0];"
-                            " return {shape: f.shape, values: Array.from(f.values)}; })()")
+        fed = page.evaluate(
+            "(() => { const f = Object.values(window.edgetool.lastInput)[0];"
+            " return {shape: f.shape, values: Array.from(f.values)}; })()"
+        )
         assert fed["shape"] == page.evaluate("[1, ...window.edgetool.config.input.shape.slice(1)]")
         labels = page.evaluate("window.edgetool.config.labels") or [str(i) for i in range(10)]
         top = labels[int(np.argmax(result["probabilities"]))]
@@ -165,7 +177,9 @@ def test_upload_works_on_a_phone(browser, digits_url, digits_model, tmp_path):
     try:
         page.check("#invert")  # dark ink on light paper: the model wants bright on dark
         page.set_input_files("#file", str(path))
-        page.wait_for_function("window.edgetool.lastInput !== null && document.querySelectorAll('#top li').length === 3")
+        page.wait_for_function(
+            "window.edgetool.lastInput !== null && document.querySelectorAll('#top li').length === 3"
+        )
         fed = page.evaluate("Object.values(window.edgetool.lastInput)[0].shape")
         assert fed == page.evaluate("[1, ...window.edgetool.config.input.shape.slice(1)]")
         labels = page.evaluate("window.edgetool.config.labels") or [str(i) for i in range(10)]
@@ -179,8 +193,9 @@ def test_upload_works_on_a_phone(browser, digits_url, digits_model, tmp_path):
 
 def test_install_criteria_hold_on_a_phone(pw_driver, digits_url, tmp_path):
     """Installability is judged in a normal (persistent, non-incognito) profile, as on a phone's browser."""
-    context = pw_driver.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=str(CHROMIUM),
-                                                           args=FLAGS, headless=True, **PHONE)
+    context = pw_driver.chromium.launch_persistent_context(
+        str(tmp_path / "profile"), executable_path=str(CHROMIUM), args=FLAGS, headless=True, **PHONE
+    )
     try:
         page = context.new_page()
         page.goto(digits_url)

@@ -27,8 +27,11 @@ def task_site(tmp_path_factory):
     def _get(name: str, *args: str):
         if (name, args) not in built:
             root = tmp_path_factory.mktemp(name)
-            model = root / "model" if name not in {n for n, _ in built} else next(
-                m for (n, _), (m, _, _) in built.items() if n == name)
+            model = (
+                root / "model"
+                if name not in {n for n, _ in built}
+                else next(m for (n, _), (m, _, _) in built.items() if n == name)
+            )
             if not model.exists():
                 models.build(name, model)
             site = root / "site"
@@ -40,7 +43,7 @@ def task_site(tmp_path_factory):
     return _get
 
 
-def test_litert_site_runs_a_model_tensorflowjs_cannot_convert(task_site, open_site):  # noqa: F811
+def test_litert_site_runs_a_model_tensorflowjs_cannot_convert(task_site, open_site):
     model, site, out = task_site("gelu", "--litert")
     assert "Erfc" in out and "LiteRT.js alone" in out
     files = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
@@ -54,8 +57,9 @@ def test_litert_site_runs_a_model_tensorflowjs_cannot_convert(task_site, open_si
     assert info["backend"] is None and info["backends"] == []
     x = np.random.default_rng(1).normal(size=(6, 8)).astype(np.float32)
     assert page.evaluate("window.edgetool.setEngine('litert-fp32')") == "litert-fp32"
-    got = np.array([page.evaluate("(v) => window.edgetool.predict(v).then((r) => r.probabilities)", s.tolist())
-                    for s in x])
+    got = np.array(
+        [page.evaluate("(v) => window.edgetool.predict(v).then((r) => r.probabilities)", s.tolist()) for s in x]
+    )
     np.testing.assert_allclose(got, _native_litert(site / "model/model-fp32-b1.tflite", x), atol=1e-5)
     np.testing.assert_allclose(got, models.serving_outputs(model, x), atol=1e-4)
     assert "LiteRT.js" in page.locator("#engine-name").inner_text()
@@ -65,7 +69,7 @@ def test_litert_site_runs_a_model_tensorflowjs_cannot_convert(task_site, open_si
     _assert_same_origin(page, url)
 
 
-def test_multilabel_sigmoid_outputs_are_independent_probabilities(task_site, open_site):  # noqa: F811
+def test_multilabel_sigmoid_outputs_are_independent_probabilities(task_site, open_site):
     model, site, out = task_site("multilabel")
     config = json.loads((site / "demo-config.json").read_text())
     assert config["task"]["name"] == "multilabel" and config["outputs"][0]["activation"] == "sigmoid"
@@ -96,7 +100,7 @@ def _mask_classes(page) -> np.ndarray:
     return np.vectorize(lambda r, g, b: lookup.get((r, g, b), -1))(rgba[..., 0], rgba[..., 1], rgba[..., 2])
 
 
-def test_segmentation_mask_is_the_argmax_of_the_model_output(task_site, open_site, tmp_path):  # noqa: F811
+def test_segmentation_mask_is_the_argmax_of_the_model_output(task_site, open_site, tmp_path):
     model, site, _ = task_site("segmentation")
     assert json.loads((site / "demo-config.json").read_text())["task"]["name"] == "segmentation"
     page, url = open_site(site)
@@ -133,7 +137,7 @@ def _write_wav(path: Path, samples: np.ndarray, rate: int) -> np.ndarray:
     return pcm.astype(np.float32) / 32768
 
 
-def test_wav_upload_predicts_like_tensorflow_on_the_decoded_samples(task_site, open_site, tmp_path):  # noqa: F811
+def test_wav_upload_predicts_like_tensorflow_on_the_decoded_samples(task_site, open_site, tmp_path):
     model, site, _ = task_site("audio", "--sample-rate", str(models.RATE))
     config = json.loads((site / "demo-config.json").read_text())
     assert config["inputs"][0]["kind"] == "audio" and config["sampleRate"] == models.RATE
@@ -147,7 +151,7 @@ def test_wav_upload_predicts_like_tensorflow_on_the_decoded_samples(task_site, o
     want_in = np.concatenate([decoded, np.zeros(models.SAMPLES - len(decoded), np.float32)])
     # decoders scale int16 by 1/32768 or 1/32767 (Chromium): within one 16-bit step of the file's samples
     np.testing.assert_allclose(fed, want_in, atol=1 / 32768)
-    assert (fed[len(decoded):] == 0).all()
+    assert (fed[len(decoded) :] == 0).all()
     got = np.array(page.evaluate("window.edgetool.lastResult.probabilities"))
     np.testing.assert_allclose(got, models.serving_outputs(model, fed[None])[0], atol=EXACT)
     drawn = page.evaluate("""() => { const c = document.getElementById('waveform');
@@ -157,14 +161,14 @@ def test_wav_upload_predicts_like_tensorflow_on_the_decoded_samples(task_site, o
     _assert_same_origin(page, url)
 
 
-def test_audio_without_a_sample_rate_refuses_uploads_and_says_why(task_site, open_site):  # noqa: F811
+def test_audio_without_a_sample_rate_refuses_uploads_and_says_why(task_site, open_site):
     _, site, _ = task_site("audio")
     page, _ = open_site(site)
     assert page.locator("#audio-file").is_disabled()
     assert "--sample-rate" in page.locator("#audio-note").inner_text()
 
 
-def test_regression_values_are_shown_with_their_names(task_site, open_site):  # noqa: F811
+def test_regression_values_are_shown_with_their_names(task_site, open_site):
     model, site, _ = task_site("regression", "--task", "regression")
     page, _ = open_site(site)
     x = np.array([[0.5, -1, 2, 0.25, 1]], np.float32)
@@ -178,7 +182,7 @@ def test_regression_values_are_shown_with_their_names(task_site, open_site):  # 
     np.testing.assert_allclose(values, want, rtol=1e-5, atol=1e-6)
 
 
-def test_wav_at_another_rate_is_resampled_to_the_model_rate(task_site, open_site, tmp_path):  # noqa: F811
+def test_wav_at_another_rate_is_resampled_to_the_model_rate(task_site, open_site, tmp_path):
     _, site, _ = task_site("audio", "--sample-rate", str(models.RATE))
     page, _ = open_site(site)
     rate, tone = 16000, 500.0  # twice the model's rate: the browser resamples to 8 kHz
@@ -194,7 +198,7 @@ def test_wav_at_another_rate_is_resampled_to_the_model_rate(task_site, open_site
     assert 0.45 <= np.abs(fed[100:-100]).max() <= 0.55
 
 
-def test_video_input_gets_a_note_not_a_form(task_site, open_site):  # noqa: F811
+def test_video_input_gets_a_note_not_a_form(task_site, open_site):
     _, site, _ = task_site("video")
     page, _ = open_site(site)
     note = page.locator("#video-note").inner_text()

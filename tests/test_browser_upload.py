@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import edgetool_in_process
+from edge_tool.demo.serve import start_server
+from tests.conftest import _run_script, edgetool_in_process, litert_outputs
 from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS, _require_chromium, open_site  # noqa: F401  (a fixture)
+from tests.test_browser_phone import PHONE, SCREENSHOTS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -86,8 +88,12 @@ def pw_driver():
 def browser_context(pw_driver, tmp_path_factory):
     """A persistent Chromium profile, as tests/test_browser.py opens it (open_site uses it)."""
     context = pw_driver.chromium.launch_persistent_context(
-        str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), args=FLAGS, headless=True,
-        viewport={"width": 1100, "height": 720})
+        str(tmp_path_factory.mktemp("chromium-profile")),
+        executable_path=str(CHROMIUM),
+        args=FLAGS,
+        headless=True,
+        viewport={"width": 1100, "height": 720},
+    )
     yield context
     context.close()
 
@@ -95,8 +101,6 @@ def browser_context(pw_driver, tmp_path_factory):
 @pytest.fixture(scope="module")
 def photo_model(tmp_path_factory) -> tuple[Path, list[Path]]:
     """(SavedModel of the colour-digits CNN, the 24 image files to upload)."""
-    from tests.conftest import _run_script
-
     root = tmp_path_factory.mktemp("photo")
     _run_script(_PHOTO_MODEL_SCRIPT, root / "model", root / "files")
     files = sorted((root / "files").iterdir())
@@ -127,8 +131,6 @@ def _oracle_values(path: Path) -> np.ndarray:
 
 
 def _native(tflite: Path, x: np.ndarray) -> np.ndarray:
-    from tests.conftest import litert_outputs
-
     return litert_outputs(tflite, x)[0]
 
 
@@ -199,8 +201,6 @@ def test_photo_model_gets_upload_first_and_names_its_engine(photo_model, photo_s
 
 
 def test_litert_page_logs_no_console_error(photo_site, browser_context):
-    from edge_tool.demo.serve import start_server
-
     server, thread, url = start_server(photo_site, "127.0.0.1", 0)
     page = browser_context.new_page()
     messages = []
@@ -260,11 +260,7 @@ def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, pw
     """A fake camera (Chromium's file-backed capture device) shows a known black-and-white frame: the page feeds its
     centred square crop resized by Pillow's bilinear filter (black and white survive the camera's YUV exactly), at
     the model's input size, on a desktop and on a phone (tests/test_browser_phone.py's emulation, tapped)."""
-    from tests.test_browser_phone import PHONE
-
     from PIL import Image
-
-    from edge_tool.demo.serve import start_server
 
     width, height = 160, 120
     frame = np.zeros((height, width), np.uint8)
@@ -273,8 +269,11 @@ def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, pw
     y4m = tmp_path / "camera.y4m"
     planes = frame.tobytes() + bytes([128]) * (width * height // 2)  # grey: Y only, neutral chroma (4:2:0)
     y4m.write_bytes(f"YUV4MPEG2 W{width} H{height} F30:1 Ip A1:1 C420jpeg\n".encode() + (b"FRAME\n" + planes) * 3)
-    camera = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
-              f"--use-file-for-fake-video-capture={y4m}"]
+    camera = [
+        "--use-fake-device-for-media-stream",
+        "--use-fake-ui-for-media-stream",
+        f"--use-file-for-fake-video-capture={y4m}",
+    ]
     server, thread, url = start_server(photo_site, "127.0.0.1", 0)
     browser = pw_driver.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS + camera, headless=True)
     try:
@@ -289,8 +288,6 @@ def test_camera_frame_is_cropped_to_the_centre_and_resampled_once(photo_site, pw
         assert page.evaluate("window.edgetool.lastInput.image.shape") == [1, 32, 32, 3]  # the model's input size
         assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")  # the video fits on a phone
         if device == "phone":
-            from tests.test_browser_phone import SCREENSHOTS
-
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / "phone-camera.png"), full_page=True)
         fed = np.array(page.evaluate("Array.from(window.edgetool.lastInput.image.values)")).reshape(32, 32, 3)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from edge_tool.demo.serve import start_server
 from tests.test_browser import CHROMIUM, FLAGS, _native_litert, _predict_all, _require_chromium, samples  # noqa: F401
 from tests.test_browser_upload import photo_model, photo_site  # noqa: F401  (fixtures: an RGB model and its site)
 
@@ -37,8 +38,6 @@ def gpu_browser(pw_driver):
 
 @pytest.fixture(scope="module")
 def site_url(digits_litert_site):
-    from edge_tool.demo.serve import start_server
-
     site = digits_litert_site
     server, thread, url = start_server(site, "127.0.0.1", 0)
     yield site, url
@@ -68,10 +67,13 @@ def test_adapter_is_there(gpu_browser, site_url):
         context.close()
 
 
-@pytest.mark.parametrize(("query", "engine", "backend"), [
-    ("?engine=tfjs&backend=webgpu", "tfjs", "webgpu"),
-    ("?engine=litert-webgpu&backend=wasm", "litert-webgpu", "webgpu"),
-])
+@pytest.mark.parametrize(
+    ("query", "engine", "backend"),
+    [
+        ("?engine=tfjs&backend=webgpu", "tfjs", "webgpu"),
+        ("?engine=litert-webgpu&backend=wasm", "litert-webgpu", "webgpu"),
+    ],
+)
 def test_webgpu_engine_predicts_like_native_litert(gpu_browser, site_url, samples, query, engine, backend):
     site, url = site_url
     x, _ = samples
@@ -88,8 +90,6 @@ def test_webgpu_engine_predicts_like_native_litert(gpu_browser, site_url, sample
 @pytest.mark.parametrize("query", ["?engine=tfjs&backend=webgpu", "?engine=litert-webgpu&backend=wasm"])
 def test_webgpu_engine_predicts_an_rgb_model_like_native_litert(gpu_browser, photo_model, photo_site, query):
     """A 32×32 RGB CNN (tests/test_browser_upload.py's colour digits), fed 16 of its calibration inputs."""
-    from edge_tool.demo.serve import start_server
-
     x = np.load(photo_model[0] / "calibration.npz")["x"][:16].astype(np.float32)
     server, thread, url = start_server(photo_site, "127.0.0.1", 0)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import subprocess
 import sys
@@ -11,10 +12,16 @@ import numpy as np
 import pytest
 
 import calibration
+import calibration.errors as cal
+import edge_tool.errors as et
 from calibration import CalibrationError, InputSpec, LoadOptions, Sampling, iter_source, load
 from calibration.readers import arrays as arrays_reader
 from calibration.sampling import select, stratified_counts
+from calibration.spec import TensorSpec
+from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, UsageError
+from edge_tool.evaluate.data import InputSpec as EvalInputSpec
+from edge_tool.models import modelio
 
 PIXELS = InputSpec("pixels", "float32", (None, 8, 8, 1))
 ALL = LoadOptions(samples=None)
@@ -168,11 +175,7 @@ def test_csv_columns_split_across_inputs_in_spec_order(tmp_path):
 @pytest.fixture(scope="module")
 def tfrecords(tmp_path_factory, digits):
     """Two TFRecord files: float_list pixels + int64 label, and encoded PNG bytes + int64 label."""
-    import io
-
     from PIL import Image
-
-    from edge_tool.core.env import import_tf
 
     tf = import_tf()
     x, y = digits
@@ -182,13 +185,19 @@ def tfrecords(tmp_path_factory, digits):
         for i in range(40):
             label = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(y[i])]))
             vals = tf.train.Feature(float_list=tf.train.FloatList(value=x[i].ravel().astype(float).tolist()))
-            wf.write(tf.train.Example(features=tf.train.Features(feature={"pixels": vals, "label": label}))
-                     .SerializeToString())
+            wf.write(
+                tf.train.Example(
+                    features=tf.train.Features(feature={"pixels": vals, "label": label})
+                ).SerializeToString()
+            )
             buf = io.BytesIO()
             Image.fromarray(x[i], mode="L").save(buf, format="PNG")
             img = tf.train.Feature(bytes_list=tf.train.BytesList(value=[buf.getvalue()]))
-            wp.write(tf.train.Example(features=tf.train.Features(feature={"image/encoded": img, "label": label}))
-                     .SerializeToString())
+            wp.write(
+                tf.train.Example(
+                    features=tf.train.Features(feature={"image/encoded": img, "label": label})
+                ).SerializeToString()
+            )
     return floats, pngs, x[:40], y[:40]
 
 
@@ -228,8 +237,9 @@ def test_sampling_is_deterministic_per_seed():
     assert not np.array_equal(a, c)
     r = select(100, None, LoadOptions(samples=10, seed=5, sampling="random")).indices
     assert len(set(r.tolist())) == 10 and np.all(np.diff(r) > 0)
-    np.testing.assert_array_equal(select(100, labels, LoadOptions(samples=5, sampling=Sampling.FIRST)).indices,
-                                  np.arange(5))
+    np.testing.assert_array_equal(
+        select(100, labels, LoadOptions(samples=5, sampling=Sampling.FIRST)).indices, np.arange(5)
+    )
 
 
 def test_stratified_is_proportional_and_covers_every_class():
@@ -309,8 +319,10 @@ def test_structural_errors(tmp_path):
     keys = tmp_path / "k.npz"
     np.savez(keys, a=np.zeros((2, 1)), y=np.zeros(2))
     specs = [InputSpec("left", "float32", (None, 1)), InputSpec("right", "float32", (None, 1))]
-    assert ("k.npz is missing arrays for inputs 'left', 'right': expected keys 'left', 'right' (one per model "
-            "input); keys found: 'a', 'y'") in _error(keys, specs)
+    assert (
+        "k.npz is missing arrays for inputs 'left', 'right': expected keys 'left', 'right' (one per model "
+        "input); keys found: 'a', 'y'"
+    ) in _error(keys, specs)
     assert "expected key 'pixels' or 'x'; keys found: 'a', 'y'" in _error(keys, [PIXELS])
 
 
@@ -370,10 +382,6 @@ def test_stream_reports_counts_before_reading(tmp_path, digits):
 
 
 def test_one_tensor_spec_type_judged_only_as_a_calibration_input(tmp_path):
-    from calibration.spec import TensorSpec
-    from edge_tool.evaluate.data import InputSpec as EvalInputSpec
-    from edge_tool.models import modelio
-
     assert InputSpec is TensorSpec is EvalInputSpec is modelio.TensorSpec and not hasattr(modelio, "TensorInfo")
     spec = TensorSpec("x", np.float32, [-1, 8, 8, 1])  # normalised: numpy's dtype name, a tuple, None dims
     assert (spec.dtype, spec.shape, spec.sample_shape) == ("float32", (None, 8, 8, 1), (8, 8, 1))
@@ -381,27 +389,30 @@ def test_one_tensor_spec_type_judged_only_as_a_calibration_input(tmp_path):
     assert (text.dtype, free.to_dict()) == ("string", {"name": "o", "dtype": "float32", "shape": None})
     path = tmp_path / "d.npz"
     np.savez(path, x=np.zeros((2, 8, 8, 1), np.float32))
-    for bad, why in [(text, "input 't': dtype string is not numeric"), (free, "shape must be a tuple of ints/None"),
-                     (TensorSpec("", "float32", ()), "input name must be a non-empty string, got ''")]:
+    for bad, why in [
+        (text, "input 't': dtype string is not numeric"),
+        (free, "shape must be a tuple of ints/None"),
+        (TensorSpec("", "float32", ()), "input name must be a non-empty string, got ''"),
+    ]:
         for refuse in (lambda bad=bad: calibration.specs_from([bad]), lambda bad=bad: load(path, [bad], ALL)):
             with pytest.raises(UsageError) as info:
                 refuse()
             assert str(info.value).startswith("invalid input spec:\n- ") and why in str(info.value)
-    assert "shape must include the batch dim, got ()" in str(pytest.raises(UsageError, load, path,
-                                                                          [TensorSpec("x", "f4", ())], ALL).value)
+    assert "shape must include the batch dim, got ()" in str(
+        pytest.raises(UsageError, load, path, [TensorSpec("x", "f4", ())], ALL).value
+    )
 
 
 def test_edge_tool_errors_are_the_calibration_errors():
-    import calibration.errors as cal
-    import edge_tool.errors as et
-
     assert (et.EdgeToolError, et.UsageError, et.DataError) == (cal.EdgeToolError, cal.UsageError, cal.DataError)
     assert issubclass(CalibrationError, et.DataError) and CalibrationError("m").exit_code == 2
     assert et.collect_and_raise is cal.collect_and_raise
 
 
 def test_import_does_not_load_tensorflow():
-    code = ("import sys, calibration; [getattr(calibration, n) for n in calibration.__all__]; "
-            "print('tensorflow' in sys.modules)")
+    code = (
+        "import sys, calibration; [getattr(calibration, n) for n in calibration.__all__]; "
+        "print('tensorflow' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import edgetool_in_process, run_edgetool
-from edge_tool.check.targets.gpu import warnings_by_op
+from hostile.harness import Case, run_case
 from target_models import flex_model, gelu_model, lstm_model  # noqa: F401  (fixtures)
+
+from edge_tool.check.targets.gpu import warnings_by_op
+from edge_tool.evaluate.tfjs_runner import tfjs_bundle_path
 
 LITERT_RUNS = """
 import sys, numpy as np
@@ -59,14 +61,16 @@ const handler = { load: async () => {
 
 
 def _runs(script: str, *args) -> bool:
-    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, timeout=300).returncode == 0
+    return (
+        subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, timeout=300).returncode
+        == 0
+    )
 
 
 def _tfjs_runs(saved_model: Path, out: Path) -> bool:
     """Reality for tfjs: tensorflowjs converts it and @tensorflow/tfjs (vendored, Node) executes it."""
     if run_edgetool("convert", saved_model, "--format", "tfjs", "-o", out).returncode != 0:
         return False
-    from edge_tool.evaluate.tfjs_runner import tfjs_bundle_path
 
     tfjs = tfjs_bundle_path()  # the vendored tf.min.js (UMD, require-able in Node)
     proc = subprocess.run(["node", "-e", TFJS_RUNS, str(tfjs), str(out / "tfjs")], capture_output=True, timeout=300)
@@ -89,25 +93,35 @@ def test_verdicts_match_reality(name, request, tmp_path):
     assert edgetool_in_process("convert", model, "--quant", "fp32", "--allow-select-tf-ops", "-o", fp32).returncode == 0
     assert edgetool_in_process("convert", model, "--quant", "int8", "--allow-select-tf-ops", "-o", int8).returncode == 0
     fp32_file, int8_file = next(fp32.glob("*.tflite")), next(int8.glob("*.tflite"))
-    reality = {"litert-cpu": _runs(LITERT_RUNS, fp32_file), "tflm": _runs(TFLM_RUNS, int8_file),
-               "tfjs": _tfjs_runs(model, tmp_path / "tfjs")}
-    verdicts = {"litert-cpu": _check(fp32_file, "litert-cpu")["litert-cpu"],
-                "tflm": _check(int8_file, "tflm")["tflm"], "tfjs": _check(model, "tfjs")["tfjs"]}
+    reality = {
+        "litert-cpu": _runs(LITERT_RUNS, fp32_file),
+        "tflm": _runs(TFLM_RUNS, int8_file),
+        "tfjs": _tfjs_runs(model, tmp_path / "tfjs"),
+    }
+    verdicts = {
+        "litert-cpu": _check(fp32_file, "litert-cpu")["litert-cpu"],
+        "tflm": _check(int8_file, "tflm")["tflm"],
+        "tfjs": _check(model, "tfjs")["tfjs"],
+    }
     from_model = _check(model, "litert-cpu", "tflm")
     for target, runs in reality.items():
         assert (verdicts[target]["verdict"] != "fails") == runs, (name, target, verdicts[target])
         assert verdicts[target]["findings"] or runs
         if target in from_model:  # the SavedModel path converts the same artefacts itself
             assert from_model[target]["verdict"] == verdicts[target]["verdict"], (name, target)
-    expected = {"digits": (True, True, True), "lstm": (True, True, True), "flex": (False, False, True),
-                "gelu": (True, False, False)}[name]
+    expected = {
+        "digits": (True, True, True),
+        "lstm": (True, True, True),
+        "flex": (False, False, True),
+        "gelu": (True, False, False),
+    }[name]
     assert tuple(reality[t] for t in ("litert-cpu", "tflm", "tfjs")) == expected
     named = {f["op"] for v in verdicts.values() for f in v["findings"]}
     assert {"flex": {"FlexErf"}, "gelu": {"GELU", "Erfc"}}.get(name, set()) <= named
 
 
 @pytest.mark.slow
-def test_model_check_every_target(lstm_model):  # noqa: F811
+def test_model_check_every_target(lstm_model):
     proc = edgetool_in_process("check", lstm_model)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     for line in ("litert-cpu  runs", "gpu         partial", "tflm        runs", "litertjs    fails"):
@@ -119,16 +133,22 @@ def test_model_check_every_target(lstm_model):  # noqa: F811
 def test_bad_input_exit_2(tmp_path):
     junk = tmp_path / "junk.tflite"
     junk.write_bytes(b"not a flatbuffer at all")
-    for args, needle in (([tmp_path / "missing"], "does not exist"), ([junk], "TFL3"),
-                         ([junk, "--target", "npu"], "--target expects")):
+    for args, needle in (
+        ([tmp_path / "missing"], "does not exist"),
+        ([junk], "TFL3"),
+        ([junk, "--target", "npu"], "--target expects"),
+    ):
         proc = edgetool_in_process("check", *args)
         assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
-def test_op_names_printed_verbatim(tmp_path, flex_model):  # noqa: F811
+def test_op_names_printed_verbatim(tmp_path, flex_model):
     """A custom op named like Rich markup is printed as written, not interpreted."""
     out = tmp_path / "c"
-    assert edgetool_in_process("convert", flex_model, "--quant", "fp32", "--allow-select-tf-ops", "-o", out).returncode == 0
+    assert (
+        edgetool_in_process("convert", flex_model, "--quant", "fp32", "--allow-select-tf-ops", "-o", out).returncode
+        == 0
+    )
     data = next(out.glob("*.tflite")).read_bytes()
     assert data.count(b"FlexErf") == 1
     evil = tmp_path / "evil.tflite"
@@ -140,25 +160,33 @@ def test_op_names_printed_verbatim(tmp_path, flex_model):  # noqa: F811
 
 
 def test_gpu_analyzer_warnings_parsed():
-    report = ("Subgraph#0 main(T#0) -> [T#3]\n  Op#0 CONV_2D(T#0, T#1) -> [T#2]\n  Op#1 TOPK_V2(T#2) -> [T#3]\n"
-              "GPU COMPATIBILITY WARNING: Not supported op TOPK_V2\n\n"
-              "GPU COMPATIBILITY WARNING: Subgraph#0 has GPU delegate compatibility issues at nodes 1\n")
+    report = (
+        "Subgraph#0 main(T#0) -> [T#3]\n  Op#0 CONV_2D(T#0, T#1) -> [T#2]\n  Op#1 TOPK_V2(T#2) -> [T#3]\n"
+        "GPU COMPATIBILITY WARNING: Not supported op TOPK_V2\n\n"
+        "GPU COMPATIBILITY WARNING: Subgraph#0 has GPU delegate compatibility issues at nodes 1\n"
+    )
     assert warnings_by_op(report) == [("TOPK_V2 (node 1)", "Not supported op TOPK_V2")]
 
 
-def test_hostile_inputs(tmp_path, flex_model):  # noqa: F811
+def test_hostile_inputs(tmp_path, flex_model):
     """Damaged or wrong inputs: exit 2 naming the file, no traceback, nothing left in the cwd or TMPDIR."""
-    from hostile.harness import Case, run_case
-
     root = tmp_path / "case"
     root.mkdir()
     out = tmp_path / "c"
-    assert edgetool_in_process("convert", flex_model, "--quant", "fp32", "--allow-select-tf-ops", "-o", out).returncode == 0
+    assert (
+        edgetool_in_process("convert", flex_model, "--quant", "fp32", "--allow-select-tf-ops", "-o", out).returncode
+        == 0
+    )
     data = next(out.glob("*.tflite")).read_bytes()
-    (root / "cut.tflite").write_bytes(data[:len(data) // 2])
+    (root / "cut.tflite").write_bytes(data[: len(data) // 2])
     (root / "empty").mkdir()
-    for case in (Case("truncated", ("check", "{root}/cut.tflite"), names=("cut.tflite", "truncated or damaged")),
-                 Case("not a model", ("check", "{root}/empty", "-t", "tflm"), names=("empty", "saved_model.pb")),
-                 Case("micro fp16", ("convert", str(flex_model), "--quant", "fp16", "--format", "micro", "-o",
-                                     "{root}/o"), names=("--format micro", "fp16"))):
+    for case in (
+        Case("truncated", ("check", "{root}/cut.tflite"), names=("cut.tflite", "truncated or damaged")),
+        Case("not a model", ("check", "{root}/empty", "-t", "tflm"), names=("empty", "saved_model.pb")),
+        Case(
+            "micro fp16",
+            ("convert", str(flex_model), "--quant", "fp16", "--format", "micro", "-o", "{root}/o"),
+            names=("--format micro", "fp16"),
+        ),
+    ):
         run_case(case, root)

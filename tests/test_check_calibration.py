@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 
+from edge_tool.check.synthetic import write_synthetic_calibration
 from tests.conftest import edgetool_in_process
 
 TFLM_RUNS = """
@@ -48,16 +49,15 @@ def test_no_calibration_anywhere_checks_int8_targets_on_synthetic_data(flat_mode
 def test_the_synthetic_int8_build_really_runs_in_tflm(flat_model, tmp_path):
     """The verdict is real: the int8 file check builds (kept by convert with the same synthetic data) runs in
     TFLite Micro's own interpreter, run here directly."""
-    from edge_tool.check.synthetic import write_synthetic_calibration
-
     calib = write_synthetic_calibration(flat_model, tmp_path / "synthetic.npz")
     with np.load(calib) as z:
         assert z["features"].shape == (8, 4) and 0 <= z["features"].min() and z["features"].max() < 1
     out = tmp_path / "int8"
     proc = edgetool_in_process("convert", flat_model, "-o", out, "--quant", "int8", "--calibration", calib)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    run = subprocess.run([sys.executable, "-c", TFLM_RUNS, next(out.glob("*_int8.tflite"))], capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", TFLM_RUNS, next(out.glob("*_int8.tflite"))], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-2000:]
 
 

@@ -8,19 +8,22 @@ import sys
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
+from edge_tool.commands.registry import COMMANDS
+from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
+from edge_tool.convert.formats import OutputFormat
 
 runner = CliRunner()
 
 
 def test_help_does_not_import_tensorflow():
-    code = "import sys; from edge_tool.cli import app; print('tensorflow' in sys.modules, 'tensorflowjs' in sys.modules)"
+    code = (
+        "import sys; from edge_tool.cli import app; print('tensorflow' in sys.modules, 'tensorflowjs' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
 
 
 def test_help_lists_every_registered_command_and_each_has_help():
-    from edge_tool.commands.registry import COMMANDS
-
     result = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     listed = {line.split()[1] for line in result.output.splitlines() if line.startswith("│ ") and len(line.split()) > 1}
@@ -46,13 +49,16 @@ def test_bad_option_value_exits_2_and_writes_nothing(tmp_path):
 
 def test_enum_options_offer_their_registry_choices(tmp_path):
     """--format/--io-type/--tfjs-quant/--strategy/--objective are Typer enums: a bad value exits 2 listing every choice."""
-    from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
-    from edge_tool.convert.formats import OutputFormat
-
-    for option, enum in (("--format", OutputFormat), ("--io-type", IOType), ("--tfjs-quant", TfjsQuant),
-                         ("--strategy", QatStrategy), ("--objective", Objective)):
-        result = runner.invoke(app, ["convert", str(tmp_path), "-o", str(tmp_path / "out"), option, "bogus"],
-                               env={"COLUMNS": "200"})
+    for option, enum in (
+        ("--format", OutputFormat),
+        ("--io-type", IOType),
+        ("--tfjs-quant", TfjsQuant),
+        ("--strategy", QatStrategy),
+        ("--objective", Objective),
+    ):
+        result = runner.invoke(
+            app, ["convert", str(tmp_path), "-o", str(tmp_path / "out"), option, "bogus"], env={"COLUMNS": "200"}
+        )
         assert result.exit_code == 2, (option, result.output)
         assert all(f"'{e.value}'" in result.output for e in enum), (option, result.output)
     assert not (tmp_path / "out").exists()

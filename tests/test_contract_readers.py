@@ -48,8 +48,9 @@ def test_folder_under_a_contract_equals_pil_and_numpy_by_hand(tmp_path, name):
     contract = ImageContract("img", "NHWC", 16, 16, 3, "RGB", mean, std, "bilinear", "option", "")
     ds = calibration.load(root, [spec], calibration.LoadOptions(samples=None, images=(contract,)))
     files = sorted(root.rglob("*.*"))
-    want = np.stack([_by_hand(f, (16, 16), Image.BILINEAR, mean * (3 // len(mean)), std * (3 // len(std)))
-                     for f in files])
+    want = np.stack(
+        [_by_hand(f, (16, 16), Image.BILINEAR, mean * (3 // len(mean)), std * (3 // len(std))) for f in files]
+    )
     np.testing.assert_allclose(ds.inputs["img"], want, rtol=1e-6, atol=1e-5)
     assert ds.class_names == ("cat", "dog") and list(ds.labels) == [0, 0, 0, 1, 1, 1]
 
@@ -87,8 +88,9 @@ def test_parent_of_splits_is_refused_naming_both_levels(tmp_path):
 def test_empty_class_folder_keeps_the_other_classes_indices(tmp_path):
     root = _folder(tmp_path / "imgs")
     (root / "ant").mkdir()
-    ds = calibration.load(root, [calibration.InputSpec("img", "float32", (None, 8, 8, 3))],
-                          calibration.LoadOptions(samples=None))
+    ds = calibration.load(
+        root, [calibration.InputSpec("img", "float32", (None, 8, 8, 3))], calibration.LoadOptions(samples=None)
+    )
     assert ds.class_names == ("ant", "cat", "dog") and set(ds.labels.tolist()) == {1, 2}
     assert any("ant" in w for w in ds.warnings)
 
@@ -111,14 +113,36 @@ def test_probe_needs_a_clear_lead_and_a_floor():
 
 def test_keras3_file_config_rescaling_is_read_without_loading(tmp_path):
     """A .keras zip's config.json (Keras 3 format, inbound nodes as keras_history) is read as JSON only."""
-    config = {"class_name": "Functional", "config": {"layers": [
-        {"class_name": "InputLayer", "name": "in", "config": {"name": "in"}, "inbound_nodes": []},
-        {"class_name": "Rescaling", "name": "r", "config": {"name": "r", "scale": 1 / 127.5, "offset": -1.0},
-         "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"keras_history": ["in", 0, 0]}}],
-                            "kwargs": {}}]},
-        {"class_name": "Conv2D", "name": "c", "config": {"name": "c"},
-         "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"keras_history": ["r", 0, 0]}}],
-                            "kwargs": {}}]}]}}
+    config = {
+        "class_name": "Functional",
+        "config": {
+            "layers": [
+                {"class_name": "InputLayer", "name": "in", "config": {"name": "in"}, "inbound_nodes": []},
+                {
+                    "class_name": "Rescaling",
+                    "name": "r",
+                    "config": {"name": "r", "scale": 1 / 127.5, "offset": -1.0},
+                    "inbound_nodes": [
+                        {
+                            "args": [{"class_name": "__keras_tensor__", "config": {"keras_history": ["in", 0, 0]}}],
+                            "kwargs": {},
+                        }
+                    ],
+                },
+                {
+                    "class_name": "Conv2D",
+                    "name": "c",
+                    "config": {"name": "c"},
+                    "inbound_nodes": [
+                        {
+                            "args": [{"class_name": "__keras_tensor__", "config": {"keras_history": ["r", 0, 0]}}],
+                            "kwargs": {},
+                        }
+                    ],
+                },
+            ]
+        },
+    }
     path = tmp_path / "m.keras"
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("config.json", json.dumps(config))
@@ -130,12 +154,26 @@ def test_keras3_file_config_rescaling_is_read_without_loading(tmp_path):
 
 def test_keras2_preprocess_input_ops_compose():
     """tf.keras.applications' preprocess_input in a functional model: TFOpLambda truediv then subtract."""
-    doc = {"class_name": "Functional", "config": {"layers": [
-        {"class_name": "InputLayer", "config": {"name": "input_1"}, "name": "input_1", "inbound_nodes": []},
-        {"class_name": "TFOpLambda", "config": {"name": "d", "function": "math.truediv"}, "name": "d",
-         "inbound_nodes": [["input_1", 0, 0, {"y": 127.5, "name": None}]]},
-        {"class_name": "TFOpLambda", "config": {"name": "s", "function": "math.subtract"}, "name": "s",
-         "inbound_nodes": [["d", 0, 0, {"y": 1.0, "name": None}]]},
-        {"class_name": "Dense", "config": {"name": "o"}, "name": "o", "inbound_nodes": [[["s", 0, 0, {}]]]}]}}
+    doc = {
+        "class_name": "Functional",
+        "config": {
+            "layers": [
+                {"class_name": "InputLayer", "config": {"name": "input_1"}, "name": "input_1", "inbound_nodes": []},
+                {
+                    "class_name": "TFOpLambda",
+                    "config": {"name": "d", "function": "math.truediv"},
+                    "name": "d",
+                    "inbound_nodes": [["input_1", 0, 0, {"y": 127.5, "name": None}]],
+                },
+                {
+                    "class_name": "TFOpLambda",
+                    "config": {"name": "s", "function": "math.subtract"},
+                    "name": "s",
+                    "inbound_nodes": [["d", 0, 0, {"y": 1.0, "name": None}]],
+                },
+                {"class_name": "Dense", "config": {"name": "o"}, "name": "o", "inbound_nodes": [[["s", 0, 0, {}]]]},
+            ]
+        },
+    }
     mean, std = input_scaling(doc).mean_std()
     assert mean == pytest.approx((127.5,)) and std == pytest.approx((127.5,))

@@ -6,11 +6,13 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import edgetool_in_process, litert_outputs
-from edge_tool.modelfiles.tflite_model import summarize_tflite
-from edge_tool.convert.modes import every_mode
 from schema_check import validated
+
+from edge_tool.convert.modes import every_mode
+from edge_tool.evaluate.tfjs_runner import run_tfjs
+from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.models.modelio import load_serving_fn
 
 TFLITE_MODES = every_mode()  # every mode that needs no training data (what --format all builds)
 # size vs fp32 for a weight-dominated model: fp16 halves, 8-bit weights quarter (+ scales and graph).
@@ -23,8 +25,6 @@ def predict_tflite(path, x: np.ndarray) -> np.ndarray:
 
 
 def reference_predict(saved_model, x: np.ndarray) -> np.ndarray:
-    from edge_tool.models.modelio import load_serving_fn
-
     _, fn, info = load_serving_fn(saved_model)
     import tensorflow as tf
 
@@ -108,7 +108,9 @@ def test_dynamic_and_fp16_weight_types(converted):
 @pytest.mark.parametrize("io_type", ["int8", "uint8"])
 def test_integer_io(digits_model, tmp_path, io_type):
     out = tmp_path / "out"
-    proc = edgetool_in_process("convert", digits_model, "--quant", "int8", "--io-type", io_type, "--samples", "64", "-o", out)
+    proc = edgetool_in_process(
+        "convert", digits_model, "--quant", "int8", "--io-type", io_type, "--samples", "64", "-o", out
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     [tfl] = list(out.glob("*.tflite"))
     summary = summarize_tflite(tfl.read_bytes())
@@ -162,6 +164,7 @@ def test_keras_h5_file_converts(tmp_path):
 
 # ---- errors: exit 2, one clear message, nothing written ----
 
+
 def _fails(args, expected: str, out):
     proc = edgetool_in_process("convert", *args, "-o", out)
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -192,14 +195,18 @@ def test_int8_without_calibration(keras3_export, tmp_path):
 def test_calibration_shape_mismatch(digits_model, tmp_path):
     bad = tmp_path / "bad.npz"
     np.savez(bad, x=np.zeros((10, 28, 28, 1), np.float32))
-    err = _fails([digits_model, "--quant", "int8", "--calibration", bad], "expected shape (any, 8, 8, 1)",
-                 tmp_path / "out")
+    err = _fails(
+        [digits_model, "--quant", "int8", "--calibration", bad], "expected shape (any, 8, 8, 1)", tmp_path / "out"
+    )
     assert "found (10, 28, 28, 1)" in err
 
 
 def test_io_type_not_allowed_for_mode(digits_model, tmp_path):
-    _fails([digits_model, "--quant", "fp16", "--io-type", "int8"], "--io-type int8 is not possible with --quant fp16",
-           tmp_path / "out")
+    _fails(
+        [digits_model, "--quant", "fp16", "--io-type", "int8"],
+        "--io-type int8 is not possible with --quant fp16",
+        tmp_path / "out",
+    )
 
 
 def test_qat_needs_train_data(digits_model, tmp_path):
@@ -258,8 +265,6 @@ def test_flex_ops_allowed_with_flag(flex_model, tmp_path):
 
 @pytest.mark.slow
 def test_tfjs_graph_model_predicts_like_tf_in_node(converted, digits_model):
-    from edge_tool.evaluate.tfjs_runner import run_tfjs
-
     model_json = converted / "tfjs" / "model.json"
     doc = json.loads(model_json.read_text())
     assert doc["format"] == "graph-model"
@@ -271,8 +276,6 @@ def test_tfjs_graph_model_predicts_like_tf_in_node(converted, digits_model):
 
 @pytest.mark.slow
 def test_tfjs_weight_compression(digits_model, tmp_path):
-    from edge_tool.evaluate.tfjs_runner import run_tfjs
-
     out = tmp_path / "out"
     proc = edgetool_in_process("convert", digits_model, "--format", "tfjs", "--tfjs-quant", "float16", "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]

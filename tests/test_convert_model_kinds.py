@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
-
-from conftest import REPO, edgetool_in_process, run_edgetool
+from conftest import REPO, edgetool_in_process, litert_outputs, run_edgetool
 from schema_check import validated
+
+from edge_tool.convert.tfjs import unsupported_ops, unsupported_ops_message
+from edge_tool.evaluate.artifacts import describe
 
 _LAYERNORM_SCRIPT = """
 import sys, numpy as np, tf_keras as keras
@@ -30,8 +33,9 @@ np.savez(sys.argv[1] + "/calibration.npz", x=np.random.default_rng(0).normal(siz
 def build(script: str, out: Path) -> Path:
     """Run a model-building script (tf_keras) in a fresh process; return ``out``."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(out)], capture_output=True, text=True, env=env, cwd=REPO, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -110,7 +114,6 @@ def test_open_hw_int16x8_is_run_checked_at_the_calibration_shape(open_hw_model, 
     assert proc.returncode == 1, proc.stdout + proc.stderr
     reason = validated(out / "manifest.json", "manifest")["failed"]["int16x8"]
     assert "LiteRT cannot run" in reason and "shape of the calibration data, 1×24×40×3" in reason, reason
-    import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
     x = np.load(open_hw_model / "calibration.npz")["x"][:2]
@@ -138,8 +141,9 @@ def test_tfjs_of_a_string_input_model_is_refused_naming_tensorflowjs(string_mode
 def test_format_all_of_a_string_model_writes_the_tflite_and_records_tfjs(string_model, tmp_path):
     """The way out named (TFLite with --allow-select-tf-ops) works: the .tflite is written, tfjs is 'not built'."""
     out = tmp_path / "o"
-    proc = edgetool_in_process("convert", string_model, "--format", "all", "--quant", "fp32", "--allow-select-tf-ops",
-                        "-o", out)
+    proc = edgetool_in_process(
+        "convert", string_model, "--format", "all", "--quant", "fp32", "--allow-select-tf-ops", "-o", out
+    )
     assert proc.returncode == 1 and "not built: tfjs (" in proc.stdout, proc.stdout + proc.stderr
     manifest = validated(out / "manifest.json", "manifest")
     assert "string tensor" in manifest["failed"]["tfjs"] and not (out / "tfjs").exists()
@@ -192,9 +196,7 @@ def test_groupnorm_is_built_again_with_a_fixed_batch_and_matches_the_savedmodel(
     assert "built again with the input batch fixed to 1 (as --batch 1 does)" in flat
     manifest = validated(out / "manifest.json", "manifest")
     assert {a["quant"]: a["fixed_batch"]["batch"] for a in manifest["artifacts"]} == {"fp32": 1, "int8": 1}
-    import numpy as np
     import tensorflow as tf
-    from conftest import litert_outputs
 
     x = np.random.default_rng(3).normal(size=(6, 8, 8, 4)).astype("float32")
     fn = tf.saved_model.load(str(groupnorm_model)).signatures["serving_default"]
@@ -205,7 +207,6 @@ def test_groupnorm_is_built_again_with_a_fixed_batch_and_matches_the_savedmodel(
     # the int8 file keeps GroupNorm's SQUARE in float (LiteRT's own op table says so): convert and eval flag it
     assert _ops_computing_in_float(out / "model_int8.tflite") == {"SQUARE"}
     assert "model_int8.tflite is not fully integer: SQUARE compute in float32" in flat
-    from edge_tool.evaluate.artifacts import describe
 
     assert describe(out / "model_int8.tflite").quant == "int8 (not fully integer)"
     assert describe(out / "model_fp32.tflite").quant == "fp32"
@@ -225,9 +226,7 @@ keras.Model(inp, keras.layers.Dense(3, activation="softmax")(x)).save(sys.argv[1
 def test_an_op_left_unconverted_at_the_free_batch_is_built_again_at_batch_1(tmp_path):
     """An STFT front end's x[..., None] is not legalized at the free batch ('uses ops the builtin op set cannot
     express: StridedSlice', which named only Flex as the way out); at batch 1 it is, and the file matches TF."""
-    import numpy as np
     import tensorflow as tf
-    from conftest import litert_outputs
 
     model = build(_STFT_SCRIPT, tmp_path / "model")
     proc = run_edgetool("convert", model, "--quant", "fp32", "-o", tmp_path / "o")
@@ -242,13 +241,12 @@ def test_an_op_left_unconverted_at_the_free_batch_is_built_again_at_batch_1(tmp_
 
 def _ops_computing_in_float(path: Path) -> set[str]:
     """Independent oracle: LiteRT's op table and tensor details; ops with a non-constant float32 tensor."""
-    import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
     it = Interpreter(model_path=str(path))
     tensors = {t["index"]: t for t in it.get_tensor_details()}
     found = set()
-    for op in it._get_ops_details():  # noqa: SLF001
+    for op in it._get_ops_details():
         for i in (*op["inputs"], *op["outputs"]):
             if i >= 0 and tensors[i]["dtype"] == np.float32 and op["op_name"] not in ("QUANTIZE", "DEQUANTIZE"):
                 try:
@@ -260,7 +258,6 @@ def _ops_computing_in_float(path: Path) -> set[str]:
 
 def test_a_dynamic_file_with_no_weight_quantized_is_named_fp32(layernorm_model, tmp_path):
     """The LayerNorm model's weights are all under 1,024 values: dynamic-range quantization quantizes none."""
-    import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
     out = tmp_path / "o"
@@ -270,7 +267,6 @@ def test_a_dynamic_file_with_no_weight_quantized_is_named_fp32(layernorm_model, 
     dtypes = {t["dtype"] for t in Interpreter(model_path=str(path)).get_tensor_details()}
     assert np.int8 not in dtypes and np.float16 not in dtypes  # the oracle: nothing in it is quantized
     assert "model_dynamic.tflite is really fp32" in " ".join(proc.stderr.split())
-    from edge_tool.evaluate.artifacts import describe
 
     art = describe(path)
     assert (art.quant, art.quant_source) == ("fp32", "tensor types (manifest.json says dynamic)")
@@ -281,8 +277,9 @@ def numpy_function_model(tmp_path_factory) -> Path:
     return build(_NUMPY_FUNCTION_SCRIPT, tmp_path_factory.mktemp("npf") / "model")
 
 
-@pytest.mark.parametrize("extra", [[], ["--allow-select-tf-ops"], ["--format", "tfjs"]],
-                         ids=["builtins", "select-tf-ops", "tfjs"])
+@pytest.mark.parametrize(
+    "extra", [[], ["--allow-select-tf-ops"], ["--format", "tfjs"]], ids=["builtins", "select-tf-ops", "tfjs"]
+)
 def test_a_numpy_function_is_named_as_what_can_never_convert(numpy_function_model, tmp_path, extra):
     """Not 'needs --allow-select-tf-ops for Conv2D' nor '--batch 1': the Python callback, whatever the options."""
     out = tmp_path / "o"
@@ -296,12 +293,11 @@ def test_a_numpy_function_is_named_as_what_can_never_convert(numpy_function_mode
 
 def test_qat_of_a_keras3_export_names_the_model_not_the_labels(keras3_export, tmp_path):
     """Unlabelled --train-data used to be the complaint ('add a y array'); the real blocker is the model."""
-    import numpy as np
-
     x = tmp_path / "x.npz"
     np.savez(x, x=np.random.default_rng(0).uniform(0, 255, (32, 8, 8, 1)).astype("float32"))
-    proc = edgetool_in_process("convert", keras3_export, "--quant", "qat", "--train-data", x, "--calibration", x,
-                        "-o", tmp_path / "o")
+    proc = edgetool_in_process(
+        "convert", keras3_export, "--quant", "qat", "--train-data", x, "--calibration", x, "-o", tmp_path / "o"
+    )
     flat = " ".join(proc.stderr.split())
     assert proc.returncode == 2 and "is a Keras 3 export" in flat and "no Keras layers" in flat, flat
     assert "'y' array" not in flat
@@ -338,15 +334,19 @@ def multi_signature_model(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("signature", [None, "a_embed"])
-def test_convert_uses_serving_default_or_the_named_signature_and_says_which(multi_signature_model, tmp_path,
-                                                                             signature):
-    import numpy as np
+def test_convert_uses_serving_default_or_the_named_signature_and_says_which(multi_signature_model, tmp_path, signature):
     import tensorflow as tf
-    from conftest import litert_outputs
 
     out = tmp_path / "o"
-    proc = edgetool_in_process("convert", multi_signature_model, "--quant", "fp32", "-o", out,
-                        *(["--signature", signature] if signature else []))
+    proc = edgetool_in_process(
+        "convert",
+        multi_signature_model,
+        "--quant",
+        "fp32",
+        "-o",
+        out,
+        *(["--signature", signature] if signature else []),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     key = signature or "serving_default"
     assert f"signature: {key} (of a_embed, aux, serving_default" in " ".join((proc.stdout + proc.stderr).split())
@@ -359,11 +359,27 @@ def test_convert_uses_serving_default_or_the_named_signature_and_says_which(mult
 
 def test_eval_and_demo_take_the_signature_and_say_which(multi_signature_model, tmp_path):
     out = tmp_path / "o"
-    assert edgetool_in_process("convert", multi_signature_model, "--quant", "fp32", "--signature", "a_embed",
-                        "-o", out).returncode == 0
+    assert (
+        edgetool_in_process(
+            "convert", multi_signature_model, "--quant", "fp32", "--signature", "a_embed", "-o", out
+        ).returncode
+        == 0
+    )
     report = tmp_path / "r.json"
-    proc = edgetool_in_process("eval", out / "model_fp32.tflite", "-r", multi_signature_model, "--signature", "a_embed",
-                        "--data", multi_signature_model / "eval.npz", "--runs", "2", "--json", report)
+    proc = edgetool_in_process(
+        "eval",
+        out / "model_fp32.tflite",
+        "-r",
+        multi_signature_model,
+        "--signature",
+        "a_embed",
+        "--data",
+        multi_signature_model / "eval.npz",
+        "--runs",
+        "2",
+        "--json",
+        report,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "reference signature: a_embed (of a_embed, aux, serving_default" in " ".join(proc.stdout.split())
     (row,) = json.loads(report.read_text())["results"]
@@ -383,8 +399,6 @@ def test_an_unknown_signature_is_refused_listing_the_ones_there(multi_signature_
 def test_an_op_tensorflowjs_lacks_is_named_with_its_origin_and_the_litert_way_out():
     """Exact GELU lowers to Erfc, which TF.js has no kernel for: the refusal names it, where it comes from, and
     `demo --litert` (issue 22: ViT, BERT-tiny, ConvNeXt); another error text is not mistaken for it."""
-    from edge_tool.convert.tfjs import unsupported_ops, unsupported_ops_message
-
     ops = unsupported_ops(ValueError("Unsupported Ops in the model before optimization\nErfc, Foo"))
     assert ops == ["Erfc", "Foo"]
     said = unsupported_ops_message(ops)

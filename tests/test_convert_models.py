@@ -16,7 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import calibration
+from edge_tool.convert.selective import SelectiveInt8
 from edge_tool.converter.diagnose import describe_failure, summarize_converter_error
+from edge_tool.converter.run import new_converter
+from edge_tool.core.env import import_tf
+from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.models.modelio import saved_model_signature
 from tests.conftest import REPO, edgetool_in_process, run_edgetool
 from tests.schema_check import validated
 
@@ -110,8 +116,9 @@ np.savez(sys.argv[1] + "/eval.npz", x=s.x_eval.astype("uint8"), y=s.y_eval)
 
 def _build(script: str, out: Path) -> Path:
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(out)], capture_output=True, text=True, env=env, cwd=REPO, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -144,7 +151,7 @@ def _litert(data: bytes, inputs: dict, reset: bool = True) -> np.ndarray:
     for i in range(len(next(iter(inputs.values())))):
         if reset:
             interp.reset_all_variables()
-        out.append(runner(**{k: v[i:i + 1] for k, v in inputs.items()})["probs"][0])
+        out.append(runner(**{k: v[i : i + 1] for k, v in inputs.items()})["probs"][0])
     return np.asarray(out, dtype=np.float32)
 
 
@@ -158,18 +165,20 @@ _LSTM_ERROR = (  # the raw converter's text for an Embedding+LSTM with a dynamic
     '<unknown>:0: error: loc(callsite(callsite(fused["TensorListReserve:", "TensorArrayV2_1@__inference_standard_'
     'lstm_3800"] at fused["PartitionedCall:", "model/lstm/PartitionedCall@__inference__wrapped_model_4086"]) at '
     'fused["StatefulPartitionedCall:", "StatefulPartitionedCall"])): \'tf.TensorListReserve\' op requires '
-    'element_shape to be static during TF Lite transformation pass\n<unknown>:0: note: loc(fused['
+    "element_shape to be static during TF Lite transformation pass\n<unknown>:0: note: loc(fused["
     '"StatefulPartitionedCall:", "StatefulPartitionedCall"]): called from\n<unknown>:0: error: Lowering tensor '
-    'list ops is failed. Please consider using Select TF ops and disabling `_experimental_lower_tensor_list_ops` '
-    'flag in the TFLite converter object. For example, converter.target_spec.supported_ops = '
-    '[tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]\\n converter._experimental_lower_tensor_list_ops'
-    ' = False\n')
+    "list ops is failed. Please consider using Select TF ops and disabling `_experimental_lower_tensor_list_ops` "
+    "flag in the TFLite converter object. For example, converter.target_spec.supported_ops = "
+    "[tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]\\n converter._experimental_lower_tensor_list_ops"
+    " = False\n"
+)
 
 
 def test_converter_error_is_summarised_to_its_first_relevant_line_with_the_edgetool_option(monkeypatch):
     monkeypatch.delenv("EDGETOOL_VERBOSE", raising=False)
     assert summarize_converter_error(_LSTM_ERROR) == (
-        "'tf.TensorListReserve' op requires element_shape to be static during TF Lite transformation pass")
+        "'tf.TensorListReserve' op requires element_shape to be static during TF Lite transformation pass"
+    )
     text = describe_failure(_LSTM_ERROR)
     assert "--batch 1" in text and "EDGETOOL_VERBOSE=1" in text
     for noise in ("loc(", "fused[", "converter.", "_experimental_", "<unknown>", "note:"):
@@ -180,19 +189,28 @@ def test_converter_error_is_summarised_to_its_first_relevant_line_with_the_edget
 
 
 def test_file_line_prefixes_and_api_advice_are_stripped():
-    msg = ("tensorflow/lite/kernels/conv.cc:345 input->dims->size != 4 (2 != 4)\n"
-           "/usr/lib/python3/site.py:12:3: error: Quantization to 16x8-bit not yet supported for op: 'CAST'.\n"
-           "please use tf.lite.TargetSpec and experimental_enable_resource_variables instead.")
-    assert summarize_converter_error("/usr/lib/x.py:12:3: error: Quantization to 16x8-bit not yet supported for "
-                                     "op: 'CAST'.") == "Quantization to 16x8-bit not yet supported for op: 'CAST'"
+    msg = (
+        "tensorflow/lite/kernels/conv.cc:345 input->dims->size != 4 (2 != 4)\n"
+        "/usr/lib/python3/site.py:12:3: error: Quantization to 16x8-bit not yet supported for op: 'CAST'.\n"
+        "please use tf.lite.TargetSpec and experimental_enable_resource_variables instead."
+    )
+    assert (
+        summarize_converter_error(
+            "/usr/lib/x.py:12:3: error: Quantization to 16x8-bit not yet supported for op: 'CAST'."
+        )
+        == "Quantization to 16x8-bit not yet supported for op: 'CAST'"
+    )
     assert summarize_converter_error(msg) == "input->dims->size != 4 (2 != 4)"
     assert "TargetSpec" not in describe_failure(msg) and "another --quant mode" in describe_failure(msg)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--batch", "0"], "--batch must be >= 1, got 0"),
-    (["--batch", "1", "--quant", "qat", "--train-data", "x.npz"], "--batch does not apply to --quant qat"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch", "0"], "--batch must be >= 1, got 0"),
+        (["--batch", "1", "--quant", "qat", "--train-data", "x.npz"], "--batch does not apply to --quant qat"),
+    ],
+)
 def test_batch_option_is_validated_before_any_work(tmp_path, args, message):
     proc = edgetool_in_process("convert", tmp_path / "missing", "-o", tmp_path / "out", *args)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
@@ -213,13 +231,16 @@ def test_multi_input_int8_and_int16x8_calibrate_by_name_like_the_raw_converter(m
     ev = dict(np.load(multi_input / "eval.npz"))
     ev.pop("y")
     want = _reference(multi_input, ev)
-    for mode, ops in (("int8", tf.lite.OpsSet.TFLITE_BUILTINS_INT8),
-                      ("int16x8", tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8)):
+    for mode, ops in (
+        ("int8", tf.lite.OpsSet.TFLITE_BUILTINS_INT8),
+        ("int16x8", tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8),
+    ):
         raw = tf.lite.TFLiteConverter.from_saved_model(str(multi_input))
         raw.optimizations = [tf.lite.Optimize.DEFAULT]
         raw.target_spec.supported_ops = [ops]
-        raw.representative_dataset = lambda: ({k: cal[k][i:i + 1] for k in ("image", "features", "tokens")}
-                                              for i in range(100))
+        raw.representative_dataset = lambda: (
+            {k: cal[k][i : i + 1] for k in ("image", "features", "tokens")} for i in range(100)
+        )
         oracle = _agreement(_litert(raw.convert(), ev), want)
         ours = _agreement(_litert((out / f"model_{mode}.tflite").read_bytes(), ev), want)
         assert oracle >= 0.95, (mode, oracle)
@@ -228,12 +249,6 @@ def test_multi_input_int8_and_int16x8_calibrate_by_name_like_the_raw_converter(m
 
 @pytest.mark.slow
 def test_selective_int8_debugger_feeds_multi_input_models_by_name(multi_input):
-    import calibration
-    from edge_tool.convert.selective import SelectiveInt8
-    from edge_tool.converter.run import new_converter
-    from edge_tool.core.env import import_tf
-    from edge_tool.models.modelio import saved_model_signature
-
     tf = import_tf()
     specs = calibration.specs_from(saved_model_signature(multi_input).inputs)
     ds = calibration.load(multi_input / "calibration.npz", specs, calibration.LoadOptions(samples=50))
@@ -251,8 +266,9 @@ def test_selective_int8_debugger_feeds_multi_input_models_by_name(multi_input):
 
 @pytest.mark.slow
 def test_lstm_without_batch_fails_with_a_short_message_suggesting_batch_1(recurrent, tmp_path):
-    proc = run_edgetool("convert", recurrent / "lstm", "--quant", "fp32", "-o", tmp_path / "o",
-                        env={"EDGETOOL_VERBOSE": ""})
+    proc = run_edgetool(
+        "convert", recurrent / "lstm", "--quant", "fp32", "-o", tmp_path / "o", env={"EDGETOOL_VERBOSE": ""}
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "element_shape to be static" in proc.stderr and "--batch 1" in proc.stderr
     assert "loc(" not in proc.stderr and "converter.target_spec" not in proc.stderr
@@ -261,16 +277,22 @@ def test_lstm_without_batch_fails_with_a_short_message_suggesting_batch_1(recurr
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, modes, fused, unrolled", [
-    ("lstm", ("fp32", "fp16", "dynamic", "int8"), "UNIDIRECTIONAL_SEQUENCE_LSTM", []),
-    ("bigru", ("fp32", "fp16", "dynamic", "int8"), "UNIDIRECTIONAL_SEQUENCE_LSTM", ["gru"]),  # GRU unrolled: no WHILE
-    ("loopgru", ("fp32", "fp16", "dynamic"), "WHILE", []),  # unknown length: cannot unroll
-])
+@pytest.mark.parametrize(
+    "name, modes, fused, unrolled",
+    [
+        ("lstm", ("fp32", "fp16", "dynamic", "int8"), "UNIDIRECTIONAL_SEQUENCE_LSTM", []),
+        (
+            "bigru",
+            ("fp32", "fp16", "dynamic", "int8"),
+            "UNIDIRECTIONAL_SEQUENCE_LSTM",
+            ["gru"],
+        ),  # GRU unrolled: no WHILE
+        ("loopgru", ("fp32", "fp16", "dynamic"), "WHILE", []),  # unknown length: cannot unroll
+    ],
+)
 def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_path, name, modes, fused, unrolled):
     """With --batch 1 LSTMs become the fused sequence op and a GRU of static length is unrolled into plain ops
     (TFLite's WHILE drifted by up to 0.4 on a GRU after a BiLSTM, and int8 cannot calibrate a WHILE loop)."""
-    from edge_tool.modelfiles.tflite_model import summarize_tflite
-
     model, out = recurrent / name, tmp_path / name
     proc = edgetool_in_process("convert", model, "--quant", ",".join(modes), "--batch", "1", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -305,8 +327,17 @@ def test_recurrent_models_convert_to_builtin_ops_with_batch_1(recurrent, tmp_pat
 @pytest.mark.slow
 @pytest.mark.parametrize("fast", ["1", "0"], ids=["fast-path", "public-converter"])
 def test_int8_of_a_while_loop_is_refused_not_a_segfault(recurrent, tmp_path, fast):
-    proc = run_edgetool("convert", recurrent / "loopgru", "--quant", "int8", "--batch", "1", "-o", tmp_path / "o",
-                        env={"EDGETOOL_FAST_CONVERT": fast})
+    proc = run_edgetool(
+        "convert",
+        recurrent / "loopgru",
+        "--quant",
+        "int8",
+        "--batch",
+        "1",
+        "-o",
+        tmp_path / "o",
+        env={"EDGETOOL_FAST_CONVERT": fast},
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "WHILE loop" in proc.stderr and "--quant dynamic" in proc.stderr
     assert not (tmp_path / "o").exists()
@@ -332,8 +363,20 @@ def test_auto_records_candidates_that_fail_to_convert_and_chooses_among_the_rest
     int16x8); auto records both failures and still chooses among fp16 and dynamic."""
     model = recurrent / "loopgru"
     out = tmp_path / "auto"
-    proc = edgetool_in_process("convert", model, "--quant", "auto", "--batch", "1", "--max-drop", "0.05", "--eval-data",
-                        model / "eval.npz", "-o", out)
+    proc = edgetool_in_process(
+        "convert",
+        model,
+        "--quant",
+        "auto",
+        "--batch",
+        "1",
+        "--max-drop",
+        "0.05",
+        "--eval-data",
+        model / "eval.npz",
+        "-o",
+        out,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = validated(out / "decision.json", "decision")
     rows = {c["name"]: c for c in doc["candidates"]}
@@ -358,8 +401,6 @@ def test_int16x8_keeps_ops_without_a_16x8_kernel_in_float(tmp_path):
     float as TensorFlow's 16x8 guide recommends, says so, records it, and the rest is 16x8 and accurate."""
     from ai_edge_litert.interpreter import Interpreter
 
-    from edge_tool.modelfiles.tflite_model import summarize_tflite
-
     model = _build(_CAST_MODEL, tmp_path / "cast")
     out = tmp_path / "o"
     proc = edgetool_in_process("convert", model, "--quant", "fp32,int16x8", "-o", out)
@@ -374,7 +415,7 @@ def test_int16x8_keeps_ops_without_a_16x8_kernel_in_float(tmp_path):
     for name in ("cast_fp32.tflite", record["path"]):
         it = Interpreter(model_path=str(out / name))
         run = it.get_signature_runner()
-        preds[name] = np.concatenate([next(iter(run(pixels=ev["x"][i:i + 1]).values())) for i in range(len(ev["x"]))])
+        preds[name] = np.concatenate([next(iter(run(pixels=ev["x"][i : i + 1]).values())) for i in range(len(ev["x"]))])
     agreement = np.mean(preds["cast_fp32.tflite"].argmax(1) == preds[record["path"]].argmax(1))
     assert agreement >= 0.99, agreement  # 16-bit activations: the float model's decisions
 
@@ -383,7 +424,9 @@ def test_int16x8_keeps_ops_without_a_16x8_kernel_in_float(tmp_path):
 def test_int16x8_of_an_lstm_is_refused_when_the_float_fallback_cannot_run(recurrent, tmp_path):
     """No 16x8 LSTM kernel; with the LSTM kept in float LiteRT fails to prepare it (output_state): refused, named,
     nothing written — not a file that raises on first use."""
-    proc = edgetool_in_process("convert", recurrent / "lstm", "--quant", "int16x8", "--batch", "1", "-o", tmp_path / "o")
+    proc = edgetool_in_process(
+        "convert", recurrent / "lstm", "--quant", "int16x8", "--batch", "1", "-o", tmp_path / "o"
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     text = " ".join(proc.stderr.split())
     assert "TFLite has no 16x8 kernel for UNIDIRECTIONAL_SEQUENCE_LSTM" in text, text

@@ -12,10 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from edge_tool.cli import app
 from edge_tool.convert.formats import FORMATS, OutputFormat, format_table, formats_for, with_format_table
+from edge_tool.schemas import load
+from edge_tool.schemas.manifest import Manifest
 from tests.conftest import REPO, _run_script, run_edgetool
 
 ort = pytest.importorskip("onnxruntime", reason="the onnx extra: pip install -e '.[onnx]'")
@@ -85,16 +90,11 @@ def test_int8_is_qdq_and_stays_close_to_keras(built, tiny):
 
 
 def test_manifest_records_opset_agreement_and_validates(built):
-    import jsonschema
-
-    from edge_tool.schemas import load
-    from edge_tool.schemas.manifest import Manifest
-
     doc = json.loads((built / "manifest.json").read_text())
     jsonschema.validate(doc, load("manifest"))
     arts = {a["quant"]: a for a in doc["artifacts"]}
     assert [a["format"] for a in doc["artifacts"]] == ["onnx", "onnx"]
-    for quant, art in arts.items():
+    for art in arts.values():
         model = onnx.load(str(built / art["path"]))
         assert art["opset"] == next(o.version for o in model.opset_import if o.domain == "")
         assert art["size_bytes"] == (built / art["path"]).stat().st_size
@@ -180,27 +180,32 @@ main()
 
 def test_missing_onnx_extra_is_refused_before_the_model_loads(tiny, tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-c", _HIDDEN, "convert", str(tiny[0]), "--format", "onnx", "-o", str(out)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _HIDDEN, "convert", str(tiny[0]), "--format", "onnx", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     text = " ".join((proc.stdout + proc.stderr).split())
     assert "pip install 'edgetool[onnx]'" in text and "tf2onnx" in text
     assert not out.exists()
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--quant", "fp16"], ["--quant fp16", "--format tflite"]),
-    (["--quant", "int8", "--io-type", "int8"], ["--io-type int8"]),
-    (["--allow-select-tf-ops"], ["--allow-select-tf-ops"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--quant", "fp16"], ["--quant fp16", "--format tflite"]),
+        (["--quant", "int8", "--io-type", "int8"], ["--io-type int8"]),
+        (["--allow-select-tf-ops"], ["--allow-select-tf-ops"]),
+    ],
+)
 def test_options_onnx_cannot_honour_are_refused(tiny, tmp_path, args, words):
-    from typer.testing import CliRunner
-
-    from edge_tool.cli import app
-
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["convert", str(tiny[0]), "--format", "onnx", *args, "-o", str(out)],
-                                env={"COLUMNS": "300"})
+    result = CliRunner().invoke(
+        app, ["convert", str(tiny[0]), "--format", "onnx", *args, "-o", str(out)], env={"COLUMNS": "300"}
+    )
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.split())
     assert all(w in text for w in words), text
@@ -208,8 +213,6 @@ def test_options_onnx_cannot_honour_are_refused(tiny, tmp_path, args, words):
 
 
 def test_registry_drives_format_choices_schema_and_docs():
-    from edge_tool.schemas import load
-
     assert [f.value for f in OutputFormat] == [*FORMATS, "all"]
     assert formats_for("all") == tuple(n for n, s in FORMATS.items() if s.in_all)
     assert formats_for("micro") == ("tflite", "micro") and formats_for("onnx") == ("onnx",)
@@ -222,25 +225,45 @@ def test_registry_drives_format_choices_schema_and_docs():
 
 
 def test_registry_import_is_light():
-    code = ("import sys; import edge_tool.cli, edge_tool.convert.formats; "
-            "print(sorted(m for m in ('numpy', 'tensorflow', 'onnx', 'tf2onnx', 'onnxruntime') if m in sys.modules))")
+    code = (
+        "import sys; import edge_tool.cli, edge_tool.convert.formats; "
+        "print(sorted(m for m in ('numpy', 'tensorflow', 'onnx', 'tf2onnx', 'onnxruntime') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
 
 
 def test_a_manifest_of_the_previous_version_still_reads(tmp_path):
-    from edge_tool.schemas.manifest import Manifest
-
-    doc = {"schema": "edgetool.convert/1", "tool": {"name": "edgetool", "version": "0.1.0"},
-           "created": "2026-01-01T00:00:00+00:00",
-           "source": {"path": "m", "kind": "saved_model", "flavor": "keras2", "sha256": "ab",
-                      "signature": {"key": "serving_default", "inputs": [], "outputs": []}, "fixed_batch": None},
-           "options": {"model": "m", "output_dir": "o", "modes": ["int8"], "output_format": "all", "seed": 0},
-           "calibration": None,
-           "artifacts": [{"path": "m_int8.tflite", "format": "tflite", "quant": "int8", "size_bytes": 5,
-                          "sha256": "ab", "seconds": 1.0, "tensors": {}, "state_warning": None, "metadata": None},
-                         {"path": "tfjs", "format": "tfjs", "quant": "none", "size_bytes": 5, "files": {},
-                          "seconds": 1.0}],
-           "versions": {"python": "3.11"}, "timings_s": {"int8": 1.0, "tfjs": 1.0, "total": 2.0}}
+    doc = {
+        "schema": "edgetool.convert/1",
+        "tool": {"name": "edgetool", "version": "0.1.0"},
+        "created": "2026-01-01T00:00:00+00:00",
+        "source": {
+            "path": "m",
+            "kind": "saved_model",
+            "flavor": "keras2",
+            "sha256": "ab",
+            "signature": {"key": "serving_default", "inputs": [], "outputs": []},
+            "fixed_batch": None,
+        },
+        "options": {"model": "m", "output_dir": "o", "modes": ["int8"], "output_format": "all", "seed": 0},
+        "calibration": None,
+        "artifacts": [
+            {
+                "path": "m_int8.tflite",
+                "format": "tflite",
+                "quant": "int8",
+                "size_bytes": 5,
+                "sha256": "ab",
+                "seconds": 1.0,
+                "tensors": {},
+                "state_warning": None,
+                "metadata": None,
+            },
+            {"path": "tfjs", "format": "tfjs", "quant": "none", "size_bytes": 5, "files": {}, "seconds": 1.0},
+        ],
+        "versions": {"python": "3.11"},
+        "timings_s": {"int8": 1.0, "tfjs": 1.0, "total": 2.0},
+    }
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     assert Manifest.read(tmp_path / "manifest.json").to_dict() == doc

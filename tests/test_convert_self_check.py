@@ -7,12 +7,12 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO, edgetool_in_process
+from schema_check import validated
+
+from calibration.spec import TensorSpec
 from edge_tool.convert import fidelity
 from edge_tool.models.modelio import SignatureInfo
-from calibration.spec import TensorSpec
-from schema_check import validated
 
 
 def _sig(*inputs: TensorSpec) -> SignatureInfo:
@@ -20,8 +20,11 @@ def _sig(*inputs: TensorSpec) -> SignatureInfo:
 
 
 def test_probe_feeds_are_seeded_and_shaped_by_the_signature():
-    info = _sig(TensorSpec("image", "uint8", (None, 8, 8, 1)), TensorSpec("ids", "int32", (3, 5)),
-                TensorSpec("x", "float32", (None, 4)))
+    info = _sig(
+        TensorSpec("image", "uint8", (None, 8, 8, 1)),
+        TensorSpec("ids", "int32", (3, 5)),
+        TensorSpec("x", "float32", (None, 4)),
+    )
     feeds = fidelity.probe_feeds(info)
     assert len(feeds) == fidelity.PROBES
     assert feeds[0]["image"].shape == (1, 8, 8, 1) and feeds[0]["image"].dtype == np.uint8
@@ -32,8 +35,10 @@ def test_probe_feeds_are_seeded_and_shaped_by_the_signature():
     assert not np.array_equal(feeds[0]["x"], feeds[1]["x"])
 
 
-@pytest.mark.parametrize("spec", [TensorSpec("x", "float32", (None, None, 8)), TensorSpec("x", "string", (None,)),
-                                  TensorSpec("x", "float32", None)])
+@pytest.mark.parametrize(
+    "spec",
+    [TensorSpec("x", "float32", (None, None, 8)), TensorSpec("x", "string", (None,)), TensorSpec("x", "float32", None)],
+)
 def test_no_probe_for_unknown_shapes_or_strings(spec):
     assert fidelity.probe_feeds(_sig(spec)) is None
 
@@ -85,8 +90,13 @@ main()
 @pytest.mark.slow
 def test_a_float_file_that_drifts_from_the_savedmodel_is_written_with_a_warning(digits_model, tmp_path):
     out = tmp_path / "o"
-    proc = subprocess.run([sys.executable, "-c", _WRONG_REFERENCE, "convert", str(digits_model), "--quant",
-                           "fp32,fp16", "-o", str(out)], capture_output=True, text=True, cwd=REPO, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRONG_REFERENCE, "convert", str(digits_model), "--quant", "fp32,fp16", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = " ".join(proc.stderr.split())
     assert "model_fp32.tflite does not compute what the SavedModel computes: max abs error 0.02" in text
@@ -111,8 +121,9 @@ tf.saved_model.save(m, sys.argv[1], signatures={"serving_default": m.serve})
 @pytest.mark.slow
 def test_a_savedmodel_that_refuses_the_random_probes_is_converted_unchecked(tmp_path):
     model, out = tmp_path / "m", tmp_path / "o"
-    subprocess.run([sys.executable, "-c", _ASSERTING_MODEL, str(model)], check=True, cwd=REPO, timeout=300,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-c", _ASSERTING_MODEL, str(model)], check=True, cwd=REPO, timeout=300, capture_output=True
+    )
     proc = edgetool_in_process("convert", model, "--quant", "fp32", "-o", out)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert "self_check" not in validated(out / "manifest.json", "manifest")["artifacts"][0]
@@ -138,8 +149,13 @@ def test_format_all_writes_every_mode_that_builds_and_records_the_rest(digits_mo
     """--format all means every mode that works: one the libraries cannot build is recorded, the rest written (exit
     0); in a list named with --quant the rest is written too, and the run exits 1 (not every requested mode built)."""
     out = tmp_path / "o"
-    proc = subprocess.run([sys.executable, "-c", _INT16X8_FAILS, "convert", str(digits_model), *asked, "-o", str(out)],
-                          capture_output=True, text=True, cwd=REPO, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", _INT16X8_FAILS, "convert", str(digits_model), *asked, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=900,
+    )
     manifest = validated(out / "manifest.json", "manifest")
     assert "cannot run (test)" in manifest["failed"]["int16x8"]
     written = {a["quant"] for a in manifest["artifacts"] if a["format"] == "tflite"}

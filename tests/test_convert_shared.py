@@ -9,25 +9,24 @@ import json
 
 import numpy as np
 import pytest
-
-from tests.oracles.raw_converter import MODES, raw_converter
 from conftest import run_edgetool
-from edge_tool.convert.background import BackgroundCall
-from edge_tool.errors import ConversionError
 from schema_check import validated
+
+from edge_tool.convert.api import convert
+from edge_tool.convert.background import BackgroundCall
+from edge_tool.convert.config import ConvertConfig
+from edge_tool.core.env import import_tf
+from edge_tool.errors import ConversionError
+from tests.oracles.raw_converter import MODES, raw_converter
 
 
 def raw_tflite(tf, saved_model, mode: str, x: np.ndarray) -> bytes:
     """What tf.lite.TFLiteConverter writes for ``mode`` (the benchmarks' baseline: the settings documented per mode)."""
-    return raw_converter(tf, saved_model, mode, lambda: ([x[i:i + 1]] for i in range(len(x)))).convert()
+    return raw_converter(tf, saved_model, mode, lambda: ([x[i : i + 1]] for i in range(len(x)))).convert()
 
 
 @pytest.mark.slow
 def test_every_mode_is_byte_identical_to_the_raw_converter(digits_model, tmp_path):
-    from edge_tool.convert.api import convert
-    from edge_tool.convert.config import ConvertConfig
-    from edge_tool.core.env import import_tf
-
     tf = import_tf()
     calls = []
     from tensorflow.lite.python.optimize import calibrator
@@ -51,6 +50,7 @@ def test_every_mode_is_byte_identical_to_the_raw_converter(digits_model, tmp_pat
 
 def _digest(directory) -> dict[str, str]:
     """sha256 per file; model.json canonicalised (tensorflowjs writes protobuf maps in a per-process order)."""
+
     def content(p):
         return json.dumps(json.loads(p.read_text()), sort_keys=True).encode() if p.suffix == ".json" else p.read_bytes()
 
@@ -62,8 +62,17 @@ def test_tfjs_worker_process_writes_the_same_files(digits_model, tmp_path):
     outs, logs = {}, {}
     for workers in ("0", "1"):
         outs[workers] = tmp_path / f"workers{workers}"
-        proc = run_edgetool("convert", digits_model, "--format", "all", "--quant", "fp32", "-o", outs[workers],
-                            env={"EDGETOOL_CONVERT_WORKERS": workers})
+        proc = run_edgetool(
+            "convert",
+            digits_model,
+            "--format",
+            "all",
+            "--quant",
+            "fp32",
+            "-o",
+            outs[workers],
+            env={"EDGETOOL_CONVERT_WORKERS": workers},
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         logs[workers] = proc.stderr
     assert "parallel worker" in logs["1"] and "parallel worker" not in logs["0"]

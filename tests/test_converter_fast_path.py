@@ -6,10 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 
-import pytest
-
 from conftest import run_edgetool
+
 from edge_tool.convert.modes import every_mode
+from edge_tool.converter import fast_path as converter
 
 MODES = ",".join(every_mode())
 
@@ -19,11 +19,29 @@ def _digests(out) -> dict[str, str]:
 
 
 def test_fast_and_public_paths_write_identical_files_in_every_mode(flat_model, tmp_path):
-    fast = run_edgetool("convert", flat_model, "--quant", MODES, "--calibration", flat_model / "eval.npz",
-                        "-o", tmp_path / "fast", env={"EDGETOOL_FAST_CONVERT": "1"})
+    fast = run_edgetool(
+        "convert",
+        flat_model,
+        "--quant",
+        MODES,
+        "--calibration",
+        flat_model / "eval.npz",
+        "-o",
+        tmp_path / "fast",
+        env={"EDGETOOL_FAST_CONVERT": "1"},
+    )
     assert fast.returncode == 0, fast.stderr[-3000:]
-    public = run_edgetool("convert", flat_model, "--quant", MODES, "--calibration", flat_model / "eval.npz",
-                          "-o", tmp_path / "public", env={"EDGETOOL_FAST_CONVERT": "0"})
+    public = run_edgetool(
+        "convert",
+        flat_model,
+        "--quant",
+        MODES,
+        "--calibration",
+        flat_model / "eval.npz",
+        "-o",
+        tmp_path / "public",
+        env={"EDGETOOL_FAST_CONVERT": "0"},
+    )
     assert public.returncode == 0, public.stderr[-3000:]
     fast_files, public_files = _digests(tmp_path / "fast"), _digests(tmp_path / "public")
     assert len(fast_files) == 5
@@ -34,8 +52,6 @@ def test_fast_and_public_paths_write_identical_files_in_every_mode(flat_model, t
 
 
 def test_feature_detection_accepts_the_pinned_tensorflow(monkeypatch):
-    from edge_tool.converter import fast_path as converter
-
     monkeypatch.delenv("EDGETOOL_FAST_CONVERT", raising=False)
     converter.fast_path_problem.cache_clear()
     try:
@@ -49,8 +65,6 @@ def test_feature_detection_accepts_the_pinned_tensorflow(monkeypatch):
 
 def test_feature_detection_refuses_a_changed_private_signature(monkeypatch):
     from tensorflow.lite.python import lite
-
-    from edge_tool.converter import fast_path as converter
 
     def _quantize(self, result, input_type, output_type, activations_type, bias_type, allow_float):
         raise AssertionError("never called")

@@ -12,18 +12,29 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_edgetool
 from typer.testing import CliRunner
 
-from conftest import run_edgetool
 from edge_tool.cli import app
+from edge_tool.convert.modes import int8
+from edge_tool.converter.run import CallbackFailed, Refusal, new_converter, ops_needing_select, run_converter
 from edge_tool.errors import ConversionError
 
 REPO = Path(__file__).resolve().parents[1]
 CONVERTER_PACKAGE = REPO / "edge_tool" / "converter"
 # Names that make or run a converter (or its private quantizer) anywhere but in edge_tool/converter/
-CONVERTER_NAMES = {"TFLiteConverter", "TFLiteConverterV2", "TFLiteSavedModelConverterV2", "TFLiteKerasModelConverterV2",
-                   "from_saved_model", "from_keras_model", "from_concrete_functions", "Calibrator", "mlir_quantize",
-                   "_mlir_quantize"}
+CONVERTER_NAMES = {
+    "TFLiteConverter",
+    "TFLiteConverterV2",
+    "TFLiteSavedModelConverterV2",
+    "TFLiteKerasModelConverterV2",
+    "from_saved_model",
+    "from_keras_model",
+    "from_concrete_functions",
+    "Calibrator",
+    "mlir_quantize",
+    "_mlir_quantize",
+}
 DEBUGGER_NAMES = {"QuantizationDebugger", "get_nondebug_quantized_model"}  # they convert: inside run_converter
 SITES = {"context.py", "selective.py", "export.py", "fixed_int8.py"}  # modules outside converter/ that convert
 
@@ -38,18 +49,25 @@ def _offences(tree: ast.AST) -> set[str]:
             found.add(node.attr)
         elif isinstance(node, ast.Name) and node.id in CONVERTER_NAMES:
             found.add(node.id)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "convert"
-              and not node.args and not node.keywords):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "convert"
+            and not node.args
+            and not node.keywords
+        ):
             found.add(".convert()")
         elif isinstance(node, ast.ExceptHandler) and (
-                node.type is None or (isinstance(node.type, ast.Name) and node.type.id in ("Exception", "BaseException"))):
+            node.type is None or (isinstance(node.type, ast.Name) and node.type.id in ("Exception", "BaseException"))
+        ):
             found.add("catch-all except")
     return found
 
 
 def _calls(tree: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None)) == name
-               for n in ast.walk(tree))
+    return any(
+        isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None)) == name for n in ast.walk(tree)
+    )
 
 
 def test_every_conversion_goes_through_run_converter():
@@ -73,8 +91,10 @@ def test_every_conversion_goes_through_run_converter():
 
 
 def test_the_architecture_check_can_fail():
-    tree = ast.parse("def f(tf, p):\n    c = tf.lite.TFLiteConverter.from_saved_model(p)\n    try:\n"
-                     "        return c.convert()\n    except Exception:\n        pass\n")
+    tree = ast.parse(
+        "def f(tf, p):\n    c = tf.lite.TFLiteConverter.from_saved_model(p)\n    try:\n"
+        "        return c.convert()\n    except Exception:\n        pass\n"
+    )
     assert _offences(tree) == {"TFLiteConverter", "from_saved_model", ".convert()", "catch-all except"}
     assert _offences(ast.parse("img.convert('RGB')")) == set()
 
@@ -125,8 +145,6 @@ def test_a_converter_error_names_the_ops_from_its_error_data(models):
     the flag the same converter set-up converts (run_converter adds the TF Select set)."""
     from tensorflow.lite.python.convert_phase import ConverterError
 
-    from edge_tool.converter.run import Refusal, new_converter, ops_needing_select, run_converter
-
     refusal = Refusal("flex.savedmodel", "The TFLite converter failed on flex.savedmodel")
     with pytest.raises(ConversionError) as refused:
         run_converter(new_converter(models["flex"]), refusal)
@@ -141,8 +159,6 @@ def test_blame_follows_the_exception_type(models):
     """The converter's own ValueError (its calibrator refusing a sample) blames the model; a TypeError, or any
     exception of edgetool's own callback, is a bug and is not disguised as a ConversionError."""
     import tensorflow as tf
-
-    from edge_tool.converter.run import CallbackFailed, Refusal, new_converter, run_converter
 
     refusal = Refusal("plain", "The TFLite converter failed on plain")
 
@@ -175,12 +191,12 @@ def test_blame_follows_the_exception_type(models):
 
 def test_a_bug_inside_a_conversion_is_an_internal_error_not_the_models(models, tmp_path, monkeypatch):
     """An exception edgetool's own code raises inside the converter surfaces as exit 70, not as a refusal (2)."""
-    from edge_tool.convert.modes import int8
 
     def broken(tf, conv, data, io_dtype=None, **kw):
         def gen():
             raise ValueError("bug")
-            yield  # noqa: B901 - a generator
+            yield
+
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.representative_dataset = gen
 
@@ -210,17 +226,27 @@ def test_eval_per_layer_refusals_go_through_the_same_translation(models, tmp_pat
     data = models["plain"] / "calibration.npz"
     ok = run_edgetool("eval", tflite, "-r", models["plain"], "-d", data, "--per-layer")
     assert ok.returncode == 0 and "worst quantized layers" in ok.stdout, ok.stdout + ok.stderr
-    _refused(run_edgetool("eval", tflite, "-r", models["flex"], "-d", data, "--per-layer"),
-             "uses ops the TFLite builtin op set cannot express: Cumprod", "without --per-layer")
-    _refused(run_edgetool("eval", tflite, "-r", models["loop"], "-d", data, "--per-layer"),
-             "WHILE loop", "crashes TensorFlow", "without --per-layer")
+    _refused(
+        run_edgetool("eval", tflite, "-r", models["flex"], "-d", data, "--per-layer"),
+        "uses ops the TFLite builtin op set cannot express: Cumprod",
+        "without --per-layer",
+    )
+    _refused(
+        run_edgetool("eval", tflite, "-r", models["loop"], "-d", data, "--per-layer"),
+        "WHILE loop",
+        "crashes TensorFlow",
+        "without --per-layer",
+    )
 
 
 def test_demo_litert_and_check_refusals_go_through_the_same_translation(models, tmp_path):
     """demo --litert (an internal error on a Flex op and a segfault on a WHILE loop before) and check's LiteRT.js
     artefact, which is the same build, refuse with the runner's words."""
-    _refused(run_edgetool("demo", models["flex"], "--litert", "-o", tmp_path / "flex"),
-             "uses ops the TFLite builtin op set cannot express: Cumprod", "LiteRT.js runs builtin ops only")
+    _refused(
+        run_edgetool("demo", models["flex"], "--litert", "-o", tmp_path / "flex"),
+        "uses ops the TFLite builtin op set cannot express: Cumprod",
+        "LiteRT.js runs builtin ops only",
+    )
     assert not (tmp_path / "flex").exists()
     _refused(run_edgetool("demo", models["loop"], "--litert", "-o", tmp_path / "loop"), "WHILE loop", "--tflite")
     check = run_edgetool("check", models["loop"], "--target", "litertjs")

@@ -7,6 +7,8 @@ import hashlib
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +17,29 @@ from PIL import Image  # noqa: TID253  (tests are not the CLI: no start-up to ke
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
+from edge_tool.convert import tfjs as tfjs_mod
+from edge_tool.convert.tfjs import export_tfjs
+from edge_tool.core.env import import_tf
 from edge_tool.demo import vendor
+from edge_tool.demo.footprint import footprint
+from edge_tool.demo.model import Tensor, output_ui
 from edge_tool.demo.site import LITERT_MODULES, TEMPLATE_FILES, content_version, site_files
-from tests.conftest import edgetool_in_process
+from edge_tool.models.modelio import load_serving_fn
+from tests.conftest import REPO, edgetool_in_process
 
 RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}
-FIXED_FILES = {"index.html", "app.js", "app.css", "demo-config.json", "manifest.webmanifest", "sw.js",
-               "icons/icon-192.png", "icons/icon-512.png", "icons/icon-maskable-512.png", "model/model.json"} | RUNTIME
+FIXED_FILES = {
+    "index.html",
+    "app.js",
+    "app.css",
+    "demo-config.json",
+    "manifest.webmanifest",
+    "sw.js",
+    "icons/icon-192.png",
+    "icons/icon-512.png",
+    "icons/icon-maskable-512.png",
+    "model/model.json",
+} | RUNTIME
 FIXED_FILES |= set(TEMPLATE_FILES)  # the page's ES modules (tests/test_page_js.py: exactly those app.js imports)
 
 
@@ -51,8 +69,6 @@ def digest(path: Path) -> str:
 @pytest.fixture(scope="module")
 def tfjs_models(digits_model, tmp_path_factory) -> dict[str, Path]:
     """The digits model converted to tfjs twice: float32 weights and float16 weights."""
-    from edge_tool.convert.tfjs import export_tfjs
-
     root = tmp_path_factory.mktemp("tfjs")
     export_tfjs(digits_model, root / "fp32")
     export_tfjs(digits_model, root / "fp16", weight_quant="float16")
@@ -72,13 +88,15 @@ def saved_model_site(digits_model, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def two_input_model(tmp_path_factory) -> Path:
     """A tiny tf.Module SavedModel with two inputs (a, b)."""
-    from edge_tool.core.env import import_tf
-
     tf = import_tf()
 
     class TwoInputs(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="a"),
-                                      tf.TensorSpec([None, 2], tf.float32, name="b")])
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None, 2], tf.float32, name="a"),
+                tf.TensorSpec([None, 2], tf.float32, name="b"),
+            ]
+        )
         def serve(self, a, b):
             return {"scores": a + b}
 
@@ -138,7 +156,12 @@ def test_page_config_describes_the_signature(saved_model_site, digits_model):
     config = json.loads((saved_model_site / "demo-config.json").read_text())
     inp, out = config["input"], config["output"]
     assert (inp["kind"], inp["height"], inp["width"], inp["channels"]) == ("image", 8, 8, 1)
-    assert (inp["name"], inp["dtype"], inp["tfjsDtype"], inp["shape"]) == ("pixels", "float32", "float32", [None, 8, 8, 1])
+    assert (inp["name"], inp["dtype"], inp["tfjsDtype"], inp["shape"]) == (
+        "pixels",
+        "float32",
+        "float32",
+        [None, 8, 8, 1],
+    )
     assert inp["range"] == [0, 255]
     assert out["classes"] == 10 and out["shape"] == [None, 10]
     assert config["labels"] == (digits_model / "labels.txt").read_text().split()
@@ -169,12 +192,24 @@ def test_force_replaces_an_existing_site(tfjs_models, tmp_path):
     site.mkdir()
     (site / "old.txt").write_text("old")
     (site / ".edgetool-output").write_text("")  # as if an earlier edgetool run wrote it
-    result = CliRunner().invoke(app, ["demo", str(tfjs_models["fp32"]), "-o", str(site), "--force",
-                                      "--labels", str(Path(__file__).parent / "data" / "nonexistent.txt")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "demo",
+            str(tfjs_models["fp32"]),
+            "-o",
+            str(site),
+            "--force",
+            "--labels",
+            str(Path(__file__).parent / "data" / "nonexistent.txt"),
+        ],
+    )
     assert result.exit_code == 2 and (site / "old.txt").is_file()  # bad --labels: nothing touched
     labels = tmp_path / "labels.txt"
     labels.write_text("\n".join(f"digit {i}" for i in range(10)))
-    result = CliRunner().invoke(app, ["demo", str(tfjs_models["fp32"]), "-o", str(site), "--force", "--labels", str(labels)])
+    result = CliRunner().invoke(
+        app, ["demo", str(tfjs_models["fp32"]), "-o", str(site), "--force", "--labels", str(labels)]
+    )
     assert result.exit_code == 0, result.output
     assert not (site / "old.txt").exists()
     assert json.loads((site / "demo-config.json").read_text())["labels"][3] == "digit 3"
@@ -230,21 +265,22 @@ def test_two_input_model_gets_a_form_per_input(two_input_model, tmp_path):
     assert result.exit_code == 0, result.output
     config = json.loads((tmp_path / "s" / "demo-config.json").read_text())
     assert [(i["name"], i["kind"], i["features"], i["feedShape"]) for i in config["inputs"]] == [
-        ("a", "flat", 2, [1, 2]), ("b", "flat", 2, [1, 2])]
+        ("a", "flat", 2, [1, 2]),
+        ("b", "flat", 2, [1, 2]),
+    ]
     assert [(o["name"], o["kind"]) for o in config["outputs"]] == [("scores", "classes")]
 
 
 def test_litert_engine_refuses_two_inputs_with_the_way_out(two_input_model, tmp_path):
-    _assert_refused([str(two_input_model), "--litert"], tmp_path / "site", "one input of fixed shape", "a, b",
-                    "Drop --litert")
+    _assert_refused(
+        [str(two_input_model), "--litert"], tmp_path / "site", "one input of fixed shape", "a, b", "Drop --litert"
+    )
     assert not (tmp_path / "site").exists()
 
 
 @pytest.fixture(scope="module")
 def odd_models(tmp_path_factory) -> dict[str, Path]:
     """tf.Module SavedModels the demo must still drive: open H×W, int token ids + two heads, an open sequence length."""
-    from edge_tool.core.env import import_tf
-
     tf = import_tf()
     root = tmp_path_factory.mktemp("odd")
 
@@ -254,11 +290,18 @@ def odd_models(tmp_path_factory) -> dict[str, Path]:
             return {"probs": tf.nn.softmax(tf.reduce_mean(image, axis=[1, 2]))}
 
     class TokensTwoHeads(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.int32, name="tokens"),
-                                      tf.TensorSpec([None, 2, 3], tf.float32, name="extra")])
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None, 6], tf.int32, name="tokens"),
+                tf.TensorSpec([None, 2, 3], tf.float32, name="extra"),
+            ]
+        )
         def serve(self, tokens, extra):
             t = tf.cast(tokens, tf.float32)
-            return {"label": tf.nn.softmax(t[:, :4]), "score": tf.reduce_sum(t, 1, keepdims=True) + tf.reduce_sum(extra)}
+            return {
+                "label": tf.nn.softmax(t[:, :4]),
+                "score": tf.reduce_sum(t, 1, keepdims=True) + tf.reduce_sum(extra),
+            }
 
     class OpenLength(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="sequence")])
@@ -285,8 +328,9 @@ def test_open_height_width_is_fed_at_input_size(odd_models, tmp_path):
 
 @pytest.mark.parametrize("bad", ["224", "0x10", "10x5000", "axb", "10x10x3"])
 def test_bad_input_size_is_refused(odd_models, tmp_path, bad):
-    _assert_refused([str(odd_models["open_hw"]), "--input-size", bad], tmp_path / "site", "--input-size must be HxW",
-                    repr(bad))
+    _assert_refused(
+        [str(odd_models["open_hw"]), "--input-size", bad], tmp_path / "site", "--input-size must be HxW", repr(bad)
+    )
     assert not (tmp_path / "site").exists()
 
 
@@ -295,15 +339,29 @@ def test_integer_inputs_and_every_head_are_described(odd_models, tmp_path):
     assert result.exit_code == 0, result.output
     config = json.loads((tmp_path / "s" / "demo-config.json").read_text())
     inputs = {i["name"]: i for i in config["inputs"]}
-    assert (inputs["tokens"]["kind"], inputs["tokens"]["integer"], inputs["tokens"]["tfjsDtype"]) == ("flat", True, "int32")
-    assert (inputs["extra"]["kind"], inputs["extra"]["features"], inputs["extra"]["feedShape"]) == ("tensor", 6, [1, 2, 3])
+    assert (inputs["tokens"]["kind"], inputs["tokens"]["integer"], inputs["tokens"]["tfjsDtype"]) == (
+        "flat",
+        True,
+        "int32",
+    )
+    assert (inputs["extra"]["kind"], inputs["extra"]["features"], inputs["extra"]["feedShape"]) == (
+        "tensor",
+        6,
+        [1, 2, 3],
+    )
     assert [(o["name"], o["kind"]) for o in config["outputs"]] == [("label", "classes"), ("score", "values")]
     assert config["output"]["name"] == "label"  # labels and predict()'s ranking apply to the class head
 
 
 def test_open_non_image_dimension_is_refused_with_the_reason(odd_models, tmp_path):
-    _assert_refused([str(odd_models["open_length"])], tmp_path / "site", "'sequence'", "[?,?]",
-                    "every dimension after the batch fixed", "--input-size")
+    _assert_refused(
+        [str(odd_models["open_length"])],
+        tmp_path / "site",
+        "'sequence'",
+        "[?,?]",
+        "every dimension after the batch fixed",
+        "--input-size",
+    )
     assert not (tmp_path / "site").exists()
 
 
@@ -335,11 +393,6 @@ def test_vendor_status_tracks_the_lockfile(tmp_path):
 
 def test_vendor_script_is_the_setup_step():
     """scripts/vendor_runtimes.py (what setup.sh runs): nothing to do on a vendored tree, exit 2 on a bad argument."""
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
     script = REPO / "scripts" / "vendor_runtimes.py"
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and "already vendored" in done.stdout, done.stdout + done.stderr
@@ -362,7 +415,9 @@ def test_package_json_pins_exact_versions():
 
 # ---------- --litert: the LiteRT.js engine (fixed-batch-1 int8 .tflite) ----------
 
-LITERT_EXTRA = {*LITERT_MODULES, "model/model-int8-b1.tflite", "model/model-fp32-b1.tflite"} | {"vendor/" + name for name in vendor.LITERT_FILES}
+LITERT_EXTRA = {*LITERT_MODULES, "model/model-int8-b1.tflite", "model/model-fp32-b1.tflite"} | {
+    "vendor/" + name for name in vendor.LITERT_FILES
+}
 
 
 @pytest.fixture(scope="module")
@@ -395,11 +450,21 @@ def test_litert_site_adds_the_engine_runtime_and_a_fixed_batch_int8_model(litert
     assert (lrt["input"]["shape"], lrt["output"]["shape"]) == ([1, 8, 8, 1], [1, 10])
     assert (lrt["name"], lrt["label"]) == ("litert", "LiteRT.js int8")
     [fp32] = lrt["variants"]  # the fp32 .tflite beside it, so the page can pick engine x artefact
-    assert (fp32["name"], fp32["label"], fp32["modelUrl"]) == ("litert-fp32", "LiteRT.js fp32", "model/model-fp32-b1.tflite")
-    assert (fp32["input"]["dtype"], fp32["output"]["dtype"], fp32["input"]["shape"]) == ("float32", "float32", [1, 8, 8, 1])
+    assert (fp32["name"], fp32["label"], fp32["modelUrl"]) == (
+        "litert-fp32",
+        "LiteRT.js fp32",
+        "model/model-fp32-b1.tflite",
+    )
+    assert (fp32["input"]["dtype"], fp32["output"]["dtype"], fp32["input"]["shape"]) == (
+        "float32",
+        "float32",
+        [1, 8, 8, 1],
+    )
     for m in (lrt, fp32):
         assert m["sha256"] == hashlib.sha256((litert_site / m["modelUrl"]).read_bytes()).hexdigest()
-    fp32_types = {t["dtype"].__name__ for t in Interpreter(model_path=str(litert_site / fp32["modelUrl"])).get_tensor_details()}
+    fp32_types = {
+        t["dtype"].__name__ for t in Interpreter(model_path=str(litert_site / fp32["modelUrl"])).get_tensor_details()
+    }
     assert "int8" not in fp32_types
     index = (litert_site / "index.html").read_text()
     import_map = json.loads(re.search(r'<script type="importmap">(.*?)</script>', index).group(1))
@@ -418,17 +483,19 @@ def test_litert_service_worker_precaches_the_engine_and_caches_its_builds_on_dem
 def test_demo_reports_the_site_and_first_visit_size(litert_site):
     """A first visit downloads the precache plus one tfjs binary and one LiteRT.js build: ~12 MB of ~32 MB as files,
     under 5 MB gzipped (tests/test_browser_offline.py measures it in Chromium)."""
-    from edge_tool.demo.footprint import footprint
-
     size = {rel: (litert_site / rel).stat().st_size for rel in site_files(litert_site)}
     lazy = wasm_binaries(litert_site)
-    builds = [[p, p.removesuffix(".wasm") + ".js"] for p in lazy if p.startswith("vendor/litert/") and p.endswith(".wasm")]
+    builds = [
+        [p, p.removesuffix(".wasm") + ".js"] for p in lazy if p.startswith("vendor/litert/") and p.endswith(".wasm")
+    ]
     largest = max(size[p] for p in lazy if "/litert/" not in p) + max(sum(size[p] for p in b) for b in builds)
     want = (sum(size.values()), sum(n for p, n in size.items() if p not in lazy) + largest)
     assert footprint(litert_site, site_files(litert_site)) == want and want[1] < want[0] / 2.5 and want[0] > 25e6
     packed = footprint(litert_site, site_files(litert_site), lambda p: len(gzip.compress(p.read_bytes())))[1]
-    said = re.search(r"site ([\d.]+) MB; a first visit downloads at most ([\d.]+) MB, ([\d.]+) MB gzipped",
-                     (litert_site.parent / "demo-stdout.txt").read_text())
+    said = re.search(
+        r"site ([\d.]+) MB; a first visit downloads at most ([\d.]+) MB, ([\d.]+) MB gzipped",
+        (litert_site.parent / "demo-stdout.txt").read_text(),
+    )
     assert said and (float(said[1]), float(said[2])) == (round(want[0] / 1e6, 1), round(want[1] / 1e6, 1))
     assert abs(float(said[3]) * 1e6 - packed) < 0.05 * packed and packed < 5e6  # serve skips tiny files: within 5 %
 
@@ -442,26 +509,29 @@ def test_without_litert_the_site_has_no_trace_of_it(saved_model_site):
 
 def test_litert_needs_a_saved_model_or_a_tflite(tfjs_models, tmp_path):
     _assert_refused([str(tfjs_models["fp32"]), "--litert"], tmp_path / "site", "--litert", "SavedModel", "--tflite")
-    _assert_refused([str(tfjs_models["fp32"]), "--tflite", str(tfjs_models["fp32"] / "model.json")], tmp_path / "site",
-                    "only applies with --litert")
+    _assert_refused(
+        [str(tfjs_models["fp32"]), "--tflite", str(tfjs_models["fp32"] / "model.json")],
+        tmp_path / "site",
+        "only applies with --litert",
+    )
     assert not (tmp_path / "site").exists()
 
 
 def test_litert_refuses_a_variable_batch_tflite(digits_model, tfjs_models, tmp_path):
-    from edge_tool.core.env import import_tf
-
     tf = import_tf()
     tflite = tmp_path / "fp32.tflite"
     tflite.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(digits_model)).convert())
-    _assert_refused([str(tfjs_models["fp32"]), "--litert", "--tflite", str(tflite)], tmp_path / "site",
-                    "not fixed", "batch 1")
+    _assert_refused(
+        [str(tfjs_models["fp32"]), "--litert", "--tflite", str(tflite)], tmp_path / "site", "not fixed", "batch 1"
+    )
     assert not (tmp_path / "site").exists()
 
 
 def test_litert_accepts_a_fixed_batch_tflite(litert_site, tfjs_models, tmp_path):
     given = litert_site / "model/model-int8-b1.tflite"
-    result = CliRunner().invoke(app, ["demo", str(tfjs_models["fp32"]), "-o", str(tmp_path / "s"), "--litert",
-                                      "--tflite", str(given)])
+    result = CliRunner().invoke(
+        app, ["demo", str(tfjs_models["fp32"]), "-o", str(tmp_path / "s"), "--litert", "--tflite", str(given)]
+    )
     assert result.exit_code == 0, result.output
     assert digest(tmp_path / "s/model/model-int8-b1.tflite") == digest(given)
     lrt = json.loads((tmp_path / "s/demo-config.json").read_text())["litert"]
@@ -485,8 +555,9 @@ def test_litert_without_calibration_data_is_refused(digits_model, tmp_path):
     _assert_refused([str(model), "--litert"], tmp_path / "site", "--calibration", "calibration.npz")
     assert not (tmp_path / "site").exists()
     missing = tmp_path / "nope.npz"
-    _assert_refused([str(digits_model), "--litert", "--calibration", str(missing)], tmp_path / "site",
-                    "nope.npz does not exist")
+    _assert_refused(
+        [str(digits_model), "--litert", "--calibration", str(missing)], tmp_path / "site", "nope.npz does not exist"
+    )
 
 
 _HARD_SWISH_SCRIPT = """
@@ -503,16 +574,15 @@ keras.Model(inp, keras.layers.Dense(4, activation="softmax", name="probs")(x)).s
 @pytest.mark.slow
 def test_hard_swish_model_exports_to_tfjs_that_runs(tmp_path, monkeypatch):
     """grappler fuses hard-swish into _FusedConv2D under oneDNN, which no tfjs backend runs; export must avoid it."""
-    import subprocess
-    import sys
-
-    from edge_tool.convert import tfjs as tfjs_mod
-    from tests.conftest import REPO
-
     model = tmp_path / "hs"
-    subprocess.run([sys.executable, "-c", _HARD_SWISH_SCRIPT, str(model)], check=True, capture_output=True, cwd=REPO,
-                   env={**__import__("os").environ, "TF_USE_LEGACY_KERAS": "1", "TF_ENABLE_ONEDNN_OPTS": "1"},
-                   timeout=600)
+    subprocess.run(
+        [sys.executable, "-c", _HARD_SWISH_SCRIPT, str(model)],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+        env={**__import__("os").environ, "TF_USE_LEGACY_KERAS": "1", "TF_ENABLE_ONEDNN_OPTS": "1"},
+        timeout=600,
+    )
     monkeypatch.setattr(tfjs_mod, "_IN_REEXPORT", True)  # the plain tensorflowjs conversion, for comparison
     tfjs_mod.export_tfjs(model, tmp_path / "plain")
     monkeypatch.setattr(tfjs_mod, "_IN_REEXPORT", False)
@@ -522,12 +592,21 @@ def test_hard_swish_model_exports_to_tfjs_that_runs(tmp_path, monkeypatch):
     x = np.random.default_rng(0).uniform(0, 1, (3, 8, 8, 3)).astype(np.float32)
     feed = {"image": {"dtype": "float32", "shape": list(x.shape), "data": x.ravel().tolist()}}
     (tmp_path / "in.json").write_text(json.dumps(feed))
-    proc = subprocess.run(["node", str(REPO / "tests/oracles/tfjs_check.js"), str(REPO / "web_demo/vendor/tf.min.js"),
-                           str(fixed.parent), str(tmp_path / "in.json"), str(tmp_path / "out.json")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            "node",
+            str(REPO / "tests/oracles/tfjs_check.js"),
+            str(REPO / "web_demo/vendor/tf.min.js"),
+            str(fixed.parent),
+            str(tmp_path / "in.json"),
+            str(tmp_path / "out.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = np.asarray(json.loads((tmp_path / "out.json").read_text())["probs"]["data"]).reshape(3, 4)
-    from edge_tool.models.modelio import load_serving_fn
 
     _, fn, _ = load_serving_fn(model)
     np.testing.assert_allclose(got, np.asarray(fn(image=x)["probs"]), atol=1e-5)
@@ -535,9 +614,10 @@ def test_hard_swish_model_exports_to_tfjs_that_runs(tmp_path, monkeypatch):
 
 def test_a_box_head_is_not_the_ranked_classes_head():
     """A detection model's boxes[N,4] (sorting before classes[N,10]) is shown as values; labels go to classes."""
-    from edge_tool.demo.model import Tensor, output_ui
-
-    heads = output_ui((Tensor("boxes", "boxes:0", "float32", (None, 4)), Tensor("classes", "classes:0", "float32",
-                                                                                  (None, 10))))
-    assert [(h["name"], h["kind"], h["classes"]) for h in heads] == [("classes", "classes", 10),
-                                                                      ("boxes", "values", None)]
+    heads = output_ui(
+        (Tensor("boxes", "boxes:0", "float32", (None, 4)), Tensor("classes", "classes:0", "float32", (None, 10)))
+    )
+    assert [(h["name"], h["kind"], h["classes"]) for h in heads] == [
+        ("classes", "classes", 10),
+        ("boxes", "values", None),
+    ]

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from edge_tool.demo.tfjs_step import litert_blocker, tfjs_failure
 from tests import page_task_models as models
 from tests.conftest import run_edgetool
 
@@ -74,10 +75,13 @@ def test_segmentation_is_inferred_and_task_can_be_given(built, tmp_path):
     assert task == {"name": "regression", "reason": "--task", "assumed": False}
 
 
-@pytest.mark.parametrize("args, expected", [
-    (("--task", "ranking"), "--task expects one of classification, multilabel"),
-    (("--sample-rate", "12"), "--sample-rate must be"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (("--task", "ranking"), "--task expects one of classification, multilabel"),
+        (("--sample-rate", "12"), "--sample-rate must be"),
+    ],
+)
 def test_bad_task_or_sample_rate_is_refused_before_anything_is_written(built, tmp_path, args, expected):
     proc = run_edgetool("demo", built("regression"), "-o", tmp_path / "site", *args)
     assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
@@ -95,8 +99,6 @@ def test_waveform_and_video_inputs_get_their_own_ui_not_a_form(built, tmp_path):
 
 
 def test_refusal_names_what_works_when_litert_cannot_take_the_model_either():
-    from edge_tool.demo.tfjs_step import litert_blocker, tfjs_failure
-
     log = "tensorflowjs could not convert bert: Unsupported Ops in the model before optimization\nErfc\n(log)"
     two = [{"name": "ids"}, {"name": "mask"}]
     message = tfjs_failure("bert", log, False, litert_blocker(two))

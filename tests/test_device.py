@@ -13,11 +13,13 @@ import time
 import uuid
 from pathlib import Path
 
+import device_board
+import flatbuffers
 import numpy as np
 import pytest
-
-import device_board
 from conftest import REPO, run_edgetool
+
+from edge_tool.modelfiles.tflite_model import _schema
 
 pytestmark = pytest.mark.slow
 RUNS = ("--runs", "5", "--warmup", "1")
@@ -91,8 +93,10 @@ def board(tmp_path_factory):
         # as the browser tests: a missing board fails the suite unless skipping was asked for explicitly
         if os.environ.get("EDGETOOL_ALLOW_NO_DEVICE") == "1":
             pytest.skip(f"EDGETOOL_ALLOW_NO_DEVICE=1 and {why}")
-        pytest.fail(f"{why} (.ci/run installs qemu-user-static, debootstrap and openssh-server; "
-                    "set EDGETOOL_ALLOW_NO_DEVICE=1 to skip the device tests)")
+        pytest.fail(
+            f"{why} (.ci/run installs qemu-user-static, debootstrap and openssh-server; "
+            "set EDGETOOL_ALLOW_NO_DEVICE=1 to skip the device tests)"
+        )
     root = device_board.build(device_board.cache_dir())
     b = device_board.start(root, tmp_path_factory.mktemp("board-home"))
     yield b
@@ -104,8 +108,9 @@ def models(tmp_path_factory) -> Path:
     """A tiny digits CNN (SavedModel) with fp32 and int8 (int8 I/O) .tflite files and 100 labelled eval samples."""
     out = tmp_path_factory.mktemp("device-models")
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1"}
-    proc = subprocess.run([sys.executable, "-c", _MODELS, str(out)], capture_output=True, text=True, env=env,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _MODELS, str(out)], capture_output=True, text=True, env=env, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -132,7 +137,9 @@ def _reference(models: Path, x: np.ndarray) -> np.ndarray:
     import tensorflow as tf
 
     fn = tf.saved_model.load(str(models / "model")).signatures["serving_default"]
-    return np.concatenate([fn(tf.constant(x[k:k + 16]))["probs"].numpy() for k in range(0, len(x), 16)]).astype(np.float64)
+    return np.concatenate([fn(tf.constant(x[k : k + 16]))["probs"].numpy() for k in range(0, len(x), 16)]).astype(
+        np.float64
+    )
 
 
 def _assert_device_clean(board, timeout: float = 30) -> None:
@@ -151,8 +158,20 @@ def test_device_rows_equal_an_independent_run_on_the_board(board, models, tmp_pa
     kinds = ("fp32", "int8", "fixed1")
     arts = [shutil.copy(models / f"{m}.tflite", hostile / f"{m} $(touch X); '.tflite") for m in kinds]
     report = tmp_path / "r.json"
-    proc = run_edgetool("eval", *arts, "-r", models / "model", "-d", models / "eval.npz", "--device", board.url,
-                        *RUNS, "--json", report, env=_env(board))
+    proc = run_edgetool(
+        "eval",
+        *arts,
+        "-r",
+        models / "model",
+        "-d",
+        models / "eval.npz",
+        "--device",
+        board.url,
+        *RUNS,
+        "--json",
+        report,
+        env=_env(board),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = json.loads(report.read_text())["results"]
     assert [r.get("device") is not None for r in rows] == [False] * 3 + [True] * 3
@@ -182,12 +201,27 @@ def test_unreachable_device_and_unknown_host_key_are_row_failures(board, models,
     """Nothing listening, or a host key not in known_hosts: those rows fail with ssh's reason, the host row runs."""
     strange = tmp_path / "ssh_config"
     (tmp_path / "empty_known_hosts").write_text("")
-    strange.write_text(board.ssh_config.read_text().replace(str(board.home / "known_hosts"),
-                                                            str(tmp_path / "empty_known_hosts")))
+    strange.write_text(
+        board.ssh_config.read_text().replace(str(board.home / "known_hosts"), str(tmp_path / "empty_known_hosts"))
+    )
     closed = f"ssh://root@127.0.0.1:{device_board._free_port()}"
     report = tmp_path / "r.json"
-    proc = run_edgetool("eval", models / "fp32.tflite", "-r", models / "model", "-d", models / "eval.npz",
-                        "--device", closed, "--device", board.url, *RUNS, "--json", report, env=_env(board, strange))
+    proc = run_edgetool(
+        "eval",
+        models / "fp32.tflite",
+        "-r",
+        models / "model",
+        "-d",
+        models / "eval.npz",
+        "--device",
+        closed,
+        "--device",
+        board.url,
+        *RUNS,
+        "--json",
+        report,
+        env=_env(board, strange),
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = json.loads(report.read_text())["results"]
     assert "failed" not in rows[0] and rows[0]["accuracy"] is not None
@@ -202,9 +236,20 @@ def test_device_without_runtime_names_the_fix(board, models, tmp_path):
     bare.write_text('#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n')
     bare.chmod(0o755)
     report = tmp_path / "r.json"
-    proc = run_edgetool("eval", models / "int8.tflite", "-r", models / "model", "-d", models / "eval.npz",
-                        "--device", board.url + "?python=/opt/bare/python3", *RUNS, "--json", report,
-                        env=_env(board))
+    proc = run_edgetool(
+        "eval",
+        models / "int8.tflite",
+        "-r",
+        models / "model",
+        "-d",
+        models / "eval.npz",
+        "--device",
+        board.url + "?python=/opt/bare/python3",
+        *RUNS,
+        "--json",
+        report,
+        env=_env(board),
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     failed = json.loads(report.read_text())["results"][1]["failed"]
     assert "pip install numpy ai-edge-litert" in failed, failed
@@ -212,11 +257,30 @@ def test_device_without_runtime_names_the_fix(board, models, tmp_path):
 
 
 def _start_eval(board, models, tmp_path, env_config: Path | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "edge_tool", "eval", str(models / "fp32.tflite"), "-r",
-                             str(models / "model"), "-d", str(models / "eval.npz"), "--device", board.url,
-                             "--runs", "300", "--json", str(tmp_path / "r.json")],
-                            env={**os.environ, **_env(board, env_config)}, cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edge_tool",
+            "eval",
+            str(models / "fp32.tflite"),
+            "-r",
+            str(models / "model"),
+            "-d",
+            str(models / "eval.npz"),
+            "--device",
+            board.url,
+            "--runs",
+            "300",
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        env={**os.environ, **_env(board, env_config)},
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for_runner(board, proc: subprocess.Popen) -> None:
@@ -255,10 +319,6 @@ def test_killed_sshd_mid_run_is_the_rows_failure_not_a_hang(board, models, tmp_p
 
 def _future_ops(src: Path, dst: Path) -> Path:
     """``src`` with every operator at version 99: a model newer than any runtime (the board's 2.14 included)."""
-    import flatbuffers
-
-    from edge_tool.modelfiles.tflite_model import _schema
-
     schema = _schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(src.read_bytes()), 0))
     for code in model.operatorCodes:
@@ -281,8 +341,21 @@ def test_check_and_device_commands_ask_the_board(board, models, tmp_path):
     bad = run_edgetool("check", future, "-t", "litert-cpu", "--device", board.url, env=env)
     assert bad.returncode == 1 and "version '99'" in bad.stdout, bad.stdout + bad.stderr
     report = tmp_path / "r.json"
-    proc = run_edgetool("eval", future, models / "int8.tflite", "-r", models / "model", "-d", models / "eval.npz",
-                        "--device", board.url, *RUNS, "--json", report, env=env)
+    proc = run_edgetool(
+        "eval",
+        future,
+        models / "int8.tflite",
+        "-r",
+        models / "model",
+        "-d",
+        models / "eval.npz",
+        "--device",
+        board.url,
+        *RUNS,
+        "--json",
+        report,
+        env=env,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = {r["artifact"]: r for r in json.loads(report.read_text())["results"]}
     name = board.url.split("://")[1]
@@ -317,9 +390,21 @@ def test_the_host_as_a_device_gives_the_host_rows(board, models, tmp_path_factor
     host = device_board.start(board.root, tmp_path_factory.mktemp("host-device"), chroot=False)
     report = tmp_path / "r.json"
     try:
-        proc = run_edgetool("eval", models / "fp32.tflite", models / "int8.tflite", "-r", models / "model", "-d",
-                            models / "eval.npz", "--device", f"{host.url}?python={sys.executable}", *RUNS,
-                            "--json", report, env=_env(host))
+        proc = run_edgetool(
+            "eval",
+            models / "fp32.tflite",
+            models / "int8.tflite",
+            "-r",
+            models / "model",
+            "-d",
+            models / "eval.npz",
+            "--device",
+            f"{host.url}?python={sys.executable}",
+            *RUNS,
+            "--json",
+            report,
+            env=_env(host),
+        )
     finally:
         host.stop()
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -338,14 +423,40 @@ def test_tflm_on_devices(board, models, tmp_path_factory, tmp_path):
     equal the host's own --runtime tflm rows."""
     host = device_board.start(board.root, tmp_path_factory.mktemp("tflm-device"), chroot=False)
     report, local = tmp_path / "r.json", tmp_path / "local.json"
-    common = (models / "fp32.tflite", models / "int8.tflite", "-r", models / "model", "-d", models / "eval.npz",
-              "--runtime", "tflm", *RUNS)
+    common = (
+        models / "fp32.tflite",
+        models / "int8.tflite",
+        "-r",
+        models / "model",
+        "-d",
+        models / "eval.npz",
+        "--runtime",
+        "tflm",
+        *RUNS,
+    )
     try:
         env = _env_both(board, host, tmp_path)
-        proc = run_edgetool("eval", *common, "--device", board.url, "--device", f"{host.url}?python={sys.executable}",
-                            "--json", report, env=env)
-        check = run_edgetool("check", models / "model", "-t", "tflm", "--device", f"{host.url}?python={sys.executable}",
-                             "--json", env=env)
+        proc = run_edgetool(
+            "eval",
+            *common,
+            "--device",
+            board.url,
+            "--device",
+            f"{host.url}?python={sys.executable}",
+            "--json",
+            report,
+            env=env,
+        )
+        check = run_edgetool(
+            "check",
+            models / "model",
+            "-t",
+            "tflm",
+            "--device",
+            f"{host.url}?python={sys.executable}",
+            "--json",
+            env=env,
+        )
         refused = run_edgetool("check", models / "model", "-t", "tflm", "--device", board.url, env=env)
     finally:
         host.stop()
@@ -371,9 +482,11 @@ def test_tflm_on_devices(board, models, tmp_path_factory, tmp_path):
 def _env_both(board, other, tmp_path: Path) -> dict:
     """One ssh client config reaching both sshds (each with its own client key and host key)."""
     cfg = tmp_path / "ssh_config_both"
-    cfg.write_text(f"Host 127.0.0.1\n  IdentityFile {board.home / 'id_ed25519'}\n  IdentityFile {other.home / 'id_ed25519'}\n"
-                   f"  IdentitiesOnly yes\n  UserKnownHostsFile {board.home / 'known_hosts'} {other.home / 'known_hosts'}\n"
-                   "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n  IdentityAgent none\n")
+    cfg.write_text(
+        f"Host 127.0.0.1\n  IdentityFile {board.home / 'id_ed25519'}\n  IdentityFile {other.home / 'id_ed25519'}\n"
+        f"  IdentitiesOnly yes\n  UserKnownHostsFile {board.home / 'known_hosts'} {other.home / 'known_hosts'}\n"
+        "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n  IdentityAgent none\n"
+    )
     return {"EDGETOOL_SSH_CONFIG": str(cfg)}
 
 
@@ -401,9 +514,26 @@ def test_a_device_out_of_memory_is_that_rows_failure(board, tmp_path_factory, tm
     host = device_board.start(board.root, tmp_path_factory.mktemp("oom-host"), chroot=False)
     report = tmp_path / "r.json"
     try:
-        proc = run_edgetool("eval", big / "big.tflite", "-r", big / "model", "-d", big / "data.npz", "--device",
-                            small.url, "--device", f"{host.url}?python={sys.executable}", "--runs", "2",
-                            "--warmup", "0", "--json", report, env=_env_both(small, host, tmp_path), timeout=900)
+        proc = run_edgetool(
+            "eval",
+            big / "big.tflite",
+            "-r",
+            big / "model",
+            "-d",
+            big / "data.npz",
+            "--device",
+            small.url,
+            "--device",
+            f"{host.url}?python={sys.executable}",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--json",
+            report,
+            env=_env_both(small, host, tmp_path),
+            timeout=900,
+        )
     finally:
         small.stop()
         host.stop()

@@ -10,18 +10,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import litert_outputs
+from schema_check import validated
 from typer.testing import CliRunner
 
-from tests.oracles.raw_converter import raw_converter
-from conftest import litert_outputs
 from edge_tool.cli import app
+from edge_tool.convert.api import convert
+from edge_tool.convert.config import ConvertConfig
+from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.core.env import import_tf
-from edge_tool.errors import DataError, ModelError
-from edge_tool.evaluate import EvalConfig, run_eval
+from edge_tool.errors import DataError, ModelError, UsageError
+from edge_tool.evaluate import EvalConfig, run_eval, tfjs_runner
 from edge_tool.evaluate.artifacts import describe
 from edge_tool.evaluate.latency import measure_tflite, measure_tflite_subprocess
 from edge_tool.evaluate.metrics import cosine, topk_accuracy
-from schema_check import validated
+from edge_tool.litert.tflite_runner import TfliteInterpreter, read_flatbuffer
+from tests.oracles.raw_converter import raw_converter
 
 runner = CliRunner()
 tf = import_tf()
@@ -34,12 +38,14 @@ def _eval_cli(args: list[str]):
 
 # ---------------------------------------------------------------- artefacts made with the raw TFLite converter
 
+
 def _raw_convert(saved_model: Path, out: Path, mode: str, rep_x: np.ndarray | None = None) -> Path:
     """A .tflite from tf.lite.TFLiteConverter.from_saved_model directly (not edgetool convert); ``int8io`` is int8
     with int8 input and output."""
+
     def rep():
         for i in range(min(100, len(rep_x))):
-            yield [rep_x[i:i + 1]]
+            yield [rep_x[i : i + 1]]
 
     conv = raw_converter(tf, saved_model, "int8" if mode == "int8io" else mode, rep)
     if mode == "int8io":
@@ -71,6 +77,7 @@ def _config(arts_list, digits_model, eval_npz, **kw) -> EvalConfig:
 
 
 # ---------------------------------------------------------------- independent computation
+
 
 def _reference_outputs(saved_model: Path, x: np.ndarray) -> np.ndarray:
     fn = tf.saved_model.load(str(saved_model)).signatures["serving_default"]
@@ -118,8 +125,14 @@ def test_figures_agree_with_independent_numpy(arts, digits_model, eval_npz):
 def test_quant_mode_inferred_from_tensor_types(arts, digits_model, tmp_path):
     cal = np.load(digits_model / "calibration.npz")["x"].astype(np.float32)
     extra = {m: _raw_convert(digits_model, tmp_path / f"{m}.tflite", m, cal) for m in ("fp16", "int16x8")}
-    expected = {arts["fp32"]: "fp32", arts["dynamic"]: "dynamic", arts["int8io"]: "int8", arts["badcal"]: "int8",
-                extra["fp16"]: "fp16", extra["int16x8"]: "int16x8"}
+    expected = {
+        arts["fp32"]: "fp32",
+        arts["dynamic"]: "dynamic",
+        arts["int8io"]: "int8",
+        arts["badcal"]: "int8",
+        extra["fp16"]: "fp16",
+        extra["int16x8"]: "int16x8",
+    }
     for path, mode in expected.items():
         a = describe(path)
         assert (a.quant, a.quant_source) == (mode, "tensor types"), path.name
@@ -135,22 +148,42 @@ def test_quant_mode_inferred_from_tensor_types(arts, digits_model, tmp_path):
 
 
 def _tflite_entry(name: str, quant, size_bytes: int = 1) -> dict:
-    return {"path": name, "format": "tflite", "quant": quant, "size_bytes": size_bytes, "sha256": "0", "seconds": 0.0,
-            "tensors": {}, "state_warning": None, "metadata": None}
+    return {
+        "path": name,
+        "format": "tflite",
+        "quant": quant,
+        "size_bytes": size_bytes,
+        "sha256": "0",
+        "seconds": 0.0,
+        "tensors": {},
+        "state_warning": None,
+        "metadata": None,
+    }
 
 
 def _manifest(artifacts: list[dict]) -> dict:
     """The smallest manifest.json the published schema accepts."""
-    return {"schema": "edgetool.convert/1", "tool": {"name": "edgetool", "version": "0"}, "created": "2026-01-01",
-            "source": {"path": "m", "kind": "saved_model", "flavor": "keras2", "sha256": "0",
-                       "signature": {"key": "serving_default", "inputs": [], "outputs": []}, "fixed_batch": None},
-            "options": {"model": "m", "output_dir": "o", "modes": ["qat"], "output_format": "tflite", "seed": 0},
-            "calibration": None, "artifacts": artifacts, "versions": {"python": "3.11"}, "timings_s": {"total": 0}}
+    return {
+        "schema": "edgetool.convert/1",
+        "tool": {"name": "edgetool", "version": "0"},
+        "created": "2026-01-01",
+        "source": {
+            "path": "m",
+            "kind": "saved_model",
+            "flavor": "keras2",
+            "sha256": "0",
+            "signature": {"key": "serving_default", "inputs": [], "outputs": []},
+            "fixed_batch": None,
+        },
+        "options": {"model": "m", "output_dir": "o", "modes": ["qat"], "output_format": "tflite", "seed": 0},
+        "calibration": None,
+        "artifacts": artifacts,
+        "versions": {"python": "3.11"},
+        "timings_s": {"total": 0},
+    }
 
 
 def test_malformed_edgetool_manifest_is_a_data_error(arts, tmp_path):
-    from edge_tool.errors import DataError
-
     (tmp_path / "m.tflite").write_bytes(arts["int8io"].read_bytes())
     doc = _manifest([_tflite_entry("m.tflite", 8, -1)])
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
@@ -164,8 +197,6 @@ def test_malformed_edgetool_manifest_is_a_data_error(arts, tmp_path):
 def test_integer_input_of_a_float_model_is_not_a_quantized_weight(tmp_path):
     """A float model that takes uint8 and casts it is fp32: its input tensor is neither weight nor activation."""
     import tensorflow as tf
-
-    from edge_tool.litert.tflite_runner import read_flatbuffer
 
     class CastThenMatmul(tf.Module):
         def __init__(self):
@@ -194,9 +225,20 @@ def test_metrics_registry_on_hand_computed_values():
 
 # ---------------------------------------------------------------- the CI gate
 
+
 def test_gate_exit_codes_around_a_known_drop(arts, digits_model, eval_npz, tmp_path):
-    args = [str(arts["fp32"]), str(arts["badcal"]), "-r", str(digits_model), "-d", str(eval_npz), "--runs", "10",
-            "--warmup", "2"]
+    args = [
+        str(arts["fp32"]),
+        str(arts["badcal"]),
+        "-r",
+        str(digits_model),
+        "-d",
+        str(eval_npz),
+        "--runs",
+        "10",
+        "--warmup",
+        "2",
+    ]
     first = _eval_cli([*args, "--json", str(tmp_path / "a.json")])
     assert first.exit_code == 0, first.output
     results = {r["artifact"]: r for r in validated(tmp_path / "a.json", "eval")["results"]}
@@ -222,13 +264,20 @@ def test_gate_exit_codes_around_a_known_drop(arts, digits_model, eval_npz, tmp_p
 
 # ---------------------------------------------------------------- honest timing
 
+
 @pytest.fixture(scope="module")
 def heavier_tflite(tmp_path_factory) -> Path:
     """A conv stack taking ~0.1-1 ms per call, so loop overhead would show if the loop were dishonest."""
     layers = tf.keras.layers
-    model = tf.keras.Sequential([tf.keras.Input((32, 32, 8)), layers.Conv2D(32, 3, padding="same"),
-                                 layers.Conv2D(32, 3, padding="same"), layers.GlobalAveragePooling2D(),
-                                 layers.Dense(10)])
+    model = tf.keras.Sequential(
+        [
+            tf.keras.Input((32, 32, 8)),
+            layers.Conv2D(32, 3, padding="same"),
+            layers.Conv2D(32, 3, padding="same"),
+            layers.GlobalAveragePooling2D(),
+            layers.Dense(10),
+        ]
+    )
     path = tmp_path_factory.mktemp("heavy") / "heavy.tflite"
     path.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
     return path
@@ -263,8 +312,10 @@ def test_timing_loop_matches_a_plain_invoke_loop(heavier_tflite):
     a, b = statistics.median(ours), statistics.median(plain)
     assert abs(a - b) <= max(0.35 * b, 0.05), f"eval p50 {a:.4f} ms vs plain loop {b:.4f} ms"
     # the subprocess worker runs the same loop: same ballpark, and it reports its own (small) peak RSS
-    subs = [measure_tflite_subprocess(heavier_tflite, {0: x}, [_out_index(heavier_tflite)], 1, 10, 200, None)
-            for _ in range(3)]  # median of three runs: one load spike on a shared machine must not decide
+    subs = [
+        measure_tflite_subprocess(heavier_tflite, {0: x}, [_out_index(heavier_tflite)], 1, 10, 200, None)
+        for _ in range(3)
+    ]  # median of three runs: one load spike on a shared machine must not decide
     sub, rss = subs[0]
     assert sub.runs == 200 and len(sub.samples_ms) == 200
     sub_p50 = statistics.median(s.p50 for s, _ in subs)
@@ -282,17 +333,48 @@ def _out_index(path: Path) -> int:
 
 # ---------------------------------------------------------------- reports
 
+
 def test_reports_written_json_markdown_html(arts, digits_model, eval_npz, tmp_path):
     paths = {k: tmp_path / f"r.{k}" for k in ("json", "md", "html")}
-    res = _eval_cli([str(arts["fp32"]), str(arts["int8io"]), "-r", str(digits_model), "-d", str(eval_npz),
-                              "--runs", "10", "--json", str(paths["json"]), "--markdown", str(paths["md"]),
-                              "--html", str(paths["html"]), "--per-layer"])
+    res = _eval_cli(
+        [
+            str(arts["fp32"]),
+            str(arts["int8io"]),
+            "-r",
+            str(digits_model),
+            "-d",
+            str(eval_npz),
+            "--runs",
+            "10",
+            "--json",
+            str(paths["json"]),
+            "--markdown",
+            str(paths["md"]),
+            "--html",
+            str(paths["html"]),
+            "--per-layer",
+        ]
+    )
     assert res.exit_code == 0, res.output
     assert "fp32.tflite" in res.output and "(reference)" in res.output
     doc = json.loads(paths["json"].read_text())
-    keys = {"artifact", "format", "quant", "size_bytes", "accuracy", "reference_accuracy", "accuracy_drop",
-            "top1_agreement", "max_abs_error", "mean_abs_error", "cosine", "latency_ms", "peak_rss_mb", "threads",
-            "runtime"}
+    keys = {
+        "artifact",
+        "format",
+        "quant",
+        "size_bytes",
+        "accuracy",
+        "reference_accuracy",
+        "accuracy_drop",
+        "top1_agreement",
+        "max_abs_error",
+        "mean_abs_error",
+        "cosine",
+        "latency_ms",
+        "peak_rss_mb",
+        "threads",
+        "runtime",
+    }
     for r in doc["results"]:
         assert keys <= set(r)
         assert set(r["latency_ms"]) >= {"p50", "p90", "p99", "mean", "std", "cold_start"}
@@ -315,10 +397,9 @@ def test_reports_written_json_markdown_html(arts, digits_model, eval_npz, tmp_pa
 
 # ---------------------------------------------------------------- TFJS
 
+
 @pytest.mark.slow
 def test_tfjs_model_dir_evaluated_in_node(digits_model, eval_npz, tmp_path):
-    from edge_tool.convert.tfjs import export_tfjs
-
     export_tfjs(digits_model, tmp_path / "tfjs")
     report = run_eval(_config([tmp_path / "tfjs"], digits_model, eval_npz, runs=10))
     (r,) = report.results
@@ -328,9 +409,6 @@ def test_tfjs_model_dir_evaluated_in_node(digits_model, eval_npz, tmp_path):
 
 
 def test_tfjs_bundle_missing_names_the_setup_command(monkeypatch, tmp_path):
-    from edge_tool.errors import UsageError
-    from edge_tool.evaluate import tfjs_runner
-
     monkeypatch.setattr(tfjs_runner, "REPO", tmp_path)
     monkeypatch.delenv("EDGETOOL_TFJS_BUNDLE", raising=False)
     with pytest.raises(UsageError, match="python scripts/vendor_runtimes.py"):
@@ -338,9 +416,6 @@ def test_tfjs_bundle_missing_names_the_setup_command(monkeypatch, tmp_path):
 
 
 def test_artifact_from_edgetool_convert_reads_manifest(digits_model, eval_npz, tmp_path):
-    from edge_tool.convert.api import convert
-    from edge_tool.convert.config import ConvertConfig
-
     result = convert(ConvertConfig(model=digits_model, output_dir=tmp_path / "conv", modes=("int8",), samples=100))
     path = result.tflite("int8")
     assert describe(path).quant_source == "tensor types"  # the manifest agrees; the flatbuffer decides
@@ -350,11 +425,11 @@ def test_artifact_from_edgetool_convert_reads_manifest(digits_model, eval_npz, t
 
 # ---------------------------------------------------------------- error paths (exit 2, nothing written)
 
+
 def test_bad_artifact_file_exits_2(digits_model, eval_npz, tmp_path):
     bad = tmp_path / "broken.tflite"
     bad.write_text("not a flatbuffer")
-    res = _eval_cli([str(bad), "-r", str(digits_model), "-d", str(eval_npz), "--json",
-                              str(tmp_path / "r.json")])
+    res = _eval_cli([str(bad), "-r", str(digits_model), "-d", str(eval_npz), "--json", str(tmp_path / "r.json")])
     assert res.exit_code == 2
     assert "broken.tflite" in res.output and "not a loadable TFLite model" in res.output
     assert not (tmp_path / "r.json").exists()
@@ -371,8 +446,6 @@ def test_data_with_wrong_shape_exits_2_naming_shapes(arts, digits_model, tmp_pat
 
 
 def test_artifact_whose_inputs_differ_from_the_data_names_shapes(digits_model, eval_npz, tmp_path):
-    from edge_tool.litert.tflite_runner import TfliteInterpreter
-
     fn = tf.function(lambda x: tf.reduce_sum(x, axis=[1, 2]), input_signature=[tf.TensorSpec([1, 4, 4, 1])])
     path = tmp_path / "other.tflite"
     path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()], fn).convert())
@@ -392,16 +465,28 @@ def test_reference_without_serving_signature_exits_2(arts, eval_npz, tmp_path):
 def test_existing_report_without_force_exits_2_and_keeps_it(arts, digits_model, eval_npz, tmp_path):
     existing = tmp_path / "r.json"
     existing.write_text("keep me")
-    res = _eval_cli([str(arts["fp32"]), "-r", str(digits_model), "-d", str(eval_npz),
-                              "--json", str(existing)])
+    res = _eval_cli([str(arts["fp32"]), "-r", str(digits_model), "-d", str(eval_npz), "--json", str(existing)])
     assert res.exit_code == 2
     assert "already exists" in res.output and "--force" in res.output
     assert existing.read_text() == "keep me"
 
 
 def test_option_errors_exit_2(arts, digits_model, eval_npz):
-    res = _eval_cli([str(arts["fp32"]), "-r", str(digits_model), "-d", str(eval_npz), "--runs", "5",
-                              "--time-budget", "1", "--threads", "0"])
+    res = _eval_cli(
+        [
+            str(arts["fp32"]),
+            "-r",
+            str(digits_model),
+            "-d",
+            str(eval_npz),
+            "--runs",
+            "5",
+            "--time-budget",
+            "1",
+            "--threads",
+            "0",
+        ]
+    )
     assert res.exit_code == 2
     assert "--runs and --time-budget are exclusive" in res.output and "--threads must be >= 1" in res.output
 
@@ -417,7 +502,15 @@ def test_max_drop_without_labels_exits_2(arts, digits_model, tmp_path):
 def test_uint8_model_inputs_passed_unchanged(uint8_model, tmp_path):
     cal = np.load(uint8_model / "calibration.npz")["x"]
     path = _raw_convert(uint8_model, tmp_path / "u8.tflite", "int8", cal)
-    report = run_eval(EvalConfig(artifacts=(path,), reference=uint8_model, data=uint8_model / "eval.npz",
-                                 warmup=1, runs=5, latency_in_subprocess=False))
+    report = run_eval(
+        EvalConfig(
+            artifacts=(path,),
+            reference=uint8_model,
+            data=uint8_model / "eval.npz",
+            warmup=1,
+            runs=5,
+            latency_in_subprocess=False,
+        )
+    )
     (r,) = report.results
     assert r.top1_agreement >= 0.97 and abs(r.accuracy_drop) <= 0.02

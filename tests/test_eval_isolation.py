@@ -5,20 +5,25 @@ control flow. Every figure is checked against an independent LiteRT / TensorFlow
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import litert_outputs
 from typer.testing import CliRunner
 
-from conftest import REPO, litert_outputs
 from edge_tool.cli import app
+from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.core.env import import_tf
+from edge_tool.errors import ModelError, RuntimeFailure, UsageError
 from edge_tool.evaluate import EvalConfig, run_eval
+from edge_tool.evaluate.artifacts import describe
+from edge_tool.litert.isolated import WorkerProcess, death_reason
+from edge_tool.litert.tflite_runner import TfliteInterpreter, read_flatbuffer
 
 tf = import_tf()
 runner = CliRunner()
@@ -39,7 +44,7 @@ def _reference(sm: Path, x: np.ndarray) -> np.ndarray:
 
 def _int8(conv, rep: np.ndarray):
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = lambda: ([rep[i:i + 1]] for i in range(min(30, len(rep))))
+    conv.representative_dataset = lambda: ([rep[i : i + 1]] for i in range(min(30, len(rep))))
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     return conv
 
@@ -49,6 +54,7 @@ def _config(arts, sm, data, **kw) -> EvalConfig:
 
 
 # ---------------------------------------------------------------- dynamic height × width
+
 
 @pytest.fixture(scope="module")
 def dynamic_hw(tmp_path_factory) -> dict:
@@ -81,7 +87,7 @@ def _dynamic_oracle(path: Path, x: np.ndarray) -> np.ndarray:
     it.allocate_tensors()
     rows = []
     for i in range(len(x)):
-        s = x[i:i + 1]
+        s = x[i : i + 1]
         if inp["dtype"] == np.int8:
             sc, z = inp["quantization"]
             s = np.clip(np.round(s / sc + z), -128, 127).astype(np.int8)
@@ -114,6 +120,7 @@ def test_dynamic_height_width_resized_to_the_data(dynamic_hw):
 
 # ---------------------------------------------------------------- recurrent state
 
+
 @pytest.fixture(scope="module")
 def lstm(tmp_path_factory) -> dict:
     """Embedding + LSTM classifier, converted with the raw TFLiteConverter at a fixed batch of 1 (builtin
@@ -143,15 +150,13 @@ def _stateful_oracle(path: Path, x: np.ndarray, reset: bool) -> np.ndarray:
     for k in range(len(x)):
         if reset:
             it.reset_all_variables()
-        it.set_tensor(i, x[k:k + 1])
+        it.set_tensor(i, x[k : k + 1])
         it.invoke()
         rows.append(it.get_tensor(o).astype(np.float64))
     return np.concatenate(rows)
 
 
 def test_recurrent_state_reset_before_every_sample(lstm):
-    from edge_tool.litert.tflite_runner import read_flatbuffer
-
     assert read_flatbuffer(lstm["tflite"]).variable_tensors > 0
     ref = _reference(lstm["sm"], lstm["x"])
     reset = _stateful_oracle(lstm["tflite"], lstm["x"], reset=True)
@@ -170,6 +175,7 @@ def test_recurrent_state_reset_before_every_sample(lstm):
 
 # ---------------------------------------------------------------- a crash of LiteRT is a row, not the end
 
+
 @pytest.fixture(scope="module")
 def transformer(tmp_path_factory) -> dict:
     """A Transformer encoder block: fp32 .tflite (runs) and int16x8 .tflite (aborts LiteRT 2.x on invoke)."""
@@ -187,11 +193,10 @@ def transformer(tmp_path_factory) -> dict:
     (d / "fp32.tflite").write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(d / "sm")).convert())
     conv = tf.lite.TFLiteConverter.from_saved_model(str(d / "sm"))
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = lambda: ([x[i:i + 1]] for i in range(20))
+    conv.representative_dataset = lambda: ([x[i : i + 1]] for i in range(20))
     conv.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
     (d / "int16x8.tflite").write_bytes(conv.convert())
-    return {"sm": d / "sm", "eval": d / "eval.npz", "fp32": d / "fp32.tflite", "int16x8": d / "int16x8.tflite",
-            "x": x}
+    return {"sm": d / "sm", "eval": d / "eval.npz", "fp32": d / "fp32.tflite", "int16x8": d / "int16x8.tflite", "x": x}
 
 
 _PLAIN_RUN = """
@@ -208,9 +213,26 @@ def test_artifact_that_aborts_litert_is_its_own_row_and_exit_1(transformer, tmp_
     if plain.returncode != -6:
         pytest.skip(f"this LiteRT no longer aborts on the int16x8 Transformer block (rc {plain.returncode})")
     report_path = tmp_path / "r.json"
-    res = runner.invoke(app, ["eval", str(transformer["int16x8"]), str(transformer["fp32"]), "-r",
-                              str(transformer["sm"]), "-d", str(transformer["eval"]), "--runs", "5", "--json",
-                              str(report_path), "--markdown", str(tmp_path / "r.md"), "--html", str(tmp_path / "r.html")])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(transformer["int16x8"]),
+            str(transformer["fp32"]),
+            "-r",
+            str(transformer["sm"]),
+            "-d",
+            str(transformer["eval"]),
+            "--runs",
+            "5",
+            "--json",
+            str(report_path),
+            "--markdown",
+            str(tmp_path / "r.md"),
+            "--html",
+            str(tmp_path / "r.html"),
+        ],
+    )
     assert res.exit_code == 1, res.output
     assert "int16x8.tflite: does not run in LiteRT: the LiteRT process was killed by SIGABRT" in res.output
     assert "Traceback" not in res.output
@@ -235,8 +257,19 @@ def test_convert_refuses_a_mode_whose_file_aborts_litert(transformer, tmp_path):
     if plain.returncode != -6:
         pytest.skip(f"this LiteRT no longer aborts on the int16x8 Transformer block (rc {plain.returncode})")
     np.savez(tmp_path / "cal.npz", x=np.load(transformer["eval"])["x"][:20])
-    res = runner.invoke(app, ["convert", str(transformer["sm"]), "--quant", "int16x8", "--calibration",
-                              str(tmp_path / "cal.npz"), "-o", str(tmp_path / "o")])
+    res = runner.invoke(
+        app,
+        [
+            "convert",
+            str(transformer["sm"]),
+            "--quant",
+            "int16x8",
+            "--calibration",
+            str(tmp_path / "cal.npz"),
+            "-o",
+            str(tmp_path / "o"),
+        ],
+    )
     assert res.exit_code == 2, res.output
     text = " ".join(res.output.split())
     assert "--quant int16x8: the TFLite converter wrote a model that LiteRT cannot run" in text
@@ -267,33 +300,45 @@ def test_artifact_with_nan_outputs_is_a_failed_row_not_a_number(tmp_path):
         (tmp_path / f"{name}.tflite").write_bytes(conv.convert())
     x = np.random.default_rng(1).normal(size=(40, 4)).astype("float32")
     np.savez(tmp_path / "d.npz", x=x, y=np.zeros(40, np.int64))
-    res = runner.invoke(app, ["eval", str(tmp_path / "nan.tflite"), str(tmp_path / "good.tflite"), "-r",
-                              str(tmp_path / "sm"), "-d", str(tmp_path / "d.npz"), "--runs", "3", "--json",
-                              str(tmp_path / "r.json")])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(tmp_path / "nan.tflite"),
+            str(tmp_path / "good.tflite"),
+            "-r",
+            str(tmp_path / "sm"),
+            "-d",
+            str(tmp_path / "d.npz"),
+            "--runs",
+            "3",
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+    )
     assert res.exit_code == 1, res.output
     bad_row, good_row = json.loads((tmp_path / "r.json").read_text())["results"]
-    assert re.match(r"gives non-finite outputs \(NaN/Inf in (\d+) of \1 values of 'probs'\) where the reference",
-                    bad_row["failed"]), bad_row["failed"]  # every value of the first batch
+    assert re.match(
+        r"gives non-finite outputs \(NaN/Inf in (\d+) of \1 values of 'probs'\) where the reference", bad_row["failed"]
+    ), bad_row["failed"]  # every value of the first batch
     assert bad_row["top1_agreement"] is None and bad_row["max_abs_error"] is None
     assert good_row.get("failed") is None and good_row["top1_agreement"] == 1.0
 
 
 def test_crash_reason_names_the_signal():
-    from edge_tool.litert.isolated import death_reason
-
-    assert death_reason(-11, "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n", "LiteRT") == \
-        "the LiteRT process was killed by SIGSEGV (Segmentation fault)"
-    assert death_reason(3, "Error: Tensorflow Op is not supported: Foo\n    at x (a.js:1)\n", "tfjs (Node)") == \
-        "the tfjs (Node) process exited with code 3: Error: Tensorflow Op is not supported: Foo"
-
+    assert (
+        death_reason(-11, "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n", "LiteRT")
+        == "the LiteRT process was killed by SIGSEGV (Segmentation fault)"
+    )
+    assert (
+        death_reason(3, "Error: Tensorflow Op is not supported: Foo\n    at x (a.js:1)\n", "tfjs (Node)")
+        == "the tfjs (Node) process exited with code 3: Error: Tensorflow Op is not supported: Foo"
+    )
 
 
 def test_a_worker_that_hangs_is_stopped_and_named(tmp_path, monkeypatch):
     """A runtime that never answers (a hang inside LiteRT or Node) becomes a RuntimeFailure after the timeout,
     and its process is gone — eval makes that a row instead of waiting forever."""
-
-    from edge_tool.errors import RuntimeFailure, UsageError
-    from edge_tool.litert.isolated import WorkerProcess
 
     monkeypatch.setenv("EDGETOOL_EVAL_TIMEOUT", "1.5")
     worker = WorkerProcess([sys.executable, "-c", "import time; time.sleep(120)"], "LiteRT", tmp_path)
@@ -311,6 +356,7 @@ def test_a_worker_that_hangs_is_stopped_and_named(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- batched accuracy pass == batch 1
+
 
 @pytest.fixture(scope="module")
 def cnn(tmp_path_factory) -> dict:
@@ -343,8 +389,6 @@ def cnn(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("mode", ["fp32", "fp16", "dynamic", "int8"])
 def test_batched_pass_equals_batch_1(cnn, mode):
-    from edge_tool.litert.tflite_runner import TfliteInterpreter
-
     model = TfliteInterpreter(cnn[mode], threads=2)
     feeds = model.prepare({"input_1": cnn["x"]})
     (b,) = model.outputs
@@ -375,15 +419,12 @@ def test_run_eval_batched_matches_batch_1_oracle(cnn):
 
 def test_fixed_batch_file_runs_in_chunks_of_its_batch(cnn, tmp_path):
     """A file converted at a fixed batch of 4 gets chunks of 4 (the last padded), with the oracle's figures."""
-    from edge_tool.litert.tflite_runner import TfliteInterpreter
-
     model = tf.saved_model.load(str(cnn["sm"]))
     fn = model.signatures["serving_default"]
     name = list(fn.structured_input_signature[1])[0]
     fixed = tf.function(lambda x: fn(**{name: x}), input_signature=[tf.TensorSpec([4, 16, 16, 3], tf.float32)])
     path = tmp_path / "b4.tflite"
-    path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fixed.get_concrete_function()], model)
-                     .convert())
+    path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fixed.get_concrete_function()], model).convert())
     m = TfliteInterpreter(path)
     assert (m.batching, m.fixed_batch) == ("fixed", 4)
     x = cnn["x"][:10]  # 10 = 4 + 4 + 2 (padded)
@@ -395,10 +436,9 @@ def test_fixed_batch_file_runs_in_chunks_of_its_batch(cnn, tmp_path):
 
 # ---------------------------------------------------------------- TFJS: wasm backend, control flow, failure rows
 
+
 @pytest.mark.slow
 def test_tfjs_lstm_runs_with_execute_async_and_reports_its_backend(lstm, tmp_path):
-    from edge_tool.convert.tfjs import export_tfjs
-
     export_tfjs(lstm["sm"], tmp_path / "tfjs")
     report = run_eval(_config([tmp_path / "tfjs"], lstm["sm"], lstm["eval"], runs=3))
     (r,) = report.results
@@ -412,8 +452,6 @@ def test_tfjs_lstm_runs_with_execute_async_and_reports_its_backend(lstm, tmp_pat
 
 @pytest.mark.slow
 def test_tfjs_model_that_fails_everywhere_is_a_row(dynamic_hw, tmp_path):
-    from edge_tool.convert.tfjs import export_tfjs
-
     export_tfjs(dynamic_hw["sm"], tmp_path / "good")
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -424,8 +462,22 @@ def test_tfjs_model_that_fails_everywhere_is_a_row(dynamic_hw, tmp_path):
     (bad / "model.json").write_text(json.dumps(doc))
     for shard in (tmp_path / "good").glob("*.bin"):
         (bad / shard.name).write_bytes(shard.read_bytes())
-    res = runner.invoke(app, ["eval", str(bad), str(tmp_path / "good"), "-r", str(dynamic_hw["sm"]), "-d",
-                              str(dynamic_hw["eval"]), "--runs", "3", "--json", str(tmp_path / "r.json")])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(bad),
+            str(tmp_path / "good"),
+            "-r",
+            str(dynamic_hw["sm"]),
+            "-d",
+            str(dynamic_hw["eval"]),
+            "--runs",
+            "3",
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+    )
     assert res.exit_code == 1, res.output
     assert "Traceback" not in res.output and "    at " not in res.output  # no JS stack either
     bad_row, good_row = json.loads((tmp_path / "r.json").read_text())["results"]
@@ -436,14 +488,18 @@ def test_tfjs_model_that_fails_everywhere_is_a_row(dynamic_hw, tmp_path):
 
 
 def test_tfjs_weight_path_outside_the_model_dir_is_refused(tmp_path):
-    from edge_tool.errors import ModelError
-    from edge_tool.evaluate.artifacts import describe
-
     (tmp_path / "secret.bin").write_bytes(b"\0" * 8)
     d = tmp_path / "m"
     d.mkdir()
-    (d / "model.json").write_text(json.dumps({"format": "graph-model", "modelTopology": {"node": []},
-                                              "weightsManifest": [{"paths": ["../secret.bin"], "weights": []}]}))
+    (d / "model.json").write_text(
+        json.dumps(
+            {
+                "format": "graph-model",
+                "modelTopology": {"node": []},
+                "weightsManifest": [{"paths": ["../secret.bin"], "weights": []}],
+            }
+        )
+    )
     with pytest.raises(ModelError, match="outside"):
         describe(d)
 
@@ -451,7 +507,9 @@ def test_tfjs_weight_path_outside_the_model_dir_is_refused(tmp_path):
 def test_names_are_printed_verbatim_not_as_markup(cnn, tmp_path):
     art = tmp_path / "[bold]m[i].tflite"
     art.write_bytes(cnn["fp32"].read_bytes())
-    res = runner.invoke(app, ["eval", str(art), "-r", str(cnn["sm"]), "-d", str(cnn["eval"]), "--runs", "2",
-                              "--max-latency-ms", "0.000001"])
+    res = runner.invoke(
+        app,
+        ["eval", str(art), "-r", str(cnn["sm"]), "-d", str(cnn["eval"]), "--runs", "2", "--max-latency-ms", "0.000001"],
+    )
     assert res.exit_code == 1, res.output
     assert "[bold]m[i].tflite" in res.output and "Traceback" not in res.output

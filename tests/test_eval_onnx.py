@@ -11,14 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import litert_outputs
+from schema_check import validated
 from typer.testing import CliRunner
 
-from conftest import litert_outputs
 from edge_tool.cli import app
 from edge_tool.errors import UsageError
 from edge_tool.evaluate.artifacts import describe
 from edge_tool.evaluate.config import ArtifactFormat
-from schema_check import validated
+from edge_tool.training.data import load_digits_split
 
 ort = pytest.importorskip("onnxruntime")  # the `onnx` extra; scripts/setup.sh installs it for the suite
 runner = CliRunner()
@@ -31,8 +32,6 @@ def models(tmp_path_factory) -> dict[str, Path]:
     import tf2onnx
     import tf_keras as keras
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
-    from edge_tool.training.data import load_digits_split
 
     d = tmp_path_factory.mktemp("onnx-eval")
     keras.utils.set_random_seed(0)
@@ -48,27 +47,41 @@ def models(tmp_path_factory) -> dict[str, Path]:
     (d / "m.tflite").write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(d / "ref")).convert())
     spec = (tf.TensorSpec((None, 8, 8, 1), tf.float32, name="image"),)
     tf2onnx.convert.from_keras(model, input_signature=spec, opset=17, output_path=str(d / "m.onnx"))
-    tf2onnx.convert.from_keras(model, input_signature=spec, opset=17, output_path=str(d / "nchw.onnx"),
-                               inputs_as_nchw=["image"])
+    tf2onnx.convert.from_keras(
+        model, input_signature=spec, opset=17, output_path=str(d / "nchw.onnx"), inputs_as_nchw=["image"]
+    )
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.samples = iter({"image": s.x_train[i:i + 1].astype("float32")} for i in range(50))
+            self.samples = iter({"image": s.x_train[i : i + 1].astype("float32")} for i in range(50))
 
         def get_next(self):
             return next(self.samples, None)
 
-    quantize_static(str(d / "m.onnx"), str(d / "q.onnx"), Reader(), quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
-    return {"dir": d, "ref": d / "ref", "data": d / "eval.npz", "tflite": d / "m.tflite", "onnx": d / "m.onnx",
-            "qdq": d / "q.onnx", "nchw": d / "nchw.onnx"}
+    quantize_static(
+        str(d / "m.onnx"),
+        str(d / "q.onnx"),
+        Reader(),
+        quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QInt8,
+        weight_type=QuantType.QInt8,
+    )
+    return {
+        "dir": d,
+        "ref": d / "ref",
+        "data": d / "eval.npz",
+        "tflite": d / "m.tflite",
+        "onnx": d / "m.onnx",
+        "qdq": d / "q.onnx",
+        "nchw": d / "nchw.onnx",
+    }
 
 
 def _onnx_outputs(path: Path, x: np.ndarray) -> np.ndarray:
     """Independent oracle: a plain onnxruntime session, one sample at a time, float64 outputs."""
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
-    return np.concatenate([session.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))]).astype(np.float64)
+    return np.concatenate([session.run(None, {name: x[i : i + 1]})[0] for i in range(len(x))]).astype(np.float64)
 
 
 def _reference_outputs(ref: Path, x: np.ndarray) -> np.ndarray:
@@ -82,9 +95,25 @@ def test_litert_and_onnx_runtime_rows_side_by_side(models, tmp_path):
     """One eval: the .tflite row in LiteRT, the fp32 and int8 QDQ .onnx rows in ONNX Runtime, each with the same
     drift metrics and latency loop; the onnx rows' accuracy, agreement and error equal an independent run."""
     report = tmp_path / "r.json"
-    result = runner.invoke(app, ["eval", str(models["tflite"]), str(models["onnx"]), str(models["qdq"]),
-                                 "-r", str(models["ref"]), "-d", str(models["data"]), "--runs", "5",
-                                 "--json", str(report), "--markdown", str(tmp_path / "r.md")])
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(models["tflite"]),
+            str(models["onnx"]),
+            str(models["qdq"]),
+            "-r",
+            str(models["ref"]),
+            "-d",
+            str(models["data"]),
+            "--runs",
+            "5",
+            "--json",
+            str(report),
+            "--markdown",
+            str(tmp_path / "r.md"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = validated(report, "eval")
     rows = {r["artifact"]: r for r in doc["results"]}
@@ -93,8 +122,11 @@ def test_litert_and_onnx_runtime_rows_side_by_side(models, tmp_path):
     with np.load(models["data"]) as npz:
         x, y = npz["x"], npz["y"]
     ref = _reference_outputs(models["ref"], x)
-    for name, out in (("m.onnx", _onnx_outputs(models["onnx"], x)), ("q.onnx", _onnx_outputs(models["qdq"], x)),
-                      ("m.tflite", litert_outputs(models["tflite"], x))):
+    for name, out in (
+        ("m.onnx", _onnx_outputs(models["onnx"], x)),
+        ("q.onnx", _onnx_outputs(models["qdq"], x)),
+        ("m.tflite", litert_outputs(models["tflite"], x)),
+    ):
         row = rows[name]
         assert row["accuracy"] == pytest.approx(np.mean(out.argmax(1) == y), abs=1e-9), name
         assert row["top1_agreement"] == pytest.approx(np.mean(out.argmax(1) == ref.argmax(1)), abs=1e-9), name
@@ -131,7 +163,7 @@ def _hostile(kind: str, models, d: Path) -> Path:
     else:
         model = onnx.load(str(models["onnx"]))
         if kind == "huge":
-            model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 10 ** 9
+            model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 10**9
         else:  # external data outside the model's directory
             t = model.graph.initializer[0]
             t.ClearField("raw_data")
@@ -141,15 +173,23 @@ def _hostile(kind: str, models, d: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("kind, says", [
-    ("garbage", "does not parse as an ONNX ModelProto"), ("empty", "not a usable ONNX model"),
-    ("tflite", "it is a TFLite flatbuffer"), ("huge", "over edgetool's"),
-    ("external", "refusing to read data from outside the model's directory")])
+@pytest.mark.parametrize(
+    "kind, says",
+    [
+        ("garbage", "does not parse as an ONNX ModelProto"),
+        ("empty", "not a usable ONNX model"),
+        ("tflite", "it is a TFLite flatbuffer"),
+        ("huge", "over edgetool's"),
+        ("external", "refusing to read data from outside the model's directory"),
+    ],
+)
 def test_hostile_onnx_refused(models, tmp_path, kind, says):
     """Refused with exit 2 and one paragraph before any runtime loads it; the report is not written."""
     path = _hostile(kind, models, tmp_path)
-    result = runner.invoke(app, ["eval", str(path), "-r", str(models["ref"]), "-d", str(models["data"]),
-                                 "--json", str(tmp_path / "r.json")])
+    result = runner.invoke(
+        app,
+        ["eval", str(path), "-r", str(models["ref"]), "-d", str(models["data"]), "--json", str(tmp_path / "r.json")],
+    )
     assert result.exit_code == 2, result.output
     assert says in result.output and "Traceback" not in result.output
     assert not (tmp_path / "r.json").exists()
@@ -165,8 +205,19 @@ def test_missing_extra_names_the_install(models, monkeypatch):
 def test_nchw_onnx_is_refused_naming_both_layouts(models, tmp_path):
     """An NCHW model (as PyTorch exports) against the NHWC reference and data: exit 2 naming the input and both
     per-sample shapes, no report written."""
-    result = runner.invoke(app, ["eval", str(models["nchw"]), "-r", str(models["ref"]), "-d", str(models["data"]),
-                                 "--json", str(tmp_path / "r.json")])
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(models["nchw"]),
+            "-r",
+            str(models["ref"]),
+            "-d",
+            str(models["data"]),
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert "data per-sample shape (8, 8, 1), but nchw.onnx expects (1, 8, 8)" in " ".join(result.output.split())
     assert not (tmp_path / "r.json").exists()
@@ -181,11 +232,25 @@ def test_raw_uint8_input_model(uint8_model, tmp_path):
 
     spec = (tf.TensorSpec((None, 8, 8, 1), tf.uint8, name="image"),)
     path = tmp_path / "u8.onnx"
-    tf2onnx.convert.from_keras(keras.models.load_model(uint8_model), input_signature=spec, opset=17,
-                               output_path=str(path))
+    tf2onnx.convert.from_keras(
+        keras.models.load_model(uint8_model), input_signature=spec, opset=17, output_path=str(path)
+    )
     assert ort.InferenceSession(str(path)).get_inputs()[0].type == "tensor(uint8)"
-    result = runner.invoke(app, ["eval", str(path), "-r", str(uint8_model), "-d", str(uint8_model / "eval.npz"),
-                                 "--runs", "3", "--json", str(tmp_path / "r.json")])
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(path),
+            "-r",
+            str(uint8_model),
+            "-d",
+            str(uint8_model / "eval.npz"),
+            "--runs",
+            "3",
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     row = json.loads((tmp_path / "r.json").read_text())["results"][0]
     with np.load(uint8_model / "eval.npz") as npz:

@@ -17,10 +17,10 @@ import pytest
 from calibration.spec import TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.evaluate import data as data_module
-from edge_tool.models import modelio
 from edge_tool.evaluate.data import RunningStats
 from edge_tool.evaluate.reference import ReferenceModel
 from edge_tool.evaluate.stream import prefetched, primary_from_specs, primary_output
+from edge_tool.models import modelio
 
 ROOT = Path(__file__).resolve().parents[1]
 tf = import_tf()
@@ -28,13 +28,16 @@ tf = import_tf()
 
 # ---------------------------------------------------------------- statistics
 
+
 @pytest.mark.parametrize("dtype", ["float32", "uint8", "int16"])
 def test_running_stats_in_chunks_equal_numpy_on_the_whole_data(monkeypatch, dtype):
     """Batches of odd sizes, chunks (1,000 elements) that split samples: the figures of the concatenation."""
     monkeypatch.setattr(data_module, "STATS_CHUNK", 1000)
     rng = np.random.default_rng(0)
-    batches = [(rng.normal(50, 20, (n, 7, 11)) if dtype == "float32" else rng.integers(0, 200, (n, 7, 11)))
-               .astype(dtype) for n in (3, 40, 1, 17)]
+    batches = [
+        (rng.normal(50, 20, (n, 7, 11)) if dtype == "float32" else rng.integers(0, 200, (n, 7, 11))).astype(dtype)
+        for n in (3, 40, 1, 17)
+    ]
     stats = RunningStats()
     for b in batches:
         stats.update(b)
@@ -46,6 +49,7 @@ def test_running_stats_in_chunks_equal_numpy_on_the_whole_data(monkeypatch, dtyp
 
 
 # ---------------------------------------------------------------- read-ahead
+
 
 def _readers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "edgetool-eval-reader"]
@@ -80,12 +84,16 @@ def test_prefetched_stops_its_reader_when_the_loop_is_left():
 
 # ---------------------------------------------------------------- primary output from the signature
 
-@pytest.mark.parametrize("shapes", [
-    {"probs": (None, 10)},
-    {"a_score": (None, 1), "b_probs": (None, 5), "c": (None, 3)},
-    {"embedding": (None, 4, 8), "logits": (None, 2)},
-    {"value": (None,), "other": (None, 1)},
-])
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        {"probs": (None, 10)},
+        {"a_score": (None, 1), "b_probs": (None, 5), "c": (None, 3)},
+        {"embedding": (None, 4, 8), "logits": (None, 2)},
+        {"value": (None,), "other": (None, 1)},
+    ],
+)
 def test_primary_from_specs_names_what_primary_output_picks_on_real_arrays(shapes):
     specs = [TensorSpec(n, "float32", s) for n, s in shapes.items()]
     arrays = {n: np.zeros((2, *s[1:]), np.float32) for n, s in shapes.items()}
@@ -98,6 +106,7 @@ def test_primary_from_specs_gives_up_on_a_dynamic_last_dimension():
 
 
 # ---------------------------------------------------------------- the reference on a chosen thread count
+
 
 @pytest.fixture(scope="module")
 def small_sm(tmp_path_factory) -> tuple[Path, np.ndarray]:
@@ -149,6 +158,7 @@ def test_reference_falls_back_to_tf2_loading_when_the_tf1_loader_refuses(small_s
 
 # ---------------------------------------------------------------- fast exit
 
+
 @pytest.fixture(scope="module")
 def eval_inputs(small_sm, tmp_path_factory) -> dict[str, Path]:
     sm, x, want = small_sm
@@ -164,8 +174,24 @@ def test_cli_exit_after_tensorflow_keeps_codes_reports_and_output(eval_inputs, f
     """Without Python's teardown (the default once TensorFlow is loaded) the exit code, the report file and
     everything printed, through a pipe, are the same as with it (EDGETOOL_FULL_EXIT=1)."""
     report = eval_inputs["dir"] / f"r-{full_exit or 'fast'}-{code}.json"
-    cmd = [sys.executable, "-m", "edge_tool", "eval", str(eval_inputs["tflite"]), "-r", str(eval_inputs["sm"]),
-           "-d", str(eval_inputs["data"]), "--runs", "2", "--warmup", "0", "--json", str(report), "--force"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "edge_tool",
+        "eval",
+        str(eval_inputs["tflite"]),
+        "-r",
+        str(eval_inputs["sm"]),
+        "-d",
+        str(eval_inputs["data"]),
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        str(report),
+        "--force",
+    ]
     if budget:
         cmd += ["--max-latency-ms", budget]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EDGETOOL_FULL_EXIT": full_exit}

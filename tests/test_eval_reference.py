@@ -31,8 +31,20 @@ def test_a_batch_1_signature_is_fed_one_sample_at_a_time(tmp_path):
     made = subprocess.run([sys.executable, "-c", _FIXED, str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert made.returncode == 0, made.stderr[-3000:]
     out = tmp_path / "r.json"
-    proc = run_edgetool("eval", tmp_path / "m.tflite", "-r", tmp_path / "model", "-d", tmp_path / "data.npz",
-                        "--runs", "2", "--warmup", "0", "--json", out)
+    proc = run_edgetool(
+        "eval",
+        tmp_path / "m.tflite",
+        "-r",
+        tmp_path / "model",
+        "-d",
+        tmp_path / "data.npz",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--json",
+        out,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = json.loads(out.read_text())["results"][0]
     assert row["top1_agreement"] == 1.0 and row["max_abs_error"] < 1e-6, row

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import litert_outputs
 
 from calibration.readers.arrays import CHUNK_BYTES
 from calibration.spec import TensorSpec
-from conftest import litert_outputs
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError
-from edge_tool.evaluate import EvalConfig, run_eval
-from edge_tool.evaluate import metrics
+from edge_tool.evaluate import EvalConfig, metrics, run_eval
 from edge_tool.evaluate.data import EvalStream
 
 tf = import_tf()
@@ -26,6 +25,7 @@ N = 4000
 
 
 # ---------------------------------------------------------------- running metrics vs whole arrays
+
 
 def _streamed(ref, out, labels, sizes, top_k):
     acc = metrics.DriftAccumulator(top_k)
@@ -45,16 +45,16 @@ def test_running_metrics_equal_whole_array_metrics(batch):
     ref = rng.dirichlet(np.ones(CLASSES), n)
     out = ref + rng.normal(0, 0.02, ref.shape)
     out[5] = 0.0
-    ref[5] = 0.0                               # both zero: cosine 1 by definition
-    out[:40] = out[:40, ::-1]                  # disagreements
+    ref[5] = 0.0  # both zero: cosine 1 by definition
+    out[:40] = out[:40, ::-1]  # disagreements
     labels = rng.integers(0, CLASSES, n)
     sizes = [batch] * -(-n // batch)
-    for top_k in (5, CLASSES):                 # top-k reported only with more classes than k
+    for top_k in (5, CLASSES):  # top-k reported only with more classes than k
         acc = _streamed(ref, out, labels, sizes, top_k)
         whole = metrics.drift(ref, out)
         for name, value in acc.drift().items():
             if name in ("top1_agreement", "max_abs_error"):
-                assert value == whole[name], name          # counts and maxima: exact
+                assert value == whole[name], name  # counts and maxima: exact
             else:
                 assert value == pytest.approx(whole[name], rel=1e-12, abs=1e-15), name  # float64 sums
         assert acc.task.result() == metrics.task_metrics(out, labels, top_k)
@@ -75,13 +75,14 @@ def test_batches_of_mixed_sizes_give_the_same_numbers():
 
 # ---------------------------------------------------------------- data read a batch at a time
 
+
 @pytest.fixture(scope="module")
 def big_npy(tmp_path_factory) -> Path:
     """N float32 samples of 32x32x3: 49 MB on disk, 62x a batch of 64."""
     path = tmp_path_factory.mktemp("stream") / "x.npy"
     mm = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(N, *SHAPE))
     for start in range(0, N, 250):
-        mm[start:start + 250] = np.random.default_rng(start).uniform(0, 1, (250, *SHAPE))
+        mm[start : start + 250] = np.random.default_rng(start).uniform(0, 1, (250, *SHAPE))
     mm.flush()
     del mm
     return path
@@ -149,6 +150,7 @@ def test_bad_sample_deep_in_the_data_names_its_batch(tmp_path):
 
 # ---------------------------------------------------------------- run_eval end to end
 
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> dict[str, Path]:
     """A softmax-of-a-linear-map SavedModel on 32x32x3, its fp32 and int8 .tflite, and 150 labelled samples."""
@@ -174,7 +176,7 @@ def tiny(tmp_path_factory) -> dict[str, Path]:
         conv = tf.lite.TFLiteConverter.from_saved_model(str(d / "sm"))
         if mode == "int8":
             conv.optimizations = [tf.lite.Optimize.DEFAULT]
-            conv.representative_dataset = lambda: ([x[i:i + 1]] for i in range(50))
+            conv.representative_dataset = lambda: ([x[i : i + 1]] for i in range(50))
             conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
         (d / f"{mode}.tflite").write_bytes(conv.convert())
         out[mode] = d / f"{mode}.tflite"
@@ -193,8 +195,17 @@ def _in_memory(tiny, path: Path) -> tuple[dict, dict, dict]:
 @pytest.mark.parametrize("batch", [7, 64, 500])
 def test_run_eval_streaming_matches_in_memory_computation(tiny, batch):
     arts = (tiny["fp32"], tiny["int8"])
-    report = run_eval(EvalConfig(artifacts=arts, reference=tiny["sm"], data=tiny["eval"], warmup=1, runs=3,
-                                 latency_in_subprocess=False, batch_size=batch))
+    report = run_eval(
+        EvalConfig(
+            artifacts=arts,
+            reference=tiny["sm"],
+            data=tiny["eval"],
+            warmup=1,
+            runs=3,
+            latency_in_subprocess=False,
+            batch_size=batch,
+        )
+    )
     assert report.data["samples"] == 150 and report.data["source"]["n_selected"] == 150
     for res, path in zip(report.results, arts):
         drift, task, ref_task = _in_memory(tiny, path)
@@ -213,12 +224,30 @@ def test_run_eval_streaming_matches_in_memory_computation(tiny, batch):
 
 def test_run_eval_on_a_large_npy_holds_about_a_batch(tiny, big_npy):
     """tracemalloc sees every numpy buffer: the pass over 49 MB of data peaks at a small multiple of a batch."""
-    run_eval(EvalConfig(artifacts=(tiny["fp32"],), reference=tiny["sm"], data=big_npy, warmup=1, runs=2,
-                        latency_in_subprocess=False, batch_size=64))  # warm: first-call allocations out of the way
+    run_eval(
+        EvalConfig(
+            artifacts=(tiny["fp32"],),
+            reference=tiny["sm"],
+            data=big_npy,
+            warmup=1,
+            runs=2,
+            latency_in_subprocess=False,
+            batch_size=64,
+        )
+    )  # warm: first-call allocations out of the way
     tracemalloc.start()
     try:
-        report = run_eval(EvalConfig(artifacts=(tiny["fp32"],), reference=tiny["sm"], data=big_npy, warmup=1,
-                                     runs=2, latency_in_subprocess=False, batch_size=64))
+        report = run_eval(
+            EvalConfig(
+                artifacts=(tiny["fp32"],),
+                reference=tiny["sm"],
+                data=big_npy,
+                warmup=1,
+                runs=2,
+                latency_in_subprocess=False,
+                batch_size=64,
+            )
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -10,8 +10,11 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO, edgetool_in_process, run_edgetool
+
+from edge_tool.convert.qat import QatOptions, run_qat
+from edge_tool.convert.qat_support.finetune import predict
+from edge_tool.convert.qat_support.source import import_stack
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
@@ -22,8 +25,14 @@ QUICK = ("--runs", "3", "--warmup", "1")
 def task_models(tmp_path_factory):
     """tests/task_models.py's models (each with eval.npz, fp32.tflite, int8.tflite)."""
     root = tmp_path_factory.mktemp("tasks")
-    proc = subprocess.run([sys.executable, str(REPO / "tests" / "task_models.py"), str(root)], capture_output=True,
-                          text=True, timeout=900, cwd=REPO, env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "task_models.py"), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO,
+        env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root
 
@@ -43,15 +52,16 @@ def _litert(path, x) -> dict:
 
     runner = Interpreter(model_path=str(path)).get_signature_runner()
     (name,) = runner.get_input_details()
-    rows = [runner(**{name: x[i:i + 1]}) for i in range(len(x))]
+    rows = [runner(**{name: x[i : i + 1]}) for i in range(len(x))]
     return {k: np.concatenate([r[k] for r in rows]).astype(np.float64) for k in rows[0]}
 
 
 def _eval(root, task: str, *extra: str, artefacts=("fp32.tflite", "int8.tflite")):
     d = root / task
     out = d / f"eval_{len(list(d.glob('eval_*.json')))}.json"
-    proc = edgetool_in_process("eval", *(d / a for a in artefacts), "-r", d / "model", "-d", d / "eval.npz", *QUICK,
-                        "--json", out, *extra)
+    proc = edgetool_in_process(
+        "eval", *(d / a for a in artefacts), "-r", d / "model", "-d", d / "eval.npz", *QUICK, "--json", out, *extra
+    )
     return proc, (json.loads(out.read_text()) if out.exists() else None)
 
 
@@ -110,7 +120,8 @@ def test_multilabel_metrics_are_per_label(task_models):
         decided = (pred >= 0.5).astype(int)
         assert set(row["metrics"]) == {"f1_macro", "hamming"}
         assert row["metrics"]["f1_macro"] == pytest.approx(
-            sklearn_metrics.f1_score(y, decided, average="macro", zero_division=0), abs=1e-9)
+            sklearn_metrics.f1_score(y, decided, average="macro", zero_division=0), abs=1e-9
+        )
         assert row["metrics"]["hamming"] == pytest.approx(sklearn_metrics.hamming_loss(y, decided), abs=1e-9)
         assert row["drift"]["label_agreement"] == pytest.approx(np.mean(decided == (ref[key] >= 0.5)), abs=1e-9)
         assert row["accuracy"] is None  # never "first positive tag" accuracy
@@ -133,7 +144,8 @@ def test_segmentation_metrics_are_per_pixel(task_models):
         assert set(row["metrics"]) == {"pixel_accuracy", "miou"}
         assert row["metrics"]["pixel_accuracy"] == pytest.approx(np.mean(cls == masks), abs=1e-9)
         assert row["metrics"]["miou"] == pytest.approx(
-            sklearn_metrics.jaccard_score(masks.reshape(-1), cls.reshape(-1), average="macro"), abs=1e-9)
+            sklearn_metrics.jaccard_score(masks.reshape(-1), cls.reshape(-1), average="macro"), abs=1e-9
+        )
         agreement = np.mean(cls == ref_cls)
         assert row["drift"]["pixel_agreement"] == pytest.approx(agreement, abs=1e-9)
         assert row["top1_agreement"] == pytest.approx(agreement, abs=1e-9)
@@ -167,7 +179,8 @@ def test_detection_heads_per_output_error_and_box_iou(task_models):
         for head in ("boxes", "classes"):
             assert per[head]["max_abs_error"] == pytest.approx(np.max(np.abs(out[head] - ref[head])), abs=1e-4)
         assert per["classes"]["agreement"] == pytest.approx(
-            np.mean(out["classes"].argmax(1) == ref["classes"].argmax(1)), abs=1e-9)
+            np.mean(out["classes"].argmax(1) == ref["classes"].argmax(1)), abs=1e-9
+        )
         assert row["metrics"]["box_iou"] == pytest.approx(np.mean(_iou(out["boxes"], ref["boxes"])), abs=1e-4)
     assert _rows(doc)["int8.tflite"]["metrics"]["box_iou"] < 1.0
 
@@ -208,14 +221,11 @@ def test_labels_that_do_not_fit_the_task_exit_2_naming_it(task_models):
 @pytest.mark.slow
 def test_qat_trains_multilabel_with_binary_cross_entropy_and_scores_f1(task_models):
     """Multi-hot labels reach QAT as they are (not "first positive tag"); the best epoch is picked on f1_macro."""
-    from edge_tool.convert.qat import QatOptions, run_qat
-    from edge_tool.convert.qat_support.finetune import predict
-    from edge_tool.convert.qat_support.source import import_stack
-
     d = task_models / "multilabel"
     data = np.load(d / "eval.npz")
-    run = run_qat(d / "model", data["x"], data["y"], QatOptions(epochs=1, batch_size=32, strategy="default",
-                                                                replicas=1))
+    run = run_qat(
+        d / "model", data["x"], data["y"], QatOptions(epochs=1, batch_size=32, strategy="default", replicas=1)
+    )
     (head,) = run.heads
     _, keras, _ = import_stack()
     assert head.task == "multilabel" and isinstance(head.loss(keras), keras.losses.BinaryCrossentropy)
@@ -223,24 +233,49 @@ def test_qat_trains_multilabel_with_binary_cross_entropy_and_scores_f1(task_mode
     assert held_y.shape[1] == 3 and (held_y.sum(axis=1) > 1).any()
     out = predict(run.model, run.held_out.inputs(list(run.model.input_names)), 1)[0]
     best = next(h for h in run.notes["history"] if h["epoch"] == run.notes["best_epoch"])
-    want = sklearn_metrics.f1_score(held_y, out >= (0.5 if head.probabilities else 0.0), average="macro",
-                                    zero_division=0)
+    want = sklearn_metrics.f1_score(
+        held_y, out >= (0.5 if head.probabilities else 0.0), average="macro", zero_division=0
+    )
     assert best["held_out_accuracy"] == pytest.approx(want, abs=1e-6)
 
 
 @pytest.mark.slow
 def test_convert_qat_takes_masks_and_auto_budgets_r2(task_models, tmp_path):
     seg = task_models / "segmentation"
-    proc = run_edgetool("convert", seg / "model", "--quant", "qat", "--train-data", seg / "eval.npz",
-                        "--calibration", seg / "eval.npz", "--qat-epochs", "1", "-o", tmp_path / "qat")
+    proc = run_edgetool(
+        "convert",
+        seg / "model",
+        "--quant",
+        "qat",
+        "--train-data",
+        seg / "eval.npz",
+        "--calibration",
+        seg / "eval.npz",
+        "--qat-epochs",
+        "1",
+        "-o",
+        tmp_path / "qat",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr  # was: "labels: expected shape (n,) or (n, 1)"
     record = json.loads((tmp_path / "qat" / "manifest.json").read_text())["artifacts"][0]["qat"]
     assert record["accuracy"]["qat"] is not None  # mean IoU of the QAT file on the held-out masks
     assert list(record["scored_by"].values()) == ["segmentation: miou"]
 
     reg = task_models / "regression"
-    proc = edgetool_in_process("convert", reg / "model", "--quant", "auto", "--max-drop", "0.05", "--eval-data",
-                        reg / "eval.npz", "--calibration", reg / "eval.npz", "-o", tmp_path / "auto")
+    proc = edgetool_in_process(
+        "convert",
+        reg / "model",
+        "--quant",
+        "auto",
+        "--max-drop",
+        "0.05",
+        "--eval-data",
+        reg / "eval.npz",
+        "--calibration",
+        reg / "eval.npz",
+        "-o",
+        tmp_path / "auto",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr  # was: "labels range 25..346 … must be class indices"
     decision = json.loads((tmp_path / "auto" / "decision.json").read_text())
     assert (decision["task"], decision["metric"]) == ("regression", "r2")

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO, edgetool_in_process
 from schema_check import validated
+
+from edge_tool.modelfiles.tflite_model import summarize_tflite
 
 # A Keras-3 model file (not loadable by tf_keras) with a Bidirectional LSTM and a GRU: Keras 3's recurrent layers
 # are plain tf.while_loops on CPU, which the converter cannot lower with a dynamic batch.
@@ -42,19 +43,27 @@ np.savez(sys.argv[1] + "/convlstm/calibration.npz", x=x)
 
 def _build(script: str, out: Path, legacy: bool) -> Path:
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1" if legacy else "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(out)], capture_output=True, text=True, env=env, cwd=REPO, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
 
 def _keras3_outputs(model: Path, x: np.ndarray) -> np.ndarray:
-    script = ("import sys, numpy as np, keras; m = keras.models.load_model(sys.argv[1]); "
-              "np.save(sys.argv[3], np.asarray(m(np.load(sys.argv[2]), training=False)))")
+    script = (
+        "import sys, numpy as np, keras; m = keras.models.load_model(sys.argv[1]); "
+        "np.save(sys.argv[3], np.asarray(m(np.load(sys.argv[2]), training=False)))"
+    )
     np.save(model.parent / "x.npy", x)
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    subprocess.run([sys.executable, "-c", script, str(model), str(model.parent / "x.npy"), str(model.parent / "y.npy")],
-                   check=True, env=env, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-c", script, str(model), str(model.parent / "x.npy"), str(model.parent / "y.npy")],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=600,
+    )
     return np.load(model.parent / "y.npy")
 
 
@@ -62,12 +71,20 @@ def _keras3_outputs(model: Path, x: np.ndarray) -> np.ndarray:
 def test_keras3_recurrent_file_converts_with_batch_1_unrolled_and_quantizes(tmp_path):
     from ai_edge_litert.interpreter import Interpreter
 
-    from edge_tool.modelfiles.tflite_model import summarize_tflite
-
     src = _build(_KERAS3_RECURRENT, tmp_path, legacy=False)
     out = tmp_path / "o"
-    proc = edgetool_in_process("convert", src / "seq.keras", "--quant", "fp32,int8", "--batch", "1", "--calibration",
-                        src / "data.npz", "-o", out)
+    proc = edgetool_in_process(
+        "convert",
+        src / "seq.keras",
+        "--quant",
+        "fp32,int8",
+        "--batch",
+        "1",
+        "--calibration",
+        src / "data.npz",
+        "-o",
+        out,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     manifest = validated(out / "manifest.json", "manifest")
     fixed = manifest["source"]["fixed_batch"]
@@ -80,7 +97,7 @@ def test_keras3_recurrent_file_converts_with_batch_1_unrolled_and_quantizes(tmp_
         data = (out / art["path"]).read_bytes()
         assert "WHILE" not in summarize_tflite(data).ops
         runner = Interpreter(model_content=data).get_signature_runner("serving_default")
-        got = np.concatenate([next(iter(runner(x=x[i:i + 1]).values())) for i in range(len(x))])
+        got = np.concatenate([next(iter(runner(x=x[i : i + 1]).values())) for i in range(len(x))])
         if art["quant"] == "fp32":
             assert np.abs(got - want).max() < 1e-5 and art["self_check"]["ok"]
         else:  # int8 over 12 unrolled steps of three recurrent layers: small drift, same ranking mostly

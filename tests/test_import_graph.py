@@ -32,7 +32,7 @@ def _imports(name: str, path: Path, known: dict) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
             targets = [base] + [f"{base}.{a.name}" for a in node.names]
         else:
             continue
@@ -141,10 +141,15 @@ def test_no_import_reaches_up_or_sideways():
 
 
 def test_the_floor_check_finds_an_upward_import():
-    edges = {"edge_tool.convert.smoke": {"edge_tool.evaluate.pipeline", "edge_tool.errors"},
-             "edge_tool.api": {"edge_tool.commands.convert"}, "edge_tool.core.env": {"calibration.tfenv"}}
-    assert upward_imports(edges) == ["edge_tool.api -> edge_tool.commands.convert",
-                                     "edge_tool.convert.smoke -> edge_tool.evaluate.pipeline"]
+    edges = {
+        "edge_tool.convert.smoke": {"edge_tool.evaluate.pipeline", "edge_tool.errors"},
+        "edge_tool.api": {"edge_tool.commands.convert"},
+        "edge_tool.core.env": {"calibration.tfenv"},
+    }
+    assert upward_imports(edges) == [
+        "edge_tool.api -> edge_tool.commands.convert",
+        "edge_tool.convert.smoke -> edge_tool.evaluate.pipeline",
+    ]
 
 
 def test_the_check_finds_a_cycle():
@@ -159,16 +164,21 @@ def _imported_roots(path: Path) -> set[str]:
             roots |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             roots.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
-                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             roots.add(str(node.args[0].value).split(".")[0])
     return roots
 
 
 def test_calibration_imports_nothing_from_edge_tool():
     """The calibration package stands alone: no module of it imports edge_tool, at any level."""
-    offenders = sorted(str(f.relative_to(REPO)) for f in (REPO / "calibration").rglob("*.py")
-                       if "edge_tool" in _imported_roots(f))
+    offenders = sorted(
+        str(f.relative_to(REPO)) for f in (REPO / "calibration").rglob("*.py") if "edge_tool" in _imported_roots(f)
+    )
     assert offenders == []
 
 

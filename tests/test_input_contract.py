@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge_tool.metadata.reader import read_metadata
+from tests import user_setups as setups
 from tests.conftest import edgetool_in_process, litert_outputs
 from tests.schema_check import validated
-from tests import user_setups as setups
 
 INT8_TOLERANCE = 0.04
 pytestmark = pytest.mark.slow  # trains five tiny models (~3 min) and runs ~25 edgetool commands
@@ -33,13 +34,28 @@ def world(tmp_path_factory) -> dict:
     setups.write_images(root / "images")
     models = setups.train(root, ("x255", "pm1", "imagenet", "inside"))
     x, y = setups.read_split(root / "images", "test")
-    return {"root": root, "images": root / "images", "models": models, "x": x, "y": y,
-            "oracle": {k: np.load(root / f"oracle_{k}.npy") for k in ("x255", "pm1", "imagenet", "inside")}}
+    return {
+        "root": root,
+        "images": root / "images",
+        "models": models,
+        "x": x,
+        "y": y,
+        "oracle": {k: np.load(root / f"oracle_{k}.npy") for k in ("x255", "pm1", "imagenet", "inside")},
+    }
 
 
 def _convert(world, kind: str, out: Path, *extra) -> tuple:
-    proc = edgetool_in_process("convert", world["models"][kind], "--quant", "fp32,int8", "--calibration",
-                        world["images"] / "train", "-o", out, *extra)
+    proc = edgetool_in_process(
+        "convert",
+        world["models"][kind],
+        "--quant",
+        "fp32,int8",
+        "--calibration",
+        world["images"] / "train",
+        "-o",
+        out,
+        *extra,
+    )
     return proc, out
 
 
@@ -72,7 +88,6 @@ def test_x255_outside_the_graph_is_measured_and_calibrated_as_trained(world, x25
     assert manifest["calibration"]["inputs"]["input_1"]["max"] <= 1.0  # the pixels were fed as x/255
     assert "calibration: " in text and "per class four" in text and "fed input_1 " in text
     _int8_close_to_float(world, "x255", out / "model_x255_int8.tflite")
-    from edge_tool.metadata.reader import read_metadata
 
     meta = read_metadata((out / "model_x255_int8.tflite").read_bytes())
     assert meta.labels == setups.CLASSES  # the calibration folders, in image_dataset_from_directory's order
@@ -82,9 +97,22 @@ def test_x255_outside_the_graph_is_measured_and_calibrated_as_trained(world, x25
 def test_eval_feeds_the_reference_and_artefacts_through_the_contract(world, x255, tmp_path):
     _, out = x255
     report = tmp_path / "eval.json"
-    proc = edgetool_in_process("eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data",
-                        world["images"] / "test", "--runs", "3", "--warmup", "1", "--max-drop", "0.04",
-                        "--json", report)
+    proc = edgetool_in_process(
+        "eval",
+        out / "model_x255_int8.tflite",
+        "-r",
+        world["models"]["x255"],
+        "--data",
+        world["images"] / "test",
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--max-drop",
+        "0.04",
+        "--json",
+        report,
+    )
     _ok(proc)
     doc = validated(report, "eval")
     keras_acc = float(np.mean(world["oracle"]["x255"].argmax(1) == world["y"]))
@@ -95,8 +123,9 @@ def test_eval_feeds_the_reference_and_artefacts_through_the_contract(world, x255
 
 def test_eval_on_the_parent_of_the_splits_is_refused(world, x255):
     _, out = x255
-    proc = edgetool_in_process("eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data",
-                        world["images"], "--runs", "1")
+    proc = edgetool_in_process(
+        "eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data", world["images"], "--runs", "1"
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "test, train, val" in proc.stderr and "four, one, three, zero" in proc.stderr
     assert "pass one split" in proc.stderr
@@ -107,8 +136,9 @@ def test_eval_folder_with_fewer_classes_than_outputs_is_refused(world, x255, tmp
     data = tmp_path / "three-classes"
     for name in ("one", "three", "zero"):
         shutil.copytree(world["images"] / "test" / name, data / name)
-    proc = edgetool_in_process("eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data", data,
-                        "--runs", "1")
+    proc = edgetool_in_process(
+        "eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data", data, "--runs", "1"
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "3 class folders for a model with 4 outputs" in proc.stderr and "four" in proc.stderr
 
@@ -122,16 +152,40 @@ def test_eval_maps_class_folders_by_name_not_by_folder_order(world, x255, tmp_pa
     for name in setups.CLASSES:
         shutil.copytree(world["images"] / "test" / name, data / ("vier" if name == "four" else name))
     report = tmp_path / "eval.json"
-    proc = edgetool_in_process("eval", out / "model_x255_fp32.tflite", "-r", world["models"]["x255"], "--data", data,
-                        "--labels", labels, "--runs", "1", "--warmup", "1", "--json", report)
+    proc = edgetool_in_process(
+        "eval",
+        out / "model_x255_fp32.tflite",
+        "-r",
+        world["models"]["x255"],
+        "--data",
+        data,
+        "--labels",
+        labels,
+        "--runs",
+        "1",
+        "--warmup",
+        "1",
+        "--json",
+        report,
+    )
     _ok(proc)
     keras_acc = float(np.mean(world["oracle"]["x255"].argmax(1) == world["y"]))
     assert json.loads(report.read_text())["reference"]["accuracy"] == pytest.approx(keras_acc, abs=1e-9)
     bad = tmp_path / "wrong-names"
     shutil.copytree(data, bad)
     (bad / "vier").rename(bad / "four")
-    proc = edgetool_in_process("eval", out / "model_x255_fp32.tflite", "-r", world["models"]["x255"], "--data", bad,
-                        "--labels", labels, "--runs", "1")
+    proc = edgetool_in_process(
+        "eval",
+        out / "model_x255_fp32.tflite",
+        "-r",
+        world["models"]["x255"],
+        "--data",
+        bad,
+        "--labels",
+        labels,
+        "--runs",
+        "1",
+    )
     assert proc.returncode == 2 and "four match no label" in proc.stderr and "vier" in proc.stderr, proc.stderr
 
 
@@ -181,13 +235,31 @@ def test_imagenet_mean_std_is_measured(world, tmp_path):
 def test_no_clear_winner_is_refused_and_the_option_then_wins(world, tmp_path):
     """A model that rescales every channel of every image to its own min..max scores the same under every
     candidate (each is a per-channel affine map with a positive scale): no guess."""
-    proc = edgetool_in_process("convert", world["models"]["minmax"], "--quant", "int8", "--calibration",
-                        world["images"] / "train", "-o", tmp_path / "out")
+    proc = edgetool_in_process(
+        "convert",
+        world["models"]["minmax"],
+        "--quant",
+        "int8",
+        "--calibration",
+        world["images"] / "train",
+        "-o",
+        tmp_path / "out",
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cannot tell what input 'image' takes" in proc.stderr and "--input-range" in proc.stderr
     assert "lead of 10%" in proc.stderr and not (tmp_path / "out").exists()
-    proc = edgetool_in_process("convert", world["models"]["minmax"], "--quant", "int8", "--calibration",
-                        world["images"] / "train", "--input-range", "0..1", "-o", tmp_path / "ok")
+    proc = edgetool_in_process(
+        "convert",
+        world["models"]["minmax"],
+        "--quant",
+        "int8",
+        "--calibration",
+        world["images"] / "train",
+        "--input-range",
+        "0..1",
+        "-o",
+        tmp_path / "ok",
+    )
     _ok(proc)
 
 
@@ -203,14 +275,16 @@ def test_unlabelled_image_folder_for_a_silent_model_is_refused(world, tmp_path):
     flat.mkdir()
     for f in sorted((world["images"] / "train" / "one").iterdir())[:10]:
         shutil.copy(f, flat / f.name)
-    proc = edgetool_in_process("convert", world["models"]["x255"], "--quant", "int8", "--calibration", flat,
-                        "-o", tmp_path / "out2")
+    proc = edgetool_in_process(
+        "convert", world["models"]["x255"], "--quant", "int8", "--calibration", flat, "-o", tmp_path / "out2"
+    )
     assert proc.returncode == 2 and "no class sub-folders" in proc.stderr and "--input-range" in proc.stderr
 
 
 def test_demo_page_gets_the_contract_and_the_folder_labels(world, tmp_path):
-    proc = edgetool_in_process("demo", world["models"]["x255"], "-o", tmp_path / "site", "--calibration",
-                        world["images"] / "train")
+    proc = edgetool_in_process(
+        "demo", world["models"]["x255"], "-o", tmp_path / "site", "--calibration", world["images"] / "train"
+    )
     text = _ok(proc)
     config = json.loads((tmp_path / "site" / "demo-config.json").read_text())
     entry = config["input"]
@@ -226,8 +300,9 @@ def test_demo_page_gets_the_contract_and_the_folder_labels(world, tmp_path):
 def test_keras3_file_with_rescaling_inside(world, tmp_path):
     """A Keras-3 .keras (Rescaling to [-1, 1] inside): read from its config.json, raw pixels fed, int8 ≈ float."""
     model = setups.train_keras3(world["root"])
-    proc = edgetool_in_process("convert", model, "--quant", "int8", "--calibration", world["images"] / "train",
-                        "-o", tmp_path / "out")
+    proc = edgetool_in_process(
+        "convert", model, "--quant", "int8", "--calibration", world["images"] / "train", "-o", tmp_path / "out"
+    )
     _ok(proc)
     (contract,) = json.loads((tmp_path / "out" / "manifest.json").read_text())["input_contract"]
     assert contract["source"] == "model" and contract["std"] == [1.0] * 3, contract

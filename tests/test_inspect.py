@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
+from edge_tool.core.env import import_tf
 
 runner = CliRunner()
 
@@ -23,8 +24,6 @@ def _inspect_json(path) -> dict:
 
 
 def _tf():
-    from edge_tool.core.env import import_tf
-
     return import_tf()
 
 
@@ -145,6 +144,7 @@ def test_tflite_human_output(tflite_files):
 
 # --- errors: exit 2, one clear message ------------------------------------------------------------------------------
 
+
 def test_missing_path(tmp_path):
     result = runner.invoke(app, ["inspect", str(tmp_path / "nope")])
     assert result.exit_code == 2
@@ -174,4 +174,3 @@ def test_saved_model_without_serving_signature(plain_modules):
     assert result.exit_code == 2
     assert "Expected a 'serving_default' signature" in result.output
     assert "no signatures" in result.output
-

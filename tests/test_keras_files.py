@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge_tool.litert.recipes import resolve_calibration
 from tests.conftest import REPO, edgetool_in_process, litert_outputs
 
 PARAMS = (3 * 3 * 1 * 8 + 8) + (8 * 8 * 8 * 10 + 10)  # Conv2D(8, 3) on 8x8x1 + Dense(10) on 512 features
@@ -37,8 +38,14 @@ def keras_predict(model: Path, data: Path, tmp_path: Path) -> np.ndarray:
     out = tmp_path / f"{model.name}-predict.npy"
     kind = "h5" if model.suffix == ".h5" else "keras"
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1" if kind == "h5" else "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", _PREDICT, model, out, kind, data], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PREDICT, model, out, kind, data],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return np.load(out)
 
@@ -78,8 +85,18 @@ def test_eval_reference_is_the_keras_file(keras_file, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = _eval_data(keras_file)
     report_path = tmp_path / "eval.json"
-    proc = edgetool_in_process("eval", next(out.glob("*_fp32.tflite")), "--reference", keras_file, "--data", data,
-                        "--runs", "2", "--json", report_path)
+    proc = edgetool_in_process(
+        "eval",
+        next(out.glob("*_fp32.tflite")),
+        "--reference",
+        keras_file,
+        "--data",
+        data,
+        "--runs",
+        "2",
+        "--json",
+        report_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(report_path.read_text())
     y = np.load(data)["y"]
@@ -96,8 +113,20 @@ def test_auto_chooses_among_candidates_of_a_keras_file(keras_file, tmp_path):
     Keras predict within the budget."""
     data = _eval_data(keras_file)
     out = tmp_path / "auto"
-    proc = edgetool_in_process("convert", keras_file, "-o", out, "--quant", "auto", "--max-drop", "0.05",
-                        "--eval-data", data, "--calibration", f"{keras_file}.calibration.npz")
+    proc = edgetool_in_process(
+        "convert",
+        keras_file,
+        "-o",
+        out,
+        "--quant",
+        "auto",
+        "--max-drop",
+        "0.05",
+        "--eval-data",
+        data,
+        "--calibration",
+        f"{keras_file}.calibration.npz",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     decision = json.loads((out / "decision.json").read_text())
     x, y = np.load(data)["x"], np.load(data)["y"]
@@ -116,7 +145,9 @@ def test_check_takes_a_keras_file_without_calibration(keras_file):
     report = json.loads(proc.stdout)
     verdicts = {r["target"]: r for r in report["results"]}
     assert set(verdicts) == {"litert-cpu", "gpu", "tflm", "tfjs", "litertjs", "edgetpu"}
-    assert all(r["verdict"] in ("runs", "partial") for r in verdicts.values()), report  # Keras 3's Flatten: SHAPE on gpu
+    assert all(r["verdict"] in ("runs", "partial") for r in verdicts.values()), (
+        report
+    )  # Keras 3's Flatten: SHAPE on gpu
     for name in ("tflm", "litertjs", "edgetpu"):
         assert verdicts[name]["details"]["calibration"] == "synthetic"
         assert "synthetic" in verdicts[name]["method"]
@@ -132,8 +163,9 @@ def test_demo_builds_a_site_from_a_keras_file(keras_file, tmp_path):
     assert keras_file.name in config["title"]
     data = _eval_data(keras_file)
     report_path = tmp_path / "eval.json"
-    proc = edgetool_in_process("eval", site / "model", "--reference", keras_file, "--data", data, "--runs", "1",
-                        "--json", report_path)
+    proc = edgetool_in_process(
+        "eval", site / "model", "--reference", keras_file, "--data", data, "--runs", "1", "--json", report_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = json.loads(report_path.read_text())["results"][0]
     want = keras_predict(keras_file, data, tmp_path)
@@ -144,8 +176,9 @@ def test_demo_builds_a_site_from_a_keras_file(keras_file, tmp_path):
 def test_qat_refuses_a_keras3_file_before_loading_it(keras3_file, tmp_path):
     """--quant qat on a Keras-3 .keras file: exit 2 at once (metadata.json), naming the blocker and the way out."""
     t0 = time.perf_counter()
-    proc = edgetool_in_process("convert", keras3_file, "-o", tmp_path / "q", "--quant", "qat",
-                        "--train-data", f"{keras3_file}.calibration.npz")
+    proc = edgetool_in_process(
+        "convert", keras3_file, "-o", tmp_path / "q", "--quant", "qat", "--train-data", f"{keras3_file}.calibration.npz"
+    )
     seconds = time.perf_counter() - t0
     assert proc.returncode == 2, proc.stdout + proc.stderr
     out = " ".join((proc.stdout + proc.stderr).split())
@@ -157,8 +190,6 @@ def test_qat_refuses_a_keras3_file_before_loading_it(keras3_file, tmp_path):
 def test_default_calibration_is_found_beside_a_keras_file(tmp_path):
     """calibration.npz in the folder of model.keras is the default, as inside a SavedModel directory (the zoo's
     ConvNeXt .keras: int8 was refused as 'no calibration.npz' with the file right there)."""
-    from edge_tool.litert.recipes import resolve_calibration
-
     (tmp_path / "model.keras").write_bytes(b"")
     assert resolve_calibration(tmp_path / "model.keras", None) is None
     (tmp_path / "calibration.npz").write_bytes(b"")

@@ -32,7 +32,11 @@ def alarm():
 def test_fifo_device_and_directory_are_refused_without_blocking(tmp_path, alarm):
     os.mkfifo(tmp_path / "x.tflite")
     (tmp_path / "d").mkdir()
-    for path, kind in ((tmp_path / "x.tflite", "FIFO"), ("/dev/zero", "character device"), (tmp_path / "d", "directory")):
+    for path, kind in (
+        (tmp_path / "x.tflite", "FIFO"),
+        ("/dev/zero", "character device"),
+        (tmp_path / "d", "directory"),
+    ):
         with pytest.raises(ModelError, match=kind):
             read_regular(path, "a .tflite file", ModelError, 100)
         with pytest.raises(ModelError, match=kind):
@@ -52,11 +56,11 @@ def test_read_regular_checks_the_size_before_reading(tmp_path):
 
 
 def test_tensor_limit_names_the_input_and_honours_the_env(monkeypatch):
-    assert tensor_bytes((None, 4), "float32") == 16 and tensor_bytes((1, 100000, 100000, 3), "float32") == 120 * 10 ** 9
+    assert tensor_bytes((None, 4), "float32") == 16 and tensor_bytes((1, 100000, 100000, 3), "float32") == 120 * 10**9
     big = TensorSpec("image", "float32", (1, 100000, 100000, 3))
     with pytest.raises(ModelError, match=r"'image' of shape \(1, 100000, 100000, 3\) float32 needs 120,000,000,000"):
         check_specs([big])
-    monkeypatch.setenv(TENSOR_ENV, str(200 * 10 ** 9))
+    monkeypatch.setenv(TENSOR_ENV, str(200 * 10**9))
     check_specs([big])
     monkeypatch.setenv(TENSOR_ENV, "-3")
     with pytest.raises(UsageError, match=TENSOR_ENV):
@@ -73,19 +77,22 @@ def _tfjs_dir(tmp_path, weights, shard: bytes):
 W = {"name": "w", "shape": [4, 3], "dtype": "float32"}
 
 
-@pytest.mark.parametrize("weights,shard,needle", [
-    ([W], bytes(48), None),
-    ([W, {**W, "name": "q", "quantization": {"dtype": "uint8", "scale": 1, "min": 0}}], bytes(60), None),
-    ([W, 5], bytes(48), "not an object"),
-    ([{**W, "shape": [10 ** 12, 10 ** 12]}], bytes(48), "needs 4,000,000,000,000,000,000,000,000 bytes"),
-    ([{**W, "shape": [float("nan"), 3]}], bytes(48), "nan"),
-    ([{**W, "shape": [-1, 3]}], bytes(48), "non-negative"),
-    ([W, W], bytes(96), "appears twice"),
-    ([W], bytes(40), "hold 40 bytes"),
-    ([W], bytes(56), "hold 56 bytes"),
-    ([{**W, "dtype": "float64"}], bytes(96), "'float64'"),
-    ([{**W, "quantization": {"dtype": "int4"}}], bytes(12), "'int4'"),
-])
+@pytest.mark.parametrize(
+    "weights,shard,needle",
+    [
+        ([W], bytes(48), None),
+        ([W, {**W, "name": "q", "quantization": {"dtype": "uint8", "scale": 1, "min": 0}}], bytes(60), None),
+        ([W, 5], bytes(48), "not an object"),
+        ([{**W, "shape": [10**12, 10**12]}], bytes(48), "needs 4,000,000,000,000,000,000,000,000 bytes"),
+        ([{**W, "shape": [float("nan"), 3]}], bytes(48), "nan"),
+        ([{**W, "shape": [-1, 3]}], bytes(48), "non-negative"),
+        ([W, W], bytes(96), "appears twice"),
+        ([W], bytes(40), "hold 40 bytes"),
+        ([W], bytes(56), "hold 56 bytes"),
+        ([{**W, "dtype": "float64"}], bytes(96), "'float64'"),
+        ([{**W, "quantization": {"dtype": "int4"}}], bytes(12), "'int4'"),
+    ],
+)
 def test_manifest_validation(tmp_path, weights, shard, needle):
     doc = _tfjs_dir(tmp_path, weights, shard)
     if needle is None:
@@ -118,7 +125,7 @@ def test_peers_started_apart_find_each_other():
     def task(index: int) -> None:
         try:
             wait_for_peers(_info(ports, index), 20)
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+        except Exception as exc:
             errors.append(exc)
 
     first = threading.Thread(target=task, args=(0,))

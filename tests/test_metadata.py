@@ -13,11 +13,16 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
 from conftest import edgetool_in_process, litert_outputs
+from hostile.harness import Case, run_case
+
+from edge_tool.convert.metadata_step import classes_outputs
+from edge_tool.metadata.reader import read_metadata
+from edge_tool.metadata.writer import _labelled_output
 
 LABELS = ["zero red", "zero blue", "one red", "one blue", "two red", "zwei blau ü"]
 N_EVAL = 160
@@ -25,7 +30,8 @@ N_EVAL = 160
 # A batch-1-capable RGB classifier on learnable synthetic images: digits 0-2 (sklearn's bundled 8x8 digits upscaled
 # to 32x32) tinted red or blue, so the class depends on shape AND colour (a channel-order or normalization error in
 # an app changes its answers). Raw 0..255 pixels in, a Rescaling layer inside, softmax over 6 classes out.
-_RGB_MODEL_SCRIPT = """
+_RGB_MODEL_SCRIPT = (
+    """
 import sys, numpy as np, tf_keras as keras
 from sklearn.datasets import load_digits
 out, labels = sys.argv[1], sys.argv[2:]
@@ -56,15 +62,22 @@ np.savez(out + "/eval.npz", x=x[:n_eval], y=y[:n_eval])
 np.savez(out + "/calibration.npz", x=x[n_eval:n_eval + 100], y=y[n_eval:n_eval + 100])
 with open(out + "/labels.txt", "w", encoding="utf-8") as f:
     f.write("\\n".join(labels) + "\\n")
-""" % N_EVAL
+"""
+    % N_EVAL
+)
 
 
 @pytest.fixture(scope="module")
 def rgb_model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("rgb") / "model"
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", _RGB_MODEL_SCRIPT, str(out), *LABELS], capture_output=True,
-                          text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RGB_MODEL_SCRIPT, str(out), *LABELS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -75,7 +88,9 @@ def converted(rgb_model, tmp_path_factory) -> Path:
     labels = tmp_path_factory.mktemp("labels") / "my-labels.txt"
     labels.write_text("\n".join(LABELS) + "\n", encoding="utf-8")
     out = tmp_path_factory.mktemp("conv") / "out"
-    proc = edgetool_in_process("convert", rgb_model, "--quant", "fp32,int8", "--format", "all", "--labels", labels, "-o", out)
+    proc = edgetool_in_process(
+        "convert", rgb_model, "--quant", "fp32,int8", "--format", "all", "--labels", labels, "-o", out
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
@@ -107,8 +122,10 @@ def _mediapipe_top1(path: Path, x: np.ndarray) -> list[tuple[int, str]]:
 
 def test_python_api_imports_light():
     """``from edge_tool import convert, ...`` must not import TensorFlow, tensorflowjs or mediapipe."""
-    code = ("import sys; from edge_tool import convert, evaluate, inspect, demo, train, read_metadata; "
-            "print([m for m in ('tensorflow', 'tensorflowjs', 'mediapipe', 'numpy') if m in sys.modules])")
+    code = (
+        "import sys; from edge_tool import convert, evaluate, inspect, demo, train, read_metadata; "
+        "print([m for m in ('tensorflow', 'tensorflowjs', 'mediapipe', 'numpy') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
 
@@ -126,8 +143,11 @@ def test_vendored_schema_is_mediapipes_generated_file():
 @pytest.mark.parametrize("mode", ["fp32", "int8", "int8-uint8-io"])
 def test_mediapipe_image_classifier_agrees_with_litert_and_eval(rgb_model, mode, request, tmp_path):
     uint8_io = mode == "int8-uint8-io"
-    path = (request.getfixturevalue("converted_uint8") / "model_int8.tflite" if uint8_io
-            else request.getfixturevalue("converted") / f"model_{mode}.tflite")
+    path = (
+        request.getfixturevalue("converted_uint8") / "model_int8.tflite"
+        if uint8_io
+        else request.getfixturevalue("converted") / f"model_{mode}.tflite"
+    )
     data = np.load(rgb_model / "eval.npz")
     x, y = data["x"], data["y"]
     assert len(x) >= 100
@@ -138,8 +158,20 @@ def test_mediapipe_image_classifier_agrees_with_litert_and_eval(rgb_model, mode,
     assert agree == len(x), f"MediaPipe and LiteRT top-1 agree on {agree}/{len(x)} images"
     assert all(name == LABELS[i] for i, name in mp_top), "category names must come from the embedded labels"
     report = tmp_path / "eval.json"
-    proc = edgetool_in_process("eval", path, "--reference", rgb_model, "--data", rgb_model / "eval.npz", "--runs", "5",
-                        "--warmup", "1", "--json", report)
+    proc = edgetool_in_process(
+        "eval",
+        path,
+        "--reference",
+        rgb_model,
+        "--data",
+        rgb_model / "eval.npz",
+        "--runs",
+        "5",
+        "--warmup",
+        "1",
+        "--json",
+        report,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = json.loads(report.read_text())["results"][0]
     mp_accuracy = float(np.mean([i == t for (i, _), t in zip(mp_top, y)]))
@@ -185,8 +217,6 @@ def _with_archive(tflite: bytes, members: dict[str, bytes]) -> bytes:
 
 @pytest.mark.slow
 def test_hostile_metadata_is_reported_not_trusted(converted, tmp_path):
-    from edge_tool.metadata.reader import read_metadata
-
     good = (converted / "model_fp32.tflite").read_bytes()
     bad_utf8 = read_metadata(_with_archive(good, {"labels.txt": b"ok\n\xff\xfe broken\n"}))
     assert not bad_utf8.labels and any("not UTF-8" in p for p in bad_utf8.problems)
@@ -196,7 +226,7 @@ def test_hostile_metadata_is_reported_not_trusted(converted, tmp_path):
     bomb = read_metadata(_with_archive(good, {"labels.txt": b"x" * (5 * 1024 * 1024)}))
     assert not bomb.labels and any("not read" in p for p in bomb.problems)
     hostile = tmp_path / "hostile.tflite"
-    hostile.write_bytes(_with_archive(good, {"labels.txt": "\x1b[31mred\x1b[0m\n[bold]x[/bold]\n".encode() + b"a\n" * 4}))
+    hostile.write_bytes(_with_archive(good, {"labels.txt": b"\x1b[31mred\x1b[0m\n[bold]x[/bold]\n" + b"a\n" * 4}))
     before = sorted(p.name for p in tmp_path.iterdir())
     proc = edgetool_in_process("inspect", hostile)
     assert proc.returncode == 0, proc.stderr
@@ -206,19 +236,29 @@ def test_hostile_metadata_is_reported_not_trusted(converted, tmp_path):
 
 @pytest.mark.slow
 def test_bad_labels_are_refused_before_writing(rgb_model, tmp_path):
-    from hostile.harness import Case, run_case
-
     (tmp_path / "five.txt").write_text("a\nb\nc\nd\ne\n", encoding="utf-8")
     (tmp_path / "bad.txt").write_bytes(b"\xff\xfe\n" * 6)
     for case in (
-        Case("label count", ("convert", str(rgb_model), "--labels", "{root}/five.txt", "-o", "{root}/out"),
-             names=("five.txt has 5 labels, but no output", "[N, 5]")),
-        Case("labels not UTF-8", ("convert", str(rgb_model), "--labels", "{root}/bad.txt", "-o", "{root}/out"),
-             names=("bad.txt is not UTF-8",)),
-        Case("--no-metadata with --labels", ("convert", str(rgb_model), "--labels", "{root}/five.txt",
-                                             "--no-metadata", "-o", "{root}/out"), names=("--no-metadata",)),
-        Case("--input-std 0", ("convert", str(rgb_model), "--input-std", "0", "-o", "{root}/out"),
-             names=("--input-std must not contain 0",)),
+        Case(
+            "label count",
+            ("convert", str(rgb_model), "--labels", "{root}/five.txt", "-o", "{root}/out"),
+            names=("five.txt has 5 labels, but no output", "[N, 5]"),
+        ),
+        Case(
+            "labels not UTF-8",
+            ("convert", str(rgb_model), "--labels", "{root}/bad.txt", "-o", "{root}/out"),
+            names=("bad.txt is not UTF-8",),
+        ),
+        Case(
+            "--no-metadata with --labels",
+            ("convert", str(rgb_model), "--labels", "{root}/five.txt", "--no-metadata", "-o", "{root}/out"),
+            names=("--no-metadata",),
+        ),
+        Case(
+            "--input-std 0",
+            ("convert", str(rgb_model), "--input-std", "0", "-o", "{root}/out"),
+            names=("--input-std must not contain 0",),
+        ),
     ):
         run_case(case, tmp_path)
 
@@ -226,11 +266,6 @@ def test_bad_labels_are_refused_before_writing(rgb_model, tmp_path):
 def test_labels_name_per_pixel_classes_of_a_segmentation_output():
     """labels.txt of a U-Net names the last axis of its [N, H, W, K] mask (as TFLite segmenters' metadata does); an
     [N, K] output still wins, and a count no output has on its last axis finds none."""
-    from types import SimpleNamespace
-
-    from edge_tool.convert.metadata_step import classes_outputs
-    from edge_tool.metadata.writer import _labelled_output
-
     assert _labelled_output([[1, 16, 16, 3]], 3) == 0
     assert _labelled_output([[1, 16, 16, 3], [1, 3]], 3) == 1
     assert _labelled_output([[1, 16, 16, 4], [1, 1]], 3) is None

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import edgetool_in_process
+from schema_check import validated
+from target_models import gelu_model  # noqa: F401  (fixture)
+
 from edge_tool.micro.resolver import resolver_method
 from edge_tool.micro.sources import c_identifier
-from target_models import gelu_model  # noqa: F401  (fixture)
-from schema_check import validated
 
 ORACLE = """
 import sys, numpy as np
@@ -39,7 +39,9 @@ def _tflm_runs(model: Path, arena: int) -> bool:
 @pytest.fixture(scope="module")
 def micro_out(digits_model, tmp_path_factory) -> tuple[Path, dict, str]:
     out = tmp_path_factory.mktemp("micro") / "out"
-    proc = edgetool_in_process("convert", digits_model, "--quant", "int8", "--io-type", "int8", "--format", "micro", "-o", out)
+    proc = edgetool_in_process(
+        "convert", digits_model, "--quant", "int8", "--io-type", "int8", "--format", "micro", "-o", out
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     manifest = validated(out / "manifest.json", "manifest")
     return out, manifest, proc.stdout
@@ -56,10 +58,16 @@ def test_sources_hold_the_flatbuffer_aligned(micro_out):
     assert f"model_int8_model_data_len = {len(data)};" in cc
     header = (out / "model_int8_model_data.h").read_text()
     assert "extern const unsigned char model_int8_model_data[];" in header
-    assert f"model_int8_tensor_arena_size = {manifest['artifacts'][0]['micro']['tensor_arena']['recommended_bytes']}" in header
+    assert (
+        f"model_int8_tensor_arena_size = {manifest['artifacts'][0]['micro']['tensor_arena']['recommended_bytes']}"
+        in header
+    )
     if shutil.which("g++"):
-        proc = subprocess.run(["g++", "-std=c++11", "-c", str(out / "model_int8_model_data.cc"), "-o",
-                               str(out.parent / "m.o")], capture_output=True, text=True)
+        proc = subprocess.run(
+            ["g++", "-std=c++11", "-c", str(out / "model_int8_model_data.cc"), "-o", str(out.parent / "m.o")],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
 
 
@@ -82,7 +90,9 @@ def test_arena_is_the_smallest_that_runs(micro_out):
     assert not _tflm_runs(tflite, arena["minimum_bytes"] - 16)
     assert arena["minimum_bytes"] <= arena["recommended_bytes"] <= arena["minimum_bytes"] * 1.25 + 1024
     assert micro["flash_bytes"] == tflite.stat().st_size
-    assert f"tensor arena {arena['recommended_bytes']} bytes" in stdout and f"flash {micro['flash_bytes']} bytes" in stdout
+    assert (
+        f"tensor arena {arena['recommended_bytes']} bytes" in stdout and f"flash {micro['flash_bytes']} bytes" in stdout
+    )
 
 
 def test_tflm_int8_outputs_equal_litert(micro_out, digits_model):
@@ -103,11 +113,11 @@ def test_tflm_int8_outputs_equal_litert(micro_out, digits_model):
         q = np.clip(np.round(x / s + z), -128, 127).astype(np.int8)
         rows, mine = [], []
         for i in range(len(q)):
-            it.set_tensor(inp["index"], q[i:i + 1])
+            it.set_tensor(inp["index"], q[i : i + 1])
             it.invoke()
             rows.append(it.get_tensor(outp["index"]).copy())
             if resolver is OpResolverType.AUTO:
-                tflm.set_input(q[i:i + 1], 0)
+                tflm.set_input(q[i : i + 1], 0)
                 tflm.invoke()
                 mine.append(np.array(tflm.get_output(0)))
         outs[resolver] = np.concatenate(rows)
@@ -117,7 +127,9 @@ def test_tflm_int8_outputs_equal_litert(micro_out, digits_model):
     assert np.array_equal(t, outs[OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES])
     xnn = outs[OpResolverType.AUTO]
     diff = np.abs(t.astype(int) - xnn.astype(int))
-    print(f"TFLM vs LiteRT+XNNPACK: {int((diff > 0).sum())} of {diff.size} int8 outputs differ, by at most {diff.max()}")
+    print(
+        f"TFLM vs LiteRT+XNNPACK: {int((diff > 0).sum())} of {diff.size} int8 outputs differ, by at most {diff.max()}"
+    )
     assert np.mean(diff > 0) < 0.01
     assert np.mean(t.argmax(1) == xnn.argmax(1)) == 1.0
 
@@ -128,54 +140,100 @@ def test_eval_runtime_tflm_and_gates(micro_out, digits_model, tmp_path):
     data = digits_model / "eval.npz"
     reports = {}
     for runtime in ("litert", "tflm"):
-        proc = edgetool_in_process("eval", tflite, "-r", digits_model, "-d", data, "--runtime", runtime, "--runs", "5",
-                            "--json", tmp_path / f"{runtime}.json")
+        proc = edgetool_in_process(
+            "eval",
+            tflite,
+            "-r",
+            digits_model,
+            "-d",
+            data,
+            "--runtime",
+            runtime,
+            "--runs",
+            "5",
+            "--json",
+            tmp_path / f"{runtime}.json",
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         reports[runtime] = json.loads((tmp_path / f"{runtime}.json").read_text())["results"][0]
     lit, tfl = reports["litert"], reports["tflm"]
     assert tfl["runtime"].startswith("tflite-micro")
     assert tfl["tensor_arena"]["minimum_bytes"] == manifest["artifacts"][0]["micro"]["tensor_arena"]["minimum_bytes"]
     assert tfl["flash_bytes"] == tflite.stat().st_size and tfl["peak_rss_mb"] is None
-    assert abs(tfl["accuracy"] - lit["accuracy"]) <= 1 / 360 and abs(tfl["top1_agreement"] - lit["top1_agreement"]) <= 1 / 360
+    assert (
+        abs(tfl["accuracy"] - lit["accuracy"]) <= 1 / 360
+        and abs(tfl["top1_agreement"] - lit["top1_agreement"]) <= 1 / 360
+    )
     assert tfl["max_abs_error"] < 0.05
     limit = tfl["tensor_arena"]["minimum_bytes"] / 1024 - 0.5
-    gate = edgetool_in_process("eval", tflite, "-r", digits_model, "-d", data, "--runtime", "tflm", "--runs", "1",
-                        "--max-arena-kb", f"{limit:.2f}")
+    gate = edgetool_in_process(
+        "eval",
+        tflite,
+        "-r",
+        digits_model,
+        "-d",
+        data,
+        "--runtime",
+        "tflm",
+        "--runs",
+        "1",
+        "--max-arena-kb",
+        f"{limit:.2f}",
+    )
     assert gate.returncode == 1 and "--max-arena-kb" in gate.stderr + gate.stdout
     bad = edgetool_in_process("eval", tflite, "-r", digits_model, "-d", data, "--max-flash-kb", "10")
     assert bad.returncode == 2 and "--runtime tflm" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_non_integer_modes_refused(digits_model, tmp_path):
-    proc = edgetool_in_process("convert", digits_model, "--quant", "fp32,dynamic", "--format", "micro", "-o", tmp_path / "o")
+    proc = edgetool_in_process(
+        "convert", digits_model, "--quant", "fp32,dynamic", "--format", "micro", "-o", tmp_path / "o"
+    )
     assert proc.returncode == 2 and "full-integer" in proc.stderr and "fp32, dynamic" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
 
 
-def test_ops_tflm_lacks_are_named(gelu_model, tmp_path):  # noqa: F811
+def test_ops_tflm_lacks_are_named(gelu_model, tmp_path):
     proc = edgetool_in_process("convert", gelu_model, "--quant", "int8", "--format", "micro", "-o", tmp_path / "o")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "GELU" in proc.stderr and "TFLM has no kernel" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists() and not list(tmp_path.glob(".o*"))
     plain = tmp_path / "plain"
     assert edgetool_in_process("convert", gelu_model, "--quant", "int8", "-o", plain).returncode == 0
-    ev = edgetool_in_process("eval", next(plain.glob("*.tflite")), "-r", gelu_model, "-d", gelu_model / "eval.npz",
-                      "--runtime", "tflm")
+    ev = edgetool_in_process(
+        "eval", next(plain.glob("*.tflite")), "-r", gelu_model, "-d", gelu_model / "eval.npz", "--runtime", "tflm"
+    )
     assert ev.returncode == 2 and "GELU" in ev.stderr and "Traceback" not in ev.stderr, ev.stderr
 
 
-@pytest.mark.parametrize(("op", "method"), [("FULLY_CONNECTED", "AddFullyConnected"), ("CONV_2D", "AddConv2D"),
-                                            ("DEPTHWISE_CONV_2D", "AddDepthwiseConv2D"), ("MAX_POOL_2D", "AddMaxPool2D"),
-                                            ("RELU6", "AddRelu6"), ("UNIDIRECTIONAL_SEQUENCE_LSTM",
-                                                                    "AddUnidirectionalSequenceLSTM"),
-                                            ("PADV2", "AddPadV2"), ("BATCH_MATMUL", "AddBatchMatMul"),
-                                            ("TFLite_Detection_PostProcess", "AddDetectionPostprocess"),
-                                            ("FlexErf", None)])
+@pytest.mark.parametrize(
+    ("op", "method"),
+    [
+        ("FULLY_CONNECTED", "AddFullyConnected"),
+        ("CONV_2D", "AddConv2D"),
+        ("DEPTHWISE_CONV_2D", "AddDepthwiseConv2D"),
+        ("MAX_POOL_2D", "AddMaxPool2D"),
+        ("RELU6", "AddRelu6"),
+        ("UNIDIRECTIONAL_SEQUENCE_LSTM", "AddUnidirectionalSequenceLSTM"),
+        ("PADV2", "AddPadV2"),
+        ("BATCH_MATMUL", "AddBatchMatMul"),
+        ("TFLite_Detection_PostProcess", "AddDetectionPostprocess"),
+        ("FlexErf", None),
+    ],
+)
 def test_resolver_method_names(op, method):
     assert resolver_method(op) == method
 
 
-@pytest.mark.parametrize(("name", "ident"), [("digits_int8", "digits_int8"), ("my-model v2", "my_model_v2"),
-                                             ("3net", "m_3net"), ("int", "int_model"), ("é..", "model")])
+@pytest.mark.parametrize(
+    ("name", "ident"),
+    [
+        ("digits_int8", "digits_int8"),
+        ("my-model v2", "my_model_v2"),
+        ("3net", "m_3net"),
+        ("int", "int_model"),
+        ("é..", "model"),
+    ],
+)
 def test_c_identifier(name, ident):
     assert c_identifier(name) == ident

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from edge_tool.commands.convert import QUANT_HELP
 from edge_tool.convert.modes import MODES, auto_candidates, every_mode, mode_table, with_mode_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,7 +37,5 @@ def test_all_and_auto_follow_the_registry():
 
 
 def test_quant_help_names_every_mode():
-    from edge_tool.commands.convert import QUANT_HELP
-
     for mode, spec in MODES.items():
         assert f"{mode.value} = {spec.summary}" in QUANT_HELP

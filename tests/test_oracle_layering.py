@@ -15,7 +15,7 @@ REPO = TESTS.parent
 ALLOWED = {
     "test_zoo.py": "runs the zoo benchmark's own runner, classifier and checks (it tests benchmarks/zoo itself)",
     "test_browser.py": "builds two zoo models (benchmarks/zoo builders: seeded, trained models with eval data) as "
-                       "inputs; its oracle is TensorFlow's own serving function, not benchmark code",
+    "inputs; its oracle is TensorFlow's own serving function, not benchmark code",
 }
 
 
@@ -48,8 +48,10 @@ def test_tests_do_not_import_benchmarks():
 def test_the_scan_finds_an_import_and_a_script_path(tmp_path):
     """The rule can fail: an import, a from-import and a script path are each found."""
     f = tmp_path / "t.py"
-    f.write_text("import benchmarks.zoo\nfrom benchmarks._results import machine\n"
-                 "x = 'benchmarks/zoo/tfjs_check.js'\nimport os\n")
+    f.write_text(
+        "import benchmarks.zoo\nfrom benchmarks._results import machine\n"
+        "x = 'benchmarks/zoo/tfjs_check.js'\nimport os\n"
+    )
     assert _benchmark_references(f) == ["benchmarks.zoo", "benchmarks._results", "benchmarks/zoo/tfjs_check.js"]
 
 

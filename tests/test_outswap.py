@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from edge_tool.core import outswap, scratch
+from edge_tool.core.fsutil import MARKER, atomic_dir, atomic_file, has_marker
 from edge_tool.errors import UsageError
-from edge_tool.core.fsutil import MARKER, has_marker
 
 
 @pytest.fixture(params=["renameat2", "fallback"])
@@ -89,14 +89,14 @@ def test_sweep_removes_only_dead_runs_names(tmp_path):
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         names = {
-            f".out.tmp-{_dead_pid()}-123-{boot}-aa": False,                       # dead process
-            f".out.tmp-{os.getpid()}-1-{boot}-bb": False,                           # our PID, another start: reused
+            f".out.tmp-{_dead_pid()}-123-{boot}-aa": False,  # dead process
+            f".out.tmp-{os.getpid()}-1-{boot}-bb": False,  # our PID, another start: reused
             f".out.old-{_dead_pid()}-5-{boot}": False,
-            f".out.tmp-{scratch.run_token()}-cc": True,                             # this run
-            f".out.tmp-{scratch.run_token(sleeper.pid)}-dd": True,                  # another live run
-            f".out.tmp-{_dead_pid()}-9-{other_boot}-ee": True,                      # another boot, recent
-            f".old.tmp-{_dead_pid()}-9-{other_boot}-ff": False,                     # another boot, two days old
-            ".out.tmp-12ab": True,                                                  # not our naming: never ours
+            f".out.tmp-{scratch.run_token()}-cc": True,  # this run
+            f".out.tmp-{scratch.run_token(sleeper.pid)}-dd": True,  # another live run
+            f".out.tmp-{_dead_pid()}-9-{other_boot}-ee": True,  # another boot, recent
+            f".old.tmp-{_dead_pid()}-9-{other_boot}-ff": False,  # another boot, two days old
+            ".out.tmp-12ab": True,  # not our naming: never ours
             "out": True,
         }
         for name in names:
@@ -148,8 +148,6 @@ def test_a_folder_swapped_in_at_the_last_instant_is_swapped_back(tmp_path, swap_
 
 
 def test_atomic_file_and_dir_follow_a_link_and_leave_nothing_beside(tmp_path):
-    from edge_tool.core.fsutil import atomic_dir, atomic_file
-
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "r.json").write_text("old")
     os.symlink("reports/r.json", tmp_path / "latest.json")
@@ -168,8 +166,6 @@ def test_atomic_file_and_dir_follow_a_link_and_leave_nothing_beside(tmp_path):
 
 
 def test_a_dangling_link_at_o_is_refused(tmp_path):
-    from edge_tool.core.fsutil import atomic_dir, atomic_file
-
     os.symlink("nowhere", tmp_path / "out")
     for make in (atomic_dir, atomic_file):
         with pytest.raises(UsageError, match="does not exist"):

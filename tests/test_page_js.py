@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import shutil
 import subprocess
+
+import numpy as np
 import pytest
 
+from calibration.readers.images import decode_image
+from calibration.spec import TensorSpec
 from edge_tool.demo.site import LITERT_MODULE, LITERT_MODULES, TEMPLATE_FILES
 from tests.conftest import REPO
 
 WEB = REPO / "web_demo"
 JS_TESTS = sorted((REPO / "tests" / "js").glob("*.test.mjs"))
-IMPORT = re.compile(r"""(?:^import\s[^'"]*?from\s|^export\s[^'"]*?from\s|\bimport\()\s*['"](\.{1,2}/[^'"]+)['"]""", re.M)
+IMPORT = re.compile(
+    r"""(?:^import\s[^'"]*?from\s|^export\s[^'"]*?from\s|\bimport\()\s*['"](\.{1,2}/[^'"]+)['"]""", re.M
+)
 MAX_LINES = 300
 
 
@@ -33,8 +40,9 @@ def _node() -> str:
 
 def test_page_modules_pass_their_node_tests():
     assert len(JS_TESTS) >= 3, JS_TESTS
-    proc = subprocess.run([_node(), "--test", *map(str, JS_TESTS)], capture_output=True, text=True, timeout=300,
-                          cwd=REPO)
+    proc = subprocess.run(
+        [_node(), "--test", *map(str, JS_TESTS)], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
     summary = dict(re.findall(r"^# (tests|pass|fail) (\d+)$", proc.stdout, re.M))
     assert proc.returncode == 0 and summary.get("fail") == "0", proc.stdout[-4000:] + proc.stderr[-2000:]
     assert int(summary["pass"]) == int(summary["tests"]) >= 15
@@ -57,8 +65,11 @@ def test_the_site_copies_every_module_the_page_imports():
     copied = {name for name in TEMPLATE_FILES if name.endswith(".js")}
     assert _imports("app.js") == copied  # nothing missing (offline would break), nothing unused
     assert _imports(LITERT_MODULE) - copied == set(LITERT_MODULES)  # --litert adds exactly these
-    js = sorted(p.relative_to(WEB).as_posix() for p in WEB.rglob("*.js") if "vendor" not in p.parts
-                and "node_modules" not in p.parts and p.name != "sw.template.js")
+    js = sorted(
+        p.relative_to(WEB).as_posix()
+        for p in WEB.rglob("*.js")
+        if "vendor" not in p.parts and "node_modules" not in p.parts and p.name != "sw.template.js"
+    )
     assert sorted(copied | set(LITERT_MODULES)) == js
 
 
@@ -66,7 +77,9 @@ def test_the_site_copies_every_module_the_page_imports():
 def test_page_module_is_short_and_has_no_module_level_mutable_state(module):
     text = (WEB / module).read_text()
     assert text.count("\n") <= MAX_LINES, f"{module}: {text.count(chr(10))} lines > {MAX_LINES}"
-    assert not re.findall(r"^(?:let|var)\s", text, re.M), f"{module}: module-level let/var (page state belongs to main.js)"
+    assert not re.findall(r"^(?:let|var)\s", text, re.M), (
+        f"{module}: module-level let/var (page state belongs to main.js)"
+    )
     assert "innerHTML" not in text and "insertAdjacentHTML" not in text  # model text is data: textContent only
 
 
@@ -86,33 +99,59 @@ fs.writeFileSync(process.argv[3], JSON.stringify(out));
 def test_page_resampling_matches_pillow_byte_for_byte(tmp_path):
     """The page resizes an upload as the Python image readers do (Pillow convert + resize): equal bytes on real photos
     (sklearn's china/flower, cropped and scaled), a random image, down- and upscaling, odd aspect ratios, a crop box."""
-    import json
-
-    import numpy as np
     from PIL import Image
     from sklearn.datasets import load_sample_images
 
     china, flower = load_sample_images().images
     rng = np.random.default_rng(0)
-    images = [china[100:340:2, 50:410:3], flower[::7, ::5], rng.integers(0, 256, (13, 29, 3), dtype=np.uint8),
-              flower[:360:4, 200:245]]  # tall: Pillow 13 runs the vertical pass first
+    images = [
+        china[100:340:2, 50:410:3],
+        flower[::7, ::5],
+        rng.integers(0, 256, (13, 29, 3), dtype=np.uint8),
+        flower[:360:4, 200:245],
+    ]  # tall: Pillow 13 runs the vertical pass first
     methods = {"bilinear": Image.BILINEAR, "area": Image.BOX, "nearest": Image.NEAREST}
-    cases = [{"image": i, "mode": mode, "width": w, "height": h, "method": m, "box": box}
-             for i in range(len(images)) for mode in ("L", "RGB") for m in methods
-             for (w, h, box) in ((32, 32, None), (8, 8, None), (24, 17, None), (61, 45, None), (20, 20, [3.5, 1, 11.25, 9]),
-                                 (6, 5, [2, 3, 8, 8]))]
+    cases = [
+        {"image": i, "mode": mode, "width": w, "height": h, "method": m, "box": box}
+        for i in range(len(images))
+        for mode in ("L", "RGB")
+        for m in methods
+        for (w, h, box) in (
+            (32, 32, None),
+            (8, 8, None),
+            (24, 17, None),
+            (61, 45, None),
+            (20, 20, [3.5, 1, 11.25, 9]),
+            (6, 5, [2, 3, 8, 8]),
+        )
+    ]
     rgba = [np.dstack([im, np.full(im.shape[:2], 255, np.uint8)]) for im in images]
-    (tmp_path / "in.json").write_text(json.dumps({"images": [{"rgba": a.ravel().tolist(), "width": a.shape[1],
-                                                               "height": a.shape[0]} for a in rgba], "cases": cases}))
+    (tmp_path / "in.json").write_text(
+        json.dumps(
+            {
+                "images": [{"rgba": a.ravel().tolist(), "width": a.shape[1], "height": a.shape[0]} for a in rgba],
+                "cases": cases,
+            }
+        )
+    )
     (tmp_path / "driver.mjs").write_text(_RESAMPLE_DRIVER % (WEB / "ui" / "resample.js").as_uri())
-    proc = subprocess.run([_node(), str(tmp_path / "driver.mjs"), str(tmp_path / "in.json"), str(tmp_path / "out.json")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [_node(), str(tmp_path / "driver.mjs"), str(tmp_path / "in.json"), str(tmp_path / "out.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads((tmp_path / "out.json").read_text())
     for case, values in zip(cases, got, strict=True):
         img = Image.fromarray(images[case["image"]], "RGB").convert(case["mode"])
-        want = np.asarray(img.resize((case["width"], case["height"]), methods[case["method"]],
-                                     box=tuple(case["box"]) if case["box"] else None)).ravel()
+        want = np.asarray(
+            img.resize(
+                (case["width"], case["height"]),
+                methods[case["method"]],
+                box=tuple(case["box"]) if case["box"] else None,
+            )
+        ).ravel()
         assert np.array_equal(np.array(values), want), (case, int(np.abs(np.array(values) - want.astype(int)).max()))
 
 
@@ -130,36 +169,44 @@ def test_page_feeds_what_the_python_image_reader_feeds(tmp_path):
     """The page's upload path (ui/resample.js modelImage) gives the bytes calibration/eval's image reader
     (calibration.readers.images.decode_image) gives for the same PNG/JPEG files: if the readers change how they
     resize, the page must change with them."""
-    import json
-
-    import numpy as np
     from PIL import Image
     from sklearn.datasets import load_sample_images
 
-    from calibration.readers.images import decode_image
-    from calibration.spec import TensorSpec
-
     china, flower = load_sample_images().images
     files = []
-    for i, (pixels, suffix) in enumerate([(china[50:300, 80:330], "png"), (flower[::3, ::2], "jpg"),
-                                          (china[:400:5, 600:640], "png")]):
+    for i, (pixels, suffix) in enumerate(
+        [(china[50:300, 80:330], "png"), (flower[::3, ::2], "jpg"), (china[:400:5, 600:640], "png")]
+    ):
         files.append(tmp_path / f"img{i}.{suffix}")
         Image.fromarray(np.ascontiguousarray(pixels)).save(files[-1], quality=90)
-    specs = [TensorSpec("image", "float32", (None, 8, 8, 1)), TensorSpec("image", "float32", (None, 32, 32, 3)),
-             TensorSpec("image", "float32", (None, 24, 40, 3))]
+    specs = [
+        TensorSpec("image", "float32", (None, 8, 8, 1)),
+        TensorSpec("image", "float32", (None, 32, 32, 3)),
+        TensorSpec("image", "float32", (None, 24, 40, 3)),
+    ]
     images, want = [], []
     for path in files:
         with Image.open(path) as img:
             rgba = np.asarray(img.convert("RGBA"))  # the decoded file, as the browser's canvas holds it
         for spec in specs:
             _, h, w, c = spec.shape
-            images.append({"rgba": rgba.ravel().tolist(), "width": rgba.shape[1], "height": rgba.shape[0],
-                           "dims": {"height": h, "width": w, "channels": c}})
+            images.append(
+                {
+                    "rgba": rgba.ravel().tolist(),
+                    "width": rgba.shape[1],
+                    "height": rgba.shape[0],
+                    "dims": {"height": h, "width": w, "channels": c},
+                }
+            )
             want.append(decode_image(path, spec, path.name).ravel())
     (tmp_path / "in.json").write_text(json.dumps({"images": images}))
     (tmp_path / "driver.mjs").write_text(_MODEL_IMAGE_DRIVER % (WEB / "ui" / "resample.js").as_uri())
-    proc = subprocess.run([_node(), str(tmp_path / "driver.mjs"), str(tmp_path / "in.json"), str(tmp_path / "out.json")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [_node(), str(tmp_path / "driver.mjs"), str(tmp_path / "in.json"), str(tmp_path / "out.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     for got, expected, case in zip(json.loads((tmp_path / "out.json").read_text()), want, images, strict=True):
         assert np.array_equal(np.array(got), expected), case["dims"]

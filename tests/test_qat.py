@@ -11,9 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
-from edge_tool.convert.qat import QatOptions
+from edge_tool.cli import app
+from edge_tool.convert.qat import QatOptions, load_keras_for_qat, qat_to_tflite, quantization_aware_model
+from edge_tool.convert.qat_support.folding import fold_model
+from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, ModelError, UsageError
+from edge_tool.modelfiles.tflite_model import _names, _schema
+from edge_tool.training.config import Strategy
+from edge_tool.training.data import load_digits_split
 
 REPO = Path(__file__).resolve().parents[1]
 INTEGER = ("int8", "int32")
@@ -21,12 +28,14 @@ INTEGER = ("int8", "int32")
 
 # ---------------------------------------------------------------- helpers (real TF, real converter, real LiteRT)
 
+
 def _interpreter(tflite: bytes):
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     # no XNNPACK delegate, so the op list is the model's own ops
-    it = Interpreter(model_content=tflite,
-                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it = Interpreter(
+        model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    )
     it.allocate_tensors()
     return it
 
@@ -34,8 +43,6 @@ def _interpreter(tflite: bytes):
 def _graph(tflite: bytes) -> tuple[list[tuple[str, list[int], list[int]]], list[tuple[str, str]], set[int]]:
     """Subgraph 0 read from the flatbuffer (no private interpreter API): ops in execution order as
     (name, input indices, output indices), tensors as (name, dtype), the model's I/O tensor indices."""
-    from edge_tool.modelfiles.tflite_model import _names, _schema
-
     schema = _schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(tflite), 0))
     sg = model.subgraphs[0]
@@ -71,7 +78,7 @@ def _tflite_accuracy(tflite: bytes, x: np.ndarray, y: np.ndarray) -> float:
     inp, out = it.get_input_details()[0], it.get_output_details()[0]
     hits = 0
     for i in range(len(x)):
-        xi = x[i:i + 1].astype(inp["dtype"]) if inp["dtype"] == np.uint8 else x[i:i + 1].astype(np.float32)
+        xi = x[i : i + 1].astype(inp["dtype"]) if inp["dtype"] == np.uint8 else x[i : i + 1].astype(np.float32)
         if inp["dtype"] == np.int8:
             scale, zero = inp["quantization"]
             xi = np.clip(np.round(xi / scale + zero), -128, 127).astype(inp["dtype"])
@@ -82,8 +89,6 @@ def _tflite_accuracy(tflite: bytes, x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _fp32_accuracy(model_dir: Path, x, y) -> float:
-    from edge_tool.core.env import import_tf
-
     tf = import_tf()
     fn = tf.saved_model.load(str(model_dir)).signatures["serving_default"]
     probs = list(fn(pixels=tf.constant(x, tf.float32)).values())[0].numpy()
@@ -92,12 +97,10 @@ def _fp32_accuracy(model_dir: Path, x, y) -> float:
 
 def _representative(model_dir: Path):
     cal = np.load(model_dir / "calibration.npz")["x"].astype(np.float32)
-    return lambda: ([cal[i:i + 1]] for i in range(len(cal)))
+    return lambda: ([cal[i : i + 1]] for i in range(len(cal)))
 
 
 def _ptq_int8(model_dir: Path) -> bytes:
-    from edge_tool.core.env import import_tf
-
     tf = import_tf()
     conv = tf.lite.TFLiteConverter.from_saved_model(str(model_dir))
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -107,26 +110,28 @@ def _ptq_int8(model_dir: Path) -> bytes:
 
 
 def _train_split():
-    from edge_tool.training.data import load_digits_split
-
     return load_digits_split(seed=0)  # the split the digits_model fixture trained on; eval.npz is its held-out part
 
 
 @pytest.fixture(scope="module")
 def qat_run(digits_model):
     """QAT under the default strategy with default options, converted with float and with int8 I/O."""
-    from edge_tool.convert.qat import qat_to_tflite, quantization_aware_model
-
     split = _train_split()
     epochs = []
-    model = quantization_aware_model(digits_model, split.x_train, split.y_train, QatOptions(),
-                                     progress=lambda e, logs: epochs.append((e, logs)))
+    model = quantization_aware_model(
+        digits_model, split.x_train, split.y_train, QatOptions(), progress=lambda e, logs: epochs.append((e, logs))
+    )
     rep = _representative(digits_model)
-    return {"model": model, "epochs": epochs, "float_io": qat_to_tflite(model, rep, "float32"),
-            "int8_io": qat_to_tflite(model, rep, "int8")}
+    return {
+        "model": model,
+        "epochs": epochs,
+        "float_io": qat_to_tflite(model, rep, "float32"),
+        "int8_io": qat_to_tflite(model, rep, "int8"),
+    }
 
 
 # ---------------------------------------------------------------- the bar: full integer, >= PTQ, near fp32
+
 
 @pytest.mark.slow
 def test_qat_tflite_is_full_integer(qat_run):
@@ -169,8 +174,13 @@ def test_qat_reports_progress_and_folds_batchnorm_rescaling_and_relu(qat_run):
     assert 1 <= len(epochs) <= QatOptions().epochs and [e for e, _ in epochs] == list(range(len(epochs)))
     assert all(isinstance(logs["loss"], float) and np.isfinite(logs["loss"]) for _, logs in epochs)
     notes = qat_run["model"].edgetool_qat_notes
-    assert sorted(notes["folded"]) == ["bn1 -> conv1", "bn2 -> conv2", "relu1 -> conv1", "relu2 -> conv2",
-                                       "rescale -> conv1"]
+    assert sorted(notes["folded"]) == [
+        "bn1 -> conv1",
+        "bn2 -> conv2",
+        "relu1 -> conv1",
+        "relu2 -> conv2",
+        "rescale -> conv1",
+    ]
     assert notes["fold_dropped"] == [] and notes["float_layers"] == []  # everything left is annotated for tfmot
     assert notes["ranges_calibrated"] >= 5
     history = notes["history"]
@@ -182,9 +192,6 @@ def test_qat_reports_progress_and_folds_batchnorm_rescaling_and_relu(qat_run):
 @pytest.mark.slow
 def test_folding_is_exact(digits_model):
     import tf_keras as keras
-
-    from edge_tool.convert.qat import load_keras_for_qat
-    from edge_tool.convert.qat_support.folding import fold_model
 
     source = load_keras_for_qat(digits_model)
     x = np.load(digits_model / "eval.npz")["x"]
@@ -198,14 +205,11 @@ def test_folding_is_exact(digits_model):
 @pytest.mark.slow
 def test_layers_tfmot_cannot_annotate_are_calibrated_to_int8_at_conversion(uint8_model):
     """uint8 input: the Rescaling that casts it cannot be folded or annotated, yet the result is full-integer."""
-    from edge_tool.convert.qat import qat_to_tflite, quantization_aware_model
-
     split = _train_split()
-    model = quantization_aware_model(uint8_model, split.x_train.astype(np.uint8), split.y_train,
-                                     QatOptions(epochs=1))
+    model = quantization_aware_model(uint8_model, split.x_train.astype(np.uint8), split.y_train, QatOptions(epochs=1))
     assert model.edgetool_qat_notes["float_layers"] == ["rescaling"]
     cal = np.load(uint8_model / "calibration.npz")["x"]
-    tflite = qat_to_tflite(model, lambda: ([cal[i:i + 1]] for i in range(len(cal))))
+    tflite = qat_to_tflite(model, lambda: ([cal[i : i + 1]] for i in range(len(cal))))
     tensors, ops = _non_integer(tflite)
     # the only float left is the input boundary: uint8 -> float32 (CAST) -> int8 (QUANTIZE, Rescaling folded in)
     assert ops == ["CAST", "QUANTIZE"] and len(tensors) == 1, (tensors, ops)
@@ -236,8 +240,14 @@ print(json.dumps({"replicas": int(q.distribute_strategy.num_replicas_in_sync)}))
 def test_qat_under_mirrored_strategy(digits_model, tmp_path):
     out = tmp_path / "qat_mirrored.tflite"
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", _MIRRORED_SCRIPT, str(digits_model), str(out)],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", _MIRRORED_SCRIPT, str(digits_model), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"replicas": 2}
     tflite = out.read_bytes()
@@ -249,18 +259,15 @@ def test_qat_under_mirrored_strategy(digits_model, tmp_path):
 
 # ---------------------------------------------------------------- inputs QAT refuses, clearly
 
+
 @pytest.mark.slow
 def test_keras3_export_is_refused_with_a_clear_message(keras3_export):
-    from edge_tool.convert.qat import load_keras_for_qat
-
     with pytest.raises(ModelError, match="Keras 3 export") as err:
         load_keras_for_qat(keras3_export)
     assert "tf_keras" in str(err.value) and "--quant int8" in str(err.value)
 
 
 def test_keras3_dot_keras_file_is_refused(tmp_path):
-    from edge_tool.convert.qat import load_keras_for_qat
-
     path = tmp_path / "model.keras"
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("metadata.json", json.dumps({"keras_version": "3.15.1"}))
@@ -270,9 +277,6 @@ def test_keras3_dot_keras_file_is_refused(tmp_path):
 
 
 def test_missing_path_and_plain_saved_model_are_refused(tmp_path):
-    from edge_tool.convert.qat import load_keras_for_qat
-    from edge_tool.core.env import import_tf
-
     with pytest.raises(ModelError, match="nothing is there"):
         load_keras_for_qat(tmp_path / "absent")
     with pytest.raises(ModelError, match="Expected a SavedModel directory"):
@@ -287,8 +291,6 @@ def test_missing_path_and_plain_saved_model_are_refused(tmp_path):
 
 @pytest.mark.slow
 def test_h5_and_tf_keras_dot_keras_files_are_accepted(digits_model, tmp_path):
-    from edge_tool.convert.qat import load_keras_for_qat
-
     source = load_keras_for_qat(digits_model)
     for name in ("model.h5", "model.keras"):
         source.save(str(tmp_path / name))
@@ -298,8 +300,6 @@ def test_h5_and_tf_keras_dot_keras_files_are_accepted(digits_model, tmp_path):
 
 @pytest.mark.slow
 def test_training_data_that_does_not_fit_is_a_data_error(digits_model):
-    from edge_tool.convert.qat import quantization_aware_model
-
     with pytest.raises(DataError) as err:
         quantization_aware_model(digits_model, np.zeros((4, 8, 8, 3), np.float32), np.array([0, 1, 2, 11]))
     assert "shape (n, 8, 8, 1)" in str(err.value) and "0..9" in str(err.value)
@@ -309,23 +309,47 @@ def test_training_data_that_does_not_fit_is_a_data_error(digits_model):
 
 def test_options_are_validated_all_at_once():
     with pytest.raises(UsageError) as err:
-        QatOptions(epochs=0, batch_size=0, learning_rate=0, strategy="multiworker", replicas=0, distillation=2,
-                   patience=0, held_out_fraction=1.0, range_samples=0)
+        QatOptions(
+            epochs=0,
+            batch_size=0,
+            learning_rate=0,
+            strategy="multiworker",
+            replicas=0,
+            distillation=2,
+            patience=0,
+            held_out_fraction=1.0,
+            range_samples=0,
+        )
     msg = str(err.value)
-    for part in ("epochs", "batch size", "learning rate", "strategy", "replicas", "distillation", "patience",
-                 "held-out fraction", "range samples"):
+    for part in (
+        "epochs",
+        "batch size",
+        "learning rate",
+        "strategy",
+        "replicas",
+        "distillation",
+        "patience",
+        "held-out fraction",
+        "range samples",
+    ):
         assert part in msg, (part, msg)
-    from edge_tool.training.config import Strategy
 
     assert QatOptions(strategy=Strategy.MIRRORED).strategy == "mirrored"
 
 
 def test_eval_data_is_refused_without_qat_or_auto(tmp_path):
-    from typer.testing import CliRunner
-
-    from edge_tool.cli import app
-
-    res = CliRunner().invoke(app, ["convert", str(tmp_path), "-o", str(tmp_path / "out"), "--quant", "int8",
-                                   "--eval-data", str(tmp_path / "e.npz")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "convert",
+            str(tmp_path),
+            "-o",
+            str(tmp_path / "out"),
+            "--quant",
+            "int8",
+            "--eval-data",
+            str(tmp_path / "e.npz"),
+        ],
+    )
     assert res.exit_code == 2, res.output
     assert "--eval-data belongs to --quant qat" in res.output and not (tmp_path / "out").exists()

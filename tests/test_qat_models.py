@@ -9,12 +9,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from edge_tool.errors import DataError
 from schema_check import validated
+from typer.testing import CliRunner
 
+from edge_tool.cli import app
+from edge_tool.convert.api import convert
+from edge_tool.convert.config import ConvertConfig
+from edge_tool.convert.qat import build_qat_model, run_qat
+from edge_tool.convert.qat_support import folding
+from edge_tool.convert.qat_support.data import Labelled
+from edge_tool.convert.qat_support.folding import fold_model, plan_folds
+from edge_tool.convert.qat_support.heads import Head
+from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types
+from edge_tool.convert.qat_support.select import decide
+from edge_tool.core.env import import_tf
+from edge_tool.errors import DataError
+from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.training.data import load_digits_split
 
 # ---------------------------------------------------------------- independent oracle: raw converter + plain LiteRT
+
 
 def _litert_predict(path: Path, inputs: dict) -> dict:
     """Outputs by signature name, one sample at a time through the signature runner (float64, dequantized)."""
@@ -28,7 +42,7 @@ def _litert_predict(path: Path, inputs: dict) -> dict:
     for i in range(n):
         feed = {}
         for name, d in ins.items():
-            x = inputs[name][i:i + 1]
+            x = inputs[name][i : i + 1]
             if d["dtype"] in (np.int8, np.uint8) and x.dtype.kind == "f":
                 s, z = d["quantization"]
                 info = np.iinfo(d["dtype"])
@@ -61,24 +75,27 @@ def _accuracy(path: Path, inputs: dict, labels: dict) -> float:
 
 def _raw_ptq(model_dir: Path, calibration: dict) -> bytes:
     """int8 PTQ with the raw TFLiteConverter; calibration samples fed as dicts keyed by input name."""
-    from edge_tool.core.env import import_tf
-
     tf = import_tf()
     conv = tf.lite.TFLiteConverter.from_saved_model(str(model_dir))
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     n = len(next(iter(calibration.values())))
-    conv.representative_dataset = lambda: ({k: v[i:i + 1] for k, v in calibration.items()} for i in range(n))
+    conv.representative_dataset = lambda: ({k: v[i : i + 1] for k, v in calibration.items()} for i in range(n))
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     return conv.convert()
 
 
 def _convert_qat(model_dir: Path, out: Path, epochs: int = 2) -> dict:
-    from edge_tool.convert.api import convert
-    from edge_tool.convert.config import ConvertConfig
-
-    convert(ConvertConfig(model=model_dir, output_dir=out, modes=("qat",), train_data=model_dir / "train.npz",
-                          eval_data=model_dir / "eval.npz", qat_epochs=epochs,
-                          calibration=model_dir / "calibration.npz"))
+    convert(
+        ConvertConfig(
+            model=model_dir,
+            output_dir=out,
+            modes=("qat",),
+            train_data=model_dir / "train.npz",
+            eval_data=model_dir / "eval.npz",
+            qat_epochs=epochs,
+            calibration=model_dir / "calibration.npz",
+        )
+    )
     return validated(out / "manifest.json", "manifest")
 
 
@@ -107,9 +124,8 @@ def _check_promise(model_dir: Path, out: Path, inputs: list[str], outputs: dict[
 
 # ---------------------------------------------------------------- small models of other shapes (seeded, trained briefly)
 
-def _digits():
-    from edge_tool.training.data import load_digits_split
 
+def _digits():
     return load_digits_split(seed=0)
 
 
@@ -139,8 +155,13 @@ def tfop_model(tmp_path_factory) -> Path:
     model.compile(keras.optimizers.Adam(3e-3), "sparse_categorical_crossentropy")
     model.fit(s.x_train.astype("uint8"), s.y_train, epochs=12, batch_size=32, verbose=0)
     xt, xe = s.x_train.astype("uint8"), s.x_eval.astype("uint8")
-    return _save(model, tmp_path_factory.mktemp("tfop") / "model", {"image": xt, "y": s.y_train},
-                 {"image": xe, "y": s.y_eval}, {"image": xt[:200]})
+    return _save(
+        model,
+        tmp_path_factory.mktemp("tfop") / "model",
+        {"image": xt, "y": s.y_train},
+        {"image": xe, "y": s.y_eval},
+        {"image": xt[:200]},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -152,8 +173,9 @@ def normalized_mlp(tmp_path_factory) -> Path:
 
     keras.utils.set_random_seed(0)
     d = load_breast_cancer()
-    xt, xe, yt, ye = train_test_split(d.data.astype("float32"), d.target, test_size=0.3, random_state=0,
-                                      stratify=d.target)
+    xt, xe, yt, ye = train_test_split(
+        d.data.astype("float32"), d.target, test_size=0.3, random_state=0, stratify=d.target
+    )
     inp = keras.Input((xt.shape[1],), name="features")
     norm = keras.layers.Normalization()
     norm.adapt(xt)
@@ -162,8 +184,13 @@ def normalized_mlp(tmp_path_factory) -> Path:
     model = keras.Model(inp, keras.layers.Dense(2, activation="softmax", name="probs")(x))
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy")
     model.fit(xt, yt, epochs=30, batch_size=32, verbose=0)
-    return _save(model, tmp_path_factory.mktemp("mlp") / "model", {"features": xt, "y": yt},
-                 {"features": xe, "y": ye}, {"features": xt[:150]})
+    return _save(
+        model,
+        tmp_path_factory.mktemp("mlp") / "model",
+        {"features": xt, "y": yt},
+        {"features": xe, "y": ye},
+        {"features": xt[:150]},
+    )
 
 
 def _rowsum(x: np.ndarray) -> np.ndarray:
@@ -182,19 +209,30 @@ def two_in_two_out(tmp_path_factory) -> Path:
     x = keras.layers.Flatten()(keras.layers.Conv2D(8, 3, padding="same", activation="relu")(x))
     z = keras.layers.Concatenate()([x, keras.layers.Dense(8, activation="relu")(rows)])
     z = keras.layers.Dense(32, activation="relu")(z)
-    model = keras.Model([img, rows], [keras.layers.Dense(10, activation="softmax", name="digit")(z),
-                                      keras.layers.Dense(1, activation="sigmoid", name="odd")(z)])
+    model = keras.Model(
+        [img, rows],
+        [
+            keras.layers.Dense(10, activation="softmax", name="digit")(z),
+            keras.layers.Dense(1, activation="sigmoid", name="odd")(z),
+        ],
+    )
     model.compile(keras.optimizers.Adam(2e-3), ["sparse_categorical_crossentropy", "binary_crossentropy"])
     model.fit([s.x_train, _rowsum(s.x_train)], [s.y_train, s.y_train % 2], epochs=8, batch_size=32, verbose=0)
 
     def part(x, y):
         return {"image": x, "rowsum": _rowsum(x), "digit": y, "odd": y % 2}
 
-    return _save(model, tmp_path_factory.mktemp("multi") / "model", part(s.x_train, s.y_train),
-                 part(s.x_eval, s.y_eval), {"image": s.x_train[:200], "rowsum": _rowsum(s.x_train[:200])})
+    return _save(
+        model,
+        tmp_path_factory.mktemp("multi") / "model",
+        part(s.x_train, s.y_train),
+        part(s.x_eval, s.y_eval),
+        {"image": s.x_train[:200], "rowsum": _rowsum(s.x_train[:200])},
+    )
 
 
 # ---------------------------------------------------------------- the promise on each shape
+
 
 @pytest.mark.slow
 def test_tf_op_layers_are_left_float_and_calibrated(tfop_model, tmp_path):
@@ -202,7 +240,6 @@ def test_tf_op_layers_are_left_float_and_calibrated(tfop_model, tmp_path):
     floats = record["qat"]["training"]["float_layers"]
     assert {"tf.cast", "tf.image.resize"} <= set(floats), floats
     assert any(name.startswith("tf.nn.relu6") for name in floats), floats
-    from edge_tool.modelfiles.tflite_model import summarize_tflite
 
     summary = summarize_tflite((tmp_path / "out" / record["path"]).read_bytes())
     assert summary.input_dtypes == ("uint8",)
@@ -221,8 +258,7 @@ def test_normalization_first_mlp_ships_at_least_ptq(normalized_mlp, tmp_path):
 
 @pytest.mark.slow
 def test_two_inputs_two_outputs(two_in_two_out, tmp_path):
-    record = _check_promise(two_in_two_out, tmp_path / "out", ["image", "rowsum"],
-                            {"digit": "digit", "odd": "odd"})
+    record = _check_promise(two_in_two_out, tmp_path / "out", ["image", "rowsum"], {"digit": "digit", "odd": "odd"})
     from ai_edge_litert.interpreter import Interpreter
 
     runner = Interpreter(model_path=str(tmp_path / "out" / record["path"])).get_signature_runner()
@@ -232,34 +268,46 @@ def test_two_inputs_two_outputs(two_in_two_out, tmp_path):
 
 @pytest.mark.slow
 def test_multi_output_labels_must_be_named_after_the_outputs(two_in_two_out, tmp_path):
-    from edge_tool.convert.qat import run_qat
-
     ev = np.load(two_in_two_out / "eval.npz")
     with pytest.raises(DataError) as err:
         run_qat(two_in_two_out, {"image": ev["image"], "rowsum": ev["rowsum"]}, {"digit": ev["digit"]})
     assert "'odd'" in str(err.value) and "named after" in str(err.value)
     # 'odd' is one sigmoid unit: eval's multi-label task, whose labels are 0/1 (not digits 0..9)
-    with pytest.raises(DataError, match=r"labels of output 'odd' \(multilabel output\): hold values other than 0 and 1"):
-        run_qat(two_in_two_out, {"image": ev["image"], "rowsum": ev["rowsum"]},
-                {"digit": ev["digit"], "odd": ev["digit"]})
+    with pytest.raises(
+        DataError, match=r"labels of output 'odd' \(multilabel output\): hold values other than 0 and 1"
+    ):
+        run_qat(
+            two_in_two_out, {"image": ev["image"], "rowsum": ev["rowsum"]}, {"digit": ev["digit"], "odd": ev["digit"]}
+        )
 
 
 # ---------------------------------------------------------------- refusals: the reason and the way out
 
+
 def test_recurrent_layers_are_refused_with_the_way_out(tmp_path):
     import tf_keras as keras
-    from typer.testing import CliRunner
-
-    from edge_tool.cli import app
 
     inp = keras.Input((6, 4), name="seq")
     keras.Model(inp, keras.layers.Dense(3, activation="softmax")(keras.layers.LSTM(5)(inp))).save(
-        str(tmp_path / "lstm"), save_format="tf")
+        str(tmp_path / "lstm"), save_format="tf"
+    )
     np.savez(tmp_path / "train.npz", x=np.zeros((20, 6, 4), np.float32), y=np.arange(20) % 3)
     np.savez(tmp_path / "cal.npz", x=np.zeros((4, 6, 4), np.float32))
-    res = CliRunner().invoke(app, ["convert", str(tmp_path / "lstm"), "--quant", "qat", "--train-data",
-                                   str(tmp_path / "train.npz"), "--calibration", str(tmp_path / "cal.npz"),
-                                   "-o", str(tmp_path / "out")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "convert",
+            str(tmp_path / "lstm"),
+            "--quant",
+            "qat",
+            "--train-data",
+            str(tmp_path / "train.npz"),
+            "--calibration",
+            str(tmp_path / "cal.npz"),
+            "-o",
+            str(tmp_path / "out"),
+        ],
+    )
     assert res.exit_code == 2, res.output
     assert "recurrent layers" in res.output and "lstm" in res.output and "--quant int8" in res.output
     assert "Traceback" not in res.output and not (tmp_path / "out").exists()
@@ -270,16 +318,16 @@ def test_per_position_outputs_check_labels_as_their_task(tmp_path):
     fit it, and the refusal says what the output needs."""
     import tf_keras as keras
 
-    from edge_tool.convert.qat import run_qat
-
     inp = keras.Input((4,), name="x")
-    keras.Model(inp, keras.layers.Reshape((2, 2))(keras.layers.Dense(4)(inp))).save(str(tmp_path / "m"),
-                                                                                     save_format="tf")
+    keras.Model(inp, keras.layers.Reshape((2, 2))(keras.layers.Dense(4)(inp))).save(
+        str(tmp_path / "m"), save_format="tf"
+    )
     with pytest.raises(DataError, match=r"segmentation output.*masks \(n, 2\) of class indices"):
         run_qat(tmp_path / "m", np.zeros((20, 4), np.float32), np.zeros(20, np.int64))
 
 
 # ---------------------------------------------------------------- folding: exact or not at all
+
 
 def _conv_after(keras, first, padding: str):
     inp = keras.Input((6, 6, 2), name="img")
@@ -290,8 +338,6 @@ def _conv_after(keras, first, padding: str):
 
 def test_input_normalization_is_folded_only_without_zero_padding():
     import tf_keras as keras
-
-    from edge_tool.convert.qat_support.folding import fold_model, plan_folds
 
     rng = np.random.default_rng(0)
     x = rng.normal(5.0, 3.0, size=(16, 6, 6, 2)).astype("float32")
@@ -310,8 +356,6 @@ def test_input_normalization_is_folded_only_without_zero_padding():
 def test_batchnorm_after_an_activation_is_not_folded():
     import tf_keras as keras
 
-    from edge_tool.convert.qat_support.folding import plan_folds
-
     inp = keras.Input((6, 6, 2))
     x = keras.layers.Conv2D(3, 3, name="conv")(inp)
     x = keras.layers.ReLU(name="relu")(x)
@@ -321,8 +365,6 @@ def test_batchnorm_after_an_activation_is_not_folded():
 
 def test_a_fold_that_changes_the_output_is_dropped(monkeypatch):
     import tf_keras as keras
-
-    from edge_tool.convert.qat_support import folding
 
     inp = keras.Input((6, 6, 2))
     x = keras.layers.Conv2D(3, 3, name="conv")(inp)
@@ -337,11 +379,10 @@ def test_a_fold_that_changes_the_output_is_dropped(monkeypatch):
 
 # ---------------------------------------------------------------- ranges start at the calibration min/max
 
+
 def test_fake_quant_ranges_start_at_the_sample_min_max():
     import tensorflow_model_optimization as tfmot
     import tf_keras as keras
-
-    from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types
 
     keras.utils.set_random_seed(0)
     inp = keras.Input((5,), name="x")
@@ -350,8 +391,11 @@ def test_fake_quant_ranges_start_at_the_sample_min_max():
     x = np.random.default_rng(0).normal(3.0, 10.0, size=(64, 5)).astype("float32")
     n = calibrate_ranges(qat, [[x[:32]], [x[32:]]], tfmot_quantizer_types())
     assert n >= 3
-    ranges = {v.name.split("/")[-1].split(":")[0]: float(v.numpy().max()) if v.shape.rank else float(v.numpy())
-              for v in qat.non_trainable_variables if v.name.endswith(("_min:0", "_max:0"))}
+    ranges = {
+        v.name.split("/")[-1].split(":")[0]: float(v.numpy().max()) if v.shape.rank else float(v.numpy())
+        for v in qat.non_trainable_variables
+        if v.name.endswith(("_min:0", "_max:0"))
+    }
     assert ranges["quantize_layer_min"] == pytest.approx(min(0.0, float(x.min())), rel=1e-6)
     assert ranges["quantize_layer_max"] == pytest.approx(float(x.max()), rel=1e-6)
     # the Dense sees the fake-quantized input, so its output range matches the float one to within that rounding
@@ -360,23 +404,20 @@ def test_fake_quant_ranges_start_at_the_sample_min_max():
 
 # ---------------------------------------------------------------- the choice between the two candidates
 
+
 def _tiny_tflite(weights: np.ndarray) -> bytes:
     """float32 'x' (n, 2) -> 'probs' softmax(x @ weights): a real .tflite to measure."""
-    from edge_tool.core.env import import_tf
-
     tf = import_tf()
     w = tf.constant(weights, tf.float32)
-    fn = tf.function(lambda x: {"probs": tf.nn.softmax(tf.matmul(x, w))},
-                     input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
+    fn = tf.function(
+        lambda x: {"probs": tf.nn.softmax(tf.matmul(x, w))},
+        input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")],
+    )
     conv = tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()])
     return conv.convert()
 
 
 def test_the_more_accurate_runnable_candidate_ships():
-    from edge_tool.convert.qat_support.data import Labelled
-    from edge_tool.convert.qat_support.heads import Head
-    from edge_tool.convert.qat_support.select import decide
-
     x = np.array([[1, 0], [0, 1], [1, 0], [0, 1]], np.float32)
     data = Labelled({"x": x}, {"probs": np.array([0, 1, 0, 1])})
     heads = (Head("probs", 0, 2, True),)
@@ -394,14 +435,13 @@ def test_the_more_accurate_runnable_candidate_ships():
 
 # ---------------------------------------------------------------- activations tfmot cannot fake-quantize
 
+
 def test_activations_tfmot_cannot_wrap_do_not_stop_quantize_apply():
     """MobileNetV2's Conv -> BN -> ReLU(6) (ReLU6 is fused into the conv) and a Dense(activation="elu") feeding an
     annotated layer: quantize_apply used to refuse the whole model ("Only some Keras activations…"). Both layers
     now get a config that fake-quantizes weights and the output after the activation, as TFLite runs them."""
     import tensorflow_model_optimization as tfmot
     import tf_keras as keras
-
-    from edge_tool.convert.qat import build_qat_model
 
     keras.utils.set_random_seed(0)
     inp = keras.Input((8, 8, 1))
@@ -419,7 +459,6 @@ def test_activations_tfmot_cannot_wrap_do_not_stop_quantize_apply():
     wrapped = {layer.layer.name: layer for layer in qat.layers if hasattr(layer, "quantize_config")}
     assert {"conv", "dense_elu", "act_selu", "probs"} <= set(wrapped), sorted(wrapped)
     assert wrapped["conv"].quantize_config.weight_attrs == ["kernel"]  # the conv's weights are fake-quantized
-    from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types
 
     calibrate_ranges(qat, [[sample]], tfmot_quantizer_types())
     diff = np.abs(qat(sample).numpy() - model(sample).numpy()).max()

@@ -19,26 +19,33 @@ from tests.conftest import REPO
 
 NOISE = [
     re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\]"),  # absl C++ (I0000 00:00:17… 123 file.cc:67])
-    re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] "),       # TensorFlow C++ (2026-… : I tensorflow/…)
+    re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] "),  # TensorFlow C++ (2026-… : I tensorflow/…)
     re.compile(r"All log messages before absl::InitializeLog"),
     re.compile(r"^INFO: (Created TensorFlow Lite|Initialized TensorFlow Lite)"),  # LiteRT's C++ INFO lines
     re.compile(r"oneDNN custom operations|cuInit|CUDA error|TF-TRT Warning|This TensorFlow binary is optimized"),
-    re.compile(r"^(WARNING|INFO|ERROR):(tensorflow|absl|root):"),        # TF / absl Python logging
+    re.compile(r"^(WARNING|INFO|ERROR):(tensorflow|absl|root):"),  # TF / absl Python logging
     re.compile(r"(Deprecation|FutureWarning|UserWarning|warnings\.warn)"),
     re.compile(r"is deprecated"),
-    re.compile(r"^fully_quantize: \d"),                                   # the TFLite calibrator's print
+    re.compile(r"^fully_quantize: \d"),  # the TFLite calibrator's print
     re.compile(r"^W0000|^I0000"),
 ]
 
 
 def run_user(*args, verbose: bool = False, cwd: Path = REPO) -> subprocess.CompletedProcess:
     """``edgetool ARGS`` in a fresh process with a user's environment (no TF log level, verbose only if asked)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "EDGETOOL_VERBOSE",
-                                                              "PYTHONWARNINGS")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "EDGETOOL_VERBOSE", "PYTHONWARNINGS")
+    }
     if verbose:
         env["EDGETOOL_VERBOSE"] = "1"
-    return subprocess.run([sys.executable, "-m", "edge_tool", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=1200)
+    return subprocess.run(
+        [sys.executable, "-m", "edge_tool", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=1200,
+    )
 
 
 def noise(proc: subprocess.CompletedProcess) -> list[str]:
@@ -75,8 +82,19 @@ def test_verbose_brings_the_library_lines_back(digits_model):
 
 def test_eval_is_quiet(converted, digits_model):
     """eval of the int8 .tflite and the TFJS model against the SavedModel."""
-    assert_quiet(run_user("eval", next(converted.glob("*_int8.tflite")), converted / "tfjs", "--reference",
-                          digits_model, "--data", digits_model / "eval.npz", "--runs", "2"))
+    assert_quiet(
+        run_user(
+            "eval",
+            next(converted.glob("*_int8.tflite")),
+            converted / "tfjs",
+            "--reference",
+            digits_model,
+            "--data",
+            digits_model / "eval.npz",
+            "--runs",
+            "2",
+        )
+    )
 
 
 def test_check_is_quiet(digits_model):
@@ -95,8 +113,18 @@ def test_demo_and_demo_litert_are_quiet(digits_model, tmp_path):
 
 def test_qat_is_quiet(digits_model, tmp_path):
     """convert --quant qat (tfmot, the calibrator's deprecation warning) — its own progress lines stay."""
-    proc = run_user("convert", digits_model, "-o", tmp_path / "q", "--quant", "qat", "--train-data",
-                    digits_model / "train.npz", "--qat-epochs", "1")
+    proc = run_user(
+        "convert",
+        digits_model,
+        "-o",
+        tmp_path / "q",
+        "--quant",
+        "qat",
+        "--train-data",
+        digits_model / "train.npz",
+        "--qat-epochs",
+        "1",
+    )
     assert_quiet(proc)
     assert "qat epoch 1" in proc.stdout + proc.stderr
 

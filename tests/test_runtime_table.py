@@ -61,7 +61,18 @@ def test_runtime_only_fields_belong_to_one_runtime_each():
 
 
 def test_unknown_runtime_refused(tmp_path):
-    result = CliRunner().invoke(app, ["eval", str(tmp_path / "m.tflite"), "-r", str(tmp_path), "-d",
-                                      str(tmp_path / "d.npz"), "--runtime", "tensorrt"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            str(tmp_path / "m.tflite"),
+            "-r",
+            str(tmp_path),
+            "-d",
+            str(tmp_path / "d.npz"),
+            "--runtime",
+            "tensorrt",
+        ],
+    )
     assert result.exit_code == 2
     assert "--runtime expects one of litert, tflm, got 'tensorrt'" in result.output

@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+import edge_tool.schemas as schemas
 from calibration.serial import json_keys
 from edge_tool.auto import Candidate, Decision
 from edge_tool.errors import DataError
@@ -22,78 +23,243 @@ from edge_tool.schemas import NAMES, check, load
 from edge_tool.schemas.manifest import Manifest, ManifestArtifact
 
 LATENCY = {"p50": 0.1, "p90": 0.2, "p99": 0.3, "mean": 0.15, "std": 0.01, "cold_start": None, "runs": 10}
-RESULT = {"artifact": "m_int8.tflite", "format": "tflite", "quant": "int8", "size_bytes": 5, "size_ratio": 0.25,
-          "accuracy": 0.9, "top_k_accuracy": None, "reference_accuracy": 0.91, "accuracy_drop": 0.01,
-          "top1_agreement": 0.98, "max_abs_error": 0.1, "mean_abs_error": 0.01, "cosine": 0.99,
-          "latency_ms": LATENCY, "peak_rss_mb": 50.0, "threads": 1, "runtime": "litert"}
-FULL_RESULT = {**RESULT, "latency_note": "in a subprocess",
-               "per_layer": [{"op": "FC", "tensor": "t", "rmse_over_scale": 0.3, "max_abs_error": 0.1, "scale": 0.5}],
-               "accuracy_pass": "batched", "failed": "crashed", "tensor_arena": {"minimum_bytes": 4}, "flash_bytes": 9,
-               "metrics": {"mae": 1.5, "rmse": 2.0, "r2": 0.4}, "drift": {"max_abs_error": 0.5},
-               "metric_drop": 0.01}
-CLASSIFIED = {**RESULT, "metrics": {"accuracy": 0.9, "top_k": None, "per_class": [
-    {"index": 0, "label": "cat", "count": 3, "accuracy": 1.0}], "confusion_matrix": {"labels": ["cat"], "counts": [[3]]}},
-              "drift": {"top1_agreement": 0.98}, "metric_drop": 0.01}
-EVAL = {"results": [RESULT, FULL_RESULT, CLASSIFIED],
-        "reference": {"saved_model": "sm", "size_bytes": 20, "accuracy": 0.91, "top_k_accuracy": None,
-                      "latency_ms": None, "runtime": "tensorflow", "output": "out",
-                      "metrics": {"f1_macro": 0.8, "hamming": 0.1}},
-        "data": {"path": "e.npz", "summary": "10 samples", "samples": 10, "labels": True, "warnings": []},
-        "machine": {"cpu": "x"}, "settings": {"threads": 1, "warmup": 5, "runs": 10}, "notes": ["n"],
-        "timings_s": {"load": 0.5},
-        "task": {"name": "regression", "reason": "r", "assumed": False, "given": False, "main_metric": "r2",
-                 "higher_is_better": True}}
-CANDIDATE = {"name": "int8", "quant": "int8", "file": "m_int8.tflite", "size_bytes": 5, "accuracy": 0.9,
-             "accuracy_drop": 0.01, "latency_ms_p50": 0.1, "meets_budget": True, "chosen": True}
-DECISION = {"objective": "size", "max_drop": 0.02, "reference_accuracy": 0.91, "threads": 1, "chosen": "int8",
-            "candidates": [CANDIDATE, {**CANDIDATE, "name": "int8-selective", "chosen": False,
-                                       "float_layers": ["a;b"], "failed": "x"}], "notes": [],
-            "task": "regression", "metric": "r2"}
-TENSORS = {"ops": {"FULLY_CONNECTED": 1}, "weight_dtypes": {"int8": 1}, "activation_dtypes": {"int8": 2},
-           "input_dtypes": ["int8"], "output_dtypes": ["int8"], "weight_params": 32, "flex_ops": [],
-           "variable_tensors": 0}
-TFLITE = {"path": "m_int8.tflite", "format": "tflite", "quant": "int8", "size_bytes": 5, "sha256": "ab",
-          "seconds": 1.0, "tensors": TENSORS, "state_warning": None, "metadata": None}
-MICRO = {"files": ["m_model_data.cc"], "ops": ["FULLY_CONNECTED"],
-         "resolver": {"class": "tflite::MicroMutableOpResolver<1>", "methods": ["AddFullyConnected"]},
-         "tensor_arena": {"minimum_bytes": 1, "recorded_bytes": None, "recommended_bytes": 1024, "margin": 0.25,
-                          "method": "m"}, "flash_bytes": 9, "flash_note": "n", "tflite_micro": "0.dev"}
-MANIFEST = {"schema": "edgetool.convert/1", "tool": {"name": "edgetool", "version": "0.1.0"}, "created": "2026",
-            "source": {"path": "m", "kind": "saved_model", "flavor": "keras2", "sha256": "0",
-                       "signature": {"key": "serving_default", "inputs": [{"name": "x", "dtype": "float32",
-                                                                           "shape": [None, 8]}], "outputs": []},
-                       "fixed_batch": None},
-            "options": {"model": "m", "output_dir": "o", "modes": ["int8"], "output_format": "all", "seed": 0},
-            "calibration": {"path": "c.npz", "source": "c.npz", "format": "npz", "n_available": 9, "n_selected": 2,
-                            "sampling": "first", "seed": 0, "samples_requested": 2,
-                            "inputs": {"x": {"dtype": "float32", "shape": [2, 8], "min": 0.0, "max": 1.0, "mean": 0.5,
-                                             "std": 0.1}},
-                            "class_names": None, "class_counts": None, "warnings": []},
-            "input_contract": [{"input": "x", "layout": "NHWC", "height": 8, "width": 8, "channels": 3,
-                                "channel_order": "RGB", "mean": [0.0, 0.0, 0.0], "std": [255.0, 255.0, 255.0],
-                                "resize": "bilinear", "source": "default", "evidence": ""}],
-            "artifacts": [TFLITE, {**TFLITE, "qat": {"shipped": "qat"}, "micro": MICRO},
-                          {"path": "tfjs", "format": "tfjs", "quant": "none", "size_bytes": 5,
-                           "files": {"model.json": {"size_bytes": 5, "sha256": "cd"}}, "seconds": 2.0},
-                          {"path": "m_int8.onnx", "format": "onnx", "quant": "int8", "size_bytes": 5, "sha256": "ef",
-                           "seconds": 1.0, "opset": 17, "agreement": {"inputs": "calibration", "samples": 4,
-                                                                      "checked": True, "max_abs_error": 0.01,
-                                                                      "tolerance": None, "ok": None,
-                                                                      "top1_agreement": 1.0},
-                           "quantization": {"format": "QDQ", "activations": "int8", "weights": "int8",
-                                            "calibration": "MinMax", "samples": 4}}],
-            "versions": {"python": "3.11", "numpy": None}, "timings_s": {"int8": 1.0, "total": 3.0},
-            "failed": {"fp16": "reason"}}
+RESULT = {
+    "artifact": "m_int8.tflite",
+    "format": "tflite",
+    "quant": "int8",
+    "size_bytes": 5,
+    "size_ratio": 0.25,
+    "accuracy": 0.9,
+    "top_k_accuracy": None,
+    "reference_accuracy": 0.91,
+    "accuracy_drop": 0.01,
+    "top1_agreement": 0.98,
+    "max_abs_error": 0.1,
+    "mean_abs_error": 0.01,
+    "cosine": 0.99,
+    "latency_ms": LATENCY,
+    "peak_rss_mb": 50.0,
+    "threads": 1,
+    "runtime": "litert",
+}
+FULL_RESULT = {
+    **RESULT,
+    "latency_note": "in a subprocess",
+    "per_layer": [{"op": "FC", "tensor": "t", "rmse_over_scale": 0.3, "max_abs_error": 0.1, "scale": 0.5}],
+    "accuracy_pass": "batched",
+    "failed": "crashed",
+    "tensor_arena": {"minimum_bytes": 4},
+    "flash_bytes": 9,
+    "metrics": {"mae": 1.5, "rmse": 2.0, "r2": 0.4},
+    "drift": {"max_abs_error": 0.5},
+    "metric_drop": 0.01,
+}
+CLASSIFIED = {
+    **RESULT,
+    "metrics": {
+        "accuracy": 0.9,
+        "top_k": None,
+        "per_class": [{"index": 0, "label": "cat", "count": 3, "accuracy": 1.0}],
+        "confusion_matrix": {"labels": ["cat"], "counts": [[3]]},
+    },
+    "drift": {"top1_agreement": 0.98},
+    "metric_drop": 0.01,
+}
+EVAL = {
+    "results": [RESULT, FULL_RESULT, CLASSIFIED],
+    "reference": {
+        "saved_model": "sm",
+        "size_bytes": 20,
+        "accuracy": 0.91,
+        "top_k_accuracy": None,
+        "latency_ms": None,
+        "runtime": "tensorflow",
+        "output": "out",
+        "metrics": {"f1_macro": 0.8, "hamming": 0.1},
+    },
+    "data": {"path": "e.npz", "summary": "10 samples", "samples": 10, "labels": True, "warnings": []},
+    "machine": {"cpu": "x"},
+    "settings": {"threads": 1, "warmup": 5, "runs": 10},
+    "notes": ["n"],
+    "timings_s": {"load": 0.5},
+    "task": {
+        "name": "regression",
+        "reason": "r",
+        "assumed": False,
+        "given": False,
+        "main_metric": "r2",
+        "higher_is_better": True,
+    },
+}
+CANDIDATE = {
+    "name": "int8",
+    "quant": "int8",
+    "file": "m_int8.tflite",
+    "size_bytes": 5,
+    "accuracy": 0.9,
+    "accuracy_drop": 0.01,
+    "latency_ms_p50": 0.1,
+    "meets_budget": True,
+    "chosen": True,
+}
+DECISION = {
+    "objective": "size",
+    "max_drop": 0.02,
+    "reference_accuracy": 0.91,
+    "threads": 1,
+    "chosen": "int8",
+    "candidates": [
+        CANDIDATE,
+        {**CANDIDATE, "name": "int8-selective", "chosen": False, "float_layers": ["a;b"], "failed": "x"},
+    ],
+    "notes": [],
+    "task": "regression",
+    "metric": "r2",
+}
+TENSORS = {
+    "ops": {"FULLY_CONNECTED": 1},
+    "weight_dtypes": {"int8": 1},
+    "activation_dtypes": {"int8": 2},
+    "input_dtypes": ["int8"],
+    "output_dtypes": ["int8"],
+    "weight_params": 32,
+    "flex_ops": [],
+    "variable_tensors": 0,
+}
+TFLITE = {
+    "path": "m_int8.tflite",
+    "format": "tflite",
+    "quant": "int8",
+    "size_bytes": 5,
+    "sha256": "ab",
+    "seconds": 1.0,
+    "tensors": TENSORS,
+    "state_warning": None,
+    "metadata": None,
+}
+MICRO = {
+    "files": ["m_model_data.cc"],
+    "ops": ["FULLY_CONNECTED"],
+    "resolver": {"class": "tflite::MicroMutableOpResolver<1>", "methods": ["AddFullyConnected"]},
+    "tensor_arena": {
+        "minimum_bytes": 1,
+        "recorded_bytes": None,
+        "recommended_bytes": 1024,
+        "margin": 0.25,
+        "method": "m",
+    },
+    "flash_bytes": 9,
+    "flash_note": "n",
+    "tflite_micro": "0.dev",
+}
+MANIFEST = {
+    "schema": "edgetool.convert/1",
+    "tool": {"name": "edgetool", "version": "0.1.0"},
+    "created": "2026",
+    "source": {
+        "path": "m",
+        "kind": "saved_model",
+        "flavor": "keras2",
+        "sha256": "0",
+        "signature": {
+            "key": "serving_default",
+            "inputs": [{"name": "x", "dtype": "float32", "shape": [None, 8]}],
+            "outputs": [],
+        },
+        "fixed_batch": None,
+    },
+    "options": {"model": "m", "output_dir": "o", "modes": ["int8"], "output_format": "all", "seed": 0},
+    "calibration": {
+        "path": "c.npz",
+        "source": "c.npz",
+        "format": "npz",
+        "n_available": 9,
+        "n_selected": 2,
+        "sampling": "first",
+        "seed": 0,
+        "samples_requested": 2,
+        "inputs": {"x": {"dtype": "float32", "shape": [2, 8], "min": 0.0, "max": 1.0, "mean": 0.5, "std": 0.1}},
+        "class_names": None,
+        "class_counts": None,
+        "warnings": [],
+    },
+    "input_contract": [
+        {
+            "input": "x",
+            "layout": "NHWC",
+            "height": 8,
+            "width": 8,
+            "channels": 3,
+            "channel_order": "RGB",
+            "mean": [0.0, 0.0, 0.0],
+            "std": [255.0, 255.0, 255.0],
+            "resize": "bilinear",
+            "source": "default",
+            "evidence": "",
+        }
+    ],
+    "artifacts": [
+        TFLITE,
+        {**TFLITE, "qat": {"shipped": "qat"}, "micro": MICRO},
+        {
+            "path": "tfjs",
+            "format": "tfjs",
+            "quant": "none",
+            "size_bytes": 5,
+            "files": {"model.json": {"size_bytes": 5, "sha256": "cd"}},
+            "seconds": 2.0,
+        },
+        {
+            "path": "m_int8.onnx",
+            "format": "onnx",
+            "quant": "int8",
+            "size_bytes": 5,
+            "sha256": "ef",
+            "seconds": 1.0,
+            "opset": 17,
+            "agreement": {
+                "inputs": "calibration",
+                "samples": 4,
+                "checked": True,
+                "max_abs_error": 0.01,
+                "tolerance": None,
+                "ok": None,
+                "top1_agreement": 1.0,
+            },
+            "quantization": {
+                "format": "QDQ",
+                "activations": "int8",
+                "weights": "int8",
+                "calibration": "MinMax",
+                "samples": 4,
+            },
+        },
+    ],
+    "versions": {"python": "3.11", "numpy": None},
+    "timings_s": {"int8": 1.0, "total": 3.0},
+    "failed": {"fp16": "reason"},
+}
 SAMPLES = {"manifest": (Manifest, MANIFEST), "eval": (Report, EVAL), "decision": (Decision, DECISION)}
 
 # dataclass field -> JSON key, where they differ (written independently of the field metadata they pin)
-RENAMED = {LatencyStats: {"samples_ms": "samples"}, LayerError: {"op_name": "op", "tensor_name": "tensor"},
-           ArtifactResult: {"latency": "latency_ms", "batching": "accuracy_pass", "arena": "tensor_arena"},
-           ReferenceResult: {"path": "saved_model", "latency": "latency_ms"}, Candidate: {"path": "file"}}
-SCHEMA_OF = {Manifest: ("manifest", None), ManifestArtifact: ("manifest", "artifact"), Report: ("eval", None),
-             ArtifactResult: ("eval", "result"), ReferenceResult: ("eval", "reference"),
-             LatencyStats: ("eval", "latency_or_null"), LayerError: ("eval", "layer"),
-             Decision: ("decision", None), Candidate: ("decision", "candidate")}
+RENAMED = {
+    LatencyStats: {"samples_ms": "samples"},
+    LayerError: {"op_name": "op", "tensor_name": "tensor"},
+    ArtifactResult: {"latency": "latency_ms", "batching": "accuracy_pass", "arena": "tensor_arena"},
+    ReferenceResult: {"path": "saved_model", "latency": "latency_ms"},
+    Candidate: {"path": "file"},
+}
+SCHEMA_OF = {
+    Manifest: ("manifest", None),
+    ManifestArtifact: ("manifest", "artifact"),
+    Report: ("eval", None),
+    ArtifactResult: ("eval", "result"),
+    ReferenceResult: ("eval", "reference"),
+    LatencyStats: ("eval", "latency_or_null"),
+    LayerError: ("eval", "layer"),
+    Decision: ("decision", None),
+    Candidate: ("decision", "candidate"),
+}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -217,9 +383,18 @@ def test_data_error_is_one_paragraph_naming_the_file_and_the_place():
     assert "urn:edgetool:schema:manifest:1" in message and "docs/schemas.md" in message and "\n" not in message
 
 
-@pytest.mark.parametrize("content", [b"\xff\xfe", b"{", b"[" * 100_000 + b"]" * 100_000, b"[]", b'"x"',
-                                     json.dumps({**MANIFEST, "schema": "edgetool.convert/2"}).encode()],
-                         ids=["not-utf8", "truncated", "deep", "array", "string", "future-version"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\xff\xfe",
+        b"{",
+        b"[" * 100_000 + b"]" * 100_000,
+        b"[]",
+        b'"x"',
+        json.dumps({**MANIFEST, "schema": "edgetool.convert/2"}).encode(),
+    ],
+    ids=["not-utf8", "truncated", "deep", "array", "string", "future-version"],
+)
 def test_hostile_files_are_data_errors(tmp_path, content):
     path = tmp_path / "manifest.json"
     path.write_bytes(content)
@@ -230,8 +405,6 @@ def test_hostile_files_are_data_errors(tmp_path, content):
 
 
 def test_oversized_file_refused_before_reading(tmp_path, monkeypatch):
-    import edge_tool.schemas as schemas
-
     path = tmp_path / "decision.json"
     path.write_text(json.dumps(DECISION))
     monkeypatch.setattr(schemas, "MAX_BYTES", 100)
@@ -247,8 +420,13 @@ def test_check_accepts_what_edgetool_writes():
 
 
 PREVIOUS = Path(__file__).parent / "data" / "previous_version"
-PREVIOUS_FILES = {"manifest_all.json": "manifest", "manifest_micro.json": "manifest",
-                  "decision.json": "decision", "eval_all.json": "eval", "eval_micro.json": "eval"}
+PREVIOUS_FILES = {
+    "manifest_all.json": "manifest",
+    "manifest_micro.json": "manifest",
+    "decision.json": "decision",
+    "eval_all.json": "eval",
+    "eval_micro.json": "eval",
+}
 
 
 @pytest.mark.parametrize("file", sorted(PREVIOUS_FILES))

@@ -21,15 +21,15 @@ from calibration.contract import ImageContract
 from calibration.dataset import CalibrationSummary, InputStats
 from calibration.serial import Record, SerialError, spec
 from calibration.spec import TensorSpec
+from edge_tool.auto import Candidate, Decision
 from edge_tool.check.base import Finding, Status, TargetResult, Verdict
 from edge_tool.check.run import CheckReport
-from edge_tool.auto import Candidate, Decision
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, LayerError, ReferenceResult, Report
 from edge_tool.metadata.reader import EmbeddedMetadata, TensorInfo
+from edge_tool.modelfiles.tflite_model import TfliteSummary
 from edge_tool.models.modelio import SignatureInfo
 from edge_tool.schemas import records
 from edge_tool.schemas.manifest import Manifest, ManifestArtifact
-from edge_tool.modelfiles.tflite_model import TfliteSummary
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,8 +66,17 @@ def test_metadata_renames_orders_omits_and_flattens():
     o = Outer("xy", Colour.RED, path=Path("d/f"))
     assert json.dumps(o.to_dict()) == ('{"second": "red", "one": "xy", "path": "d/f", "a": 0, "b": [], "derived": 2}')
     full = Outer("x", Colour.BLUE, Inner(3, ("p",)), "n", 7, None, Inner(1, ("q",)))
-    assert full.to_dict() == {"second": "blue", "one": "x", "inner": {"a": 3, "b": ["p"]}, "note": "n", "extra": 7,
-                              "path": None, "a": 1, "b": ["q"], "derived": 1}
+    assert full.to_dict() == {
+        "second": "blue",
+        "one": "x",
+        "inner": {"a": 3, "b": ["p"]},
+        "note": "n",
+        "extra": 7,
+        "path": None,
+        "a": 1,
+        "b": ["q"],
+        "derived": 1,
+    }
     for obj in (o, full):
         assert Outer.from_dict(obj.to_dict()) == obj
 
@@ -79,14 +88,17 @@ def test_unknown_keys_are_ignored_unless_strict():
         serial.from_dict(Outer, doc, strict=True)
 
 
-@pytest.mark.parametrize("doc, message", [
-    ({"one": "x", "a": 0}, "at $: missing key 'second'"),
-    ({"one": 3, "second": "red", "a": 0}, "at $.one: expected string, found integer 3"),
-    ({"one": "x", "second": "green", "a": 0}, "at $.second: expected one of 'red', 'blue', found string 'green'"),
-    ({"one": "x", "second": "red", "a": 0, "inner": {"a": True}}, "at $.inner.a: expected integer, found boolean"),
-    ({"one": "x", "second": "red", "a": 0, "inner": {"a": 1, "b": "p"}}, "at $.inner.b: expected an array"),
-    ({"one": "x", "second": "red", "a": 0, "inner": []}, "at $.inner: expected an object, found array"),
-])
+@pytest.mark.parametrize(
+    "doc, message",
+    [
+        ({"one": "x", "a": 0}, "at $: missing key 'second'"),
+        ({"one": 3, "second": "red", "a": 0}, "at $.one: expected string, found integer 3"),
+        ({"one": "x", "second": "green", "a": 0}, "at $.second: expected one of 'red', 'blue', found string 'green'"),
+        ({"one": "x", "second": "red", "a": 0, "inner": {"a": True}}, "at $.inner.a: expected integer, found boolean"),
+        ({"one": "x", "second": "red", "a": 0, "inner": {"a": 1, "b": "p"}}, "at $.inner.b: expected an array"),
+        ({"one": "x", "second": "red", "a": 0, "inner": []}, "at $.inner: expected an object, found array"),
+    ],
+)
 def test_wrong_shapes_name_the_place(doc, message):
     with pytest.raises(SerialError) as exc:
         Outer.from_dict(doc)
@@ -94,24 +106,48 @@ def test_wrong_shapes_name_the_place(doc, message):
 
 
 def test_a_record_refusing_itself_is_a_serial_error_naming_the_place():
-    bad = {"input": "x", "layout": "NHWC", "height": 8, "width": 8, "channels": 3, "channel_order": "RGB",
-           "mean": [0.0], "std": [0.0]}
+    bad = {
+        "input": "x",
+        "layout": "NHWC",
+        "height": 8,
+        "width": 8,
+        "channels": 3,
+        "channel_order": "RGB",
+        "mean": [0.0],
+        "std": [0.0],
+    }
     with pytest.raises(SerialError) as exc:
         serial.from_dict(ImageContract, bad, "$.input_contract[0]")
-    assert str(exc.value) == ("at $.input_contract[0]: invalid input contract for 'x': std must not contain 0, got "
-                              "[0.0, 0.0, 0.0]")
+    assert str(exc.value) == (
+        "at $.input_contract[0]: invalid input contract for 'x': std must not contain 0, got [0.0, 0.0, 0.0]"
+    )
 
 
 def test_non_finite_self_check_error_is_written_as_null():
     bad = records.SelfCheck(4, math.inf, 1e-3, False)
-    assert bad.to_dict() == {"inputs": "seeded random", "samples": 4, "max_abs_error": None, "tolerance": 1e-3,
-                             "ok": False}
+    assert bad.to_dict() == {
+        "inputs": "seeded random",
+        "samples": 4,
+        "max_abs_error": None,
+        "tolerance": 1e-3,
+        "ok": False,
+    }
     assert records.SelfCheck.from_dict(bad.to_dict()) == bad
 
 
 def test_latency_samples_are_read_from_a_worker_and_never_written():
-    stats = LatencyStats.from_dict({"p50": 1.0, "p90": 2.0, "p99": 3.0, "mean": 1.5, "std": 0.1, "cold_start": None,
-                                    "runs": 3, "samples": [1.0, 1.5, 2.0]})
+    stats = LatencyStats.from_dict(
+        {
+            "p50": 1.0,
+            "p90": 2.0,
+            "p99": 3.0,
+            "mean": 1.5,
+            "std": 0.1,
+            "cold_start": None,
+            "runs": 3,
+            "samples": [1.0, 1.5, 2.0],
+        }
+    )
     assert stats.samples_ms == (1.0, 1.5, 2.0) and "samples" not in stats.to_dict()
 
 
@@ -119,67 +155,129 @@ def test_latency_samples_are_read_from_a_worker_and_never_written():
 
 _text = st.text(max_size=6)
 _floats = st.floats(allow_nan=False, allow_infinity=False, width=32)
-_json = st.recursive(st.none() | st.booleans() | st.integers(-9, 9) | _floats | _text,
-                     lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_text, inner, max_size=2), max_leaves=4)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-9, 9) | _floats | _text,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_text, inner, max_size=2),
+    max_leaves=4,
+)
 
 
 def _image_contract():
     def make(layout, height, width, order, mean, std, resize, source, evidence, name):
         channels = 1 if order == "L" else 3
-        return ImageContract(name, layout, height, width, channels, order, tuple(mean[:channels]),
-                             tuple(std[:channels]), resize, source, evidence)
+        return ImageContract(
+            name,
+            layout,
+            height,
+            width,
+            channels,
+            order,
+            tuple(mean[:channels]),
+            tuple(std[:channels]),
+            resize,
+            source,
+            evidence,
+        )
+
     positive = st.floats(0.5, 300, allow_nan=False)
-    return st.builds(make, st.sampled_from(["NHWC", "NCHW", "NHW"]), st.none() | st.integers(1, 64),
-                     st.none() | st.integers(1, 64), st.sampled_from(["RGB", "BGR", "L"]),
-                     st.lists(_floats, min_size=3, max_size=3), st.lists(positive, min_size=3, max_size=3),
-                     st.sampled_from(["bilinear", "nearest", "area"]),
-                     st.sampled_from(["model", "metadata", "probe", "option", "default"]), _text, _text)
+    return st.builds(
+        make,
+        st.sampled_from(["NHWC", "NCHW", "NHW"]),
+        st.none() | st.integers(1, 64),
+        st.none() | st.integers(1, 64),
+        st.sampled_from(["RGB", "BGR", "L"]),
+        st.lists(_floats, min_size=3, max_size=3),
+        st.lists(positive, min_size=3, max_size=3),
+        st.sampled_from(["bilinear", "nearest", "area"]),
+        st.sampled_from(["model", "metadata", "probe", "option", "default"]),
+        _text,
+        _text,
+    )
 
 
 def _manifest_artifact():
     common = {"path": _text, "quant": _text, "size_bytes": st.integers(0, 10**9), "seconds": _floats}
-    optional = {name: st.none() | strategy(hint) for name, hint in (
-        ("self_check", records.SelfCheck), ("int16x8", records.Int16x8Note), ("micro", records.MicroRecord),
-        ("fixed_batch", records.BatchNote))}
-    tflite = st.fixed_dictionaries({**common, "format": st.just("tflite"), "sha256": _text,
-                                    "tensors": strategy(TfliteSummary), "state_warning": st.none() | _text,
-                                    "metadata": st.none() | strategy(records.MetadataRecord),
-                                    "qat": st.none() | st.dictionaries(_text, _json, max_size=2), **optional})
-    tfjs = st.fixed_dictionaries({**common, "format": st.just("tfjs"),
-                                  "files": st.dictionaries(_text, strategy(records.FileEntry), max_size=2)})
+    optional = {
+        name: st.none() | strategy(hint)
+        for name, hint in (
+            ("self_check", records.SelfCheck),
+            ("int16x8", records.Int16x8Note),
+            ("micro", records.MicroRecord),
+            ("fixed_batch", records.BatchNote),
+        )
+    }
+    tflite = st.fixed_dictionaries(
+        {
+            **common,
+            "format": st.just("tflite"),
+            "sha256": _text,
+            "tensors": strategy(TfliteSummary),
+            "state_warning": st.none() | _text,
+            "metadata": st.none() | strategy(records.MetadataRecord),
+            "qat": st.none() | st.dictionaries(_text, _json, max_size=2),
+            **optional,
+        }
+    )
+    tfjs = st.fixed_dictionaries(
+        {**common, "format": st.just("tfjs"), "files": st.dictionaries(_text, strategy(records.FileEntry), max_size=2)}
+    )
     return (tflite | tfjs).map(lambda kw: ManifestArtifact(**kw))
 
 
 def _artifact_result():
     def make(base: ArtifactResult, failed, metrics, drift, drop, arena, flash):
         measured = metrics is not None or drift is not None
-        return dataclasses.replace(base, failed=failed, metrics=metrics, drift=drift,
-                                   metric_drop=drop if measured else None, arena=arena,
-                                   flash_bytes=flash if arena is not None else None)
+        return dataclasses.replace(
+            base,
+            failed=failed,
+            metrics=metrics,
+            drift=drift,
+            metric_drop=drop if measured else None,
+            arena=arena,
+            flash_bytes=flash if arena is not None else None,
+        )
+
     maybe_dict = st.none() | st.dictionaries(_text, _json, max_size=2)
-    return st.builds(make, _generic(ArtifactResult), st.none() | st.text(min_size=1, max_size=6), maybe_dict,
-                     maybe_dict, st.none() | _floats, maybe_dict, st.none() | st.integers(0, 99))
+    return st.builds(
+        make,
+        _generic(ArtifactResult),
+        st.none() | st.text(min_size=1, max_size=6),
+        maybe_dict,
+        maybe_dict,
+        st.none() | _floats,
+        maybe_dict,
+        st.none() | st.integers(0, 99),
+    )
 
 
 def _candidate():
     def make(base: Candidate, name):
         path = None if name is None else Path(name) if base.chosen else Path("candidates") / name
         return dataclasses.replace(base, path=path)
+
     return st.builds(make, _generic(Candidate), st.none() | st.sampled_from(["m_int8.tflite", "x.tflite"]))
 
 
 _SPECIAL = {
     ImageContract: _image_contract,
-    TensorSpec: lambda: st.builds(TensorSpec, _text, st.sampled_from(["float32", "int8", "uint8", "string"]),
-                                  st.none() | st.lists(st.none() | st.integers(0, 99), max_size=4).map(tuple)),
+    TensorSpec: lambda: st.builds(
+        TensorSpec,
+        _text,
+        st.sampled_from(["float32", "int8", "uint8", "string"]),
+        st.none() | st.lists(st.none() | st.integers(0, 99), max_size=4).map(tuple),
+    ),
     ManifestArtifact: _manifest_artifact,
     ArtifactResult: _artifact_result,
     Candidate: _candidate,
-    Decision: lambda: st.builds(lambda d, task, metric: dataclasses.replace(d, task=task,
-                                                                           metric=metric if task else None),
-                                _generic(Decision), st.none() | _text, st.none() | _text),
-    records.SelfCheck: lambda: st.builds(records.SelfCheck, st.integers(1, 9), _floats.map(abs) | st.just(math.inf),
-                                         _floats, st.booleans()),
+    Decision: lambda: st.builds(
+        lambda d, task, metric: dataclasses.replace(d, task=task, metric=metric if task else None),
+        _generic(Decision),
+        st.none() | _text,
+        st.none() | _text,
+    ),
+    records.SelfCheck: lambda: st.builds(
+        records.SelfCheck, st.integers(1, 9), _floats.map(abs) | st.just(math.inf), _floats, st.booleans()
+    ),
 }
 
 
@@ -194,7 +292,7 @@ def strategy(hint):
     if hint in _SPECIAL:
         return st.deferred(_SPECIAL[hint])
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType")):
+    if origin in (typing.Union, __import__("types").UnionType):
         return st.one_of(*(st.none() if a is type(None) else strategy(a) for a in args))
     if dataclasses.is_dataclass(hint):
         return st.deferred(lambda: _generic(hint))
@@ -207,17 +305,45 @@ def strategy(hint):
         return st.dictionaries(_text, _json, max_size=2)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return st.sampled_from(list(hint))
-    return {str: _text, int: st.integers(-10**6, 10**6), float: _floats, bool: st.booleans(),
-            Path: _text.map(Path)}[hint]
+    return {str: _text, int: st.integers(-(10**6), 10**6), float: _floats, bool: st.booleans(), Path: _text.map(Path)}[
+        hint
+    ]
 
 
 # Every dataclass with a published JSON form, and the records inside them.
-ROUND_TRIPPED = [Manifest, ManifestArtifact, records.ToolInfo, records.SourceRecord, records.FixedBatch,
-                 records.CalibrationRecord, records.FileEntry, records.MetadataRecord, records.SelfCheck,
-                 records.Int16x8Note, records.BatchNote, records.MicroRecord, records.ArenaSize, TfliteSummary,
-                 SignatureInfo, TensorSpec, CalibrationSummary, InputStats, ImageContract, Report, ArtifactResult,
-                 ReferenceResult, LatencyStats, LayerError, Decision, Candidate, CheckReport, TargetResult, Finding,
-                 EmbeddedMetadata, TensorInfo]
+ROUND_TRIPPED = [
+    Manifest,
+    ManifestArtifact,
+    records.ToolInfo,
+    records.SourceRecord,
+    records.FixedBatch,
+    records.CalibrationRecord,
+    records.FileEntry,
+    records.MetadataRecord,
+    records.SelfCheck,
+    records.Int16x8Note,
+    records.BatchNote,
+    records.MicroRecord,
+    records.ArenaSize,
+    TfliteSummary,
+    SignatureInfo,
+    TensorSpec,
+    CalibrationSummary,
+    InputStats,
+    ImageContract,
+    Report,
+    ArtifactResult,
+    ReferenceResult,
+    LatencyStats,
+    LayerError,
+    Decision,
+    Candidate,
+    CheckReport,
+    TargetResult,
+    Finding,
+    EmbeddedMetadata,
+    TensorInfo,
+]
 
 
 @pytest.mark.parametrize("cls", ROUND_TRIPPED, ids=lambda c: c.__name__)
@@ -244,14 +370,14 @@ ALLOWED = {
     ("calibration/serial.py", "Record"): "the serializer's own entry points",
     ("edge_tool/schemas/document.py", "Document"): "validates against the published schema, then the serializer",
     ("edge_tool/metadata/writer.py", "MetadataSpec"): "convert/api.py's build path (onnx-format's) calls it; it is "
-                                                      "the serializer's JSON of record()",
+    "the serializer's JSON of record()",
     ("edge_tool/micro/export.py", "MicroExport"): "convert/api.py's build path (onnx-format's) calls it; it is the "
-                                                  "serializer's JSON of record()",
+    "serializer's JSON of record()",
     ("edge_tool/tasks/base.py", "TaskChoice"): "combines the choice with the Task's attributes (not a "
-                                                        "field mapping); pipeline.py belongs to ort-runtime",
+    "field mapping); pipeline.py belongs to ort-runtime",
     ("edge_tool/evaluate/data.py", "RunningStats"): "a running accumulator, not a dataclass: computes the stats",
     ("edge_tool/evaluate/device/probe.py", "DeviceProbe"): "merges the device's facts and derived readiness "
-                                                           "(evaluate/device belongs to the device lane)",
+    "(evaluate/device belongs to the device lane)",
 }
 
 

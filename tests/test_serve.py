@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from edge_tool.errors import UsageError
 from edge_tool.demo.serve import make_server, start_server
+from edge_tool.errors import UsageError
 from tests.conftest import REPO
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-SITE"
@@ -69,44 +71,50 @@ def raw_request(port: int, target: str, method: str = "GET") -> tuple[int, dict,
     return status, headers, body
 
 
-@pytest.mark.parametrize("target", [
-    "/../secret.txt",
-    "/%2e%2e/secret.txt",
-    "/%2E%2E/secret.txt",
-    "/.%2e/secret.txt",
-    "/model/../../secret.txt",
-    "/model/%2e%2e/%2e%2e/secret.txt",
-    "/..%2fsecret.txt",
-    "/%2e%2e%2fsecret.txt",
-    "/model%2f..%2f..%2fsecret.txt",
-    "/..%5csecret.txt",
-    "/..\\secret.txt",
-    "//etc/passwd",
-    "/%2fetc/passwd",
-    "/etc/passwd",
-    "http://127.0.0.1/../secret.txt",
-    "/leak.txt",
-    "/linkdir/secret.txt",
-    "/linkdir/",
-    "/%00index.html",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/%2E%2E/secret.txt",
+        "/.%2e/secret.txt",
+        "/model/../../secret.txt",
+        "/model/%2e%2e/%2e%2e/secret.txt",
+        "/..%2fsecret.txt",
+        "/%2e%2e%2fsecret.txt",
+        "/model%2f..%2f..%2fsecret.txt",
+        "/..%5csecret.txt",
+        "/..\\secret.txt",
+        "//etc/passwd",
+        "/%2fetc/passwd",
+        "/etc/passwd",
+        "http://127.0.0.1/../secret.txt",
+        "/leak.txt",
+        "/linkdir/secret.txt",
+        "/linkdir/",
+        "/%00index.html",
+    ],
+)
 def test_traversal_attempts_are_refused(server, target):
     status, _, body = raw_request(server.server_address[1], target)
     assert status in (400, 403, 404), (target, status)
     assert SECRET.encode() not in body
 
 
-@pytest.mark.parametrize("rel, mime", [
-    ("index.html", "text/html; charset=utf-8"),
-    ("app.js", "text/javascript; charset=utf-8"),
-    ("app.css", "text/css; charset=utf-8"),
-    ("demo-config.json", "application/json"),
-    ("manifest.webmanifest", "application/manifest+json"),
-    ("model/model.json", "application/json"),
-    ("model/group1-shard1of1.bin", "application/octet-stream"),
-    ("vendor/tfjs-backend-wasm.wasm", "application/wasm"),
-    ("icons/icon-192.png", "image/png"),
-])
+@pytest.mark.parametrize(
+    "rel, mime",
+    [
+        ("index.html", "text/html; charset=utf-8"),
+        ("app.js", "text/javascript; charset=utf-8"),
+        ("app.css", "text/css; charset=utf-8"),
+        ("demo-config.json", "application/json"),
+        ("manifest.webmanifest", "application/manifest+json"),
+        ("model/model.json", "application/json"),
+        ("model/group1-shard1of1.bin", "application/octet-stream"),
+        ("vendor/tfjs-backend-wasm.wasm", "application/wasm"),
+        ("icons/icon-192.png", "image/png"),
+    ],
+)
 def test_mime_types_and_isolation_headers(server, site, rel, mime):
     status, headers, body = raw_request(server.server_address[1], "/" + rel)
     assert status == 200
@@ -118,19 +126,26 @@ def test_mime_types_and_isolation_headers(server, site, rel, mime):
     assert headers["cross-origin-resource-policy"] == "same-origin"
 
 
-@pytest.mark.parametrize(("accept", "gzipped"), [
-    ("gzip, deflate, br", True), ("br;q=1, gzip;q=0.5", True), ("*", True),
-    (None, False), ("identity", False), ("gzip;q=0", False), ("br", False),
-])
+@pytest.mark.parametrize(
+    ("accept", "gzipped"),
+    [
+        ("gzip, deflate, br", True),
+        ("br;q=1, gzip;q=0.5", True),
+        ("*", True),
+        (None, False),
+        ("identity", False),
+        ("gzip;q=0", False),
+        ("br", False),
+    ],
+)
 def test_large_text_and_wasm_go_gzipped_to_clients_that_accept_it(server, site, accept, gzipped):
     """A wasm build is ~3x smaller gzipped (a --litert site's first visit); the body always decodes to the file."""
-    import gzip
-    import urllib.request
-
     wasm = bytes(range(256)) * 64 + b"\x00asm" * 4096  # 32 kB, compressible like a real build
     (site / "vendor/big.wasm").write_bytes(wasm)
-    req = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/vendor/big.wasm",
-                                 headers={"Accept-Encoding": accept} if accept else {})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{server.server_address[1]}/vendor/big.wasm",
+        headers={"Accept-Encoding": accept} if accept else {},
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         body, headers = resp.read(), resp.headers
     assert headers.get("Vary") == "Accept-Encoding" and int(headers["Content-Length"]) == len(body)
@@ -169,7 +184,10 @@ def test_default_bind_is_loopback_and_port_zero_picks_a_port(site):
 def test_cli_prints_url_serves_and_stops_cleanly_on_ctrl_c(site):
     proc = subprocess.Popen(
         [sys.executable, "-m", "edge_tool", "serve", str(site), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
     )
     try:
         line = proc.stdout.readline()

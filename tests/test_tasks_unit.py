@@ -21,20 +21,23 @@ def test_every_task_is_registered_with_its_main_metric_among_its_keys():
         assert task.main_metric in task.metric_keys
 
 
-@pytest.mark.parametrize("shapes, act, labels, want, assumed", [
-    ({"p": (9, 10)}, "softmax", None, "classification", False),
-    ({"p": (9, 3)}, "sigmoid", None, "multilabel", False),
-    ({"p": (9, 1)}, "linear", np.linspace(25.0, 321.0, 9), "regression", False),
-    ({"p": (9, 1)}, "linear", None, "regression", False),
-    ({"p": (9, 8, 8, 3)}, "softmax", None, "segmentation", False),
-    ({"p": (9, 8, 8, 3)}, "unknown", np.zeros((9, 8, 8), np.int64), "segmentation", False),
-    ({"p": (9, 4)}, "linear", np.eye(4)[np.arange(9) % 4] + np.eye(4)[(np.arange(9) + 1) % 4], "multilabel", True),
-    ({"p": (9, 4)}, "linear", np.arange(9) % 4, "classification", False),
-    ({"p": (9, 4)}, "unknown", None, "classification", True),
-    ({"boxes": (9, 4), "p": (9, 3)}, "softmax", np.arange(9) % 3, "detection", False),
-    ({"p": (9, 20, 5)}, "softmax", None, "segmentation", False),  # a class per time step, not one arg-max
-    ({"p": (9, 20, 2)}, "linear", np.random.default_rng(0).normal(size=(9, 20, 2)), "regression", False),
-])
+@pytest.mark.parametrize(
+    "shapes, act, labels, want, assumed",
+    [
+        ({"p": (9, 10)}, "softmax", None, "classification", False),
+        ({"p": (9, 3)}, "sigmoid", None, "multilabel", False),
+        ({"p": (9, 1)}, "linear", np.linspace(25.0, 321.0, 9), "regression", False),
+        ({"p": (9, 1)}, "linear", None, "regression", False),
+        ({"p": (9, 8, 8, 3)}, "softmax", None, "segmentation", False),
+        ({"p": (9, 8, 8, 3)}, "unknown", np.zeros((9, 8, 8), np.int64), "segmentation", False),
+        ({"p": (9, 4)}, "linear", np.eye(4)[np.arange(9) % 4] + np.eye(4)[(np.arange(9) + 1) % 4], "multilabel", True),
+        ({"p": (9, 4)}, "linear", np.arange(9) % 4, "classification", False),
+        ({"p": (9, 4)}, "unknown", None, "classification", True),
+        ({"boxes": (9, 4), "p": (9, 3)}, "softmax", np.arange(9) % 3, "detection", False),
+        ({"p": (9, 20, 5)}, "softmax", None, "segmentation", False),  # a class per time step, not one arg-max
+        ({"p": (9, 20, 2)}, "linear", np.random.default_rng(0).normal(size=(9, 20, 2)), "regression", False),
+    ],
+)
 def test_inference(shapes, act, labels, want, assumed):
     primary = "p" if "p" in shapes else next(iter(shapes))
     choice = infer_task(shapes, primary, {primary: act}, labels)
@@ -47,7 +50,7 @@ def _stream(task_name: str, ctx: TaskContext, out: np.ndarray, labels: np.ndarra
     acc, start, i = task.scores(ctx), 0, 0
     while start < len(out):
         n = sizes[i % len(sizes)]
-        acc.update(None, {ctx.primary: out[start:start + n]}, labels[start:start + n])
+        acc.update(None, {ctx.primary: out[start : start + n]}, labels[start : start + n])
         start, i = start + n, i + 1
     return acc.result()
 
@@ -90,15 +93,18 @@ def test_streaming_classification_per_class_and_confusion():
     assert [c["label"] for c in got["per_class"]] == ["a", "b", "c"]
 
 
-@pytest.mark.parametrize("task, labels, shape, needle", [
-    ("classification", np.array([0, 5, 1]), (3, 4), "0..3"),
-    ("classification", np.array([0.5, 1.0, 2.0]), (3, 4), "non-integer"),
-    ("multilabel", np.array([[0, 2, 1]] * 3), (3, 3), "other than 0 and 1"),
-    ("multilabel", np.zeros((3, 2)), (3, 3), "(n, 3)"),
-    ("regression", np.zeros((3, 2)), (3, 1), "1 value(s) per sample"),
-    ("segmentation", np.zeros((3, 8, 7), np.int64), (3, 8, 8, 3), "(n, 8, 8)"),
-    ("segmentation", np.full((3, 8, 8), 3), (3, 8, 8, 3), "0..2"),
-])
+@pytest.mark.parametrize(
+    "task, labels, shape, needle",
+    [
+        ("classification", np.array([0, 5, 1]), (3, 4), "0..3"),
+        ("classification", np.array([0.5, 1.0, 2.0]), (3, 4), "non-integer"),
+        ("multilabel", np.array([[0, 2, 1]] * 3), (3, 3), "other than 0 and 1"),
+        ("multilabel", np.zeros((3, 2)), (3, 3), "(n, 3)"),
+        ("regression", np.zeros((3, 2)), (3, 1), "1 value(s) per sample"),
+        ("segmentation", np.zeros((3, 8, 7), np.int64), (3, 8, 8, 3), "(n, 8, 8)"),
+        ("segmentation", np.full((3, 8, 8), 3), (3, 8, 8, 3), "0..2"),
+    ],
+)
 def test_labels_that_do_not_fit_name_both_sides_and_the_way_out(task, labels, shape, needle):
     with pytest.raises(DataError) as err:
         get_task(task).labels(labels, {"p": np.zeros(shape)}, TaskContext("p", ("p",)), Path("d.npz"))

@@ -5,12 +5,18 @@ converts a copy with the layers unfused; the TFJS model must then agree with Ten
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import edgetool_in_process
+from edge_tool.convert.tfjs import export_tfjs, unsupported_fusions
+from edge_tool.convert.tfjs_layernorm import training_batchnorms
+from edge_tool.core.env import configure_tf_env
+from tests.conftest import REPO, edgetool_in_process
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +38,6 @@ def layernorm_model(tmp_path_factory) -> Path:
 
 
 def test_fused_layernorm_is_detected_in_a_plain_export(layernorm_model, tmp_path):
-    from edge_tool.convert.tfjs_layernorm import training_batchnorms
-    from edge_tool.core.env import configure_tf_env
-
     configure_tf_env()  # before tensorflowjs: its decision-forests import must not print a banner
     from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv
 
@@ -44,16 +47,24 @@ def test_fused_layernorm_is_detected_in_a_plain_export(layernorm_model, tmp_path
 
 @pytest.mark.slow
 def test_layernorm_model_converts_to_tfjs_that_agrees_with_tensorflow(layernorm_model, tmp_path):
-    from edge_tool.convert.tfjs_layernorm import training_batchnorms
-
     out = tmp_path / "o"
     proc = edgetool_in_process("convert", layernorm_model, "--format", "tfjs", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     model_json = next(out.rglob("model.json"))
     assert training_batchnorms(model_json) == []
     report = tmp_path / "r.json"
-    proc = edgetool_in_process("eval", model_json.parent, "-r", layernorm_model, "-d", layernorm_model / "eval.npz",
-                        "--runs", "2", "--json", report)
+    proc = edgetool_in_process(
+        "eval",
+        model_json.parent,
+        "-r",
+        layernorm_model,
+        "-d",
+        layernorm_model / "eval.npz",
+        "--runs",
+        "2",
+        "--json",
+        report,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (row,) = json.loads(report.read_text())["results"]
     assert row.get("failed") is None, row
@@ -64,14 +75,6 @@ def test_layernorm_model_converts_to_tfjs_that_agrees_with_tensorflow(layernorm_
 def test_hard_swish_and_layernorm_together_convert_once_unfused(tmp_path):
     """Both tfjs gaps in one model (hard-swish convs, as in a MobileNetV3 stem, and a LayerNormalization): the one
     unfused re-export (oneDNN off) handles both, instead of the hard-swish re-export refusing the LayerNorm."""
-    import os
-    import subprocess
-    import sys
-
-    from edge_tool.convert.tfjs import export_tfjs, unsupported_fusions
-    from edge_tool.convert.tfjs_layernorm import training_batchnorms
-    from tests.conftest import REPO
-
     script = """
 import sys, numpy as np, tf_keras as keras
 keras.utils.set_random_seed(0)
@@ -83,8 +86,14 @@ x = keras.layers.GlobalAveragePooling1D()(x)
 keras.Model(inp, keras.layers.Dense(4, activation="softmax", name="probs")(x)).save(sys.argv[1], save_format="tf")
 """
     model = tmp_path / "m"
-    subprocess.run([sys.executable, "-c", script, str(model)], check=True, capture_output=True, cwd=REPO,
-                   env={**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_ENABLE_ONEDNN_OPTS": "1"}, timeout=600)
+    subprocess.run(
+        [sys.executable, "-c", script, str(model)],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+        env={**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_ENABLE_ONEDNN_OPTS": "1"},
+        timeout=600,
+    )
     model_json = export_tfjs(model, tmp_path / "tfjs", user_metadata={"labels": ["a", "b", "c", "d"]})
     assert training_batchnorms(model_json) == [] and unsupported_fusions(model_json) == []
     doc = json.loads(model_json.read_text())

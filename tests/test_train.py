@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import REPO, run_edgetool
 from typer.testing import CliRunner
 
-from conftest import REPO, run_edgetool
 from edge_tool.cli import app
 from edge_tool.training.launcher import free_ports
 
@@ -55,6 +55,7 @@ def _assert_tflite_convertible(model_dir):
 
 # --- in-process strategies ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_mirrored_default_settings_model(digits_model):
     report = _assert_valid_model(digits_model, min_accuracy=0.9)
@@ -85,6 +86,7 @@ def test_single_device_strategies(tmp_path, strategy):
 
 # --- multiworker ------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_multiworker_runs_two_worker_processes(tmp_path):
     out = tmp_path / "mw"
@@ -105,8 +107,18 @@ def test_multiworker_runs_two_worker_processes(tmp_path):
 @pytest.mark.slow
 def test_multiworker_failing_worker_stops_all_and_writes_nothing(tmp_path):
     out = tmp_path / "mw-fail"
-    proc = run_edgetool("train", "--strategy", "multiworker", "--workers", "2", "--epochs", "3", "-o", out,
-                        env={"EDGETOOL_FAIL_WORKER": "1"})  # worker 1 raises after epoch 1; worker 0 waits on it
+    proc = run_edgetool(
+        "train",
+        "--strategy",
+        "multiworker",
+        "--workers",
+        "2",
+        "--epochs",
+        "3",
+        "-o",
+        out,
+        env={"EDGETOOL_FAIL_WORKER": "1"},
+    )  # worker 1 raises after epoch 1; worker 0 waits on it
     assert proc.returncode == 2
     assert "multiworker training failed: worker 1" in proc.stderr
     assert "injected failure in worker 1" in proc.stderr  # its stderr tail is in the message
@@ -122,10 +134,27 @@ def test_multiworker_joins_a_user_tf_config_cluster(tmp_path):
     procs = []
     for i in range(2):
         env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})}
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "edge_tool", "train", "--strategy", "multiworker", "--epochs", "1",
-             "-o", str(tmp_path / f"out{i}")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=env, cwd=REPO))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "edge_tool",
+                    "train",
+                    "--strategy",
+                    "multiworker",
+                    "--epochs",
+                    "1",
+                    "-o",
+                    str(tmp_path / f"out{i}"),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=REPO,
+            )
+        )
     results = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [r[1][-1500:] for r in results]
     assert "SavedModel at" in results[0][0]
@@ -145,6 +174,7 @@ def test_bad_tf_config_is_a_usage_error(tmp_path):
 
 # --- parameter server -------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_parameter_server_trains_and_exports(tmp_path):
     out = tmp_path / "ps"
@@ -159,6 +189,7 @@ def test_parameter_server_trains_and_exports(tmp_path):
 
 
 # --- option errors: exit 2, one message, nothing written ------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("args", "message"),
@@ -181,8 +212,9 @@ def test_bad_options_exit_2_and_write_nothing(tmp_path, args, message):
 
 
 def test_all_problems_reported_at_once(tmp_path):
-    result = runner.invoke(app, ["train", "-o", str(tmp_path / "m"), "--replicas", "0", "--epochs", "0",
-                                 "--strategy", "default"])
+    result = runner.invoke(
+        app, ["train", "-o", str(tmp_path / "m"), "--replicas", "0", "--epochs", "0", "--strategy", "default"]
+    )
     assert result.exit_code == 2
     for text in ("--replicas applies to", "--replicas must be between", "--epochs must be >= 1"):
         assert text in result.output

@@ -20,26 +20,43 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO, litert_outputs
 from schema_check import validated
 from test_browser import CHROMIUM, FLAGS, _require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-VENDOR = ("web_demo/vendor/.lock-sha256", "web_demo/vendor/tf.min.js", "web_demo/vendor/tfjs-backend-wasm-simd.wasm",
-          "web_demo/vendor/tfjs-backend-wasm-threaded-simd.wasm", "web_demo/vendor/tfjs-backend-wasm.wasm",
-          "web_demo/vendor/tf-backend-wasm.min.js", "web_demo/vendor/litert/core.js",
-          "web_demo/vendor/litert/litert_wasm_compat_internal.wasm", "web_demo/vendor/litert/litert_wasm_internal.wasm",
-          "web_demo/vendor/litert/litert_wasm_threaded_internal.wasm", "edge_tool/evaluate/tfjs_run.js",
-          "edge_tool/metadata/metadata_schema_py_generated.py", "edge_tool/schemas/manifest.schema.json",
-          "edge_tool/schemas/eval.schema.json", "edge_tool/schemas/decision.schema.json")
+VENDOR = (
+    "web_demo/vendor/.lock-sha256",
+    "web_demo/vendor/tf.min.js",
+    "web_demo/vendor/tfjs-backend-wasm-simd.wasm",
+    "web_demo/vendor/tfjs-backend-wasm-threaded-simd.wasm",
+    "web_demo/vendor/tfjs-backend-wasm.wasm",
+    "web_demo/vendor/tf-backend-wasm.min.js",
+    "web_demo/vendor/litert/core.js",
+    "web_demo/vendor/litert/litert_wasm_compat_internal.wasm",
+    "web_demo/vendor/litert/litert_wasm_internal.wasm",
+    "web_demo/vendor/litert/litert_wasm_threaded_internal.wasm",
+    "edge_tool/evaluate/tfjs_run.js",
+    "edge_tool/metadata/metadata_schema_py_generated.py",
+    "edge_tool/schemas/manifest.schema.json",
+    "edge_tool/schemas/eval.schema.json",
+    "edge_tool/schemas/decision.schema.json",
+)
 
 
 def _copy_checkout(dest: Path, with_vendor: bool) -> Path:
     """The files git tracks (and new untracked ones), plus web_demo/vendor/ resolved (it may be a symlink)."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = REPO / rel
         if rel.startswith(("web_demo/vendor", "web_demo/node_modules")) or not src.is_file():
@@ -53,8 +70,14 @@ def _copy_checkout(dest: Path, with_vendor: bool) -> Path:
 
 def _build(src: Path, out: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(src)], capture_output=True,
-                          text=True, timeout=900, env=env, cwd=src)
+    return subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=src,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +95,30 @@ def venv(wheel, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("venv") / "v"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(root / "bin" / "python"), "install",
-                           "--no-deps", "--no-index", "-q", str(wheel)], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(root / "bin" / "python"),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "-q",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    site = subprocess.run([str(root / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(root / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     (Path(site) / "zz_edgetool_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return root
 
@@ -89,8 +131,14 @@ def _env(venv: Path) -> dict:
 
 
 def _run(venv: Path, cwd: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(venv / "bin" / "edgetool"), *map(str, args)], capture_output=True, text=True,
-                          timeout=900, env=_env(venv), cwd=cwd)
+    return subprocess.run(
+        [str(venv / "bin" / "edgetool"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=_env(venv),
+        cwd=cwd,
+    )
 
 
 def test_wheel_carries_the_vendored_runtimes(wheel):
@@ -108,9 +156,18 @@ def test_build_fails_loudly_without_vendor(tmp_path):
 
 def test_installed_wheel_works_without_node(venv, digits_model, tmp_path):
     assert shutil.which("node", path=_env(venv)["PATH"]) is None
-    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import edge_tool, web_demo; "
-                            "print(edge_tool.__file__); print(web_demo.__file__)"],
-                           capture_output=True, text=True, env=_env(venv), cwd=tmp_path, check=True)
+    probe = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import edge_tool, web_demo; print(edge_tool.__file__); print(web_demo.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(venv),
+        cwd=tmp_path,
+        check=True,
+    )
     for line in probe.stdout.split():
         assert Path(line).resolve().is_relative_to(venv.resolve()), line
 
@@ -119,8 +176,22 @@ def test_installed_wheel_works_without_node(venv, digits_model, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
     report = tmp_path / "eval.json"
-    proc = _run(venv, tmp_path, "eval", out / "model_fp32.tflite", out / "model_int8.tflite", out / "tfjs",
-                "--reference", digits_model, "--data", digits_model / "eval.npz", "--runs", "5", "--json", report)
+    proc = _run(
+        venv,
+        tmp_path,
+        "eval",
+        out / "model_fp32.tflite",
+        out / "model_int8.tflite",
+        out / "tfjs",
+        "--reference",
+        digits_model,
+        "--data",
+        digits_model / "eval.npz",
+        "--runs",
+        "5",
+        "--json",
+        report,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = validated(report, "eval")  # eval read manifest.json through the schema shipped in the wheel
     assert [r["quant"] for r in doc["results"]] == ["fp32", "int8"]
@@ -138,8 +209,14 @@ def _page_predicts_like_litert(venv: Path, cwd: Path, site: Path, tflite: Path, 
     _require_chromium()
     from playwright.sync_api import sync_playwright
 
-    server = subprocess.Popen([str(venv / "bin" / "edgetool"), "serve", str(site), "--port", "0"], cwd=cwd,
-                              env=_env(venv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [str(venv / "bin" / "edgetool"), "serve", str(site), "--port", "0"],
+        cwd=cwd,
+        env=_env(venv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = server.stdout.readline()
         assert " at http://127.0.0.1:" in line, line + (server.stderr.read() if server.poll() is not None else "")
@@ -154,8 +231,13 @@ def _page_predicts_like_litert(venv: Path, cwd: Path, site: Path, tflite: Path, 
             page.on("request", lambda r: requests.append(r.url))
             page.goto(url)
             page.evaluate("window.edgetool.ready")
-            got = [page.evaluate("([v, s]) => window.edgetool.predict(v, s).then(r => r.top[0].label)",
-                                 [sample.ravel().tolist(), [1, *sample.shape]]) for sample in x]
+            got = [
+                page.evaluate(
+                    "([v, s]) => window.edgetool.predict(v, s).then(r => r.top[0].label)",
+                    [sample.ravel().tolist(), [1, *sample.shape]],
+                )
+                for sample in x
+            ]
             browser.close()
         assert got == expected
         origin = url.rstrip("/")

@@ -4,7 +4,13 @@ never be silently wrong. The whole zoo is `benchmarks/zoo.py` (docs/zoo.md)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+
+from benchmarks.zoo import runner
+from benchmarks.zoo.cells import classify
+from benchmarks.zoo.context import compare
+from benchmarks.zoo.wayout import named_options
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +38,6 @@ SUBSET = {
 def zoo_results(tmp_path_factory):
     """Run a model's subset cells on first request, with a private cache (models built fresh, nothing reused from
     benchmarks/.cache): ``-k`` selecting a few cells builds only their models."""
-    from benchmarks.zoo import runner
-
     cache = tmp_path_factory.mktemp("zoo-cache")
     saved, runner.CACHE = runner.CACHE, cache
     features = runner.detect_features()
@@ -58,7 +62,9 @@ def zoo_results(tmp_path_factory):
 def test_cell_works_or_is_refused_with_a_reason(zoo_results, model, cell):
     result = zoo_results(model, cell)
     status, reason = result["status"], result["reason"]
-    assert status not in ("crashed", "wrong", "unclear", "unchecked", "blocked"), f"{model} × {cell}: {status}: {reason}"
+    assert status not in ("crashed", "wrong", "unclear", "unchecked", "blocked"), (
+        f"{model} × {cell}: {status}: {reason}"
+    )
     if SUBSET[(model, cell)]:
         assert status == "ok", f"{model} × {cell} must work, but was {status}: {reason}"
     else:
@@ -69,10 +75,6 @@ def test_cell_works_or_is_refused_with_a_reason(zoo_results, model, cell):
 
 def test_compare_is_task_aware():
     """Multi-label, segmentation and regression runs are compared per label, per pixel and by R², not by one arg-max."""
-    import numpy as np
-
-    from benchmarks.zoo.context import compare
-
     tags = np.array([[0.9, 0.8], [0.1, 0.7]], np.float32)  # arg-max agrees, one yes/no decision flips
     m = compare({"t": tags}, {"t": tags * [[1, 0.5], [1, 1]]}, np.array([[1, 1], [0, 1]]), "multilabel")
     assert m["agreement"] == 0.75 and m["reference_accuracy"] == 1.0 and m["accuracy"] < 1.0
@@ -85,23 +87,19 @@ def test_compare_is_task_aware():
 
 
 def test_way_out_options_are_read_from_the_refusal():
-    from benchmarks.zoo.wayout import named_options
-
     assert named_options("GroupNormalization: converts with a fixed batch: --batch 1", "int8", []) == ["--batch", "1"]
     assert named_options("tensorflowjs has no Erfc op; use edgetool demo --litert", "demo", []) == ["--litert"]
     assert named_options("tensorflowjs has no Erfc op; use edgetool demo --litert", "tfjs", []) == []
     assert named_options("use --quant int8 instead", "int16x8", []) == []
-    said = ("no TFLite runtime has a kernel for it — not with --allow-select-tf-ops (Flex has none) nor --batch 1; "
-            "--trust-model-code does not help")
+    said = (
+        "no TFLite runtime has a kernel for it — not with --allow-select-tf-ops (Flex has none) nor --batch 1; "
+        "--trust-model-code does not help"
+    )
     assert named_options(said, "int8", []) == []
 
 
 def test_compare_measures_disagreement_and_missing_heads():
     """The checks can fail: compare() reports agreement, accuracy and error, and names missing heads."""
-    import numpy as np
-
-    from benchmarks.zoo.context import compare
-
     ref = {"probs": np.eye(10, dtype=np.float32)[[0, 1, 2, 3]]}
     bad = {"probs": np.eye(10, dtype=np.float32)[[0, 1, 5, 6]]}
     y = np.array([0, 1, 2, 3])
@@ -111,17 +109,22 @@ def test_compare_measures_disagreement_and_missing_heads():
     assert "error" in compare(ref, {"other": ref["probs"], "more": ref["probs"]}, y)
 
 
-@pytest.mark.parametrize(("rc", "stderr", "status", "needle"), [
-    (2, "error: Calibration data does not fit:\n- input x: expected [8,8,1]", "refused", "does not fit: - input x"),
-    (1, "Traceback (most recent call last):\n  File ...\nTypeError: 'int' object is not subscriptable", "crashed",
-     "TypeError"),
-    (-6, "", "crashed", "SIGABRT"),
-    (None, "", "crashed", "hang"),
-    (70, "internal error: please report", "crashed", "exit 70"),
-    (0, "", "produced", ""),
-])
+@pytest.mark.parametrize(
+    ("rc", "stderr", "status", "needle"),
+    [
+        (2, "error: Calibration data does not fit:\n- input x: expected [8,8,1]", "refused", "does not fit: - input x"),
+        (
+            1,
+            "Traceback (most recent call last):\n  File ...\nTypeError: 'int' object is not subscriptable",
+            "crashed",
+            "TypeError",
+        ),
+        (-6, "", "crashed", "SIGABRT"),
+        (None, "", "crashed", "hang"),
+        (70, "internal error: please report", "crashed", "exit 70"),
+        (0, "", "produced", ""),
+    ],
+)
 def test_cli_outcomes_are_classified(rc, stderr, status, needle):
-    from benchmarks.zoo.cells import classify
-
     got_status, reason = classify("int8", rc, stderr, timeout=60)
     assert got_status == status and needle in reason

@@ -39,7 +39,11 @@ def write_images(root: Path) -> None:
         imgs = digits.images[digits.target == digit]
         order = rng.permutation(len(imgs))
         n = len(order)
-        splits = {"train": order[: int(0.6 * n)], "val": order[int(0.6 * n): int(0.8 * n)], "test": order[int(0.8 * n):]}
+        splits = {
+            "train": order[: int(0.6 * n)],
+            "val": order[int(0.6 * n) : int(0.8 * n)],
+            "test": order[int(0.8 * n) :],
+        }
         for split, idx in splits.items():
             folder = root / split / name
             folder.mkdir(parents=True, exist_ok=True)
@@ -65,7 +69,7 @@ def read_split(root: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(xs), np.array(ys)
 
 
-_TRAIN = r'''
+_TRAIN = r"""
 import sys, numpy as np
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
@@ -114,7 +118,7 @@ for kind in sys.argv[3:]:
         g, mm = Graph(model), MinMax(model)
         tf.saved_model.save(g, str(root / "model_graph"), signatures={"serving_default": g.serve})
         tf.saved_model.save(mm, str(root / "model_minmax"), signatures={"serving_default": mm.serve})
-'''
+"""
 
 
 def train(root: Path, kinds: tuple[str, ...]) -> dict[str, Path]:
@@ -122,14 +126,19 @@ def train(root: Path, kinds: tuple[str, ...]) -> dict[str, Path]:
     kind (x255 also gives ``graph``, the same network behind a tf.function dividing by 255 itself, and
     ``minmax``, behind one rescaling every image to its own min..max, which no input range changes)."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", _TRAIN, str(root), str(Path(__file__).parent), *kinds],
-                          capture_output=True, text=True, env=env, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-c", _TRAIN, str(root), str(Path(__file__).parent), *kinds],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = [*kinds, *(["graph", "minmax"] if "x255" in kinds else [])]
     return {k: root / f"model_{k}" for k in names}
 
 
-_KERAS3 = r'''
+_KERAS3 = r"""
 import sys, numpy as np
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
@@ -147,14 +156,19 @@ model.compile(keras.optimizers.Adam(0.005), "sparse_categorical_crossentropy")
 model.fit(x, y, epochs=30, batch_size=32, verbose=0)
 model.save(root / "keras3.keras")
 np.save(root / "oracle_keras3.npy", model.predict(xt, verbose=0))
-'''
+"""
 
 
 def train_keras3(root: Path) -> Path:
     """A Keras-3 ``.keras`` file with Rescaling(1/127.5, offset=-1) inside, trained on raw pixels of the train split."""
     env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    proc = subprocess.run([sys.executable, "-c", _KERAS3, str(root), str(Path(__file__).parent)],
-                          capture_output=True, text=True, env=env, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KERAS3, str(root), str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root / "keras3.keras"

@@ -16,8 +16,18 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-NAMES = ("tfop_uint8", "bn_after_relu", "dyn_hw", "mlp_cancer", "mlp_wine", "resnet_bn", "mnv3", "effnet",
-         "multi_io", "lstm")
+NAMES = (
+    "tfop_uint8",
+    "bn_after_relu",
+    "dyn_hw",
+    "mlp_cancer",
+    "mlp_wine",
+    "resnet_bn",
+    "mnv3",
+    "effnet",
+    "multi_io",
+    "lstm",
+)
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:
@@ -33,19 +43,39 @@ def row(work: Path, name: str) -> str:
         if built.returncode != 0:
             return f"| {name} | build failed: {built.stderr.strip().splitlines()[-1]} |||||"
     out = work / "out" / name
-    proc = _run(["-m", "edge_tool", "convert", str(model), "--quant", "qat", "--train-data", str(model / "train.npz"),
-                 "--eval-data", str(model / "eval.npz"), "-o", str(out), "--force"])
+    proc = _run(
+        [
+            "-m",
+            "edge_tool",
+            "convert",
+            str(model),
+            "--quant",
+            "qat",
+            "--train-data",
+            str(model / "train.npz"),
+            "--eval-data",
+            str(model / "eval.npz"),
+            "-o",
+            str(out),
+            "--force",
+        ]
+    )
     if proc.returncode != 0:
-        reason = next((ln for ln in proc.stdout.splitlines() + proc.stderr.splitlines() if "error" in ln.lower()),
-                      f"exit {proc.returncode}")
+        reason = next(
+            (ln for ln in proc.stdout.splitlines() + proc.stderr.splitlines() if "error" in ln.lower()),
+            f"exit {proc.returncode}",
+        )
         return f"| {name} | refused (exit {proc.returncode}): {reason.strip()[:120]} |||||"
     q = json.loads((out / "manifest.json").read_text())["artifacts"][0]["qat"]
     a = q["accuracy"]
+
     def show(v):
         return "–" if v is None else f"{v:.4f}"
 
-    return (f"| {name} | {show(a['float'])} | {show(a['ptq_int8'])} | {show(a['qat'])} | {q['shipped']} | "
-            f"{len(q['training']['folded'])} folds, {len(q['training']['float_layers'])} float layers |")
+    return (
+        f"| {name} | {show(a['float'])} | {show(a['ptq_int8'])} | {show(a['qat'])} | {q['shipped']} | "
+        f"{len(q['training']['folded'])} folds, {len(q['training']['float_layers'])} float layers |"
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_tool.demo.serve import start_server
+
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 READY_TIMEOUT_MS = 120_000
@@ -29,13 +31,12 @@ def predict_in_browser(site: Path, inputs: dict[str, np.ndarray]) -> dict:
     """Outputs of the page for each sample, keyed by output name (or {"error": ...})."""
     if not CHROMIUM.is_file():
         return {"error": f"{CHROMIUM} missing"}
-    from playwright.sync_api import sync_playwright  # noqa: PLC0415
-
-    from edge_tool.demo.serve import start_server  # noqa: PLC0415
+    from playwright.sync_api import sync_playwright
 
     n = len(next(iter(inputs.values())))
-    samples = [{k: {"values": v[i].ravel().tolist(), "shape": [1, *v.shape[1:]]} for k, v in inputs.items()}
-               for i in range(n)]
+    samples = [
+        {k: {"values": v[i].ravel().tolist(), "shape": [1, *v.shape[1:]]} for k, v in inputs.items()} for i in range(n)
+    ]
     server, thread, url = start_server(Path(site), "127.0.0.1", 0)
     errors: list[str] = []
     try:
@@ -49,7 +50,7 @@ def predict_in_browser(site: Path, inputs: dict[str, np.ndarray]) -> dict:
                 page.evaluate("window.edgetool.ready")
                 multi = page.evaluate("window.edgetool.config && Array.isArray(window.edgetool.config.inputs)")
                 rows = page.evaluate(_PREDICT_JS, [samples, not multi])
-            except Exception as exc:  # noqa: BLE001 - a page that fails is the verdict, not a crash of the zoo
+            except Exception as exc:
                 status = page.locator("#status").inner_text() if page.locator("#status").count() else ""
                 return {"error": f"page failed: {status or errors[:1] or str(exc).splitlines()[0]}"[:300]}
             finally:

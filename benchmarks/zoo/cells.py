@@ -39,21 +39,56 @@ def command(cell: str, model: Path, out: Path, spec, features: Features, produce
     if cell in TFLITE_MODES:
         return ["convert", str(model), "--quant", cell, "-o", str(out), *batch]
     if cell == "qat":
-        return ["convert", str(model), "--quant", "qat", "--train-data", str(data / "train.npz"),
-                "--qat-epochs", str(QAT_EPOCHS), "-o", str(out)]  # QAT converts the Keras model: no --batch
+        return [
+            "convert",
+            str(model),
+            "--quant",
+            "qat",
+            "--train-data",
+            str(data / "train.npz"),
+            "--qat-epochs",
+            str(QAT_EPOCHS),
+            "-o",
+            str(out),
+        ]  # QAT converts the Keras model: no --batch
     if cell == "tfjs":
         return ["convert", str(model), "--format", "tfjs", "-o", str(out)]
     if cell == "auto":
-        return ["convert", str(model), "--quant", "auto", "--max-drop", str(AUTO_MAX_DROP), "--eval-data",
-                str(data / "eval.npz"), "-o", str(out), *batch]
+        return [
+            "convert",
+            str(model),
+            "--quant",
+            "auto",
+            "--max-drop",
+            str(AUTO_MAX_DROP),
+            "--eval-data",
+            str(data / "eval.npz"),
+            "-o",
+            str(out),
+            *batch,
+        ]
     if cell == "eval":
-        artefacts = [str(p) for name in ("fp32", "int8") if name in produced for p in sorted(produced[name].glob("*.tflite"))]
+        artefacts = [
+            str(p) for name in ("fp32", "int8") if name in produced for p in sorted(produced[name].glob("*.tflite"))
+        ]
         if "tfjs" in produced:
             artefacts += [str(p.parent) for p in sorted(produced["tfjs"].rglob("model.json"))][:1]
         if not artefacts:
             return None
-        return ["eval", *artefacts, "-r", str(model), "-d", str(data / "eval.npz"), "--runs", "10", "--warmup", "2",
-                "--json", str(out / "eval.json")]
+        return [
+            "eval",
+            *artefacts,
+            "-r",
+            str(model),
+            "-d",
+            str(data / "eval.npz"),
+            "--runs",
+            "10",
+            "--warmup",
+            "2",
+            "--json",
+            str(out / "eval.json"),
+        ]
     if cell == "demo":
         size = ["--input-size", DEMO_INPUT_SIZE] if spec.dynamic_hw and features.demo_input_size else []
         return ["demo", str(model), "-o", str(out / "site"), *size]

@@ -26,8 +26,11 @@ def main(argv: list[str]) -> None:
     model_dir, work, request = Path(argv[0]), Path(argv[1]), json.loads(Path(argv[2]).read_text())
     try:
         ctx = Context(model_dir, work)
-    except Exception as exc:  # noqa: BLE001 - TensorFlow cannot run the model here (e.g. a Python callback)
-        ctx, no_reference = None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    except Exception as exc:
+        ctx, no_reference = (
+            None,
+            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
+        )
     results = {}
     for cell, args in request.items():
         try:
@@ -38,9 +41,12 @@ def main(argv: list[str]) -> None:
                 results[cell] = justify(ctx, base, args["refused"], args.get("batch"))
             else:
                 results[cell] = verdict(ctx, base, Path(args["out"]), args)
-        except Exception as exc:  # noqa: BLE001 - a check that cannot run must not hide the other cells
-            results[cell] = {"status": "unchecked", "reason": f"check failed: {type(exc).__name__}: {exc}"[:300],
-                             "metrics": {}}
+        except Exception as exc:
+            results[cell] = {
+                "status": "unchecked",
+                "reason": f"check failed: {type(exc).__name__}: {exc}"[:300],
+                "metrics": {},
+            }
         print(json.dumps({cell: results[cell]}), flush=True)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.zoo.specs import SPECS
 from tests.oracles import task_metrics as tm
 
 
@@ -15,9 +16,7 @@ class Context:
     """One model: its eval inputs (by signature name), labels, SavedModel outputs, calibration samples, spec."""
 
     def __init__(self, model_dir: Path, work: Path):
-        import tensorflow as tf  # noqa: PLC0415
-
-        from benchmarks.zoo.specs import SPECS  # noqa: PLC0415
+        import tensorflow as tf
 
         self.tf = tf
         self.model_dir = Path(model_dir)
@@ -42,15 +41,17 @@ class Context:
         y = arrays.pop("y")
         if set(arrays) == {"x"} and len(self.in_specs) == 1:
             arrays = {next(iter(self.in_specs)): arrays["x"]}
-        return {k: arrays[k] if s.dtype == self.tf.string else arrays[k].astype(s.dtype.as_numpy_dtype)
-                for k, s in self.in_specs.items()}, y
+        return {
+            k: arrays[k] if s.dtype == self.tf.string else arrays[k].astype(s.dtype.as_numpy_dtype)
+            for k, s in self.in_specs.items()
+        }, y
 
     def saved_model_outputs(self, inputs: dict, batch: int = 64) -> dict[str, np.ndarray]:
         """The serving signature's outputs for every sample, in batches."""
         n = len(next(iter(inputs.values())))
         parts: dict[str, list] = {}
         for s in range(0, n, batch):
-            out = self.fn(**{k: self.tf.constant(v[s:s + batch]) for k, v in inputs.items()})
+            out = self.fn(**{k: self.tf.constant(v[s : s + batch]) for k, v in inputs.items()})
             for k, v in out.items():
                 parts.setdefault(k, []).append(np.asarray(v, dtype=np.float32))
         return {k: np.concatenate(v) for k, v in parts.items()}
@@ -58,7 +59,7 @@ class Context:
 
 def _keras_file(tf, path: Path):
     """(model, fn(**inputs) -> {output name: tensor}, {input name: TensorSpec}) of a Keras 3 ``.keras`` file."""
-    import keras  # noqa: PLC0415
+    import keras
 
     model = keras.saving.load_model(str(path), compile=False)
     specs = {t.name: tf.TensorSpec(t.shape, t.dtype, name=t.name) for t in model.inputs}
@@ -119,8 +120,11 @@ def _classification(ref, got, r, g, y, n) -> dict:
 def _multilabel(ref, got, r, g, y, n) -> dict:
     m = {"agreement": tm.label_agreement(r, g)}
     if y is not None:
-        m.update(accuracy=tm.multilabel_f1_macro(g, y), reference_accuracy=tm.multilabel_f1_macro(r, y),
-                 per_label_accuracy=tm.per_label_accuracy(g, y))
+        m.update(
+            accuracy=tm.multilabel_f1_macro(g, y),
+            reference_accuracy=tm.multilabel_f1_macro(r, y),
+            per_label_accuracy=tm.per_label_accuracy(g, y),
+        )
     return m
 
 
@@ -134,8 +138,9 @@ def _regression(ref, got, r, g, y, n) -> dict:
 def _segmentation(ref, got, r, g, y, n) -> dict:
     m = {"agreement": tm.pixel_agreement(r, g)}
     if y is not None:
-        m.update(accuracy=tm.mean_iou(g, y), reference_accuracy=tm.mean_iou(r, y),
-                 pixel_accuracy=tm.pixel_accuracy(g, y))
+        m.update(
+            accuracy=tm.mean_iou(g, y), reference_accuracy=tm.mean_iou(r, y), pixel_accuracy=tm.pixel_accuracy(g, y)
+        )
     return m
 
 
@@ -149,5 +154,10 @@ def _detection(ref, got, r, g, y, n) -> dict:
     return m
 
 
-_TASKS = {"classification": _classification, "multilabel": _multilabel, "regression": _regression,
-          "segmentation": _segmentation, "detection": _detection}
+_TASKS = {
+    "classification": _classification,
+    "multilabel": _multilabel,
+    "regression": _regression,
+    "segmentation": _segmentation,
+    "detection": _detection,
+}

@@ -26,8 +26,8 @@ class Split:
 
 def digits(seed: int = 0) -> Split:
     """The 1,797 digits as raw 0..255 pixels (n, 8, 8, 1), stratified 80/20 split."""
-    from sklearn.datasets import load_digits  # noqa: PLC0415
-    from sklearn.model_selection import train_test_split  # noqa: PLC0415
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
 
     d = load_digits()
     x = (d.images.astype(np.float32) * (255.0 / 16.0)).round().reshape(-1, 8, 8, 1)
@@ -48,8 +48,8 @@ def map_split(split: Split, fn) -> Split:
 
 def breast_cancer(seed: int = 0) -> tuple[Split, tuple[str, ...]]:
     """sklearn's breast_cancer table (569 × 30 raw features, 2 classes) and its feature names."""
-    from sklearn.datasets import load_breast_cancer  # noqa: PLC0415
-    from sklearn.model_selection import train_test_split  # noqa: PLC0415
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
 
     d = load_breast_cancer()
     x = d.data.astype(np.float32)

@@ -8,8 +8,10 @@ The list is ``specs.SPECS``; the builders, one per model, live in ``builders/`` 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -25,11 +27,16 @@ FAMILIES = (vision, sequence, tabular, export, tasks, modern, media)
 
 def _builders() -> dict:
     """Model name -> its ``build_NAME`` function, found in the family modules."""
-    found = {name: getattr(family, f"build_{name}") for family in FAMILIES for name in SPECS
-             if hasattr(family, f"build_{name}")}
+    found = {
+        name: getattr(family, f"build_{name}")
+        for family in FAMILIES
+        for name in SPECS
+        if hasattr(family, f"build_{name}")
+    }
     if set(found) != set(SPECS):
-        raise RuntimeError(f"zoo models without a builder in {[f.__name__ for f in FAMILIES]}: "
-                           f"{sorted(set(SPECS) - set(found))}")
+        raise RuntimeError(
+            f"zoo models without a builder in {[f.__name__ for f in FAMILIES]}: {sorted(set(SPECS) - set(found))}"
+        )
     return found
 
 
@@ -49,8 +56,6 @@ def source_hash(name: str) -> str:
     (Whole files, not ``inspect.getsource``: a long run whose files are edited meanwhile would otherwise read shifted
     lines from linecache and disagree with a fresh process about which builds are current.)
     """
-    import hashlib  # noqa: PLC0415
-
     spec = SPECS[name]
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in _source_files(name)))
     digest.update(repr((name, spec.about, spec.keras3, spec.model_file)).encode())
@@ -68,16 +73,25 @@ def is_built(out: Path) -> bool:
 
 def build(name: str, out: Path, timeout: float = 900) -> dict:
     """Build model ``name`` into ``out`` (replaced) in a fresh Python process; return its zoo.json."""
-    import shutil  # noqa: PLC0415
-
     out = Path(out)
     if out.exists():
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "TF_USE_LEGACY_KERAS": "0" if SPECS[name].keras3 else "1", "TF_CPP_MIN_LOG_LEVEL": "3",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.zoo.models", name, str(out)], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=timeout)
+    env = {
+        **os.environ,
+        "TF_USE_LEGACY_KERAS": "0" if SPECS[name].keras3 else "1",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.zoo.models", name, str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"building {name} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     return json.loads((out / "zoo.json").read_text())

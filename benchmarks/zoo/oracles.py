@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.zoo.context import Context
+from tests.oracles.raw_converter import raw_converter
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -32,8 +33,9 @@ def run_tflite(ctx: Context, path: Path, inputs: dict | None = None) -> dict:
         command = [sys.executable, "-m", "tests.oracles.litert_run", str(path), f"{tmp}/in.npz", f"{tmp}/out.npz"]
         proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=LITERT_TIMEOUT, env=_env())
         if proc.returncode != 0 and "Select TensorFlow op" in proc.stderr:
-            proc = subprocess.run([*command, "--flex"], capture_output=True, text=True, cwd=REPO,
-                                  timeout=LITERT_TIMEOUT, env=_env())
+            proc = subprocess.run(
+                [*command, "--flex"], capture_output=True, text=True, cwd=REPO, timeout=LITERT_TIMEOUT, env=_env()
+            )
         if proc.returncode != 0:
             return {"error": f"does not run in LiteRT ({_exit(proc.returncode)}): {_last_line(proc.stderr)}"}
         with np.load(f"{tmp}/out.npz") as f:
@@ -44,12 +46,25 @@ def run_tfjs(ctx: Context, model_dir: Path, n: int = TFJS_SAMPLES) -> dict:
     """Outputs of a TFJS graph model on the first ``n`` samples, in Node (cpu backend, executeAsync)."""
     bundle = REPO / "web_demo" / "vendor" / "tf.min.js"
     kinds = {"i": "int32", "u": "int32", "U": "string", "S": "string", "O": "string"}
-    feed = {k: {"dtype": kinds.get(v.dtype.kind, "float32"), "shape": list(v[:n].shape),
-                "data": v[:n].ravel().tolist()} for k, v in ctx.inputs.items()}
+    feed = {
+        k: {"dtype": kinds.get(v.dtype.kind, "float32"), "shape": list(v[:n].shape), "data": v[:n].ravel().tolist()}
+        for k, v in ctx.inputs.items()
+    }
     with tempfile.TemporaryDirectory(dir=ctx.work) as tmp:
         Path(tmp, "in.json").write_text(json.dumps(feed))
-        proc = subprocess.run(["node", str(REPO / "tests" / "oracles" / "tfjs_check.js"), str(bundle), str(model_dir), f"{tmp}/in.json",
-                               f"{tmp}/out.json"], capture_output=True, text=True, timeout=LITERT_TIMEOUT)
+        proc = subprocess.run(
+            [
+                "node",
+                str(REPO / "tests" / "oracles" / "tfjs_check.js"),
+                str(bundle),
+                str(model_dir),
+                f"{tmp}/in.json",
+                f"{tmp}/out.json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=LITERT_TIMEOUT,
+        )
         if proc.returncode != 0:
             return {"error": f"does not run in tfjs/Node (cpu backend): {_error_line(proc.stderr)}"}
         out = json.loads(Path(tmp, "out.json").read_text())
@@ -81,11 +96,10 @@ def _last_line(text: str) -> str:
 
 # ---------- the raw-converter oracle ----------
 
+
 def oracle_tflite(ctx: Context, mode: str, batch: int | None) -> tuple[Path | None, str]:
     """The raw TFLiteConverter's file for ``mode`` on the documented settings (``tests/oracles/raw_converter``; int8
     and int16x8 calibrated on the same samples, fed by input name; batch fixed when ``batch``), or (None, why not)."""
-    from tests.oracles.raw_converter import raw_converter  # noqa: PLC0415
-
     dest = ctx.work / f"oracle_{mode}.tflite"
     if dest.is_file():
         return dest, ""
@@ -93,13 +107,13 @@ def oracle_tflite(ctx: Context, mode: str, batch: int | None) -> tuple[Path | No
 
     def representative():
         for i in range(len(next(iter(cal.values())))):
-            yield {k: v[i:i + 1] for k, v in cal.items()}
+            yield {k: v[i : i + 1] for k, v in cal.items()}
 
     try:
         source = saved_model_of(ctx) if batch is None else _fixed_batch_saved_model(ctx, batch)
         conv = raw_converter(ctx.tf, source, mode, representative, signature="serving_default")
         dest.write_bytes(conv.convert())
-    except Exception as exc:  # noqa: BLE001 - the oracle's own failure is information, not a bug here
+    except Exception as exc:
         return None, _last_line(str(exc).split("\n\n")[0])
     return dest, ""
 

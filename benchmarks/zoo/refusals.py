@@ -13,13 +13,16 @@ from pathlib import Path
 
 from benchmarks.zoo.cells import TFLITE_MODES
 from benchmarks.zoo.context import Context, compare
-from benchmarks.zoo.oracles import TFJS_SAMPLES, oracle_tflite, run_tflite, run_tfjs, saved_model_of
+from benchmarks.zoo.oracles import TFJS_SAMPLES, oracle_tflite, run_tfjs, run_tflite, saved_model_of
 
 
 def justify(ctx: Context, cell: str, reason: str, batch: int | None) -> dict:
     """ok (with what the raw tool said) when the refusal is the real one, else wrong naming why not."""
-    problems = [f"the reason does not name {pattern!r}" for pattern in ctx.spec.expected_refusal(cell)
-                if not re.search(pattern, reason, re.IGNORECASE)]
+    problems = [
+        f"the reason does not name {pattern!r}"
+        for pattern in ctx.spec.expected_refusal(cell)
+        if not re.search(pattern, reason, re.IGNORECASE)
+    ]
     raw = _raw_tool(ctx, cell, batch)
     if raw.get("works"):
         problems.append(raw["works"])
@@ -34,13 +37,19 @@ def without_reference(spec, cell: str, args: dict, why: str) -> dict:
     expects; anything produced, or a refusal of a model whose spec expects none, cannot be checked."""
     patterns = spec.expected_refusal(cell)
     if "refused" not in args or not patterns:
-        return {"status": "unchecked", "reason": f"no reference: TensorFlow cannot run the model ({why[:200]})",
-                "metrics": {}}
+        return {
+            "status": "unchecked",
+            "reason": f"no reference: TensorFlow cannot run the model ({why[:200]})",
+            "metrics": {},
+        }
     missing = [p for p in patterns if not re.search(p, args["refused"], re.IGNORECASE)]
     if missing:
         return {"status": "wrong", "reason": f"the reason does not name {missing}", "metrics": {}}
-    return {"status": "ok", "metrics": {},
-            "reason": f"TensorFlow cannot run the model outside the process that traced it either ({why[:120]})"}
+    return {
+        "status": "ok",
+        "metrics": {},
+        "reason": f"TensorFlow cannot run the model outside the process that traced it either ({why[:120]})",
+    }
 
 
 def _raw_tool(ctx: Context, cell: str, batch: int | None) -> dict:
@@ -55,8 +64,10 @@ def _raw_tool(ctx: Context, cell: str, batch: int | None) -> dict:
         m = compare(ctx.reference, got, ctx.y, ctx.spec.task)
         if "error" in m:
             return {"fails": f"raw TFLiteConverter's file does not fit: {m['error'][:150]}"}
-        return {"works": f"the raw TFLiteConverter converts it with the same settings and LiteRT runs it "
-                         f"(agreement {m['agreement']:.3f})"}
+        return {
+            "works": f"the raw TFLiteConverter converts it with the same settings and LiteRT runs it "
+            f"(agreement {m['agreement']:.3f})"
+        }
     if cell in ("tfjs", "demo") and ctx.keras_model is None:  # the demo page runs the tfjs model
         return _raw_tfjs(ctx)
     return {}
@@ -66,11 +77,11 @@ def _raw_tfjs(ctx: Context) -> dict:
     """tensorflowjs' own SavedModel conversion (serving_default, no options), run in Node."""
     dest = ctx.work / "oracle_tfjs"
     try:
-        from tensorflowjs.converters import tf_saved_model_conversion_v2 as conv  # noqa: PLC0415
+        from tensorflowjs.converters import tf_saved_model_conversion_v2 as conv
 
         if not (dest / "model.json").is_file():
             conv.convert_tf_saved_model(str(saved_model_of(ctx)), str(dest))
-    except Exception as exc:  # noqa: BLE001 - the raw tool's failure is the information sought
+    except Exception as exc:
         lines = [ln for ln in str(exc).splitlines() if ln.strip()]
         return {"fails": f"tensorflowjs fails too: {type(exc).__name__}: {(lines[0] if lines else '')[:150]}"}
     got = run_tfjs(ctx, Path(dest))

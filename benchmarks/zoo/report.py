@@ -9,10 +9,22 @@ from benchmarks._results import machine  # noqa: F401  (one machine line for eve
 from benchmarks.zoo.cells import CELLS
 from benchmarks.zoo.models import SPECS
 
-TASK_METRIC = {"classification": "accuracy", "multilabel": "macro F1", "regression": "R²", "segmentation": "mIoU",
-               "detection": "class accuracy"}
-SYMBOL = {"ok": "✅", "refused": "⛔", "unclear": "⚠️", "crashed": "💥", "wrong": "❌", "blocked": "⏭",
-          "unchecked": "❔"}
+TASK_METRIC = {
+    "classification": "accuracy",
+    "multilabel": "macro F1",
+    "regression": "R²",
+    "segmentation": "mIoU",
+    "detection": "class accuracy",
+}
+SYMBOL = {
+    "ok": "✅",
+    "refused": "⛔",
+    "unclear": "⚠️",
+    "crashed": "💥",
+    "wrong": "❌",
+    "blocked": "⏭",
+    "unchecked": "❔",
+}
 STATUSES = ("ok", "refused", "unclear", "crashed", "wrong", "blocked", "unchecked")
 
 
@@ -42,8 +54,7 @@ def render(results: dict[tuple[str, str], dict], meta: dict) -> str:
         f"edgetool source `{meta['tool_hash']}`, git `{meta['git']}`; {meta['machine']}; options detected from the "
         f"CLI: {meta['features']}.",
         "",
-        f"**{summary_line(results)}.** "
-        + " · ".join(f"{SYMBOL[s]} {s}" for s in STATUSES),
+        f"**{summary_line(results)}.** " + " · ".join(f"{SYMBOL[s]} {s}" for s in STATUSES),
         "",
         "| model | " + " | ".join(CELLS) + " |",
         "|---|" + "|".join(":-:" for _ in CELLS) + "|",
@@ -62,18 +73,28 @@ def render(results: dict[tuple[str, str], dict], meta: dict) -> str:
                 mark += f"<sup>{len(notes)}</sup>"
             row.append(mark)
         lines.append(f"| `{m}` | " + " | ".join(row) + " |")
-    lines += ["", "## Models", "", "| model | what it is | task | held-out metric (TF) | edgetool source of its cells |",
-              "|---|---|---|---:|---|"]
+    lines += [
+        "",
+        "## Models",
+        "",
+        "| model | what it is | task | held-out metric (TF) | edgetool source of its cells |",
+        "|---|---|---|---:|---|",
+    ]
     for m in models:
         acc = meta["accuracy"].get(m)
         sources = sorted({r["source"] for (mm, _), r in results.items() if mm == m and r.get("source")})
         stale = [s for s in sources if s != meta["tool_hash"]]
         source = ", ".join(f"`{s}`" for s in sources) + (" (not this source or check code: rerun)" if stale else "")
-        lines.append(f"| `{m}` | {_escape(SPECS[m].about)} | {SPECS[m].task} ({TASK_METRIC[SPECS[m].task]}) | "
-                     f"{'' if acc is None else f'{acc:.3f}'} | {source} |")
+        lines.append(
+            f"| `{m}` | {_escape(SPECS[m].about)} | {SPECS[m].task} ({TASK_METRIC[SPECS[m].task]}) | "
+            f"{'' if acc is None else f'{acc:.3f}'} | {source} |"
+        )
     if meta.get("not_run"):
-        lines += ["", f"Not run in this cache (no results to show): {', '.join(f'`{m}`' for m in meta['not_run'])}. "
-                  "Their last full run is in this file's git history."]
+        lines += [
+            "",
+            f"Not run in this cache (no results to show): {', '.join(f'`{m}`' for m in meta['not_run'])}. "
+            "Their last full run is in this file's git history.",
+        ]
     lines += ["", "## Every cell that is not ok", ""]
     for i, (m, c, r) in enumerate(notes, 1):
         lines.append(f"{i}. **{m} × {c}** — {r['status']}: {_escape(r['reason'])}")

@@ -28,45 +28,81 @@ class ModelSpec:
 GELU_TFJS = ("tfjs", (r"Erfc", r"--litert"))  # tensorflowjs has no Erfc op (exact GELU): name it and the way out
 
 
-SPECS = {s.name: s for s in (
-    ModelSpec("mobilenet_v2", "keras.applications.MobileNetV2 (alpha 0.35, 32×32 RGB upscaled digits)"),
-    ModelSpec("mobilenet_v3_small", "keras.applications.MobileNetV3Small (hard-swish TF-op layers, 32×32 RGB)"),
-    ModelSpec("efficientnet_b0", "keras.applications.EfficientNetB0 (Rescaling → Normalization → conv, 32×32 RGB)"),
-    ModelSpec("resnet_bn", "residual CNN, Conv → BN → ReLU with Add skips, on 8×8 digits"),
-    ModelSpec("tfop_uint8", "uint8 input, tf.cast and tf.image.resize TF-op layers, CNN"),
-    ModelSpec("bn_after_act", "Conv → ReLU → BatchNorm, SeparableConv2D, DepthwiseConv2D"),
-    ModelSpec("embedding_lstm", "Embedding + LSTM over 64 pixel tokens (int32 ids)", recurrent=True),
-    ModelSpec("bilstm_gru", "Bidirectional LSTM + GRU over 8 rows of 8 pixels", recurrent=True),
-    ModelSpec("transformer", "Transformer encoder block (MultiHeadAttention, LayerNorm, FFN) over 8 rows"),
-    ModelSpec("conv1d_audio", "Conv1D classifier of 256-sample noisy tones (4 frequency bands)"),
-    ModelSpec("tabular_mlp", "MLP with an adapted Normalization layer on sklearn breast_cancer (30 features)"),
-    ModelSpec("multi_input", "two inputs: image float32[N,8,8,1] and counts int32[N,8] (signature order ≠ model order)"),
-    ModelSpec("multi_output", "two heads: digit softmax[N,10] and ink regression[N,1]"),
-    ModelSpec("keras3_export", "Keras 3 CNN saved with model.export()", keras3=True),
-    ModelSpec("tf_module", "plain tf.Module MLP trained with GradientTape, tf.saved_model.save"),
-    ModelSpec("dynamic_hw", "CNN with input [N,?,?,1] and global pooling, trained on 16×16 digits", dynamic_hw=True),
-    # issue 22: tasks beyond classification, .keras files, multi-signature, exact GELU, GroupNorm, Python
-    # callbacks, string input, open H×W with in-graph preprocessing, STFT front end, video
-    ModelSpec("regression_mlp", "Normalization → MLP → one value, sklearn diabetes (10 features, raw targets)",
-              task="regression"),
-    ModelSpec("multilabel_sigmoid", "CNN → 4 independent sigmoid tags of a digit (even, > 4, < 3, has a loop)",
-              task="multilabel"),
-    ModelSpec("unet_seg", "U-Net (conv, pool, upsample, skip concat) → per-pixel softmax of 3 ink levels, 16×16",
-              task="segmentation"),
-    ModelSpec("detection_heads", "digit placed in a 16×16 canvas → `classes` softmax[N,10] + `boxes` sigmoid[N,4]",
-              task="detection"),
-    ModelSpec("convnext_keras", "ConvNeXt block (depthwise 7×7, LayerNorm, exact GELU MLP, residual), Keras 3 "
-              "`.keras` file", keras3=True, model_file="model.keras", refusals=(GELU_TFJS,)),
-    ModelSpec("multi_signature", "tf.Module with 3 signatures (a_features, b_logits, serving_default: sorts last)"),
-    ModelSpec("gelu_transformer", "Transformer block with exact GELU (tf.nn.gelu → Erfc) over 8 rows",
-              refusals=(GELU_TFJS,)),
-    ModelSpec("groupnorm", "Conv → GroupNormalization(4 groups) → ReLU ×2 on 8×8 digits"),
-    ModelSpec("numpy_function", "tf.Module whose serving function calls tf.numpy_function before a Keras CNN",
-              refusals=(("*", (r"numpy_function|PyFunc|Python",)),)),
-    ModelSpec("text_vectorization", "string input → TextVectorization → Embedding → pooling → softmax(4 topics)",
-              refusals=(("tfjs", (r"string",)),)),
-    ModelSpec("resize_standardize", "input [N,?,?,1] → tf.image.resize 16×16 → per_image_standardization → CNN",
-              dynamic_hw=True),
-    ModelSpec("stft_logmel", "waveform[N,256] → tf.signal.stft → |·| → mel matrix → log → CNN, 4 tone bands"),
-    ModelSpec("conv3d_video", "Conv3D over 4 frames of 8×8 (a digit sliding right) → global pooling → softmax"),
-)}
+SPECS = {
+    s.name: s
+    for s in (
+        ModelSpec("mobilenet_v2", "keras.applications.MobileNetV2 (alpha 0.35, 32×32 RGB upscaled digits)"),
+        ModelSpec("mobilenet_v3_small", "keras.applications.MobileNetV3Small (hard-swish TF-op layers, 32×32 RGB)"),
+        ModelSpec("efficientnet_b0", "keras.applications.EfficientNetB0 (Rescaling → Normalization → conv, 32×32 RGB)"),
+        ModelSpec("resnet_bn", "residual CNN, Conv → BN → ReLU with Add skips, on 8×8 digits"),
+        ModelSpec("tfop_uint8", "uint8 input, tf.cast and tf.image.resize TF-op layers, CNN"),
+        ModelSpec("bn_after_act", "Conv → ReLU → BatchNorm, SeparableConv2D, DepthwiseConv2D"),
+        ModelSpec("embedding_lstm", "Embedding + LSTM over 64 pixel tokens (int32 ids)", recurrent=True),
+        ModelSpec("bilstm_gru", "Bidirectional LSTM + GRU over 8 rows of 8 pixels", recurrent=True),
+        ModelSpec("transformer", "Transformer encoder block (MultiHeadAttention, LayerNorm, FFN) over 8 rows"),
+        ModelSpec("conv1d_audio", "Conv1D classifier of 256-sample noisy tones (4 frequency bands)"),
+        ModelSpec("tabular_mlp", "MLP with an adapted Normalization layer on sklearn breast_cancer (30 features)"),
+        ModelSpec(
+            "multi_input", "two inputs: image float32[N,8,8,1] and counts int32[N,8] (signature order ≠ model order)"
+        ),
+        ModelSpec("multi_output", "two heads: digit softmax[N,10] and ink regression[N,1]"),
+        ModelSpec("keras3_export", "Keras 3 CNN saved with model.export()", keras3=True),
+        ModelSpec("tf_module", "plain tf.Module MLP trained with GradientTape, tf.saved_model.save"),
+        ModelSpec(
+            "dynamic_hw", "CNN with input [N,?,?,1] and global pooling, trained on 16×16 digits", dynamic_hw=True
+        ),
+        # issue 22: tasks beyond classification, .keras files, multi-signature, exact GELU, GroupNorm, Python
+        # callbacks, string input, open H×W with in-graph preprocessing, STFT front end, video
+        ModelSpec(
+            "regression_mlp",
+            "Normalization → MLP → one value, sklearn diabetes (10 features, raw targets)",
+            task="regression",
+        ),
+        ModelSpec(
+            "multilabel_sigmoid",
+            "CNN → 4 independent sigmoid tags of a digit (even, > 4, < 3, has a loop)",
+            task="multilabel",
+        ),
+        ModelSpec(
+            "unet_seg",
+            "U-Net (conv, pool, upsample, skip concat) → per-pixel softmax of 3 ink levels, 16×16",
+            task="segmentation",
+        ),
+        ModelSpec(
+            "detection_heads",
+            "digit placed in a 16×16 canvas → `classes` softmax[N,10] + `boxes` sigmoid[N,4]",
+            task="detection",
+        ),
+        ModelSpec(
+            "convnext_keras",
+            "ConvNeXt block (depthwise 7×7, LayerNorm, exact GELU MLP, residual), Keras 3 `.keras` file",
+            keras3=True,
+            model_file="model.keras",
+            refusals=(GELU_TFJS,),
+        ),
+        ModelSpec("multi_signature", "tf.Module with 3 signatures (a_features, b_logits, serving_default: sorts last)"),
+        ModelSpec(
+            "gelu_transformer",
+            "Transformer block with exact GELU (tf.nn.gelu → Erfc) over 8 rows",
+            refusals=(GELU_TFJS,),
+        ),
+        ModelSpec("groupnorm", "Conv → GroupNormalization(4 groups) → ReLU ×2 on 8×8 digits"),
+        ModelSpec(
+            "numpy_function",
+            "tf.Module whose serving function calls tf.numpy_function before a Keras CNN",
+            refusals=(("*", (r"numpy_function|PyFunc|Python",)),),
+        ),
+        ModelSpec(
+            "text_vectorization",
+            "string input → TextVectorization → Embedding → pooling → softmax(4 topics)",
+            refusals=(("tfjs", (r"string",)),),
+        ),
+        ModelSpec(
+            "resize_standardize",
+            "input [N,?,?,1] → tf.image.resize 16×16 → per_image_standardization → CNN",
+            dynamic_hw=True,
+        ),
+        ModelSpec("stft_logmel", "waveform[N,256] → tf.signal.stft → |·| → mel matrix → log → CNN, 4 tone bands"),
+        ModelSpec("conv3d_video", "Conv3D over 4 frames of 8×8 (a digit sliding right) → global pooling → softmax"),
+    )
+}

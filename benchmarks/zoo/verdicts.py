@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchmarks.zoo.browser import predict_in_browser
 from benchmarks.zoo.context import Context, compare, primary
-from benchmarks.zoo.oracles import TFJS_SAMPLES, oracle_tflite, run_tflite, run_tfjs
+from benchmarks.zoo.oracles import TFJS_SAMPLES, oracle_tflite, run_tfjs, run_tflite
 
 # Tolerances (outputs are probabilities or small regressions; "scale" = max |reference| of that output, at least 1).
 FP32_ATOL = 1e-4
@@ -134,8 +135,9 @@ def check_tfjs(ctx: Context, out: Path) -> dict:
     if model_dir is None:
         return wrong("no model.json in the output")
     ref = {k: v[:TFJS_SAMPLES] for k, v in ctx.reference.items()}
-    return _close_to_reference(ref, run_tfjs(ctx, model_dir), ctx.y[:TFJS_SAMPLES], ctx.spec.task,
-                               "tfjs differs from the SavedModel")
+    return _close_to_reference(
+        ref, run_tfjs(ctx, model_dir), ctx.y[:TFJS_SAMPLES], ctx.spec.task, "tfjs differs from the SavedModel"
+    )
 
 
 def check_auto(ctx: Context, out: Path) -> dict:
@@ -162,8 +164,13 @@ def check_auto(ctx: Context, out: Path) -> dict:
     return ok(f"chose {chosen['name']}", **m)
 
 
-MAIN_METRIC = {"classification": "accuracy", "multilabel": "f1_macro", "regression": "r2", "segmentation": "miou",
-               "detection": "box_iou"}
+MAIN_METRIC = {
+    "classification": "accuracy",
+    "multilabel": "f1_macro",
+    "regression": "r2",
+    "segmentation": "miou",
+    "detection": "box_iou",
+}
 EVAL_METRIC_TOL = 0.02  # eval's task metric vs the independent one (streamed batches, float rounding)
 
 
@@ -185,8 +192,10 @@ def check_eval(ctx: Context, out: Path) -> dict:
     tol = max(1.0 / ctx.n, EVAL_METRIC_TOL) + 1e-9
     chosen = (report.get("task") or {}).get("name", "classification")
     if chosen != task:
-        return wrong(f"eval measured the model as {chosen!r}; it is a {task} model "
-                     f"({(report.get('task') or {}).get('reason', '')})"[:300])
+        return wrong(
+            f"eval measured the model as {chosen!r}; it is a {task} model "
+            f"({(report.get('task') or {}).get('reason', '')})"[:300]
+        )
     ref_main = compare(ctx.reference, ctx.reference, ctx.y, task).get("accuracy")
     problems, checked = [], 0
     said = _row_main(report["reference"], task)
@@ -205,9 +214,10 @@ def check_eval(ctx: Context, out: Path) -> dict:
             continue  # eval reported a file that does not run: the row's own text says so
         m = compare(ctx.reference, got, ctx.y, task)
         checked += 1
-        for key, theirs, mine in ((MAIN_METRIC[task], _row_main(row, task), m.get("accuracy")),
-                                  ("agreement", row.get("top1_agreement") if task == "classification" else None,
-                                   m["agreement"])):
+        for key, theirs, mine in (
+            (MAIN_METRIC[task], _row_main(row, task), m.get("accuracy")),
+            ("agreement", row.get("top1_agreement") if task == "classification" else None, m["agreement"]),
+        ):
             if theirs is not None and mine is not None and abs(theirs - mine) > tol:
                 problems.append(f"{path.name} {key} {theirs:.4f}, independently {mine:.4f}")
     if problems:
@@ -226,7 +236,6 @@ def check_demo(ctx: Context, out: Path, browser: bool) -> dict:
         return wrong(f"site lacks {missing}")
     if not browser:
         return ok("site written (browser check off)")
-    from benchmarks.zoo.browser import predict_in_browser  # noqa: PLC0415
 
     n = 4
     got = predict_in_browser(site, {k: v[:n] for k, v in ctx.inputs.items()})
@@ -234,8 +243,9 @@ def check_demo(ctx: Context, out: Path, browser: bool) -> dict:
     if "__probabilities__" in got:  # a page whose predict() returns only the ranked head's probabilities
         head = primary(ref)
         ref, got = {head: ref[head]}, {head: got["__probabilities__"]}
-    return _close_to_reference(ref, got, ctx.y[:n], ctx.spec.task, "page's predict() differs from TF",
-                               "predict() in Chromium matches TF")
+    return _close_to_reference(
+        ref, got, ctx.y[:n], ctx.spec.task, "page's predict() differs from TF", "predict() in Chromium matches TF"
+    )
 
 
 def verdict(ctx: Context, cell: str, out: Path, args: dict) -> dict:
@@ -247,5 +257,9 @@ def verdict(ctx: Context, cell: str, out: Path, args: dict) -> dict:
         return check_quant_mode(ctx, cell, out, batch)
     if cell == "qat":
         return check_qat(ctx, out, batch, args.get("int8_out"))
-    return {"tfjs": lambda: check_tfjs(ctx, out), "auto": lambda: check_auto(ctx, out),
-            "eval": lambda: check_eval(ctx, out), "demo": lambda: check_demo(ctx, out, args.get("browser", False))}[cell]()
+    return {
+        "tfjs": lambda: check_tfjs(ctx, out),
+        "auto": lambda: check_auto(ctx, out),
+        "eval": lambda: check_eval(ctx, out),
+        "demo": lambda: check_demo(ctx, out, args.get("browser", False)),
+    }[cell]()

@@ -16,17 +16,27 @@ _OPTIONS = (
     (re.compile(r"--signature[ =]([A-Za-z_][\w]*)"), lambda m: ["--signature", m.group(1)]),
 )
 _NEGATED = re.compile(r"\b(not|nor|neither|no)\b[^.;]*$", re.IGNORECASE)  # "not with --X", "nor --X": not advice
-_APPLIES = {"--litert": ("demo",), "--batch": ("fp32", "fp16", "dynamic", "int8", "int16x8", "auto", "tfjs"),
-            "--allow-select-tf-ops": ("fp32", "fp16", "dynamic", "int8", "int16x8", "auto"),
-            "--signature": ("fp32", "fp16", "dynamic", "int8", "int16x8", "qat", "tfjs", "auto", "eval", "demo")}
+_APPLIES = {
+    "--litert": ("demo",),
+    "--batch": ("fp32", "fp16", "dynamic", "int8", "int16x8", "auto", "tfjs"),
+    "--allow-select-tf-ops": ("fp32", "fp16", "dynamic", "int8", "int16x8", "auto"),
+    "--signature": ("fp32", "fp16", "dynamic", "int8", "int16x8", "qat", "tfjs", "auto", "eval", "demo"),
+}
 
 
 def named_options(reason: str, cell: str, args: list[str]) -> list[str]:
     """The options ``reason`` names that apply to ``cell`` and ``args`` lacks, as extra CLI arguments (may be [])."""
     extra: list[str] = []
     for pattern, make in _OPTIONS:
-        m = next((m for m in pattern.finditer(reason) if not _NEGATED.search(reason[max(0, m.start() - 24):m.start()])
-                  and "does not help" not in reason[m.end():m.end() + 25]), None)
+        m = next(
+            (
+                m
+                for m in pattern.finditer(reason)
+                if not _NEGATED.search(reason[max(0, m.start() - 24) : m.start()])
+                and "does not help" not in reason[m.end() : m.end() + 25]
+            ),
+            None,
+        )
         if not m:
             continue
         option = make(m)

@@ -19,8 +19,11 @@ BY_SUFFIX: dict[str, type[Reader]] = {
     **{s: TFRecordReader for s in TFRECORD_SUFFIXES},
 }
 
-SUPPORTED = (".npz, .npy, .csv, .tfrecord/.tfrecords/.tfr (tf.train.Example), or a folder of images ("
-             + ", ".join(s.lstrip(".") for s in IMAGE_SUFFIXES) + ", flat or in class sub-folders)")
+SUPPORTED = (
+    ".npz, .npy, .csv, .tfrecord/.tfrecords/.tfr (tf.train.Example), or a folder of images ("
+    + ", ".join(s.lstrip(".") for s in IMAGE_SUFFIXES)
+    + ", flat or in class sub-folders)"
+)
 
 
 def reader_for(path: Path) -> type[Reader]:
@@ -30,8 +33,9 @@ def reader_for(path: Path) -> type[Reader]:
     if path.is_dir():
         return ImageFolderReader
     if not path.is_file():  # a FIFO would block the read forever, /dev/zero would never end
-        raise CalibrationError(f"calibration data {path} is not a regular file (a device, FIFO or socket); "
-                               f"expected {SUPPORTED}")
+        raise CalibrationError(
+            f"calibration data {path} is not a regular file (a device, FIFO or socket); expected {SUPPORTED}"
+        )
     cls = BY_SUFFIX.get(path.suffix.lower())
     if cls is None:
         kind = f"extension {path.suffix!r}" if path.suffix else "a file without extension"

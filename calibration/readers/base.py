@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -94,7 +93,7 @@ def index_chunks(indices: np.ndarray | None, n: int, batch_size: int) -> Iterato
         return
     idx = np.asarray(indices)
     for start in range(0, len(idx), batch_size):
-        yield idx[start:start + batch_size]
+        yield idx[start : start + batch_size]
 
 
 def selected_rows(rows: Iterator, indices: np.ndarray | None, batch_size: int) -> Iterator[list]:

@@ -13,9 +13,8 @@ import re
 import struct
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -30,7 +29,7 @@ from calibration.types import LoadOptions
 DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, zlib.error)
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
-MAX_PIXELS = 100_000_000   # 10000 x 10000: larger images are refused (checked from the header, before decoding)
+MAX_PIXELS = 100_000_000  # 10000 x 10000: larger images are refused (checked from the header, before decoding)
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 _MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"BM")
 _RESAMPLE = {"bilinear": "BILINEAR", "nearest": "NEAREST", "area": "BOX"}
@@ -41,8 +40,9 @@ def looks_like_image(data: bytes) -> bool:
     return data.startswith(_MAGIC)
 
 
-def image_layout(spec: TensorSpec, contract: ImageContract | None = None
-                 ) -> tuple[tuple[int | None, int | None], int | None, str | None]:
+def image_layout(
+    spec: TensorSpec, contract: ImageContract | None = None
+) -> tuple[tuple[int | None, int | None], int | None, str | None]:
     """(H, W), channels (None = no channel dim) and a problem, for an NHWC / NHW image input (or the layout its
     contract names, NCHW included)."""
     if contract is not None:
@@ -52,19 +52,26 @@ def image_layout(spec: TensorSpec, contract: ImageContract | None = None
         return (dims[0], dims[1]), None, None
     if len(dims) == 3 and dims[2] in _MODES:
         return (dims[0], dims[1]), dims[2], None
-    return (None, None), None, (f"input {spec.name!r}: images need an input of shape (any, H, W) or "
-                                f"(any, H, W, C) with C in 1/3/4, the model has {show_shape(spec.shape)}")
+    return (
+        (None, None),
+        None,
+        (
+            f"input {spec.name!r}: images need an input of shape (any, H, W) or "
+            f"(any, H, W, C) with C in 1/3/4, the model has {show_shape(spec.shape)}"
+        ),
+    )
 
 
-def decode_image(data: bytes | Path, spec: TensorSpec, origin: str, contract: ImageContract | None = None
-                 ) -> np.ndarray:
+def decode_image(
+    data: bytes | Path, spec: TensorSpec, origin: str, contract: ImageContract | None = None
+) -> np.ndarray:
     """Decode one image as uint8 0..255 (H, W[, C]): in the contract's channel order and resized to its H×W with
     its method, else to the spec's layout (bilinear).
 
     ``origin`` names the image in errors (a file, or a record of a TFRecord). Images over MAX_PIXELS are refused
     from their header, before any pixel is decoded; anything Pillow cannot decode raises CalibrationError.
     """
-    from PIL import Image  # noqa: PLC0415
+    from PIL import Image
 
     (h, w), channels, _ = image_layout(spec, contract)
     resample = getattr(Image, _RESAMPLE[contract.resize] if contract is not None else "BILINEAR")
@@ -99,14 +106,21 @@ def to_model_input(images: list[np.ndarray], contract: ImageContract | None) -> 
 
 
 def _too_large(origin: str, size: str) -> CalibrationError:
-    return CalibrationError(f"image {origin} is too large: {size}, over the limit of {MAX_PIXELS:,} pixels "
-                            "(10000x10000); downscale it first")
+    return CalibrationError(
+        f"image {origin} is too large: {size}, over the limit of {MAX_PIXELS:,} pixels "
+        "(10000x10000); downscale it first"
+    )
 
 
 def _images_in(folder: Path, recursive: bool) -> list[Path]:
     found = folder.rglob("*") if recursive else folder.iterdir()
-    return sorted(p for p in found if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
-                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    return sorted(
+        p
+        for p in found
+        if p.is_file()
+        and p.suffix.lower() in IMAGE_SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
 
 
 def split_parent(root: Path, per_class: list[tuple[str, list[Path]]]) -> str | None:
@@ -125,9 +139,11 @@ def split_parent(root: Path, per_class: list[tuple[str, list[Path]]]) -> str | N
         return None
     splits = ", ".join(name for name, _ in per_class)
     classes = ", ".join(sorted(shared)[:6]) + (", ..." if len(shared) > 6 else "")
-    return (f"{root} holds no images in its sub-folders ({splits}), only in their sub-folders ({classes}): it looks "
-            f"like the parent of data splits, which would be read as {len(per_class)} classes named {splits}; "
-            f"pass one split, e.g. {root / per_class[0][0]}")
+    return (
+        f"{root} holds no images in its sub-folders ({splits}), only in their sub-folders ({classes}): it looks "
+        f"like the parent of data splits, which would be read as {len(per_class)} classes named {splits}; "
+        f"pass one split, e.g. {root / per_class[0][0]}"
+    )
 
 
 class ImageFolderReader(Reader):
@@ -141,8 +157,10 @@ class ImageFolderReader(Reader):
         self.label_idx: np.ndarray | None = None
         self.contract = for_input(options.images, self.specs[0].name) if len(self.specs) == 1 else None
         if len(self.specs) > 1:
-            self.problems.append(f"an image folder feeds one input but the model has {len(self.specs)} inputs "
-                                 f"({', '.join(s.name for s in self.specs)}); use an .npz with one array per input")
+            self.problems.append(
+                f"an image folder feeds one input but the model has {len(self.specs)} inputs "
+                f"({', '.join(s.name for s in self.specs)}); use an .npz with one array per input"
+            )
             return
         _, _, problem = image_layout(self.specs[0], self.contract)
         if problem:
@@ -164,8 +182,10 @@ class ImageFolderReader(Reader):
             if empty:  # kept as classes, as image_dataset_from_directory does: the other classes keep their index
                 self.warnings.append(f"class folder(s) {', '.join(empty)} of {path.name}/ hold no images")
             if top:
-                self.warnings.append(f"{len(top)} images at the top of {path.name}/ ignored: with class sub-folders "
-                                     "only images inside them are used")
+                self.warnings.append(
+                    f"{len(top)} images at the top of {path.name}/ ignored: with class sub-folders "
+                    "only images inside them are used"
+                )
         else:
             self.files = top
 
@@ -191,6 +211,8 @@ class ImageFolderReader(Reader):
                 raise CalibrationError(f"{len(bad)} unusable image(s) in {self.path}: " + "; ".join(bad[:5]))
             shapes = sorted({a.shape for a in arrays})
             if len(shapes) > 1:
-                raise CalibrationError(f"images in {self.path} differ in size ({', '.join(map(str, shapes[:4]))}) "
-                                       f"and input {spec.name!r} has no fixed H/W to resize to")
+                raise CalibrationError(
+                    f"images in {self.path} differ in size ({', '.join(map(str, shapes[:4]))}) "
+                    f"and input {spec.name!r} has no fixed H/W to resize to"
+                )
             yield {spec.name: to_model_input(arrays, self.contract)}

@@ -13,7 +13,7 @@ import numpy as np
 
 from calibration.readers.base import reason
 
-MAX_HEADER_BYTES = 10_000          # numpy's own default for untrusted headers
+MAX_HEADER_BYTES = 10_000  # numpy's own default for untrusted headers
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,10 @@ def header_problem(h: NpyHeader, data_bytes: int, what: str) -> str | None:
     if h.shape[0] and h.row_bytes == 0:
         return f"{what} has empty samples (shape {h.shape}, dtype {h.dtype}): nothing to feed a model"
     if h.nbytes > data_bytes:
-        return (f"{what} declares shape {h.shape} of {h.dtype} = {h.nbytes:,} bytes, but only {data_bytes:,} bytes "
-                "follow its header: the file is truncated or its header is wrong")
+        return (
+            f"{what} declares shape {h.shape} of {h.dtype} = {h.nbytes:,} bytes, but only {data_bytes:,} bytes "
+            "follow its header: the file is truncated or its header is wrong"
+        )
     return None
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 import codecs
 import csv
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -21,8 +20,7 @@ from calibration.spec import TensorSpec, show_shape
 from calibration.types import LoadOptions
 from calibration.validate import reshape_flat
 
-
-MAX_LINE_CHARS = 32 << 20   # one physical line; a CSV of numbers has no reason to come near it
+MAX_LINE_CHARS = 32 << 20  # one physical line; a CSV of numbers has no reason to come near it
 
 
 def _lines(f, path: Path) -> Iterator[str]:
@@ -31,8 +29,9 @@ def _lines(f, path: Path) -> Iterator[str]:
     while line := f.readline(MAX_LINE_CHARS + 1):
         number += 1
         if len(line) > MAX_LINE_CHARS and not line.endswith(("\n", "\r")):
-            raise CalibrationError(f"cannot read {path} as CSV: line {number} is longer than "
-                                   f"{MAX_LINE_CHARS:,} characters")
+            raise CalibrationError(
+                f"cannot read {path} as CSV: line {number} is longer than {MAX_LINE_CHARS:,} characters"
+            )
         yield line
 
 
@@ -63,8 +62,9 @@ def records(path: Path) -> Iterator[tuple[int, list[str]]]:
                 yield line, row
     except UnicodeDecodeError:
         bad_line, byte = _first_invalid_utf8(path)
-        raise CalibrationError(f"cannot read {path} as CSV: it is not UTF-8 text (byte 0x{byte:02x} on line "
-                               f"{bad_line}); save it as UTF-8") from None
+        raise CalibrationError(
+            f"cannot read {path} as CSV: it is not UTF-8 text (byte 0x{byte:02x} on line {bad_line}); save it as UTF-8"
+        ) from None
     except csv.Error as exc:
         raise CalibrationError(f"cannot read {path} as CSV: line {line + 1}: {reason(exc)}") from None
 
@@ -102,15 +102,18 @@ class CsvReader(Reader):
             self.problems.append(f"{path.name} is empty: expected a header row and one row per sample")
             return
         if options.feature_key:
-            self.warnings.append(f"feature key {options.feature_key!r} ignored for CSV: every non-label column "
-                                 "is a feature")
+            self.warnings.append(
+                f"feature key {options.feature_key!r} ignored for CSV: every non-label column is a feature"
+            )
         self.label_col = None
         if options.label_key:
             if options.label_key in self.header:
                 self.label_col = self.header.index(options.label_key)
             else:
-                self.problems.append(f"label column {options.label_key!r} not in {path.name}; columns found: "
-                                     f"{', '.join(self.header[:20])}{' ...' if len(self.header) > 20 else ''}")
+                self.problems.append(
+                    f"label column {options.label_key!r} not in {path.name}; columns found: "
+                    f"{', '.join(self.header[:20])}{' ...' if len(self.header) > 20 else ''}"
+                )
         self.feature_cols = [i for i in range(len(self.header)) if i != self.label_col]
         self.layout = self._layout()
         self._scan()
@@ -121,10 +124,14 @@ class CsvReader(Reader):
             return [(self.specs[0], 0, n_cols)]
         sizes = [math.prod(s.sample_shape) if None not in s.sample_shape else None for s in self.specs]
         if None in sizes or sum(sizes) != n_cols:
-            need = ", ".join(f"{s.name} {show_shape(s.shape)} = {z if z is not None else 'unknown'}"
-                             for s, z in zip(self.specs, sizes))
-            self.problems.append(f"{self.path.name} has {n_cols} feature columns; the inputs need "
-                                 f"{'a fixed number' if None in sizes else sum(sizes)} in spec order ({need})")
+            need = ", ".join(
+                f"{s.name} {show_shape(s.shape)} = {z if z is not None else 'unknown'}"
+                for s, z in zip(self.specs, sizes)
+            )
+            self.problems.append(
+                f"{self.path.name} has {n_cols} feature columns; the inputs need "
+                f"{'a fixed number' if None in sizes else sum(sizes)} in spec order ({need})"
+            )
             return []
         starts = np.cumsum([0, *sizes])
         return [(s, int(a), int(b)) for s, a, b in zip(self.specs, starts[:-1], starts[1:])]
@@ -147,13 +154,18 @@ class CsvReader(Reader):
             if self.label_col is not None:
                 labels.append(row[self.label_col].strip())
                 if len(labels[-1]) > MAX_LABEL_CHARS and long_label is None:
-                    long_label = f"line {line}: a label of {len(labels[-1]):,} characters (the limit is {MAX_LABEL_CHARS})"
+                    long_label = (
+                        f"line {line}: a label of {len(labels[-1]):,} characters (the limit is {MAX_LABEL_CHARS})"
+                    )
         if bad_width:
-            self.problems.append(f"{len(bad_width)} rows of {self.path.name} do not have the header's {width} "
-                                 f"columns ({'; '.join(bad_width[:5])})")
+            self.problems.append(
+                f"{len(bad_width)} rows of {self.path.name} do not have the header's {width} "
+                f"columns ({'; '.join(bad_width[:5])})"
+            )
         if bad_value:
-            self.problems.append(f"{len(bad_value)} rows of {self.path.name} have non-numeric features "
-                                 f"({'; '.join(bad_value[:5])})")
+            self.problems.append(
+                f"{len(bad_value)} rows of {self.path.name} have non-numeric features ({'; '.join(bad_value[:5])})"
+            )
         if long_label:
             self.problems.append(f"{self.path.name} {long_label}")
         self._rows_ok = not bad_width and not bad_value

@@ -15,17 +15,18 @@ import struct
 import zlib
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
+from calibration.contract import for_input
 from calibration.errors import CalibrationError
 from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
-from calibration.contract import for_input
 from calibration.readers.images import decode_image, image_layout, looks_like_image, to_model_input
 from calibration.spec import TensorSpec, show_shape
+from calibration.tfenv import import_tf
 from calibration.types import LoadOptions
 from calibration.validate import reshape_flat
 
@@ -119,12 +120,8 @@ def _truncated(path: Path, index: int, offset: int, detail: str) -> CalibrationE
 
 def _examples(path: Path, offsets: array) -> Iterator:
     """Parsed tf.train.Example protos of the file, in order; CalibrationError naming the record otherwise."""
-    from google.protobuf.message import DecodeError  # noqa: PLC0415
-
-    from calibration.tfenv import import_tf  # noqa: PLC0415
-
     tf = import_tf()
-    from tensorflow.python.util import deprecation  # noqa: PLC0415
+    from tensorflow.python.util import deprecation
 
     index = 0
     options = tf.io.TFRecordOptions(compression_type="GZIP" if is_gzip(path) else "")

@@ -16,5 +16,20 @@ from edge_tool.auto.render import budget_error, print_result, to_markdown
 from edge_tool.auto.result import AutoResult, Candidate, Decision
 from edge_tool.auto.run import run_auto
 
-__all__ = ["INTEGER_RANK", "LATENCY_TIE", "LATENCY_TIE_MS", "SELECTIVE", "SIZE_TIE", "AutoConfig", "AutoResult",
-           "Candidate", "Decision", "Objective", "budget_error", "choose", "print_result", "run_auto", "to_markdown"]
+__all__ = [
+    "INTEGER_RANK",
+    "LATENCY_TIE",
+    "LATENCY_TIE_MS",
+    "SELECTIVE",
+    "SIZE_TIE",
+    "AutoConfig",
+    "AutoResult",
+    "Candidate",
+    "Decision",
+    "Objective",
+    "budget_error",
+    "choose",
+    "print_result",
+    "run_auto",
+    "to_markdown",
+]

@@ -12,9 +12,11 @@ from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 SELECTIVE = "int8-selective"
 INTEGER_ONLY = "integer-only"
-REQUIREMENTS = {INTEGER_ONLY: "only candidates that run on TFLite Micro, the Edge TPU and integer NPUs: every "
-                              "computed tensor 8-bit (int32 biases), no float op apart from the float I/O's "
-                              "QUANTIZE/DEQUANTIZE, no custom/Flex op"}
+REQUIREMENTS = {
+    INTEGER_ONLY: "only candidates that run on TFLite Micro, the Edge TPU and integer NPUs: every "
+    "computed tensor 8-bit (int32 biases), no float op apart from the float I/O's "
+    "QUANTIZE/DEQUANTIZE, no custom/Flex op"
+}
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,10 @@ class AutoConfig:
             problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}.")
         problems += below_minimum({"--threads": (self.threads, 1), "--max-float-layers": (self.max_float_layers, 0)})
         if not (self.model.is_dir() or is_keras_file(self.model)):
-            problems.append(f"--quant auto measures against the model as reference, so MODEL must be a SavedModel "
-                            f"directory or a .keras/.h5 file; {self.model} is neither.")
+            problems.append(
+                f"--quant auto measures against the model as reference, so MODEL must be a SavedModel "
+                f"directory or a .keras/.h5 file; {self.model} is neither."
+            )
         if self.require is not None and self.require not in REQUIREMENTS:
             problems.append(f"--require expects {', '.join(REQUIREMENTS)}, got {self.require!r}.")
         if not self.eval_data.exists():
@@ -73,8 +77,12 @@ class AutoConfig:
     def inputs(self) -> tuple[tuple[str, Path | None], ...]:
         """(name, path) of every input the output must stay clear of (fsutil.check_not_input)."""
         c = self.convert
-        return (("model", c.model), ("eval data", self.eval_data), ("calibration data", c.calibration),
-                ("training data", c.train_data))
+        return (
+            ("model", c.model),
+            ("eval data", self.eval_data),
+            ("calibration data", c.calibration),
+            ("training data", c.train_data),
+        )
 
     @property
     def modes(self) -> tuple[str, ...]:

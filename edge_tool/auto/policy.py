@@ -5,8 +5,8 @@ from __future__ import annotations
 from edge_tool.auto.config import SELECTIVE, Objective
 from edge_tool.auto.result import Candidate
 
-SIZE_TIE = 0.02         # sizes within 2 % of the smallest count as equal (full int8 carries a few more scales)
-LATENCY_TIE = 0.05      # p50s within 5 % of the fastest count as equal ...
+SIZE_TIE = 0.02  # sizes within 2 % of the smallest count as equal (full int8 carries a few more scales)
+LATENCY_TIE = 0.05  # p50s within 5 % of the fastest count as equal ...
 LATENCY_TIE_MS = 0.005  # ... or within 5 µs: a tiny file's p50 moves that much from run to run (docs/performance.md)
 # A full tie (size and latency) goes to the more accurate, then to the more integer-only candidate: full int8
 # runs on integer accelerators (Edge TPU, NPUs, DSPs); dynamic range keeps float activations.
@@ -87,8 +87,11 @@ def reason(candidates: list[Candidate], objective: Objective, require: str | Non
         if runner is None:
             text = f"{best.name} is the only {require + ' ' if require else ''}candidate within the budget"
         else:
-            text += (f" ({_kb(best)}; {runner.name} is {_more(runner.size_bytes, best.size_bytes)} larger)" if size
-                     else f" (p50 {_lat(best):.3f} ms; {runner.name} is {_more(_lat(runner), _lat(best))} slower)")
+            text += (
+                f" ({_kb(best)}; {runner.name} is {_more(runner.size_bytes, best.size_bytes)} larger)"
+                if size
+                else f" (p50 {_lat(best):.3f} ms; {runner.name} is {_more(_lat(runner), _lat(best))} slower)"
+            )
     else:
         tie = f"{100 * (SIZE_TIE if size else LATENCY_TIE):.0f} %"
         text = f"{' and '.join(c.name for c in tied)} tie on {word} within {tie}"
@@ -96,15 +99,28 @@ def reason(candidates: list[Candidate], objective: Objective, require: str | Non
         slower = [c for c in tied if c not in near]
         if slower:
             ref = min(slower, key=lambda c: _lat(c) if size else c.size_bytes)
-            text += (f"; {best.name} is {_more(_lat(ref), _lat(best))} faster on this host than {ref.name}" if size
-                     else f"; {best.name} is {_more(ref.size_bytes, best.size_bytes)} smaller than {ref.name}")
+            text += (
+                f"; {best.name} is {_more(_lat(ref), _lat(best))} faster on this host than {ref.name}"
+                if size
+                else f"; {best.name} is {_more(ref.size_bytes, best.size_bytes)} smaller than {ref.name}"
+            )
         if len(near) > 1:
-            text += (f" and on {other_word}" if len(near) == len(tied) else
-                     f"; {' and '.join(c.name for c in near)} also tie on {other_word}")
+            text += (
+                f" and on {other_word}"
+                if len(near) == len(tied)
+                else f"; {' and '.join(c.name for c in near)} also tie on {other_word}"
+            )
             text += f"; {_why_among(best, near)}"
     measure = (lambda c: c.size_bytes) if size else _lat
-    beaten = [c for c in candidates if not c.meets_budget and not c.failed and c.accuracy_drop is not None
-              and measure(c) is not None and measure(c) < measure(best)]
+    beaten = [
+        c
+        for c in candidates
+        if not c.meets_budget
+        and not c.failed
+        and c.accuracy_drop is not None
+        and measure(c) is not None
+        and measure(c) < measure(best)
+    ]
     if beaten:
         c = min(beaten, key=measure)
         text += f" ({c.name} is {'smaller' if size else 'faster'} but lost {100 * c.accuracy_drop:.1f} pt)"

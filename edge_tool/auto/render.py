@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+from rich.table import Table
+
 from edge_tool.auto.result import AutoResult
+from edge_tool.core.textsafe import md, md_row, text
 from edge_tool.errors import BudgetExceeded
 from edge_tool.tasks.registry import get_task
-from edge_tool.core.textsafe import md, md_row, text
 
 TABLE_HEADERS = ["candidate", "size", "accuracy", "drop", "p50 ms", "in budget", "chosen", "float layers"]
 
@@ -29,24 +32,43 @@ def table_rows(result: AutoResult) -> list[list[str]]:
     rows, pct = [], _percent(result)
     for c in result.candidates:
         acc = "—" if c.accuracy is None else f"{100 * c.accuracy:.2f}%" if pct else f"{c.accuracy:.4f}"
-        drop = "—" if c.accuracy_drop is None else f"{100 * c.accuracy_drop:+.2f} pt" if pct else f"{c.accuracy_drop:+.4f}"
+        drop = (
+            "—" if c.accuracy_drop is None else f"{100 * c.accuracy_drop:+.2f} pt" if pct else f"{c.accuracy_drop:+.4f}"
+        )
         lat = "—" if c.latency_ms_p50 is None else f"{c.latency_ms_p50:.3f}"
         size = "—" if c.size_bytes is None else f"{c.size_bytes / 1e3:.1f} kB"
         verdict = "failed" if c.failed else "yes" if c.meets_budget else "no"
-        rows.append([c.name, size, acc, drop, lat, verdict,
-                     "✔" if c.chosen else "", ", ".join(short_layer(n) for n in c.float_layers or ())])
+        rows.append(
+            [
+                c.name,
+                size,
+                acc,
+                drop,
+                lat,
+                verdict,
+                "✔" if c.chosen else "",
+                ", ".join(short_layer(n) for n in c.float_layers or ()),
+            ]
+        )
     return rows
 
 
 def to_markdown(result: AutoResult) -> str:
     """decision.md: budget line, the table, the float layers."""
     cfg = result.config
-    lines = [f"## edgetool convert --quant auto (objective {cfg.objective.value}, max drop {cfg.max_drop:g} = "
-             f"{100 * cfg.max_drop:.2f} pt, {cfg.threads} thread(s))", "",
-             "| " + " | ".join(headers(result)) + " |", "|---|---:|---:|---:|---:|---|---|---|"]
+    lines = [
+        f"## edgetool convert --quant auto (objective {cfg.objective.value}, max drop {cfg.max_drop:g} = "
+        f"{100 * cfg.max_drop:.2f} pt, {cfg.threads} thread(s))",
+        "",
+        "| " + " | ".join(headers(result)) + " |",
+        "|---|---:|---:|---:|---:|---|---|---|",
+    ]
     lines += [md_row(row) for row in table_rows(result)]
-    verdict = (f"Chosen: **{md(result.chosen.name)}** ({md(result.chosen.path.name)}): {md(result.reason or '')}."
-               if result.chosen else "No candidate meets the budget; all are under candidates/ for inspection.")
+    verdict = (
+        f"Chosen: **{md(result.chosen.name)}** ({md(result.chosen.path.name)}): {md(result.reason or '')}."
+        if result.chosen
+        else "No candidate meets the budget; all are under candidates/ for inspection."
+    )
     return "\n".join([*lines, "", verdict, *[f"- {md(n)}" for n in result.all_notes()]]) + "\n"
 
 
@@ -57,18 +79,22 @@ def budget_error(result: AutoResult) -> BudgetExceeded:
     if cfg.require and all(c.failed for c in result.candidates):
         return BudgetExceeded(f"--require {cfg.require}: no candidate qualifies; {where}")
     scope = f"no {cfg.require} candidate (--require {cfg.require})" if cfg.require else "no candidate"
-    return BudgetExceeded(f"{scope} keeps the {result.metric} drop within --max-drop {cfg.max_drop:g} "
-                          f"({100 * cfg.max_drop:.2f} pt); {where}")
+    return BudgetExceeded(
+        f"{scope} keeps the {result.metric} drop within --max-drop {cfg.max_drop:g} "
+        f"({100 * cfg.max_drop:.2f} pt); {where}"
+    )
 
 
 def print_result(result: AutoResult) -> None:
     """The decision table on the terminal."""
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
-
     cfg = result.config
-    table = Table(title=text(f"edgetool convert --quant auto → {cfg.output_dir} (objective {cfg.objective.value}, "
-                             f"max drop {100 * cfg.max_drop:.2f} pt)"), title_justify="left")
+    table = Table(
+        title=text(
+            f"edgetool convert --quant auto → {cfg.output_dir} (objective {cfg.objective.value}, "
+            f"max drop {100 * cfg.max_drop:.2f} pt)"
+        ),
+        title_justify="left",
+    )
     for h in headers(result):
         table.add_column(h, justify="right" if h in ("size", result.metric, "drop", "p50 ms") else "left", no_wrap=True)
     for row, c in zip(table_rows(result), result.candidates):

@@ -45,8 +45,17 @@ class Candidate(Record):
     @classmethod
     def failure(cls, name: str, reason: str, path: Path | None = None) -> Candidate:
         """A candidate that failed to convert (no file) or to run in evaluation (``path`` kept)."""
-        return cls(name, name.split("-", 1)[0], path, path.stat().st_size if path and path.is_file() else None,
-                   None, None, None, False, failed=" ".join(reason.split()))
+        return cls(
+            name,
+            name.split("-", 1)[0],
+            path,
+            path.stat().st_size if path and path.is_file() else None,
+            None,
+            None,
+            None,
+            False,
+            failed=" ".join(reason.split()),
+        )
 
 
 def _with_task(d: Decision) -> bool:
@@ -99,10 +108,19 @@ class AutoResult:
     def decision(self) -> Decision:
         """The decision.json form."""
         cfg = self.config
-        return Decision(cfg.objective.value, cfg.max_drop, self.reference_accuracy, cfg.threads,
-                        self.chosen.name if self.chosen else None, self.candidates, self.notes,
-                        None if self.task is None else self.task["name"], None if self.task is None else self.metric,
-                        self.reason, cfg.require)
+        return Decision(
+            cfg.objective.value,
+            cfg.max_drop,
+            self.reference_accuracy,
+            cfg.threads,
+            self.chosen.name if self.chosen else None,
+            self.candidates,
+            self.notes,
+            None if self.task is None else self.task["name"],
+            None if self.task is None else self.metric,
+            self.reason,
+            cfg.require,
+        )
 
     def all_notes(self) -> list[str]:
         """Each failed candidate's reason, then the other notes."""

@@ -9,31 +9,44 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from edge_tool.contract.options import ContractOptions
 from edge_tool.auto.config import INTEGER_ONLY, SELECTIVE, AutoConfig
 from edge_tool.auto.policy import choose, reason
 from edge_tool.auto.render import short_layer, to_markdown
 from edge_tool.auto.result import FILE, AutoResult, Candidate
+from edge_tool.contract.options import ContractOptions
+from edge_tool.convert.api import convert
+from edge_tool.convert.inputs import prepare_inputs
+from edge_tool.convert.metadata_step import for_mode
+from edge_tool.convert.selective import SelectiveInt8
 from edge_tool.convert.source import is_keras_file, prepare_source
 from edge_tool.converter.run import new_converter
-from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.steps import step
+from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.evaluate import EvalConfig, run_eval
+from edge_tool.metadata.writer import embed_metadata
 from edge_tool.modelfiles.tflite_model import integer_only_problem
 
 
 def _eval_config(config: AutoConfig, paths: list[Path]):
-    from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
-
     c = config.convert
-    return EvalConfig(artifacts=tuple(paths), reference=config.reference_model, data=config.eval_data,
-                      threads=config.threads, max_drop=config.max_drop, seed=c.seed, labels=c.labels,
-                      contract=ContractOptions(c.input_range, c.input_mean, c.input_std),
-                      trust_model_code=c.trust_model_code)
+    return EvalConfig(
+        artifacts=tuple(paths),
+        reference=config.reference_model,
+        data=config.eval_data,
+        threads=config.threads,
+        max_drop=config.max_drop,
+        seed=c.seed,
+        labels=c.labels,
+        contract=ContractOptions(c.input_range, c.input_mean, c.input_std),
+        trust_model_code=c.trust_model_code,
+    )
 
 
-def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]) -> tuple[list[Candidate],
-                                                                                                 float | None, dict | None]:
+def measure(
+    config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | None]]
+) -> tuple[list[Candidate], float | None, dict | None]:
     """Run ``edgetool eval``'s pipeline on the files; one Candidate per (name, path, float_layers), the reference's
     main metric and eval's task (the budget is on that task's main metric: accuracy, f1_macro, r2, miou, ...).
 
@@ -60,8 +73,6 @@ def measure(config: AutoConfig, named: list[tuple[str, Path, tuple[str, ...] | N
 
 
 def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate], float | None, dict | None]:
-    from edge_tool.evaluate import run_eval  # noqa: PLC0415
-
     report = run_eval(_eval_config(config, [p for _, p, _ in named]))
     main = (report.task or {}).get("main_metric", "accuracy")
     out = []
@@ -71,8 +82,19 @@ def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate],
             continue
         value, drop = (r.metrics or {}).get(main, r.accuracy), r.metric_drop
         meets = drop is not None and drop <= config.max_drop
-        out.append(Candidate(name, r.quant, path, r.size_bytes, value, drop,
-                             r.latency.p50 if r.latency else None, meets, float_layers=layers))
+        out.append(
+            Candidate(
+                name,
+                r.quant,
+                path,
+                r.size_bytes,
+                value,
+                drop,
+                r.latency.p50 if r.latency else None,
+                meets,
+                float_layers=layers,
+            )
+        )
     return out, (report.reference.metrics or {}).get(main, report.reference.accuracy), report.task
 
 
@@ -83,23 +105,22 @@ def _convert_config(config: AutoConfig, out: Path):
 
 def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candidate | None, list[str]]:
     """Keep the 1, 2, … worst layers (by rmse/scale) in float until the budget is met or the cap is reached."""
-    from edge_tool.convert.inputs import prepare_inputs  # noqa: PLC0415
-    from edge_tool.convert.metadata_step import for_mode  # noqa: PLC0415
-    from edge_tool.convert.selective import SelectiveInt8  # noqa: PLC0415
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-    from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
-
     tf = import_tf()
-    source = prepare_source(config.model, work, config.convert.batch, config.convert.trust_model_code,
-                            config.convert.signature)
+    source = prepare_source(
+        config.model, work, config.convert.batch, config.convert.trust_model_code, config.convert.signature
+    )
     inputs = prepare_inputs(tf, _convert_config(config, work / "unused"), source)
     ds, spec = inputs.dataset, inputs.metadata  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
-        sel = SelectiveInt8(tf, new_converter(source.saved_model, signature=source.signature.key), ds.inputs,
-                            str(config.model))
+        sel = SelectiveInt8(
+            tf, new_converter(source.saved_model, signature=source.signature.key), ds.inputs, str(config.model)
+        )
     layers = sel.candidates(config.max_float_layers)
-    notes = ["int8 layers by rmse/scale (worst first): "
-             + ", ".join(f"{short_layer(e.tensor_name)} {e.rmse_over_scale:.2f}" for e in sel.ranking[:5]) + "."]
+    notes = [
+        "int8 layers by rmse/scale (worst first): "
+        + ", ".join(f"{short_layer(e.tensor_name)} {e.rmse_over_scale:.2f}" for e in sel.ranking[:5])
+        + "."
+    ]
     best = None
     for k in range(1, len(layers) + 1):
         names = tuple(e.tensor_name for e in layers[:k])
@@ -112,8 +133,9 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
         if best.meets_budget:
             break
     if not layers:
-        notes.append("selective int8 skipped: no int8 layer quantizes worse than ideal rounding "
-                     "(or --max-float-layers is 0).")
+        notes.append(
+            "selective int8 skipped: no int8 layer quantizes worse than ideal rounding (or --max-float-layers is 0)."
+        )
     return best, notes
 
 
@@ -124,8 +146,6 @@ def run_auto(config: AutoConfig) -> AutoResult:
     others. ConversionError when no candidate converts at all.
     """
     check_output_dir(config.output_dir, config.convert.force, config.inputs)
-    from edge_tool.convert.api import convert  # noqa: PLC0415
-    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="edgetool-auto-") as tmp:
         work = Path(tmp)
@@ -148,8 +168,9 @@ def run_auto(config: AutoConfig) -> AutoResult:
         notes = _task_notes(task) + _add_selective(config, work, cands, built.artifacts[0].path.stem.rsplit("_", 1)[0])
         best = choose(cands, config.objective)
         cands = [replace(c, chosen=c is best) for c in cands]
-        result = AutoResult(config, tuple(cands), ref_acc, tuple(notes), task,
-                            reason(cands, config.objective, config.require))
+        result = AutoResult(
+            config, tuple(cands), ref_acc, tuple(notes), task, reason(cands, config.objective, config.require)
+        )
         return _write(result, work)
 
 
@@ -177,8 +198,6 @@ def _screen(config: AutoConfig, named: list) -> tuple[list, list[Candidate]]:
 
 def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem: str) -> list[str]:
     """When full int8 converted but misses the budget, append the selective-int8 candidate (or its failure)."""
-    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
-
     int8 = next((c for c in cands if c.name == "int8"), None)
     if int8 is None or int8.meets_budget or config.max_float_layers == 0:
         return []

@@ -20,8 +20,8 @@ class Verdict(str, Enum):
 class Status(str, Enum):
     """What happens to one op (or the whole model) on the target."""
 
-    UNSUPPORTED = "unsupported"   # will not run: the model fails there
-    FALLBACK = "fallback"         # runs elsewhere (CPU) while the rest is accelerated
+    UNSUPPORTED = "unsupported"  # will not run: the model fails there
+    FALLBACK = "fallback"  # runs elsewhere (CPU) while the rest is accelerated
 
 
 @dataclass(frozen=True)
@@ -55,5 +55,6 @@ def verdict_of(findings: list[Finding] | tuple[Finding, ...]) -> Verdict:
 
 def target_result(target: str, artefact, findings, method: str, details: dict | None = None) -> TargetResult:
     """``target``'s result on ``artefact`` (a path or label): the verdict of ``findings``, them, how it was checked."""
-    return TargetResult(target, str(artefact), verdict_of(findings), tuple(findings), method,
-                        {} if details is None else details)
+    return TargetResult(
+        target, str(artefact), verdict_of(findings), tuple(findings), method, {} if details is None else details
+    )

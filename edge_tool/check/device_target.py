@@ -46,10 +46,17 @@ def litert_cpu_on_device(subject, url: DeviceURL) -> TargetResult:
     except Unavailable as exc:
         return conversion_failed("litert-cpu", subject, exc)
     hello, answer = _probe_on_device(url, path, {}, "runtime", missing_runtime)
-    method = (f"load + allocate + invoke on {url.name} ({hello.get('machine')}, {hello['runtime']} "
-              f"{hello.get('runtime_version')}) over ssh")
-    return target_result("litert-cpu", path, _findings(answer), method,
-                         {"runtime": hello["runtime"], "device": device_record(url, hello)})
+    method = (
+        f"load + allocate + invoke on {url.name} ({hello.get('machine')}, {hello['runtime']} "
+        f"{hello.get('runtime_version')}) over ssh"
+    )
+    return target_result(
+        "litert-cpu",
+        path,
+        _findings(answer),
+        method,
+        {"runtime": hello["runtime"], "device": device_record(url, hello)},
+    )
 
 
 def tflm_on_device(subject, url: DeviceURL) -> TargetResult:
@@ -62,8 +69,9 @@ def tflm_on_device(subject, url: DeviceURL) -> TargetResult:
     hello, answer = _probe_on_device(url, path, {"runtime": "tflm", "arena": arena}, "tflm", missing_tflm)
     method = f"allocate + invoke on {url.name} ({hello.get('machine')}, tflite-micro {hello['tflm']}) over ssh"
     facts = {**hello, "runtime": "tflite_micro", "runtime_version": hello["tflm"]}
-    return target_result("tflm", path, _findings(answer), method,
-                         {"tflite_micro": hello["tflm"], "device": device_record(url, facts)})
+    return target_result(
+        "tflm", path, _findings(answer), method, {"tflite_micro": hello["tflm"], "device": device_record(url, facts)}
+    )
 
 
 # check targets that can run on a device: name -> check(subject, url)

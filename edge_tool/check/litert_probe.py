@@ -11,11 +11,11 @@ import sys
 
 import numpy as np
 
+from edge_tool.litert.runtime import interpreter_class
+
 
 def probe(path: str) -> dict:
     """Load + allocate + invoke; the interpreter's own error text when any step fails."""
-    from edge_tool.litert.runtime import interpreter_class  # noqa: PLC0415
-
     cls, name = interpreter_class()
     try:
         it = cls(model_path=path)

@@ -7,11 +7,18 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rich.console import Console
+from rich.markup import escape
+
 from calibration.serial import Record
 from edge_tool.check.base import TargetResult, Verdict
 from edge_tool.check.device_target import DEVICE_TARGETS
 from edge_tool.check.registry import TARGET_NAMES
+from edge_tool.check.subject import classify
+from edge_tool.check.synthetic import NOTE
+from edge_tool.check.targets import TARGETS
 from edge_tool.contract.options import ContractOptions
+from edge_tool.core.env import quiet_native_stderr
 from edge_tool.errors import UsageError
 from edge_tool.evaluate.device.url import DeviceURL
 
@@ -32,8 +39,9 @@ class CheckConfig:
         targets = tuple(dict.fromkeys(TARGET_NAMES if "all" in self.targets else self.targets))
         bad = [t for t in targets if t not in TARGET_NAMES]
         if bad or not targets:
-            raise UsageError(f"--target expects one or more of {', '.join(TARGET_NAMES)} or all, "
-                             f"got {', '.join(bad) or 'none'}.")
+            raise UsageError(
+                f"--target expects one or more of {', '.join(TARGET_NAMES)} or all, got {', '.join(bad) or 'none'}."
+            )
         object.__setattr__(self, "targets", targets)
         if self.device is not None:
             DeviceURL.parse(self.device)  # UsageError (exit 2) for anything but ssh://[user@]host[:port][?python=]
@@ -59,23 +67,22 @@ class CheckReport(Record):
 
 def run_check(config: CheckConfig) -> CheckReport:
     """Check ``config.model`` on each target; UsageError-family errors (exit 2) for bad input."""
-    from edge_tool.check.targets import TARGETS  # noqa: PLC0415
-    from edge_tool.check.subject import classify  # noqa: PLC0415
-    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
-
     subject = classify(config.model, config.calibration, config.trust_model_code)
     subject.contract = config.contract
     targets = TARGETS
     if subject.kind == "tfjs" and set(config.targets) != {"tfjs"}:
-        raise UsageError(f"{config.model} is a TFJS graph model; only --target tfjs can check it (give the "
-                         "SavedModel to check the other targets).")
+        raise UsageError(
+            f"{config.model} is a TFJS graph model; only --target tfjs can check it (give the "
+            "SavedModel to check the other targets)."
+        )
     results = []
     try:
         with quiet_native_stderr():
             for name in config.targets:
                 on_device = DEVICE_TARGETS.get(name) if config.device else None
-                results.append(on_device(subject, DeviceURL.parse(config.device)) if on_device
-                               else targets[name].run(subject))
+                results.append(
+                    on_device(subject, DeviceURL.parse(config.device)) if on_device else targets[name].run(subject)
+                )
     finally:
         if subject.work is not None:
             shutil.rmtree(subject.work, ignore_errors=True)
@@ -86,25 +93,21 @@ def run_check(config: CheckConfig) -> CheckReport:
 
 def _synthetic(result: TargetResult) -> TargetResult:
     """``result`` of an int8 target whose build was calibrated on synthetic data, saying so."""
-    from edge_tool.check.synthetic import NOTE  # noqa: PLC0415
-
     return replace(result, method=f"{result.method}; {NOTE}", details={**result.details, "calibration": "synthetic"})
 
 
 def print_report(report: CheckReport) -> None:
     """The terminal form: per target the verdict, then each finding; file-derived text printed verbatim."""
-    from rich.console import Console  # noqa: PLC0415
-    from rich.markup import escape  # noqa: PLC0415
-
     console = Console(highlight=False, soft_wrap=True)
     colour = {Verdict.RUNS: "green", Verdict.PARTIAL: "yellow", Verdict.FAILS: "red"}
     console.print(f"edgetool check {escape(report.model)} ({report.kind})")
     for r in report.results:
-        console.print(f"[bold]{r.target:<11}[/] [{colour[r.verdict]}]{r.verdict.value}[/]  "
-                      f"[dim]{escape(r.method)}[/]")
+        console.print(f"[bold]{r.target:<11}[/] [{colour[r.verdict]}]{r.verdict.value}[/]  [dim]{escape(r.method)}[/]")
         for f in r.findings:
             console.print(f"    {escape(f.op)}: {f.status.value} — {escape(f.reason)}")
         arena = r.details.get("tensor_arena")
         if arena:
-            console.print(f"    tensor arena {arena['minimum_bytes']} bytes measured "
-                          f"(recommended {arena['recommended_bytes']}), flash {r.details['flash_bytes']} bytes")
+            console.print(
+                f"    tensor arena {arena['minimum_bytes']} bytes measured "
+                f"(recommended {arena['recommended_bytes']}), flash {r.details['flash_bytes']} bytes"
+            )

@@ -13,9 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibration.safe_open import open_regular
+from edge_tool.check.synthetic import SAMPLES, write_synthetic_calibration
+from edge_tool.convert.api import convert
+from edge_tool.convert.config import ConvertConfig
+from edge_tool.convert.fixed_int8 import build_fixed_int8
+from edge_tool.convert.formats import FORMATS
+from edge_tool.convert.inputs import prepare_inputs
+from edge_tool.convert.source import check_keras_file, prepare_source
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError, ModelError, UsageError
-from edge_tool.modelfiles.limits import check_signature, check_tflite_file, read_tflite
+from edge_tool.litert.recipes import resolve_calibration
 from edge_tool.modelcode.guard import require_safe_model
+from edge_tool.modelfiles.limits import check_signature, check_tflite_file, read_tflite
+from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.models.modelio import read_graph_model_json, saved_model_signature
 
 
 class Unavailable(Exception):
@@ -27,7 +38,7 @@ class Subject:
     """The input of a check run and a cache of artefacts made from it."""
 
     path: Path
-    kind: str                      # "model" | "tflite" | "tfjs"
+    kind: str  # "model" | "tflite" | "tfjs"
     calibration: Path | None = None
     contract: object | None = None  # ContractOptions (--input-*): how image calibration data becomes input
     work: Path | None = None
@@ -65,8 +76,6 @@ class Subject:
         if self.path.is_dir():
             return self.path
         if "source" not in self._made:
-            from edge_tool.convert.source import prepare_source  # noqa: PLC0415
-
             try:
                 work = self.temp("source")
                 work.mkdir()
@@ -82,14 +91,10 @@ class Subject:
     def int8_calibration(self) -> Path:
         """Data for the int8 builds: --calibration, else calibration.npz beside the SavedModel, else synthetic
         samples (``check.synthetic``; ``synthetic_calibration`` is then set and the report says so)."""
-        from edge_tool.litert.recipes import resolve_calibration  # noqa: PLC0415
-
         found = resolve_calibration(self.model_dir(), self.calibration)
         if found is not None:
             return found
         if "synthetic" not in self._made:
-            from edge_tool.check.synthetic import write_synthetic_calibration  # noqa: PLC0415
-
             self._made["synthetic"] = write_synthetic_calibration(self.model_dir(), self.temp("synthetic.npz"))
             self.synthetic_calibration = True
         return self._made["synthetic"]
@@ -113,21 +118,17 @@ def classify(path: Path, calibration: Path | None, trust_model_code: bool = Fals
 
 def _classify(path: Path, calibration: Path | None) -> Subject:
     if not path.exists():
-        raise ModelError(f"{path} does not exist; expected a SavedModel directory, a .keras/.h5 file, a .tflite file "
-                         "or a TFJS graph-model directory.")
+        raise ModelError(
+            f"{path} does not exist; expected a SavedModel directory, a .keras/.h5 file, a .tflite file "
+            "or a TFJS graph-model directory."
+        )
     if path.is_dir() and (path / "model.json").is_file():
-        from edge_tool.models.modelio import read_graph_model_json  # noqa: PLC0415
-
         read_graph_model_json(path, "check")
         return Subject(path, "tfjs", calibration)
     if path.is_file() and path.suffix.lower() in (".keras", ".h5"):
-        from edge_tool.convert.source import check_keras_file  # noqa: PLC0415
-
         check_keras_file(path)  # a zip bomb or a damaged archive is refused once, not once per target
         return Subject(path, "model", calibration)
     if path.is_dir():
-        from edge_tool.models.modelio import saved_model_signature  # noqa: PLC0415
-
         # the model itself must be usable (a serving signature, inputs within the tensor limit) before any target
         # converts it: a problem of the model is one refusal (exit 2), not a "will not run" row per target
         check_signature(saved_model_signature(path), path)
@@ -147,30 +148,35 @@ def _require_tflite(path: Path) -> None:
         size = os.fstat(f.fileno()).st_size
         head = f.read(8)
     if len(head) < 8 or head[4:8] != b"TFL3" or size > MAX_FLATBUFFER:
-        raise ModelError(f"{path} is not a TFLite flatbuffer (no TFL3 identifier, or over 2 GiB); expected a "
-                         "SavedModel directory, a .keras/.h5 file, a .tflite file or a TFJS graph-model directory.")
-    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
+        raise ModelError(
+            f"{path} is not a TFLite flatbuffer (no TFL3 identifier, or over 2 GiB); expected a "
+            "SavedModel directory, a .keras/.h5 file, a .tflite file or a TFJS graph-model directory."
+        )
 
     try:
         summarize_tflite(read_tflite(path))
-    except Exception as exc:  # noqa: BLE001 - a damaged flatbuffer fails inside flatbuffers in many ways
-        raise ModelError(f"{path} has a TFL3 header but its flatbuffer cannot be read ({type(exc).__name__}: "
-                         f"{str(exc)[:200]}); it is truncated or damaged.") from None
+    except Exception as exc:
+        raise ModelError(
+            f"{path} has a TFL3 header but its flatbuffer cannot be read ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); it is truncated or damaged."
+        ) from None
 
 
 def _convert(subject: Subject, mode: str, output_format: str = "tflite") -> Path:
     """The artefact ``convert`` writes for ``mode`` in ``output_format`` (the same build a user's convert runs)."""
-    from edge_tool.convert.api import convert  # noqa: PLC0415
-    from edge_tool.check.synthetic import SAMPLES  # noqa: PLC0415
-    from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
-
     calibration = subject.int8_calibration() if mode == "int8" else subject.calibration
     kind = mode if output_format == "tflite" else output_format
-    config = ConvertConfig(model=subject.model_dir(), output_dir=subject.temp(kind), modes=(mode,),
-                           output_format=output_format, calibration=calibration,
-                           allow_select_tf_ops=output_format == "tflite",
-                           samples=SAMPLES if subject.synthetic_calibration else ConvertConfig.samples,
-                           trust_model_code=subject.trust_model_code, **_contract_options(subject))
+    config = ConvertConfig(
+        model=subject.model_dir(),
+        output_dir=subject.temp(kind),
+        modes=(mode,),
+        output_format=output_format,
+        calibration=calibration,
+        allow_select_tf_ops=output_format == "tflite",
+        samples=SAMPLES if subject.synthetic_calibration else ConvertConfig.samples,
+        trust_model_code=subject.trust_model_code,
+        **_contract_options(subject),
+    )
     return convert(config).artifacts[0].path
 
 
@@ -181,38 +187,42 @@ def _contract_options(subject: Subject) -> dict:
 
 def _contracts(subject: Subject, source) -> tuple:
     """The input contract convert would resolve for this model (calibration read through it)."""
-    from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
-    from edge_tool.convert.inputs import prepare_inputs  # noqa: PLC0415
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-
-    config = ConvertConfig(model=subject.model_dir(), output_dir=subject.temp("int8-b1-unused"), modes=("int8",),
-                           calibration=subject.int8_calibration(), metadata=False,
-                           trust_model_code=subject.trust_model_code, **_contract_options(subject))
+    config = ConvertConfig(
+        model=subject.model_dir(),
+        output_dir=subject.temp("int8-b1-unused"),
+        modes=("int8",),
+        calibration=subject.int8_calibration(),
+        metadata=False,
+        trust_model_code=subject.trust_model_code,
+        **_contract_options(subject),
+    )
     return prepare_inputs(import_tf(), config, source).contracts
 
 
 def _fixed_batch_int8(subject: Subject) -> Path:
-    from edge_tool.convert.fixed_int8 import build_fixed_int8  # noqa: PLC0415
-    from edge_tool.convert.source import prepare_source  # noqa: PLC0415
-
-    source = prepare_source(subject.model_dir(), subject.temp("int8-b1-src"),
-                            trust_model_code=subject.trust_model_code)
+    source = prepare_source(subject.model_dir(), subject.temp("int8-b1-src"), trust_model_code=subject.trust_model_code)
     saved = source.saved_model
     out = subject.temp("int8-b1.tflite")  # a model the converter refuses: ConversionError (run_converter), a finding
-    out.write_bytes(build_fixed_int8(saved, subject.int8_calibration(), _contracts(subject, source),
-                                     subject.trust_model_code))
+    out.write_bytes(
+        build_fixed_int8(saved, subject.int8_calibration(), _contracts(subject, source), subject.trust_model_code)
+    )
     return out
 
 
 def _makers() -> dict:
     """Artefact kind -> how to make it: the fp32/int8 .tflite, the fixed-batch int8 of ``demo --litert``, and one
     per registered format written once per run (tfjs), each by ``convert`` itself."""
-    from edge_tool.convert.formats import FORMATS  # noqa: PLC0415
-
-    once = {name: (lambda s, n=name: _convert(s, "fp32", n))
-            for name, spec in FORMATS.items() if not spec.per_mode and spec.extends is None}
-    return {"fp32": lambda s: _convert(s, "fp32"), "int8": lambda s: _convert(s, "int8"),
-            "int8-b1": _fixed_batch_int8, **once}
+    once = {
+        name: (lambda s, n=name: _convert(s, "fp32", n))
+        for name, spec in FORMATS.items()
+        if not spec.per_mode and spec.extends is None
+    }
+    return {
+        "fp32": lambda s: _convert(s, "fp32"),
+        "int8": lambda s: _convert(s, "int8"),
+        "int8-b1": _fixed_batch_int8,
+        **once,
+    }
 
 
 _MAKERS = _makers()

@@ -12,29 +12,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from edge_tool.errors import ModelError
 from edge_tool.models.fixed_batch import PROBE_DIM
+from edge_tool.models.modelio import saved_model_signature
 
 SAMPLES = 8
-NOTE = ("no --calibration given: the int8 build was calibrated on synthetic data (uniform 0..1 floats, zero "
-        "integers); its ops, types and size are those of a real int8 build, its accuracy is not checked")
+NOTE = (
+    "no --calibration given: the int8 build was calibrated on synthetic data (uniform 0..1 floats, zero "
+    "integers); its ops, types and size are those of a real int8 build, its accuracy is not checked"
+)
 
 
 def write_synthetic_calibration(saved_model: Path, out: Path) -> Path:
     """An .npz of SAMPLES synthetic samples per serving-signature input of ``saved_model`` (keys: input names)."""
-    import numpy as np  # noqa: PLC0415
-
-    from edge_tool.models.modelio import saved_model_signature  # noqa: PLC0415
-
     rng = np.random.default_rng(0)
     arrays = {}
     for spec in saved_model_signature(saved_model).inputs:
         if spec.shape is None:
-            raise ModelError(f"input {spec.name!r} has an unknown rank; give --calibration data for the int8 "
-                             "targets (tflm, edgetpu, litertjs).")
+            raise ModelError(
+                f"input {spec.name!r} has an unknown rank; give --calibration data for the int8 "
+                "targets (tflm, edgetpu, litertjs)."
+            )
         shape = (SAMPLES, *(PROBE_DIM if d is None else int(d) for d in spec.shape[1:]))
         dtype = np.dtype(spec.dtype)
-        arrays[spec.name] = (rng.uniform(0, 1, shape).astype(dtype) if dtype.kind == "f"
-                             else np.zeros(shape, dtype))
+        arrays[spec.name] = rng.uniform(0, 1, shape).astype(dtype) if dtype.kind == "f" else np.zeros(shape, dtype)
     np.savez(out, **arrays)
     return out

@@ -6,21 +6,27 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.commands.options import trust_model_code_option
-
 from edge_tool.check.registry import TARGET_NAMES
 from edge_tool.commands import input_options
+from edge_tool.commands.options import trust_model_code_option
 
-TARGET_HELP = (f"Target(s): {', '.join(TARGET_NAMES)}, or all; repeat the option or give a comma list. "
-               "Default: all.")
+TARGET_HELP = f"Target(s): {', '.join(TARGET_NAMES)}, or all; repeat the option or give a comma list. Default: all."
 
 
 def command(
     model: Path = typer.Argument(..., help="SavedModel dir, .keras/.h5, a .tflite, or a TFJS graph-model dir."),
     target: list[str] = typer.Option(None, "--target", "-t", help=TARGET_HELP),
-    calibration: Path = typer.Option(None, "--calibration", help="Representative data for the int8 builds (tflm, "
-                                     "edgetpu, litertjs). Default: calibration.npz beside the model."),
-    device: str | None = typer.Option(None, "--device", help="ssh://[user@]host[:port][?python=PATH]: decide litert-cpu by running the model on that device (docs/device.md)."),
+    calibration: Path = typer.Option(
+        None,
+        "--calibration",
+        help="Representative data for the int8 builds (tflm, "
+        "edgetpu, litertjs). Default: calibration.npz beside the model.",
+    ),
+    device: str | None = typer.Option(
+        None,
+        "--device",
+        help="ssh://[user@]host[:port][?python=PATH]: decide litert-cpu by running the model on that device (docs/device.md).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the machine-readable report (JSON) instead of text."),
     trust_model_code: bool = trust_model_code_option(),
     input_range: str = input_options.INPUT_RANGE,
@@ -28,14 +34,21 @@ def command(
     input_std: str = input_options.INPUT_STD,
 ) -> None:
     """List per target every op that will not run or will fall back, with the reason, and a verdict."""
-    from edge_tool.check.run import CheckConfig, print_report, run_check  # noqa: PLC0415
-    from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
-    from edge_tool.errors import BudgetExceeded  # noqa: PLC0415
+    from edge_tool.check.run import CheckConfig, print_report, run_check
+    from edge_tool.contract.options import ContractOptions
+    from edge_tool.errors import BudgetExceeded
 
     targets = tuple(t.strip().lower() for value in (target or ["all"]) for t in value.split(",") if t.strip())
-    report = run_check(CheckConfig(model=model, targets=targets, calibration=calibration, device=device,
-                                   trust_model_code=trust_model_code,
-                                   contract=ContractOptions.from_cli(input_range, input_mean, input_std)))
+    report = run_check(
+        CheckConfig(
+            model=model,
+            targets=targets,
+            calibration=calibration,
+            device=device,
+            trust_model_code=trust_model_code,
+            contract=ContractOptions.from_cli(input_range, input_mean, input_std),
+        )
+    )
     if json_out:
         typer.echo(report.to_json(), nl=False)
     else:

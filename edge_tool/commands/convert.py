@@ -7,121 +7,212 @@ from pathlib import Path
 import typer
 
 from edge_tool.commands import input_options
-from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
-from edge_tool.convert.formats import FORMATS, OutputFormat
 from edge_tool.commands.options import trust_model_code_option
-from edge_tool.convert.formats import parse_modes
+from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
+from edge_tool.convert.formats import FORMATS, OutputFormat, parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
 
 
 def _quant_help() -> str:
     """--quant help from the mode registry (light: the mode modules import no TensorFlow at load)."""
-    from edge_tool.convert.modes import MODES  # noqa: PLC0415
+    from edge_tool.convert.modes import MODES
 
     modes = "; ".join(f"{m.value} = {spec.summary}" for m, spec in MODES.items())
-    return (f"Quantization mode(s): {modes}. Repeat the option or give a comma list; "
-            "'all' = every mode that needs no training data (plus qat with --train-data); "
-            "'auto' = the best candidate within --max-drop on --eval-data (see --objective). "
-            "Default: fp32, or all with --format all. A listed mode that cannot be built for this model is "
-            "reported as 'not built: MODE (reason)' and the rest written: exit 0 when every requested mode was "
-            "built (a bare --format all asks for every mode that builds), 1 when some were not, 2 when none was.")
+    return (
+        f"Quantization mode(s): {modes}. Repeat the option or give a comma list; "
+        "'all' = every mode that needs no training data (plus qat with --train-data); "
+        "'auto' = the best candidate within --max-drop on --eval-data (see --objective). "
+        "Default: fp32, or all with --format all. A listed mode that cannot be built for this model is "
+        "reported as 'not built: MODE (reason)' and the rest written: exit 0 when every requested mode was "
+        "built (a bare --format all asks for every mode that builds), 1 when some were not, 2 when none was."
+    )
 
 
 QUANT_HELP = _quant_help()
 FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.items()) + (
-    "; all = " + " + ".join(name for name, spec in FORMATS.items() if spec.in_all) + ".")
+    "; all = " + " + ".join(name for name, spec in FORMATS.items() if spec.in_all) + "."
+)
 
 
 def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
     """'127.5' or '123.7,116.3,103.5' -> floats; UsageError naming the option for anything else."""
-    from edge_tool.contract.options import parse_floats as parse  # noqa: PLC0415
+    from edge_tool.contract.options import parse_floats as parse
 
     return parse(option, value)
 
 
 def command(
-    model: Path = typer.Argument(..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."),
-    output: Path = typer.Option(..., "-o", "--output", help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one). A symbolic link is followed to its directory (the link stays); a dangling one is refused."),
+    model: Path = typer.Argument(
+        ..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."
+    ),
+    output: Path = typer.Option(
+        ...,
+        "-o",
+        "--output",
+        help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one). A symbolic link is followed to its directory (the link stays); a dangling one is refused.",
+    ),
     quant: list[str] = typer.Option(None, "--quant", "-q", help=QUANT_HELP),
     output_format: OutputFormat = typer.Option(OutputFormat.TFLITE, "--format", help=FORMAT_HELP),
-    calibration: Path = typer.Option(None, "--calibration", help="Representative data (.npz/.npy/image folder/TFRecord/CSV). Default: calibration.npz beside the model."),
+    calibration: Path = typer.Option(
+        None,
+        "--calibration",
+        help="Representative data (.npz/.npy/image folder/TFRecord/CSV). Default: calibration.npz beside the model.",
+    ),
     samples: int = typer.Option(200, "--samples", help="Calibration samples to draw (seeded)."),
-    io_type: IOType = typer.Option(IOType.MODEL, "--io-type", help="Inference I/O dtype for int8/qat (model = keep the model's)."),
+    io_type: IOType = typer.Option(
+        IOType.MODEL, "--io-type", help="Inference I/O dtype for int8/qat (model = keep the model's)."
+    ),
     train_data: Path = typer.Option(None, "--train-data", help="Training data (x, y) for --quant qat."),
     qat_epochs: int = typer.Option(3, "--qat-epochs", help="QAT fine-tuning epochs."),
     strategy: QatStrategy = typer.Option(QatStrategy.DEFAULT, "--strategy", help="QAT strategy."),
     replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored."),
     tfjs_quant: TfjsQuant = typer.Option(TfjsQuant.NONE, "--tfjs-quant", help="TFJS weight compression."),
-    allow_select_tf_ops: bool = typer.Option(False, "--allow-select-tf-ops", help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate."),
-    signature: str = typer.Option(None, "--signature", help="SavedModel signature to convert (default serving_default; convert names the one used when there are several)."),
-    batch: int = typer.Option(None, "--batch", help="Fix the input batch to N (re-traces the serving signature): recurrent models (LSTM/GRU) then convert to builtin TFLite ops; LiteRT.js needs 1."),
+    allow_select_tf_ops: bool = typer.Option(
+        False,
+        "--allow-select-tf-ops",
+        help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate.",
+    ),
+    signature: str = typer.Option(
+        None,
+        "--signature",
+        help="SavedModel signature to convert (default serving_default; convert names the one used when there are several).",
+    ),
+    batch: int = typer.Option(
+        None,
+        "--batch",
+        help="Fix the input batch to N (re-traces the serving signature): recurrent models (LSTM/GRU) then convert to builtin TFLite ops; LiteRT.js needs 1.",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2)."),
-    max_drop: float = typer.Option(None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."),
-    eval_data: Path = typer.Option(None, "--eval-data", help="Labelled data (x, y): --quant auto measures the budget on it; --quant qat compares QAT with int8 PTQ on it (default: a held-out split of --train-data)."),
-    objective: Objective = typer.Option(Objective.SIZE, "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2).",
+    ),
+    max_drop: float = typer.Option(
+        None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."
+    ),
+    eval_data: Path = typer.Option(
+        None,
+        "--eval-data",
+        help="Labelled data (x, y): --quant auto measures the budget on it; --quant qat compares QAT with int8 PTQ on it (default: a held-out split of --train-data).",
+    ),
+    objective: Objective = typer.Option(
+        Objective.SIZE, "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."
+    ),
     threads: int = typer.Option(1, "--threads", help="--quant auto: LiteRT threads for the p50 latency."),
-    max_float_layers: int = typer.Option(3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."),
-    require: str = typer.Option(None, "--require", help="--quant auto: integer-only = consider only candidates that run on TFLite Micro, the Edge TPU and integer NPUs (int8/qat whose every op computes in 8-bit integers)."),
-    labels: Path = typer.Option(None, "--labels", help="Class labels, one per line, embedded as model metadata (default: labels.txt beside the SavedModel)."),
+    max_float_layers: int = typer.Option(
+        3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."
+    ),
+    require: str = typer.Option(
+        None,
+        "--require",
+        help="--quant auto: integer-only = consider only candidates that run on TFLite Micro, the Edge TPU and integer NPUs (int8/qat whose every op computes in 8-bit integers).",
+    ),
+    labels: Path = typer.Option(
+        None,
+        "--labels",
+        help="Class labels, one per line, embedded as model metadata (default: labels.txt beside the SavedModel).",
+    ),
     input_range: str = input_options.INPUT_RANGE,
     input_mean: str = input_options.INPUT_MEAN,
     input_std: str = input_options.INPUT_STD,
-    no_metadata: bool = typer.Option(False, "--no-metadata", help="Write no model metadata (.tflite bytes then equal the raw converter's)."),
+    no_metadata: bool = typer.Option(
+        False, "--no-metadata", help="Write no model metadata (.tflite bytes then equal the raw converter's)."
+    ),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop), TFJS, TFLite
     Micro or ONNX (--format)."""
     if _is_auto(quant):
         _check_auto_options(max_drop, eval_data, output_format, io_type)
-        from edge_tool.auto import AutoConfig  # noqa: PLC0415
-        from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
-        from edge_tool.convert.modes import auto_candidates, integer_only_candidates  # noqa: PLC0415
+        from edge_tool.auto import AutoConfig
+        from edge_tool.convert.config import ConvertConfig
+        from edge_tool.convert.modes import auto_candidates, integer_only_candidates
 
         # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
         modes = (integer_only_candidates if require == "integer-only" else auto_candidates)(train_data is not None)
-        candidates = ConvertConfig(model=model, output_dir=output, modes=modes,
-                                   calibration=calibration, samples=samples, train_data=train_data,
-                                   qat_epochs=qat_epochs, seed=seed, batch=batch, force=force, keep_going=True,
-                                   trust_model_code=trust_model_code,
-                                   labels=labels, input_range=input_range,
-                                   input_mean=parse_floats("--input-mean", input_mean),
-                                   input_std=parse_floats("--input-std", input_std),
-                                   signature=signature)
-        _run_auto(AutoConfig(convert=candidates, max_drop=max_drop, eval_data=eval_data, objective=objective,
-                             threads=threads, max_float_layers=max_float_layers, require=require))
+        candidates = ConvertConfig(
+            model=model,
+            output_dir=output,
+            modes=modes,
+            calibration=calibration,
+            samples=samples,
+            train_data=train_data,
+            qat_epochs=qat_epochs,
+            seed=seed,
+            batch=batch,
+            force=force,
+            keep_going=True,
+            trust_model_code=trust_model_code,
+            labels=labels,
+            input_range=input_range,
+            input_mean=parse_floats("--input-mean", input_mean),
+            input_std=parse_floats("--input-std", input_std),
+            signature=signature,
+        )
+        _run_auto(
+            AutoConfig(
+                convert=candidates,
+                max_drop=max_drop,
+                eval_data=eval_data,
+                objective=objective,
+                threads=threads,
+                max_float_layers=max_float_layers,
+                require=require,
+            )
+        )
         return
     if max_drop is not None or require is not None:
-        raise UsageError("--max-drop, --require and the other budget options belong to --quant auto; evaluate other modes "
-                         "with edgetool eval.")
-    from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
+        raise UsageError(
+            "--max-drop, --require and the other budget options belong to --quant auto; evaluate other modes "
+            "with edgetool eval."
+        )
+    from edge_tool.convert.config import ConvertConfig
 
     if strategy is QatStrategy.MIRRORED:
-        from edge_tool.core.env import import_tf  # noqa: PLC0415
-        from edge_tool.training.strategies import split_cpu  # noqa: PLC0415
+        from edge_tool.core.env import import_tf
+        from edge_tool.training.strategies import split_cpu
 
         split_cpu(import_tf(), replicas)  # must happen before TensorFlow initialises its devices
     modes = parse_modes(quant, output_format.value, train_data is not None)
     config = ConvertConfig(
-        model=model, output_dir=output, modes=modes,
-        output_format=output_format, calibration=calibration, samples=samples, io_type=io_type,
-        train_data=train_data, eval_data=eval_data, qat_epochs=qat_epochs, strategy=strategy.value, replicas=replicas,
-        tfjs_quant=tfjs_quant, allow_select_tf_ops=allow_select_tf_ops, batch=batch, seed=seed, force=force,
+        model=model,
+        output_dir=output,
+        modes=modes,
+        output_format=output_format,
+        calibration=calibration,
+        samples=samples,
+        io_type=io_type,
+        train_data=train_data,
+        eval_data=eval_data,
+        qat_epochs=qat_epochs,
+        strategy=strategy.value,
+        replicas=replicas,
+        tfjs_quant=tfjs_quant,
+        allow_select_tf_ops=allow_select_tf_ops,
+        batch=batch,
+        seed=seed,
+        force=force,
         signature=signature,
-        labels=labels, metadata=not no_metadata, input_range=input_range,
+        labels=labels,
+        metadata=not no_metadata,
+        input_range=input_range,
         input_mean=parse_floats("--input-mean", input_mean),
-        input_std=parse_floats("--input-std", input_std), trust_model_code=trust_model_code,
+        input_std=parse_floats("--input-std", input_std),
+        trust_model_code=trust_model_code,
         # with more than one artefact asked for, one the libraries cannot build is recorded and the rest written
         keep_going=len(modes) > 1 or output_format is OutputFormat.ALL,
     )
-    from edge_tool.convert.api import convert  # noqa: PLC0415
+    from edge_tool.convert.api import convert
 
     result = convert(config)
     _print_result(result)
     if result.failures and quant:  # bare --format all asks for "every mode that builds": exit 0
-        raise ModesNotBuilt(f"{len(result.failures)} of the requested modes could not be built "
-                            f"({', '.join(result.failures)}); the others are written to {result.output_dir}, and "
-                            "manifest.json lists the missing ones with their reason under \"failed\".")
+        raise ModesNotBuilt(
+            f"{len(result.failures)} of the requested modes could not be built "
+            f"({', '.join(result.failures)}); the others are written to {result.output_dir}, and "
+            'manifest.json lists the missing ones with their reason under "failed".'
+        )
 
 
 def _is_auto(values: list[str] | None) -> bool:
@@ -148,7 +239,7 @@ def _check_auto_options(max_drop, eval_data, output_format: OutputFormat, io_typ
 
 def _run_auto(config) -> None:
     """``--quant auto``: candidates, measurement, decision (exit 1 with the table when nothing is in budget)."""
-    from edge_tool.auto import budget_error, print_result, run_auto  # noqa: PLC0415
+    from edge_tool.auto import budget_error, print_result, run_auto
 
     result = run_auto(config)
     print_result(result)
@@ -157,10 +248,10 @@ def _run_auto(config) -> None:
 
 
 def _print_result(result) -> None:
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.console import Console
+    from rich.table import Table
 
-    from edge_tool.core.textsafe import text, visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import text, visible
 
     table = Table(title=text(f"edgetool convert → {result.output_dir}"))
     for col in ("artefact", "format", "mode", "size", "× fp32", "seconds"):
@@ -169,24 +260,29 @@ def _print_result(result) -> None:
     for a in result.artifacts:
         fp32 = base.get(a.format) or base.get("tflite")  # tfjs has no fp32 of its own: against the fp32 .tflite
         ratio = f"{a.size_bytes / fp32:.2f}" if fp32 else "–"
-        table.add_row(*map(text, (a.path.name, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio,
-                                  f"{a.seconds:.1f}")))
+        table.add_row(
+            *map(text, (a.path.name, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio, f"{a.seconds:.1f}"))
+        )
     Console().print(table)
     for entry in result.manifest.artifacts:
         if entry.micro is not None:
             _print_micro(entry.path, entry.micro)
     for mode, why in result.failures.items():
-        print(visible(f"not built: {mode} ({why}); manifest.json records it under \"failed\"."))
+        print(visible(f'not built: {mode} ({why}); manifest.json records it under "failed".'))
     print(visible(f"manifest: {result.output_dir / 'manifest.json'}"))
 
 
 def _print_micro(path: str, micro) -> None:
     """The manifest's ``micro`` record (schemas.records.MicroRecord) in two lines."""
-    from edge_tool.core.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible
 
     arena = micro.tensor_arena
-    print(visible(f"{path} for TFLite Micro: tensor arena {arena.recommended_bytes} bytes "
-                  f"(measured minimum {arena.minimum_bytes} + {arena.margin:.0%} margin), "
-                  f"flash {micro.flash_bytes} bytes (model array); {micro.resolver.class_name}: "
-                  f"{', '.join(micro.resolver.methods)}"))
+    print(
+        visible(
+            f"{path} for TFLite Micro: tensor arena {arena.recommended_bytes} bytes "
+            f"(measured minimum {arena.minimum_bytes} + {arena.margin:.0%} margin), "
+            f"flash {micro.flash_bytes} bytes (model array); {micro.resolver.class_name}: "
+            f"{', '.join(micro.resolver.methods)}"
+        )
+    )
     print(visible(f"  sources: {', '.join(micro.files)}"))

@@ -6,52 +6,112 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.commands.options import trust_model_code_option
 from edge_tool.commands import input_options
+from edge_tool.commands.options import trust_model_code_option
 
 
 def command(
-    model: Path = typer.Argument(..., help="TFJS graph-model dir (model.json), SavedModel dir or .keras/.h5 file (converted on the fly)."),
-    output: Path = typer.Option(..., "-o", "--output", help="Directory for the static site (refused if it exists and is not empty, unless --force; a symbolic link is followed to its directory)."),
-    labels: Path = typer.Option(None, "--labels", help="Class labels, one per line (default: labels.txt beside the model)."),
+    model: Path = typer.Argument(
+        ..., help="TFJS graph-model dir (model.json), SavedModel dir or .keras/.h5 file (converted on the fly)."
+    ),
+    output: Path = typer.Option(
+        ...,
+        "-o",
+        "--output",
+        help="Directory for the static site (refused if it exists and is not empty, unless --force; a symbolic link is followed to its directory).",
+    ),
+    labels: Path = typer.Option(
+        None, "--labels", help="Class labels, one per line (default: labels.txt beside the model)."
+    ),
     title: str = typer.Option(None, "--title", help="Page and app title (default: 'edgetool demo: MODEL-DIR-NAME')."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2)."),
-    litert: bool = typer.Option(False, "--litert", help="Add LiteRT.js engines: fixed-batch-1 int8 and fp32 .tflite built from a SavedModel (or --tflite); the page picks the fastest engine."),
-    tflite: Path = typer.Option(None, "--tflite", help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 and fp32 ones."),
-    calibration: Path = typer.Option(None, "--calibration", help="Image data: a labelled folder (one sub-folder per class) measures what the model's input takes when the model does not say, and names the classes when no labels are given; with --litert also the representative data of the int8 build (default: calibration.npz beside the model)."),
-    signature: str = typer.Option(None, "--signature", help="SavedModel signature the page runs (default serving_default; demo names the one used when there are several)."),
-    input_size: str = typer.Option(None, "--input-size", metavar="HxW", help="Size fed to image inputs whose height/width the model leaves open (default 224x224)."),
-    task: str = typer.Option(None, "--task", help="classification|multilabel|regression|segmentation|detection: what the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval does; the site's notes say how)."),
-    sample_rate: int = typer.Option(None, "--sample-rate", metavar="HZ", help="Sample rate of a waveform input [N, samples]: the page resamples uploaded WAV files to it (without it the page cannot know the rate and refuses uploads)."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2).",
+    ),
+    litert: bool = typer.Option(
+        False,
+        "--litert",
+        help="Add LiteRT.js engines: fixed-batch-1 int8 and fp32 .tflite built from a SavedModel (or --tflite); the page picks the fastest engine.",
+    ),
+    tflite: Path = typer.Option(
+        None,
+        "--tflite",
+        help="With --litert: run this fixed-batch-1 .tflite instead of building the int8 and fp32 ones.",
+    ),
+    calibration: Path = typer.Option(
+        None,
+        "--calibration",
+        help="Image data: a labelled folder (one sub-folder per class) measures what the model's input takes when the model does not say, and names the classes when no labels are given; with --litert also the representative data of the int8 build (default: calibration.npz beside the model).",
+    ),
+    signature: str = typer.Option(
+        None,
+        "--signature",
+        help="SavedModel signature the page runs (default serving_default; demo names the one used when there are several).",
+    ),
+    input_size: str = typer.Option(
+        None,
+        "--input-size",
+        metavar="HxW",
+        help="Size fed to image inputs whose height/width the model leaves open (default 224x224).",
+    ),
+    task: str = typer.Option(
+        None,
+        "--task",
+        help="classification|multilabel|regression|segmentation|detection: what the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval does; the site's notes say how).",
+    ),
+    sample_rate: int = typer.Option(
+        None,
+        "--sample-rate",
+        metavar="HZ",
+        help="Sample rate of a waveform input [N, samples]: the page resamples uploaded WAV files to it (without it the page cannot know the rate and refuses uploads).",
+    ),
     trust_model_code: bool = trust_model_code_option(),
     input_range: str = input_options.INPUT_RANGE,
     input_mean: str = input_options.INPUT_MEAN,
     input_std: str = input_options.INPUT_STD,
 ) -> None:
     """Build a static offline PWA (tfjs wasm/webgl/cpu; drawing pad/upload/camera for images, a form for other inputs; every output head shown)."""
-    from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
-    from edge_tool.demo.site import DemoConfig  # noqa: PLC0415
-    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
-    from edge_tool.workflows.keras_files import build_site_any  # noqa: PLC0415
-    from edge_tool.models.modelio import signature_note  # noqa: PLC0415
+    from edge_tool.contract.options import ContractOptions
+    from edge_tool.core.env import quiet_native_stderr
+    from edge_tool.demo.site import DemoConfig
+    from edge_tool.models.modelio import signature_note
+    from edge_tool.workflows.keras_files import build_site_any
 
     if note := signature_note(model, signature):
         typer.echo(note)
     with quiet_native_stderr():  # TensorFlow's and LiteRT's C++ log lines (fd 2); EDGETOOL_VERBOSE=1 shows them
-        report = build_site_any(DemoConfig(model=model, output=output, labels=labels, title=title, force=force,
-                                           litert=litert, tflite=tflite, calibration=calibration,
-                                           input_size=input_size, trust_model_code=trust_model_code,
-                                           contract=ContractOptions.from_cli(input_range, input_mean, input_std),
-                                           signature=signature, task=task, sample_rate=sample_rate))
-    from edge_tool.core.textsafe import visible  # noqa: PLC0415
+        report = build_site_any(
+            DemoConfig(
+                model=model,
+                output=output,
+                labels=labels,
+                title=title,
+                force=force,
+                litert=litert,
+                tflite=tflite,
+                calibration=calibration,
+                input_size=input_size,
+                trust_model_code=trust_model_code,
+                contract=ContractOptions.from_cli(input_range, input_mean, input_std),
+                signature=signature,
+                task=task,
+                sample_rate=sample_rate,
+            )
+        )
+    from edge_tool.core.textsafe import visible
 
     for note in report.notes:
         typer.echo(visible(note))
 
-    typer.echo(visible(
-        f"demo site ({report.input_kind} input, {len(report.files)} files, cache {report.cache_version}) "
-        f"written to {report.site}; serve it with: edgetool serve {report.site}"
-    ))
-    typer.echo(f"site {report.total_bytes / 1e6:.1f} MB; a first visit downloads at most "
-               f"{report.first_visit_bytes / 1e6:.1f} MB, {report.first_visit_gzip_bytes / 1e6:.1f} MB gzipped (the "
-               "page, the model and the one wasm build the browser runs; another build is cached only when chosen)")
+    typer.echo(
+        visible(
+            f"demo site ({report.input_kind} input, {len(report.files)} files, cache {report.cache_version}) "
+            f"written to {report.site}; serve it with: edgetool serve {report.site}"
+        )
+    )
+    typer.echo(
+        f"site {report.total_bytes / 1e6:.1f} MB; a first visit downloads at most "
+        f"{report.first_visit_bytes / 1e6:.1f} MB, {report.first_visit_gzip_bytes / 1e6:.1f} MB gzipped (the "
+        "page, the model and the one wasm build the browser runs; another build is cached only when chosen)"
+    )

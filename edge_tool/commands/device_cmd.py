@@ -14,10 +14,10 @@ def command(
     Exit 0 when the device can run .tflite models, 1 when it cannot (unreachable, or no runtime: the fix is
     printed), 2 for a URL that is not of the accepted form.
     """
-    from edge_tool.errors import DeviceNotReady  # noqa: PLC0415
-    from edge_tool.evaluate.device.probe import probe  # noqa: PLC0415
-    from edge_tool.evaluate.device.url import DeviceURL  # noqa: PLC0415
-    from edge_tool.core.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible
+    from edge_tool.errors import DeviceNotReady
+    from edge_tool.evaluate.device.probe import probe
+    from edge_tool.evaluate.device.url import DeviceURL
 
     result = probe(DeviceURL.parse(url))
     if json_out:

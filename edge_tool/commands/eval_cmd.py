@@ -6,67 +6,143 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.commands.options import trust_model_code_option
 from edge_tool.commands import input_options
+from edge_tool.commands.options import trust_model_code_option
 
 
 def command(
-    artifacts: list[Path] = typer.Argument(..., help="Artefacts: .tflite files (from any tool), TFJS model dirs and .onnx files (ONNX Runtime, the onnx extra)."),
-    reference: Path = typer.Option(..., "--reference", "-r", help="Reference model: SavedModel directory (serving_default) or .keras/.h5 file (read as convert reads it)."),
+    artifacts: list[Path] = typer.Argument(
+        ...,
+        help="Artefacts: .tflite files (from any tool), TFJS model dirs and .onnx files (ONNX Runtime, the onnx extra).",
+    ),
+    reference: Path = typer.Option(
+        ...,
+        "--reference",
+        "-r",
+        help="Reference model: SavedModel directory (serving_default) or .keras/.h5 file (read as convert reads it).",
+    ),
     data: Path = typer.Option(..., "--data", "-d", help="Eval data, e.g. .npz with x (and y for accuracy)."),
     threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads."),
     warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing."),
     runs: int | None = typer.Option(None, "--runs", help="Timed calls per model (default 100)."),
-    time_budget: float | None = typer.Option(None, "--time-budget", help="Seconds of timed calls per model (instead of --runs)."),
-    max_drop: float | None = typer.Option(None, "--max-drop", help="Fail (exit 1) if the task's main metric (accuracy, f1_macro, r2, miou, box_iou) drops more than this (0.01 = 1 point)."),
-    max_error: float | None = typer.Option(None, "--max-error", help="Fail (exit 1) if any output differs from the reference's by more than this (max abs error; e.g. for regression)."),
-    task: str | None = typer.Option(None, "--task", help="classification|multilabel|regression|segmentation|detection (default: inferred from the model's outputs and the labels; the report says how)."),
-    threshold: float = typer.Option(0.5, "--threshold", help="Decision threshold for multi-label outputs and one-channel masks."),
-    max_latency_ms: float | None = typer.Option(None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this."),
-    runtime: str = typer.Option("litert", "--runtime", help="Which runtime runs the formats several can run: litert (.tflite, LiteRT interpreter, the default) or tflm (.tflite, TFLite Micro's interpreter: arena and flash instead of RSS). TFJS runs in Node, .onnx in ONNX Runtime (docs/eval.md's runtime table)."),
-    max_arena_kb: float | None = typer.Option(None, "--max-arena-kb", help="--runtime tflm: fail (exit 1) if a measured tensor arena exceeds this many KiB."),
-    max_flash_kb: float | None = typer.Option(None, "--max-flash-kb", help="--runtime tflm: fail (exit 1) if a model's flash (array) size exceeds this many KiB."),
-    batch_size: int = typer.Option(16, "--batch-size", help="Samples per streamed batch (memory grows with the batch, not the data)."),
-    per_layer: bool = typer.Option(False, "--per-layer", help="Worst quantized layers of int8 artefacts (QuantizationDebugger)."),
+    time_budget: float | None = typer.Option(
+        None, "--time-budget", help="Seconds of timed calls per model (instead of --runs)."
+    ),
+    max_drop: float | None = typer.Option(
+        None,
+        "--max-drop",
+        help="Fail (exit 1) if the task's main metric (accuracy, f1_macro, r2, miou, box_iou) drops more than this (0.01 = 1 point).",
+    ),
+    max_error: float | None = typer.Option(
+        None,
+        "--max-error",
+        help="Fail (exit 1) if any output differs from the reference's by more than this (max abs error; e.g. for regression).",
+    ),
+    task: str | None = typer.Option(
+        None,
+        "--task",
+        help="classification|multilabel|regression|segmentation|detection (default: inferred from the model's outputs and the labels; the report says how).",
+    ),
+    threshold: float = typer.Option(
+        0.5, "--threshold", help="Decision threshold for multi-label outputs and one-channel masks."
+    ),
+    max_latency_ms: float | None = typer.Option(
+        None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this."
+    ),
+    runtime: str = typer.Option(
+        "litert",
+        "--runtime",
+        help="Which runtime runs the formats several can run: litert (.tflite, LiteRT interpreter, the default) or tflm (.tflite, TFLite Micro's interpreter: arena and flash instead of RSS). TFJS runs in Node, .onnx in ONNX Runtime (docs/eval.md's runtime table).",
+    ),
+    max_arena_kb: float | None = typer.Option(
+        None, "--max-arena-kb", help="--runtime tflm: fail (exit 1) if a measured tensor arena exceeds this many KiB."
+    ),
+    max_flash_kb: float | None = typer.Option(
+        None,
+        "--max-flash-kb",
+        help="--runtime tflm: fail (exit 1) if a model's flash (array) size exceeds this many KiB.",
+    ),
+    batch_size: int = typer.Option(
+        16, "--batch-size", help="Samples per streamed batch (memory grows with the batch, not the data)."
+    ),
+    per_layer: bool = typer.Option(
+        False, "--per-layer", help="Worst quantized layers of int8 artefacts (QuantizationDebugger)."
+    ),
     top_k: int = typer.Option(5, "--top-k", help="Also report top-k accuracy when the model has more than k classes."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
     markdown_path: Path | None = typer.Option(None, "--markdown", help="Write the Markdown table here."),
     html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
-    device: list[str] = typer.Option([], "--device", help="Also run each .tflite on this device over SSH: ssh://[user@]host[:port][?python=PATH] (repeatable; see docs/device.md)."),
-    labels: Path | None = typer.Option(None, "--labels", help="The model's class labels, one per line (default: labels.txt in or beside the reference, else an artefact's embedded labels); image-folder classes are matched to them by name."),
+    device: list[str] = typer.Option(
+        [],
+        "--device",
+        help="Also run each .tflite on this device over SSH: ssh://[user@]host[:port][?python=PATH] (repeatable; see docs/device.md).",
+    ),
+    labels: Path | None = typer.Option(
+        None,
+        "--labels",
+        help="The model's class labels, one per line (default: labels.txt in or beside the reference, else an artefact's embedded labels); image-folder classes are matched to them by name.",
+    ),
     input_range: str = input_options.INPUT_RANGE,
     input_mean: str = input_options.INPUT_MEAN,
     input_std: str = input_options.INPUT_STD,
-    signature: str | None = typer.Option(None, "--signature", help="Signature of the reference SavedModel to compare with (default serving_default; eval names the one used when there are several)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data)."),
+    signature: str | None = typer.Option(
+        None,
+        "--signature",
+        help="Signature of the reference SavedModel to compare with (default serving_default; eval names the one used when there are several).",
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data).",
+    ),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
     """Measure accuracy drift and latency of converted models against the reference.
 
     Exit 1 (after writing the reports) on a broken budget or when an artefact does not run in its runtime.
     """
-    from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
-    from edge_tool.errors import ArtifactsFailed, BudgetExceeded  # noqa: PLC0415
-    from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
-    from edge_tool.evaluate.budgets import budget_violations, failures  # noqa: PLC0415
-    from edge_tool.evaluate.outputs import write_reports  # noqa: PLC0415
-    from edge_tool.workflows.keras_files import run_eval_any  # noqa: PLC0415
-    from edge_tool.core.textsafe import visible  # noqa: PLC0415
+    from edge_tool.contract.options import ContractOptions
+    from edge_tool.core.textsafe import visible
+    from edge_tool.errors import ArtifactsFailed, BudgetExceeded
+    from edge_tool.evaluate import EvalConfig
+    from edge_tool.evaluate.budgets import budget_violations, failures
+    from edge_tool.evaluate.outputs import write_reports
+    from edge_tool.workflows.keras_files import run_eval_any
 
     config = EvalConfig(
-        artifacts=tuple(artifacts), reference=reference, data=data, threads=threads, warmup=warmup, runs=runs,
-        time_budget_s=time_budget, max_drop=max_drop, max_latency_ms=max_latency_ms, per_layer=per_layer,
-        top_k=top_k, task=task, threshold=threshold, max_error=max_error, batch_size=batch_size, runtime=runtime, max_arena_kb=max_arena_kb, max_flash_kb=max_flash_kb, json_path=json_path, markdown_path=markdown_path, html_path=html_path, force=force,
+        artifacts=tuple(artifacts),
+        reference=reference,
+        data=data,
+        threads=threads,
+        warmup=warmup,
+        runs=runs,
+        time_budget_s=time_budget,
+        max_drop=max_drop,
+        max_latency_ms=max_latency_ms,
+        per_layer=per_layer,
+        top_k=top_k,
+        task=task,
+        threshold=threshold,
+        max_error=max_error,
+        batch_size=batch_size,
+        runtime=runtime,
+        max_arena_kb=max_arena_kb,
+        max_flash_kb=max_flash_kb,
+        json_path=json_path,
+        markdown_path=markdown_path,
+        html_path=html_path,
+        force=force,
         devices=tuple(device),
         trust_model_code=trust_model_code,
-        labels=labels, contract=ContractOptions.from_cli(input_range, input_mean, input_std),
+        labels=labels,
+        contract=ContractOptions.from_cli(input_range, input_mean, input_std),
         signature=signature,
     )
-    from edge_tool.models.modelio import signature_note  # noqa: PLC0415
+    from edge_tool.models.modelio import signature_note
 
     if note := signature_note(reference, signature):
         typer.echo(visible(f"reference {note}"))
-    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
+    from edge_tool.core.env import quiet_native_stderr
 
     with quiet_native_stderr():
         report = run_eval_any(config)
@@ -77,8 +153,10 @@ def command(
         typer.echo(visible(f"wrote {path}"))
     lines = []
     if broken:
-        lines += ["the following artefacts could not be run (their rows say why; the others were measured):",
-                  *(msg for _, msg in broken)]
+        lines += [
+            "the following artefacts could not be run (their rows say why; the others were measured):",
+            *(msg for _, msg in broken),
+        ]
     if violations:
         lines += ["the following artefacts break the eval budget:", *(msg for _, msg in violations)]
     if lines:
@@ -86,11 +164,11 @@ def command(
 
 
 def _print_table(report, failing: set[str]) -> None:
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.console import Console
+    from rich.table import Table
 
-    from edge_tool.evaluate.report import NUMERIC  # noqa: PLC0415
-    from edge_tool.core.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text
+    from edge_tool.evaluate.report import NUMERIC
 
     table = Table(title="edgetool eval", title_justify="left")
     for h in report.headers():

@@ -18,26 +18,33 @@ def _shape(shape) -> str:
 
 def _add(table, *cells) -> None:
     """A table row of model-controlled text, shown verbatim (never read as Rich markup)."""
-    from edge_tool.core.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text
 
     table.add_row(*map(text, cells))
 
 
 def _render(report) -> None:
     """Rich tables: summary, signatures, parameters by dtype, distribution traces / tflite ops."""
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.console import Console
+    from rich.table import Table
 
     console = Console()
     d = report.to_dict()
-    from edge_tool.core.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text
 
     summary = Table(title=text(f"{d['format']}: {d['path']}"), show_header=False)
     _add(summary, "size", f"{d['size_bytes']:,} bytes")
     p = d["parameters"]
-    _add(summary, "parameters", f"{p['total']:,}" + (
-        f" ({p['trainable']:,} trainable, {p['non_trainable']:,} non-trainable)" if p["trainable"] is not None else ""
-    ))
+    _add(
+        summary,
+        "parameters",
+        f"{p['total']:,}"
+        + (
+            f" ({p['trainable']:,} trainable, {p['non_trainable']:,} non-trainable)"
+            if p["trainable"] is not None
+            else ""
+        ),
+    )
     if d["keras"]:
         _add(summary, "flavor", d["keras"]["flavor"])
         reloadable = d["keras"]["reloadable_as_keras"]
@@ -45,9 +52,13 @@ def _render(report) -> None:
         _add(summary, "note", d["keras"]["note"])
     if d["training"]:
         t = d["training"]
-        _add(summary, "trained (train.json)", f"{t['strategy']}, {t['num_replicas']} replica(s)"
-                        + (f", {t['workers']} worker process(es)" if t["workers"] else "")
-                        + (f", held-out accuracy {t['eval_accuracy']:.4f}" if t["eval_accuracy"] is not None else ""))
+        _add(
+            summary,
+            "trained (train.json)",
+            f"{t['strategy']}, {t['num_replicas']} replica(s)"
+            + (f", {t['workers']} worker process(es)" if t["workers"] else "")
+            + (f", held-out accuracy {t['eval_accuracy']:.4f}" if t["eval_accuracy"] is not None else ""),
+        )
     console.print(summary)
     _render_model_code(console, d["model_code"])
 
@@ -92,9 +103,9 @@ def _render(report) -> None:
 
 def _render_model_code(console, code: dict | None) -> None:
     """What the model carries besides tensor maths (docs/security.md), or one line saying it carries nothing known."""
-    from rich.table import Table  # noqa: PLC0415
+    from rich.table import Table
 
-    from edge_tool.core.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text
 
     if code is None:
         return
@@ -109,16 +120,17 @@ def _render_model_code(console, code: dict | None) -> None:
     for f in code["side_effect_ops"]:
         _add(table, f"op {f['op']}", f["effect"], ", ".join(f["where"][:3]) + (" …" if len(f["where"]) > 3 else ""))
     console.print(table)
-    console.print(text("trusted (--trust-model-code): " + ("yes" if code["trusted"] else "no"), "bold yellow"),
-                  highlight=False)
+    console.print(
+        text("trusted (--trust-model-code): " + ("yes" if code["trusted"] else "no"), "bold yellow"), highlight=False
+    )
 
 
 def _render_metadata(console, meta: dict) -> None:
     """The embedded TFLite metadata; every string is rich Text (never markup) with control characters escaped."""
-    from rich.table import Table  # noqa: PLC0415
-    from rich.text import Text  # noqa: PLC0415
+    from rich.table import Table
+    from rich.text import Text
 
-    from edge_tool.core.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible
 
     table = Table(title="embedded metadata (TFLite model metadata)", show_header=False)
 
@@ -146,17 +158,23 @@ def _render_metadata(console, meta: dict) -> None:
 
 
 def command(
-    model: Path = typer.Argument(..., help="SavedModel directory, .keras/.h5 file (read as convert reads it) or .tflite file."),
-    as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables "
-                                 "(keys: path, format, size_bytes, signatures, parameters, keras, distribution, "
-                                 "training, tflite, model_code, input_contract; see edge_tool/models/inspection.py and "
-                                 "docs/inspect.md)."),
+    model: Path = typer.Argument(
+        ..., help="SavedModel directory, .keras/.h5 file (read as convert reads it) or .tflite file."
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print machine-readable JSON instead of tables "
+        "(keys: path, format, size_bytes, signatures, parameters, keras, distribution, "
+        "training, tflite, model_code, input_contract; see edge_tool/models/inspection.py and "
+        "docs/inspect.md).",
+    ),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
     """Show signatures (names, dtypes, shapes), parameter count, Keras reloadability and strategy traces of a model,
     the code it carries (listed, not run) and the input contract as far as the model tells it."""
-    from edge_tool.core.env import quiet_native_stderr  # noqa: PLC0415
-    from edge_tool.workflows.keras_files import inspect_any  # noqa: PLC0415
+    from edge_tool.core.env import quiet_native_stderr
+    from edge_tool.workflows.keras_files import inspect_any
 
     with quiet_native_stderr():  # LiteRT's "Created TensorFlow Lite XNNPACK delegate" and TF's C++ lines (fd 2)
         report = inspect_any(model, trust_model_code)
@@ -170,11 +188,13 @@ def command(
 
 def _contract(model: Path, report) -> list[dict]:
     """The input contract records of the serving (or only) signature."""
-    from edge_tool.contract.describe import model_contract  # noqa: PLC0415
-    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
+    from edge_tool.contract.describe import model_contract
+    from edge_tool.metadata.reader import read_metadata
 
-    sig = next((s for s in report.signatures if s.key == "serving_default"), report.signatures[0] if
-               report.signatures else None)
+    sig = next(
+        (s for s in report.signatures if s.key == "serving_default"),
+        report.signatures[0] if report.signatures else None,
+    )
     if sig is None:
         return []
     meta = read_metadata(Path(model).read_bytes()) if report.format == "tflite" else None
@@ -182,15 +202,19 @@ def _contract(model: Path, report) -> list[dict]:
 
 
 def _render_contract(records: list[dict]) -> None:
-    from rich.console import Console  # noqa: PLC0415
+    from rich.console import Console
 
-    from edge_tool.core.textsafe import text  # noqa: PLC0415
+    from edge_tool.core.textsafe import text
 
     console = Console()
     for r in records:
         if r["known"]:
-            console.print(text(f"input contract {r['input']!r}: (pixel - {r['mean']}) / {r['std']}, "
-                               f"{r['channel_order']}, {r['layout']}, {r['resize']} [{r['source']}: {r['evidence']}]"),
-                          highlight=False)
+            console.print(
+                text(
+                    f"input contract {r['input']!r}: (pixel - {r['mean']}) / {r['std']}, "
+                    f"{r['channel_order']}, {r['layout']}, {r['resize']} [{r['source']}: {r['evidence']}]"
+                ),
+                highlight=False,
+            )
         else:
             console.print(text(f"input contract {r['input']!r}: {r['evidence']}"), highlight=False)

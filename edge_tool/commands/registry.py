@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from edge_tool.commands import convert, inspect_cmd, train
-from edge_tool.commands import demo, serve
-from edge_tool.commands import eval_cmd
-from edge_tool.commands import check
-from edge_tool.commands import device_cmd
+from edge_tool.commands import check, convert, demo, device_cmd, eval_cmd, inspect_cmd, serve, train
 
 COMMANDS = [
     ("train", train.command),

@@ -13,8 +13,7 @@ def command(
     port: int = typer.Option(8000, "--port", help="Port to bind; 0 picks a free one."),
 ) -> None:
     """Serve a demo site over HTTP (COOP/COEP for wasm threads, correct MIME types); Ctrl-C stops it."""
-    from edge_tool.demo.serve import serve_until_interrupted  # noqa: PLC0415
-
-    from edge_tool.core.textsafe import visible  # noqa: PLC0415
+    from edge_tool.core.textsafe import visible
+    from edge_tool.demo.serve import serve_until_interrupted
 
     serve_until_interrupted(site, host, port, echo=lambda line: typer.echo(visible(line)))

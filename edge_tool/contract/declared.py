@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from calibration.contract import ImageContract
+from edge_tool.contract.graph import graph_scaling
 from edge_tool.contract.keras_config import input_scaling, keras_file_config, saved_model_config
 
 KERAS_FILES = (".keras", ".h5", ".hdf5")
@@ -27,8 +28,9 @@ def image_contract(spec) -> ImageContract | None:
         layout, (h, w), c = "NHW", dims, 1
     if layout is None or any(d is not None and d < MIN_SIDE for d in (h, w)):
         return None
-    return ImageContract(spec.name, layout, h, w, c, "L" if c == 1 else "RGB", (0.0,), (1.0,),
-                         evidence="nothing says otherwise")
+    return ImageContract(
+        spec.name, layout, h, w, c, "L" if c == 1 else "RGB", (0.0,), (1.0,), evidence="nothing says otherwise"
+    )
 
 
 def _config(model: Path, saved_model: Path | None) -> tuple[dict | None, str]:
@@ -43,8 +45,9 @@ def _config(model: Path, saved_model: Path | None) -> tuple[dict | None, str]:
     return None, ""
 
 
-def declared(contract: ImageContract, spec, model: Path, saved_model: Path | None, n_images: int
-             ) -> ImageContract | None:
+def declared(
+    contract: ImageContract, spec, model: Path, saved_model: Path | None, n_images: int
+) -> ImageContract | None:
     """``contract`` as the model itself declares it (source "model"), or None when it is silent.
 
     Integer inputs take raw pixels. For one image input, a Keras config (Keras-2 SavedModel, .keras, .h5) whose
@@ -59,16 +62,18 @@ def declared(contract: ImageContract, spec, model: Path, saved_model: Path | Non
     doc, where = _config(model, saved_model)
     scaling = input_scaling(doc) if doc else None
     if scaling is None and saved_model is not None:
-        from edge_tool.contract.graph import graph_scaling  # noqa: PLC0415  (reads the GraphDef: TensorFlow)
-
         scaling, where = graph_scaling(Path(saved_model), spec.name), "the serving graph"
     if scaling is None:
         return None
     mean, std = scaling.mean_std()
     lo, hi = sorted(((0.0 - mean[0]) / std[0], (255.0 - mean[0]) / std[0]))
-    return contract.with_normalization((0.0,), (1.0,), "model",
-                                       f"{where}: {', '.join(scaling.layers)} at the input maps 0..255 pixels to "
-                                       f"{lo:.3g}..{hi:.3g} itself, so it takes raw pixel values")
+    return contract.with_normalization(
+        (0.0,),
+        (1.0,),
+        "model",
+        f"{where}: {', '.join(scaling.layers)} at the input maps 0..255 pixels to "
+        f"{lo:.3g}..{hi:.3g} itself, so it takes raw pixel values",
+    )
 
 
 def from_metadata(contract: ImageContract, mean, std, origin: str) -> ImageContract | None:

@@ -8,10 +8,12 @@ from pathlib import Path
 from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import resolve
 
-UNKNOWN = ("cannot be known from the model alone (no Rescaling/Normalization layer or constant scaling at the input, "
-           "no embedded normalization): convert/eval/check/demo measure it with the float reference on a labelled "
-           "image folder (--calibration / --data with one sub-folder per class), or take --input-range / "
-           "--input-mean/--input-std")
+UNKNOWN = (
+    "cannot be known from the model alone (no Rescaling/Normalization layer or constant scaling at the input, "
+    "no embedded normalization): convert/eval/check/demo measure it with the float reference on a labelled "
+    "image folder (--calibration / --data with one sub-folder per class), or take --input-range / "
+    "--input-mean/--input-std"
+)
 
 
 def model_contract(path: Path, signature, metadata=None) -> list[dict]:
@@ -22,7 +24,7 @@ def model_contract(path: Path, signature, metadata=None) -> list[dict]:
     path = Path(path)
     saved = path if path.is_dir() else None
     norm = None
-    for t in (metadata.inputs if metadata is not None else ()):
+    for t in metadata.inputs if metadata is not None else ():
         if t.mean is not None and not (all(m == 0 for m in t.mean) and all(s == 1 for s in t.std or (1,))):
             norm = (t.mean, t.std, f"{path.name} (TFLite metadata)")
             break

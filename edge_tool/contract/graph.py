@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from edge_tool.contract.keras_config import Scaling, _compose
 from edge_tool.models.modelio import read_meta_graph
 
@@ -42,8 +44,7 @@ def _same(ref: str, tensor: str) -> bool:
 
 
 def _const(scope: _Scope, ref: str):
-    import numpy as np  # noqa: PLC0415
-    from tensorflow.python.framework import tensor_util  # noqa: PLC0415
+    from tensorflow.python.framework import tensor_util
 
     node = scope.nodes.get(ref.split(":")[0])
     if node is None or node.op != "Const":

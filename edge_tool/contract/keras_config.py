@@ -19,12 +19,32 @@ from edge_tool.errors import ModelError
 from edge_tool.modelcode.keras_code import keras_file_configs, metadata_nodes
 
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
-INERT = {"RandomFlip", "RandomRotation", "RandomZoom", "RandomContrast", "RandomTranslation", "RandomBrightness",
-         "RandomHeight", "RandomWidth", "Dropout", "GaussianNoise", "GaussianDropout", "Resizing", "InputLayer",
-         "Activation_linear"}
+INERT = {
+    "RandomFlip",
+    "RandomRotation",
+    "RandomZoom",
+    "RandomContrast",
+    "RandomTranslation",
+    "RandomBrightness",
+    "RandomHeight",
+    "RandomWidth",
+    "Dropout",
+    "GaussianNoise",
+    "GaussianDropout",
+    "Resizing",
+    "InputLayer",
+    "Activation_linear",
+}
 CONTAINERS = {"Sequential", "Functional", "Model"}
-_OPS = {"math.truediv": "div", "math.divide": "div", "math.multiply": "mul", "math.subtract": "sub",
-        "math.add": "add", "__operators__.add": "add", "math.scalar_mul": "mul"}
+_OPS = {
+    "math.truediv": "div",
+    "math.divide": "div",
+    "math.multiply": "mul",
+    "math.subtract": "sub",
+    "math.add": "add",
+    "__operators__.add": "add",
+    "math.scalar_mul": "mul",
+}
 
 
 @dataclass(frozen=True)
@@ -41,7 +61,6 @@ class Scaling:
         sc = self.scale * n if len(self.scale) == 1 else self.scale
         off = self.offset * n if len(self.offset) == 1 else self.offset
         return tuple(-o / s for o, s in zip(off, sc)), tuple(1.0 / s for s in sc)
-
 
 
 def saved_model_config(saved_model: Path) -> dict | None:
@@ -117,8 +136,11 @@ def _numbers(value) -> tuple[float, ...] | None:
         return None
     if isinstance(value, (int, float)):
         return (float(value),)
-    if isinstance(value, list) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                 for v in _flat(value)):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in _flat(value))
+    ):
         return tuple(float(v) for v in _flat(value))
     return None
 
@@ -147,8 +169,12 @@ def _affine(layer: dict, kwargs: dict) -> tuple[tuple[float, ...], tuple[float, 
     if op is None or const is None or (op == "div" and any(c == 0 for c in const)):
         return None
     zero = tuple(0.0 for _ in const)
-    return {"div": (tuple(1 / c for c in const), zero), "mul": (const, zero), "sub": ((1.0,), tuple(-c for c in const)),
-            "add": ((1.0,), const)}[op]
+    return {
+        "div": (tuple(1 / c for c in const), zero),
+        "mul": (const, zero),
+        "sub": ((1.0,), tuple(-c for c in const)),
+        "add": ((1.0,), const),
+    }[op]
 
 
 def _compose(first: tuple, then: tuple) -> tuple:
@@ -158,6 +184,7 @@ def _compose(first: tuple, then: tuple) -> tuple:
 
     def b(v):
         return v * n if len(v) == 1 else v
+
     if any(len(v) not in (1, n) for v in (s1, o1, s2, o2)):
         raise ValueError("channel counts differ")
     s1, o1, s2, o2 = b(s1), b(o1), b(s2), b(o2)

@@ -9,11 +9,16 @@ from calibration.contract import RANGES
 from calibration.serial import Record
 from edge_tool.errors import UsageError, collect_and_raise
 
-RANGE_HELP = ("What the model's image input takes, in 0..255 pixel terms: " + ", ".join(RANGES) +
-              " (imagenet = mean 123.675,116.28,103.53 / std 58.395,57.12,57.375). Default: what the model says "
-              "(a Rescaling/Normalization layer, graph constants, metadata), else measured on labelled image data.")
-MEAN_HELP = ("Model input = (pixel - mean) / std with the pixel in 0..255; one value or one per channel, e.g. "
-             "127.5 (instead of --input-range; default 0 when only --input-std is given).")
+RANGE_HELP = (
+    "What the model's image input takes, in 0..255 pixel terms: "
+    + ", ".join(RANGES)
+    + " (imagenet = mean 123.675,116.28,103.53 / std 58.395,57.12,57.375). Default: what the model says "
+    "(a Rescaling/Normalization layer, graph constants, metadata), else measured on labelled image data."
+)
+MEAN_HELP = (
+    "Model input = (pixel - mean) / std with the pixel in 0..255; one value or one per channel, e.g. "
+    "127.5 (instead of --input-range; default 0 when only --input-std is given)."
+)
 STD_HELP = "See --input-mean; e.g. 255 for x/255 (default 1 when only --input-mean is given)."
 
 
@@ -24,8 +29,9 @@ def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
     try:
         return tuple(float(v) for v in value.split(","))
     except ValueError:
-        raise UsageError(f"{option} expects a number or a comma list of numbers (one per channel), "
-                         f"got {value!r}.") from None
+        raise UsageError(
+            f"{option} expects a number or a comma list of numbers (one per channel), got {value!r}."
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,7 @@ class ContractOptions(Record):
         collect_and_raise(self.problems(), UsageError, "Invalid input options:")
 
     @classmethod
-    def from_cli(cls, input_range: str | None, input_mean: str | None, input_std: str | None) -> "ContractOptions":
+    def from_cli(cls, input_range: str | None, input_mean: str | None, input_std: str | None) -> ContractOptions:
         """From the command line's strings."""
         return cls(input_range, parse_floats("--input-mean", input_mean), parse_floats("--input-std", input_std))
 

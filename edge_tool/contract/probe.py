@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+import calibration
 from calibration.contract import RANGES, ImageContract
 
 SAMPLE = 64
@@ -60,11 +61,13 @@ class ProbeResult:
         return None
 
     def evidence(self, first: str | None = None) -> str:
-        """"0..1: reference 89 % on 64 labelled images of images/train (4 classes); 0..255: 31 %; ..."."""
+        """ "0..1: reference 89 % on 64 labelled images of images/train (4 classes); 0..255: 31 %; ..."."""
         order = sorted(self.scores, key=lambda k: (k != first, -self.scores[k]))
         head, *rest = order
-        text = (f"{_label(head)}: reference {self.scores[head]:.0%} on {self.n} labelled images of {self.source} "
-                f"({self.classes} classes)")
+        text = (
+            f"{_label(head)}: reference {self.scores[head]:.0%} on {self.n} labelled images of {self.source} "
+            f"({self.classes} classes)"
+        )
         return "; ".join([text, *(f"{_label(k)}: {self.scores[k]:.0%}" for k in rest)])
 
 
@@ -77,14 +80,20 @@ def candidates(contract: ImageContract) -> dict[str, tuple[tuple[float, ...], tu
     return {k: v for k, v in RANGES.items() if len(v[0]) in (1, contract.channels)}
 
 
-def run_probe(contract: ImageContract, spec, data: Path, predict: Callable[[dict], dict], width: int,
-              index_for: Callable, seed: int, extra: dict | None = None) -> ProbeResult | None:
+def run_probe(
+    contract: ImageContract,
+    spec,
+    data: Path,
+    predict: Callable[[dict], dict],
+    width: int,
+    index_for: Callable,
+    seed: int,
+    extra: dict | None = None,
+) -> ProbeResult | None:
     """Score every candidate (and ``extra`` {name: (mean, std)}) on up to SAMPLE stratified labelled images of the
     folder ``data``; None when the folder has no class sub-folders. ``index_for(class names)`` maps folder class
     i to the model's output index (None: folder order; DataError when they cannot be matched); ``width`` is the
     model's number of classes."""
-    import calibration  # noqa: PLC0415
-
     raw = contract.with_normalization((0.0,), (1.0,), contract.source, contract.evidence)
     ds = calibration.load(data, [spec], calibration.LoadOptions(samples=SAMPLE, seed=seed, images=(raw,)))
     if ds.labels is None or ds.class_names is None:
@@ -106,9 +115,10 @@ def _top1(predict: Callable[[dict], dict], name: str, x: np.ndarray, width: int,
     """Argmax of the output holding ``width`` class scores, batch by batch."""
     picks = []
     for start in range(0, len(x), batch):
-        out = predict({name: x[start:start + batch]})
-        scores = next((np.asarray(v) for _, v in sorted(out.items())
-                       if np.ndim(v) == 2 and np.shape(v)[-1] == width), None)
+        out = predict({name: x[start : start + batch]})
+        scores = next(
+            (np.asarray(v) for _, v in sorted(out.items()) if np.ndim(v) == 2 and np.shape(v)[-1] == width), None
+        )
         if scores is None:
             raise ValueError(f"no output has {width} class scores")
         picks.append(scores.argmax(axis=1))

@@ -19,8 +19,9 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.probe import ProbeResult, run_probe
 from edge_tool.errors import DataError
 
-OPTION_HINT = ("--input-range 0..1|-1..1|0..255|imagenet (or --input-mean/--input-std: model input = "
-               "(pixel - mean) / std)")
+OPTION_HINT = (
+    "--input-range 0..1|-1..1|0..255|imagenet (or --input-mean/--input-std: model input = (pixel - mean) / std)"
+)
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,15 @@ def _named(c: ImageContract) -> str:
     return c.named_range() or "given"
 
 
-def resolve(signature, model: Path, saved_model: Path | None, options: ContractOptions,
-            data: Path | None = None, probe: ProbeSetup | None = None,
-            metadata: tuple | None = None) -> Resolution:
+def resolve(
+    signature,
+    model: Path,
+    saved_model: Path | None,
+    options: ContractOptions,
+    data: Path | None = None,
+    probe: ProbeSetup | None = None,
+    metadata: tuple | None = None,
+) -> Resolution:
     """The input contract of every image input of ``signature``.
 
     ``data`` is the image data the contract will read (a folder means pixels must be fed right, so a model that
@@ -75,13 +82,15 @@ def resolve(signature, model: Path, saved_model: Path | None, options: ContractO
         if probe is not None and len(images) == 1:
             extra = {"given": (chosen.mean, chosen.std)} if chosen is not None and _named(chosen) == "given" else {}
             try:
-                result = run_probe(base, spec, probe.data, probe.predict, probe.width, probe.index_for, probe.seed,
-                                   extra)
+                result = run_probe(
+                    base, spec, probe.data, probe.predict, probe.width, probe.index_for, probe.seed, extra
+                )
             except DataError as exc:
                 if chosen is None:  # nothing says how pixels are scaled, and this folder cannot measure it
-                    raise DataError(f"{exc} The folder was read to measure how input {spec.name!r} expects its "
-                                    f"pixels scaled, since the model does not say; or say it with {OPTION_HINT}."
-                                    ) from None
+                    raise DataError(
+                        f"{exc} The folder was read to measure how input {spec.name!r} expects its "
+                        f"pixels scaled, since the model does not say; or say it with {OPTION_HINT}."
+                    ) from None
                 # the folder's classes do not map onto the outputs: no check possible, the chosen contract stands
         if chosen is None:
             chosen = _measured(base, spec, result, options, data)
@@ -89,9 +98,11 @@ def resolve(signature, model: Path, saved_model: Path | None, options: ContractO
             name = _named(chosen)
             better = result.far_better(name)
             if better:
-                warnings.append(f"input {spec.name!r}: the reference does clearly better under {_how(better)} than under "
-                                f"the {chosen.source}'s {chosen.describe()} ({result.evidence(better)}); "
-                                f"check {_fix(chosen)}.")
+                warnings.append(
+                    f"input {spec.name!r}: the reference does clearly better under {_how(better)} than under "
+                    f"the {chosen.source}'s {chosen.describe()} ({result.evidence(better)}); "
+                    f"check {_fix(chosen)}."
+                )
             chosen = chosen if chosen.source == "probe" else _with_check(chosen, result, name)
         contracts.append(chosen)
         lines.append(f"input {spec.name!r}: {chosen.describe()} [{chosen.source}: {chosen.evidence}]")
@@ -102,24 +113,36 @@ def resolve(signature, model: Path, saved_model: Path | None, options: ContractO
 
 def image_data(data: Path | None) -> bool:
     """True for sources holding encoded images: a folder, or a TFRecord (which may)."""
-    return data is not None and (Path(data).is_dir() or Path(data).suffix.lower() in (".tfrecord", ".tfrecords",
-                                                                                       ".tfr"))
+    return data is not None and (
+        Path(data).is_dir() or Path(data).suffix.lower() in (".tfrecord", ".tfrecords", ".tfr")
+    )
 
 
 def default_warning(name: str) -> str:
     """The warning for an image input nothing describes (fed, described and shown as raw 0..255)."""
-    return (f"input {name!r}: nothing says how its pixels are scaled, so images are fed (and metadata and the page "
-            f"describe them) as raw 0..255 values; if the model was trained on scaled input, pass {OPTION_HINT}.")
+    return (
+        f"input {name!r}: nothing says how its pixels are scaled, so images are fed (and metadata and the page "
+        f"describe them) as raw 0..255 values; if the model was trained on scaled input, pass {OPTION_HINT}."
+    )
 
 
-def _without_data(spec, base: ImageContract, model: Path, saved_model: Path | None, options: ContractOptions,
-                  n_images: int, metadata: tuple | None) -> ImageContract | None:
+def _without_data(
+    spec,
+    base: ImageContract,
+    model: Path,
+    saved_model: Path | None,
+    options: ContractOptions,
+    n_images: int,
+    metadata: tuple | None,
+) -> ImageContract | None:
     """The option, else what the model declares, else embedded metadata; None when all are silent."""
     if options.explicit:
         mean, std = options.normalization()
         if len(mean) not in (1, base.channels) or len(std) not in (1, base.channels):
-            raise DataError(f"{options.flag()} gives {max(len(mean), len(std))} values, but input {spec.name!r} has "
-                            f"{base.channels} channel(s); give 1 value or {base.channels}.")
+            raise DataError(
+                f"{options.flag()} gives {max(len(mean), len(std))} values, but input {spec.name!r} has "
+                f"{base.channels} channel(s); give 1 value or {base.channels}."
+            )
         return base.with_normalization(mean, std, "option", f"set by {options.flag()}")
     found = declared(base, spec, model, saved_model, n_images)
     if found is None and metadata is not None:
@@ -127,22 +150,27 @@ def _without_data(spec, base: ImageContract, model: Path, saved_model: Path | No
     return found
 
 
-def _measured(base: ImageContract, spec, result: ProbeResult | None, options: ContractOptions,
-              data: Path | None) -> ImageContract:
+def _measured(
+    base: ImageContract, spec, result: ProbeResult | None, options: ContractOptions, data: Path | None
+) -> ImageContract:
     """The probe's clear winner; DataError when there is none or nothing to measure on image data."""
     if result is not None:
         winner = result.clear_winner()
         if winner is None:
-            raise DataError(f"cannot tell what input {spec.name!r} takes: the model does not say (no Rescaling/"
-                            f"Normalization layer or constant scaling at its input, no metadata) and no normalization "
-                            f"is clearly best for the reference ({result.evidence()}; a pick needs "
-                            f"{result.floor:.0%} and a lead of {result.margin:.0%}). Set it with {OPTION_HINT}.")
+            raise DataError(
+                f"cannot tell what input {spec.name!r} takes: the model does not say (no Rescaling/"
+                f"Normalization layer or constant scaling at its input, no metadata) and no normalization "
+                f"is clearly best for the reference ({result.evidence()}; a pick needs "
+                f"{result.floor:.0%} and a lead of {result.margin:.0%}). Set it with {OPTION_HINT}."
+            )
         mean, std = RANGES[winner]
         return base.with_normalization(mean, std, "probe", result.evidence(winner))
     if data is not None and Path(data).is_dir():
-        raise DataError(f"cannot tell what input {spec.name!r} takes: the model does not say (no Rescaling/"
-                        f"Normalization layer or constant scaling at its input, no metadata) and {data} has no class "
-                        f"sub-folders to measure the reference on. Set it with {OPTION_HINT}.")
+        raise DataError(
+            f"cannot tell what input {spec.name!r} takes: the model does not say (no Rescaling/"
+            f"Normalization layer or constant scaling at its input, no metadata) and {data} has no class "
+            f"sub-folders to measure the reference on. Set it with {OPTION_HINT}."
+        )
     return base
 
 
@@ -150,8 +178,9 @@ def _with_check(c: ImageContract, result: ProbeResult, name: str) -> ImageContra
     score = result.scores.get(name)
     if score is None:
         return c
-    return c.with_normalization(c.mean, c.std, c.source, f"{c.evidence}; checked: reference {score:.0%} on "
-                                                         f"{result.n} labelled images")
+    return c.with_normalization(
+        c.mean, c.std, c.source, f"{c.evidence}; checked: reference {score:.0%} on {result.n} labelled images"
+    )
 
 
 def _how(name: str) -> str:
@@ -159,5 +188,8 @@ def _how(name: str) -> str:
 
 
 def _fix(c: ImageContract) -> str:
-    return "the --input-* option" if c.source == "option" else "the model's preprocessing (or override it with " \
-        "--input-range)"
+    return (
+        "the --input-* option"
+        if c.source == "option"
+        else "the model's preprocessing (or override it with --input-range)"
+    )

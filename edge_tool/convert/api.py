@@ -15,14 +15,16 @@ from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec, WrittenArt
 from edge_tool.convert.inputs import prepare_inputs
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.convert.source import prepare_source
-from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.converter.fast_path import fast_path_problem
+from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
-from edge_tool.modelcode.guard import require_safe_model
-from edge_tool.models.modelio import signature_note
-from edge_tool.schemas.manifest import Manifest
 from edge_tool.core.signals import deferred
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
+from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.modelcode.guard import require_safe_model
+from edge_tool.models.modelio import signature_note
+from edge_tool.schemas.manifest import Manifest
 
 __all__ = ["ConvertResult", "WrittenArtifact", "convert", "load_calibration", "one_line"]
 
@@ -40,7 +42,7 @@ class ConvertResult:
         """Path of the .tflite of ``mode``."""
         return self.artifact("tflite", QuantMode(mode).value)
 
-    def artifact(self, format: str, quant: str) -> Path:  # noqa: A002 - the manifest's key
+    def artifact(self, format: str, quant: str) -> Path:
         """Path of the artefact of ``format`` built with ``quant`` (a --quant mode, or tfjs's weight compression)."""
         return next(a.path for a in self.artifacts if a.format == format and a.quant == quant)
 
@@ -48,8 +50,6 @@ class ConvertResult:
 def load_calibration(config: ConvertConfig, source):
     """Load and validate the representative dataset through the resolved input contract; returns (Dataset or
     None, path used)."""
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-
     inputs = prepare_inputs(import_tf(), config, source)
     return inputs.dataset, inputs.calibration_path
 
@@ -62,7 +62,6 @@ def convert(config: ConvertConfig) -> ConvertResult:
     """
     check_output_dir(config.output_dir, config.force, config.inputs)
     require_safe_model(config.model, config.trust_model_code, "convert")  # before any worker or loader starts
-    from edge_tool.core.env import import_tf, quiet_native_stderr  # noqa: PLC0415
 
     t0 = time.perf_counter()
     workers = {}
@@ -76,8 +75,9 @@ def convert(config: ConvertConfig) -> ConvertResult:
             artifacts, manifest = _convert_in(config, Path(work), import_tf(), workers, t0)
         finally:
             _close(workers)
-    final = tuple(WrittenArtifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds)
-                  for a in artifacts)
+    final = tuple(
+        WrittenArtifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds) for a in artifacts
+    )
     return ConvertResult(config.output_dir, final, manifest, dict(manifest.failed or {}))
 
 
@@ -99,8 +99,9 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float)
     inputs = prepare_inputs(tf, config, source)
     ds = inputs.dataset
     rep = ds.representative_dataset() if ds else None
-    ctx = BuildContext(tf, config, source, rep, epoch_progress=_print_epoch, metadata=inputs.metadata,
-                       contracts=inputs.contracts)
+    ctx = BuildContext(
+        tf, config, source, rep, epoch_progress=_print_epoch, metadata=inputs.metadata, contracts=inputs.contracts
+    )
     if config.wants("tflite"):
         _warn_if_public_converter()
     failed: dict = {}
@@ -172,12 +173,12 @@ def _build_all(job: FormatJob, specs: list[FormatSpec], failed: dict) -> list[tu
 
 def _warn_if_public_converter() -> None:
     """One line when the fast path is off for a reason the user did not choose (same files, slower)."""
-    from edge_tool.converter.fast_path import fast_path_problem  # noqa: PLC0415
-
     problem = fast_path_problem()
     if problem and not problem.startswith("EDGETOOL_FAST_CONVERT"):
-        console.print(f"[yellow]warning:[/] converter fast path off: {term(problem)}; using the public "
-                      "TFLiteConverter.from_saved_model (same files, slower).")
+        console.print(
+            f"[yellow]warning:[/] converter fast path off: {term(problem)}; using the public "
+            "TFLiteConverter.from_saved_model (same files, slower)."
+        )
 
 
 def one_line(message: str) -> str:

@@ -52,7 +52,7 @@ def _serve(conn, warm_modules: tuple[str, ...]) -> None:
         conn.send(("ok", fn(*args)))
     except EdgeToolError as exc:
         conn.send(("error", (type(exc), str(exc))))
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
+    except BaseException as exc:
         conn.send(("error", (ConversionError, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}")))
     finally:
         conn.close()
@@ -65,9 +65,11 @@ class BackgroundCall:
         """Start the worker now; it imports ``warm_modules`` while the parent goes on."""
         mine, theirs = socket.socketpair()
         with mine, theirs:
-            self._proc = subprocess.Popen(module_command("edge_tool.convert.background", theirs.fileno(),
-                                                         *warm_modules),
-                                          pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+            self._proc = subprocess.Popen(
+                module_command("edge_tool.convert.background", theirs.fileno(), *warm_modules),
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+            )
             self._conn = Connection(mine.detach())
         self._finished = False
 
@@ -82,8 +84,9 @@ class BackgroundCall:
             self._finished = True  # only now may close() let it exit by itself; an interrupted wait stops it
         except EOFError:
             self._proc.wait()
-            raise ConversionError(f"the background conversion process died (exit code {self._proc.returncode}) "
-                                  "before reporting a result.") from None
+            raise ConversionError(
+                f"the background conversion process died (exit code {self._proc.returncode}) before reporting a result."
+            ) from None
         finally:
             self.close()
         if status == "error":

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from edge_tool.convert.config import QuantMode
 from edge_tool.convert.context import BuildContext
-from edge_tool.converter.run import OpsNotBuiltin
 from edge_tool.convert.smoke import LiteRTRefused
 from edge_tool.convert.source import prepare_source
-from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.converter.run import OpsNotBuiltin
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
+from edge_tool.errors import ConversionError, EdgeToolError
 
 BATCH = 1
 # the calibrator runs the float file in LiteRT: a kernel refusing it there fails the conversion with LiteRT's words
@@ -53,7 +53,8 @@ class BatchRetry:
         """True when ``exc`` is LiteRT refusing a file of a model whose batch is free and was not fixed by the user."""
         free_batch = any(t.shape and t.shape[0] is None for t in self.ctx.source.signature.inputs)
         refused = isinstance(exc, (LiteRTRefused, OpsNotBuiltin)) or (
-            isinstance(exc, ConversionError) and _KERNEL_FAILED.search(str(exc)))
+            isinstance(exc, ConversionError) and _KERNEL_FAILED.search(str(exc))
+        )
         return bool(refused and free_batch and self.ctx.config.batch is None and mode is not QuantMode.QAT)
 
     def build(self, mode: QuantMode, exc: EdgeToolError, build: Callable[[BuildContext], tuple]) -> tuple:
@@ -61,14 +62,18 @@ class BatchRetry:
         try:
             art, record = build(self._context())
         except EdgeToolError as again:
-            raise ConversionError(f"{exc} Fixing the input batch to {BATCH} (as --batch {BATCH} does) does not help "
-                                  f"either: {' '.join(str(again).split())}") from None
+            raise ConversionError(
+                f"{exc} Fixing the input batch to {BATCH} (as --batch {BATCH} does) does not help "
+                f"either: {' '.join(str(again).split())}"
+            ) from None
         why = " ".join(str(exc).split())
         record["fixed_batch"] = {"batch": BATCH, "reason": why}
         fails = "does not convert to builtin ops" if isinstance(exc, OpsNotBuiltin) else "does not run in LiteRT"
-        console.print(f"[yellow]note:[/] {term(mode.value)} with a free input batch {fails} "
-                      f"({term(_reason(why))}); built again with the input batch fixed to {BATCH} (as --batch "
-                      f"{BATCH} does), which runs: {term(art.path.name)} takes one sample at a time.")
+        console.print(
+            f"[yellow]note:[/] {term(mode.value)} with a free input batch {fails} "
+            f"({term(_reason(why))}); built again with the input batch fixed to {BATCH} (as --batch "
+            f"{BATCH} does), which runs: {term(art.path.name)} takes one sample at a time."
+        )
         return art, record
 
     def _context(self) -> BuildContext:
@@ -76,10 +81,12 @@ class BatchRetry:
             config = self.ctx.config  # qat (and its --eval-data) never comes here: it converts the Keras model itself
             modes = tuple(m for m in config.modes if m is not QuantMode.QAT)
             config = dataclasses.replace(config, batch=BATCH, modes=modes, eval_data=None)
-            source = prepare_source(config.model, self.work / "fixed-batch", BATCH, config.trust_model_code,
-                                    config.signature)
-            self._fixed = dataclasses.replace(self.ctx, config=config, source=source, shared=None, notes={},
-                                              _float_model=None, _reference=None)
+            source = prepare_source(
+                config.model, self.work / "fixed-batch", BATCH, config.trust_model_code, config.signature
+            )
+            self._fixed = dataclasses.replace(
+                self.ctx, config=config, source=source, shared=None, notes={}, _float_model=None, _reference=None
+            )
         return self._fixed
 
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from calibration.safe_open import not_a_file
 from calibration.serial import Record
+from edge_tool.contract.options import ContractOptions
 from edge_tool.convert.enums import IOType, QatStrategy, QuantMode, TfjsQuant
 from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for
+from edge_tool.convert.modes import MODES
 from edge_tool.convert.qat_support.source import keras3_file_problem
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
@@ -62,15 +64,16 @@ class ConvertConfig(Record):
         collect_and_raise(self._problems(), UsageError, header="Invalid convert options:")
 
     def _problems(self) -> list[str]:
-        from edge_tool.convert.modes import MODES  # noqa: PLC0415
-
-        problems = below_minimum({"--samples": (self.samples, 1), "--qat-epochs": (self.qat_epochs, 1),
-                                  "--replicas": (self.replicas, 1)})
+        problems = below_minimum(
+            {"--samples": (self.samples, 1), "--qat-epochs": (self.qat_epochs, 1), "--replicas": (self.replicas, 1)}
+        )
         if self.batch is not None:
             problems += below_minimum({"--batch": (self.batch, 1)})
             if QuantMode.QAT in self.modes and self.wants("tflite"):
-                problems.append("--batch does not apply to --quant qat (it fine-tunes and converts the Keras model "
-                                "itself); convert qat without --batch, or the other modes with it.")
+                problems.append(
+                    "--batch does not apply to --quant qat (it fine-tunes and converts the Keras model "
+                    "itself); convert qat without --batch, or the other modes with it."
+                )
         if QuantMode.QAT in self.modes and self.wants("tflite") and not self.keep_going:
             problems += [p for p in (keras3_file_problem(self.model),) if p]  # before the model's long load
         strategies = [s.value for s in QatStrategy]
@@ -91,13 +94,13 @@ class ConvertConfig(Record):
             if spec.needs_train_data and self.train_data is None:
                 problems.append(f"--quant {mode.value} needs --train-data (an .npz with x and y) to fine-tune on.")
         if self.eval_data is not None and not (self.wants("tflite") and QuantMode.QAT in self.modes):
-            problems.append("--eval-data belongs to --quant qat (QAT vs int8 PTQ) and --quant auto; evaluate other "
-                            "modes with edgetool eval.")
+            problems.append(
+                "--eval-data belongs to --quant qat (QAT vs int8 PTQ) and --quant auto; evaluate other "
+                "modes with edgetool eval."
+            )
         return problems
 
     def _metadata_problems(self) -> list[str]:
-        from edge_tool.contract.options import ContractOptions  # noqa: PLC0415
-
         problems = []
         if not self.metadata and self.labels is not None:
             problems.append("--labels are embedded as metadata; drop --no-metadata to use them.")
@@ -112,8 +115,13 @@ class ConvertConfig(Record):
     @property
     def inputs(self) -> tuple[tuple[str, Path | None], ...]:
         """(name, path) of every input the output must stay clear of (fsutil.check_not_input)."""
-        return (("model", self.model), ("calibration data", self.calibration), ("training data", self.train_data),
-                ("eval data", self.eval_data), ("labels", self.labels))
+        return (
+            ("model", self.model),
+            ("calibration data", self.calibration),
+            ("training data", self.train_data),
+            ("eval data", self.eval_data),
+            ("labels", self.labels),
+        )
 
     @property
     def formats(self) -> tuple[str, ...]:

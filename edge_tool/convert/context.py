@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import calibration
 from edge_tool.convert.config import ConvertConfig, IOType
 from edge_tool.convert.source import PreparedSource
 from edge_tool.converter.fast_path import SharedSource
@@ -36,8 +37,9 @@ class BuildContext:
     @property
     def io_dtype(self):
         """tf dtype for inference I/O, or None to keep the model's own."""
-        return {IOType.MODEL: None, IOType.FLOAT32: None, IOType.INT8: self.tf.int8,
-                IOType.UINT8: self.tf.uint8}[self.config.io_type]
+        return {IOType.MODEL: None, IOType.FLOAT32: None, IOType.INT8: self.tf.int8, IOType.UINT8: self.tf.uint8}[
+            self.config.io_type
+        ]
 
     def new_converter(self):
         """A fresh TFLiteConverter on the prepared SavedModel's serving signature (``converter.run.new_converter``).
@@ -57,8 +59,13 @@ class BuildContext:
     def refusal(self) -> Refusal:
         """How a failed conversion of this source is worded (convert's options may be suggested)."""
         original = self.source.original
-        return Refusal(original, f"The TFLite converter failed on {original}", hints=True, batch=self.config.batch,
-                       retrace=(self.source.fixed_batch or {}).get("method"))
+        return Refusal(
+            original,
+            f"The TFLite converter failed on {original}",
+            hints=True,
+            batch=self.config.batch,
+            retrace=(self.source.fixed_batch or {}).get("method"),
+        )
 
     def reference_outputs(self, feeds: list[dict]) -> list[dict]:
         """The prepared SavedModel's serving outputs (``{name: array}``) for each feed; the model loads once.
@@ -67,19 +74,24 @@ class BuildContext:
         revives every Keras layer; docs/performance.md, "Defaults"); a SavedModel that loader refuses is loaded
         the TF2 way."""
         if self._reference is None:
-            self._reference, _ = signature_runner(self.tf, self.source.saved_model, self.source.signature.key,
-                                                  trust_model_code=self.config.trust_model_code)
+            self._reference, _ = signature_runner(
+                self.tf,
+                self.source.saved_model,
+                self.source.signature.key,
+                trust_model_code=self.config.trust_model_code,
+            )
         return [self._reference(feed) for feed in feeds]
 
     def train_data(self):
         """(x, y) from --train-data, matched to the model input."""
-        import calibration  # noqa: PLC0415
-
         specs = calibration.specs_from(self.source.signature.inputs)
         if len(specs) != 1:
             raise DataError(f"--train-data supports single-input models; this one has {len(specs)} inputs.")
-        ds = calibration.load(self.config.train_data, specs,
-                              calibration.LoadOptions(samples=None, seed=self.config.seed, require_labels=True))
+        ds = calibration.load(
+            self.config.train_data,
+            specs,
+            calibration.LoadOptions(samples=None, seed=self.config.seed, require_labels=True),
+        )
         return ds.inputs[specs[0].name], ds.labels
 
     def record_notes(self, mode, notes: dict) -> None:

@@ -45,5 +45,5 @@ class QatStrategy(str, Enum):
 class Objective(str, Enum):
     """What ``--quant auto`` minimises among the candidates within budget."""
 
-    SIZE = "size"        # smallest file; see convert.auto.choose() for ties
+    SIZE = "size"  # smallest file; see convert.auto.choose() for ties
     LATENCY = "latency"  # lowest p50 latency; see convert.auto.choose() for ties

@@ -11,18 +11,21 @@ The page's check of such a file (``tflite_spec``) is the demo's: ``demo.litert_s
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
-from calibration.spec import dtype_name
+import calibration
 from edge_tool.converter.fast_path import SharedSource
 from edge_tool.converter.run import Refusal, new_converter, run_converter
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError, UsageError
+from edge_tool.litert.recipes import configure_full_int8, missing_calibration_message, resolve_calibration
+from edge_tool.models.fixed_batch import save_fixed_batch
+from edge_tool.models.modelio import SERVING, saved_model_signature
 
 
 def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path:
     """--calibration, else calibration.npz beside the SavedModel; UsageError naming the flag when neither exists."""
-    from edge_tool.litert.recipes import missing_calibration_message, resolve_calibration  # noqa: PLC0415
-
     source = resolve_calibration(Path(saved_model), calibration_path)
     if source is None:
         raise UsageError(missing_calibration_message("--litert builds an int8 model and", saved_model))
@@ -31,23 +34,24 @@ def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path
     return source
 
 
-def build_fixed_int8(saved_model: Path, calibration_path: Path | None, contracts: tuple = (),
-                     trust_model_code: bool = False) -> bytes:
+def build_fixed_int8(
+    saved_model: Path, calibration_path: Path | None, contracts: tuple = (), trust_model_code: bool = False
+) -> bytes:
     """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
     return build_fixed(saved_model, calibration_path, ("int8",), contracts, trust_model_code)["int8"]
 
 
-def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[str, ...], contracts: tuple = (),
-                trust_model_code: bool = False, signature: str | None = None) -> dict[str, bytes]:
+def build_fixed(
+    saved_model: Path,
+    calibration_path: Path | None,
+    modes: tuple[str, ...],
+    contracts: tuple = (),
+    trust_model_code: bool = False,
+    signature: str | None = None,
+) -> dict[str, bytes]:
     """{mode: .tflite bytes} for ``modes`` ('int8', 'fp32') of ``saved_model``'s ``signature`` (default
     serving_default) with the input batch fixed to 1; the batch-1 re-export is made once for all of them (a model
     carrying code refused unless ``trust_model_code``). Image data is read through the input contract ``contracts``."""
-    import tempfile  # noqa: PLC0415
-
-    from edge_tool.litert.recipes import configure_full_int8  # noqa: PLC0415
-    from edge_tool.models.fixed_batch import save_fixed_batch  # noqa: PLC0415
-    from edge_tool.models.modelio import SERVING, saved_model_signature  # noqa: PLC0415
-
     source = calibration_source(saved_model, calibration_path)
     info = saved_model_signature(Path(saved_model), signature or SERVING)
     if len(info.inputs) != 1:
@@ -55,10 +59,8 @@ def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[s
     inp = info.inputs[0]
     if not inp.shape or any(d is None for d in inp.shape[1:]):
         raise ModelError(f"--litert needs a fixed input shape after the batch dimension; {inp.name} has {inp.shape}.")
-    import calibration  # noqa: PLC0415
 
     ds = calibration.load(source, calibration.specs_from(info.inputs), calibration.LoadOptions(images=contracts))
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     out = {}
@@ -75,8 +77,11 @@ def build_fixed(saved_model: Path, calibration_path: Path | None, modes: tuple[s
 
 
 def _refusal(saved_model: Path, mode: str) -> Refusal:
-    return Refusal(saved_model, f"The batch-1 {mode} conversion of {saved_model} for LiteRT.js failed",
-                   builtin_only="LiteRT.js runs builtin ops only (it has no Flex delegate): replace them in the model.",
-                   loop="--litert builds a calibrated int8 model: give the Keras model a fixed sequence length (its "
-                        "batch-1 re-trace then unrolls the loop), or pass --tflite with a batch-1 model built without "
-                        "calibration (convert --batch 1 --quant dynamic).")
+    return Refusal(
+        saved_model,
+        f"The batch-1 {mode} conversion of {saved_model} for LiteRT.js failed",
+        builtin_only="LiteRT.js runs builtin ops only (it has no Flex delegate): replace them in the model.",
+        loop="--litert builds a calibrated int8 model: give the Keras model a fixed sequence length (its "
+        "batch-1 re-trace then unrolls the loop), or pass --tflite with a batch-1 model built without "
+        "calibration (convert --batch 1 --quant dynamic).",
+    )

@@ -6,17 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import calibration
 from calibration.contract import ImageContract
 from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, default_warning, image_data, resolve
 from edge_tool.convert.metadata_step import check_labels, metadata_spec
 from edge_tool.convert.modes import MODES
-from edge_tool.errors import UsageError
-from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
-from edge_tool.metadata.writer import MetadataSpec
-from edge_tool.litert.recipes import missing_calibration_message, resolve_calibration
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
+from edge_tool.errors import UsageError
+from edge_tool.litert.recipes import missing_calibration_message, resolve_calibration
+from edge_tool.metadata.writer import MetadataSpec
+from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
+from edge_tool.models.modelio import signature_runner
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,14 @@ def _probe(tf, config, source, data: Path | None, labels: list[str] | None, orig
     width = class_width(source.signature)
     if data is None or not Path(data).is_dir() or width is None:
         return None
-    from edge_tool.models.modelio import signature_runner  # noqa: PLC0415
 
-    return ProbeSetup(Path(data), lambda: signature_runner(tf, source.saved_model, source.signature.key)[0], width,
-                      lambda names: folder_index_map(names, labels, width, data, origin)[0], config.seed)
+    return ProbeSetup(
+        Path(data),
+        lambda: signature_runner(tf, source.saved_model, source.signature.key)[0],
+        width,
+        lambda names: folder_index_map(names, labels, width, data, origin)[0],
+        config.seed,
+    )
 
 
 def refuse_string_calibration(config, source) -> None:
@@ -66,7 +72,8 @@ def refuse_string_calibration(config, source) -> None:
             "integer modes quantize every op through calibration — string ops (tokenizing, lookups) have no "
             "integer form in TFLite (the raw converter fails on them too). Use --quant fp32, fp16 or dynamic with "
             "--allow-select-tf-ops (the string ops then run as TF Flex ops; the app needs the Flex delegate), or "
-            "keep the string preprocessing outside the model and quantize the numeric part.")
+            "keep the string preprocessing outside the model and quantize the numeric part."
+        )
 
 
 def prepare_inputs(tf, config, source) -> ModelInputs:
@@ -80,8 +87,14 @@ def prepare_inputs(tf, config, source) -> ModelInputs:
     if needed and path is None:
         modes = ", ".join(m.value for m in config.modes if MODES[m].needs_calibration)
         raise UsageError(missing_calibration_message(f"--quant {modes}", config.model))
-    resolution = resolve(source.signature, config.model, source.saved_model, contract_options(config), path,
-                         _probe(tf, config, source, path, labels, origin))
+    resolution = resolve(
+        source.signature,
+        config.model,
+        source.saved_model,
+        contract_options(config),
+        path,
+        _probe(tf, config, source, path, labels, origin),
+    )
     spec_default = [c for c in resolution.contracts if c.source == "default"]
     for c, line in zip(resolution.contracts, resolution.lines):
         if c.source != "default" or image_data(path):  # what nothing decided and nothing reads is not news
@@ -95,8 +108,10 @@ def prepare_inputs(tf, config, source) -> ModelInputs:
     if labels:
         console.print(f"labels: {len(labels)} from {term(origin)}")
     elif config.metadata and width is not None:
-        console.print("labels: none (no --labels, no labels.txt in or beside the model, no class folders in the "
-                      "calibration data): the artefacts' outputs carry class indices only.")
+        console.print(
+            "labels: none (no --labels, no labels.txt in or beside the model, no class folders in the "
+            "calibration data): the artefacts' outputs carry class indices only."
+        )
     spec = metadata_spec(config, source, tuple(labels or ()), resolution.contracts)
     if spec is not None and not image_data(path):
         for c in spec_default:
@@ -106,11 +121,10 @@ def prepare_inputs(tf, config, source) -> ModelInputs:
 
 
 def _load(config, source, path: Path, contracts: tuple):
-    import calibration  # noqa: PLC0415
-
     specs = calibration.specs_from(source.signature.inputs)
-    ds = calibration.load(path, specs, calibration.LoadOptions(samples=config.samples, seed=config.seed,
-                                                               images=contracts))
+    ds = calibration.load(
+        path, specs, calibration.LoadOptions(samples=config.samples, seed=config.seed, images=contracts)
+    )
     for warning in ds.warnings:
         console.print(f"[yellow]warning:[/] {term(warning)}")
     console.print(f"calibration: {term(calibration_line(ds.summary, contracts))}")

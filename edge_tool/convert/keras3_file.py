@@ -65,25 +65,35 @@ print("EDGETOOL-UNROLLED:" + ",".join(unrolled))
 """
 
 
-def export_keras3_file(model: Path, out: Path, batch: int | None, keras2_error: str,
-                       trust_model_code: bool = False) -> Retrace | None:
+def export_keras3_file(
+    model: Path, out: Path, batch: int | None, keras2_error: str, trust_model_code: bool = False
+) -> Retrace | None:
     """Export the Keras-3 file ``model`` to a SavedModel at ``out`` (with ``batch``: inputs fixed to it, loops
     unrolled where that is exact); returns how the batch was fixed, or None without ``batch``. ModelError when Keras
     3 cannot load it either (``keras2_error`` says why Keras 2 could not). Keras's safe mode stays on unless
     ``trust_model_code``."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    args = [str(model), str(out), str(batch or 0), str(MAX_UNROLL), str(PROBE_DIM),
-            "trust" if trust_model_code else "safe"]
+    args = [
+        str(model),
+        str(out),
+        str(batch or 0),
+        str(MAX_UNROLL),
+        str(PROBE_DIM),
+        "trust" if trust_model_code else "safe",
+    ]
     proc = subprocess.run(python_command("-c", _CHILD, *args), capture_output=True, text=True, env=env)
     if proc.returncode == 3 and batch:
         detail = proc.stderr.strip().splitlines()[-1].removeprefix("EDGETOOL: ")
-        raise ModelError(f"--batch {batch} fixes the first (batch) dimension of every input, but {detail}. Drop "
-                         "--batch, or re-export the model with a batch dimension.")
+        raise ModelError(
+            f"--batch {batch} fixes the first (batch) dimension of every input, but {detail}. Drop "
+            "--batch, or re-export the model with a batch dimension."
+        )
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
         raise ModelError(
             f"Expected {model} to be a Keras model file loadable by Keras 2 (tf_keras) or Keras 3, but both failed: "
-            f"Keras 2 said {keras2_error[:300]}; Keras 3 said {tail[0][:300]}.")
+            f"Keras 2 said {keras2_error[:300]}; Keras 3 said {tail[0][:300]}."
+        )
     if not batch:
         return None
     marks = [ln for ln in proc.stdout.splitlines() if ln.startswith("EDGETOOL-UNROLLED:")]

@@ -24,14 +24,21 @@ def library_versions(formats: tuple[str, ...] = ()) -> dict[str, str | None]:
     return {name: installed_version(name) for name in (*LIBRARIES, *dict.fromkeys(extra))}
 
 
-def build_manifest(config, source, calibration_summary: dict | None, artifacts: list[dict], timings: dict,
-                   failed: dict | None = None, input_contract: list[dict] | None = None) -> Manifest:
+def build_manifest(
+    config,
+    source,
+    calibration_summary: dict | None,
+    artifacts: list[dict],
+    timings: dict,
+    failed: dict | None = None,
+    input_contract: list[dict] | None = None,
+) -> Manifest:
     """Assemble the manifest (schema: edge_tool/schemas/manifest.schema.json, described in docs/schemas.md); the
     builders' records become the typed entries (a record key with no field is a SerialError: a bug, not a file)."""
     return Manifest(
         schema=SCHEMA,
         tool=ToolInfo("edgetool", __version__),
-        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        created=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         source=source.record,
         options=config.to_dict(),
         calibration=None if calibration_summary is None else from_dict(CalibrationRecord, calibration_summary),

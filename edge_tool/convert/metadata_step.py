@@ -26,10 +26,14 @@ def classes_outputs(signature, count: int) -> list:
 def check_labels(labels: tuple[str, ...], origin: str, config, source) -> None:
     """UsageError when no output has one score per label."""
     if labels and not classes_outputs(source.signature, len(labels)):
-        shapes = ", ".join(f"{t.name} {list(t.shape) if t.shape is not None else '?'}" for t in source.signature.outputs)
-        raise UsageError(f"{origin} has {len(labels)} labels, but no output of {config.model} has {len(labels)} "
-                         f"scores on its last axis ([N, {len(labels)}], or [N, H, W, {len(labels)}] per pixel; "
-                         f"outputs: {shapes}); pass the labels file of this model.")
+        shapes = ", ".join(
+            f"{t.name} {list(t.shape) if t.shape is not None else '?'}" for t in source.signature.outputs
+        )
+        raise UsageError(
+            f"{origin} has {len(labels)} labels, but no output of {config.model} has {len(labels)} "
+            f"scores on its last axis ([N, {len(labels)}], or [N, H, W, {len(labels)}] per pixel; "
+            f"outputs: {shapes}); pass the labels file of this model."
+        )
 
 
 def metadata_spec(config, source, labels: tuple[str, ...], contracts: tuple) -> MetadataSpec | None:
@@ -40,8 +44,14 @@ def metadata_spec(config, source, labels: tuple[str, ...], contracts: tuple) -> 
         return None  # nothing known to embed: the .tflite stays byte-identical to the converter's
     name = Path(config.model).stem if Path(config.model).is_file() else Path(config.model).resolve().name
     return MetadataSpec(
-        name=name or "model", description="", version=source.sha256[:12], author=f"edgetool {__version__}",
-        labels=tuple(labels), mean=_compact(image.mean) if image else (0.0,), std=_compact(image.std) if image else (1.0,))
+        name=name or "model",
+        description="",
+        version=source.sha256[:12],
+        author=f"edgetool {__version__}",
+        labels=tuple(labels),
+        mean=_compact(image.mean) if image else (0.0,),
+        std=_compact(image.std) if image else (1.0,),
+    )
 
 
 def _compact(values: tuple[float, ...]) -> tuple[float, ...]:
@@ -51,8 +61,10 @@ def _compact(values: tuple[float, ...]) -> tuple[float, ...]:
 
 def for_mode(spec: MetadataSpec, mode: str, flavor: str) -> MetadataSpec:
     """``spec`` with the description of one artefact."""
-    return replace(spec, description=f"{spec.name}: {mode} TFLite model converted by edgetool {__version__} from a "
-                                     f"{flavor} SavedModel.")
+    return replace(
+        spec,
+        description=f"{spec.name}: {mode} TFLite model converted by edgetool {__version__} from a {flavor} SavedModel.",
+    )
 
 
 def tfjs_user_metadata(spec: MetadataSpec | None, contracts: tuple = ()) -> dict | None:
@@ -60,6 +72,11 @@ def tfjs_user_metadata(spec: MetadataSpec | None, contracts: tuple = ()) -> dict
     with --no-metadata)."""
     if spec is None:
         return None
-    return {"labels": list(spec.labels), "input_normalization": {"mean": list(spec.mean), "std": list(spec.std)},
-            "input_contract": [c.to_dict() for c in contracts],
-            "name": spec.name, "version": spec.version, "author": spec.author}
+    return {
+        "labels": list(spec.labels),
+        "input_normalization": {"mean": list(spec.mean), "std": list(spec.std)},
+        "input_contract": [c.to_dict() for c in contracts],
+        "name": spec.name,
+        "version": spec.version,
+        "author": spec.author,
+    }

@@ -18,22 +18,40 @@ Pipeline (each step exists because the naive ``quantize_model`` route fails or l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Any
+from typing import Any
 
 import numpy as np
 
-from edge_tool.errors import ConversionError, DataError, UsageError, collect_and_raise
-from edge_tool.convert.qat_support.data import Labelled, from_arrays, split
 from edge_tool.convert.enums import QatStrategy
+from edge_tool.convert.qat_support.annotate import annotate_supported, refuse_unsupported
+from edge_tool.convert.qat_support.data import Labelled, from_arrays, split
 from edge_tool.convert.qat_support.export import IO_TYPES, qat_to_tflite
+from edge_tool.convert.qat_support.finetune import Schedule, fine_tune, predict
+from edge_tool.convert.qat_support.folding import fold_model
+from edge_tool.convert.qat_support.heads import detect_heads, head_tasks
+from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types
 from edge_tool.convert.qat_support.source import import_stack, load_keras_for_qat
+from edge_tool.errors import ConversionError, DataError, UsageError, collect_and_raise
+from edge_tool.training.config import Strategy
+from edge_tool.training.strategies import build_local_strategy
 
 STRATEGIES = tuple(s.value for s in QatStrategy)
 # loading the source model (step 1) and the conversion (step 5) live in qat_support; importable from here as before
-__all__ = ["IO_TYPES", "QatOptions", "QatRun", "STRATEGIES", "build_qat_model", "load_keras_for_qat", "match_data",
-           "qat_to_tflite", "quantization_aware_model", "run_qat"]
+__all__ = [
+    "IO_TYPES",
+    "QatOptions",
+    "QatRun",
+    "STRATEGIES",
+    "build_qat_model",
+    "load_keras_for_qat",
+    "match_data",
+    "qat_to_tflite",
+    "quantization_aware_model",
+    "run_qat",
+]
 
 
 @dataclass(frozen=True)
@@ -99,8 +117,6 @@ def match_data(model, x, y, output_names: list[str] | None = None, what: str = "
     shape, final activation, labels) checks its labels (class ids, multi-hot rows, real targets, masks); inputs are
     cast to the model's dtypes.
     """
-    from edge_tool.convert.qat_support.heads import head_tasks  # noqa: PLC0415
-
     if isinstance(x, Labelled):
         x, y = x.x, x.y
     names = output_names or list(model.output_names)
@@ -131,11 +147,11 @@ def keras_activations(model, names: list[str]) -> dict[str, str]:
 class QatRun:
     """A fine-tuned QAT model with what it was made from and how it went."""
 
-    model: Any        # the tfmot QAT model (tf_keras)
+    model: Any  # the tfmot QAT model (tf_keras)
     float_model: Any  # the folded float model (the distillation teacher and the float reference)
-    heads: tuple      # qat_support.heads.Head per output
+    heads: tuple  # qat_support.heads.Head per output
     held_out: Labelled  # the split of the training data the best epoch was picked on
-    notes: dict       # folded, fold_dropped, float_layers, ranges_calibrated, history, best_epoch
+    notes: dict  # folded, fold_dropped, float_layers, ranges_calibrated, history, best_epoch
 
 
 def build_qat_model(keras, tfmot, source, samples: list[np.ndarray]):
@@ -143,17 +159,16 @@ def build_qat_model(keras, tfmot, source, samples: list[np.ndarray]):
 
     Returns (qat model, folded float model, notes).
     """
-    from edge_tool.convert.qat_support.annotate import annotate_supported  # noqa: PLC0415
-    from edge_tool.convert.qat_support.folding import fold_model  # noqa: PLC0415
-
     folded, folds, dropped = fold_model(keras, source, samples)
     annotated, skipped = annotate_supported(keras, tfmot, folded)
     try:
         with tfmot.quantization.keras.quantize_scope():
             qat = tfmot.quantization.keras.quantize_apply(annotated)
     except (ValueError, RuntimeError, TypeError) as exc:
-        raise ConversionError(f"tfmot could not make the model quantization-aware: {str(exc).splitlines()[0]} "
-                              "Use --quant int8 (post-training quantization) instead.") from None
+        raise ConversionError(
+            f"tfmot could not make the model quantization-aware: {str(exc).splitlines()[0]} "
+            "Use --quant int8 (post-training quantization) instead."
+        ) from None
     _finalize_preprocessing(keras, qat)
     return qat, folded, {"folded": folds, "fold_dropped": dropped, "float_layers": skipped}
 
@@ -174,23 +189,17 @@ def _finalize_preprocessing(keras, model) -> None:
 
 def _batches(arrays: list[np.ndarray], size: int):
     for i in range(0, len(arrays[0]), size):
-        yield [a[i:i + size] for a in arrays]
+        yield [a[i : i + size] for a in arrays]
 
 
-def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOptions(),
-            progress: Callable | None = None) -> QatRun:
+def run_qat(
+    model_path: Path, x_train, y_train=None, options: QatOptions = QatOptions(), progress: Callable | None = None
+) -> QatRun:
     """Load ``model_path``, make it quantization-aware, calibrate its ranges and fine-tune it.
 
     ``x_train``/``y_train``: arrays for a single-input/-output model, or dicts keyed by input/output names
     (or a Labelled as x_train). ``progress(epoch, logs)`` is called after each fine-tuning epoch (from 0).
     """
-    from edge_tool.convert.qat_support.annotate import refuse_unsupported  # noqa: PLC0415
-    from edge_tool.convert.qat_support.finetune import Schedule, fine_tune, predict  # noqa: PLC0415
-    from edge_tool.convert.qat_support.heads import detect_heads, head_tasks  # noqa: PLC0415
-    from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types  # noqa: PLC0415
-    from edge_tool.training.config import Strategy  # noqa: PLC0415
-    from edge_tool.training.strategies import build_local_strategy  # noqa: PLC0415
-
     tf, keras, tfmot = import_stack()
     strategy = build_local_strategy(tf, Strategy(options.strategy), options.replicas)  # before TF initialises
     keras.utils.set_random_seed(options.seed)
@@ -200,17 +209,27 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
         data = match_data(source, x_train, y_train)
         in_names, out_names = list(source.input_names), list(source.output_names)
         if len(data) < 10:
-            raise DataError(f"QAT needs at least 10 labelled training samples (some are held out to pick the "
-                            f"best epoch); got {len(data)}.")
+            raise DataError(
+                f"QAT needs at least 10 labelled training samples (some are held out to pick the "
+                f"best epoch); got {len(data)}."
+            )
         probe = data.take(np.arange(min(len(data), 512))).inputs(in_names)
-        tasks, _, _ = head_tasks(out_names, [tuple(t.shape) for t in source.outputs],
-                              keras_activations(source, out_names), data.labels(out_names))
+        tasks, _, _ = head_tasks(
+            out_names,
+            [tuple(t.shape) for t in source.outputs],
+            keras_activations(source, out_names),
+            data.labels(out_names),
+        )
         heads = detect_heads(out_names, predict(source, probe, len(out_names)), tasks)
         first = data.y[out_names[0]]
-        fit, held = split(data, options.held_out_fraction, options.seed,
-                          out_names[0] if tasks[0] == "classification" and first.ndim == 1 else None)
+        fit, held = split(
+            data,
+            options.held_out_fraction,
+            options.seed,
+            out_names[0] if tasks[0] == "classification" and first.ndim == 1 else None,
+        )
         rng = np.random.default_rng(options.seed)
-        pick = np.sort(rng.permutation(len(fit))[:options.range_samples])
+        pick = np.sort(rng.permutation(len(fit))[: options.range_samples])
         samples = fit.take(pick).inputs(in_names)
         qat, folded, notes = build_qat_model(keras, tfmot, source, samples)
         notes["ranges_calibrated"] = calibrate_ranges(qat, _batches(samples, 64), tfmot_quantizer_types())
@@ -218,15 +237,24 @@ def run_qat(model_path: Path, x_train, y_train=None, options: QatOptions = QatOp
     targets = [h.targets(teacher[h.index], fit.y[h.name], options.distillation) for h in heads]
     held_ref = predict(folded, held.inputs(in_names), len(heads))
     schedule = Schedule(options.epochs, options.batch_size, options.learning_rate, options.patience, options.seed)
-    history = fine_tune(tf, keras, qat, heads, (fit.inputs(in_names), targets),
-                        (held.inputs(in_names), held.labels(out_names), held_ref), schedule, progress)
+    history = fine_tune(
+        tf,
+        keras,
+        qat,
+        heads,
+        (fit.inputs(in_names), targets),
+        (held.inputs(in_names), held.labels(out_names), held_ref),
+        schedule,
+        progress,
+    )
     best = max(history, key=lambda r: (r["held_out_accuracy"], r["agreement"], -r["epoch"]))
     notes.update(history=history, best_epoch=best["epoch"])
     return QatRun(qat, folded, heads, held, notes)
 
 
-def quantization_aware_model(model_path: Path, x_train, y_train, options: QatOptions = QatOptions(),
-                             progress: Callable | None = None):
+def quantization_aware_model(
+    model_path: Path, x_train, y_train, options: QatOptions = QatOptions(), progress: Callable | None = None
+):
     """``run_qat(...).model``, carrying ``edgetool_qat_notes`` (folds, float layers, history) as a plain attribute."""
     run = run_qat(model_path, x_train, y_train, options, progress)
     run.model.__dict__["edgetool_qat_notes"] = run.notes  # plain attribute: not tracked, not saved

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from edge_tool.converter.run import Refusal, run_converter
 from edge_tool.converter.per_layer import LayerError, calibrate_and_rank, quiet_debugger
+from edge_tool.converter.run import Refusal, run_converter
 
 IDEAL_RMSE_OVER_SCALE = 0.2887  # 1/sqrt(12): uniform rounding error of a well-quantized tensor
 
@@ -31,8 +31,12 @@ class SelectiveInt8:
         self._tf = tf
         self._label = label
         self._debugger, self._ranking = calibrate_and_rank(
-            tf, converter, inputs, self._refusal(f"The quantization debugger could not calibrate {label} for int8"),
-            float_fallback=True)
+            tf,
+            converter,
+            inputs,
+            self._refusal(f"The quantization debugger could not calibrate {label} for int8"),
+            float_fallback=True,
+        )
 
     @property
     def ranking(self) -> tuple[LayerError, ...]:
@@ -51,12 +55,20 @@ class SelectiveInt8:
         def quantize(_converter) -> bytes:
             with quiet_debugger():
                 self._debugger.options = tf.lite.experimental.QuantizationDebugOptions(
-                    denylisted_nodes=list(float_tensors))
+                    denylisted_nodes=list(float_tensors)
+                )
                 return self._debugger.get_nondebug_quantized_model()
 
-        return run_converter(self._debugger.converter, self._refusal(
-            f"Re-quantizing {self._label} with {', '.join(float_tensors)} in float failed"), quantize)
+        return run_converter(
+            self._debugger.converter,
+            self._refusal(f"Re-quantizing {self._label} with {', '.join(float_tensors)} in float failed"),
+            quantize,
+        )
 
     def _refusal(self, failed: str) -> Refusal:
-        return Refusal(self._label, failed, builtin_only="Selective int8 keeps to builtin ops (its float layers are "
-                                                         "builtin float ops): replace them in the model.")
+        return Refusal(
+            self._label,
+            failed,
+            builtin_only="Selective int8 keeps to builtin ops (its float layers are "
+            "builtin float ops): replace them in the model.",
+        )

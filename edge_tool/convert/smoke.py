@@ -63,6 +63,8 @@ for i, probe in enumerate(args[1:-1]):
 if len(args) > 1:
     np.savez(args[-1], **outputs)
 """
+
+
 class LiteRTRefused(ConversionError):
     """LiteRT raised (did not crash) on the written file: a kernel's prepare or invoke check failed."""
 
@@ -71,8 +73,9 @@ REFUSES = "LiteRT refuses it: "
 _FIXED_SHAPE_FAILURE = 3  # LiteRT raised on a model whose input shapes are all fixed: the file itself is broken
 
 
-def refuse_if_it_kills_litert(data: bytes, mode: str, probes: list[dict] | None = None,
-                              sample: dict | None = None) -> list[dict] | None:
+def refuse_if_it_kills_litert(
+    data: bytes, mode: str, probes: list[dict] | None = None, sample: dict | None = None
+) -> list[dict] | None:
     """ConversionError when one zero-input run of ``data`` (``sample`` instead, when given) kills, hangs or (fixed
     shapes, or at the sample's shape) fails LiteRT; returns the outputs (``{name: array}`` per probe) when
     ``probes`` were given and ran, else None."""
@@ -85,7 +88,8 @@ def refuse_if_it_kills_litert(data: bytes, mode: str, probes: list[dict] | None 
         raise error(
             f"--quant {mode}: the TFLite converter wrote a model that LiteRT cannot run ({why}). That is a "
             "TensorFlow 2.19 converter/kernel bug for this model in this mode, so edgetool does not ship it. Use "
-            "another --quant mode; --quant auto builds them all and keeps those that run.")
+            "another --quant mode; --quant auto builds them all and keeps those that run."
+        )
     return outputs
 
 
@@ -103,8 +107,9 @@ def litert_problem(data: bytes) -> str | None:
     return run_in_litert(data)[0]
 
 
-def run_in_litert(data: bytes, probes: list[dict] | None = None, sample: dict | None = None
-                  ) -> tuple[str | None, list[dict] | None]:
+def run_in_litert(
+    data: bytes, probes: list[dict] | None = None, sample: dict | None = None
+) -> tuple[str | None, list[dict] | None]:
     """``(why LiteRT cannot run data, or None; the outputs of each probe feed, or None)`` from one child process
     (which runs ``sample``, when given, instead of all-zeros inputs)."""
     import numpy as np  # noqa: PLC0415
@@ -124,8 +129,13 @@ def run_in_litert(data: bytes, probes: list[dict] | None = None, sample: dict | 
         result = Path(tmp) / "outputs.npz"
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
         try:
-            proc = subprocess.run(python_command("-c", _CHILD, *args, *([str(result)] if probes else [])),
-                                  capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
+            proc = subprocess.run(
+                python_command("-c", _CHILD, *args, *([str(result)] if probes else [])),
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                env=env,
+            )
         except subprocess.TimeoutExpired:
             return f"one inference did not finish within {TIMEOUT_S} s", None
         if proc.returncode < 0:
@@ -136,5 +146,4 @@ def run_in_litert(data: bytes, probes: list[dict] | None = None, sample: dict | 
             return None, None  # ran (or failed for a reason not held against the file): no outputs to compare
         with np.load(result) as z:
             flat = {k: z[k] for k in z.files}
-    return None, [{k.split("/", 1)[1]: v for k, v in flat.items() if k.startswith(f"{i}/")}
-                  for i in range(len(probes))]
+    return None, [{k.split("/", 1)[1]: v for k, v in flat.items() if k.startswith(f"{i}/")} for i in range(len(probes))]

@@ -12,10 +12,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from calibration.safe_open import require_regular
+from edge_tool.convert.keras3_file import export_keras3_file
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
+from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
 from edge_tool.modelfiles.keras_archive import check_keras_archive
 from edge_tool.modelfiles.limits import check_signature
-from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
+from edge_tool.models.fixed_batch import save_fixed_batch
 from edge_tool.models.modelio import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
 from edge_tool.schemas.records import FixedBatch, SourceRecord
 
@@ -29,8 +32,8 @@ class PreparedSource:
 
     original: Path
     saved_model: Path
-    kind: str          # "saved_model" | "keras-file"
-    flavor: str        # keras2 | keras3-export | tf-saved-model
+    kind: str  # "saved_model" | "keras-file"
+    flavor: str  # keras2 | keras3-export | tf-saved-model
     signature: SignatureInfo
     sha256: str
     fixed_batch: FixedBatch | None = None  # --batch: the batch, how it was fixed, the re-traced signature
@@ -96,26 +99,25 @@ def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None, trust_
     """Load a .keras/.h5 file with tf_keras (Keras 2) and save it; fall back to a Keras 3 export in a subprocess,
     which fixes the batch itself (returns its ``Retrace``; None otherwise). Keras's safe mode is off only when
     ``trust_model_code`` (``prepare_source`` has refused code otherwise)."""
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-
     import_tf()
-    import tf_keras  # noqa: PLC0415
+    import tf_keras
 
     try:
         keras_model = tf_keras.models.load_model(str(model), compile=False, safe_mode=not trust_model_code)
         keras_model.save(str(out), save_format="tf", include_optimizer=False)
         return None
-    except Exception as keras2_exc:  # noqa: BLE001 - retried with Keras 3, reported if both fail
+    except Exception as keras2_exc:
         first = f"{type(keras2_exc).__name__}: {keras2_exc}"
-    from edge_tool.convert.keras3_file import export_keras3_file  # noqa: PLC0415
 
     return export_keras3_file(model, out, batch, first, trust_model_code)
 
 
 def _unbatched(info: SignatureInfo) -> SignatureInfo:
     """``info`` with a free (None) batch dimension: the signature of a model that was exported with a fixed one."""
+
     def free(t):
         return t if not t.shape else replace(t, shape=(None, *t.shape[1:]))
+
     return SignatureInfo(info.key, tuple(map(free, info.inputs)), tuple(map(free, info.outputs)))
 
 
@@ -130,15 +132,22 @@ def _glob_free(model: Path, workdir: Path) -> Path:
     return link
 
 
-def prepare_source(model: Path, workdir: Path, batch: int | None = None, trust_model_code: bool = False,
-                   signature_key: str | None = None) -> PreparedSource:
+def prepare_source(
+    model: Path,
+    workdir: Path,
+    batch: int | None = None,
+    trust_model_code: bool = False,
+    signature_key: str | None = None,
+) -> PreparedSource:
     """Validate MODEL and return the SavedModel to convert (a temp export under ``workdir`` for Keras files, and
     a re-traced copy there with ``batch``: see ``edge_tool.models.fixed_batch``); ``signature_key`` (default
     ``serving_default``) is the signature converted. Code in the model (Python in a Keras file's config,
     side-effect ops in the graph: ``edge_tool.modelcode``) is refused unless ``trust_model_code``."""
     model = Path(model)
     if not model.exists():
-        raise ModelError(f"Expected a model (SavedModel directory, .keras or .h5 file) at {model}, but nothing is there.")
+        raise ModelError(
+            f"Expected a model (SavedModel directory, .keras or .h5 file) at {model}, but nothing is there."
+        )
     if not model.is_dir():
         if model.suffix.lower() not in KERAS_FILE_SUFFIXES:
             raise ModelError(
@@ -159,8 +168,6 @@ def prepare_source(model: Path, workdir: Path, batch: int | None = None, trust_m
         fixed = FixedBatch(batch, exported.method, exported.unrolled, signature)
         signature = _unbatched(signature)
     elif batch is not None:
-        from edge_tool.models.fixed_batch import save_fixed_batch  # noqa: PLC0415
-
         retraced = Path(workdir) / f"batch{batch}_savedmodel"
         how = save_fixed_batch(saved, retraced, batch, signature.key, trust_model_code=trust_model_code)
         fixed = FixedBatch(batch, how.method, how.unrolled, saved_model_signature(retraced))

@@ -13,9 +13,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from edge_tool.core.childproc import module_command
-from edge_tool.converter.diagnose import python_callback_refusal, python_callbacks
 from edge_tool.convert.tfjs_layernorm import refusal, training_batchnorms, unfused_copy
+from edge_tool.converter.diagnose import python_callback_refusal, python_callbacks
+from edge_tool.core.childproc import module_command
+from edge_tool.core.env import configure_tf_env
 from edge_tool.errors import ConversionError, UsageError
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
@@ -34,16 +35,20 @@ def string_input_refusal(signature, model) -> str | None:
     names = [t.name for t in signature.inputs if t.dtype in ("string", "object", "bytes")]
     if not names:
         return None
-    return (f"tensorflowjs 4.22 cannot convert {model}: its input {', '.join(names)} is a string tensor, and "
-            "TensorFlow.js graph models take numeric tensors only (its converter fails on the string ops). Keep the "
-            "string preprocessing (tokenizing, TextVectorization, lookups) outside the model and export the "
-            "numeric part for TFJS, or use --format tflite (TFLite runs string ops with --allow-select-tf-ops).")
+    return (
+        f"tensorflowjs 4.22 cannot convert {model}: its input {', '.join(names)} is a string tensor, and "
+        "TensorFlow.js graph models take numeric tensors only (its converter fails on the string ops). Keep the "
+        "string preprocessing (tokenizing, TextVectorization, lookups) outside the model and export the "
+        "numeric part for TFJS, or use --format tflite (TFLite runs string ops with --allow-select-tf-ops)."
+    )
 
 
 _UNSUPPORTED = "Unsupported Ops in the model"
 # ops tensorflowjs 4.22 has no kernel for, and where they come from in a Keras model
-_OP_ORIGINS = {"Erfc": "exact GELU: tf.nn.gelu / Keras activation 'gelu' with approximate=False",
-               "Erf": "exact GELU (keras.ops.gelu with approximate=False)"}
+_OP_ORIGINS = {
+    "Erfc": "exact GELU: tf.nn.gelu / Keras activation 'gelu' with approximate=False",
+    "Erf": "exact GELU (keras.ops.gelu with approximate=False)",
+}
 
 
 def unsupported_ops(exc: Exception) -> list[str]:
@@ -57,13 +62,21 @@ def unsupported_ops(exc: Exception) -> list[str]:
 def unsupported_ops_message(ops: list[str]) -> str:
     """The refusal for a graph with ops tensorflowjs has no kernel for: which, where they come from, the way out."""
     named = ", ".join(f"{op} ({_OP_ORIGINS[op]})" if op in _OP_ORIGINS else op for op in ops)
-    return (f"tensorflowjs 4.22 cannot convert this model: TensorFlow.js has no kernel for {named}. For a browser "
-            "demo use `edgetool demo MODEL --litert` (LiteRT.js runs the .tflite, which has these ops), or rebuild "
-            "the model for TF.js without them (e.g. gelu with approximate=True), then convert again.")
+    return (
+        f"tensorflowjs 4.22 cannot convert this model: TensorFlow.js has no kernel for {named}. For a browser "
+        "demo use `edgetool demo MODEL --litert` (LiteRT.js runs the .tflite, which has these ops), or rebuild "
+        "the model for TF.js without them (e.g. gelu with approximate=True), then convert again."
+    )
 
 
-def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = None,
-                signature: str = "serving_default", user_metadata: dict | None = None, _unfused: bool = False) -> Path:
+def export_tfjs(
+    saved_model: Path,
+    out_dir: Path,
+    weight_quant: str | None = None,
+    signature: str = "serving_default",
+    user_metadata: dict | None = None,
+    _unfused: bool = False,
+) -> Path:
     """Convert a SavedModel to a tfjs graph model (model.json + shards) in ``out_dir``; return model.json's path.
 
     ``user_metadata`` (labels, input normalization) lands in model.json's ``userDefinedMetadata``, which tfjs
@@ -72,10 +85,9 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
     quant = weight_quant or "none"
     if quant not in TFJS_WEIGHT_QUANT:
         raise UsageError(f"--tfjs-quant must be one of {', '.join(TFJS_WEIGHT_QUANT)}, got {quant!r}.")
-    from edge_tool.core.env import configure_tf_env  # noqa: PLC0415
 
     configure_tf_env()
-    from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv  # noqa: PLC0415
+    from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv
 
     log = io.StringIO()
 
@@ -85,13 +97,20 @@ def export_tfjs(saved_model: Path, out_dir: Path, weight_quant: str | None = Non
     try:
         with contextlib.redirect_stdout(log):
             tfjs_conv.convert_tf_saved_model(
-                str(saved_model), str(out_dir), signature_def=signature, saved_model_tags="serve",
-                quantization_dtype_map=qmap, weight_shard_size_bytes=SHARD_BYTES, metadata=user_metadata or None,
+                str(saved_model),
+                str(out_dir),
+                signature_def=signature,
+                saved_model_tags="serve",
+                quantization_dtype_map=qmap,
+                weight_shard_size_bytes=SHARD_BYTES,
+                metadata=user_metadata or None,
             )
     except (ValueError, KeyError, RuntimeError) as exc:
         if ops := unsupported_ops(exc):
             raise ConversionError(unsupported_ops_message(ops)) from None
-        raise ConversionError(f"tensorflowjs could not convert {saved_model}: {exc}\n{log.getvalue()[-2000:]}") from None
+        raise ConversionError(
+            f"tensorflowjs could not convert {saved_model}: {exc}\n{log.getvalue()[-2000:]}"
+        ) from None
     model_json = out_dir / "model.json"
     fmt = json.loads(model_json.read_text()).get("format")
     if fmt != "graph-model":
@@ -119,11 +138,13 @@ def _reexport_unfused(saved_model: Path, out_dir: Path, quant: str, user_metadat
     if proc.returncode != 0:  # the child refuses itself when training-mode batch norms remain
         raise ConversionError(
             f"tensorflowjs could not convert {saved_model} with its LayerNormalization layers unfused (needed: "
-            f"tfjs computes the fused form wrong): {_last_line(proc.stderr)}")
+            f"tfjs computes the fused form wrong): {_last_line(proc.stderr)}"
+        )
 
 
-def _child_export(saved_model: Path, out_dir: Path, quant: str, signature: str, user_metadata: dict | None,
-                  scratch: Path) -> subprocess.CompletedProcess:
+def _child_export(
+    saved_model: Path, out_dir: Path, quant: str, signature: str, user_metadata: dict | None, scratch: Path
+) -> subprocess.CompletedProcess:
     """export_tfjs in a fresh process with oneDNN's grappler fusions off (TF reads that setting once, at import)."""
     meta = Path(scratch) / "user_metadata.json"
     meta.write_text(json.dumps(user_metadata or {}))
@@ -154,8 +175,9 @@ def unsupported_fusions(model_json: Path) -> list[str]:
     return found
 
 
-def _reexport_without_onednn(saved_model: Path, out_dir: Path, quant: str, signature: str,
-                             user_metadata: dict | None) -> None:
+def _reexport_without_onednn(
+    saved_model: Path, out_dir: Path, quant: str, signature: str, user_metadata: dict | None
+) -> None:
     """Convert again in a fresh process with TF_ENABLE_ONEDNN_OPTS=0, so grappler leaves hard-swish unfused."""
     shutil.rmtree(out_dir)
     with tempfile.TemporaryDirectory(prefix="edgetool-tfjs-") as tmp:
@@ -168,5 +190,11 @@ def _reexport_without_onednn(saved_model: Path, out_dir: Path, quant: str, signa
 
 
 if __name__ == "__main__":  # the re-export child: python -m edge_tool.convert.tfjs SAVED_MODEL OUT QUANT SIGNATURE META
-    export_tfjs(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4],
-                json.loads(Path(sys.argv[5]).read_text()) or None, _unfused=True)
+    export_tfjs(
+        Path(sys.argv[1]),
+        Path(sys.argv[2]),
+        sys.argv[3],
+        sys.argv[4],
+        json.loads(Path(sys.argv[5]).read_text()) or None,
+        _unfused=True,
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError
 from edge_tool.modelcode.guard import require_no_keras_code
 
@@ -21,8 +22,11 @@ _FUSED_BN = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
 def training_batchnorms(model_json: Path) -> list[str]:
     """Names of FusedBatchNorm nodes with ``is_training: true`` in a tfjs graph model (tfjs computes them wrong)."""
     nodes = json.loads(Path(model_json).read_text()).get("modelTopology", {}).get("node", [])
-    return [n.get("name", "?") for n in nodes
-            if n.get("op") in _FUSED_BN and n.get("attr", {}).get("is_training", {}).get("b") is True]
+    return [
+        n.get("name", "?")
+        for n in nodes
+        if n.get("op") in _FUSED_BN and n.get("attr", {}).get("is_training", {}).get("b") is True
+    ]
 
 
 def unfused_copy(saved_model: Path, scratch: Path) -> Path | None:
@@ -34,19 +38,19 @@ def unfused_copy(saved_model: Path, scratch: Path) -> Path | None:
     """
     if not (Path(saved_model) / "keras_metadata.pb").is_file():
         return None
-    require_no_keras_code(Path(saved_model), False, "Re-exporting its LayerNormalization layers unfused for TFJS "
-                          "needs a Keras object")
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
+    require_no_keras_code(
+        Path(saved_model), False, "Re-exporting its LayerNormalization layers unfused for TFJS needs a Keras object"
+    )
 
     import_tf()
-    import tf_keras as keras  # noqa: PLC0415
+    import tf_keras as keras
 
     model = keras.models.load_model(str(saved_model), compile=False)
     layers = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.LayerNormalization)]
     if not layers:
         return None
     for layer in layers:
-        layer._fused = False  # noqa: SLF001 - tf_keras decides fused vs moments per layer with this flag
+        layer._fused = False
     out = Path(scratch) / "unfused_layernorm"
     model.save(str(out), save_format="tf", include_optimizer=False)
     return out

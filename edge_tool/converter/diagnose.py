@@ -24,14 +24,26 @@ _SEGMENT_SPLIT = re.compile(r"\n|(?=<unknown>:\d+:)")
 _API_ADVICE = re.compile(
     r"[^.\n]*(?:converter\.|target_spec|TargetSpec|tf\.lite\.OpsSet|_experimental_|experimental_enable_resource_"
     r"variables|See instructions|For example|Please consider|please use|you can enable TF kernels)[^\n]*",
-    re.IGNORECASE)
-_GENERIC = ("could not translate mlir to flatbuffer", "failed while converting", "lowering tensor list ops is failed",
-            "see current operation", "called from")
+    re.IGNORECASE,
+)
+_GENERIC = (
+    "could not translate mlir to flatbuffer",
+    "failed while converting",
+    "lowering tensor list ops is failed",
+    "see current operation",
+    "called from",
+)
 _IR_LINE = re.compile(r"^\s*(?:%|\^bb|\"|\}|\)|func\.|module)")
 
 DYNAMIC_SHAPE_PATTERNS = (
-    "element_shape to be static", "TensorListReserve", "tensor list ops", "requires static shape",
-    "dynamic shape", "must have static shape", "unknown rank", "Couldn't convert tensor proto to tensor",
+    "element_shape to be static",
+    "TensorListReserve",
+    "tensor list ops",
+    "requires static shape",
+    "dynamic shape",
+    "must have static shape",
+    "unknown rank",
+    "Couldn't convert tensor proto to tensor",
 )
 
 
@@ -48,7 +60,7 @@ def strip_location(text: str) -> str:
                 if depth == 0:
                     break
             i = j
-            while text[i:i + 1] in (":", " "):
+            while text[i : i + 1] in (":", " "):
                 i += 1
             continue
         out.append(text[i])
@@ -68,7 +80,7 @@ def summarize_converter_error(message: str) -> str:
     specific = [c for c in candidates if not any(g in c.lower() for g in _GENERIC)]
     chosen = (specific or candidates or [message.strip() or "no message"])[0]
     chosen = re.sub(r"\s+", " ", chosen)
-    return chosen if len(chosen) <= MAX_SUMMARY_CHARS else chosen[:MAX_SUMMARY_CHARS - 1] + "…"
+    return chosen if len(chosen) <= MAX_SUMMARY_CHARS else chosen[: MAX_SUMMARY_CHARS - 1] + "…"
 
 
 def needs_fixed_batch(message: str) -> bool:
@@ -85,25 +97,39 @@ def converter_hint(message: str, batch: int | None, allow_select_tf_ops: bool, r
     """
     if needs_fixed_batch(message):
         if batch is None:
-            return ("The model's input batch is dynamic (None) and the converter needs static shapes here: "
-                    "pass --batch 1 to re-trace the signature with a fixed batch (Keras LSTM/GRU then become "
-                    "TFLite's builtin sequence ops; the app feeds one sample at a time).")
+            return (
+                "The model's input batch is dynamic (None) and the converter needs static shapes here: "
+                "pass --batch 1 to re-trace the signature with a fixed batch (Keras LSTM/GRU then become "
+                "TFLite's builtin sequence ops; the app feeds one sample at a time)."
+            )
         if retrace == "signature":
-            return ("--batch fixed the signature's inputs, but this SavedModel is not a Keras-2 model edgetool can "
-                    "re-trace layer by layer, so the shapes saved inside it (e.g. a recurrent loop's) stay dynamic: "
-                    "re-export it with a fixed batch (Keras 3: keras.Input(batch_size=1) before model.export()), "
-                    "or pass --allow-select-tf-ops to keep those ops as TF (Flex) kernels.")
+            return (
+                "--batch fixed the signature's inputs, but this SavedModel is not a Keras-2 model edgetool can "
+                "re-trace layer by layer, so the shapes saved inside it (e.g. a recurrent loop's) stay dynamic: "
+                "re-export it with a fixed batch (Keras 3: keras.Input(batch_size=1) before model.export()), "
+                "or pass --allow-select-tf-ops to keep those ops as TF (Flex) kernels."
+            )
         if not allow_select_tf_ops:
-            return ("Even with --batch the converter cannot lower these ops to TFLite builtins; "
-                    "--allow-select-tf-ops keeps them as TF (Flex) kernels (the app then needs the Flex delegate).")
+            return (
+                "Even with --batch the converter cannot lower these ops to TFLite builtins; "
+                "--allow-select-tf-ops keeps them as TF (Flex) kernels (the app then needs the Flex delegate)."
+            )
     if re.search(r"not supported|unsupported|isn't supported|not quantizable|quantiz", message, re.IGNORECASE):
-        return ("This quantization mode does not support an op of the model; try another --quant mode "
-                "(--quant auto builds all and keeps those that convert).")
+        return (
+            "This quantization mode does not support an op of the model; try another --quant mode "
+            "(--quant auto builds all and keeps those that convert)."
+        )
     return ""
 
 
-def describe_failure(message: str, batch: int | None = None, allow_select_tf_ops: bool = False,
-                     retrace: str | None = None, *, hints: bool = True) -> str:
+def describe_failure(
+    message: str,
+    batch: int | None = None,
+    allow_select_tf_ops: bool = False,
+    retrace: str | None = None,
+    *,
+    hints: bool = True,
+) -> str:
     """Summary + hint (``hints``: convert's options apply), and the full converter text when EDGETOOL_VERBOSE is set."""
     parts = [summarize_converter_error(message) + "."]
     hint = converter_hint(message, batch, allow_select_tf_ops, retrace) if hints else ""

@@ -30,13 +30,31 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from edge_tool.errors import ConversionError
+from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.models.fixed_batch import MAX_UNROLL
 
 TESTED_TF = "2.19."  # the TensorFlow minor version whose private converter internals the fast path was written for
-_QUANTIZE_PARAMS = ("self", "result", "input_type", "output_type", "activations_type", "bias_type", "allow_float",
-                    "enable_variable_quantization", "debug_options")
-_MLIR_QUANTIZE_KWARGS = ("input_data_type", "output_data_type", "enable_variable_quantization",
-                         "disable_per_channel_for_dense_layers", "debug_options_str")
+_QUANTIZE_PARAMS = (
+    "self",
+    "result",
+    "input_type",
+    "output_type",
+    "activations_type",
+    "bias_type",
+    "allow_float",
+    "enable_variable_quantization",
+    "debug_options",
+)
+_MLIR_QUANTIZE_KWARGS = (
+    "input_data_type",
+    "output_data_type",
+    "enable_variable_quantization",
+    "disable_per_channel_for_dense_layers",
+    "debug_options_str",
+)
 _QUANTIZE_MODEL_OVERLOAD = "arg0: int, arg1: int, arg2: bool, arg3: int, arg4: int, arg5: bool, arg6: bool"
 
 
@@ -63,10 +81,11 @@ class SharedSource:
     def graph(self, converter) -> tuple:
         """(graph_def, input_tensors, output_tensors) of the SavedModel, loaded on first use."""
         if self._graph is None:
-            from tensorflow.lite.python import lite  # noqa: PLC0415
+            from tensorflow.lite.python import lite
 
             self._graph = lite.TFLiteSavedModelConverterV2._load_saved_model(
-                converter, str(self.saved_model), set(self.tags))
+                converter, str(self.saved_model), set(self.tags)
+            )
         return self._graph
 
     def calibration(self, float_model: bytes, dataset, registerers: tuple[list, list]) -> _Calibration:
@@ -74,7 +93,7 @@ class SharedSource:
         key = (hashlib.sha256(bytes(float_model)).hexdigest(), dataset.input_gen)
         if key in self._calibrations:
             return self._calibrations[key]
-        from tensorflow.lite.python.optimize import calibrator as _calibrator  # noqa: PLC0415
+        from tensorflow.lite.python.optimize import calibrator as _calibrator
 
         model = _calibrator.add_intermediate_tensors(float_model)
         cal = _calibrator.Calibrator(model, *registerers)
@@ -88,9 +107,9 @@ def fast_path_problem() -> str | None:
     """None when the fast path may be used, else why not (forced off, untested TF, a private name changed)."""
     if os.environ.get("EDGETOOL_FAST_CONVERT", "1") == "0":
         return "EDGETOOL_FAST_CONVERT=0"
-    import tensorflow as tf  # noqa: PLC0415
-    from tensorflow.lite.python import lite  # noqa: PLC0415
-    from tensorflow.lite.python.optimize import calibrator  # noqa: PLC0415
+    import tensorflow as tf
+    from tensorflow.lite.python import lite
+    from tensorflow.lite.python.optimize import calibrator
 
     if not tf.__version__.startswith(TESTED_TF):
         return f"TensorFlow {tf.__version__} is not the tested {TESTED_TF}x"
@@ -98,17 +117,25 @@ def fast_path_problem() -> str | None:
     checks = {
         "TFLiteSavedModelConverterV2": base is not None,
         "_load_saved_model/_convert_from_saved_model": all(
-            hasattr(base, n) for n in ("_load_saved_model", "_convert_from_saved_model")),
+            hasattr(base, n) for n in ("_load_saved_model", "_convert_from_saved_model")
+        ),
         "_quantize(...)": _params(getattr(base, "_quantize", None)) == _QUANTIZE_PARAMS,
         "convert.__wrapped__": hasattr(getattr(base, "convert", None), "__wrapped__"),
         "_export_metrics/_mlir_quantize/RepresentativeDataset": all(
-            hasattr(lite, n) for n in ("_export_metrics", "_mlir_quantize", "RepresentativeDataset")),
+            hasattr(lite, n) for n in ("_export_metrics", "_mlir_quantize", "RepresentativeDataset")
+        ),
         "_mlir_quantize(...)": set(_MLIR_QUANTIZE_KWARGS) <= set(_params(getattr(lite, "_mlir_quantize", None))),
         "TFLiteConverterBase._set_original_model_type": hasattr(lite.TFLiteConverterBase, "_set_original_model_type"),
         "calibrator": all(hasattr(calibrator, n) for n in ("add_intermediate_tensors", "Calibrator")),
-        "CalibrationWrapper.QuantizeModel(7 args)": _QUANTIZE_MODEL_OVERLOAD in (
-            getattr(getattr(getattr(calibrator._calibration_wrapper, "CalibrationWrapper", None),  # noqa: SLF001
-                            "QuantizeModel", None), "__doc__", None) or ""),
+        "CalibrationWrapper.QuantizeModel(7 args)": _QUANTIZE_MODEL_OVERLOAD
+        in (
+            getattr(
+                getattr(getattr(calibrator._calibration_wrapper, "CalibrationWrapper", None), "QuantizeModel", None),
+                "__doc__",
+                None,
+            )
+            or ""
+        ),
     }
     failed = [name for name, ok in checks.items() if not ok]
     return f"TensorFlow's private converter API changed ({', '.join(failed)})" if failed else None
@@ -136,9 +163,6 @@ def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
     fused op and is fine) kills the process in ``Calibrator``, for the raw converter too; refusing keeps the run
     alive. The way out it names is convert's.
     """
-    from edge_tool.models.fixed_batch import MAX_UNROLL  # noqa: PLC0415
-    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
-
     loops = [op for op in ("WHILE",) if op in summarize_tflite(bytes(float_model)).ops]
     if loops:
         bits = "int16" if getattr(activations_type, "name", "") == "int16" else "int8"
@@ -149,7 +173,8 @@ def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
             "2.19's calibrator (segmentation fault, also with the raw TFLiteConverter), so edgetool refuses it.",
             "Use --quant dynamic (int8 weights, float activations) or fp16 for this model, or give the Keras model a "
             f"fixed sequence length of at most {MAX_UNROLL}: with --batch edgetool then unrolls the loop into plain "
-            "ops, which calibrate. LSTM layers (fused UNIDIRECTIONAL_SEQUENCE_LSTM) calibrate as they are.")
+            "ops, which calibrate. LSTM layers (fused UNIDIRECTIONAL_SEQUENCE_LSTM) calibrate as they are.",
+        )
 
 
 def make_converter(shared: SharedSource):
@@ -157,12 +182,13 @@ def make_converter(shared: SharedSource):
 
     The fast shared-work subclass when ``fast_path_problem()`` is None, else the public converter.
     """
-    from tensorflow.lite.python import lite  # noqa: PLC0415
-    from tensorflow.lite.python import conversion_metadata_schema_py_generated as meta  # noqa: PLC0415
+    from tensorflow.lite.python import conversion_metadata_schema_py_generated as meta
+    from tensorflow.lite.python import lite
 
     if fast_path_problem() is not None:
         return lite.TFLiteConverterV2.from_saved_model(
-            str(shared.saved_model), signature_keys=[shared.signature_key], tags=set(shared.tags))
+            str(shared.saved_model), signature_keys=[shared.signature_key], tags=set(shared.tags)
+        )
     cls = _converter_class(lite)
     lite.TFLiteConverterBase._set_original_model_type(meta.ModelType.TF_SAVED_MODEL)  # as from_saved_model does
     return cls(shared)
@@ -181,7 +207,7 @@ def _converter_class(lite):
     global _CLASS
     if _CLASS is not None:
         return _CLASS
-    from tensorflow.python.framework import dtypes  # noqa: PLC0415
+    from tensorflow.python.framework import dtypes
 
     class SharedSavedModelConverter(lite.TFLiteSavedModelConverterV2):
         """TFLiteSavedModelConverterV2 reading the GraphDef and calibrations from a SharedSource."""
@@ -193,18 +219,28 @@ def _converter_class(lite):
         def _load_saved_model(self, saved_model_dir, saved_model_tags):
             return self._shared.graph(self)
 
-        @lite._export_metrics  # noqa: SLF001 - the conversion metadata is added exactly as in the base class
+        @lite._export_metrics
         def convert(self):
             """Convert through the SavedModel importer; no ``tf.saved_model.load`` (its debug info is unused there)."""
-            graph_def, input_tensors, output_tensors = self._load_saved_model(self.saved_model_dir,
-                                                                             self._saved_model_tags)
+            graph_def, input_tensors, output_tensors = self._load_saved_model(
+                self.saved_model_dir, self._saved_model_tags
+            )
             if self.saved_model_dir is None or not self.experimental_new_converter:
                 return lite.TFLiteSavedModelConverterV2.convert.__wrapped__(self)
             self._debug_info = None
             return self._convert_from_saved_model(graph_def)
 
-        def _quantize(self, result, input_type, output_type, activations_type, bias_type, allow_float,
-                      enable_variable_quantization, debug_options):
+        def _quantize(
+            self,
+            result,
+            input_type,
+            output_type,
+            activations_type,
+            bias_type,
+            allow_float,
+            enable_variable_quantization,
+            debug_options,
+        ):
             """The base class's quantization with the calibration step shared across modes."""
             refuse_unsafe_loops(result, activations_type)
             by_name = [x for x in self.target_spec._experimental_custom_op_registerers if isinstance(x, str)]
@@ -215,23 +251,23 @@ def _converter_class(lite):
             if self._experimental_calibrate_only:
                 return cal.calibrated
             if self.experimental_new_quantizer and activations_type != dtypes.int16:
-                return lite._mlir_quantize(  # noqa: SLF001 - same call as TFLiteConverterBase._quantize
+                return lite._mlir_quantize(
                     cal.calibrated,
                     self._experimental_disable_per_channel,
                     input_data_type=input_type,
                     output_data_type=output_type,
                     enable_variable_quantization=enable_variable_quantization,
                     disable_per_channel_for_dense_layers=(
-                        self._experimental_disable_per_channel_quantization_for_dense_layers),
+                        self._experimental_disable_per_channel_quantization_for_dense_layers
+                    ),
                     debug_options_str=debug_options.SerializeToString(),
                 )
-            import numpy as np  # noqa: PLC0415
 
-            from tensorflow.lite.python.convert_phase import ConverterError  # noqa: PLC0415
+            from tensorflow.lite.python.convert_phase import ConverterError
 
             # Calibrator.calibrate_and_quantize without feeding the data again: the statistics are in the wrapper.
             try:
-                return cal.calibrator._calibrator.QuantizeModel(  # noqa: SLF001
+                return cal.calibrator._calibrator.QuantizeModel(
                     np.dtype(input_type.as_numpy_dtype()).num,
                     np.dtype(output_type.as_numpy_dtype()).num,
                     allow_float,

@@ -28,6 +28,9 @@ import numpy as np
 
 from calibration.serial import Record, spec
 from edge_tool.converter.run import Refusal, edgetool_callback, new_converter, run_converter
+from edge_tool.core.env import import_tf
+from edge_tool.litert.feeding import input_order, samples_by_name
+from edge_tool.litert.recipes import configure_full_int8
 from edge_tool.models.modelio import SERVING
 
 MAX_DEBUG_SAMPLES = 100  # samples the per-layer debugger sees (the first ones of --data)
@@ -52,17 +55,21 @@ def quiet_debugger() -> Iterator[None]:
         yield
 
 
-def calibrate_and_rank(tf, converter, inputs: Mapping[str, np.ndarray], refusal: Refusal, *,
-                       limit: int | None = None, float_fallback: bool = False):
+def calibrate_and_rank(
+    tf,
+    converter,
+    inputs: Mapping[str, np.ndarray],
+    refusal: Refusal,
+    *,
+    limit: int | None = None,
+    float_fallback: bool = False,
+):
     """(debugger, every quantized layer worst first) for ``converter`` (from ``new_converter``) made full int8.
 
     ``inputs`` (``{input name: samples}``, the first ``limit``) serve both as calibration and as the debugger's
     comparison data. The debugger converts through ``run_converter``: a failure is the ConversionError ``refusal``
     words.
     """
-    from edge_tool.litert.feeding import samples_by_name  # noqa: PLC0415
-    from edge_tool.litert.recipes import configure_full_int8  # noqa: PLC0415
-
     configure_full_int8(tf, converter, samples_by_name(inputs, limit), float_fallback=float_fallback)
 
     def debug(conv):
@@ -83,8 +90,6 @@ def _debugger(tf, converter, inputs: Mapping[str, np.ndarray], limit: int | None
     The debugger's own comparison data (fed by tensor position only) is put in the input-tensor order of the debug
     model it built.
     """
-    from edge_tool.litert.feeding import input_order, samples_by_name  # noqa: PLC0415
-
     holder = {}
 
     def debug_dataset() -> Iterator[list]:
@@ -92,26 +97,34 @@ def _debugger(tf, converter, inputs: Mapping[str, np.ndarray], limit: int | None
         for sample in samples_by_name(inputs, limit)():
             yield [sample[name] for name in order]
 
-    holder["debugger"] = tf.lite.experimental.QuantizationDebugger(converter=converter,
-                                                                   debug_dataset=edgetool_callback(debug_dataset))
+    holder["debugger"] = tf.lite.experimental.QuantizationDebugger(
+        converter=converter, debug_dataset=edgetool_callback(debug_dataset)
+    )
     return holder["debugger"]
 
 
-def worst_layers(saved_model: Path, inputs: dict, input_order: list[str], top: int,
-                 signature: str = SERVING) -> tuple[LayerError, ...]:
+def worst_layers(
+    saved_model: Path, inputs: dict, input_order: list[str], top: int, signature: str = SERVING
+) -> tuple[LayerError, ...]:
     """The ``top`` layers of an int8 quantization of ``saved_model``'s ``signature`` with the largest rmse/scale.
 
     ``inputs`` maps input names to samples in their own dtypes; the ``input_order`` names are fed, by name.
     """
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-
     tf = import_tf()
-    refusal = Refusal(saved_model, f"The quantization debugger could not rebuild an int8 model of {saved_model}",
-                      builtin_only="--per-layer rebuilds the reference as a builtin-only int8 model, so it cannot "
-                                   "rank this one's layers: run eval without --per-layer.",
-                      loop="--per-layer ranks layers of a calibrated int8 model: run eval without --per-layer.")
-    _, ranking = calibrate_and_rank(tf, new_converter(saved_model, signature=signature),
-                                    {name: inputs[name] for name in input_order}, refusal, limit=MAX_DEBUG_SAMPLES)
+    refusal = Refusal(
+        saved_model,
+        f"The quantization debugger could not rebuild an int8 model of {saved_model}",
+        builtin_only="--per-layer rebuilds the reference as a builtin-only int8 model, so it cannot "
+        "rank this one's layers: run eval without --per-layer.",
+        loop="--per-layer ranks layers of a calibrated int8 model: run eval without --per-layer.",
+    )
+    _, ranking = calibrate_and_rank(
+        tf,
+        new_converter(saved_model, signature=signature),
+        {name: inputs[name] for name in input_order},
+        refusal,
+        limit=MAX_DEBUG_SAMPLES,
+    )
     return ranking[:top]
 
 

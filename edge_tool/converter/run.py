@@ -28,14 +28,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.converter.diagnose import describe_failure, python_callback_refusal, python_callbacks
-from edge_tool.converter.fast_path import (LoopRefused, SharedSource, checks_loops_itself, make_converter,
-                                           refuse_unsafe_loops)
+from edge_tool.converter.fast_path import (
+    LoopRefused,
+    SharedSource,
+    checks_loops_itself,
+    make_converter,
+    refuse_unsafe_loops,
+)
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.models.modelio import SERVING
 
-SELECT_ADVICE = ("Replace them in the model, or pass --allow-select-tf-ops to embed TF (Flex) kernels — the app then "
-                 "needs the Flex delegate (larger binary).")
+SELECT_ADVICE = (
+    "Replace them in the model, or pass --allow-select-tf-ops to embed TF (Flex) kernels — the app then "
+    "needs the Flex delegate (larger binary)."
+)
 
 
 class OpsNotBuiltin(ConversionError):
@@ -97,7 +104,7 @@ def new_converter(source: SharedSource | Path, *, signature: str = SERVING, allo
 def run_converter(converter, refusal: Refusal, call: Callable | None = None):
     """``call(converter)`` (default: ``converter.convert()``) with the select ops, the WHILE-loop guard and the
     warning filter; the converter's refusal raised as ConversionError worded by ``refusal`` (see the module doc)."""
-    from tensorflow.lite.python.convert_phase import ConverterError  # noqa: PLC0415
+    from tensorflow.lite.python.convert_phase import ConverterError
 
     made = _MADE.get(converter)
     if made is None:
@@ -147,8 +154,9 @@ class _Guarded:
         except EdgeToolError:
             raise
         except Exception as exc:
-            raise CallbackFailed(f"edgetool's {getattr(self.func, '__qualname__', 'callback')} raised "
-                                 f"{type(exc).__name__}: {exc}", exc) from exc
+            raise CallbackFailed(
+                f"edgetool's {getattr(self.func, '__qualname__', 'callback')} raised {type(exc).__name__}: {exc}", exc
+            ) from exc
 
 
 def refusal_error(exc: Exception, refusal: Refusal, saved_model: Path, allow_select_tf_ops: bool) -> ConversionError:
@@ -159,19 +167,26 @@ def refusal_error(exc: Exception, refusal: Refusal, saved_model: Path, allow_sel
         return ConversionError(python_callback_refusal(refusal.model, callbacks))
     flex = ops_needing_select(exc)
     if flex and not allow_select_tf_ops:
-        return OpsNotBuiltin(f"{refusal.model} uses ops the TFLite builtin op set cannot express: "
-                             f"{', '.join(flex)}. {refusal.builtin_only}")
+        return OpsNotBuiltin(
+            f"{refusal.model} uses ops the TFLite builtin op set cannot express: "
+            f"{', '.join(flex)}. {refusal.builtin_only}"
+        )
     detail = describe_failure(str(exc), refusal.batch, allow_select_tf_ops, refusal.retrace, hints=refusal.hints)
     return ConversionError(f"{refusal.failed}: {detail}")
 
 
 def ops_needing_select(exc: Exception) -> list[str]:
     """The TF op names a ``ConverterError`` reports as needing TF Select (Flex) kernels, sorted; [] for other errors."""
-    from tensorflow.compiler.mlir.lite.metrics import converter_error_data_pb2 as pb  # noqa: PLC0415
+    from tensorflow.compiler.mlir.lite.metrics import converter_error_data_pb2 as pb
 
     needs_flex = pb.ConverterErrorData.ERROR_NEEDS_FLEX_OPS
-    return sorted({e.operator.name.removeprefix("tf.") for e in getattr(exc, "errors", ())
-                   if e.error_code == needs_flex and e.operator.name})
+    return sorted(
+        {
+            e.operator.name.removeprefix("tf.")
+            for e in getattr(exc, "errors", ())
+            if e.error_code == needs_flex and e.operator.name
+        }
+    )
 
 
 def _add_select_ops(converter) -> None:
@@ -189,5 +204,6 @@ def _refuse_unsafe_loops(converter, made: _Made, refusal: Refusal) -> None:
         twin = new_converter(made.shared, allow_select_tf_ops=key)
         made.shared.float_models[key] = run_converter(twin, refusal)
     int16 = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
-    refuse_unsafe_loops(made.shared.float_models[key],
-                        tf.int16 if int16 in set(converter.target_spec.supported_ops) else None)
+    refuse_unsafe_loops(
+        made.shared.float_models[key], tf.int16 if int16 in set(converter.target_spec.supported_ops) else None
+    )

@@ -21,8 +21,10 @@ from pathlib import Path
 
 ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the edge_tool and calibration packages
 
-_BOOT = ("import runpy, sys; r = {root!r}; r in sys.path or sys.path.append(r); "
-         "runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+_BOOT = (
+    "import runpy, sys; r = {root!r}; r in sys.path or sys.path.append(r); "
+    "runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+)
 
 
 def _uses_user_site() -> bool:

@@ -3,6 +3,8 @@ with TensorFlow and imports nothing from edge_tool); edgetool uses them through 
 
 from __future__ import annotations
 
+import importlib.metadata
+
 from calibration.tfenv import configure_tf_env, import_tf, quiet_native_stderr
 
 __all__ = ["configure_tf_env", "import_tf", "installed_version", "quiet_native_stderr"]
@@ -10,8 +12,6 @@ __all__ = ["configure_tf_env", "import_tf", "installed_version", "quiet_native_s
 
 def installed_version(dist: str) -> str | None:
     """The installed version of distribution ``dist`` (e.g. "ai-edge-litert"), or None when it is not installed."""
-    import importlib.metadata  # noqa: PLC0415
-
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:

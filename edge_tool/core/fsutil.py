@@ -22,9 +22,9 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from edge_tool.errors import EdgeToolError, ModelError, UsageError
 from edge_tool.core.outswap import install_dir, install_file
 from edge_tool.core.scratch import run_token, sweep
+from edge_tool.errors import EdgeToolError, ModelError, UsageError
 
 MARKER = ".edgetool-output"  # written into every output directory edgetool creates
 MARKER_TEXT = "This directory was written by edgetool; `--force` may replace it.\n"
@@ -86,8 +86,10 @@ def resolve_inside(base: Path, rel: object, source: Path | str, error: type[Edge
         if real != real_base and is_within(real, real_base):
             return Path(base) / rel
         problem = f"resolves to {real}, which is not inside {real_base}"
-    raise error(f"{source} lists the path {shown}, which {problem}; every path listed there must stay inside "
-                f"{base}. Refusing to read it.")
+    raise error(
+        f"{source} lists the path {shown}, which {problem}; every path listed there must stay inside "
+        f"{base}. Refusing to read it."
+    )
 
 
 # --- output locations -------------------------------------------------------------------------------------------
@@ -100,19 +102,25 @@ def check_location_writable(path: Path, kind: str = "output") -> None:
     allowed = any(real == Path(a) or Path(a) in real.parents for a in ALLOWED_UNDER_PSEUDO)
     for root in () if allowed else PSEUDO_FS:
         if real == Path(root) or Path(root) in real.parents:
-            raise UsageError(f"The {kind} path {path} is under {root}, a virtual file system edgetool does not write "
-                             "to; choose a path in a normal directory.")
+            raise UsageError(
+                f"The {kind} path {path} is under {root}, a virtual file system edgetool does not write "
+                "to; choose a path in a normal directory."
+            )
     ancestor = path.absolute().parent
     while not ancestor.exists() and not ancestor.is_symlink():
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise UsageError(f"The {kind} path {path} is below {ancestor}, which is a file (or a broken link), not a "
-                         "directory; choose another path.")
+        raise UsageError(
+            f"The {kind} path {path} is below {ancestor}, which is a file (or a broken link), not a "
+            "directory; choose another path."
+        )
     try:
         fd, probe = tempfile.mkstemp(prefix=".edgetool-probe-", dir=ancestor)
     except OSError as exc:
-        raise UsageError(f"The {kind} path {path} cannot be written: {ancestor} is not writable "
-                         f"({exc.strerror or exc}). Choose another path.") from None
+        raise UsageError(
+            f"The {kind} path {path} cannot be written: {ancestor} is not writable "
+            f"({exc.strerror or exc}). Choose another path."
+        ) from None
     os.close(fd)
     os.unlink(probe)
 
@@ -134,8 +142,10 @@ def check_not_input(output: Path, inputs: Inputs, is_dir: bool = True) -> None:
             how = "is inside"
         else:
             continue
-        raise UsageError(f"The output {output} {how} the {name} {given}; edgetool never writes over, into or around "
-                         "its inputs (whatever --force says). Choose an output path outside every input.")
+        raise UsageError(
+            f"The output {output} {how} the {name} {given}; edgetool never writes over, into or around "
+            "its inputs (whatever --force says). Choose an output path outside every input."
+        )
 
 
 def has_marker(path: Path) -> bool:
@@ -146,9 +156,11 @@ def has_marker(path: Path) -> bool:
 def _check_link(path: Path, kind: str) -> None:
     """A link at the output path is followed only to something that exists (its target gets replaced)."""
     if path.is_symlink() and not path.exists():
-        raise UsageError(f"Output path {path} is a symbolic link to {os.readlink(path)}, which does not exist; "
-                         f"edgetool follows a link at -o only to an existing {kind}. Remove the link or choose "
-                         "another path.")
+        raise UsageError(
+            f"Output path {path} is a symbolic link to {os.readlink(path)}, which does not exist; "
+            f"edgetool follows a link at -o only to an existing {kind}. Remove the link or choose "
+            "another path."
+        )
 
 
 def _followed(path: Path) -> Path:
@@ -167,7 +179,9 @@ def check_output_dir(path: Path, force: bool, inputs: Inputs = ()) -> None:
     check_not_input(path, inputs, is_dir=True)
     _check_link(path, "directory")
     if path.exists() and not path.is_dir():
-        raise UsageError(f"Output path {path} exists and is a file; expected a directory path (new, empty, or --force).")
+        raise UsageError(
+            f"Output path {path} exists and is a file; expected a directory path (new, empty, or --force)."
+        )
     if path.is_dir() and any(path.iterdir()):
         if not force:
             raise UsageError(

@@ -92,9 +92,11 @@ def _locked(directory: Path) -> Iterator[None]:
 
 
 def _appeared(path: Path, what: str) -> UsageError:
-    return UsageError(f"Output {path} {what} while this run was working; nothing of it was touched and this "
-                      "run's result was discarded. Choose another -o, or move it away and run again (--force "
-                      "replaces only edgetool's own output).")
+    return UsageError(
+        f"Output {path} {what} while this run was working; nothing of it was touched and this "
+        "run's result was discarded. Choose another -o, or move it away and run again (--force "
+        "replaces only edgetool's own output)."
+    )
 
 
 def _is_empty_dir(path: Path) -> bool:

@@ -45,7 +45,7 @@ def _start_ticks(pid: int) -> int | None:
         import psutil  # noqa: PLC0415 (only where /proc is missing)
 
         return int(psutil.Process(pid).create_time() * 100)
-    except Exception:  # noqa: BLE001 - no such process, or no way to tell: treat as gone
+    except Exception:
         return None
 
 

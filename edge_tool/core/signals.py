@@ -36,7 +36,7 @@ def signal_name(exc: BaseException) -> str:
     return signal.Signals(getattr(exc, "signum", int(signal.SIGINT))).name
 
 
-def _raise_terminated(signum: int, frame) -> None:  # noqa: ARG001 (signal handler signature)
+def _raise_terminated(signum: int, frame) -> None:
     for s in STOP_SIGNALS:  # the first signal starts the cleanup; let it finish
         signal.signal(s, signal.SIG_IGN)
     if _state["defer"]:

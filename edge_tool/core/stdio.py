@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
+from rich.console import Console
+
 STREAMS = ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w"))
 
 
@@ -45,8 +47,6 @@ def _raise(console) -> None:
 
 def raise_broken_pipe() -> None:
     """Make every rich Console raise BrokenPipeError when its reader leaves, rather than exit with status 1."""
-    from rich.console import Console  # noqa: PLC0415
-
     Console.on_broken_pipe = _raise
 
 

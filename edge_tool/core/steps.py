@@ -10,8 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from edge_tool.errors import ConversionError
 from edge_tool.core.textsafe import term
+from edge_tool.errors import ConversionError
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 

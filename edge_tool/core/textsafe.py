@@ -15,6 +15,9 @@ from __future__ import annotations
 import html
 import re
 
+from rich.markup import escape
+from rich.text import Text
+
 # C0 controls (except tab and newline), DEL, C1 controls, bidi embeddings/overrides/isolates, BOM/zero-width marks
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _MD_SPECIALS = frozenset("\\`*_[]~|")
@@ -32,15 +35,11 @@ def visible(value: object) -> str:
 
 def term(value: object) -> str:
     """``value`` for a Rich markup string: visible, with ``[`` escaped so it is never read as a tag."""
-    from rich.markup import escape  # noqa: PLC0415
-
     return escape(visible(value))
 
 
 def text(value: object, style: str = ""):
     """``value`` as a ``rich.text.Text`` (printed verbatim, never parsed as markup)."""
-    from rich.text import Text  # noqa: PLC0415
-
     return Text(visible(value), style=style)
 
 

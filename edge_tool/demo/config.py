@@ -26,7 +26,9 @@ class DemoConfig:
     force: bool = False
     litert: bool = False  # add the LiteRT.js engine (fixed-batch int8 .tflite built from the SavedModel, or tflite)
     tflite: Path | None = None  # a fixed-batch-1 .tflite to run with LiteRT.js instead of building one
-    calibration: Path | None = None  # int8 build data; a labelled image folder also measures the contract, names classes
+    calibration: Path | None = (
+        None  # int8 build data; a labelled image folder also measures the contract, names classes
+    )
     input_size: str | None = None  # 'HxW' fed to image inputs whose height/width the model leaves open
     trust_model_code: bool = False  # --trust-model-code: build from a model that carries code (edge_tool.modelcode)
     contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
@@ -48,24 +50,40 @@ class DemoConfig:
         """(broken?, message) per option rule, in the order the problems are listed."""
         title = len((self.title or "").strip())
         return (
-            (self.tflite is not None and not_a_file(self.tflite) is not None,
-             f"--tflite {self.tflite} {not_a_file(self.tflite)} (expected a fixed-batch-1 .tflite)."),
-            (self.calibration is not None and not Path(self.calibration).exists(),
-             f"--calibration {self.calibration} does not exist."),
+            (
+                self.tflite is not None and not_a_file(self.tflite) is not None,
+                f"--tflite {self.tflite} {not_a_file(self.tflite)} (expected a fixed-batch-1 .tflite).",
+            ),
+            (
+                self.calibration is not None and not Path(self.calibration).exists(),
+                f"--calibration {self.calibration} does not exist.",
+            ),
             (not self.litert and self.tflite is not None, "--tflite only applies with --litert."),
-            (self.labels is not None and not_a_file(self.labels) is not None,
-             f"--labels {self.labels} {not_a_file(self.labels)} (expected one label per line)."),
-            (self.title is not None and not 0 < title <= MAX_TITLE,
-             f"--title must be 1..{MAX_TITLE} characters, got {title}."),
-            (self.task is not None and self.task not in TASK_NAMES,
-             f"--task expects one of {', '.join(TASK_NAMES)}, got {self.task!r}."),
-            (self.sample_rate is not None and not MIN_RATE <= self.sample_rate <= MAX_RATE,
-             f"--sample-rate must be {MIN_RATE}..{MAX_RATE} Hz (the rates browsers decode audio at), "
-             f"got {self.sample_rate}."),
+            (
+                self.labels is not None and not_a_file(self.labels) is not None,
+                f"--labels {self.labels} {not_a_file(self.labels)} (expected one label per line).",
+            ),
+            (
+                self.title is not None and not 0 < title <= MAX_TITLE,
+                f"--title must be 1..{MAX_TITLE} characters, got {title}.",
+            ),
+            (
+                self.task is not None and self.task not in TASK_NAMES,
+                f"--task expects one of {', '.join(TASK_NAMES)}, got {self.task!r}.",
+            ),
+            (
+                self.sample_rate is not None and not MIN_RATE <= self.sample_rate <= MAX_RATE,
+                f"--sample-rate must be {MIN_RATE}..{MAX_RATE} Hz (the rates browsers decode audio at), "
+                f"got {self.sample_rate}.",
+            ),
         )
 
     @property
     def inputs(self) -> tuple[tuple[str, Path | None], ...]:
         """(name, path) of every input the site must stay clear of (fsutil.check_not_input)."""
-        return (("model", self.model), ("labels file", self.labels), ("--tflite model", self.tflite),
-                ("calibration data", self.calibration))
+        return (
+            ("model", self.model),
+            ("labels file", self.labels),
+            ("--tflite model", self.tflite),
+            ("calibration data", self.calibration),
+        )

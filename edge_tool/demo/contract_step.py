@@ -11,10 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibration.contract import for_input
+from calibration.readers.images import ImageFolderReader
 from calibration.spec import TensorSpec
+from calibration.types import LoadOptions
 from edge_tool.contract.declared import image_contract
 from edge_tool.contract.resolve import ProbeSetup, Resolution, resolve
+from edge_tool.core.env import import_tf
 from edge_tool.models.labelmap import folder_index_map
+from edge_tool.models.modelio import SERVING, signature_runner
 
 
 @dataclass(frozen=True)
@@ -53,31 +57,33 @@ def folder_classes(data: Path | None, inputs) -> tuple[str, ...] | None:
     """Class names of a labelled image folder (``image_dataset_from_directory`` order), read without decoding."""
     if data is None or not Path(data).is_dir() or len(inputs) != 1:
         return None
-    from calibration.readers.images import ImageFolderReader  # noqa: PLC0415
-    from calibration.types import LoadOptions  # noqa: PLC0415
 
     t = inputs[0]
     reader = ImageFolderReader(Path(data), [TensorSpec(t.key, t.dtype, tuple(t.shape))], LoadOptions())
     return None if reader.problems else reader.class_names
 
 
-def resolve_demo_contract(cfg, kind_is_saved_model: bool, inputs, outputs, classes: int | None,
-                          labels: list[str] | None) -> Resolution:
+def resolve_demo_contract(
+    cfg, kind_is_saved_model: bool, inputs, outputs, classes: int | None, labels: list[str] | None
+) -> Resolution:
     """The input contract of the demo's model: --input-*, the model, model.json metadata, else measured on a
     labelled --calibration folder (SavedModel only), else raw 0..255 (said in one line)."""
-    sig = _Signature(tuple(TensorSpec(t.key, t.dtype, tuple(t.shape)) for t in inputs),
-                     tuple(TensorSpec(t.key, t.dtype, tuple(t.shape)) for t in outputs))
+    sig = _Signature(
+        tuple(TensorSpec(t.key, t.dtype, tuple(t.shape)) for t in inputs),
+        tuple(TensorSpec(t.key, t.dtype, tuple(t.shape)) for t in outputs),
+    )
     metadata = None if kind_is_saved_model else _tfjs_metadata(Path(cfg.model), sig)
     if metadata is not None and not (_numbers(metadata[0]) and _numbers(metadata[1])):
         metadata = None
     probe = None
     data = Path(cfg.calibration) if cfg.calibration is not None else None
     if kind_is_saved_model and data is not None and data.is_dir() and classes:
-        from edge_tool.core.env import import_tf  # noqa: PLC0415
-        from edge_tool.models.modelio import SERVING, signature_runner  # noqa: PLC0415
-
-        probe = ProbeSetup(data, lambda: signature_runner(import_tf(), Path(cfg.model), SERVING)[0], classes,
-                           lambda names: folder_index_map(names, labels, classes, data, "the labels")[0])
+        probe = ProbeSetup(
+            data,
+            lambda: signature_runner(import_tf(), Path(cfg.model), SERVING)[0],
+            classes,
+            lambda names: folder_index_map(names, labels, classes, data, "the labels")[0],
+        )
     saved = Path(cfg.model) if kind_is_saved_model else None
     return resolve(sig, Path(cfg.model), saved, cfg.contract, data, probe, metadata)
 
@@ -91,8 +97,19 @@ def page_entry(entry: dict, resolution: Resolution) -> dict:
         base = image_contract(TensorSpec(entry["name"], entry["dtype"], tuple(entry["shape"])))
         contract = base if base is not None else None
     if contract is None:
-        return {**entry, "mean": [0.0] * entry["channels"], "std": [1.0] * entry["channels"],
-                "channelOrder": "L" if entry["channels"] == 1 else "RGB", "resize": "bilinear"}
+        return {
+            **entry,
+            "mean": [0.0] * entry["channels"],
+            "std": [1.0] * entry["channels"],
+            "channelOrder": "L" if entry["channels"] == 1 else "RGB",
+            "resize": "bilinear",
+        }
     lo, hi = contract.value_range
-    return {**entry, "range": [lo, hi], "mean": list(contract.mean), "std": list(contract.std),
-            "channelOrder": contract.channel_order, "resize": contract.resize}
+    return {
+        **entry,
+        "range": [lo, hi],
+        "mean": list(contract.mean),
+        "std": list(contract.std),
+        "channelOrder": contract.channel_order,
+        "resize": contract.resize,
+    }

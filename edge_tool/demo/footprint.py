@@ -14,8 +14,9 @@ VENDOR_SUBDIR = "vendor"
 def on_demand_groups(files) -> list[list[tuple[str, ...]]]:
     """The site's on-demand groups (alternatives of which a browser fetches one), each with the builds it has."""
     have = set(files)
-    groups = ([tuple(f"{VENDOR_SUBDIR}/{name}" for name in build) for build in builds]
-              for builds in ON_DEMAND_GROUPS.values())
+    groups = (
+        [tuple(f"{VENDOR_SUBDIR}/{name}" for name in build) for build in builds] for builds in ON_DEMAND_GROUPS.values()
+    )
     return [kept for kept in ([b for b in g if set(b) <= have] for g in groups) if kept]
 
 

@@ -8,16 +8,7 @@ THEME = "#0f172a"
 ACCENT = (56, 189, 248)
 
 # Intensities 0..4 of a handwritten-looking "4", in the spirit of the 8x8 digits the demo model reads.
-GLYPH = (
-    "00000000",
-    "00020300",
-    "00240400",
-    "02400400",
-    "24444440",
-    "00000400",
-    "00000400",
-    "00000300",
-)
+GLYPH = ("00000000", "00020300", "00240400", "02400400", "24444440", "00000400", "00000400", "00000300")
 
 ICONS = (  # file name, pixel size, manifest purpose
     ("icon-192.png", 192, "any"),
@@ -27,12 +18,12 @@ ICONS = (  # file name, pixel size, manifest purpose
 
 
 def _hex(color: str) -> tuple[int, int, int]:
-    return tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))
 
 
 def make_icon(size: int, maskable: bool = False, background: str = THEME):
     """RGBA icon of ``size`` px: rounded tile for 'any'; full-bleed with the glyph in the safe zone for maskable."""
-    from PIL import Image, ImageDraw  # noqa: PLC0415
+    from PIL import Image, ImageDraw
 
     bg = _hex(background)
     img = Image.new("RGBA", (size, size), (*bg, 255) if maskable else (0, 0, 0, 0))
@@ -60,6 +51,7 @@ def write_icons(directory: Path, background: str = THEME) -> list[dict]:
     entries = []
     for name, size, purpose in ICONS:
         make_icon(size, maskable=purpose == "maskable", background=background).save(directory / name, format="PNG")
-        entries.append({"src": f"{directory.name}/{name}", "sizes": f"{size}x{size}", "type": "image/png",
-                        "purpose": purpose})
+        entries.append(
+            {"src": f"{directory.name}/{name}", "sizes": f"{size}x{size}", "type": "image/png", "purpose": purpose}
+        )
     return entries

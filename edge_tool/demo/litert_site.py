@@ -17,9 +17,14 @@ from edge_tool.errors import UsageError
 from edge_tool.modelfiles.limits import read_tflite
 
 LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
-LITERT_MODULES = (LITERT_MODULE, "engines/litert-build.js", "engines/litert-log.js")  # it and what only it imports (its wasm build choice)
-LITERT_IMPORT_MAP = {"imports": {"@litertjs/core": "./vendor/litert/core.js",
-                                 "@litertjs/wasm-utils": "./vendor/litert/wasm-utils.js"}}
+LITERT_MODULES = (
+    LITERT_MODULE,
+    "engines/litert-build.js",
+    "engines/litert-log.js",
+)  # it and what only it imports (its wasm build choice)
+LITERT_IMPORT_MAP = {
+    "imports": {"@litertjs/core": "./vendor/litert/core.js", "@litertjs/wasm-utils": "./vendor/litert/wasm-utils.js"}
+}
 APP_SCRIPT_TAG = '  <script type="module" src="app.js"></script>\n'
 MODEL_SUBDIR = "model"
 VENDOR_SUBDIR = "vendor"
@@ -27,30 +32,43 @@ VENDOR_SUBDIR = "vendor"
 
 def _litert_model(name: str, label: str, file: str, spec: dict, data: bytes) -> dict:
     """One .tflite the LiteRT.js engine can run: its engine name, label, URL, I/O spec and SHA-256 (pick-cache key)."""
-    return {"name": name, "label": label, "modelUrl": f"{MODEL_SUBDIR}/{file}", "sha256": hashlib.sha256(data).hexdigest(),
-            **spec}
+    return {
+        "name": name,
+        "label": label,
+        "modelUrl": f"{MODEL_SUBDIR}/{file}",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        **spec,
+    }
 
 
 def _litert_config(models: list[dict]) -> dict:
     """demo-config.json's "litert": the first model's fields at the top (as before), the others under "variants"."""
-    return {"module": LITERT_MODULE, **models[0], "variants": models[1:],
-            "wasmBuilds": {name: f"{VENDOR_SUBDIR}/litert/{script}" for name, script in LITERT_BUILDS.items()},
-            "runtime": pinned_litert_versions()}
+    return {
+        "module": LITERT_MODULE,
+        **models[0],
+        "variants": models[1:],
+        "wasmBuilds": {name: f"{VENDOR_SUBDIR}/litert/{script}" for name, script in LITERT_BUILDS.items()},
+        "runtime": pinned_litert_versions(),
+    }
 
 
 def precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs: list[dict]) -> dict[str, Path]:
     """Refuse --litert setups that cannot work before anything is written; return the vendored LiteRT.js files."""
     if len(inputs) != 1 or inputs[0].get("resized"):
-        raise UsageError("--litert runs models with one input of fixed shape (LiteRT.js cannot resize inputs); "
-                         f"this one has {len(inputs)} input(s) ({', '.join(i['name'] for i in inputs)})"
-                         f"{' with an open height/width' if inputs[0].get('resized') else ''}. Drop --litert: the "
-                         "TensorFlow.js engine runs it.")
+        raise UsageError(
+            "--litert runs models with one input of fixed shape (LiteRT.js cannot resize inputs); "
+            f"this one has {len(inputs)} input(s) ({', '.join(i['name'] for i in inputs)})"
+            f"{' with an open height/width' if inputs[0].get('resized') else ''}. Drop --litert: the "
+            "TensorFlow.js engine runs it."
+        )
     files = vendored_litert_files()
     if cfg.tflite is not None:
         litert_mod.tflite_spec(Path(cfg.tflite), classes)
     elif kind is not ModelKind.SAVED_MODEL:
-        raise UsageError(f"--litert builds its int8 .tflite from a SavedModel, but {cfg.model} is a tfjs graph model; "
-                         "pass the SavedModel directory, or --tflite FILE with a fixed-batch-1 .tflite.")
+        raise UsageError(
+            f"--litert builds its int8 .tflite from a SavedModel, but {cfg.model} is a tfjs graph model; "
+            "pass the SavedModel directory, or --tflite FILE with a fixed-batch-1 .tflite."
+        )
     else:
         fixed_int8.calibration_source(Path(cfg.model), cfg.calibration)
     return files
@@ -58,9 +76,13 @@ def precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, input
 
 def add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None, contracts: tuple = ()) -> dict:
     """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
-    built = ({"given": read_tflite(cfg.tflite)} if cfg.tflite is not None else
-             fixed_int8.build_fixed(Path(cfg.model), cfg.calibration, ("int8", "fp32"), contracts, cfg.trust_model_code,
-                                    cfg.signature))
+    built = (
+        {"given": read_tflite(cfg.tflite)}
+        if cfg.tflite is not None
+        else fixed_int8.build_fixed(
+            Path(cfg.model), cfg.calibration, ("int8", "fp32"), contracts, cfg.trust_model_code, cfg.signature
+        )
+    )
     models = []
     for mode, data in built.items():
         file = litert_mod.FP32_NAME if mode == "fp32" else litert_mod.TFLITE_NAME

@@ -8,16 +8,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.errors import ModelError, UsageError
+from edge_tool.metadata.labels import read_labels_file
+from edge_tool.models.modelio import read_graph_model_json, weight_paths
 from edge_tool.tasks.detection import is_box_output
 
 MAX_FLAT_FEATURES = 4096
 IMAGE_CHANNELS = (1, 3)
 # TF dtype enum names in model.json -> (numpy name, dtype the tfjs tensor must have)
 TF_DTYPES = {
-    "DT_FLOAT": ("float32", "float32"), "DT_HALF": ("float16", "float32"), "DT_DOUBLE": ("float64", "float32"),
-    "DT_INT32": ("int32", "int32"), "DT_INT64": ("int64", "int32"), "DT_INT16": ("int16", "int32"),
-    "DT_INT8": ("int8", "int32"), "DT_UINT8": ("uint8", "int32"), "DT_UINT16": ("uint16", "int32"),
-    "DT_STRING": ("string", None), "DT_BOOL": ("bool", None),
+    "DT_FLOAT": ("float32", "float32"),
+    "DT_HALF": ("float16", "float32"),
+    "DT_DOUBLE": ("float64", "float32"),
+    "DT_INT32": ("int32", "int32"),
+    "DT_INT64": ("int64", "int32"),
+    "DT_INT16": ("int16", "int32"),
+    "DT_INT8": ("int8", "int32"),
+    "DT_UINT8": ("uint8", "int32"),
+    "DT_UINT16": ("uint16", "int32"),
+    "DT_STRING": ("string", None),
+    "DT_BOOL": ("bool", None),
 }
 NUMPY_TO_TFJS = {numpy: tfjs for numpy, tfjs in TF_DTYPES.values() if tfjs is not None}
 
@@ -54,8 +63,10 @@ def detect_model(path: Path) -> ModelKind:
     if path.is_file() and path.name == "model.json":
         raise ModelError(f"Pass the directory holding model.json ({path.parent}), not the file itself.")
     if not path.is_dir():
-        raise ModelError(f"Expected a model directory, but {path} is a file (demo takes a TFJS graph-model dir, a "
-                         "SavedModel dir or a .keras/.h5 file; a .tflite goes with --litert --tflite).")
+        raise ModelError(
+            f"Expected a model directory, but {path} is a file (demo takes a TFJS graph-model dir, a "
+            "SavedModel dir or a .keras/.h5 file; a .tflite goes with --litert --tflite)."
+        )
     if (path / "model.json").is_file():
         return ModelKind.TFJS
     if (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file():
@@ -89,8 +100,6 @@ def _entries(mapping) -> list:
 
 def read_tfjs_model(model_dir: Path) -> tuple[dict, tuple[Tensor, ...], tuple[Tensor, ...]]:
     """Parse model.json: (json, inputs, outputs); ModelError when it is not a complete graph model."""
-    from edge_tool.models.modelio import read_graph_model_json  # noqa: PLC0415
-
     model_json = Path(model_dir) / "model.json"
     meta = read_graph_model_json(model_dir, "the demo (or pass the SavedModel directory)")
     signature = meta.get("signature") or {}
@@ -104,8 +113,6 @@ def read_tfjs_model(model_dir: Path) -> tuple[dict, tuple[Tensor, ...], tuple[Te
 
 def weight_files(model_dir: Path, meta: dict) -> list[str]:
     """Shard paths listed in a model.json, each checked to be a file inside ``model_dir``."""
-    from edge_tool.models.modelio import weight_paths  # noqa: PLC0415
-
     return weight_paths(Path(model_dir), meta)
 
 
@@ -141,8 +148,16 @@ def _image_ui(t: Tensor, base: dict, size: tuple[int, int] | None) -> dict:
     width = shape[2] if shape[2] is not None else fallback[1]
     channels = shape[3] if len(shape) == 4 else 1
     feed = [1, height, width, *([channels] if len(shape) == 4 else [])]
-    return {**base, "kind": "image", "height": height, "width": width, "channels": channels, "range": [0, 255],
-            "feedShape": feed, "resized": shape[1] is None or shape[2] is None}
+    return {
+        **base,
+        "kind": "image",
+        "height": height,
+        "width": width,
+        "channels": channels,
+        "range": [0, 255],
+        "feedShape": feed,
+        "resized": shape[1] is None or shape[2] is None,
+    }
 
 
 AUDIO_MIN_SAMPLES = 1024  # a float [N, samples] input this long is a waveform (a file upload), not a form
@@ -170,15 +185,29 @@ def _generic_ui(t: Tensor, base: dict) -> dict:
     for d in dims:
         count *= d
     if _is_audio(t) or len(t.shape) == 5:
-        return {**base, "kind": "audio" if len(t.shape) == 2 else "video", "features": count, "featureNames": [],
-                "integer": False, "feedShape": [1, *dims]}
+        return {
+            **base,
+            "kind": "audio" if len(t.shape) == 2 else "video",
+            "features": count,
+            "featureNames": [],
+            "integer": False,
+            "feedShape": [1, *dims],
+        }
     if count > MAX_FLAT_FEATURES:
-        raise ModelError(f"Input {t.key!r} has shape {_fmt(t.shape)} ({count} values per sample); the demo's form "
-                         f"takes at most {MAX_FLAT_FEATURES} values per input.")
+        raise ModelError(
+            f"Input {t.key!r} has shape {_fmt(t.shape)} ({count} values per sample); the demo's form "
+            f"takes at most {MAX_FLAT_FEATURES} values per input."
+        )
     integer = t.dtype.startswith(("int", "uint"))
     kind = "flat" if len(t.shape) == 2 else "tensor"
-    return {**base, "kind": kind, "features": count, "featureNames": [], "integer": integer,
-            "feedShape": [1, *dims] if t.shape else []}
+    return {
+        **base,
+        "kind": kind,
+        "features": count,
+        "featureNames": [],
+        "integer": integer,
+        "feedShape": [1, *dims] if t.shape else [],
+    }
 
 
 def input_ui(inputs: tuple[Tensor, ...], size: tuple[int, int] | None = None) -> list[dict]:
@@ -215,16 +244,21 @@ def output_ui(outputs: tuple[Tensor, ...]) -> list[dict]:
         if is_box_output(t.key, t.shape):  # [N, 4] corners of a detection head are not 4 class scores
             classes = None
         kind = "classes" if classes is not None and classes >= PROB_OUTPUT_MIN_CLASSES else "values"
-        specs.append({"name": t.key, "tensor": t.tensor, "shape": list(t.shape), "kind": kind,
-                      "classes": classes if kind == "classes" else None})
+        specs.append(
+            {
+                "name": t.key,
+                "tensor": t.tensor,
+                "shape": list(t.shape),
+                "kind": kind,
+                "classes": classes if kind == "classes" else None,
+            }
+        )
     primary = next((s for s in specs if s["kind"] == "classes"), specs[0])
     return [primary, *(s for s in specs if s is not primary)]
 
 
 def read_labels(path: Path, classes: int | None) -> list[str]:
     """Labels, one per line; UsageError when the file is missing or the count disagrees with the output size."""
-    from edge_tool.metadata.labels import read_labels_file  # noqa: PLC0415  (size and UTF-8 checks)
-
     return read_labels_file(Path(path), classes)
 
 

@@ -11,17 +11,43 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from edge_tool.demo.site import MARKER_FILES, is_demo_site
 from edge_tool.errors import UsageError
 from edge_tool.webserver.files import MIME_TYPES, content_type, resolve_target
-from edge_tool.webserver.server import (IDLE_TIMEOUT_S, LISTEN_BACKLOG, MAX_PENDING, MAX_WORKERS, REQUEST_TIMEOUT_S,
-                                   SECURITY_HEADERS, SiteRequestHandler, SiteServer)
+from edge_tool.webserver.server import (
+    IDLE_TIMEOUT_S,
+    LISTEN_BACKLOG,
+    MAX_PENDING,
+    MAX_WORKERS,
+    REQUEST_TIMEOUT_S,
+    SECURITY_HEADERS,
+    SiteRequestHandler,
+    SiteServer,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 # the request mapping and the server live in webserver.files / webserver.server; these names stay importable from here
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "IDLE_TIMEOUT_S", "LISTEN_BACKLOG", "MAX_PENDING", "MAX_WORKERS",
-           "MIME_TYPES", "REQUEST_TIMEOUT_S", "SECURITY_HEADERS", "SiteRequestHandler", "SiteServer", "check_site",
-           "content_type", "is_loopback", "make_server", "resolve_target", "serve_until_interrupted", "start_server"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "IDLE_TIMEOUT_S",
+    "LISTEN_BACKLOG",
+    "MAX_PENDING",
+    "MAX_WORKERS",
+    "MIME_TYPES",
+    "REQUEST_TIMEOUT_S",
+    "SECURITY_HEADERS",
+    "SiteRequestHandler",
+    "SiteServer",
+    "check_site",
+    "content_type",
+    "is_loopback",
+    "make_server",
+    "resolve_target",
+    "serve_until_interrupted",
+    "start_server",
+]
 
 
 def is_loopback(host: str) -> bool:
@@ -38,32 +64,38 @@ def is_loopback(host: str) -> bool:
 
 def check_site(site: Path) -> Path:
     """Return ``site`` resolved; UsageError unless it is a directory built by ``edgetool demo``."""
-    from edge_tool.demo.site import MARKER_FILES, is_demo_site  # noqa: PLC0415
-
     site = Path(site)
     if not site.is_dir():
-        raise UsageError(f"Expected a demo site directory at {site}, but {'it is a file' if site.exists() else 'nothing is there'}. "
-                         f"Build one with `edgetool demo MODEL -o {site}`.")
+        raise UsageError(
+            f"Expected a demo site directory at {site}, but {'it is a file' if site.exists() else 'nothing is there'}. "
+            f"Build one with `edgetool demo MODEL -o {site}`."
+        )
     if not is_demo_site(site):
         missing = [n for n in MARKER_FILES if not (site / n).is_file()]
-        raise UsageError(f"{site} is not an edgetool demo site (missing {', '.join(missing)}). "
-                         f"Build one with `edgetool demo MODEL -o {site}`.")
+        raise UsageError(
+            f"{site} is not an edgetool demo site (missing {', '.join(missing)}). "
+            f"Build one with `edgetool demo MODEL -o {site}`."
+        )
     return site.resolve()
 
 
 def make_server(site: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, quiet: bool = False) -> SiteServer:
     """Bind a SiteServer for ``site`` (port 0 picks a free port); UsageError when the site or the address is bad."""
     if not host.strip():
-        raise UsageError("--host is empty; give an address to bind: 127.0.0.1 (this machine only, the default), "
-                         "or 0.0.0.0 / :: to accept connections from other machines.")
+        raise UsageError(
+            "--host is empty; give an address to bind: 127.0.0.1 (this machine only, the default), "
+            "or 0.0.0.0 / :: to accept connections from other machines."
+        )
     root = check_site(site)
     if not 0 <= port <= 65535:
         raise UsageError(f"--port must be 0..65535, got {port}.")
     try:
         return SiteServer(root, (host, port), quiet=quiet)
     except (OSError, UnicodeError) as exc:
-        raise UsageError(f"Cannot listen on {host!r} port {port}: {getattr(exc, 'strerror', None) or exc}. Check "
-                         "--host, or try another --port (0 picks a free one).") from None
+        raise UsageError(
+            f"Cannot listen on {host!r} port {port}: {getattr(exc, 'strerror', None) or exc}. Check "
+            "--host, or try another --port (0 picks a free one)."
+        ) from None
 
 
 def start_server(site: Path, host: str = DEFAULT_HOST, port: int = 0, quiet: bool = True):
@@ -74,8 +106,9 @@ def start_server(site: Path, host: str = DEFAULT_HOST, port: int = 0, quiet: boo
     return server, thread, server.url
 
 
-def serve_until_interrupted(site: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                            echo: Callable[[str], None] = print) -> None:
+def serve_until_interrupted(
+    site: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, echo: Callable[[str], None] = print
+) -> None:
     """Serve in the foreground, printing the URL, until a signal (Ctrl-C, SIGTERM, SIGHUP) stops it.
 
     The KeyboardInterrupt (``signals.Terminated``) propagates after the server is closed; the CLI edge prints
@@ -85,9 +118,11 @@ def serve_until_interrupted(site: Path, host: str = DEFAULT_HOST, port: int = DE
     echo(f"serving {server.root} at {server.url}  (Ctrl-C to stop)")
     bound = str(server.server_address[0])
     if not is_loopback(bound):
-        echo(f"note: bound to {bound}, so other machines can reach it; browsers allow service workers only on "
-             f"localhost or HTTPS. Requests must name it by an IP address or localhost: other host names get 403 "
-             f"(DNS-rebinding protection).")
+        echo(
+            f"note: bound to {bound}, so other machines can reach it; browsers allow service workers only on "
+            f"localhost or HTTPS. Requests must name it by an IP address or localhost: other host names get 403 "
+            f"(DNS-rebinding protection)."
+        )
     try:
         server.serve_forever()
     finally:

@@ -9,12 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool import __version__
+from edge_tool.contract.resolve import default_warning, image_data
+from edge_tool.core.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
+from edge_tool.core.textsafe import html_text
 from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import model as model_mod
-from edge_tool.demo.footprint import footprint, gzip_size, on_demand_groups
+from edge_tool.demo import task_step
 from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
-from edge_tool.contract.resolve import default_warning, image_data
 from edge_tool.demo.contract_step import folder_classes, page_entry, resolve_demo_contract
+from edge_tool.demo.footprint import footprint, gzip_size, on_demand_groups
 from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, as before)
     APP_SCRIPT_TAG,
     LITERT_IMPORT_MAP,
@@ -25,16 +28,16 @@ from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, a
     add_litert,
     precheck_litert,
 )
-from edge_tool.demo import task_step
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.tfjs_step import place_tfjs
 from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.core.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
-from edge_tool.modelfiles.limits import check_signature, read_tflite
+from edge_tool.metadata.reader import read_metadata
+from edge_tool.metadata.tfjs import labels_from_model_json
 from edge_tool.modelcode.guard import require_safe_model
+from edge_tool.modelfiles.limits import check_signature, read_tflite
 from edge_tool.models.labelmap import labels_file_for
-from edge_tool.core.textsafe import html_text
+from edge_tool.models.modelio import SERVING, saved_model_signature
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
 TFJS_MODULES = ("engines/tfjs.js", "engines/tfjs-backends.js")  # the TensorFlow.js engine (not on LiteRT.js-only sites)
@@ -101,9 +104,6 @@ def _default_labels_path(model: Path) -> Path | None:
 
 def _embedded_labels(cfg: DemoConfig, kind: ModelKind) -> tuple[list[str] | None, str]:
     """Labels the model carries: model.json's userDefinedMetadata, else the --tflite file's TFLite metadata."""
-    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
-    from edge_tool.metadata.tfjs import labels_from_model_json  # noqa: PLC0415
-
     if kind is ModelKind.TFJS:
         model_json = Path(cfg.model) / "model.json"
         meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
@@ -139,8 +139,6 @@ def _labels(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs) -> tu
 
 
 def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
-    from edge_tool.models.modelio import SERVING, saved_model_signature  # noqa: PLC0415
-
     sig = saved_model_signature(model, signature or SERVING)
     check_signature(sig, model)  # the page (and --litert's LiteRT.js) would allocate these in the browser
     ins = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.inputs)

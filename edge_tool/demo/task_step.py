@@ -9,12 +9,25 @@ import json
 from pathlib import Path
 
 from edge_tool.demo.model import ModelKind
+from edge_tool.tasks.activation import final_activations
 from edge_tool.tasks.infer import infer_task
 
 # model.json op -> activation (the graph's final op before Identity-like ones)
-_TFJS_ACTIVATIONS = {"Softmax": "softmax", "Sigmoid": "sigmoid", "Relu": "relu", "Relu6": "relu", "Tanh": "tanh",
-                     "BiasAdd": "linear", "MatMul": "linear", "AddV2": "linear", "Add": "linear", "Conv2D": "linear",
-                     "_FusedMatMul": None, "FusedConv2D": None, "_FusedConv2D": None}
+_TFJS_ACTIVATIONS = {
+    "Softmax": "softmax",
+    "Sigmoid": "sigmoid",
+    "Relu": "relu",
+    "Relu6": "relu",
+    "Tanh": "tanh",
+    "BiasAdd": "linear",
+    "MatMul": "linear",
+    "AddV2": "linear",
+    "Add": "linear",
+    "Conv2D": "linear",
+    "_FusedMatMul": None,
+    "FusedConv2D": None,
+    "_FusedConv2D": None,
+}
 _THROUGH = {"Identity", "Reshape", "Squeeze", "ExpandDims", "Cast", "StopGradient"}
 MAX_STEPS = 200
 
@@ -22,8 +35,6 @@ MAX_STEPS = 200
 def activations(model: Path, kind: ModelKind, signature: str | None) -> dict[str, str]:
     """{output name: softmax | sigmoid | relu | tanh | linear | unknown}, read from the graph (no model code run)."""
     if kind is ModelKind.SAVED_MODEL:
-        from edge_tool.tasks.activation import final_activations  # noqa: PLC0415  (protobuf)
-
         return final_activations(Path(model), signature or "serving_default")
     return _tfjs_activations(Path(model) / "model.json")
 
@@ -48,10 +59,18 @@ def _walk(nodes: dict, name: str) -> str:
             name = node["input"][0].lstrip("^").split(":")[0]
             continue
         if "Fused" in op:
-            fused = [base64.b64decode(s).decode(errors="replace")
-                     for s in node.get("attr", {}).get("fused_ops", {}).get("list", {}).get("s", [])]
-            return next((_TFJS_ACTIVATIONS.get(f, "unknown") for f in reversed(fused)
-                         if f in _TFJS_ACTIVATIONS and f not in ("BiasAdd", "Add", "AddV2")), "linear")
+            fused = [
+                base64.b64decode(s).decode(errors="replace")
+                for s in node.get("attr", {}).get("fused_ops", {}).get("list", {}).get("s", [])
+            ]
+            return next(
+                (
+                    _TFJS_ACTIVATIONS.get(f, "unknown")
+                    for f in reversed(fused)
+                    if f in _TFJS_ACTIVATIONS and f not in ("BiasAdd", "Add", "AddV2")
+                ),
+                "linear",
+            )
         return _TFJS_ACTIVATIONS.get(op) or "unknown"
     return "unknown"
 

@@ -11,6 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
+from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
@@ -19,8 +20,10 @@ from edge_tool.errors import ConversionError
 # tensorflowjs 4.22 (tf_saved_model_conversion_v2.validate): "Unsupported Ops in the model before optimization\nErfc"
 _UNSUPPORTED = re.compile(r"Unsupported Ops in the model[^\n]*\n(?P<ops>[^\n]+)")
 # ops an everyday layer lowers to, and that layer (so the user knows which part of the model it is)
-_WHERE_FROM = {"Erfc": "the exact GELU, gelu(approximate=False) or Activation('gelu')",
-               "Erf": "the exact GELU, gelu(approximate=False) or Activation('gelu')"}
+_WHERE_FROM = {
+    "Erfc": "the exact GELU, gelu(approximate=False) or Activation('gelu')",
+    "Erf": "the exact GELU, gelu(approximate=False) or Activation('gelu')",
+}
 
 
 def unsupported_ops(message: str) -> list[str]:
@@ -44,21 +47,28 @@ def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = 
     ops = unsupported_ops(message)
     origins = sorted({_WHERE_FROM[op] for op in ops if op in _WHERE_FROM})
     if ops:
-        why = (f"TensorFlow.js has no kernel for the op{'s' if len(ops) > 1 else ''} {', '.join(ops)}"
-               + (f" (what {' and '.join(origins)} lowers to)" if origins else ""))
+        why = f"TensorFlow.js has no kernel for the op{'s' if len(ops) > 1 else ''} {', '.join(ops)}" + (
+            f" (what {' and '.join(origins)} lowers to)" if origins else ""
+        )
     else:
         why = message.strip().splitlines()[0] if message.strip() else "tensorflowjs gave no reason"
     if litert:
-        return (f"tensorflowjs 4.22 cannot convert {model}: {why}. The site runs the model with LiteRT.js alone "
-                "(no TensorFlow.js engine).")
+        return (
+            f"tensorflowjs 4.22 cannot convert {model}: {why}. The site runs the model with LiteRT.js alone "
+            "(no TensorFlow.js engine)."
+        )
     if blocker:
-        return (f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build, and "
-                f"--litert cannot take it either: LiteRT.js in the page runs one input of fixed shape and {blocker}. "
-                f"Convert it for TFLite instead (`edgetool convert {model}`), or build the browser model without "
-                "that op (for GELU: gelu(approximate=True), which TensorFlow.js runs).")
-    return (f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build. "
-            f"`edgetool demo {model} --litert` builds the page from a LiteRT.js .tflite alone (int8 from "
-            "--calibration data, and fp32), which runs it.")
+        return (
+            f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build, and "
+            f"--litert cannot take it either: LiteRT.js in the page runs one input of fixed shape and {blocker}. "
+            f"Convert it for TFLite instead (`edgetool convert {model}`), or build the browser model without "
+            "that op (for GELU: gelu(approximate=True), which TensorFlow.js runs)."
+        )
+    return (
+        f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build. "
+        f"`edgetool demo {model} --litert` builds the page from a LiteRT.js .tflite alone (int8 from "
+        "--calibration data, and fp32), which runs it."
+    )
 
 
 def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[dict]) -> str | None:
@@ -66,8 +76,6 @@ def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[d
     not make it. Without ``--litert`` that failure raises ConversionError (exit 2) naming the op and ``--litert``
     (or, when LiteRT.js cannot run ``input_specs`` either, why not and what works)."""
     if kind is ModelKind.SAVED_MODEL:
-        from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415  (imports tensorflow)
-
         try:
             export_tfjs(Path(cfg.model), dest, signature=cfg.signature or "serving_default")
         except ConversionError as exc:

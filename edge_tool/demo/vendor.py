@@ -8,6 +8,7 @@ the dist files the page loads. The rest reads what was vendored, for ``demo``, `
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import web_demo
 from edge_tool.errors import UsageError
 
 VENDOR_COMMAND = "python scripts/vendor_runtimes.py"
@@ -44,29 +46,30 @@ LITERT_BUILDS: dict[str, str] = {  # build name -> its .js loader (the .wasm bes
 LITERT_FILES: dict[str, str] = {
     f"{LITERT_SUBDIR}/core.js": "@litertjs/core/dist/index.js",
     f"{LITERT_SUBDIR}/wasm-utils.js": "@litertjs/wasm-utils/dist/index.js",
-    **{f"{LITERT_SUBDIR}/{name}": f"@litertjs/core/wasm/{name}"
-       for script in LITERT_BUILDS.values() for name in (script, script.removesuffix(".js") + ".wasm")},
+    **{
+        f"{LITERT_SUBDIR}/{name}": f"@litertjs/core/wasm/{name}"
+        for script in LITERT_BUILDS.values()
+        for name in (script, script.removesuffix(".js") + ".wasm")
+    },
 }
 LITERT_PACKAGES = ("@litertjs/core", "@litertjs/wasm-utils")
 # Alternatives of which a browser runs one (site paths under vendor/): the service worker caches them when first
 # fetched instead of precaching them all (sw.template.js), so a first visit downloads one of each group.
 ON_DEMAND_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
     "tfjs wasm binary": tuple((name,) for name in VENDOR_FILES if name.endswith(".wasm")),
-    "LiteRT.js wasm build": tuple((f"{LITERT_SUBDIR}/{script}", f"{LITERT_SUBDIR}/{script.removesuffix('.js')}.wasm")
-                                  for script in LITERT_BUILDS.values()),
+    "LiteRT.js wasm build": tuple(
+        (f"{LITERT_SUBDIR}/{script}", f"{LITERT_SUBDIR}/{script.removesuffix('.js')}.wasm")
+        for script in LITERT_BUILDS.values()
+    ),
 }
 ALL_FILES = {**VENDOR_FILES, **LITERT_FILES}
 
 
 def web_demo_dir() -> Path:
     """Directory of the web_demo template package (index.html, app.js, package.json, vendor/)."""
-    import importlib.resources  # noqa: PLC0415
-
     try:
         path = Path(str(importlib.resources.files("web_demo")))
     except (ModuleNotFoundError, NotADirectoryError, TypeError):  # stale editable install: namespace package
-        import web_demo  # noqa: PLC0415
-
         path = next((Path(p) for p in web_demo.__path__ if Path(p, "index.html").is_file()), Path(""))
     if not (path / "index.html").is_file():
         raise UsageError(f"The web_demo template is missing (looked in {path!s}); reinstall edgetool.")
@@ -181,4 +184,3 @@ def ensure_vendored(root: Path | None = None, quiet: bool = False) -> bool:
         versions = ", ".join(f"{k}@{v}" for k, v in {**pinned_versions(root), **pinned_litert_versions(root)}.items())
         print(f"vendored {versions} into {root / 'vendor'}")
     return True
-

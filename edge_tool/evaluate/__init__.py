@@ -6,21 +6,19 @@ Public API: :class:`EvalConfig`, :func:`run_eval`, :func:`budget_violations`, :c
 
 from __future__ import annotations
 
+from edge_tool.evaluate.budgets import budget_violations as _gate
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.pipeline import run_eval as _run
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, Report
 
 
 def run_eval(config: EvalConfig) -> Report:
     """Measure every artefact of ``config`` against its reference and return the frozen Report."""
-    from edge_tool.evaluate.pipeline import run_eval as _run  # noqa: PLC0415
-
     return _run(config)
 
 
 def budget_violations(report: Report, config: EvalConfig) -> list[tuple[str, str]]:
     """(artifact, message) per budget broken (--max-drop / --max-latency-ms), naming by how much."""
-    from edge_tool.evaluate.budgets import budget_violations as _gate  # noqa: PLC0415
-
     return _gate(report, config)
 
 

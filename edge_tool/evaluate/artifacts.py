@@ -8,6 +8,8 @@ from pathlib import Path
 from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.evaluate.onnx_facts import looks_like_onnx, read_onnx
+from edge_tool.litert.tflite_runner import read_flatbuffer
+from edge_tool.models.modelio import read_graph_model_json, weight_paths
 from edge_tool.schemas import load_json
 from edge_tool.schemas.manifest import FILE, Manifest
 
@@ -34,8 +36,9 @@ def describe(path: Path) -> Artifact:
     .onnx file (an .onnx name must hold an ONNX model; another name holding one is read as ONNX too)."""
     path = Path(path)
     if not path.exists():
-        raise ModelError(f"Artifact {path} does not exist; expected a .tflite file, a TFJS model directory or an "
-                         ".onnx file.")
+        raise ModelError(
+            f"Artifact {path} does not exist; expected a .tflite file, a TFJS model directory or an .onnx file."
+        )
     if path.suffix.lower() == ".onnx":
         return _onnx(path)
     if path.is_file() and path.name == "model.json":
@@ -54,8 +57,6 @@ def describe(path: Path) -> Artifact:
 
 
 def _tflite(given: Path, model_file: Path) -> Artifact:
-    from edge_tool.litert.tflite_runner import read_flatbuffer  # noqa: PLC0415
-
     if not model_file.is_file():
         raise ModelError(f"Expected a .tflite file at {model_file}, but nothing is there.")
     if _holds_onnx(model_file):
@@ -79,8 +80,9 @@ def _holds_onnx(path: Path) -> bool:
 def _onnx(path: Path) -> Artifact:
     """An .onnx file, parsed and checked (``onnx_facts``), never loaded here."""
     facts = read_onnx(path)
-    return Artifact(path, path, ArtifactFormat.ONNX, facts.quant, "ONNX graph (QDQ nodes, initializer types)",
-                    path.stat().st_size)
+    return Artifact(
+        path, path, ArtifactFormat.ONNX, facts.quant, "ONNX graph (QDQ nodes, initializer types)", path.stat().st_size
+    )
 
 
 def file_label(facts, claimed: str | None) -> tuple[str, str]:
@@ -91,7 +93,7 @@ def file_label(facts, claimed: str | None) -> tuple[str, str]:
     file that keeps float ops says "(not fully integer)".
     """
     if claimed == "qat" and facts.quant == "int8":
-        return "qat" + facts.label[len(facts.quant):], f"tensor types + {FILE}"
+        return "qat" + facts.label[len(facts.quant) :], f"tensor types + {FILE}"
     if claimed is not None and claimed != facts.quant:
         return facts.label, f"tensor types ({FILE} says {claimed})"
     return facts.label, "tensor types"
@@ -117,8 +119,6 @@ def _manifest_quant(model_file: Path) -> str | None:
 
 
 def _tfjs(given: Path, model_dir: Path) -> Artifact:
-    from edge_tool.models.modelio import read_graph_model_json, weight_paths  # noqa: PLC0415
-
     model_json = model_dir / "model.json"
     doc = read_graph_model_json(model_dir, "eval")  # every shard path checked to be a file inside model_dir
     size = model_json.stat().st_size + sum((model_dir / p).stat().st_size for p in weight_paths(model_dir, doc))
@@ -128,8 +128,11 @@ def _tfjs(given: Path, model_dir: Path) -> Artifact:
             q = (w.get("quantization") or {}).get("dtype") if isinstance(w, dict) else None
             if q:
                 qtypes.add(str(q))
-    quant = {"float16": "fp16"}.get(next(iter(qtypes)), next(iter(qtypes))) if len(qtypes) == 1 else (
-        "mixed" if qtypes else "fp32")
+    quant = (
+        {"float16": "fp16"}.get(next(iter(qtypes)), next(iter(qtypes)))
+        if len(qtypes) == 1
+        else ("mixed" if qtypes else "fp32")
+    )
     return Artifact(given, model_json, ArtifactFormat.TFJS, quant, "model.json weights", size)
 
 

@@ -20,16 +20,35 @@ def budget_violations(report: Report, config: EvalConfig) -> list[tuple[str, str
     for r in report.results:
         drop = r.metric_drop if r.metric_drop is not None or r.metrics is not None else r.accuracy_drop
         if config.max_drop is not None and drop is not None and drop > config.max_drop:
-            lines.append((r.artifact, f"{r.artifact}: {main} drop {drop:.4f} ({100 * drop:.2f} pt) exceeds --max-drop "
-                         f"{config.max_drop:g} ({100 * config.max_drop:.2f} pt) by "
-                         f"{100 * (drop - config.max_drop):.2f} pt"))
+            lines.append(
+                (
+                    r.artifact,
+                    f"{r.artifact}: {main} drop {drop:.4f} ({100 * drop:.2f} pt) exceeds --max-drop "
+                    f"{config.max_drop:g} ({100 * config.max_drop:.2f} pt) by "
+                    f"{100 * (drop - config.max_drop):.2f} pt",
+                )
+            )
         if config.max_error is not None and r.max_abs_error is not None and r.max_abs_error > config.max_error:
-            lines.append((r.artifact, f"{r.artifact}: max abs error {r.max_abs_error:.6g} against the reference "
-                          f"exceeds --max-error {config.max_error:g}"))
-        if (config.max_latency_ms is not None and r.format == "tflite" and r.latency is not None
-                and r.latency.p50 > config.max_latency_ms):
-            lines.append((r.artifact, f"{r.artifact}: p50 latency {r.latency.p50:.3f} ms exceeds --max-latency-ms "
-                         f"{config.max_latency_ms:g} by {r.latency.p50 - config.max_latency_ms:.3f} ms"))
+            lines.append(
+                (
+                    r.artifact,
+                    f"{r.artifact}: max abs error {r.max_abs_error:.6g} against the reference "
+                    f"exceeds --max-error {config.max_error:g}",
+                )
+            )
+        if (
+            config.max_latency_ms is not None
+            and r.format == "tflite"
+            and r.latency is not None
+            and r.latency.p50 > config.max_latency_ms
+        ):
+            lines.append(
+                (
+                    r.artifact,
+                    f"{r.artifact}: p50 latency {r.latency.p50:.3f} ms exceeds --max-latency-ms "
+                    f"{config.max_latency_ms:g} by {r.latency.p50 - config.max_latency_ms:.3f} ms",
+                )
+            )
     return lines + _micro_violations(report, config)
 
 
@@ -39,9 +58,16 @@ def _micro_violations(report: Report, config: EvalConfig) -> list[tuple[str, str
     for r in report.results:
         if r.arena is None:
             continue
-        for flag, limit, value, what in (("--max-arena-kb", config.max_arena_kb, r.arena["minimum_bytes"], "tensor arena"),
-                                         ("--max-flash-kb", config.max_flash_kb, r.flash_bytes, "flash")):
+        for flag, limit, value, what in (
+            ("--max-arena-kb", config.max_arena_kb, r.arena["minimum_bytes"], "tensor arena"),
+            ("--max-flash-kb", config.max_flash_kb, r.flash_bytes, "flash"),
+        ):
             if limit is not None and value / 1024 > limit:
-                lines.append((r.artifact, f"{r.artifact}: {what} {value / 1024:.1f} KiB exceeds {flag} {limit:g} "
-                              f"by {value / 1024 - limit:.1f} KiB"))
+                lines.append(
+                    (
+                        r.artifact,
+                        f"{r.artifact}: {what} {value / 1024:.1f} KiB exceeds {flag} {limit:g} "
+                        f"by {value / 1024 - limit:.1f} KiB",
+                    )
+                )
     return lines

@@ -76,7 +76,7 @@ class Axis:
             return _ticks(self.lo, self.hi)
         out = []
         for k in range(math.floor(math.log10(self.lo)), math.ceil(math.log10(self.hi)) + 1):
-            out += [m * 10.0 ** k for m in (1, 2, 5) if self.lo <= m * 10.0 ** k <= self.hi]
+            out += [m * 10.0**k for m in (1, 2, 5) if self.lo <= m * 10.0**k <= self.hi]
         return out
 
     @property
@@ -94,13 +94,19 @@ def latency_plot(series: list[LatencySeries], width: int = 760) -> str:
     height = top + row_h * len(series) + 40
     spread = [float(np.percentile(s.samples_ms, q)) for s in series for q in (0.5, 99.5)]
     x = Axis.fit(spread, left, width - right, pad=1.05)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
-             f'height="{height}" role="img" aria-label="latency distribution per artefact" class="chart">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="latency distribution per artefact" class="chart">'
+    ]
     for t in x.ticks():
-        parts.append(f'<line x1="{x(t):.1f}" y1="{top - 6}" x2="{x(t):.1f}" y2="{height - 34}" class="grid"/>'
-                     f'<text x="{x(t):.1f}" y="{height - 18}" text-anchor="middle" class="tick">{t:g}</text>')
-    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 2}" text-anchor="middle" class="axis">'
-                 f'milliseconds per inference (batch 1){x.note}</text>')
+        parts.append(
+            f'<line x1="{x(t):.1f}" y1="{top - 6}" x2="{x(t):.1f}" y2="{height - 34}" class="grid"/>'
+            f'<text x="{x(t):.1f}" y="{height - 18}" text-anchor="middle" class="tick">{t:g}</text>'
+        )
+    parts.append(
+        f'<text x="{(left + width - right) / 2:.0f}" y="{height - 2}" text-anchor="middle" class="axis">'
+        f"milliseconds per inference (batch 1){x.note}</text>"
+    )
     rng = np.random.default_rng(0)
     for i, s in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
@@ -110,13 +116,17 @@ def latency_plot(series: list[LatencySeries], width: int = 760) -> str:
         parts.append(f'<text x="{left - 8}" y="{cy + 4:.1f}" text-anchor="end" class="label">{_esc(s.label)}</text>')
         pts = v if len(v) <= 400 else v[np.linspace(0, len(v) - 1, 400).astype(int)]
         jitter = rng.uniform(-row_h * 0.3, row_h * 0.3, len(pts))
-        parts += [f'<circle cx="{x(p):.1f}" cy="{cy + j:.1f}" r="1.6" fill="{color}" fill-opacity="0.35"/>'
-                  for p, j in zip(pts, jitter)]
-        parts.append(f'<line x1="{x(p5):.1f}" y1="{cy:.1f}" x2="{x(p95):.1f}" y2="{cy:.1f}" stroke="#333"/>'
-                     f'<rect x="{x(q1):.1f}" y="{cy - 9:.1f}" width="{max(x(q3) - x(q1), 1):.1f}" height="18" '
-                     f'fill="{color}" fill-opacity="0.55" stroke="#333"/>'
-                     f'<line x1="{x(med):.1f}" y1="{cy - 11:.1f}" x2="{x(med):.1f}" y2="{cy + 11:.1f}" '
-                     f'stroke="#000" stroke-width="2"><title>p50 {med:.3f} ms</title></line>')
+        parts += [
+            f'<circle cx="{x(p):.1f}" cy="{cy + j:.1f}" r="1.6" fill="{color}" fill-opacity="0.35"/>'
+            for p, j in zip(pts, jitter)
+        ]
+        parts.append(
+            f'<line x1="{x(p5):.1f}" y1="{cy:.1f}" x2="{x(p95):.1f}" y2="{cy:.1f}" stroke="#333"/>'
+            f'<rect x="{x(q1):.1f}" y="{cy - 9:.1f}" width="{max(x(q3) - x(q1), 1):.1f}" height="18" '
+            f'fill="{color}" fill-opacity="0.55" stroke="#333"/>'
+            f'<line x1="{x(med):.1f}" y1="{cy - 11:.1f}" x2="{x(med):.1f}" y2="{cy + 11:.1f}" '
+            f'stroke="#000" stroke-width="2"><title>p50 {med:.3f} ms</title></line>'
+        )
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -126,7 +136,10 @@ def pareto_front(points: list[ParetoPoint]) -> set[str]:
     front = set()
     for p in points:
         dominated = any(
-            q is not p and q.latency_ms <= p.latency_ms and q.quality >= p.quality and q.size_bytes <= p.size_bytes
+            q is not p
+            and q.latency_ms <= p.latency_ms
+            and q.quality >= p.quality
+            and q.size_bytes <= p.size_bytes
             and (q.latency_ms < p.latency_ms or q.quality > p.quality or q.size_bytes < p.size_bytes)
             for q in points
         )
@@ -149,20 +162,28 @@ def pareto_chart(points: list[ParetoPoint], quality_label: str, width: int = 760
     max_size = max(p.size_bytes for p in points) or 1
     y = lambda v: top + (y_hi - v) / (y_hi - y_lo) * (height - top - bottom)  # noqa: E731
     front = pareto_front(points)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
-             f'height="{height}" role="img" aria-label="size, accuracy and latency trade-off" class="chart">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="size, accuracy and latency trade-off" class="chart">'
+    ]
     for t in x.ticks():
-        parts.append(f'<line x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{height - bottom}" class="grid"/>'
-                     f'<text x="{x(t):.1f}" y="{height - bottom + 16}" text-anchor="middle" class="tick">{t:g}</text>')
+        parts.append(
+            f'<line x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{height - bottom}" class="grid"/>'
+            f'<text x="{x(t):.1f}" y="{height - bottom + 16}" text-anchor="middle" class="tick">{t:g}</text>'
+        )
     for t in _ticks(y_lo, y_hi):
         if t < y_lo:
             continue
-        parts.append(f'<line x1="{left}" y1="{y(t):.1f}" x2="{width - right}" y2="{y(t):.1f}" class="grid"/>'
-                     f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" class="tick">{100 * t:.4g}%</text>')
-    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 10}" text-anchor="middle" class="axis">'
-                 f'p50 latency, ms{x.note} (lower is better)</text>'
-                 f'<text x="14" y="{(top + height - bottom) / 2:.0f}" text-anchor="middle" class="axis" '
-                 f'transform="rotate(-90 14 {(top + height - bottom) / 2:.0f})">{_esc(quality_label)} (higher is better)</text>')
+        parts.append(
+            f'<line x1="{left}" y1="{y(t):.1f}" x2="{width - right}" y2="{y(t):.1f}" class="grid"/>'
+            f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" class="tick">{100 * t:.4g}%</text>'
+        )
+    parts.append(
+        f'<text x="{(left + width - right) / 2:.0f}" y="{height - 10}" text-anchor="middle" class="axis">'
+        f"p50 latency, ms{x.note} (lower is better)</text>"
+        f'<text x="14" y="{(top + height - bottom) / 2:.0f}" text-anchor="middle" class="axis" '
+        f'transform="rotate(-90 14 {(top + height - bottom) / 2:.0f})">{_esc(quality_label)} (higher is better)</text>'
+    )
     placed: list[tuple[float, float]] = []
     for i, p in enumerate(points):
         r = 5 + 22 * math.sqrt(p.size_bytes / max_size)
@@ -172,10 +193,12 @@ def pareto_chart(points: list[ParetoPoint], quality_label: str, width: int = 760
         placed.append((lx, ly))
         color = PALETTE[i % len(PALETTE)]
         ring = ' stroke="#000" stroke-width="2.5"' if p.label in front else ' stroke="#666"'
-        parts.append(f'<circle cx="{x(p.latency_ms):.1f}" cy="{y(p.quality):.1f}" r="{r:.1f}" fill="{color}" '
-                     f'fill-opacity="0.6"{ring}><title>{_esc(p.label)}: {p.latency_ms:.3f} ms, '
-                     f'{100 * p.quality:.2f}%, {p.size_bytes} bytes</title></circle>'
-                     f'<text x="{lx:.1f}" y="{ly:.1f}" class="label">'
-                     f'{_esc(p.label)}</text>')
+        parts.append(
+            f'<circle cx="{x(p.latency_ms):.1f}" cy="{y(p.quality):.1f}" r="{r:.1f}" fill="{color}" '
+            f'fill-opacity="0.6"{ring}><title>{_esc(p.label)}: {p.latency_ms:.3f} ms, '
+            f"{100 * p.quality:.2f}%, {p.size_bytes} bytes</title></circle>"
+            f'<text x="{lx:.1f}" y="{ly:.1f}" class="label">'
+            f"{_esc(p.label)}</text>"
+        )
     parts.append("</svg>")
     return "\n".join(parts)

@@ -62,9 +62,9 @@ class EvalConfig:
     max_arena_kb: float | None = None
     max_flash_kb: float | None = None
     devices: tuple[str, ...] = ()  # --device ssh://... URLs: each .tflite also runs there (evaluate.device)
-    task: str | None = None            # None: inferred from the model and the labels (edge_tool.tasks)
-    threshold: float = 0.5             # multi-label / one-channel segmentation decision threshold
-    max_error: float | None = None     # largest |artefact - reference| output difference allowed
+    task: str | None = None  # None: inferred from the model and the labels (edge_tool.tasks)
+    threshold: float = 0.5  # multi-label / one-channel segmentation decision threshold
+    max_error: float | None = None  # largest |artefact - reference| output difference allowed
     trust_model_code: bool = False  # --trust-model-code: run a reference/artefact that carries code (modelcode)
     labels: Path | None = None  # the model's class labels (default: labels.txt in/beside the reference, an artefact's)
     contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
@@ -86,10 +86,16 @@ class EvalConfig:
         problems += _device_problems(self.devices)
         if not self.artifacts:
             problems.append("give at least one ARTIFACT (.tflite file, TFJS model directory or .onnx file)")
-        problems += below_minimum({"--threads": (self.threads, 1), "--warmup": (self.warmup, 0),
-                                   "--top-k": (self.top_k, 2), "--batch-size": (self.batch_size, 1),
-                                   "per-layer top N": (self.per_layer_top, 1),
-                                   "pass threads": (self.pass_threads or 1, 1)})
+        problems += below_minimum(
+            {
+                "--threads": (self.threads, 1),
+                "--warmup": (self.warmup, 0),
+                "--top-k": (self.top_k, 2),
+                "--batch-size": (self.batch_size, 1),
+                "per-layer top N": (self.per_layer_top, 1),
+                "pass threads": (self.pass_threads or 1, 1),
+            }
+        )
         if self.runs is not None and self.time_budget_s is not None:
             problems.append("--runs and --time-budget are exclusive; give one of them")
         if self.runs is not None and self.runs < 1:
@@ -97,8 +103,9 @@ class EvalConfig:
         if self.time_budget_s is not None and not self.time_budget_s > 0:
             problems.append(f"--time-budget must be > 0 seconds, got {self.time_budget_s}")
         if self.max_drop is not None and not 0 <= self.max_drop <= 1:
-            problems.append(f"--max-drop is a fraction in [0, 1] of the task's main metric (0.01 = 1 point), got "
-                            f"{self.max_drop}")
+            problems.append(
+                f"--max-drop is a fraction in [0, 1] of the task's main metric (0.01 = 1 point), got {self.max_drop}"
+            )
         if self.max_latency_ms is not None and not self.max_latency_ms > 0:
             problems.append(f"--max-latency-ms must be > 0, got {self.max_latency_ms}")
         if self.labels is not None and not Path(self.labels).is_file():
@@ -111,8 +118,12 @@ class EvalConfig:
     @property
     def inputs(self) -> tuple[tuple[str, Path | None], ...]:
         """(name, path) of every input the report files must stay clear of (fsutil.check_not_input)."""
-        return (*(("artefact", a) for a in self.artifacts), ("reference model", self.reference), ("eval data", self.data),
-                ("labels", self.labels))
+        return (
+            *(("artefact", a) for a in self.artifacts),
+            ("reference model", self.reference),
+            ("eval data", self.data),
+            ("labels", self.labels),
+        )
 
     @property
     def device_urls(self) -> tuple[DeviceURL, ...]:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+import calibration
+from calibration.dataset import class_counts
 from calibration.spec import InputSpec, TensorSpec  # InputSpec: the same class, importable here as before
 from edge_tool.errors import DataError
 
@@ -43,7 +45,7 @@ class RunningStats:
         mean_b = float(flat.sum(dtype=np.float64)) / n_b
         m2_b = 0.0
         for start in range(0, n_b, STATS_CHUNK):
-            d = flat[start:start + STATS_CHUNK].astype(np.float64) - mean_b
+            d = flat[start : start + STATS_CHUNK].astype(np.float64) - mean_b
             m2_b += float(np.einsum("i,i->", d, d))  # not np.dot: BLAS threads would spin beside TensorFlow
         delta, total = mean_b - self.mean, self.n + n_b
         self.mean += delta * n_b / total
@@ -55,9 +57,14 @@ class RunningStats:
         """The InputStats dict calibration's summary has (shape with the sample count first)."""
         nan = float("nan")
         empty = self.n == 0
-        return {"dtype": self.dtype, "shape": [n_samples, *self.sample_shape],
-                "min": nan if empty else self.min, "max": nan if empty else self.max,
-                "mean": nan if empty else self.mean, "std": nan if empty else float(np.sqrt(self.m2 / self.n))}
+        return {
+            "dtype": self.dtype,
+            "shape": [n_samples, *self.sample_shape],
+            "min": nan if empty else self.min,
+            "max": nan if empty else self.max,
+            "mean": nan if empty else self.mean,
+            "std": nan if empty else float(np.sqrt(self.m2 / self.n)),
+        }
 
 
 class EvalStream:
@@ -71,13 +78,20 @@ class EvalStream:
     raise DataError when the batch holding them is reached, naming its sample range.
     """
 
-    def __init__(self, path: Path, specs: list[TensorSpec], seed: int = 0, batch_size: int = 64, keep_first: int = 0,
-                 images: tuple = (), class_map=None):
-        import calibration  # noqa: PLC0415
-
+    def __init__(
+        self,
+        path: Path,
+        specs: list[TensorSpec],
+        seed: int = 0,
+        batch_size: int = 64,
+        keep_first: int = 0,
+        images: tuple = (),
+        class_map=None,
+    ):
         self.path = Path(path)
-        self._options = calibration.LoadOptions(samples=None, seed=seed, require_labels=False, keep_label_shape=True,
-                                                images=images)
+        self._options = calibration.LoadOptions(
+            samples=None, seed=seed, require_labels=False, keep_label_shape=True, images=images
+        )
         self._source = calibration.SourceStream(self.path, specs, self._options, batch_size)
         self.count = len(self._source)
         self.labels = _normalise_labels(self._source.labels, self.count, self.path)
@@ -95,8 +109,10 @@ class EvalStream:
     @property
     def summary(self) -> str:
         """One line: file, format, sample count, labelled or not."""
-        return (f"{self.path.name} ({self._source.format}): {self.count} samples, "
-                f"{'labelled' if self.labels is not None else 'no labels'}")
+        return (
+            f"{self.path.name} ({self._source.format}): {self.count} samples, "
+            f"{'labelled' if self.labels is not None else 'no labels'}"
+        )
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -111,7 +127,7 @@ class EvalStream:
                 self._stats[name].update(arr)
                 if self.consumed < self.keep_first:
                     self.kept.setdefault(name, []).append(arr[: self.keep_first - self.consumed].copy())
-            labels = None if self.labels is None else self.labels[self.consumed:self.consumed + n]
+            labels = None if self.labels is None else self.labels[self.consumed : self.consumed + n]
             self.consumed += n
             yield inputs, labels
 
@@ -121,15 +137,20 @@ class EvalStream:
 
     def details(self) -> dict:
         """The calibration-style summary dict (inputs' statistics over every batch read)."""
-        from calibration.dataset import class_counts  # noqa: PLC0415
-
         src = self._source
-        return {"source": str(src.path), "format": src.format, "n_available": src.n_available,
-                "n_selected": src.n_selected, "sampling": src.sampling, "seed": self._options.seed,
-                "samples_requested": None,
-                "inputs": {k: st.to_dict(self.consumed) for k, st in self._stats.items()},
-                "class_names": list(src.class_names) if src.class_names is not None else None,
-                "class_counts": class_counts(src.labels if np.ndim(src.labels) == 1 else None, src.class_names), "warnings": list(self.warnings)}
+        return {
+            "source": str(src.path),
+            "format": src.format,
+            "n_available": src.n_available,
+            "n_selected": src.n_selected,
+            "sampling": src.sampling,
+            "seed": self._options.seed,
+            "samples_requested": None,
+            "inputs": {k: st.to_dict(self.consumed) for k, st in self._stats.items()},
+            "class_names": list(src.class_names) if src.class_names is not None else None,
+            "class_counts": class_counts(src.labels if np.ndim(src.labels) == 1 else None, src.class_names),
+            "warnings": list(self.warnings),
+        }
 
 
 def _normalise_labels(labels, n: int, path: Path) -> np.ndarray | None:
@@ -139,9 +160,13 @@ def _normalise_labels(labels, n: int, path: Path) -> np.ndarray | None:
         return None
     labels = np.asarray(labels)
     if labels.ndim == 0 or len(labels) != n:
-        raise DataError(f"--data {path}: y has {len(labels) if labels.ndim else 0} labels for {n} samples; expected "
-                        "one label per sample.")
+        raise DataError(
+            f"--data {path}: y has {len(labels) if labels.ndim else 0} labels for {n} samples; expected "
+            "one label per sample."
+        )
     if labels.dtype.kind not in "iufb":
-        raise DataError(f"--data {path}: labels hold {labels.dtype} values; expected numbers (class indices, one-hot "
-                        "or multi-hot rows, masks or regression targets).")
+        raise DataError(
+            f"--data {path}: labels hold {labels.dtype} values; expected numbers (class indices, one-hot "
+            "or multi-hot rows, masks or regression targets)."
+        )
     return labels

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from edge_tool.core.textsafe import html_text
 from edge_tool.evaluate.charts import LatencySeries, ParetoPoint, latency_plot, pareto_chart
 from edge_tool.evaluate.report import NUMERIC, Report
 from edge_tool.evaluate.task_charts import task_section
-from edge_tool.core.textsafe import html_text
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1000px;color:#222;padding:0 1rem}
@@ -22,32 +22,38 @@ table.confusion{width:auto}table.confusion td,table.confusion th{padding:.2rem .
 """
 
 
-
 def _table(report: Report, failing: set[str]) -> str:
     head = "".join(f'<th class="{"num" if h in NUMERIC else ""}">{html_text(h)}</th>' for h in report.headers())
     rows = []
     for i, row in enumerate(report.table_rows()):
         cls = "ref" if i == 0 else ("fail" if row[0] in failing else "")
-        cells = "".join(f'<td class="{"num" if h in NUMERIC else ""}">{html_text(c)}</td>' for h, c in zip(report.headers(), row))
+        cells = "".join(
+            f'<td class="{"num" if h in NUMERIC else ""}">{html_text(c)}</td>' for h, c in zip(report.headers(), row)
+        )
         rows.append(f'<tr class="{cls}">{cells}</tr>')
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 def _drift_table(report: Report) -> str:
     with_topk = any(r.top_k_accuracy is not None for r in report.results)  # none with --top-k or fewer classes
-    head = "<tr><th>artifact</th>" + ("<th class=num>top-k acc.</th>" if with_topk else "") + \
-           "<th class=num>max abs err</th>" \
-           "<th class=num>mean abs err</th><th class=num>cosine</th><th class=num>cold start ms</th>" \
-           "<th class=num>peak RSS MB</th><th>runtime</th></tr>"
+    head = (
+        "<tr><th>artifact</th>"
+        + ("<th class=num>top-k acc.</th>" if with_topk else "")
+        + "<th class=num>max abs err</th>"
+        "<th class=num>mean abs err</th><th class=num>cosine</th><th class=num>cold start ms</th>"
+        "<th class=num>peak RSS MB</th><th>runtime</th></tr>"
+    )
     rows = []
     for r in report.results:
         cold = "—" if not r.latency or r.latency.cold_start is None else f"{r.latency.cold_start:.1f}"
         rss = "—" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.1f}"
         topk = "—" if r.top_k_accuracy is None else f"{100 * r.top_k_accuracy:.2f}%"
         topk = f"<td class=num>{topk}</td>" if with_topk else ""
-        rows.append(f"<tr><td>{html_text(r.artifact)}</td>{topk}<td class=num>{_g(r.max_abs_error)}</td>"
-                    f"<td class=num>{_g(r.mean_abs_error)}</td><td class=num>{_g(r.cosine, '.6f')}</td>"
-                    f"<td class=num>{cold}</td><td class=num>{rss}</td><td>{html_text(r.runtime)}</td></tr>")
+        rows.append(
+            f"<tr><td>{html_text(r.artifact)}</td>{topk}<td class=num>{_g(r.max_abs_error)}</td>"
+            f"<td class=num>{_g(r.mean_abs_error)}</td><td class=num>{_g(r.cosine, '.6f')}</td>"
+            f"<td class=num>{cold}</td><td class=num>{rss}</td><td>{html_text(r.runtime)}</td></tr>"
+        )
     return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 
 
@@ -60,15 +66,19 @@ def _per_layer(report: Report) -> str:
     for r in report.results:
         if not r.per_layer:
             continue
-        rows = "".join(f"<tr><td>{html_text(e.op_name)}</td><td><code>{html_text(e.tensor_name)}</code></td>"
-                       f"<td class=num>{e.rmse_over_scale:.3f}</td><td class=num>{e.max_abs_error:.4g}</td></tr>"
-                       for e in r.per_layer)
-        out.append(f"<h2>Worst quantized layers: {html_text(r.artifact)}</h2>"
-                   "<p>rmse/scale from tf.lite.experimental.QuantizationDebugger on an int8 model rebuilt from the "
-                   "reference with the eval data as representative dataset; ≈0.29 is pure rounding error, much "
-                   "larger values point at layers worth keeping in float.</p>"
-                   "<table><thead><tr><th>op</th><th>tensor</th><th class=num>rmse/scale</th>"
-                   f"<th class=num>max abs error</th></tr></thead><tbody>{rows}</tbody></table>")
+        rows = "".join(
+            f"<tr><td>{html_text(e.op_name)}</td><td><code>{html_text(e.tensor_name)}</code></td>"
+            f"<td class=num>{e.rmse_over_scale:.3f}</td><td class=num>{e.max_abs_error:.4g}</td></tr>"
+            for e in r.per_layer
+        )
+        out.append(
+            f"<h2>Worst quantized layers: {html_text(r.artifact)}</h2>"
+            "<p>rmse/scale from tf.lite.experimental.QuantizationDebugger on an int8 model rebuilt from the "
+            "reference with the eval data as representative dataset; ≈0.29 is pure rounding error, much "
+            "larger values point at layers worth keeping in float.</p>"
+            "<table><thead><tr><th>op</th><th>tensor</th><th class=num>rmse/scale</th>"
+            f"<th class=num>max abs error</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
     return "".join(out)
 
 
@@ -90,15 +100,21 @@ def render(report: Report, failing: set[str] | None = None) -> str:
     series = []
     if ref.latency:
         series.append(LatencySeries("reference (TensorFlow)", ref.latency.samples_ms))
-    series += [LatencySeries(r.artifact + (" (tfjs, Node)" if r.format == "tfjs" else ""), r.latency.samples_ms)
-               for r in report.results if r.latency]
+    series += [
+        LatencySeries(r.artifact + (" (tfjs, Node)" if r.format == "tfjs" else ""), r.latency.samples_ms)
+        for r in report.results
+        if r.latency
+    ]
     main = (report.task or {}).get("main_metric", "accuracy")
     ref_q, quality_label, quality = _quality(report, main)
     points = []
     if ref.latency:
         points.append(ParetoPoint("reference", ref.latency.p50, ref_q, ref.size_bytes))
-    points += [ParetoPoint(r.artifact, r.latency.p50, quality(r), r.size_bytes)
-               for r in report.results if r.latency and quality(r) is not None]
+    points += [
+        ParetoPoint(r.artifact, r.latency.p50, quality(r), r.size_bytes)
+        for r in report.results
+        if r.latency and quality(r) is not None
+    ]
     notes = "".join(f"<li>{html_text(line.replace('`', ''))}</li>" for line in report.footer_lines())
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
@@ -108,8 +124,11 @@ def render(report: Report, failing: set[str] | None = None) -> str:
         f"{_table(report, failing)}<ul class=notes>{notes}</ul>"
         f"<h2>Drift detail</h2>{_drift_table(report)}{task_section(report)}"
         "<h2>Latency distribution</h2><p>Box: quartiles; whiskers: p5–p95; black line: p50; dots: individual timed "
-        "calls.</p>" + latency_plot(series) +
-        "<h2>Size × accuracy × latency</h2><p>Bubble area is proportional to model size; black rings mark "
+        "calls.</p>"
+        + latency_plot(series)
+        + "<h2>Size × accuracy × latency</h2><p>Bubble area is proportional to model size; black rings mark "
         "Pareto-optimal models (nothing else is faster, at least as accurate and smaller).</p>"
-        + pareto_chart(points, quality_label) + _per_layer(report) + "</body></html>\n"
+        + pareto_chart(points, quality_label)
+        + _per_layer(report)
+        + "</body></html>\n"
     )

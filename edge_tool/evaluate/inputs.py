@@ -13,6 +13,8 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, image_data, resolve
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat
+from edge_tool.metadata.reader import read_metadata
+from edge_tool.metadata.tfjs import labels_from_model_json
 from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
 
 
@@ -32,9 +34,6 @@ class EvalInputs:
 
 def _artefact_labels(arts: list[Artifact]) -> tuple[list[str] | None, str]:
     """Labels embedded in an artefact (.tflite metadata, TFJS userDefinedMetadata), the first found."""
-    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
-    from edge_tool.metadata.tfjs import labels_from_model_json  # noqa: PLC0415
-
     for art in arts:
         if art.format is ArtifactFormat.TFLITE:
             meta = read_metadata(Path(art.model_file).read_bytes())
@@ -60,20 +59,19 @@ def _model_json(art: Artifact) -> dict | None:
 
 def _artefact_normalization(arts: list[Artifact]) -> tuple | None:
     """(mean, std, origin) of the first artefact's embedded image-input normalization that is not identity."""
-    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
-
     for art in arts:
         if art.format is not ArtifactFormat.TFLITE:
             continue
         meta = read_metadata(Path(art.model_file).read_bytes())
-        for t in (meta.inputs if meta is not None else ()):
+        for t in meta.inputs if meta is not None else ():
             if t.mean is not None and not (all(m == 0 for m in t.mean) and all(s == 1 for s in t.std or (1,))):
                 return t.mean, t.std, f"{art.model_file} (TFLite metadata)"
     return None
 
 
-def resolve_eval_inputs(ref, arts: list[Artifact], data: Path, labels_path: Path | None,
-                        options: ContractOptions, seed: int) -> EvalInputs:
+def resolve_eval_inputs(
+    ref, arts: list[Artifact], data: Path, labels_path: Path | None, options: ContractOptions, seed: int
+) -> EvalInputs:
     """Labels (--labels, labels.txt in/beside the reference, an artefact's own), then the input contract: the
     option, the reference model, an artefact's metadata, else measured on ``data`` when it is a labelled folder."""
     labels, origin = model_labels(ref.path, labels_path)
@@ -86,8 +84,8 @@ def resolve_eval_inputs(ref, arts: list[Artifact], data: Path, labels_path: Path
         return EvalInputs(Resolution(warnings=said if options.explicit else ()), labels, origin, width)
     probe = None
     if Path(data).is_dir() and width is not None:
-        probe = ProbeSetup(Path(data), lambda: ref.predict, width,
-                           lambda names: inputs.class_map(names, Path(data))[0], seed)
-    resolution = resolve(ref.signature, ref.path, ref.path, options, Path(data), probe,
-                         _artefact_normalization(arts))
+        probe = ProbeSetup(
+            Path(data), lambda: ref.predict, width, lambda names: inputs.class_map(names, Path(data))[0], seed
+        )
+    resolution = resolve(ref.signature, ref.path, ref.path, options, Path(data), probe, _artefact_normalization(arts))
     return EvalInputs(resolution, labels, origin, width)

@@ -7,6 +7,7 @@ and peak RSS belong to that model alone, not to the TensorFlow already loaded by
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -18,8 +19,10 @@ import numpy as np
 
 from edge_tool.core.childproc import module_command
 from edge_tool.errors import RuntimeFailure
-from edge_tool.litert.isolated import death_reason
 from edge_tool.evaluate.rows import LatencyStats
+from edge_tool.litert.flatbuffer_facts import read_flatbuffer
+from edge_tool.litert.isolated import death_reason
+from edge_tool.litert.runtime import interpreter_class
 
 MAX_SAMPLES_KEPT = 2000  # raw times kept for the report's plots
 
@@ -56,13 +59,20 @@ def summarize(times_ns: list[int] | np.ndarray, cold_start_ms: float | None) -> 
     p50, p90, p99 = (float(v) for v in np.percentile(ms, [50, 90, 99]))
     kept = ms if len(ms) <= MAX_SAMPLES_KEPT else ms[np.linspace(0, len(ms) - 1, MAX_SAMPLES_KEPT).astype(int)]
     return LatencyStats(
-        p50=p50, p90=p90, p99=p99, mean=float(ms.mean()), std=float(ms.std()),
-        cold_start=cold_start_ms, runs=len(ms), samples_ms=tuple(round(float(v), 5) for v in kept),
+        p50=p50,
+        p90=p90,
+        p99=p99,
+        mean=float(ms.mean()),
+        std=float(ms.std()),
+        cold_start=cold_start_ms,
+        runs=len(ms),
+        samples_ms=tuple(round(float(v), 5) for v in kept),
     )
 
 
-def tflite_step(interp, feeds: dict[int, np.ndarray], output_indices: list[int],
-                reset_state: bool = False) -> Callable[[], list]:
+def tflite_step(
+    interp, feeds: dict[int, np.ndarray], output_indices: list[int], reset_state: bool = False
+) -> Callable[[], list]:
     """The one timed unit of work: set every input tensor, invoke, read every output tensor.
 
     With ``reset_state`` (a model with recurrent state) the variable tensors are reset first, as an app must
@@ -101,16 +111,20 @@ def fit_inputs(interp, feeds: dict[int, np.ndarray]) -> None:
     interp.allocate_tensors()
 
 
-def measure_tflite(model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int], threads: int,
-                   warmup: int, runs: int | None, time_budget_s: float | None) -> LatencyStats:
+def measure_tflite(
+    model_path: Path,
+    feeds: dict[int, np.ndarray],
+    output_indices: list[int],
+    threads: int,
+    warmup: int,
+    runs: int | None,
+    time_budget_s: float | None,
+) -> LatencyStats:
     """Cold start (load + allocate + first inference) then the timed loop, in this process.
 
     Inputs are resized to the feeds' shapes where the model's differ (dynamic dims); a model with recurrent
     state has it reset before every call.
     """
-    from edge_tool.litert.flatbuffer_facts import read_flatbuffer  # noqa: PLC0415
-    from edge_tool.litert.runtime import interpreter_class  # noqa: PLC0415
-
     stateful = read_flatbuffer(Path(model_path)).stateful
     cls, _ = interpreter_class()
     t0 = time.perf_counter_ns()
@@ -130,18 +144,37 @@ class LatencyProcess:
     """
 
     def __init__(self):
-        self._proc = subprocess.Popen(module_command("edge_tool.evaluate.latency_worker", "-"),
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
+        self._proc = subprocess.Popen(
+            module_command("edge_tool.evaluate.latency_worker", "-"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
-    def measure(self, model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int], threads: int,
-                warmup: int, runs: int | None, time_budget_s: float | None) -> tuple[LatencyStats, float]:
+    def measure(
+        self,
+        model_path: Path,
+        feeds: dict[int, np.ndarray],
+        output_indices: list[int],
+        threads: int,
+        warmup: int,
+        runs: int | None,
+        time_budget_s: float | None,
+    ) -> tuple[LatencyStats, float]:
         """measure_tflite in this process; (stats, its peak RSS in MB). RuntimeFailure if LiteRT dies on it."""
         with tempfile.TemporaryDirectory(prefix="edgetool-lat-") as tmp:
             feeds_path = Path(tmp) / "feeds.npz"
             np.savez(feeds_path, **{f"t{i}": v for i, v in feeds.items()})
-            request = {"model": str(model_path), "feeds": str(feeds_path), "outputs": list(output_indices),
-                       "threads": threads, "warmup": warmup, "runs": runs, "time_budget_s": time_budget_s}
+            request = {
+                "model": str(model_path),
+                "feeds": str(feeds_path),
+                "outputs": list(output_indices),
+                "threads": threads,
+                "warmup": warmup,
+                "runs": runs,
+                "time_budget_s": time_budget_s,
+            }
             out, err = self._proc.communicate(json.dumps(request) + "\n")
         if self._proc.returncode != 0:
             raise RuntimeFailure(f"latency run: {death_reason(self._proc.returncode, err, 'LiteRT')}")
@@ -155,9 +188,15 @@ class LatencyProcess:
             self._proc.communicate()
 
 
-def measure_tflite_subprocess(model_path: Path, feeds: dict[int, np.ndarray], output_indices: list[int],
-                              threads: int, warmup: int, runs: int | None,
-                              time_budget_s: float | None) -> tuple[LatencyStats, float]:
+def measure_tflite_subprocess(
+    model_path: Path,
+    feeds: dict[int, np.ndarray],
+    output_indices: list[int],
+    threads: int,
+    warmup: int,
+    runs: int | None,
+    time_budget_s: float | None,
+) -> tuple[LatencyStats, float]:
     """measure_tflite in a fresh process; returns (stats, peak RSS of that process in MB)."""
     proc = LatencyProcess()
     try:
@@ -177,7 +216,6 @@ def peak_rss_mb() -> float:
         for line in status.read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024.0
-    import resource  # noqa: PLC0415
 
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kb / 1024.0 if sys.platform != "darwin" else kb / (1024.0 * 1024.0)

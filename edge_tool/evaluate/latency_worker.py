@@ -12,15 +12,14 @@ import sys
 import numpy as np
 
 from edge_tool.evaluate.latency import measure_tflite, peak_rss_mb
+from edge_tool.litert.runtime import interpreter_class
+from edge_tool.modelfiles.tflite_model import _schema
 
 
 def main(argv: list[str]) -> int:
     """Measure the model described by the JSON request in ``argv[0]`` (or on stdin for ``-``); print
     {"latency", "peak_rss_mb"}."""
     if argv[0] == "-":
-        from edge_tool.litert.runtime import interpreter_class  # noqa: PLC0415
-        from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
-
         interpreter_class(), _schema()  # the imports, before the request arrives
         line = sys.stdin.readline()
         if not line.strip():
@@ -30,8 +29,15 @@ def main(argv: list[str]) -> int:
         request = json.loads(argv[0])
     with np.load(request["feeds"]) as npz:
         feeds = {int(k[1:]): npz[k] for k in npz.files}
-    stats = measure_tflite(request["model"], feeds, request["outputs"], request["threads"], request["warmup"],
-                           request["runs"], request["time_budget_s"])
+    stats = measure_tflite(
+        request["model"],
+        feeds,
+        request["outputs"],
+        request["threads"],
+        request["warmup"],
+        request["runs"],
+        request["time_budget_s"],
+    )
     print(json.dumps({"latency": {**stats.to_dict(), "samples": list(stats.samples_ms)}, "peak_rss_mb": peak_rss_mb()}))
     return 0
 

@@ -21,7 +21,7 @@ class DriftMetric:
     name: str
     description: str
     fn: Callable[[np.ndarray, np.ndarray], float]
-    accumulator: Callable[[], "Accumulator"]
+    accumulator: Callable[[], Accumulator]
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
@@ -124,13 +124,22 @@ def _hits(k: int) -> Callable:
 DRIFT_METRICS: dict[str, DriftMetric] = {
     m.name: m
     for m in (
-        DriftMetric("top1_agreement", "share of samples with the same arg-max class as the reference", top1_agreement,
-                    lambda: _Mean(_agree)),
+        DriftMetric(
+            "top1_agreement",
+            "share of samples with the same arg-max class as the reference",
+            top1_agreement,
+            lambda: _Mean(_agree),
+        ),
         DriftMetric("max_abs_error", "largest absolute difference of any output element", max_abs_error, _Max),
-        DriftMetric("mean_abs_error", "mean absolute difference of the output elements", mean_abs_error,
-                    lambda: _Mean(_abs_err)),
-        DriftMetric("cosine", "mean per-sample cosine similarity of the output vectors", cosine,
-                    lambda: _Mean(lambda r, o, _: _cosines(r, o))),
+        DriftMetric(
+            "mean_abs_error", "mean absolute difference of the output elements", mean_abs_error, lambda: _Mean(_abs_err)
+        ),
+        DriftMetric(
+            "cosine",
+            "mean per-sample cosine similarity of the output vectors",
+            cosine,
+            lambda: _Mean(lambda r, o, _: _cosines(r, o)),
+        ),
     )
 }
 
@@ -187,8 +196,10 @@ class TaskAccumulator:
         """Same keys and values as task_metrics on all the batches at once."""
         if not self._labelled or self._classes is None:
             return {"accuracy": None, "top_k_accuracy": None}
-        return {"accuracy": self._top1.result(),
-                "top_k_accuracy": self._topk.result() if self._classes > self.top_k else None}
+        return {
+            "accuracy": self._top1.result(),
+            "top_k_accuracy": self._topk.result() if self._classes > self.top_k else None,
+        }
 
 
 class DriftAccumulator:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from google.protobuf.message import DecodeError
+
 from calibration.safe_open import read_regular
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.modelfiles.limits import PROTOBUF_MAX, max_tensor_bytes, tensor_bytes, too_large
@@ -35,8 +37,10 @@ def require_onnx(what: str) -> None:
         except ImportError as exc:
             missing.append(f"{name} ({exc})")
     if missing:
-        raise UsageError(f"{what} needs ONNX Runtime and the onnx package, which are not installed: "
-                         f"{'; '.join(missing)}. Install the optional extra: {EXTRA_HINT}.")
+        raise UsageError(
+            f"{what} needs ONNX Runtime and the onnx package, which are not installed: "
+            f"{'; '.join(missing)}. Install the optional extra: {EXTRA_HINT}."
+        )
 
 
 def looks_like_onnx(data: bytes) -> bool:
@@ -47,19 +51,21 @@ def looks_like_onnx(data: bytes) -> bool:
 def read_onnx(path: Path) -> OnnxFacts:
     """Parse and check the .onnx file ``path`` (ModelError naming what is wrong); its facts."""
     require_onnx(f"Evaluating {path}")
-    import onnx  # noqa: PLC0415
-    from google.protobuf.message import DecodeError  # noqa: PLC0415
+    import onnx
 
     data = read_regular(path, "an .onnx file", ModelError, PROTOBUF_MAX, "protobuf cannot parse a larger message")
     if data[4:8] == b"TFL3":
-        raise ModelError(f"{path} is not an ONNX model: it is a TFLite flatbuffer; give it a .tflite name to evaluate "
-                         "it in LiteRT.")
+        raise ModelError(
+            f"{path} is not an ONNX model: it is a TFLite flatbuffer; give it a .tflite name to evaluate it in LiteRT."
+        )
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
     except (DecodeError, RecursionError, ValueError) as exc:
-        raise ModelError(f"{path} is not an ONNX model: it does not parse as an ONNX ModelProto ({exc}); expected "
-                         "a .onnx file written by an ONNX exporter (tf2onnx, torch.onnx, edgetool convert).") from None
+        raise ModelError(
+            f"{path} is not an ONNX model: it does not parse as an ONNX ModelProto ({exc}); expected "
+            "a .onnx file written by an ONNX exporter (tf2onnx, torch.onnx, edgetool convert)."
+        ) from None
     graph = model.graph
     inputs = _graph_inputs(graph)
     problems = []
@@ -68,8 +74,10 @@ def read_onnx(path: Path) -> OnnxFacts:
     if not inputs or not graph.output:
         problems.append(f"a graph with {len(inputs)} input(s) and {len(graph.output)} output(s)")
     if problems:
-        raise ModelError(f"{path} is not a usable ONNX model: it has {' and '.join(problems)}; expected an ONNX "
-                         "ModelProto with a graph of at least one input and one output.")
+        raise ModelError(
+            f"{path} is not a usable ONNX model: it has {' and '.join(problems)}; expected an ONNX "
+            "ModelProto with a graph of at least one input and one output."
+        )
     _check_tensors(path, [*inputs, *graph.output, *graph.value_info])
     _check_external_data(path, model)
     opsets = tuple(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
@@ -84,7 +92,7 @@ def _graph_inputs(graph) -> list:
 
 def _check_tensors(path: Path, values) -> None:
     """Every typed input/output/intermediate of one sample against the tensor limit (ModelError naming it)."""
-    from onnx.helper import tensor_dtype_to_np_dtype  # noqa: PLC0415
+    from onnx.helper import tensor_dtype_to_np_dtype
 
     limit = max_tensor_bytes()
     for v in values:
@@ -103,7 +111,7 @@ def _check_tensors(path: Path, values) -> None:
 
 def _check_external_data(path: Path, model) -> None:
     """Tensors stored outside the file must name a regular file inside the model's directory."""
-    from onnx.external_data_helper import _get_all_tensors, uses_external_data  # noqa: PLC0415
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
 
     root = path.resolve().parent
     for tensor in _get_all_tensors(model):
@@ -112,19 +120,24 @@ def _check_external_data(path: Path, model) -> None:
         location = next((e.value for e in tensor.external_data if e.key == "location"), "")
         target = (root / location).resolve()
         if not location or Path(location).is_absolute() or not target.is_relative_to(root) or not target.is_file():
-            raise ModelError(f"{path}: tensor {tensor.name!r} keeps its data in {location!r}, which is not a file "
-                             f"inside {root}; refusing to read data from outside the model's directory.")
+            raise ModelError(
+                f"{path}: tensor {tensor.name!r} keeps its data in {location!r}, which is not a file "
+                f"inside {root}; refusing to read data from outside the model's directory."
+            )
 
 
 def _quant(model) -> str:
-    """"int8 QDQ" / "uint8 QDQ" (static quantization), "dynamic", "fp16" or "fp32", from nodes and initializers."""
-    from onnx import TensorProto  # noqa: PLC0415
+    """ "int8 QDQ" / "uint8 QDQ" (static quantization), "dynamic", "fp16" or "fp32", from nodes and initializers."""
+    from onnx import TensorProto
 
     ops = {n.op_type for n in model.graph.node}
     inits = {t.name: t for t in model.graph.initializer}
     if ops & QDQ_OPS:
-        zero_types = {inits[n.input[2]].data_type for n in model.graph.node
-                      if n.op_type == "QuantizeLinear" and len(n.input) > 2 and n.input[2] in inits}
+        zero_types = {
+            inits[n.input[2]].data_type
+            for n in model.graph.node
+            if n.op_type == "QuantizeLinear" and len(n.input) > 2 and n.input[2] in inits
+        }
         return "uint8 QDQ" if zero_types == {TensorProto.UINT8} else "int8 QDQ"
     if ops & DYNAMIC_OPS:
         return "dynamic"

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edge_tool.core.fsutil import atomic_file, check_output_file
 from edge_tool.errors import UsageError, collect_and_raise
 from edge_tool.evaluate.config import EvalConfig
+from edge_tool.evaluate.html_report import render
 from edge_tool.evaluate.report import Report
-from edge_tool.core.fsutil import atomic_file, check_output_file
 
 
 def check_outputs(config: EvalConfig) -> None:
@@ -24,8 +25,6 @@ def check_outputs(config: EvalConfig) -> None:
 
 def write_reports(report: Report, config: EvalConfig, failing: set[str]) -> list[Path]:
     """Write the --json / --markdown / --html files asked for (atomically); return their paths."""
-    from edge_tool.evaluate.html_report import render  # noqa: PLC0415
-
     renderers = {"json": report.to_json, "markdown": report.to_markdown, "html": lambda: render(report, failing)}
     written = []
     for kind, path in config.report_paths.items():

@@ -3,26 +3,34 @@ metrics), then latency and (optionally) per-layer error for every artefact; fail
 
 from __future__ import annotations
 
+import shutil
+import time
 from collections import Counter
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
+from edge_tool.converter.per_layer import MAX_DEBUG_SAMPLES, worst_layers
 from edge_tool.errors import UsageError, collect_and_raise
 from edge_tool.evaluate.artifacts import Artifact, describe, saved_model_size
 from edge_tool.evaluate.budgets import budget_violations, failures
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.data import EvalStream
 from edge_tool.evaluate.inputs import resolve_eval_inputs
+from edge_tool.evaluate.machine import machine_info
 from edge_tool.evaluate.outputs import check_outputs, write_reports
+from edge_tool.evaluate.reference import ReferenceModel
 from edge_tool.evaluate.report import ArtifactResult, ReferenceResult, Report
+from edge_tool.evaluate.runners import NONE_FIELDS
 from edge_tool.evaluate.runtimes import SPECS, check_runtime, open_runner, runtime_for
 from edge_tool.evaluate.stream import primary_output, stream
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
+from edge_tool.litert.isolated import scratch_dir
 from edge_tool.modelcode.guard import require_no_side_effects
+from edge_tool.models.modelio import validate_saved_model_dir
 
 # budgets, report files and the streaming pass live in modules of their own; these names stay importable from here
-__all__ = ["budget_violations", "failures", "primary_output", "run_eval", "skip_tfjs_without_node",
-           "write_reports"]
+__all__ = ["budget_violations", "failures", "primary_output", "run_eval", "skip_tfjs_without_node", "write_reports"]
 
 
 def _describe_all(paths: tuple[Path, ...]) -> list[Artifact]:
@@ -41,13 +49,13 @@ def skip_tfjs_without_node(arts: list[Artifact]) -> tuple[list[Artifact], list[s
 
     When every artefact is TFJS nothing is dropped, so the run stops with the error naming what to install.
     """
-    import shutil  # noqa: PLC0415
-
     tfjs = [a for a in arts if a.format is ArtifactFormat.TFJS]
     if not tfjs or len(tfjs) == len(arts) or shutil.which("node"):
         return arts, []
-    note = (f"Skipped {', '.join(a.label for a in tfjs)}: evaluating a TFJS model runs tfjs in Node.js (node on PATH, "
-            ">= 18), which was not found; install Node.js to get these rows.")
+    note = (
+        f"Skipped {', '.join(a.label for a in tfjs)}: evaluating a TFJS model runs tfjs in Node.js (node on PATH, "
+        ">= 18), which was not found; install Node.js to get these rows."
+    )
     return [a for a in arts if a.format is not ArtifactFormat.TFJS], [note]
 
 
@@ -66,20 +74,15 @@ def run_eval(config: EvalConfig) -> Report:
     crashes becomes a row with ``failed`` set; the others go on. Latency is measured afterwards, one model at a
     time on a quiet machine: batch 1 on the first sample, each .tflite in a fresh process.
     """
-    from edge_tool.litert.isolated import scratch_dir  # noqa: PLC0415
-    from edge_tool.evaluate.machine import machine_info  # noqa: PLC0415
-    from edge_tool.converter.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
-    from edge_tool.evaluate.reference import ReferenceModel  # noqa: PLC0415
-    from edge_tool.models.modelio import validate_saved_model_dir  # noqa: PLC0415
-
     clock = _Stages()
     check_runtime(config.runtime)
     check_outputs(config)
     validate_saved_model_dir(config.reference)
     arts, notes = skip_tfjs_without_node(_describe_all(config.artifacts))
     for path in (config.reference, *(a.model_file for a in arts if a.format is ArtifactFormat.TFLITE)):
-        require_no_side_effects(path, config.trust_model_code,
-                                "edgetool eval (it runs the reference and each artefact)")
+        require_no_side_effects(
+            path, config.trust_model_code, "edgetool eval (it runs the reference and each artefact)"
+        )
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
         runners = []
@@ -98,8 +101,15 @@ def run_eval(config: EvalConfig) -> Report:
         ref = ReferenceModel(config.reference, pass_ref_threads, config.trust_model_code, config.signature)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
         fed = resolve_eval_inputs(ref, arts, config.data, config.labels, config.contract, config.seed)
-        data = EvalStream(config.data, ref.input_specs, seed=config.seed, batch_size=config.batch_size,
-                          keep_first=keep, images=fed.resolution.contracts, class_map=fed.class_map)
+        data = EvalStream(
+            config.data,
+            ref.input_specs,
+            seed=config.seed,
+            batch_size=config.batch_size,
+            keep_first=keep,
+            images=fed.resolution.contracts,
+            class_map=fed.class_map,
+        )
         notes += [f"Input contract: {line}" for line in fed.resolution.lines] + list(fed.resolution.warnings)
         notes += [f"Labels: {data.label_note}."] if data.label_note else []
         settings = _task_settings(config, data)
@@ -113,58 +123,97 @@ def run_eval(config: EvalConfig) -> Report:
             r.end_pass()
         clock.mark("accuracy pass")
         ref_metrics = measure.reference_metrics(data_pass.ref_scores)
-        ref_lat = ref.latency(data_pass.sample, config.warmup, config.effective_runs, config.time_budget_s,
-                              config.threads)
+        ref_lat = ref.latency(
+            data_pass.sample, config.warmup, config.effective_runs, config.time_budget_s, config.threads
+        )
         clock.mark("reference latency")
         classifying = measure.task.name == "classification"
-        reference = ReferenceResult(str(config.reference), saved_model_size(config.reference),
-                                    ref_metrics["accuracy"] if classifying else None,
-                                    ref_metrics["top_k"] if classifying else None, ref_lat,
-                                    "tensorflow (SavedModel, batch 1)", data_pass.out_name, ref_metrics)
-        results = [r.result(label, config, reference, _fields(r, acc, measure, ref_metrics))
-                   for r, acc, label in zip(runners, data_pass.accs, labels)]
+        reference = ReferenceResult(
+            str(config.reference),
+            saved_model_size(config.reference),
+            ref_metrics["accuracy"] if classifying else None,
+            ref_metrics["top_k"] if classifying else None,
+            ref_lat,
+            "tensorflow (SavedModel, batch 1)",
+            data_pass.out_name,
+            ref_metrics,
+        )
+        results = [
+            r.result(label, config, reference, _fields(r, acc, measure, ref_metrics))
+            for r, acc, label in zip(runners, data_pass.accs, labels)
+        ]
         clock.mark("artefact latency")
     if config.per_layer:
         results = _with_per_layer(results, arts, config, data, ref)
         notes += _per_layer_notes(arts, _labels(arts))
         clock.mark("per-layer")
-    settings = {"threads": config.threads, "accuracy_pass_threads": threads, "reference_pass_threads": pass_ref_threads,
-                "reference_latency_threads": ref.threads,
-                "warmup": config.warmup, "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
-                "top_k": config.top_k, "max_drop": config.max_drop, "max_latency_ms": config.max_latency_ms,
-                "batch_size": config.batch_size, "threshold": config.threshold, "max_error": config.max_error}
-    data_desc = {"path": str(config.data), "summary": data.summary, "samples": data.consumed,
-                 "labels": data.labels is not None, "warnings": list(data.warnings), "source": data.details(),
-                 "input_contract": fed.resolution.to_list(), "label_mapping": data.label_note or None}
+    settings = {
+        "threads": config.threads,
+        "accuracy_pass_threads": threads,
+        "reference_pass_threads": pass_ref_threads,
+        "reference_latency_threads": ref.threads,
+        "warmup": config.warmup,
+        "runs": config.effective_runs,
+        "time_budget_s": config.time_budget_s,
+        "top_k": config.top_k,
+        "max_drop": config.max_drop,
+        "max_latency_ms": config.max_latency_ms,
+        "batch_size": config.batch_size,
+        "threshold": config.threshold,
+        "max_error": config.max_error,
+    }
+    data_desc = {
+        "path": str(config.data),
+        "summary": data.summary,
+        "samples": data.consumed,
+        "labels": data.labels is not None,
+        "warnings": list(data.warnings),
+        "source": data.details(),
+        "input_contract": fed.resolution.to_list(),
+        "label_mapping": data.label_note or None,
+    }
     notes += _task_notes(measure)
-    return Report(reference, tuple(results), data_desc, machine_info(), settings, tuple(notes), clock.stages,
-                  measure.choice.to_dict(measure.task))
+    return Report(
+        reference,
+        tuple(results),
+        data_desc,
+        machine_info(),
+        settings,
+        tuple(notes),
+        clock.stages,
+        measure.choice.to_dict(measure.task),
+    )
 
 
 def _task_settings(config: EvalConfig, data: EvalStream) -> TaskSettings:
     names = data.details().get("class_names") if data.labels is not None else None
-    return TaskSettings(config.task, config.top_k, config.threshold, config.reference,
-                        tuple(names) if names else None)
+    return TaskSettings(config.task, config.top_k, config.threshold, config.reference, tuple(names) if names else None)
 
 
 def _check_budgets_measurable(config: EvalConfig, measure: TaskMeasure) -> None:
     """--max-drop needs the task's main metric: labels (except for tasks measured against the reference)."""
     task = measure.task
     if config.max_drop is not None and not measure.scored:
-        raise UsageError(f"--max-drop needs labels: it gates the {task.name} task's {task.main_metric}, but "
-                         f"--data {config.data} has none (add y to it).")
+        raise UsageError(
+            f"--max-drop needs labels: it gates the {task.name} task's {task.main_metric}, but "
+            f"--data {config.data} has none (add y to it)."
+        )
 
 
 def _task_notes(measure: TaskMeasure) -> list[str]:
     choice, task = measure.choice, measure.task
     how = "given by --task" if choice.overridden else ("ASSUMED" if choice.assumed else "inferred")
-    notes = [f"Task: {task.name} ({how}: {choice.reason}); main metric {task.main_metric} "
-             f"({'higher' if task.higher_is_better else 'lower'} is better), the one --max-drop gates."]
+    notes = [
+        f"Task: {task.name} ({how}: {choice.reason}); main metric {task.main_metric} "
+        f"({'higher' if task.higher_is_better else 'lower'} is better), the one --max-drop gates."
+    ]
     if choice.assumed:
         notes.append("The task was assumed, not read off the model or the labels: if it is wrong, give --task.")
     if measure.data_labelled and not task.uses_labels():
-        notes.append(f"The data's labels (y) are not used by the {task.name} task: it is measured against the "
-                     "reference's outputs.")
+        notes.append(
+            f"The data's labels (y) are not used by the {task.name} task: it is measured against the "
+            "reference's outputs."
+        )
     return notes
 
 
@@ -172,8 +221,6 @@ class _Stages:
     """Wall seconds per stage of run_eval (the report's ``timings_s``)."""
 
     def __init__(self):
-        import time  # noqa: PLC0415
-
         self._now = time.perf_counter
         self._t = self._now()
         self.stages: dict[str, float] = {}
@@ -187,8 +234,6 @@ class _Stages:
 
 def _fields(runner, acc, measure: TaskMeasure, ref_metrics: dict) -> dict:
     """The row's task, accuracy and drift figures; None for an artefact that failed during the pass."""
-    from edge_tool.evaluate.runners import NONE_FIELDS  # noqa: PLC0415
-
     if runner.failed:
         ref_acc = ref_metrics.get("accuracy") if measure.task.name == "classification" else None
         return {**NONE_FIELDS, "reference_accuracy": ref_acc}
@@ -199,30 +244,28 @@ def _per_layer_eligible(art: Artifact) -> bool:
     return art.format is ArtifactFormat.TFLITE and art.quant.split()[0] == "int8"
 
 
-def _with_per_layer(results: list[ArtifactResult], arts: list[Artifact], config: EvalConfig, data: EvalStream,
-                    ref) -> list[ArtifactResult]:
+def _with_per_layer(
+    results: list[ArtifactResult], arts: list[Artifact], config: EvalConfig, data: EvalStream, ref
+) -> list[ArtifactResult]:
     """Attach the debugger's worst layers (computed once, on the first MAX_DEBUG_SAMPLES samples) to int8 rows."""
-    from dataclasses import replace  # noqa: PLC0415
-
-    from edge_tool.converter.per_layer import worst_layers  # noqa: PLC0415
-
     if not any(_per_layer_eligible(a) for a in arts):
         return results
     order = [s.name for s in ref.input_specs]
     worst = worst_layers(config.reference, data.kept_inputs(), order, config.per_layer_top, ref.signature.key)
-    return [replace(r, per_layer=worst) if _per_layer_eligible(a) else r
-            for r, a in zip(results, arts)] + results[len(arts):]  # --device rows after the host rows
+    return [replace(r, per_layer=worst) if _per_layer_eligible(a) else r for r, a in zip(results, arts)] + results[
+        len(arts) :
+    ]  # --device rows after the host rows
 
 
 def _per_layer_notes(arts: list[Artifact], labels: list[str]) -> list[str]:
-    from edge_tool.converter.per_layer import MAX_DEBUG_SAMPLES  # noqa: PLC0415
-
     notes = []
     if any(_per_layer_eligible(a) for a in arts):
-        notes.append("Per-layer errors: tf.lite.experimental.QuantizationDebugger on an int8 model rebuilt from the "
-                     f"reference with the first {MAX_DEBUG_SAMPLES} eval samples as representative dataset (the debugger "
-                     "needs the float model); "
-                     "they describe that int8 quantization, not the artefact's own scales.")
+        notes.append(
+            "Per-layer errors: tf.lite.experimental.QuantizationDebugger on an int8 model rebuilt from the "
+            f"reference with the first {MAX_DEBUG_SAMPLES} eval samples as representative dataset (the debugger "
+            "needs the float model); "
+            "they describe that int8 quantization, not the artefact's own scales."
+        )
     skipped = [lab for a, lab in zip(arts, labels) if not _per_layer_eligible(a)]
     if skipped:
         notes.append(f"--per-layer applies to int8 .tflite artefacts only; skipped: {', '.join(skipped)}.")

@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from calibration.spec import TensorSpec
+from edge_tool.core.env import import_tf
 from edge_tool.evaluate.latency import summarize, time_loop
 from edge_tool.evaluate.report import LatencyStats
+from edge_tool.models.modelio import SERVING, saved_model_signature, signature_runner
 
 BATCH = 64
 
@@ -25,11 +27,9 @@ class ReferenceModel:
     TF2 way, on TensorFlow's process-wide thread pools.
     """
 
-    def __init__(self, path: Path, threads: int | None = None, trust_model_code: bool = False,
-                 signature: str | None = None):
-        from edge_tool.core.env import import_tf  # noqa: PLC0415
-        from edge_tool.models.modelio import SERVING, saved_model_signature  # noqa: PLC0415
-
+    def __init__(
+        self, path: Path, threads: int | None = None, trust_model_code: bool = False, signature: str | None = None
+    ):
         self.path = Path(path)
         # ModelError without the signature (serving_default unless ``signature``), before loading
         self.signature = saved_model_signature(self.path, signature or SERVING)
@@ -42,8 +42,6 @@ class ReferenceModel:
 
     def _open(self, threads: int | None) -> tuple[Callable[[dict], dict], int | None]:
         """(feeds by name -> outputs by name, the thread count it runs on; None when TensorFlow's default)."""
-        from edge_tool.models.modelio import signature_runner  # noqa: PLC0415
-
         return signature_runner(self._tf, self.path, self.signature.key, threads, trust_model_code=self._trust)
 
     @property
@@ -72,7 +70,7 @@ class ReferenceModel:
         batch = self.fixed_batch or batch
         chunks: dict[str, list] = {}
         for start in range(0, n, batch):
-            part = {k: v[start:start + batch] for k, v in inputs.items()}
+            part = {k: v[start : start + batch] for k, v in inputs.items()}
             m = len(next(iter(part.values())))
             if self.fixed_batch and m < batch:
                 part = {k: np.concatenate([v, np.repeat(v[-1:], batch - m, axis=0)]) for k, v in part.items()}
@@ -84,8 +82,9 @@ class ReferenceModel:
                 chunks.setdefault(k, []).append(np.asarray(v)[:m])
         return {k: np.concatenate(v) for k, v in chunks.items()}
 
-    def latency(self, sample: dict, warmup: int, runs: int | None, time_budget_s: float | None,
-                threads: int | None = None) -> LatencyStats:
+    def latency(
+        self, sample: dict, warmup: int, runs: int | None, time_budget_s: float | None, threads: int | None = None
+    ) -> LatencyStats:
         """Batch-1 latency of the serving signature (the reference row's p50/p99), on ``threads`` threads when the
         model runs in a session (re-opened if the pass used another count)."""
         if threads is not None and self.threads is not None and threads != self.threads:

@@ -7,11 +7,11 @@ import json
 from dataclasses import dataclass, field
 
 from calibration.serial import spec
+from edge_tool.core.textsafe import md, md_row
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
 from edge_tool.evaluate.runtimes import SPECS, Column, columns, owner
 from edge_tool.schemas.document import Document
-from edge_tool.core.textsafe import md, md_row
 
 # the rows live in ``rows`` (runners build them without importing this module); these names stay importable here
 __all__ = ["NUMERIC", "TABLE_HEADERS", "ArtifactResult", "LatencyStats", "LayerError", "ReferenceResult", "Report"]
@@ -44,11 +44,31 @@ class Report(Document):
     def table_rows(self) -> list[list[str]]:
         """The comparison table (reference first) as display strings, shared by terminal, Markdown and HTML."""
         ref = self.reference
-        rows = [[f"{_short(ref.path)} (reference)", "SavedModel", "float32", _mb(ref.size_bytes), "1.00×",
-                 *reference_cells(self.task, ref), _ms(ref.latency, "p50"), _ms(ref.latency, "p99")]]
+        rows = [
+            [
+                f"{_short(ref.path)} (reference)",
+                "SavedModel",
+                "float32",
+                _mb(ref.size_bytes),
+                "1.00×",
+                *reference_cells(self.task, ref),
+                _ms(ref.latency, "p50"),
+                _ms(ref.latency, "p99"),
+            ]
+        ]
         for r in self.results:
-            rows.append([r.artifact, r.format, r.quant, _mb(r.size_bytes), f"{r.size_ratio:.2f}×",
-                         *result_cells(self.task, r), _ms(r.latency, "p50"), _ms(r.latency, "p99")])
+            rows.append(
+                [
+                    r.artifact,
+                    r.format,
+                    r.quant,
+                    _mb(r.size_bytes),
+                    f"{r.size_ratio:.2f}×",
+                    *result_cells(self.task, r),
+                    _ms(r.latency, "p50"),
+                    _ms(r.latency, "p99"),
+                ]
+            )
         for column in self.extra_columns():
             rows[0].append(column.reference)
             for row, r in zip(rows[1:], self.results):
@@ -66,8 +86,12 @@ class Report(Document):
 
     def headers(self) -> list[str]:
         """Column names of ``table_rows``."""
-        return [*TABLE_HEADERS[:5], *task_headers(self.task), *TABLE_HEADERS[8:],
-                *(c.header for c in self.extra_columns())]
+        return [
+            *TABLE_HEADERS[:5],
+            *task_headers(self.task),
+            *TABLE_HEADERS[8:],
+            *(c.header for c in self.extra_columns()),
+        ]
 
     def to_markdown(self) -> str:
         """A Markdown section: the table, then data, runtime and machine lines."""
@@ -78,10 +102,17 @@ class Report(Document):
         lines += ["", *[f"- {md(line)}" for line in self.footer_lines()]]
         for r in self.results:
             if r.per_layer:
-                lines += ["", f"### Worst quantized layers of {md(r.artifact)} (rmse/scale)", "",
-                          "| op | tensor | rmse/scale | max abs error |", "|---|---|---:|---:|"]
-                lines += [md_row([e.op_name, e.tensor_name, f"{e.rmse_over_scale:.3f}", f"{e.max_abs_error:.4g}"])
-                          for e in r.per_layer]
+                lines += [
+                    "",
+                    f"### Worst quantized layers of {md(r.artifact)} (rmse/scale)",
+                    "",
+                    "| op | tensor | rmse/scale | max abs error |",
+                    "|---|---|---:|---:|",
+                ]
+                lines += [
+                    md_row([e.op_name, e.tensor_name, f"{e.rmse_over_scale:.3f}", f"{e.max_abs_error:.4g}"])
+                    for e in r.per_layer
+                ]
         return "\n".join(lines) + "\n"
 
     def footer_lines(self) -> list[str]:
@@ -102,15 +133,27 @@ class Report(Document):
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
             *(line for spec in SPECS.values() if spec.facts for line in spec.facts(self.results)),
             *self.notes,
-            *(f"{r.artifact}: {r.runtime} — {r.latency_note}." for r in self.results
-              if not r.failed and (spec := owner(r)) is not None and spec.row_notes),
+            *(
+                f"{r.artifact}: {r.runtime} — {r.latency_note}."
+                for r in self.results
+                if not r.failed and (spec := owner(r)) is not None and spec.row_notes
+            ),
             *(f"✗ {r.artifact} {r.failed}" for r in self.results if r.failed),
         ]
 
 
 TABLE_HEADERS = ["artifact", "format", "mode", "size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms"]
-NUMERIC = {"size", "size ×", "accuracy", "drop", "agreement", "p50 ms", "p99 ms", *TASK_NUMERIC,
-           *(c.header for s in SPECS.values() for c in s.columns if c.numeric)}
+NUMERIC = {
+    "size",
+    "size ×",
+    "accuracy",
+    "drop",
+    "agreement",
+    "p50 ms",
+    "p99 ms",
+    *TASK_NUMERIC,
+    *(c.header for s in SPECS.values() for c in s.columns if c.numeric),
+}
 
 
 def _short(path: str) -> str:
@@ -126,5 +169,5 @@ def _ms(lat: LatencyStats | None, key: str) -> str:
 
 
 def _threads_note(threads: int | None) -> str:
-    """", N thread(s)" for the reference row's latency, or "" when TensorFlow chose (its default: every core)."""
+    """ ", N thread(s)" for the reference row's latency, or "" when TensorFlow chose (its default: every core)."""
     return f", {threads} thread(s)" if threads else ", TensorFlow's default threads"

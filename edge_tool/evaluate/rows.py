@@ -72,10 +72,32 @@ class ArtifactResult(Record):
     drift: dict | None = field(default=None, metadata=spec(when=_measured_task))
     metric_drop: float | None = field(default=None, metadata=spec(when=_measured_task))
 
-    json_order = ("artifact", "format", "quant", "size_bytes", "size_ratio", "accuracy", "top_k_accuracy",
-                  "reference_accuracy", "accuracy_drop", "top1_agreement", "max_abs_error", "mean_abs_error",
-                  "cosine", "latency", "peak_rss_mb", "threads", "runtime", "metrics", "drift", "metric_drop",
-                  "latency_note", "per_layer", "batching", "failed")
+    json_order = (
+        "artifact",
+        "format",
+        "quant",
+        "size_bytes",
+        "size_ratio",
+        "accuracy",
+        "top_k_accuracy",
+        "reference_accuracy",
+        "accuracy_drop",
+        "top1_agreement",
+        "max_abs_error",
+        "mean_abs_error",
+        "cosine",
+        "latency",
+        "peak_rss_mb",
+        "threads",
+        "runtime",
+        "metrics",
+        "drift",
+        "metric_drop",
+        "latency_note",
+        "per_layer",
+        "batching",
+        "failed",
+    )
 
 
 @dataclass(frozen=True)

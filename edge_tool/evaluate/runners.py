@@ -17,9 +17,18 @@ from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 
-NONE_FIELDS = {"top1_agreement": None, "max_abs_error": None, "mean_abs_error": None, "cosine": None,
-               "accuracy": None, "top_k_accuracy": None, "accuracy_drop": None, "metrics": None, "drift": None,
-               "metric_drop": None}
+NONE_FIELDS = {
+    "top1_agreement": None,
+    "max_abs_error": None,
+    "mean_abs_error": None,
+    "cosine": None,
+    "accuracy": None,
+    "top_k_accuracy": None,
+    "accuracy_drop": None,
+    "metrics": None,
+    "drift": None,
+    "metric_drop": None,
+}
 
 
 class BatchFiles:
@@ -75,9 +84,16 @@ class _Runner:
     def _row(self, label: str, reference: ReferenceResult, fmt: str, fields: dict, **measured) -> ArtifactResult:
         """The artefact's report row: its size against the reference's, ``measured`` and the accuracy ``fields``."""
         art = self.art
-        return ArtifactResult(artifact=label, format=fmt, quant=art.quant, size_bytes=art.size_bytes,
-                              size_ratio=art.size_bytes / reference.size_bytes, failed=self.failed,
-                              **measured, **fields)
+        return ArtifactResult(
+            artifact=label,
+            format=fmt,
+            quant=art.quant,
+            size_bytes=art.size_bytes,
+            size_ratio=art.size_bytes / reference.size_bytes,
+            failed=self.failed,
+            **measured,
+            **fields,
+        )
 
 
 class SessionRunner(_Runner):

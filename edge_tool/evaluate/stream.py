@@ -3,6 +3,9 @@ against the reference's and folded into running metrics (memory O(batch) whateve
 
 from __future__ import annotations
 
+import queue
+import threading
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +16,7 @@ from calibration.types import show_shape
 from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.data import EvalStream
+from edge_tool.evaluate.runners import BatchFiles
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 
 
@@ -63,10 +67,6 @@ def stream(ref, data: EvalStream, runners: list, settings: TaskSettings, scratch
     batch before the last one is collected, so no core waits while this process reads data or folds metrics; the
     reference's outputs wait beside them (memory O(2 batches)).
     """
-    from collections import deque  # noqa: PLC0415
-
-    from edge_tool.evaluate.runners import BatchFiles  # noqa: PLC0415
-
     files = BatchFiles(scratch)
     depth = min((r.depth for r in runners), default=1)
     state: Pass | None = None
@@ -92,7 +92,7 @@ def stream(ref, data: EvalStream, runners: list, settings: TaskSettings, scratch
                 for r in runners:
                     r.submit(written, inputs, *names)
         n = len(next(iter(inputs.values())))
-        labels = None if state.labels is None else state.labels[pos:pos + n]
+        labels = None if state.labels is None else state.labels[pos : pos + n]
         pos += n
         kept = {k: ref_out[k] for k in state.measure.wanted}
         state.measure.fold_reference(state.ref_scores, kept, labels)
@@ -111,17 +111,20 @@ def _start(ref_out: dict, inputs: dict, data: EvalStream, settings: TaskSettings
     that task, and fresh accumulators."""
     name = primary_output(ref_out)
     measure = settings.resolve(ref_out, name, data.labels, data.path)
-    return Pass(name, {k: v[:1].copy() for k, v in inputs.items()}, measure, measure.reference_scores(),
-                [measure.runner_accumulators() for _ in runners], measure.labels)
+    return Pass(
+        name,
+        {k: v[:1].copy() for k, v in inputs.items()},
+        measure,
+        measure.reference_scores(),
+        [measure.runner_accumulators() for _ in runners],
+        measure.labels,
+    )
 
 
 def prefetched(batches: Iterator, ahead: int = 1) -> Iterator:
     """``batches``, read ``ahead`` items in advance by a thread: the next batch is loaded, cast and summarised
     (numpy releases the GIL for that) while TensorFlow runs the current one. An error in the reader is raised
     here, at the batch where it happened; leaving the loop early stops the reader."""
-    import queue  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
     items: queue.Queue = queue.Queue(maxsize=ahead)
     stop = threading.Event()
     end = object()
@@ -141,7 +144,7 @@ def prefetched(batches: Iterator, ahead: int = 1) -> Iterator:
                 if not offer((item, None)):
                     return
             offer((end, None))
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+        except BaseException as exc:
             offer((end, exc))
 
     reader = threading.Thread(target=read, name="edgetool-eval-reader", daemon=True)
@@ -178,12 +181,16 @@ def non_finite(out: np.ndarray, ref_y: np.ndarray, out_name: str) -> str | None:
     bad = ~np.isfinite(out) & np.isfinite(ref_y)  # integer outputs are always finite
     if not bad.any():
         return None
-    return (f"gives non-finite outputs (NaN/Inf in {int(bad.sum())} of {bad.size} values of '{out_name}') where "
-            "the reference's are finite: a kernel of this runtime fails on the model (or the artefact overflows)")
+    return (
+        f"gives non-finite outputs (NaN/Inf in {int(bad.sum())} of {bad.size} values of '{out_name}') where "
+        "the reference's are finite: a kernel of this runtime fails on the model (or the artefact overflows)"
+    )
 
 
 def _check_output_shape(art: Artifact, out: np.ndarray, ref_y: np.ndarray, out_name: str, ref) -> None:
     if out.shape[1:] != ref_y.shape[1:]:
-        raise ModelError(f"{art.given} gives output {out_name!r} of shape {show_shape((None, *out.shape[1:]))}, but "
-                         f"the reference {ref.path} gives {show_shape((None, *ref_y.shape[1:]))} (e.g. a different "
-                         "number of classes): it was not converted from this reference model.")
+        raise ModelError(
+            f"{art.given} gives output {out_name!r} of shape {show_shape((None, *out.shape[1:]))}, but "
+            f"the reference {ref.path} gives {show_shape((None, *ref_y.shape[1:]))} (e.g. a different "
+            "number of classes): it was not converted from this reference model."
+        )

@@ -11,6 +11,7 @@ import numpy as np
 from edge_tool.errors import ModelError
 from edge_tool.evaluate import metrics
 from edge_tool.tasks import Task, TaskChoice, TaskContext, get_task
+from edge_tool.tasks.activation import final_activations
 from edge_tool.tasks.detection import is_box_output
 from edge_tool.tasks.infer import infer_task
 
@@ -41,8 +42,9 @@ class TaskSettings:
         """True when the task will be one measured against the reference alone (detection): no labels needed."""
         return len(self.wanted_guess("", ref)) > 1
 
-    def resolve(self, ref_out: dict[str, np.ndarray], primary: str, labels: np.ndarray | None,
-                data: Path) -> TaskMeasure:
+    def resolve(
+        self, ref_out: dict[str, np.ndarray], primary: str, labels: np.ndarray | None, data: Path
+    ) -> TaskMeasure:
         """Choose the task (given or inferred from the first reference batch and the labels) and check the labels."""
         shapes = {k: np.shape(v) for k, v in ref_out.items()}
         if self.task is not None:
@@ -50,8 +52,13 @@ class TaskSettings:
         else:
             choice = infer_task(shapes, primary, _activations(self.reference), labels)
         task = get_task(choice.name)
-        ctx = TaskContext(primary, tuple(sorted(ref_out)), self.top_k, self.threshold,
-                          self.class_names or _labels_file(self.reference))
+        ctx = TaskContext(
+            primary,
+            tuple(sorted(ref_out)),
+            self.top_k,
+            self.threshold,
+            self.class_names or _labels_file(self.reference),
+        )
         checked = None
         if labels is not None and task.uses_labels():
             checked = task.labels(np.asarray(labels), ref_out, ctx, data)
@@ -59,8 +66,6 @@ class TaskSettings:
 
 
 def _activations(reference: Path) -> dict[str, str]:
-    from edge_tool.tasks.activation import final_activations  # noqa: PLC0415
-
     try:
         return final_activations(reference)
     except (ModelError, ValueError, KeyError):
@@ -115,8 +120,9 @@ class TaskMeasure:
 
     def runner_accumulators(self) -> RowAccumulators:
         """Fresh accumulators for one artefact."""
-        return RowAccumulators(metrics.DriftAccumulator(self.ctx.top_k), self.task.drift(self.ctx),
-                               self.task.scores(self.ctx))
+        return RowAccumulators(
+            metrics.DriftAccumulator(self.ctx.top_k), self.task.drift(self.ctx), self.task.scores(self.ctx)
+        )
 
     def fold_reference(self, scores, ref: dict, labels: np.ndarray | None) -> None:
         """The reference's outputs of one batch against the labels."""
@@ -147,10 +153,16 @@ class TaskMeasure:
         if main is not None and ref_main is not None:
             drop = ref_main - main if task.higher_is_better else main - ref_main
         max_err = drift.get("max_abs_error", generic["max_abs_error"])
-        return {"accuracy": mets["accuracy"] if classifying else None,
-                "top_k_accuracy": mets["top_k"] if classifying else None,
-                "reference_accuracy": ref_metrics["accuracy"] if classifying else None,
-                "accuracy_drop": drop if classifying else None,
-                "top1_agreement": task.agreement(drift), "max_abs_error": max_err,
-                "mean_abs_error": generic["mean_abs_error"], "cosine": generic["cosine"],
-                "metrics": mets, "drift": drift, "metric_drop": drop}
+        return {
+            "accuracy": mets["accuracy"] if classifying else None,
+            "top_k_accuracy": mets["top_k"] if classifying else None,
+            "reference_accuracy": ref_metrics["accuracy"] if classifying else None,
+            "accuracy_drop": drop if classifying else None,
+            "top1_agreement": task.agreement(drift),
+            "max_abs_error": max_err,
+            "mean_abs_error": generic["mean_abs_error"],
+            "cosine": generic["cosine"],
+            "metrics": mets,
+            "drift": drift,
+            "metric_drop": drop,
+        }

@@ -13,18 +13,28 @@ import numpy as np
 
 from calibration.spec import TensorSpec
 from edge_tool.errors import DataError, ModelError, UsageError, collect_and_raise
+from edge_tool.litert.isolated import WorkerProcess, scratch_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("tfjs_run.js")
 SETUP_HINT = ".venv/bin/python scripts/vendor_runtimes.py (npm ci in web_demo/, copies @tensorflow/tfjs 4.22.0 to web_demo/vendor/tf.min.js)"
-_DT = {"DT_FLOAT": "float32", "DT_INT32": "int32", "DT_INT64": "int32", "DT_UINT8": "int32", "DT_INT8": "int32",
-       "DT_INT16": "int32", "DT_BOOL": "bool"}
+_DT = {
+    "DT_FLOAT": "float32",
+    "DT_INT32": "int32",
+    "DT_INT64": "int32",
+    "DT_UINT8": "int32",
+    "DT_INT8": "int32",
+    "DT_INT16": "int32",
+    "DT_BOOL": "bool",
+}
 
 
 def tfjs_bundle_path() -> Path:
     """tf.min.js (UMD, require-able in Node): $EDGETOOL_TFJS_BUNDLE, web_demo/vendor/, web_demo/node_modules/."""
-    candidates = [REPO / "web_demo" / "vendor" / "tf.min.js",
-                  REPO / "web_demo" / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js"]
+    candidates = [
+        REPO / "web_demo" / "vendor" / "tf.min.js",
+        REPO / "web_demo" / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js",
+    ]
     env = os.environ.get("EDGETOOL_TFJS_BUNDLE")
     if env:
         candidates.insert(0, Path(env))
@@ -41,8 +51,11 @@ def tfjs_bundle_path() -> Path:
 def wasm_backend_dir() -> Path:
     """The directory holding tf-backend-wasm.min.js and its .wasm files (web_demo/vendor, or node_modules)."""
     bundle = tfjs_bundle_path()
-    candidates = [bundle.parent, REPO / "web_demo" / "vendor",
-                  REPO / "web_demo" / "node_modules" / "@tensorflow" / "tfjs-backend-wasm" / "dist"]
+    candidates = [
+        bundle.parent,
+        REPO / "web_demo" / "vendor",
+        REPO / "web_demo" / "node_modules" / "@tensorflow" / "tfjs-backend-wasm" / "dist",
+    ]
     for c in candidates:
         if (c / "tf-backend-wasm.min.js").is_file() and (c / "tfjs-backend-wasm.wasm").is_file():
             return c
@@ -80,8 +93,10 @@ def signature_inputs(model_json: Path) -> list[TensorSpec]:
             shape = tuple(None if int(d.get("size", -1)) < 0 else int(d["size"]) for d in dims)
             specs.append(TensorSpec(str(name), _DT.get(t.get("dtype"), "float32"), shape))
     except (AttributeError, TypeError, ValueError) as exc:  # hostile or hand-edited JSON: wrong types
-        raise ModelError(f"{model_json} has a malformed signature ({type(exc).__name__}: {exc}); expected "
-                         "inputs mapping names to {dtype, tensorShape: {dim: [{size}]}}.") from None
+        raise ModelError(
+            f"{model_json} has a malformed signature ({type(exc).__name__}: {exc}); expected "
+            "inputs mapping names to {dtype, tensorShape: {dim: [{size}]}}."
+        ) from None
     return specs
 
 
@@ -99,8 +114,6 @@ class TfjsSession:
     """
 
     def __init__(self, model_json: Path, backend: str = "wasm"):
-        from edge_tool.litert.isolated import WorkerProcess, scratch_dir  # noqa: PLC0415
-
         self.model_json = Path(model_json)
         self.backend = backend
         self.specs = signature_inputs(self.model_json)
@@ -141,15 +154,18 @@ class TfjsSession:
         """DataError naming every mismatch between the data's inputs and the model's signature."""
         problems = []
         if self.specs and set(inputs) != {s.name for s in self.specs}:
-            problems.append(f"{self.model_json} takes inputs {[s.name for s in self.specs]}, the data provides "
-                            f"{sorted(inputs)}")
+            problems.append(
+                f"{self.model_json} takes inputs {[s.name for s in self.specs]}, the data provides {sorted(inputs)}"
+            )
         for s in self.specs:
             if s.name not in inputs or not s.shape:
                 continue
             want, got = s.shape[1:], inputs[s.name].shape[1:]
             if len(want) != len(got) or any(w is not None and w != g for w, g in zip(want, got)):
-                problems.append(f"input {s.name!r}: data per-sample shape {inputs[s.name].shape[1:]}, "
-                                f"{self.model_json.parent.name} expects {s.shape[1:]}")
+                problems.append(
+                    f"input {s.name!r}: data per-sample shape {inputs[s.name].shape[1:]}, "
+                    f"{self.model_json.parent.name} expects {s.shape[1:]}"
+                )
         collect_and_raise(problems, DataError, f"Eval data does not fit {self.model_json}:")
 
     def _write_inputs(self, inputs: dict, tag: str) -> dict:
@@ -173,8 +189,12 @@ class TfjsSession:
     def collect(self) -> dict[str, np.ndarray]:
         """Outputs (float64) by signature name of the batch sent last."""
         doc = self._proc.receive()
-        return {k: np.fromfile(v["file"], dtype=_OUT_DTYPES.get(v["dtype"], np.float32)).astype(np.float64)
-                .reshape(v["shape"]) for k, v in doc["outputs"].items()}
+        return {
+            k: np.fromfile(v["file"], dtype=_OUT_DTYPES.get(v["dtype"], np.float32))
+            .astype(np.float64)
+            .reshape(v["shape"])
+            for k, v in doc["outputs"].items()
+        }
 
     def predict(self, inputs: dict) -> dict[str, np.ndarray]:
         """Outputs (float64) by signature name for one batch of inputs (batch-first arrays)."""
@@ -183,20 +203,34 @@ class TfjsSession:
 
     def latency(self, sample: dict, warmup: int, runs: int | None, time_budget_s: float | None) -> tuple[float, ...]:
         """Per-call milliseconds of batch-1 execute + dataSync on ``sample`` (warm-up calls untimed)."""
-        doc = self._ask({"op": "latency", "inputs": self._write_inputs(sample, "lat"), "warmup": warmup,
-                         "runs": runs or 0, "time_budget_s": time_budget_s})
+        doc = self._ask(
+            {
+                "op": "latency",
+                "inputs": self._write_inputs(sample, "lat"),
+                "warmup": warmup,
+                "runs": runs or 0,
+                "time_budget_s": time_budget_s,
+            }
+        )
         return tuple(doc["latency_ms"])
 
 
-def run_tfjs(model_json: Path, inputs: dict, warmup: int, runs: int | None, time_budget_s: float | None = None,
-             batch: int = 64, backend: str = "wasm") -> TfjsRun:
+def run_tfjs(
+    model_json: Path,
+    inputs: dict,
+    warmup: int,
+    runs: int | None,
+    time_budget_s: float | None = None,
+    batch: int = 64,
+    backend: str = "wasm",
+) -> TfjsRun:
     """Run every sample of in-memory ``inputs`` through the model, ``batch`` at a time, then time batch-1 calls."""
     n = len(next(iter(inputs.values())))
     with TfjsSession(model_json, backend=backend) as session:
         session.check_inputs(inputs)
         parts: dict[str, list] = {}
         for start in range(0, n, batch):
-            for k, v in session.predict({k: x[start:start + batch] for k, x in inputs.items()}).items():
+            for k, v in session.predict({k: x[start : start + batch] for k, x in inputs.items()}).items():
                 parts.setdefault(k, []).append(v)
         times = ()
         if runs or time_budget_s:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import UsageError
+from edge_tool.litert.tflite_runner import TfliteInterpreter
 
 
 def _answer(doc: dict) -> None:
@@ -83,15 +84,19 @@ def _predict(model, req: dict, state: dict) -> dict:
 
 def main(argv: list[str]) -> int:
     """Load the model, answer requests until "close" or end of input."""
-    from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
-
     try:
         model = TfliteInterpreter(Path(argv[0]), threads=int(argv[1]))
     except UsageError as exc:
         _answer({"failed": f"LiteRT cannot load it: {exc}"})
         return 0
-    _answer({"ready": True, "runtime": model.runtime, "batching": model.describe_batching(),
-             "stateful": model.facts.stateful})
+    _answer(
+        {
+            "ready": True,
+            "runtime": model.runtime,
+            "batching": model.describe_batching(),
+            "stateful": model.facts.stateful,
+        }
+    )
     state: dict = {"lock": CoreLock(argv[2] if len(argv) > 2 else None)}
     for line in sys.stdin:
         req = json.loads(line)
@@ -102,7 +107,11 @@ def main(argv: list[str]) -> int:
         except UsageError as exc:
             _answer({"error": type(exc).__name__, "message": str(exc)})
         except (RuntimeError, ValueError) as exc:
-            _answer({"failed": f"LiteRT refused to run it: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"})
+            _answer(
+                {
+                    "failed": f"LiteRT refused to run it: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+                }
+            )
     return 0
 
 

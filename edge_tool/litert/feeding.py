@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 
 from edge_tool.errors import ConversionError
+from edge_tool.litert.runtime import interpreter_class
 
 
 def samples_by_name(inputs: Mapping[str, np.ndarray], limit: int | None = None) -> Callable[[], Iterator[dict]]:
@@ -25,7 +26,7 @@ def samples_by_name(inputs: Mapping[str, np.ndarray], limit: int | None = None) 
 
     def gen() -> Iterator[dict]:
         for i in range(n):
-            yield {name: arr[i:i + 1] for name, arr in inputs.items()}
+            yield {name: arr[i : i + 1] for name, arr in inputs.items()}
 
     return gen
 
@@ -36,8 +37,6 @@ def input_order(model: bytes, names: list[str]) -> list[str]:
     Without a signature, tensor names such as ``serving_default_image:0`` are matched; a single input needs no
     matching. ConversionError when the inputs cannot be matched by name.
     """
-    from edge_tool.litert.runtime import interpreter_class  # noqa: PLC0415
-
     if len(names) == 1:
         return list(names)
     cls, _ = interpreter_class()
@@ -57,5 +56,6 @@ def input_order(model: bytes, names: list[str]) -> list[str]:
     if sorted(n for n in order if n is not None) != sorted(names):
         raise ConversionError(
             f"cannot match the calibration inputs {', '.join(names)} to the converted model's input tensors "
-            f"({', '.join(d['name'] for d in interp.get_input_details())}) by name.")
+            f"({', '.join(d['name'] for d in interp.get_input_details())}) by name."
+        )
     return order

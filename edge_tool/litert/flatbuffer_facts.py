@@ -8,6 +8,7 @@ from pathlib import Path
 
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.limits import read_tflite
+from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant
 
 _STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
 
@@ -40,23 +41,21 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
     dynamic; otherwise fp32 (activations are operator outputs, constants tensors with buffer data; model inputs
     are neither, so an integer input alone says nothing about the quantization).
     """
-    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
-
     schema = _schema()
     path = Path(path)
     buf = read_tflite(path)
     if len(buf) < 8 or not schema.Model.ModelBufferHasIdentifier(buf, 0):
-        raise ModelError(f"{path} is not a loadable TFLite model (expected a TFLite flatbuffer, file identifier "
-                         f"TFL3; found {buf[4:8]!r}).")
+        raise ModelError(
+            f"{path} is not a loadable TFLite model (expected a TFLite flatbuffer, file identifier "
+            f"TFL3; found {buf[4:8]!r})."
+        )
     try:
         return _facts(schema, schema.Model.GetRootAsModel(buf, 0))
-    except Exception as exc:  # noqa: BLE001  (flatbuffers raises assorted errors on a truncated file)
+    except Exception as exc:
         raise ModelError(f"{path} is not a loadable TFLite model (its flatbuffer is damaged: {exc}).") from None
 
 
 def _facts(schema, model) -> FlatbufferFacts:
-    from edge_tool.modelfiles.tflite_model import _names, is_constant  # noqa: PLC0415
-
     types, ops = _names(schema.TensorType), _names(schema.BuiltinOperator)
     acts, consts, variables, state_ops, on_float = set(), set(), 0, 0, set()
     for g in range(model.SubgraphsLength()):
@@ -92,8 +91,6 @@ _EDGE_OPS = {"QUANTIZE", "DEQUANTIZE"}  # float I/O of an integer model passes t
 
 def _computes_in_float(model, sg, op, types: dict) -> bool:
     """True when one of ``op``'s computed (non-constant) inputs or outputs is float32."""
-    from edge_tool.modelfiles.tflite_model import is_constant  # noqa: PLC0415
-
     for i in (*op.InputsAsNumpy(), *op.OutputsAsNumpy()):
         if i >= 0:
             t = sg.Tensors(int(i))

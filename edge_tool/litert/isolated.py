@@ -17,8 +17,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from edge_tool.errors import DataError, ModelError, RuntimeFailure, UsageError
 from edge_tool.core.signals import deferred
+from edge_tool.errors import DataError, ModelError, RuntimeFailure, UsageError
 
 # Typed errors a worker may report (bad input on the user's side, exit 2), by name.
 TYPED_ERRORS = {"DataError": DataError, "ModelError": ModelError, "UsageError": UsageError}
@@ -34,11 +34,13 @@ def request_timeout() -> float:
     try:
         value = float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT))
     except ValueError:
-        raise UsageError(f"{TIMEOUT_ENV} must be a number of seconds, but it is "
-                         f"{os.environ.get(TIMEOUT_ENV)!r}.") from None
+        raise UsageError(
+            f"{TIMEOUT_ENV} must be a number of seconds, but it is {os.environ.get(TIMEOUT_ENV)!r}."
+        ) from None
     if not 0 < value < MAX_TIMEOUT:  # NaN fails too; inf would overflow the watchdog's wait
-        raise UsageError(f"{TIMEOUT_ENV} must be a positive number of seconds below {MAX_TIMEOUT:g}, but it is "
-                         f"{value:g}.")
+        raise UsageError(
+            f"{TIMEOUT_ENV} must be a positive number of seconds below {MAX_TIMEOUT:g}, but it is {value:g}."
+        )
     return value
 
 
@@ -92,8 +94,9 @@ class WorkerProcess:
         self._timeout = request_timeout()  # a bad EDGETOOL_EVAL_TIMEOUT is refused before any process starts
         self._stderr = open(Path(scratch) / f"stderr-{os.getpid()}-{id(self)}.txt", "w+b")
         with deferred():  # a stop signal cannot fall between starting the child and owning it
-            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                          text=True, bufsize=1, env=env)
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1, env=env
+            )
         self.failure: str | None = None
         self._expired = False
 
@@ -123,8 +126,10 @@ class WorkerProcess:
         if not line:
             self._proc.wait()
             if self._expired:
-                raise RuntimeFailure(f"{self.runtime} did not answer within {limit:g} s and was stopped (a hang in "
-                                     f"the runtime; allow longer with {TIMEOUT_ENV}=SECONDS)")
+                raise RuntimeFailure(
+                    f"{self.runtime} did not answer within {limit:g} s and was stopped (a hang in "
+                    f"the runtime; allow longer with {TIMEOUT_ENV}=SECONDS)"
+                )
             raise RuntimeFailure(death_reason(self._proc.returncode, self.stderr_text(), self.runtime))
         doc = json.loads(line)
         if "error" in doc:

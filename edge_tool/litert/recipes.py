@@ -38,5 +38,7 @@ def resolve_calibration(model: Path, given: Path | None) -> Path | None:
 
 def missing_calibration_message(needs: str, model: Path) -> str:
     """The one-paragraph error for a build that needs representative data and found none."""
-    return (f"{needs} needs representative data: pass --calibration DATA (.npz/.npy/image folder/TFRecord/CSV); "
-            f"none was given and {model} has no {DEFAULT_CALIBRATION}.")
+    return (
+        f"{needs} needs representative data: pass --calibration DATA (.npz/.npy/image folder/TFRecord/CSV); "
+        f"none was given and {model} has no {DEFAULT_CALIBRATION}."
+    )

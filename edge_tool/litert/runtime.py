@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from calibration.safe_open import require_regular
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.limits import check_tflite_file
 
@@ -12,18 +13,17 @@ from edge_tool.modelfiles.limits import check_tflite_file
 def interpreter_class():
     """Return (Interpreter class, runtime name), preferring LiteRT."""
     try:
-        from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415
+        from ai_edge_litert.interpreter import Interpreter
 
         return Interpreter, "ai_edge_litert"
     except ImportError:
         pass
     try:
-        from tflite_runtime.interpreter import Interpreter  # noqa: PLC0415
+        from tflite_runtime.interpreter import Interpreter
 
         return Interpreter, "tflite_runtime"
     except ImportError:
         pass
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     return import_tf().lite.Interpreter, "tf.lite"
 

@@ -12,16 +12,22 @@ import numpy as np
 
 from edge_tool.errors import DataError, ModelError, collect_and_raise
 from edge_tool.litert.flatbuffer_facts import FlatbufferFacts, read_flatbuffer
-from edge_tool.modelfiles.limits import check_tflite_file
 from edge_tool.litert.runtime import interpreter_class
+from edge_tool.modelfiles.limits import check_tflite_file
 
 # Batched outputs must match per-sample outputs this closely (relative to the output's magnitude) for eval to
 # keep batching a model; quantized outputs may differ by at most one quantization step.
 BATCH_CHECK_RTOL = 1e-4
 BATCH_CHECK_SAMPLES = 2
 # read_flatbuffer lives in flatbuffer_facts (it needs no interpreter); callers still import it from here
-__all__ = ["BATCH_CHECK_RTOL", "BATCH_CHECK_SAMPLES", "FlatbufferFacts", "TensorBinding", "TfliteInterpreter",
-           "read_flatbuffer"]
+__all__ = [
+    "BATCH_CHECK_RTOL",
+    "BATCH_CHECK_SAMPLES",
+    "FlatbufferFacts",
+    "TensorBinding",
+    "TfliteInterpreter",
+    "read_flatbuffer",
+]
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ class TfliteInterpreter:
         self._allocated = False
 
     def _batch_policy(self) -> str:
-        """"dynamic" (resize to the whole batch), "fixed" (the file's own batch B > 1) or "single"."""
+        """ "dynamic" (resize to the whole batch), "fixed" (the file's own batch B > 1) or "single"."""
         firsts = {b.shape[0] if b.shape else 1 for b in self.inputs}
         if firsts == {-1} and not self.facts.stateful:
             return "dynamic"
@@ -104,8 +110,10 @@ class TfliteInterpreter:
             runner = self.interp.get_signature_runner(key)
             ins, outs = runner.get_input_details(), runner.get_output_details()
             return ([_binding(n, ins[n]) for n in sorted(ins)], [_binding(n, outs[n]) for n in sorted(outs)])
-        return ([_binding(d["name"], d) for d in self.interp.get_input_details()],
-                [_binding(d["name"], d) for d in self.interp.get_output_details()])
+        return (
+            [_binding(d["name"], d) for d in self.interp.get_input_details()],
+            [_binding(d["name"], d) for d in self.interp.get_output_details()],
+        )
 
     def match_inputs(self, names: list[str]) -> dict[str, TensorBinding]:
         """Map the reference's input names onto this model's inputs (by name; by position if unnamed)."""
@@ -139,8 +147,10 @@ class TfliteInterpreter:
             x = np.asarray(inputs[name])
             want, got = b.shape[1:], x.shape[1:]
             if len(want) != len(got) or any(w not in (-1, g) for w, g in zip(want, got)):
-                problems.append(f"input {name!r}: data per-sample shape {tuple(got)}, but {self.path.name} expects "
-                                f"{tuple(w if w >= 0 else None for w in want)}")
+                problems.append(
+                    f"input {name!r}: data per-sample shape {tuple(got)}, but {self.path.name} expects "
+                    f"{tuple(w if w >= 0 else None for w in want)}"
+                )
                 continue
             feeds[b.index] = self._convert(x, b, problems)
         collect_and_raise(problems, DataError, f"Eval data does not fit {self.path}:")
@@ -156,8 +166,10 @@ class TfliteInterpreter:
             info = np.iinfo(b.dtype)
             not_integral = x.dtype.kind == "f" and not np.all(x == np.round(x))
             if not_integral or (x.size and (x.min() < info.min or x.max() > info.max)):
-                problems.append(f"input {b.name!r} is raw {b.dtype} without quantization parameters, but the data "
-                                f"({x.dtype}, range {x.min()}..{x.max()}) does not fit {b.dtype}")
+                problems.append(
+                    f"input {b.name!r} is raw {b.dtype} without quantization parameters, but the data "
+                    f"({x.dtype}, range {x.min()}..{x.max()}) does not fit {b.dtype}"
+                )
                 return x
             return x.astype(b.dtype, copy=False)
         return x.astype(b.dtype, copy=False)
@@ -178,7 +190,7 @@ class TfliteInterpreter:
         start = 0
         while start < n:
             step = n if self.batching == "dynamic" else self.fixed_batch
-            chunk = {k: x[start:start + step] for k, x in feeds.items()}
+            chunk = {k: x[start : start + step] for k, x in feeds.items()}
             try:
                 result = self._invoke(chunk)
             except (RuntimeError, ValueError):
@@ -232,7 +244,7 @@ class TfliteInterpreter:
             self.batching = "single"
             return
         self.batching = "single"
-        single = [self._invoke({i: x[j:j + 1] for i, x in head.items()}) for j in range(k)]
+        single = [self._invoke({i: x[j : j + 1] for i, x in head.items()}) for j in range(k)]
         for b in self.outputs:
             per_sample = np.concatenate([s[b.index] for s in single]).astype(np.float64)
             got = batched[b.index][:k].astype(np.float64)

@@ -13,9 +13,11 @@ import zipfile
 from dataclasses import dataclass, field
 
 from calibration.serial import Record
-from edge_tool.metadata.labels import MAX_LABELS_BYTES, parse_labels
 from edge_tool.errors import UsageError
+from edge_tool.metadata import metadata_schema_py_generated as meta
+from edge_tool.metadata.labels import MAX_LABELS_BYTES, parse_labels
 from edge_tool.metadata.writer import METADATA_FIELD_NAME, METADATA_FILE_IDENTIFIER
+from edge_tool.modelfiles.tflite_model import _schema
 from edge_tool.schemas.records import Normalization
 
 MAX_MEMBERS = 64
@@ -69,8 +71,6 @@ def _text(value, what: str, problems: list[str]) -> str:
 
 def metadata_buffer(data: bytes) -> bytes | None:
     """The TFLITE_METADATA buffer of a .tflite (None if it has none); ValueError if the model table is unreadable."""
-    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
-
     schema = _schema()
     model = schema.Model.GetRootAsModel(bytearray(data), 0)
     for i in range(model.MetadataLength()):
@@ -92,9 +92,12 @@ def _tensor(meta, tm, problems: list[str]) -> TensorInfo:
     content = ""
     if tm.content is not None:
         kind = tm.content.contentPropertiesType
-        content = {meta.ContentProperties.ImageProperties: "image", meta.ContentProperties.FeatureProperties: "feature",
-                   meta.ContentProperties.BoundingBoxProperties: "bounding box",
-                   meta.ContentProperties.AudioProperties: "audio"}.get(kind, f"content type {kind}")
+        content = {
+            meta.ContentProperties.ImageProperties: "image",
+            meta.ContentProperties.FeatureProperties: "feature",
+            meta.ContentProperties.BoundingBoxProperties: "bounding box",
+            meta.ContentProperties.AudioProperties: "audio",
+        }.get(kind, f"content type {kind}")
         if kind == meta.ContentProperties.ImageProperties and tm.content.contentProperties is not None:
             space = {v: k for k, v in vars(meta.ColorSpaceType).items() if not k.startswith("_")}
             content += f" ({space.get(tm.content.contentProperties.colorSpace, '?')})"
@@ -113,8 +116,14 @@ def _tensor(meta, tm, problems: list[str]) -> TensorInfo:
 
 def safe_member_name(name: str) -> bool:
     """True for a plain file name: no directory part, no '..', no drive, no control characters."""
-    return (bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and ":" not in name
-            and not any(ord(c) < 32 or ord(c) == 127 for c in name))
+    return (
+        bool(name)
+        and name not in (".", "..")
+        and "/" not in name
+        and "\\" not in name
+        and ":" not in name
+        and not any(ord(c) < 32 or ord(c) == 127 for c in name)
+    )
 
 
 def _packed(data: bytes, problems: list[str]) -> dict[str, zipfile.ZipInfo] | None:
@@ -131,8 +140,10 @@ def _packed(data: bytes, problems: list[str]) -> dict[str, zipfile.ZipInfo] | No
 
 def _read_member(data: bytes, info: zipfile.ZipInfo, problems: list[str]) -> bytes | None:
     if info.file_size > MAX_LABELS_BYTES:
-        problems.append(f"associated file {info.filename!r} is {info.file_size:,} bytes; labels files over "
-                        f"{MAX_LABELS_BYTES:,} bytes are not read.")
+        problems.append(
+            f"associated file {info.filename!r} is {info.file_size:,} bytes; labels files over "
+            f"{MAX_LABELS_BYTES:,} bytes are not read."
+        )
         return None
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf, zf.open(info) as fh:
@@ -156,22 +167,31 @@ def read_metadata(data: bytes) -> EmbeddedMetadata | None:
     if buf is None:
         return None
     if buf[4:8] != METADATA_FILE_IDENTIFIER:
-        return EmbeddedMetadata(problems=(f"the TFLITE_METADATA buffer lacks the {METADATA_FILE_IDENTIFIER.decode()} "
-                                          "identifier; it is not TFLite model metadata.",))
-    from edge_tool.metadata import metadata_schema_py_generated as meta  # noqa: PLC0415
+        return EmbeddedMetadata(
+            problems=(
+                f"the TFLITE_METADATA buffer lacks the {METADATA_FILE_IDENTIFIER.decode()} "
+                "identifier; it is not TFLite model metadata.",
+            )
+        )
 
     try:
         root = meta.ModelMetadataT.InitFromObj(meta.ModelMetadata.GetRootAs(bytearray(buf), 0))
         subgraphs = root.subgraphMetadata or []
-        inputs = tuple(_tensor(meta, tm, problems) for tm in (subgraphs[0].inputTensorMetadata or [])) if subgraphs else ()
-        outputs = tuple(_tensor(meta, tm, problems) for tm in (subgraphs[0].outputTensorMetadata or [])) if subgraphs else ()
+        inputs = (
+            tuple(_tensor(meta, tm, problems) for tm in (subgraphs[0].inputTensorMetadata or [])) if subgraphs else ()
+        )
+        outputs = (
+            tuple(_tensor(meta, tm, problems) for tm in (subgraphs[0].outputTensorMetadata or [])) if subgraphs else ()
+        )
     except _PARSE_ERRORS as exc:
         return EmbeddedMetadata(problems=(f"the metadata flatbuffer is malformed: {exc}",))
     members = _packed(data, problems) or {}
     unsafe = [n for n in members if not safe_member_name(n)]
     if unsafe:
-        problems.append(f"the appended archive has file names with directories or control characters: "
-                        f"{', '.join(repr(n) for n in unsafe[:5])}; they are ignored.")
+        problems.append(
+            f"the appended archive has file names with directories or control characters: "
+            f"{', '.join(repr(n) for n in unsafe[:5])}; they are ignored."
+        )
     labels: tuple[str, ...] = ()
     labels_name = next((t.labels_file for t in outputs if t.labels_file), None)
     if labels_name is not None:
@@ -187,8 +207,14 @@ def read_metadata(data: bytes) -> EmbeddedMetadata | None:
                 except UsageError as exc:
                     problems.append(str(exc))
     return EmbeddedMetadata(
-        name=_text(root.name, "model name", problems), description=_text(root.description, "description", problems),
-        version=_text(root.version, "version", problems), author=_text(root.author, "author", problems),
-        min_parser_version=_text(root.minParserVersion, "min parser version", problems), inputs=inputs,
-        outputs=outputs, packed_files=tuple(n for n in members if safe_member_name(n)), labels=labels,
-        problems=tuple(problems))
+        name=_text(root.name, "model name", problems),
+        description=_text(root.description, "description", problems),
+        version=_text(root.version, "version", problems),
+        author=_text(root.author, "author", problems),
+        min_parser_version=_text(root.minParserVersion, "min parser version", problems),
+        inputs=inputs,
+        outputs=outputs,
+        packed_files=tuple(n for n in members if safe_member_name(n)),
+        labels=labels,
+        problems=tuple(problems),
+    )

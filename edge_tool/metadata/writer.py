@@ -14,9 +14,12 @@ import io
 import zipfile
 from dataclasses import dataclass
 
+import flatbuffers
 import numpy as np
 
 from edge_tool.errors import ConversionError
+from edge_tool.metadata import metadata_schema_py_generated as meta
+from edge_tool.modelfiles.tflite_model import _schema
 from edge_tool.schemas.records import MetadataRecord, Normalization
 
 METADATA_FIELD_NAME = "TFLITE_METADATA"
@@ -53,8 +56,15 @@ class MetadataSpec:
 
     def record(self) -> MetadataRecord:
         """The summary manifest.json keeps: the model fields, the number of labels and their file, the normalization."""
-        return MetadataRecord(self.name, self.description, self.version, self.author, len(self.labels),
-                              LABELS_FILE if self.labels else None, Normalization(self.mean, self.std))
+        return MetadataRecord(
+            self.name,
+            self.description,
+            self.version,
+            self.author,
+            len(self.labels),
+            LABELS_FILE if self.labels else None,
+            Normalization(self.mean, self.std),
+        )
 
     def to_dict(self) -> dict:
         """The JSON of ``record()`` (convert/api.py's build path calls this; see tests/test_serial.py's allow-list)."""
@@ -62,9 +72,6 @@ class MetadataSpec:
 
 
 def _schemas():
-    from edge_tool.metadata import metadata_schema_py_generated as meta  # noqa: PLC0415
-    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
-
     return meta, _schema()
 
 
@@ -84,8 +91,10 @@ def _is_image(shape) -> bool:
 
 def _per_channel(values: tuple[float, ...], channels: int, what: str) -> list[float]:
     if len(values) not in (1, channels):
-        raise ConversionError(f"--input-{what} has {len(values)} values; the image input has {channels} channel(s), "
-                              f"so give 1 or {channels}.")
+        raise ConversionError(
+            f"--input-{what} has {len(values)} values; the image input has {channels} channel(s), "
+            f"so give 1 or {channels}."
+        )
     return [float(v) for v in values]
 
 
@@ -119,9 +128,12 @@ def _input_metadata(meta, spec: MetadataSpec, name: str, shape, type_name: str):
     stats.max = [(255.0 - m) / s for m, s in zip(_broadcast(norm.mean, channels), _broadcast(norm.std, channels))]
     tm.stats = stats
     space = IMAGE_CHANNELS[channels].lower()
-    tm.description = (f"{space} image {int(shape[1])}x{int(shape[2])} ({type_name}): raw 0..255 pixel values, the "
-                      "model scales them itself" if spec.identity else
-                      f"{space} image {int(shape[1])}x{int(shape[2])} ({type_name}), normalized as (pixel - mean) / std")
+    tm.description = (
+        f"{space} image {int(shape[1])}x{int(shape[2])} ({type_name}): raw 0..255 pixel values, the "
+        "model scales them itself"
+        if spec.identity
+        else f"{space} image {int(shape[1])}x{int(shape[2])} ({type_name}), normalized as (pixel - mean) / std"
+    )
     return tm
 
 
@@ -175,19 +187,23 @@ def build_metadata(model, spec: MetadataSpec, type_names: dict[int, str]) -> byt
     out_shapes = [shape(i) for i in sg.outputs]
     labelled = _labelled_output(out_shapes, len(spec.labels)) if spec.labels else None
     if spec.labels and labelled is None:
-        raise ConversionError(f"{len(spec.labels)} labels given, but no output of the model has "
-                              f"{len(spec.labels)} scores on its last axis (outputs: {out_shapes}).")
+        raise ConversionError(
+            f"{len(spec.labels)} labels given, but no output of the model has "
+            f"{len(spec.labels)} scores on its last axis (outputs: {out_shapes})."
+        )
     sub = meta.SubGraphMetadataT()
     sub.name = spec.name
-    sub.inputTensorMetadata = [_input_metadata(meta, spec, label(i), shape(i),
-                                               type_names.get(sg.tensors[i].type, "?").lower()) for i in sg.inputs]
-    sub.outputTensorMetadata = [_output_metadata(meta, spec, label(i), out_shapes[k], k == labelled)
-                                for k, i in enumerate(sg.outputs)]
+    sub.inputTensorMetadata = [
+        _input_metadata(meta, spec, label(i), shape(i), type_names.get(sg.tensors[i].type, "?").lower())
+        for i in sg.inputs
+    ]
+    sub.outputTensorMetadata = [
+        _output_metadata(meta, spec, label(i), out_shapes[k], k == labelled) for k, i in enumerate(sg.outputs)
+    ]
     root = meta.ModelMetadataT()
     root.name, root.description, root.version, root.author = spec.name, spec.description, spec.version, spec.author
     root.subgraphMetadata = [sub]
     root.minParserVersion = MIN_PARSER_VERSION
-    import flatbuffers  # noqa: PLC0415
 
     b = flatbuffers.Builder(0)
     b.Finish(root.Pack(b), METADATA_FILE_IDENTIFIER)
@@ -196,8 +212,6 @@ def build_metadata(model, spec: MetadataSpec, type_names: dict[int, str]) -> byt
 
 def embed_metadata(tflite: bytes, spec: MetadataSpec) -> bytes:
     """``tflite`` with ``spec`` embedded (replacing earlier TFLITE_METADATA) and labels.txt appended as a zip."""
-    import flatbuffers  # noqa: PLC0415
-
     _, schema = _schemas()
     if bytes(tflite[4:8]) != TFLITE_FILE_IDENTIFIER:
         raise ConversionError("The converter's output is not a TFLite flatbuffer (no TFL3 identifier).")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from edge_tool.errors import ConversionError
 from edge_tool.micro import resolver, sources, tflm
+from edge_tool.modelfiles.tflite_model import summarize_tflite
 from edge_tool.schemas.records import MicroRecord, Resolver
 
 
@@ -22,9 +23,14 @@ class MicroExport:
 
     def record(self) -> MicroRecord:
         """The manifest's ``micro`` record (file names relative to the output directory)."""
-        return MicroRecord(tuple(p.name for p in self.files), self.ops,
-                           Resolver(f"tflite::MicroMutableOpResolver<{len(self.ops)}>", self.resolver_methods),
-                           self.arena, self.flash_bytes, tflite_micro=tflm.tflm_version())
+        return MicroRecord(
+            tuple(p.name for p in self.files),
+            self.ops,
+            Resolver(f"tflite::MicroMutableOpResolver<{len(self.ops)}>", self.resolver_methods),
+            self.arena,
+            self.flash_bytes,
+            tflite_micro=tflm.tflm_version(),
+        )
 
     def to_dict(self) -> dict:
         """The JSON of ``record()`` (convert/api.py's build path calls this; see tests/test_serial.py's allow-list)."""
@@ -37,7 +43,6 @@ def export_micro(tflite: Path, out_dir: Path) -> MicroExport:
     Raises ConversionError naming every op TFLM refuses (nothing is written then).
     """
     tflm.require_tflm()
-    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
 
     data = Path(tflite).read_bytes()
     refused, _ = tflm.unsupported_ops(tflite)
@@ -45,7 +50,8 @@ def export_micro(tflite: Path, out_dir: Path) -> MicroExport:
         listed = "; ".join(f"{op} ({why})" for op, why in refused)
         raise ConversionError(
             f"TFLite Micro cannot run {Path(tflite).name}: {listed}. Replace these ops in the model (edgetool check "
-            "--target tflm lists them), or deploy with LiteRT instead of TFLM.")
+            "--target tflm lists them), or deploy with LiteRT instead of TFLM."
+        )
     ops = tuple(summarize_tflite(data).ops)
     methods = tuple(resolver.resolver_method(op) or "" for op in ops)
     arena = tflm.measure_arena(tflite)

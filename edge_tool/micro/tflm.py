@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 import subprocess
@@ -14,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.core.childproc import module_command
-from edge_tool.errors import ModelError
-from edge_tool.schemas.records import ARENA_MARGIN, ArenaSize  # noqa: F401  (ArenaSize: tflm.ArenaSize as before)
+from edge_tool.core.env import installed_version
+from edge_tool.errors import ModelError, UsageError
+from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.schemas.records import ARENA_MARGIN, ArenaSize
 
-ALIGN = 16                 # TFLM aligns arena allocations to 16 bytes; search at that granularity
-GENEROUS_ARENA = 4 << 20   # first try: enough for any model a microcontroller can hold
-MAX_ARENA = 256 << 20      # give up above this (no microcontroller has it)
+ALIGN = 16  # TFLM aligns arena allocations to 16 bytes; search at that granularity
+GENEROUS_ARENA = 4 << 20  # first try: enough for any model a microcontroller can hold
+MAX_ARENA = 256 << 20  # give up above this (no microcontroller has it)
 PROBE_TIMEOUT_S = 120
 
 _NO_OP = re.compile(r"Didn't find op for builtin opcode '([^']+)'")
@@ -40,17 +43,11 @@ class Probe:
 
 def tflm_version() -> str:
     """Version of the installed tflite-micro package."""
-    from edge_tool.core.env import installed_version  # noqa: PLC0415
-
     return installed_version("tflite-micro") or "not installed"
 
 
 def require_tflm() -> None:
     """Raise a UsageError saying how to get the tflite-micro package when it is not installed."""
-    import importlib.util  # noqa: PLC0415
-
-    from edge_tool.errors import UsageError  # noqa: PLC0415
-
     if importlib.util.find_spec("tflite_micro") is None:
         raise UsageError("TFLite Micro support needs the tflite-micro package: pip install tflite-micro")
 
@@ -69,8 +66,6 @@ def probe(model_path: Path, arena: int) -> Probe:
 
 def custom_codes(model: bytes) -> list[str]:
     """Custom op names of the model in first-use order (TFLM logs only 'CUSTOM' for them)."""
-    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
-
     return [op for op in summarize_tflite(model).ops if not op.isupper()]
 
 
@@ -86,9 +81,11 @@ def refusals(model_path: Path, log: str) -> list[tuple[str, str]]:
     for i, line in enumerate(lines):
         m = _PREPARE.match(line)
         if m:
-            detail = "; ".join(ln for ln in lines[max(0, i - 2):i] if not _PREPARE.match(ln))
-            found.setdefault(m.group(1), f"TFLM's kernel failed to {m.group(3)} node {m.group(2)}"
-                             + (f": {detail}" if detail else ""))
+            detail = "; ".join(ln for ln in lines[max(0, i - 2) : i] if not _PREPARE.match(ln))
+            found.setdefault(
+                m.group(1),
+                f"TFLM's kernel failed to {m.group(3)} node {m.group(2)}" + (f": {detail}" if detail else ""),
+            )
     return sorted(found.items())
 
 
@@ -156,5 +153,3 @@ def _bracket(model_path: Path, recorded: int, hi: int, top: Probe) -> tuple[int,
             return lo, lo + step, attempt
         lo, step = lo + step, step * 2
     return lo, hi, top
-
-

@@ -40,7 +40,7 @@ def recv_array(stream) -> np.ndarray:
 
 
 def _interpreter(model: bytes, arena: int):
-    from tflite_micro.python.tflite_micro import runtime  # noqa: PLC0415
+    from tflite_micro.python.tflite_micro import runtime
 
     return runtime.Interpreter.from_bytes(model, arena_size=arena)
 
@@ -83,18 +83,20 @@ def _serve(model: bytes, arena: int) -> int:
             outs = [[] for _ in range(n_out)]
             for s in range(req["n"]):
                 for i, x in enumerate(inputs):
-                    it.set_input(x[s:s + 1], i)
+                    it.set_input(x[s : s + 1], i)
                 it.invoke()
                 for o in range(n_out):
                     outs[o].append(np.array(it.get_output(o)))
             for o in outs:
                 send_array(stdout, np.concatenate(o))
         else:  # "time": batch-1 set_input + invoke + get_output on the first sample
+
             def step(inputs=inputs):
                 for i, x in enumerate(inputs):
                     it.set_input(x[:1], i)
                 it.invoke()
                 return [it.get_output(o) for o in range(n_out)]
+
             times = _time(step, req["warmup"], req.get("runs"), req.get("time_budget_s"))
             send_array(stdout, np.asarray(times, dtype=np.int64))
         stdout.flush()

@@ -5,7 +5,9 @@
 """
 
 TRUST_FLAG = "--trust-model-code"
-TRUST_HELP = ("Trust the model's code: let edgetool deserialize Python from model files (Lambda layers in .h5, "
-              ".keras and keras_metadata.pb; classes from modules outside Keras) and run graphs holding ops with "
-              "effects outside tensors (WriteFile, PyFunc, …). Without it such a model is refused (exit 2); see "
-              "docs/security.md.")
+TRUST_HELP = (
+    "Trust the model's code: let edgetool deserialize Python from model files (Lambda layers in .h5, "
+    ".keras and keras_metadata.pb; classes from modules outside Keras) and run graphs holding ops with "
+    "effects outside tensors (WriteFile, PyFunc, …). Without it such a model is refused (exit 2); see "
+    "docs/security.md."
+)

@@ -14,12 +14,16 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from flatbuffers import flexbuffers
+from google.protobuf import text_format
+from google.protobuf.message import DecodeError
+
 from calibration.safe_open import read_regular
 from calibration.serial import Record
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
 from edge_tool.modelcode.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of
+from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
 from edge_tool.modelfiles.tflite_model import _schema
 
 _SAVE_OPS = frozenset({"Save", "SaveV2", "SaveSlices", "MergeV2Checkpoints"})
@@ -36,30 +40,44 @@ class OpFinding(Record):
 
     def describe(self, limit: int = 3) -> str:
         """``WriteFile (writes files) in function __inference_serve_12``."""
-        places = ", ".join(self.where[:limit]) + (f" and {len(self.where) - limit} more" if len(self.where) > limit else "")
+        places = ", ".join(self.where[:limit]) + (
+            f" and {len(self.where) - limit} more" if len(self.where) > limit else ""
+        )
         return f"{self.op} ({self.effect}) in {places}"
 
 
 def _parse_saved_model(path: Path):
     import_tf()
-    from google.protobuf import text_format  # noqa: PLC0415
-    from google.protobuf.message import DecodeError  # noqa: PLC0415
-    from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
+    from tensorflow.core.protobuf import saved_model_pb2
 
     sm = saved_model_pb2.SavedModel()
     pb = path / "saved_model.pb"
     source = pb if pb.is_file() else path / "saved_model.pbtxt"
     try:  # size-checked regular files first (protobuf cannot parse 2 GiB): nothing huge is read to be refused
         if source is pb:
-            sm.ParseFromString(read_regular(pb, "a SavedModel protobuf", ModelError, PROTOBUF_MAX,
-                                            "protocol buffers cannot parse a message of 2 GiB or more"))
+            sm.ParseFromString(
+                read_regular(
+                    pb,
+                    "a SavedModel protobuf",
+                    ModelError,
+                    PROTOBUF_MAX,
+                    "protocol buffers cannot parse a message of 2 GiB or more",
+                )
+            )
         else:
-            text = read_regular(source, "a SavedModel text protobuf", ModelError, MAX_DOCUMENT_BYTES,
-                                "a text SavedModel that large is not one edgetool parses")
+            text = read_regular(
+                source,
+                "a SavedModel text protobuf",
+                ModelError,
+                MAX_DOCUMENT_BYTES,
+                "a text SavedModel that large is not one edgetool parses",
+            )
             text_format.Parse(text.decode("utf-8"), sm)
     except (DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError, ValueError) as exc:
-        raise ModelError(f"{source} is not a readable SavedModel protobuf ({type(exc).__name__}: "
-                         f"{str(exc)[:200]}); edgetool scans it before running anything and refuses it.") from None
+        raise ModelError(
+            f"{source} is not a readable SavedModel protobuf ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); edgetool scans it before running anything and refuses it."
+        ) from None
     return sm
 
 
@@ -113,8 +131,9 @@ _INIT_COLLECTIONS = ("saved_model_main_op", "main_op", "legacy_init_op", "table_
 def _run_by_loaders(mg) -> set[str]:
     """Graph nodes a loader or a signature call runs: ancestors of every signature tensor and init-op collection."""
     roots = [t.name for sig in mg.signature_def.values() for t in [*sig.inputs.values(), *sig.outputs.values()]]
-    roots += [v for key in _INIT_COLLECTIONS if key in mg.collection_def
-              for v in mg.collection_def[key].node_list.value]
+    roots += [
+        v for key in _INIT_COLLECTIONS if key in mg.collection_def for v in mg.collection_def[key].node_list.value
+    ]
     return _subgraph(mg, roots)[0]
 
 
@@ -234,9 +253,11 @@ def scan_tflite(path: Path) -> tuple[OpFinding, ...]:
                 effect = effect_of(op, attrs)
                 if effect is not None:
                     found.setdefault((f"Flex{op}", effect), []).append("a Flex (select TF) op")
-    except Exception as exc:  # noqa: BLE001  flatbuffers raises assorted errors on hostile bytes
-        raise ModelError(f"{path} is not a readable TFLite flatbuffer ({type(exc).__name__}); edgetool scans it "
-                         "for Flex ops before running it and refuses it.") from None
+    except Exception as exc:
+        raise ModelError(
+            f"{path} is not a readable TFLite flatbuffer ({type(exc).__name__}); edgetool scans it "
+            "for Flex ops before running it and refuses it."
+        ) from None
     return tuple(OpFinding(op, effect, ("a Flex (select TF) op",)) for (op, effect) in sorted(found))
 
 
@@ -244,8 +265,7 @@ def _flex_attrs(model, code_index: int, op: str) -> list[dict]:
     """String attributes of each operator using Flex op ``op`` (only for ops whose flag depends on them)."""
     if op not in CONDITIONAL:
         return [{}]
-    from flatbuffers import flexbuffers  # noqa: PLC0415
-    from tensorflow.core.framework import node_def_pb2  # noqa: PLC0415
+    from tensorflow.core.framework import node_def_pb2
 
     names, out = CONDITIONAL[op][0], []
     for s in range(model.SubgraphsLength()):

@@ -12,16 +12,20 @@ from pathlib import Path
 from edge_tool.errors import ModelCodeRefused
 from edge_tool.modelcode import TRUST_FLAG
 from edge_tool.modelcode.graph_scan import OpFinding, scan_saved_model, scan_tflite
-from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal
 from edge_tool.modelcode.keras_code import CodeFinding, scan_keras_code
+from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal
 
-_TRUST_SAYS = (f"If you trust where the model came from, rerun with {TRUST_FLAG} (it lets edgetool deserialize "
-               "Python code from model files and run graphs with such ops; docs/security.md).")
+_TRUST_SAYS = (
+    f"If you trust where the model came from, rerun with {TRUST_FLAG} (it lets edgetool deserialize "
+    "Python code from model files and run graphs with such ops; docs/security.md)."
+)
 _CACHE: dict = {}
 
 
 def _state(path: Path) -> tuple:
-    files = [path / "saved_model.pb", path / "saved_model.pbtxt", path / "keras_metadata.pb"] if path.is_dir() else [path]
+    files = (
+        [path / "saved_model.pb", path / "saved_model.pbtxt", path / "keras_metadata.pb"] if path.is_dir() else [path]
+    )
     return tuple((f.name, s.st_size, s.st_mtime_ns) for f in files if f.exists() for s in [f.stat()])
 
 
@@ -57,8 +61,11 @@ def _is_tflite(path: Path) -> bool:
 def code_report(path: Path, trust: bool) -> dict:
     """``inspect``'s ``model_code``: what the scans find in ``path`` (read from its files; nothing is loaded)."""
     python = keras_code(path) if Path(path).is_dir() else ()
-    return {"python": [f.to_dict() for f in python], "side_effect_ops": [f.to_dict() for f in side_effect_ops(path)],
-            "trusted": trust}
+    return {
+        "python": [f.to_dict() for f in python],
+        "side_effect_ops": [f.to_dict() for f in side_effect_ops(path)],
+        "trusted": trust,
+    }
 
 
 def require_no_keras_code(path: Path, trust: bool, need: str, way_out: str = "") -> tuple[CodeFinding, ...]:
@@ -72,13 +79,16 @@ def require_no_keras_code(path: Path, trust: bool, need: str, way_out: str = "")
             f"{path} carries Python code in its Keras config: {listed} (in {found[0].where}). {need}, and "
             "building that object would deserialize and run this code (tf_keras's safe mode covers only .keras "
             "files; .h5 files and keras_metadata.pb have none), so edgetool refuses. "
-            f"{_TRUST_SAYS} {way_out or _KERAS_WAY_OUT}")
+            f"{_TRUST_SAYS} {way_out or _KERAS_WAY_OUT}"
+        )
     return found
 
 
-_KERAS_WAY_OUT = ("Otherwise re-save the model without that code (built-in layers instead of the Lambda), or save "
-                  "its graph where you trust the code (Keras 3 model.export(DIR), tf.saved_model.save(model, DIR)) "
-                  "and give edgetool DIR: converting a SavedModel needs no Keras object.")
+_KERAS_WAY_OUT = (
+    "Otherwise re-save the model without that code (built-in layers instead of the Lambda), or save "
+    "its graph where you trust the code (Keras 3 model.export(DIR), tf.saved_model.save(model, DIR)) "
+    "and give edgetool DIR: converting a SavedModel needs no Keras object."
+)
 
 
 def require_no_side_effects(path: Path, trust: bool, doing: str) -> tuple[OpFinding, ...]:
@@ -93,7 +103,8 @@ def require_no_side_effects(path: Path, trust: bool, doing: str) -> tuple[OpFind
         raise ModelCodeRefused(
             f"{path} holds ops with effects outside the model's tensors: {listed}. {doing} would execute them, "
             f"so edgetool refuses (edgetool inspect {path} lists them without running anything). {_TRUST_SAYS} "
-            "Otherwise re-export the model with signatures that only compute tensors.")
+            "Otherwise re-export the model with signatures that only compute tensors."
+        )
     return found
 
 

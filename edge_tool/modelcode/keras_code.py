@@ -24,14 +24,28 @@ from pathlib import Path
 
 from calibration.serial import Record
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.keras_archive import check_keras_archive
 from edge_tool.modelcode.side_effects import SIDE_EFFECT_OPS
+from edge_tool.modelfiles.keras_archive import check_keras_archive
 
 KERAS_MODULES = ("keras", "tf_keras", "keras_nlp", "keras_hub", "keras_cv")
-_TF_API_WITH_EFFECTS = ("io.", "compat.v1.io.", "compat.v1.gfile", "py_function", "numpy_function",
-                        "compat.v1.py_func", "debugging.experimental.", "summary.", "compat.v1.summary.", "data.",
-                        "saved_model.", "compat.v1.saved_model.", "train.", "compat.v1.train.", "load_op_library",
-                        "load_library")
+_TF_API_WITH_EFFECTS = (
+    "io.",
+    "compat.v1.io.",
+    "compat.v1.gfile",
+    "py_function",
+    "numpy_function",
+    "compat.v1.py_func",
+    "debugging.experimental.",
+    "summary.",
+    "compat.v1.summary.",
+    "data.",
+    "saved_model.",
+    "compat.v1.saved_model.",
+    "train.",
+    "compat.v1.train.",
+    "load_op_library",
+    "load_library",
+)
 _TENSOR_CLASSES = ("RaggedTensor", "SparseTensor", "sparse.SparseTensor", "Tensor", "TensorShape")
 
 
@@ -112,12 +126,14 @@ def _json(raw, where: str):
     try:
         return json.loads(raw)
     except (ValueError, RecursionError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{where} holds a Keras config that is not readable JSON ({type(exc).__name__}); "
-                         "edgetool reads it before loading anything and refuses the model.") from None
+        raise ModelError(
+            f"{where} holds a Keras config that is not readable JSON ({type(exc).__name__}); "
+            "edgetool reads it before loading anything and refuses the model."
+        ) from None
 
 
 def _h5_configs(path: Path) -> list:
-    import h5py  # noqa: PLC0415
+    import h5py
 
     try:
         with h5py.File(path, "r") as f:
@@ -160,7 +176,7 @@ def _fields(buf: bytes):
             size, pos = _varint(buf, pos)
             if pos + size > len(buf):
                 raise ValueError("field runs past the end")
-            yield key >> 3, buf[pos:pos + size]
+            yield key >> 3, buf[pos : pos + size]
             pos += size
         else:
             raise ValueError(f"unsupported wire type {wire}")
@@ -185,8 +201,10 @@ def metadata_jsons(path: Path) -> list[str]:
     try:
         return [node[5].decode("utf-8") for node in metadata_nodes(path) if 5 in node]
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{path} is not a readable keras_metadata.pb ({exc}); edgetool reads it before loading "
-                         "anything and refuses the model.") from None
+        raise ModelError(
+            f"{path} is not a readable keras_metadata.pb ({exc}); edgetool reads it before loading "
+            "anything and refuses the model."
+        ) from None
 
 
 def _metadata_configs(path: Path) -> list:

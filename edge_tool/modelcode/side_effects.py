@@ -20,34 +20,109 @@ CHECKPOINT = "reads or writes checkpoints"
 
 _TABLE: dict[str, tuple[str, ...]] = {
     WRITES: (
-        "WriteFile", "DatasetToTFRecord", "ExperimentalDatasetToTFRecord", "SaveDataset", "SaveDatasetV2",
-        "DistributedSave", "SnapshotDataset", "SnapshotDatasetV2", "CacheDataset", "CacheDatasetV2",
-        "CreateSummaryFileWriter", "CreateSummaryDbWriter", "SummaryWriter", "WriteSummary", "WriteScalarSummary",
-        "WriteHistogramSummary", "WriteImageSummary", "WriteAudioSummary", "WriteGraphSummary",
-        "WriteRawProtoSummary", "ImportEvent", "FlushSummaryWriter", "CloseSummaryWriter",
-        "DebugIdentity", "DebugIdentityV2", "DebugIdentityV3", "DebugNanCount", "DebugNumericSummary",
-        "DumpTensor", "CalibrationStatisticsSaver", "FileSystemSetConfiguration",
+        "WriteFile",
+        "DatasetToTFRecord",
+        "ExperimentalDatasetToTFRecord",
+        "SaveDataset",
+        "SaveDatasetV2",
+        "DistributedSave",
+        "SnapshotDataset",
+        "SnapshotDatasetV2",
+        "CacheDataset",
+        "CacheDatasetV2",
+        "CreateSummaryFileWriter",
+        "CreateSummaryDbWriter",
+        "SummaryWriter",
+        "WriteSummary",
+        "WriteScalarSummary",
+        "WriteHistogramSummary",
+        "WriteImageSummary",
+        "WriteAudioSummary",
+        "WriteGraphSummary",
+        "WriteRawProtoSummary",
+        "ImportEvent",
+        "FlushSummaryWriter",
+        "CloseSummaryWriter",
+        "DebugIdentity",
+        "DebugIdentityV2",
+        "DebugIdentityV3",
+        "DebugNanCount",
+        "DebugNumericSummary",
+        "DumpTensor",
+        "CalibrationStatisticsSaver",
+        "FileSystemSetConfiguration",
     ),
     READS: (
-        "ReadFile", "MatchingFiles", "ImmutableConst", "LoadAndRemapMatrix", "InitializeTableFromTextFile",
-        "InitializeTableFromTextFileV2", "RecordInput", "TFRecordDataset", "TFRecordDatasetV2",
-        "FixedLengthRecordDataset", "FixedLengthRecordDatasetV2", "TextLineDataset", "MatchingFilesDataset",
-        "ExperimentalMatchingFilesDataset", "LoadDataset", "SnapshotDatasetReader", "SnapshotNestedDatasetReader",
-        "SnapshotChunkDataset", "ListSnapshotChunksDataset", "SqlDataset", "ExperimentalSqlDataset", "CSVDataset",
-        "CSVDatasetV2", "ExperimentalCSVDataset", "LMDBDataset", "ExperimentalLMDBDataset", "WholeFileReader",
-        "WholeFileReaderV2", "TextLineReader", "TextLineReaderV2", "TFRecordReader", "TFRecordReaderV2",
-        "FixedLengthRecordReader", "FixedLengthRecordReaderV2", "IdentityReader", "IdentityReaderV2",
-        "LMDBReader", "ReaderRead", "ReaderReadV2", "ReaderReadUpTo", "ReaderReadUpToV2", "ReaderRestoreState",
+        "ReadFile",
+        "MatchingFiles",
+        "ImmutableConst",
+        "LoadAndRemapMatrix",
+        "InitializeTableFromTextFile",
+        "InitializeTableFromTextFileV2",
+        "RecordInput",
+        "TFRecordDataset",
+        "TFRecordDatasetV2",
+        "FixedLengthRecordDataset",
+        "FixedLengthRecordDatasetV2",
+        "TextLineDataset",
+        "MatchingFilesDataset",
+        "ExperimentalMatchingFilesDataset",
+        "LoadDataset",
+        "SnapshotDatasetReader",
+        "SnapshotNestedDatasetReader",
+        "SnapshotChunkDataset",
+        "ListSnapshotChunksDataset",
+        "SqlDataset",
+        "ExperimentalSqlDataset",
+        "CSVDataset",
+        "CSVDatasetV2",
+        "ExperimentalCSVDataset",
+        "LMDBDataset",
+        "ExperimentalLMDBDataset",
+        "WholeFileReader",
+        "WholeFileReaderV2",
+        "TextLineReader",
+        "TextLineReaderV2",
+        "TFRecordReader",
+        "TFRecordReaderV2",
+        "FixedLengthRecordReader",
+        "FixedLengthRecordReaderV2",
+        "IdentityReader",
+        "IdentityReaderV2",
+        "LMDBReader",
+        "ReaderRead",
+        "ReaderReadV2",
+        "ReaderReadUpTo",
+        "ReaderReadUpToV2",
+        "ReaderRestoreState",
         "ReaderRestoreStateV2",
     ),
     PYTHON: ("PyFunc", "PyFuncStateless", "EagerPyFunc"),
     NETWORK: (
-        "RpcClient", "RpcCall", "RpcServer", "RpcServerRegister", "RpcServerStart", "RpcCheckStatus",
-        "RpcGetValue", "DeleteRpcFutureResource", "RemoteCall", "DataServiceDataset", "DataServiceDatasetV2",
-        "DataServiceDatasetV3", "DataServiceDatasetV4", "RegisterDataset", "RegisterDatasetV2",
+        "RpcClient",
+        "RpcCall",
+        "RpcServer",
+        "RpcServerRegister",
+        "RpcServerStart",
+        "RpcCheckStatus",
+        "RpcGetValue",
+        "DeleteRpcFutureResource",
+        "RemoteCall",
+        "DataServiceDataset",
+        "DataServiceDatasetV2",
+        "DataServiceDatasetV3",
+        "DataServiceDatasetV4",
+        "RegisterDataset",
+        "RegisterDatasetV2",
     ),
     CHECKPOINT: (
-        "Save", "SaveV2", "SaveSlices", "Restore", "RestoreV2", "RestoreSlice", "MergeV2Checkpoints",
+        "Save",
+        "SaveV2",
+        "SaveSlices",
+        "Restore",
+        "RestoreV2",
+        "RestoreSlice",
+        "MergeV2Checkpoints",
         "DTensorRestoreV2",
     ),
 }
@@ -92,15 +167,20 @@ def table_rows() -> list[tuple[str, str]]:
 
 # Ops that call back into the Python interpreter that traced the model: no TFLite runtime (Flex included) and no
 # TFJS backend has a kernel for them, and no option changes that.
-PYTHON_CALLBACK_OPS = {"PyFunc": "tf.numpy_function", "PyFuncStateless": "tf.numpy_function",
-                       "EagerPyFunc": "tf.py_function"}
+PYTHON_CALLBACK_OPS = {
+    "PyFunc": "tf.numpy_function",
+    "PyFuncStateless": "tf.numpy_function",
+    "EagerPyFunc": "tf.py_function",
+}
 
 
 def python_callback_refusal(model, ops: list[str]) -> str:
     """Why a model with Python callbacks cannot be converted, and the way out."""
     calls = " / ".join(dict.fromkeys(PYTHON_CALLBACK_OPS[op] for op in ops))
-    return (f"{model} calls back into Python ({calls}: op {', '.join(ops)}). That runs only inside the Python "
-            "process that traced the model: TensorFlow loading the SavedModel anywhere else cannot run it (so "
-            "--trust-model-code does not help), no TFLite runtime has a kernel for it — not with --allow-select-tf-ops "
-            "(Flex has none) nor --batch — and neither does TensorFlow.js. Rewrite that step with TensorFlow ops, "
-            "or do it outside the model (in the app, before the input is fed) and save the model without it.")
+    return (
+        f"{model} calls back into Python ({calls}: op {', '.join(ops)}). That runs only inside the Python "
+        "process that traced the model: TensorFlow loading the SavedModel anywhere else cannot run it (so "
+        "--trust-model-code does not help), no TFLite runtime has a kernel for it — not with --allow-select-tf-ops "
+        "(Flex has none) nor --batch — and neither does TensorFlow.js. Rewrite that step with TensorFlow ops, "
+        "or do it outside the model (in the app, before the input is fed) and save the model without it."
+    )

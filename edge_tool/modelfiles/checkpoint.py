@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from calibration.safe_open import not_a_file
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 
 VERIFY_BYTES = 256 << 20  # variables up to this size are read once up front, which checks their checksums
@@ -48,7 +49,6 @@ def _check_variables_cached(var_dir: str, stats: tuple) -> None:
     if missing or not shards:
         what = missing[0] if missing else f"{var_dir}/variables.data-00000-of-00001"
         raise ModelError(f"the SavedModel's variables are unreadable: {what} is missing.")
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     index = var_dir / "variables.index"
@@ -57,8 +57,9 @@ def _check_variables_cached(var_dir: str, stats: tuple) -> None:
             reader = tf.train.load_checkpoint(str(readable / "variables"))
             shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
         except (tf.errors.OpError, ValueError, IndexError) as exc:  # IndexError: TF's translation of OUT_OF_RANGE
-            raise ModelError(f"the SavedModel's variables are unreadable or truncated: {index} "
-                             f"({_tf_message(exc)}).") from None
+            raise ModelError(
+                f"the SavedModel's variables are unreadable or truncated: {index} ({_tf_message(exc)})."
+            ) from None
         _check_tensors(tf, reader, shapes, dtypes, stats, shards, var_dir)
 
 
@@ -82,16 +83,20 @@ def _check_tensors(tf, reader, shapes: dict, dtypes: dict, stats: tuple, shards:
     have = sum(size for _, size, _ in stats[1:])
     data = str(shards[0]) if len(shards) == 1 else f"{var_dir}/variables.data-*"
     if have < need:
-        raise ModelError(f"the SavedModel's variables are unreadable or truncated: {data} holds {have:,} bytes, "
-                         f"the index lists {need:,} bytes of tensors.")
+        raise ModelError(
+            f"the SavedModel's variables are unreadable or truncated: {data} holds {have:,} bytes, "
+            f"the index lists {need:,} bytes of tensors."
+        )
     if need > VERIFY_BYTES:
         return
     for name in sorted(shapes):
         try:
             reader.get_tensor(name)
         except (tf.errors.OpError, ValueError, IndexError) as exc:
-            raise ModelError(f"the SavedModel's variables are unreadable or truncated: {data} (variable {name!r}: "
-                             f"{_tf_message(exc)}).") from None
+            raise ModelError(
+                f"the SavedModel's variables are unreadable or truncated: {data} (variable {name!r}: "
+                f"{_tf_message(exc)})."
+            ) from None
 
 
 def _tf_message(exc: BaseException) -> str:

@@ -29,8 +29,19 @@ MAX_RATIO = 200
 RATIO_FLOOR = 16 << 20  # small members may compress as much as they like (a config of repeated keys)
 JSON_MEMBERS = ("config.json", "metadata.json")
 METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError,
-               NotImplementedError, RuntimeError, UnicodeDecodeError, OverflowError)
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    UnicodeDecodeError,
+    OverflowError,
+)
 CHUNK = 1 << 20
 
 
@@ -64,8 +75,10 @@ def _member_problem(info: zipfile.ZipInfo, seen: set) -> str | None:
     if info.compress_type not in METHODS:
         return f"member {info.filename!r} uses compression method {info.compress_type}, which edgetool does not read"
     if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
-        return (f"member {info.filename!r} claims {info.file_size:,} bytes from {info.compress_size:,} compressed "
-                f"(over {MAX_RATIO}:1): a zip bomb, not model weights")
+        return (
+            f"member {info.filename!r} claims {info.file_size:,} bytes from {info.compress_size:,} compressed "
+            f"(over {MAX_RATIO}:1): a zip bomb, not model weights"
+        )
     if info.filename in JSON_MEMBERS and info.file_size > MAX_DOCUMENT_BYTES:
         return f"member {info.filename!r} is {info.file_size:,} bytes (at most {MAX_DOCUMENT_BYTES:,})"
     return None
@@ -79,7 +92,9 @@ def _stream(zf: zipfile.ZipFile, info: zipfile.ZipInfo, keep: bool) -> bytes:
         while chunk := f.read(CHUNK):
             total += len(chunk)
             if total > info.file_size:
-                raise zipfile.BadZipFile(f"member {info.filename!r} holds more than its declared {info.file_size:,} bytes")
+                raise zipfile.BadZipFile(
+                    f"member {info.filename!r} holds more than its declared {info.file_size:,} bytes"
+                )
             if keep:
                 kept.append(chunk)
     if total != info.file_size:
@@ -93,8 +108,9 @@ def _json_object(raw: bytes, name: str, path: Path) -> dict:
     except (ValueError, RecursionError) as exc:
         raise ModelError(f"{path} is not a readable .keras archive: {name} is not JSON ({str(exc)[:200]}).") from None
     if not isinstance(doc, dict):
-        raise ModelError(f"{path} is not a readable .keras archive: {name} holds a {type(doc).__name__}, not a JSON "
-                         "object.")
+        raise ModelError(
+            f"{path} is not a readable .keras archive: {name} holds a {type(doc).__name__}, not a JSON object."
+        )
     return doc
 
 
@@ -126,8 +142,9 @@ def check_keras_archive(path: Path) -> KerasArchive:
         except ModelError:
             raise
         except _ZIP_ERRORS as exc:
-            raise ModelError(f"{path} is not a readable .keras archive (a zip file): {type(exc).__name__}: "
-                             f"{str(exc)[:300]}.") from None
+            raise ModelError(
+                f"{path} is not a readable .keras archive (a zip file): {type(exc).__name__}: {str(exc)[:300]}."
+            ) from None
     if not isinstance(docs.get("config.json"), bytes):
         raise ModelError(f"{path} is not a .keras archive edgetool unpacks: config.json is a directory, not a file.")
     config = _json_object(docs["config.json"], "config.json", path)

@@ -22,10 +22,10 @@ from edge_tool.errors import ModelError, UsageError
 
 TENSOR_ENV = "EDGETOOL_MAX_TENSOR_BYTES"
 UNPACKED_ENV = "EDGETOOL_MAX_UNPACKED_BYTES"
-MAX_TENSOR_BYTES = 1 << 30      # 1 GiB: a 1×16384×16384×1 float32 image; a 1×100000×100000×3 one is 120 GB
-MAX_UNPACKED_BYTES = 8 << 30    # 8 GiB unpacked from one .keras archive
-PROTOBUF_MAX = (2 << 30) - 1    # protobuf cannot parse a message of 2 GiB or more
-FLATBUFFER_MAX = 2 << 30        # FlatBuffers address at most 2 GiB
+MAX_TENSOR_BYTES = 1 << 30  # 1 GiB: a 1×16384×16384×1 float32 image; a 1×100000×100000×3 one is 120 GB
+MAX_UNPACKED_BYTES = 8 << 30  # 8 GiB unpacked from one .keras archive
+PROTOBUF_MAX = (2 << 30) - 1  # protobuf cannot parse a message of 2 GiB or more
+FLATBUFFER_MAX = 2 << 30  # FlatBuffers address at most 2 GiB
 MAX_DOCUMENT_BYTES = 256 << 20  # any JSON/text document edgetool reads whole (model.json, config.json, manifests)
 MAX_SMALL_TEXT_BYTES = 64 << 20  # sidecars read whole (train.json)
 _ITEMSIZE = {"string": 8, "bool": 1, "bfloat16": 2, "float16": 2, "half": 2, "resource": 8, "variant": 8}
@@ -62,8 +62,10 @@ def itemsize(dtype: str) -> int:
 
 def tensor_bytes(shape: Iterable[int | None] | None, dtype: str, batch: int = 1) -> int:
     """Bytes of a tensor of ``shape`` (None / negative dims taken as ``batch`` for the first, 1 elsewhere)."""
-    dims = [batch if i == 0 and (d is None or d < 0) else (1 if d is None or d < 0 else int(d))
-            for i, d in enumerate(shape or ())]
+    dims = [
+        batch if i == 0 and (d is None or d < 0) else (1 if d is None or d < 0 else int(d))
+        for i, d in enumerate(shape or ())
+    ]
     return math.prod(dims) * itemsize(dtype)
 
 
@@ -80,7 +82,8 @@ def too_large(what: str, name: str, shape, dtype: str, need: int, limit: int) ->
         f"{what} {name!r} of shape {show_shape(shape) if shape is not None else '(unknown)'} {dtype} needs "
         f"{need:,} bytes ({_human(need)}) for one sample, over edgetool's {_human(limit)} limit for one tensor; "
         f"refusing before allocating it. Raise the limit with {TENSOR_ENV}=BYTES if this machine really has "
-        "the memory.")
+        "the memory."
+    )
 
 
 def check_specs(specs: Iterable[TensorSpec], what: str = "input") -> None:
@@ -135,7 +138,7 @@ def check_tflite_tensors(data, path: Path | str) -> None:
                     raise too_large(f"{path}: tensor", name, shape, dtype, need, limit)
     except ModelError:
         raise
-    except Exception:  # noqa: BLE001 - a damaged flatbuffer: the reader that follows names the damage
+    except Exception:
         return
 
 

@@ -23,8 +23,17 @@ from edge_tool.modelfiles.limits import check_specs
 WEIGHT_BYTES = {"float32": 4, "int32": 4, "bool": 1, "complex64": 8, "string": None}
 QUANT_BYTES = {"uint8": 1, "uint16": 2, "float16": 2}
 MAX_PROBLEMS = 8
-TFJS_DTYPES = {"DT_FLOAT": "float32", "DT_INT32": "int32", "DT_INT64": "int32", "DT_BOOL": "bool", "DT_UINT8": "int32",
-               "DT_INT8": "int32", "DT_INT16": "int32", "DT_STRING": "string", "DT_HALF": "float32"}
+TFJS_DTYPES = {
+    "DT_FLOAT": "float32",
+    "DT_INT32": "int32",
+    "DT_INT64": "int32",
+    "DT_BOOL": "bool",
+    "DT_UINT8": "int32",
+    "DT_INT8": "int32",
+    "DT_INT16": "int32",
+    "DT_STRING": "string",
+    "DT_HALF": "float32",
+}
 
 
 def _is_dim(d: object) -> bool:
@@ -45,14 +54,20 @@ def _weight_problem(w: object, seen: set) -> tuple[str | None, int | None]:
     if not isinstance(shape, list) or not all(_is_dim(d) for d in shape):
         return f"weight {name!r:.120} has the shape {str(shape)[:80]} (expected a list of non-negative integers)", None
     if dtype not in WEIGHT_BYTES:
-        return f"weight {name!r:.120} has the dtype {str(dtype)[:40]!r} (expected one of {', '.join(WEIGHT_BYTES)})", None
+        return (
+            f"weight {name!r:.120} has the dtype {str(dtype)[:40]!r} (expected one of {', '.join(WEIGHT_BYTES)})",
+            None,
+        )
     quant = w.get("quantization")
     per = WEIGHT_BYTES[dtype]
     if quant is not None:
         qdtype = quant.get("dtype") if isinstance(quant, dict) else None
         if qdtype not in QUANT_BYTES:
-            return f"weight {name!r:.120} has a quantization of dtype {str(qdtype)[:40]!r} (expected one of " \
-                   f"{', '.join(QUANT_BYTES)})", None
+            return (
+                f"weight {name!r:.120} has a quantization of dtype {str(qdtype)[:40]!r} (expected one of "
+                f"{', '.join(QUANT_BYTES)})",
+                None,
+            )
         per = QUANT_BYTES[qdtype]
     count = math.prod(shape)
     return None, (count * per if per is not None else None)
@@ -74,8 +89,9 @@ def _group_problems(model_dir: Path, model_json: Path, index: int, group: dict, 
     have = sum(p.stat().st_size for p in shards if p.is_file())
     if have < need or (exact and have != need):
         listed = ", ".join(repr(str(p.name)) for p in shards) or "no shards"
-        problems.append(f"weight group {index} needs {need:,} bytes for its weights, but its shards ({listed}) hold "
-                        f"{have:,} bytes")
+        problems.append(
+            f"weight group {index} needs {need:,} bytes for its weights, but its shards ({listed}) hold {have:,} bytes"
+        )
     return problems
 
 
@@ -96,8 +112,10 @@ def _signature_problems(doc: dict) -> list[str]:
             dims = shape.get("dim", []) if isinstance(shape, dict) else None
             ok = isinstance(dims, list) and all(isinstance(d, dict) and _size_ok(d.get("size", -1)) for d in dims)
             if not ok:
-                problems.append(f"signature {role[:-1]} {key!r:.120} has a malformed tensorShape (expected "
-                                "{dim: [{size: integer}]})")
+                problems.append(
+                    f"signature {role[:-1]} {key!r:.120} has a malformed tensorShape (expected "
+                    "{dim: [{size: integer}]})"
+                )
     return problems
 
 
@@ -120,14 +138,21 @@ def check_manifest(model_dir: Path, doc: dict) -> None:
     problems.extend(_signature_problems(doc))
     if len(problems) > MAX_PROBLEMS:
         problems = [*problems[:MAX_PROBLEMS], f"and {len(problems) - MAX_PROBLEMS} more"]
-    collect_and_raise(problems, ModelError, f"{model_json} does not match a loadable TFJS graph model (tfjs would "
-                      "fail to load it):")
+    collect_and_raise(
+        problems, ModelError, f"{model_json} does not match a loadable TFJS graph model (tfjs would fail to load it):"
+    )
     check_specs(_input_specs(doc), f"{model_json}: input")  # the page and the Node runner allocate these
 
 
 def _input_specs(doc: dict) -> list[TensorSpec]:
     """The signature inputs of a validated model.json as TensorSpecs (dtype as tfjs holds it)."""
     inputs = (doc.get("signature") or {}).get("inputs", {})
-    return [TensorSpec(str(key), TFJS_DTYPES.get(t.get("dtype"), "float32"),
-                       tuple(int(d.get("size", -1)) for d in t.get("tensorShape", {}).get("dim", [])))
-            for key, t in inputs.items() if isinstance(t, dict)]
+    return [
+        TensorSpec(
+            str(key),
+            TFJS_DTYPES.get(t.get("dtype"), "float32"),
+            tuple(int(d.get("size", -1)) for d in t.get("tensorShape", {}).get("dim", [])),
+        )
+        for key, t in inputs.items()
+        if isinstance(t, dict)
+    ]

@@ -8,15 +8,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibration.serial import Record
+from edge_tool.core.env import configure_tf_env
 
 
 @dataclass(frozen=True)
 class TfliteSummary(Record):
     """What a flatbuffer really contains (used to check a mode is what its name says)."""
 
-    ops: dict = field(default_factory=dict)               # op name -> count
-    weight_dtypes: dict = field(default_factory=dict)     # dtype -> tensor count (constant tensors)
-    activation_dtypes: dict = field(default_factory=dict) # dtype -> tensor count (computed tensors, I/O included)
+    ops: dict = field(default_factory=dict)  # op name -> count
+    weight_dtypes: dict = field(default_factory=dict)  # dtype -> tensor count (constant tensors)
+    activation_dtypes: dict = field(default_factory=dict)  # dtype -> tensor count (computed tensors, I/O included)
     input_dtypes: tuple = ()
     output_dtypes: tuple = ()
     weight_params: int = 0
@@ -28,9 +29,11 @@ def state_warning(variable_tensors: int) -> str | None:
     """The advice for a model that carries state between invocations, or None when it carries none."""
     if not variable_tensors:
         return None
-    return (f"carries state in {variable_tensors} variable tensor{'s' if variable_tensors != 1 else ''}: call "
-            "reset_all_variables() (LiteRT Interpreter) between independent samples, or each result depends on "
-            "the samples run before it.")
+    return (
+        f"carries state in {variable_tensors} variable tensor{'s' if variable_tensors != 1 else ''}: call "
+        "reset_all_variables() (LiteRT Interpreter) between independent samples, or each result depends on "
+        "the samples run before it."
+    )
 
 
 def _names(enum_cls) -> dict[int, str]:
@@ -56,12 +59,10 @@ def is_constant(model, tensor) -> bool:
 
 def _schema():
     try:
-        from ai_edge_litert import schema_py_generated as schema  # noqa: PLC0415
+        from ai_edge_litert import schema_py_generated as schema
     except ImportError:
-        from edge_tool.core.env import configure_tf_env  # noqa: PLC0415
-
         configure_tf_env()
-        from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415
+        from tensorflow.lite.python import schema_py_generated as schema
     return schema
 
 
@@ -104,8 +105,7 @@ def summarize_tflite(data: bytes) -> TfliteSummary:
     sg = model.subgraphs[0]
     ins = tuple(type_names[sg.tensors[i].type].lower() for i in sg.inputs)
     outs = tuple(type_names[sg.tensors[i].type].lower() for i in sg.outputs)
-    return TfliteSummary(dict(ops), dict(weights), dict(acts), ins, outs, params, tuple(sorted(set(flex))),
-                         variables)
+    return TfliteSummary(dict(ops), dict(weights), dict(acts), ins, outs, params, tuple(sorted(set(flex))), variables)
 
 
 def ops_on_dtype(data: bytes, dtype: str) -> list[str]:
@@ -143,13 +143,22 @@ def integer_only_problem(data: bytes) -> str | None:
             if name in ("QUANTIZE", "DEQUANTIZE"):
                 continue
             tensors = [*(op.inputs if op.inputs is not None else []), *(op.outputs if op.outputs is not None else [])]
-            kinds = {type_names.get(sg.tensors[i].type, "?").lower() for i in tensors
-                     if i >= 0 and not is_constant(model, sg.tensors[i])}
+            kinds = {
+                type_names.get(sg.tensors[i].type, "?").lower()
+                for i in tensors
+                if i >= 0 and not is_constant(model, sg.tensors[i])
+            }
             if any(k.startswith("float") for k in kinds):
                 floats[name] += 1
             elif kinds - INTEGER_ACTIVATIONS:
                 wide[f"{name} ({', '.join(sorted(kinds - INTEGER_ACTIVATIONS))})"] += 1
-    problems = [f"{what}: {', '.join(sorted(found))}" for what, found in
-                (("computes in float", floats), ("has non-8-bit activations", wide), ("has custom/Flex ops", custom))
-                if found]
+    problems = [
+        f"{what}: {', '.join(sorted(found))}"
+        for what, found in (
+            ("computes in float", floats),
+            ("has non-8-bit activations", wide),
+            ("has custom/Flex ops", custom),
+        )
+        if found
+    ]
     return "; ".join(problems) or None

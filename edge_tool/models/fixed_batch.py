@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.guard import require_no_keras_code
 from edge_tool.models.modelio import SERVING, SignatureInfo, load_serving_fn, saved_model_flavor
@@ -54,20 +55,26 @@ def fixed_input_specs(tf, info: SignatureInfo, batch: int) -> dict:
         else:
             specs[t.name] = tf.TensorSpec([batch, *t.shape[1:]], tf.as_dtype(t.dtype), name=t.name)
     if problems:
-        raise ModelError(f"--batch {batch} fixes the first (batch) dimension of every input, but "
-                         + "; ".join(problems) + ". Drop --batch, or re-export the model with a batch dimension.")
+        raise ModelError(
+            f"--batch {batch} fixes the first (batch) dimension of every input, but "
+            + "; ".join(problems)
+            + ". Drop --batch, or re-export the model with a batch dimension."
+        )
     return specs
 
 
-def save_fixed_batch(saved_model: Path, out: Path, batch: int, key: str = SERVING,
-                     trust_model_code: bool = False) -> Retrace:
+def save_fixed_batch(
+    saved_model: Path, out: Path, batch: int, key: str = SERVING, trust_model_code: bool = False
+) -> Retrace:
     """Write a SavedModel at ``out`` whose ``serving_default`` is ``key`` of ``saved_model`` with input batch ``batch``;
     returns how it was re-traced. A model carrying code (``modelcode``) is refused unless ``trust_model_code``."""
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-
     if saved_model_flavor(Path(saved_model)) == "keras2":  # the re-trace reloads it as a Keras object
-        require_no_keras_code(Path(saved_model), trust_model_code, f"--batch {batch} re-traces its layers with a "
-                              "fixed batch and needs a Keras object", _WAY_OUT)
+        require_no_keras_code(
+            Path(saved_model),
+            trust_model_code,
+            f"--batch {batch} re-traces its layers with a fixed batch and needs a Keras object",
+            _WAY_OUT,
+        )
     tf = import_tf()
     loaded, fn, info = load_serving_fn(Path(saved_model), key, trust_model_code)
     specs = fixed_input_specs(tf, info, batch)
@@ -82,15 +89,17 @@ def save_fixed_batch(saved_model: Path, out: Path, batch: int, key: str = SERVIN
     return how
 
 
-_WAY_OUT = ("Otherwise re-export the model without that code (built-in layers instead of the Lambda), or drop "
-            "--batch: its graph converts as it is, no Keras object needed.")
+_WAY_OUT = (
+    "Otherwise re-export the model without that code (built-in layers instead of the Lambda), or drop "
+    "--batch: its graph converts as it is, no Keras object needed."
+)
 _RETRACE_ERRORS = (ValueError, TypeError, KeyError, RuntimeError, AttributeError)
 
 
 def _keras_retrace(tf, path: Path, info: SignatureInfo, specs: dict, fn, module):
     """``(tf.function calling the reloaded tf_keras model, Retrace)``, or None when it does not reproduce the
     signature. Loops that can be unrolled are tried unrolled first."""
-    import tf_keras  # noqa: PLC0415
+    import tf_keras
 
     try:
         model = tf_keras.models.load_model(str(path), compile=False)
@@ -100,7 +109,7 @@ def _keras_retrace(tf, path: Path, info: SignatureInfo, specs: dict, fn, module)
         return None
     loops = unrollable_layers(tf_keras, model)
     kernels = {id(layer): getattr(layer, "_could_use_gpu_kernel", None) for layer in loops}
-    for unroll in ([True, False] if loops else [False]):
+    for unroll in [True, False] if loops else [False]:
         _set_unroll(loops, unroll, kernels)
         serve = _trace_keras(tf, model, info, specs)
         try:
@@ -176,4 +185,5 @@ def _same_outputs(serve, fn, specs: dict) -> bool:
             probe[name] = np.zeros(shape, dtype)  # 0 is a valid id for embeddings and lookups
     got, want = serve(probe), fn(**probe)
     return set(got) == set(want) and all(
-        np.allclose(np.asarray(got[k]), np.asarray(want[k]), rtol=1e-3, atol=1e-5) for k in want)
+        np.allclose(np.asarray(got[k]), np.asarray(want[k]), rtol=1e-3, atol=1e-5) for k in want
+    )

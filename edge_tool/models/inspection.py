@@ -42,11 +42,22 @@ from pathlib import Path
 
 from calibration.safe_open import open_regular, read_regular
 from calibration.serial import Record
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.limits import MAX_SMALL_TEXT_BYTES, read_tflite
+from edge_tool.metadata.reader import read_metadata
 from edge_tool.modelcode.guard import code_report
 from edge_tool.modelcode.keras_reload import keras_reloadability
-from edge_tool.models.modelio import SERVING, SignatureInfo
+from edge_tool.modelfiles.limits import MAX_SMALL_TEXT_BYTES, read_tflite
+from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant, state_warning, summarize_tflite
+from edge_tool.models.modelio import (
+    SERVING,
+    SignatureInfo,
+    flatbuffer_signature,
+    read_meta_graph,
+    saved_model_flavor,
+    saved_model_signature,
+    tflite_signature,
+)
 
 TFLITE_MAGIC = b"TFL3"
 _SYNC = {0: "AUTO", 1: "NONE", 2: "ON_WRITE", 3: "ON_READ"}
@@ -102,14 +113,10 @@ def _dir_size(path: Path) -> int:
 
 def _meta_graph(path: Path):
     """The first MetaGraphDef of the SavedModel at ``path`` (ModelError if it is not one)."""
-    from edge_tool.models.modelio import read_meta_graph  # noqa: PLC0415
-
     return read_meta_graph(path)
 
 
 def _all_signatures(path: Path, mg) -> tuple[SignatureInfo, ...]:
-    from edge_tool.models.modelio import saved_model_signature  # noqa: PLC0415
-
     keys = sorted(k for k in mg.signature_def if not k.startswith("__"))
     keys.sort(key=lambda k: k != SERVING)
     return tuple(saved_model_signature(path, k) for k in keys)
@@ -130,7 +137,7 @@ def _model_variables(mg) -> list:
 
 
 def _param_count(variables) -> ParamCount:
-    from tensorflow.python.framework import dtypes  # noqa: PLC0415
+    from tensorflow.python.framework import dtypes
 
     total = trainable = 0
     by_dtype: Counter = Counter()
@@ -146,7 +153,7 @@ def _param_count(variables) -> ParamCount:
 
 def _device_jobs(mg) -> list[str]:
     """Cluster job names found in node devices and in the device filters of call ops' config_proto."""
-    from tensorflow.core.protobuf import config_pb2  # noqa: PLC0415
+    from tensorflow.core.protobuf import config_pb2
 
     nodes = list(mg.graph_def.node)
     for fn in mg.graph_def.library.function:
@@ -160,7 +167,7 @@ def _device_jobs(mg) -> list[str]:
         cfg = config_pb2.ConfigProto()
         try:
             cfg.ParseFromString(raw)
-        except Exception:  # noqa: BLE001  an unparseable attr is simply not a trace
+        except Exception:
             continue
         devices.update(cfg.device_filters)
         devices.update(f"/job:{job.name}" for job in cfg.cluster_def.job)
@@ -208,9 +215,6 @@ def _training_sidecar(path: Path) -> dict | None:
 def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectReport:
     """Signatures, parameter count, Keras flavour/reloadability, strategy traces and code found of a SavedModel dir
     (loaded with TensorFlow only when it carries no code, or ``trust_model_code``)."""
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-    from edge_tool.models.modelio import saved_model_flavor, saved_model_signature  # noqa: PLC0415
-
     path = Path(path)
     mg = _meta_graph(path)
     saved_model_signature(path, SERVING)  # ModelError (exit 2) when there is no serving signature
@@ -236,9 +240,6 @@ def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectRe
 
 def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
     """Signatures (via the LiteRT interpreter), weight elements by dtype and op counts of a .tflite file."""
-    from edge_tool.models.modelio import flatbuffer_signature, tflite_signature  # noqa: PLC0415
-    from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
-
     path = Path(path)
     data = read_tflite(path)
     try:
@@ -263,16 +264,12 @@ def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
 
 
 def _embedded_metadata(data: bytes) -> dict | None:
-    from edge_tool.metadata.reader import read_metadata  # noqa: PLC0415
-
     found = read_metadata(data)
     return None if found is None else found.to_dict()
 
 
 def _tflite_weight_elements(data: bytes) -> dict:
     """Elements of constant tensors, per dtype (int8 weights show up as int8, their float biases as float32)."""
-    from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
-
     schema = _schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
     names = _names(schema.TensorType)

@@ -43,8 +43,9 @@ def _show(names) -> str:
     return ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
 
 
-def folder_index_map(class_names: tuple[str, ...], labels: list[str] | None, width: int | None, data: Path,
-                     labels_origin: str) -> tuple[np.ndarray | None, str]:
+def folder_index_map(
+    class_names: tuple[str, ...], labels: list[str] | None, width: int | None, data: Path, labels_origin: str
+) -> tuple[np.ndarray | None, str]:
     """Folder class i → the model's output index, and a note for the report.
 
     With labels, every folder name must be one of them (matched by name, case-sensitive after stripping) and the
@@ -56,18 +57,29 @@ def folder_index_map(class_names: tuple[str, ...], labels: list[str] | None, wid
     if labels is not None:
         missing = [n for n in names if n.strip() not in labels]
         if missing or (width is not None and len(names) != width):
-            why = (f"folder(s) {_show(missing)} match no label" if missing else
-                   f"it has {len(names)} class folders for a model with {width} outputs")
-            raise DataError(f"{data} does not fit the model's labels: {why}. Folders: {_show(names)}; labels "
-                            f"({labels_origin}): {_show(labels)}. Name the class folders after the labels (one per "
-                            "label), or pass the labels file that belongs to this model with --labels.")
+            why = (
+                f"folder(s) {_show(missing)} match no label"
+                if missing
+                else f"it has {len(names)} class folders for a model with {width} outputs"
+            )
+            raise DataError(
+                f"{data} does not fit the model's labels: {why}. Folders: {_show(names)}; labels "
+                f"({labels_origin}): {_show(labels)}. Name the class folders after the labels (one per "
+                "label), or pass the labels file that belongs to this model with --labels."
+            )
         index = np.array([labels.index(n.strip()) for n in names], dtype=np.int64)
         same = bool(np.array_equal(index, np.arange(len(names))))
-        return index, (f"class folders matched to the model's labels ({labels_origin}) by name"
-                       + ("" if same else "; their order differs from the folder order"))
+        return index, (
+            f"class folders matched to the model's labels ({labels_origin}) by name"
+            + ("" if same else "; their order differs from the folder order")
+        )
     if width is not None and len(names) != width:
-        raise DataError(f"{data} has {len(names)} class folders ({_show(names)}) but the model outputs {width} "
-                        f"classes; pass a folder with one sub-folder per class (e.g. the test split, not its parent), "
-                        "or --labels to match folders by name.")
-    return None, ("no labels to compare with: class folders taken in folder order (sorted, as "
-                  "image_dataset_from_directory does) as output indices 0.." + str(len(names) - 1))
+        raise DataError(
+            f"{data} has {len(names)} class folders ({_show(names)}) but the model outputs {width} "
+            f"classes; pass a folder with one sub-folder per class (e.g. the test split, not its parent), "
+            "or --labels to match folders by name."
+        )
+    return None, (
+        "no labels to compare with: class folders taken in folder order (sorted, as "
+        "image_dataset_from_directory does) as output indices 0.." + str(len(names) - 1)
+    )

@@ -7,13 +7,19 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from google.protobuf import text_format
+from google.protobuf.message import DecodeError
+
 from calibration.safe_open import not_a_file, read_regular
 from calibration.spec import SignatureInfo, TensorSpec
-from edge_tool.modelfiles.checkpoint import check_variables
+from edge_tool.core.env import import_tf
+from edge_tool.core.fsutil import resolve_inside
 from edge_tool.errors import ModelError
+from edge_tool.litert.runtime import load_interpreter
+from edge_tool.modelcode.guard import require_no_side_effects
+from edge_tool.modelfiles.checkpoint import check_variables
 from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
 from edge_tool.modelfiles.tfjs_manifest import check_manifest
-from edge_tool.modelcode.guard import require_no_side_effects
 from edge_tool.modelfiles.tflite_model import _unpack
 
 SERVING = "serving_default"
@@ -40,13 +46,9 @@ def read_meta_graph(path: Path):
     """The first MetaGraphDef of the SavedModel at ``path``, its variables checked (``checkpoint.check_variables``);
     ModelError naming the file when either is unreadable."""
     validate_saved_model_dir(path)
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     import_tf()
-    from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
-
-    from google.protobuf import text_format  # noqa: PLC0415
-    from google.protobuf.message import DecodeError  # noqa: PLC0415
+    from tensorflow.core.protobuf import saved_model_pb2
 
     sm = saved_model_pb2.SavedModel()
     pb = Path(path) / "saved_model.pb"
@@ -68,7 +70,7 @@ def read_meta_graph(path: Path):
 
 
 def _tensor_infos(tensor_map) -> tuple[TensorSpec, ...]:
-    from tensorflow.python.framework import dtypes  # noqa: PLC0415
+    from tensorflow.python.framework import dtypes
 
     infos = []
     for name in sorted(tensor_map):
@@ -106,9 +108,9 @@ def saved_model_signature(path: Path, key: str = SERVING) -> SignatureInfo:
         found = sorted(k for k in mg.signature_def if not k.startswith("__"))
         raise ModelError(
             f"Expected a {key!r} signature in the SavedModel at {path}, but it has "
-            f"{found or 'no signatures'}. " + (f"Pick one with --signature NAME, or re-export it with a " if found else
+            f"{found or 'no signatures'}. " + ("Pick one with --signature NAME, or re-export it with a " if found else
                                                "Re-export it with a ") + "serving signature "
-            f"(tf.saved_model.save(..., signatures=...), Keras model.save(), or Keras 3 model.export())."
+            "(tf.saved_model.save(..., signatures=...), Keras model.save(), or Keras 3 model.export())."
         )
     sig = mg.signature_def[key]
     return SignatureInfo(key, _tensor_infos(sig.inputs), _tensor_infos(sig.outputs))
@@ -133,7 +135,6 @@ def load_serving_fn(path: Path, key: str = SERVING, trust_model_code: bool = Fal
     scanned first (``modelcode.guard``: side-effect ops refused unless ``trust_model_code``)."""
     require_no_side_effects(path, trust_model_code, "Loading and running its serving signature")
     info = saved_model_signature(path, key)
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
 
     tf = import_tf()
     loaded = tf.saved_model.load(str(path))
@@ -147,8 +148,6 @@ def _tflite_tensor(detail: dict, name: str) -> TensorSpec:
 
 def tflite_signature(path: Path) -> SignatureInfo:
     """SignatureInfo of a .tflite file (its first signature, or raw input/output details if it has none)."""
-    from edge_tool.litert.runtime import load_interpreter  # noqa: PLC0415
-
     interp = load_interpreter(Path(path), allocate=False)  # details need no arena (nor its memory)
     sigs = interp.get_signature_list()
     if sigs:
@@ -195,8 +194,6 @@ def read_graph_model_json(model_dir: Path, user: str) -> dict:
     model.json must itself lie inside ``model_dir`` (symlinks resolved), and every weight shard path it lists
     must resolve to a file inside ``model_dir`` (``fsutil.resolve_inside``); see ``weight_paths``.
     """
-    from edge_tool.core.fsutil import resolve_inside  # noqa: PLC0415
-
     model_json = resolve_inside(Path(model_dir), "model.json", Path(model_dir))
     raw = read_regular(model_json, "a TFJS model.json", ModelError, MAX_MODEL_JSON_BYTES,
                        "a model.json that large is not a TFJS graph model edgetool reads")
@@ -217,8 +214,6 @@ def read_graph_model_json(model_dir: Path, user: str) -> dict:
 
 def weight_paths(model_dir: Path, doc: dict) -> list[str]:
     """Shard paths listed in a model.json, each checked to be a file inside ``model_dir``; ModelError otherwise."""
-    from edge_tool.core.fsutil import resolve_inside  # noqa: PLC0415
-
     model_json = Path(model_dir) / "model.json"
     manifest = doc.get("weightsManifest", [])
     groups_ok = isinstance(manifest, list) and all(

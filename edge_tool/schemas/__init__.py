@@ -39,22 +39,26 @@ def check(doc, name: str, what: str) -> None:
     if not found:
         return
     more = f" (and {len(found) - _SHOWN} more)" if len(found) > _SHOWN else ""
-    raise DataError(f"{what} is not a valid {schema['title']}: {'; '.join(found[:_SHOWN])}{more}. Expected the "
-                    f"file as edgetool writes it (schema {schema['$id']}, described in docs/schemas.md); rewrite it "
-                    "with edgetool or remove it.")
+    raise DataError(
+        f"{what} is not a valid {schema['title']}: {'; '.join(found[:_SHOWN])}{more}. Expected the "
+        f"file as edgetool writes it (schema {schema['$id']}, described in docs/schemas.md); rewrite it "
+        "with edgetool or remove it."
+    )
 
 
 def load_json(path: Path, name: str):
     """The parsed JSON of the file at ``path`` (size checked first); DataError naming what schema ``name`` expects."""
     path = Path(path)
     title = load(name)["title"]
-    raw = read_regular(path, f"an {title}", DataError, MAX_BYTES, f"an {title} is far smaller, so this is not one "
-                       "edgetool wrote")
+    raw = read_regular(
+        path, f"an {title}", DataError, MAX_BYTES, f"an {title} is far smaller, so this is not one edgetool wrote"
+    )
     try:
         return json.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise DataError(f"{path} could not be read as an {title} (JSON in UTF-8 expected): "
-                        f"{' '.join(str(exc).split())[:200]}.") from None
+        raise DataError(
+            f"{path} could not be read as an {title} (JSON in UTF-8 expected): {' '.join(str(exc).split())[:200]}."
+        ) from None
 
 
 def read_json(path: Path, name: str):

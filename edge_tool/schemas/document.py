@@ -27,9 +27,11 @@ class Document(serial.Record):
             return serial.from_dict(cls, data)
         except serial.SerialError as exc:  # a shape the schema allows that a record refuses
             schema = load(cls.schema_name)
-            raise DataError(f"{what} is not a valid {schema['title']}: {' '.join(str(exc).split())[:300]}. Expected "
-                            f"the file as edgetool writes it (schema {schema['$id']}, described in docs/schemas.md); "
-                            "rewrite it with edgetool or remove it.") from None
+            raise DataError(
+                f"{what} is not a valid {schema['title']}: {' '.join(str(exc).split())[:300]}. Expected "
+                f"the file as edgetool writes it (schema {schema['$id']}, described in docs/schemas.md); "
+                "rewrite it with edgetool or remove it."
+            ) from None
 
     @classmethod
     def read(cls, path: Path):

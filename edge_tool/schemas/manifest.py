@@ -8,10 +8,19 @@ from dataclasses import dataclass, field
 
 from calibration.contract import ImageContract
 from calibration.serial import Record, spec
-from edge_tool.schemas.document import Document
-from edge_tool.schemas.records import (BatchNote, CalibrationRecord, FileEntry, Int16x8Note, MetadataRecord,
-                                       MicroRecord, SelfCheck, SourceRecord, ToolInfo)
 from edge_tool.modelfiles.tflite_model import TfliteSummary
+from edge_tool.schemas.document import Document
+from edge_tool.schemas.records import (
+    BatchNote,
+    CalibrationRecord,
+    FileEntry,
+    Int16x8Note,
+    MetadataRecord,
+    MicroRecord,
+    SelfCheck,
+    SourceRecord,
+    ToolInfo,
+)
 
 SCHEMA = "edgetool.convert/1"
 FILE = "manifest.json"
@@ -70,9 +79,12 @@ class Manifest(Document):
     def claims(doc) -> bool:
         """True when ``doc`` says it is an edgetool manifest (any version): a JSON object whose ``schema`` is
         ``edgetool.convert/…``. A manifest.json without that is another tool's file."""
-        return isinstance(doc, dict) and isinstance(doc.get("schema"), str) and doc["schema"].startswith("edgetool.convert/")
+        return (
+            isinstance(doc, dict)
+            and isinstance(doc.get("schema"), str)
+            and doc["schema"].startswith("edgetool.convert/")
+        )
 
     def artifact(self, name: str) -> ManifestArtifact | None:
         """The entry whose ``path`` is ``name`` (a file name in the manifest's directory), if any."""
         return next((a for a in self.artifacts if a.path == name), None)
-

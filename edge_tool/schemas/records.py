@@ -104,11 +104,13 @@ class SelfCheck(Record):
     def warning(self, name: str, mode: str) -> str:
         """What the terminal says when the check failed."""
         error = f"max abs error {self.max_abs_error:.3g}" if math.isfinite(self.max_abs_error) else "NaN/Inf outputs"
-        return (f"{name} does not compute what the SavedModel computes: {error} on "
-                f"{self.samples} seeded random inputs, where float rounding explains at most {self.tolerance:.3g} "
-                f"({mode}). That is a TensorFlow converter/LiteRT kernel problem with this model. Measure it on real "
-                "data with edgetool eval before shipping it; --batch 1 (fixed shapes) or another --quant mode may "
-                "avoid it.")
+        return (
+            f"{name} does not compute what the SavedModel computes: {error} on "
+            f"{self.samples} seeded random inputs, where float rounding explains at most {self.tolerance:.3g} "
+            f"({mode}). That is a TensorFlow converter/LiteRT kernel problem with this model. Measure it on real "
+            "data with edgetool eval before shipping it; --batch 1 (fixed shapes) or another --quant mode may "
+            "avoid it."
+        )
 
 
 @dataclass(frozen=True)

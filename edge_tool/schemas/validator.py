@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import json
 
-_TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null", int: "integer",
-               float: "number"}
+_TYPE_NAMES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    type(None): "null",
+    int: "integer",
+    float: "number",
+}
 
 
 def problems(doc, schema: dict) -> list[str]:
     """Every way ``doc`` breaks ``schema``, shallowest place first, one sentence each."""
-    errors = sorted(_validator(schema).iter_errors(doc),
-                    key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path]))
+    errors = sorted(
+        _validator(schema).iter_errors(doc), key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path])
+    )
     out: list[str] = []
     for error in errors:
         for line in _describe(error):

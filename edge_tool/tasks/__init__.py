@@ -6,5 +6,16 @@ from edge_tool.tasks import classification, detection, multilabel, regression, s
 from edge_tool.tasks.base import Task, TaskChoice, TaskContext
 from edge_tool.tasks.registry import TASK_NAMES, TASKS, get_task
 
-__all__ = ["TASKS", "TASK_NAMES", "Task", "TaskChoice", "TaskContext", "classification", "detection", "get_task",
-           "multilabel", "regression", "segmentation"]
+__all__ = [
+    "TASKS",
+    "TASK_NAMES",
+    "Task",
+    "TaskChoice",
+    "TaskContext",
+    "classification",
+    "detection",
+    "get_task",
+    "multilabel",
+    "regression",
+    "segmentation",
+]

@@ -11,12 +11,45 @@ from pathlib import Path
 
 from edge_tool.models.modelio import read_meta_graph
 
-ACTIVATIONS = {"Softmax": "softmax", "LogSoftmax": "softmax", "Sigmoid": "sigmoid", "Relu": "relu",
-               "Relu6": "relu", "Softplus": "relu", "Tanh": "tanh", "Elu": "linear", "Selu": "linear"}
-LINEAR = {"BiasAdd", "MatMul", "BatchMatMulV2", "BatchMatMulV3", "Add", "AddV2", "Conv2D", "Conv3D",
-          "DepthwiseConv2dNative", "Einsum", "Mul", "Sub", "Conv2DBackpropInput", "FusedBatchNormV3"}
-THROUGH = {"Identity", "IdentityN", "Reshape", "Squeeze", "ExpandDims", "Cast", "StopGradient",
-           "ResizeBilinear", "ResizeNearestNeighbor", "Transpose"}
+ACTIVATIONS = {
+    "Softmax": "softmax",
+    "LogSoftmax": "softmax",
+    "Sigmoid": "sigmoid",
+    "Relu": "relu",
+    "Relu6": "relu",
+    "Softplus": "relu",
+    "Tanh": "tanh",
+    "Elu": "linear",
+    "Selu": "linear",
+}
+LINEAR = {
+    "BiasAdd",
+    "MatMul",
+    "BatchMatMulV2",
+    "BatchMatMulV3",
+    "Add",
+    "AddV2",
+    "Conv2D",
+    "Conv3D",
+    "DepthwiseConv2dNative",
+    "Einsum",
+    "Mul",
+    "Sub",
+    "Conv2DBackpropInput",
+    "FusedBatchNormV3",
+}
+THROUGH = {
+    "Identity",
+    "IdentityN",
+    "Reshape",
+    "Squeeze",
+    "ExpandDims",
+    "Cast",
+    "StopGradient",
+    "ResizeBilinear",
+    "ResizeNearestNeighbor",
+    "Transpose",
+}
 CALLS = {"StatefulPartitionedCall", "PartitionedCall"}
 MAX_STEPS = 400
 

@@ -39,8 +39,14 @@ class TaskChoice:
 
     def to_dict(self, task: Task) -> dict:
         """The report's ``task`` object."""
-        return {"name": self.name, "reason": self.reason, "assumed": self.assumed, "given": self.overridden,
-                "main_metric": task.main_metric, "higher_is_better": task.higher_is_better}
+        return {
+            "name": self.name,
+            "reason": self.reason,
+            "assumed": self.assumed,
+            "given": self.overridden,
+            "main_metric": task.main_metric,
+            "higher_is_better": task.higher_is_better,
+        }
 
 
 class Accumulator:
@@ -94,9 +100,11 @@ class Task:
 def label_error(data: Path, found: str, expected: str) -> DataError:
     """One paragraph: what the labels hold, what this task needs, how to choose another task (``detail``: the
     first two without the eval-specific parts)."""
-    exc = DataError(f"--data {data}: the labels (y) {found}; {expected}. If the model is not what eval took it "
-                    "for, say which task it is with --task classification|multilabel|regression|segmentation|"
-                    "detection.")
+    exc = DataError(
+        f"--data {data}: the labels (y) {found}; {expected}. If the model is not what eval took it "
+        "for, say which task it is with --task classification|multilabel|regression|segmentation|"
+        "detection."
+    )
     exc.detail = f"{found}; {expected}"
     return exc
 

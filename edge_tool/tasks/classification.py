@@ -6,8 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.tasks.base import (Accumulator, Confusion, Task, TaskContext, label_error, per_sample,
-                                           shape_text, whole)
+from edge_tool.tasks.base import Accumulator, Confusion, Task, TaskContext, label_error, per_sample, shape_text, whole
 from edge_tool.tasks.registry import register
 
 MAX_MATRIX_CLASSES = 100  # a larger confusion matrix is left out of the JSON (per_class still lists every class)
@@ -40,7 +39,7 @@ class _Scores(Accumulator):
             self.confusion = Confusion(self.classes)
         self.confusion.update(labels, scores.argmax(axis=1))
         if self.classes > self.ctx.top_k:
-            top = np.argsort(-scores, axis=1, kind="stable")[:, :self.ctx.top_k]
+            top = np.argsort(-scores, axis=1, kind="stable")[:, : self.ctx.top_k]
             self.topk_hits += int(np.sum(np.any(top == labels[:, None], axis=1)))
         self.n += len(scores)
 
@@ -51,13 +50,26 @@ class _Scores(Accumulator):
         m = self.confusion.m
         names = _names(self.ctx.class_names, self.classes)
         counts = m.sum(axis=1)
-        per_class = [{"index": i, "label": names[i], "count": int(counts[i]),
-                      "accuracy": float(m[i, i] / counts[i]) if counts[i] else None} for i in range(self.classes)]
-        matrix = ({"labels": names, "rows": "true class", "columns": "predicted class", "counts": m.tolist()}
-                  if self.classes <= MAX_MATRIX_CLASSES else None)
-        return {"accuracy": self.confusion.accuracy(),
-                "top_k": self.topk_hits / self.n if self.classes > self.ctx.top_k else None,
-                "per_class": per_class, "confusion_matrix": matrix}
+        per_class = [
+            {
+                "index": i,
+                "label": names[i],
+                "count": int(counts[i]),
+                "accuracy": float(m[i, i] / counts[i]) if counts[i] else None,
+            }
+            for i in range(self.classes)
+        ]
+        matrix = (
+            {"labels": names, "rows": "true class", "columns": "predicted class", "counts": m.tolist()}
+            if self.classes <= MAX_MATRIX_CLASSES
+            else None
+        )
+        return {
+            "accuracy": self.confusion.accuracy(),
+            "top_k": self.topk_hits / self.n if self.classes > self.ctx.top_k else None,
+            "per_class": per_class,
+            "confusion_matrix": matrix,
+        }
 
 
 def _names(names: tuple[str, ...] | None, classes: int) -> list[str]:
@@ -82,20 +94,29 @@ class Classification(Task):
         if labels.ndim == 2 and labels.shape[1] == classes and whole(labels) and np.all(labels.sum(axis=1) == 1):
             labels = labels.argmax(axis=1)
         if labels.ndim != 1:
-            raise label_error(data, f"have shape {shape_text(labels)}",
-                              f"single-label classification of {classes} classes needs one class index per sample "
-                              "(n,) or one-hot rows")
+            raise label_error(
+                data,
+                f"have shape {shape_text(labels)}",
+                f"single-label classification of {classes} classes needs one class index per sample "
+                "(n,) or one-hot rows",
+            )
         if not whole(labels):
-            raise label_error(data, f"hold non-integer values ({labels.dtype})",
-                              f"classification needs class indices 0..{classes - 1}")
+            raise label_error(
+                data,
+                f"hold non-integer values ({labels.dtype})",
+                f"classification needs class indices 0..{classes - 1}",
+            )
         labels = labels.astype(np.int64)
         lo, hi = int(labels.min()), int(labels.max())
         if lo < 0 or hi >= classes:
             outside = int(np.count_nonzero((labels < 0) | (labels >= classes)))
-            raise label_error(data, f"range {lo}..{hi} ({outside} of {len(labels)} outside 0..{classes - 1})",
-                              f"the reference's output {ctx.primary!r} has {classes} class"
-                              f"{'es' if classes != 1 else ''} per sample, so labels must be class indices "
-                              f"0..{classes - 1}")
+            raise label_error(
+                data,
+                f"range {lo}..{hi} ({outside} of {len(labels)} outside 0..{classes - 1})",
+                f"the reference's output {ctx.primary!r} has {classes} class"
+                f"{'es' if classes != 1 else ''} per sample, so labels must be class indices "
+                f"0..{classes - 1}",
+            )
         return labels
 
     def drift(self, ctx: TaskContext) -> Accumulator:

@@ -28,12 +28,18 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.asarray(a, np.float64).reshape(-1, 4), np.asarray(b, np.float64).reshape(-1, 4)
 
     def corners(x):
-        return (np.minimum(x[:, 0], x[:, 2]), np.minimum(x[:, 1], x[:, 3]),
-                np.maximum(x[:, 0], x[:, 2]), np.maximum(x[:, 1], x[:, 3]))
+        return (
+            np.minimum(x[:, 0], x[:, 2]),
+            np.minimum(x[:, 1], x[:, 3]),
+            np.maximum(x[:, 0], x[:, 2]),
+            np.maximum(x[:, 1], x[:, 3]),
+        )
 
     a0, a1, a2, a3 = corners(a)
     b0, b1, b2, b3 = corners(b)
-    inter = np.clip(np.minimum(a2, b2) - np.maximum(a0, b0), 0, None) * np.clip(np.minimum(a3, b3) - np.maximum(a1, b1), 0, None)
+    inter = np.clip(np.minimum(a2, b2) - np.maximum(a0, b0), 0, None) * np.clip(
+        np.minimum(a3, b3) - np.maximum(a1, b1), 0, None
+    )
     union = (a2 - a0) * (a3 - a1) + (b2 - b0) * (b3 - b1) - inter
     same = np.all(a == b, axis=1)
     return np.where(union > 0, inter / np.where(union > 0, union, 1), np.where(same, 1.0, 0.0))

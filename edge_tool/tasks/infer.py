@@ -9,8 +9,9 @@ from edge_tool.tasks.base import TaskChoice, whole
 from edge_tool.tasks.detection import is_box_output
 
 
-def infer_task(outputs: dict[str, tuple], primary: str, activations: dict[str, str],
-               labels: np.ndarray | None) -> TaskChoice:
+def infer_task(
+    outputs: dict[str, tuple], primary: str, activations: dict[str, str], labels: np.ndarray | None
+) -> TaskChoice:
     """The task for reference outputs ``{name: shape (n, ...)}`` with the primary output's final activation and
     the labels (None without)."""
     boxes = [n for n, s in outputs.items() if is_box_output(n, s)]
@@ -35,8 +36,9 @@ def _spatial(shape: tuple, act: str, said: str, labels, extra: str) -> TaskChoic
         return TaskChoice("regression", f"{said}: real-valued targets of the output's shape{extra}")
     if labels is not None and labels.shape[1:] in (shape[1:-1], (*shape[1:-1], 1)) and whole(labels):
         return TaskChoice("segmentation", f"{said}; labels are integer masks {_shape(labels.shape)}{extra}")
-    return TaskChoice("segmentation", f"{said}: assumed per-pixel class scores (logits) over the last axis{extra}",
-                      assumed=True)
+    return TaskChoice(
+        "segmentation", f"{said}: assumed per-pixel class scores (logits) over the last axis{extra}", assumed=True
+    )
 
 
 def _vector(shape: tuple, act: str, said: str, labels, extra: str) -> TaskChoice:
@@ -53,17 +55,25 @@ def _vector(shape: tuple, act: str, said: str, labels, extra: str) -> TaskChoice
     if kind == "real":
         return TaskChoice("regression", f"{said}; labels are real numbers{extra}")
     if kind == "multi-hot":
-        return TaskChoice("multilabel", f"{said}; labels are multi-hot rows; outputs without a sigmoid may be "
-                          f"logits, decided at --threshold (give --threshold 0 for logits){extra}", assumed=True)
+        return TaskChoice(
+            "multilabel",
+            f"{said}; labels are multi-hot rows; outputs without a sigmoid may be "
+            f"logits, decided at --threshold (give --threshold 0 for logits){extra}",
+            assumed=True,
+        )
     if kind in ("index", "one-hot") and k > 1:
-        return TaskChoice("classification", f"{said}; labels are class indices (outputs taken as logits){extra}",
-                          assumed=act != "linear")
+        return TaskChoice(
+            "classification",
+            f"{said}; labels are class indices (outputs taken as logits){extra}",
+            assumed=act != "linear",
+        )
     if k == 1:
         return TaskChoice("regression", f"{said}: one value per sample{extra}", assumed=act == "unknown")
     if act in ("relu", "tanh"):
         return TaskChoice("regression", f"{said}: non-probability outputs{extra}", assumed=True)
-    return TaskChoice("classification", f"{said}: assumed class scores (logits), arg-max is the class{extra}",
-                      assumed=True)
+    return TaskChoice(
+        "classification", f"{said}: assumed class scores (logits), arg-max is the class{extra}", assumed=True
+    )
 
 
 def _label_kind(labels: np.ndarray | None, k: int) -> str | None:

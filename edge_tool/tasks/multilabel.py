@@ -69,12 +69,16 @@ class Multilabel(Task):
         if labels.ndim == 1 and width == 1:
             flat = labels.reshape(-1, 1)
         if flat.ndim != 2 or flat.shape[1] != width:
-            raise label_error(data, f"have shape {shape_text(labels)}",
-                              f"multi-label output {ctx.primary!r} has {width} labels per sample, so y must be "
-                              f"multi-hot rows (n, {width}) of 0/1")
+            raise label_error(
+                data,
+                f"have shape {shape_text(labels)}",
+                f"multi-label output {ctx.primary!r} has {width} labels per sample, so y must be "
+                f"multi-hot rows (n, {width}) of 0/1",
+            )
         if not whole(flat) or not np.all((flat == 0) | (flat == 1)):
-            raise label_error(data, "hold values other than 0 and 1",
-                              "multi-label needs multi-hot rows of 0/1 (one column per label)")
+            raise label_error(
+                data, "hold values other than 0 and 1", "multi-label needs multi-hot rows of 0/1 (one column per label)"
+            )
         return flat.astype(np.int8)
 
     def drift(self, ctx: TaskContext) -> Accumulator:

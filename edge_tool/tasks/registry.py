@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from edge_tool import tasks  # noqa: F401
 from edge_tool.errors import UsageError
 from edge_tool.tasks.base import Task
 
@@ -16,8 +17,6 @@ def register(cls: type[Task]) -> type[Task]:
 
 def get_task(name: str) -> Task:
     """The registered task ``name``; UsageError listing the known ones."""
-    from edge_tool import tasks  # noqa: F401, PLC0415 - fills the registry
-
     if name not in TASKS:
         raise UsageError(f"--task expects one of {', '.join(TASK_NAMES)}, got {name!r}")
     return TASKS[name]

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.tasks.base import (Accumulator, ErrorTotals, Task, TaskContext, label_error, per_sample,
-                                           shape_text)
+from edge_tool.tasks.base import Accumulator, ErrorTotals, Task, TaskContext, label_error, per_sample, shape_text
 from edge_tool.tasks.registry import register
 
 
@@ -76,8 +75,11 @@ class Regression(Task):
             raise label_error(data, f"hold {labels.dtype} values", "regression needs numbers")
         flat = labels.reshape(len(labels), -1)
         if flat.shape[1] != width:
-            raise label_error(data, f"have {flat.shape[1]} value(s) per sample, shape {shape_text(labels)}",
-                              f"regression output {ctx.primary!r} gives {width} value(s) per sample")
+            raise label_error(
+                data,
+                f"have {flat.shape[1]} value(s) per sample, shape {shape_text(labels)}",
+                f"regression output {ctx.primary!r} gives {width} value(s) per sample",
+            )
         if not np.all(np.isfinite(flat)):
             raise label_error(data, "hold NaN or Inf", "regression targets must be finite numbers")
         return flat.astype(np.float64)

@@ -77,18 +77,24 @@ class Segmentation(Task):
         elif labels.shape[1:] == (*spatial, classes) and classes > 2 and whole(labels):
             labels = labels.argmax(axis=-1)
         if labels.shape[1:] != spatial:
-            raise label_error(data, f"have shape {shape_text(labels)}",
-                              f"segmentation output {ctx.primary!r} gives {shape_text(scores)}, so y must be masks "
-                              f"{shape_text(np.empty((0, *spatial)))} of class indices")
+            raise label_error(
+                data,
+                f"have shape {shape_text(labels)}",
+                f"segmentation output {ctx.primary!r} gives {shape_text(scores)}, so y must be masks "
+                f"{shape_text(np.empty((0, *spatial)))} of class indices",
+            )
         if not whole(labels):
-            raise label_error(data, f"hold non-integer values ({labels.dtype})",
-                              f"masks must hold class indices 0..{classes - 1}")
+            raise label_error(
+                data, f"hold non-integer values ({labels.dtype})", f"masks must hold class indices 0..{classes - 1}"
+            )
         labels = labels.astype(np.int64)
         lo, hi = int(labels.min()), int(labels.max())
         if lo < 0 or hi >= classes:
-            raise label_error(data, f"range {lo}..{hi}",
-                              f"the output {ctx.primary!r} scores {classes} classes per pixel, so masks must hold "
-                              f"0..{classes - 1}")
+            raise label_error(
+                data,
+                f"range {lo}..{hi}",
+                f"the output {ctx.primary!r} scores {classes} classes per pixel, so masks must hold 0..{classes - 1}",
+            )
         return labels
 
     def drift(self, ctx: TaskContext) -> Accumulator:

@@ -47,13 +47,17 @@ class TrainConfig(Record):
         if not 1 <= self.replicas <= MAX_REPLICAS:
             problems.append(f"--replicas must be between 1 and {MAX_REPLICAS}, got {self.replicas}.")
         if not 1 <= self.workers <= MAX_WORKERS:
-            problems.append(f"--workers must be between 1 and {MAX_WORKERS} (each is a process/server on this "
-                            f"machine), got {self.workers}.")
+            problems.append(
+                f"--workers must be between 1 and {MAX_WORKERS} (each is a process/server on this "
+                f"machine), got {self.workers}."
+            )
         problems += below_minimum({"--epochs": (self.epochs, 1), "--batch-size": (self.batch_size, 1)})
         split = {Strategy.MIRRORED: self.replicas, Strategy.MULTIWORKER: self.workers}.get(self.strategy, 1)
         if 1 <= split <= max(MAX_REPLICAS, MAX_WORKERS) and 1 <= self.batch_size < split:
-            problems.append(f"--batch-size {self.batch_size} cannot be split across {split} replicas; "
-                            f"use a global batch of at least {split}.")
+            problems.append(
+                f"--batch-size {self.batch_size} cannot be split across {split} replicas; "
+                f"use a global batch of at least {split}."
+            )
         if not self.peer_timeout > 0:
             problems.append(f"--peer-timeout must be > 0 seconds, got {self.peer_timeout}.")
         if not self.learning_rate > 0:

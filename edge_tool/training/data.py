@@ -22,8 +22,8 @@ class DigitsSplit:
 
 def load_digits_split(seed: int = 0, eval_fraction: float = 0.2) -> DigitsSplit:
     """Stratified, seeded split of the 1,797 digits; the eval part (>= 300) is never trained on."""
-    from sklearn.datasets import load_digits  # noqa: PLC0415
-    from sklearn.model_selection import train_test_split  # noqa: PLC0415
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
 
     digits = load_digits()
     x = (digits.images.astype(np.float32) * (255.0 / 16.0)).round().reshape(-1, *INPUT_SHAPE)

@@ -11,6 +11,7 @@ from edge_tool.training.model import build_model
 
 def progress_callback(keras, verbose: bool):
     """A Keras callback printing one line per epoch (loss, accuracy, validation accuracy) when ``verbose``."""
+
     class EpochLine(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
             if verbose:
@@ -33,13 +34,19 @@ def _with_shard_policy(tf, ds, shard_policy: str | None):
     return ds.with_options(options)
 
 
-def fit_and_evaluate(tf, strategy, config: TrainConfig, split: DigitsSplit, shard_policy: str | None = None,
-                     extra_callbacks: list | None = None):
+def fit_and_evaluate(
+    tf,
+    strategy,
+    config: TrainConfig,
+    split: DigitsSplit,
+    shard_policy: str | None = None,
+    extra_callbacks: list | None = None,
+):
     """Build the model under ``strategy``, fit on the train split, return (model, eval accuracy, history).
 
     ``shard_policy`` (an AutoShardPolicy name, e.g. "DATA") is set on both datasets for multi-worker runs.
     """
-    import tf_keras as keras  # noqa: PLC0415
+    import tf_keras as keras
 
     tf.keras.utils.set_random_seed(config.seed)
     steps = config.epochs * math.ceil(len(split.x_train) / config.batch_size)
@@ -56,7 +63,5 @@ def fit_and_evaluate(tf, strategy, config: TrainConfig, split: DigitsSplit, shar
         callbacks=[progress_callback(keras, config.verbose), *(extra_callbacks or [])],
     )
     _, acc = model.evaluate(eval_ds, verbose=0)
-    history = tuple(
-        {k: float(v[i]) for k, v in hist.history.items()} for i in range(len(hist.history["loss"]))
-    )
+    history = tuple({k: float(v[i]) for k, v in hist.history.items()} for i in range(len(hist.history["loss"])))
     return model, float(acc), history

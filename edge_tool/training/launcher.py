@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import IO
 
 from edge_tool.core.childproc import module_command
-from edge_tool.errors import EdgeToolError
 from edge_tool.core.fsutil import atomic_dir
 from edge_tool.core.signals import deferred
+from edge_tool.errors import EdgeToolError
 from edge_tool.training.config import TrainConfig, TrainResult
 
 WORKER_TIMEOUT_S = 1800.0
@@ -89,17 +89,30 @@ def _start_workers(config: TrainConfig, chief_dir: Path, scratch: Path) -> list[
 def _start_worker(config: TrainConfig, i: int, cluster: dict, chief_dir: Path, scratch: Path) -> _Worker:
     """Write worker ``i``'s spec and start it with its own TF_CONFIG; only the chief's stdout is piped."""
     save_dir = chief_dir if i == 0 else scratch / f"worker{i}-model"
-    spec = {"config": {**config.to_dict(), "verbose": config.verbose and i == 0},
-            "save_dir": str(save_dir), "status_file": str(scratch / f"worker{i}.json"), "is_chief": i == 0}
+    spec = {
+        "config": {**config.to_dict(), "verbose": config.verbose and i == 0},
+        "save_dir": str(save_dir),
+        "status_file": str(scratch / f"worker{i}.json"),
+        "is_chief": i == 0,
+    }
     spec_path = scratch / f"worker{i}-spec.json"
     spec_path.write_text(json.dumps(spec))
-    env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
-           "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
+    env = {
+        **os.environ,
+        "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
+        "TF_USE_LEGACY_KERAS": "1",
+        "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+    }
     stderr_path = scratch / f"worker{i}.stderr"
     stdout = subprocess.PIPE if i == 0 else subprocess.DEVNULL
     with stderr_path.open("w") as err:
-        proc = subprocess.Popen(module_command("edge_tool.training.worker", spec_path, unbuffered=True),
-                                stdout=stdout, stderr=err, env=env, text=True)
+        proc = subprocess.Popen(
+            module_command("edge_tool.training.worker", spec_path, unbuffered=True),
+            stdout=stdout,
+            stderr=err,
+            env=env,
+            text=True,
+        )
     return _Worker(i, proc, stderr_path, scratch / f"worker{i}.json")
 
 
@@ -160,6 +173,13 @@ def train_local_cluster(config: TrainConfig) -> TrainResult:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     chief = statuses[0]
-    return TrainResult(Path(config.output_dir), config.strategy.value, chief["num_replicas"],
-                       chief["eval_accuracy"], config.epochs, seconds, tuple(chief["history"]),
-                       detail=f"{len(statuses)} worker process{'es' if len(statuses) != 1 else ''}, pids {[s['pid'] for s in statuses]}")
+    return TrainResult(
+        Path(config.output_dir),
+        config.strategy.value,
+        chief["num_replicas"],
+        chief["eval_accuracy"],
+        config.epochs,
+        seconds,
+        tuple(chief["history"]),
+        detail=f"{len(statuses)} worker process{'es' if len(statuses) != 1 else ''}, pids {[s['pid'] for s in statuses]}",
+    )

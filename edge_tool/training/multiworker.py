@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 
 from edge_tool.core.env import import_tf
-from edge_tool.errors import UsageError
 from edge_tool.core.fsutil import atomic_dir
+from edge_tool.errors import UsageError
 from edge_tool.training.config import TrainConfig, TrainResult
 from edge_tool.training.data import load_digits_split
+from edge_tool.training.export import save_keras_model, write_sidecars
 from edge_tool.training.fit import fit_and_evaluate
 from edge_tool.training.peers import wait_for_peers
 
@@ -33,7 +34,9 @@ def parse_tf_config(raw: str) -> dict:
     try:
         spec = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"TF_CONFIG is not valid JSON ({exc.msg} at char {exc.pos}); unset it to run local workers.") from None
+        raise UsageError(
+            f"TF_CONFIG is not valid JSON ({exc.msg} at char {exc.pos}); unset it to run local workers."
+        ) from None
     cluster = spec.get("cluster") if isinstance(spec, dict) else None
     task = spec.get("task") if isinstance(spec, dict) else None
     if not isinstance(cluster, dict) or not isinstance(task, dict):
@@ -42,11 +45,18 @@ def parse_tf_config(raw: str) -> dict:
     if task_type not in ("chief", "worker") or task_type not in cluster:
         raise UsageError(f"TF_CONFIG task type must be 'chief' or 'worker' and listed in cluster; got {task_type!r}.")
     if not isinstance(index, int) or not 0 <= index < len(cluster[task_type]):
-        raise UsageError(f"TF_CONFIG task index {index!r} is out of range for {len(cluster[task_type])} {task_type} task(s).")
+        raise UsageError(
+            f"TF_CONFIG task index {index!r} is out of range for {len(cluster[task_type])} {task_type} task(s)."
+        )
     is_chief = task_type == "chief" or ("chief" not in cluster and index == 0)
     num_workers = len(cluster.get("worker", [])) + len(cluster.get("chief", []))
-    return {"cluster": cluster, "task_type": task_type, "task_index": index, "is_chief": is_chief,
-            "num_workers": num_workers}
+    return {
+        "cluster": cluster,
+        "task_type": task_type,
+        "task_index": index,
+        "is_chief": is_chief,
+        "num_workers": num_workers,
+    }
 
 
 def _count_batches(keras):
@@ -67,10 +77,8 @@ def run_task(config: TrainConfig, save_dir: Path, is_chief: bool, make_callbacks
     ``make_callbacks(keras)`` may return extra Keras callbacks. Returns a status dict
     (task, pid, local batches run, replicas, accuracy, history).
     """
-    from edge_tool.training.export import save_keras_model, write_sidecars  # noqa: PLC0415
-
     tf = import_tf()
-    import tf_keras as keras  # noqa: PLC0415
+    import tf_keras as keras
 
     start = time.perf_counter()
     options = tf.distribute.experimental.CommunicationOptions(
@@ -81,7 +89,11 @@ def run_task(config: TrainConfig, save_dir: Path, is_chief: bool, make_callbacks
     split = load_digits_split(config.seed)
     counter = _count_batches(keras)
     model, acc, history = fit_and_evaluate(
-        tf, strategy, config, split, shard_policy=SHARD_POLICY,
+        tf,
+        strategy,
+        config,
+        split,
+        shard_policy=SHARD_POLICY,
         extra_callbacks=[counter, *(make_callbacks(keras) if make_callbacks else [])],
     )
     save_keras_model(model, save_dir)  # a collective: every worker must take part
@@ -129,7 +141,14 @@ def train_joined(config: TrainConfig, tf_config: str) -> TrainResult:
         out = Path(config.output_dir)
         if config.verbose:
             print(f"{info['task_type']} {info['task_index']}: done; the chief writes the SavedModel.", flush=True)
-    return TrainResult(out, config.strategy.value, status["num_replicas"], status["eval_accuracy"],
-                       config.epochs, status["seconds"], tuple(status["history"]),
-                       detail=f"TF_CONFIG task {info['task_type']} {info['task_index']} of {info['num_workers']}",
-                       wrote_output=info["is_chief"])
+    return TrainResult(
+        out,
+        config.strategy.value,
+        status["num_replicas"],
+        status["eval_accuracy"],
+        config.epochs,
+        status["seconds"],
+        tuple(status["history"]),
+        detail=f"TF_CONFIG task {info['task_type']} {info['task_index']} of {info['num_workers']}",
+        wrote_output=info["is_chief"],
+    )

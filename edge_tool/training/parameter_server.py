@@ -32,8 +32,10 @@ def start_local_cluster(tf, workers: int):
     cluster = {"worker": [f"localhost:{p}" for p in worker_ports], "ps": [f"localhost:{p}" for p in ps_ports]}
     spec = tf.train.ClusterSpec(cluster)
     worker_config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=workers + 1)
-    servers = [tf.distribute.Server(spec, job_name="worker", task_index=i, config=worker_config, protocol="grpc")
-               for i in range(workers)]
+    servers = [
+        tf.distribute.Server(spec, job_name="worker", task_index=i, config=worker_config, protocol="grpc")
+        for i in range(workers)
+    ]
     servers += [tf.distribute.Server(spec, job_name="ps", task_index=i, protocol="grpc") for i in range(NUM_PS)]
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc")
     return resolver, cluster, servers
@@ -43,7 +45,7 @@ def _fit(tf, strategy, config: TrainConfig, split: DigitsSplit):
     """Keras fit under PSS (DatasetCreator; steps_per_epoch set); return (model, per-epoch history dicts).
 
     The final evaluation happens in the caller, on a plain copy of the weights on the coordinator."""
-    import tf_keras as keras  # noqa: PLC0415
+    import tf_keras as keras
 
     tf.keras.utils.set_random_seed(config.seed)
     steps_per_epoch = math.ceil(len(split.x_train) / config.batch_size)
@@ -52,8 +54,9 @@ def _fit(tf, strategy, config: TrainConfig, split: DigitsSplit):
 
     def train_fn(input_context):
         batch = input_context.get_per_replica_batch_size(config.batch_size)
-        ds = make_dataset(tf, split.x_train, split.y_train, batch, config.seed + input_context.input_pipeline_id,
-                          training=True)
+        ds = make_dataset(
+            tf, split.x_train, split.y_train, batch, config.seed + input_context.input_pipeline_id, training=True
+        )
         return ds.repeat()
 
     def eval_fn(input_context):
@@ -62,9 +65,13 @@ def _fit(tf, strategy, config: TrainConfig, split: DigitsSplit):
 
     eval_steps = math.ceil(len(split.x_eval) / config.batch_size)
     hist = model.fit(
-        keras.utils.experimental.DatasetCreator(train_fn), epochs=config.epochs, steps_per_epoch=steps_per_epoch,
-        validation_data=keras.utils.experimental.DatasetCreator(eval_fn), validation_steps=eval_steps,
-        verbose=0, callbacks=[progress_callback(keras, config.verbose)],
+        keras.utils.experimental.DatasetCreator(train_fn),
+        epochs=config.epochs,
+        steps_per_epoch=steps_per_epoch,
+        validation_data=keras.utils.experimental.DatasetCreator(eval_fn),
+        validation_steps=eval_steps,
+        verbose=0,
+        callbacks=[progress_callback(keras, config.verbose)],
     )
     history = tuple({k: float(v[i]) for k, v in hist.history.items()} for i in range(len(hist.history["loss"])))
     return model, history
@@ -72,7 +79,7 @@ def _fit(tf, strategy, config: TrainConfig, split: DigitsSplit):
 
 def _plain_copy(model, config: TrainConfig):
     """The same network outside any strategy, holding the trained weights (for a device-free SavedModel)."""
-    import tf_keras as keras  # noqa: PLC0415
+    import tf_keras as keras
 
     plain = build_model(keras, config.learning_rate)  # no strategy scope: plain variables on this process
     plain.set_weights(model.get_weights())
@@ -103,6 +110,13 @@ def train_parameter_server(config: TrainConfig) -> TrainResult:
             "variable_devices": sorted({v.device for v in model.variables}),
         }
         write_sidecars(tmp, split, config.calibration_samples, config.seed, report)
-    return TrainResult(Path(config.output_dir), config.strategy.value, int(strategy.num_replicas_in_sync),
-                       float(acc), config.epochs, seconds, history,
-                       detail=f"{config.workers} worker(s) + {NUM_PS} ps in-process, asynchronous")
+    return TrainResult(
+        Path(config.output_dir),
+        config.strategy.value,
+        int(strategy.num_replicas_in_sync),
+        float(acc),
+        config.epochs,
+        seconds,
+        history,
+        detail=f"{config.workers} worker(s) + {NUM_PS} ps in-process, asynchronous",
+    )

@@ -51,8 +51,10 @@ def _answering(port: int):
         try:
             server = socket.create_server(("", port))
         except OSError as exc:
-            raise UsageError(f"This task's TF_CONFIG port {port} cannot be listened on ({exc.strerror or exc}); "
-                             "another process holds it, or it is not this machine's address.") from None
+            raise UsageError(
+                f"This task's TF_CONFIG port {port} cannot be listened on ({exc.strerror or exc}); "
+                "another process holds it, or it is not this machine's address."
+            ) from None
     server.settimeout(RETRY_SECONDS)
     stop = threading.Event()
 
@@ -106,6 +108,8 @@ def wait_for_peers(info: dict, timeout: float) -> None:
             time.sleep(RETRY_SECONDS)
     if waiting:
         silent = "; ".join(f"{kind} {index} at {address} ({why})" for (kind, index, address), why in waiting.items())
-        raise UsageError(f"The TF_CONFIG cluster is incomplete: {silent} did not answer within {timeout:g} s. Start "
-                         "every task of the cluster (each runs edgetool train with the same TF_CONFIG cluster), "
-                         "check the addresses and firewalls, or wait longer with --peer-timeout SECONDS.")
+        raise UsageError(
+            f"The TF_CONFIG cluster is incomplete: {silent} did not answer within {timeout:g} s. Start "
+            "every task of the cluster (each runs edgetool train with the same TF_CONFIG cluster), "
+            "check the addresses and firewalls, or wait longer with --peer-timeout SECONDS."
+        )

@@ -12,12 +12,11 @@ from edge_tool.training.config import Strategy, TrainConfig, TrainResult
 from edge_tool.training.data import load_digits_split
 from edge_tool.training.export import save_keras_model, write_sidecars
 from edge_tool.training.fit import fit_and_evaluate
+from edge_tool.training.strategies import build_local_strategy
 
 
 def train_local(config: TrainConfig) -> TrainResult:
     """Train under default / one-device / mirrored and export to ``config.output_dir``."""
-    from edge_tool.training.strategies import build_local_strategy  # noqa: PLC0415
-
     tf = import_tf()
     start = time.perf_counter()
     strategy = build_local_strategy(tf, config.strategy, config.replicas)
@@ -34,8 +33,15 @@ def train_local(config: TrainConfig) -> TrainResult:
             "history": list(history),
         }
         write_sidecars(tmp, split, config.calibration_samples, config.seed, report)
-    return TrainResult(Path(config.output_dir), config.strategy.value, int(strategy.num_replicas_in_sync), acc,
-                       config.epochs, seconds, history)
+    return TrainResult(
+        Path(config.output_dir),
+        config.strategy.value,
+        int(strategy.num_replicas_in_sync),
+        acc,
+        config.epochs,
+        seconds,
+        history,
+    )
 
 
 def train(config: TrainConfig) -> TrainResult:

@@ -16,6 +16,9 @@ import os
 import sys
 from pathlib import Path
 
+from edge_tool.training.config import TrainConfig
+from edge_tool.training.multiworker import run_task
+
 
 def _fail_after_first_epoch(keras, task_index: int):
     class FailAfterFirstEpoch(keras.callbacks.Callback):
@@ -27,15 +30,16 @@ def _fail_after_first_epoch(keras, task_index: int):
 
 def main(argv: list[str]) -> int:
     """Run one worker task from a spec file; return the process exit code."""
-    from edge_tool.training.config import TrainConfig  # noqa: PLC0415
-    from edge_tool.training.multiworker import run_task  # noqa: PLC0415
-
     spec = json.loads(Path(argv[0]).read_text())
     task_index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
     fail = os.environ.get("EDGETOOL_FAIL_WORKER") == str(task_index)
     config = TrainConfig(**spec["config"])
-    status = run_task(config, Path(spec["save_dir"]), is_chief=bool(spec["is_chief"]),
-                      make_callbacks=(lambda keras: [_fail_after_first_epoch(keras, task_index)]) if fail else None)
+    status = run_task(
+        config,
+        Path(spec["save_dir"]),
+        is_chief=bool(spec["is_chief"]),
+        make_callbacks=(lambda keras: [_fail_after_first_epoch(keras, task_index)]) if fail else None,
+    )
     Path(spec["status_file"]).write_text(json.dumps(status))
     return 0
 

@@ -40,7 +40,7 @@ def split_host(value: str) -> tuple[str, int | None] | None:
     value = value.strip(" \t")
     if value.startswith("["):
         end = value.find("]")
-        host, rest = value[1:end], value[end + 1:]
+        host, rest = value[1:end], value[end + 1 :]
         if end < 0 or not isinstance(_ip(host), ipaddress.IPv6Address):
             return None
     else:

@@ -8,8 +8,8 @@ import http.server
 import sys
 from pathlib import Path
 
-from edge_tool.webserver.files import content_type, resolve_target
 from edge_tool.webserver.compress import accepts_gzip, gzipped
+from edge_tool.webserver.files import content_type, resolve_target
 from edge_tool.webserver.guard import BadBody, body_framing, check_host, discard_body
 
 NO_FDS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}  # out of file descriptors / kernel memory
@@ -72,8 +72,12 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
 
     def _checked(self) -> bool:
         """Host allowed (else 403/400) and the body framing acceptable (else 400/413); refusals close."""
-        problem = check_host(self.headers.get_all("Host") or [], str(self.server.server_address[0]),
-                             self.server.server_address[1], self.request_version >= "HTTP/1.1")
+        problem = check_host(
+            self.headers.get_all("Host") or [],
+            str(self.server.server_address[0]),
+            self.server.server_address[1],
+            self.request_version >= "HTTP/1.1",
+        )
         if self.headers.defects or any("\r" in v or "\n" in v for v in self.headers.values()):
             problem = (400, "malformed or folded header line")  # read one way here, another way by a proxy
         if problem is None and self.command not in ("GET", "HEAD"):
@@ -81,8 +85,9 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
             return False
         if problem is None:
             try:
-                self.body_framing = body_framing(self.headers.get_all("Content-Length") or [],
-                                                 self.headers.get_all("Transfer-Encoding") or [])
+                self.body_framing = body_framing(
+                    self.headers.get_all("Content-Length") or [], self.headers.get_all("Transfer-Encoding") or []
+                )
                 return True
             except BadBody as exc:
                 problem = (exc.status, str(exc))
@@ -107,10 +112,10 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
             self.send_header(name, value)
         super().end_headers()
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+    def do_GET(self) -> None:
         self._serve(body=True)
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self._serve(body=False)
 
     def _serve(self, body: bool) -> None:
@@ -152,6 +157,6 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
                     raise
         return path.read_bytes()
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 (signature of the base class)
+    def log_message(self, format: str, *args) -> None:
         if not self.server.quiet:
             sys.stderr.write(f"{self.address_string()} - {format % args}\n")

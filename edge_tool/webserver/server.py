@@ -22,13 +22,13 @@ from pathlib import Path
 
 from edge_tool.webserver.handler import NO_FDS, SECURITY_HEADERS, SiteRequestHandler
 
-MAX_WORKERS = 16           # connections served at once (a fixed thread pool, not a thread per connection)
-MAX_PENDING = 512          # connections waiting for a request's first bytes; a new one evicts the oldest
-LISTEN_BACKLOG = 128       # connections the kernel queues before accept()
-IDLE_TIMEOUT_S = 10.0      # a connection silent this long (before a request, or in a read/write) is closed
-REQUEST_TIMEOUT_S = 15.0   # request line, headers and body must have arrived within this (slowloris)
-JANITOR_PERIOD_S = 0.25   # how often idle and late connections are looked for
-LINGER_S = 2.0            # after our last answer, unread client bytes are drained this long before the close
+MAX_WORKERS = 16  # connections served at once (a fixed thread pool, not a thread per connection)
+MAX_PENDING = 512  # connections waiting for a request's first bytes; a new one evicts the oldest
+LISTEN_BACKLOG = 128  # connections the kernel queues before accept()
+IDLE_TIMEOUT_S = 10.0  # a connection silent this long (before a request, or in a read/write) is closed
+REQUEST_TIMEOUT_S = 15.0  # request line, headers and body must have arrived within this (slowloris)
+JANITOR_PERIOD_S = 0.25  # how often idle and late connections are looked for
+LINGER_S = 2.0  # after our last answer, unread client bytes are drained this long before the close
 ACCEPT_BACKOFF_MAX_S = 1.0  # longest pause between accept() attempts while out of file descriptors
 __all__ = ["SECURITY_HEADERS", "SiteRequestHandler", "SiteServer"]
 
@@ -42,9 +42,17 @@ class SiteServer(http.server.HTTPServer):
 
     request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, root: Path, address: tuple[str, int], quiet: bool = False, *,
-                 idle_timeout: float = IDLE_TIMEOUT_S, request_timeout: float = REQUEST_TIMEOUT_S,
-                 max_workers: int = MAX_WORKERS, max_pending: int = MAX_PENDING):
+    def __init__(
+        self,
+        root: Path,
+        address: tuple[str, int],
+        quiet: bool = False,
+        *,
+        idle_timeout: float = IDLE_TIMEOUT_S,
+        request_timeout: float = REQUEST_TIMEOUT_S,
+        max_workers: int = MAX_WORKERS,
+        max_pending: int = MAX_PENDING,
+    ):
         self.root = Path(root).resolve()
         self.quiet = quiet
         self.idle_timeout, self.request_timeout, self.max_pending = idle_timeout, request_timeout, max_pending
@@ -78,8 +86,10 @@ class SiteServer(http.server.HTTPServer):
                 time.sleep(self._backoff)
             if not self.quiet and not self._fd_warned:
                 self._fd_warned = True
-                sys.stderr.write(f"serve: out of file descriptors ({exc.strerror}); closing the oldest idle "
-                                 "connections and slowing accept() down\n")
+                sys.stderr.write(
+                    f"serve: out of file descriptors ({exc.strerror}); closing the oldest idle "
+                    "connections and slowing accept() down\n"
+                )
             raise
         self._backoff = 0.0
         return accepted
@@ -174,7 +184,7 @@ class SiteServer(http.server.HTTPServer):
         try:
             if not self._stop.is_set():
                 keep = not self.RequestHandlerClass(request, client_address, self).close_connection
-        except Exception:  # noqa: BLE001 - a broken connection is the client's problem; log it like socketserver
+        except Exception:
             self.handle_error(request, client_address)
             keep = False
         finally:

@@ -14,20 +14,28 @@ exported it), ``keras_version`` (from a ``.keras`` archive's metadata.json; null
 
 from __future__ import annotations
 
+import io
+import zipfile
 from dataclasses import replace
 from pathlib import Path
 
 from edge_tool.convert.source import is_keras_file, keras_archive_version, opened_source
+from edge_tool.core.fsutil import check_output_dir
+from edge_tool.demo.site import build_site
 from edge_tool.errors import ModelError
-from edge_tool.models.inspection import InspectReport, ParamCount, inspect_model, inspect_saved_model
-from edge_tool.modelcode.guard import code_report, keras_code
+from edge_tool.evaluate.outputs import check_outputs
+from edge_tool.evaluate.pipeline import run_eval
 from edge_tool.litert.recipes import resolve_calibration
+from edge_tool.modelcode.guard import code_report, keras_code
+from edge_tool.models.inspection import InspectReport, ParamCount, inspect_model, inspect_saved_model
 
 
 def _how(flavor: str) -> str:
-    return ("Keras 3 loaded it in an isolated child process and exported it (model.export)"
-            if flavor == "keras3-export" else
-            "tf_keras (Keras 2) loaded it (tf_keras.models.load_model) and saved it as a SavedModel")
+    return (
+        "Keras 3 loaded it in an isolated child process and exported it (model.export)"
+        if flavor == "keras3-export"
+        else "tf_keras (Keras 2) loaded it (tf_keras.models.load_model) and saved it as a SavedModel"
+    )
 
 
 def inspect_keras_file(path: Path, trust_model_code: bool = False) -> InspectReport:
@@ -39,12 +47,26 @@ def inspect_keras_file(path: Path, trust_model_code: bool = False) -> InspectRep
         return _unloaded(path, version)
     with opened_source(path, trust_model_code) as source:
         report = inspect_saved_model(source.saved_model, trust_model_code)
-    note = (f"Keras model file{f' saved by Keras {version}' if version else ''}: edgetool reads it the way convert "
-            f"does — {_how(source.flavor)} — and these signatures are that SavedModel's.")
-    keras = {"flavor": "keras3-file" if source.flavor == "keras3-export" else "keras2-file",
-             "keras_version": version, "reloadable_as_keras": True, "note": note}
-    return replace(report, path=path, format=_format(path), size_bytes=path.stat().st_size, keras=keras,
-                   distribution=None, training=None, model_code=code_report(path, trust_model_code))
+    note = (
+        f"Keras model file{f' saved by Keras {version}' if version else ''}: edgetool reads it the way convert "
+        f"does — {_how(source.flavor)} — and these signatures are that SavedModel's."
+    )
+    keras = {
+        "flavor": "keras3-file" if source.flavor == "keras3-export" else "keras2-file",
+        "keras_version": version,
+        "reloadable_as_keras": True,
+        "note": note,
+    }
+    return replace(
+        report,
+        path=path,
+        format=_format(path),
+        size_bytes=path.stat().st_size,
+        keras=keras,
+        distribution=None,
+        training=None,
+        model_code=code_report(path, trust_model_code),
+    )
 
 
 def _format(path: Path) -> str:
@@ -53,20 +75,30 @@ def _format(path: Path) -> str:
 
 def _unloaded(path: Path, version: str | None) -> InspectReport:
     """The report of a Keras file whose config carries code: what reading the file tells, nothing loaded."""
-    note = ("Not loaded: its Keras config carries Python code (see model code), which loading would run; "
-            "--trust-model-code loads it (docs/security.md). Signatures are known only after loading.")
-    keras = {"flavor": "keras3-file" if version and not version.startswith("2.") else "keras2-file",
-             "keras_version": version, "reloadable_as_keras": None, "note": note}
-    return InspectReport(path, _format(path), path.stat().st_size, (), _weight_count(path), keras=keras,
-                         model_code=code_report(path, False))
+    note = (
+        "Not loaded: its Keras config carries Python code (see model code), which loading would run; "
+        "--trust-model-code loads it (docs/security.md). Signatures are known only after loading."
+    )
+    keras = {
+        "flavor": "keras3-file" if version and not version.startswith("2.") else "keras2-file",
+        "keras_version": version,
+        "reloadable_as_keras": None,
+        "note": note,
+    }
+    return InspectReport(
+        path,
+        _format(path),
+        path.stat().st_size,
+        (),
+        _weight_count(path),
+        keras=keras,
+        model_code=code_report(path, False),
+    )
 
 
 def _weight_count(path: Path) -> ParamCount:
     """Weight elements by dtype, read from the file's HDF5 weights (h5py; no Keras object is built)."""
-    import io  # noqa: PLC0415
-    import zipfile  # noqa: PLC0415
-
-    import h5py  # noqa: PLC0415
+    import h5py
 
     by: dict[str, int] = {}
 
@@ -91,8 +123,9 @@ def inspect_any(path: Path, trust_model_code: bool = False) -> InspectReport:
     """Inspect a SavedModel directory, a .tflite file or a .keras/.h5 file."""
     path = Path(path)
     if not path.exists() and not path.is_symlink():
-        raise ModelError(f"Expected a SavedModel directory, a .keras/.h5 file or a .tflite file at {path}, but "
-                         "nothing is there.")
+        raise ModelError(
+            f"Expected a SavedModel directory, a .keras/.h5 file or a .tflite file at {path}, but nothing is there."
+        )
     if is_keras_file(path):
         return inspect_keras_file(path, trust_model_code)
     return inspect_model(path, trust_model_code)
@@ -101,26 +134,22 @@ def inspect_any(path: Path, trust_model_code: bool = False) -> InspectReport:
 def run_eval_any(config):
     """``evaluate.run_eval``, with a .keras/.h5 ``--reference`` run as the SavedModel convert exports from it; the
     report names the Keras file (path and size) and says how it was read."""
-    from edge_tool.evaluate.outputs import check_outputs  # noqa: PLC0415
-    from edge_tool.evaluate.pipeline import run_eval  # noqa: PLC0415
-
     if not is_keras_file(config.reference):
         return run_eval(config)
     check_outputs(config)  # the report files against the Keras file itself, before the export
     with opened_source(config.reference, config.trust_model_code) as source:
         report = run_eval(replace(config, reference=source.saved_model))
     reference = replace(report.reference, path=str(config.reference), size_bytes=Path(config.reference).stat().st_size)
-    note = (f"The reference {config.reference} is a Keras model file; eval ran the SavedModel convert makes of it "
-            f"({_how(source.flavor)}).")
+    note = (
+        f"The reference {config.reference} is a Keras model file; eval ran the SavedModel convert makes of it "
+        f"({_how(source.flavor)})."
+    )
     return replace(report, reference=reference, notes=(*report.notes, note))
 
 
 def build_site_any(cfg):
     """``demo.site.build_site``, with a .keras/.h5 MODEL exported the way convert does; the default title, and a
     labels.txt and calibration.npz beside the file, follow the Keras file, not the temp export."""
-    from edge_tool.demo.site import build_site  # noqa: PLC0415
-    from edge_tool.core.fsutil import check_output_dir  # noqa: PLC0415
-
     model = Path(cfg.model)
     if not is_keras_file(model):
         return build_site(cfg)
@@ -129,5 +158,12 @@ def build_site_any(cfg):
     labels = cfg.labels if cfg.labels is not None else beside if beside.is_file() else None
     calibration = cfg.calibration if cfg.calibration is not None else resolve_calibration(model, None)
     with opened_source(model, cfg.trust_model_code) as source:
-        return build_site(replace(cfg, model=source.saved_model, labels=labels, calibration=calibration,
-                                  title=cfg.title or f"edgetool demo: {model.name}"))
+        return build_site(
+            replace(
+                cfg,
+                model=source.saved_model,
+                labels=labels,
+                calibration=calibration,
+                title=cfg.title or f"edgetool demo: {model.name}",
+            )
+        )

@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -24,9 +26,9 @@ class Case:
     name: str
     args: tuple[str, ...]
     exit_code: int = 2
-    names: tuple[str, ...] = ()          # substrings the combined output must contain (the offending thing)
-    absent: tuple[str, ...] = ()         # substrings it must not contain (a library's own warning, say)
-    may_create: tuple[str, ...] = ()     # paths (relative to root) the run is allowed to create or change
+    names: tuple[str, ...] = ()  # substrings the combined output must contain (the offending thing)
+    absent: tuple[str, ...] = ()  # substrings it must not contain (a library's own warning, say)
+    may_create: tuple[str, ...] = ()  # paths (relative to root) the run is allowed to create or change
     env: dict = field(default_factory=dict)
     timeout: float = 600
 
@@ -51,8 +53,14 @@ def run_case(case: Case, root: Path) -> subprocess.CompletedProcess:
     args = [a.format(root=root) for a in case.args]
     env = {**os.environ, "TMPDIR": str(tmpdir), "EDGETOOL_DEBUG": "1", "COLUMNS": "400", **case.env}
     before = snapshot(root, tmpdir)
-    proc = subprocess.run([sys.executable, "-m", "edge_tool", *args], capture_output=True, text=True,
-                          env=env, cwd=root, timeout=case.timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "edge_tool", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=case.timeout,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == case.exit_code, f"{case.name}: exit {proc.returncode}\n{out[-4000:]}"
     assert "Traceback (most recent call last)" not in out, f"{case.name}: traceback\n{out[-4000:]}"
@@ -72,8 +80,6 @@ def run_case(case: Case, root: Path) -> subprocess.CompletedProcess:
 
 def leftover_processes(root: Path) -> list[str]:
     """Processes (other than this one) whose command line mentions ``root``: children edgetool failed to end."""
-    import psutil  # noqa: PLC0415 (a runtime dependency of edgetool)
-
     found = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         try:

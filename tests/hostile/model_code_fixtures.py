@@ -33,7 +33,7 @@ from tests.conftest import REPO
 
 MARKER = "RAN"
 
-_BUILD = r'''
+_BUILD = r"""
 import os, sys, numpy as np, tensorflow as tf, tf_keras as keras
 out = sys.argv[1]
 os.chdir(out)
@@ -114,7 +114,7 @@ os.remove("vocab.txt")
 rng = np.random.default_rng(1)
 np.savez("data.npz", x=rng.normal(size=(32, 4)).astype("float32"), y=rng.integers(0, 3, 32))
 os.remove("RAN")  # building the functional model called the Lambda once
-'''
+"""
 
 
 @pytest.fixture(scope="session")
@@ -122,8 +122,9 @@ def code_models(tmp_path_factory) -> Path:
     """The directory holding the models of the module docstring."""
     out = tmp_path_factory.mktemp("model-code")
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", _BUILD, str(out)], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", _BUILD, str(out)], capture_output=True, text=True, env=env, cwd=REPO, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not (out / MARKER).exists()
     return out

@@ -20,6 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edge_tool.convert.source import prepare_source
+from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.keras_archive import KerasArchive, check_keras_archive
 from tests.conftest import _run_script
@@ -45,15 +47,35 @@ def k2_members(tmp_path_factory) -> dict[str, bytes]:
 
 
 NAMES = st.one_of(
-    st.sampled_from(["config.json", "metadata.json", "model.weights.h5", "assets/", "assets/vocab.txt",
-                     "../config.json", "/config.json", "a/../../b", "a\\b", "./config.json", "a//b", "", "x" * 2000,
-                     "config.json/", "nested/deep/" * 20 + "w.h5", "\x00config.json", "café.json"]),
+    st.sampled_from(
+        [
+            "config.json",
+            "metadata.json",
+            "model.weights.h5",
+            "assets/",
+            "assets/vocab.txt",
+            "../config.json",
+            "/config.json",
+            "a/../../b",
+            "a\\b",
+            "./config.json",
+            "a//b",
+            "",
+            "x" * 2000,
+            "config.json/",
+            "nested/deep/" * 20 + "w.h5",
+            "\x00config.json",
+            "café.json",
+        ]
+    ),
     st.text(min_size=0, max_size=40),
 )
 METHODS = st.sampled_from([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                       max_size=4), max_leaves=12)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
 
 
 def _zip(members: list[tuple[str, bytes, int]], lies: dict[int, int]) -> bytes:
@@ -68,7 +90,7 @@ def _zip(members: list[tuple[str, bytes, int]], lies: dict[int, int]) -> bytes:
     out = bytearray(buf.getvalue())
     with zipfile.ZipFile(io.BytesIO(bytes(out))) as zf:
         infos = zf.infolist()
-    central = [i for i in range(len(out) - 4) if out[i:i + 4] == b"PK\x01\x02"]
+    central = [i for i in range(len(out) - 4) if out[i : i + 4] == b"PK\x01\x02"]
     for index, size in lies.items():
         if index < len(infos) and index < len(central) and infos[index].file_size < (1 << 32) - 1:
             struct.pack_into("<I", out, infos[index].header_offset + 22, size)
@@ -103,8 +125,13 @@ def archives(draw, k2: dict[str, bytes]) -> bytes:
     for _ in range(draw(st.integers(0, 3))):
         members.append((draw(NAMES), draw(st.binary(max_size=256)) * draw(st.integers(1, 64)), draw(METHODS)))
     members = draw(st.permutations(members))
-    lies = draw(st.dictionaries(st.integers(0, max(len(members) - 1, 0)),
-                                st.sampled_from([0, 1, 1000, 10 ** 6, 3 << 30, (1 << 32) - 2]), max_size=2))
+    lies = draw(
+        st.dictionaries(
+            st.integers(0, max(len(members) - 1, 0)),
+            st.sampled_from([0, 1, 1000, 10**6, 3 << 30, (1 << 32) - 2]),
+            max_size=2,
+        )
+    )
     return _zip(list(members), lies)
 
 
@@ -144,12 +171,9 @@ def test_mutated_archive_bytes(k2_members, tmp_path):
 def test_fuzzed_archives_through_the_loader(k2_members, tmp_path):
     """The whole path convert and check take: the archive check, then tf_keras (and Keras 3 in a child):
     a SavedModel or one ModelError, nothing else."""
-    from edge_tool.convert.source import prepare_source
-    from edge_tool.core.env import import_tf
-
     import_tf()
     path = tmp_path / "loaded.keras"
-    counter = iter(range(10 ** 6))
+    counter = iter(range(10**6))
 
     @LOADER_FUZZ
     @given(data=archives(k2_members))

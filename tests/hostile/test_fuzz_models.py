@@ -10,13 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from edge_tool.core.env import import_tf
+from edge_tool.demo.model import read_labels
 from edge_tool.errors import ModelError, UsageError
+from edge_tool.models.modelio import saved_model_flavor, saved_model_signature
 from tests.hostile.test_fuzz_readers import FUZZ, _mutate
 
 
 def test_label_files(tmp_path_factory):
-    from edge_tool.demo.model import read_labels
-
     path = tmp_path_factory.mktemp("labels") / "labels.txt"
     seed = "zero\nun\nzwei\n三\n".encode()
 
@@ -35,13 +36,11 @@ def test_label_files(tmp_path_factory):
     run()
 
 
-@pytest.mark.parametrize("target", ["saved_model.pb", "variables/variables.index",
-                                    "variables/variables.data-00000-of-00001"])
+@pytest.mark.parametrize(
+    "target", ["saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001"]
+)
 def test_mutated_saved_model_files(target, flat_model, tmp_path_factory):
     """Reading the signature (what every command does first) only raises ModelError, naming the model."""
-    from edge_tool.core.env import import_tf
-    from edge_tool.models.modelio import saved_model_flavor, saved_model_signature
-
     import_tf()
     model = tmp_path_factory.mktemp("sm") / "model"
     shutil.copytree(flat_model, model)

@@ -8,6 +8,7 @@ Readers are called in-process (fast). Examples are derandomized with a bounded c
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import struct
@@ -22,12 +23,18 @@ from hypothesis import strategies as st
 
 from calibration import CalibrationError, InputSpec, LoadOptions, load
 from calibration.readers.tfrecord import masked_crc32c
+from edge_tool.core.env import import_tf
 
 _EXPLORE = int(os.environ.get("EDGETOOL_FUZZ_EXAMPLES", "0"))
-FUZZ = settings(max_examples=_EXPLORE or 80, deadline=None, database=None, derandomize=not _EXPLORE,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=_EXPLORE or 80,
+    deadline=None,
+    database=None,
+    derandomize=not _EXPLORE,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 IMAGE_FUZZ = settings(FUZZ, max_examples=_EXPLORE or 30)  # a mutated header may declare up to MAX_PIXELS: slower
-PEAK_BYTES = 64 << 20   # a few-KB input may not make a reader allocate more than this (header-declared sizes)
+PEAK_BYTES = 64 << 20  # a few-KB input may not make a reader allocate more than this (header-declared sizes)
 
 FLAT = [InputSpec("features", "float32", (None, 4))]
 IMAGE = [InputSpec("image", "float32", (None, 8, 8, 1))]
@@ -57,13 +64,13 @@ def _frame(record: bytes) -> bytes:
 
 
 def _tfrecord() -> bytes:
-    from edge_tool.core.env import import_tf
-
     tf = import_tf()
     out = b""
     for i in range(4):
-        feats = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=np.arange(64, dtype=np.float32) + i)),
-                 "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 2]))}
+        feats = {
+            "x": tf.train.Feature(float_list=tf.train.FloatList(value=np.arange(64, dtype=np.float32) + i)),
+            "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 2])),
+        }
         out += _frame(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
     return out
 
@@ -86,11 +93,11 @@ def _mutate(data: st.DataObject, seed: bytes) -> bytes:
             out[pos] ^= data.draw(st.integers(1, 255))
         elif op == "set" and out:
             chunk = data.draw(st.binary(min_size=1, max_size=8))
-            out[pos:pos + len(chunk)] = chunk
+            out[pos : pos + len(chunk)] = chunk
         elif op == "insert":
             out[pos:pos] = data.draw(st.binary(min_size=1, max_size=16))
         elif op == "delete":
-            del out[pos:pos + data.draw(st.integers(1, 32))]
+            del out[pos : pos + data.draw(st.integers(1, 32))]
         elif op == "truncate":
             del out[pos:]
     return bytes(out)
@@ -120,8 +127,6 @@ def workdir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def tf_imported():
     """TensorFlow imported before any traced load (its import would count as the reader's allocation)."""
-    from edge_tool.core.env import import_tf
-
     return import_tf()
 
 
@@ -170,8 +175,12 @@ def test_npy_headers_with_any_shape_and_dtype(workdir):
     dtypes = st.sampled_from(["<f4", "<f8", "|u1", "<i8", "|b1", "<c8", "<U3", "|S0", "|V4", "|O", "<M8[s]"])
 
     @FUZZ
-    @given(shape=st.lists(st.integers(-2, 10 ** 13), max_size=4), descr=dtypes, fortran=st.booleans(),
-           data_len=st.integers(0, 256))
+    @given(
+        shape=st.lists(st.integers(-2, 10**13), max_size=4),
+        descr=dtypes,
+        fortran=st.booleans(),
+        data_len=st.integers(0, 256),
+    )
     def run(shape, descr, fortran, data_len):
         buf = io.BytesIO()
         header = {"descr": descr, "fortran_order": fortran, "shape": tuple(shape)}
@@ -187,8 +196,12 @@ def test_npz_members_with_lying_sizes(workdir):
     path = workdir / "lying.npz"
 
     @FUZZ
-    @given(rows=st.integers(0, 10 ** 12), label_rows=st.integers(0, 10 ** 11), compress=st.booleans(),
-           data_len=st.integers(0, 128))
+    @given(
+        rows=st.integers(0, 10**12),
+        label_rows=st.integers(0, 10**11),
+        compress=st.booleans(),
+        data_len=st.integers(0, 128),
+    )
     def run(rows, label_rows, compress, data_len):
         method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
         with zipfile.ZipFile(path, "w", method) as zf:
@@ -203,8 +216,6 @@ def test_npz_members_with_lying_sizes(workdir):
 
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
 def test_mutated_tfrecord(gz, workdir, tf_imported):
-    import gzip
-
     seed = _tfrecord()
     seed = gzip.compress(seed) if gz else seed
     path = workdir / "mutated.tfrecord"
@@ -256,8 +267,10 @@ def test_random_bytes_as_images(workdir):
     target = folder / "x.png"
 
     @FUZZ
-    @given(body=st.binary(max_size=512), magic=st.sampled_from([b"", b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff",
-                                                                 b"GIF89a", b"BM"]))
+    @given(
+        body=st.binary(max_size=512),
+        magic=st.sampled_from([b"", b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF89a", b"BM"]),
+    )
     def run(body, magic):
         target.write_bytes(magic + body)
         _load_only_typed_errors(folder, IMAGE)

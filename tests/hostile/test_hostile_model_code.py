@@ -32,8 +32,17 @@ KERAS_CODE_CASES = {
     "convert-h5": ("convert", "{root}/lambda.h5", "-o", "{root}/out"),
     "convert-keras": ("convert", "{root}/lambda.keras", "-o", "{root}/out"),
     "convert-savedmodel-batch": ("convert", "{root}/lambda_sm", "--batch", "1", "-o", "{root}/out"),
-    "convert-savedmodel-qat": ("convert", "{root}/lambda_sm", "--quant", "qat", "--train-data", "{root}/data.npz",
-                               *CAL, "-o", "{root}/out"),
+    "convert-savedmodel-qat": (
+        "convert",
+        "{root}/lambda_sm",
+        "--quant",
+        "qat",
+        "--train-data",
+        "{root}/data.npz",
+        *CAL,
+        "-o",
+        "{root}/out",
+    ),
     "check-h5": ("check", "{root}/lambda.h5", "--target", "litert-cpu"),
     "check-keras": ("check", "{root}/lambda.keras", "--target", "litert-cpu"),
     "demo-litert-savedmodel": ("demo", "{root}/lambda_sm", "--litert", *CAL, "-o", "{root}/site"),
@@ -42,22 +51,46 @@ KERAS_CODE_CASES = {
 GRAPH_CASES = {
     "check-calibration-write": (("check", "{root}/write_sm", *CAL), "WriteFile"),
     "convert-int8-write": (("convert", "{root}/write_sm", "-q", "int8", *CAL, "-o", "{root}/out"), "WriteFile"),
-    "convert-int8-flex-write": (("convert", "{root}/write_sm", "-q", "int8", "--allow-select-tf-ops", *CAL, "-o",
-                                 "{root}/out"), "WriteFile"),
-    "eval-reference-write": (("eval", "{root}/clean.tflite", "-r", "{root}/write_sm", "-d", "{root}/data.npz",
-                              "--runs", "1"), "WriteFile"),
+    "convert-int8-flex-write": (
+        ("convert", "{root}/write_sm", "-q", "int8", "--allow-select-tf-ops", *CAL, "-o", "{root}/out"),
+        "WriteFile",
+    ),
+    "eval-reference-write": (
+        ("eval", "{root}/clean.tflite", "-r", "{root}/write_sm", "-d", "{root}/data.npz", "--runs", "1"),
+        "WriteFile",
+    ),
     "convert-pyfunc": (("convert", "{root}/pyfunc_sm", "-o", "{root}/out"), "EagerPyFunc"),
-    "convert-auto-write": (("convert", "{root}/write_sm", "-q", "auto", "--max-drop", "0.5", "--eval-data",
-                            "{root}/data.npz", *CAL, "-o", "{root}/out"), "WriteFile"),
-    "convert-qat-write": (("convert", "{root}/write_sm", "-q", "qat", "--train-data", "{root}/data.npz", *CAL,
-                           "-o", "{root}/out"), "WriteFile"),
+    "convert-auto-write": (
+        (
+            "convert",
+            "{root}/write_sm",
+            "-q",
+            "auto",
+            "--max-drop",
+            "0.5",
+            "--eval-data",
+            "{root}/data.npz",
+            *CAL,
+            "-o",
+            "{root}/out",
+        ),
+        "WriteFile",
+    ),
+    "convert-qat-write": (
+        ("convert", "{root}/write_sm", "-q", "qat", "--train-data", "{root}/data.npz", *CAL, "-o", "{root}/out"),
+        "WriteFile",
+    ),
     "check-pyfunc": (("check", "{root}/pyfunc_sm", *CAL), "EagerPyFunc"),
-    "eval-reference-pyfunc": (("eval", "{root}/clean.tflite", "-r", "{root}/pyfunc_sm", "-d", "{root}/data.npz",
-                               "--runs", "1"), "EagerPyFunc"),
+    "eval-reference-pyfunc": (
+        ("eval", "{root}/clean.tflite", "-r", "{root}/pyfunc_sm", "-d", "{root}/data.npz", "--runs", "1"),
+        "EagerPyFunc",
+    ),
     "convert-savev2-outside-saver": (("convert", "{root}/save_sm", "-o", "{root}/out"), "SaveV2"),
     "demo-write": (("demo", "{root}/write_sm", "-o", "{root}/site"), "WriteFile"),
-    "eval-flex-write-tflite": (("eval", "{root}/flex_write.tflite", "-r", "{root}/clean_sm", "-d",
-                                "{root}/data.npz", "--runs", "1"), "FlexWriteFile"),
+    "eval-flex-write-tflite": (
+        ("eval", "{root}/flex_write.tflite", "-r", "{root}/clean_sm", "-d", "{root}/data.npz", "--runs", "1"),
+        "FlexWriteFile",
+    ),
     "check-flex-write-tflite": (("check", "{root}/flex_write.tflite", "--target", "litert-cpu"), "FlexWriteFile"),
 }
 
@@ -78,14 +111,19 @@ def test_graph_side_effects_are_never_run(code_root, name):
 
 
 def test_inspect_reports_lambda_without_running_it(code_root):
-    proc = run_case(Case("inspect-lambda", ("inspect", "{root}/lambda_sm", "--json"), exit_code=0,
-                         names=("evil_lambda",)), code_root)
+    proc = run_case(
+        Case("inspect-lambda", ("inspect", "{root}/lambda_sm", "--json"), exit_code=0, names=("evil_lambda",)),
+        code_root,
+    )
     d = json.loads(proc.stdout)
-    assert d["model_code"]["python"] == [{"layer": "evil_lambda", "kind": "Lambda layer with marshalled Python "
-                                          "bytecode", "where": "keras_metadata.pb"}]
+    assert d["model_code"]["python"] == [
+        {"layer": "evil_lambda", "kind": "Lambda layer with marshalled Python bytecode", "where": "keras_metadata.pb"}
+    ]
     assert d["keras"]["reloadable_as_keras"] is None and not (code_root / MARKER).exists()
-    text = run_case(Case("inspect-lambda-text", ("inspect", "{root}/lambda_sm"), exit_code=0,
-                         names=("evil_lambda", "not tried")), code_root)
+    text = run_case(
+        Case("inspect-lambda-text", ("inspect", "{root}/lambda_sm"), exit_code=0, names=("evil_lambda", "not tried")),
+        code_root,
+    )
     assert "Traceback" not in text.stderr
 
 
@@ -106,12 +144,16 @@ def test_inspect_lists_flex_side_effect_ops_of_a_tflite(code_root):
     assert d["signatures"][0]["inputs"] == [{"name": "x", "dtype": "float32", "shape": [None, 4]}]
 
 
-@pytest.mark.parametrize("args", [
-    ("convert", "{root}/lambda.h5", "-o", "{root}/out", TRUST),
-    ("convert", "{root}/lambda_sm", "--batch", "1", "-o", "{root}/out", TRUST),
-    ("inspect", "{root}/lambda_sm", TRUST),
-    ("eval", "{root}/clean.tflite", "-r", "{root}/write_sm", "-d", "{root}/data.npz", "--runs", "1", TRUST),
-], ids=["convert-h5", "convert-batch", "inspect", "eval-write"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("convert", "{root}/lambda.h5", "-o", "{root}/out", TRUST),
+        ("convert", "{root}/lambda_sm", "--batch", "1", "-o", "{root}/out", TRUST),
+        ("inspect", "{root}/lambda_sm", TRUST),
+        ("eval", "{root}/clean.tflite", "-r", "{root}/write_sm", "-d", "{root}/data.npz", "--runs", "1", TRUST),
+    ],
+    ids=["convert-h5", "convert-batch", "inspect", "eval-write"],
+)
 def test_trusted_model_code_runs(code_root, args):
     """The opt-in really runs the code (so the refusals above are what keeps the marker away)."""
     run_case(Case("trusted", args, exit_code=0, may_create=("out", MARKER)), code_root)
@@ -120,13 +162,22 @@ def test_trusted_model_code_runs(code_root, args):
 
 def test_keras_savedmodel_with_a_lambda_converts_without_keras(code_root):
     """Its graph is all convert needs: no Keras object, no refusal, nothing run."""
-    run_case(Case("convert-lambda-graph", ("convert", "{root}/lambda_sm", "-o", "{root}/out"), exit_code=0,
-                  may_create=("out",)), code_root)
+    run_case(
+        Case(
+            "convert-lambda-graph",
+            ("convert", "{root}/lambda_sm", "-o", "{root}/out"),
+            exit_code=0,
+            may_create=("out",),
+        ),
+        code_root,
+    )
     assert not (code_root / MARKER).exists()
 
 
-@pytest.mark.parametrize("name", ["clean_sm", "clean_bn_lstm_sm", "clean_bn_lstm.h5", "clean_bn_lstm.keras",
-                                  "tf1_sm", "clean.tflite", "table_sm"])
+@pytest.mark.parametrize(
+    "name",
+    ["clean_sm", "clean_bn_lstm_sm", "clean_bn_lstm.h5", "clean_bn_lstm.keras", "tf1_sm", "clean.tflite", "table_sm"],
+)
 def test_clean_models_are_not_flagged(code_models, name):
     assert side_effect_ops(code_models / name) == ()
     if not name.endswith(".tflite"):
@@ -142,14 +193,28 @@ def test_project_fixtures_are_not_flagged(request, fixture):
 def test_truncated_saved_model_pb_is_refused_typed(code_root):
     pb = code_root / "write_sm" / "saved_model.pb"
     pb.write_bytes(pb.read_bytes()[:-40])
-    run_case(Case("truncated-pb", ("convert", "{root}/write_sm", "-o", "{root}/out"), exit_code=2,
-                  names=("saved_model.pb", "not a readable SavedModel protobuf")), code_root)
+    run_case(
+        Case(
+            "truncated-pb",
+            ("convert", "{root}/write_sm", "-o", "{root}/out"),
+            exit_code=2,
+            names=("saved_model.pb", "not a readable SavedModel protobuf"),
+        ),
+        code_root,
+    )
 
 
 def test_garbage_keras_metadata_is_refused_typed(code_root):
     (code_root / "lambda_sm" / "keras_metadata.pb").write_bytes(b"\x0a\xff\xff\xff\xff\x0f")
-    run_case(Case("garbage-metadata", ("inspect", "{root}/lambda_sm"), exit_code=2,
-                  names=("keras_metadata.pb", "not a readable")), code_root)
+    run_case(
+        Case(
+            "garbage-metadata",
+            ("inspect", "{root}/lambda_sm"),
+            exit_code=2,
+            names=("keras_metadata.pb", "not a readable"),
+        ),
+        code_root,
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -163,14 +228,22 @@ def test_metadata_parser_never_crashes(tmp_path_factory, data):
         pass
 
 
-@pytest.mark.parametrize("config, kind", [
-    ({"class_name": "Lambda", "config": {"name": "l", "function": {"class_name": "__lambda__"}}}, "bytecode"),
-    ({"module": "os", "class_name": "system", "config": "x"}, "module 'os'"),
-    ({"module": "keras.layers", "class_name": "Dense", "registered_name": "evil>Layer", "config": {}}, "evil>Layer"),
-    ({"class_name": "TFOpLambda", "config": {"name": "t", "function": "io.write_file"}}, "io.write_file"),
-    ({"class_name": "Wrapper", "config": {"layer": {"class_name": "X", "config": {"function_type": "lambda"}}}},
-     "bytecode"),
-])
+@pytest.mark.parametrize(
+    "config, kind",
+    [
+        ({"class_name": "Lambda", "config": {"name": "l", "function": {"class_name": "__lambda__"}}}, "bytecode"),
+        ({"module": "os", "class_name": "system", "config": "x"}, "module 'os'"),
+        (
+            {"module": "keras.layers", "class_name": "Dense", "registered_name": "evil>Layer", "config": {}},
+            "evil>Layer",
+        ),
+        ({"class_name": "TFOpLambda", "config": {"name": "t", "function": "io.write_file"}}, "io.write_file"),
+        (
+            {"class_name": "Wrapper", "config": {"layer": {"class_name": "X", "config": {"function_type": "lambda"}}}},
+            "bytecode",
+        ),
+    ],
+)
 def test_config_walker_finds_code_anywhere(config, kind):
     found = find_code({"class_name": "Functional", "config": {"layers": [config]}}, "config.json")
     assert len(found) == 1 and kind in found[0].kind
@@ -196,7 +269,7 @@ def test_security_doc_lists_every_flagged_op():
 
 def _edit_saved_model(src, dst, edit) -> None:
     """Copy the SavedModel ``src`` to ``dst`` with ``edit(meta_graph)`` applied to its saved_model.pb."""
-    from tensorflow.core.protobuf import saved_model_pb2  # noqa: PLC0415
+    from tensorflow.core.protobuf import saved_model_pb2
 
     shutil.copytree(src, dst)
     sm = saved_model_pb2.SavedModel()
@@ -207,6 +280,7 @@ def _edit_saved_model(src, dst, edit) -> None:
 
 def test_saver_ops_reached_from_a_signature_are_flagged(code_models, tmp_path):
     """The saver's own SaveV2 is exempt only while nothing but the saver reaches it."""
+
     def serve_calls_save(mg):
         save_fn = next(f.signature.name for f in mg.graph_def.library.function if "traced_save" in f.signature.name)
         serve = next(f for f in mg.graph_def.library.function if f.signature.name.startswith("__inference_serve"))
@@ -225,10 +299,16 @@ def test_saver_ops_reached_from_a_signature_are_flagged(code_models, tmp_path):
     assert "SaveV2" in {f.op for f in tf1} and all(f.where == ("graph",) for f in tf1)
 
 
-@pytest.mark.parametrize("op, attrs, flagged", [
-    ("PrintV2", {"output_stream": "file:///tmp/leak.txt"}, True), ("PrintV2", {"output_stream": "stderr"}, False),
-    ("DecodeProtoV2", {"descriptor_source": "/etc/x.desc"}, True),
-    ("DecodeProtoV2", {"descriptor_source": "local://"}, False), ("MatMul", {}, False), ("PyFunc", {}, True),
-])
+@pytest.mark.parametrize(
+    "op, attrs, flagged",
+    [
+        ("PrintV2", {"output_stream": "file:///tmp/leak.txt"}, True),
+        ("PrintV2", {"output_stream": "stderr"}, False),
+        ("DecodeProtoV2", {"descriptor_source": "/etc/x.desc"}, True),
+        ("DecodeProtoV2", {"descriptor_source": "local://"}, False),
+        ("MatMul", {}, False),
+        ("PyFunc", {}, True),
+    ],
+)
 def test_conditional_ops_are_flagged_by_their_attributes(op, attrs, flagged):
     assert (effect_of(op, attrs) is not None) == flagged

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_tool.errors import ModelError
 from edge_tool.core.fsutil import resolve_inside
+from edge_tool.errors import ModelError
 from tests.hostile.core_fixtures import case_root, flat_artifacts  # noqa: F401 (fixtures)
 from tests.hostile.harness import Case, run_case
 
@@ -38,6 +38,7 @@ def _paths(*paths) -> Callable[[Path], None]:
         doc = json.loads((root / "tfjs" / "model.json").read_text())
         weights = doc["weightsManifest"][0]["weights"]
         _set_manifest(root, [{"paths": list(paths), "weights": weights}])
+
     return setup
 
 
@@ -45,12 +46,14 @@ def _then(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
     def setup(root: Path) -> None:
         for s in steps:
             s(root)
+
     return setup
 
 
 def _symlink(rel: str, target: str) -> Callable[[Path], None]:
     def setup(root: Path) -> None:
         os.symlink(target, root / "tfjs" / rel)
+
     return setup
 
 
@@ -70,10 +73,15 @@ HOSTILE_MODEL_JSON = {
     "dot-dot": (_paths("../secret.txt"), ["'../secret.txt'", "'..' segment"]),
     "nested-dot-dot": (_then(_mkdir("sub"), _paths("sub/../../secret.txt")), ["'sub/../../secret.txt'"]),
     "absolute": (_paths("/etc/hostname"), ["'/etc/hostname'", "is absolute"]),
-    "symlink-dir-to-etc": (_then(_symlink("etclink", "/etc"), _paths("etclink/hostname")),
-                           ["'etclink/hostname'", "not inside"]),
+    "symlink-dir-to-etc": (
+        _then(_symlink("etclink", "/etc"), _paths("etclink/hostname")),
+        ["'etclink/hostname'", "not inside"],
+    ),
     "symlink-dir-to-parent": (_then(_symlink("up", ".."), _paths("up/secret.txt")), ["'up/secret.txt'", "not inside"]),
-    "symlink-file-out": (_then(_symlink("leak.bin", "../secret.txt"), _paths("leak.bin")), ["'leak.bin'", "not inside"]),
+    "symlink-file-out": (
+        _then(_symlink("leak.bin", "../secret.txt"), _paths("leak.bin")),
+        ["'leak.bin'", "not inside"],
+    ),
     "url-encoded": (_paths("%2e%2e/secret.txt"), ["'%2e%2e/secret.txt'", "percent"]),
     "nul": (_paths("a\x00b.bin"), ["a\\x00b.bin", "control character"]),
     "very-long": (_paths("a/" * 3000 + "x.bin"), ["characters long"]),
@@ -82,8 +90,10 @@ HOSTILE_MODEL_JSON = {
     "empty": (_paths(""), ["''", "not a non-empty string"]),
     "model-json-symlink-out": (_model_json_outside, ["'model.json'", "not inside"]),
     "manifest-not-a-list": (lambda root: _set_manifest(root, "../secret.txt"), ["malformed weightsManifest"]),
-    "paths-not-a-list": (lambda root: _set_manifest(root, [{"paths": "../secret.txt", "weights": []}]),
-                         ["malformed weightsManifest"]),
+    "paths-not-a-list": (
+        lambda root: _set_manifest(root, [{"paths": "../secret.txt", "weights": []}]),
+        ["malformed weightsManifest"],
+    ),
 }
 
 COMMANDS = {
@@ -132,8 +142,24 @@ def test_symlink_inside_the_model_dir_is_fine(case_root):
 
 # ------------------------------------------------------------------ property: resolve_inside never escapes
 
-SEGMENTS = ["a", "b", "sub", "in_link", "out_link", "up_link", "file.bin", "loop", "..", ".", "", "%2e%2e", "a\\b",
-            "x\x00", "/", "C:"]
+SEGMENTS = [
+    "a",
+    "b",
+    "sub",
+    "in_link",
+    "out_link",
+    "up_link",
+    "file.bin",
+    "loop",
+    "..",
+    ".",
+    "",
+    "%2e%2e",
+    "a\\b",
+    "x\x00",
+    "/",
+    "C:",
+]
 
 
 @pytest.fixture(scope="module")

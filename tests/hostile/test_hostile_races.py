@@ -31,10 +31,21 @@ class Paused:
 
     def __init__(self, args: tuple[str, ...], root: Path, gate: Path):
         self.root, self.gate = root, gate
-        env = {**os.environ, "TMPDIR": str(tmpdir_of(root)), "EDGETOOL_DEBUG": "1", "COLUMNS": "400",
-               "EDGETOOL_TEST_PAUSE_BEFORE_SWAP": str(gate)}
-        self.proc = subprocess.Popen([sys.executable, "-m", "edge_tool", *(a.format(root=root) for a in args)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=root)
+        env = {
+            **os.environ,
+            "TMPDIR": str(tmpdir_of(root)),
+            "EDGETOOL_DEBUG": "1",
+            "COLUMNS": "400",
+            "EDGETOOL_TEST_PAUSE_BEFORE_SWAP": str(gate),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "edge_tool", *(a.format(root=root) for a in args)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=root,
+        )
 
     def wait_in_window(self) -> None:
         deadline = time.monotonic() + WAIT_S
@@ -56,8 +67,14 @@ def _without_temp(snap: dict) -> dict:
 
 def run_plain(args: tuple[str, ...], root: Path) -> tuple[int, str]:
     env = {**os.environ, "TMPDIR": str(tmpdir_of(root)), "EDGETOOL_DEBUG": "1", "COLUMNS": "400"}
-    proc = subprocess.run([sys.executable, "-m", "edge_tool", *(a.format(root=root) for a in args)], env=env,
-                          cwd=root, capture_output=True, text=True, timeout=WAIT_S)
+    proc = subprocess.run(
+        [sys.executable, "-m", "edge_tool", *(a.format(root=root) for a in args)],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -132,8 +149,9 @@ def test_o_symlink_force_replaces_the_target_and_keeps_the_link(case_root):
     run_case(Case("first", (*CONVERT, "-o", "{root}/runs/a"), exit_code=0, may_create=("runs",)), case_root)
     os.symlink("runs/a", case_root / "latest")
     old = (case_root / "runs" / "a" / "manifest.json").read_text()
-    run_case(Case("via-link", (*CONVERT, "-o", "{root}/latest", "--force"), exit_code=0, may_create=("runs/a",)),
-             case_root)
+    run_case(
+        Case("via-link", (*CONVERT, "-o", "{root}/latest", "--force"), exit_code=0, may_create=("runs/a",)), case_root
+    )
     assert os.readlink(case_root / "latest") == "runs/a"  # still the user's link
     assert (case_root / "runs" / "a" / "manifest.json").read_text() != old
     assert sorted(p.name for p in (case_root / "runs").iterdir()) == ["a"]  # no .a.old-* / .a.tmp-*
@@ -142,8 +160,10 @@ def test_o_symlink_force_replaces_the_target_and_keeps_the_link(case_root):
 
 def test_o_dangling_symlink_is_refused(case_root):
     os.symlink("nowhere/out", case_root / "dangling")
-    run_case(Case("dangling", (*CONVERT, "-o", "{root}/dangling", "--force"), names=("{root}/dangling", "does not exist")),
-             case_root)
+    run_case(
+        Case("dangling", (*CONVERT, "-o", "{root}/dangling", "--force"), names=("{root}/dangling", "does not exist")),
+        case_root,
+    )
 
 
 @pytest.mark.parametrize("args", [CONVERT, DEMO], ids=["convert", "demo"])
@@ -154,8 +174,9 @@ def test_sigkill_in_the_window_then_the_next_run_sweeps_its_temp_files(case_root
     assert any(n.startswith(".out.tmp-") for n in stale) and any(n.startswith("edgetool-run-") for n in stale), stale
     if args is CONVERT:  # the converter's own temp files sit in the run's dir
         inner = [p.name for d in tmpdir_of(case_root).iterdir() for p in d.iterdir()]
-        assert any(n.startswith("edgetool-src-") for n in inner) and any(n.startswith("edgetool-native-")
-                                                                         for n in inner), inner
+        assert any(n.startswith("edgetool-src-") for n in inner) and any(
+            n.startswith("edgetool-native-") for n in inner
+        ), inner
     run.proc.send_signal(signal.SIGKILL)
     run.proc.communicate(timeout=60)
     assert leftovers(case_root) == stale  # a SIGKILL cleans nothing
@@ -180,8 +201,18 @@ def test_a_live_runs_temp_files_are_never_swept(case_root, paused):
 
 
 def test_an_eval_report_appearing_meanwhile_is_not_replaced_without_force(case_root, paused):
-    args = ("eval", "{root}/flat.tflite", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--runs", "1",
-            "--json", "{root}/report.json")
+    args = (
+        "eval",
+        "{root}/flat.tflite",
+        "-r",
+        "{root}/model",
+        "-d",
+        "{root}/model/eval.npz",
+        "--runs",
+        "1",
+        "--json",
+        "{root}/report.json",
+    )
     run = paused(args)
     run.wait_in_window()
     (case_root / "report.json").write_text("the user's own report")

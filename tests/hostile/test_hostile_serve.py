@@ -20,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from edge_tool.demo import serve
 from edge_tool.demo.serve import LISTEN_BACKLOG, MAX_WORKERS, SiteServer, is_loopback, resolve_target
-from tests.test_serve import SECRET, raw_request, site  # noqa: F401 (fixture)
+from tests.test_serve import SECRET, SITE_FILES, raw_request, site  # noqa: F401 (fixture)
 
 BOUND_S = 30.0  # upper bound for a condition to become true (a hang guard, not a timing assert)
 
@@ -124,20 +125,33 @@ def test_a_burst_of_500_requests_20_at_a_time_is_all_served(site):
     assert statuses == [200] * 500
 
 
-@pytest.mark.parametrize("host,loopback", [
-    ("127.0.0.1", True), ("127.0.0.2", True), ("127.255.255.254", True), ("::1", True), ("::ffff:127.0.0.9", True),
-    ("localhost", True), ("LOCALHOST.", True), ("0.0.0.0", False), ("::", False), ("10.0.0.1", False),
-    ("192.168.1.1", False), ("example.com", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "host,loopback",
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("127.255.255.254", True),
+        ("::1", True),
+        ("::ffff:127.0.0.9", True),
+        ("localhost", True),
+        ("LOCALHOST.", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.0.0.1", False),
+        ("192.168.1.1", False),
+        ("example.com", False),
+        ("", False),
+    ],
+)
 def test_loopback_addresses(host, loopback):
     assert is_loopback(host) is loopback
 
 
 def test_127_0_0_2_gets_no_public_exposure_note(site, monkeypatch):
-    from edge_tool.demo import serve
-
     lines: list[str] = []
-    monkeypatch.setattr(serve.SiteServer, "serve_forever", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    monkeypatch.setattr(
+        serve.SiteServer, "serve_forever", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
+    )
     with pytest.raises(KeyboardInterrupt):
         serve.serve_until_interrupted(site, "127.0.0.2", 0, echo=lines.append)
     assert lines and "http://127.0.0.2:" in lines[0]
@@ -146,8 +160,34 @@ def test_127_0_0_2_gets_no_public_exposure_note(site, monkeypatch):
 
 # ------------------------------------------------------------------ property: URL handling
 
-SEGMENTS = ["index.html", "app.js", "model", "model.json", "leak.txt", "linkdir", "secret.txt", "..", ".", "",
-            "%2e%2e", "%2E", "%2f", "%5c", "%00", "%", "%zz", "%c3%a9", "%ff", "\\", "?", "#", "..;", "~", "//", "a b"]
+SEGMENTS = [
+    "index.html",
+    "app.js",
+    "model",
+    "model.json",
+    "leak.txt",
+    "linkdir",
+    "secret.txt",
+    "..",
+    ".",
+    "",
+    "%2e%2e",
+    "%2E",
+    "%2f",
+    "%5c",
+    "%00",
+    "%",
+    "%zz",
+    "%c3%a9",
+    "%ff",
+    "\\",
+    "?",
+    "#",
+    "..;",
+    "~",
+    "//",
+    "a b",
+]
 
 
 def _target():
@@ -167,8 +207,6 @@ def test_resolve_target_never_leaves_the_site(site, target):
 
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory):
-    from tests.test_serve import SITE_FILES
-
     top = tmp_path_factory.mktemp("fuzz")
     root = top / "site"
     for rel, text in SITE_FILES.items():

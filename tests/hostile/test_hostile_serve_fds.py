@@ -67,11 +67,18 @@ def test_1000_idle_keep_alive_connections_do_not_lock_out_a_real_request(site):
 @contextlib.contextmanager
 def serve_child(site_dir, fd_limit: int):
     """``edgetool serve`` in a child whose RLIMIT_NOFILE soft limit is ``fd_limit``; yield (process, port)."""
+
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
-    proc = subprocess.Popen([sys.executable, "-m", "edge_tool", "serve", str(site_dir), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, preexec_fn=limit)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edge_tool", "serve", str(site_dir), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        preexec_fn=limit,
+    )
     try:
         line = proc.stdout.readline()
         assert "http://127.0.0.1:" in line, line

@@ -61,11 +61,36 @@ def srv(tmp_path_factory):
 
 # ------------------------------------------------------------------ Host (DNS rebinding)
 
-REBINDING = ["evil.example", "evil.example:{port}", "localhost.evil.example", "127.0.0.1.nip.io:{port}",
-             "attacker.localhost.com", "10.0.0.1", "192.168.1.20:{port}", "[::2]", "[fe80::1]:{port}", "0.0.0.0",
-             "127.0.0.1:1", "localhost:{wrong}", "[::1]:{wrong}", "[localhost]", "xn--80ak6aa92e.com"]
-ALLOWED = ["127.0.0.1", "127.0.0.1:{port}", "localhost", "LocalHost:{port}", "localhost.", "127.9.8.7:{port}",
-           "[::1]", "[::1]:{port}", "[0:0:0:0:0:0:0:1]", "[::ffff:127.0.0.1]:{port}", " 127.0.0.1 "]
+REBINDING = [
+    "evil.example",
+    "evil.example:{port}",
+    "localhost.evil.example",
+    "127.0.0.1.nip.io:{port}",
+    "attacker.localhost.com",
+    "10.0.0.1",
+    "192.168.1.20:{port}",
+    "[::2]",
+    "[fe80::1]:{port}",
+    "0.0.0.0",
+    "127.0.0.1:1",
+    "localhost:{wrong}",
+    "[::1]:{wrong}",
+    "[localhost]",
+    "xn--80ak6aa92e.com",
+]
+ALLOWED = [
+    "127.0.0.1",
+    "127.0.0.1:{port}",
+    "localhost",
+    "LocalHost:{port}",
+    "localhost.",
+    "127.9.8.7:{port}",
+    "[::1]",
+    "[::1]:{port}",
+    "[0:0:0:0:0:0:0:1]",
+    "[::ffff:127.0.0.1]:{port}",
+    " 127.0.0.1 ",
+]
 
 
 @pytest.mark.parametrize("host", REBINDING)
@@ -133,18 +158,21 @@ def test_a_chunked_body_is_dropped_and_never_read_as_a_request(srv):
     assert statuses == [(200, INDEX), (200, SITE_FILES["app.css"].encode())]
 
 
-@pytest.mark.parametrize("extra,status", [
-    (f"Content-Length: {len(SMUGGLED)}\r\nTransfer-Encoding: chunked\r\n", 400),  # CL.TE / TE.CL
-    ("Transfer-Encoding: chunked\r\nContent-Length: 0\r\n", 400),
-    ("Content-Length: 5\r\nContent-Length: 7\r\n", 400),
-    ("Content-Length: -1\r\n", 400),
-    ("Content-Length: 0x10\r\n", 400),
-    ("Content-Length: +5\r\n", 400),
-    ("Transfer-Encoding: gzip, chunked\r\n", 400),
-    ("Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n", 400),
-    ("Transfer-Encoding: xchunked\r\n", 400),
-    ("Content-Length: 99999999999999999999\r\n", 413),
-])
+@pytest.mark.parametrize(
+    "extra,status",
+    [
+        (f"Content-Length: {len(SMUGGLED)}\r\nTransfer-Encoding: chunked\r\n", 400),  # CL.TE / TE.CL
+        ("Transfer-Encoding: chunked\r\nContent-Length: 0\r\n", 400),
+        ("Content-Length: 5\r\nContent-Length: 7\r\n", 400),
+        ("Content-Length: -1\r\n", 400),
+        ("Content-Length: 0x10\r\n", 400),
+        ("Content-Length: +5\r\n", 400),
+        ("Transfer-Encoding: gzip, chunked\r\n", 400),
+        ("Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n", 400),
+        ("Transfer-Encoding: xchunked\r\n", 400),
+        ("Content-Length: 99999999999999999999\r\n", 413),
+    ],
+)
 def test_conflicting_or_malformed_framing_is_400_and_closes(srv, extra, status):
     raw = get(extra=extra) + SMUGGLED
     responses = exchange(srv.server_address[1], raw)
@@ -152,8 +180,15 @@ def test_conflicting_or_malformed_framing_is_400_and_closes(srv, extra, status):
     assert responses[0][1].get("connection") == "close"
 
 
-@pytest.mark.parametrize("body", [b"zz\r\n" + SMUGGLED, b"5\r\nabcdefgh\r\n0\r\n\r\n" + SMUGGLED,
-                                  b"ffffffff\r\n" + SMUGGLED, b"1;" + b"x" * 2000 + b"\r\n" + SMUGGLED])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"zz\r\n" + SMUGGLED,
+        b"5\r\nabcdefgh\r\n0\r\n\r\n" + SMUGGLED,
+        b"ffffffff\r\n" + SMUGGLED,
+        b"1;" + b"x" * 2000 + b"\r\n" + SMUGGLED,
+    ],
+)
 def test_a_malformed_or_oversized_chunked_body_closes_the_connection(srv, body):
     """The request is answered; its body then fails to parse, so the connection closes: nothing after it runs."""
     responses = exchange(srv.server_address[1], get(extra="Transfer-Encoding: chunked\r\n") + body + SMUGGLED)
@@ -179,8 +214,11 @@ def test_the_answer_does_not_wait_for_an_announced_body(srv):
 # ------------------------------------------------------------------ property: Host values and header sets
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_ALLOWED_NAME = re.compile(rf"(?:localhost\.?|127\.{_OCTET}\.{_OCTET}\.{_OCTET}|\[::1\]|\[::ffff:127\.{_OCTET}\.{_OCTET}\."
-                           rf"{_OCTET}\])(?::([0-9]{{0,5}}))?", re.IGNORECASE)
+_ALLOWED_NAME = re.compile(
+    rf"(?:localhost\.?|127\.{_OCTET}\.{_OCTET}\.{_OCTET}|\[::1\]|\[::ffff:127\.{_OCTET}\.{_OCTET}\."
+    rf"{_OCTET}\])(?::([0-9]{{0,5}}))?",
+    re.IGNORECASE,
+)
 
 
 def oracle_allows(value: str, port: int) -> bool:
@@ -190,9 +228,30 @@ def oracle_allows(value: str, port: int) -> bool:
 
 
 def _hosts(port: int):
-    names = st.sampled_from(["localhost", "LOCALHOST", "localhost.", "127.0.0.1", "127.1.2.3", "[::1]",
-                             "[::ffff:127.0.0.5]", "evil.example", "localhost.evil", "10.1.1.1", "[::2]", "0.0.0.0",
-                             "127.0.0.1.evil", "127.256.0.1", "loca1host", "[::1", "::1", "", "a b", "127.0.0.1@evil"])
+    names = st.sampled_from(
+        [
+            "localhost",
+            "LOCALHOST",
+            "localhost.",
+            "127.0.0.1",
+            "127.1.2.3",
+            "[::1]",
+            "[::ffff:127.0.0.5]",
+            "evil.example",
+            "localhost.evil",
+            "10.1.1.1",
+            "[::2]",
+            "0.0.0.0",
+            "127.0.0.1.evil",
+            "127.256.0.1",
+            "loca1host",
+            "[::1",
+            "::1",
+            "",
+            "a b",
+            "127.0.0.1@evil",
+        ]
+    )
     ports = st.sampled_from(["", f":{port}", ":", f":{port + 1}", ":0", ":99999", ":abc", f":{port}:{port}"])
     junk = st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=24)
     return st.tuples(names, ports).map("".join) | junk
@@ -212,11 +271,39 @@ def test_fuzzed_host_values_are_answered_exactly_when_allowed(srv, data):
         assert status in (400, 403) and INDEX not in body, (value, status)
 
 
-_HEADER = st.sampled_from(["Host", "Content-Length", "Transfer-Encoding", "Connection", "Expect", "X-Forwarded-Host",
-                           "Content-Type", "Origin", "host", "Host ", " Host", "X-A"])
-_VALUE = st.sampled_from(["127.0.0.1", "evil.example", "0", "5", "chunked", "close", "keep-alive", "100-continue",
-                          "-1", "", "1, 2", "identity", " chunked"]) | st.text(
-    st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
+_HEADER = st.sampled_from(
+    [
+        "Host",
+        "Content-Length",
+        "Transfer-Encoding",
+        "Connection",
+        "Expect",
+        "X-Forwarded-Host",
+        "Content-Type",
+        "Origin",
+        "host",
+        "Host ",
+        " Host",
+        "X-A",
+    ]
+)
+_VALUE = st.sampled_from(
+    [
+        "127.0.0.1",
+        "evil.example",
+        "0",
+        "5",
+        "chunked",
+        "close",
+        "keep-alive",
+        "100-continue",
+        "-1",
+        "",
+        "1, 2",
+        "identity",
+        " chunked",
+    ]
+) | st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

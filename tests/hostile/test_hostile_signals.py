@@ -21,6 +21,7 @@ import pytest
 
 from tests.hostile.core_fixtures import case_root, flat_artifacts  # noqa: F401 (fixtures)
 from tests.hostile.harness import REPO, snapshot
+from tests.test_serve import SITE_FILES
 
 WAIT_S = 600  # upper bound for reaching the mid-run point on a loaded machine (not a timing assert)
 
@@ -29,8 +30,14 @@ def _start(args: list[str], root: Path, env: dict | None = None) -> tuple[subpro
     tmpdir = root.parent / f"{root.name}-tmp"
     tmpdir.mkdir(exist_ok=True)
     full_env = {**os.environ, "TMPDIR": str(tmpdir), "EDGETOOL_DEBUG": "1", "COLUMNS": "200", **(env or {})}
-    proc = subprocess.Popen([sys.executable, "-m", "edge_tool", *[a.format(root=root) for a in args]], cwd=root,
-                            env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edge_tool", *[a.format(root=root) for a in args]],
+        cwd=root,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, tmpdir
 
 
@@ -39,7 +46,9 @@ def _wait_for(proc: subprocess.Popen, ready: Callable[[], bool]) -> None:
     while not ready():
         if proc.poll() is not None:
             out, err = proc.communicate()
-            pytest.fail(f"edgetool ended (exit {proc.returncode}) before the mid-run point:\n{out[-1500:]}{err[-3000:]}")
+            pytest.fail(
+                f"edgetool ended (exit {proc.returncode}) before the mid-run point:\n{out[-1500:]}{err[-3000:]}"
+            )
         if time.monotonic() > deadline:
             proc.kill()
             pytest.fail("edgetool never reached the mid-run point")
@@ -64,8 +73,14 @@ def _alive(procs: list[psutil.Process]) -> list[int]:
     return alive
 
 
-def run_signalled(args: list[str], root: Path, ready: Callable[[Path, Path], bool], sig: int,
-                  env: dict | None = None, children: bool = False) -> str:
+def run_signalled(
+    args: list[str],
+    root: Path,
+    ready: Callable[[Path, Path], bool],
+    sig: int,
+    env: dict | None = None,
+    children: bool = False,
+) -> str:
     """Run edgetool ARGS in ``root``, send ``sig`` once ``ready(root, tmpdir)``; assert the cleanup contract."""
     tmpdir = root.parent / f"{root.name}-tmp"
     tmpdir.mkdir(exist_ok=True)
@@ -92,8 +107,18 @@ def run_signalled(args: list[str], root: Path, ready: Callable[[Path, Path], boo
     return text
 
 
-CONVERT_ALL = ["convert", "{root}/model", "--format", "all", "--quant", "fp32,fp16,dynamic,int8,int16x8",
-               "--calibration", "{root}/model/eval.npz", "-o", "{root}/out"]
+CONVERT_ALL = [
+    "convert",
+    "{root}/model",
+    "--format",
+    "all",
+    "--quant",
+    "fp32,fp16,dynamic,int8,int16x8",
+    "--calibration",
+    "{root}/model/eval.npz",
+    "-o",
+    "{root}/out",
+]
 
 
 @pytest.mark.slow
@@ -107,18 +132,39 @@ def test_convert_stopped_mid_run_leaves_nothing(case_root, sig):
 @pytest.mark.slow
 def test_convert_stopped_while_the_tfjs_worker_process_runs(case_root):
     """The parallel TFJS export process (forced on) is ended too."""
-    run_signalled(CONVERT_ALL, case_root, lambda root, tmp: any(root.glob(".out.tmp-*")), signal.SIGTERM,
-                  env={"EDGETOOL_CONVERT_WORKERS": "1"}, children=True)
+    run_signalled(
+        CONVERT_ALL,
+        case_root,
+        lambda root, tmp: any(root.glob(".out.tmp-*")),
+        signal.SIGTERM,
+        env={"EDGETOOL_CONVERT_WORKERS": "1"},
+        children=True,
+    )
 
 
 @pytest.mark.slow
 def test_eval_stopped_during_the_latency_worker(case_root):
     """SIGTERM while the LiteRT latency worker process runs (edgetool-lat-*/feeds.npz in TMPDIR)."""
     # the reference is timed first (in this process), then the artefact in its worker: 20 s each at most
-    args = ["eval", "{root}/flat.tflite", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--time-budget", "20",
-            "--json", "{root}/r.json"]
-    run_signalled(args, case_root, lambda root, tmp: any(tmp.glob("edgetool-run-*/edgetool-lat-*/feeds.npz")),
-                  signal.SIGTERM, children=True)
+    args = [
+        "eval",
+        "{root}/flat.tflite",
+        "-r",
+        "{root}/model",
+        "-d",
+        "{root}/model/eval.npz",
+        "--time-budget",
+        "20",
+        "--json",
+        "{root}/r.json",
+    ]
+    run_signalled(
+        args,
+        case_root,
+        lambda root, tmp: any(tmp.glob("edgetool-run-*/edgetool-lat-*/feeds.npz")),
+        signal.SIGTERM,
+        children=True,
+    )
     assert not (case_root / "r.json").exists()
 
 
@@ -126,30 +172,39 @@ def test_eval_stopped_during_the_latency_worker(case_root):
 def test_eval_stopped_during_the_tfjs_node_session(case_root):
     """SIGHUP while the TFJS Node process times its latency loop (edgetool-tfjs-* in TMPDIR)."""
     args = ["eval", "{root}/tfjs", "-r", "{root}/model", "-d", "{root}/model/eval.npz", "--time-budget", "20"]
-    run_signalled(args, case_root, lambda root, tmp: any(tmp.glob("edgetool-run-*/edgetool-tfjs-*")), signal.SIGHUP,
-                  children=True)
+    run_signalled(
+        args, case_root, lambda root, tmp: any(tmp.glob("edgetool-run-*/edgetool-tfjs-*")), signal.SIGHUP, children=True
+    )
 
 
 @pytest.mark.slow
 def test_multiworker_training_stopped_ends_its_workers(case_root):
     """SIGTERM while two local MultiWorkerMirroredStrategy worker processes train."""
     args = ["train", "--strategy", "multiworker", "--workers", "2", "--epochs", "200", "-o", "{root}/m"]
-    run_signalled(args, case_root, lambda root, tmp: any(root.glob(".m.tmp-*")) and any(tmp.rglob("edgetool-mw-*")),
-                  signal.SIGTERM, children=True)
+    run_signalled(
+        args,
+        case_root,
+        lambda root, tmp: any(root.glob(".m.tmp-*")) and any(tmp.rglob("edgetool-mw-*")),
+        signal.SIGTERM,
+        children=True,
+    )
     assert not (case_root / "m").exists()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
 def test_serve_stopped_by_signal(tmp_path, sig):
     """serve closes its socket and exits 128 + signal (the listening line printed first is the mid-run point)."""
-    from tests.test_serve import SITE_FILES
-
     site = tmp_path / "site"
     for rel, data in SITE_FILES.items():
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         (site / rel).write_text(data)
-    proc = subprocess.Popen([sys.executable, "-m", "edge_tool", "serve", str(site), "--port", "0"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edge_tool", "serve", str(site), "--port", "0"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "serving" in proc.stdout.readline()
         proc.send_signal(sig)
@@ -175,8 +230,9 @@ cli.app()
 @pytest.mark.parametrize("debug", ["", "0", "1"])
 def test_internal_error_is_one_line_exit_70_unless_debugging(tmp_path, debug):
     env = {**os.environ, "EDGETOOL_DEBUG": debug}
-    proc = subprocess.run([sys.executable, "-c", _BROKEN_COMMAND, "boom"], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _BROKEN_COMMAND, "boom"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
     if debug == "1":
         assert proc.returncode not in (0, 2, 70)
         assert "Traceback (most recent call last)" in proc.stderr and "kaboom" in proc.stderr
@@ -202,8 +258,13 @@ cli.app()
 
 def test_reader_leaving_the_pipe_is_exit_141_without_noise():
     """`edgetool … | head -1`: the writer stops quietly (no BrokenPipeError traceback, no internal error)."""
-    proc = subprocess.Popen([sys.executable, "-c", _PIPE_COMMAND, "dump"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=REPO, env={**os.environ, "EDGETOOL_DEBUG": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PIPE_COMMAND, "dump"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        env={**os.environ, "EDGETOOL_DEBUG": "1"},
+    )
     assert proc.stdout.readline() == b"line 0\n"
     proc.stdout.close()  # the reader goes away
     err = proc.stderr.read().decode()

@@ -20,10 +20,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge_tool.core.childproc import module_command, python_command
 from tests.conftest import REPO
 
-SHADOWED = ("numpy", "tensorflow", "keras", "tf_keras", "ai_edge_litert", "tflite_micro", "tensorflowjs",
-            "edge_tool", "calibration", "runpy", "json", "socket", "multiprocessing")
+SHADOWED = (
+    "numpy",
+    "tensorflow",
+    "keras",
+    "tf_keras",
+    "ai_edge_litert",
+    "tflite_micro",
+    "tensorflowjs",
+    "edge_tool",
+    "calibration",
+    "runpy",
+    "json",
+    "socket",
+    "multiprocessing",
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +52,8 @@ def planted(tmp_path_factory) -> dict[str, Path]:
         for name in SHADOWED:
             (d / f"{name}.py").write_text(
                 f"import pathlib\npathlib.Path({str(markers)!r}, '{where}-{name}').write_text(__file__)\n"
-                f"raise ImportError('planted shadow module {name} imported from {where}')\n")
+                f"raise ImportError('planted shadow module {name} imported from {where}')\n"
+            )
     return {**dirs, "markers": markers}
 
 
@@ -46,8 +61,14 @@ def run_isolated_parent(planted: dict[str, Path], *args, timeout: float = 900) -
     """edgetool ARGS with the planted cwd and PYTHONPATH; the parent itself is ``-I`` (only children can see them)."""
     env = {**os.environ, "PYTHONPATH": str(planted["pythonpath"]), "EDGETOOL_CONVERT_WORKERS": "1"}
     env.pop("PYTHONSAFEPATH", None)
-    proc = subprocess.run([sys.executable, "-I", "-m", "edge_tool", *map(str, args)], capture_output=True,
-                          text=True, env=env, cwd=planted["cwd"], timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-m", "edge_tool", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=planted["cwd"],
+        timeout=timeout,
+    )
     markers = sorted(p.name for p in planted["markers"].iterdir())
     assert not markers, f"a child imported planted modules: {markers}\n{proc.stdout[-2000:]}{proc.stderr[-3000:]}"
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
@@ -80,8 +101,19 @@ def test_eval_and_check_children_are_isolated(planted, flat_model, tmp_path):
     out = tmp_path / "conv"
     run_isolated_parent(planted, "convert", flat_model, "-o", out, "--quant", "fp32")
     tflite = next(out.glob("*_fp32.tflite"))
-    proc = run_isolated_parent(planted, "eval", tflite, "--reference", flat_model, "--data",
-                               flat_model / "eval.npz", "--runs", "3", "--json", tmp_path / "eval.json")
+    proc = run_isolated_parent(
+        planted,
+        "eval",
+        tflite,
+        "--reference",
+        flat_model,
+        "--data",
+        flat_model / "eval.npz",
+        "--runs",
+        "3",
+        "--json",
+        tmp_path / "eval.json",
+    )
     rows = json.loads((tmp_path / "eval.json").read_text())["results"]
     assert rows and not any(r.get("failed") for r in rows) and rows[0]["top1_agreement"] == 1.0, proc.stdout[-2000:]
     assert rows[0]["latency_ms"]["runs"] >= 3
@@ -93,16 +125,20 @@ def test_eval_and_check_children_are_isolated(planted, flat_model, tmp_path):
 def test_train_workers_are_isolated(planted, tmp_path):
     """train --strategy multiworker starts one child per worker: they import nothing planted."""
     out = tmp_path / "trained"
-    run_isolated_parent(planted, "train", "--strategy", "multiworker", "--workers", "2", "--epochs", "1",
-                        "-o", out, timeout=1200)
+    run_isolated_parent(
+        planted, "train", "--strategy", "multiworker", "--workers", "2", "--epochs", "1", "-o", out, timeout=1200
+    )
     assert (out / "saved_model.pb").is_file()
 
 
 def test_child_command_is_isolated():
     """The one helper every child is started with: -I (or -E -P), and edgetool's modules found without cwd."""
-    from edge_tool.core.childproc import module_command, python_command
-
     assert "-I" in python_command("-c", "pass") or {"-E", "-P"} <= set(python_command("-c", "pass"))
-    proc = subprocess.run(module_command("edge_tool.check.litert_probe", "/nonexistent.tflite"), cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        module_command("edge_tool.check.litert_probe", "/nonexistent.tflite"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "ModuleNotFoundError" not in proc.stderr, proc.stderr

@@ -21,10 +21,10 @@ FLEX = False
 
 def _interpreter(path: str):
     if FLEX:  # a model with TF (Flex) ops: TensorFlow's own interpreter links the Flex delegate, LiteRT's does not
-        import tensorflow as tf  # noqa: PLC0415
+        import tensorflow as tf
 
         return tf.lite.Interpreter(model_path=path, num_threads=1)
-    from ai_edge_litert.interpreter import Interpreter  # noqa: PLC0415
+    from ai_edge_litert.interpreter import Interpreter
 
     return Interpreter(model_path=path, num_threads=1)
 
@@ -61,7 +61,7 @@ def run(model_path: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]
     for i in range(n):
         if i:  # the first sample starts from a fresh interpreter; resetting before any allocation raises
             interp.reset_all_variables()
-        feed = {name: _to_input(inputs[name][i:i + 1], in_details[name]) for name in in_details}
+        feed = {name: _to_input(inputs[name][i : i + 1], in_details[name]) for name in in_details}
         out = runner(**feed)
         for name in out_details:
             rows[name].append(_from_output(np.asarray(out[name]), out_details[name])[0])

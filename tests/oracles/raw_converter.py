@@ -18,6 +18,9 @@ def raw_converter(tf, saved_model, mode: str, representative_dataset=None, signa
     if mode in ("int8", "int16x8"):
         conv.representative_dataset = representative_dataset
         ops = tf.lite.OpsSet
-        conv.target_spec.supported_ops = [ops.TFLITE_BUILTINS_INT8 if mode == "int8"
-                                          else ops.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+        conv.target_spec.supported_ops = [
+            ops.TFLITE_BUILTINS_INT8
+            if mode == "int8"
+            else ops.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+        ]
     return conv

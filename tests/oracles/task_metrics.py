@@ -19,8 +19,11 @@ def r2(pred: np.ndarray, y: np.ndarray) -> float:
 
 def mae(pred: np.ndarray, y: np.ndarray) -> float:
     """Mean absolute error over every value."""
-    return float(np.mean(np.abs(np.asarray(pred, np.float64).reshape(len(pred), -1)
-                                - np.asarray(y, np.float64).reshape(len(y), -1))))
+    return float(
+        np.mean(
+            np.abs(np.asarray(pred, np.float64).reshape(len(pred), -1) - np.asarray(y, np.float64).reshape(len(y), -1))
+        )
+    )
 
 
 def multilabel_f1_macro(scores: np.ndarray, y: np.ndarray, threshold: float = 0.5) -> float:

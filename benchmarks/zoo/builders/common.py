@@ -23,9 +23,9 @@ CALIBRATION_SAMPLES = 200
 def keras_module():
     """tf_keras when ``TF_USE_LEGACY_KERAS=1`` (Keras 2), else Keras 3."""
     if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
-        import tf_keras as keras  # noqa: PLC0415
+        import tf_keras as keras
     else:
-        import keras  # noqa: PLC0415
+        import keras
     return keras
 
 
@@ -48,8 +48,14 @@ def fit(model, split: zdata.Split, epochs: int, lr: float = 3e-3, batch: int = 3
     if isinstance(y_train, dict):
         loss = {name: ("mse" if y.dtype.kind == "f" else loss) for name, y in y_train.items()}
     model.compile(keras.optimizers.Adam(lr), loss=loss)
-    model.fit(split.x_train, split.y_train if y_train is None else y_train, epochs=epochs, batch_size=batch,
-              verbose=0, shuffle=True)
+    model.fit(
+        split.x_train,
+        split.y_train if y_train is None else y_train,
+        epochs=epochs,
+        batch_size=batch,
+        verbose=0,
+        shuffle=True,
+    )
     _recalibrate_batchnorm(keras, model, split.x_train)
 
 
@@ -112,8 +118,9 @@ def train_and_save(model, split: zdata.Split, out: Path, name: str, epochs: int,
     return write_sidecars(out, split, name, accuracy)
 
 
-def train_classifier(keras, inputs, x, split: zdata.Split, out: Path, name: str, epochs: int, classes: int = 10,
-                     **fit_options) -> dict:
+def train_classifier(
+    keras, inputs, x, split: zdata.Split, out: Path, name: str, epochs: int, classes: int = 10, **fit_options
+) -> dict:
     """The model ``inputs`` → ``x`` → softmax head, trained and saved by :func:`train_and_save`."""
     model = keras.Model(inputs, classifier_head(keras, x, classes=classes))
     return train_and_save(model, split, out, name, epochs, **fit_options)

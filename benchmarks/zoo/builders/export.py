@@ -42,7 +42,7 @@ def _digits_mlp(tf):
 
 def build_tf_module(out: Path) -> dict:
     """A plain ``tf.Module`` MLP (tf.Variables, tf.function signature) trained with GradientTape and Adam."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     keras, _ = seeded_keras()
     split = zdata.digits(SEED)

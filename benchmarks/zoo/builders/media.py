@@ -10,8 +10,12 @@ import numpy as np
 from benchmarks.zoo import data as zdata
 from benchmarks.zoo.builders.common import SEED, seeded_keras, train_classifier
 
-TOPICS = (("goal", "match", "team", "score", "coach", "league"), ("rain", "cloud", "sun", "storm", "wind", "snow"),
-          ("bread", "cheese", "soup", "salad", "cake", "pasta"), ("code", "bug", "test", "merge", "build", "deploy"))
+TOPICS = (
+    ("goal", "match", "team", "score", "coach", "league"),
+    ("rain", "cloud", "sun", "storm", "wind", "snow"),
+    ("bread", "cheese", "soup", "salad", "cake", "pasta"),
+    ("code", "bug", "test", "merge", "build", "deploy"),
+)
 FILLER = ("the", "a", "today", "very", "and", "of", "we", "it")
 
 
@@ -38,19 +42,23 @@ def build_text_vectorization(out: Path) -> dict:
     vec.adapt(xt[:, 0])
     inp = keras.Input((1,), dtype="string", name="text")
     x = L.GlobalAveragePooling1D()(L.Embedding(48, 8)(vec(inp)))
-    return train_classifier(keras, inp, x, split, out, "text_vectorization", epochs=10, classes=len(TOPICS),
-                            lr=1e-2)
+    return train_classifier(keras, inp, x, split, out, "text_vectorization", epochs=10, classes=len(TOPICS), lr=1e-2)
 
 
 def build_resize_standardize(out: Path) -> dict:
     """Input [N,?,?,1] → tf.image.resize to 16×16 → tf.image.per_image_standardization (TF-op layers) → CNN;
     trained on 16×16 digits, evaluated on 24×24 ones (the resize is in the model)."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     keras, L = seeded_keras()
     base = zdata.digits(SEED)
-    split = zdata.Split(zdata.upscale(base.x_train, 2, rgb=False), base.y_train, zdata.upscale(base.x_eval, 3, False),
-                        base.y_eval, base.labels)
+    split = zdata.Split(
+        zdata.upscale(base.x_train, 2, rgb=False),
+        base.y_train,
+        zdata.upscale(base.x_eval, 3, False),
+        base.y_eval,
+        base.labels,
+    )
     inp = keras.Input((None, None, 1), name="image")
     x = tf.image.per_image_standardization(tf.image.resize(inp, (16, 16)))
     x = L.MaxPooling2D()(L.Conv2D(16, 3, padding="same", activation="relu")(x))
@@ -60,7 +68,7 @@ def build_resize_standardize(out: Path) -> dict:
 
 def build_stft_logmel(out: Path) -> dict:
     """waveform[N,256] → tf.signal.stft (64/32) → magnitude → 16 mel bands → log → Conv2D → softmax(4 tone bands)."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     keras, L = seeded_keras()
     split = zdata.map_split(zdata.tones(SEED), lambda x: x[..., 0])
@@ -87,5 +95,4 @@ def build_conv3d_video(out: Path) -> dict:
     inp = keras.Input((4, 8, 8, 1), name="frames")
     x = L.Conv3D(8, (2, 3, 3), padding="same", activation="relu")(L.Rescaling(1 / 255)(inp))
     x = L.Conv3D(16, (2, 3, 3), padding="same", activation="relu")(L.MaxPooling3D((1, 2, 2))(x))
-    return train_classifier(keras, inp, L.Flatten()(L.MaxPooling3D((2, 2, 2))(x)), split, out, "conv3d_video",
-                            epochs=6)
+    return train_classifier(keras, inp, L.Flatten()(L.MaxPooling3D((2, 2, 2))(x)), split, out, "conv3d_video", epochs=6)

@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.zoo import data as zdata
-from benchmarks.zoo.builders.common import (SEED, fit, predict_classes, seeded_keras, train_classifier,
-                                            write_sidecars)
+from benchmarks.zoo.builders.common import SEED, fit, predict_classes, seeded_keras, train_classifier, write_sidecars
 
 
 def build_convnext_keras(out: Path) -> dict:
@@ -34,7 +33,7 @@ def build_multi_signature(out: Path) -> dict:
     """A tf.Module MLP saved with three signatures, ``a_features`` (hidden layer), ``b_logits`` and
     ``serving_default`` (probabilities), which sorts last: a tool that takes the first signature converts the
     wrong function."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     keras, L = seeded_keras()
     split = zdata.digits(SEED)
@@ -63,9 +62,15 @@ def build_multi_signature(out: Path) -> dict:
             return {"probs": self.model(pixels)}
 
     m = Served()
-    tf.saved_model.save(m, str(out), signatures={"a_features": m.a_features.get_concrete_function(),
-                                                 "b_logits": m.b_logits.get_concrete_function(),
-                                                 "serving_default": m.serve.get_concrete_function()})
+    tf.saved_model.save(
+        m,
+        str(out),
+        signatures={
+            "a_features": m.a_features.get_concrete_function(),
+            "b_logits": m.b_logits.get_concrete_function(),
+            "serving_default": m.serve.get_concrete_function(),
+        },
+    )
     accuracy = float((predict_classes(m.serve, split.x_eval) == split.y_eval).mean())
     return write_sidecars(out, split, "multi_signature", accuracy)
 
@@ -96,7 +101,7 @@ def build_groupnorm(out: Path) -> dict:
 def build_numpy_function(out: Path) -> dict:
     """A Keras CNN behind a tf.Module whose serving function scales the pixels with ``tf.numpy_function`` (a
     Python callback that exists only in the process that traced it)."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     keras, L = seeded_keras()
     split = zdata.digits(SEED)

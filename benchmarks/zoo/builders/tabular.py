@@ -27,7 +27,7 @@ def build_multi_input(out: Path) -> dict:
     The signature lists inputs by name (counts, image), the model takes them as (image, counts): calibration that
     feeds inputs by position instead of by name breaks here.
     """
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     keras, L = seeded_keras()
     base = zdata.digits(SEED)

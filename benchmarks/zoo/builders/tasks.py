@@ -9,6 +9,7 @@ import numpy as np
 
 from benchmarks.zoo import data as zdata
 from benchmarks.zoo.builders.common import SEED, seeded_keras, write_sidecars
+from tests.oracles.task_metrics import mean_iou, multilabel_f1_macro, r2
 
 
 def _save(model, out: Path) -> None:
@@ -17,10 +18,8 @@ def _save(model, out: Path) -> None:
 
 def build_regression_mlp(out: Path) -> dict:
     """Normalization → Dense(32) → Dense(1) on sklearn diabetes (raw targets 25..346); held-out R² as 'accuracy'."""
-    from sklearn.datasets import load_diabetes  # noqa: PLC0415
-    from sklearn.model_selection import train_test_split  # noqa: PLC0415
-
-    from tests.oracles.task_metrics import r2  # noqa: PLC0415
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
 
     keras, L = seeded_keras()
     d = load_diabetes()
@@ -44,12 +43,15 @@ def _tags(digit: np.ndarray) -> np.ndarray:
 
 def build_multilabel_sigmoid(out: Path) -> dict:
     """Conv → Dense → 4 sigmoid tags, binary cross-entropy, multi-hot int labels; held-out macro F1 as 'accuracy'."""
-    from tests.oracles.task_metrics import multilabel_f1_macro  # noqa: PLC0415
-
     keras, L = seeded_keras()
     base = zdata.digits(SEED)
-    split = zdata.Split(base.x_train, _tags(base.y_train), base.x_eval, _tags(base.y_eval),
-                        ("even", "greater_than_4", "less_than_3", "loop"))
+    split = zdata.Split(
+        base.x_train,
+        _tags(base.y_train),
+        base.x_eval,
+        _tags(base.y_eval),
+        ("even", "greater_than_4", "less_than_3", "loop"),
+    )
     inp = keras.Input((8, 8, 1), name="pixels")
     x = L.Flatten()(L.Conv2D(16, 3, activation="relu")(L.Rescaling(1 / 255)(inp)))
     model = keras.Model(inp, L.Dense(4, activation="sigmoid", name="tags")(L.Dense(32, activation="relu")(x)))
@@ -67,14 +69,17 @@ def _ink_masks(x: np.ndarray) -> np.ndarray:
 
 def build_unet_seg(out: Path) -> dict:
     """A two-level U-Net on 16×16 digits → per-pixel softmax over 3 ink levels; held-out mIoU as 'accuracy'."""
-    from tests.oracles.task_metrics import mean_iou  # noqa: PLC0415
-
     keras, L = seeded_keras()
     rng = np.random.default_rng(SEED)
     base = zdata.map_split(zdata.digits(SEED), lambda x: zdata.upscale(x, 2, rgb=False))
     noisy = zdata.map_split(base, lambda x: np.clip(x + rng.normal(0, 20, x.shape), 0, 255).astype(np.float32))
-    split = zdata.Split(noisy.x_train, _ink_masks(base.x_train), noisy.x_eval, _ink_masks(base.x_eval),
-                        ("background", "faint", "strong"))
+    split = zdata.Split(
+        noisy.x_train,
+        _ink_masks(base.x_train),
+        noisy.x_eval,
+        _ink_masks(base.x_eval),
+        ("background", "faint", "strong"),
+    )
     inp = keras.Input((16, 16, 1), name="image")
     e1 = L.Conv2D(8, 3, padding="same", activation="relu")(L.Rescaling(1 / 255)(inp))
     e2 = L.Conv2D(16, 3, padding="same", activation="relu")(L.MaxPooling2D()(e1))
@@ -94,7 +99,7 @@ def _placed(x: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
     canvas = np.zeros((n, 16, 16, 1), np.float32)
     off = rng.integers(0, 9, (n, 2))
     for i, (dy, dx) in enumerate(off):
-        canvas[i, dy:dy + 8, dx:dx + 8] = x[i]
+        canvas[i, dy : dy + 8, dx : dx + 8] = x[i]
     return canvas, (np.concatenate([off, off + 8], axis=1) / 16.0).astype(np.float32)
 
 
@@ -110,14 +115,18 @@ def build_detection_heads(out: Path) -> dict:
     inp = keras.Input((16, 16, 1), name="image")
     x = L.MaxPooling2D()(L.Conv2D(16, 3, padding="same", activation="relu")(L.Rescaling(1 / 255)(inp)))
     x = L.Dense(64, activation="relu")(L.Flatten()(L.Conv2D(32, 3, padding="same", activation="relu")(x)))
-    model = keras.Model(inp, {"classes": L.Dense(10, activation="softmax", name="classes")(x),
-                              "boxes": L.Dense(4, activation="sigmoid", name="boxes")(x)})
+    model = keras.Model(
+        inp,
+        {
+            "classes": L.Dense(10, activation="softmax", name="classes")(x),
+            "boxes": L.Dense(4, activation="sigmoid", name="boxes")(x),
+        },
+    )
     model.compile(keras.optimizers.Adam(3e-3), loss={"classes": "sparse_categorical_crossentropy", "boxes": "mse"})
     model.fit(xt, {"classes": base.y_train, "boxes": bt}, epochs=8, batch_size=32, verbose=0)
     _save(model, out)
     pred = model.predict(xe, verbose=0)
     accuracy = float((np.asarray(pred["classes"]).argmax(-1) == base.y_eval).mean())
-    info = write_sidecars(out, zdata.Split(xt, base.y_train, xe, base.y_eval, base.labels), "detection_heads",
-                          accuracy)
+    info = write_sidecars(out, zdata.Split(xt, base.y_train, xe, base.y_eval, base.labels), "detection_heads", accuracy)
     np.savez(out / "boxes.npz", train=bt, eval=be)
     return info

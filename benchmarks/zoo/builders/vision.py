@@ -17,7 +17,7 @@ def image_split(size: int, rgb: bool) -> zdata.Split:
 
 def uint8_resize_cnn(keras, inp, widths: tuple[int, int] = (8, 16)):
     """uint8 image → tf.cast, /255 and tf.image.resize to 16×16 (TF-op layers) → conv, pool, conv → global pooling."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     L = keras.layers
     x = tf.cast(inp, tf.float32) / 255.0
@@ -42,8 +42,9 @@ def build_mobilenet_v3_small(out: Path) -> dict:
     """keras.applications.MobileNetV3Small (its own Rescaling and hard-swish), random init, 32×32 RGB."""
     keras, _ = seeded_keras()
     split = image_split(32, rgb=True)
-    model = keras.applications.MobileNetV3Small(input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=10,
-                                                dropout_rate=0.0, include_preprocessing=True)
+    model = keras.applications.MobileNetV3Small(
+        input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=10, dropout_rate=0.0, include_preprocessing=True
+    )
     return train_and_save(model, split, out, "mobilenet_v3_small", epochs=5)
 
 

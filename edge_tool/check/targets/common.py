@@ -8,12 +8,11 @@ from pathlib import Path
 from edge_tool.check.base import Finding, Status, TargetResult, Verdict
 from edge_tool.check.registry import register
 from edge_tool.check.subject import Unavailable
+from edge_tool.modelfiles.tflite_model import summarize_tflite
 
 
 def model_ops(path: Path) -> list[str]:
     """Op names of a .tflite in first-use order (builtin names, custom codes as written)."""
-    from edge_tool.modelfiles.tflite_model import summarize_tflite  # noqa: PLC0415
-
     return list(summarize_tflite(Path(path).read_bytes()).ops)
 
 

@@ -15,19 +15,20 @@ from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.targets.common import artefact_check
+from edge_tool.modelfiles.tflite_model import _schema
 
-EDGETPU_OPS = frozenset("""
+EDGETPU_OPS = frozenset(
+    """
 ADD AVERAGE_POOL_2D CONCATENATION CONV_2D DEPTHWISE_CONV_2D EXPAND_DIMS FULLY_CONNECTED L2_NORMALIZATION LOGISTIC
 LSTM UNIDIRECTIONAL_SEQUENCE_LSTM MAXIMUM MAX_POOL_2D MEAN MINIMUM MUL PACK PAD PRELU QUANTIZE REDUCE_MAX REDUCE_MIN
 RELU RELU6 RELU_N1_TO_1 RESHAPE RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR RSQRT SLICE SOFTMAX SPACE_TO_DEPTH SPLIT SQUEEZE
 STRIDED_SLICE SUB SUM SQUARED_DIFFERENCE TANH TRANSPOSE TRANSPOSE_CONV
-""".split())
+""".split()
+)
 INTEGER = {"int8", "uint8", "int32"}
 
 
 def _model(path: Path):
-    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
-
     schema = _schema()
     raw = schema.Model.GetRootAsModel(bytearray(Path(path).read_bytes()), 0)
     names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
@@ -48,25 +49,57 @@ def requirement_findings(model, types) -> list[Finding]:
     """Whole-model requirements: one subgraph, static shapes, 8-bit tensors, at most 3 non-1 dimensions."""
     findings = []
     if len(model.subgraphs) != 1:
-        findings.append(Finding("(model)", Status.UNSUPPORTED, f"{len(model.subgraphs)} subgraphs; the Edge TPU "
-                                "compiler takes one (no control flow)"))
+        findings.append(
+            Finding(
+                "(model)",
+                Status.UNSUPPORTED,
+                f"{len(model.subgraphs)} subgraphs; the Edge TPU compiler takes one (no control flow)",
+            )
+        )
     sg = model.subgraphs[0]
     io = set(sg.inputs) | set(sg.outputs)
-    dynamic = [t.name.decode(errors="replace") if isinstance(t.name, bytes) else str(t.name) for t in sg.tensors
-               if t.shapeSignature is not None and any(int(d) < 0 for d in t.shapeSignature)]
+    dynamic = [
+        t.name.decode(errors="replace") if isinstance(t.name, bytes) else str(t.name)
+        for t in sg.tensors
+        if t.shapeSignature is not None and any(int(d) < 0 for d in t.shapeSignature)
+    ]
     if dynamic:
-        findings.append(Finding("(model)", Status.UNSUPPORTED, f"dynamic tensor shapes (e.g. {dynamic[0]}); the "
-                                "compiler needs every size fixed (convert with a fixed batch)"))
+        findings.append(
+            Finding(
+                "(model)",
+                Status.UNSUPPORTED,
+                f"dynamic tensor shapes (e.g. {dynamic[0]}); the "
+                "compiler needs every size fixed (convert with a fixed batch)",
+            )
+        )
     floats = [i for i, t in enumerate(sg.tensors) if types.get(t.type, "?") not in INTEGER and i not in io]
     if floats:
-        findings.append(Finding("(model)", Status.UNSUPPORTED, f"{len(floats)} internal tensor(s) are not 8-bit "
-                                "quantized; the Edge TPU needs a full-integer model (--quant int8 or qat)"))
-    computed = [t for t in sg.tensors if not (t.buffer < len(model.buffers) and model.buffers[t.buffer].data is not None
-                                              and len(model.buffers[t.buffer].data))]
+        findings.append(
+            Finding(
+                "(model)",
+                Status.UNSUPPORTED,
+                f"{len(floats)} internal tensor(s) are not 8-bit "
+                "quantized; the Edge TPU needs a full-integer model (--quant int8 or qat)",
+            )
+        )
+    computed = [
+        t
+        for t in sg.tensors
+        if not (
+            t.buffer < len(model.buffers)
+            and model.buffers[t.buffer].data is not None
+            and len(model.buffers[t.buffer].data)
+        )
+    ]
     big = [t for t in computed if t.shape is not None and any(d > 1 for d in t.shape[:-3])]
     if big:
-        findings.append(Finding("(model)", Status.UNSUPPORTED, "an activation tensor has a dimension > 1 outside its "
-                                "3 innermost; the Edge TPU handles 1-3-D tensors"))
+        findings.append(
+            Finding(
+                "(model)",
+                Status.UNSUPPORTED,
+                "an activation tensor has a dimension > 1 outside its 3 innermost; the Edge TPU handles 1-3-D tensors",
+            )
+        )
     return findings
 
 
@@ -79,8 +112,12 @@ def check(path: Path) -> TargetResult:
     first = next((i for i, name in enumerate(ops) if name not in EDGETPU_OPS and name != "DEQUANTIZE"), None)
     if first is not None:
         for i, name in enumerate(ops[first:], start=first):
-            why = ("not an Edge TPU operation" if name not in EDGETPU_OPS else
-                   f"after {ops[first]} (node {first}), the first op the Edge TPU cannot run")
+            why = (
+                "not an Edge TPU operation"
+                if name not in EDGETPU_OPS
+                else f"after {ops[first]} (node {first}), the first op the Edge TPU cannot run"
+            )
             findings.append(Finding(f"{name} (node {i})", Status.FALLBACK, f"{why}: runs on the CPU"))
-    return target_result("edgetpu", path, findings,
-                         "static check of the published Edge TPU model requirements and op table (coral.ai)")
+    return target_result(
+        "edgetpu", path, findings, "static check of the published Edge TPU model requirements and op table (coral.ai)"
+    )

@@ -12,15 +12,18 @@ gpu_compatibility.cc, tensorflow/tensorflow commit 03a5e4e1); its per-op paramet
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import re
 from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.targets.common import artefact_check, model_ops
+from edge_tool.core.env import import_tf
 
 WARNING = "GPU COMPATIBILITY WARNING"
-GPU_BUILTINS = frozenset("""
+GPU_BUILTINS = frozenset(
+    """
 ABS ADD ADD_N ATAN2 AVERAGE_POOL_2D BATCH_MATMUL CAST CEIL CONCATENATION CONV_2D COS CUMSUM DENSIFY DEPTHWISE_CONV_2D
 DEPTH_TO_SPACE DEQUANTIZE DIV DYNAMIC_UPDATE_SLICE ELU EMBEDDING_LOOKUP EQUAL EXP FLOOR FLOOR_DIV FLOOR_MOD
 FULLY_CONNECTED GATHER GELU GREATER GREATER_EQUAL HARD_SWISH LEAKY_RELU LESS LESS_EQUAL LOG LOGICAL_AND LOGISTIC LSTM
@@ -28,15 +31,14 @@ MAXIMUM MAX_POOL_2D MEAN MINIMUM MIRROR_PAD MUL NEG NOT_EQUAL ONE_HOT PACK PAD P
 REDUCE_MIN REDUCE_PROD RELU RELU6 RELU_N1_TO_1 RESHAPE RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR RSQRT SELECT SELECT_V2
 SIGN SIN SLICE SOFTMAX SPACE_TO_DEPTH SPLIT SPLIT_V SQRT SQUARE SQUARED_DIFFERENCE STABLEHLO_CLAMP STRIDED_SLICE SUB SUM
 TANH TILE TRANSPOSE TRANSPOSE_CONV
-""".split())
+""".split()
+)
 GPU_CUSTOM = frozenset({"Convolution2DTransposeBias", "MaxPoolingWithArgmax2D", "MaxUnpooling2D", "Resampler"})
 _OP_LINE = re.compile(r"^\s*Op#(\d+) ([A-Za-z0-9_]+)\(")
 
 
 def analyzer_report(data: bytes) -> str:
     """The analyzer's text (it prints to stdout; captured here)."""
-    from edge_tool.core.env import import_tf  # noqa: PLC0415
-
     tf = import_tf()
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
@@ -46,10 +48,8 @@ def analyzer_report(data: bytes) -> str:
 
 def analyzer_checks_gpu() -> bool:
     """True if the installed analyzer binary carries the GPU compatibility checker (its warning text)."""
-    import importlib  # noqa: PLC0415
-
     analyzer = importlib.import_module("tensorflow.lite.python.analyzer")
-    lib = Path(analyzer._analyzer_wrapper.__file__)  # noqa: SLF001 - the binary the analyzer calls
+    lib = Path(analyzer._analyzer_wrapper.__file__)
     return WARNING.encode() in lib.read_bytes()
 
 
@@ -73,9 +73,14 @@ def check(path: Path) -> TargetResult:
         pairs = warnings_by_op(report)
         method = "tf.lite.experimental.Analyzer (gpu_compatibility=True)"
     else:
-        pairs = [(op, "not among the ops the GPU delegate accepts (gpu_compatibility.cc)")
-                 for op in dict.fromkeys(model_ops(path)) if op not in GPU_BUILTINS and op not in GPU_CUSTOM]
-        method = ("op table of gpu_compatibility.cc: the installed Analyzer was built without the GPU checker and "
-                  "reports every model compatible; per-op parameter limits are not checked")
+        pairs = [
+            (op, "not among the ops the GPU delegate accepts (gpu_compatibility.cc)")
+            for op in dict.fromkeys(model_ops(path))
+            if op not in GPU_BUILTINS and op not in GPU_CUSTOM
+        ]
+        method = (
+            "op table of gpu_compatibility.cc: the installed Analyzer was built without the GPU checker and "
+            "reports every model compatible; per-op parameter limits are not checked"
+        )
     findings = [Finding(op, Status.FALLBACK, f"{why}; runs on the CPU instead") for op, why in pairs]
     return target_result("gpu", path, findings, method)

@@ -17,16 +17,26 @@ TIMEOUT_S = 300
 def check(path: Path) -> TargetResult:
     """Run the fp32 artefact (or the given .tflite) in LiteRT; name Flex ops, which need the Flex delegate."""
     method = "load + allocate + invoke with the LiteRT interpreter in a child process"
-    proc = subprocess.run(module_command("edge_tool.check.litert_probe", path), capture_output=True,
-                          text=True, timeout=TIMEOUT_S)
+    proc = subprocess.run(
+        module_command("edge_tool.check.litert_probe", path), capture_output=True, text=True, timeout=TIMEOUT_S
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    result = json.loads(lines[-1]) if lines else {"ok": False, "error": f"the interpreter crashed (exit {proc.returncode})"}
+    result = (
+        json.loads(lines[-1]) if lines else {"ok": False, "error": f"the interpreter crashed (exit {proc.returncode})"}
+    )
     findings = []
     if not result["ok"]:
         flex = [op for op in model_ops(path) if op.startswith("Flex")]
-        findings = [Finding(op, Status.UNSUPPORTED, "a TensorFlow (Flex) op: needs the Flex delegate (select TF ops), "
-                            "which the LiteRT pip runtime does not include; link tensorflow-lite-select-tf-ops in the "
-                            "app, or replace the op") for op in flex]
+        findings = [
+            Finding(
+                op,
+                Status.UNSUPPORTED,
+                "a TensorFlow (Flex) op: needs the Flex delegate (select TF ops), "
+                "which the LiteRT pip runtime does not include; link tensorflow-lite-select-tf-ops in the "
+                "app, or replace the op",
+            )
+            for op in flex
+        ]
         if not findings:
             findings = [Finding("(model)", Status.UNSUPPORTED, result["error"].strip()[:800] or "failed")]
     return target_result("litert-cpu", path, findings, method, {"runtime": result.get("runtime", "")})

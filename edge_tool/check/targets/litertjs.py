@@ -14,6 +14,7 @@ from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.targets.common import artefact_check, model_ops
+from edge_tool.litert.runtime import load_interpreter
 
 TIMEOUT_S = 120
 PROBE = Path(__file__).resolve().parents[1] / "litertjs_probe.mjs"
@@ -29,8 +30,9 @@ def vendor_dir() -> Path | None:
 
 def run_in_node(model: Path, vendor: Path) -> tuple[bool, str]:
     """(ran, error text with LiteRT's own ERROR lines) from the Node probe."""
-    proc = subprocess.run([shutil.which("node"), str(PROBE), str(vendor), str(model)], capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+    proc = subprocess.run(
+        [shutil.which("node"), str(PROBE), str(vendor), str(model)], capture_output=True, text=True, timeout=TIMEOUT_S
+    )
     lines = [ln[2:] for ln in proc.stdout.splitlines() if ln.startswith("@@")]
     if not lines:
         return False, f"node exited {proc.returncode}: {proc.stderr.strip()[-400:]}"
@@ -41,15 +43,21 @@ def run_in_node(model: Path, vendor: Path) -> tuple[bool, str]:
 
 def static_findings(model: Path) -> list[Finding]:
     """What is known without running LiteRT.js: Flex/custom ops and variable input dimensions."""
-    from edge_tool.litert.runtime import load_interpreter  # noqa: PLC0415
-
-    findings = [Finding(op, Status.UNSUPPORTED, "custom/Flex op: LiteRT.js registers no custom ops and has no Flex "
-                        "delegate") for op in model_ops(model) if not op.isupper()]
+    findings = [
+        Finding(op, Status.UNSUPPORTED, "custom/Flex op: LiteRT.js registers no custom ops and has no Flex delegate")
+        for op in model_ops(model)
+        if not op.isupper()
+    ]
     for d in load_interpreter(model).get_input_details():
         sig = [int(s) for s in d.get("shape_signature", d["shape"])]
         if any(s < 0 for s in sig):
-            findings.append(Finding("(model)", Status.UNSUPPORTED, f"input {d['name']} has a variable dimension "
-                                    f"{sig}: LiteRT.js cannot run or resize it"))
+            findings.append(
+                Finding(
+                    "(model)",
+                    Status.UNSUPPORTED,
+                    f"input {d['name']} has a variable dimension {sig}: LiteRT.js cannot run or resize it",
+                )
+            )
     return findings
 
 
@@ -60,10 +68,18 @@ def check(path: Path) -> TargetResult:
     if shutil.which("node") is None or vendor is None:
         findings = static_findings(path)
         why = "node is not on PATH" if shutil.which("node") is None else "the LiteRT.js runtime is not vendored"
-        return target_result("litertjs", path, findings,
-                             f"static checks only ({why}): Flex/custom ops and variable input dimensions")
+        return target_result(
+            "litertjs", path, findings, f"static checks only ({why}): Flex/custom ops and variable input dimensions"
+        )
     ran, error = run_in_node(path, vendor)
-    findings = [] if ran else [*(f for f in static_findings(path) if f.op != "(model)"),
-                               Finding("(model)", Status.UNSUPPORTED, f"LiteRT.js: {error}")]
-    return target_result("litertjs", path, findings,
-                         "load + compile + run with the vendored LiteRT.js (wasm compat build) in Node")
+    findings = (
+        []
+        if ran
+        else [
+            *(f for f in static_findings(path) if f.op != "(model)"),
+            Finding("(model)", Status.UNSUPPORTED, f"LiteRT.js: {error}"),
+        ]
+    )
+    return target_result(
+        "litertjs", path, findings, "load + compile + run with the vendored LiteRT.js (wasm compat build) in Node"
+    )

@@ -8,8 +8,10 @@ for the CPU backend"). Without Node or the vendored runtime only the table is ch
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
@@ -17,6 +19,7 @@ from edge_tool.check.registry import register
 from edge_tool.check.subject import Subject, Unavailable
 from edge_tool.check.targets.common import conversion_failed
 from edge_tool.errors import UsageError
+from edge_tool.evaluate.tfjs_runner import node_binary, tfjs_bundle_path
 
 # Graph nodes that are not ops (inputs, constants) and need no kernel.
 NOT_OPS = {"Placeholder", "Const", "PlaceholderWithDefault"}
@@ -25,8 +28,6 @@ _UNSUPPORTED = re.compile(r"Unsupported Ops in the model (?:before|after) optimi
 
 def supported_ops() -> set[str]:
     """Every TF op name (``tfOpName``) the installed tensorflowjs converter maps onto a tfjs kernel."""
-    import importlib.util  # noqa: PLC0415
-
     spec = importlib.util.find_spec("tensorflowjs")  # located, not imported: importing it loads ydf, which prints
     if spec is None or not spec.submodule_search_locations:
         raise UsageError("check --target tfjs needs the tensorflowjs package (pip install tensorflowjs).")
@@ -41,7 +42,7 @@ def graph_ops(model_dir: Path) -> list[str]:
     doc = json.loads((Path(model_dir) / "model.json").read_text())
     topo = doc.get("modelTopology") or {}
     nodes = list(topo.get("node") or [])
-    for fn in ((topo.get("library") or {}).get("function") or []):
+    for fn in (topo.get("library") or {}).get("function") or []:
         nodes += fn.get("nodeDef") or []
     return list(dict.fromkeys(str(n.get("op", "")) for n in nodes if isinstance(n, dict) and n.get("op")))
 
@@ -56,13 +57,19 @@ def check(subject: Subject) -> TargetResult:
         if not match:
             return conversion_failed("tfjs", subject, exc)
         ops = [o.strip() for o in match.group(1).split(",") if o.strip()]
-        findings = [Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
-                    for op in ops]
-        return target_result("tfjs", subject.label, findings,
-                             "tensorflowjs converter (its op table check refused the model)")
+        findings = [
+            Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
+            for op in ops
+        ]
+        return target_result(
+            "tfjs", subject.label, findings, "tensorflowjs converter (its op table check refused the model)"
+        )
     table = supported_ops()
-    findings = [Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
-                for op in graph_ops(path) if op not in table and op not in NOT_OPS]
+    findings = [
+        Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
+        for op in graph_ops(path)
+        if op not in table and op not in NOT_OPS
+    ]
     method = "graph-model ops against tensorflowjs/op_list/*.json"
     if not findings:
         ran, error = run_in_node(Path(path))
@@ -78,10 +85,6 @@ TIMEOUT_S = 300
 
 def run_in_node(model_dir: Path) -> tuple[bool | None, str]:
     """(True, "") if tfjs executes the model on zeros in Node, (False, its error), or (None, why it was not tried)."""
-    import subprocess  # noqa: PLC0415
-
-    from edge_tool.evaluate.tfjs_runner import node_binary, tfjs_bundle_path  # noqa: PLC0415
-
     try:
         cmd = [node_binary(), str(PROBE), str(tfjs_bundle_path()), str(model_dir)]
     except UsageError as exc:  # no node, or no vendored tfjs

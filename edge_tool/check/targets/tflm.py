@@ -6,13 +6,12 @@ from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.registry import register
 from edge_tool.check.subject import Subject, Unavailable
 from edge_tool.check.targets.common import conversion_failed
+from edge_tool.micro import tflm
 
 
 @register("tflm", "TensorFlow Lite for Microcontrollers (tflite-micro interpreter, reference kernels)", "int8")
 def check(subject: Subject) -> TargetResult:
     """Ops TFLM has no kernel for, kernels that refuse the model's types, and the measured arena when it runs."""
-    from edge_tool.micro import tflm  # noqa: PLC0415
-
     tflm.require_tflm()
     try:
         path = subject.artefact("int8")

@@ -9,20 +9,32 @@ helpers when they build, so this package loads no numpy or TensorFlow (``--help`
 from enum import Enum
 
 # each module registers itself; this order is the build order and the manifest's artefact order
-from edge_tool.convert.formats import tflite, tfjs, micro, onnx  # noqa: F401, I001
+from edge_tool.convert.formats import micro, onnx, tfjs, tflite  # noqa: F401
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, WrittenArtifact
 from edge_tool.convert.modes import every_mode
 from edge_tool.errors import UsageError
 
-__all__ = ["ALL", "FORMATS", "FormatJob", "FormatSpec", "OutputFormat", "WrittenArtifact", "default_modes",
-           "format_table", "formats_for", "parse_modes", "with_format_table"]
+__all__ = [
+    "ALL",
+    "FORMATS",
+    "FormatJob",
+    "FormatSpec",
+    "OutputFormat",
+    "WrittenArtifact",
+    "default_modes",
+    "format_table",
+    "formats_for",
+    "parse_modes",
+    "with_format_table",
+]
 
 ALL = "all"
 TABLE_START, TABLE_END = "<!-- formats-table:start -->", "<!-- formats-table:end -->"
 
 # --format's choices: every registered format, then "all" (a str Enum, so Typer lists and validates them)
-OutputFormat = Enum("OutputFormat", [(name.upper(), name) for name in FORMATS] + [(ALL.upper(), ALL)], type=str,
-                    module=__name__)
+OutputFormat = Enum(
+    "OutputFormat", [(name.upper(), name) for name in FORMATS] + [(ALL.upper(), ALL)], type=str, module=__name__
+)
 OutputFormat.__doc__ = "Which artefacts to write: one registered format, or all (every format marked in_all)."
 
 
@@ -79,4 +91,4 @@ def with_format_table(text: str) -> str:
     start, end = text.find(TABLE_START), text.find(TABLE_END)
     if start < 0 or end < start:
         raise ValueError(f"expected the markers {TABLE_START} … {TABLE_END} around the format table")
-    return text[:start + len(TABLE_START)] + "\n" + format_table() + text[end:]
+    return text[: start + len(TABLE_START)] + "\n" + format_table() + text[end:]

@@ -15,14 +15,22 @@ def micro_problems(config) -> list[str]:
     bad = [m.value for m in config.modes if m not in MICRO_MODES]
     if not bad:
         return []
-    return [f"--format micro needs full-integer models (--quant int8 or qat), got {', '.join(bad)}: TFLite Micro is "
-            "integer-first — its float kernels cover only part of the op set, it has no hybrid (dynamic-range) "
-            "kernels, and int16x8 kernels exist for a few ops only."]
+    return [
+        f"--format micro needs full-integer models (--quant int8 or qat), got {', '.join(bad)}: TFLite Micro is "
+        "integer-first — its float kernels cover only part of the op set, it has no hybrid (dynamic-range) "
+        "kernels, and int16x8 kernels exist for a few ops only."
+    ]
 
 
-@register("micro", summary="a .tflite plus C sources, op resolver and measured arena for TFLite Micro (int8/qat)",
-          suffix=".tflite", extends="tflite", default_modes=("int8",), modes=tuple(m.value for m in MICRO_MODES),
-          problems=micro_problems)
+@register(
+    "micro",
+    summary="a .tflite plus C sources, op resolver and measured arena for TFLite Micro (int8/qat)",
+    suffix=".tflite",
+    extends="tflite",
+    default_modes=("int8",),
+    modes=tuple(m.value for m in MICRO_MODES),
+    problems=micro_problems,
+)
 def build(job: FormatJob, tflite: WrittenArtifact) -> dict:
     """TFLite Micro sources, resolver and measured arena beside ``tflite`` (see ``edge_tool.micro``)."""
     from edge_tool.micro.export import export_micro  # noqa: PLC0415

@@ -16,18 +16,22 @@ import logging
 from pathlib import Path
 
 from edge_tool.convert.enums import IOType, QuantMode
+from edge_tool.convert.formats import onnx_check
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, WrittenArtifact, artifact_name, register
-from edge_tool.errors import ConversionError, UsageError
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
+from edge_tool.errors import ConversionError, UsageError
 
 # opset 17: LayerNormalization as one op; read by ONNX Runtime (CPU, Mobile, Web), TensorRT 8.6+, OpenVINO
 OPSET = 17
 MODES = ("fp32", "int8")
-CHECK_SAMPLES = 16  # calibration samples the self-check runs (the first of the same seeded selection)
 MAX_PROTO = (2 << 30) - 1  # protobuf cannot serialize a larger message (ONNX then needs external data)
-QUANTIZATION = {"format": "QDQ", "activations": "int8", "weights": "int8, per channel, symmetric",
-                "calibration": "MinMax"}
+QUANTIZATION = {
+    "format": "QDQ",
+    "activations": "int8",
+    "weights": "int8, per channel, symmetric",
+    "calibration": "MinMax",
+}
 
 
 def onnx_problems(config) -> list[str]:
@@ -35,21 +39,34 @@ def onnx_problems(config) -> list[str]:
     problems = []
     bad = [m.value for m in config.modes if m.value not in MODES]
     if bad:
-        problems.append(f"--format onnx builds {' and '.join(MODES)} (int8: QDQ through ONNX Runtime's "
-                        f"quantize_static), got --quant {', '.join(bad)}: those are TFLite modes, build them with "
-                        "--format tflite.")
+        problems.append(
+            f"--format onnx builds {' and '.join(MODES)} (int8: QDQ through ONNX Runtime's "
+            f"quantize_static), got --quant {', '.join(bad)}: those are TFLite modes, build them with "
+            "--format tflite."
+        )
     if config.io_type not in (IOType.MODEL, IOType.FLOAT32):
-        problems.append(f"--io-type {config.io_type.value} is a TFLite option: the ONNX int8 model keeps float "
-                        "inputs and outputs (its QuantizeLinear/DequantizeLinear nodes are inside the graph).")
+        problems.append(
+            f"--io-type {config.io_type.value} is a TFLite option: the ONNX int8 model keeps float "
+            "inputs and outputs (its QuantizeLinear/DequantizeLinear nodes are inside the graph)."
+        )
     if config.allow_select_tf_ops:
-        problems.append("--allow-select-tf-ops embeds TensorFlow kernels in a .tflite; ONNX has no such escape, so "
-                        "it does not apply to --format onnx.")
+        problems.append(
+            "--allow-select-tf-ops embeds TensorFlow kernels in a .tflite; ONNX has no such escape, so "
+            "it does not apply to --format onnx."
+        )
     return problems
 
 
-@register("onnx", summary="ONNX model, fp32 or int8 QDQ (ONNX Runtime CPU/Mobile/Web, TensorRT/Jetson, NPU SDKs)",
-          suffix=".onnx", modes=MODES, extra="onnx", packages=("tf2onnx", "onnx", "onnxruntime"),
-          libraries=("tf2onnx", "onnx", "onnxruntime", "protobuf"), problems=onnx_problems)
+@register(
+    "onnx",
+    summary="ONNX model, fp32 or int8 QDQ (ONNX Runtime CPU/Mobile/Web, TensorRT/Jetson, NPU SDKs)",
+    suffix=".onnx",
+    modes=MODES,
+    extra="onnx",
+    packages=("tf2onnx", "onnx", "onnxruntime"),
+    libraries=("tf2onnx", "onnx", "onnxruntime", "protobuf"),
+    problems=onnx_problems,
+)
 def build(job: FormatJob, mode: QuantMode) -> tuple[WrittenArtifact, dict]:
     """``<model>_<mode>.onnx``: tf2onnx's float model (made once per run), quantized for int8, then self-checked."""
     ctx = job.ctx
@@ -58,18 +75,27 @@ def build(job: FormatJob, mode: QuantMode) -> tuple[WrittenArtifact, dict]:
         data = _exported(job)
         if mode is QuantMode.INT8:
             data = _quantize(data, ctx, job.work / "onnx-int8")
-        agreement = _agreement(data, ctx, mode.value)
+        agreement = onnx_check.agreement(data, ctx, mode.value)
         path.write_bytes(data)
         timed.outputs.append(path)
-    console.print(f"{term(path.name)}: {term(_describe(agreement))}")
+    console.print(f"{term(path.name)}: {term(onnx_check.describe(agreement))}")
     if agreement.get("ok") is False:
-        console.print(f"[yellow]warning:[/] {term(path.name)} does not compute what the SavedModel computes "
-                      f"(max abs error {agreement['max_abs_error']}, float rounding explains at most "
-                      f"{agreement['tolerance']:.3g}): a tf2onnx/ONNX Runtime problem with this model. Measure it "
-                      "with edgetool eval before shipping it, or ship --format tflite.")
-    record = {"path": path.name, "format": "onnx", "quant": mode.value, "size_bytes": len(data),
-              "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(timed.seconds, 3), "opset": _opset(data),
-              "agreement": agreement}
+        console.print(
+            f"[yellow]warning:[/] {term(path.name)} does not compute what the SavedModel computes "
+            f"(max abs error {agreement['max_abs_error']}, float rounding explains at most "
+            f"{agreement['tolerance']:.3g}): a tf2onnx/ONNX Runtime problem with this model. Measure it "
+            "with edgetool eval before shipping it, or ship --format tflite."
+        )
+    record = {
+        "path": path.name,
+        "format": "onnx",
+        "quant": mode.value,
+        "size_bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "seconds": round(timed.seconds, 3),
+        "opset": _opset(data),
+        "agreement": agreement,
+    }
     if mode is QuantMode.INT8:
         record["quantization"] = {**QUANTIZATION, "samples": sum(1 for _ in ctx.representative_dataset())}
     return WrittenArtifact(path, "onnx", mode.value, len(data), timed.seconds), record
@@ -89,9 +115,13 @@ def _exported(job: FormatJob) -> bytes:
 
 
 def _missing_extra(exc: ImportError) -> UsageError:
-    return UsageError(FORMATS["onnx"].missing_extra() or (
-        f"--format onnx needs the optional 'onnx' extra, which does not import here ({type(exc).__name__}: {exc}): "
-        "pip install 'edgetool[onnx]' (tf2onnx, onnx, onnxruntime, a protobuf TensorFlow accepts), then run again."))
+    return UsageError(
+        FORMATS["onnx"].missing_extra()
+        or (
+            f"--format onnx needs the optional 'onnx' extra, which does not import here ({type(exc).__name__}: {exc}): "
+            "pip install 'edgetool[onnx]' (tf2onnx, onnx, onnxruntime, a protobuf TensorFlow accepts), then run again."
+        )
+    )
 
 
 class _Captured(logging.Handler):
@@ -109,8 +139,8 @@ def _export(ctx) -> bytes:
     """The prepared SavedModel's signature as an ONNX model (opset OPSET); ConversionError naming what tf2onnx
     could not convert."""
     try:
-        from tf2onnx import convert as t2o  # noqa: PLC0415
-        from tf2onnx import tf_loader  # noqa: PLC0415
+        from tf2onnx import convert as t2o
+        from tf2onnx import tf_loader
     except ImportError as exc:
         raise _missing_extra(exc) from None
     log = logging.getLogger("tf2onnx")
@@ -120,14 +150,34 @@ def _export(ctx) -> bytes:
     log.propagate = False  # what it cannot convert is said once, by the refusal below
     try:
         graph, inputs, outputs, tables, renames = tf_loader.from_saved_model(
-            str(ctx.source.saved_model), None, None, tag=["serve"], signatures=[ctx.source.signature.key],
-            return_initialized_tables=True, return_tensors_to_rename=True)
+            str(ctx.source.saved_model),
+            None,
+            None,
+            tag=["serve"],
+            signatures=[ctx.source.signature.key],
+            return_initialized_tables=True,
+            return_tensors_to_rename=True,
+        )
         with ctx.tf.device("/cpu:0"):
-            model, _ = t2o._convert_common(  # noqa: SLF001 - what tf2onnx's own CLI calls (pinned tf2onnx==1.17.0)
-                graph, name=ctx.source.original.name, continue_on_error=False, opset=OPSET, input_names=inputs,
-                output_names=outputs, tensors_to_rename=renames, initialized_tables=tables)
-    except (ValueError, KeyError, IndexError, NotImplementedError, RuntimeError, AssertionError,
-            ctx.tf.errors.OpError) as exc:  # tf2onnx's make_sure and its op handlers; a TypeError is ours
+            model, _ = t2o._convert_common(
+                graph,
+                name=ctx.source.original.name,
+                continue_on_error=False,
+                opset=OPSET,
+                input_names=inputs,
+                output_names=outputs,
+                tensors_to_rename=renames,
+                initialized_tables=tables,
+            )
+    except (
+        ValueError,
+        KeyError,
+        IndexError,
+        NotImplementedError,
+        RuntimeError,
+        AssertionError,
+        ctx.tf.errors.OpError,
+    ) as exc:  # tf2onnx's make_sure and its op handlers; a TypeError is ours
         raise ConversionError(_failed(ctx, exc, captured.lines)) from None
     finally:
         log.removeHandler(captured)
@@ -137,15 +187,17 @@ def _export(ctx) -> bytes:
     if unknown:
         raise ConversionError(_unsupported(ctx, unknown))
     if model.ByteSize() > MAX_PROTO:
-        raise ConversionError(f"{ctx.source.original} is over 2 GiB as ONNX, which needs ONNX external data files; "
-                              "edgetool writes single-file models only. Use --format tflite, or tf2onnx's "
-                              "--large_model yourself.")
+        raise ConversionError(
+            f"{ctx.source.original} is over 2 GiB as ONNX, which needs ONNX external data files; "
+            "edgetool writes single-file models only. Use --format tflite, or tf2onnx's "
+            "--large_model yourself."
+        )
     return model.SerializeToString()
 
 
 def _unknown_ops(model) -> list[str]:
     """Op types no ONNX opset defines (com.microsoft aside): the TensorFlow ops tf2onnx left unconverted."""
-    from onnx import defs  # noqa: PLC0415
+    from onnx import defs
 
     graphs, seen = [model.graph], set()
     while graphs:
@@ -159,27 +211,36 @@ def _unknown_ops(model) -> list[str]:
 
 
 def _unsupported(ctx, ops: list[str]) -> str:
-    return (f"{ctx.source.original} uses TensorFlow ops tf2onnx (1.17, opset {OPSET}) has no ONNX conversion for: "
-            f"{', '.join(ops)}. Replace them in the model with ops ONNX has, or ship a format that runs them: "
-            "--format tflite (ops its builtin set lacks run with --allow-select-tf-ops) or --format tfjs.")
+    return (
+        f"{ctx.source.original} uses TensorFlow ops tf2onnx (1.17, opset {OPSET}) has no ONNX conversion for: "
+        f"{', '.join(ops)}. Replace them in the model with ops ONNX has, or ship a format that runs them: "
+        "--format tflite (ops its builtin set lacks run with --allow-select-tf-ops) or --format tfjs."
+    )
 
 
 def _failed(ctx, exc: Exception, lines: list[str]) -> str:
     where = f" ({'; '.join(dict.fromkeys(lines))[:400]})" if lines else ""  # tf2onnx names the failing nodes
     detail = " ".join(str(exc).split())[:300] or type(exc).__name__
-    return (f"tf2onnx could not convert {ctx.source.original} to ONNX opset {OPSET}{where}: {detail}. The model "
-            "needs an op or shape ONNX export does not handle; --format tflite or --format tfjs may still work.")
+    return (
+        f"tf2onnx could not convert {ctx.source.original} to ONNX opset {OPSET}{where}: {detail}. The model "
+        "needs an op or shape ONNX export does not handle; --format tflite or --format tfjs may still work."
+    )
 
 
 def _quantize(fp32: bytes, ctx, work: Path) -> bytes:
     """int8 QDQ of ``fp32`` by ONNX Runtime's quantize_static, calibrated on the run's calibration selection."""
     try:
-        from onnxruntime.quantization import (  # noqa: PLC0415
-            CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static)
-        from onnxruntime.quantization.shape_inference import quant_pre_process  # noqa: PLC0415
+        from onnxruntime.quantization import (
+            CalibrationDataReader,
+            CalibrationMethod,
+            QuantFormat,
+            QuantType,
+            quantize_static,
+        )
+        from onnxruntime.quantization.shape_inference import quant_pre_process
     except ImportError as exc:
         raise _missing_extra(exc) from None
-    names, samples = _input_names(fp32), ctx.representative_dataset
+    names, samples = onnx_check.input_names(fp32), ctx.representative_dataset
 
     class Reader(CalibrationDataReader):
         """The TFLite int8 build's calibration samples, one per step, keyed by the ONNX input names."""
@@ -187,112 +248,30 @@ def _quantize(fp32: bytes, ctx, work: Path) -> bytes:
         def __init__(self) -> None:
             self._samples = iter(samples())
 
-        def get_next(self) -> dict | None:  # noqa: D102 - ONNX Runtime's reader protocol
+        def get_next(self) -> dict | None:
             sample = next(self._samples, None)
-            return None if sample is None else _feed(sample, names)
+            return None if sample is None else onnx_check.feed_by_name(sample, names)
 
     work.mkdir(parents=True, exist_ok=True)
     src, pre, out = work / "fp32.onnx", work / "pre.onnx", work / "int8.onnx"
     src.write_bytes(fp32)
     # ONNX shape inference only: ORT's graph optimization would declare its own op domains in the file
     quant_pre_process(str(src), str(pre), skip_optimization=True, skip_symbolic_shape=True)
-    quantize_static(str(pre), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                    calibrate_method=CalibrationMethod.MinMax)
+    quantize_static(
+        str(pre),
+        str(out),
+        Reader(),
+        quant_format=QuantFormat.QDQ,
+        per_channel=True,
+        activation_type=QuantType.QInt8,
+        weight_type=QuantType.QInt8,
+        calibrate_method=CalibrationMethod.MinMax,
+    )
     return out.read_bytes()
 
 
 def _opset(data: bytes) -> int:
     """The default-domain opset the written file declares (quantize_static may raise the exporter's)."""
-    import onnx  # noqa: PLC0415
+    import onnx
 
     return next(o.version for o in onnx.load_from_string(data).opset_import if o.domain in ("", "ai.onnx"))
-
-
-def _input_names(data: bytes) -> list[str]:
-    import onnx  # noqa: PLC0415
-
-    model = onnx.load_from_string(data)
-    inits = {i.name for i in model.graph.initializer}
-    return [i.name for i in model.graph.input if i.name not in inits]
-
-
-def _feed(sample: dict, names: list[str]) -> dict:
-    """``sample`` ({signature input: array}) keyed by the ONNX inputs: tf2onnx names them after the signature."""
-    if set(sample) == set(names):
-        return dict(sample)
-    if len(sample) == len(names) == 1:
-        return {names[0]: next(iter(sample.values()))}
-    raise ConversionError(f"the ONNX model's inputs ({', '.join(names)}) are not the signature's "
-                          f"({', '.join(sample)}); edgetool cannot tell which data feeds which input.")
-
-
-def _agreement(data: bytes, ctx, mode: str) -> dict:
-    """The file in ONNX Runtime against the SavedModel on calibration samples (else seeded random probes)."""
-    from edge_tool.convert import fidelity  # noqa: PLC0415 - numpy
-
-    if ctx.representative_dataset is not None:
-        feeds, inputs = [s for _, s in zip(range(CHECK_SAMPLES), ctx.representative_dataset())], "calibration"
-    else:
-        feeds, inputs = fidelity.probe_feeds(ctx.source.signature), "seeded random"
-    if not feeds:
-        return {"inputs": inputs, "samples": 0, "checked": False, "reason": "no input of a known shape to run"}
-    try:
-        want = ctx.reference_outputs(feeds)
-    except (ValueError, TypeError, RuntimeError, ctx.tf.errors.OpError) as exc:
-        return {"inputs": inputs, "samples": 0, "checked": False,
-                "reason": f"the SavedModel refused the inputs: {' '.join(str(exc).split())[:200]}"}
-    got = _run(data, feeds)
-    check = fidelity.compare("fp32", want, got)
-    top1 = _top1(want, got)
-    if check is None:
-        return {"inputs": inputs, "samples": len(feeds), "checked": False, "reason": "no float output to compare",
-                "top1_agreement": top1}
-    error = check.max_abs_error if check.max_abs_error != float("inf") else None
-    judged = mode == "fp32"
-    return {"inputs": inputs, "samples": len(feeds), "checked": True, "max_abs_error": error,
-            "tolerance": check.tolerance if judged else None, "ok": check.ok if judged else None,
-            "top1_agreement": top1}
-
-
-def _run(data: bytes, feeds: list[dict]) -> list[dict]:
-    """The ONNX model's outputs ({name: array}) on each feed, in ONNX Runtime's CPU execution provider."""
-    import onnxruntime as ort  # noqa: PLC0415
-
-    from onnxruntime.capi import onnxruntime_pybind11_state as state  # noqa: PLC0415
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads, options.log_severity_level = 1, 3
-    try:
-        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-        names = [i.name for i in session.get_inputs()]
-        outputs = [o.name for o in session.get_outputs()]
-        return [dict(zip(outputs, session.run(outputs, _feed(feed, names)))) for feed in feeds]
-    except (state.Fail, state.InvalidGraph, state.InvalidArgument, state.NotImplemented, state.RuntimeException,
-            state.InvalidProtobuf) as exc:  # ONNX Runtime's own error types: the file, not edgetool's call
-        raise ConversionError(f"ONNX Runtime cannot run the exported file ({type(exc).__name__}: "
-                              f"{' '.join(str(exc).split())[:300]}), so it is not written: a tf2onnx/ONNX Runtime "
-                              "problem with this model; --format tflite or --format tfjs may work.") from None
-
-
-def _top1(want: list[dict], got: list[dict]) -> float | None:
-    """Share of samples whose argmax agrees, over the [batch, classes] float outputs (None: no such output)."""
-    import numpy as np  # noqa: PLC0415
-
-    same = total = 0
-    for w, g in zip(want, got):
-        for name, ref in w.items():
-            ref, out = np.asarray(ref), np.asarray(g.get(name))
-            if ref.ndim == 2 and ref.shape[1] > 1 and out.shape == ref.shape and ref.dtype.kind == "f":
-                same += int((ref.argmax(1) == out.argmax(1)).sum())
-                total += ref.shape[0]
-    return round(same / total, 4) if total else None
-
-
-def _describe(a: dict) -> str:
-    if not a["checked"]:
-        return f"not compared with the SavedModel ({a['reason']})"
-    parts = [f"max abs error {a['max_abs_error']:.3g}" if a["max_abs_error"] is not None else "NaN/Inf outputs"]
-    parts += [f"top-1 agreement {a['top1_agreement']:.1%}"] if a["top1_agreement"] is not None else []
-    return (f"ONNX Runtime vs the SavedModel on {a['samples']} {a['inputs']} samples: {', '.join(parts)}"
-            + (" (within float rounding)" if a["ok"] else ""))

@@ -87,9 +87,11 @@ class FormatSpec:
         missing = self.missing_packages()
         if not missing:
             return None
-        return (f"--format {self.name} needs the optional '{self.extra}' extra, and {', '.join(missing)} "
-                f"{'is' if len(missing) == 1 else 'are'} not installed: pip install 'edgetool[{self.extra}]' "
-                "(into the environment edgetool runs in), then run the same command again.")
+        return (
+            f"--format {self.name} needs the optional '{self.extra}' extra, and {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not installed: pip install 'edgetool[{self.extra}]' "
+            "(into the environment edgetool runs in), then run the same command again."
+        )
 
 
 def _findable(module: str) -> bool:

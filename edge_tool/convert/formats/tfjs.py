@@ -16,8 +16,9 @@ TFJS_WARM_MODULES = ("tensorflow", "tensorflowjs.converters.tf_saved_model_conve
 PARALLEL_TFJS_MIN_BYTES = 4 * 1024 * 1024
 
 
-def _tfjs_job(saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str, user_metadata: dict | None = None
-              ) -> float:
+def _tfjs_job(
+    saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str, user_metadata: dict | None = None
+) -> float:
     """Export TFJS (in whichever process runs it); returns the seconds it took."""
     from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
 
@@ -60,8 +61,14 @@ def submit(job: FormatJob) -> None:
     worker = job.workers.get("tfjs")
     if worker is not None:
         ctx = job.ctx
-        worker.submit(_tfjs_job, ctx.source.saved_model, job.out_dir / "tfjs", ctx.config.tfjs_quant.value,
-                      ctx.source.signature.key, _user_metadata(ctx))
+        worker.submit(
+            _tfjs_job,
+            ctx.source.saved_model,
+            job.out_dir / "tfjs",
+            ctx.config.tfjs_quant.value,
+            ctx.source.signature.key,
+            _user_metadata(ctx),
+        )
 
 
 def refusal(source) -> str | None:
@@ -71,9 +78,17 @@ def refusal(source) -> str | None:
     return tfjs_refusal(source)
 
 
-@register("tfjs", summary="TensorFlow.js graph model in OUTDIR/tfjs/ (browsers, Node); weights per --tfjs-quant",
-          suffix="/", per_mode=False, in_all=True, key="tfjs", refusal=refusal, start_worker=start_tfjs_worker,
-          submit=submit)
+@register(
+    "tfjs",
+    summary="TensorFlow.js graph model in OUTDIR/tfjs/ (browsers, Node); weights per --tfjs-quant",
+    suffix="/",
+    per_mode=False,
+    in_all=True,
+    key="tfjs",
+    refusal=refusal,
+    start_worker=start_tfjs_worker,
+    submit=submit,
+)
 def build(job: FormatJob) -> tuple[WrittenArtifact, dict]:
     """Write out_dir/tfjs: collect it from the worker it was handed to, or convert it here."""
     from edge_tool.convert.source import content_hash  # noqa: PLC0415 - numpy-backed
@@ -90,6 +105,11 @@ def build(job: FormatJob) -> tuple[WrittenArtifact, dict]:
     files = sorted(p for p in tfjs_dir.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in files)
     art = WrittenArtifact(tfjs_dir, "tfjs", quant, size, seconds)
-    return art, {"path": "tfjs", "format": "tfjs", "quant": quant, "size_bytes": size,
-                 "files": {p.name: {"size_bytes": p.stat().st_size, "sha256": content_hash(p)} for p in files},
-                 "seconds": round(seconds, 3)}
+    return art, {
+        "path": "tfjs",
+        "format": "tfjs",
+        "quant": quant,
+        "size_bytes": size,
+        "files": {p.name: {"size_bytes": p.stat().st_size, "sha256": content_hash(p)} for p in files},
+        "seconds": round(seconds, 3),
+    }

@@ -8,8 +8,10 @@ from pathlib import Path
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.formats.registry import FormatJob, WrittenArtifact, artifact_name, register
 from edge_tool.convert.modes import MODES
+from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
+from edge_tool.modelfiles.limits import check_tflite_tensors
 
 
 def tflite_name(source: Path, mode: QuantMode) -> str:
@@ -17,8 +19,13 @@ def tflite_name(source: Path, mode: QuantMode) -> str:
     return artifact_name(source, mode.value, ".tflite")
 
 
-@register("tflite", summary="LiteRT / TFLite flatbuffer, one per --quant mode (phones, Linux boards, LiteRT.js)",
-          suffix=".tflite", in_all=True, key="{quant}")
+@register(
+    "tflite",
+    summary="LiteRT / TFLite flatbuffer, one per --quant mode (phones, Linux boards, LiteRT.js)",
+    suffix=".tflite",
+    in_all=True,
+    key="{quant}",
+)
 def build(job: FormatJob, mode: QuantMode) -> tuple[WrittenArtifact, dict]:
     """The .tflite of ``mode``; built once more from a batch-1 re-trace when LiteRT refuses the free-batch file."""
     return job.retry.run(mode, lambda ctx: _build(ctx, mode, job.out_dir))
@@ -29,8 +36,6 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
     from edge_tool.convert import fidelity  # noqa: PLC0415
     from edge_tool.convert.file_kind import file_warnings  # noqa: PLC0415
     from edge_tool.convert.metadata_step import for_mode  # noqa: PLC0415
-    from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert  # noqa: PLC0415
-    from edge_tool.modelfiles.limits import check_tflite_tensors  # noqa: PLC0415
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
     from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
 
@@ -58,10 +63,17 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
     if state:
         console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
     art = WrittenArtifact(path, "tflite", mode.value, len(data), timed.seconds)
-    record = {"path": path.name, "format": "tflite", "quant": mode.value, "size_bytes": len(data),
-              "sha256": hashlib.sha256(data).hexdigest(), "seconds": round(timed.seconds, 3),
-              "tensors": summary.to_dict(), "state_warning": state,
-              "metadata": None if spec is None else spec.to_dict()}
+    record = {
+        "path": path.name,
+        "format": "tflite",
+        "quant": mode.value,
+        "size_bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "seconds": round(timed.seconds, 3),
+        "tensors": summary.to_dict(),
+        "state_warning": state,
+        "metadata": None if spec is None else spec.to_dict(),
+    }
     if check is not None:
         record["self_check"] = check.to_dict()
     if mode.value in ctx.notes:

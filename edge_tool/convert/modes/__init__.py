@@ -32,9 +32,15 @@ def mode_table() -> str:
     """The Markdown table of every mode (weights, activations, what it needs, I/O types), from the registry."""
     rows = ["| mode | weights | activations | needs | I/O types |", "|---|---|---|---|---|"]
     for mode, spec in MODES.items():
-        needs = [name for flag, name in ((spec.needs_calibration, "calibration data"),
-                                         (spec.needs_train_data, "training data"),
-                                         (spec.needs_keras, "a Keras-2 model")) if flag]
+        needs = [
+            name
+            for flag, name in (
+                (spec.needs_calibration, "calibration data"),
+                (spec.needs_train_data, "training data"),
+                (spec.needs_keras, "a Keras-2 model"),
+            )
+            if flag
+        ]
         io = ", ".join("model's own" if t == "model" else t for t in spec.io_types)
         rows.append(f"| `{mode.value}` | {spec.weights} | {spec.activations} | {', '.join(needs) or '–'} | {io} |")
     return "\n".join(rows) + "\n"
@@ -48,4 +54,4 @@ def with_mode_table(text: str) -> str:
     start, end = text.find(TABLE_START), text.find(TABLE_END)
     if start < 0 or end < start:
         raise ValueError(f"expected the markers {TABLE_START} … {TABLE_END} around the mode table")
-    return text[:start + len(TABLE_START)] + "\n" + mode_table() + text[end:]
+    return text[: start + len(TABLE_START)] + "\n" + mode_table() + text[end:]

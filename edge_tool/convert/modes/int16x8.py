@@ -7,11 +7,15 @@ stays 16x8, the ops kept in float are named on the terminal and in the manifest.
 
 from __future__ import annotations
 
+import itertools
 import re
+
+from rich.markup import escape
 
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
-from edge_tool.convert.smoke import litert_problem
+from edge_tool.convert.smoke import litert_problem, run_in_litert
+from edge_tool.core.steps import console
 from edge_tool.errors import ConversionError
 
 # max |file - SavedModel| / max(1, |SavedModel|) on calibration samples for a float-fallback file: working int16x8
@@ -21,12 +25,7 @@ FALLBACK_SAMPLES = 8
 _NO_16X8_KERNEL = re.compile(r"16x8-bit not yet supported for op: '([A-Za-z0-9_]+)'")
 
 
-@register(
-    QuantMode.INT16X8,
-    weights="int8",
-    activations="int16",
-    needs_calibration=True,
-)
+@register(QuantMode.INT16X8, weights="int8", activations="int16", needs_calibration=True)
 def build(ctx) -> bytes:
     """EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8; ops without a 16x8 kernel fall back to float."""
     try:
@@ -39,17 +38,21 @@ def build(ctx) -> bytes:
     if (why := litert_problem(data)) is not None:
         raise ConversionError(
             f"--quant int16x8: TFLite has no 16x8 kernel for {', '.join(missing)}, and the model with those ops "
-            f"kept in float does not run in LiteRT either ({why}). Use --quant int8, dynamic or fp16 for this model.")
+            f"kept in float does not run in LiteRT either ({why}). Use --quant int8, dynamic or fp16 for this model."
+        )
     drift = fallback_drift(ctx, data)
     if drift is not None and drift[0] > FALLBACK_MAX_DRIFT:
         raise ConversionError(
             f"--quant int16x8: TFLite has no 16x8 kernel for {', '.join(missing)}; with those ops kept in float the "
             f"file runs but does not compute the model: on {drift[1]} calibration samples its outputs differ from "
             f"the SavedModel's by up to {drift[0]:.2f} of their scale (int16x8 files that work stay within "
-            f"{FALLBACK_MAX_DRIFT}). Use --quant int8, dynamic or fp16 for this model.")
-    notes = {"float_ops": float_ops(data),
-             "reason": f"TFLite has no 16x8 kernel for {', '.join(missing)}; the ops listed run in float between "
-                       "quantize/dequantize ops, everything else is 16x8"}
+            f"{FALLBACK_MAX_DRIFT}). Use --quant int8, dynamic or fp16 for this model."
+        )
+    notes = {
+        "float_ops": float_ops(data),
+        "reason": f"TFLite has no 16x8 kernel for {', '.join(missing)}; the ops listed run in float between "
+        "quantize/dequantize ops, everything else is 16x8",
+    }
     ctx.record_notes(QuantMode.INT16X8, notes)
     _report(notes)
     return data
@@ -58,11 +61,7 @@ def build(ctx) -> bytes:
 def fallback_drift(ctx, data: bytes) -> tuple[float, int] | None:
     """(worst output difference of ``data`` from the SavedModel relative to the output's scale, samples) on the first
     calibration samples, or None when either side cannot be run on them."""
-    import itertools  # noqa: PLC0415
-
     import numpy as np  # noqa: PLC0415
-
-    from edge_tool.convert.smoke import run_in_litert  # noqa: PLC0415
 
     if ctx.representative_dataset is None:
         return None
@@ -85,13 +84,11 @@ def fallback_drift(ctx, data: bytes) -> tuple[float, int] | None:
 
 
 def _report(notes: dict) -> None:
-    from rich.markup import escape  # noqa: PLC0415
-
-    from edge_tool.core.steps import console  # noqa: PLC0415
-
-    console.print(f"[yellow]note:[/] int16x8 keeps {escape(', '.join(notes['float_ops']))} in float: "
-                  f"{escape(notes['reason'])} (manifest.json: artifacts[].int16x8). For an all-integer model use "
-                  "--quant int8.")
+    console.print(
+        f"[yellow]note:[/] int16x8 keeps {escape(', '.join(notes['float_ops']))} in float: "
+        f"{escape(notes['reason'])} (manifest.json: artifacts[].int16x8). For an all-integer model use "
+        "--quant int8."
+    )
 
 
 def _configure(ctx, conv, float_fallback: bool) -> None:

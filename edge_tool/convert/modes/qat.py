@@ -1,7 +1,13 @@
 """qat: quantization-aware fine-tuning with tfmot, then full-integer int8 — shipped only when it beats int8 PTQ."""
 
+from rich.markup import escape
+
+import calibration
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
+from edge_tool.core.steps import console
+from edge_tool.errors import ConversionError
+from edge_tool.litert.recipes import configure_full_int8
 
 
 @register(
@@ -19,22 +25,23 @@ def build(ctx) -> bytes:
     Both are measured in LiteRT on ``--eval-data``, or on the held-out split of ``--train-data`` that also picked
     the best epoch; the decision (both accuracies, the reason) goes into the manifest record of the artefact.
     """
-    import calibration  # noqa: PLC0415
-
-    from edge_tool.litert.recipes import configure_full_int8  # noqa: PLC0415
     from edge_tool.convert.qat import QatOptions, match_data, qat_to_tflite, run_qat  # noqa: PLC0415
     from edge_tool.convert.qat_support.data import load_labelled  # noqa: PLC0415
-    from edge_tool.convert.qat_support.source import check_qat_source  # noqa: PLC0415
     from edge_tool.convert.qat_support.select import decide, float_accuracy  # noqa: PLC0415
-    from edge_tool.errors import ConversionError  # noqa: PLC0415
+    from edge_tool.convert.qat_support.source import check_qat_source  # noqa: PLC0415
 
     cfg = ctx.config
     check_qat_source(ctx.keras_source())  # a model QAT cannot rewrite is the blocker, whatever the data holds
     specs = calibration.specs_from(ctx.source.signature.inputs)
     outputs = [o.name for o in ctx.source.signature.outputs]
     train = load_labelled(cfg.train_data, specs, outputs, cfg.seed, "--train-data")
-    options = QatOptions(epochs=cfg.qat_epochs, strategy=cfg.strategy, replicas=cfg.replicas, seed=cfg.seed,
-                         trust_model_code=cfg.trust_model_code)
+    options = QatOptions(
+        epochs=cfg.qat_epochs,
+        strategy=cfg.strategy,
+        replicas=cfg.replicas,
+        seed=cfg.seed,
+        trust_model_code=cfg.trust_model_code,
+    )
     run = run_qat(ctx.keras_source(), *_keyed(train), options, progress=ctx.epoch_progress)
     if cfg.eval_data is not None:
         evaluation = load_labelled(cfg.eval_data, specs, outputs, cfg.seed, "--eval-data")
@@ -42,8 +49,10 @@ def build(ctx) -> bytes:
         where = f"--eval-data {cfg.eval_data}"
     else:
         held = run.held_out
-        where = (f"held-out {round(options.held_out_fraction * 100)}% of --train-data (also used to pick the best "
-                 "epoch; pass --eval-data for an independent measurement)")
+        where = (
+            f"held-out {round(options.held_out_fraction * 100)}% of --train-data (also used to pick the best "
+            "epoch; pass --eval-data for an independent measurement)"
+        )
     io_type = "float32" if ctx.io_dtype is None else cfg.io_type.value
     candidates, failures = {}, {}
     by_name = _by_name(ctx, specs)
@@ -55,10 +64,18 @@ def build(ctx) -> bytes:
         candidates["ptq"] = ctx.convert(lambda c: configure_full_int8(ctx.tf, c, by_name, ctx.io_dtype))
     except ConversionError as exc:
         failures["ptq_int8"] = str(exc)
-    data, decision = decide(candidates.get("qat"), candidates.get("ptq"), failures, held, run.heads,
-                            float_accuracy(run.float_model, held, run.heads), where)
-    ctx.record_notes(QuantMode.QAT, {**decision.to_dict(), "scored_by": _scores(run.heads),
-                                     **_training_notes(run.notes)})
+    data, decision = decide(
+        candidates.get("qat"),
+        candidates.get("ptq"),
+        failures,
+        held,
+        run.heads,
+        float_accuracy(run.float_model, held, run.heads),
+        where,
+    )
+    ctx.record_notes(
+        QuantMode.QAT, {**decision.to_dict(), "scored_by": _scores(run.heads), **_training_notes(run.notes)}
+    )
     _report(decision)
     return data
 
@@ -95,18 +112,17 @@ def _training_notes(notes: dict) -> dict:
 
 
 def _report(decision) -> None:
-    from rich.markup import escape  # noqa: PLC0415
-
-    from edge_tool.core.steps import console  # noqa: PLC0415
-
     acc = decision.accuracy
     shown = ", ".join(f"{k} {v:.4f}" if v is not None else f"{k} failed" for k, v in acc.items())
-    console.print(f"  qat vs int8 PTQ on {escape(decision.held_out['source'])} "
-                  f"({decision.held_out['samples']} samples): {shown}")
+    console.print(
+        f"  qat vs int8 PTQ on {escape(decision.held_out['source'])} ({decision.held_out['samples']} samples): {shown}"
+    )
     if decision.shipped == "qat":
         console.print(f"  shipped: QAT ({escape(decision.reason)})")
     else:
-        console.print(f"[yellow]warning:[/] {escape(decision.reason)}; the _qat.tflite file holds the plain int8 "
-                      "PTQ model (manifest.json: artifacts[].qat.shipped = \"ptq-int8\").")
+        console.print(
+            f"[yellow]warning:[/] {escape(decision.reason)}; the _qat.tflite file holds the plain int8 "
+            'PTQ model (manifest.json: artifacts[].qat.shipped = "ptq-int8").'
+        )
     if decision.note:
         console.print(f"[yellow]note:[/] {escape(decision.note)}")

@@ -39,7 +39,7 @@ _ACTIVATION_LAYER = frozenset({"relu", "swish", "gelu", "relu6", "linear", "soft
 def _layer_activations() -> frozenset[str]:
     """Activation names tfmot's QuantizeAwareActivation takes on a conv/dense (``relu6``, ``elu``… it refuses)."""
     try:
-        from tensorflow_model_optimization.python.core.quantization.keras.quantize_aware_activation import (  # noqa: PLC0415
+        from tensorflow_model_optimization.python.core.quantization.keras.quantize_aware_activation import (
             QuantizeAwareActivation as qaa,
         )
 
@@ -63,7 +63,7 @@ def _output_after_activation(keras, registry, layer):
     That is how TFLite runs such a layer (the op, then the activation, then an int8 output); tfmot's default
     config instead wraps the activation in QuantizeAwareActivation, which knows only a few activations.
     """
-    from tensorflow_model_optimization.python.core.quantization.keras.default_8bit import (  # noqa: PLC0415
+    from tensorflow_model_optimization.python.core.quantization.keras.default_8bit import (
         default_8bit_quantize_registry as registry_mod,
     )
 
@@ -86,7 +86,7 @@ def annotate_supported(keras, tfmot, model):
     Returns (annotated model, names of layers left un-annotated). BatchNorm layers are set non-trainable
     (tf_keras then runs them in inference mode during fine-tuning).
     """
-    from tensorflow_model_optimization.python.core.quantization.keras.default_8bit import (  # noqa: PLC0415
+    from tensorflow_model_optimization.python.core.quantization.keras.default_8bit import (
         default_8bit_quantize_registry as registry_mod,
     )
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+import calibration
 from edge_tool.errors import DataError, collect_and_raise
 
 
@@ -25,7 +26,7 @@ class Labelled:
     def __len__(self) -> int:
         return len(next(iter(self.x.values())))
 
-    def take(self, idx: np.ndarray) -> "Labelled":
+    def take(self, idx: np.ndarray) -> Labelled:
         """The samples at ``idx``."""
         return Labelled({k: v[idx] for k, v in self.x.items()}, {k: v[idx] for k, v in self.y.items()})
 
@@ -46,13 +47,17 @@ def from_arrays(x, y, input_names: list[str], output_names: list[str], what: str
         if isinstance(value, dict):
             missing = [n for n in names if n not in value]
             if missing:
-                problems.append(f"{what} has no array for {', '.join(map(repr, missing))}; it has "
-                                f"{', '.join(map(repr, value)) or 'nothing'} (keys must be named after the model's "
-                                f"{what.split()[0]}s: {', '.join(map(repr, names))})")
+                problems.append(
+                    f"{what} has no array for {', '.join(map(repr, missing))}; it has "
+                    f"{', '.join(map(repr, value)) or 'nothing'} (keys must be named after the model's "
+                    f"{what.split()[0]}s: {', '.join(map(repr, names))})"
+                )
             return {n: np.asarray(value[n]) for n in names if n in value}
         if len(names) != 1:
-            problems.append(f"the model has {len(names)} {what.split()[0]}s ({', '.join(map(repr, names))}); give "
-                            f"{what} as one array per {what.split()[0]}, keyed by name")
+            problems.append(
+                f"the model has {len(names)} {what.split()[0]}s ({', '.join(map(repr, names))}); give "
+                f"{what} as one array per {what.split()[0]}, keyed by name"
+            )
             return {}
         return {names[0]: np.asarray(value)}
 
@@ -69,23 +74,32 @@ def from_arrays(x, y, input_names: list[str], output_names: list[str], what: str
 
 def load_labelled(path: Path, input_specs, output_names: list[str], seed: int, what: str) -> Labelled:
     """Load every sample of ``path`` with labels: ``y`` for one output, keys named after the outputs otherwise."""
-    import calibration  # noqa: PLC0415
-
     if len(output_names) == 1:
-        ds = calibration.load(path, input_specs,
-                              calibration.LoadOptions(samples=None, seed=seed, require_labels=True,
-                                                      keep_label_shape=True))
+        ds = calibration.load(
+            path,
+            input_specs,
+            calibration.LoadOptions(samples=None, seed=seed, require_labels=True, keep_label_shape=True),
+        )
         if ds.labels is None:
-            raise DataError(f"{what} {path} has no labels (an .npz needs 'y'; a CSV a label column; an image "
-                            "folder one sub-folder per class).")
+            raise DataError(
+                f"{what} {path} has no labels (an .npz needs 'y'; a CSV a label column; an image "
+                "folder one sub-folder per class)."
+            )
         return Labelled(dict(ds.inputs), {output_names[0]: ds.labels})
     if Path(path).suffix.lower() != ".npz":
-        raise DataError(f"{what} for a model with {len(output_names)} outputs must be an .npz with one label "
-                        f"array per output, named {', '.join(map(repr, output_names))}; got {path}.")
+        raise DataError(
+            f"{what} for a model with {len(output_names)} outputs must be an .npz with one label "
+            f"array per output, named {', '.join(map(repr, output_names))}; got {path}."
+        )
     labels, x = {}, None
     for name in output_names:
-        ds = calibration.load(path, input_specs, calibration.LoadOptions(samples=None, seed=seed, label_key=name,
-                                                                         require_labels=True, keep_label_shape=True))
+        ds = calibration.load(
+            path,
+            input_specs,
+            calibration.LoadOptions(
+                samples=None, seed=seed, label_key=name, require_labels=True, keep_label_shape=True
+            ),
+        )
         labels[name], x = ds.labels, dict(ds.inputs)
     return Labelled(x, labels)
 
@@ -94,8 +108,11 @@ def split(data: Labelled, fraction: float, seed: int, stratify: str | None) -> t
     """(rest, held-out): a seeded split keeping ``fraction`` of every class of ``data.y[stratify]`` aside."""
     rng = np.random.default_rng(seed)
     n = len(data)
-    groups = [np.arange(n)] if stratify is None else [np.flatnonzero(data.y[stratify] == c)
-                                                       for c in np.unique(data.y[stratify])]
+    groups = (
+        [np.arange(n)]
+        if stratify is None
+        else [np.flatnonzero(data.y[stratify] == c) for c in np.unique(data.y[stratify])]
+    )
     held = []
     for g in groups:
         k = int(round(len(g) * fraction))

@@ -33,8 +33,9 @@ def _output_names(qat_model) -> list[str]:
     return [getattr(layer, "layer", layer).name for layer in (qat_model.get_layer(n) for n in qat_model.output_names)]
 
 
-def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32",
-                  output_names: list[str] | None = None) -> bytes:
+def qat_to_tflite(
+    qat_model, representative_dataset, io_type: str = "float32", output_names: list[str] | None = None
+) -> bytes:
     """Convert a fine-tuned QAT model to full-integer int8 TFLite (TFLITE_BUILTINS_INT8 only).
 
     ``representative_dataset`` yields lists with one batch-1 array per input (in the model's input order); it
@@ -54,6 +55,9 @@ def qat_to_tflite(qat_model, representative_dataset, io_type: str = "float32",
         return bytes(run_converter(conv, _REFUSAL))
 
 
-_REFUSAL = Refusal("The QAT model", "Full-integer int8 conversion of the QAT model failed",
-                   builtin_only="QAT's full-integer model keeps to the builtin int8 op set (--allow-select-tf-ops "
-                                "does not apply to it): replace them in the model.")
+_REFUSAL = Refusal(
+    "The QAT model",
+    "Full-integer int8 conversion of the QAT model failed",
+    builtin_only="QAT's full-integer model keeps to the builtin int8 op set (--allow-select-tf-ops "
+    "does not apply to it): replace them in the model.",
+)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edge_tool.convert.qat_support.heads import Head, accuracy, agreement
+from edge_tool.training.data import make_dataset
 
 
 @dataclass(frozen=True)
@@ -37,26 +38,34 @@ def predict(model, inputs: list[np.ndarray], n_outputs: int, batch: int = 256) -
     return [np.asarray(o) for o in out[:n_outputs]]
 
 
-def score(model, heads: tuple[Head, ...], inputs: list[np.ndarray], labels: list[np.ndarray],
-          reference: list[np.ndarray]) -> tuple[float, float]:
+def score(
+    model, heads: tuple[Head, ...], inputs: list[np.ndarray], labels: list[np.ndarray], reference: list[np.ndarray]
+) -> tuple[float, float]:
     """(accuracy on labels, agreement with the reference outputs) of ``model`` on ``inputs``."""
     out = predict(model, inputs, len(heads))
     return accuracy(heads, out, labels), agreement(heads, out, reference)
 
 
-def fine_tune(tf, keras, qat, heads: tuple[Head, ...], fit: tuple[list, list], held: tuple[list, list, list],
-              schedule: Schedule, progress: Callable | None = None) -> list[dict]:
+def fine_tune(
+    tf,
+    keras,
+    qat,
+    heads: tuple[Head, ...],
+    fit: tuple[list, list],
+    held: tuple[list, list, list],
+    schedule: Schedule,
+    progress: Callable | None = None,
+) -> list[dict]:
     """Compile and fine-tune ``qat`` on ``fit`` = (inputs, soft targets); pick the best epoch on ``held`` =
     (inputs, labels, float outputs). Returns the per-epoch history; ``qat`` ends with the best weights."""
-    from edge_tool.training.data import make_dataset  # noqa: PLC0415
-
     x, targets = fit
     steps = schedule.epochs * math.ceil(len(x[0]) / schedule.batch_size)
     keyed = isinstance(qat.output, dict)  # a model built with dict outputs takes losses and targets by key
     with qat.distribute_strategy.scope():
-        qat.compile(optimizer=keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(schedule.learning_rate,
-                                                                                           steps)),
-                    loss={h.name: h.loss(keras) for h in heads} if keyed else [h.loss(keras) for h in heads])
+        qat.compile(
+            optimizer=keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(schedule.learning_rate, steps)),
+            loss={h.name: h.loss(keras) for h in heads} if keyed else [h.loss(keras) for h in heads],
+        )
     y = {h.name: t for h, t in zip(heads, targets)} if keyed else tuple(targets) if len(targets) > 1 else targets[0]
     ds = make_dataset(tf, tuple(x) if len(x) > 1 else x[0], y, schedule.batch_size, schedule.seed, training=True)
     acc, agree = score(qat, heads, *held)

@@ -67,9 +67,15 @@ def _bn_folds(model, graph) -> list[Fold]:
             continue
         t = graph.single_input(bn)
         prod = graph.producer.get(id(t)) if t is not None else None
-        if (prod is None or layer_class(prod) not in BN_TARGETS or not _linear(prod) or graph.node_of(prod) is None
-                or graph.only_consumer(t) is not bn or not _last_axis(bn.axis, len(t.shape))
-                or getattr(prod, "groups", 1) != 1):
+        if (
+            prod is None
+            or layer_class(prod) not in BN_TARGETS
+            or not _linear(prod)
+            or graph.node_of(prod) is None
+            or graph.only_consumer(t) is not bn
+            or not _last_axis(bn.axis, len(t.shape))
+            or getattr(prod, "groups", 1) != 1
+        ):
             continue
         folds.append(Fold(prod.name, (bn.name,), "batchnorm"))
     return folds
@@ -126,8 +132,12 @@ def _affine_folds(model, graph) -> list[Fold]:
         consumer = target
         while t is not None:
             prod = graph.producer.get(id(t))
-            if (prod is None or layer_class(prod) not in AFFINE_LAYERS or graph.node_of(prod) is None
-                    or graph.only_consumer(t) is not consumer):
+            if (
+                prod is None
+                or layer_class(prod) not in AFFINE_LAYERS
+                or graph.node_of(prod) is None
+                or graph.only_consumer(t) is not consumer
+            ):
                 break
             src = graph.single_input(prod)
             if src is None or not src.dtype.is_floating or affine(prod, int(t.shape[-1])) is None:
@@ -160,7 +170,7 @@ def plan_folds(model) -> list[Fold]:
 
 
 def _relu_kind(layer) -> str | None:
-    """"relu"/"relu6" when ``layer`` is a separate ReLU/Activation layer computing exactly that, else None."""
+    """ "relu"/"relu6" when ``layer`` is a separate ReLU/Activation layer computing exactly that, else None."""
     if layer_class(layer) == "ReLU":
         slope, threshold = float(layer.negative_slope), float(layer.threshold)
         cap = None if layer.max_value is None else float(layer.max_value)
@@ -185,7 +195,12 @@ def plan_activation_fusions(model) -> list[Fold]:
         act = _relu_kind(node.layer)
         t = graph.single_input(node.layer) if act else None
         prod = graph.producer.get(id(t)) if t is not None else None
-        if (prod is not None and layer_class(prod) in ACT_TARGETS and _linear(prod) and graph.node_of(prod) is not None
-                and graph.only_consumer(t) is node.layer):
+        if (
+            prod is not None
+            and layer_class(prod) in ACT_TARGETS
+            and _linear(prod)
+            and graph.node_of(prod) is not None
+            and graph.only_consumer(t) is node.layer
+        ):
             fusions.append(Fold(prod.name, (node.layer.name,), "activation", act))
     return fusions

@@ -11,13 +11,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_tool.convert.qat_support.fold_plan import (Fold, affine, compose, layer_class, plan_activation_fusions,
-                                                     plan_folds)
+from edge_tool.convert.qat_support.fold_plan import (
+    Fold,
+    affine,
+    compose,
+    layer_class,
+    plan_activation_fusions,
+    plan_folds,
+)
 from edge_tool.convert.qat_support.graph import rebuild
 
 # the plan's names stay importable from here
-__all__ = ["Fold", "apply_folds", "compose", "fold_model", "folded_weights", "max_output_diff",
-           "plan_activation_fusions", "plan_folds", "within_tolerance"]
+__all__ = [
+    "Fold",
+    "apply_folds",
+    "compose",
+    "fold_model",
+    "folded_weights",
+    "max_output_diff",
+    "plan_activation_fusions",
+    "plan_folds",
+    "within_tolerance",
+]
 
 
 def _weights(layer) -> tuple[list[np.ndarray], np.ndarray]:
@@ -44,8 +59,11 @@ def folded_weights(model, target: str, folds: list[Fold]) -> list[np.ndarray]:
             scale, offset = compose([affine(model.get_layer(n), channels) for n in fold.removed])
             k = kernels[0]
             shifted = k * offset.reshape(-1, 1)
-            bias = bias + (shifted.sum(axis=tuple(range(k.ndim - 2))).reshape(-1) if depthwise
-                           else shifted.sum(axis=tuple(range(k.ndim - 1))))
+            bias = bias + (
+                shifted.sum(axis=tuple(range(k.ndim - 2))).reshape(-1)
+                if depthwise
+                else shifted.sum(axis=tuple(range(k.ndim - 1)))
+            )
             kernels[0] = k * scale.reshape(-1, 1)
         else:
             bn = model.get_layer(fold.removed[0])
@@ -88,7 +106,7 @@ def apply_folds(keras, model, folds: list[Fold]):
 
 def max_output_diff(a, b, samples: list[np.ndarray]) -> tuple[float, float]:
     """(max |a(x) - b(x)| over every output, max |b(x)|) in inference mode."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     fa = tf.nest.flatten(a(samples, training=False))
     fb = tf.nest.flatten(b(samples, training=False))
@@ -109,8 +127,7 @@ def _verified(keras, flat, folds: list[Fold], original, samples) -> tuple[object
     candidate = apply_folds(keras, flat, folds)
     if within_tolerance(*max_output_diff(candidate, original, samples)):
         return candidate, folds, []
-    kept = [f for f in folds
-            if within_tolerance(*max_output_diff(apply_folds(keras, flat, [f]), original, samples))]
+    kept = [f for f in folds if within_tolerance(*max_output_diff(apply_folds(keras, flat, [f]), original, samples))]
     if kept:
         candidate = apply_folds(keras, flat, kept)
         if within_tolerance(*max_output_diff(candidate, original, samples)):

@@ -42,13 +42,17 @@ class Graph:
 
 def execution_order(model) -> list:
     """The model's non-input nodes, producers before consumers."""
-    return [node for depth in sorted(model._nodes_by_depth, reverse=True)  # noqa: SLF001 - keras graph API
-            for node in model._nodes_by_depth[depth] if not node.is_input]  # noqa: SLF001
+    return [
+        node
+        for depth in sorted(model._nodes_by_depth, reverse=True)
+        for node in model._nodes_by_depth[depth]
+        if not node.is_input
+    ]
 
 
 def read_graph(model) -> Graph:
     """Read ``model``'s graph from its nodes."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     nodes = execution_order(model)
     producer, consumers, calls = {}, {}, {}
@@ -75,7 +79,7 @@ def rebuild(keras, model, call_layer: Callable | None = None, name: str | None =
     args, kwargs, run)`` may replace a layer call; ``run()`` performs the original call. Layers that are not
     replaced are reused (the new model shares their weights).
     """
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     def default(layer, args, kwargs, run):
         return run()
@@ -119,7 +123,7 @@ def rebuild(keras, model, call_layer: Callable | None = None, name: str | None =
                 out = hook(layer, args, kwargs, lambda layer=layer, a=args, k=kwargs: call(layer, a, k))
             for t, nt in zip(tf.nest.flatten(node.outputs), tf.nest.flatten(out)):
                 tmap[id(t)] = nt
-        return tf.nest.map_structure(lambda t: tmap[id(t)], graph_model._nested_outputs)  # noqa: SLF001
+        return tf.nest.map_structure(lambda t: tmap[id(t)], graph_model._nested_outputs)
 
     outputs = run_graph(model, list(model.inputs))
     return keras.Model(model.inputs, outputs, name=name or model.name)

@@ -29,8 +29,8 @@ class Head:
     """One model output and the task it is trained and scored as."""
 
     name: str
-    index: int          # position among the model's outputs
-    classes: int        # size of the last axis (k classes, labels, channels or values)
+    index: int  # position among the model's outputs
+    classes: int  # size of the last axis (k classes, labels, channels or values)
     probabilities: bool  # outputs are probabilities (softmax / sigmoid) rather than logits
     task: str = "classification"
 
@@ -90,8 +90,13 @@ class Head:
         return float("-inf") if value is None else float(value)
 
 
-def head_tasks(names: list[str], shapes: list[tuple], activations: dict[str, str], labels: list[np.ndarray],
-               what: str = "Training data") -> tuple[list[str], list[np.ndarray], list[str]]:
+def head_tasks(
+    names: list[str],
+    shapes: list[tuple],
+    activations: dict[str, str],
+    labels: list[np.ndarray],
+    what: str = "Training data",
+) -> tuple[list[str], list[np.ndarray], list[str]]:
     """(task per output, labels checked and normalised by that task, label problems); ModelError for a task QAT
     cannot train."""
     tasks, checked, problems = [], [], []
@@ -99,12 +104,13 @@ def head_tasks(names: list[str], shapes: list[tuple], activations: dict[str, str
         y = np.asarray(y)
         task = _task_of(name, tuple(shape), activations.get(name, "unknown"), y)
         if task not in QAT_TASKS:
-            raise ModelError(f"QAT trains classification, multi-label, regression and segmentation heads; output "
-                             f"{name!r} {tuple(shape)} is a {task} output. Use --quant int8 (post-training, any "
-                             "outputs) or --quant auto instead.")
+            raise ModelError(
+                f"QAT trains classification, multi-label, regression and segmentation heads; output "
+                f"{name!r} {tuple(shape)} is a {task} output. Use --quant int8 (post-training, any "
+                "outputs) or --quant auto instead."
+            )
         try:
-            checked.append(get_task(task).labels(y, {name: _dummy(shape, y)}, TaskContext(name, (name,)),
-                                                 Path(what)))
+            checked.append(get_task(task).labels(y, {name: _dummy(shape, y)}, TaskContext(name, (name,)), Path(what)))
         except DataError as exc:
             problems.append(f"labels of output {name!r} ({task} output): {getattr(exc, 'detail', exc)}")
             checked.append(y)

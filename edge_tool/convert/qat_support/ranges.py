@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+
 def _quantizer_objects(model) -> list[tuple[object, str]]:
     """(quantizer, "weight"|"activation") for every tfmot quantizer in ``model``'s wrappers and quantize layers."""
     found = []
@@ -33,7 +34,7 @@ def _quantizer_objects(model) -> list[tuple[object, str]]:
 
 
 def _calibrating_class(base: type, kind: str, seen: set) -> type:
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     def call(self, inputs, training, weights, **kwargs):
         if kind == "weight":  # LastValueQuantizer in training mode: range = the weights' own min/max
@@ -78,7 +79,9 @@ def calibrate_ranges(model, batches: Iterable[list], quantizer_types: dict[str, 
 
 def tfmot_quantizer_types() -> dict[str, tuple[type, ...]]:
     """The default 8-bit scheme's quantizer classes, by the kind of tensor they quantize."""
-    from tensorflow_model_optimization.python.core.quantization.keras import quantizers  # noqa: PLC0415
+    from tensorflow_model_optimization.python.core.quantization.keras import quantizers
 
-    return {"weight": (quantizers.LastValueQuantizer,),
-            "activation": (quantizers.MovingAverageQuantizer, quantizers.AllValuesQuantizer)}
+    return {
+        "weight": (quantizers.LastValueQuantizer,),
+        "activation": (quantizers.MovingAverageQuantizer, quantizers.AllValuesQuantizer),
+    }

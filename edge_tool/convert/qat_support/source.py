@@ -7,15 +7,15 @@ import os
 from pathlib import Path
 
 from edge_tool.convert.source import keras_archive_version
+from edge_tool.core.env import configure_tf_env, import_tf
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.modelfiles.keras_archive import check_keras_archive
 from edge_tool.modelcode.guard import require_no_keras_code
+from edge_tool.modelfiles.keras_archive import check_keras_archive
+from edge_tool.models.modelio import saved_model_flavor
 
 
 def import_stack():
     """(tf, tf_keras, tfmot), with Keras 2 selected before tfmot is imported."""
-    from edge_tool.core.env import configure_tf_env, import_tf  # noqa: PLC0415
-
     configure_tf_env()
     if os.environ.get("TF_USE_LEGACY_KERAS", "").lower() not in ("1", "true"):
         raise UsageError(
@@ -23,8 +23,8 @@ def import_stack():
             f"{os.environ['TF_USE_LEGACY_KERAS']!r}; unset it or set it to 1."
         )
     tf = import_tf()
-    import tensorflow_model_optimization as tfmot  # noqa: PLC0415
-    import tf_keras as keras  # noqa: PLC0415
+    import tensorflow_model_optimization as tfmot
+    import tf_keras as keras
 
     return tf, keras, tfmot
 
@@ -45,10 +45,12 @@ def keras3_file_problem(path: Path) -> str | None:
     version = keras_archive_version(path)
     if version is None or not version.startswith("3"):
         return None
-    return (f"--quant qat cannot start from {path}: its metadata.json says Keras {version} (Keras 3) saved it. QAT "
-            "rewrites the model's Keras-2 (tf_keras) layers with tfmot, and a Keras-3 file holds none. Re-save the "
-            "model with tf_keras (model.save('model.h5') or model.save(dir, save_format='tf')), or use a "
-            "post-training mode (--quant int8 for full-integer, or dynamic/fp16), which converts this file as it is.")
+    return (
+        f"--quant qat cannot start from {path}: its metadata.json says Keras {version} (Keras 3) saved it. QAT "
+        "rewrites the model's Keras-2 (tf_keras) layers with tfmot, and a Keras-3 file holds none. Re-save the "
+        "model with tf_keras (model.save('model.h5') or model.save(dir, save_format='tf')), or use a "
+        "post-training mode (--quant int8 for full-integer, or dynamic/fp16), which converts this file as it is."
+    )
 
 
 def check_qat_source(path: Path) -> None:
@@ -58,21 +60,24 @@ def check_qat_source(path: Path) -> None:
 
 
 def _check_qat_source(path: Path) -> None:
-    from edge_tool.models.modelio import saved_model_flavor  # noqa: PLC0415
-
     if not path.exists():
-        raise ModelError(f"Expected a Keras model (SavedModel directory, .h5 or .keras file) at {path}, "
-                         "but nothing is there.")
+        raise ModelError(
+            f"Expected a Keras model (SavedModel directory, .h5 or .keras file) at {path}, but nothing is there."
+        )
     if path.is_dir():
         flavor = saved_model_flavor(path)
         if flavor == "keras3-export":
-            raise ModelError(f"{path} is a Keras 3 export (model.export()): it holds only a serving function, "
-                             f"no Keras layers, so it cannot be loaded for quantization-aware training. "
-                             f"{_KERAS3_HINT}")
+            raise ModelError(
+                f"{path} is a Keras 3 export (model.export()): it holds only a serving function, "
+                f"no Keras layers, so it cannot be loaded for quantization-aware training. "
+                f"{_KERAS3_HINT}"
+            )
         if flavor != "keras2":
-            raise ModelError(f"{path} is a plain TensorFlow SavedModel without Keras metadata "
-                             f"(keras_metadata.pb), so it cannot be loaded as a Keras model for "
-                             f"quantization-aware training. {_KERAS3_HINT}")
+            raise ModelError(
+                f"{path} is a plain TensorFlow SavedModel without Keras metadata "
+                f"(keras_metadata.pb), so it cannot be loaded as a Keras model for "
+                f"quantization-aware training. {_KERAS3_HINT}"
+            )
         return
     suffix = path.suffix.lower()
     if suffix == ".keras":
@@ -83,8 +88,10 @@ def _check_qat_source(path: Path) -> None:
         if problem:
             raise ModelError(problem)
     elif suffix not in (".h5", ".hdf5"):
-        raise ModelError(f"Expected a Keras model for QAT: a Keras-2 SavedModel directory, an .h5 file or a "
-                         f".keras file saved by tf_keras; got {path}.")
+        raise ModelError(
+            f"Expected a Keras model for QAT: a Keras-2 SavedModel directory, an .h5 file or a "
+            f".keras file saved by tf_keras; got {path}."
+        )
 
 
 def load_keras_for_qat(model_path: Path, trust_model_code: bool = False):
@@ -95,14 +102,17 @@ def load_keras_for_qat(model_path: Path, trust_model_code: bool = False):
     """
     path = Path(model_path)
     _check_qat_source(path)
-    require_no_keras_code(path, trust_model_code, "Quantization-aware training rewrites its Keras layers and needs "
-                          "a Keras object")
+    require_no_keras_code(
+        path, trust_model_code, "Quantization-aware training rewrites its Keras layers and needs a Keras object"
+    )
     _, keras, _ = import_stack()
     try:
         model = keras.models.load_model(str(path), compile=False, safe_mode=not trust_model_code)
     except Exception as exc:  # tf_keras raises ValueError/OSError/TypeError/KeyError depending on the format
-        raise ModelError(f"Could not load {path} as a tf_keras model for QAT: {type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+        raise ModelError(
+            f"Could not load {path} as a tf_keras model for QAT: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from None
     if not isinstance(model, keras.Model):
         raise ModelError(f"{path} loaded as {type(model).__name__}, not a Keras model. {_KERAS3_HINT}")
     return model

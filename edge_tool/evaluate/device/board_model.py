@@ -87,7 +87,7 @@ class BoardModel:
         while start < n:
             step = n if self.batching == "dynamic" else self.fixed
             try:
-                outs.append(self.invoke({k: x[start:start + step] for k, x in feeds.items()}, indices))
+                outs.append(self.invoke({k: x[start : start + step] for k, x in feeds.items()}, indices))
             except (RuntimeError, ValueError):
                 if self.batching != "dynamic":
                     raise
@@ -108,7 +108,7 @@ class BoardModel:
             self.batching = "single"
             return
         self.batching = "single"
-        singles = [self.invoke({i: x[j:j + 1] for i, x in head.items()}, indices) for j in range(k)]
+        singles = [self.invoke({i: x[j : j + 1] for i, x in head.items()}, indices) for j in range(k)]
         for n, index in enumerate(indices):
             b = batched[n].astype(np.float64)
             single = np.concatenate([s[n] for s in singles]).astype(np.float64)
@@ -185,27 +185,34 @@ def _serve(out, frames, cls, path: str) -> None:
                 if cls is None:
                     raise RuntimeError("no TFLite runtime on the device")
                 model = BoardModel(cls, path, int(req["threads"]), bool(req["stateful"]), bool(req.get("single")))
-                write_frame(out, {"ready": True, "inputs": model.inputs, "outputs": model.outputs,
-                                  "batching": model.describe()})
+                write_frame(
+                    out, {"ready": True, "inputs": model.inputs, "outputs": model.outputs, "batching": model.describe()}
+                )
             elif op == "predict":
                 feeds = {int(k[1:]): v for k, v in payload.items()}
                 ys = model.predict(feeds, [int(i) for i in req["outputs"]])
                 write_frame(out, {"ok": True, "batching": model.describe()}, {"y%d" % n: y for n, y in enumerate(ys)})
             elif op == "sweep":  # a runner of this run was killed (SIGKILL: no cleanup of its own): its temp dir
                 left = str(req["path"])
-                if (os.path.dirname(left) == os.path.dirname(_state["tmp"])
-                        and os.path.basename(left).startswith("edgetool-device-")):
+                if os.path.dirname(left) == os.path.dirname(_state["tmp"]) and os.path.basename(left).startswith(
+                    "edgetool-device-"
+                ):
                     shutil.rmtree(left, ignore_errors=True)
                 write_frame(out, {"swept": True})
             elif op == "probe":
-                write_frame(out, tflm_probe(path, int(req["arena"])) if req.get("runtime") == "tflm"
-                            else _probe(cls, path))
+                write_frame(
+                    out, tflm_probe(path, int(req["arena"])) if req.get("runtime") == "tflm" else _probe(cls, path)
+                )
             elif op == "latency":
-                write_frame(out, tflm_latency(path, req, payload) if req.get("runtime") == "tflm"
-                            else _latency(cls, path, req, payload))
+                write_frame(
+                    out,
+                    tflm_latency(path, req, payload)
+                    if req.get("runtime") == "tflm"
+                    else _latency(cls, path, req, payload),
+                )
         except MemoryError:
             write_frame(out, {"failed": "the device ran out of memory (MemoryError in the runner)"})
-        except Exception as exc:  # noqa: BLE001 - the runtime's refusal, whatever its type, is the row's reason
+        except Exception as exc:
             write_frame(out, {"failed": _first_error(exc), "op": op})
 
 

@@ -28,9 +28,11 @@ import tempfile
 import threading
 import time
 
-RUNTIMES = (("ai_edge_litert", "ai_edge_litert.interpreter", "ai-edge-litert"),
-            ("tflite_runtime", "tflite_runtime.interpreter", "tflite-runtime"),
-            ("tf.lite", "tensorflow.lite.python.interpreter", "tensorflow"))
+RUNTIMES = (
+    ("ai_edge_litert", "ai_edge_litert.interpreter", "ai-edge-litert"),
+    ("tflite_runtime", "tflite_runtime.interpreter", "tflite-runtime"),
+    ("tf.lite", "tensorflow.lite.python.interpreter", "tensorflow"),
+)
 _HEAD = struct.Struct(">I")
 MAGIC = b"\nEDGETOOL-DEVICE-RUNNER-1\n"  # before the first frame: whatever a login script printed comes before it
 MAX_HEADER = 1 << 24
@@ -76,6 +78,7 @@ def write_frame(stream, header: dict, arrays=None) -> None:
     """Write one frame: header (with ``arrays`` described) then each array's bytes."""
     if arrays:
         import numpy as np
+
         arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
     arrays = arrays or {}
     header = dict(header, arrays=[{"name": k, "dtype": v.dtype.str, "shape": list(v.shape)} for k, v in arrays.items()])
@@ -91,7 +94,7 @@ def _reader(stream, frames: queue.Queue) -> None:
     try:
         while True:
             frames.put(read_frame(stream))
-    except BaseException:  # noqa: BLE001 - end of input or a broken frame: the host is gone either way
+    except BaseException:
         if not _state["closing"]:
             _cleanup()
             os._exit(3)
@@ -119,8 +122,10 @@ def _emulation(machine: str, cpu_fields: dict) -> list:
     evidence = ["environment sets %s" % ", ".join(found)] if found else []
     x86 = "vendor_id" in cpu_fields or "GenuineIntel" in str(cpu_fields.values())
     if machine.startswith(("aarch64", "arm")) and x86:
-        evidence.append("/proc/cpuinfo describes an x86 CPU (%s) while Python runs as %s"
-                        % (cpu_fields.get("model name", cpu_fields.get("vendor_id")), machine))
+        evidence.append(
+            "/proc/cpuinfo describes an x86 CPU (%s) while Python runs as %s"
+            % (cpu_fields.get("model name", cpu_fields.get("vendor_id")), machine)
+        )
     for path in ("/proc/self/maps", "/proc/%d/maps" % os.getppid()):
         try:
             with open(path, errors="replace") as f:
@@ -155,13 +160,14 @@ def _runtime():
     for name, module, dist in RUNTIMES:
         try:
             cls = importlib.import_module(module).Interpreter
-        except Exception as exc:  # noqa: BLE001 - ImportError, or a runtime broken on this device
+        except Exception as exc:
             tried.append("%s: %s" % (dist, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
             continue
         try:
             from importlib.metadata import version
+
             ver = version(dist)
-        except Exception:  # noqa: BLE001
+        except Exception:
             ver = "unknown"
         return cls, name, ver, tried
     return None, None, None, tried
@@ -174,16 +180,30 @@ def facts() -> dict:
     cls, runtime, ver, tried = _runtime()
     try:
         import numpy
+
         numpy_version = numpy.__version__
     except ImportError:
         numpy_version = None
     usage = shutil.disk_usage(_state["tmp"] or tempfile.gettempdir())
     evidence = _emulation(machine, fields)
-    return {"hello": True, "machine": machine, "system": "%s %s" % (platform.system(), platform.release()),
-            "cpu": cpu, "cores": os.cpu_count(), "memory_bytes": _meminfo(), "free_disk_bytes": usage.free,
-            "python": platform.python_version(), "numpy": numpy_version, "runtime": runtime,
-            "runtime_version": ver, "runtime_errors": tried, "emulated": bool(evidence), "emulation": evidence,
-            "tmp": _state["tmp"], **tflm_facts()}
+    return {
+        "hello": True,
+        "machine": machine,
+        "system": "%s %s" % (platform.system(), platform.release()),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_bytes": _meminfo(),
+        "free_disk_bytes": usage.free,
+        "python": platform.python_version(),
+        "numpy": numpy_version,
+        "runtime": runtime,
+        "runtime_version": ver,
+        "runtime_errors": tried,
+        "emulated": bool(evidence),
+        "emulation": evidence,
+        "tmp": _state["tmp"],
+        **tflm_facts(),
+    }
 
 
 def peak_rss_mb() -> float:
@@ -196,12 +216,14 @@ def peak_rss_mb() -> float:
     except OSError:
         pass
     import resource
+
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kb / (1024.0 * 1024.0) if sys.platform == "darwin" else kb / 1024.0
 
 
 def bindings(interp) -> tuple:
     """(inputs, outputs): [name, index, dtype, shape signature, scale, zero point], serving_default's names."""
+
     def one(name, d):
         scale, zp = d.get("quantization", (0.0, 0))
         shape = [int(s) for s in d.get("shape_signature", d["shape"])]
@@ -212,5 +234,7 @@ def bindings(interp) -> tuple:
         runner = interp.get_signature_runner("serving_default" if "serving_default" in sigs else sorted(sigs)[0])
         ins, outs = runner.get_input_details(), runner.get_output_details()
         return [one(n, ins[n]) for n in sorted(ins)], [one(n, outs[n]) for n in sorted(outs)]
-    return ([one(d["name"], d) for d in interp.get_input_details()],
-            [one(d["name"], d) for d in interp.get_output_details()])
+    return (
+        [one(d["name"], d) for d in interp.get_input_details()],
+        [one(d["name"], d) for d in interp.get_output_details()],
+    )

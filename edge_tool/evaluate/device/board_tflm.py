@@ -19,12 +19,13 @@ def tflm_facts() -> dict:
 
     try:
         importlib.import_module(TFLM_MODULE)
-    except Exception as exc:  # noqa: BLE001 - ImportError, or a build broken on this device
+    except Exception as exc:
         return {"tflm": None, "tflm_error": _first_error(exc)}
     try:
         from importlib.metadata import version
+
         return {"tflm": version("tflite-micro"), "tflm_error": None}
-    except Exception:  # noqa: BLE001
+    except Exception:
         return {"tflm": "unknown", "tflm_error": None}
 
 
@@ -42,8 +43,10 @@ def tflm_interpreter(path: str, arena: int):
             return runtime.Interpreter.from_bytes(model, arena_size=size), size
         except (RuntimeError, ValueError) as exc:
             error = exc
-    raise RuntimeError("TFLite Micro on the device cannot allocate the model with up to %d bytes of arena: %s"
-                       % (int(arena) << ARENA_GROWTH, _first_error(error)))
+    raise RuntimeError(
+        "TFLite Micro on the device cannot allocate the model with up to %d bytes of arena: %s"
+        % (int(arena) << ARENA_GROWTH, _first_error(error))
+    )
 
 
 class TflmBoardModel:
@@ -62,7 +65,7 @@ class TflmBoardModel:
         import numpy as np
 
         for pos, index in enumerate(self.inputs):
-            self.interp.set_input(feeds[index][s:s + 1], pos)
+            self.interp.set_input(feeds[index][s : s + 1], pos)
         self.interp.invoke()
         return [np.array(self.interp.get_output(self.outputs.index(i))) for i in indices]
 
@@ -90,8 +93,13 @@ def tflm_latency(path: str, req: dict, arrays: dict) -> dict:
     step()
     cold = (_time.perf_counter_ns() - t0) / 1e6
     times = time_loop(step, int(req["warmup"]), req["runs"], req["time_budget_s"])
-    return {"latency": True, "times_ns": times, "cold_start_ms": cold, "peak_rss_mb": peak_rss_mb(),
-            "arena": model.arena}
+    return {
+        "latency": True,
+        "times_ns": times,
+        "cold_start_ms": cold,
+        "peak_rss_mb": peak_rss_mb(),
+        "arena": model.arena,
+    }
 
 
 def tflm_probe(path: str, arena: int) -> dict:

@@ -36,10 +36,18 @@ class DeviceProbe:
     def to_dict(self) -> dict:
         """JSON form."""
         h = self.hello
-        return {**device_record(self.url, h), "reachable": self.error is None, "error": self.error,
-                "ready": self.ready, "fix": self.fix, "memory_bytes": h.get("memory_bytes"),
-                "free_disk_bytes": h.get("free_disk_bytes"), "temp_dir": h.get("tmp"), "numpy": h.get("numpy"),
-                "runtime_errors": h.get("runtime_errors", [])}
+        return {
+            **device_record(self.url, h),
+            "reachable": self.error is None,
+            "error": self.error,
+            "ready": self.ready,
+            "fix": self.fix,
+            "memory_bytes": h.get("memory_bytes"),
+            "free_disk_bytes": h.get("free_disk_bytes"),
+            "temp_dir": h.get("tmp"),
+            "numpy": h.get("numpy"),
+            "runtime_errors": h.get("runtime_errors", []),
+        }
 
     def to_json(self) -> str:
         """Pretty JSON."""
@@ -49,15 +57,17 @@ class DeviceProbe:
         """The text report, one fact per line."""
         if self.error:
             return [f"{self.url.name}: unreachable — {self.error}"]
-        h, gib = self.hello, 2 ** 30
+        h, gib = self.hello, 2**30
         runtime = f"{h['runtime']} {h.get('runtime_version')}" if h.get("runtime") else "none"
-        out = [f"{self.url.name}: reachable over ssh",
-               f"  machine   {h.get('machine')} ({h.get('system')})",
-               f"  cpu       {h.get('cpu')}, {h.get('cores')} cores",
-               f"  memory    {(h.get('memory_bytes') or 0) / gib:.1f} GiB",
-               f"  python    {h.get('python')} ({self.url.python}), numpy {h.get('numpy') or 'missing'}",
-               f"  runtime   {runtime}",
-               f"  free disk {(h.get('free_disk_bytes') or 0) / gib:.1f} GiB in {h.get('tmp', '').rsplit('/', 1)[0]}"]
+        out = [
+            f"{self.url.name}: reachable over ssh",
+            f"  machine   {h.get('machine')} ({h.get('system')})",
+            f"  cpu       {h.get('cpu')}, {h.get('cores')} cores",
+            f"  memory    {(h.get('memory_bytes') or 0) / gib:.1f} GiB",
+            f"  python    {h.get('python')} ({self.url.python}), numpy {h.get('numpy') or 'missing'}",
+            f"  runtime   {runtime}",
+            f"  free disk {(h.get('free_disk_bytes') or 0) / gib:.1f} GiB in {h.get('tmp', '').rsplit('/', 1)[0]}",
+        ]
         note = emulation_note(device_record(self.url, h))
         if note:
             out.append(f"  note      {note}")

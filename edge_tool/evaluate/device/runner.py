@@ -22,10 +22,10 @@ from edge_tool.evaluate.device.session import RunnerSession, model_bytes, sweep
 from edge_tool.evaluate.device.tflm_plan import TflmPlan
 from edge_tool.evaluate.device.transport import SshDevice
 from edge_tool.evaluate.device.url import DeviceURL
-from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import _Runner
+from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.tflite_runner import TensorBinding, TfliteInterpreter
 
 
@@ -33,7 +33,7 @@ class DeviceBindings(TfliteInterpreter):
     """The model's inputs/outputs as the device's runtime reports them, with the host's own preparation
     (``prepare``: name matching, quantization, shape checks), ``output_for`` and ``dequantize``."""
 
-    def __init__(self, path: Path, ready: dict):  # noqa: D107 - no interpreter on the host: the device has it
+    def __init__(self, path: Path, ready: dict):
         self.path = Path(path)
         self.facts = read_flatbuffer(self.path)
         self.inputs = [TensorBinding(n, i, np.dtype(d), tuple(s), sc, zp) for n, i, d, s, sc, zp in ready["inputs"]]
@@ -93,8 +93,10 @@ class DeviceRunner(_Runner):
             return
         if self.hello.get("runtime") is None:
             raise RuntimeFailure(missing_runtime(self.hello, self.device.url.python))
-        self.session.send({"op": "load", "threads": self.config.threads, "stateful": self.stateful,
-                           "single": single}, blob=model_bytes(self.art.model_file))
+        self.session.send(
+            {"op": "load", "threads": self.config.threads, "stateful": self.stateful, "single": single},
+            blob=model_bytes(self.art.model_file),
+        )
 
     def _fail(self, exc: Exception) -> None:
         self.failed = f"does not run on {self.device.url.name}: {exc}"
@@ -126,8 +128,15 @@ class DeviceRunner(_Runner):
     def _retry_single(self, exc: RuntimeFailure) -> bool:
         """The runner died on its first batched invokes (a runtime that crashes at batch > 1): once, a new runner
         one sample per invoke, the batches in flight sent again. False when that is not the case or fails too."""
-        if self._produced or self._single or self.tflm or not self.session or not self.session.died \
-                or not self.plan or self.plan.batching != "dynamic":
+        if (
+            self._produced
+            or self._single
+            or self.tflm
+            or not self.session
+            or not self.session.died
+            or not self.plan
+            or self.plan.batching != "dynamic"
+        ):
             return False
         self._single = True
         sweep(self.device.ssh, self.session)
@@ -183,9 +192,15 @@ class DeviceRunner(_Runner):
         session = RunnerSession(self.device.ssh)
         self.session = session
         session.send({"op": "load", "mode": "latency"}, blob=model_bytes(self.art.model_file))
-        request = {"op": "latency", "threads": config.threads, "warmup": config.warmup,
-                   "runs": config.effective_runs, "time_budget_s": config.time_budget_s,
-                   "stateful": self.stateful, "outputs": [b.index for b in self.plan.outputs]}
+        request = {
+            "op": "latency",
+            "threads": config.threads,
+            "warmup": config.warmup,
+            "runs": config.effective_runs,
+            "time_budget_s": config.time_budget_s,
+            "stateful": self.stateful,
+            "outputs": [b.index for b in self.plan.outputs],
+        }
         session.send({**request, **self.tflm.latency()} if self.tflm else request, self.first)
         answer = session.receive()[0]
         session.close()
@@ -204,24 +219,44 @@ class DeviceRunner(_Runner):
                 self.close(abort=True)
                 sweep(self.device.ssh, self.session)
         self.close(abort=bool(self.failed))
-        note = "measured on the device" + (" under emulation (qemu): not a performance figure"
-                                           if self.hello.get("emulated") else "")
+        note = "measured on the device" + (
+            " under emulation (qemu): not a performance figure" if self.hello.get("emulated") else ""
+        )
         if self.tflm:
             tflm = self.hello.get("tflm")
-            return self._row(label, reference, "tflite", fields, latency=lat, peak_rss_mb=rss, threads=1,
-                             runtime=f"tflite-micro {tflm}" if tflm else "none",
-                             batching="" if self.failed else self.batching,
-                             latency_note=f"TFLM reference kernels {note}; {self.tflm.note()}",
-                             arena=self.tflm.arena_record(), flash_bytes=self.art.size_bytes,
-                             device=device_record(self.device.url, self.tflm.facts(self.hello)))
-        return self._row(label, reference, "tflite", fields, latency=lat, peak_rss_mb=rss, threads=config.threads,
-                         runtime=self.hello.get("runtime") or "none", latency_note=note,
-                         batching="" if self.failed else self.batching,
-                         device=device_record(self.device.url, self.hello))
+            return self._row(
+                label,
+                reference,
+                "tflite",
+                fields,
+                latency=lat,
+                peak_rss_mb=rss,
+                threads=1,
+                runtime=f"tflite-micro {tflm}" if tflm else "none",
+                batching="" if self.failed else self.batching,
+                latency_note=f"TFLM reference kernels {note}; {self.tflm.note()}",
+                arena=self.tflm.arena_record(),
+                flash_bytes=self.art.size_bytes,
+                device=device_record(self.device.url, self.tflm.facts(self.hello)),
+            )
+        return self._row(
+            label,
+            reference,
+            "tflite",
+            fields,
+            latency=lat,
+            peak_rss_mb=rss,
+            threads=config.threads,
+            runtime=self.hello.get("runtime") or "none",
+            latency_note=note,
+            batching="" if self.failed else self.batching,
+            device=device_record(self.device.url, self.hello),
+        )
 
 
-def open_device_runners(arts: list[Artifact], labels: list[str], config: EvalConfig,
-                        stack: ExitStack) -> list[tuple[DeviceRunner, str]]:
+def open_device_runners(
+    arts: list[Artifact], labels: list[str], config: EvalConfig, stack: ExitStack
+) -> list[tuple[DeviceRunner, str]]:
     """(runner, row label) for every .tflite artefact on every ``--device``; connections closed by ``stack``."""
     rows = []
     for url in config.device_urls:

@@ -4,6 +4,7 @@ in frames (``board_runner.read_frame`` / ``write_frame``) with a deadline on eve
 from __future__ import annotations
 
 import inspect
+import io
 import os
 import select
 import subprocess
@@ -22,11 +23,14 @@ _FUTURE = "from __future__ import annotations"
 
 def runner_source() -> str:
     """The program sent to the device: board_runner + board_model + board_tflm + the host's own latency loop + main()."""
-    parts = [inspect.getsource(board_runner), inspect.getsource(board_model).replace(_FUTURE, ""),
-             inspect.getsource(board_tflm).replace(_FUTURE, ""),
-             "from typing import Callable\n",
-             *(inspect.getsource(f) for f in (latency.time_loop, latency.tflite_step, latency.fit_inputs)),
-             "sys.exit(main())\n"]
+    parts = [
+        inspect.getsource(board_runner),
+        inspect.getsource(board_model).replace(_FUTURE, ""),
+        inspect.getsource(board_tflm).replace(_FUTURE, ""),
+        "from typing import Callable\n",
+        *(inspect.getsource(f) for f in (latency.time_loop, latency.tflite_step, latency.fit_inputs)),
+        "sys.exit(main())\n",
+    ]
     return "\n".join(parts)
 
 
@@ -42,8 +46,7 @@ class _TimedReader:
         while got < n:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                raise RuntimeFailure(f"{self.what} did not answer within {self.timeout:g} s "
-                                     "(EDGETOOL_EVAL_TIMEOUT)")
+                raise RuntimeFailure(f"{self.what} did not answer within {self.timeout:g} s (EDGETOOL_EVAL_TIMEOUT)")
             chunk = os.read(self.fd, min(n - got, 1 << 20))
             if not chunk:
                 break
@@ -92,7 +95,6 @@ class RunnerSession:
             raw = json.dumps(dict(header, blob=len(blob))).encode()
             self.send_raw(struct.pack(">I", len(raw)) + raw + blob)
             return
-        import io  # noqa: PLC0415
 
         buf = io.BytesIO()
         board_runner.write_frame(buf, header, arrays)
@@ -125,8 +127,10 @@ class RunnerSession:
         if not self.device.alive:
             return f"lost the connection to {name} mid-run: {self.device.master_error()}"
         if code in (137, 255, -9) and not last or "Killed" in last or "MemoryError" in last:
-            return (f"the runner on {name} was killed by a signal{': ' + last if last else ''} (on a device, "
-                    "usually the kernel's out-of-memory killer: the model and its arena do not fit the free memory)")
+            return (
+                f"the runner on {name} was killed by a signal{': ' + last if last else ''} (on a device, "
+                "usually the kernel's out-of-memory killer: the model and its arena do not fit the free memory)"
+            )
         return f"the runner on {name} stopped (exit {code}){': ' + last if last else ''}"
 
     def close(self, abort: bool = False) -> None:

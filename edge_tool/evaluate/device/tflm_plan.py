@@ -26,8 +26,9 @@ class TflmPlan:
         if self.arena is None:
             refused, _ = tflm.unsupported_ops(self.model_file)
             if refused:
-                raise ModelError("TFLite Micro cannot run this model: "
-                                 + "; ".join(f"{op} ({why})" for op, why in refused))
+                raise ModelError(
+                    "TFLite Micro cannot run this model: " + "; ".join(f"{op} ({why})" for op, why in refused)
+                )
             self.arena = tflm.measure_arena(self.model_file)
             self.bindings = TfliteInterpreter(self.model_file)
         return {"op": "load", "runtime": "tflm", **self.latency()}
@@ -35,9 +36,12 @@ class TflmPlan:
     def latency(self) -> dict:
         """What the device's TFLM needs besides the model: arena and tensor indices in TFLM's order."""
         interp = self.bindings.interp
-        return {"runtime": "tflm", "arena": self.arena.minimum_bytes,
-                "inputs": [d["index"] for d in interp.get_input_details()],
-                "tensor_outputs": [d["index"] for d in interp.get_output_details()]}
+        return {
+            "runtime": "tflm",
+            "arena": self.arena.minimum_bytes,
+            "inputs": [d["index"] for d in interp.get_input_details()],
+            "tensor_outputs": [d["index"] for d in interp.get_output_details()],
+        }
 
     def host(self, ready: dict) -> TfliteInterpreter:
         """The bindings the host prepares feeds and dequantizes outputs with, once the device is ready."""
@@ -53,8 +57,7 @@ class TflmPlan:
         if self.arena is None:
             return "arena not measured"
         if self.used and self.used > self.arena.minimum_bytes:
-            return (f"the device's TFLM needed {self.used} bytes of arena (the host measured "
-                    f"{self.arena.minimum_bytes})")
+            return f"the device's TFLM needed {self.used} bytes of arena (the host measured {self.arena.minimum_bytes})"
         return f"the device ran with the host-measured minimum arena of {self.arena.minimum_bytes} bytes"
 
     def facts(self, hello: dict) -> dict:

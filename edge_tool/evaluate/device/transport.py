@@ -18,16 +18,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from edge_tool.core.signals import deferred
 from edge_tool.errors import RuntimeFailure, UsageError
 from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.litert.isolated import last_message
-from edge_tool.core.signals import deferred
 
 CONFIG_ENV = "EDGETOOL_SSH_CONFIG"
 CONNECT_TIMEOUT_S = 20
 # the remote command line is this fixed text; only the validated ?python= path is put in, shell-quoted
-BOOTSTRAP = ("import sys;n=int(sys.stdin.buffer.readline());"
-             "exec(compile(sys.stdin.buffer.read(n),'edgetool-device-runner','exec'))")
+BOOTSTRAP = (
+    "import sys;n=int(sys.stdin.buffer.readline());"
+    "exec(compile(sys.stdin.buffer.read(n),'edgetool-device-runner','exec'))"
+)
 
 
 def ssh_config_args() -> list[str]:
@@ -45,22 +47,43 @@ class SshDevice:
 
     def __init__(self, url: DeviceURL):
         if shutil.which("ssh") is None:
-            raise RuntimeFailure("the OpenSSH client (ssh) is not on PATH; install it (e.g. apt install "
-                                 "openssh-client) to measure on a device")
+            raise RuntimeFailure(
+                "the OpenSSH client (ssh) is not on PATH; install it (e.g. apt install "
+                "openssh-client) to measure on a device"
+            )
         self.url = url
         base = tempfile.gettempdir()  # a socket path must stay short (~100 bytes) and free of ssh's %-tokens
-        self._dir = tempfile.mkdtemp(prefix="edgetool-ssh-",
-                                     dir="/tmp" if (len(base) > 60 or "%" in base) and os.path.isdir("/tmp") else None)
+        self._dir = tempfile.mkdtemp(
+            prefix="edgetool-ssh-", dir="/tmp" if (len(base) > 60 or "%" in base) and os.path.isdir("/tmp") else None
+        )
         self._socket = os.path.join(self._dir, "control")
-        self._log = open(os.path.join(self._dir, "master.log"), "w+b")  # noqa: SIM115 - closed in close()
+        self._log = open(os.path.join(self._dir, "master.log"), "w+b")
         self._master: subprocess.Popen | None = None
         self.closed = False
 
     def _base(self) -> list[str]:
         # the user's config decides how to reach the host; these decide what the connection may do
-        args = ["ssh", *ssh_config_args(), "-T", "-e", "none", "-o", "BatchMode=yes",
-                "-o", f"ControlPath={self._socket}", "-o", "ClearAllForwardings=yes", "-o", "ForwardAgent=no",
-                "-o", "ForwardX11=no", "-o", "RemoteCommand=none", "-o", "PermitLocalCommand=no"]
+        args = [
+            "ssh",
+            *ssh_config_args(),
+            "-T",
+            "-e",
+            "none",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"ControlPath={self._socket}",
+            "-o",
+            "ClearAllForwardings=yes",
+            "-o",
+            "ForwardAgent=no",
+            "-o",
+            "ForwardX11=no",
+            "-o",
+            "RemoteCommand=none",
+            "-o",
+            "PermitLocalCommand=no",
+        ]
         if self.url.user:
             args += ["-l", self.url.user]
         if self.url.port:
@@ -69,12 +92,24 @@ class SshDevice:
 
     def open(self) -> None:
         """Connect (the master); RuntimeFailure with ssh's own reason when the device cannot be reached."""
-        cmd = [*self._base(), "-o", "ControlMaster=yes", "-o", "ControlPersist=no",
-               "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "ServerAliveInterval=10",
-               "-o", "ServerAliveCountMax=3", "--", self.url.host, "exec cat >/dev/null"]
+        cmd = [
+            *self._base(),
+            "-o",
+            "ControlMaster=yes",
+            "-o",
+            "ControlPersist=no",
+            "-o",
+            f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+            "-o",
+            "ServerAliveInterval=10",
+            "-o",
+            "ServerAliveCountMax=3",
+            "--",
+            self.url.host,
+            "exec cat >/dev/null",
+        ]
         with deferred():
-            self._master = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                            stderr=self._log)
+            self._master = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._log)
         deadline = time.monotonic() + CONNECT_TIMEOUT_S + 10
         while time.monotonic() < deadline:
             if self._master.poll() is not None:
@@ -82,12 +117,16 @@ class SshDevice:
             if os.path.exists(self._socket) and self._check():
                 return
             time.sleep(0.1)
-        raise RuntimeFailure(f"cannot reach {self.url.name} over ssh: no connection after "
-                             f"{CONNECT_TIMEOUT_S + 10} s")
+        raise RuntimeFailure(f"cannot reach {self.url.name} over ssh: no connection after {CONNECT_TIMEOUT_S + 10} s")
 
     def _check(self) -> bool:
-        done = subprocess.run([*self._base(), "-O", "check", "--", self.url.host], stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False, timeout=30)
+        done = subprocess.run(
+            [*self._base(), "-O", "check", "--", self.url.host],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
         return done.returncode == 0
 
     def master_error(self) -> str:

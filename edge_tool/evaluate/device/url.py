@@ -31,9 +31,12 @@ class DeviceURL:
     @classmethod
     def parse(cls, url: str) -> DeviceURL:
         """The URL's parts, or UsageError (exit 2) naming the expected form and what was wrong."""
+
         def refuse(why: str) -> UsageError:
-            return UsageError(f"--device expects {FORM} (e.g. ssh://pi@raspberrypi.local or "
-                              f"ssh://user@10.0.0.7:2222?python=/usr/bin/python3.11), but {url!r} {why}.")
+            return UsageError(
+                f"--device expects {FORM} (e.g. ssh://pi@raspberrypi.local or "
+                f"ssh://user@10.0.0.7:2222?python=/usr/bin/python3.11), but {url!r} {why}."
+            )
 
         if not isinstance(url, str) or not url.startswith("ssh://"):
             raise refuse("does not start with ssh://")
@@ -47,7 +50,7 @@ class DeviceURL:
         if parts.path not in ("", "/") or parts.fragment:
             raise refuse("has a path or fragment")
         netloc = parts.netloc.rpartition("@")[2]
-        host = netloc[:netloc.find("]") + 1] if netloc.startswith("[") else netloc.partition(":")[0]
+        host = netloc[: netloc.find("]") + 1] if netloc.startswith("[") else netloc.partition(":")[0]
         if not _HOST.fullmatch(host or ""):
             raise refuse(f"has no valid host name ({host!r})")
         user = parts.username

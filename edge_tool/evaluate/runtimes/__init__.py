@@ -10,8 +10,19 @@ from edge_tool.evaluate.runtimes import litert, tflm, tfjs, ort, device  # noqa:
 from edge_tool.errors import UsageError
 from edge_tool.evaluate.runtimes.registry import SPECS, Column, RuntimeSpec
 
-__all__ = ["RUNTIMES", "SPECS", "Column", "RuntimeSpec", "check_runtime", "columns", "open_runner", "owner",
-           "runtime_for", "runtime_table", "with_runtime_table"]
+__all__ = [
+    "RUNTIMES",
+    "SPECS",
+    "Column",
+    "RuntimeSpec",
+    "check_runtime",
+    "columns",
+    "open_runner",
+    "owner",
+    "runtime_for",
+    "runtime_table",
+    "with_runtime_table",
+]
 
 TABLE_START, TABLE_END = "<!-- runtimes-table:start -->", "<!-- runtimes-table:end -->"
 HOST = {name: spec for name, spec in SPECS.items() if spec.open is not None}
@@ -59,11 +70,18 @@ def runtime_table() -> str:
     """The Markdown table of every runtime (what it runs, how it is chosen, its extra columns), from the registry."""
     rows = ["| runtime | runs | chosen by | report adds | install |", "|---|---|---|---|---|"]
     for name, spec in SPECS.items():
-        how = ("`--device`" if spec.open is None else
-               f"`--runtime {name}`" + (" (default)" if spec.default else "") if name in RUNTIMES else "default")
+        how = (
+            "`--device`"
+            if spec.open is None
+            else f"`--runtime {name}`" + (" (default)" if spec.default else "")
+            if name in RUNTIMES
+            else "default"
+        )
         adds = ", ".join(f"`{c.header}` column" for c in spec.columns) or "–"
         formats = ", ".join(f"`{f}`" for f in spec.formats)
-        rows.append(f"| `{name}` | {formats}: {spec.summary} | {how} | {adds} | {f'`{spec.extra}`' if spec.extra else 'base'} |")
+        rows.append(
+            f"| `{name}` | {formats}: {spec.summary} | {how} | {adds} | {f'`{spec.extra}`' if spec.extra else 'base'} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -73,4 +91,4 @@ def with_runtime_table(text: str) -> str:
     start, end = text.find(TABLE_START), text.find(TABLE_END)
     if start < 0 or end < start:
         raise ValueError(f"expected the markers {TABLE_START} … {TABLE_END} around the runtime table")
-    return text[:start + len(TABLE_START)] + "\n" + runtime_table() + text[end:]
+    return text[: start + len(TABLE_START)] + "\n" + runtime_table() + text[end:]

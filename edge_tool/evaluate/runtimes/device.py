@@ -11,9 +11,17 @@ from edge_tool.evaluate.device.facts import device_label, device_notes
 from edge_tool.evaluate.device.runner import open_device_runners
 from edge_tool.evaluate.runtimes.registry import Column, RuntimeSpec, register
 
-SPEC = register(RuntimeSpec(
-    name="device", formats=(ArtifactFormat.TFLITE.value,), open_extra=open_device_runners,
-    summary="the device's own LiteRT / tflite-runtime over SSH (--device), a row per artefact and device",
-    claims=lambda r: r.device is not None, result_fields=("device",), facts=device_notes,
-    columns=(Column("device", lambda r: device_label(r.device), reference=device_label(None), numeric=False,
-                    width=40),)))
+SPEC = register(
+    RuntimeSpec(
+        name="device",
+        formats=(ArtifactFormat.TFLITE.value,),
+        open_extra=open_device_runners,
+        summary="the device's own LiteRT / tflite-runtime over SSH (--device), a row per artefact and device",
+        claims=lambda r: r.device is not None,
+        result_fields=("device",),
+        facts=device_notes,
+        columns=(
+            Column("device", lambda r: device_label(r.device), reference=device_label(None), numeric=False, width=40),
+        ),
+    )
+)

@@ -15,11 +15,11 @@ from edge_tool.core.childproc import module_command
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
-from edge_tool.litert.isolated import WorkerProcess
 from edge_tool.evaluate.latency import LatencyProcess, measure_tflite
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import _Runner
 from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
+from edge_tool.litert.isolated import WorkerProcess
 
 
 class TfliteRunner(_Runner):
@@ -43,8 +43,11 @@ class TfliteRunner(_Runner):
         self.output_indices: list[int] = []
         self._pending = 0
         self._ready = False
-        self.proc = WorkerProcess(module_command("edge_tool.evaluate.tflite_worker", art.model_file, threads,
-                                                  scratch / "litert.lock"), "LiteRT", scratch)
+        self.proc = WorkerProcess(
+            module_command("edge_tool.evaluate.tflite_worker", art.model_file, threads, scratch / "litert.lock"),
+            "LiteRT",
+            scratch,
+        )
         timed = config.effective_runs or config.time_budget_s
         self.latency_proc = LatencyProcess() if timed and config.latency_in_subprocess else None
 
@@ -64,8 +67,15 @@ class TfliteRunner(_Runner):
                 ready = self.proc.receive()
                 self._ready, self.runtime, self.batching = True, ready["runtime"], ready["batching"]
             out = self.out_files[self._sent % self.depth]
-            self.proc.send({"op": "predict", "inputs": files, "out_names": list(out_names), "ref_names": ref_names,
-                            "out": str(out)})
+            self.proc.send(
+                {
+                    "op": "predict",
+                    "inputs": files,
+                    "out_names": list(out_names),
+                    "ref_names": ref_names,
+                    "out": str(out),
+                }
+            )
             self._names.append(tuple(out_names))
             self._in_flight.append(out)
             self._sent += 1
@@ -100,8 +110,15 @@ class TfliteRunner(_Runner):
         """Latency (fresh process unless configured otherwise) and the artefact's row."""
         lat, rss = None, None
         if not self.failed and (config.effective_runs or config.time_budget_s):
-            args = (self.art.model_file, self.first_feeds, self.output_indices, config.threads, config.warmup,
-                    config.effective_runs, config.time_budget_s)
+            args = (
+                self.art.model_file,
+                self.first_feeds,
+                self.output_indices,
+                config.threads,
+                config.warmup,
+                config.effective_runs,
+                config.time_budget_s,
+            )
             try:
                 if self.latency_proc is not None:
                     lat, rss = self.latency_proc.measure(*args)
@@ -112,11 +129,27 @@ class TfliteRunner(_Runner):
             except (RuntimeError, ValueError) as exc:  # in-process timing (latency_in_subprocess=False)
                 self.failed = f"does not run in LiteRT: latency run: {str(exc).strip()[:400]}"
         self.close()
-        return self._row(label, reference, "tflite", fields, latency=lat, peak_rss_mb=rss, threads=config.threads,
-                         runtime=self.runtime, batching="" if self.failed else self.batching)
+        return self._row(
+            label,
+            reference,
+            "tflite",
+            fields,
+            latency=lat,
+            peak_rss_mb=rss,
+            threads=config.threads,
+            runtime=self.runtime,
+            batching="" if self.failed else self.batching,
+        )
 
 
-SPEC = register(RuntimeSpec(
-    name="litert", formats=(ArtifactFormat.TFLITE.value,), open=TfliteRunner, default=True, shares_cores=True,
-    summary="LiteRT interpreter (ai-edge-litert), XNNPACK on the CPU",
-    claims=lambda r: r.format == "tflite" and r.arena is None and r.device is None))
+SPEC = register(
+    RuntimeSpec(
+        name="litert",
+        formats=(ArtifactFormat.TFLITE.value,),
+        open=TfliteRunner,
+        default=True,
+        shares_cores=True,
+        summary="LiteRT interpreter (ai-edge-litert), XNNPACK on the CPU",
+        claims=lambda r: r.format == "tflite" and r.arena is None and r.device is None,
+    )
+)

@@ -14,11 +14,11 @@ from edge_tool.core.childproc import module_command
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
-from edge_tool.litert.isolated import WorkerProcess
 from edge_tool.evaluate.onnx_facts import EXTRA_HINT, require_onnx
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
 from edge_tool.evaluate.runners import _Runner
 from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
+from edge_tool.litert.isolated import WorkerProcess
 
 WORKER = "edge_tool.evaluate.runtimes.ort_worker"
 LATENCY_NOTE = "latency of session.run on batch 1, each .onnx in a fresh process"
@@ -44,8 +44,9 @@ class OrtRunner(_Runner):
         self.latency_proc = self._worker(config.threads, "latency", scratch) if timed else None
 
     def _worker(self, threads: int, mode: str, scratch: Path) -> WorkerProcess:
-        argv = module_command(WORKER, self.art.model_file, threads, scratch / "litert.lock" if mode == "pass" else "",
-                              mode)
+        argv = module_command(
+            WORKER, self.art.model_file, threads, scratch / "litert.lock" if mode == "pass" else "", mode
+        )
         return WorkerProcess(argv, "ONNX Runtime", scratch)
 
     def _fail(self, exc: RuntimeFailure) -> None:
@@ -62,8 +63,15 @@ class OrtRunner(_Runner):
                 ready = self.proc.receive()
                 self._ready, self.runtime, self.batching = True, ready["runtime"], ready["batching"]
             out = self.out_files[self._sent % self.depth]
-            self.proc.send({"op": "predict", "inputs": files, "out_names": list(out_names), "ref_names": ref_names,
-                            "out": str(out)})
+            self.proc.send(
+                {
+                    "op": "predict",
+                    "inputs": files,
+                    "out_names": list(out_names),
+                    "ref_names": ref_names,
+                    "out": str(out),
+                }
+            )
             self._in_flight.append((out, tuple(out_names)))
             self._sent += 1
             self._pending += 1
@@ -94,19 +102,43 @@ class OrtRunner(_Runner):
         lat, rss = None, None
         if not self.failed and self.latency_proc is not None and self.first_feeds:
             try:
-                doc = self.latency_proc.ask({"op": "latency", "feeds": self.first_feeds, "warmup": config.warmup,
-                                             "runs": config.effective_runs, "time_budget_s": config.time_budget_s})
+                doc = self.latency_proc.ask(
+                    {
+                        "op": "latency",
+                        "feeds": self.first_feeds,
+                        "warmup": config.warmup,
+                        "runs": config.effective_runs,
+                        "time_budget_s": config.time_budget_s,
+                    }
+                )
                 lat, rss = LatencyStats.from_dict(doc["latency"]), float(doc["peak_rss_mb"])
             except RuntimeFailure as exc:
                 self.failed = f"does not run in ONNX Runtime: latency run: {exc}"
         self.close()
-        return self._row(label, reference, ArtifactFormat.ONNX.value, fields, latency=lat, peak_rss_mb=rss,
-                         threads=config.threads, runtime=self.runtime, latency_note=LATENCY_NOTE,
-                         batching="" if self.failed else self.batching)
+        return self._row(
+            label,
+            reference,
+            ArtifactFormat.ONNX.value,
+            fields,
+            latency=lat,
+            peak_rss_mb=rss,
+            threads=config.threads,
+            runtime=self.runtime,
+            latency_note=LATENCY_NOTE,
+            batching="" if self.failed else self.batching,
+        )
 
 
-SPEC = register(RuntimeSpec(
-    name="onnxruntime", formats=(ArtifactFormat.ONNX.value,), open=OrtRunner, default=True, shares_cores=True,
-    row_notes=True, extra=EXTRA_HINT,
-    summary="ONNX Runtime on the CPU execution provider (onnxruntime, the optional `onnx` extra)",
-    claims=lambda r: r.format == "onnx"))
+SPEC = register(
+    RuntimeSpec(
+        name="onnxruntime",
+        formats=(ArtifactFormat.ONNX.value,),
+        open=OrtRunner,
+        default=True,
+        shares_cores=True,
+        row_notes=True,
+        extra=EXTRA_HINT,
+        summary="ONNX Runtime on the CPU execution provider (onnxruntime, the optional `onnx` extra)",
+        claims=lambda r: r.format == "onnx",
+    )
+)

@@ -25,8 +25,18 @@ from edge_tool.evaluate.latency import peak_rss_mb, summarize, time_loop
 from edge_tool.evaluate.tflite_worker import CoreLock
 
 PROVIDER = "CPUExecutionProvider"
-_DTYPES = {"float": np.float32, "float16": np.float16, "double": np.float64, "uint8": np.uint8, "int8": np.int8,
-           "uint16": np.uint16, "int16": np.int16, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
+_DTYPES = {
+    "float": np.float32,
+    "float16": np.float16,
+    "double": np.float64,
+    "uint8": np.uint8,
+    "int8": np.int8,
+    "uint16": np.uint16,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "bool": np.bool_,
+}
 
 
 def _answer(doc: dict) -> None:
@@ -36,7 +46,7 @@ def _answer(doc: dict) -> None:
 
 def open_session(model: str, threads: int):
     """An InferenceSession on the CPU execution provider with ``threads`` intra-op threads."""
-    import onnxruntime as ort  # noqa: PLC0415
+    import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
@@ -69,15 +79,18 @@ class OrtModel:
         elif len(names) == len(self.inputs):
             pairs = list(zip(names, self.inputs))
         else:
-            raise DataError(f"{self.path} has inputs {sorted(mine)}; expected the reference's inputs {names} (same "
-                            "names or count).")
+            raise DataError(
+                f"{self.path} has inputs {sorted(mine)}; expected the reference's inputs {names} (same names or count)."
+            )
         problems, feeds = [], {}
         for name, spec in pairs:
             x = np.asarray(inputs[name])
             want = [d if isinstance(d, int) and d > 0 else None for d in spec.shape[1:]]
             if len(want) != x.ndim - 1 or any(w not in (None, g) for w, g in zip(want, x.shape[1:])):
-                problems.append(f"input {name!r}: data per-sample shape {tuple(x.shape[1:])}, but "
-                                f"{Path(self.path).name} expects {tuple(want)} (eval feeds NHWC, as the reference)")
+                problems.append(
+                    f"input {name!r}: data per-sample shape {tuple(x.shape[1:])}, but "
+                    f"{Path(self.path).name} expects {tuple(want)} (eval feeds NHWC, as the reference)"
+                )
                 continue
             feeds[spec.name] = _cast(x, spec, problems)
         collect_and_raise(problems, DataError, f"Eval data does not fit {self.path}:")
@@ -89,18 +102,18 @@ class OrtModel:
         if self.batch is None:
             try:
                 return self.session.run(None, feeds)
-            except Exception:  # noqa: BLE001 - a batch size the graph refuses: one sample at a time instead
+            except Exception:
                 self.batch = 1
         outs: list[list] = [[] for _ in self.outputs]
         for start in range(0, n, self.batch):
-            chunk = {k: _pad(x[start:start + self.batch], self.batch) for k, x in feeds.items()}
+            chunk = {k: _pad(x[start : start + self.batch], self.batch) for k, x in feeds.items()}
             for acc, y in zip(outs, self.session.run(None, chunk)):
-                acc.append(y[:min(self.batch, n - start)])
+                acc.append(y[: min(self.batch, n - start)])
         return [np.concatenate(acc) for acc in outs]
 
     def first(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """What the latency loop feeds: the first sample (the file's fixed batch, padded, when it has one)."""
-        return {k: _pad(x[:self.batch or 1], self.batch or 1) for k, x in feeds.items()}
+        return {k: _pad(x[: self.batch or 1], self.batch or 1) for k, x in feeds.items()}
 
 
 def _pad(x: np.ndarray, b: int) -> np.ndarray:
@@ -113,10 +126,13 @@ def _cast(x: np.ndarray, spec, problems: list[str]) -> np.ndarray:
     dtype = np.dtype(_DTYPES.get(spec.type.removeprefix("tensor(").rstrip(")"), np.float32))
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
-        if (x.dtype.kind == "f" and not np.all(x == np.round(x))) or (x.size and (x.min() < info.min
-                                                                                  or x.max() > info.max)):
-            problems.append(f"input {spec.name!r} is raw {dtype}, but the data ({x.dtype}, range {x.min()}.."
-                            f"{x.max()}) does not fit {dtype}")
+        if (x.dtype.kind == "f" and not np.all(x == np.round(x))) or (
+            x.size and (x.min() < info.min or x.max() > info.max)
+        ):
+            problems.append(
+                f"input {spec.name!r} is raw {dtype}, but the data ({x.dtype}, range {x.min()}.."
+                f"{x.max()}) does not fit {dtype}"
+            )
             return x
     return x.astype(dtype, copy=False)
 
@@ -158,7 +174,7 @@ def _refusal(exc: Exception) -> str:
 
 def main(argv: list[str]) -> int:
     """Serve the ``pass`` or ``latency`` requests for the model until "close" or end of input."""
-    import onnxruntime as ort  # noqa: PLC0415
+    import onnxruntime as ort
 
     model_path, threads, mode = argv[0], int(argv[1]), argv[3]
     if mode == "latency":
@@ -166,16 +182,17 @@ def main(argv: list[str]) -> int:
         if line.strip() and json.loads(line).get("op") == "latency":
             try:
                 _answer(_latency(model_path, threads, json.loads(line)))
-            except Exception as exc:  # noqa: BLE001 - the runtime's refusal, whatever its type, is the row's reason
+            except Exception as exc:
                 _answer({"failed": _refusal(exc)})
         return 0
     try:
         model = OrtModel(model_path, threads)
-    except Exception as exc:  # noqa: BLE001 - the runtime's refusal, whatever its type, is the row's reason
+    except Exception as exc:
         _answer({"failed": f"ONNX Runtime cannot load it: {str(exc).strip()[:300]}"})
         return 0
-    _answer({"ready": True, "runtime": f"onnxruntime {ort.__version__} ({PROVIDER})",
-             "batching": model.describe_batching()})
+    _answer(
+        {"ready": True, "runtime": f"onnxruntime {ort.__version__} ({PROVIDER})", "batching": model.describe_batching()}
+    )
     state: dict = {"lock": CoreLock(argv[2] or None)}
     for line in sys.stdin:
         req = json.loads(line)
@@ -185,7 +202,7 @@ def main(argv: list[str]) -> int:
             _answer(_predict(model, req, state))
         except UsageError as exc:
             _answer({"error": type(exc).__name__, "message": str(exc)})
-        except Exception as exc:  # noqa: BLE001 - the runtime's refusal, whatever its type, is the row's reason
+        except Exception as exc:
             _answer({"failed": _refusal(exc)})
     return 0
 

@@ -13,6 +13,7 @@ from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import SessionRunner
 from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
+from edge_tool.evaluate.tfjs_runner import TfjsSession
 
 
 class TfjsRunner(SessionRunner):
@@ -21,8 +22,6 @@ class TfjsRunner(SessionRunner):
     reads_files = False  # the session writes its own typed input files
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int = 1):
-        from edge_tool.evaluate.tfjs_runner import TfjsSession  # noqa: PLC0415
-
         self.art, self.config = art, config
         self.failed: str | None = None
         self.wasm_failure: str | None = None
@@ -93,6 +92,7 @@ class TfjsRunner(SessionRunner):
 
     def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
         """Latency in the same Node session (batch 1, first sample) and the artefact's row."""
+
         def measure():
             times = self.session.latency(self.first, config.warmup, config.effective_runs, config.time_budget_s)
             return summarize(np.asarray(times) * 1e6, None) if times else None
@@ -102,12 +102,28 @@ class TfjsRunner(SessionRunner):
         note = f"tfjs {backend} backend in Node (single-threaded), not a browser figure"
         if backend == "cpu" and self.wasm_failure:
             note += f"; wasm backend failed ({self.wasm_failure})"
-        return self._row(label, reference, "tfjs", fields, latency=lat, peak_rss_mb=None, threads=1,
-                         runtime=self.session.version, latency_note=note,
-                         batching="" if self.failed else self.batching)
+        return self._row(
+            label,
+            reference,
+            "tfjs",
+            fields,
+            latency=lat,
+            peak_rss_mb=None,
+            threads=1,
+            runtime=self.session.version,
+            latency_note=note,
+            batching="" if self.failed else self.batching,
+        )
 
 
-SPEC = register(RuntimeSpec(
-    name="tfjs", formats=(ArtifactFormat.TFJS.value,), open=TfjsRunner, default=True, row_notes=True,
-    summary="@tensorflow/tfjs in Node.js (wasm backend, cpu where wasm cannot run the model)",
-    claims=lambda r: r.format == "tfjs"))
+SPEC = register(
+    RuntimeSpec(
+        name="tfjs",
+        formats=(ArtifactFormat.TFJS.value,),
+        open=TfjsRunner,
+        default=True,
+        row_notes=True,
+        summary="@tensorflow/tfjs in Node.js (wasm backend, cpu where wasm cannot run the model)",
+        claims=lambda r: r.format == "tfjs",
+    )
+)

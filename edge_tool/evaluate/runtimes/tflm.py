@@ -21,6 +21,9 @@ from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import SessionRunner
 from edge_tool.evaluate.runtimes.registry import Column, RuntimeSpec, register
+from edge_tool.litert.tflite_runner import TfliteInterpreter
+from edge_tool.micro import tflm
+from edge_tool.micro.tflm import tflm_version
 from edge_tool.micro.worker import recv_array, send_array
 
 
@@ -42,8 +45,9 @@ class TflmSession:
         except (OSError, ValueError, EOFError):
             self.close()
             err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()[-4:]
-            raise RuntimeFailure(f"TFLM failed on {self.model_file} (exit {self.proc.returncode}): "
-                                 f"{' '.join(err) or 'no message'}") from None
+            raise RuntimeFailure(
+                f"TFLM failed on {self.model_file} (exit {self.proc.returncode}): {' '.join(err) or 'no message'}"
+            ) from None
 
     def run(self, inputs: list[np.ndarray], n_outputs: int) -> list[np.ndarray]:
         """Raw outputs of every sample of ``inputs`` (one array per model input, batch first), batch 1 each."""
@@ -72,9 +76,7 @@ class TflmRunner(SessionRunner):
 
     reads_files = False
 
-    def __init__(self, art: Artifact, config: EvalConfig, scratch, slot: int, threads: int = 1):  # noqa: ARG002 (runner signature)
-        from edge_tool.litert.tflite_runner import TfliteInterpreter  # noqa: PLC0415
-        from edge_tool.micro import tflm  # noqa: PLC0415
+    def __init__(self, art: Artifact, config: EvalConfig, scratch, slot: int, threads: int = 1):
 
         tflm.require_tflm()
         self.art = art
@@ -82,8 +84,9 @@ class TflmRunner(SessionRunner):
         self.model = TfliteInterpreter(art.model_file)  # bindings, input quantization and dequantization only
         refused, _ = tflm.unsupported_ops(art.model_file)
         if refused:
-            raise ModelError(f"TFLite Micro cannot run {art.model_file}: "
-                             + "; ".join(f"{op} ({why})" for op, why in refused))
+            raise ModelError(
+                f"TFLite Micro cannot run {art.model_file}: " + "; ".join(f"{op} ({why})" for op, why in refused)
+            )
         self.arena = tflm.measure_arena(art.model_file)
         self.session = TflmSession(art.model_file, self.arena.minimum_bytes)
         self.in_order = [d["index"] for d in self.model.interp.get_input_details()]
@@ -91,7 +94,7 @@ class TflmRunner(SessionRunner):
         self.first: list[np.ndarray] | None = None
         self._out: dict[str, np.ndarray] | None = None
 
-    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:  # noqa: ARG002
+    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:
         """Run one batch through TFLM (sample by sample, in the worker) and keep the matching outputs."""
         if self.failed:
             return
@@ -114,17 +117,26 @@ class TflmRunner(SessionRunner):
 
     def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
         """Host latency of TFLM's reference kernels and the row, with arena and flash instead of RSS."""
-        from edge_tool.micro.tflm import tflm_version  # noqa: PLC0415
 
         def measure():
-            return summarize(self.session.time(self.first, config.warmup, config.effective_runs,
-                                               config.time_budget_s), None)
+            return summarize(
+                self.session.time(self.first, config.warmup, config.effective_runs, config.time_budget_s), None
+            )
 
         lat = self._session_latency(config, measure, "does not run in TFLM")
-        return self._row(label, reference, "tflite", fields, latency=lat, peak_rss_mb=None, threads=1,
-                         runtime=f"tflite-micro {tflm_version()}",
-                         latency_note="TFLM reference kernels on this host, not a microcontroller figure",
-                         arena=self.arena.to_dict(), flash_bytes=self.art.size_bytes)
+        return self._row(
+            label,
+            reference,
+            "tflite",
+            fields,
+            latency=lat,
+            peak_rss_mb=None,
+            threads=1,
+            runtime=f"tflite-micro {tflm_version()}",
+            latency_note="TFLM reference kernels on this host, not a microcontroller figure",
+            arena=self.arena.to_dict(),
+            flash_bytes=self.art.size_bytes,
+        )
 
 
 def _kib(n: int) -> str:
@@ -133,14 +145,26 @@ def _kib(n: int) -> str:
 
 def _facts(results) -> list[str]:
     """One footer line per TFLM row: its arena, flash and what its latency is."""
-    return [f"TFLM {r.artifact}: tensor arena minimum {r.arena['minimum_bytes']} bytes (recommended "
-            f"{r.arena['recommended_bytes']}), flash {r.flash_bytes} bytes; latency is {r.latency_note}."
-            for r in results if r.arena is not None]
+    return [
+        f"TFLM {r.artifact}: tensor arena minimum {r.arena['minimum_bytes']} bytes (recommended "
+        f"{r.arena['recommended_bytes']}), flash {r.flash_bytes} bytes; latency is {r.latency_note}."
+        for r in results
+        if r.arena is not None
+    ]
 
 
-SPEC = register(RuntimeSpec(
-    name="tflm", formats=(ArtifactFormat.TFLITE.value,), open=TflmRunner,
-    summary="TFLite Micro's interpreter (reference kernels): measured tensor arena and flash instead of RSS",
-    claims=lambda r: r.arena is not None, result_fields=("arena", "flash_bytes"), facts=_facts,
-    columns=(Column("arena", lambda r: "—" if r.arena is None else _kib(r.arena["minimum_bytes"])),
-             Column("flash", lambda r: "—" if r.arena is None else _kib(r.flash_bytes)))))
+SPEC = register(
+    RuntimeSpec(
+        name="tflm",
+        formats=(ArtifactFormat.TFLITE.value,),
+        open=TflmRunner,
+        summary="TFLite Micro's interpreter (reference kernels): measured tensor arena and flash instead of RSS",
+        claims=lambda r: r.arena is not None,
+        result_fields=("arena", "flash_bytes"),
+        facts=_facts,
+        columns=(
+            Column("arena", lambda r: "—" if r.arena is None else _kib(r.arena["minimum_bytes"])),
+            Column("flash", lambda r: "—" if r.arena is None else _kib(r.flash_bytes)),
+        ),
+    )
+)
