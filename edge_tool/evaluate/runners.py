@@ -8,6 +8,7 @@ reason, the other artefacts go on, and its row says "does not run in …".
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,65 @@ class _Runner:
             **measured,
             **fields,
         )
+
+
+class FileWorkerRunner(_Runner):
+    """A runner whose worker process reads each batch from the shared batch files and writes the outputs to an .npz
+    of its own parity (two batches in flight); the LiteRT and ONNX Runtime rows. Subclasses start ``self.proc``
+    and say what else a worker's answer carries (``_answered``)."""
+
+    reads_files = True
+    depth = 2
+    engine = "the runtime"  # in failure reasons: "does not run in <engine>"
+
+    def _start(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int) -> None:
+        self.art, self.config = art, config
+        self.out_files = [scratch / f"out{slot}_{parity}.npz" for parity in range(self.depth)]
+        self._in_flight: deque[tuple[Path, tuple[str, ...]]] = deque()
+        self.failed: str | None = None
+        self.batching = ""
+        self.first_feeds: dict | None = None
+        self._pending = self._sent = 0
+        self._ready = False
+
+    def _fail(self, exc: RuntimeFailure) -> None:
+        self.failed = f"does not run in {self.engine}: {exc}"
+        self._in_flight.clear()
+        self.proc.close()
+
+    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:
+        """Send one batch to the worker (it works while the reference and the other artefacts do); it returns the
+        outputs matching the reference's ``out_names``."""
+        if self.failed:
+            return
+        try:
+            if not self._ready:
+                ready = self.proc.receive()
+                self._ready, self.runtime, self.batching = True, ready["runtime"], ready["batching"]
+            out = self.out_files[self._sent % self.depth]
+            request = {"op": "predict", "inputs": files, "out_names": list(out_names), "ref_names": ref_names}
+            self.proc.send({**request, "out": str(out)})
+            self._in_flight.append((out, tuple(out_names)))
+            self._sent += 1
+            self._pending += 1
+        except RuntimeFailure as exc:
+            self._fail(exc)
+
+    def _receive(self) -> dict[str, np.ndarray]:
+        """The worker's outputs, by reference name, for the oldest batch in flight, read from the file it wrote."""
+        out_file, names = self._in_flight.popleft()
+        doc = self.proc.receive()
+        self.batching = doc.get("batching", self.batching)
+        self._answered(doc)
+        with np.load(out_file) as npz:
+            return {name: npz[f"o{i}"] for i, name in enumerate(names)}
+
+    def _answered(self, doc: dict) -> None:
+        """What a worker's answer carries besides the outputs (the first sample's feeds, for the latency loop)."""
+
+    def end_pass(self) -> None:
+        """Stop the pass worker (frees its memory before the latency loops)."""
+        self.proc.close()
 
 
 class SessionRunner(_Runner):

@@ -6,7 +6,6 @@ afterwards (``latency_worker``), so cold start and peak RSS are the model's alon
 
 from __future__ import annotations
 
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -17,32 +16,23 @@ from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.latency import LatencyProcess, measure_tflite
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
-from edge_tool.evaluate.runners import _Runner
+from edge_tool.evaluate.runners import FileWorkerRunner
 from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
 from edge_tool.litert.isolated import WorkerProcess
 
 
-class TfliteRunner(_Runner):
+class TfliteRunner(FileWorkerRunner):
     """A .tflite artefact: accuracy pass in its own LiteRT worker, latency in a fresh process afterwards.
 
     The worker may hold two batches (``depth``): it answers in order, each output in a file of its own parity.
     """
 
-    reads_files = True
-    depth = 2
+    engine = "LiteRT"
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int = 1):
-        self.art, self.config = art, config
-        self.out_files = [scratch / f"out{slot}_{parity}.npz" for parity in range(self.depth)]
-        self._in_flight: deque[Path] = deque()
-        self._names: deque[tuple[str, ...]] = deque()
-        self._sent = 0
-        self.failed: str | None = None
-        self.runtime, self.batching = "ai_edge_litert", ""
-        self.first_feeds: dict | None = None
+        self._start(art, config, scratch, slot)
+        self.runtime = "ai_edge_litert"
         self.output_indices: list[int] = []
-        self._pending = 0
-        self._ready = False
         self.proc = WorkerProcess(
             module_command("edge_tool.evaluate.tflite_worker", art.model_file, threads, scratch / "litert.lock"),
             "LiteRT",
@@ -51,54 +41,12 @@ class TfliteRunner(_Runner):
         timed = config.effective_runs or config.time_budget_s
         self.latency_proc = LatencyProcess() if timed and config.latency_in_subprocess else None
 
-    def _fail(self, exc: RuntimeFailure) -> None:
-        self.failed = f"does not run in LiteRT: {exc}"
-        self._in_flight.clear()
-        self._names.clear()
-        self.proc.close()
-
-    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:
-        """Send one batch to the worker (it works while the reference and the other artefacts do); it returns the
-        outputs matching the reference's ``out_names``."""
-        if self.failed:
-            return
-        try:
-            if not self._ready:
-                ready = self.proc.receive()
-                self._ready, self.runtime, self.batching = True, ready["runtime"], ready["batching"]
-            out = self.out_files[self._sent % self.depth]
-            self.proc.send(
-                {
-                    "op": "predict",
-                    "inputs": files,
-                    "out_names": list(out_names),
-                    "ref_names": ref_names,
-                    "out": str(out),
-                }
-            )
-            self._names.append(tuple(out_names))
-            self._in_flight.append(out)
-            self._sent += 1
-            self._pending += 1
-        except RuntimeFailure as exc:
-            self._fail(exc)
-
-    def _receive(self) -> dict[str, np.ndarray]:
-        """The worker's (dequantized) outputs, by reference name, for the oldest batch in flight, read from the file
-        it wrote."""
-        out_file, names = self._in_flight.popleft(), self._names.popleft()
-        doc = self.proc.receive()
-        self.batching = doc.get("batching", self.batching)
+    def _answered(self, doc: dict) -> None:
+        """The first answer names the file with the first sample's prepared feeds (what the latency loop feeds)."""
         if "first_feeds" in doc:
             with np.load(doc["first_feeds"]) as npz:
                 self.first_feeds = {int(k[1:]): npz[k] for k in npz.files}
             self.output_indices = doc["output_indices"]
-        with np.load(out_file) as npz:
-            return {name: npz[f"o{i}"] for i, name in enumerate(names)}
-
-    def end_pass(self) -> None:
-        """Stop the worker (frees its memory before the latency loops)."""
-        self.proc.close()
 
     def close(self, abort: bool = False) -> None:
         """Release the worker and the latency process (idempotent; at once when ``abort``)."""

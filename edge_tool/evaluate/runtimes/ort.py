@@ -5,10 +5,7 @@ prepared batches, and its latency loop in a fresh process afterwards (cold start
 
 from __future__ import annotations
 
-from collections import deque
 from pathlib import Path
-
-import numpy as np
 
 from edge_tool.core.childproc import module_command
 from edge_tool.errors import RuntimeFailure
@@ -16,7 +13,7 @@ from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.onnx_facts import EXTRA_HINT, require_onnx
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
-from edge_tool.evaluate.runners import _Runner
+from edge_tool.evaluate.runners import FileWorkerRunner
 from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
 from edge_tool.litert.isolated import WorkerProcess
 
@@ -24,21 +21,16 @@ WORKER = "edge_tool.evaluate.runtimes.ort_worker"
 LATENCY_NOTE = "latency of session.run on batch 1, each .onnx in a fresh process"
 
 
-class OrtRunner(_Runner):
+class OrtRunner(FileWorkerRunner):
     """An .onnx artefact: accuracy pass in its ONNX Runtime worker (two batches in flight), latency in a fresh
     worker started ahead (its import of onnxruntime overlaps the pass)."""
 
-    reads_files = True
-    depth = 2
+    engine = "ONNX Runtime"
 
     def __init__(self, art: Artifact, config: EvalConfig, scratch: Path, slot: int, threads: int = 1):
         require_onnx(f"Evaluating {art.model_file}")
-        self.art, self.config = art, config
-        self.out_files = [scratch / f"out{slot}_{parity}.npz" for parity in range(self.depth)]
-        self._in_flight: deque = deque()
-        self.failed: str | None = None
-        self.runtime, self.batching, self.first_feeds = "onnxruntime", "", None
-        self._pending, self._sent, self._ready = 0, 0, False
+        self._start(art, config, scratch, slot)
+        self.runtime = "onnxruntime"
         self.proc = self._worker(threads, "pass", scratch)
         timed = config.effective_runs or config.time_budget_s
         self.latency_proc = self._worker(config.threads, "latency", scratch) if timed else None
@@ -49,47 +41,9 @@ class OrtRunner(_Runner):
         )
         return WorkerProcess(argv, "ONNX Runtime", scratch)
 
-    def _fail(self, exc: RuntimeFailure) -> None:
-        self.failed = f"does not run in ONNX Runtime: {exc}"
-        self._in_flight.clear()
-        self.proc.close()
-
-    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:
-        """Send one batch (the files every worker reads) to the worker."""
-        if self.failed:
-            return
-        try:
-            if not self._ready:
-                ready = self.proc.receive()
-                self._ready, self.runtime, self.batching = True, ready["runtime"], ready["batching"]
-            out = self.out_files[self._sent % self.depth]
-            self.proc.send(
-                {
-                    "op": "predict",
-                    "inputs": files,
-                    "out_names": list(out_names),
-                    "ref_names": ref_names,
-                    "out": str(out),
-                }
-            )
-            self._in_flight.append((out, tuple(out_names)))
-            self._sent += 1
-            self._pending += 1
-        except RuntimeFailure as exc:
-            self._fail(exc)
-
-    def _receive(self) -> dict[str, np.ndarray]:
-        """The outputs (float64, by reference name) of the oldest batch in flight."""
-        out_file, names = self._in_flight.popleft()
-        doc = self.proc.receive()
-        self.batching = doc.get("batching", self.batching)
+    def _answered(self, doc: dict) -> None:
+        """The first sample's feeds come inline (the latency worker's input)."""
         self.first_feeds = doc.get("first_feeds", self.first_feeds)
-        with np.load(out_file) as npz:
-            return {name: npz[f"o{i}"] for i, name in enumerate(names)}
-
-    def end_pass(self) -> None:
-        """Stop the pass worker (frees its memory before the latency loops)."""
-        self.proc.close()
 
     def close(self, abort: bool = False) -> None:
         """Release both workers (idempotent; at once when ``abort``)."""
