@@ -91,7 +91,8 @@ def test_x255_outside_the_graph_is_measured_and_calibrated_as_trained(world, x25
 
     meta = read_metadata((out / "model_x255_int8.tflite").read_bytes())
     assert meta.labels == setups.CLASSES  # the calibration folders, in image_dataset_from_directory's order
-    assert set(meta.inputs[0].std) == {255.0} and set(meta.inputs[0].mean) == {0.0}
+    norm = meta.inputs[0].normalization
+    assert set(norm.std) == {255.0} and set(norm.mean) == {0.0}
 
 
 def test_eval_feeds_the_reference_and_artefacts_through_the_contract(world, x255, tmp_path):

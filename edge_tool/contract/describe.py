@@ -25,8 +25,9 @@ def model_contract(path: Path, signature, metadata=None) -> list[dict]:
     saved = path if path.is_dir() else None
     norm = None
     for t in metadata.inputs if metadata is not None else ():
-        if t.mean is not None and not (all(m == 0 for m in t.mean) and all(s == 1 for s in t.std or (1,))):
-            norm = (t.mean, t.std, f"{path.name} (TFLite metadata)")
+        stated = t.stated_normalization()
+        if stated is not None:
+            norm = (stated.mean, stated.std, f"{path.name} (TFLite metadata)")
             break
     model = path if saved is not None or path.suffix.lower() in (".keras", ".h5", ".hdf5") else Path("-")
     resolution = resolve(signature, model, saved, ContractOptions(), None, None, norm)

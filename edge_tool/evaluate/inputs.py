@@ -64,8 +64,9 @@ def _artefact_normalization(arts: list[Artifact]) -> tuple | None:
             continue
         meta = read_metadata(Path(art.model_file).read_bytes())
         for t in meta.inputs if meta is not None else ():
-            if t.mean is not None and not (all(m == 0 for m in t.mean) and all(s == 1 for s in t.std or (1,))):
-                return t.mean, t.std, f"{art.model_file} (TFLite metadata)"
+            stated = t.stated_normalization()
+            if stated is not None:
+                return stated.mean, stated.std, f"{art.model_file} (TFLite metadata)"
     return None
 
 

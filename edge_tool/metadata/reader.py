@@ -35,6 +35,13 @@ class TensorInfo(Record):
     normalization: Normalization | None = None
     labels_file: str | None = None
 
+    def stated_normalization(self) -> Normalization | None:
+        """The normalization unless it is identity (mean 0, std 1: what older converters write by default)."""
+        n = self.normalization
+        if n is None or (all(m == 0 for m in n.mean) and all(s == 1 for s in n.std or (1,))):
+            return None
+        return n
+
 
 @dataclass(frozen=True)
 class EmbeddedMetadata(Record):
