@@ -64,7 +64,7 @@ class BuildContext:
             f"The TFLite converter failed on {original}",
             hints=True,
             batch=self.config.batch,
-            retrace=(self.source.fixed_batch or {}).get("method"),
+            retrace=self.source.fixed_batch.method if self.source.fixed_batch else None,
         )
 
     def reference_outputs(self, feeds: list[dict]) -> list[dict]:
