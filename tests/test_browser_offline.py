@@ -26,6 +26,7 @@ from tests.test_browser import (
     _wait_for,
     _wasm_of,
 )
+from tests.test_browser import samples  # noqa: F401  (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
