@@ -25,8 +25,8 @@ from tests.test_browser import (
     _require_chromium,
     _wait_for,
     _wasm_of,
+    samples,  # noqa: F401  (a fixture)
 )
-from tests.test_browser import samples  # noqa: F401  (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
