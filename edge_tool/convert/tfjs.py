@@ -69,6 +69,15 @@ def unsupported_ops_message(ops: list[str]) -> str:
     )
 
 
+def ops_from_refusal(text: str) -> list[str]:
+    """The op names in a refusal written by ``unsupported_ops_message`` (check's tfjs target lists them)."""
+    head, sep, rest = text.partition("TensorFlow.js has no kernel for ")
+    if not sep:
+        return []
+    named = rest.split(". For a browser demo", 1)[0]
+    return [part.split(" (", 1)[0].strip() for part in named.split(", ") if part.strip() and not part.startswith(" ")]
+
+
 def export_tfjs(
     saved_model: Path,
     out_dir: Path,

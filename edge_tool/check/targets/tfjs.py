@@ -18,6 +18,7 @@ from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.registry import register
 from edge_tool.check.subject import Subject, Unavailable
 from edge_tool.check.targets.common import conversion_failed
+from edge_tool.convert.tfjs import ops_from_refusal
 from edge_tool.errors import UsageError
 from edge_tool.evaluate.tfjs_runner import node_binary, tfjs_bundle_path
 
@@ -54,9 +55,9 @@ def check(subject: Subject) -> TargetResult:
         path = subject.artefact("tfjs")
     except Unavailable as exc:
         match = _UNSUPPORTED.search(str(exc))
-        if not match:
+        ops = [o.strip() for o in match.group(1).split(",") if o.strip()] if match else ops_from_refusal(str(exc))
+        if not ops:
             return conversion_failed("tfjs", subject, exc)
-        ops = [o.strip() for o in match.group(1).split(",") if o.strip()]
         findings = [
             Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
             for op in ops
