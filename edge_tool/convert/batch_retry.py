@@ -85,7 +85,7 @@ class BatchRetry:
                 config.model, self.work / "fixed-batch", BATCH, config.trust_model_code, config.signature
             )
             self._fixed = dataclasses.replace(
-                self.ctx, config=config, source=source, shared=None, notes={}, _float_model=None, _reference=None
+                self.ctx, config=config, source=source, shared=None, notes={}, _reference=None
             )
         return self._fixed
 
