@@ -8,11 +8,14 @@ helpers when they build, so this package loads no numpy or TensorFlow (``--help`
 
 from enum import Enum
 
-# each module registers itself; this order is the build order and the manifest's artefact order
-from edge_tool.convert.formats import micro, onnx, tfjs, tflite  # noqa: F401
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, WrittenArtifact
 from edge_tool.convert.modes import every_mode
 from edge_tool.errors import UsageError
+
+# isort: off
+# each module registers itself; this order is the build order and the manifest's artefact order (not sorted)
+from edge_tool.convert.formats import tflite, tfjs, micro, onnx  # noqa: F401
+# isort: on
 
 __all__ = [
     "ALL",
