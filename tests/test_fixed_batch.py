@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, edgetool_in_process
+from conftest import REPO, run_edgetool
 from schema_check import validated
 
 from edge_tool.modelfiles.tflite_model import summarize_tflite
@@ -73,7 +73,7 @@ def test_keras3_recurrent_file_converts_with_batch_1_unrolled_and_quantizes(tmp_
 
     src = _build(_KERAS3_RECURRENT, tmp_path, legacy=False)
     out = tmp_path / "o"
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "convert",
         src / "seq.keras",
         "--quant",
@@ -108,7 +108,7 @@ def test_keras3_recurrent_file_converts_with_batch_1_unrolled_and_quantizes(tmp_
 def test_keras3_file_with_a_fixed_batch_other_than_asked_is_refused(tmp_path):
     script = _KERAS3_RECURRENT.replace('keras.Input((12, 4), name="x")', 'keras.Input((12, 4), batch_size=4, name="x")')
     src = _build(script, tmp_path, legacy=False)
-    proc = edgetool_in_process("convert", src / "seq.keras", "--quant", "fp32", "--batch", "1", "-o", tmp_path / "o")
+    proc = run_edgetool("convert", src / "seq.keras", "--quant", "fp32", "--batch", "1", "-o", tmp_path / "o")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--batch 1 fixes the first (batch) dimension" in proc.stderr and "'x'" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
@@ -118,12 +118,12 @@ def test_keras3_file_with_a_fixed_batch_other_than_asked_is_refused(tmp_path):
 def test_a_layer_that_cannot_be_unrolled_stays_a_loop_and_is_not_reported_unrolled(tmp_path):
     src = _build(_CONVLSTM, tmp_path, legacy=True) / "convlstm"
     out = tmp_path / "o"
-    proc = edgetool_in_process("convert", src, "--quant", "fp32", "--batch", "1", "-o", out)
+    proc = run_edgetool("convert", src, "--quant", "fp32", "--batch", "1", "-o", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     manifest = validated(out / "manifest.json", "manifest")
     assert manifest["source"]["fixed_batch"]["unrolled"] == []  # ConvLSTM2D ignores `unroll` in tf_keras 2.19
     art = manifest["artifacts"][0]
     assert "WHILE" in art["tensors"]["ops"] and "UNIDIRECTIONAL_SEQUENCE_LSTM" in art["tensors"]["ops"]
     assert art["self_check"]["ok"] and art["self_check"]["max_abs_error"] < 1e-5
-    refused = edgetool_in_process("convert", src, "--quant", "int8", "--batch", "1", "-o", tmp_path / "q")
+    refused = run_edgetool("convert", src, "--quant", "int8", "--batch", "1", "-o", tmp_path / "q")
     assert refused.returncode == 2 and "ConvLSTM" in refused.stderr and "WHILE loop" in refused.stderr

@@ -21,7 +21,7 @@ import pytest
 
 from edge_tool.metadata.reader import read_metadata
 from tests import user_setups as setups
-from tests.conftest import edgetool_in_process, litert_outputs
+from tests.conftest import litert_outputs, run_edgetool
 from tests.schema_check import validated
 
 INT8_TOLERANCE = 0.04
@@ -45,7 +45,7 @@ def world(tmp_path_factory) -> dict:
 
 
 def _convert(world, kind: str, out: Path, *extra) -> tuple:
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "convert",
         world["models"][kind],
         "--quant",
@@ -98,7 +98,7 @@ def test_x255_outside_the_graph_is_measured_and_calibrated_as_trained(world, x25
 def test_eval_feeds_the_reference_and_artefacts_through_the_contract(world, x255, tmp_path):
     _, out = x255
     report = tmp_path / "eval.json"
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "eval",
         out / "model_x255_int8.tflite",
         "-r",
@@ -124,7 +124,7 @@ def test_eval_feeds_the_reference_and_artefacts_through_the_contract(world, x255
 
 def test_eval_on_the_parent_of_the_splits_is_refused(world, x255):
     _, out = x255
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data", world["images"], "--runs", "1"
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -137,7 +137,7 @@ def test_eval_folder_with_fewer_classes_than_outputs_is_refused(world, x255, tmp
     data = tmp_path / "three-classes"
     for name in ("one", "three", "zero"):
         shutil.copytree(world["images"] / "test" / name, data / name)
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "eval", out / "model_x255_int8.tflite", "-r", world["models"]["x255"], "--data", data, "--runs", "1"
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -153,7 +153,7 @@ def test_eval_maps_class_folders_by_name_not_by_folder_order(world, x255, tmp_pa
     for name in setups.CLASSES:
         shutil.copytree(world["images"] / "test" / name, data / ("vier" if name == "four" else name))
     report = tmp_path / "eval.json"
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "eval",
         out / "model_x255_fp32.tflite",
         "-r",
@@ -175,7 +175,7 @@ def test_eval_maps_class_folders_by_name_not_by_folder_order(world, x255, tmp_pa
     bad = tmp_path / "wrong-names"
     shutil.copytree(data, bad)
     (bad / "vier").rename(bad / "four")
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "eval",
         out / "model_x255_fp32.tflite",
         "-r",
@@ -211,10 +211,10 @@ def test_rescaling_inside_is_read_from_the_model(world, tmp_path):
 
 
 def test_division_inside_a_tf_function_is_read_from_the_graph(world, tmp_path):
-    proc = edgetool_in_process("inspect", world["models"]["graph"], "--json")
+    proc = run_edgetool("inspect", world["models"]["graph"], "--json")
     (record,) = json.loads(proc.stdout)["input_contract"]
     assert record["known"] and record["source"] == "model" and "RealDiv" in record["evidence"], record
-    proc = edgetool_in_process("inspect", world["models"]["x255"], "--json")
+    proc = run_edgetool("inspect", world["models"]["x255"], "--json")
     (record,) = json.loads(proc.stdout)["input_contract"]
     assert not record["known"] and "--input-range" in record["evidence"]
 
@@ -236,7 +236,7 @@ def test_imagenet_mean_std_is_measured(world, tmp_path):
 def test_no_clear_winner_is_refused_and_the_option_then_wins(world, tmp_path):
     """A model that rescales every channel of every image to its own min..max scores the same under every
     candidate (each is a per-channel affine map with a positive scale): no guess."""
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "convert",
         world["models"]["minmax"],
         "--quant",
@@ -249,7 +249,7 @@ def test_no_clear_winner_is_refused_and_the_option_then_wins(world, tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cannot tell what input 'image' takes" in proc.stderr and "--input-range" in proc.stderr
     assert "lead of 10%" in proc.stderr and not (tmp_path / "out").exists()
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "convert",
         world["models"]["minmax"],
         "--quant",
@@ -276,14 +276,14 @@ def test_unlabelled_image_folder_for_a_silent_model_is_refused(world, tmp_path):
     flat.mkdir()
     for f in sorted((world["images"] / "train" / "one").iterdir())[:10]:
         shutil.copy(f, flat / f.name)
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "convert", world["models"]["x255"], "--quant", "int8", "--calibration", flat, "-o", tmp_path / "out2"
     )
     assert proc.returncode == 2 and "no class sub-folders" in proc.stderr and "--input-range" in proc.stderr
 
 
 def test_demo_page_gets_the_contract_and_the_folder_labels(world, tmp_path):
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "demo", world["models"]["x255"], "-o", tmp_path / "site", "--calibration", world["images"] / "train"
     )
     text = _ok(proc)
@@ -293,7 +293,7 @@ def test_demo_page_gets_the_contract_and_the_folder_labels(world, tmp_path):
     assert (entry["channelOrder"], entry["resize"]) == ("RGB", "bilinear")
     assert config["labels"] == list(setups.CLASSES)
     assert "labels: 4 from the class folders" in text
-    proc = edgetool_in_process("demo", world["models"]["x255"], "-o", tmp_path / "site2")
+    proc = run_edgetool("demo", world["models"]["x255"], "-o", tmp_path / "site2")
     text = _ok(proc)
     assert "labels: none" in text and "nothing says how its pixels are scaled" in text
 
@@ -301,7 +301,7 @@ def test_demo_page_gets_the_contract_and_the_folder_labels(world, tmp_path):
 def test_keras3_file_with_rescaling_inside(world, tmp_path):
     """A Keras-3 .keras (Rescaling to [-1, 1] inside): read from its config.json, raw pixels fed, int8 ≈ float."""
     model = setups.train_keras3(world["root"])
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "convert", model, "--quant", "int8", "--calibration", world["images"] / "train", "-o", tmp_path / "out"
     )
     _ok(proc)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from edge_tool.litert.recipes import resolve_calibration
-from tests.conftest import REPO, edgetool_in_process, litert_outputs
+from tests.conftest import REPO, litert_outputs, run_edgetool
 
 PARAMS = (3 * 3 * 1 * 8 + 8) + (8 * 8 * 8 * 10 + 10)  # Conv2D(8, 3) on 8x8x1 + Dense(10) on 512 features
 
@@ -62,7 +62,7 @@ def _eval_data(model: Path) -> Path:
 
 def test_inspect_reads_a_keras_file_as_convert_does(keras_file):
     """inspect: the signature and parameter count of the model in the file, and which Keras read it."""
-    proc = edgetool_in_process("inspect", keras_file, "--json")
+    proc = run_edgetool("inspect", keras_file, "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
     assert report["format"] == ("h5" if keras_file.suffix == ".h5" else "keras")
@@ -81,11 +81,11 @@ def test_inspect_reads_a_keras_file_as_convert_does(keras_file):
 def test_eval_reference_is_the_keras_file(keras_file, tmp_path):
     """eval --reference FILE: the reference accuracy is the Keras file's own (predict), the fp32 .tflite agrees."""
     out = tmp_path / "conv"
-    proc = edgetool_in_process("convert", keras_file, "-o", out, "--quant", "fp32")
+    proc = run_edgetool("convert", keras_file, "-o", out, "--quant", "fp32")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = _eval_data(keras_file)
     report_path = tmp_path / "eval.json"
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "eval",
         next(out.glob("*_fp32.tflite")),
         "--reference",
@@ -113,7 +113,7 @@ def test_auto_chooses_among_candidates_of_a_keras_file(keras_file, tmp_path):
     Keras predict within the budget."""
     data = _eval_data(keras_file)
     out = tmp_path / "auto"
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "convert",
         keras_file,
         "-o",
@@ -140,7 +140,7 @@ def test_auto_chooses_among_candidates_of_a_keras_file(keras_file, tmp_path):
 
 def test_check_takes_a_keras_file_without_calibration(keras_file):
     """check FILE with no --calibration: every target gets a verdict (int8 ones on synthetic data, said so)."""
-    proc = edgetool_in_process("check", keras_file, "--json")
+    proc = run_edgetool("check", keras_file, "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
     verdicts = {r["target"]: r for r in report["results"]}
@@ -157,13 +157,13 @@ def test_check_takes_a_keras_file_without_calibration(keras_file):
 def test_demo_builds_a_site_from_a_keras_file(keras_file, tmp_path):
     """demo FILE: the site's TFJS model gives Keras's own predictions (measured by eval in Node's tfjs)."""
     site = tmp_path / "site"
-    proc = edgetool_in_process("demo", keras_file, "-o", site)
+    proc = run_edgetool("demo", keras_file, "-o", site)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     config = json.loads((site / "demo-config.json").read_text())
     assert keras_file.name in config["title"]
     data = _eval_data(keras_file)
     report_path = tmp_path / "eval.json"
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "eval", site / "model", "--reference", keras_file, "--data", data, "--runs", "1", "--json", report_path
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -176,7 +176,7 @@ def test_demo_builds_a_site_from_a_keras_file(keras_file, tmp_path):
 def test_qat_refuses_a_keras3_file_before_loading_it(keras3_file, tmp_path):
     """--quant qat on a Keras-3 .keras file: exit 2 at once (metadata.json), naming the blocker and the way out."""
     t0 = time.perf_counter()
-    proc = edgetool_in_process(
+    proc = run_edgetool(
         "convert", keras3_file, "-o", tmp_path / "q", "--quant", "qat", "--train-data", f"{keras3_file}.calibration.npz"
     )
     seconds = time.perf_counter() - t0
