@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from edge_tool.convert.formats import parse_modes
 from edge_tool.modelfiles.limits import read_tflite
-from edge_tool.training.config import TrainConfig
 
 
 def train(output_dir: str | Path, *, strategy: str = "mirrored", **options):
     """Train the digits CNN under ``strategy``; options as ``TrainConfig`` (replicas, epochs, ...). -> TrainResult."""
+    from edge_tool.training.config import TrainConfig  # noqa: PLC0415  (import edge_tool stays light: see below)
     from edge_tool.training.runner import train as _train  # noqa: PLC0415
 
     return _train(TrainConfig(output_dir=Path(output_dir), strategy=strategy, **options))
@@ -32,6 +31,8 @@ def convert(
     """
     from edge_tool.convert.api import convert as _convert  # noqa: PLC0415
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
+    from edge_tool.convert.formats import parse_modes  # noqa: PLC0415  (import edge_tool loads no third-party module:
+    # the wheel's build backend imports the package in an environment without the runtime dependencies)
 
     values = [quant] if isinstance(quant, str) else list(quant)
     modes = parse_modes(values, format, options.get("train_data") is not None)
