@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Set up ./.venv and run the whole test suite (extra args go to pytest).
+# Test files run in parallel worker processes (pytest-xdist; a file stays on one worker): one per CPU, at most 4.
+# EDGETOOL_TEST_WORKERS=N overrides it (0: everything in this one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest "$@"
+cpus=$(nproc 2>/dev/null || echo 1)
+workers=${EDGETOOL_TEST_WORKERS:-$((cpus < 4 ? cpus : 4))}
+exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
+from tests import zygote
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -23,9 +27,28 @@ os.environ["EDGETOOL_DEBUG"] = "1"
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_edgetool(*args: str, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m edge_tool ARGS`` in a fresh process (fresh TF state); return the completed process."""
+# Every run below is a fork of a server that imported TensorFlow once (tests/zygote.py), unless it asks for a fresh
+# process (fresh=True: a test about the import itself) or sets a variable read at import; EDGETOOL_TEST_FRESH=1
+# makes every run a fresh process (to compare).
+ZYGOTE = zygote.shared()
+
+
+def zygote_wanted(env: dict) -> bool:
+    """True when a run with the full environment ``env`` may be a fork of the test server."""
+    return os.environ.get("EDGETOOL_TEST_FRESH", "") in ("", "0") and ZYGOTE.usable_for(env)
+
+
+def run_edgetool(
+    *args: str, timeout: float = 900, env: dict | None = None, fresh: bool = False
+) -> subprocess.CompletedProcess:
+    """Run ``python -m edge_tool ARGS`` in a process of its own (fresh TF state); return the completed process.
+
+    ``fresh=True`` starts a new interpreter (for what a fork of the test server cannot show: the import's own
+    output, which modules a command imports); otherwise the run is a fork of it (tests/zygote.py).
+    """
     full_env = {**os.environ, **(env or {})}
+    if not fresh and zygote_wanted(full_env):
+        return ZYGOTE.run([str(a) for a in args], full_env, REPO, timeout)
     return subprocess.run(
         [sys.executable, "-m", "edge_tool", *map(str, args)],
         capture_output=True,
@@ -79,31 +102,59 @@ def edgetool_in_process(*args: str, timeout: float = 900, env: dict | None = Non
     )
 
 
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> Path:
+    """The directory ``build(dir)`` filled, built once per test run and shared by pytest-xdist's workers.
+
+    Workers take a file lock; the first builds (a marker file says it finished), the others wait and reuse it. A
+    failed build leaves no marker, so the next worker that needs it tries again (and fails the same way).
+    """
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's base directory, above the workers' own
+    where, done = base / f"shared-{name}", base / f"shared-{name}.built"  # the marker outside what tests list
+    with open(base / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(where, ignore_errors=True)
+            where.mkdir()
+            build(where)
+            done.touch()
+    return where
+
+
 @pytest.fixture(scope="session")
 def digits_model(tmp_path_factory) -> Path:
     """Keras-2 SavedModel of the digits CNN trained under MirroredStrategy (2 CPU replicas), with sidecars."""
-    out = tmp_path_factory.mktemp("digits") / "model"
-    proc = run_edgetool("train", "--strategy", "mirrored", "--replicas", "2", "--epochs", "8", "-o", out)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out
+
+    def build(where: Path) -> None:
+        proc = run_edgetool(
+            "train", "--strategy", "mirrored", "--replicas", "2", "--epochs", "8", "-o", where / "model"
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    return built_once(tmp_path_factory, "digits", build) / "model"
 
 
 @pytest.fixture(scope="session")
 def digits_demo_site(digits_model, tmp_path_factory) -> Path:
     """``edgetool demo`` of digits_model (the TFJS site), built once for the browser tests that only serve it."""
-    site = tmp_path_factory.mktemp("digits-site") / "site"
-    proc = edgetool_in_process("demo", digits_model, "-o", site)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return site
+
+    def build(where: Path) -> None:
+        proc = edgetool_in_process("demo", digits_model, "-o", where / "site")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    return built_once(tmp_path_factory, "digits-site", build) / "site"
 
 
 @pytest.fixture(scope="session")
 def digits_litert_site(digits_model, tmp_path_factory) -> Path:
     """``edgetool demo --litert`` of digits_model, built once for the browser tests that only serve it."""
-    site = tmp_path_factory.mktemp("digits-litert-site") / "site"
-    proc = edgetool_in_process("demo", digits_model, "-o", site, "--litert")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return site
+
+    def build(where: Path) -> None:
+        proc = edgetool_in_process("demo", digits_model, "-o", where / "site", "--litert")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    return built_once(tmp_path_factory, "digits-litert-site", build) / "site"
 
 
 _KERAS3_EXPORT_SCRIPT = """
@@ -149,17 +200,18 @@ def _run_script(script: str, *args, legacy_keras: bool = True) -> None:
 @pytest.fixture(scope="session")
 def keras3_export(tmp_path_factory) -> Path:
     """A tiny Keras-3 model (float32 [None,8,8,1] → softmax 10) exported with ``model.export()``."""
-    out = tmp_path_factory.mktemp("keras3") / "export"
-    _run_script(_KERAS3_EXPORT_SCRIPT, out, legacy_keras=False)
-    return out
+    return (
+        built_once(
+            tmp_path_factory, "keras3", lambda d: _run_script(_KERAS3_EXPORT_SCRIPT, d / "export", legacy_keras=False)
+        )
+        / "export"
+    )
 
 
 @pytest.fixture(scope="session")
 def uint8_model(tmp_path_factory) -> Path:
     """A tiny Keras-2 SavedModel whose signature takes uint8 pixels (with uint8 calibration.npz / eval.npz)."""
-    out = tmp_path_factory.mktemp("uint8") / "model"
-    _run_script(_UINT8_MODEL_SCRIPT, out)
-    return out
+    return built_once(tmp_path_factory, "uint8", lambda d: _run_script(_UINT8_MODEL_SCRIPT, d / "model")) / "model"
 
 
 _FLAT_MODEL_SCRIPT = """
@@ -183,9 +235,7 @@ np.savez(sys.argv[1] + "/eval.npz", x=x, y=m.serve(x)["scores"].numpy().argmax(1
 @pytest.fixture(scope="session")
 def flat_model(tmp_path_factory) -> Path:
     """A tiny tf.Module SavedModel: float32 'features' [None,4] -> softmax 'scores' [None,3], with labels.txt, eval.npz."""
-    out = tmp_path_factory.mktemp("flat") / "model"
-    _run_script(_FLAT_MODEL_SCRIPT, out)
-    return out
+    return built_once(tmp_path_factory, "flat", lambda d: _run_script(_FLAT_MODEL_SCRIPT, d / "model")) / "model"
 
 
 def litert_outputs(path, x):
@@ -242,14 +292,19 @@ np.savez(sys.argv[1] + ".eval.npz", x=x[1200:1300], y=d.target[1200:1300])
 def keras3_file(tmp_path_factory) -> Path:
     """A Keras-3 ``.keras`` file (digits, float32 [None,8,8,1] in 0..1 → softmax 10), with ``<file>.calibration.npz``
     and ``<file>.eval.npz`` (x, y) beside it."""
-    out = tmp_path_factory.mktemp("keras3file") / "digits.keras"
-    _run_script(_KERAS_FILE_SCRIPT, out, "keras", legacy_keras=False)
-    return out
+    return (
+        built_once(
+            tmp_path_factory,
+            "keras3file",
+            lambda d: _run_script(_KERAS_FILE_SCRIPT, d / "digits.keras", "keras", legacy_keras=False),
+        )
+        / "digits.keras"
+    )
 
 
 @pytest.fixture(scope="session")
 def h5_file(tmp_path_factory) -> Path:
     """The same digits model built and saved by tf_keras (Keras 2) as ``.h5``, with the same two .npz beside it."""
-    out = tmp_path_factory.mktemp("h5file") / "digits.h5"
-    _run_script(_KERAS_FILE_SCRIPT, out, "h5")
-    return out
+    return built_once(tmp_path_factory, "h5file", lambda d: _run_script(_KERAS_FILE_SCRIPT, d / "digits.h5", "h5")) / (
+        "digits.h5"
+    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import _run_script
+from conftest import _run_script, built_once
 
 SCRIPT = """
 import sys, numpy as np, tf_keras as keras, tensorflow as tf
@@ -50,16 +50,16 @@ def build(kind: str, out: Path) -> Path:
 @pytest.fixture(scope="session")
 def gelu_model(tmp_path_factory) -> Path:
     """Digits MLP with a GELU layer (TFLM has no GELU kernel)."""
-    return build("gelu", tmp_path_factory.mktemp("gelu") / "gelu")
+    return built_once(tmp_path_factory, "gelu", lambda d: build("gelu", d / "gelu")) / "gelu"
 
 
 @pytest.fixture(scope="session")
 def lstm_model(tmp_path_factory) -> Path:
     """Digits rows → LSTM(16) → softmax, batch 1."""
-    return build("lstm", tmp_path_factory.mktemp("lstm") / "lstm")
+    return built_once(tmp_path_factory, "lstm", lambda d: build("lstm", d / "lstm")) / "lstm"
 
 
 @pytest.fixture(scope="session")
 def flex_model(tmp_path_factory) -> Path:
     """Digits MLP using tf.math.erf (a Flex op)."""
-    return build("flex", tmp_path_factory.mktemp("flex") / "flex")
+    return built_once(tmp_path_factory, "flex", lambda d: build("flex", d / "flex")) / "flex"

@@ -4,6 +4,11 @@ never be silently wrong. The whole zoo is `benchmarks/zoo.py` (docs/zoo.md)."""
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,6 +16,7 @@ from benchmarks.zoo import runner
 from benchmarks.zoo.cells import classify
 from benchmarks.zoo.context import compare
 from benchmarks.zoo.wayout import named_options
+from tests import zygote
 
 pytestmark = pytest.mark.slow
 
@@ -40,6 +46,9 @@ def zoo_results(tmp_path_factory):
     benchmarks/.cache): ``-k`` selecting a few cells builds only their models."""
     cache = tmp_path_factory.mktemp("zoo-cache")
     saved, runner.CACHE = runner.CACHE, cache
+    # the zoo's CLI runs are forks of a server that imported TensorFlow once, with the zoo's own environment
+    server = zygote.Zygote(Path(tempfile.gettempdir()), env=runner._env())
+    saved_cli, runner.edgetool = runner.edgetool, lambda *args, timeout: _forked(server, args, timeout)
     features = runner.detect_features()
     key = f"test:{runner.tool_hash()}:{runner.zoo_hash()}:{features}"
     results = {}
@@ -55,7 +64,18 @@ def zoo_results(tmp_path_factory):
     try:
         yield get
     finally:
-        runner.CACHE = saved
+        runner.CACHE, runner.edgetool = saved, saved_cli
+        server.close()
+
+
+def _forked(server: zygote.Zygote, args: tuple[str, ...], timeout: float) -> tuple[int | None, str, str, float]:
+    """``runner.edgetool``'s result for a run forked from ``server``: (exit code or None on timeout, out, err, s)."""
+    start = time.perf_counter()
+    try:
+        proc = server.run(list(args), runner._env(), zygote.REPO, timeout)
+    except subprocess.TimeoutExpired:
+        return None, "", "", time.perf_counter() - start
+    return proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - start
 
 
 @pytest.mark.parametrize(("model", "cell"), list(SUBSET))
