@@ -369,10 +369,6 @@ def test_check_report_failed_is_derived():
 ALLOWED = {
     ("calibration/serial.py", "Record"): "the serializer's own entry points",
     ("edge_tool/schemas/document.py", "Document"): "validates against the published schema, then the serializer",
-    ("edge_tool/metadata/writer.py", "MetadataSpec"): "convert/api.py's build path (onnx-format's) calls it; it is "
-    "the serializer's JSON of record()",
-    ("edge_tool/micro/export.py", "MicroExport"): "convert/api.py's build path (onnx-format's) calls it; it is the "
-    "serializer's JSON of record()",
     ("edge_tool/tasks/base.py", "TaskChoice"): "combines the choice with the Task's attributes (not a "
     "field mapping); pipeline.py belongs to ort-runtime",
     ("edge_tool/evaluate/data.py", "RunningStats"): "a running accumulator, not a dataclass: computes the stats",

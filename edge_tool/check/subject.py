@@ -177,7 +177,8 @@ def _convert(subject: Subject, mode: str, output_format: str = "tflite") -> Path
         trust_model_code=subject.trust_model_code,
         **_contract_options(subject),
     )
-    return convert(config).artifacts[0].path
+    result = convert(config)
+    return result.path_of(result.artifacts[0])
 
 
 def _contract_options(subject: Subject) -> dict:

@@ -26,6 +26,8 @@ from edge_tool.converter.run import OpsNotBuiltin
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.schemas.manifest import ManifestArtifact
+from edge_tool.schemas.records import BatchNote
 
 BATCH = 1
 # the calibrator runs the float file in LiteRT: a kernel refusing it there fails the conversion with LiteRT's words
@@ -40,7 +42,7 @@ class BatchRetry:
         self.work = Path(work)
         self._fixed: BuildContext | None = None
 
-    def run(self, mode: QuantMode, build: Callable[[BuildContext], tuple]) -> tuple:
+    def run(self, mode: QuantMode, build: Callable[[BuildContext], ManifestArtifact]) -> ManifestArtifact:
         """``build(context)``, and once more from the batch-1 re-trace when LiteRT refuses the free-batch file."""
         try:
             return build(self.ctx)
@@ -57,24 +59,26 @@ class BatchRetry:
         )
         return bool(refused and free_batch and self.ctx.config.batch is None and mode is not QuantMode.QAT)
 
-    def build(self, mode: QuantMode, exc: EdgeToolError, build: Callable[[BuildContext], tuple]) -> tuple:
+    def build(
+        self, mode: QuantMode, exc: EdgeToolError, build: Callable[[BuildContext], ManifestArtifact]
+    ) -> ManifestArtifact:
         """``build(batch-1 context)`` with the note said and recorded; raises ``exc`` (noting the try) when it fails."""
         try:
-            art, record = build(self._context())
+            entry = build(self._context())
         except EdgeToolError as again:
             raise ConversionError(
                 f"{exc} Fixing the input batch to {BATCH} (as --batch {BATCH} does) does not help "
                 f"either: {' '.join(str(again).split())}"
             ) from None
         why = " ".join(str(exc).split())
-        record["fixed_batch"] = {"batch": BATCH, "reason": why}
+        entry = dataclasses.replace(entry, fixed_batch=BatchNote(BATCH, why))
         fails = "does not convert to builtin ops" if isinstance(exc, OpsNotBuiltin) else "does not run in LiteRT"
         console.print(
             f"[yellow]note:[/] {term(mode.value)} with a free input batch {fails} "
             f"({term(_reason(why))}); built again with the input batch fixed to {BATCH} (as --batch "
-            f"{BATCH} does), which runs: {term(art.path.name)} takes one sample at a time."
+            f"{BATCH} does), which runs: {term(entry.path)} takes one sample at a time."
         )
-        return art, record
+        return entry
 
     def _context(self) -> BuildContext:
         if self._fixed is None:

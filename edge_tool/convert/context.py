@@ -94,8 +94,9 @@ class BuildContext:
         )
         return ds.inputs[specs[0].name], ds.labels
 
-    def record_notes(self, mode, notes: dict) -> None:
-        """Keep what ``mode``'s builder decided; ``convert`` puts it into that artefact's manifest record."""
+    def record_notes(self, mode, notes) -> None:
+        """Keep what ``mode``'s builder decided (the value of the manifest entry's field named after the mode: a
+        dict for qat, an ``Int16x8Note``); the tflite format puts it into that artefact's entry."""
         self.notes[getattr(mode, "value", mode)] = notes
 
     def keras_source(self) -> Path:

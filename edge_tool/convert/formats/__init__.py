@@ -8,7 +8,7 @@ helpers when they build, so this package loads no numpy or TensorFlow (``--help`
 
 from enum import Enum
 
-from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, WrittenArtifact
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec
 from edge_tool.convert.modes import every_mode
 from edge_tool.errors import UsageError
 
@@ -23,7 +23,6 @@ __all__ = [
     "FormatJob",
     "FormatSpec",
     "OutputFormat",
-    "WrittenArtifact",
     "default_modes",
     "format_table",
     "formats_for",
