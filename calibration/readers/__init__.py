@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from calibration.errors import CalibrationError
-from calibration.readers.arrays import NpyReader, NpzReader
 from calibration.readers.base import Reader
 from calibration.readers.images import IMAGE_SUFFIXES, ImageFolderReader
+from calibration.readers.npy import NpyReader
+from calibration.readers.npz import NpzReader
 from calibration.readers.table import CsvReader
 from calibration.readers.tfrecord import SUFFIXES as TFRECORD_SUFFIXES
 from calibration.readers.tfrecord import TFRecordReader

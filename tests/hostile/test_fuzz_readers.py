@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calibration import CalibrationError, InputSpec, LoadOptions, load
-from calibration.readers.tfrecord import masked_crc32c
+from calibration.readers.tfrecord_file import masked_crc32c
 from edge_tool.core.env import import_tf
 
 _EXPLORE = int(os.environ.get("EDGETOOL_FUZZ_EXAMPLES", "0"))
