@@ -25,8 +25,9 @@ from edge_tool.errors import ConversionError, ModelError, UsageError
 from edge_tool.litert.recipes import resolve_calibration
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.modelfiles.limits import check_signature, check_tflite_file, read_tflite
+from edge_tool.modelfiles.tfjs_manifest import read_graph_model_json
 from edge_tool.modelfiles.tflite_model import summarize_tflite
-from edge_tool.models.modelio import read_graph_model_json, saved_model_signature
+from edge_tool.models.modelio import saved_model_signature
 
 
 class Unavailable(Exception):
