@@ -38,13 +38,13 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # the names above, for type checkers and IDEs
-    from calibration.contract import ImageContract  # noqa: F401
-    from calibration.dataset import CalibrationSummary, Dataset, InputStats  # noqa: F401
-    from calibration.errors import CalibrationError  # noqa: F401
-    from calibration.loader import SourceStream, iter_source, load  # noqa: F401
-    from calibration.readers import SUPPORTED as SUPPORTED_FORMATS  # noqa: F401
-    from calibration.spec import InputSpec, TensorSpec, show_shape, specs_from  # noqa: F401
-    from calibration.types import LoadOptions, Sampling  # noqa: F401
+    from .contract import ImageContract  # noqa: F401
+    from .dataset import CalibrationSummary, Dataset, InputStats  # noqa: F401
+    from .errors import CalibrationError  # noqa: F401
+    from .loader import SourceStream, iter_source, load  # noqa: F401
+    from .readers import SUPPORTED as SUPPORTED_FORMATS  # noqa: F401
+    from .spec import InputSpec, TensorSpec, show_shape, specs_from  # noqa: F401
+    from .types import LoadOptions, Sampling  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -144,7 +144,7 @@ def test_the_floor_check_finds_an_upward_import():
     edges = {
         "edge_tool.convert.smoke": {"edge_tool.evaluate.pipeline", "edge_tool.errors"},
         "edge_tool.api": {"edge_tool.commands.convert"},
-        "edge_tool.core.env": {"calibration.tfenv"},
+        "edge_tool.core.env": {"edge_tool.calibration.tfenv"},
     }
     assert upward_imports(edges) == [
         "edge_tool.api -> edge_tool.commands.convert",

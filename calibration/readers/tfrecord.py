@@ -21,14 +21,14 @@ from pathlib import Path
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from calibration.contract import for_input
-from calibration.errors import CalibrationError
-from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
-from calibration.readers.images import decode_image, image_layout, looks_like_image, to_model_input
-from calibration.spec import TensorSpec, show_shape
-from calibration.tfenv import import_tf
-from calibration.types import LoadOptions
-from calibration.validate import reshape_flat
+from ..contract import for_input
+from ..errors import CalibrationError
+from ..spec import TensorSpec, show_shape
+from ..tfenv import import_tf
+from ..types import LoadOptions
+from ..validate import reshape_flat
+from .base import MAX_LABEL_CHARS, Reader, reason, selected_rows
+from .images import decode_image, image_layout, looks_like_image, to_model_input
 
 SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
 MAX_RECORD_BYTES = 1 << 30   # one record is read whole; a GZIP file could declare any length

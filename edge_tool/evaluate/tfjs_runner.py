@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.spec import TensorSpec
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.errors import DataError, ModelError, UsageError, collect_and_raise
 from edge_tool.litert.isolated import WorkerProcess, scratch_dir
 

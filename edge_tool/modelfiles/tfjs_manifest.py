@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from calibration.spec import TensorSpec
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.errors import ModelError, collect_and_raise
 from edge_tool.modelfiles.limits import check_specs
 
