@@ -71,7 +71,7 @@ RENAMED_ROOTS: dict[str, str] = {"calibration": "edge_tool.calibration"}
 RENAME_IN = ("edge_tool/", "tests/", "benchmarks/", "scripts/")  # code that imports the new name
 
 SUFFIXES = (".py", ".md", ".toml", ".sh", ".cfg", ".txt", ".in", ".json")
-SKIP = ("scripts/rewrite_moved_imports.py", "edgetool.egg-info/")
+SKIP = ("scripts/rewrite_moved_imports.py", "tests/test_rewrite_moved_imports.py", "edgetool.egg-info/")
 
 
 def _files() -> list[Path]:
