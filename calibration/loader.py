@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.dataset import CalibrationSummary, Dataset, InputStats, class_counts
-from calibration.errors import CalibrationError
-from calibration.readers import Reader, reader_for
-from calibration.readers.base import reason
-from calibration.sampling import Selection, select
-from calibration.spec import TensorSpec, validate_specs
-from calibration.types import LoadOptions, show_shape
-from calibration.validate import match_input, normalize_labels
+from .dataset import CalibrationSummary, Dataset, InputStats, class_counts
+from .errors import CalibrationError
+from .readers import Reader, reader_for
+from .readers.base import reason
+from .sampling import Selection, select
+from .spec import TensorSpec, validate_specs
+from .types import LoadOptions, show_shape
+from .validate import match_input, normalize_labels
 
 READ_BATCH = 1024
 

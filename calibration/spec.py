@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from calibration.errors import UsageError, collect_and_raise
-from calibration.serial import Record
+from .errors import UsageError, collect_and_raise
+from .serial import Record
 
 
 def show_shape(shape: Sequence[int | None]) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from calibration.errors import CalibrationError, UsageError, collect_and_raise
-from calibration.spec import InputSpec, show_shape
+from .errors import CalibrationError, UsageError, collect_and_raise
+from .spec import InputSpec, show_shape
 
 # CalibrationError, InputSpec and show_shape used to live here; importers elsewhere (edge_tool.evaluate.pipeline)
 # still find them under this module.

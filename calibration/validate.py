@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration.spec import TensorSpec, show_shape
+from .spec import TensorSpec, show_shape
 
 
 @dataclass

@@ -11,13 +11,13 @@ import sys
 import numpy as np
 import pytest
 
-import calibration
-import calibration.errors as cal
+import edge_tool.calibration.errors as cal
 import edge_tool.errors as et
-from calibration import CalibrationError, InputSpec, LoadOptions, Sampling, iter_source, load
-from calibration.readers import npz as npz_reader
-from calibration.sampling import select, stratified_counts
-from calibration.spec import TensorSpec
+from edge_tool import calibration
+from edge_tool.calibration import CalibrationError, InputSpec, LoadOptions, Sampling, iter_source, load
+from edge_tool.calibration.readers import npz as npz_reader
+from edge_tool.calibration.sampling import select, stratified_counts
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, UsageError
 from edge_tool.evaluate.data import InputSpec as EvalInputSpec

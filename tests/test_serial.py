@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calibration import serial
-from calibration.contract import ImageContract
-from calibration.dataset import CalibrationSummary, InputStats
-from calibration.serial import Record, SerialError, spec
-from calibration.spec import TensorSpec
 from edge_tool.auto import Candidate, Decision
+from edge_tool.calibration import serial
+from edge_tool.calibration.contract import ImageContract
+from edge_tool.calibration.dataset import CalibrationSummary, InputStats
+from edge_tool.calibration.serial import Record, SerialError, spec
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.check.base import Finding, Status, TargetResult, Verdict
 from edge_tool.check.run import CheckReport
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, LayerError, ReferenceResult, Report

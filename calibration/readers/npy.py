@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.errors import CalibrationError
-from calibration.readers.base import Reader, index_chunks, reason
-from calibration.readers.npy_format import NpyHeader, header_problem, read_npy_header, read_rows
-from calibration.spec import TensorSpec
-from calibration.types import LoadOptions
+from ..errors import CalibrationError
+from ..spec import TensorSpec
+from ..types import LoadOptions
+from .base import Reader, index_chunks, reason
+from .npy_format import NpyHeader, header_problem, read_npy_header, read_rows
 
 
 class NpyReader(Reader):

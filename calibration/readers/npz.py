@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.errors import CalibrationError
-from calibration.readers.base import Reader, index_chunks, reason, unreadable
-from calibration.readers.npy_format import header_problem, read_npy_header
-from calibration.spec import TensorSpec
-from calibration.types import LoadOptions
+from ..errors import CalibrationError
+from ..spec import TensorSpec
+from ..types import LoadOptions
+from .base import Reader, index_chunks, reason, unreadable
+from .npy_format import header_problem, read_npy_header
 
 CHUNK_BYTES = 4 * 1024 * 1024
 MAX_LABEL_BYTES = 1 << 30  # labels are loaded whole: more than 1 GiB of them is not a label array

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.contract import for_input
-from calibration.readers.base import MAX_LABEL_CHARS, Reader, selected_rows
-from calibration.readers.images import decode_image, image_layout, looks_like_image, to_model_input
-from calibration.readers.tfrecord_file import examples, record_offsets
-from calibration.spec import TensorSpec, show_shape
-from calibration.types import LoadOptions
-from calibration.validate import reshape_flat
+from ..contract import for_input
+from ..spec import TensorSpec, show_shape
+from ..types import LoadOptions
+from ..validate import reshape_flat
+from .base import MAX_LABEL_CHARS, Reader, selected_rows
+from .images import decode_image, image_layout, looks_like_image, to_model_input
+from .tfrecord_file import examples, record_offsets
 
 SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
 

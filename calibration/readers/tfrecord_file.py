@@ -15,9 +15,9 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from calibration.errors import CalibrationError
-from calibration.readers.base import reason
-from calibration.tfenv import import_tf
+from ..errors import CalibrationError
+from ..tfenv import import_tf
+from .base import reason
 
 MAX_RECORD_BYTES = 1 << 30  # one record is read whole; a GZIP file could declare any length
 

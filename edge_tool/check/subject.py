@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from calibration.safe_open import open_regular
+from edge_tool.calibration.safe_open import open_regular
 from edge_tool.check.synthetic import SAMPLES, write_synthetic_calibration
 from edge_tool.convert.api import convert
 from edge_tool.convert.config import ConvertConfig

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import calibration
+from edge_tool import calibration
 from edge_tool.convert.config import ConvertConfig, IOType
 from edge_tool.convert.source import PreparedSource
 from edge_tool.converter.fast_path import SharedSource

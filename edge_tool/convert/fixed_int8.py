@@ -14,7 +14,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import calibration
+from edge_tool import calibration
 from edge_tool.converter.fast_path import SharedSource
 from edge_tool.converter.run import Refusal, new_converter, run_converter
 from edge_tool.core.env import import_tf

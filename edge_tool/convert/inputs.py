@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import calibration
-from calibration.contract import ImageContract
+from edge_tool import calibration
+from edge_tool.calibration.contract import ImageContract
 from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, default_warning, image_data, resolve
 from edge_tool.convert.metadata_step import check_labels, metadata_spec

@@ -7,9 +7,9 @@ import json
 import platform
 from pathlib import Path
 
-from calibration.contract import ImageContract
-from calibration.serial import from_dict
 from edge_tool import __version__
+from edge_tool.calibration.contract import ImageContract
+from edge_tool.calibration.serial import from_dict
 from edge_tool.convert.formats import FORMATS
 from edge_tool.core.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.spec import dtype_name
+from edge_tool.calibration.spec import dtype_name
 from edge_tool.errors import ModelError
 from edge_tool.litert.runtime import load_interpreter
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-import calibration
-from calibration.dataset import class_counts
-from calibration.spec import InputSpec, TensorSpec  # InputSpec: the same class, importable here as before
+from edge_tool import calibration
+from edge_tool.calibration.dataset import class_counts
+from edge_tool.calibration.spec import InputSpec, TensorSpec  # InputSpec: the same class, importable here as before
 from edge_tool.errors import DataError
 
 __all__ = ["EvalStream", "InputSpec", "RunningStats", "TensorSpec"]

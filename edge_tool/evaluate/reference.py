@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.spec import TensorSpec
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.evaluate.latency import summarize, time_loop
 from edge_tool.evaluate.report import LatencyStats

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.safe_open import require_regular
+from edge_tool.calibration.safe_open import require_regular
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.limits import check_tflite_file

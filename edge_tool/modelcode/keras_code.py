@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.serial import Record
+from edge_tool.calibration.serial import Record
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.side_effects import SIDE_EFFECT_OPS
 from edge_tool.modelfiles.keras_archive import check_keras_archive

@@ -16,8 +16,8 @@ import json
 import math
 from pathlib import Path
 
-from calibration.safe_open import read_regular
-from calibration.spec import TensorSpec
+from edge_tool.calibration.safe_open import read_regular
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.fsutil import resolve_inside
 from edge_tool.errors import ModelError, collect_and_raise
 from edge_tool.modelfiles.limits import check_specs

@@ -39,8 +39,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.safe_open import open_regular
-from calibration.serial import Record
+from edge_tool.calibration.safe_open import open_regular
+from edge_tool.calibration.serial import Record
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.metadata.reader import read_metadata

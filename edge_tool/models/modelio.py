@@ -10,8 +10,8 @@ from pathlib import Path
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
-from calibration.safe_open import not_a_file, read_regular
-from calibration.spec import SignatureInfo, TensorSpec
+from edge_tool.calibration.safe_open import not_a_file, read_regular
+from edge_tool.calibration.spec import SignatureInfo, TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.litert.runtime import load_interpreter

@@ -9,8 +9,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.safe_open import read_regular
-from calibration.serial import Record
+from edge_tool.calibration.safe_open import read_regular
+from edge_tool.calibration.serial import Record
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.limits import MAX_SMALL_TEXT_BYTES
 

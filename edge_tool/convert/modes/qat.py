@@ -2,7 +2,7 @@
 
 from rich.markup import escape
 
-import calibration
+from edge_tool import calibration
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 from edge_tool.core.steps import console

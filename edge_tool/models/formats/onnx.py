@@ -12,7 +12,7 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from calibration.safe_open import read_regular
+from edge_tool.calibration.safe_open import read_regular
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.modelfiles.limits import PROTOBUF_MAX, max_tensor_bytes, tensor_bytes, too_large
 from edge_tool.models.formats.registry import Artifact, FormatReader, register
