@@ -62,7 +62,9 @@ def test_a_registered_class_is_name_only_unless_its_module_can_be_found(module, 
 def test_custom_class_keras_file_is_refused_with_the_way_out_that_works(custom_class_model, tmp_path, trust):
     out = tmp_path / "out"
     args = ["--calibration", custom_class_model / "calibration.npz", "-o", out]
-    proc = run_edgetool("convert", custom_class_model / "model.keras", *args, *(["--trust-model-code"] if trust else []))
+    proc = run_edgetool(
+        "convert", custom_class_model / "model.keras", *args, *(["--trust-model-code"] if trust else [])
+    )
     said = " ".join(proc.stderr.split())
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "'zoo>RMSNorm'" in said and "--trust-model-code cannot help" in said and "model.export(DIR)" in said
@@ -83,3 +85,36 @@ def test_the_named_way_out_converts_and_matches_keras(custom_class_model, tmp_pa
     interp.invoke()
     got = interp.get_tensor(interp.get_output_details()[0]["index"])
     np.testing.assert_allclose(got, np.load(custom_class_model / "want.npy"), atol=1e-5)
+
+
+_MODULE = r"""
+import keras
+from keras import ops, layers as L
+
+
+def make():
+    @keras.saving.register_keras_serializable(package="zoo")
+    class Scale(L.Layer):  # registered only when make() runs: importing this module does not define it
+        def call(self, x):
+            return ops.multiply(x, 2.0)
+
+    return Scale
+"""
+
+
+def test_trusted_file_whose_module_does_not_define_the_class_names_it_and_the_way_out(tmp_path):
+    (tmp_path / "late_layers.py").write_text(_MODULE)
+    save = "import sys, keras, late_layers; i = keras.Input((4,)); keras.Model(i, late_layers.make()()(i))"
+    save += ".save(sys.argv[1])"
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", save, str(tmp_path / "m.keras")], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pythonpath = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    proc = run_edgetool(
+        "convert", tmp_path / "m.keras", "-o", tmp_path / "out", "--trust-model-code", env={"PYTHONPATH": pythonpath}
+    )
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "custom class 'Scale'" in said and "model.export(DIR)" in said and not (tmp_path / "out").exists()

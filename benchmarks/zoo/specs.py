@@ -115,7 +115,9 @@ SPECS = {
             refusals=(GELU_TFJS,),
         ),
         ModelSpec(
-            "keras3_ops", "Keras 3 functional model of keras.ops calls (RMS norm, SiLU gate), model.export()", keras3=True
+            "keras3_ops",
+            "Keras 3 functional model of keras.ops calls (RMS norm, SiLU gate), model.export()",
+            keras3=True,
         ),
         ModelSpec(
             "keras3_ops_keras",

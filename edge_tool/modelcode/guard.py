@@ -92,7 +92,9 @@ def _refuse_name_only(path: Path, found: tuple[CodeFinding, ...], need: str) -> 
     missing = [f for f in found if NAME_ONLY in f.kind]
     if not missing:
         return
-    listed = "; ".join(f.describe() for f in missing[:5]) + (f"; and {len(missing) - 5} more" if len(missing) > 5 else "")
+    listed = "; ".join(f.describe() for f in missing[:5]) + (
+        f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
+    )
     raise ModelCodeRefused(
         f"{path} uses custom Keras classes whose code is not in the file: {listed} (in {missing[0].where}). "
         f"{need}, and Keras rebuilds such a class only in a Python process that defines it (the script or package "
