@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from edge_tool.convert.tfjs import unsupported_ops_message
 from edge_tool.demo.tfjs_step import litert_blocker, tfjs_failure
 from tests import page_task_models as models
 from tests.conftest import run_edgetool
@@ -108,3 +109,15 @@ def test_refusal_names_what_works_when_litert_cannot_take_the_model_either():
     assert litert_blocker([{"name": "x"}]) is None
     plain = tfjs_failure("vit", log, False)
     assert "`edgetool demo vit --litert`" in plain and "\n" not in plain
+
+
+def test_refusal_reads_the_ops_from_converts_rewritten_tfjs_refusal():
+    # export_tfjs raises convert's own wording (which recommends --litert), not tensorflowjs' raw log: the demo's
+    # refusal must still name the op, and must not pass on convert's --litert advice when LiteRT.js cannot run it
+    said = unsupported_ops_message(["Erfc"])
+    message = tfjs_failure("bert", said, False, litert_blocker([{"name": "input_ids"}, {"name": "attention_mask"}]))
+    assert "no kernel for the op Erfc (what the exact GELU" in message
+    assert "nor does --litert help" in message and "2 inputs (input_ids, attention_mask)" in message
+    assert "demo MODEL --litert" not in message and "`edgetool demo bert --litert`" not in message
+    plain = tfjs_failure("vit", said, False)
+    assert "no kernel for the op Erfc" in plain and "`edgetool demo vit --litert`" in plain

@@ -31,6 +31,8 @@ SUBSET = {
     ("numpy_function", "int8"): False,  # refused as a Python callback (the judged reason must name it)
     ("groupnorm", "int16x8"): False,  # refused (its float fallback does not compute the model), never shipped wrong
     ("gelu_transformer", "tfjs"): False,  # refused naming Erfc and --litert (tensorflowjs has no Erfc)
+    ("bert_tiny", "int8"): True,  # int64 input_ids + attention_mask fed by name, padding mask inside attention
+    ("bert_tiny", "demo"): False,  # exact GELU and 2 inputs: refused without passing on convert's --litert advice
 }
 
 

@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from edge_tool.convert.tfjs import export_tfjs
+from edge_tool.convert.tfjs import export_tfjs, ops_from_refusal
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
@@ -27,9 +27,12 @@ _WHERE_FROM = {
 
 
 def unsupported_ops(message: str) -> list[str]:
-    """The op names tensorflowjs listed as unsupported in its error ``message`` (empty when it names none)."""
+    """The op names tensorflowjs listed as unsupported in its error ``message``, or in convert's refusal that
+    rewrote it (``export_tfjs`` raises that one); empty when it names none."""
     found = _UNSUPPORTED.search(message)
-    return sorted({op.strip() for op in re.split(r"[,\s]+", found.group("ops")) if op.strip()}) if found else []
+    if not found:
+        return sorted(set(ops_from_refusal(message)))
+    return sorted({op.strip() for op in re.split(r"[,\s]+", found.group("ops")) if op.strip()})
 
 
 def litert_blocker(input_specs: list[dict]) -> str | None:
@@ -59,8 +62,8 @@ def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = 
         )
     if blocker:
         return (
-            f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build, and "
-            f"--litert cannot take it either: LiteRT.js in the page runs one input of fixed shape and {blocker}. "
+            f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build; "
+            f"nor does --litert help: LiteRT.js in the page runs one input of fixed shape and {blocker}. "
             f"Convert it for TFLite instead (`edgetool convert {model}`), or build the browser model without "
             "that op (for GELU: gelu(approximate=True), which TensorFlow.js runs)."
         )
