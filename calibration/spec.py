@@ -83,7 +83,7 @@ def input_problems(spec: TensorSpec) -> list[str]:
         problems.append(f"input name must be a non-empty string, got {spec.name!r}")
     try:
         dt = np.dtype(spec.dtype if spec.dtype != STRING else object)
-        if dt.kind not in "biuf":
+        if dt.kind not in "biuf" and spec.dtype != STRING:  # a string input takes text (eval; calibration refuses it)
             problems.append(
                 f"input {spec.name!r}: dtype {dtype_name(dt)} is not numeric; "
                 "calibration supports bool/int/float inputs"

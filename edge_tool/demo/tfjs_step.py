@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from edge_tool.convert.tfjs import export_tfjs
+from edge_tool.convert.tfjs import export_tfjs, ops_from_refusal
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
@@ -44,7 +44,7 @@ def litert_blocker(input_specs: list[dict]) -> str | None:
 def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = None) -> str:
     """One paragraph: why tensorflowjs cannot convert ``model`` and the way out (``--litert``, unless ``blocker``
     says why LiteRT.js cannot run it either)."""
-    ops = unsupported_ops(message)
+    ops = unsupported_ops(message) or ops_from_refusal(message)  # tensorflowjs' own words, or convert's refusal
     origins = sorted({_WHERE_FROM[op] for op in ops if op in _WHERE_FROM})
     if ops:
         why = f"TensorFlow.js has no kernel for the op{'s' if len(ops) > 1 else ''} {', '.join(ops)}" + (

@@ -78,4 +78,6 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
         record["self_check"] = check.to_dict()
     if mode.value in ctx.notes:
         record[mode.value] = ctx.notes.pop(mode.value)  # e.g. "qat": which int8 model was shipped and why
+        if "fixed_batch" in record[mode.value]:  # qat: the shipped file was built at a fixed batch
+            record["fixed_batch"] = record[mode.value].pop("fixed_batch")
     return art, record
