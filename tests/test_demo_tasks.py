@@ -4,9 +4,11 @@ LiteRT.js-only site with --litert), the task and final activation recorded for t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from edge_tool.convert.tfjs import unsupported_ops_message
 from edge_tool.demo.tfjs_step import litert_blocker, tfjs_failure
 from tests import page_task_models as models
 from tests.conftest import run_edgetool
@@ -108,3 +110,11 @@ def test_refusal_names_what_works_when_litert_cannot_take_the_model_either():
     assert litert_blocker([{"name": "x"}]) is None
     plain = tfjs_failure("vit", log, False)
     assert "`edgetool demo vit --litert`" in plain and "\n" not in plain
+
+
+def test_the_demo_refusal_reads_the_op_from_converts_refusal_too():
+    """convert's tfjs step words the refusal itself now; the demo's paragraph still names the op and where it comes
+    from, once (it repeated convert's whole sentence after its own 'cannot convert')."""
+    message = tfjs_failure(Path("m.keras"), unsupported_ops_message(["Erfc"]), False)
+    assert "no kernel for the op Erfc (what the exact GELU" in message and message.count("cannot convert") == 1
+    assert "`edgetool demo m.keras --litert`" in message
