@@ -100,10 +100,11 @@ def test_auto_of_a_string_model_with_flex_ops_measures_the_float_candidates(text
 
 
 def test_text_data_matches_a_string_input_and_other_data_does_not():
-    """calibration's matching (eval reads data through it): text for a string input is kept as text (an object array
-    of str becomes a str array, which np.save stores without pickle); numbers are refused for it."""
+    """calibration's matching with ``text`` (eval reads its data so): text for a string input is kept as text (an
+    object array of str becomes a str array, which np.save stores without pickle); numbers are refused for it.
+    Calibration itself still refuses a string input (string ops have no integer form)."""
     spec = TensorSpec("text", "string", (None, 1))
-    assert input_problems(spec) == []
+    assert input_problems(spec, text=True) == [] and "is not numeric" in input_problems(spec)[0]
     got = match_input("text", np.array([["a cat"], ["the bus"]], dtype=object), spec)
     assert got.problems == [] and got.array.dtype.kind == "U" and got.array.tolist() == [["a cat"], ["the bus"]]
     bad = match_input("text", np.zeros((2, 1), dtype=np.float32), spec)

@@ -92,7 +92,7 @@ class EvalStream:
     ):
         self.path = Path(path)
         self._options = calibration.LoadOptions(
-            samples=None, seed=seed, require_labels=False, keep_label_shape=True, images=images
+            samples=None, seed=seed, require_labels=False, keep_label_shape=True, images=images, text=True
         )
         self._source = calibration.SourceStream(self.path, specs, self._options, batch_size)
         self.count = len(self._source)
