@@ -69,8 +69,9 @@ class BatchRetry:
             except EdgeToolError as again:
                 raise ConversionError(f"{exc} {_no_help(again)}") from None
             why = " ".join(str(exc).split())
+            fails = "does not convert to builtin ops" if isinstance(exc, OpsNotBuiltin) else "does not run in LiteRT"
             console.print(
-                f"[yellow]note:[/] {term(what)} with a free input batch does not run in LiteRT "
+                f"[yellow]note:[/] {term(what)} with a free input batch {fails} "
                 f"({term(_reason(why))}); built again with the input batch fixed to {BATCH} (as --batch {BATCH} "
                 "does), which runs: it takes one sample at a time."
             )
