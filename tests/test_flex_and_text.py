@@ -74,6 +74,7 @@ def test_a_mode_list_of_a_string_model_builds_the_float_modes_and_names_the_inte
     assert "not built: int8 (" in proc.stdout
 
 
+@pytest.mark.slow
 def test_auto_of_a_string_model_with_flex_ops_measures_the_float_candidates(text_model, tmp_path):
     """auto with --allow-select-tf-ops used to build nothing (the flag never reached the candidates) and stopped at
     the integer modes' string refusal; now int8/int16x8 are failed rows naming the string input, and the float

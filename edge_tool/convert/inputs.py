@@ -94,7 +94,9 @@ def drop_string_calibration(config, source) -> tuple[object, dict[str, str]]:
     why = _string_calibration_message(", ".join(m.value for m in calibrated), config.model, strings)
     kept = tuple(m for m in config.modes if m not in calibrated)
     eval_data = config.eval_data if any(m.value == "qat" for m in kept) else None  # --eval-data belongs to qat
-    return dataclasses.replace(config, modes=kept, eval_data=eval_data), {m.value: " ".join(why.split()) for m in calibrated}
+    return dataclasses.replace(config, modes=kept, eval_data=eval_data), {
+        m.value: " ".join(why.split()) for m in calibrated
+    }
 
 
 def prepare_inputs(tf, config, source) -> ModelInputs:

@@ -56,8 +56,7 @@ class ReferenceModel:
 
     def _feed(self, inputs: dict) -> dict:
         return {  # text stays as it is (TensorFlow takes str/bytes arrays for a string input)
-            s.name: np.asarray(inputs[s.name], dtype=None if s.dtype == "string" else s.dtype)
-            for s in self.input_specs
+            s.name: np.asarray(inputs[s.name], dtype=None if s.dtype == "string" else s.dtype) for s in self.input_specs
         }
 
     @property
