@@ -35,6 +35,7 @@ class LoadOptions:
     require_labels: bool = False
     keep_label_shape: bool = False  # eval: labels as stored (multi-hot rows, masks, real targets), counted only
     images: tuple = ()  # calibration.contract.ImageContract per image input: how image files become model input
+    text: bool = False  # eval: a string input takes text (calibration of one is refused: string ops have no int form)
 
     def __post_init__(self) -> None:
         problems = []

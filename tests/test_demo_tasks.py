@@ -4,6 +4,7 @@ LiteRT.js-only site with --litert), the task and final activation recorded for t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,11 @@ def test_refusal_reads_the_ops_from_converts_rewritten_tfjs_refusal():
     assert "demo MODEL --litert" not in message and "`edgetool demo bert --litert`" not in message
     plain = tfjs_failure("vit", said, False)
     assert "no kernel for the op Erfc" in plain and "`edgetool demo vit --litert`" in plain
+
+
+def test_the_demo_refusal_reads_the_op_from_converts_refusal_too():
+    """convert's tfjs step words the refusal itself now; the demo's paragraph still names the op and where it comes
+    from, once (it repeated convert's whole sentence after its own 'cannot convert')."""
+    message = tfjs_failure(Path("m.keras"), unsupported_ops_message(["Erfc"]), False)
+    assert "no kernel for the op Erfc (what the exact GELU" in message and message.count("cannot convert") == 1
+    assert "`edgetool demo m.keras --litert`" in message

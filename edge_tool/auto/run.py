@@ -113,7 +113,14 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     ds, spec = inputs.dataset, inputs.metadata  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
         sel = SelectiveInt8(
-            tf, new_converter(source.saved_model, signature=source.signature.key), ds.inputs, str(config.model)
+            tf,
+            new_converter(
+                source.saved_model,
+                signature=source.signature.key,
+                allow_select_tf_ops=config.convert.allow_select_tf_ops,
+            ),
+            ds.inputs,
+            str(config.model),
         )
     layers = sel.candidates(config.max_float_layers)
     notes = [

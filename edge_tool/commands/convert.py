@@ -141,6 +141,7 @@ def command(
             qat_epochs=qat_epochs,
             seed=seed,
             batch=batch,
+            allow_select_tf_ops=allow_select_tf_ops,
             force=force,
             keep_going=True,
             trust_model_code=trust_model_code,

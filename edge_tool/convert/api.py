@@ -13,7 +13,7 @@ from edge_tool.convert.batch_retry import BatchRetry
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec
-from edge_tool.convert.inputs import prepare_inputs
+from edge_tool.convert.inputs import drop_string_calibration, prepare_inputs
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.convert.source import prepare_source
 from edge_tool.converter.fast_path import fast_path_problem
@@ -103,6 +103,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float)
         source = prepare_source(config.model, work, config.batch, config.trust_model_code, config.signature)
     if note := signature_note(config.model, config.signature):
         console.print(term(note))
+    config, failed = drop_string_calibration(config, source)
     inputs = prepare_inputs(tf, config, source)
     ds = inputs.dataset
     rep = ds.representative_dataset() if ds else None
@@ -111,10 +112,12 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float)
     )
     if config.wants("tflite"):
         _warn_if_public_converter()
-    failed: dict = {}
+    for mode, why in failed.items():
+        console.print(f"[red]✗[/] convert {mode}: {term(why)}")
     specs = _buildable(config, source, failed)
     with atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
-        job = FormatJob(ctx, tmp, work, BatchRetry(ctx, work), workers)
+        ctx.retry = BatchRetry(ctx, work)
+        job = FormatJob(ctx, tmp, work, ctx.retry, workers)
         try:
             built = _build_all(job, specs, failed)
         except BaseException:

@@ -29,6 +29,7 @@ class BuildContext:
     shared: SharedSource | None = field(default=None, repr=False)
     notes: dict = field(default_factory=dict)  # mode value -> what its builder decided (goes into the manifest)
     _reference: object | None = field(default=None, repr=False)
+    retry: object | None = field(default=None, repr=False)  # BatchRetry, for builders that convert twice (QAT)
 
     def __post_init__(self) -> None:
         if self.shared is None:

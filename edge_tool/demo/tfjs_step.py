@@ -47,7 +47,7 @@ def litert_blocker(input_specs: list[dict]) -> str | None:
 def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = None) -> str:
     """One paragraph: why tensorflowjs cannot convert ``model`` and the way out (``--litert``, unless ``blocker``
     says why LiteRT.js cannot run it either)."""
-    ops = unsupported_ops(message)
+    ops = unsupported_ops(message) or ops_from_refusal(message)  # tensorflowjs' own words, or convert's refusal
     origins = sorted({_WHERE_FROM[op] for op in ops if op in _WHERE_FROM})
     if ops:
         why = f"TensorFlow.js has no kernel for the op{'s' if len(ops) > 1 else ''} {', '.join(ops)}" + (

@@ -78,5 +78,17 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> ManifestArtifact:
         state_warning=state,
         metadata=None if spec is None else spec.record(),
         self_check=check or None,
-        **({mode.value: ctx.notes.pop(mode.value)} if mode.value in ctx.notes else {}),  # e.g. qat: which model, why
+        **_notes(ctx, mode),
     )
+
+
+def _notes(ctx, mode) -> dict:
+    """The mode's notes for its entry (e.g. qat: which model was shipped and why); a ``fixed_batch`` among them (QAT
+    built at batch 1) becomes the entry's own ``fixed_batch``."""
+    from edge_tool.schemas.records import BatchNote  # noqa: PLC0415 - as ManifestArtifact above
+
+    if mode.value not in ctx.notes:
+        return {}
+    note = dict(ctx.notes.pop(mode.value))
+    fixed = note.pop("fixed_batch", None)
+    return {mode.value: note, **({"fixed_batch": BatchNote(**fixed)} if fixed else {})}
