@@ -227,7 +227,14 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         page["task"] = task_step.page_task(cfg.task, output_specs, acts)
         page["sampleRate"] = cfg.sample_rate
         if cfg.litert:
-            page["litert"] = add_litert(cfg, tmp, litert_files, output_specs[0]["classes"], resolution.contracts)
+            page["litert"] = add_litert(
+                cfg,
+                tmp,
+                litert_files,
+                output_specs[0]["classes"],
+                resolution.contracts,
+                tuple(i["name"] for i in input_specs),
+            )
         (tmp / CONFIG_NAME).write_text(json.dumps(page, indent=2) + "\n")
         version = write_service_worker(tmp)
         files = tuple(site_files(tmp))

@@ -36,11 +36,10 @@ def unsupported_ops(message: str) -> list[str]:
 
 
 def litert_blocker(input_specs: list[dict]) -> str | None:
-    """Why ``--litert`` cannot run a model with these inputs (LiteRT.js: one input of fixed shape), or None."""
-    if len(input_specs) != 1:
-        return f"it has {len(input_specs)} inputs ({', '.join(i['name'] for i in input_specs)})"
-    if input_specs[0].get("resized"):
-        return f"its input {input_specs[0]['name']} has an open height/width"
+    """Why ``--litert`` cannot run a model with these inputs (LiteRT.js: inputs of fixed shape), or None."""
+    open_sides = [i["name"] for i in input_specs if i.get("resized")]
+    if open_sides:
+        return f"its input {', '.join(open_sides)} has an open height/width"
     return None
 
 
@@ -63,7 +62,7 @@ def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = 
     if blocker:
         return (
             f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build; "
-            f"nor does --litert help: LiteRT.js in the page runs one input of fixed shape and {blocker}. "
+            f"nor does --litert help: LiteRT.js in the page runs inputs of fixed shape only and {blocker}. "
             f"Convert it for TFLite instead (`edgetool convert {model}`), or build the browser model without "
             "that op (for GELU: gelu(approximate=True), which TensorFlow.js runs)."
         )
