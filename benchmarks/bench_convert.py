@@ -17,10 +17,8 @@ Usage: .venv/bin/python benchmarks/bench_convert.py [--repeats 3] [--skip-latenc
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -28,15 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.errors import EdgeToolError
-from edge_tool.evaluate.latency import measure_tflite_subprocess
-from edge_tool.litert.tflite_runner import TfliteInterpreter
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import machine, table, write_section  # noqa: E402
+from _results import write_section  # noqa: E402
+from convert_compare import compare, section  # noqa: E402
 
 from tests.oracles.raw_converter import MODES, raw_converter  # noqa: E402
 
@@ -48,6 +43,7 @@ ENV = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3", "T
 
 
 # ---------------------------------------------------------------- child processes (--_build, --_raw)
+
 
 def build_model() -> None:
     """MobileNetV2-224 (random seeded weights) as a Keras-2 SavedModel, and the calibration inputs."""
@@ -71,7 +67,7 @@ def raw_convert(out: Path) -> None:
 
     def representative_dataset():
         for i in range(len(x)):
-            yield [x[i:i + 1]]
+            yield [x[i : i + 1]]
 
     out.mkdir(parents=True, exist_ok=True)
     for mode in MODES:
@@ -82,13 +78,19 @@ def raw_convert(out: Path) -> None:
     t0 = time.perf_counter()
     from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv
 
-    tfjs_conv.convert_tf_saved_model(str(MODEL), str(out / "tfjs"), signature_def="serving_default",
-                                     saved_model_tags="serve", weight_shard_size_bytes=4 * 1024 * 1024)
+    tfjs_conv.convert_tf_saved_model(
+        str(MODEL),
+        str(out / "tfjs"),
+        signature_def="serving_default",
+        saved_model_tags="serve",
+        weight_shard_size_bytes=4 * 1024 * 1024,
+    )
     timings["tfjs"] = time.perf_counter() - t0
     print(json.dumps(timings))
 
 
 # ---------------------------------------------------------------- the parent (no TensorFlow here)
+
 
 def _run(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
@@ -107,38 +109,25 @@ def run_raw(out: Path) -> tuple[float, dict]:
 
 def run_edgetool(out: Path) -> tuple[float, dict]:
     """Wall seconds of ``edgetool convert --format all`` in a fresh process, and its manifest's timings."""
-    seconds, _ = _run([sys.executable, "-m", "edge_tool", "convert", str(MODEL), "--format", "all",
-                       "--calibration", str(CALIBRATION), "--samples", str(SAMPLES), "-o", str(out), "--force"])
+    seconds, _ = _run(
+        [
+            sys.executable,
+            "-m",
+            "edge_tool",
+            "convert",
+            str(MODEL),
+            "--format",
+            "all",
+            "--calibration",
+            str(CALIBRATION),
+            "--samples",
+            str(SAMPLES),
+            "-o",
+            str(out),
+            "--force",
+        ]
+    )
     return seconds, json.loads((out / "manifest.json").read_text())["timings_s"]
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _tfjs_digest(d: Path) -> str:
-    """Digest of a tfjs dir; model.json canonicalised (tensorflowjs writes protobuf maps in a per-process order)."""
-    h = hashlib.sha256()
-    for p in sorted(d.iterdir()):
-        data = json.dumps(json.loads(p.read_text()), sort_keys=True).encode() if p.suffix == ".json" else p.read_bytes()
-        h.update(p.name.encode() + b"\0" + data)
-    return h.hexdigest()
-
-
-def latency_p50(path: Path, runs: int) -> float | None:
-    """LiteRT p50 (ms) at 1 thread in a fresh process (edge_tool.evaluate.latency); None if LiteRT refuses it."""
-    x = np.random.default_rng(1).uniform(-1, 1, (1, 224, 224, 3)).astype(np.float32)
-    try:
-        model = TfliteInterpreter(path)
-        feeds = model.prepare({model.inputs[0].name: x})
-        stats, _ = measure_tflite_subprocess(path, feeds, [b.index for b in model.outputs], 1, 10, runs, None)
-    except EdgeToolError:  # e.g. LiteRT refusing MobileNetV2's int16x8 depthwise convs (raw and edgetool alike)
-        return None
-    return stats.p50
-
-
-def _med(values: list[float]) -> float:
-    return statistics.median(values)
 
 
 def main() -> None:
@@ -170,72 +159,12 @@ def main() -> None:
             seconds, timing = run_raw(raw_out) if side == "raw" else run_edgetool(edge_out)
             walls[side].append(seconds)
             phases[side].append(timing)
-            print(f"run {r + 1} {side:8s} {seconds:6.1f} s  " +
-                  " ".join(f"{k} {v:.1f}" for k, v in timing.items()), flush=True)
-    raw_wall, edge_wall = _med(walls["raw"]), _med(walls["edgetool"])
-    ratio = edge_wall / raw_wall
-
-    rows, refused = [], json.loads((edge_out / "manifest.json").read_text()).get("failed") or {}
-    for mode in MODES:
-        raw_path, edge_path = raw_out / f"mobilenetv2_{mode}.tflite", edge_out / f"mobilenetv2_{mode}.tflite"
-        if mode in refused:  # --format all writes the modes that build and records the rest
-            rows.append([mode, f"{raw_path.stat().st_size / 1e6:.3f} MB", "not written", "—",
-                         "— (edgetool: LiteRT cannot run it, so it is recorded under `failed`)", "—", "—", "—",
-                         f"{_med([p[mode] for p in phases['raw']]):.1f} s", "—"])
-            print(" | ".join(rows[-1]), flush=True)
-            continue
-        raw_size, edge_size = raw_path.stat().st_size, edge_path.stat().st_size
-        lat = {"raw": [], "edgetool": []}
-        if not args.skip_latency:
-            for r in range(args.repeats):
-                for side in (("raw", "edgetool") if r % 2 == 0 else ("edgetool", "raw")):
-                    lat[side].append(latency_p50(raw_path if side == "raw" else edge_path, args.latency_runs))
-        if args.skip_latency:
-            lat_cells = ["skipped"] * 3
-        elif None in lat["raw"] + lat["edgetool"]:
-            both = all(v is None for v in lat["raw"] + lat["edgetool"])
-            lat_cells = ["LiteRT refuses it" + (" (both)" if both else "")] + ["—"] * 2
-        else:
-            lr, le = _med(lat["raw"]), _med(lat["edgetool"])
-            lat_cells = [f"{lr:.2f} ms", f"{le:.2f} ms", f"{le / lr:.2f}×"]
-        rows.append([mode, f"{raw_size / 1e6:.3f} MB", f"{edge_size / 1e6:.3f} MB", f"{edge_size / raw_size:.3f}×",
-                     "yes" if _sha(raw_path) == _sha(edge_path) else "no", *lat_cells,
-                     f"{_med([p[mode] for p in phases['raw']]):.1f} s",
-                     f"{_med([p[mode] for p in phases['edgetool']]):.1f} s"])
-        print(" | ".join(rows[-1]), flush=True)
-    identical, written = sum(row[4] == "yes" for row in rows), sum(row[2] != "not written" for row in rows)
-    same_tfjs = _tfjs_digest(raw_out / "tfjs") == _tfjs_digest(edge_out / "tfjs")
-    rows.append(["tfjs", "", "", "", "yes" if same_tfjs else "no", "", "", "",
-                 f"{_med([p['tfjs'] for p in phases['raw']]):.1f} s",
-                 f"{_med([p['tfjs'] for p in phases['edgetool']]):.1f} s (parallel)"])
-
-    headers = ["artefact", "raw size", "edgetool size", "size ratio", "identical content", "raw p50 (1 thr)",
-               "edgetool p50 (1 thr)", "latency ratio", "raw convert", "edgetool convert"]
-    body = "\n".join([
-        f"## Conversion speed and artefact parity (`benchmarks/bench_convert.py`, {args.repeats} alternating runs)",
-        "",
-        f"Machine: {machine()}. Model: MobileNetV2-224 (tf_keras, weights=None, seed 0), Keras-2 SavedModel; "
-        f"{SAMPLES} seeded uniform [-1, 1] calibration inputs, the same for both sides.",
-        "",
-        f"**`edgetool convert --format all` (fp32, fp16, dynamic, int8, int16x8, TFJS): median "
-        f"{edge_wall:.1f} s vs {raw_wall:.1f} s for the raw APIs back to back = {ratio:.2f}× the wall time** "
-        f"(target ≤ 0.70×; runs: raw {', '.join(f'{s:.0f}' for s in walls['raw'])} s, edgetool "
-        f"{', '.join(f'{s:.0f}' for s in walls['edgetool'])} s; each a fresh process including the TensorFlow import).",
-        "",
-        "How: one GraphDef read per run instead of ten `tf.saved_model.load`s (the SavedModel import path does not use "
-        "them), one calibration shared by int8 and int16x8 (same float model, same data), and TFJS in a second "
-        "process started before TensorFlow is imported. Per-artefact convert times below are medians; edgetool's TFJS "
-        "time overlaps the TFLite ones. Latency: LiteRT, batch 1, 1 thread, "
-        f"{args.latency_runs} timed invokes, a fresh process per measurement, raw and edgetool alternating, medians.",
-        "",
-        table(headers, rows),
-        "",
-        f"{identical}/{written} .tflite files edgetool wrote are byte-identical to the raw converter's (ops, dtypes, quantization "
-        "parameters, metadata), so their size ratio is exactly 1 and any latency ratio away from 1.00× is "
-        "measurement noise between two copies of one file. TFJS is compared as content: the same weight shards and "
-        "the same model.json after sorting keys (tensorflowjs writes protobuf maps in a per-process order, so two "
-        "raw runs already differ byte-wise).",
-    ])
+            print(
+                f"run {r + 1} {side:8s} {seconds:6.1f} s  " + " ".join(f"{k} {v:.1f}" for k, v in timing.items()),
+                flush=True,
+            )
+    rows = compare(raw_out, edge_out, phases, args.repeats, None if args.skip_latency else args.latency_runs)
+    body = section(rows, walls, args.repeats, args.latency_runs)
     print()
     print(body)
     write_section("convert", body)

@@ -50,7 +50,7 @@ def convert_all(saved: Path, cal: Path, out_dir: Path, modes: tuple[str, ...]) -
     except ImportError:
         return {m: _raw(saved, cal, out_dir, m) for m in modes}
     result = convert(ConvertConfig(model=saved, output_dir=out_dir, modes=modes, calibration=cal, samples=16))
-    return {a.quant: (a.path, a.seconds) for a in result.artifacts if a.format == "tflite"}
+    return {a.quant: (result.path_of(a), a.seconds) for a in result.artifacts if a.format == "tflite"}
 
 
 def _raw(saved: Path, cal: Path, out_dir: Path, mode: str) -> tuple[Path, float]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import pstats
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,25 +32,11 @@ from edge_tool.core.env import import_tf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _results also when imported (bench_ortweb.py)
 
-from _results import machine, table, write_section
+from _results import write_section
+from peer_latency import litert_p50, ort_p50
+from peer_report import section
 
 CAL_SAMPLES = 64
-
-_ORT_LATENCY = r"""
-import json, sys, time, numpy as np, onnxruntime as ort
-path, threads, warmup, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-x = np.load(sys.argv[5])
-so = ort.SessionOptions(); so.intra_op_num_threads = threads; so.inter_op_num_threads = 1
-so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-name = sess.get_inputs()[0].name
-for _ in range(warmup): sess.run(None, {name: x})
-t = []
-for _ in range(runs):
-    t0 = time.perf_counter_ns(); sess.run(None, {name: x}); t.append((time.perf_counter_ns() - t0) / 1e6)
-print(json.dumps({"p50": float(np.median(t))}))
-"""
 
 
 def build(tmp: Path) -> tuple[Path, np.ndarray]:
@@ -72,28 +57,71 @@ def int8_breakdown(saved: Path, cal: Path, out: Path) -> dict:
     """Where edgetool's in-process int8 time goes (one cProfile'd ``edgetool convert --quant int8``): seconds in
     TensorFlow's calibrator feeding samples, in quantizing the calibrated model, and in the MLIR conversion."""
     prof = out.with_suffix(".prof")
-    subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "edge_tool", "convert", str(saved),
-                    "--quant", "int8", "--calibration", str(cal), "--samples", str(CAL_SAMPLES), "-o", str(out)],
-                   capture_output=True, text=True, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cProfile",
+            "-o",
+            str(prof),
+            "-m",
+            "edge_tool",
+            "convert",
+            str(saved),
+            "--quant",
+            "int8",
+            "--calibration",
+            str(cal),
+            "--samples",
+            str(CAL_SAMPLES),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     stats = pstats.Stats(str(prof)).stats  # {(file, line, name): (cc, nc, tt, ct, callers)}
 
     def cum(name: str, file_part: str = "") -> tuple[float, int]:
-        hits = [(v[3], v[1]) for k, v in stats.items()
-                if (k[2] == name or k[2].endswith(f".{name}>")) and file_part in k[0]]  # builtins: "<built-in …>"
+        hits = [
+            (v[3], v[1]) for k, v in stats.items() if (k[2] == name or k[2].endswith(f".{name}>")) and file_part in k[0]
+        ]  # builtins: "<built-in …>"
         return (max(h[0] for h in hits), max(h[1] for h in hits)) if hits else (0.0, 0)
 
     feed, calls = cum("FeedTensor")
     convert_all, _ = cum("_convert_and_export_metrics", "lite.py")
     quantize, _ = cum("_quantize", "converter.py")
-    return {"feed": feed, "feeds": calls, "quantize": max(quantize - feed, 0.0), "mlir": max(convert_all - quantize, 0.0)}
+    return {
+        "feed": feed,
+        "feeds": calls,
+        "quantize": max(quantize - feed, 0.0),
+        "mlir": max(convert_all - quantize, 0.0),
+    }
 
 
 def edgetool_convert(saved: Path, cal: Path, out: Path, mode: str) -> tuple[Path, float, float]:
     """edgetool's convert in a fresh process, like a user's run → (.tflite, command wall s, in-process mode s)."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "edge_tool", "convert", str(saved), "--quant", mode,
-                           "--calibration", str(cal), "--samples", str(CAL_SAMPLES), "-o", str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edge_tool",
+            "convert",
+            str(saved),
+            "--quant",
+            mode,
+            "--calibration",
+            str(cal),
+            "--samples",
+            str(CAL_SAMPLES),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(proc.stdout + proc.stderr)
@@ -127,47 +155,19 @@ def ort_models(saved: Path, cal: Path, out: Path) -> tuple[Path, Path, float, fl
     out.mkdir(parents=True, exist_ok=True)
     fp32, int8 = out / "mobilenetv2.onnx", out / "mobilenetv2_int8.onnx"
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(saved), "--opset", "17",
-                    "--output", str(fp32)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(saved), "--opset", "17", "--output", str(fp32)],
+        check=True,
+        capture_output=True,
+    )
     t1 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _ORT_QUANTIZE, str(fp32), str(int8), str(cal)], check=True,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _ORT_QUANTIZE, str(fp32), str(int8), str(cal)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return fp32, int8, t1 - t0, time.perf_counter() - t1, float(proc.stdout.strip().splitlines()[-1])
-
-
-_LITERT_LATENCY = r"""
-import json, sys, time, numpy as np
-from ai_edge_litert.interpreter import Interpreter
-path, threads, warmup, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-x = np.load(sys.argv[5])
-it = Interpreter(model_path=path, num_threads=threads); it.allocate_tensors()
-inp, out = it.get_input_details()[0], it.get_output_details()[0]
-if inp["dtype"] != np.float32:
-    s, z = inp["quantization"]; i = np.iinfo(inp["dtype"]); x = np.clip(np.round(x / s + z), i.min, i.max).astype(inp["dtype"])
-def step():
-    it.set_tensor(inp["index"], x); it.invoke(); it.get_tensor(out["index"])
-for _ in range(warmup): step()
-t = []
-for _ in range(runs):
-    t0 = time.perf_counter_ns(); step(); t.append((time.perf_counter_ns() - t0) / 1e6)
-print(json.dumps({"p50": float(np.median(t))}))
-"""
-
-
-def litert_p50(path: Path, sample: Path, threads: int, runs: int) -> float:
-    """set_tensor + invoke + get_tensor with a LiteRT Interpreter in a fresh process (what edgetool eval times)."""
-    return _p50(_LITERT_LATENCY, path, sample, threads, runs)
-
-
-def _p50(script: str, path: Path, sample: Path, threads: int, runs: int) -> float:
-    proc = subprocess.run([sys.executable, "-c", script, str(path), str(threads), "10", str(runs), str(sample)],
-                          capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])["p50"]
-
-
-def ort_p50(path: Path, sample: Path, threads: int, runs: int) -> float:
-    """The same loop with an ORT InferenceSession (sequential, intra-op threads) in a fresh process."""
-    return _p50(_ORT_LATENCY, path, sample, threads, runs)
 
 
 def agreement(tflite: Path, onnx_path: Path, saved_probs: np.ndarray, x: np.ndarray) -> tuple[float, float]:
@@ -181,7 +181,7 @@ def agreement(tflite: Path, onnx_path: Path, saved_probs: np.ndarray, x: np.ndar
     (si, zi), (so, zo) = inp["quantization"], out["quantization"]
     lite = []
     for i in range(len(x)):
-        sample = x[i:i + 1]
+        sample = x[i : i + 1]
         if inp["dtype"] != np.float32:  # integer I/O: quantize with the file's own scale / zero point
             info = np.iinfo(inp["dtype"])
             sample = np.clip(np.round(sample / si + zi), info.min, info.max)
@@ -192,7 +192,7 @@ def agreement(tflite: Path, onnx_path: Path, saved_probs: np.ndarray, x: np.ndar
     lite = np.concatenate(lite)
     sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
-    onnx_out = np.concatenate([sess.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))])
+    onnx_out = np.concatenate([sess.run(None, {name: x[i : i + 1]})[0] for i in range(len(x))])
     ref = saved_probs.argmax(1)
     return float((lite.reshape(len(x), -1).argmax(1) == ref).mean()), float((onnx_out.argmax(1) == ref).mean())
 
@@ -214,12 +214,22 @@ def main() -> None:
             fp32_tfl, t_fp32, _ = edgetool_convert(saved, cal, tmp / f"et{r}-fp32", "fp32")
             int8_tfl, t_int8_wall, t_int8 = edgetool_convert(saved, cal, tmp / f"et{r}-int8", "int8")
             fp32_onnx, int8_onnx, t_tf2onnx, t_quant_wall, t_quant = ort_models(saved, cal, tmp / f"ort{r}")
-            for key, value in (("et int8 wall", t_int8_wall), ("et int8", t_int8), ("et fp32 wall", t_fp32),
-                               ("ort quant wall", t_quant_wall), ("ort quant", t_quant), ("tf2onnx", t_tf2onnx)):
+            for key, value in (
+                ("et int8 wall", t_int8_wall),
+                ("et int8", t_int8),
+                ("et fp32 wall", t_fp32),
+                ("ort quant wall", t_quant_wall),
+                ("ort quant", t_quant),
+                ("tf2onnx", t_tf2onnx),
+            ):
                 times[key].append(value)
             for threads in (1, 2):
-                for name, p50, model in (("LiteRT fp32", litert_p50, fp32_tfl), ("ORT fp32", ort_p50, fp32_onnx),
-                                         ("LiteRT int8", litert_p50, int8_tfl), ("ORT int8", ort_p50, int8_onnx)):
+                for name, p50, model in (
+                    ("LiteRT fp32", litert_p50, fp32_tfl),
+                    ("ORT fp32", ort_p50, fp32_onnx),
+                    ("LiteRT int8", litert_p50, int8_tfl),
+                    ("ORT int8", ort_p50, int8_onnx),
+                ):
                     lat.setdefault((name, threads), []).append(p50(model, sample, threads, args.runs))
         split = int8_breakdown(saved, tmp / "cal.npz", tmp / "breakdown")
         import tensorflow as tf
@@ -227,58 +237,7 @@ def main() -> None:
         probs = tf.saved_model.load(str(saved)).signatures["serving_default"](tf.constant(x))
         probs = next(iter(probs.values())).numpy()
         agree_lite, agree_ort = agreement(int8_tfl, int8_onnx, probs, x)
-    med = {k: statistics.median(v) for k, v in lat.items()}
-    tmed = {k: statistics.median(v) for k, v in times.items()}
-    rows = []
-    for mode in ("fp32", "int8"):
-        for threads in (1, 2):
-            a, b = med[(f"LiteRT {mode}", threads)], med[(f"ORT {mode}", threads)]
-            rows.append([f"native p50, {mode}, {threads} thread{'s' if threads > 1 else ''}", f"{a:.2f} ms",
-                         f"{b:.2f} ms", f"{a / b:.2f}×", "met" if a <= b else "not met"])
-    best_lite = min(v for (n, _), v in med.items() if n.startswith("LiteRT"))
-    best_ort = min(v for (n, _), v in med.items() if n.startswith("ORT"))
-    rows.append(["best native p50 (any mode, threads)", f"{best_lite:.2f} ms", f"{best_ort:.2f} ms",
-                 f"{best_lite / best_ort:.2f}×", "met" if best_lite <= best_ort else "not met"])
-    for label, et_key, ort_key in (("in-process", "et int8", "ort quant"), ("whole command", "et int8 wall",
-                                                                             "ort quant wall")):
-        q_et, q_ort = tmed[et_key], tmed[ort_key]
-        rows.append([f"int8 quantization time, {label} ({CAL_SAMPLES} samples)", f"{q_et:.1f} s", f"{q_ort:.1f} s",
-                     f"{q_et / q_ort:.2f}×", "met" if q_et <= q_ort else "not met"])
-    e2e_et, e2e_ort = tmed["et int8 wall"], tmed["tf2onnx"] + tmed["ort quant wall"]
-    rows.append(["TF SavedModel → int8 file, whole pipeline (for information)", f"{e2e_et:.1f} s",
-                 f"{e2e_ort:.1f} s", f"{e2e_et / e2e_ort:.2f}×", "—"])
-    body = "\n".join([
-        "## edgetool vs ONNX Runtime (`benchmarks/bench_peer.py`)",
-        "",
-        f"Machine: {machine()}. MobileNetV2-224, random weights (seed 0); {args.rounds} alternating rounds, "
-        f"{args.runs} timed batch-1 calls per latency run, medians of the per-round p50s. edgetool: "
-        "`edgetool convert` (a fresh process: TF import + SavedModel read + conversion + 64-sample calibration) "
-        "and LiteRT; ORT: tf2onnx opset 17, then `quant_pre_process` + `quantize_static` (QDQ, per-channel, "
-        "U8S8) on the same 64 samples in a fresh process, and an `InferenceSession` (sequential, "
-        "intra-op threads = threads).",
-        "",
-        table(["target", "edgetool", "ONNX Runtime", "ratio", "status"], rows),
-        "",
-        f"The ONNX side also needs tf2onnx first ({tmed['tf2onnx']:.1f} s median; counted only in the "
-        f"whole-pipeline row). In-process: edgetool's int8 time from its manifest (SavedModel → MLIR conversion → calibration → "
-        f"quantization), ORT's `quant_pre_process` + `quantize_static` (fp32 ONNX → int8 ONNX). Whole command: "
-        f"process start to exit; edgetool's includes importing TensorFlow (the fp32-only command, which also "
-        f"runs the float self-check — the SavedModel in TensorFlow and the file in a LiteRT child — takes "
-        f"{tmed['et fp32 wall']:.1f} s).",
-        "",
-        f"**Why the quantization target is not met (measured, one cProfile'd run):** of edgetool's in-process int8 "
-        f"time, TensorFlow's calibrator spends {split['feed']:.1f} s in {split['feeds']} `FeedTensor` calls "
-        f"({1000 * split['feed'] / max(split['feeds'], 1):.0f} ms per sample: every sample runs, one per call, through "
-        f"a TFLite interpreter whose every op is wrapped to log its tensors' ranges, so no delegate runs it), the MLIR conversion "
-        f"of the SavedModel {split['mlir']:.1f} s, and quantizing the calibrated model {split['quantize']:.1f} s. "
-        "Calibrating in batches of 16 cut the raw converter's time by about 20 % on this model (measured once by "
-        "hand, 11.5 s → 9.0 s) but changes the file's bytes (ranges from batched kernels differ in the last bit), "
-        "and edgetool's int8 files are byte-identical to the raw TFLiteConverter's, so it is not done. ORT's `quantize_static` starts from an "
-        "ONNX file, which a TensorFlow user must make with tf2onnx first: the whole-pipeline row.",
-        "",
-        f"Top-1 agreement with the float SavedModel on the 64 calibration inputs: LiteRT int8 {agree_lite:.1%}, "
-        f"ORT int8 {agree_ort:.1%} (random weights: near-uniform outputs, so agreement says little).",
-    ])
+    body = section(lat, times, split, (agree_lite, agree_ort), args.rounds, args.runs, CAL_SAMPLES)
     print(body)
     write_section("peer", body)
 

@@ -15,43 +15,44 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# public name -> (module, attribute)
+# public name -> (module relative to this package, attribute): the package imports as `calibration` from the
+# repository and as `edge_tool.calibration` when installed with edgetool
 _EXPORTS = {
-    "SUPPORTED_FORMATS": ("calibration.readers", "SUPPORTED"),
-    "CalibrationError": ("calibration.errors", "CalibrationError"),
-    "CalibrationSummary": ("calibration.dataset", "CalibrationSummary"),
-    "Dataset": ("calibration.dataset", "Dataset"),
-    "ImageContract": ("calibration.contract", "ImageContract"),
-    "InputSpec": ("calibration.spec", "InputSpec"),
-    "InputStats": ("calibration.dataset", "InputStats"),
-    "LoadOptions": ("calibration.types", "LoadOptions"),
-    "Sampling": ("calibration.types", "Sampling"),
-    "SourceStream": ("calibration.loader", "SourceStream"),
-    "TensorSpec": ("calibration.spec", "TensorSpec"),
-    "iter_source": ("calibration.loader", "iter_source"),
-    "load": ("calibration.loader", "load"),
-    "show_shape": ("calibration.spec", "show_shape"),
-    "specs_from": ("calibration.spec", "specs_from"),
+    "SUPPORTED_FORMATS": (".readers", "SUPPORTED"),
+    "CalibrationError": (".errors", "CalibrationError"),
+    "CalibrationSummary": (".dataset", "CalibrationSummary"),
+    "Dataset": (".dataset", "Dataset"),
+    "ImageContract": (".contract", "ImageContract"),
+    "InputSpec": (".spec", "InputSpec"),
+    "InputStats": (".dataset", "InputStats"),
+    "LoadOptions": (".types", "LoadOptions"),
+    "Sampling": (".types", "Sampling"),
+    "SourceStream": (".loader", "SourceStream"),
+    "TensorSpec": (".spec", "TensorSpec"),
+    "iter_source": (".loader", "iter_source"),
+    "load": (".loader", "load"),
+    "show_shape": (".spec", "show_shape"),
+    "specs_from": (".spec", "specs_from"),
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # the names above, for type checkers and IDEs
-    from calibration.contract import ImageContract  # noqa: F401
-    from calibration.dataset import CalibrationSummary, Dataset, InputStats  # noqa: F401
-    from calibration.errors import CalibrationError  # noqa: F401
-    from calibration.loader import SourceStream, iter_source, load  # noqa: F401
-    from calibration.readers import SUPPORTED as SUPPORTED_FORMATS  # noqa: F401
-    from calibration.spec import InputSpec, TensorSpec, show_shape, specs_from  # noqa: F401
-    from calibration.types import LoadOptions, Sampling  # noqa: F401
+    from .contract import ImageContract  # noqa: F401
+    from .dataset import CalibrationSummary, Dataset, InputStats  # noqa: F401
+    from .errors import CalibrationError  # noqa: F401
+    from .loader import SourceStream, iter_source, load  # noqa: F401
+    from .readers import SUPPORTED as SUPPORTED_FORMATS  # noqa: F401
+    from .spec import InputSpec, TensorSpec, show_shape, specs_from  # noqa: F401
+    from .types import LoadOptions, Sampling  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:
     """Load a public name's module on first access (PEP 562)."""
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'calibration' has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attr = _EXPORTS[name]
-    value = getattr(importlib.import_module(module), attr)
+    value = getattr(importlib.import_module(module, __name__), attr)
     globals()[name] = value
     return value
 

@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from calibration.errors import UsageError, collect_and_raise
-from calibration.serial import Record
+from .errors import UsageError, collect_and_raise
+from .serial import Record
 
 LAYOUTS = ("NHWC", "NCHW", "NHW")
 CHANNEL_ORDERS = ("RGB", "BGR", "L")

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration.serial import Record
-from calibration.spec import TensorSpec
+from .serial import Record
+from .spec import TensorSpec
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.dataset import CalibrationSummary, Dataset, InputStats, class_counts
-from calibration.errors import CalibrationError
-from calibration.readers import Reader, reader_for
-from calibration.readers.base import reason
-from calibration.sampling import Selection, select
-from calibration.spec import TensorSpec, validate_specs
-from calibration.types import LoadOptions, show_shape
-from calibration.validate import match_input, normalize_labels
+from .dataset import CalibrationSummary, Dataset, InputStats, class_counts
+from .errors import CalibrationError
+from .readers import Reader, reader_for
+from .readers.base import reason
+from .sampling import Selection, select
+from .spec import TensorSpec, validate_specs
+from .types import LoadOptions, show_shape
+from .validate import match_input, normalize_labels
 
 READ_BATCH = 1024
 
@@ -70,7 +70,7 @@ def _raise(path: Path, problems: list[str]) -> None:
 
 def _plan(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions) -> _Plan:
     path = Path(source).expanduser()
-    specs = validate_specs(specs)
+    specs = validate_specs(specs, options.text)
     with os_errors(path):
         reader = reader_for(path)(path, specs, options)
         problems, warnings = list(reader.problems), list(reader.warnings)
@@ -119,7 +119,7 @@ def load(source: str | Path, specs: Sequence[TensorSpec], options: LoadOptions =
     Every problem (structure, shapes, dtypes, NaN/Inf, labels) is collected and raised as one CalibrationError.
     Fewer samples than asked is a warning in ``Dataset.warnings``, not an error.
     """
-    specs = validate_specs(specs)
+    specs = validate_specs(specs, options.text)
     plan = _plan(source, specs, options)
     path, reader = plan.reader.path, plan.reader
     parts: dict[str, list[np.ndarray]] = {}
@@ -171,7 +171,7 @@ class SourceStream:
     ) -> None:
         if batch_size < 1:
             raise CalibrationError(f"batch_size must be >= 1, got {batch_size}")
-        self.specs = validate_specs(specs)
+        self.specs = validate_specs(specs, options.text)
         self._plan = _plan(source, self.specs, options)
         if self._plan.problems:
             self._plan.reader.close()

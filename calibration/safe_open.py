@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from calibration.errors import EdgeToolError
+from .errors import EdgeToolError
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration.types import LoadOptions, Sampling
-from calibration.validate import is_classlike
+from .types import LoadOptions, Sampling
+from .validate import is_classlike
 
 
 @dataclass

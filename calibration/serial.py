@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from calibration.errors import UsageError
+from .errors import UsageError
 
 _META = "edgetool.serial"
 _OMIT = {

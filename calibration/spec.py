@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from calibration.errors import UsageError, collect_and_raise
-from calibration.serial import Record
+from .errors import UsageError, collect_and_raise
+from .serial import Record
 
 
 def show_shape(shape: Sequence[int | None]) -> str:
@@ -74,8 +74,9 @@ def _normal_shape(shape: Any) -> Any:
         return shape
 
 
-def input_problems(spec: TensorSpec) -> list[str]:
-    """Why ``spec`` cannot be a calibration input (no name, a non-numeric dtype, no batch dim), or []."""
+def input_problems(spec: TensorSpec, text: bool = False) -> list[str]:
+    """Why ``spec`` cannot be a calibration input (no name, a non-numeric dtype, no batch dim), or []; with ``text``
+    (eval's data) a string input may be fed text."""
     import numpy as np  # noqa: PLC0415
 
     problems = []
@@ -83,7 +84,7 @@ def input_problems(spec: TensorSpec) -> list[str]:
         problems.append(f"input name must be a non-empty string, got {spec.name!r}")
     try:
         dt = np.dtype(spec.dtype if spec.dtype != STRING else object)
-        if dt.kind not in "biuf":
+        if dt.kind not in "biuf" and not (text and spec.dtype == STRING):
             problems.append(
                 f"input {spec.name!r}: dtype {dtype_name(dt)} is not numeric; "
                 "calibration supports bool/int/float inputs"
@@ -97,19 +98,20 @@ def input_problems(spec: TensorSpec) -> list[str]:
     return problems
 
 
-def specs_from(infos: Sequence[TensorSpec]) -> tuple[TensorSpec, ...]:
-    """A signature's inputs as calibration input specs, in order; UsageError when one cannot be fed data."""
+def specs_from(infos: Sequence[TensorSpec], text: bool = False) -> tuple[TensorSpec, ...]:
+    """A signature's inputs as calibration input specs, in order; UsageError when one cannot be fed data (with
+    ``text``, a string input can: eval's data)."""
     specs = tuple(infos)
     for spec in specs:
-        collect_and_raise(input_problems(spec), UsageError, "invalid input spec:")
+        collect_and_raise(input_problems(spec, text), UsageError, "invalid input spec:")
     return specs
 
 
-def validate_specs(specs: Sequence[TensorSpec]) -> tuple[TensorSpec, ...]:
+def validate_specs(specs: Sequence[TensorSpec], text: bool = False) -> tuple[TensorSpec, ...]:
     """Check every spec can be fed data (see input_problems) and the list is non-empty with unique names."""
     specs = tuple(specs)
     bad = [s for s in specs if not isinstance(s, TensorSpec)]
-    specs_from(s for s in specs if isinstance(s, TensorSpec))
+    specs_from((s for s in specs if isinstance(s, TensorSpec)), text)
     problems = []
     if not specs:
         problems.append("the model has no inputs to calibrate")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from calibration.errors import CalibrationError, UsageError, collect_and_raise
-from calibration.spec import InputSpec, show_shape
+from .errors import CalibrationError, UsageError, collect_and_raise
+from .spec import InputSpec, show_shape
 
 # CalibrationError, InputSpec and show_shape used to live here; importers elsewhere (edge_tool.evaluate.pipeline)
 # still find them under this module.
@@ -35,6 +35,7 @@ class LoadOptions:
     require_labels: bool = False
     keep_label_shape: bool = False  # eval: labels as stored (multi-hot rows, masks, real targets), counted only
     images: tuple = ()  # calibration.contract.ImageContract per image input: how image files become model input
+    text: bool = False  # eval: a string input takes text (calibration of one is refused: string ops have no int form)
 
     def __post_init__(self) -> None:
         problems = []

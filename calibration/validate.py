@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration.spec import TensorSpec, show_shape
+from .spec import STRING, TensorSpec, show_shape
 
 
 @dataclass
@@ -113,6 +113,8 @@ def check_values(name: str, arr: np.ndarray, target: np.dtype) -> list[str]:
 def match_input(name: str, arr: np.ndarray, spec: TensorSpec) -> Match:
     """Shape-check, value-check and cast one input's samples to the spec dtype."""
     arr = np.asarray(arr)
+    if spec.dtype == STRING:
+        return _match_text(name, arr, spec)
     shaped, problems, warnings = check_shape(name, arr, spec)
     target = np.dtype(spec.dtype)
     problems += check_values(name, arr, target)
@@ -120,6 +122,16 @@ def match_input(name: str, arr: np.ndarray, spec: TensorSpec) -> Match:
         return Match(None, problems, warnings)
     out = shaped if shaped.dtype == target else shaped.astype(target)
     return Match(np.ascontiguousarray(out), problems, warnings)
+
+
+def _match_text(name: str, arr: np.ndarray, spec: TensorSpec) -> Match:
+    """A string input's samples: text (str or bytes; an object array of them becomes str), shape-checked."""
+    if arr.dtype.kind == "O" and all(isinstance(v, (str, bytes)) for v in arr.flat):
+        arr = arr.astype(str if all(isinstance(v, str) for v in arr.flat) else bytes)
+    if arr.dtype.kind not in "US":
+        return Match(None, [f"input {name!r}: holds non-text data (dtype {arr.dtype}); the model wants strings"])
+    shaped, problems, warnings = check_shape(name, arr, spec)
+    return Match(None if shaped is None else np.ascontiguousarray(shaped), problems, warnings)
 
 
 def normalize_labels(

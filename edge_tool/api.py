@@ -27,7 +27,7 @@ def convert(
     """Convert ``model`` like ``edgetool convert``; options as ``ConvertConfig`` (labels, calibration, ...).
 
     ``quant`` is one mode, a comma list or an iterable ('all' expands). Returns a ConvertResult whose
-    ``tflite(mode)`` gives each artefact's path.
+    ``artifacts`` are manifest.json's entries and whose ``tflite(mode)``/``path_of(entry)`` give their paths.
     """
     from edge_tool.convert.api import convert as _convert  # noqa: PLC0415
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415

@@ -6,7 +6,7 @@ The root classes (``EdgeToolError``, ``UsageError``, ``DataError``) and ``collec
 
 from __future__ import annotations
 
-from calibration.errors import DataError, EdgeToolError, UsageError, collect_and_raise
+from edge_tool.calibration.errors import DataError, EdgeToolError, UsageError, collect_and_raise
 
 __all__ = [
     "ArtifactsFailed",

@@ -8,6 +8,12 @@ Run from the repository root after merging code written against the old layout::
 
 It rewrites ``edge_tool.old.name`` (and ``edge_tool/old/name.py``) and the one-name form
 ``from edge_tool.old import name``; anything else it cannot be sure of is left for a human (``--check`` finds it).
+
+It also renames the packages that ship inside edge_tool (issue 24: the wheel claims no top-level name but
+``edge_tool``): ``from calibration.x import y`` becomes ``from edge_tool.calibration.x import y`` in edgetool's own
+code (edge_tool/, tests/, benchmarks/, scripts/), and relative (``from .x import y``) inside calibration/ itself, so
+the same files import as ``calibration`` from the repository and as ``edge_tool.calibration`` when installed. Import
+lines it rewrites are then re-sorted (``ruff check --select I --fix``) and formatted (``ruff format``).
 """
 
 from __future__ import annotations
@@ -60,8 +66,12 @@ MOVES: dict[str, str] = {
     "edge_tool.keras_files": "edge_tool.workflows.keras_files",
 }
 
+# top-level package (a directory of the repository) -> the name edgetool's own code imports it by
+RENAMED_ROOTS: dict[str, str] = {"calibration": "edge_tool.calibration"}
+RENAME_IN = ("edge_tool/", "tests/", "benchmarks/", "scripts/")  # code that imports the new name
+
 SUFFIXES = (".py", ".md", ".toml", ".sh", ".cfg", ".txt", ".in", ".json")
-SKIP = ("scripts/rewrite_moved_imports.py", "edgetool.egg-info/")
+SKIP = ("scripts/rewrite_moved_imports.py", "tests/test_rewrite_moved_imports.py", "edgetool.egg-info/")
 
 
 def _files() -> list[Path]:
@@ -130,19 +140,98 @@ def rewrite(text: str) -> str:
     return text
 
 
+def _submodules(root: str) -> list[str]:
+    """Names of the modules and subpackages directly inside the repository's package ``root``."""
+    return sorted(p.stem for p in (ROOT / root).iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file())
+
+
+def rename_roots(text: str) -> str:
+    """edgetool's own code: ``calibration`` imports (and module strings such as mock targets) under their new name."""
+    for old, new in RENAMED_ROOTS.items():
+        o, parent, name = re.escape(old), *new.rsplit(".", 1)
+        text = re.sub(rf"(?m)^([ \t]*)from {o}((?:\.\w+)*) import ", rf"\1from {new}\2 import ", text)
+        text = re.sub(rf"(?m)^([ \t]*)import {o}((?:\.\w+)+) as ", rf"\1import {new}\2 as ", text)
+        text = re.sub(rf"(?m)^([ \t]*)import {o}(?=[ \t]*(?:as\b|#|$))", rf"\1from {parent} import {name}", text)
+        subs = "|".join(map(re.escape, _submodules(old)))
+        text = re.sub(rf"(?<=[\"']){o}(?=\.(?:{subs})\b)", new, text)
+    return text
+
+
+def relative_in_package(text: str, path: Path) -> str:
+    """Inside a renamed package: its absolute imports of itself made relative (``from ..spec import X``)."""
+    here = path.relative_to(ROOT).parent.parts  # the package a module (or __init__.py) belongs to
+
+    def relative(dotted: str) -> str:
+        target = dotted.split(".")
+        common = next((i for i, (a, b) in enumerate(zip(here, target)) if a != b), min(len(here), len(target)))
+        return "." * (len(here) - common + 1) + ".".join(target[common:])
+
+    root = re.escape(here[0])
+    text = re.sub(
+        rf"(?m)^([ \t]*)from ({root}(?:\.\w+)*) import ", lambda m: f"{m[1]}from {relative(m[2])} import ", text
+    )
+    return re.sub(
+        rf"(?m)^([ \t]*)import ({root}(?:\.\w+)*)\.(\w+) as ",
+        lambda m: f"{m[1]}from {relative(m[2])} import {m[3]} as ",
+        text,
+    )
+
+
+def leftovers(text: str, rel: str) -> bool:
+    """A form the rewrite does not handle (``import calibration.x`` binding the old name, or a module string)."""
+    for old in RENAMED_ROOTS:
+        o = re.escape(old)
+        if rel.endswith(".py") and re.search(rf"(?m)^[ \t]*import {o}\.\w[\w.]*[ \t]*(?:#.*)?$", text):
+            return True
+        subs = "|".join(map(re.escape, _submodules(old)))
+        if rel.startswith(f"{old}/") and re.search(rf"(?m)^[ \t]*import {o}\b|[\"']{o}\.(?:{subs})\b", text):
+            return True
+    return False
+
+
+def rewrite_file(text: str, rel: str) -> str:
+    """``rewrite`` plus the package renames that apply to the file at repository path ``rel``."""
+    text = rewrite(text)
+    if not rel.endswith(".py"):
+        return text
+    if rel.startswith(RENAME_IN):
+        return rename_roots(text)
+    if rel.startswith(tuple(f"{old}/" for old in RENAMED_ROOTS)):
+        return relative_in_package(text, ROOT / rel)
+    return text
+
+
+def _tidy(files: list[str]) -> None:
+    """Re-sort and re-wrap the imports rewritten in ``files`` with ruff (the project's pinned linter)."""
+    py = [f for f in files if f.endswith(".py")]
+    if not py:
+        return
+    for args in (["check", "--select", "I", "--fix", "-q"], ["format", "-q"]):
+        proc = subprocess.run([sys.executable, "-m", "ruff", *args, "--force-exclude", *py], cwd=ROOT)
+        if proc.returncode:
+            print(f"ruff {args[0]} failed on the rewritten files; fix them by hand", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     """Rewrite (or with --check, only list) the files that name a moved module."""
     check = "--check" in argv
-    changed = []
+    changed, manual = [], []
     for f in _files():
+        rel = str(f.relative_to(ROOT))
         text = f.read_text(encoding="utf-8", errors="surrogateescape")
-        new = rewrite(text)
+        new = rewrite_file(text, rel)
         if new != text:
-            changed.append(str(f.relative_to(ROOT)))
+            changed.append(rel)
             if not check:
                 f.write_text(new, encoding="utf-8", errors="surrogateescape")
+        if leftovers(new, rel):
+            manual.append(rel)
+    if changed and not check:
+        _tidy(changed)
     print("\n".join(changed))
-    return 1 if check and changed else 0
+    if manual:
+        print("left for a human (an old package name the rewrite cannot change safely):\n" + "\n".join(manual))
+    return 1 if (check and changed) or manual else 0
 
 
 if __name__ == "__main__":

@@ -37,6 +37,33 @@ def gelu_model(path: Path) -> Path:
     return path
 
 
+def token_ids(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """BERT-style int64 ``input_ids`` (1 = [CLS], words 2..21, 0 pads after 3..15 tokens) and ``attention_mask``."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(2, 22, size=(n, 16))
+    ids[:, 0] = 1
+    ids[np.arange(16)[None, :] >= rng.integers(3, 16, size=(n, 1))] = 0
+    return {"input_ids": ids.astype(np.int64), "attention_mask": (ids != 0).astype(np.int64)}
+
+
+def bert_model(path: Path) -> Path:
+    """A BERT-tiny-like classifier: int64 input_ids and attention_mask [N,16], embedding, exact GELU (Erfc: no
+    tensorflowjs kernel), mask-weighted mean pooling, softmax over 4; calibration.npz of both inputs."""
+    tf, k = _keras()
+    ids, mask = k.Input((16,), dtype="int64", name="input_ids"), k.Input((16,), dtype="int64", name="attention_mask")
+    # untrained, yet its probabilities spread (0.02..0.56, top-1 varies) and ignoring the mask moves them by 0.2
+    spread, head = k.initializers.RandomNormal, k.initializers.RandomNormal(stddev=1.0, seed=3)
+    x = k.layers.Embedding(22, 8, embeddings_initializer=spread(stddev=0.5, seed=1))(ids)
+    x = k.layers.Dense(12, activation="gelu", kernel_initializer=spread(stddev=0.5, seed=2))(x)  # exact GELU
+    weights = tf.cast(mask, tf.float32)[:, :, None]
+    pooled = tf.reduce_sum(x * weights, axis=1) / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0)
+    k.Model([ids, mask], k.layers.Dense(4, activation="softmax", kernel_initializer=head)(pooled)).save(
+        str(path), save_format="tf"
+    )
+    np.savez(path / "calibration.npz", **token_ids(32))
+    return path
+
+
 def multilabel_model(path: Path) -> Path:
     """[N,6] -> 4 independent sigmoid labels, biased so several are near 1 at once (a softmax would split them)."""
     _, k = _keras()
@@ -90,7 +117,7 @@ def video_model(path: Path) -> Path:
 
 
 def build(name: str, path: Path) -> Path:
-    """Build model ``name`` (gelu, multilabel, segmentation, audio, regression, video) at ``path`` in a fresh
+    """Build model ``name`` (gelu, bert, multilabel, segmentation, audio, regression, video) at ``path`` in a fresh
     process with Keras 2 (TF_USE_LEGACY_KERAS=1 must be set before TensorFlow loads)."""
     code = f"from pathlib import Path; from tests.page_task_models import {name}_model as m; m(Path({str(path)!r}))"
     proc = subprocess.run(
@@ -105,8 +132,9 @@ def build(name: str, path: Path) -> Path:
     return path
 
 
-def serving_outputs(path: Path, x: np.ndarray) -> np.ndarray:
-    """The SavedModel's first output for ``x`` (its serving signature, run by TensorFlow): the oracle."""
+def serving_outputs(path: Path, x: np.ndarray | dict) -> np.ndarray:
+    """The SavedModel's first output for ``x`` (an array for its one input, or {input name: array}; its serving
+    signature, run by TensorFlow): the oracle."""
     _, fn, info = load_serving_fn(path)
-    out = fn(**{info.inputs[0].name: x})
+    out = fn(**(x if isinstance(x, dict) else {info.inputs[0].name: x}))
     return np.asarray(out[info.outputs[0].name])

@@ -1,5 +1,5 @@
 """The demo page per task, in real Chromium: a LiteRT.js-only site for a model tensorflowjs cannot convert (exact
-GELU), independent sigmoid probabilities, a segmentation mask, a WAV upload, named regression values. Oracles:
+GELU; one float input, or two int64 inputs), independent sigmoid probabilities, a segmentation mask, a WAV upload, named regression values. Oracles:
 TensorFlow running the SavedModel, and LiteRT running the site's own .tflite."""
 
 from __future__ import annotations
@@ -66,6 +66,58 @@ def test_litert_site_runs_a_model_tensorflowjs_cannot_convert(task_site, open_si
     # the engine pick is remembered without a tfjs backend in the key: a reload benchmarks nothing
     page.reload()
     assert page.evaluate("window.edgetool.ready")["enginePick"]["picked"] == "remembered"
+    _assert_same_origin(page, url)
+
+
+def _native_signature(tflite: Path, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    """The .tflite's serving signature run by ai_edge_litert one sample at a time, each input fed by its name."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(model_path=str(tflite)).get_signature_runner("serving_default")
+    wanted = runner.get_input_details()
+    n = len(next(iter(feeds.values())))
+    rows = [runner(**{k: feeds[k][i : i + 1].astype(d["dtype"]) for k, d in wanted.items()}) for i in range(n)]
+    return np.array([next(iter(r.values()))[0] for r in rows], np.float64)
+
+
+def test_litert_site_runs_a_two_input_int64_model_tensorflowjs_cannot_convert(task_site, open_site):
+    # BERT-like: int64 input_ids + attention_mask [N,16], exact GELU. LiteRT.js 2.5.3 holds no int64 tensor, so the
+    # .tflite takes int32 and casts inside; the page feeds each input by name.
+    model, site, out = task_site("bert", "--litert")
+    assert "Erfc" in out and "LiteRT.js alone" in out
+    lrt = json.loads((site / "demo-config.json").read_text())["litert"]
+    for spec in (lrt, *lrt["variants"]):
+        assert {(i["key"], i["feed"], i["dtype"]) for i in spec["inputs"]} == {
+            ("input_ids", "input_ids", "int32"),
+            ("attention_mask", "attention_mask", "int32"),
+        }
+    feeds = models.token_ids(6, seed=3)
+    want_tf = models.serving_outputs(model, feeds)
+    page, url = open_site(site)
+
+    def page_probs(engine: str) -> np.ndarray:
+        assert page.evaluate(f"window.edgetool.setEngine('{engine}')") == engine
+        rows = []
+        for i in range(len(feeds["input_ids"])):
+            sample = {k: v[i].tolist() for k, v in feeds.items()}
+            rows.append(page.evaluate("(f) => window.edgetool.predict(f).then((r) => r.probabilities)", sample))
+        return np.array(rows)
+
+    fp32 = page_probs("litert-fp32")
+    np.testing.assert_allclose(fp32, _native_signature(site / "model/model-fp32-b1.tflite", feeds), atol=1e-5)
+    np.testing.assert_allclose(fp32, want_tf, atol=1e-4)  # the int32 feed computes what the int64 model does
+    int8 = page_probs("litert")
+    np.testing.assert_allclose(int8, _native_signature(site / "model/model-int8-b1.tflite", feeds), atol=0.01)
+    # the page's own form: one fieldset of integer fields per input, read by name
+    for name, values in feeds.items():
+        fields = page.locator(f"#fields fieldset[data-input={name}] input")
+        assert fields.count() == 16 and fields.first.get_attribute("step") == "1"
+        for j, value in enumerate(values[0]):
+            fields.nth(j).fill(str(int(value)))
+    page.evaluate("document.getElementById('top').replaceChildren()")
+    page.click("#flat-input button[type=submit]")
+    page.wait_for_function("document.querySelectorAll('#top li').length === 3")
+    np.testing.assert_allclose(page.evaluate("window.edgetool.lastResult.probabilities"), int8[0], atol=1e-6)
     _assert_same_origin(page, url)
 
 

@@ -11,13 +11,13 @@ import sys
 import numpy as np
 import pytest
 
-import calibration
-import calibration.errors as cal
+import edge_tool.calibration.errors as cal
 import edge_tool.errors as et
-from calibration import CalibrationError, InputSpec, LoadOptions, Sampling, iter_source, load
-from calibration.readers import arrays as arrays_reader
-from calibration.sampling import select, stratified_counts
-from calibration.spec import TensorSpec
+from edge_tool import calibration
+from edge_tool.calibration import CalibrationError, InputSpec, LoadOptions, Sampling, iter_source, load
+from edge_tool.calibration.readers import npz as npz_reader
+from edge_tool.calibration.sampling import select, stratified_counts
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, UsageError
 from edge_tool.evaluate.data import InputSpec as EvalInputSpec
@@ -112,7 +112,7 @@ def test_npy_is_memory_mapped_and_streams_like_load(tmp_path, digits):
 
 def test_npz_streams_in_blocks_with_a_sampled_selection(tmp_path, monkeypatch):
     """Tiny read blocks force the chunked zip reader across many block boundaries."""
-    monkeypatch.setattr(arrays_reader, "CHUNK_BYTES", 64 * 3)  # 3 rows of 16 float32 per block
+    monkeypatch.setattr(npz_reader, "CHUNK_BYTES", 64 * 3)  # 3 rows of 16 float32 per block
     x = np.arange(97 * 16, dtype=np.float32).reshape(97, 16)
     path = tmp_path / "big.npz"
     np.savez_compressed(path, x=x)

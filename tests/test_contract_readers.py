@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image  # noqa: TID253  (tests are not the CLI: no start-up to keep light)
 
-import calibration
-from calibration.contract import RANGES, ImageContract
+from edge_tool import calibration
+from edge_tool.calibration.contract import RANGES, ImageContract
 from edge_tool.contract.keras_config import input_scaling, keras_file_config
 from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.probe import ProbeResult

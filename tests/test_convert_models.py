@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import calibration
+from edge_tool import calibration
 from edge_tool.convert.selective import SelectiveInt8
 from edge_tool.converter.diagnose import describe_failure, summarize_converter_error
 from edge_tool.converter.run import new_converter

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO, edgetool_in_process
 from schema_check import validated
 
-from calibration.spec import TensorSpec
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.convert import fidelity
 from edge_tool.models.modelio import SignatureInfo
 

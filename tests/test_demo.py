@@ -271,9 +271,28 @@ def test_two_input_model_gets_a_form_per_input(two_input_model, tmp_path):
     assert [(o["name"], o["kind"]) for o in config["outputs"]] == [("scores", "classes")]
 
 
-def test_litert_engine_refuses_two_inputs_with_the_way_out(two_input_model, tmp_path):
+def test_litert_engine_feeds_two_inputs_each_by_name(two_input_model, tmp_path):
+    data = tmp_path / "calib.npz"
+    np.savez(data, a=np.ones((4, 2), np.float32), b=np.zeros((4, 2), np.float32))
+    result = CliRunner().invoke(
+        app, ["demo", str(two_input_model), "--litert", "--calibration", str(data), "-o", str(tmp_path / "site")]
+    )
+    assert result.exit_code == 0, result.output
+    lrt = json.loads((tmp_path / "site" / "demo-config.json").read_text())["litert"]
+    for spec in (lrt, *lrt["variants"]):
+        assert sorted((i["key"], i["feed"], i["shape"]) for i in spec["inputs"]) == [
+            ("a", "a", [1, 2]),
+            ("b", "b", [1, 2]),
+        ]
+
+
+def test_litert_engine_refuses_an_open_height_width_with_the_way_out(odd_models, tmp_path):
     _assert_refused(
-        [str(two_input_model), "--litert"], tmp_path / "site", "one input of fixed shape", "a, b", "Drop --litert"
+        [str(odd_models["open_hw"]), "--litert"],
+        tmp_path / "site",
+        "inputs have a fixed shape",
+        "image has an open",
+        "Drop --litert",
     )
     assert not (tmp_path / "site").exists()
 

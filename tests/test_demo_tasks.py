@@ -4,9 +4,11 @@ LiteRT.js-only site with --litert), the task and final activation recorded for t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from edge_tool.convert.tfjs import unsupported_ops_message
 from edge_tool.demo.tfjs_step import litert_blocker, tfjs_failure
 from tests import page_task_models as models
 from tests.conftest import run_edgetool
@@ -99,12 +101,58 @@ def test_waveform_and_video_inputs_get_their_own_ui_not_a_form(built, tmp_path):
 
 
 def test_refusal_names_what_works_when_litert_cannot_take_the_model_either():
-    log = "tensorflowjs could not convert bert: Unsupported Ops in the model before optimization\nErfc\n(log)"
-    two = [{"name": "ids"}, {"name": "mask"}]
-    message = tfjs_failure("bert", log, False, litert_blocker(two))
-    assert "Erfc" in message and "2 inputs (ids, mask)" in message and "edgetool convert bert" in message
-    assert "--litert builds" not in message and "`edgetool demo bert --litert`" not in message
-    assert litert_blocker([{"name": "x", "resized": True}]) == "its input x has an open height/width"
-    assert litert_blocker([{"name": "x"}]) is None
+    log = "tensorflowjs could not convert vit: Unsupported Ops in the model before optimization\nErfc\n(log)"
+    open_hw = [{"name": "pixels", "resized": True}]
+    message = tfjs_failure("vit", log, False, litert_blocker(open_hw))
+    assert "Erfc" in message and "its input pixels has an open height/width" in message
+    assert "edgetool convert vit" in message and "`edgetool demo vit --litert`" not in message
+    assert litert_blocker([{"name": "ids"}, {"name": "mask"}]) is None  # several fixed inputs: LiteRT.js runs them
     plain = tfjs_failure("vit", log, False)
     assert "`edgetool demo vit --litert`" in plain and "\n" not in plain
+
+
+def test_refusal_reads_the_ops_from_converts_rewritten_tfjs_refusal():
+    # export_tfjs raises convert's own wording, not tensorflowjs' raw log: the demo's refusal must still name the op
+    said = unsupported_ops_message(["Erfc"])
+    message = tfjs_failure("bert", said, False, litert_blocker([{"name": "input_ids"}, {"name": "attention_mask"}]))
+    assert "no kernel for the op Erfc (what the exact GELU" in message
+    assert "`edgetool demo bert --litert`" in message and "nor does --litert help" not in message
+
+
+def test_the_demo_refusal_reads_the_op_from_converts_refusal_too():
+    """convert's tfjs step words the refusal itself now; the demo's paragraph still names the op and where it comes
+    from, once (it repeated convert's whole sentence after its own 'cannot convert')."""
+    message = tfjs_failure(Path("m.keras"), unsupported_ops_message(["Erfc"]), False)
+    assert "no kernel for the op Erfc (what the exact GELU" in message and message.count("cannot convert") == 1
+    assert "`edgetool demo m.keras --litert`" in message
+
+
+def test_two_int64_input_model_tensorflowjs_cannot_convert_is_pointed_to_litert_which_builds(built, tmp_path):
+    # BERT-like: int64 input_ids + attention_mask, exact GELU. The refusal's way out is --litert, and it works: the
+    # .tflite takes the ids as int32 (LiteRT.js 2.5.3 holds no int64 tensor) and casts them inside.
+    model = built("bert")
+    proc = run_edgetool("demo", model, "-o", tmp_path / "refused")
+    assert proc.returncode == 2 and not (tmp_path / "refused").exists(), proc.stdout + proc.stderr
+    assert "Erfc" in proc.stderr and f"edgetool demo {model} --litert" in proc.stderr, proc.stderr
+    proc = run_edgetool("demo", model, "-o", tmp_path / "site", "--litert")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    config = json.loads((tmp_path / "site" / "demo-config.json").read_text())
+    assert [(i["name"], i["kind"], i["integer"]) for i in config["inputs"]] == [
+        ("attention_mask", "flat", True),
+        ("input_ids", "flat", True),
+    ]
+    assert {i["feed"]: i["dtype"] for i in config["litert"]["inputs"]} == {
+        "input_ids": "int32",
+        "attention_mask": "int32",
+    }
+
+
+def test_litert_refuses_a_given_tflite_with_int64_inputs_naming_the_dtype(built, tmp_path):
+    import tensorflow as tf  # heavy: only this test converts by hand
+
+    model = built("bert")
+    fixed = tf.lite.TFLiteConverter.from_saved_model(str(model)).convert()  # raw converter: keeps int64 inputs
+    (tmp_path / "raw.tflite").write_bytes(fixed)
+    proc = run_edgetool("demo", model, "-o", tmp_path / "site", "--litert", "--tflite", tmp_path / "raw.tflite")
+    assert proc.returncode == 2 and not (tmp_path / "site").exists(), proc.stdout + proc.stderr
+    assert "dtype is int64" in proc.stderr and "int64 ids are fed as int32" in proc.stderr, proc.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.spec import TensorSpec
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.evaluate import data as data_module
 from edge_tool.evaluate.data import RunningStats

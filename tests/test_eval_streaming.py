@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from conftest import litert_outputs
 
-from calibration.readers.arrays import CHUNK_BYTES
-from calibration.spec import TensorSpec
+from edge_tool.calibration.readers.npz import CHUNK_BYTES
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError
 from edge_tool.evaluate import EvalConfig, metrics, run_eval

@@ -11,14 +11,17 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("edge_tool", "calibration")
+# repository folder -> the package name edgetool imports it by (calibration/ ships as edge_tool.calibration)
+PACKAGES = {"edge_tool": "edge_tool", "calibration": "edge_tool.calibration"}
+# edgetool's own code, which imports calibration by its installed name only
+OWN_CODE = ("edge_tool", "tests", "benchmarks", "scripts")
 
 
 def _modules() -> dict[str, Path]:
     mods = {}
-    for pkg in PACKAGES:
-        for f in (REPO / pkg).rglob("*.py"):
-            name = ".".join(f.relative_to(REPO).with_suffix("").parts)
+    for folder, pkg in PACKAGES.items():
+        for f in (REPO / folder).rglob("*.py"):  # rglob does not follow the symlink edge_tool/calibration
+            name = ".".join((pkg, *f.relative_to(REPO / folder).with_suffix("").parts))
             mods[name.removesuffix(".__init__")] = f
     return mods
 
@@ -100,9 +103,10 @@ def test_no_package_import_cycles():
     assert cycles(packages) == []
 
 
-# edge_tool's floors, lowest first (docs/architecture.md). A package imports only packages on lower floors (and
-# calibration, below them all); never one on its own floor or above. A new subpackage gets its floor here.
+# edge_tool's floors, lowest first (docs/architecture.md). A package imports only packages on lower floors (calibration
+# is below them all); never one on its own floor or above. A new subpackage gets its floor here.
 FLOORS = (
+    ("edge_tool.calibration",),  # calibration/: stands alone (imports nothing of edge_tool)
     ("edge_tool.errors",),
     ("edge_tool.core",),
     ("edge_tool.modelfiles", "edge_tool.webserver"),
@@ -144,7 +148,7 @@ def test_the_floor_check_finds_an_upward_import():
     edges = {
         "edge_tool.convert.smoke": {"edge_tool.evaluate.pipeline", "edge_tool.errors"},
         "edge_tool.api": {"edge_tool.commands.convert"},
-        "edge_tool.core.env": {"calibration.tfenv"},
+        "edge_tool.core.env": {"edge_tool.calibration.tfenv"},
     }
     assert upward_imports(edges) == [
         "edge_tool.api -> edge_tool.commands.convert",
@@ -188,3 +192,31 @@ def test_the_standalone_check_sees_function_level_imports(tmp_path):
     assert "edge_tool" in _imported_roots(f)
     f.write_text("import importlib\nimportlib.import_module('edge_tool.errors')\n")
     assert "edge_tool" in _imported_roots(f)
+
+
+def test_calibration_imports_itself_relatively():
+    """calibration/ imports its own modules relatively, so the same files work as `calibration` (the repository's
+    standalone package) and as `edge_tool.calibration` (what the wheel installs)."""
+    offenders = sorted(
+        str(f.relative_to(REPO)) for f in (REPO / "calibration").rglob("*.py") if "calibration" in _imported_roots(f)
+    )
+    assert offenders == []
+
+
+def test_edgetool_imports_calibration_by_one_name():
+    """edgetool's code, tests, benchmarks and scripts import edge_tool.calibration, never the top-level name: one
+    module identity, so an error class or dataclass never crosses from `calibration.x` to `edge_tool.calibration.x`
+    (python scripts/rewrite_moved_imports.py renames what a merge brings in)."""
+    offenders = sorted(
+        str(f.relative_to(REPO))
+        for folder in OWN_CODE
+        for f in (REPO / folder).rglob("*.py")
+        if "calibration" in _imported_roots(f)
+    )
+    assert offenders == []
+
+
+def test_the_graph_sees_edgetool_importing_calibration():
+    edges = graph()
+    assert "edge_tool.calibration.spec" in edges["edge_tool.calibration.loader"]  # relative, inside calibration
+    assert any(d.startswith("edge_tool.calibration.") for d in edges["edge_tool.errors"])

@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from calibration.safe_open import not_a_file, open_regular, read_regular
-from calibration.spec import TensorSpec
+from edge_tool.calibration.safe_open import not_a_file, open_regular, read_regular
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.modelfiles.limits import TENSOR_ENV, check_specs, tensor_bytes
 from edge_tool.modelfiles.tfjs_manifest import check_manifest

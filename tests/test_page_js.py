@@ -11,8 +11,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from calibration.readers.images import decode_image
-from calibration.spec import TensorSpec
+from edge_tool.calibration.readers.images import decode_image
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.demo.site import LITERT_MODULE, LITERT_MODULES, TEMPLATE_FILES
 from tests.conftest import REPO
 

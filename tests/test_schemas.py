@@ -15,8 +15,8 @@ import jsonschema
 import pytest
 
 import edge_tool.schemas as schemas
-from calibration.serial import json_keys
 from edge_tool.auto import Candidate, Decision
+from edge_tool.calibration.serial import json_keys
 from edge_tool.errors import DataError
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, LayerError, ReferenceResult, Report
 from edge_tool.schemas import NAMES, check, load

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calibration import serial
-from calibration.contract import ImageContract
-from calibration.dataset import CalibrationSummary, InputStats
-from calibration.serial import Record, SerialError, spec
-from calibration.spec import TensorSpec
 from edge_tool.auto import Candidate, Decision
+from edge_tool.calibration import serial
+from edge_tool.calibration.contract import ImageContract
+from edge_tool.calibration.dataset import CalibrationSummary, InputStats
+from edge_tool.calibration.serial import Record, SerialError, spec
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.check.base import Finding, Status, TargetResult, Verdict
 from edge_tool.check.run import CheckReport
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, LayerError, ReferenceResult, Report
@@ -369,10 +369,6 @@ def test_check_report_failed_is_derived():
 ALLOWED = {
     ("calibration/serial.py", "Record"): "the serializer's own entry points",
     ("edge_tool/schemas/document.py", "Document"): "validates against the published schema, then the serializer",
-    ("edge_tool/metadata/writer.py", "MetadataSpec"): "convert/api.py's build path (onnx-format's) calls it; it is "
-    "the serializer's JSON of record()",
-    ("edge_tool/micro/export.py", "MicroExport"): "convert/api.py's build path (onnx-format's) calls it; it is the "
-    "serializer's JSON of record()",
     ("edge_tool/tasks/base.py", "TaskChoice"): "combines the choice with the Task's attributes (not a "
     "field mapping); pipeline.py belongs to ort-runtime",
     ("edge_tool/evaluate/data.py", "RunningStats"): "a running accumulator, not a dataclass: computes the stats",

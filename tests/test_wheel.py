@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -27,16 +26,16 @@ from test_browser import CHROMIUM, FLAGS, _require_chromium
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 VENDOR = (
-    "web_demo/vendor/.lock-sha256",
-    "web_demo/vendor/tf.min.js",
-    "web_demo/vendor/tfjs-backend-wasm-simd.wasm",
-    "web_demo/vendor/tfjs-backend-wasm-threaded-simd.wasm",
-    "web_demo/vendor/tfjs-backend-wasm.wasm",
-    "web_demo/vendor/tf-backend-wasm.min.js",
-    "web_demo/vendor/litert/core.js",
-    "web_demo/vendor/litert/litert_wasm_compat_internal.wasm",
-    "web_demo/vendor/litert/litert_wasm_internal.wasm",
-    "web_demo/vendor/litert/litert_wasm_threaded_internal.wasm",
+    "edge_tool/web_demo/vendor/.lock-sha256",
+    "edge_tool/web_demo/vendor/tf.min.js",
+    "edge_tool/web_demo/vendor/tfjs-backend-wasm-simd.wasm",
+    "edge_tool/web_demo/vendor/tfjs-backend-wasm-threaded-simd.wasm",
+    "edge_tool/web_demo/vendor/tfjs-backend-wasm.wasm",
+    "edge_tool/web_demo/vendor/tf-backend-wasm.min.js",
+    "edge_tool/web_demo/vendor/litert/core.js",
+    "edge_tool/web_demo/vendor/litert/litert_wasm_compat_internal.wasm",
+    "edge_tool/web_demo/vendor/litert/litert_wasm_internal.wasm",
+    "edge_tool/web_demo/vendor/litert/litert_wasm_threaded_internal.wasm",
     "edge_tool/evaluate/tfjs_run.js",
     "edge_tool/metadata/metadata_schema_py_generated.py",
     "edge_tool/schemas/manifest.schema.json",
@@ -46,7 +45,8 @@ VENDOR = (
 
 
 def _copy_checkout(dest: Path, with_vendor: bool) -> Path:
-    """The files git tracks (and new untracked ones), plus web_demo/vendor/ resolved (it may be a symlink)."""
+    """The files git tracks (and new untracked ones; symlinks kept), plus web_demo/vendor/ resolved (it may be a
+    symlink)."""
     listed = (
         subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -59,10 +59,13 @@ def _copy_checkout(dest: Path, with_vendor: bool) -> Path:
     )
     for rel in filter(None, listed):
         src = REPO / rel
-        if rel.startswith(("web_demo/vendor", "web_demo/node_modules")) or not src.is_file():
+        if rel.startswith(("web_demo/vendor", "web_demo/node_modules")) or not (src.is_file() or src.is_symlink()):
             continue
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dest / rel)
+        if src.is_symlink():  # edge_tool/calibration and edge_tool/web_demo: the packages the wheel ships them as
+            (dest / rel).symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, dest / rel)
     if with_vendor:
         shutil.copytree(REPO / "web_demo" / "vendor", dest / "web_demo" / "vendor", symlinks=False)
     return dest
@@ -119,7 +122,8 @@ def venv(wheel, tmp_path_factory) -> Path:
         text=True,
         check=True,
     ).stdout.strip()
-    (Path(site) / "zz_edgetool_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    deps = [p for p in sys.path if p.endswith("site-packages")]  # a venv sharing another's packages lists both
+    (Path(site) / "zz_edgetool_test_deps.pth").write_text("\n".join(deps) + "\n")
     return root
 
 
@@ -147,6 +151,35 @@ def test_wheel_carries_the_vendored_runtimes(wheel):
     assert not any("node_modules" in n or n.startswith(("tests/", "build_support/")) for n in names)
 
 
+def test_installed_wheel_claims_only_the_edge_tool_import_name(venv, tmp_path):
+    """calibration and the page template are installed as edge_tool.calibration and edge_tool.web_demo: the generic
+    top-level names stay free for other distributions, and `import edge_tool` still loads no third-party module."""
+    site = Path(_python(venv, tmp_path, "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip())
+    assert not (site / "calibration").exists() and not (site / "web_demo").exists()
+    for name in ("calibration", "web_demo"):
+        proc = _python(venv, tmp_path, f"import {name}", check=False)
+        assert proc.returncode == 1 and f"No module named '{name}'" in proc.stderr, proc.stderr[-2000:]
+    probe = (
+        "import sys, edge_tool, edge_tool.calibration as c\n"
+        "from edge_tool.demo.vendor import vendor_status, web_demo_dir\n"
+        "assert c.InputSpec.__module__ == 'edge_tool.calibration.spec'\n"
+        "assert vendor_status(web_demo_dir()) is None, vendor_status(web_demo_dir())\n"
+        "print(web_demo_dir())"
+    )
+    assert Path(_python(venv, tmp_path, probe).stdout.strip()).is_relative_to(site)
+    loaded = _python(venv, tmp_path, "import sys, edge_tool; print(' '.join(sys.modules))").stdout.split()
+    ours = {*sys.stdlib_module_names, "__main__", "edge_tool"}
+    assert [m for m in loaded if m.split(".")[0] not in ours] == []
+    proc = _run(venv, tmp_path, "--help")
+    assert proc.returncode == 0 and "convert" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _python(venv: Path, cwd: Path, code: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, env=_env(venv), cwd=cwd, check=check
+    )
+
+
 def test_build_fails_loudly_without_vendor(tmp_path):
     proc = _build(_copy_checkout(tmp_path / "src", with_vendor=False), tmp_path / "dist")
     assert proc.returncode != 0
@@ -160,7 +193,8 @@ def test_installed_wheel_works_without_node(venv, digits_model, tmp_path):
         [
             str(venv / "bin" / "python"),
             "-c",
-            "import edge_tool, web_demo; print(edge_tool.__file__); print(web_demo.__file__)",
+            "import edge_tool.calibration, edge_tool.web_demo as w; print(edge_tool.calibration.__file__); "
+            "print(w.__file__)",
         ],
         capture_output=True,
         text=True,

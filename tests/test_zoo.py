@@ -15,7 +15,7 @@ import pytest
 from benchmarks.zoo import runner
 from benchmarks.zoo.cells import classify
 from benchmarks.zoo.context import compare
-from benchmarks.zoo.wayout import named_options
+from benchmarks.zoo.wayout import named_mode, named_options
 from tests import zygote
 
 pytestmark = pytest.mark.slow
@@ -37,6 +37,8 @@ SUBSET = {
     ("numpy_function", "int8"): False,  # refused as a Python callback (the judged reason must name it)
     ("groupnorm", "int16x8"): False,  # refused (its float fallback does not compute the model), never shipped wrong
     ("gelu_transformer", "tfjs"): False,  # refused naming Erfc and --litert (tensorflowjs has no Erfc)
+    ("bert_tiny", "int8"): True,  # int64 input_ids + attention_mask fed by name, padding mask inside attention
+    ("bert_tiny", "demo"): False,  # exact GELU and 2 inputs: refused without passing on convert's --litert advice
 }
 
 
@@ -116,6 +118,16 @@ def test_way_out_options_are_read_from_the_refusal():
         "--trust-model-code does not help"
     )
     assert named_options(said, "int8", []) == []
+
+
+def test_a_refusal_naming_another_mode_with_an_option_is_tried_as_that_pair():
+    """int8 of a string-input model has no integer form; its refusal names float modes *with* Flex ops: the zoo runs
+    the first of them with the option (checked as that mode). Another mode alone, or auto, is no such pair."""
+    said = "string ops have no integer form. Use --quant fp32, fp16 or dynamic with --allow-select-tf-ops (Flex)"
+    assert named_mode(said, "int8") == "fp32" and named_mode(said, "qat") == "fp32"
+    assert named_mode(said.replace("fp32, ", ""), "int8") == "fp16"
+    assert named_mode(said, "auto") is None and named_mode("Use --quant int8, dynamic or fp16.", "int16x8") is None
+    assert named_mode("not with --quant fp16 with --allow-select-tf-ops either", "int8") is None
 
 
 def test_compare_measures_disagreement_and_missing_heads():

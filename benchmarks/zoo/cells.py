@@ -68,8 +68,16 @@ def command(cell: str, model: Path, out: Path, spec, features: Features, produce
             *batch,
         ]
     if cell == "eval":
-        artefacts = [
-            str(p) for name in ("fp32", "int8") if name in produced for p in sorted(produced[name].glob("*.tflite"))
+        artefacts = [  # the cell's own file, else the one its refusal's way out built (fp32 with Flex ops, say)
+            str(p)
+            for name in ("fp32", "int8")
+            for p in (
+                sorted(produced[name].glob("*.tflite"))
+                if name in produced
+                else sorted(produced[f"{name}@wayout"].glob(f"*_{name}.tflite"))
+                if f"{name}@wayout" in produced
+                else []
+            )
         ]
         if "tfjs" in produced:
             artefacts += [str(p.parent) for p in sorted(produced["tfjs"].rglob("model.json"))][:1]

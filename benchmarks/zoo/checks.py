@@ -34,7 +34,8 @@ def main(argv: list[str]) -> None:
     results = {}
     for cell, args in request.items():
         try:
-            base = cell.split("@")[0]  # CELL@wayout: the cell run again with the option its refusal named
+            # CELL@wayout: the cell run again with the option its refusal named (or the mode it named: check_as)
+            base = args.get("check_as") or cell.split("@")[0]
             if ctx is None:
                 results[cell] = without_reference(SPECS[model_dir.name], base, args, no_reference)
             elif "refused" in args:

@@ -131,7 +131,13 @@ def run_model(name: str, cells: list[str], features: zcells.Features, key: str, 
     work = CACHE / "work" / name
     produced = {c: work / c for c in zcells.CELLS
                 if c in results and results[c]["status"] in ("ok", "wrong") and (work / c).is_dir()}
+    produced.update({f"{c}@wayout": work / f"{c}-wayout" for c, r in results.items()  # what a named way out built
+                     if (r.get("way_out") or {}).get("status") == "produced" and (work / f"{c}-wayout").is_dir()})
     pending, refused = {}, {}
+
+    def other(mode, dest, extra):  # another mode's command, writing into dest, with the options a refusal named
+        return [*zcells.command(mode, model, dest, spec, features, produced), *extra]
+
     for cell in todo:
         out = work / cell
         shutil.rmtree(out, ignore_errors=True)
@@ -148,7 +154,7 @@ def run_model(name: str, cells: list[str], features: zcells.Features, key: str, 
             continue
         (out.mkdir(parents=True, exist_ok=True), (out / "stderr.txt").write_text(err))
         if record["status"] == "refused":
-            _try_way_out(name, cell, args, record, work, pending, produced, log)
+            _try_way_out(name, cell, args, record, work, pending, produced, log, other)
             refused[cell] = record
         else:
             results[cell] = _save(name, cell, key, record)
@@ -179,22 +185,30 @@ def _run_cell(cell: str, args: list[str], out: Path) -> tuple[dict, str]:
             "command": "edgetool " + " ".join(_short(a) for a in args)}, err
 
 
-def _try_way_out(name, cell, args, record, work, pending, produced, log) -> None:
-    """When the refusal names an option (``wayout``), run the cell again with it; a produced result is checked."""
-    extra = wayout.named_options(record["reason"], cell, args)
+def _try_way_out(name, cell, args, record, work, pending, produced, log, other) -> None:
+    """When the refusal names an option (``wayout``), run the cell again with it; when it names another mode with an
+    option (``wayout.named_mode``), run that mode's command (``other(mode, out, options)``) with it, checked as that
+    mode. A produced result is checked."""
+    out = work / f"{cell}-wayout"
+    mode = wayout.named_mode(record["reason"], cell)
+    if mode is not None:
+        extra = wayout.named_options(record["reason"], mode, [])
+        new_args = other(mode, out, extra)
+        extra = ["--quant", mode, *extra]
+    else:
+        extra = wayout.named_options(record["reason"], cell, args)
+        new_args = [str(out) + a[len(str(work / cell)):] if a.startswith(str(work / cell)) else a
+                    for a in wayout.with_options(args, extra)]
     if not extra:
         return
-    out = work / f"{cell}-wayout"
     shutil.rmtree(out, ignore_errors=True)
-    new_args = [str(out) + a[len(str(work / cell)):] if a.startswith(str(work / cell)) else a
-                for a in wayout.with_options(args, extra)]
-    way, _ = _run_cell(cell, new_args, out)
+    way, _ = _run_cell(mode or cell, new_args, out)
     record["way_out"] = {"options": " ".join(extra), "status": way["status"], "reason": way["reason"],
                          "seconds": way["seconds"]}
     log(f"[{name}] {cell}: way out {' '.join(extra)}: {way['status']} {way['reason'][:100]}")
     if way["status"] == "produced":
         produced[f"{cell}@wayout"] = out
-        pending[f"{cell}@wayout"] = way
+        pending[f"{cell}@wayout"] = {**way, "check_as": mode or cell}
 
 
 def _judge_refusal(record: dict, justified: dict | None, way_verdict: dict | None) -> dict:
@@ -224,7 +238,8 @@ def _check(name: str, model: Path, work: Path, pending: dict, refused: dict, pro
     """One check process for every produced output (``cell`` or ``cell@wayout``) and every refusal's reason."""
     batch = 1 if zmodels.SPECS[name].recurrent else None
     request = {cell: {"out": str(produced[cell]), "batch": batch, "browser": browser,
-                      "int8_out": str(produced["int8"]) if "int8" in produced else None} for cell in pending}
+                      "int8_out": str(produced["int8"]) if "int8" in produced else None,
+                      "check_as": pending[cell].get("check_as")} for cell in pending}
     request.update({cell: {"refused": record["reason"], "batch": batch} for cell, record in refused.items()})
     req_file = work / "check-request.json"
     req_file.write_text(json.dumps(request))

@@ -104,5 +104,26 @@ SPECS = {
         ),
         ModelSpec("stft_logmel", "waveform[N,256] → tf.signal.stft → |·| → mel matrix → log → CNN, 4 tone bands"),
         ModelSpec("conv3d_video", "Conv3D over 4 frames of 8×8 (a digit sliding right) → global pooling → softmax"),
+        ModelSpec(
+            "bert_tiny",
+            "BERT-tiny (2 layers, hidden 32, 2 heads, exact GELU): int64 input_ids + attention_mask, CLS → 4 topics",
+            refusals=(GELU_TFJS,),
+        ),
+        ModelSpec(
+            "vit_tiny",
+            "ViT-tiny: stride-2 patch Conv2D, class token, position embeddings, 2 exact-GELU blocks, 8×8 digits",
+            refusals=(GELU_TFJS,),
+        ),
+        ModelSpec(
+            "keras3_ops",
+            "Keras 3 functional model of keras.ops calls (RMS norm, SiLU gate), model.export()",
+            keras3=True,
+        ),
+        ModelSpec(
+            "keras3_ops_keras",
+            "the keras3_ops model saved as a Keras 3 `.keras` file",
+            keras3=True,
+            model_file="model.keras",
+        ),
     )
 }

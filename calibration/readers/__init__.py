@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.errors import CalibrationError
-from calibration.readers.arrays import NpyReader, NpzReader
-from calibration.readers.base import Reader
-from calibration.readers.images import IMAGE_SUFFIXES, ImageFolderReader
-from calibration.readers.table import CsvReader
-from calibration.readers.tfrecord import SUFFIXES as TFRECORD_SUFFIXES
-from calibration.readers.tfrecord import TFRecordReader
+from ..errors import CalibrationError
+from .base import Reader
+from .images import IMAGE_SUFFIXES, ImageFolderReader
+from .npy import NpyReader
+from .npz import NpzReader
+from .table import CsvReader
+from .tfrecord import SUFFIXES as TFRECORD_SUFFIXES
+from .tfrecord import TFRecordReader
 
 BY_SUFFIX: dict[str, type[Reader]] = {
     ".npz": NpzReader,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.errors import CalibrationError
-from calibration.spec import TensorSpec
-from calibration.types import LoadOptions
+from ..errors import CalibrationError
+from ..spec import TensorSpec
+from ..types import LoadOptions
 
 # One text label (CSV cell, TFRecord bytes): labels become a fixed-width string array, so one huge label would
 # be multiplied by the number of samples.

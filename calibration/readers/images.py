@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.contract import ImageContract, for_input
-from calibration.errors import CalibrationError
-from calibration.readers.base import Reader, index_chunks, reason
-from calibration.spec import TensorSpec, show_shape
-from calibration.types import LoadOptions
+from ..contract import ImageContract, for_input
+from ..errors import CalibrationError
+from ..spec import TensorSpec, show_shape
+from ..types import LoadOptions
+from .base import Reader, index_chunks, reason
 
 # What Pillow raises on a damaged or hostile file while it opens or decodes it (UnidentifiedImageError and
 # "image file is truncated" are OSErrors; some plugins let struct / zlib / EOF / SyntaxError escape).

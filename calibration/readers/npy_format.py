@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibration.readers.base import reason
+from .base import reason
 
 MAX_HEADER_BYTES = 10_000  # numpy's own default for untrusted headers
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.errors import CalibrationError
-from calibration.readers.base import MAX_LABEL_CHARS, Reader, reason, selected_rows
-from calibration.spec import TensorSpec, show_shape
-from calibration.types import LoadOptions
-from calibration.validate import reshape_flat
+from ..errors import CalibrationError
+from ..spec import TensorSpec, show_shape
+from ..types import LoadOptions
+from ..validate import reshape_flat
+from .base import MAX_LABEL_CHARS, Reader, reason, selected_rows
 
 MAX_LINE_CHARS = 32 << 20  # one physical line; a CSV of numbers has no reason to come near it
 

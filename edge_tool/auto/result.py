@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from calibration.serial import Record, spec
 from edge_tool.auto.config import AutoConfig
+from edge_tool.calibration.serial import Record, spec
 from edge_tool.schemas.document import Document
 
 FILE = "decision.json"

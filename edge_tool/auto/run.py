@@ -113,7 +113,14 @@ def _selective_search(config: AutoConfig, work: Path, stem: str) -> tuple[Candid
     ds, spec = inputs.dataset, inputs.metadata  # as every convert candidate has
     with step("rank int8 layers (QuantizationDebugger)"):
         sel = SelectiveInt8(
-            tf, new_converter(source.saved_model, signature=source.signature.key), ds.inputs, str(config.model)
+            tf,
+            new_converter(
+                source.saved_model,
+                signature=source.signature.key,
+                allow_select_tf_ops=config.convert.allow_select_tf_ops,
+            ),
+            ds.inputs,
+            str(config.model),
         )
     layers = sel.candidates(config.max_float_layers)
     notes = [
@@ -157,7 +164,7 @@ def run_auto(config: AutoConfig) -> AutoResult:
         if not built.artifacts:
             reasons = "\n".join(f"- {mode}: {why}" for mode, why in built.failures.items())
             raise ConversionError(f"--quant auto: no candidate converted for {config.model}:\n{reasons}")
-        named, excluded = _screen(config, [(a.quant, a.path, None) for a in built.artifacts])
+        named, excluded = _screen(config, [(a.quant, built.path_of(a), None) for a in built.artifacts])
         measured, ref_acc, task = [], None, None
         if named:
             with quiet_native_stderr(), step("measure candidates (edgetool eval)"):
@@ -165,7 +172,9 @@ def run_auto(config: AutoConfig) -> AutoResult:
         by_name = {c.name: c for c in [*measured, *excluded]}
         by_name.update({m: Candidate.failure(m, why) for m, why in built.failures.items()})
         cands = [by_name[m] for m in config.modes if m in by_name]
-        notes = _task_notes(task) + _add_selective(config, work, cands, built.artifacts[0].path.stem.rsplit("_", 1)[0])
+        notes = _task_notes(task) + _add_selective(
+            config, work, cands, Path(built.artifacts[0].path).stem.rsplit("_", 1)[0]
+        )
         best = choose(cands, config.objective)
         cands = [replace(c, chosen=c is best) for c in cands]
         result = AutoResult(

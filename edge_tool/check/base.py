@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from calibration.serial import Record
+from edge_tool.calibration.serial import Record
 
 
 class Verdict(str, Enum):

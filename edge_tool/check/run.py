@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from calibration.serial import Record
+from edge_tool.calibration.serial import Record
 from edge_tool.check.base import TargetResult, Verdict
 from edge_tool.check.device_target import DEVICE_TARGETS
 from edge_tool.check.registry import TARGET_NAMES

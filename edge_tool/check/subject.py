@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from calibration.safe_open import open_regular
+from edge_tool.calibration.safe_open import open_regular
 from edge_tool.check.synthetic import SAMPLES, write_synthetic_calibration
 from edge_tool.convert.api import convert
 from edge_tool.convert.config import ConvertConfig
@@ -25,8 +25,9 @@ from edge_tool.errors import ConversionError, ModelError, UsageError
 from edge_tool.litert.recipes import resolve_calibration
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.modelfiles.limits import check_signature, check_tflite_file, read_tflite
+from edge_tool.modelfiles.tfjs_manifest import read_graph_model_json
 from edge_tool.modelfiles.tflite_model import summarize_tflite
-from edge_tool.models.modelio import read_graph_model_json, saved_model_signature
+from edge_tool.models.modelio import saved_model_signature
 
 
 class Unavailable(Exception):
@@ -177,7 +178,8 @@ def _convert(subject: Subject, mode: str, output_format: str = "tflite") -> Path
         trust_model_code=subject.trust_model_code,
         **_contract_options(subject),
     )
-    return convert(config).artifacts[0].path
+    result = convert(config)
+    return result.path_of(result.artifacts[0])
 
 
 def _contract_options(subject: Subject) -> dict:

@@ -141,6 +141,7 @@ def command(
             qat_epochs=qat_epochs,
             seed=seed,
             batch=batch,
+            allow_select_tf_ops=allow_select_tf_ops,
             force=force,
             keep_going=True,
             trust_model_code=trust_model_code,
@@ -261,7 +262,7 @@ def _print_result(result) -> None:
         fp32 = base.get(a.format) or base.get("tflite")  # tfjs has no fp32 of its own: against the fp32 .tflite
         ratio = f"{a.size_bytes / fp32:.2f}" if fp32 else "–"
         table.add_row(
-            *map(text, (a.path.name, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio, f"{a.seconds:.1f}"))
+            *map(text, (a.path, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio, f"{a.seconds:.1f}"))
         )
     Console().print(table)
     for entry in result.manifest.artifacts:

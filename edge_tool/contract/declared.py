@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.contract import ImageContract
+from edge_tool.calibration.contract import ImageContract
 from edge_tool.contract.graph import graph_scaling
 from edge_tool.contract.keras_config import input_scaling, keras_file_config, saved_model_config
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from calibration.contract import RANGES
-from calibration.serial import Record
+from edge_tool.calibration.contract import RANGES
+from edge_tool.calibration.serial import Record
 from edge_tool.errors import UsageError, collect_and_raise
 
 RANGE_HELP = (

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-import calibration
-from calibration.contract import RANGES, ImageContract
+from edge_tool import calibration
+from edge_tool.calibration.contract import RANGES, ImageContract
 
 SAMPLE = 64
 MIN_GAIN = 0.3

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.contract import RANGES, ImageContract
+from edge_tool.calibration.contract import RANGES, ImageContract
 from edge_tool.contract.declared import declared, from_metadata, image_contract
 from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.probe import ProbeResult, run_probe

@@ -3,6 +3,7 @@ manifest."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -11,8 +12,8 @@ from pathlib import Path
 from edge_tool.convert.batch_retry import BatchRetry
 from edge_tool.convert.config import ConvertConfig, QuantMode
 from edge_tool.convert.context import BuildContext
-from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec, WrittenArtifact
-from edge_tool.convert.inputs import prepare_inputs
+from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec
+from edge_tool.convert.inputs import drop_string_calibration, prepare_inputs
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.convert.source import prepare_source
 from edge_tool.converter.fast_path import fast_path_problem
@@ -24,19 +25,28 @@ from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.models.modelio import signature_note
-from edge_tool.schemas.manifest import Manifest
+from edge_tool.schemas.manifest import Manifest, ManifestArtifact
 
-__all__ = ["ConvertResult", "WrittenArtifact", "convert", "load_calibration", "one_line"]
+__all__ = ["ConvertResult", "ManifestArtifact", "convert", "load_calibration", "one_line"]
 
 
 @dataclass(frozen=True)
 class ConvertResult:
-    """What a convert run wrote."""
+    """What a convert run wrote: ``artifacts`` are the manifest's entries (the same objects as
+    ``manifest.artifacts``; their ``path`` is relative to ``output_dir``, see ``path_of``)."""
 
     output_dir: Path
-    artifacts: tuple[WrittenArtifact, ...]
     manifest: Manifest
     failures: dict = field(default_factory=dict)  # mode -> one-line reason (only with config.keep_going)
+
+    @property
+    def artifacts(self) -> tuple[ManifestArtifact, ...]:
+        """The manifest's artefact entries, in build order."""
+        return self.manifest.artifacts
+
+    def path_of(self, entry: ManifestArtifact) -> Path:
+        """Where the artefact of ``entry`` is on disk (a file, or the tfjs directory)."""
+        return self.output_dir / entry.path
 
     def tflite(self, mode: QuantMode | str) -> Path:
         """Path of the .tflite of ``mode``."""
@@ -44,7 +54,7 @@ class ConvertResult:
 
     def artifact(self, format: str, quant: str) -> Path:
         """Path of the artefact of ``format`` built with ``quant`` (a --quant mode, or tfjs's weight compression)."""
-        return next(a.path for a in self.artifacts if a.format == format and a.quant == quant)
+        return next(self.path_of(a) for a in self.artifacts if a.format == format and a.quant == quant)
 
 
 def load_calibration(config: ConvertConfig, source):
@@ -72,13 +82,10 @@ def convert(config: ConvertConfig) -> ConvertResult:
                     worker = spec.start_worker(config) if spec.start_worker else None
                     if worker is not None:
                         workers[spec.name] = worker
-            artifacts, manifest = _convert_in(config, Path(work), import_tf(), workers, t0)
+            manifest = _convert_in(config, Path(work), import_tf(), workers, t0)
         finally:
             _close(workers)
-    final = tuple(
-        WrittenArtifact(config.output_dir / a.path.name, a.format, a.quant, a.size_bytes, a.seconds) for a in artifacts
-    )
-    return ConvertResult(config.output_dir, final, manifest, dict(manifest.failed or {}))
+    return ConvertResult(config.output_dir, manifest, dict(manifest.failed or {}))
 
 
 def _specs(config: ConvertConfig) -> list[FormatSpec]:
@@ -90,12 +97,13 @@ def _close(workers: dict) -> None:
         worker.close()
 
 
-def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float) -> tuple[list, Manifest]:
-    """Load, calibrate and build every format into the atomic output dir; returns (artifacts, manifest)."""
+def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float) -> Manifest:
+    """Load, calibrate and build every format into the atomic output dir; returns the manifest written."""
     with step("load model"):
         source = prepare_source(config.model, work, config.batch, config.trust_model_code, config.signature)
     if note := signature_note(config.model, config.signature):
         console.print(term(note))
+    config, failed = drop_string_calibration(config, source)
     inputs = prepare_inputs(tf, config, source)
     ds = inputs.dataset
     rep = ds.representative_dataset() if ds else None
@@ -104,22 +112,23 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float)
     )
     if config.wants("tflite"):
         _warn_if_public_converter()
-    failed: dict = {}
+    for mode, why in failed.items():
+        console.print(f"[red]✗[/] convert {mode}: {term(why)}")
     specs = _buildable(config, source, failed)
     with atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
-        job = FormatJob(ctx, tmp, work, BatchRetry(ctx, work), workers)
+        ctx.retry = BatchRetry(ctx, work)
+        job = FormatJob(ctx, tmp, work, ctx.retry, workers)
         try:
             built = _build_all(job, specs, failed)
         except BaseException:
             _close(workers)  # stop them writing into tmp before atomic_dir deletes tmp
             raise
-        records = [record for _, record in built]
         cal = None if ds is None else {"path": str(inputs.calibration_path), **ds.summary.to_dict()}
-        timings = {FORMATS[r["format"]].key_of(r["quant"]): r["seconds"] for r in records}
+        timings = {FORMATS[a.format].key_of(a.quant): a.seconds for a in built}
         timings["total"] = round(time.perf_counter() - t0, 3)
-        manifest = build_manifest(config, source, cal, records, timings, failed, inputs.resolution.to_list())
+        manifest = build_manifest(config, source, cal, built, timings, failed, inputs.resolution.to_list())
         write_manifest(tmp, manifest)
-    return [art for art, _ in built], manifest
+    return manifest
 
 
 def _buildable(config: ConvertConfig, source, failed: dict) -> list[FormatSpec]:
@@ -140,7 +149,7 @@ def _buildable(config: ConvertConfig, source, failed: dict) -> list[FormatSpec]:
     return out
 
 
-def _build_all(job: FormatJob, specs: list[FormatSpec], failed: dict) -> list[tuple]:
+def _build_all(job: FormatJob, specs: list[FormatSpec], failed: dict) -> list[ManifestArtifact]:
     """Build every format (per mode where it takes modes, extensions beside their base's artefacts)."""
     config = job.ctx.config
     for spec in specs:
@@ -155,7 +164,7 @@ def _build_all(job: FormatJob, specs: list[FormatSpec], failed: dict) -> list[tu
             continue
         for mode in config.modes:
             try:
-                art, record = spec.build(job, mode)
+                entry = spec.build(job, mode)
             except EdgeToolError as exc:
                 if not config.keep_going:
                     raise
@@ -164,8 +173,8 @@ def _build_all(job: FormatJob, specs: list[FormatSpec], failed: dict) -> list[tu
                 continue
             for ext in specs:
                 if ext.extends == spec.name:
-                    record[ext.name] = ext.build(job, art)
-            built.append((art, record))
+                    entry = dataclasses.replace(entry, **{ext.name: ext.build(job, entry)})
+            built.append(entry)
     if failed and not built:
         raise ConversionError("no mode could be built: " + "; ".join(f"{m}: {w}" for m, w in failed.items()))
     return built

@@ -26,6 +26,8 @@ from edge_tool.converter.run import OpsNotBuiltin
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.schemas.manifest import ManifestArtifact
+from edge_tool.schemas.records import BatchNote
 
 BATCH = 1
 # the calibrator runs the float file in LiteRT: a kernel refusing it there fails the conversion with LiteRT's words
@@ -40,7 +42,7 @@ class BatchRetry:
         self.work = Path(work)
         self._fixed: BuildContext | None = None
 
-    def run(self, mode: QuantMode, build: Callable[[BuildContext], tuple]) -> tuple:
+    def run(self, mode: QuantMode, build: Callable[[BuildContext], ManifestArtifact]) -> ManifestArtifact:
         """``build(context)``, and once more from the batch-1 re-trace when LiteRT refuses the free-batch file."""
         try:
             return build(self.ctx)
@@ -50,36 +52,55 @@ class BatchRetry:
             return self.build(mode, exc, build)
 
     def applies(self, mode: QuantMode, exc: EdgeToolError) -> bool:
-        """True when ``exc`` is LiteRT refusing a file of a model whose batch is free and was not fixed by the user."""
-        free_batch = any(t.shape and t.shape[0] is None for t in self.ctx.source.signature.inputs)
-        refused = isinstance(exc, (LiteRTRefused, OpsNotBuiltin)) or (
-            isinstance(exc, ConversionError) and _KERNEL_FAILED.search(str(exc))
-        )
-        return bool(refused and free_batch and self.ctx.config.batch is None and mode is not QuantMode.QAT)
+        """True when ``exc`` is LiteRT refusing a file of a model whose batch is free and was not fixed by the user
+        (QAT retries inside its builder, which converts twice: ``inside``)."""
+        return mode is not QuantMode.QAT and fixed_batch_may_help(self.ctx, exc)
 
-    def build(self, mode: QuantMode, exc: EdgeToolError, build: Callable[[BuildContext], tuple]) -> tuple:
+    def inside(self, what: str, build: Callable[[BuildContext], bytes]) -> tuple[bytes, dict | None]:
+        """For a builder converting more than once (QAT: the fine-tuned model, and int8 PTQ to compare it with):
+        ``build(context)``, and once more from the batch-1 re-trace when LiteRT refuses the free-batch file.
+        Returns (the file, its ``fixed_batch`` note or None); a failure at batch 1 too raises the first refusal,
+        noting that ``--batch 1`` did not help."""
+        try:
+            return build(self.ctx), None
+        except EdgeToolError as exc:
+            if not fixed_batch_may_help(self.ctx, exc):
+                raise
+            try:
+                data = build(self._context())
+            except EdgeToolError as again:
+                raise ConversionError(f"{exc} {_no_help(again)}") from None
+            why = " ".join(str(exc).split())
+            fails = "does not convert to builtin ops" if isinstance(exc, OpsNotBuiltin) else "does not run in LiteRT"
+            console.print(
+                f"[yellow]note:[/] {term(what)} with a free input batch {fails} "
+                f"({term(_reason(why))}); built again with the input batch fixed to {BATCH} (as --batch {BATCH} "
+                "does), which runs: it takes one sample at a time."
+            )
+            return data, {"batch": BATCH, "reason": why}
+
+    def build(
+        self, mode: QuantMode, exc: EdgeToolError, build: Callable[[BuildContext], ManifestArtifact]
+    ) -> ManifestArtifact:
         """``build(batch-1 context)`` with the note said and recorded; raises ``exc`` (noting the try) when it fails."""
         try:
-            art, record = build(self._context())
+            entry = build(self._context())
         except EdgeToolError as again:
-            raise ConversionError(
-                f"{exc} Fixing the input batch to {BATCH} (as --batch {BATCH} does) does not help "
-                f"either: {' '.join(str(again).split())}"
-            ) from None
+            raise ConversionError(f"{exc} {_no_help(again)}") from None
         why = " ".join(str(exc).split())
-        record["fixed_batch"] = {"batch": BATCH, "reason": why}
+        entry = dataclasses.replace(entry, fixed_batch=BatchNote(BATCH, why))
         fails = "does not convert to builtin ops" if isinstance(exc, OpsNotBuiltin) else "does not run in LiteRT"
         console.print(
             f"[yellow]note:[/] {term(mode.value)} with a free input batch {fails} "
             f"({term(_reason(why))}); built again with the input batch fixed to {BATCH} (as --batch "
-            f"{BATCH} does), which runs: {term(art.path.name)} takes one sample at a time."
+            f"{BATCH} does), which runs: {term(entry.path)} takes one sample at a time."
         )
-        return art, record
+        return entry
 
     def _context(self) -> BuildContext:
         if self._fixed is None:
-            config = self.ctx.config  # qat (and its --eval-data) never comes here: it converts the Keras model itself
-            modes = tuple(m for m in config.modes if m is not QuantMode.QAT)
+            config = self.ctx.config  # qat's own model (and its --eval-data) is not re-traced: only its PTQ twin
+            modes = tuple(m for m in config.modes if m is not QuantMode.QAT) or (QuantMode.INT8,)
             config = dataclasses.replace(config, batch=BATCH, modes=modes, eval_data=None)
             source = prepare_source(
                 config.model, self.work / "fixed-batch", BATCH, config.trust_model_code, config.signature
@@ -88,6 +109,22 @@ class BatchRetry:
                 self.ctx, config=config, source=source, shared=None, notes={}, _reference=None
             )
         return self._fixed
+
+
+def fixed_batch_may_help(ctx: BuildContext, exc: EdgeToolError) -> bool:
+    """True when ``exc`` is LiteRT refusing a file of a model whose batch is free and was not fixed by the user."""
+    free_batch = any(t.shape and t.shape[0] is None for t in ctx.source.signature.inputs)
+    refused = isinstance(exc, (LiteRTRefused, OpsNotBuiltin)) or (
+        isinstance(exc, ConversionError) and _KERNEL_FAILED.search(str(exc))
+    )
+    return bool(refused and free_batch and ctx.config.batch is None)
+
+
+def _no_help(again: EdgeToolError) -> str:
+    return (
+        f"Fixing the input batch to {BATCH} (as --batch {BATCH} does) does not help either: "
+        f"{' '.join(str(again).split())}"
+    )
 
 
 def _reason(message: str) -> str:

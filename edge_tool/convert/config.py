@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.safe_open import not_a_file
-from calibration.serial import Record
+from edge_tool.calibration.safe_open import not_a_file
+from edge_tool.calibration.serial import Record
 from edge_tool.contract.options import ContractOptions
 from edge_tool.convert.enums import IOType, QatStrategy, QuantMode, TfjsQuant
 from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for

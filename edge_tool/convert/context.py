@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import calibration
+from edge_tool import calibration
 from edge_tool.convert.config import ConvertConfig, IOType
 from edge_tool.convert.source import PreparedSource
 from edge_tool.converter.fast_path import SharedSource
@@ -29,6 +29,7 @@ class BuildContext:
     shared: SharedSource | None = field(default=None, repr=False)
     notes: dict = field(default_factory=dict)  # mode value -> what its builder decided (goes into the manifest)
     _reference: object | None = field(default=None, repr=False)
+    retry: object | None = field(default=None, repr=False)  # BatchRetry, for builders that convert twice (QAT)
 
     def __post_init__(self) -> None:
         if self.shared is None:
@@ -94,8 +95,9 @@ class BuildContext:
         )
         return ds.inputs[specs[0].name], ds.labels
 
-    def record_notes(self, mode, notes: dict) -> None:
-        """Keep what ``mode``'s builder decided; ``convert`` puts it into that artefact's manifest record."""
+    def record_notes(self, mode, notes) -> None:
+        """Keep what ``mode``'s builder decided (the value of the manifest entry's field named after the mode: a
+        dict for qat, an ``Int16x8Note``); the tflite format puts it into that artefact's entry."""
         self.notes[getattr(mode, "value", mode)] = notes
 
     def keras_source(self) -> Path:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import calibration
+from edge_tool import calibration
 from edge_tool.converter.fast_path import SharedSource
 from edge_tool.converter.run import Refusal, new_converter, run_converter
 from edge_tool.core.env import import_tf
@@ -22,6 +22,10 @@ from edge_tool.errors import ModelError, UsageError
 from edge_tool.litert.recipes import configure_full_int8, missing_calibration_message, resolve_calibration
 from edge_tool.models.fixed_batch import save_fixed_batch
 from edge_tool.models.modelio import SERVING, saved_model_signature
+
+# integer input dtypes @litertjs/core 2.5.3 cannot hold (its DATATYPES: float32, int32, uint8): the LiteRT.js .tflite
+# takes them as int32 and casts inside
+INT32_FED = ("int64", "int16", "int8", "uint16", "uint32")
 
 
 def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path:
@@ -54,12 +58,9 @@ def build_fixed(
     carrying code refused unless ``trust_model_code``). Image data is read through the input contract ``contracts``."""
     source = calibration_source(saved_model, calibration_path)
     info = saved_model_signature(Path(saved_model), signature or SERVING)
-    if len(info.inputs) != 1:
-        raise ModelError(f"--litert drives models with exactly one input; this one has {len(info.inputs)}.")
-    inp = info.inputs[0]
-    if not inp.shape or any(d is None for d in inp.shape[1:]):
-        raise ModelError(f"--litert needs a fixed input shape after the batch dimension; {inp.name} has {inp.shape}.")
-
+    open_inputs = [f"{t.name} {t.shape}" for t in info.inputs if not t.shape or any(d is None for d in t.shape[1:])]
+    if open_inputs:
+        raise ModelError(f"--litert needs fixed input shapes after the batch dimension; {', '.join(open_inputs)}.")
     ds = calibration.load(source, calibration.specs_from(info.inputs), calibration.LoadOptions(images=contracts))
 
     tf = import_tf()
@@ -67,13 +68,46 @@ def build_fixed(
     with tempfile.TemporaryDirectory(prefix="edgetool-b1-") as work:
         fixed = Path(work) / "batch1"
         save_fixed_batch(Path(saved_model), fixed, 1, info.key, trust_model_code=trust_model_code)
+        if any(t.dtype in INT32_FED for t in info.inputs):
+            fixed = _int32_inputs(tf, fixed, Path(work) / "int32")
         shared = SharedSource(fixed, SERVING)  # the batch-1 re-export: its GraphDef is read once for every mode
         for mode in modes:
             conv = new_converter(shared)
             if mode == "int8":
-                configure_full_int8(tf, conv, ds.representative_dataset(), None)
+                configure_full_int8(tf, conv, _as_int32(ds.representative_dataset()), None)
             out[mode] = run_converter(conv, _refusal(saved_model, mode))
     return out
+
+
+def _int32_inputs(tf, fixed: Path, out: Path) -> Path:
+    """A SavedModel at ``out`` whose serving signature takes int32 where ``fixed``'s takes another integer dtype
+    (cast back inside, so the graph computes as before): LiteRT.js feeds no int64/int16/int8 tensors."""
+    loaded = tf.saved_model.load(str(fixed))
+    fn = loaded.signatures[SERVING]
+    _, given = fn.structured_input_signature
+    specs = {
+        name: tf.TensorSpec(spec.shape, tf.int32 if spec.dtype.name in INT32_FED else spec.dtype, name=name)
+        for name, spec in given.items()
+    }
+
+    def call(inputs):
+        return fn(**{name: tf.cast(x, given[name].dtype) for name, x in inputs.items()})
+
+    module = tf.Module()
+    module.source = loaded
+    module.serve = tf.function(call, input_signature=[specs])
+    tf.saved_model.save(module, str(out), signatures={SERVING: module.serve.get_concrete_function()})
+    return out
+
+
+def _as_int32(dataset):
+    """The representative dataset with the integer inputs ``_int32_inputs`` retyped, given as int32."""
+
+    def gen():
+        for sample in dataset():  # {input name: array} (calibration.Dataset.representative_dataset)
+            yield {k: v.astype("int32") if str(v.dtype) in INT32_FED else v for k, v in sample.items()}
+
+    return gen
 
 
 def _refusal(saved_model: Path, mode: str) -> Refusal:

@@ -3,11 +3,12 @@ the labels (given, beside the model, or the calibration folder's classes) and th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-import calibration
-from calibration.contract import ImageContract
+from edge_tool import calibration
+from edge_tool.calibration.contract import ImageContract
 from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, default_warning, image_data, resolve
 from edge_tool.convert.metadata_step import check_labels, metadata_spec
@@ -61,19 +62,41 @@ def _probe(tf, config, source, data: Path | None, labels: list[str] | None, orig
     )
 
 
+def _string_inputs(source) -> list[str]:
+    return [t.name for t in source.signature.inputs if t.dtype in ("string", "object", "bytes")]
+
+
+def _string_calibration_message(modes: str, model, strings: list[str]) -> str:
+    return (
+        f"--quant {modes}: input {', '.join(map(repr, strings))} of {model} is a string tensor, and the "
+        "integer modes quantize every op through calibration — string ops (tokenizing, lookups) have no "
+        "integer form in TFLite (the raw converter fails on them too). Use --quant fp32, fp16 or dynamic with "
+        "--allow-select-tf-ops (the string ops then run as TF Flex ops; the app needs the Flex delegate), or "
+        "keep the string preprocessing outside the model and quantize the numeric part."
+    )
+
+
 def refuse_string_calibration(config, source) -> None:
     """UsageError for a mode that calibrates (int8, int16x8) when an input is a string tensor: there is no integer
     form of string ops (the raw converter fails on them too), whatever data is given."""
-    strings = [t.name for t in source.signature.inputs if t.dtype in ("string", "object", "bytes")]
-    if strings:
+    if strings := _string_inputs(source):
         modes = ", ".join(m.value for m in config.modes if MODES[m].needs_calibration)
-        raise UsageError(
-            f"--quant {modes}: input {', '.join(map(repr, strings))} of {config.model} is a string tensor, and the "
-            "integer modes quantize every op through calibration — string ops (tokenizing, lookups) have no "
-            "integer form in TFLite (the raw converter fails on them too). Use --quant fp32, fp16 or dynamic with "
-            "--allow-select-tf-ops (the string ops then run as TF Flex ops; the app needs the Flex delegate), or "
-            "keep the string preprocessing outside the model and quantize the numeric part."
-        )
+        raise UsageError(_string_calibration_message(modes, config.model, strings))
+
+
+def drop_string_calibration(config, source) -> tuple[object, dict[str, str]]:
+    """With several modes asked for (``keep_going``: --quant all, a list, auto's candidates) and a string input, the
+    modes that calibrate cannot be built but the float ones can: (the config without them, {mode: why not})."""
+    strings = _string_inputs(source)
+    calibrated = [m for m in config.modes if MODES[m].needs_calibration]
+    if not (strings and calibrated and config.keep_going) or len(calibrated) == len(config.modes):
+        return config, {}
+    why = _string_calibration_message(", ".join(m.value for m in calibrated), config.model, strings)
+    kept = tuple(m for m in config.modes if m not in calibrated)
+    eval_data = config.eval_data if any(m.value == "qat" for m in kept) else None  # --eval-data belongs to qat
+    return dataclasses.replace(config, modes=kept, eval_data=eval_data), {
+        m.value: " ".join(why.split()) for m in calibrated
+    }
 
 
 def prepare_inputs(tf, config, source) -> ModelInputs:

@@ -12,6 +12,7 @@ input, as ``fixed_batch`` does for Keras 2), so they convert to plain builtin op
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from edge_tool.core.childproc import python_command
 from edge_tool.errors import ModelError
 from edge_tool.models.fixed_batch import MAX_UNROLL, PROBE_DIM, Retrace
 
+_MISSING_CLASS = re.compile(r"Could not locate (?:class|function) '([^']+)'")
 _CHILD = r"""
 import sys, numpy as np, keras, tensorflow as tf
 src, out, batch, max_unroll, probe_dim = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -90,6 +92,14 @@ def export_keras3_file(
         )
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
+        missing = _MISSING_CLASS.search(proc.stderr)
+        if missing:
+            raise ModelError(
+                f"Keras 3 cannot rebuild {model}: it uses the custom class {missing.group(1)!r}, which the file "
+                "stores by name only, and importing its module did not define it. Where the class is defined (the "
+                "script or package that built the model), save the model's graph (model.export(DIR)) and give "
+                "edgetool DIR: converting a SavedModel needs no Keras object."
+            )
         raise ModelError(
             f"Expected {model} to be a Keras model file loadable by Keras 2 (tf_keras) or Keras 3, but both failed: "
             f"Keras 2 said {keras2_error[:300]}; Keras 3 said {tail[0][:300]}."

@@ -7,9 +7,9 @@ import json
 import platform
 from pathlib import Path
 
-from calibration.contract import ImageContract
-from calibration.serial import from_dict
 from edge_tool import __version__
+from edge_tool.calibration.contract import ImageContract
+from edge_tool.calibration.serial import from_dict
 from edge_tool.convert.formats import FORMATS
 from edge_tool.core.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
@@ -28,13 +28,13 @@ def build_manifest(
     config,
     source,
     calibration_summary: dict | None,
-    artifacts: list[dict],
+    artifacts: list[ManifestArtifact],
     timings: dict,
     failed: dict | None = None,
     input_contract: list[dict] | None = None,
 ) -> Manifest:
-    """Assemble the manifest (schema: edge_tool/schemas/manifest.schema.json, described in docs/schemas.md); the
-    builders' records become the typed entries (a record key with no field is a SerialError: a bug, not a file)."""
+    """Assemble the manifest (schema: edge_tool/schemas/manifest.schema.json, described in docs/schemas.md) around
+    the entries the format builders made."""
     return Manifest(
         schema=SCHEMA,
         tool=ToolInfo("edgetool", __version__),
@@ -42,7 +42,7 @@ def build_manifest(
         source=source.record,
         options=config.to_dict(),
         calibration=None if calibration_summary is None else from_dict(CalibrationRecord, calibration_summary),
-        artifacts=tuple(from_dict(ManifestArtifact, a, strict=True) for a in artifacts),
+        artifacts=tuple(artifacts),
         versions={"python": platform.python_version(), **library_versions(config.formats)},
         timings_s=timings,
         failed=failed or None,

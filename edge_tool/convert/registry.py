@@ -5,7 +5,7 @@ Keras model), which inference I/O types it allows, whether ``--quant auto`` trie
 flatbuffer. Importing ``edge_tool.convert.modes`` fills it. Its readers: ``ConvertConfig`` validation (I/O
 types, training data), ``convert()`` (calibration, the builder), the ``--quant`` help and choices and ``all``
 (``commands/convert.py``), ``--quant auto``'s candidates, the mode table in README.md and docs/convert.md
-(``modes.mode_table``, checked by tests/test_mode_table.py), and the mode lists of tests and benchmarks.
+(``modes.mode_table``, checked by tests/test_docs_tables.py), and the mode lists of tests and benchmarks.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from calibration.safe_open import require_regular
+from edge_tool.calibration.safe_open import require_regular
 from edge_tool.convert.keras3_file import export_keras3_file
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.serial import Record, spec
+from edge_tool.calibration.serial import Record, spec
 from edge_tool.converter.run import Refusal, edgetool_callback, new_converter, run_converter
 from edge_tool.core.env import import_tf
 from edge_tool.litert.feeding import input_order, samples_by_name

@@ -19,7 +19,7 @@ import site
 import sys
 from pathlib import Path
 
-ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the edge_tool and calibration packages
+ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the edge_tool package
 
 _BOOT = (
     "import runpy, sys; r = {root!r}; r in sys.path or sys.path.append(r); "

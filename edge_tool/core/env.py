@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 
-from calibration.tfenv import configure_tf_env, import_tf, quiet_native_stderr
+from edge_tool.calibration.tfenv import configure_tf_env, import_tf, quiet_native_stderr
 
 __all__ = ["configure_tf_env", "import_tf", "installed_version", "quiet_native_stderr"]
 

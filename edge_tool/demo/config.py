@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.safe_open import not_a_file
+from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.contract.options import ContractOptions
 from edge_tool.demo import model as model_mod
 from edge_tool.errors import UsageError, collect_and_raise

@@ -10,10 +10,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.contract import for_input
-from calibration.readers.images import ImageFolderReader
-from calibration.spec import TensorSpec
-from calibration.types import LoadOptions
+from edge_tool.calibration.contract import for_input
+from edge_tool.calibration.readers.images import ImageFolderReader
+from edge_tool.calibration.spec import TensorSpec
+from edge_tool.calibration.types import LoadOptions
 from edge_tool.contract.declared import image_contract
 from edge_tool.contract.resolve import ProbeSetup, Resolution, resolve
 from edge_tool.core.env import import_tf

@@ -54,16 +54,16 @@ def _litert_config(models: list[dict]) -> dict:
 
 def precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs: list[dict]) -> dict[str, Path]:
     """Refuse --litert setups that cannot work before anything is written; return the vendored LiteRT.js files."""
-    if len(inputs) != 1 or inputs[0].get("resized"):
+    open_sides = [i["name"] for i in inputs if i.get("resized")]
+    if open_sides:
         raise UsageError(
-            "--litert runs models with one input of fixed shape (LiteRT.js cannot resize inputs); "
-            f"this one has {len(inputs)} input(s) ({', '.join(i['name'] for i in inputs)})"
-            f"{' with an open height/width' if inputs[0].get('resized') else ''}. Drop --litert: the "
-            "TensorFlow.js engine runs it."
+            "--litert runs models whose inputs have a fixed shape (LiteRT.js cannot resize inputs); "
+            f"{', '.join(open_sides)} has an open height/width. Drop --litert: the TensorFlow.js engine runs it, "
+            "or re-export the model with a fixed input size."
         )
     files = vendored_litert_files()
     if cfg.tflite is not None:
-        litert_mod.tflite_spec(Path(cfg.tflite), classes)
+        litert_mod.tflite_spec(Path(cfg.tflite), classes, tuple(i["name"] for i in inputs))
     elif kind is not ModelKind.SAVED_MODEL:
         raise UsageError(
             f"--litert builds its int8 .tflite from a SavedModel, but {cfg.model} is a tfjs graph model; "
@@ -74,8 +74,11 @@ def precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, input
     return files
 
 
-def add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None, contracts: tuple = ()) -> dict:
-    """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config."""
+def add_litert(
+    cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int | None, contracts: tuple = (), names: tuple = ()
+) -> dict:
+    """Write the LiteRT.js model, runtime, page module and import map into the site; return its page config.
+    ``names``: the page's input names (each .tflite input is fed by the one of its name)."""
     built = (
         {"given": read_tflite(cfg.tflite)}
         if cfg.tflite is not None
@@ -87,7 +90,7 @@ def add_litert(cfg: DemoConfig, tmp: Path, files: dict[str, Path], classes: int 
     for mode, data in built.items():
         file = litert_mod.FP32_NAME if mode == "fp32" else litert_mod.TFLITE_NAME
         (tmp / MODEL_SUBDIR / file).write_bytes(data)
-        spec = litert_mod.tflite_spec(tmp / MODEL_SUBDIR / file, classes)
+        spec = litert_mod.tflite_spec(tmp / MODEL_SUBDIR / file, classes, names)
         label = f"LiteRT.js ({Path(cfg.tflite).name})" if mode == "given" else f"LiteRT.js {mode}"
         models.append(_litert_model("litert" if not models else f"litert-{mode}", label, file, spec, data))
     for name, src in files.items():

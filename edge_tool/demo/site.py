@@ -10,14 +10,15 @@ from pathlib import Path
 
 from edge_tool import __version__
 from edge_tool.contract.resolve import default_warning, image_data
-from edge_tool.core.fsutil import MARKER, atomic_dir, check_output_dir, resolve_inside
+from edge_tool.core.fsutil import MARKER, atomic_dir, check_output_dir
 from edge_tool.core.textsafe import html_text
 from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import model as model_mod
 from edge_tool.demo import task_step
 from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
-from edge_tool.demo.contract_step import folder_classes, page_entry, resolve_demo_contract
+from edge_tool.demo.contract_step import page_entry, resolve_demo_contract
 from edge_tool.demo.footprint import footprint, gzip_size, on_demand_groups
+from edge_tool.demo.labels_step import site_labels
 from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, as before)
     APP_SCRIPT_TAG,
     LITERT_IMPORT_MAP,
@@ -31,23 +32,42 @@ from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, a
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.tfjs_step import place_tfjs
 from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
-from edge_tool.errors import ModelError, UsageError
-from edge_tool.metadata.reader import read_metadata
-from edge_tool.metadata.tfjs import labels_from_model_json
 from edge_tool.modelcode.guard import require_safe_model
-from edge_tool.modelfiles.limits import check_signature, read_tflite
-from edge_tool.models.labelmap import labels_file_for
+from edge_tool.modelfiles.limits import check_signature
 from edge_tool.models.modelio import SERVING, saved_model_signature
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
 TFJS_MODULES = ("engines/tfjs.js", "engines/tfjs-backends.js")  # the TensorFlow.js engine (not on LiteRT.js-only sites)
-TEMPLATE_FILES = ("index.html", "app.css", "app.js", "main.js", "api.js", "config.js", "postprocess.js",
-                  "engines/engine.js", "engines/load.js", "engines/pick.js", "engines/pick-cache.js", *TFJS_MODULES,
-                  "ui/dom.js", "ui/camera.js", "ui/controls.js", "ui/form.js", "ui/pad.js", "ui/pixels.js", "ui/resample.js",
-                  "ui/results.js", "ui/audio.js", "ui/inputs.js", "ui/mask.js")
+TEMPLATE_FILES = (
+    "index.html",
+    "app.css",
+    "app.js",
+    "main.js",
+    "api.js",
+    "config.js",
+    "postprocess.js",
+    "engines/engine.js",
+    "engines/load.js",
+    "engines/pick.js",
+    "engines/pick-cache.js",
+    *TFJS_MODULES,
+    "ui/dom.js",
+    "ui/camera.js",
+    "ui/controls.js",
+    "ui/form.js",
+    "ui/pad.js",
+    "ui/pixels.js",
+    "ui/resample.js",
+    "ui/results.js",
+    "ui/audio.js",
+    "ui/inputs.js",
+    "ui/mask.js",
+)
 # index.html's classic scripts of the TensorFlow.js runtime (dropped with it)
-TFJS_SCRIPT_TAGS = tuple(f'  <script src="vendor/{name}" defer></script>\n'
-                         for name in ("tf.min.js", "tf-backend-wasm.min.js", "tf-backend-webgpu.min.js"))
+TFJS_SCRIPT_TAGS = tuple(
+    f'  <script src="vendor/{name}" defer></script>\n'
+    for name in ("tf.min.js", "tf-backend-wasm.min.js", "tf-backend-webgpu.min.js")
+)
 SW_TEMPLATE = "sw.template.js"
 CONFIG_NAME = "demo-config.json"
 MANIFEST_NAME = "manifest.webmanifest"
@@ -94,50 +114,6 @@ def is_demo_site(path: Path) -> bool:
     return Path(path).is_dir() and all((Path(path) / name).is_file() for name in MARKER_FILES)
 
 
-def _default_labels_path(model: Path) -> Path | None:
-    """labels.txt beside the model, which must really be inside the model dir: its text is published in the site."""
-    candidate = Path(model) / "labels.txt"
-    if not (candidate.is_file() or candidate.is_symlink()):
-        return None
-    return resolve_inside(Path(model), "labels.txt", Path(model), UsageError)
-
-
-def _embedded_labels(cfg: DemoConfig, kind: ModelKind) -> tuple[list[str] | None, str]:
-    """Labels the model carries: model.json's userDefinedMetadata, else the --tflite file's TFLite metadata."""
-    if kind is ModelKind.TFJS:
-        model_json = Path(cfg.model) / "model.json"
-        meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
-        found = labels_from_model_json(meta, str(model_json))
-        if found:
-            return found, str(model_json)
-    if cfg.litert and cfg.tflite is not None:
-        embedded = read_metadata(read_tflite(cfg.tflite))
-        if embedded is not None and embedded.labels:
-            return list(embedded.labels), f"{cfg.tflite} (TFLite metadata)"
-    return None, ""
-
-
-def _labels(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs) -> tuple[list[str], str]:
-    """(labels, origin): --labels, else the labels embedded in the model, else labels.txt in or beside it, else the
-    class folders of a --calibration image folder, else none."""
-    if cfg.labels is not None:
-        return model_mod.read_labels(cfg.labels, classes), str(cfg.labels)
-    found, origin = _embedded_labels(cfg, kind)
-    if found is not None:
-        if classes is not None and len(found) != classes:
-            raise ModelError(f"{origin} carries {len(found)} labels but the model outputs {classes} classes; "
-                             "pass --labels to override.")
-        return found, origin
-    inside = _default_labels_path(Path(cfg.model))
-    beside = inside or labels_file_for(Path(cfg.model))
-    if beside:
-        return model_mod.read_labels(beside, classes), str(beside)
-    names = folder_classes(cfg.calibration, inputs)
-    if names and len(names) == classes:
-        return list(names), f"the class folders of {cfg.calibration}"
-    return [], ""
-
-
 def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
     sig = saved_model_signature(model, signature or SERVING)
     check_signature(sig, model)  # the page (and --litert's LiteRT.js) would allocate these in the browser
@@ -149,22 +125,38 @@ def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
 def _manifest(title: str, icon_entries: list[dict], runtime: str = "TensorFlow.js") -> dict:
     short = title if len(title) <= 12 else "edgetool"
     return {
-        "id": "./", "name": title, "short_name": short,
+        "id": "./",
+        "name": title,
+        "short_name": short,
         "description": f"A model converted by edgetool, running offline in the browser with {runtime}.",
-        "start_url": "./", "scope": "./", "display": "standalone",
-        "theme_color": icons_mod.THEME, "background_color": icons_mod.THEME, "icons": icon_entries,
+        "start_url": "./",
+        "scope": "./",
+        "display": "standalone",
+        "theme_color": icons_mod.THEME,
+        "background_color": icons_mod.THEME,
+        "icons": icon_entries,
     }
 
 
-def _page_config(title: str, inputs: list[dict], outputs: list[dict], labels: list[str], kind: ModelKind,
-                 tfjs: bool = True) -> dict:
+def _page_config(
+    title: str, inputs: list[dict], outputs: list[dict], labels: list[str], kind: ModelKind, tfjs: bool = True
+) -> dict:
     """demo-config.json: every input and output head; ``input``/``output`` are the first input and the ranked head;
     ``modelUrl`` null: no TensorFlow.js model (a LiteRT.js-only site)."""
     return {
-        "title": title, "generator": f"edgetool {__version__}", "sourceFormat": kind.value,
-        "modelUrl": f"{MODEL_SUBDIR}/model.json" if tfjs else None, "wasmPath": f"{VENDOR_SUBDIR}/" if tfjs else None,
-        "runtime": pinned_versions() if tfjs else {}, "inputs": inputs, "outputs": outputs, "input": inputs[0], "output": outputs[0],
-        "labels": labels, "topK": min(TOP_K, len(labels)) if labels else TOP_K, "draw": dict(DRAW),
+        "title": title,
+        "generator": f"edgetool {__version__}",
+        "sourceFormat": kind.value,
+        "modelUrl": f"{MODEL_SUBDIR}/model.json" if tfjs else None,
+        "wasmPath": f"{VENDOR_SUBDIR}/" if tfjs else None,
+        "runtime": pinned_versions() if tfjs else {},
+        "inputs": inputs,
+        "outputs": outputs,
+        "input": inputs[0],
+        "output": outputs[0],
+        "labels": labels,
+        "topK": min(TOP_K, len(labels)) if labels else TOP_K,
+        "draw": dict(DRAW),
     }
 
 
@@ -197,15 +189,22 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     input_specs = model_mod.input_ui(inputs, size)
     output_spec = model_mod.output_ui(outputs)[0]
     litert_files = precheck_litert(cfg, kind, output_spec["classes"], input_specs) if cfg.litert else {}
-    labels, labels_origin = _labels(cfg, kind, output_spec["classes"], inputs)
-    resolution = resolve_demo_contract(cfg, kind is ModelKind.SAVED_MODEL, inputs, outputs, output_spec["classes"],
-                                       labels or None)
+    labels, labels_origin = site_labels(cfg, kind, output_spec["classes"], inputs)
+    resolution = resolve_demo_contract(
+        cfg, kind is ModelKind.SAVED_MODEL, inputs, outputs, output_spec["classes"], labels or None
+    )
     notes = [f"input contract: {line}" for line in resolution.lines] + [f"warning: {w}" for w in resolution.warnings]
-    notes += [f"warning: {default_warning(c.input)}" for c in resolution.contracts
-              if c.source == "default" and not image_data(cfg.calibration)]
-    notes.append(f"labels: {len(labels)} from {labels_origin}" if labels else
-                 "labels: none (no --labels, no labels.txt in or beside the model, none embedded): the page shows "
-                 "class indices.")
+    notes += [
+        f"warning: {default_warning(c.input)}"
+        for c in resolution.contracts
+        if c.source == "default" and not image_data(cfg.calibration)
+    ]
+    notes.append(
+        f"labels: {len(labels)} from {labels_origin}"
+        if labels
+        else "labels: none (no --labels, no labels.txt in or beside the model, none embedded): the page shows "
+        "class indices."
+    )
     title = (cfg.title or f"edgetool demo: {Path(cfg.model).resolve().name}").strip()
     acts = task_step.activations(Path(cfg.model), kind, cfg.signature)
 
@@ -216,8 +215,9 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         else:  # a LiteRT.js-only site: the SavedModel's signature names
             (tmp / MODEL_SUBDIR).mkdir()
             notes.append(f"warning: {no_tfjs}")
-        input_specs = [page_entry(e, resolution)
-                       for e in model_mod.input_ui(_signature_order(inputs, input_specs), size)]
+        input_specs = [
+            page_entry(e, resolution) for e in model_mod.input_ui(_signature_order(inputs, input_specs), size)
+        ]
         output_specs = model_mod.output_ui(outputs)
         _copy_page(tmp, title, runtime if no_tfjs is None else {})
         icon_entries = icons_mod.write_icons(tmp / ICON_SUBDIR)
@@ -227,15 +227,31 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         page["task"] = task_step.page_task(cfg.task, output_specs, acts)
         page["sampleRate"] = cfg.sample_rate
         if cfg.litert:
-            page["litert"] = add_litert(cfg, tmp, litert_files, output_specs[0]["classes"], resolution.contracts)
+            page["litert"] = add_litert(
+                cfg,
+                tmp,
+                litert_files,
+                output_specs[0]["classes"],
+                resolution.contracts,
+                tuple(i["name"] for i in input_specs),
+            )
         (tmp / CONFIG_NAME).write_text(json.dumps(page, indent=2) + "\n")
         version = write_service_worker(tmp)
         files = tuple(site_files(tmp))
         total, first_visit = footprint(tmp, files)
         first_gzip = footprint(tmp, files, gzip_size)[1]
     notes.append(f"task: {page['task']['name']} ({page['task']['reason']})")
-    return SiteReport(Path(cfg.output), kind, "+".join(i["kind"] for i in input_specs), version, files, tuple(notes),
-                      total, first_visit, first_gzip)
+    return SiteReport(
+        Path(cfg.output),
+        kind,
+        "+".join(i["kind"] for i in input_specs),
+        version,
+        files,
+        tuple(notes),
+        total,
+        first_visit,
+        first_gzip,
+    )
 
 
 def _copy_page(tmp: Path, title: str, runtime: dict[str, Path]) -> None:

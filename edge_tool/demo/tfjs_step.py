@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from edge_tool.convert.tfjs import export_tfjs
+from edge_tool.convert.tfjs import export_tfjs, ops_from_refusal
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
@@ -27,24 +27,26 @@ _WHERE_FROM = {
 
 
 def unsupported_ops(message: str) -> list[str]:
-    """The op names tensorflowjs listed as unsupported in its error ``message`` (empty when it names none)."""
+    """The op names tensorflowjs listed as unsupported in its error ``message``, or in convert's refusal that
+    rewrote it (``export_tfjs`` raises that one); empty when it names none."""
     found = _UNSUPPORTED.search(message)
-    return sorted({op.strip() for op in re.split(r"[,\s]+", found.group("ops")) if op.strip()}) if found else []
+    if not found:
+        return sorted(set(ops_from_refusal(message)))
+    return sorted({op.strip() for op in re.split(r"[,\s]+", found.group("ops")) if op.strip()})
 
 
 def litert_blocker(input_specs: list[dict]) -> str | None:
-    """Why ``--litert`` cannot run a model with these inputs (LiteRT.js: one input of fixed shape), or None."""
-    if len(input_specs) != 1:
-        return f"it has {len(input_specs)} inputs ({', '.join(i['name'] for i in input_specs)})"
-    if input_specs[0].get("resized"):
-        return f"its input {input_specs[0]['name']} has an open height/width"
+    """Why ``--litert`` cannot run a model with these inputs (LiteRT.js: inputs of fixed shape), or None."""
+    open_sides = [i["name"] for i in input_specs if i.get("resized")]
+    if open_sides:
+        return f"its input {', '.join(open_sides)} has an open height/width"
     return None
 
 
 def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = None) -> str:
     """One paragraph: why tensorflowjs cannot convert ``model`` and the way out (``--litert``, unless ``blocker``
     says why LiteRT.js cannot run it either)."""
-    ops = unsupported_ops(message)
+    ops = unsupported_ops(message) or ops_from_refusal(message)  # tensorflowjs' own words, or convert's refusal
     origins = sorted({_WHERE_FROM[op] for op in ops if op in _WHERE_FROM})
     if ops:
         why = f"TensorFlow.js has no kernel for the op{'s' if len(ops) > 1 else ''} {', '.join(ops)}" + (
@@ -59,8 +61,8 @@ def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = 
         )
     if blocker:
         return (
-            f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build, and "
-            f"--litert cannot take it either: LiteRT.js in the page runs one input of fixed shape and {blocker}. "
+            f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build; "
+            f"nor does --litert help: LiteRT.js in the page runs inputs of fixed shape only and {blocker}. "
             f"Convert it for TFLite instead (`edgetool convert {model}`), or build the browser model without "
             "that op (for GELU: gelu(approximate=True), which TensorFlow.js runs)."
         )

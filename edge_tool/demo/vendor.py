@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import web_demo
+from edge_tool import web_demo
 from edge_tool.errors import UsageError
 
 VENDOR_COMMAND = "python scripts/vendor_runtimes.py"
@@ -66,9 +66,9 @@ ALL_FILES = {**VENDOR_FILES, **LITERT_FILES}
 
 
 def web_demo_dir() -> Path:
-    """Directory of the web_demo template package (index.html, app.js, package.json, vendor/)."""
+    """Directory of the edge_tool.web_demo template package (index.html, app.js, package.json, vendor/)."""
     try:
-        path = Path(str(importlib.resources.files("web_demo")))
+        path = Path(str(importlib.resources.files("edge_tool.web_demo")))
     except (ModuleNotFoundError, NotADirectoryError, TypeError):  # stale editable install: namespace package
         path = next((Path(p) for p in web_demo.__path__ if Path(p, "index.html").is_file()), Path(""))
     if not (path / "index.html").is_file():

@@ -5,24 +5,16 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from edge_tool.contract.options import ContractOptions
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 from edge_tool.evaluate.device.url import DeviceURL
+from edge_tool.models.formats import ArtifactFormat  # noqa: F401 - derived from the format readers; eval's name for it
 from edge_tool.tasks.registry import TASK_NAMES
 
 DEFAULT_RUNS = 100
 DEFAULT_BATCH = 16  # samples per call: the reference's peak memory grows with it (docs/performance.md, "Defaults")
-
-
-class ArtifactFormat(str, Enum):
-    """Kinds of artefact eval can run."""
-
-    TFLITE = "tflite"
-    TFJS = "tfjs"
-    ONNX = "onnx"
 
 
 @dataclass(frozen=True)

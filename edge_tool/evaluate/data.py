@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-import calibration
-from calibration.dataset import class_counts
-from calibration.spec import InputSpec, TensorSpec  # InputSpec: the same class, importable here as before
+from edge_tool import calibration
+from edge_tool.calibration.dataset import class_counts
+from edge_tool.calibration.spec import InputSpec, TensorSpec  # InputSpec: the same class, importable here as before
 from edge_tool.errors import DataError
 
 __all__ = ["EvalStream", "InputSpec", "RunningStats", "TensorSpec"]
@@ -40,6 +40,8 @@ class RunningStats:
         self.dtype, self.sample_shape = arr.dtype.name, tuple(int(d) for d in arr.shape[1:])
         if arr.size == 0:
             return
+        if arr.dtype.kind in "US":  # text (a string input): the statistics of its lengths in characters
+            self.dtype, arr = "string", np.char.str_len(arr)
         flat = arr.reshape(-1)
         n_b = flat.size
         mean_b = float(flat.sum(dtype=np.float64)) / n_b
@@ -90,7 +92,7 @@ class EvalStream:
     ):
         self.path = Path(path)
         self._options = calibration.LoadOptions(
-            samples=None, seed=seed, require_labels=False, keep_label_shape=True, images=images
+            samples=None, seed=seed, require_labels=False, keep_label_shape=True, images=images, text=True
         )
         self._source = calibration.SourceStream(self.path, specs, self._options, batch_size)
         self.count = len(self._source)

@@ -125,8 +125,9 @@ def measure_tflite(
     Inputs are resized to the feeds' shapes where the model's differ (dynamic dims); a model with recurrent
     state has it reset before every call.
     """
-    stateful = read_flatbuffer(Path(model_path)).stateful
-    cls, _ = interpreter_class()
+    facts = read_flatbuffer(Path(model_path))
+    stateful = facts.stateful
+    cls, _ = interpreter_class(facts.flex)
     t0 = time.perf_counter_ns()
     interp = cls(model_path=str(model_path), num_threads=threads)
     fit_inputs(interp, feeds)

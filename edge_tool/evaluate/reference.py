@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.spec import TensorSpec
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.evaluate.latency import summarize, time_loop
 from edge_tool.evaluate.report import LatencyStats
@@ -55,7 +55,9 @@ class ReferenceModel:
         return [t.name for t in self.signature.outputs]
 
     def _feed(self, inputs: dict) -> dict:
-        return {s.name: np.asarray(inputs[s.name], dtype=s.dtype) for s in self.input_specs}
+        return {  # text stays as it is (TensorFlow takes str/bytes arrays for a string input)
+            s.name: np.asarray(inputs[s.name], dtype=None if s.dtype == "string" else s.dtype) for s in self.input_specs
+        }
 
     @property
     def fixed_batch(self) -> int | None:

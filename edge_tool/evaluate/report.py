@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from calibration.serial import spec
+from edge_tool.calibration.serial import spec
 from edge_tool.core.textsafe import md, md_row
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from calibration.serial import Record, spec
+from edge_tool.calibration.serial import Record, spec
 from edge_tool.converter.per_layer import LayerError
 
 

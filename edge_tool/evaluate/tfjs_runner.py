@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.spec import TensorSpec
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.errors import DataError, ModelError, UsageError, collect_and_raise
 from edge_tool.litert.isolated import WorkerProcess, scratch_dir
 
-REPO = Path(__file__).resolve().parents[2]
+WEB_DEMO = Path(__file__).resolve().parents[1] / "web_demo"  # edge_tool.web_demo (web_demo/ in the repository)
 SCRIPT = Path(__file__).with_name("tfjs_run.js")
 SETUP_HINT = ".venv/bin/python scripts/vendor_runtimes.py (npm ci in web_demo/, copies @tensorflow/tfjs 4.22.0 to web_demo/vendor/tf.min.js)"
 _DT = {
@@ -32,8 +32,8 @@ _DT = {
 def tfjs_bundle_path() -> Path:
     """tf.min.js (UMD, require-able in Node): $EDGETOOL_TFJS_BUNDLE, web_demo/vendor/, web_demo/node_modules/."""
     candidates = [
-        REPO / "web_demo" / "vendor" / "tf.min.js",
-        REPO / "web_demo" / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js",
+        WEB_DEMO / "vendor" / "tf.min.js",
+        WEB_DEMO / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js",
     ]
     env = os.environ.get("EDGETOOL_TFJS_BUNDLE")
     if env:
@@ -53,8 +53,8 @@ def wasm_backend_dir() -> Path:
     bundle = tfjs_bundle_path()
     candidates = [
         bundle.parent,
-        REPO / "web_demo" / "vendor",
-        REPO / "web_demo" / "node_modules" / "@tensorflow" / "tfjs-backend-wasm" / "dist",
+        WEB_DEMO / "vendor",
+        WEB_DEMO / "node_modules" / "@tensorflow" / "tfjs-backend-wasm" / "dist",
     ]
     for c in candidates:
         if (c / "tf-backend-wasm.min.js").is_file() and (c / "tfjs-backend-wasm.wasm").is_file():

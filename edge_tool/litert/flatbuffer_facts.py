@@ -21,6 +21,7 @@ class FlatbufferFacts:
     variable_tensors: int
     state_ops: int
     float_ops: tuple = ()  # int8/int16x8: ops computing in float32 (QUANTIZE/DEQUANTIZE at the edges aside)
+    flex: bool = False  # has TF Select (Flex) ops: needs an interpreter with the Flex delegate
 
     @property
     def label(self) -> str:
@@ -57,7 +58,7 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
 
 def _facts(schema, model) -> FlatbufferFacts:
     types, ops = _names(schema.TensorType), _names(schema.BuiltinOperator)
-    acts, consts, variables, state_ops, on_float = set(), set(), 0, 0, set()
+    acts, consts, variables, state_ops, on_float, flex = set(), set(), 0, 0, set(), False
     for g in range(model.SubgraphsLength()):
         sg = model.Subgraphs(g)
         outputs = {int(i) for k in range(sg.OperatorsLength()) for i in sg.Operators(k).OutputsAsNumpy() if i >= 0}
@@ -65,6 +66,7 @@ def _facts(schema, model) -> FlatbufferFacts:
             code = model.OperatorCodes(sg.Operators(k).OpcodeIndex())
             name = ops.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "")
             state_ops += name in _STATE_OPS
+            flex = flex or (name == "CUSTOM" and (code.CustomCode() or b"").startswith(b"Flex"))
             if name not in _EDGE_OPS and _computes_in_float(model, sg, sg.Operators(k), types):
                 on_float.add(name or "CUSTOM")
         for t in range(sg.TensorsLength()):
@@ -83,7 +85,7 @@ def _facts(schema, model) -> FlatbufferFacts:
     else:
         quant = "fp32"
     float_ops = tuple(sorted(on_float)) if quant in ("int8", "int16x8") else ()
-    return FlatbufferFacts(quant, variables, state_ops, float_ops)
+    return FlatbufferFacts(quant, variables, state_ops, float_ops, flex)
 
 
 _EDGE_OPS = {"QUANTIZE", "DEQUANTIZE"}  # float I/O of an integer model passes through these

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.safe_open import require_regular
+from edge_tool.calibration.safe_open import require_regular
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.limits import check_tflite_file
 
 
-def interpreter_class():
-    """Return (Interpreter class, runtime name), preferring LiteRT."""
+def interpreter_class(flex: bool = False):
+    """Return (Interpreter class, runtime name), preferring LiteRT; with ``flex`` (a file with TF Select ops),
+    TensorFlow's tf.lite.Interpreter, which links the Flex delegate (ai_edge_litert and tflite_runtime do not)."""
+    if flex:
+        return import_tf().lite.Interpreter, "tf.lite (Flex delegate)"
     try:
         from ai_edge_litert.interpreter import Interpreter
 

@@ -68,7 +68,7 @@ class TfliteInterpreter:
         self.path = Path(path)
         check_tflite_file(self.path)  # a regular file, and no tensor of its arena over the limit
         self.facts = read_flatbuffer(self.path)
-        cls, self.runtime = interpreter_class()
+        cls, self.runtime = interpreter_class(self.facts.flex)
         try:
             # not allocated yet: a model with dynamic dims may only prepare once its inputs have their real shape
             self.interp = cls(model_path=str(self.path), num_threads=threads)

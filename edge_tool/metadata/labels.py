@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.safe_open import read_regular
+from edge_tool.calibration.safe_open import read_regular
 from edge_tool.errors import UsageError
 
 MAX_LABELS_BYTES = 1 << 20  # 1 MiB: ~50,000 labels of 20 characters

@@ -12,7 +12,7 @@ import struct
 import zipfile
 from dataclasses import dataclass, field
 
-from calibration.serial import Record
+from edge_tool.calibration.serial import Record
 from edge_tool.errors import UsageError
 from edge_tool.metadata import metadata_schema_py_generated as meta
 from edge_tool.metadata.labels import MAX_LABELS_BYTES, parse_labels

@@ -66,10 +66,6 @@ class MetadataSpec:
             Normalization(self.mean, self.std),
         )
 
-    def to_dict(self) -> dict:
-        """The JSON of ``record()`` (convert/api.py's build path calls this; see tests/test_serial.py's allow-list)."""
-        return self.record().to_dict()
-
 
 def _schemas():
     return meta, _schema()

@@ -32,10 +32,6 @@ class MicroExport:
             tflite_micro=tflm.tflm_version(),
         )
 
-    def to_dict(self) -> dict:
-        """The JSON of ``record()`` (convert/api.py's build path calls this; see tests/test_serial.py's allow-list)."""
-        return self.record().to_dict()
-
 
 def export_micro(tflite: Path, out_dir: Path) -> MicroExport:
     """Check the model runs in TFLM, measure its arena, write ``<model>_model_data.{cc,h}`` and ``_op_resolver.h``.

@@ -18,8 +18,8 @@ from flatbuffers import flexbuffers
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
-from calibration.safe_open import read_regular
-from calibration.serial import Record
+from edge_tool.calibration.safe_open import read_regular
+from edge_tool.calibration.serial import Record
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of

@@ -12,7 +12,7 @@ from pathlib import Path
 from edge_tool.errors import ModelCodeRefused
 from edge_tool.modelcode import TRUST_FLAG
 from edge_tool.modelcode.graph_scan import OpFinding, scan_saved_model, scan_tflite
-from edge_tool.modelcode.keras_code import CodeFinding, scan_keras_code
+from edge_tool.modelcode.keras_code import NAME_ONLY, CodeFinding, scan_keras_code
 from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal
 
 _TRUST_SAYS = (
@@ -73,6 +73,7 @@ def require_no_keras_code(path: Path, trust: bool, need: str, way_out: str = "")
     what needs the Keras object (a clause: "--batch 1 needs a Keras object"), ``way_out`` how to do without it.
     Returns the findings."""
     found = keras_code(path)
+    _refuse_name_only(path, found, need)
     if found and not trust:
         listed = "; ".join(f.describe() for f in found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
         raise ModelCodeRefused(
@@ -82,6 +83,25 @@ def require_no_keras_code(path: Path, trust: bool, need: str, way_out: str = "")
             f"{_TRUST_SAYS} {way_out or _KERAS_WAY_OUT}"
         )
     return found
+
+
+def _refuse_name_only(path: Path, found: tuple[CodeFinding, ...], need: str) -> None:
+    """ModelCodeRefused when a custom class is stored by name only (Keras 3 ``register_keras_serializable`` classes
+    from a script): no loader here can rebuild it, trusted or not, so the way out is the graph, saved where the
+    class is defined."""
+    missing = [f for f in found if NAME_ONLY in f.kind]
+    if not missing:
+        return
+    listed = "; ".join(f.describe() for f in missing[:5]) + (
+        f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
+    )
+    raise ModelCodeRefused(
+        f"{path} uses custom Keras classes whose code is not in the file: {listed} (in {missing[0].where}). "
+        f"{need}, and Keras rebuilds such a class only in a Python process that defines it (the script or package "
+        f"that built the model); no module edgetool can import defines it, so {TRUST_FLAG} cannot help either. "
+        "Where the class is defined, save the model's graph (Keras 3: model.export(DIR); or "
+        "tf.saved_model.save(model, DIR)) and give edgetool DIR: converting a SavedModel needs no Keras object."
+    )
 
 
 _KERAS_WAY_OUT = (

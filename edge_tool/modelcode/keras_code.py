@@ -18,11 +18,12 @@ name without ``custom_objects`` (edgetool passes none), so loading fails instead
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.serial import Record
+from edge_tool.calibration.serial import Record
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.side_effects import SIDE_EFFECT_OPS
 from edge_tool.modelfiles.keras_archive import check_keras_archive
@@ -47,6 +48,7 @@ _TF_API_WITH_EFFECTS = (
     "load_library",
 )
 _TENSOR_CLASSES = ("RaggedTensor", "SparseTensor", "sparse.SparseTensor", "Tensor", "TensorShape")
+NAME_ONLY = "stored by name only"  # a CodeFinding.kind no loader can rebuild
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,16 @@ def _in_keras(module: str) -> bool:
     return module.split(".", 1)[0] in KERAS_MODULES
 
 
+def _importable(module) -> bool:
+    """True when ``module``'s top-level package can be found here (found, not imported: nothing runs)."""
+    if not isinstance(module, str) or not module or module.split(".", 1)[0] == "__main__":
+        return False
+    try:
+        return importlib.util.find_spec(module.split(".", 1)[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _lambda_kind(cfg: dict) -> str:
     kinds = {cfg.get("function_type"), cfg.get("output_shape_type")}
     if "lambda" in kinds or isinstance(cfg.get("function"), (list, dict)):
@@ -83,9 +95,12 @@ def _finding_in(obj: dict) -> str | None:
     if "lambda" in (obj.get("function_type"), obj.get("output_shape_type")):
         return "marshalled Python bytecode"
     module, registered = obj.get("module"), obj.get("registered_name")
+    custom = isinstance(registered, str) and ">" in registered and not _in_keras(registered.split(">", 1)[0])
+    if custom and not _importable(module):
+        return f"custom class {registered!r}, {NAME_ONLY}"
     if isinstance(module, str) and module and not _in_keras(module):
         return f"{cls or 'object'} from module {module!r} (Keras would import it)"
-    if isinstance(registered, str) and ">" in registered and not _in_keras(registered.split(">", 1)[0]):
+    if custom:
         return f"registered custom object {registered!r}"
     if cls in ("TFOpLambda", "SlicingOpLambda"):
         fn = str(cfg.get("function", ""))

@@ -11,7 +11,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from calibration.safe_open import not_a_file
+from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 

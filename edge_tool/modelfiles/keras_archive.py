@@ -20,7 +20,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.safe_open import open_regular
+from edge_tool.calibration.safe_open import open_regular
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, MAX_UNPACKED_BYTES, UNPACKED_ENV, limit_from_env
 

@@ -16,8 +16,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from calibration.safe_open import open_regular, read_regular
-from calibration.spec import TensorSpec, show_shape
+from edge_tool.calibration.safe_open import open_regular, read_regular
+from edge_tool.calibration.spec import TensorSpec, show_shape
 from edge_tool.errors import ModelError, UsageError
 
 TENSOR_ENV = "EDGETOOL_MAX_TENSOR_BYTES"

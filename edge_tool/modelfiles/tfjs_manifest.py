@@ -1,6 +1,6 @@
-"""Is a TFJS graph model's model.json consistent with its shards? One validation for every reader of a model.json
-(demo, eval, check: through ``modelio.read_graph_model_json``), so none of them publishes or runs a model that
-tfjs cannot load.
+"""A TFJS graph model's model.json, read (``read_graph_model_json``: size-capped, inside its directory, every shard
+path a file inside it) and checked against its shards (``check_manifest``). One validation for every reader of a
+model.json (demo, eval, check), so none of them publishes or runs a model that tfjs cannot load.
 
 Checked, every problem collected and raised once (ModelError naming model.json and the entry): the
 weightsManifest is a list of groups with a list of shard paths and a list of weight objects; each weight has a
@@ -12,10 +12,13 @@ are integers. Shard paths are resolved inside the model directory by the caller 
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
-from calibration.spec import TensorSpec
+from edge_tool.calibration.safe_open import read_regular
+from edge_tool.calibration.spec import TensorSpec
+from edge_tool.core.fsutil import resolve_inside
 from edge_tool.errors import ModelError, collect_and_raise
 from edge_tool.modelfiles.limits import check_specs
 
@@ -156,3 +159,59 @@ def _input_specs(doc: dict) -> list[TensorSpec]:
         for key, t in inputs.items()
         if isinstance(t, dict)
     ]
+
+
+MAX_MODEL_JSON_BYTES = 256 * 1024 * 1024  # topology JSON; the weights live in the shards
+
+
+def read_graph_model_json(model_dir: Path, user: str) -> dict:
+    """Parse ``model_dir/model.json``; ModelError unless it is a tfjs graph model (``user`` names who needs one).
+
+    model.json must itself lie inside ``model_dir`` (symlinks resolved), and every weight shard path it lists
+    must resolve to a file inside ``model_dir`` (``fsutil.resolve_inside``); see ``weight_paths``.
+    """
+    model_json = resolve_inside(Path(model_dir), "model.json", Path(model_dir))
+    raw = read_regular(
+        model_json,
+        "a TFJS model.json",
+        ModelError,
+        MAX_MODEL_JSON_BYTES,
+        "a model.json that large is not a TFJS graph model edgetool reads",
+    )
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != "graph-model":
+        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise ModelError(
+            f"{model_json} is a {found!r} TFJS model; {user} runs graph models "
+            "(edgetool convert MODEL --format tfjs, or tensorflowjs_converter --input_format tf_saved_model)."
+        )
+    weight_paths(model_dir, doc)
+    check_manifest(Path(model_dir), doc)  # weights, shard sizes, signature shapes: what tfjs needs to load it
+    return doc
+
+
+def weight_paths(model_dir: Path, doc: dict) -> list[str]:
+    """Shard paths listed in a model.json, each checked to be a file inside ``model_dir``; ModelError otherwise."""
+    model_json = Path(model_dir) / "model.json"
+    manifest = doc.get("weightsManifest", [])
+    groups_ok = isinstance(manifest, list) and all(
+        isinstance(g, dict) and isinstance(g.get("paths", []), list) and isinstance(g.get("weights", []), list)
+        for g in manifest
+    )
+    if not groups_ok:
+        raise ModelError(
+            f"{model_json} has a malformed weightsManifest (expected a list of groups, each with a "
+            "list of 'paths' and a list of 'weights')."
+        )
+    paths = [p for group in manifest for p in group.get("paths", [])]
+    missing = []
+    for rel in paths:
+        shard = resolve_inside(Path(model_dir), rel, model_json)
+        if not shard.is_file():
+            missing.append(rel)
+    if missing:
+        raise ModelError(f"{model_json} lists weight shards that are missing: {', '.join(map(repr, missing))}.")
+    return paths

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration.serial import Record
+from edge_tool.calibration.serial import Record
 from edge_tool.core.env import configure_tf_env
 
 

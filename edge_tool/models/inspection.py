@@ -35,19 +35,18 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.safe_open import open_regular, read_regular
-from calibration.serial import Record
+from edge_tool.calibration.safe_open import open_regular
+from edge_tool.calibration.serial import Record
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.metadata.reader import read_metadata
 from edge_tool.modelcode.guard import code_report
 from edge_tool.modelcode.keras_reload import keras_reloadability
-from edge_tool.modelfiles.limits import MAX_SMALL_TEXT_BYTES, read_tflite
+from edge_tool.modelfiles.limits import read_tflite
 from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant, state_warning, summarize_tflite
 from edge_tool.models.modelio import (
     SERVING,
@@ -58,19 +57,9 @@ from edge_tool.models.modelio import (
     saved_model_signature,
     tflite_signature,
 )
+from edge_tool.models.saved_model_facts import ParamCount, distribution, model_variables, param_count, training_sidecar
 
 TFLITE_MAGIC = b"TFL3"
-_SYNC = {0: "AUTO", 1: "NONE", 2: "ON_WRITE", 3: "ON_READ"}
-
-
-@dataclass(frozen=True)
-class ParamCount(Record):
-    """Element counts of a model's weights."""
-
-    total: int
-    trainable: int | None
-    non_trainable: int | None
-    by_dtype: dict
 
 
 @dataclass(frozen=True)
@@ -122,96 +111,6 @@ def _all_signatures(path: Path, mg) -> tuple[SignatureInfo, ...]:
     return tuple(saved_model_signature(path, k) for k in keys)
 
 
-def _model_variables(mg) -> list:
-    """SavedVariable protos of the model: the root's ``variables`` list if any, else every variable node."""
-    nodes = mg.object_graph_def.nodes
-    root = {c.local_name: c.node_id for c in nodes[0].children} if nodes else {}
-    ids = None
-    if "variables" in root:
-        listed = [c.node_id for c in nodes[root["variables"]].children]
-        if listed and all(nodes[i].WhichOneof("kind") == "variable" for i in listed):
-            ids = listed
-    if ids is None:
-        ids = [i for i, n in enumerate(nodes) if n.WhichOneof("kind") == "variable"]
-    return [nodes[i].variable for i in dict.fromkeys(ids)]
-
-
-def _param_count(variables) -> ParamCount:
-    from tensorflow.python.framework import dtypes
-
-    total = trainable = 0
-    by_dtype: Counter = Counter()
-    for v in variables:
-        n = 1
-        for d in v.shape.dim:
-            n *= max(int(d.size), 0)
-        total += n
-        trainable += n if v.trainable else 0
-        by_dtype[dtypes.as_dtype(v.dtype).name] += n
-    return ParamCount(total, trainable, total - trainable, dict(by_dtype))
-
-
-def _device_jobs(mg) -> list[str]:
-    """Cluster job names found in node devices and in the device filters of call ops' config_proto."""
-    from tensorflow.core.protobuf import config_pb2
-
-    nodes = list(mg.graph_def.node)
-    for fn in mg.graph_def.library.function:
-        nodes.extend(fn.node_def)
-    devices, configs = set(), set()
-    for n in nodes:
-        devices.add(n.device)
-        if "config_proto" in n.attr and n.attr["config_proto"].s:
-            configs.add(n.attr["config_proto"].s)
-    for raw in configs:
-        cfg = config_pb2.ConfigProto()
-        try:
-            cfg.ParseFromString(raw)
-        except Exception:
-            continue
-        devices.update(cfg.device_filters)
-        devices.update(f"/job:{job.name}" for job in cfg.cluster_def.job)
-    return sorted({d.split("/job:")[1].split("/")[0] for d in devices if "/job:" in d})
-
-
-def _distribution(mg, variables, loaded_classes: dict) -> dict:
-    trainable_sync = Counter(_SYNC.get(v.synchronization, str(v.synchronization)) for v in variables if v.trainable)
-    sync = Counter(_SYNC.get(v.synchronization, str(v.synchronization)) for v in variables)
-    jobs = _device_jobs(mg)
-    traces = []
-    if trainable_sync.get("ON_WRITE"):
-        traces.append(f"{trainable_sync['ON_WRITE']} trainable variable(s) saved with synchronization ON_WRITE: "
-                      "created under a mirrored strategy (MirroredVariable; Mirrored/MultiWorkerMirrored).")
-    if "worker" in jobs or "chief" in jobs:
-        traces.append(f"graphs pinned to cluster job(s) {jobs}: traced inside a multi-worker cluster.")
-    if "ps" in jobs:
-        traces.append("graphs pinned to a 'ps' job: traced under ParameterServerStrategy.")
-    if not traces:
-        traces.append("no distribution-strategy traces (variables AUTO-synchronised, no cluster devices).")
-    return {"variable_synchronization": dict(sync), "device_jobs": jobs,
-            "loaded_variable_classes": loaded_classes, "traces": traces}
-
-
-def _training_sidecar(path: Path) -> dict | None:
-    sidecar = path / "train.json"
-    if not sidecar.is_file():
-        return None
-    try:
-        data = json.loads(read_regular(sidecar, "a train.json sidecar", ModelError, MAX_SMALL_TEXT_BYTES))
-    except (OSError, ValueError, RecursionError, ModelError):  # unreadable, not JSON, or too large: no sidecar
-        return None
-    if not isinstance(data, dict):
-        return None
-    cfg = data.get("config") if isinstance(data.get("config"), dict) else {}
-
-    def number(value):  # a hand-edited or hostile train.json must not break the report
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-    return {"strategy": str(cfg.get("strategy")), "num_replicas": number(data.get("num_replicas")),
-            "workers": len(data["workers"]) if isinstance(data.get("workers"), list) else None,
-            "eval_accuracy": number(data.get("eval_accuracy"))}
-
-
 def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectReport:
     """Signatures, parameter count, Keras flavour/reloadability, strategy traces and code found of a SavedModel dir
     (loaded with TensorFlow only when it carries no code, or ``trust_model_code``)."""
@@ -219,7 +118,7 @@ def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectRe
     mg = _meta_graph(path)
     saved_model_signature(path, SERVING)  # ModelError (exit 2) when there is no serving signature
     signatures = _all_signatures(path, mg)
-    variables = _model_variables(mg)
+    variables = model_variables(mg)
     code = code_report(path, trust_model_code)
     loaded_classes = {}
     if trust_model_code or not code["side_effect_ops"]:  # loading runs restore and resource-init functions
@@ -231,9 +130,14 @@ def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectRe
         loaded_classes = dict(Counter(type(v).__name__ for v in getattr(loaded, "variables", [])))
     flavor = saved_model_flavor(path)
     return InspectReport(
-        path=path, format="saved_model", size_bytes=_dir_size(path), signatures=signatures,
-        parameters=_param_count(variables), keras=keras_reloadability(path, flavor, code),
-        distribution=_distribution(mg, variables, loaded_classes), training=_training_sidecar(path),
+        path=path,
+        format="saved_model",
+        size_bytes=_dir_size(path),
+        signatures=signatures,
+        parameters=param_count(variables),
+        keras=keras_reloadability(path, flavor, code),
+        distribution=distribution(mg, variables, loaded_classes),
+        training=training_sidecar(path),
         model_code=code,
     )
 
@@ -245,7 +149,9 @@ def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
     try:
         summary = summarize_tflite(data)
     except Exception as exc:  # flatbuffer decoding raises assorted errors on truncated/corrupt files
-        raise ModelError(f"{path} has a TFLite header but its flatbuffer is unreadable: {type(exc).__name__}: {exc}") from None
+        raise ModelError(
+            f"{path} has a TFLite header but its flatbuffer is unreadable: {type(exc).__name__}: {exc}"
+        ) from None
     try:
         signature = tflite_signature(path)
     except ModelError:
@@ -255,10 +161,19 @@ def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
     by_dtype = _tflite_weight_elements(data)
     params = ParamCount(sum(by_dtype.values()), None, None, by_dtype)
     return InspectReport(
-        path=path, format="tflite", size_bytes=len(data), signatures=(signature,), parameters=params,
-        tflite={"ops": summary.ops, "weight_dtypes": summary.weight_dtypes,
-                "activation_dtypes": summary.activation_dtypes, "variable_tensors": summary.variable_tensors,
-                "state_warning": state_warning(summary.variable_tensors), "metadata": _embedded_metadata(data)},
+        path=path,
+        format="tflite",
+        size_bytes=len(data),
+        signatures=(signature,),
+        parameters=params,
+        tflite={
+            "ops": summary.ops,
+            "weight_dtypes": summary.weight_dtypes,
+            "activation_dtypes": summary.activation_dtypes,
+            "variable_tensors": summary.variable_tensors,
+            "state_warning": state_warning(summary.variable_tensors),
+            "metadata": _embedded_metadata(data),
+        },
         model_code=code_report(path, trust_model_code),
     )
 
@@ -278,7 +193,7 @@ def _tflite_weight_elements(data: bytes) -> dict:
         for t in sg.tensors:
             if is_constant(model, t):
                 n = 1
-                for d in (t.shape if t.shape is not None else []):
+                for d in t.shape if t.shape is not None else []:
                     n *= int(d)
                 counts[names.get(t.type, str(t.type)).lower()] += n
     return dict(counts)

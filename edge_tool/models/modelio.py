@@ -1,8 +1,8 @@
-"""Read what a model takes and gives without running it: SavedModel dirs, Keras files, .tflite files."""
+"""Read what a model takes and gives without running it: SavedModel dirs, Keras files, .tflite files (a TFJS
+model.json: ``modelfiles.tfjs_manifest.read_graph_model_json``); and run a SavedModel's signature."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -10,16 +10,14 @@ from pathlib import Path
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
-from calibration.safe_open import not_a_file, read_regular
-from calibration.spec import SignatureInfo, TensorSpec
+from edge_tool.calibration.safe_open import not_a_file, read_regular
+from edge_tool.calibration.spec import SignatureInfo, TensorSpec
 from edge_tool.core.env import import_tf
-from edge_tool.core.fsutil import resolve_inside
 from edge_tool.errors import ModelError
 from edge_tool.litert.runtime import load_interpreter
 from edge_tool.modelcode.guard import require_no_side_effects
 from edge_tool.modelfiles.checkpoint import check_variables
 from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
-from edge_tool.modelfiles.tfjs_manifest import check_manifest
 from edge_tool.modelfiles.tflite_model import _unpack
 
 SERVING = "serving_default"
@@ -54,11 +52,23 @@ def read_meta_graph(path: Path):
     pb = Path(path) / "saved_model.pb"
     try:
         if pb.is_file():
-            sm.ParseFromString(read_regular(pb, "a SavedModel protobuf", ModelError, PROTOBUF_MAX,
-                                            "protocol buffers cannot parse a message of 2 GiB or more"))
+            sm.ParseFromString(
+                read_regular(
+                    pb,
+                    "a SavedModel protobuf",
+                    ModelError,
+                    PROTOBUF_MAX,
+                    "protocol buffers cannot parse a message of 2 GiB or more",
+                )
+            )
         else:
-            text = read_regular(Path(path) / "saved_model.pbtxt", "a SavedModel text protobuf", ModelError,
-                                MAX_DOCUMENT_BYTES, "a text SavedModel that large is not one edgetool parses")
+            text = read_regular(
+                Path(path) / "saved_model.pbtxt",
+                "a SavedModel text protobuf",
+                ModelError,
+                MAX_DOCUMENT_BYTES,
+                "a text SavedModel that large is not one edgetool parses",
+            )
             text_format.Parse(text.decode("utf-8"), sm)
     except (DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
         name = "saved_model.pb" if pb.is_file() else "saved_model.pbtxt"
@@ -75,14 +85,18 @@ def _tensor_infos(tensor_map) -> tuple[TensorSpec, ...]:
     infos = []
     for name in sorted(tensor_map):
         t = tensor_map[name]
-        shape = None if t.tensor_shape.unknown_rank else tuple(
-            None if d.size < 0 else int(d.size) for d in t.tensor_shape.dim
+        shape = (
+            None
+            if t.tensor_shape.unknown_rank
+            else tuple(None if d.size < 0 else int(d.size) for d in t.tensor_shape.dim)
         )
         try:
             dtype = dtypes.as_dtype(t.dtype).as_numpy_dtype.__name__
         except TypeError:
-            raise ModelError(f"signature tensor {name!r} has an unknown dtype (enum {t.dtype}): the SavedModel "
-                             "is corrupt or from an incompatible TensorFlow.") from None
+            raise ModelError(
+                f"signature tensor {name!r} has an unknown dtype (enum {t.dtype}): the SavedModel "
+                "is corrupt or from an incompatible TensorFlow."
+            ) from None
         infos.append(TensorSpec(name, dtype, shape))
     return tuple(infos)
 
@@ -94,7 +108,7 @@ def signature_keys(path: Path) -> list[str]:
 
 
 def signature_note(path: Path, key: str | None) -> str | None:
-    """"signature: KEY (of A, B, C; ...)" when the SavedModel at ``path`` has several signatures, else None."""
+    """ "signature: KEY (of A, B, C; ...)" when the SavedModel at ``path`` has several signatures, else None."""
     keys = signature_keys(path) if (Path(path) / "saved_model.pb").is_file() else []  # not a TFJS dir / a file
     if len(keys) < 2:
         return None
@@ -108,8 +122,9 @@ def saved_model_signature(path: Path, key: str = SERVING) -> SignatureInfo:
         found = sorted(k for k in mg.signature_def if not k.startswith("__"))
         raise ModelError(
             f"Expected a {key!r} signature in the SavedModel at {path}, but it has "
-            f"{found or 'no signatures'}. " + ("Pick one with --signature NAME, or re-export it with a " if found else
-                                               "Re-export it with a ") + "serving signature "
+            f"{found or 'no signatures'}. "
+            + ("Pick one with --signature NAME, or re-export it with a " if found else "Re-export it with a ")
+            + "serving signature "
             "(tf.saved_model.save(..., signatures=...), Keras model.save(), or Keras 3 model.export())."
         )
     sig = mg.signature_def[key]
@@ -155,12 +170,16 @@ def tflite_signature(path: Path) -> SignatureInfo:
         runner = interp.get_signature_runner(key)
         ins = runner.get_input_details()
         outs = runner.get_output_details()
-        return SignatureInfo(key, tuple(_tflite_tensor(ins[n], n) for n in sorted(ins)),
-                             tuple(_tflite_tensor(outs[n], n) for n in sorted(outs)))
+        return SignatureInfo(
+            key,
+            tuple(_tflite_tensor(ins[n], n) for n in sorted(ins)),
+            tuple(_tflite_tensor(outs[n], n) for n in sorted(outs)),
+        )
     ins = interp.get_input_details()
     outs = interp.get_output_details()
-    return SignatureInfo("", tuple(_tflite_tensor(d, d["name"]) for d in ins),
-                         tuple(_tflite_tensor(d, d["name"]) for d in outs))
+    return SignatureInfo(
+        "", tuple(_tflite_tensor(d, d["name"]) for d in ins), tuple(_tflite_tensor(d, d["name"]) for d in outs)
+    )
 
 
 def flatbuffer_signature(data: bytes) -> SignatureInfo:
@@ -177,68 +196,23 @@ def flatbuffer_signature(data: bytes) -> SignatureInfo:
 
     if model.signatureDefs:
         sig = model.signatureDefs[0]
-        return SignatureInfo(sig.signatureKey.decode("utf-8", "replace"),
-                             tuple(spec(m.tensorIndex, m.name.decode("utf-8", "replace")) for m in sig.inputs),
-                             tuple(spec(m.tensorIndex, m.name.decode("utf-8", "replace")) for m in sig.outputs))
+        return SignatureInfo(
+            sig.signatureKey.decode("utf-8", "replace"),
+            tuple(spec(m.tensorIndex, m.name.decode("utf-8", "replace")) for m in sig.inputs),
+            tuple(spec(m.tensorIndex, m.name.decode("utf-8", "replace")) for m in sig.outputs),
+        )
     return SignatureInfo("", tuple(map(spec, sg.inputs)), tuple(map(spec, sg.outputs)))
 
 
-# --- TFJS graph models: model.json, read by demo, eval and check (paths inside it stay inside its directory)
-
-MAX_MODEL_JSON_BYTES = 256 * 1024 * 1024  # topology JSON; the weights live in the shards
-
-
-def read_graph_model_json(model_dir: Path, user: str) -> dict:
-    """Parse ``model_dir/model.json``; ModelError unless it is a tfjs graph model (``user`` names who needs one).
-
-    model.json must itself lie inside ``model_dir`` (symlinks resolved), and every weight shard path it lists
-    must resolve to a file inside ``model_dir`` (``fsutil.resolve_inside``); see ``weight_paths``.
-    """
-    model_json = resolve_inside(Path(model_dir), "model.json", Path(model_dir))
-    raw = read_regular(model_json, "a TFJS model.json", ModelError, MAX_MODEL_JSON_BYTES,
-                       "a model.json that large is not a TFJS graph model edgetool reads")
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError) as exc:
-        raise ModelError(f"{model_json} is not readable JSON: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("format") != "graph-model":
-        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise ModelError(
-            f"{model_json} is a {found!r} TFJS model; {user} runs graph models "
-            "(edgetool convert MODEL --format tfjs, or tensorflowjs_converter --input_format tf_saved_model)."
-        )
-    weight_paths(model_dir, doc)
-    check_manifest(Path(model_dir), doc)  # weights, shard sizes, signature shapes: what tfjs needs to load it
-    return doc
-
-
-def weight_paths(model_dir: Path, doc: dict) -> list[str]:
-    """Shard paths listed in a model.json, each checked to be a file inside ``model_dir``; ModelError otherwise."""
-    model_json = Path(model_dir) / "model.json"
-    manifest = doc.get("weightsManifest", [])
-    groups_ok = isinstance(manifest, list) and all(
-        isinstance(g, dict) and isinstance(g.get("paths", []), list) and isinstance(g.get("weights", []), list)
-        for g in manifest)
-    if not groups_ok:
-        raise ModelError(f"{model_json} has a malformed weightsManifest (expected a list of groups, each with a "
-                         "list of 'paths' and a list of 'weights').")
-    paths = [p for group in manifest for p in group.get("paths", [])]
-    missing = []
-    for rel in paths:
-        shard = resolve_inside(Path(model_dir), rel, model_json)
-        if not shard.is_file():
-            missing.append(rel)
-    if missing:
-        raise ModelError(f"{model_json} lists weight shards that are missing: {', '.join(map(repr, missing))}.")
-    return paths
-
-
-def session_signature(tf, saved_model: Path, key: str, threads: int | None = None,
-                      trust_model_code: bool = False) -> Callable[[dict], dict]:
+def session_signature(
+    tf, saved_model: Path, key: str, threads: int | None = None, trust_model_code: bool = False
+) -> Callable[[dict], dict]:
     """``feed dict -> {output name: array}`` running signature ``key`` of ``saved_model`` in a TF1 session with
     ``threads`` intra- and inter-op threads (None: TensorFlow's default); side-effect ops refused unless
     ``trust_model_code``."""
-    require_no_side_effects(saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)")
+    require_no_side_effects(
+        saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)"
+    )
     config = None
     if threads is not None:
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads)
@@ -255,13 +229,16 @@ def session_signature(tf, saved_model: Path, key: str, threads: int | None = Non
     return run
 
 
-def signature_runner(tf, saved_model: Path, key: str, threads: int | None = None,
-                     trust_model_code: bool = False) -> tuple[Callable[[dict], dict], int | None]:
+def signature_runner(
+    tf, saved_model: Path, key: str, threads: int | None = None, trust_model_code: bool = False
+) -> tuple[Callable[[dict], dict], int | None]:
     """(runner, the thread count it runs on): ``session_signature``'s TF1 session (loads faster than
     ``tf.saved_model.load``, which revives every Keras layer), or, for a SavedModel the TF1 loader refuses, the
     TF2 signature function on TensorFlow's process-wide thread pools (thread count None). Side-effect ops are
     refused unless ``trust_model_code`` (``modelcode.guard``)."""
-    require_no_side_effects(saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)")
+    require_no_side_effects(
+        saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)"
+    )
     try:
         return session_signature(tf, saved_model, key, threads, trust_model_code), threads
     except (ValueError, TypeError, KeyError, RuntimeError, tf.errors.OpError):

@@ -15,7 +15,7 @@ import importlib.resources
 import json
 from pathlib import Path
 
-from calibration.safe_open import read_regular
+from edge_tool.calibration.safe_open import read_regular
 from edge_tool.errors import DataError
 from edge_tool.schemas.validator import problems
 

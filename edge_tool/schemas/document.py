@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration import serial
+from edge_tool.calibration import serial
 from edge_tool.errors import DataError
 from edge_tool.schemas import check, load, read_json
 

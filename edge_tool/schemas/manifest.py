@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from calibration.contract import ImageContract
-from calibration.serial import Record, spec
+from edge_tool.calibration.contract import ImageContract
+from edge_tool.calibration.serial import Record, spec
 from edge_tool.modelfiles.tflite_model import TfliteSummary
 from edge_tool.schemas.document import Document
 from edge_tool.schemas.records import (

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from calibration.dataset import CalibrationSummary
-from calibration.serial import Record, spec
-from calibration.spec import SignatureInfo
+from edge_tool.calibration.dataset import CalibrationSummary
+from edge_tool.calibration.serial import Record, spec
+from edge_tool.calibration.spec import SignatureInfo
 
 ARENA_MARGIN = 0.25  # added to the measured minimum (edge_tool.micro.tflm.recommended_arena)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from calibration.serial import Record
+from edge_tool.calibration.serial import Record
 from edge_tool.errors import below_minimum, collect_and_raise
 
 MAX_REPLICAS = 8

@@ -22,7 +22,7 @@ from pathlib import Path
 from edge_tool.convert.source import is_keras_file, keras_archive_version, opened_source
 from edge_tool.core.fsutil import check_output_dir
 from edge_tool.demo.site import build_site
-from edge_tool.errors import ModelError
+from edge_tool.errors import ConversionError, ModelError, UsageError
 from edge_tool.evaluate.outputs import check_outputs
 from edge_tool.evaluate.pipeline import run_eval
 from edge_tool.litert.recipes import resolve_calibration
@@ -158,12 +158,15 @@ def build_site_any(cfg):
     labels = cfg.labels if cfg.labels is not None else beside if beside.is_file() else None
     calibration = cfg.calibration if cfg.calibration is not None else resolve_calibration(model, None)
     with opened_source(model, cfg.trust_model_code) as source:
-        return build_site(
-            replace(
-                cfg,
-                model=source.saved_model,
-                labels=labels,
-                calibration=calibration,
-                title=cfg.title or f"edgetool demo: {model.name}",
+        try:
+            return build_site(
+                replace(
+                    cfg,
+                    model=source.saved_model,
+                    labels=labels,
+                    calibration=calibration,
+                    title=cfg.title or f"edgetool demo: {model.name}",
+                )
             )
-        )
+        except (ConversionError, UsageError) as exc:  # a refusal names the user's file, not the temp export
+            raise type(exc)(str(exc).replace(str(source.saved_model), str(model))) from None

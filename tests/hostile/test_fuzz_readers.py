@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calibration import CalibrationError, InputSpec, LoadOptions, load
-from calibration.readers.tfrecord import masked_crc32c
+from edge_tool.calibration import CalibrationError, InputSpec, LoadOptions, load
+from edge_tool.calibration.readers.tfrecord_file import masked_crc32c
 from edge_tool.core.env import import_tf
 
 _EXPLORE = int(os.environ.get("EDGETOOL_FUZZ_EXAMPLES", "0"))

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.readers.tfrecord import masked_crc32c
+from edge_tool.calibration.readers.tfrecord_file import masked_crc32c
 from tests.conftest import _run_script, run_edgetool
 from tests.hostile.harness import Case, run_case
 

@@ -7,7 +7,7 @@ import { timeLoop } from './engine.js';
 import { chooseBuild, wasmFeatures } from './litert-build.js';
 import { logHandlers } from './litert-log.js';
 
-const TYPED = { float32: Float32Array, int8: Int8Array, uint8: Uint8Array };
+const TYPED = { float32: Float32Array, int8: Int8Array, uint8: Uint8Array, int32: Int32Array };
 const RANGE = { int8: [-128, 127], uint8: [0, 255] };
 // int8 softmax: each class is within half a step (1/512) of its float value, so a row sums to 1 within this
 const QUANT_PROB_TOLERANCE = 0.05;
@@ -15,6 +15,7 @@ const QUANT_PROB_TOLERANCE = 0.05;
 // Values in the model's input domain -> the typed array the .tflite input wants (quantized if it is integer).
 function toInput(values, io) {
   if (io.dtype === 'float32') return values instanceof Float32Array ? values : Float32Array.from(values, Number);
+  if (io.dtype === 'int32') return Int32Array.from(values, (v) => Math.round(Number(v))); // token ids, masks
   const [lo, hi] = RANGE[io.dtype];
   const out = new TYPED[io.dtype](values.length);
   for (let i = 0; i < values.length; i++) {
@@ -33,7 +34,8 @@ function fromOutput(array, io) {
 const wantedThreads = (options) => options.threads || Math.max(1, Math.floor((navigator.hardwareConcurrency || 1) / 2));
 
 // spec: demo-config.json's "litert" entry (one .tflite at the top, more under "variants"); config:
-// config.describe(...) (its first input and ranked head are each .tflite's only input and output); options:
+// config.describe(...) (each .tflite input is fed by the page input its `feed` names; its ranked head is the
+// .tflite's only output); options:
 // config.pageOptions(...) (?threads, ?litert-build). One engine per .tflite (see engines/engine.js), sharing one
 // LiteRT.js runtime: 'litert' for the first, the variant's name (e.g. 'litert-fp32') for the others.
 export function createEngines(spec, config, options = {}) {
@@ -69,23 +71,29 @@ export function createEngines(spec, config, options = {}) {
   return [...onCpu, gpu];
 }
 
+// The .tflite's inputs ({key: its name in LiteRT.js, feed: the page input feeding it, dtype, shape, ...}); sites
+// built before several inputs were supported have only `input` (fed by the page's first input).
+const inputsOf = (model, config) => model.inputs || [{ ...model.input, key: null, feed: config.inputs[0].name }];
+
 function createEngine(model, config, { runtime, loadRuntime, base }) {
   const name = model.name || 'litert';
-  const inputName = config.inputs[0].name;
   const outputName = config.outputs[0].name;
+  const ins = inputsOf(model, config);
   const compiled = { model: null };
   const accelerator = runtime.accelerator || 'wasm';
 
-  // One sample (batch 1) -> its output row as float32.
-  async function runOne(values) {
-    const input = new Tensor(toInput(values, model.input), model.input.shape);
+  // One sample (batch 1) per input ({page input name: values}) -> its output row as float32.
+  async function runOne(sample) {
+    const tensors = ins.map((io) => new Tensor(toInput(sample[io.feed], io), io.shape));
     let outputs = [];
     try {
-      outputs = await compiled.model.run(input);
+      const given = ins.length === 1 ? tensors[0]
+        : Object.fromEntries(ins.map((io, i) => [io.key, tensors[i]]));
+      const out = await compiled.model.run(given);
+      outputs = Array.isArray(out) ? out : Object.values(out);
       return fromOutput(await outputs[0].data(), model.output); // (data(): copied back from the GPU if there)
     } finally {
-      input.delete();
-      for (const t of outputs) t.delete();
+      for (const t of [...tensors, ...outputs]) t.delete();
     }
   }
 
@@ -101,13 +109,15 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
 
   // The model's batch is fixed to 1: a batch of feeds runs one sample at a time (typed arrays: views, no copies).
   async function run(feeds) {
-    const { values, shape } = feeds[inputName];
-    const batch = shape[0];
-    const k = values.length / batch;
+    const batch = feeds[ins[0].feed].shape[0];
+    const slice = (values, b) => {
+      const k = values.length / batch;
+      return values.subarray ? values.subarray(b * k, (b + 1) * k) : values.slice(b * k, (b + 1) * k);
+    };
     const start = performance.now();
     const outs = [];
     for (let b = 0; b < batch; b++) {
-      const sample = values.subarray ? values.subarray(b * k, (b + 1) * k) : values.slice(b * k, (b + 1) * k);
+      const sample = Object.fromEntries(ins.map((io) => [io.feed, slice(feeds[io.feed].values, b)]));
       for (const v of await runOne(sample)) outs.push(v);
     }
     const ms = performance.now() - start;
@@ -116,7 +126,7 @@ function createEngine(model, config, { runtime, loadRuntime, base }) {
   }
 
   async function time(runs, warmup) {
-    const zeros = new Float32Array(model.input.shape.reduce((a, b) => a * b, 1));
+    const zeros = Object.fromEntries(ins.map((io) => [io.feed, new Float32Array(io.shape.reduce((a, b) => a * b, 1))]));
     return { backend: accelerator, engine: name, times: await timeLoop(() => runOne(zeros).then(() => null), runs, warmup) };
   }
 

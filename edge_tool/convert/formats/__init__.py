@@ -2,13 +2,13 @@
 
 The names below are the registry's derived views: ``--format``'s choices (``OutputFormat``: every format plus
 ``all``), which formats a ``--format`` value builds, its default ``--quant``, and the format table of README.md
-and docs/convert.md (regenerate with ``python scripts/mode_table.py``). The format modules import their heavy
+and docs/convert.md (regenerate with ``python scripts/docs_tables.py``). The format modules import their heavy
 helpers when they build, so this package loads no numpy or TensorFlow (``--help`` reads it).
 """
 
 from enum import Enum
 
-from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, WrittenArtifact
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec
 from edge_tool.convert.modes import every_mode
 from edge_tool.errors import UsageError
 
@@ -23,16 +23,13 @@ __all__ = [
     "FormatJob",
     "FormatSpec",
     "OutputFormat",
-    "WrittenArtifact",
     "default_modes",
     "format_table",
     "formats_for",
     "parse_modes",
-    "with_format_table",
 ]
 
 ALL = "all"
-TABLE_START, TABLE_END = "<!-- formats-table:start -->", "<!-- formats-table:end -->"
 
 # --format's choices: every registered format, then "all" (a str Enum, so Typer lists and validates them)
 OutputFormat = Enum(
@@ -84,14 +81,3 @@ def format_table() -> str:
         needs = f"`pip install 'edgetool[{spec.extra}]'`" if spec.extra else "–"
         rows.append(f"| `{name}` | {spec.summary} | {modes} | {needs} | {'yes' if spec.in_all else 'no'} |")
     return "\n".join(rows) + "\n"
-
-
-def with_format_table(text: str) -> str:
-    """``text`` (a Markdown file) with the part between the formats-table markers replaced by ``format_table()``.
-
-    ValueError when the markers are missing or out of order.
-    """
-    start, end = text.find(TABLE_START), text.find(TABLE_END)
-    if start < 0 or end < start:
-        raise ValueError(f"expected the markers {TABLE_START} … {TABLE_END} around the format table")
-    return text[: start + len(TABLE_START)] + "\n" + format_table() + text[end:]

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.formats.registry import FormatJob, WrittenArtifact, register
+from edge_tool.convert.formats.registry import FormatJob, register
 from edge_tool.core.steps import step
 from edge_tool.core.textsafe import term
+
+if TYPE_CHECKING:
+    from edge_tool.schemas.manifest import ManifestArtifact
+    from edge_tool.schemas.records import MicroRecord
 
 MICRO_MODES = (QuantMode.INT8, QuantMode.QAT)
 
@@ -31,11 +37,11 @@ def micro_problems(config) -> list[str]:
     modes=tuple(m.value for m in MICRO_MODES),
     problems=micro_problems,
 )
-def build(job: FormatJob, tflite: WrittenArtifact) -> dict:
-    """TFLite Micro sources, resolver and measured arena beside ``tflite`` (see ``edge_tool.micro``)."""
+def build(job: FormatJob, tflite: ManifestArtifact) -> MicroRecord:
+    """TFLite Micro sources, resolver and measured arena beside the entry ``tflite`` (see ``edge_tool.micro``)."""
     from edge_tool.micro.export import export_micro  # noqa: PLC0415
 
-    with step(f"micro export {term(tflite.path.name)}") as timed:
-        micro = export_micro(tflite.path, job.out_dir)
+    with step(f"micro export {term(tflite.path)}") as timed:
+        micro = export_micro(job.out_dir / tflite.path, job.out_dir)
         timed.outputs.extend(micro.files)
-    return micro.to_dict()
+    return micro.record()

@@ -14,13 +14,17 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edge_tool.convert.enums import IOType, QuantMode
 from edge_tool.convert.formats import onnx_check
-from edge_tool.convert.formats.registry import FORMATS, FormatJob, WrittenArtifact, artifact_name, register
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, artifact_name, register
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, UsageError
+
+if TYPE_CHECKING:
+    from edge_tool.schemas.manifest import ManifestArtifact
 
 # opset 17: LayerNormalization as one op; read by ONNX Runtime (CPU, Mobile, Web), TensorRT 8.6+, OpenVINO
 OPSET = 17
@@ -67,8 +71,10 @@ def onnx_problems(config) -> list[str]:
     libraries=("tf2onnx", "onnx", "onnxruntime", "protobuf"),
     problems=onnx_problems,
 )
-def build(job: FormatJob, mode: QuantMode) -> tuple[WrittenArtifact, dict]:
+def build(job: FormatJob, mode: QuantMode) -> ManifestArtifact:
     """``<model>_<mode>.onnx``: tf2onnx's float model (made once per run), quantized for int8, then self-checked."""
+    from edge_tool.schemas.manifest import ManifestArtifact  # noqa: PLC0415 - numpy-backed
+
     ctx = job.ctx
     path = job.out_dir / artifact_name(ctx.config.model, mode.value, ".onnx")
     with step(f"convert onnx {mode.value}") as timed:
@@ -86,19 +92,20 @@ def build(job: FormatJob, mode: QuantMode) -> tuple[WrittenArtifact, dict]:
             f"{agreement['tolerance']:.3g}): a tf2onnx/ONNX Runtime problem with this model. Measure it "
             "with edgetool eval before shipping it, or ship --format tflite."
         )
-    record = {
-        "path": path.name,
-        "format": "onnx",
-        "quant": mode.value,
-        "size_bytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "seconds": round(timed.seconds, 3),
-        "opset": _opset(data),
-        "agreement": agreement,
-    }
+    quantization = None
     if mode is QuantMode.INT8:
-        record["quantization"] = {**QUANTIZATION, "samples": sum(1 for _ in ctx.representative_dataset())}
-    return WrittenArtifact(path, "onnx", mode.value, len(data), timed.seconds), record
+        quantization = {**QUANTIZATION, "samples": sum(1 for _ in ctx.representative_dataset())}
+    return ManifestArtifact(
+        path.name,
+        "onnx",
+        mode.value,
+        len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        seconds=round(timed.seconds, 3),
+        opset=_opset(data),
+        agreement=agreement,
+        quantization=quantization,
+    )
 
 
 def _exported(job: FormatJob) -> bytes:

@@ -16,17 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-@dataclass(frozen=True)
-class WrittenArtifact:
-    """One written artefact."""
-
-    path: Path
-    format: str
-    quant: str
-    size_bytes: int
-    seconds: float
-
-
 @dataclass
 class FormatJob:
     """What a format builder gets: the shared BuildContext, the output dir being written (renamed into place when
@@ -58,8 +47,8 @@ class FormatSpec:
     name: str  # the --format value and the manifest's artifacts[].format
     summary: str  # what it writes and what runs it (one line for --help and the docs table)
     suffix: str  # the artefact's file suffix ("/" for a directory)
-    build: Callable  # per mode: (FormatJob, QuantMode) -> (WrittenArtifact, record); once: (FormatJob) -> same;
-    #                  extends: (FormatJob, WrittenArtifact of the base) -> dict stored under record[name]
+    build: Callable  # per mode: (FormatJob, QuantMode) -> ManifestArtifact (the manifest's entry); once:
+    #                  (FormatJob) -> same; extends: (FormatJob, the base's entry) -> its field ``name`` of that entry
     per_mode: bool = True  # one artefact per --quant mode (else one per run, e.g. a TFJS graph model)
     extends: str | None = None  # built beside every artefact of this format (asked for alone, it brings that one)
     in_all: bool = False  # part of --format all

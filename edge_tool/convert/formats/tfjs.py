@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edge_tool.convert.background import BackgroundCall, usable_cpus
-from edge_tool.convert.formats.registry import FormatJob, WrittenArtifact, register
+from edge_tool.convert.formats.registry import FormatJob, register
 from edge_tool.core.steps import step
+
+if TYPE_CHECKING:
+    from edge_tool.schemas.manifest import ManifestArtifact
 
 TFJS_WARM_MODULES = ("tensorflow", "tensorflowjs.converters.tf_saved_model_conversion_v2")
 # Below this the TFJS export takes about as long as a second process needs to import TensorFlow and tensorflowjs,
@@ -89,9 +93,11 @@ def refusal(source) -> str | None:
     start_worker=start_tfjs_worker,
     submit=submit,
 )
-def build(job: FormatJob) -> tuple[WrittenArtifact, dict]:
+def build(job: FormatJob) -> ManifestArtifact:
     """Write out_dir/tfjs: collect it from the worker it was handed to, or convert it here."""
     from edge_tool.convert.source import content_hash  # noqa: PLC0415 - numpy-backed
+    from edge_tool.schemas.manifest import ManifestArtifact  # noqa: PLC0415 - numpy-backed
+    from edge_tool.schemas.records import FileEntry  # noqa: PLC0415 - numpy-backed
 
     ctx, worker = job.ctx, job.workers.get("tfjs")
     tfjs_dir = job.out_dir / "tfjs"
@@ -104,12 +110,11 @@ def build(job: FormatJob) -> tuple[WrittenArtifact, dict]:
         timed.outputs.append(tfjs_dir / "model.json")
     files = sorted(p for p in tfjs_dir.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in files)
-    art = WrittenArtifact(tfjs_dir, "tfjs", quant, size, seconds)
-    return art, {
-        "path": "tfjs",
-        "format": "tfjs",
-        "quant": quant,
-        "size_bytes": size,
-        "files": {p.name: {"size_bytes": p.stat().st_size, "sha256": content_hash(p)} for p in files},
-        "seconds": round(seconds, 3),
-    }
+    return ManifestArtifact(
+        "tfjs",
+        "tfjs",
+        quant,
+        size,
+        files={p.name: FileEntry(p.stat().st_size, content_hash(p)) for p in files},
+        seconds=round(seconds, 3),
+    )

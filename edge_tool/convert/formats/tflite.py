@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.formats.registry import FormatJob, WrittenArtifact, artifact_name, register
+from edge_tool.convert.formats.registry import FormatJob, artifact_name, register
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.modelfiles.limits import check_tflite_tensors
+
+if TYPE_CHECKING:
+    from edge_tool.schemas.manifest import ManifestArtifact
 
 
 def tflite_name(source: Path, mode: QuantMode) -> str:
@@ -26,18 +30,19 @@ def tflite_name(source: Path, mode: QuantMode) -> str:
     in_all=True,
     key="{quant}",
 )
-def build(job: FormatJob, mode: QuantMode) -> tuple[WrittenArtifact, dict]:
+def build(job: FormatJob, mode: QuantMode) -> ManifestArtifact:
     """The .tflite of ``mode``; built once more from a batch-1 re-trace when LiteRT refuses the free-batch file."""
     return job.retry.run(mode, lambda ctx: _build(ctx, mode, job.out_dir))
 
 
-def _build(ctx, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
+def _build(ctx, mode: QuantMode, out_dir: Path) -> ManifestArtifact:
     # numpy-backed helpers load here, not at import: --help lists --format's choices from this registry
     from edge_tool.convert import fidelity  # noqa: PLC0415
     from edge_tool.convert.file_kind import file_warnings  # noqa: PLC0415
     from edge_tool.convert.metadata_step import for_mode  # noqa: PLC0415
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
     from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
+    from edge_tool.schemas.manifest import ManifestArtifact  # noqa: PLC0415
 
     path = out_dir / tflite_name(ctx.config.model, mode)
     spec = None if ctx.metadata is None else for_mode(ctx.metadata, mode.value, ctx.source.flavor)
@@ -62,20 +67,28 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> tuple[WrittenArtifact, dict]:
     state = state_warning(summary.variable_tensors)
     if state:
         console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
-    art = WrittenArtifact(path, "tflite", mode.value, len(data), timed.seconds)
-    record = {
-        "path": path.name,
-        "format": "tflite",
-        "quant": mode.value,
-        "size_bytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "seconds": round(timed.seconds, 3),
-        "tensors": summary.to_dict(),
-        "state_warning": state,
-        "metadata": None if spec is None else spec.to_dict(),
-    }
-    if check is not None:
-        record["self_check"] = check.to_dict()
-    if mode.value in ctx.notes:
-        record[mode.value] = ctx.notes.pop(mode.value)  # e.g. "qat": which int8 model was shipped and why
-    return art, record
+    return ManifestArtifact(
+        path.name,
+        "tflite",
+        mode.value,
+        len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        seconds=round(timed.seconds, 3),
+        tensors=summary,
+        state_warning=state,
+        metadata=None if spec is None else spec.record(),
+        self_check=check or None,
+        **_notes(ctx, mode),
+    )
+
+
+def _notes(ctx, mode) -> dict:
+    """The mode's notes for its entry (e.g. qat: which model was shipped and why); a ``fixed_batch`` among them (QAT
+    built at batch 1) becomes the entry's own ``fixed_batch``."""
+    from edge_tool.schemas.records import BatchNote  # noqa: PLC0415 - as ManifestArtifact above
+
+    if mode.value not in ctx.notes:
+        return {}
+    note = dict(ctx.notes.pop(mode.value))
+    fixed = note.pop("fixed_batch", None)
+    return {mode.value: note, **({"fixed_batch": BatchNote(**fixed)} if fixed else {})}

@@ -1,7 +1,7 @@
 """One module per TFLite mode; importing this package registers each in ``edge_tool.convert.registry.MODES``.
 
 The functions below are the registry's derived views: which modes ``all`` and ``--quant auto`` mean, and the
-mode table of README.md and docs/convert.md (regenerate with ``python scripts/mode_table.py``).
+mode table of README.md and docs/convert.md (regenerate with ``python scripts/docs_tables.py``).
 """
 
 # each module registers itself; this order (baseline first, then smaller and more integer) is MODES' order
@@ -9,8 +9,6 @@ from edge_tool.convert.modes import fp32, fp16, dynamic, int8, int16x8, qat  # n
 from edge_tool.convert.registry import MODES, ModeSpec
 
 __all__ = ["MODES", "ModeSpec", "auto_candidates", "every_mode", "integer_only_candidates", "mode_table"]
-
-TABLE_START, TABLE_END = "<!-- modes-table:start -->", "<!-- modes-table:end -->"
 
 
 def every_mode(has_train_data: bool = False) -> tuple[str, ...]:
@@ -44,14 +42,3 @@ def mode_table() -> str:
         io = ", ".join("model's own" if t == "model" else t for t in spec.io_types)
         rows.append(f"| `{mode.value}` | {spec.weights} | {spec.activations} | {', '.join(needs) or '–'} | {io} |")
     return "\n".join(rows) + "\n"
-
-
-def with_mode_table(text: str) -> str:
-    """``text`` (a Markdown file) with the part between the modes-table markers replaced by ``mode_table()``.
-
-    ValueError when the markers are missing or out of order.
-    """
-    start, end = text.find(TABLE_START), text.find(TABLE_END)
-    if start < 0 or end < start:
-        raise ValueError(f"expected the markers {TABLE_START} … {TABLE_END} around the mode table")
-    return text[: start + len(TABLE_START)] + "\n" + mode_table() + text[end:]

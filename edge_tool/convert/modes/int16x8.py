@@ -48,11 +48,13 @@ def build(ctx) -> bytes:
             f"the SavedModel's by up to {drift[0]:.2f} of their scale (int16x8 files that work stay within "
             f"{FALLBACK_MAX_DRIFT}). Use --quant int8, dynamic or fp16 for this model."
         )
-    notes = {
-        "float_ops": float_ops(data),
-        "reason": f"TFLite has no 16x8 kernel for {', '.join(missing)}; the ops listed run in float between "
+    from edge_tool.schemas.records import Int16x8Note  # noqa: PLC0415 - numpy-backed
+
+    notes = Int16x8Note(
+        tuple(float_ops(data)),
+        f"TFLite has no 16x8 kernel for {', '.join(missing)}; the ops listed run in float between "
         "quantize/dequantize ops, everything else is 16x8",
-    }
+    )
     ctx.record_notes(QuantMode.INT16X8, notes)
     _report(notes)
     return data
@@ -83,10 +85,10 @@ def fallback_drift(ctx, data: bytes) -> tuple[float, int] | None:
     return None if worst is None else (worst, len(feeds))
 
 
-def _report(notes: dict) -> None:
+def _report(notes) -> None:
     console.print(
-        f"[yellow]note:[/] int16x8 keeps {escape(', '.join(notes['float_ops']))} in float: "
-        f"{escape(notes['reason'])} (manifest.json: artifacts[].int16x8). For an all-integer model use "
+        f"[yellow]note:[/] int16x8 keeps {escape(', '.join(notes.float_ops))} in float: "
+        f"{escape(notes.reason)} (manifest.json: artifacts[].int16x8). For an all-integer model use "
         "--quant int8."
     )
 

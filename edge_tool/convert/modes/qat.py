@@ -2,7 +2,7 @@
 
 from rich.markup import escape
 
-import calibration
+from edge_tool import calibration
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 from edge_tool.core.steps import console
@@ -54,30 +54,49 @@ def build(ctx) -> bytes:
             "epoch; pass --eval-data for an independent measurement)"
         )
     io_type = "float32" if ctx.io_dtype is None else cfg.io_type.value
-    candidates, failures = {}, {}
+    candidates, failures, fixed = {}, {}, {}
     by_name = _by_name(ctx, specs)
-    try:
-        candidates["qat"] = qat_to_tflite(run.model, by_name, io_type, [h.name for h in run.heads])
-    except ConversionError as exc:
-        failures["qat"] = str(exc)
-    try:
-        candidates["ptq"] = ctx.convert(lambda c: configure_full_int8(ctx.tf, c, by_name, ctx.io_dtype))
-    except ConversionError as exc:
-        failures["ptq_int8"] = str(exc)
+    heads = [h.name for h in run.heads]
+    builds = {
+        "qat": lambda c: qat_to_tflite(run.model, by_name, io_type, heads, batch=c.config.batch),
+        "ptq_int8": lambda c: c.convert(lambda conv: configure_full_int8(c.tf, conv, by_name, c.io_dtype)),
+    }
+    for key, build in builds.items():
+        try:
+            candidates[key], note = _at_fixed_batch(ctx, "the QAT model" if key == "qat" else "int8 PTQ", build)
+        except ConversionError as exc:
+            failures[key] = str(exc)
+            continue
+        if note:
+            fixed[key] = note
     data, decision = decide(
         candidates.get("qat"),
-        candidates.get("ptq"),
+        candidates.get("ptq_int8"),
         failures,
         held,
         run.heads,
         float_accuracy(run.float_model, held, run.heads),
         where,
     )
+    shipped = fixed.get("qat" if decision.shipped == "qat" else "ptq_int8")
     ctx.record_notes(
-        QuantMode.QAT, {**decision.to_dict(), "scored_by": _scores(run.heads), **_training_notes(run.notes)}
+        QuantMode.QAT,
+        {
+            **decision.to_dict(),
+            "scored_by": _scores(run.heads),
+            **_training_notes(run.notes),
+            **({"fixed_batch": shipped} if shipped else {}),
+        },
     )
     _report(decision)
     return data
+
+
+def _at_fixed_batch(ctx, what: str, build) -> tuple[bytes, dict | None]:
+    """``build(ctx)``, retried at batch 1 when LiteRT refuses the free-batch file (``BatchRetry.inside``)."""
+    if ctx.retry is None:
+        return build(ctx), None
+    return ctx.retry.inside(what, build)
 
 
 def _keyed(data):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-import calibration
+from edge_tool import calibration
 from edge_tool.errors import DataError, collect_and_raise
 
 

@@ -13,9 +13,13 @@ from edge_tool.litert.recipes import configure_full_int8
 IO_TYPES = ("float32", "int8", "uint8")
 
 
-def _serving_module(tf, qat_model, output_names: list[str]):
-    """A tf.Module whose serving signature keeps the original input/output names (not tfmot's quant_*)."""
-    specs = [tf.TensorSpec(t.shape, t.dtype, name=n) for t, n in zip(qat_model.inputs, qat_model.input_names)]
+def _serving_module(tf, qat_model, output_names: list[str], batch: int | None = None):
+    """A tf.Module whose serving signature keeps the original input/output names (not tfmot's quant_*); ``batch``
+    fixes the input batch (as --batch does for the other modes)."""
+    specs = [
+        tf.TensorSpec(t.shape if batch is None else (batch, *t.shape[1:]), t.dtype, name=n)
+        for t, n in zip(qat_model.inputs, qat_model.input_names)
+    ]
 
     @tf.function(input_signature=specs)
     def serve(*xs):
@@ -34,20 +38,25 @@ def _output_names(qat_model) -> list[str]:
 
 
 def qat_to_tflite(
-    qat_model, representative_dataset, io_type: str = "float32", output_names: list[str] | None = None
+    qat_model,
+    representative_dataset,
+    io_type: str = "float32",
+    output_names: list[str] | None = None,
+    batch: int | None = None,
 ) -> bytes:
     """Convert a fine-tuned QAT model to full-integer int8 TFLite (TFLITE_BUILTINS_INT8 only).
 
     ``representative_dataset`` yields lists with one batch-1 array per input (in the model's input order); it
     calibrates any op tfmot left float. ``io_type`` "float32" keeps float input/output; "int8"/"uint8" makes the
-    I/O integer too. ``output_names`` names the signature outputs (default: the original output layer names).
+    I/O integer too. ``output_names`` names the signature outputs (default: the original output layer names);
+    ``batch`` fixes the input batch of the file (None: free, as the Keras model has it).
     """
     if io_type not in IO_TYPES:
         raise UsageError(f"QAT io_type must be one of {', '.join(IO_TYPES)}; got {io_type!r}.")
     if representative_dataset is None:
         raise UsageError("QAT conversion to full-integer int8 needs a representative dataset (calibration data).")
     tf, _, _ = import_stack()
-    module, serve = _serving_module(tf, qat_model, output_names or _output_names(qat_model))
+    module, serve = _serving_module(tf, qat_model, output_names or _output_names(qat_model), batch)
     with tempfile.TemporaryDirectory(prefix="edgetool-qat-") as tmp:
         tf.saved_model.save(module, tmp, signatures={"serving_default": serve.get_concrete_function()})
         conv = new_converter(tmp, signature="serving_default")

@@ -6,7 +6,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from calibration.serial import Record, spec
+from edge_tool.calibration.serial import Record, spec
 from edge_tool.convert.qat_support.data import Labelled
 from edge_tool.convert.qat_support.finetune import predict
 from edge_tool.convert.qat_support.heads import Head, accuracy

@@ -2,7 +2,7 @@
 
 The functions below are the registry's derived views: the ``--runtime`` choices, the runtime (and runner) of an
 artefact, the report's extra columns and footer lines, and the runtime table of README.md and docs/eval.md
-(regenerate with ``python scripts/runtime_table.py``; checked by tests/test_runtime_table.py).
+(regenerate with ``python scripts/docs_tables.py``; checked by tests/test_docs_tables.py).
 """
 
 # each module registers itself; this order is SPECS' order, and the order of the report's extra columns
@@ -21,10 +21,8 @@ __all__ = [
     "owner",
     "runtime_for",
     "runtime_table",
-    "with_runtime_table",
 ]
 
-TABLE_START, TABLE_END = "<!-- runtimes-table:start -->", "<!-- runtimes-table:end -->"
 HOST = {name: spec for name, spec in SPECS.items() if spec.open is not None}
 
 
@@ -83,12 +81,3 @@ def runtime_table() -> str:
             f"| `{name}` | {formats}: {spec.summary} | {how} | {adds} | {f'`{spec.extra}`' if spec.extra else 'base'} |"
         )
     return "\n".join(rows) + "\n"
-
-
-def with_runtime_table(text: str) -> str:
-    """``text`` with the part between the runtimes-table markers replaced by ``runtime_table()`` (ValueError when
-    the markers are missing or out of order)."""
-    start, end = text.find(TABLE_START), text.find(TABLE_END)
-    if start < 0 or end < start:
-        raise ValueError(f"expected the markers {TABLE_START} … {TABLE_END} around the runtime table")
-    return text[: start + len(TABLE_START)] + "\n" + runtime_table() + text[end:]

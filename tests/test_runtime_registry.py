@@ -1,29 +1,18 @@
 """The eval runtimes are a registry: the --runtime choices, the default runtime of each artefact format, the
-report's runtime-only fields and the eval schema's format enum derive from it, and the runtime table in README.md
-and docs/eval.md is the registry's."""
+report's runtime-only fields and the eval schema's format enum derive from it (the docs' runtime table:
+tests/test_docs_tables.py)."""
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.evaluate.rows import ArtifactResult
-from edge_tool.evaluate.runtimes import HOST, RUNTIMES, SPECS, runtime_for, with_runtime_table
+from edge_tool.evaluate.runtimes import HOST, RUNTIMES, SPECS, runtime_for
 from edge_tool.schemas import load
-
-REPO = Path(__file__).resolve().parents[1]
-REGENERATE = "python scripts/runtime_table.py"
-
-
-@pytest.mark.parametrize("name", ["README.md", "docs/eval.md"])
-def test_docs_runtime_table_is_the_registrys(name):
-    text = (REPO / name).read_text(encoding="utf-8")
-    assert with_runtime_table(text) == text, f"{name}'s runtime table differs from the registry's; run: {REGENERATE}"
 
 
 def test_runtime_choices_are_the_runtimes_that_share_a_format():

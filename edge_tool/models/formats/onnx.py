@@ -1,7 +1,8 @@
-"""What an .onnx file is, read without running it: a protobuf ``ModelProto`` parsed with the ``onnx`` package (size
+"""onnx: what an .onnx file is, read without running it: a protobuf ``ModelProto`` parsed with the ``onnx`` package (size
 capped, tensors checked against the tensor limit, external data kept inside the model's directory), and what it
 was quantized to (QDQ nodes, initializer types). A file that is not such a model is refused here, naming what was
-found, before any runtime loads it.
+found, before any runtime loads it. A file of another name is read as ONNX when its bytes start like a
+ModelProto (and not like a TFLite flatbuffer, whose sniff is tried first); an .onnx name must hold ONNX.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from calibration.safe_open import read_regular
+from edge_tool.calibration.safe_open import read_regular
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.modelfiles.limits import PROTOBUF_MAX, max_tensor_bytes, tensor_bytes, too_large
+from edge_tool.models.formats.registry import Artifact, FormatReader, register
 
 EXTRA_HINT = "pip install 'edgetool[onnx]'"
 QDQ_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul"}
@@ -46,6 +48,18 @@ def require_onnx(what: str) -> None:
 def looks_like_onnx(data: bytes) -> bool:
     """True when ``data`` starts like a serialized ModelProto (field 1, ir_version, a varint)."""
     return data[:1] == b"\x08"
+
+
+def locate(path: Path) -> Path | None:
+    """A file named .onnx."""
+    return path if path.is_file() and path.suffix.lower() == ".onnx" else None
+
+
+def describe(given: Path, model_file: Path) -> Artifact:
+    """An .onnx file, parsed and checked (``read_onnx``), never loaded here."""
+    facts = read_onnx(model_file)
+    quant_source = "ONNX graph (QDQ nodes, initializer types)"
+    return Artifact(given, model_file, "onnx", facts.quant, quant_source, model_file.stat().st_size)
 
 
 def read_onnx(path: Path) -> OnnxFacts:
@@ -143,3 +157,6 @@ def _quant(model) -> str:
         return "dynamic"
     floats = {t.data_type for t in inits.values() if t.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16)}
     return "fp16" if floats == {TensorProto.FLOAT16} else "fp32"
+
+
+register(FormatReader("onnx", "an .onnx file", locate, describe, sniff=looks_like_onnx))

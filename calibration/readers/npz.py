@@ -1,5 +1,5 @@
-"""NumPy sources: ``.npy`` (one input, rows read by file reads) and ``.npz`` (arrays read in row chunks from the
-zip); what an .npy header declares is parsed and checked in ``npy_format``."""
+"""NumPy ``.npz`` sources: arrays read in row chunks from the zip (never loaded whole), each member's .npy header
+parsed and checked in ``npy_format``, compression methods and zip bombs refused before a byte is inflated."""
 
 from __future__ import annotations
 
@@ -11,79 +11,33 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.errors import CalibrationError
-from calibration.readers.base import Reader, index_chunks, reason, unreadable
-from calibration.readers.npy_format import NpyHeader, header_problem, read_npy_header, read_rows
-from calibration.spec import TensorSpec
-from calibration.types import LoadOptions
+from ..errors import CalibrationError
+from ..spec import TensorSpec
+from ..types import LoadOptions
+from .base import Reader, index_chunks, reason, unreadable
+from .npy_format import header_problem, read_npy_header
 
 CHUNK_BYTES = 4 * 1024 * 1024
-MAX_LABEL_BYTES = 1 << 30          # labels are loaded whole: more than 1 GiB of them is not a label array
-BOMB_RATIO = 500                   # an .npz member expanding more than 500x ...
-BOMB_FROM_BYTES = 256 << 20        # ... to over 256 MiB is refused as a likely zip bomb
-ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zipfile.ZIP_BZIP2: "bzip2",
-               zipfile.ZIP_LZMA: "lzma"}
+MAX_LABEL_BYTES = 1 << 30  # labels are loaded whole: more than 1 GiB of them is not a label array
+BOMB_RATIO = 500  # an .npz member expanding more than 500x ...
+BOMB_FROM_BYTES = 256 << 20  # ... to over 256 MiB is refused as a likely zip bomb
+ZIP_METHODS = {
+    zipfile.ZIP_STORED: "stored",
+    zipfile.ZIP_DEFLATED: "deflate",
+    zipfile.ZIP_BZIP2: "bzip2",
+    zipfile.ZIP_LZMA: "lzma",
+}
 # What zipfile / zlib / bz2 / lzma raise on a damaged archive while it is opened or a member streamed
 # (NotImplementedError: a "zip file version" or flag bits zipfile does not implement).
-ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError, EOFError, OSError,
-              NotImplementedError)
-
-
-class NpyReader(Reader):
-    """A single ``.npy`` array feeding a single-input model.
-
-    The header is parsed and checked against the file size first (no data touched); rows are then read with
-    ordinary file reads, a batch at a time, so the process never keeps file pages mapped: a memory map that
-    had been read end to end would count the whole file in the process's resident set. Fortran-ordered files
-    (rare) are read through a read-only memory map.
-    """
-
-    format = "npy"
-
-    def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
-        super().__init__(path, specs, options)
-        self.header: NpyHeader | None = None
-        if len(self.specs) > 1:
-            names = ", ".join(s.name for s in self.specs)
-            self.problems.append(f"a .npy file holds one array but the model has {len(self.specs)} inputs ({names}); "
-                                 "use an .npz with one array per input, named after the inputs")
-            return
-        try:
-            with open(path, "rb") as f:
-                header = read_npy_header(f)
-        except (ValueError, EOFError) as exc:
-            self.problems.append(f"cannot read {path.name} as a .npy array: {reason(exc)}")
-            return
-        problem = header_problem(header, path.stat().st_size - header.offset, path.name)
-        if problem:
-            self.problems.append(problem)
-            return
-        self.header = header
-        if options.label_key:
-            self.warnings.append(f"label key {options.label_key!r} ignored: a .npy file has no labels (use .npz 'y')")
-
-    def count(self) -> int:
-        """Length of the array's first dim (0 when unreadable)."""
-        return 0 if self.header is None else int(self.header.shape[0])
-
-    def batches(self, indices, batch_size) -> Iterator[dict[str, np.ndarray]]:
-        """The selected rows, a batch at a time (file reads; Fortran-ordered files through a read-only map)."""
-        h = self.header
-        if h is None:
-            return
-        name = self.specs[0].name
-        if h.fortran:
-            arr = np.memmap(self.path, dtype=h.dtype, mode="r", offset=h.offset, shape=h.shape, order="F")
-            for chunk in index_chunks(indices, self.count(), batch_size):
-                yield {name: np.asarray(arr[chunk])}
-            return
-        with open(self.path, "rb") as f:
-            for chunk in index_chunks(indices, self.count(), batch_size):
-                rows = read_rows(f, h.offset, h.row_bytes, chunk, h.dtype, h.shape[1:])
-                if rows is None:
-                    raise CalibrationError(f"{self.path} is truncated: rows {int(chunk[0])}..{int(chunk[-1])} are "
-                                           "missing (the file shrank while it was read?)")
-                yield {name: rows}
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    NotImplementedError,
+)
 
 
 class _Member:
@@ -159,7 +113,7 @@ class _Member:
                 buf = np.concatenate(pending) if len(pending) > 1 else pending[0]
                 full = n_pending - n_pending % batch_size
                 for b in range(0, full, batch_size):
-                    yield buf[b:b + batch_size].copy()
+                    yield buf[b : b + batch_size].copy()
                 pending = [buf[full:].copy()] if full < n_pending else []
                 n_pending -= full
         if n_pending:
@@ -198,11 +152,14 @@ class NpzReader(Reader):
         if info.flag_bits & 0x1:
             problem = f"{what} is encrypted; edgetool reads unencrypted .npz files only"
         elif info.compress_type not in ZIP_METHODS:
-            problem = (f"{what} uses zip compression method {info.compress_type}; supported: "
-                       f"{', '.join(ZIP_METHODS.values())}")
+            problem = (
+                f"{what} uses zip compression method {info.compress_type}; supported: {', '.join(ZIP_METHODS.values())}"
+            )
         elif info.file_size > BOMB_FROM_BYTES and info.file_size > BOMB_RATIO * max(1, info.compress_size):
-            problem = (f"{what} expands from {info.compress_size:,} to {info.file_size:,} bytes (over {BOMB_RATIO}x): "
-                       "refused as a likely zip bomb; save it with np.savez (uncompressed) if it is real")
+            problem = (
+                f"{what} expands from {info.compress_size:,} to {info.file_size:,} bytes (over {BOMB_RATIO}x): "
+                "refused as a likely zip bomb; save it with np.savez (uncompressed) if it is real"
+            )
         if problem is None:
             try:
                 member = _Member(self.path, info)
@@ -221,12 +178,16 @@ class NpzReader(Reader):
             return None
         n = self.count()
         if self.members and member.shape[0] != n:
-            self.problems.append(f"labels: {member.shape[0]:,} labels for {n:,} input samples (array {key!r} in "
-                                 f"{self.path.name}); they must match one to one")
+            self.problems.append(
+                f"labels: {member.shape[0]:,} labels for {n:,} input samples (array {key!r} in "
+                f"{self.path.name}); they must match one to one"
+            )
             return None
         if member.header.nbytes > MAX_LABEL_BYTES:
-            self.problems.append(f"labels: array {key!r} in {self.path.name} takes {member.header.nbytes:,} bytes; "
-                                 f"labels are loaded whole and are limited to {MAX_LABEL_BYTES:,} bytes")
+            self.problems.append(
+                f"labels: array {key!r} in {self.path.name} takes {member.header.nbytes:,} bytes; "
+                f"labels are loaded whole and are limited to {MAX_LABEL_BYTES:,} bytes"
+            )
             return None
         return member
 
@@ -241,14 +202,18 @@ class NpzReader(Reader):
 
     def one_key_for_many(self, feature_key: str) -> str:
         """A feature key given for several inputs."""
-        return (f"feature key {feature_key!r} names one array but the model has {len(self.specs)} inputs; "
-                "name the .npz arrays after the inputs instead")
+        return (
+            f"feature key {feature_key!r} names one array but the model has {len(self.specs)} inputs; "
+            "name the .npz arrays after the inputs instead"
+        )
 
     def missing_keys(self, missing: list[str], available: Sequence[str]) -> str:
         """Inputs without an array named after them."""
         expected = ", ".join(repr(s.name) for s in self.specs)
-        return (f"{self.path.name} is missing arrays for inputs {_list(missing)}: expected keys {expected} (one per "
-                f"model input); keys found: {_list(available)}")
+        return (
+            f"{self.path.name} is missing arrays for inputs {_list(missing)}: expected keys {expected} (one per "
+            f"model input); keys found: {_list(available)}"
+        )
 
     def _check_lengths(self) -> None:
         lengths = {k: m.shape[0] for k, m in self.members.items()}

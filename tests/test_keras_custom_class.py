@@ -1,0 +1,120 @@
+"""A Keras 3 ``.keras`` file with a custom layer (``keras.ops`` inside, ``register_keras_serializable`` in the script
+that built it) stores the class by name only: no loader can rebuild it outside that script, trusted or not. edgetool
+says so — not "rerun with --trust-model-code", which then fails — and names the way out that works: the graph saved
+with ``model.export(DIR)`` where the class is defined (issue 22: Keras-3 ``keras.ops`` models)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from edge_tool.modelcode.keras_code import NAME_ONLY, find_code
+from tests.conftest import REPO, run_edgetool
+
+_SCRIPT = r"""
+import sys, numpy as np, keras
+from keras import ops, layers as L
+
+@keras.saving.register_keras_serializable(package="zoo")
+class RMSNorm(L.Layer):
+    def build(self, shape):
+        self.g = self.add_weight(shape=(shape[-1],), initializer="ones")
+    def call(self, x):
+        return x * ops.rsqrt(ops.mean(ops.square(x), axis=-1, keepdims=True) + 1e-6) * self.g
+
+inp = keras.Input((8,), name="x")
+model = keras.Model(inp, L.Dense(3, activation="softmax")(RMSNorm()(L.Dense(16)(inp))))
+x = np.random.default_rng(0).normal(size=(64, 8)).astype("float32")
+model.save(sys.argv[1] + "/model.keras")
+model.export(sys.argv[1] + "/export", verbose=False)
+np.savez(sys.argv[1] + "/calibration.npz", x=x)
+np.save(sys.argv[1] + "/want.npy", model.predict(x, verbose=0))
+"""
+
+
+@pytest.fixture(scope="module")
+def custom_class_model(tmp_path_factory):
+    """Directory with the Keras 3 ``model.keras``, its ``export/`` SavedModel, calibration.npz and Keras' outputs."""
+    out = tmp_path_factory.mktemp("custom_class")
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(out)], capture_output=True, text=True, env=env, cwd=REPO, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("module", "name_only"),
+    [(None, True), ("__main__", True), ("no_such_package_here.layers", True), ("numpy.custom", False)],
+)
+def test_a_registered_class_is_name_only_unless_its_module_can_be_found(module, name_only):
+    config = {"class_name": "RMSNorm", "module": module, "registered_name": "zoo>RMSNorm", "config": {"name": "rms"}}
+    (finding,) = find_code(config, "model.keras")
+    assert (NAME_ONLY in finding.kind) is name_only, finding.kind
+
+
+@pytest.mark.parametrize("trust", [False, True])
+def test_custom_class_keras_file_is_refused_with_the_way_out_that_works(custom_class_model, tmp_path, trust):
+    out = tmp_path / "out"
+    args = ["--calibration", custom_class_model / "calibration.npz", "-o", out]
+    proc = run_edgetool(
+        "convert", custom_class_model / "model.keras", *args, *(["--trust-model-code"] if trust else [])
+    )
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "'zoo>RMSNorm'" in said and "--trust-model-code cannot help" in said and "model.export(DIR)" in said
+    assert not out.exists()
+
+
+def test_the_named_way_out_converts_and_matches_keras(custom_class_model, tmp_path):
+    proc = run_edgetool("convert", custom_class_model / "export", "-o", tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from ai_edge_litert.interpreter import Interpreter
+
+    (tflite,) = (tmp_path / "out").glob("*.tflite")
+    interp = Interpreter(model_path=str(tflite))
+    x = np.load(custom_class_model / "calibration.npz")["x"]
+    interp.resize_tensor_input(interp.get_input_details()[0]["index"], x.shape)
+    interp.allocate_tensors()
+    interp.set_tensor(interp.get_input_details()[0]["index"], x)
+    interp.invoke()
+    got = interp.get_tensor(interp.get_output_details()[0]["index"])
+    np.testing.assert_allclose(got, np.load(custom_class_model / "want.npy"), atol=1e-5)
+
+
+_MODULE = r"""
+import keras
+from keras import ops, layers as L
+
+
+def make():
+    @keras.saving.register_keras_serializable(package="zoo")
+    class Scale(L.Layer):  # registered only when make() runs: importing this module does not define it
+        def call(self, x):
+            return ops.multiply(x, 2.0)
+
+    return Scale
+"""
+
+
+def test_trusted_file_whose_module_does_not_define_the_class_names_it_and_the_way_out(tmp_path):
+    (tmp_path / "late_layers.py").write_text(_MODULE)
+    save = "import sys, keras, late_layers; i = keras.Input((4,)); keras.Model(i, late_layers.make()()(i))"
+    save += ".save(sys.argv[1])"
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", save, str(tmp_path / "m.keras")], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pythonpath = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    proc = run_edgetool(
+        "convert", tmp_path / "m.keras", "-o", tmp_path / "out", "--trust-model-code", env={"PYTHONPATH": pythonpath}
+    )
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "custom class 'Scale'" in said and "model.export(DIR)" in said and not (tmp_path / "out").exists()
