@@ -89,6 +89,6 @@ def _notes(ctx, mode) -> dict:
 
     if mode.value not in ctx.notes:
         return {}
-    note = dict(ctx.notes.pop(mode.value))
-    fixed = note.pop("fixed_batch", None)
+    note = ctx.notes.pop(mode.value)  # a typed note (int16x8) or QAT's free-form dict
+    fixed = note.pop("fixed_batch", None) if isinstance(note, dict) else None
     return {mode.value: note, **({"fixed_batch": BatchNote(**fixed)} if fixed else {})}
