@@ -76,13 +76,13 @@ sys.path.insert(0, sys.argv[2])
 import tf_keras as keras, tensorflow as tf
 tf.config.experimental.enable_op_determinism()  # the same models on every run
 tf.config.threading.set_intra_op_parallelism_threads(1)
-tf.config.threading.set_inter_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)  # with one seed for every generator: one result
 from user_setups import PREPROCESS, read_split
 root = Path(sys.argv[1])
 x, y = read_split(root / "images", "train")
 xt, _ = read_split(root / "images", "test")
 for kind in sys.argv[3:]:
-    tf.random.set_seed(0); np.random.seed(0)
+    keras.utils.set_random_seed(0)
     layers = [keras.Input((32, 32, 3))]
     if kind == "inside":
         layers.append(keras.layers.Rescaling(1 / 255))

@@ -220,10 +220,19 @@ CASES: list[tuple[Case, Build | None]] = [
         Case(
             "eval-artefact-fifo",
             ("eval", "x.tflite", "-r", "@FLAT", "--data", "@FLAT/eval.npz"),
-            names=("x.tflite",),
+            names=("x.tflite", "FIFO"),
             timeout=_SHORT,
         ),
         fifo("x.tflite"),
+    ),
+    (  # the format readers sniff a file's first bytes: a FIFO must be refused before anything opens it
+        Case(
+            "eval-onnx-fifo",
+            ("eval", "x.onnx", "-r", "@FLAT", "--data", "@FLAT/eval.npz"),
+            names=("x.onnx", "FIFO"),
+            timeout=_SHORT,
+        ),
+        fifo("x.onnx"),
     ),
     (
         Case(

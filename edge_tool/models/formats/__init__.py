@@ -29,6 +29,12 @@ def recognise(path: Path) -> tuple[FormatReader, Path]:
     if not path.exists():
         nouns = [r.noun for r in READERS.values()]
         raise ModelError(f"Artifact {path} does not exist; expected {', '.join(nouns[:-1])} or {nouns[-1]}.")
+    if not path.is_dir() and not path.is_file():
+        nouns = [r.noun for r in READERS.values()]
+        raise ModelError(
+            f"Artifact {path} is not a regular file (a FIFO, device or socket); expected {', '.join(nouns[:-1])} or "
+            f"{nouns[-1]}."
+        )
     named = next(((r, f) for r in READERS.values() if (f := r.locate(path)) is not None), None)
     if named is None and path.is_dir():
         layouts = [r.dir_noun for r in READERS.values() if r.dir_noun]
@@ -50,6 +56,9 @@ def describe(path: Path) -> Artifact:
 
 
 def _head(path: Path) -> bytes:
+    """The first bytes of a regular file; b"" for anything else (opening a FIFO would block until a writer came)."""
+    if not path.is_file():
+        return b""  # the reader says what is wrong with it
     try:
         with open(path, "rb") as f:
             return f.read(HEAD)

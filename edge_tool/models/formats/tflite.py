@@ -32,7 +32,8 @@ def sniff(head: bytes) -> bool:
 def describe(given: Path, model_file: Path) -> Artifact:
     """The flatbuffer parsed, not loaded: a file that crashes LiteRT must not crash the evaluator."""
     if not model_file.is_file():
-        raise ModelError(f"Expected a .tflite file at {model_file}, but nothing is there.")
+        what = "something that is not a regular file (a FIFO, device or socket)" if model_file.exists() else "nothing"
+        raise ModelError(f"Expected a .tflite file at {model_file}, but {what} is there.")
     facts = read_flatbuffer(model_file)  # ModelError for a file that is not a TFLite flatbuffer
     quant, source = file_label(facts, _manifest_quant(model_file))
     return Artifact(given, model_file, "tflite", quant, source, model_file.stat().st_size)
