@@ -5,14 +5,11 @@ plain int8 produced a model"."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, edgetool_in_process
+from conftest import _run_script, edgetool_in_process
 from schema_check import validated
 
 pytestmark = pytest.mark.slow
@@ -39,16 +36,7 @@ np.savez(sys.argv[1] + "/train.npz", x=x, y=y)
 def groupnorm_model(tmp_path_factory) -> Path:
     """A trained tf_keras GroupNormalization classifier with calibration.npz and train.npz beside it."""
     out = tmp_path_factory.mktemp("gnqat") / "model"
-    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run(
-        [sys.executable, "-c", _GROUPNORM_SCRIPT, str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _run_script(_GROUPNORM_SCRIPT, out)
     return out
 
 
