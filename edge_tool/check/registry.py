@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from edge_tool.core.registry import Registry
+
 
 @dataclass(frozen=True)
 class TargetSpec:
@@ -21,14 +23,14 @@ class TargetSpec:
     run: Callable  # (Subject) -> TargetResult
 
 
-TARGETS: dict[str, TargetSpec] = {}
+TARGETS: Registry[str, TargetSpec] = Registry("check target")
 
 
 def register(name: str, summary: str, artefact: str) -> Callable:
     """Decorator: register ``run`` as the check of target ``name``."""
 
     def deco(run: Callable) -> Callable:
-        TARGETS[name] = TargetSpec(name, summary, artefact, run)
+        TARGETS.add(name, TargetSpec(name, summary, artefact, run))
         return run
 
     return deco

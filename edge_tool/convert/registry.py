@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from edge_tool.convert.enums import QuantMode
+from edge_tool.core.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -36,14 +37,14 @@ class ModeSpec:
         return f"weights {self.weights}, activations {self.activations}"
 
 
-MODES: dict[QuantMode, ModeSpec] = {}
+MODES: Registry[QuantMode, ModeSpec] = Registry("quantization mode")
 
 
 def register(mode: QuantMode, *, weights: str, activations: str, **caps) -> Callable:
     """Decorator: register ``build`` as the builder of ``mode`` with the given capabilities."""
 
     def deco(build: Callable) -> Callable:
-        MODES[mode] = ModeSpec(mode=mode, weights=weights, activations=activations, build=build, **caps)
+        MODES.add(mode, ModeSpec(mode=mode, weights=weights, activations=activations, build=build, **caps))
         return build
 
     return deco

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from edge_tool import tasks  # noqa: F401
+from edge_tool.core.registry import Registry
 from edge_tool.errors import UsageError
 from edge_tool.tasks.base import Task
 
-TASKS: dict[str, Task] = {}
+TASKS: Registry[str, Task] = Registry("task")
 
 
 def register(cls: type[Task]) -> type[Task]:
     """Class decorator: add one instance of ``cls`` under its ``name``."""
-    TASKS[cls.name] = cls()
+    TASKS.add(cls.name, cls())
     return cls
 
 

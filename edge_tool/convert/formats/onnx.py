@@ -11,14 +11,13 @@ int8's error is data-dependent and measured, not judged — ``edgetool eval`` me
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edge_tool.convert.enums import IOType, QuantMode
 from edge_tool.convert.formats import onnx_check
-from edge_tool.convert.formats.registry import FORMATS, FormatJob, artifact_name, register
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, artifact_name, file_entry, register
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, UsageError
@@ -73,8 +72,6 @@ def onnx_problems(config) -> list[str]:
 )
 def build(job: FormatJob, mode: QuantMode) -> ManifestArtifact:
     """``<model>_<mode>.onnx``: tf2onnx's float model (made once per run), quantized for int8, then self-checked."""
-    from edge_tool.schemas.manifest import ManifestArtifact  # noqa: PLC0415 - numpy-backed
-
     ctx = job.ctx
     path = job.out_dir / artifact_name(ctx.config.model, mode.value, ".onnx")
     with step(f"convert onnx {mode.value}") as timed:
@@ -95,13 +92,12 @@ def build(job: FormatJob, mode: QuantMode) -> ManifestArtifact:
     quantization = None
     if mode is QuantMode.INT8:
         quantization = {**QUANTIZATION, "samples": sum(1 for _ in ctx.representative_dataset())}
-    return ManifestArtifact(
-        path.name,
+    return file_entry(
+        path,
         "onnx",
         mode.value,
-        len(data),
-        sha256=hashlib.sha256(data).hexdigest(),
-        seconds=round(timed.seconds, 3),
+        data,
+        timed.seconds,
         opset=_opset(data),
         agreement=agreement,
         quantization=quantization,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.formats.registry import FormatJob, artifact_name, register
+from edge_tool.convert.formats.registry import FormatJob, artifact_name, file_entry, register
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
 from edge_tool.core.steps import console, step
@@ -42,7 +41,6 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> ManifestArtifact:
     from edge_tool.convert.metadata_step import for_mode  # noqa: PLC0415
     from edge_tool.metadata.writer import embed_metadata  # noqa: PLC0415
     from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite  # noqa: PLC0415
-    from edge_tool.schemas.manifest import ManifestArtifact  # noqa: PLC0415
 
     path = out_dir / tflite_name(ctx.config.model, mode)
     spec = None if ctx.metadata is None else for_mode(ctx.metadata, mode.value, ctx.source.flavor)
@@ -67,13 +65,12 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> ManifestArtifact:
     state = state_warning(summary.variable_tensors)
     if state:
         console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
-    return ManifestArtifact(
-        path.name,
+    return file_entry(
+        path,
         "tflite",
         mode.value,
-        len(data),
-        sha256=hashlib.sha256(data).hexdigest(),
-        seconds=round(timed.seconds, 3),
+        data,
+        timed.seconds,
         tensors=summary,
         state_warning=state,
         metadata=None if spec is None else spec.record(),
@@ -85,7 +82,7 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> ManifestArtifact:
 def _notes(ctx, mode) -> dict:
     """The mode's notes for its entry (e.g. qat: which model was shipped and why); a ``fixed_batch`` among them (QAT
     built at batch 1) becomes the entry's own ``fixed_batch``."""
-    from edge_tool.schemas.records import BatchNote  # noqa: PLC0415 - as ManifestArtifact above
+    from edge_tool.schemas.records import BatchNote  # noqa: PLC0415 - numpy-backed; --help reads this module
 
     if mode.value not in ctx.notes:
         return {}

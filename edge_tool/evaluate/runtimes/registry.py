@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from edge_tool.core.registry import Registry
+
 
 @dataclass(frozen=True)
 class Column:
@@ -43,12 +45,9 @@ class RuntimeSpec:
     extra: str = ""  # the pip extra that installs it ("" when the base install has it)
 
 
-SPECS: dict[str, RuntimeSpec] = {}
+SPECS: Registry[str, RuntimeSpec] = Registry("runtime")
 
 
 def register(spec: RuntimeSpec) -> RuntimeSpec:
     """Add ``spec`` to the table (its module calls this at import); ValueError on a repeated name."""
-    if spec.name in SPECS:
-        raise ValueError(f"runtime {spec.name!r} registered twice")
-    SPECS[spec.name] = spec
-    return spec
+    return SPECS.add(spec.name, spec)

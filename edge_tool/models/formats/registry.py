@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from edge_tool.core.registry import Registry
+
 
 @dataclass(frozen=True)
 class Artifact:
@@ -48,12 +50,9 @@ class FormatReader:
     dir_noun: str | None = None  # the directory layout ``locate`` accepts, for the message when none does
 
 
-READERS: dict[str, FormatReader] = {}
+READERS: Registry[str, FormatReader] = Registry("artefact format")
 
 
 def register(reader: FormatReader) -> FormatReader:
     """Add ``reader`` to the table (its module calls this at import); ValueError on a repeated name."""
-    if reader.name in READERS:
-        raise ValueError(f"artefact format {reader.name!r} registered twice")
-    READERS[reader.name] = reader
-    return reader
+    return READERS.add(reader.name, reader)
