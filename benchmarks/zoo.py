@@ -24,6 +24,7 @@ from benchmarks.zoo import cells as zcells
 from benchmarks.zoo import models as zmodels
 from benchmarks.zoo import report as zreport
 from benchmarks.zoo import runner as zrunner
+from benchmarks.zoo import store as zstore
 
 _lock = threading.Lock()
 
@@ -58,7 +59,7 @@ def _git() -> str:
 def collect(key: str) -> dict:
     """Every cached result valid for ``key`` (all models and cells, not only this run's); results of an older
     edgetool source are included with their ``source`` hash, which the report shows."""
-    return {(m, c): r for m in zmodels.SPECS for c in zcells.CELLS if (r := zrunner.load_any_source(m, c, key))}
+    return {(m, c): r for m in zmodels.SPECS for c in zcells.CELLS if (r := zstore.load_any_source(m, c, key))}
 
 
 def write_report(path: Path, key: str, features) -> dict:
@@ -66,7 +67,7 @@ def write_report(path: Path, key: str, features) -> dict:
     results = collect(key)
     accuracy = {}
     for m in zmodels.SPECS:
-        info = zrunner.CACHE / "models" / m / "zoo.json"
+        info = zstore.CACHE / "models" / m / "zoo.json"
         if info.is_file():
             import json  # noqa: PLC0415
 
@@ -97,11 +98,11 @@ def main() -> None:
     models = _subset(args.models, list(zmodels.SPECS), "models")
     cells = _subset(args.cells, list(zcells.CELLS), "cells")
     features = zrunner.detect_features()
-    key = f"{zrunner.tool_hash()}:{zrunner.zoo_hash()}:{features}:{'browser' if not args.no_browser else 'files'}"
+    key = f"{zstore.tool_hash()}:{zstore.zoo_hash()}:{features}:{'browser' if not args.no_browser else 'files'}"
     if args.fresh:
         for m in models:
             for c in cells:
-                zrunner.result_path(m, c).unlink(missing_ok=True)
+                zstore.result_path(m, c).unlink(missing_ok=True)
     log(f"{len(models)} models × {len(cells)} cells; {features}")
     start = time.perf_counter()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.zoo import runner
+from benchmarks.zoo import runner, store
 from benchmarks.zoo.cells import classify
 from benchmarks.zoo.context import compare
 from benchmarks.zoo.wayout import named_mode, named_options
@@ -47,12 +47,12 @@ def zoo_results(tmp_path_factory):
     """Run a model's subset cells on first request, with a private cache (models built fresh, nothing reused from
     benchmarks/.cache): ``-k`` selecting a few cells builds only their models."""
     cache = tmp_path_factory.mktemp("zoo-cache")
-    saved, runner.CACHE = runner.CACHE, cache
+    saved, store.CACHE = store.CACHE, cache
     # the zoo's CLI runs are forks of a server that imported TensorFlow once, with the zoo's own environment
     server = zygote.Zygote(Path(tempfile.gettempdir()), env=runner._env())
     saved_cli, runner.edgetool = runner.edgetool, lambda *args, timeout: _forked(server, args, timeout)
     features = runner.detect_features()
-    key = f"test:{runner.tool_hash()}:{runner.zoo_hash()}:{features}"
+    key = f"test:{store.tool_hash()}:{store.zoo_hash()}:{features}"
     results = {}
 
     def get(model: str, cell: str) -> dict:
@@ -66,7 +66,7 @@ def zoo_results(tmp_path_factory):
     try:
         yield get
     finally:
-        runner.CACHE, runner.edgetool = saved, saved_cli
+        store.CACHE, runner.edgetool = saved, saved_cli
         server.close()
 
 

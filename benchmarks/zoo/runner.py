@@ -7,7 +7,6 @@ and the CLI's options, so a rerun skips what is still valid and redoes what chan
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -18,25 +17,34 @@ from pathlib import Path
 
 from benchmarks.zoo import cells as zcells
 from benchmarks.zoo import models as zmodels
+from benchmarks.zoo import store as zstore
 from benchmarks.zoo import wayout
 
 REPO = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("EDGETOOL_ZOO_CACHE") or REPO / "benchmarks" / ".cache" / "zoo")
-TOOL_DIRS = ("edge_tool", "calibration", "web_demo")
-TOOL_SUFFIXES = (".py", ".js", ".html", ".css", ".json")
 CHECK_TIMEOUT = 1800
 
 
 def _env() -> dict:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-            "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
 
 
 def edgetool(*args: str, timeout: float) -> tuple[int | None, str, str, float]:
     """Run ``python -m edge_tool ARGS``: (exit code or None on timeout, stdout, stderr, seconds)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "edge_tool", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=REPO, env=_env(), start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edge_tool", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=_env(),
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
         rc = proc.returncode
@@ -54,65 +62,9 @@ def detect_features() -> zcells.Features:
     return zcells.Features(convert_batch="--batch" in conv, demo_input_size="--input-size" in demo)
 
 
-def tool_hash() -> str:
-    """Hash of edgetool's source (package, calibration, page template): results of older code are not reused."""
-    digest = hashlib.sha256()
-    for top in TOOL_DIRS:
-        for f in sorted((REPO / top).rglob("*")):
-            if f.suffix in TOOL_SUFFIXES and f.is_file() and not {"vendor", "node_modules"} & set(f.parts):
-                digest.update(str(f.relative_to(REPO)).encode() + f.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-CHECK_FILES = ("cells.py", "checks.py", "context.py", "oracles.py", "verdicts.py", "browser.py", "wayout.py",
-               "refusals.py", "../../tests/oracles/litert_run.py", "../../tests/oracles/tfjs_check.js",
-               "../../tests/oracles/raw_converter.py", "../../tests/oracles/task_metrics.py")
-
-
-def zoo_hash() -> str:
-    """Hash of the zoo code that decides a cell's result (commands, classification, checks)."""
-    digest = hashlib.sha256()
-    for name in CHECK_FILES:
-        digest.update((Path(__file__).parent / name).read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def result_path(model: str, cell: str) -> Path:
-    """Where one cell's result is cached."""
-    return CACHE / "results" / model / f"{cell}.json"
-
-
-def load_result(model: str, cell: str, key: str) -> dict | None:
-    """A cached result still valid for ``key``, else None."""
-    f = result_path(model, cell)
-    if not f.is_file():
-        return None
-    result = json.loads(f.read_text())
-    return result if result.get("key") == _model_key(model, key) else None
-
-
-def load_any_source(model: str, cell: str, key: str) -> dict | None:
-    """A cached result valid for ``key`` except, possibly, edgetool's source hash and the zoo check code's hash (its
-    first two parts): the result of an older edgetool or check, shown as such by the report (``source``)."""
-    f = result_path(model, cell)
-    if not f.is_file():
-        return None
-    result = json.loads(f.read_text())
-    mine, theirs = _model_key(model, key).split(":"), str(result.get("key", "")).split(":")
-    if len(theirs) != len(mine) or theirs[2:] != mine[2:]:
-        return None
-    return {**result, "source": theirs[0] + ("" if theirs[1] == mine[1] else f" (checks {theirs[1][:6]})")}
-
-
-def _model_key(model: str, key: str) -> str:
-    """``key`` plus the model's build hash and its spec (task, expected refusals): either changing redoes its cells."""
-    spec = hashlib.sha256(repr(zmodels.SPECS[model]).encode()).hexdigest()[:8]
-    return f"{key}:{zmodels.source_hash(model)}:{spec}"
-
-
 def ensure_model(name: str, log) -> Path:
     """The built model (from the cache when its source is unchanged)."""
-    out = CACHE / "models" / name
+    out = zstore.CACHE / "models" / name
     if not zmodels.is_built(out):
         log(f"[{name}] building")
         info = zmodels.build(name, out)
@@ -123,16 +75,24 @@ def ensure_model(name: str, log) -> Path:
 def run_model(name: str, cells: list[str], features: zcells.Features, key: str, browser: bool, log) -> dict:
     """Every requested cell of one model: CLI runs first, then one check process for everything produced."""
     spec = zmodels.SPECS[name]
-    results = {c: r for c in cells if (r := load_result(name, c, key))}
+    results = {c: r for c in cells if (r := zstore.load_result(name, c, key))}
     todo = [c for c in zcells.CELLS if c in cells and c not in results]
     if not todo:
         return results
     model = ensure_model(name, log)
-    work = CACHE / "work" / name
-    produced = {c: work / c for c in zcells.CELLS
-                if c in results and results[c]["status"] in ("ok", "wrong") and (work / c).is_dir()}
-    produced.update({f"{c}@wayout": work / f"{c}-wayout" for c, r in results.items()  # what a named way out built
-                     if (r.get("way_out") or {}).get("status") == "produced" and (work / f"{c}-wayout").is_dir()})
+    work = zstore.CACHE / "work" / name
+    produced = {
+        c: work / c
+        for c in zcells.CELLS
+        if c in results and results[c]["status"] in ("ok", "wrong") and (work / c).is_dir()
+    }
+    produced.update(
+        {
+            f"{c}@wayout": work / f"{c}-wayout"
+            for c, r in results.items()  # what a named way out built
+            if (r.get("way_out") or {}).get("status") == "produced" and (work / f"{c}-wayout").is_dir()
+        }
+    )
     pending, refused = {}, {}
 
     def other(mode, dest, extra):  # another mode's command, writing into dest, with the options a refusal named
@@ -143,8 +103,16 @@ def run_model(name: str, cells: list[str], features: zcells.Features, key: str, 
         shutil.rmtree(out, ignore_errors=True)
         args = zcells.command(cell, model, out, spec, features, produced)
         if args is None:
-            results[cell] = _save(name, cell, key, {"status": "blocked", "reason": "no artefact of fp32/int8/tfjs to "
-                                                    "evaluate (those cells produced nothing)", "command": None})
+            results[cell] = zstore.save(
+                name,
+                cell,
+                key,
+                {
+                    "status": "blocked",
+                    "reason": "no artefact of fp32/int8/tfjs to evaluate (those cells produced nothing)",
+                    "command": None,
+                },
+            )
             continue
         record, err = _run_cell(cell, args, out)
         log(f"[{name}] {cell}: {record['status']} ({record['seconds']:.0f} s) {record['reason'][:120]}")
@@ -157,7 +125,7 @@ def run_model(name: str, cells: list[str], features: zcells.Features, key: str, 
             _try_way_out(name, cell, args, record, work, pending, produced, log, other)
             refused[cell] = record
         else:
-            results[cell] = _save(name, cell, key, record)
+            results[cell] = zstore.save(name, cell, key, record)
     if pending or refused:
         verdicts = _check(name, model, work, pending, refused, produced, browser)
         for cell, record in pending.items():
@@ -166,11 +134,11 @@ def run_model(name: str, cells: list[str], features: zcells.Features, key: str, 
             v = verdicts.get(cell, {"status": "unchecked", "reason": "the check process died", "metrics": {}})
             record.update(status=v["status"], reason=v["reason"], metrics=v.get("metrics", {}))
             log(f"[{name}] {cell}: checked {v['status']} {v['reason'][:120]}")
-            results[cell] = _save(name, cell, key, record) if v["status"] != "unchecked" else record
+            results[cell] = zstore.save(name, cell, key, record) if v["status"] != "unchecked" else record
         for cell, record in refused.items():
             record.update(_judge_refusal(record, verdicts.get(cell), verdicts.get(f"{cell}@wayout")))
             log(f"[{name}] {cell}: judged {record['status']} {record['reason'][:160]}")
-            results[cell] = _save(name, cell, key, record)
+            results[cell] = zstore.save(name, cell, key, record)
     return results
 
 
@@ -181,8 +149,13 @@ def _run_cell(cell: str, args: list[str], out: Path) -> tuple[dict, str]:
     timeout = zcells.TIMEOUTS.get(cell, zcells.DEFAULT_TIMEOUT)
     rc, _, err, seconds = edgetool(*args, timeout=timeout)
     status, reason = zcells.classify(cell, rc, err, timeout)
-    return {"status": status, "reason": reason, "rc": rc, "seconds": round(seconds, 1),
-            "command": "edgetool " + " ".join(_short(a) for a in args)}, err
+    return {
+        "status": status,
+        "reason": reason,
+        "rc": rc,
+        "seconds": round(seconds, 1),
+        "command": "edgetool " + " ".join(_short(a) for a in args),
+    }, err
 
 
 def _try_way_out(name, cell, args, record, work, pending, produced, log, other) -> None:
@@ -197,14 +170,20 @@ def _try_way_out(name, cell, args, record, work, pending, produced, log, other) 
         extra = ["--quant", mode, *extra]
     else:
         extra = wayout.named_options(record["reason"], cell, args)
-        new_args = [str(out) + a[len(str(work / cell)):] if a.startswith(str(work / cell)) else a
-                    for a in wayout.with_options(args, extra)]
+        new_args = [
+            str(out) + a[len(str(work / cell)) :] if a.startswith(str(work / cell)) else a
+            for a in wayout.with_options(args, extra)
+        ]
     if not extra:
         return
     shutil.rmtree(out, ignore_errors=True)
     way, _ = _run_cell(mode or cell, new_args, out)
-    record["way_out"] = {"options": " ".join(extra), "status": way["status"], "reason": way["reason"],
-                         "seconds": way["seconds"]}
+    record["way_out"] = {
+        "options": " ".join(extra),
+        "status": way["status"],
+        "reason": way["reason"],
+        "seconds": way["seconds"],
+    }
     log(f"[{name}] {cell}: way out {' '.join(extra)}: {way['status']} {way['reason'][:100]}")
     if way["status"] == "produced":
         produced[f"{cell}@wayout"] = out
@@ -237,14 +216,27 @@ def _judge_refusal(record: dict, justified: dict | None, way_verdict: dict | Non
 def _check(name: str, model: Path, work: Path, pending: dict, refused: dict, produced: dict, browser: bool) -> dict:
     """One check process for every produced output (``cell`` or ``cell@wayout``) and every refusal's reason."""
     batch = 1 if zmodels.SPECS[name].recurrent else None
-    request = {cell: {"out": str(produced[cell]), "batch": batch, "browser": browser,
-                      "int8_out": str(produced["int8"]) if "int8" in produced else None,
-                      "check_as": pending[cell].get("check_as")} for cell in pending}
+    request = {
+        cell: {
+            "out": str(produced[cell]),
+            "batch": batch,
+            "browser": browser,
+            "int8_out": str(produced["int8"]) if "int8" in produced else None,
+            "check_as": pending[cell].get("check_as"),
+        }
+        for cell in pending
+    }
     request.update({cell: {"refused": record["reason"], "batch": batch} for cell, record in refused.items()})
     req_file = work / "check-request.json"
     req_file.write_text(json.dumps(request))
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.zoo.checks", str(model), str(work), str(req_file)],
-                          capture_output=True, text=True, cwd=REPO, env=_env(), timeout=CHECK_TIMEOUT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.zoo.checks", str(model), str(work), str(req_file)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=_env(),
+        timeout=CHECK_TIMEOUT,
+    )
     verdicts = {}
     for line in proc.stdout.splitlines():
         if line.startswith("{"):
@@ -252,14 +244,6 @@ def _check(name: str, model: Path, work: Path, pending: dict, refused: dict, pro
     if proc.returncode != 0:
         (work / "check-stderr.txt").write_text(proc.stderr)
     return verdicts
-
-
-def _save(model: str, cell: str, key: str, record: dict) -> dict:
-    record = {**record, "model": model, "cell": cell, "key": _model_key(model, key)}
-    f = result_path(model, cell)
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(json.dumps(record, indent=2) + "\n")
-    return record
 
 
 def _short(arg: str) -> str:
