@@ -28,9 +28,14 @@ async ([samples, single]) => {
 
 
 def predict_in_browser(site: Path, inputs: dict[str, np.ndarray]) -> dict:
-    """Outputs of the page for each sample, keyed by output name (or {"error": ...})."""
+    """Outputs of the page (the engine it picks itself) for each sample, keyed by output name (or {"error": ...})."""
+    return predict_per_engine(site, inputs, [None])[None]
+
+
+def predict_per_engine(site: Path, inputs: dict[str, np.ndarray], engines: list[str | None]) -> dict:
+    """{engine: the page's outputs with ``?engine=ENGINE`` (None: the page's own pick)}, one Chromium for all."""
     if not CHROMIUM.is_file():
-        return {"error": f"{CHROMIUM} missing"}
+        return dict.fromkeys(engines, {"error": f"{CHROMIUM} missing"})
     from playwright.sync_api import sync_playwright
 
     n = len(next(iter(inputs.values())))
@@ -38,25 +43,33 @@ def predict_in_browser(site: Path, inputs: dict[str, np.ndarray]) -> dict:
         {k: {"values": v[i].ravel().tolist(), "shape": [1, *v.shape[1:]]} for k, v in inputs.items()} for i in range(n)
     ]
     server, thread, url = start_server(Path(site), "127.0.0.1", 0)
-    errors: list[str] = []
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
-            page = browser.new_page()
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url)
             try:
-                page.wait_for_function("window.edgetool !== undefined", timeout=READY_TIMEOUT_MS)
-                page.evaluate("window.edgetool.ready")
-                multi = page.evaluate("window.edgetool.config && Array.isArray(window.edgetool.config.inputs)")
-                rows = page.evaluate(_PREDICT_JS, [samples, not multi])
-            except Exception as exc:
-                status = page.locator("#status").inner_text() if page.locator("#status").count() else ""
-                return {"error": f"page failed: {status or errors[:1] or str(exc).splitlines()[0]}"[:300]}
+                return {e: _predict(browser, url + (f"?engine={e}" if e else ""), samples) for e in engines}
             finally:
                 browser.close()
     finally:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def _predict(browser, url: str, samples: list[dict]) -> dict:
+    """One fresh page at ``url``: its predict() on each sample ({output: [n, ...]}), or {"error": ...}."""
+    errors: list[str] = []
+    page = browser.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    try:
+        page.wait_for_function("window.edgetool !== undefined", timeout=READY_TIMEOUT_MS)
+        page.evaluate("window.edgetool.ready")
+        multi = page.evaluate("window.edgetool.config && Array.isArray(window.edgetool.config.inputs)")
+        rows = page.evaluate(_PREDICT_JS, [samples, not multi])
+    except Exception as exc:
+        status = page.locator("#status").inner_text() if page.locator("#status").count() else ""
+        return {"error": f"page failed: {status or errors[:1] or str(exc).splitlines()[0]}"[:300]}
+    finally:
+        page.close()
     return {k: np.asarray([r[k] for r in rows], np.float32) for k in rows[0]}
