@@ -1,4 +1,5 @@
-"""A wheel that works without Node: `python -m build` a copy of the checkout, install the wheel into a fresh venv,
+"""A wheel that works without Node: `python -m build` a copy of the checkout (never the checkout itself, whose stale
+build/ would leak into the wheel), install the wheel into a fresh venv,
 hide `node` from PATH, and run convert -> eval -> demo -> serve -> a headless page load in Chromium.
 
 The fresh venv is made with ``python -m venv --without-pip``; the wheel is installed into it with this interpreter's
@@ -149,6 +150,28 @@ def test_wheel_carries_the_vendored_runtimes(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert all(n in names for n in VENDOR), [n for n in VENDOR if n not in names]
     assert not any("node_modules" in n or n.startswith(("tests/", "build_support/")) for n in names)
+
+
+def test_wheel_is_one_package_with_calibration_and_the_template_inside(wheel):
+    """One top-level import name (the generic ``calibration`` and ``web_demo`` would clash with other
+    distributions): both are inside edge_tool, calibration whole, and the console script is edgetool."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for required in (
+        "edge_tool/cli.py",
+        "edge_tool/convert/modes/int8.py",
+        "edge_tool/calibration/__init__.py",
+        "edge_tool/calibration/readers/images.py",
+        "edge_tool/web_demo/index.html",
+        "edge_tool/web_demo/app.js",
+        "edge_tool/web_demo/sw.template.js",
+        "edge_tool/web_demo/package-lock.json",
+    ):
+        assert required in names, required
+    assert {n.split("/")[0] for n in names} == {"edge_tool", wheel.name.split("-py3")[0] + ".dist-info"}
+    calibration = {n.removeprefix("edge_tool/") for n in names if n.startswith("edge_tool/calibration/")}
+    assert calibration == {str(p.relative_to(REPO)) for p in (REPO / "calibration").rglob("*.py")}
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "edgetool = edge_tool.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_installed_wheel_claims_only_the_edge_tool_import_name(venv, tmp_path):
