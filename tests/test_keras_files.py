@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge_tool.convert import source as source_mod
 from edge_tool.litert.recipes import resolve_calibration
 from tests.conftest import REPO, litert_outputs, run_edgetool
 
@@ -198,3 +200,39 @@ def test_default_calibration_is_found_beside_a_keras_file(tmp_path):
     saved.mkdir()
     assert resolve_calibration(saved, None) is None  # a directory's parent is not searched
     assert resolve_calibration(saved, tmp_path / "other.npz") == tmp_path / "other.npz"
+
+
+def test_one_process_exports_a_keras3_file_once_while_the_export_exists(keras3_file, tmp_path, monkeypatch):
+    """auto prepares its Keras file up to three times (reference, candidates, selective search): the Keras-3 child
+    (a fresh Keras process) runs once and later requests copy its export; a batch or a removed export makes a new
+    one, the same bytes under another name do not."""
+    calls = []
+    real = source_mod.export_keras3_file
+    monkeypatch.setattr(source_mod, "_EXPORTED", {})
+    monkeypatch.setattr(source_mod, "export_keras3_file", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    a = source_mod.prepare_source(keras3_file, tmp_path / "a")
+    b = source_mod.prepare_source(keras3_file, tmp_path / "b")
+    assert calls == [None] and a.saved_model != b.saved_model
+    assert a.signature == b.signature and a.sha256 == b.sha256
+    x = np.load(f"{keras3_file}.eval.npz")["x"][:4]
+    import tensorflow as tf
+
+    outs = [
+        next(iter(tf.saved_model.load(str(s.saved_model)).signatures["serving_default"](tf.constant(x)).values()))
+        for s in (a, b)
+    ]
+    np.testing.assert_array_equal(outs[0].numpy(), outs[1].numpy())
+    (tmp_path / "c").mkdir()
+    fixed = source_mod.prepare_source(keras3_file, tmp_path / "c", batch=1)
+    assert calls == [None, 1] and fixed.fixed_batch.batch == 1
+    for name in ("a", "b"):  # the earlier exports are gone: the next request exports again
+        shutil.rmtree(tmp_path / name)
+        (tmp_path / name).mkdir()
+    source_mod.prepare_source(keras3_file, tmp_path / "a")
+    assert calls == [None, 1, None]
+    other = tmp_path / "other.keras"
+    other.write_bytes(keras3_file.read_bytes())
+    source_mod.prepare_source(other, tmp_path / "b")
+    assert calls == [None, 1, None]

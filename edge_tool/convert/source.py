@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shutil
 import tempfile
 import zipfile
 from collections.abc import Iterator
@@ -95,7 +96,26 @@ def check_keras_file(model: Path) -> None:
         require_regular(model, "a Keras .h5 model file", ModelError)
 
 
-def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None, trust_model_code: bool = False):
+# This process's Keras-file exports: (file sha256, batch, trust) -> (the export, its Retrace). One command may prepare
+# the same file more than once (auto: its reference, the candidates, the selective search), and a Keras-3 export is a
+# fresh Keras process (~10 s); a later request copies the earlier export while it still exists.
+_EXPORTED: dict[tuple[str, int | None, bool], tuple[Path, object]] = {}
+
+
+def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None, trust_model_code: bool, sha256: str):
+    """``_export_keras_file``'s SavedModel at ``out``, copied from this process's earlier export of the same file
+    bytes with the same batch and trust when that is still on disk."""
+    key = (sha256, batch, trust_model_code)
+    earlier = _EXPORTED.get(key)
+    if earlier is not None and (earlier[0] / "saved_model.pb").is_file():
+        shutil.copytree(earlier[0], out, symlinks=True)
+        return earlier[1]
+    exported = _export_keras_file(model, out, batch, trust_model_code)
+    _EXPORTED[key] = (Path(out), exported)
+    return exported
+
+
+def _export_keras_file(model: Path, out: Path, batch: int | None, trust_model_code: bool = False):
     """Load a .keras/.h5 file with tf_keras (Keras 2) and save it; fall back to a Keras 3 export in a subprocess,
     which fixes the batch itself (returns its ``Retrace``; None otherwise). Keras's safe mode is off only when
     ``trust_model_code`` (``prepare_source`` has refused code otherwise)."""
@@ -156,11 +176,11 @@ def prepare_source(
             )
         check_keras_file(model)
         require_no_keras_code(model, trust_model_code, "Exporting it to a SavedModel needs a Keras object")
-        saved = Path(workdir) / "keras_source_savedmodel"
-        exported = _keras_file_to_saved_model(model, saved, batch, trust_model_code)
+        saved, sha256 = Path(workdir) / "keras_source_savedmodel", content_hash(model)
+        exported = _keras_file_to_saved_model(model, saved, batch, trust_model_code, sha256)
         kind = "keras-file"
     else:
-        saved, kind, exported = _glob_free(model, Path(workdir)), "saved_model", None
+        saved, kind, exported, sha256 = _glob_free(model, Path(workdir)), "saved_model", None, None
     require_no_side_effects(saved, trust_model_code, "Converting it (the self-check and calibration run the graph)")
     signature = saved_model_signature(saved, signature_key or SERVING)
     flavor, fixed = saved_model_flavor(saved), None
@@ -173,4 +193,4 @@ def prepare_source(
         fixed = FixedBatch(batch, how.method, how.unrolled, saved_model_signature(retraced))
         saved, signature = retraced, replace(signature, key=SERVING)  # the re-trace serves it as that
     check_signature(signature, model)  # before any probe, calibration batch, LiteRT arena or TFJS page allocates
-    return PreparedSource(model, saved, kind, flavor, signature, content_hash(model), fixed)
+    return PreparedSource(model, saved, kind, flavor, signature, sha256 or content_hash(model), fixed)
