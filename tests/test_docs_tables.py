@@ -1,5 +1,6 @@
-"""The tables generated from the registries (modes, formats, runtimes) are what README.md and the docs pages hold:
-one generator (scripts/docs_tables.py) writes them all, and this is its one sync test."""
+"""What is generated from the registries — the mode, format and runtime tables in README.md and the docs pages, and
+the schemas' enums of formats and tasks — is what the files hold: one generator (scripts/docs_tables.py) writes
+them all, and this is its one sync test."""
 
 from __future__ import annotations
 
@@ -41,6 +42,15 @@ def test_each_table_has_one_row_per_registered_entry():
     for table, (make, _) in docs_tables.TABLES.items():
         rows = make().splitlines()[2:]
         assert [r.split("|")[1].strip(" `") for r in rows] == entries[table], table
+
+
+def test_a_schema_enum_out_of_step_is_rewritten_in_place():
+    name = "edge_tool/schemas/manifest.schema.json"
+    text = (REPO / name).read_text(encoding="utf-8")
+    stale = text.replace('"format": {"enum": ["tflite", "tfjs", "onnx"]}', '"format": {"enum": ["tflite", "tfjs"]}')
+    assert stale != text and docs_tables.regenerated(name, stale) == text
+    with pytest.raises(ValueError, match="expected one"):
+        docs_tables.regenerated(name, text.replace('"format": {"enum"', '"format": {"type": "string", "enum"'))
 
 
 def test_missing_markers_are_refused():

@@ -1,5 +1,5 @@
-"""The eval runtimes are a registry: the --runtime choices, the default runtime of each artefact format, the
-report's runtime-only fields and the eval schema's format enum derive from it (the docs' runtime table:
+"""The eval runtimes are a registry: the --runtime choices, the default runtime of each artefact format and
+the report's runtime-only fields derive from it (the docs' runtime table and the eval schema's format enum:
 tests/test_docs_tables.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from edge_tool.cli import app
 from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.evaluate.rows import ArtifactResult
 from edge_tool.evaluate.runtimes import HOST, RUNTIMES, SPECS, runtime_for
-from edge_tool.schemas import load
 
 
 def test_runtime_choices_are_the_runtimes_that_share_a_format():
@@ -32,11 +31,6 @@ def test_every_format_has_one_default_runtime():
     assert runtime_for(ArtifactFormat.TFLITE, "tflm").name == "tflm"
     assert runtime_for(ArtifactFormat.ONNX, "tflm").name == "onnxruntime"  # --runtime picks within a format
     assert all(f in {x.value for x in ArtifactFormat} for s in SPECS.values() for f in s.formats)
-
-
-def test_eval_schema_format_enum_is_every_artifact_format():
-    enum = load("eval")["$defs"]["result"]["properties"]["format"]["enum"]
-    assert enum == [f.value for f in ArtifactFormat]
 
 
 def test_runtime_only_fields_belong_to_one_runtime_each():
