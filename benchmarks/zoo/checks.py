@@ -2,7 +2,7 @@
 
 Nothing here calls edgetool's conversion or evaluation code: the reference is the SavedModel's serving signature
 run by TensorFlow (``context``), the runs compared with it are LiteRT, Node and the raw converter (``oracles``),
-and each cell's tolerance is in ``verdicts``.
+and each cell's tolerance is in ``verdicts`` (the demo's: ``page_check``).
 
 Usage: python -m benchmarks.zoo.checks MODEL_DIR WORK_DIR REQUEST_JSON (prints one JSON line per cell: cell -> verdict)
 """
@@ -15,9 +15,27 @@ import sys
 from pathlib import Path
 
 from benchmarks.zoo.context import Context
+from benchmarks.zoo.page_check import check_demo
 from benchmarks.zoo.refusals import justify, without_reference
 from benchmarks.zoo.specs import SPECS
-from benchmarks.zoo.verdicts import verdict
+from benchmarks.zoo.verdicts import check_auto, check_eval, check_float_mode, check_qat, check_quant_mode, check_tfjs
+
+
+def verdict(ctx: Context, cell: str, out: Path, args: dict) -> dict:
+    """Dispatch to the cell's check; any exception in a check is reported as the check's own failure."""
+    batch = args.get("batch")
+    if cell in ("fp32", "fp16", "dynamic"):
+        return check_float_mode(ctx, cell, out)
+    if cell in ("int8", "int16x8"):
+        return check_quant_mode(ctx, cell, out, batch)
+    if cell == "qat":
+        return check_qat(ctx, out, batch, args.get("int8_out"))
+    return {
+        "tfjs": lambda: check_tfjs(ctx, out),
+        "auto": lambda: check_auto(ctx, out),
+        "eval": lambda: check_eval(ctx, out),
+        "demo": lambda: check_demo(ctx, out, args.get("browser", False)),
+    }[cell]()
 
 
 def main(argv: list[str]) -> None:

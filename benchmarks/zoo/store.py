@@ -35,6 +35,7 @@ CHECK_FILES = (
     "verdicts.py",
     "browser.py",
     "wayout.py",
+    "page_check.py",
     "refusals.py",
     "../../tests/oracles/litert_run.py",
     "../../tests/oracles/tfjs_check.js",

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.zoo.browser import predict_in_browser, predict_per_engine
-from benchmarks.zoo.context import Context, compare, primary
+from benchmarks.zoo.context import Context, compare
 from benchmarks.zoo.oracles import TFJS_SAMPLES, oracle_tflite, run_tfjs, run_tflite
 
 # Tolerances (outputs are probabilities or small regressions; "scale" = max |reference| of that output, at least 1).
@@ -16,9 +15,6 @@ FP32_ATOL_RECURRENT = 1e-2  # fused LSTM/GRU kernels reorder float sums over 64 
 FP16_MIN_AGREEMENT = 0.97
 DYNAMIC_MIN_AGREEMENT = 0.90
 TFJS_ATOL = 1e-3
-# a LiteRT.js page against native LiteRT on one int8 file: the same integer kernels (wasm vs x86 XNNPACK), whose
-# requantization may round differently by an output step (1/256 for a softmax), so two steps (BERT-tiny: equal)
-LITERT_PAGE_INT8_ATOL = 2 / 256
 QUANT_SLACK = 0.03  # edgetool's int8/int16x8 agreement may trail the raw converter's by this much (sample noise)
 QAT_SLACK = 0.02  # QAT accuracy may trail int8 PTQ by this much before it counts as worse
 NO_ORACLE_MIN_AGREEMENT = 0.5
@@ -56,7 +52,7 @@ def _measured_tflite(ctx: Context, out: Path) -> tuple[dict | None, dict | None]
     return (None, failed) if failed else _measured(ctx.reference, run_tflite(ctx, path), ctx.y, ctx.spec.task)
 
 
-def _close_to_reference(
+def close_to_reference(
     ref: dict, got: dict, y, task: str, differs: str, passed: str = "", atol: float = TFJS_ATOL
 ) -> dict:
     """ok (``passed``) when every head of ``got`` is within ``atol`` of ``ref`` (relative to its scale), else wrong."""
@@ -140,7 +136,7 @@ def check_tfjs(ctx: Context, out: Path) -> dict:
     if model_dir is None:
         return wrong("no model.json in the output")
     ref = {k: v[:TFJS_SAMPLES] for k, v in ctx.reference.items()}
-    return _close_to_reference(
+    return close_to_reference(
         ref, run_tfjs(ctx, model_dir), ctx.y[:TFJS_SAMPLES], ctx.spec.task, "tfjs differs from the SavedModel"
     )
 
@@ -228,77 +224,3 @@ def check_eval(ctx: Context, out: Path) -> dict:
     if problems:
         return wrong("; ".join(problems))
     return ok(f"task {task}: {checked} .tflite rows agree", rows=len(report["results"]), checked=checked)
-
-
-def check_demo(ctx: Context, out: Path, browser: bool) -> dict:
-    """demo: a site with config, model and service worker; with ``browser``, predict() matches TF in Chromium."""
-    site = Path(out) / "site"
-    needed = ["index.html", "demo-config.json", "sw.js"]
-    missing = [n for n in needed if not (site / n).is_file()]
-    if not (site / "model" / "model.json").is_file() and not any(site.rglob("*.tflite")):
-        missing.append("model/model.json or a .tflite (LiteRT.js)")
-    if missing:
-        return wrong(f"site lacks {missing}")
-    if not browser:
-        return ok("site written (browser check off)")
-
-    n = 4
-    lite = json.loads((site / "demo-config.json").read_text()).get("litert")
-    if lite:
-        return _check_litert_site(ctx, site, lite, n)
-    got = predict_in_browser(site, {k: v[:n] for k, v in ctx.inputs.items()})
-    ref = {k: v[:n] for k, v in ctx.reference.items()}
-    if "__probabilities__" in got:  # a page whose predict() returns only the ranked head's probabilities
-        head = primary(ref)
-        ref, got = {head: ref[head]}, {head: got["__probabilities__"]}
-    return _close_to_reference(
-        ref, got, ctx.y[:n], ctx.spec.task, "page's predict() differs from TF", "predict() in Chromium matches TF"
-    )
-
-
-def _check_litert_site(ctx: Context, site: Path, lite: dict, n: int) -> dict:
-    """A LiteRT.js site: the page picks the fastest of its .tflite engines (int8 or fp32), so each is pinned with
-    ?engine= and compared with its own file in native LiteRT; the fp32 engine also with TF."""
-    models = {"litert": lite, **{v["name"]: v for v in lite.get("variants", [])}}
-    inputs = {k: v[:n] for k, v in ctx.inputs.items()}
-    pages = predict_per_engine(site, inputs, list(models))
-    ref = {k: v[:n] for k, v in ctx.reference.items()}
-    checked = []
-    for engine, model in models.items():
-        file = site / model["modelUrl"]
-        native = run_tflite(ctx, file, inputs)
-        if "error" in native:
-            return wrong(f"{file.name}: {native['error']}")
-        verdict = _close_to_reference(
-            native,
-            pages[engine],
-            ctx.y[:n],
-            ctx.spec.task,
-            f"page's predict() with ?engine={engine} differs from {file.name} in native LiteRT",
-            atol=TFJS_ATOL if "fp32" in file.name else LITERT_PAGE_INT8_ATOL,
-        )
-        if verdict["status"] == "ok" and "fp32" in file.name:
-            verdict = _close_to_reference(
-                ref, pages[engine], ctx.y[:n], ctx.spec.task, f"page's predict() with {file.name} differs from TF"
-            )
-        if verdict["status"] != "ok":
-            return verdict
-        checked.append(f"{engine} ({file.name})")
-    return ok(f"predict() in Chromium matches native LiteRT for {', '.join(checked)}, and TF for fp32")
-
-
-def verdict(ctx: Context, cell: str, out: Path, args: dict) -> dict:
-    """Dispatch to the cell's check; any exception in a check is reported as the check's own failure."""
-    batch = args.get("batch")
-    if cell in ("fp32", "fp16", "dynamic"):
-        return check_float_mode(ctx, cell, out)
-    if cell in ("int8", "int16x8"):
-        return check_quant_mode(ctx, cell, out, batch)
-    if cell == "qat":
-        return check_qat(ctx, out, batch, args.get("int8_out"))
-    return {
-        "tfjs": lambda: check_tfjs(ctx, out),
-        "auto": lambda: check_auto(ctx, out),
-        "eval": lambda: check_eval(ctx, out),
-        "demo": lambda: check_demo(ctx, out, args.get("browser", False)),
-    }[cell]()
