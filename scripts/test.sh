@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Set up ./.venv and run the whole test suite (extra args go to pytest).
-# Test files run in parallel worker processes (pytest-xdist; a file stays on one worker): one per CPU, at most 4.
+# Test files run in parallel worker processes (pytest-xdist; a file stays on one worker): one more than the CPUs, at
+# most 4: a worker spends part of its time waiting on its edgetool, browser and board children, so one more worker
+# than cores keeps the cores busy (README.md, "Tests", has the measured times).
 # EDGETOOL_TEST_WORKERS=N overrides it (0: everything in this one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cpus=$(nproc 2>/dev/null || echo 1)
-workers=${EDGETOOL_TEST_WORKERS:-$((cpus < 4 ? cpus : 4))}
+workers=${EDGETOOL_TEST_WORKERS:-$((cpus < 3 ? cpus + 1 : 4))}
 exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"
