@@ -42,7 +42,7 @@ export function createEngines(spec, config, options = {}) {
   const features = wasmFeatures();
   const cores = navigator.hardwareConcurrency || 1;
   // No ?threads: offer 1 thread and one per core on the threaded build, and let the page's micro-benchmark pick —
-  // a quiet machine runs MobileNetV2 ~1.8x faster on 2 threads, a busy one ~2x slower (workers wait for cores).
+  // more threads win on a quiet machine and lose on a busy one (workers wait for cores; benchmarks/RESULTS.md).
   const both = !options.threads && !options.litertBuild && cores > 1;
   const choice = chooseBuild(spec.wasmBuilds, features, both ? cores : wantedThreads(options),
     options.litertBuild || null);

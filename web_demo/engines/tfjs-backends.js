@@ -15,8 +15,8 @@ const SOFTWARE_GL = /swiftshader|llvmpipe|softpipe|software|basic render/i;
 
 // wasm threads (need cross-origin isolation; edgetool serve sends COOP/COEP): `asked` (?threads=N), else one per two
 // logical cores, tfjs's own default. Every wasm operator is split across the pool and joined again, and each join
-// waits for Web Workers to wake up: on a 2-core test machine 2 threads ran MobileNetV2 1.5-4x slower than 1
-// (benchmarks/bench_browser.py).
+// waits for Web Workers to wake up, so on a loaded 2-core machine 2 threads ran slower than 1 (benchmarks/RESULTS.md,
+// "Browser").
 export function wasmThreads(asked, cores = CORES) {
   if (asked !== null) return Math.min(asked, cores, MAX_THREADS);
   return Math.max(1, Math.min(Math.floor(cores / 2), MAX_THREADS));
