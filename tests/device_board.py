@@ -244,6 +244,8 @@ def start(root: Path, home: Path, chroot: bool = True, limit_as: int | None = No
     ``chroot=False``: the same sshd without the chroot (the host itself as a device). ``limit_as``: every process
     of the board (sshd and what it starts) limited to that many bytes of address space (RLIMIT_AS): a board with
     less memory."""
+    if chroot:
+        _require_chroot_path(root)
     enable_binfmt()
     if chroot:  # a board boots with an empty /tmp: what an earlier, interrupted run left there is not this run's
         for left in (root / "tmp").glob("edgetool-device-*"):
@@ -281,12 +283,31 @@ def start(root: Path, home: Path, chroot: bool = True, limit_as: int | None = No
         stderr=open(home / "sshd.log", "wb"),
     )
     board = Board(root, home, port, sshd, mounted)
-    deadline = time.monotonic() + 60
+    deadline, said = time.monotonic() + 60, b""
     while time.monotonic() < deadline:
-        if board.ssh("true", timeout=60).returncode == 0:
+        probe = board.ssh("true", timeout=60)
+        if probe.returncode == 0:
             return board
+        said = probe.stderr
         if sshd.poll() is not None:
             break
         time.sleep(0.5)
     board.stop()
-    raise RuntimeError(f"the board's sshd did not come up: {(home / 'sshd.log').read_text()[-2000:]}")
+    raise RuntimeError(
+        f"the board's sshd did not come up; ssh said {said.decode(errors='replace').strip()[-500:]!r}; "
+        f"sshd's log: {(home / 'sshd.log').read_text()[-1500:]}"
+    )
+
+
+def _require_chroot_path(root: Path) -> None:
+    """sshd's ChrootDirectory refuses a path with a component not owned by root or writable by others (a board
+    cached under /tmp, say); say so before starting it rather than as a failed login."""
+    for part in [root, *root.parents]:
+        st = part.stat()
+        if st.st_uid != 0 or st.st_mode & 0o022:
+            raise RuntimeError(
+                f"the board at {root} cannot be sshd's ChrootDirectory: {part} is "
+                f"{'not owned by root' if st.st_uid else 'writable by group or others'}, which sshd refuses. Set "
+                "EDGETOOL_BOARD_CACHE to a directory whose every component is root-owned and not group/world-writable "
+                "(the default ~/.cache/edgetool of root is)."
+            )
