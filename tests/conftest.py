@@ -46,16 +46,18 @@ def run_edgetool(
     ``fresh=True`` starts a new interpreter (for what a fork of the test server cannot show: the import's own
     output, which modules a command imports); otherwise the run is a fork of it (tests/zygote.py).
     """
-    full_env = {**os.environ, **(env or {})}
-    if not fresh and zygote_wanted(full_env):
-        return ZYGOTE.run([str(a) for a in args], full_env, REPO, timeout)
+    return edgetool_process([str(a) for a in args], {**os.environ, **(env or {})}, REPO, timeout, fresh)
+
+
+def edgetool_process(
+    args: list[str], env: dict, cwd: Path, timeout: float, fresh: bool = False
+) -> subprocess.CompletedProcess:
+    """``python -m edge_tool ARGS`` with exactly ``env``, in ``cwd``: a fork of the test server when it can stand in
+    for a fresh process (``zygote_wanted``), else a new interpreter."""
+    if not fresh and zygote_wanted(env):
+        return ZYGOTE.run(args, env, cwd, timeout)
     return subprocess.run(
-        [sys.executable, "-m", "edge_tool", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-        cwd=REPO,
+        [sys.executable, "-m", "edge_tool", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
     )
 
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from tests.conftest import ZYGOTE, zygote_wanted
+from tests.conftest import edgetool_process
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,17 +54,7 @@ def run_case(case: Case, root: Path) -> subprocess.CompletedProcess:
     args = [a.format(root=root) for a in case.args]
     env = {**os.environ, "TMPDIR": str(tmpdir), "EDGETOOL_DEBUG": "1", "COLUMNS": "400", **case.env}
     before = snapshot(root, tmpdir)
-    if zygote_wanted(env):  # a fork of the test server that imported TensorFlow once (tests/zygote.py)
-        proc = ZYGOTE.run(args, env, root, case.timeout)
-    else:
-        proc = subprocess.run(
-            [sys.executable, "-m", "edge_tool", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=root,
-            timeout=case.timeout,
-        )
+    proc = edgetool_process(args, env, root, case.timeout)  # a fork of the test server where it can stand in
     out = proc.stdout + proc.stderr
     assert proc.returncode == case.exit_code, f"{case.name}: exit {proc.returncode}\n{out[-4000:]}"
     assert "Traceback (most recent call last)" not in out, f"{case.name}: traceback\n{out[-4000:]}"
