@@ -53,6 +53,7 @@ def _check_litert_site(ctx: Context, site: Path, lite: dict, n: int) -> dict:
     checked = []
     for engine, model in models.items():
         file = site / model["modelUrl"]
+        float_file = "fp32" in file.name  # the site names its files model-<mode>-b1.tflite
         native = run_tflite(ctx, file, inputs)
         if "error" in native:
             return wrong(f"{file.name}: {native['error']}")
@@ -62,9 +63,9 @@ def _check_litert_site(ctx: Context, site: Path, lite: dict, n: int) -> dict:
             ctx.y[:n],
             ctx.spec.task,
             f"page's predict() with ?engine={engine} differs from {file.name} in native LiteRT",
-            atol=TFJS_ATOL if "fp32" in file.name else LITERT_PAGE_INT8_ATOL,
+            atol=TFJS_ATOL if float_file else LITERT_PAGE_INT8_ATOL,
         )
-        if verdict["status"] == "ok" and "fp32" in file.name:
+        if verdict["status"] == "ok" and float_file:
             verdict = close_to_reference(
                 ref, pages[engine], ctx.y[:n], ctx.spec.task, f"page's predict() with {file.name} differs from TF"
             )

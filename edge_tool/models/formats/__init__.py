@@ -27,14 +27,9 @@ def recognise(path: Path) -> tuple[FormatReader, Path]:
     ModelError when ``path`` does not exist or is a directory of no known layout."""
     path = Path(path)
     if not path.exists():
-        nouns = [r.noun for r in READERS.values()]
-        raise ModelError(f"Artifact {path} does not exist; expected {', '.join(nouns[:-1])} or {nouns[-1]}.")
+        raise ModelError(f"Artifact {path} does not exist; expected {_expected()}.")
     if not path.is_dir() and not path.is_file():
-        nouns = [r.noun for r in READERS.values()]
-        raise ModelError(
-            f"Artifact {path} is not a regular file (a FIFO, device or socket); expected {', '.join(nouns[:-1])} or "
-            f"{nouns[-1]}."
-        )
+        raise ModelError(f"Artifact {path} is not a regular file (a FIFO, device or socket); expected {_expected()}.")
     named = next(((r, f) for r in READERS.values() if (f := r.locate(path)) is not None), None)
     if named is None and path.is_dir():
         layouts = [r.dir_noun for r in READERS.values() if r.dir_noun]
@@ -53,6 +48,12 @@ def describe(path: Path) -> Artifact:
     reader, model_file = recognise(path)
     art = reader.describe(Path(path), model_file)
     return dataclasses.replace(art, format=ArtifactFormat(art.format))
+
+
+def _expected() -> str:
+    """What an artefact path may be: every reader's noun ("a .tflite file, ... or a .onnx file")."""
+    nouns = [r.noun for r in READERS.values()]
+    return f"{', '.join(nouns[:-1])} or {nouns[-1]}"
 
 
 def _head(path: Path) -> bytes:
