@@ -2,10 +2,11 @@
 
 Limits (docs/hardening.md): a connection waits for each request's first bytes in one selector thread (an idle,
 half-open or idle keep-alive socket costs a file descriptor, not a thread; at most MAX_PENDING wait, and a new one
-evicts the oldest), then a fixed pool of MAX_WORKERS threads serves that one request and hands the connection
+evicts the oldest idle one), then a fixed pool of MAX_WORKERS threads serves that one request and hands the connection
 back; a connection silent for IDLE_TIMEOUT_S is closed, a request whose line, headers and body take longer than
 REQUEST_TIMEOUT_S is cut off (slowloris), and the listen backlog is LISTEN_BACKLOG. Out of file descriptors,
-accept() first evicts the oldest idle connection, else backs off (up to ACCEPT_BACKOFF_MAX_S) instead of spinning.
+accept() first evicts a connection its client closed or the oldest idle one (never one whose request has
+arrived), else backs off (up to ACCEPT_BACKOFF_MAX_S) instead of spinning.
 Host and body-framing checks: ``webserver.guard``.
 """
 
@@ -20,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from edge_tool.webserver.conns import client_state, cut
 from edge_tool.webserver.handler import NO_FDS, SECURITY_HEADERS, SiteRequestHandler
 
 MAX_WORKERS = 16  # connections served at once (a fixed thread pool, not a thread per connection)
@@ -113,13 +115,21 @@ class SiteServer(http.server.HTTPServer):
         self._wake()
 
     def _pop_oldest(self) -> socket.socket | None:
-        """Remove (under the lock) the connection idle longest from the waiting set; None when none waits."""
-        if not self._waiting:
-            return None
-        oldest = min(self._waiting, key=lambda c: self._waiting[c][0])
-        del self._waiting[oldest]
-        self._selector.unregister(oldest)
-        return oldest
+        """Remove (under the lock) the waiting connection to close first: one its client already closed, else
+        the one idle longest. A connection whose request has arrived (not yet handed to a worker) is not idle
+        and is never chosen. None when no connection qualifies."""
+        chosen = None
+        for conn in sorted(self._waiting, key=lambda c: self._waiting[c][0]):
+            state = client_state(conn)
+            if state == "closed":
+                chosen = conn
+                break
+            if state == "idle" and chosen is None:
+                chosen = conn
+        if chosen is not None:
+            del self._waiting[chosen]
+            self._selector.unregister(chosen)
+        return chosen
 
     def evict_oldest(self) -> bool:
         """Close the connection idle longest (frees a file descriptor); False when none is idle."""
@@ -176,7 +186,7 @@ class SiteServer(http.server.HTTPServer):
         for conn in drained:
             self._drain(conn, final=True)
         for conn in late:
-            _cut(conn)
+            cut(conn)
 
     # -- a worker serves one request with socket timeouts; a keep-alive connection then waits again without a thread
     def _work(self, request, client_address) -> None:
@@ -253,7 +263,7 @@ class SiteServer(http.server.HTTPServer):
         for conn in waiting:
             self.shutdown_request(conn)
         for conn in busy:
-            _cut(conn)
+            cut(conn)
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._selector.close()
         self._wake_r.close()
@@ -271,10 +281,3 @@ class SiteServer(http.server.HTTPServer):
         host, port = self.server_address[:2]
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}/"
-
-
-def _cut(conn: socket.socket) -> None:
-    try:
-        conn.shutdown(socket.SHUT_RDWR)  # wakes the worker blocked on it; the worker closes it
-    except OSError:
-        pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import resource
+import selectors
 import signal
 import socket
 import subprocess
@@ -70,6 +71,7 @@ def serve_child(site_dir, fd_limit: int):
 
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a runner started as a background job ignores SIGINT
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "edge_tool", "serve", str(site_dir), "--port", "0"],
@@ -151,3 +153,30 @@ def test_idle_keep_alive_connections_hold_no_worker(site, connections):
         finally:
             for s in socks:
                 s.close()
+
+
+def _accepted_pair(listener: socket.socket) -> tuple[socket.socket, socket.socket]:
+    client = socket.create_connection(listener.getsockname(), timeout=10)
+    server_side, _ = listener.accept()
+    return client, server_side
+
+
+def test_eviction_closes_a_closed_connection_first_then_the_oldest_idle_never_a_waiting_request(site):
+    """Out of descriptors, the connection to close is chosen by what its client did, not only by age."""
+    with running(site) as srv, socket.create_server(("127.0.0.1", 0)) as listener:
+        port = srv.server_address[1]
+        pairs = {name: _accepted_pair(listener) for name in ("request", "idle", "closed")}  # oldest first
+        pairs["request"][0].sendall(b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
+        pairs["closed"][0].close()
+        time.sleep(0.2)  # the bytes and the FIN have arrived
+        with srv._lock:  # the selector thread cannot hand the request to a worker meanwhile
+            for age, (_, conn) in enumerate(pairs.values()):
+                srv._waiting[conn] = (float(age), ("127.0.0.1", 0))
+                srv._selector.register(conn, selectors.EVENT_READ)
+            chosen = [srv._pop_oldest() for _ in range(3)]
+        assert chosen == [pairs["closed"][1], pairs["idle"][1], None]
+        answer = pairs["request"][0].recv(65536)  # the one left in the set is served
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
+        for client, conn in pairs.values():
+            client.close()
+            conn.close()

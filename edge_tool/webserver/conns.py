@@ -1,0 +1,31 @@
+"""Non-blocking looks at one accepted connection, and cutting it, for ``webserver.server``."""
+
+from __future__ import annotations
+
+import select
+import socket
+
+
+def client_state(conn: socket.socket) -> str:
+    """What the client did, without blocking: "idle" (nothing to read), "request" (bytes wait) or "closed".
+
+    ``select.poll`` needs no file descriptor of its own, so this works while the process is out of them.
+    """
+    poller = select.poll()
+    poller.register(conn, select.POLLIN)
+    if not poller.poll(0):
+        return "idle"
+    try:
+        return "request" if conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) else "closed"
+    except BlockingIOError:
+        return "idle"
+    except OSError:
+        return "closed"
+
+
+def cut(conn: socket.socket) -> None:
+    """Shut ``conn`` down both ways (the worker blocked on it wakes and closes it); never raises."""
+    try:
+        conn.shutdown(socket.SHUT_RDWR)  # wakes the worker blocked on it; the worker closes it
+    except OSError:
+        pass
