@@ -26,6 +26,6 @@ def client_state(conn: socket.socket) -> str:
 def cut(conn: socket.socket) -> None:
     """Shut ``conn`` down both ways (the worker blocked on it wakes and closes it); never raises."""
     try:
-        conn.shutdown(socket.SHUT_RDWR)  # wakes the worker blocked on it; the worker closes it
+        conn.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass

@@ -153,7 +153,7 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
             try:
                 return path.read_bytes()
             except OSError as exc:
-                if exc.errno not in NO_FDS or not self.server.evict_oldest():
+                if exc.errno not in NO_FDS or not self.server.evict_idle():
                     raise
         return path.read_bytes()
 

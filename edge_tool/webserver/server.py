@@ -77,13 +77,13 @@ class SiteServer(http.server.HTTPServer):
 
     # -- accepted connections wait for their first bytes without a thread
     def get_request(self):
-        """accept(); out of file descriptors, evict the oldest idle connection or back off, never spin."""
+        """accept(); out of file descriptors, evict a closed or idle connection or back off, never spin."""
         try:
             accepted = super().get_request()
         except OSError as exc:
             if exc.errno not in NO_FDS:
                 raise
-            if not self.evict_oldest():  # nothing idle to close: wait before the next attempt
+            if not self.evict_idle():  # nothing closed or idle to close: wait before the next attempt
                 self._backoff = min(max(2 * self._backoff, 0.05), ACCEPT_BACKOFF_MAX_S)
                 time.sleep(self._backoff)
             if not self.quiet and not self._fd_warned:
@@ -97,7 +97,7 @@ class SiteServer(http.server.HTTPServer):
         return accepted
 
     def process_request(self, request, client_address) -> None:
-        """Park the new connection in the selector; when max_pending already wait, the oldest is closed."""
+        """Park the new connection in the selector; when max_pending already wait, one of them is evicted."""
         self._park(request, client_address)
 
     def _park(self, conn: socket.socket, client_address) -> None:
@@ -107,19 +107,19 @@ class SiteServer(http.server.HTTPServer):
                 evicted = conn  # closing down: nothing waits any more
             else:
                 if len(self._waiting) >= self.max_pending:
-                    evicted = self._pop_oldest()
+                    evicted = self._pop_evictable()
                 self._waiting[conn] = (time.monotonic(), client_address)
                 self._selector.register(conn, selectors.EVENT_READ)
         if evicted is not None:
             self.shutdown_request(evicted)
         self._wake()
 
-    def _pop_oldest(self) -> socket.socket | None:
+    def _pop_evictable(self) -> socket.socket | None:
         """Remove (under the lock) the waiting connection to close first: one its client already closed, else
         the one idle longest. A connection whose request has arrived (not yet handed to a worker) is not idle
         and is never chosen. None when no connection qualifies."""
         chosen = None
-        for conn in sorted(self._waiting, key=lambda c: self._waiting[c][0]):
+        for conn in self._waiting:  # oldest first: _park inserts each wait anew (a dict keeps insertion order)
             state = client_state(conn)
             if state == "closed":
                 chosen = conn
@@ -131,13 +131,14 @@ class SiteServer(http.server.HTTPServer):
             self._selector.unregister(chosen)
         return chosen
 
-    def evict_oldest(self) -> bool:
-        """Close the connection idle longest (frees a file descriptor); False when none is idle."""
+    def evict_idle(self) -> bool:
+        """Close one waiting connection its client closed or left idle (``_pop_evictable``), freeing a file
+        descriptor; False when there is none."""
         with self._lock:
-            oldest = self._pop_oldest()
-        if oldest is not None:
-            self.shutdown_request(oldest)
-        return oldest is not None
+            chosen = self._pop_evictable()
+        if chosen is not None:
+            self.shutdown_request(chosen)
+        return chosen is not None
 
     def _wake(self) -> None:
         try:

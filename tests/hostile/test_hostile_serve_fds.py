@@ -173,7 +173,7 @@ def test_eviction_closes_a_closed_connection_first_then_the_oldest_idle_never_a_
             for age, (_, conn) in enumerate(pairs.values()):
                 srv._waiting[conn] = (float(age), ("127.0.0.1", 0))
                 srv._selector.register(conn, selectors.EVENT_READ)
-            chosen = [srv._pop_oldest() for _ in range(3)]
+            chosen = [srv._pop_evictable() for _ in range(3)]
         assert chosen == [pairs["closed"][1], pairs["idle"][1], None]
         answer = pairs["request"][0].recv(65536)  # the one left in the set is served
         assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
