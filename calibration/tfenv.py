@@ -39,9 +39,6 @@ def configure_tf_env() -> None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if verbose() else "3")
     quiet_library_warnings()
-    # tensorflowjs imports tensorflow_decision_forests, whose welcome banner imports IPython when stdout is
-    # not a terminal; IPython is not a dependency, so the banner must stay off.
-    os.environ.setdefault("TFDF_DISABLE_WELCOME_MESSAGE", "1")
 
 
 def import_tf():

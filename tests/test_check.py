@@ -14,7 +14,7 @@ from hostile.harness import Case, run_case
 from target_models import flex_model, gelu_model, lstm_model  # noqa: F401  (fixtures)
 
 from edge_tool.check.targets.gpu import warnings_by_op
-from edge_tool.evaluate.tfjs_runner import tfjs_bundle_path
+from edge_tool.nodejs.tfjs_session import tfjs_bundle_path
 
 LITERT_RUNS = """
 import sys, numpy as np

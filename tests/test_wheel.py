@@ -37,7 +37,7 @@ VENDOR = (
     "edge_tool/web_demo/vendor/litert/litert_wasm_compat_internal.wasm",
     "edge_tool/web_demo/vendor/litert/litert_wasm_internal.wasm",
     "edge_tool/web_demo/vendor/litert/litert_wasm_threaded_internal.wasm",
-    "edge_tool/evaluate/tfjs_run.js",
+    "edge_tool/nodejs/tfjs_run.js",
     "edge_tool/metadata/metadata_schema_py_generated.py",
     "edge_tool/schemas/manifest.schema.json",
     "edge_tool/schemas/eval.schema.json",

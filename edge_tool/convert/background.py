@@ -1,6 +1,6 @@
 """Run one conversion in a second process, started early so its TensorFlow import overlaps the parent's work.
 
-``TFLiteConverter.convert`` and the tensorflowjs converter are CPU-bound and mostly hold the GIL, so two
+``TFLiteConverter.convert`` and the TFJS writer (grappler, then tfjs in Node) are CPU-bound and mostly hold the GIL, so two
 conversions overlap only in two processes. ``BackgroundCall`` spawns a fresh interpreter (spawn, not fork:
 the parent may already hold TensorFlow's threads), lets it import the heavy modules at once, and later hands
 it a function and arguments; ``result()`` returns the value or re-raises the child's error in the parent.

@@ -15,13 +15,18 @@ from edge_tool.core.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
 from edge_tool.schemas.records import CalibrationRecord, ToolInfo
 
-LIBRARIES = ("tensorflow", "tf-keras", "tensorflowjs", "tensorflow-model-optimization", "ai-edge-litert", "numpy")
+LIBRARIES = ("tensorflow", "tf-keras", "tensorflow-model-optimization", "ai-edge-litert", "numpy")
 
 
 def library_versions(formats: tuple[str, ...] = ()) -> dict[str, str | None]:
     """Installed versions of the libraries that shape an artefact (those of ``formats``' extras too)."""
     extra = [lib for name in formats for lib in FORMATS[name].libraries if lib not in LIBRARIES]
-    return {name: installed_version(name) for name in (*LIBRARIES, *dict.fromkeys(extra))}
+    versions = {name: installed_version(name) for name in (*LIBRARIES, *dict.fromkeys(extra))}
+    if "tfjs" in formats:  # edgetool writes the graph model itself, for this TensorFlow.js runtime
+        from edge_tool.convert.tfjs_op_table import TFJS_VERSION  # noqa: PLC0415
+
+        versions["tfjs"] = TFJS_VERSION
+    return versions
 
 
 def build_manifest(

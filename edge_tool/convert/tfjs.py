@@ -1,69 +1,62 @@
-"""TensorFlow.js graph-model export through the tensorflowjs Python API."""
+"""TensorFlow.js graph-model export by edgetool's own writer (no tensorflowjs package).
+
+``export_tfjs``: freeze the signature, optimise with grappler (``tfjs_graph``), rewrite batch norms and fuse into
+the forms tfjs runs (``tfjs_rewrite``), refuse ops TensorFlow.js 4.22 has no kernel for (``tfjs_op_table``, read
+from tfjs-converter's op mappers), move constants into weight shards (``tfjs_weights``), write model.json, then run
+the file in tfjs in Node against TensorFlow (``tfjs_selfcheck``): a file that disagrees is not kept.
+"""
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import io
 import json
-import os
 import shutil
-import subprocess
-import sys
-import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.convert.tfjs_layernorm import refusal, training_batchnorms, unfused_copy
+from edge_tool import __version__
+from edge_tool.convert import tfjs_graph, tfjs_opfix, tfjs_rewrite, tfjs_selfcheck, tfjs_weights
+from edge_tool.convert.tfjs_op_table import TFJS_OPS, TFJS_VERSION
 from edge_tool.converter.diagnose import python_callback_refusal, python_callbacks
-from edge_tool.core.childproc import module_command
-from edge_tool.core.env import configure_tf_env
 from edge_tool.errors import ConversionError, UsageError
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
-SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in parallel
+SHARD_BYTES = tfjs_weights.SHARD_BYTES
+WRITER = f"edgetool {__version__} (TensorFlow.js graph-model writer)"
+NOT_OPS = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp"}
 
 
 def tfjs_refusal(source) -> str | None:
-    """Why tensorflowjs cannot convert this prepared source at all (string inputs, Python callbacks), or None."""
+    """Why TensorFlow.js cannot run this prepared source at all (string inputs, Python callbacks), or None."""
     refused = string_input_refusal(source.signature, source.original)
     callbacks = None if refused else python_callbacks(source.saved_model)
     return refused or (python_callback_refusal(source.original, callbacks) if callbacks else None)
 
 
 def string_input_refusal(signature, model) -> str | None:
-    """Why tensorflowjs cannot convert a signature with string inputs (its converter crashes on them), or None."""
+    """Why a signature with string inputs cannot become a TensorFlow.js graph model, or None."""
     names = [t.name for t in signature.inputs if t.dtype in ("string", "object", "bytes")]
     if not names:
         return None
     return (
-        f"tensorflowjs 4.22 cannot convert {model}: its input {', '.join(names)} is a string tensor, and "
-        "TensorFlow.js graph models take numeric tensors only (its converter fails on the string ops). Keep the "
+        f"TensorFlow.js cannot run {model}: its input {', '.join(names)} is a string tensor, and "
+        "TensorFlow.js graph models take numeric tensors only (it has no kernels for the string ops). Keep the "
         "string preprocessing (tokenizing, TextVectorization, lookups) outside the model and export the "
         "numeric part for TFJS, or use --format tflite (TFLite runs string ops with --allow-select-tf-ops)."
     )
 
 
-_UNSUPPORTED = "Unsupported Ops in the model"
-# ops tensorflowjs 4.22 has no kernel for, and where they come from in a Keras model
+# ops TensorFlow.js 4.22 has no kernel for, and where they come from in a Keras model
 _OP_ORIGINS = {
     "Erfc": "exact GELU: tf.nn.gelu / Keras activation 'gelu' with approximate=False",
     "Erf": "exact GELU (keras.ops.gelu with approximate=False)",
 }
 
 
-def unsupported_ops(exc: Exception) -> list[str]:
-    """The op names of tensorflowjs' 'Unsupported Ops in the model …' error (its second line), else []."""
-    lines = str(exc).strip().splitlines()
-    if not lines or not lines[0].startswith(_UNSUPPORTED) or len(lines) < 2:
-        return []
-    return [op.strip() for op in lines[1].split(",") if op.strip()]
-
-
 def unsupported_ops_message(ops: list[str]) -> str:
-    """The refusal for a graph with ops tensorflowjs has no kernel for: which, where they come from, the way out."""
+    """The refusal for a graph with ops TensorFlow.js has no kernel for: which, where they come from, the way out."""
     named = ", ".join(f"{op} ({_OP_ORIGINS[op]})" if op in _OP_ORIGINS else op for op in ops)
     return (
-        f"tensorflowjs 4.22 cannot convert this model: TensorFlow.js has no kernel for {named}. For a browser "
+        f"TensorFlow.js {TFJS_VERSION} cannot run this model: TensorFlow.js has no kernel for {named}. For a browser "
         "demo use `edgetool demo MODEL --litert` (LiteRT.js runs the .tflite, which has these ops), or rebuild "
         "the model for TF.js without them (e.g. gelu with approximate=True), then convert again."
     )
@@ -78,132 +71,85 @@ def ops_from_refusal(text: str) -> list[str]:
     return [part.split(" (", 1)[0].strip() for part in named.split(", ") if part.strip() and not part.startswith(" ")]
 
 
+def graph_ops(graph_def) -> list[str]:
+    """Op names of the main graph and every library function, first-use order."""
+    nodes = list(graph_def.node) + [n for fn in graph_def.library.function for n in fn.node_def]
+    return list(dict.fromkeys(n.op for n in nodes))
+
+
+def missing_kernels(graph_def) -> list[str]:
+    """Ops of ``graph_def`` TensorFlow.js has no kernel for (training-mode batch norms count: tfjs runs them wrong)."""
+    missing = [op for op in graph_ops(graph_def) if op not in TFJS_OPS and op not in NOT_OPS]
+    nodes = list(graph_def.node) + [n for fn in graph_def.library.function for n in fn.node_def]
+    if any(n.op.startswith("FusedBatchNorm") and n.attr["is_training"].b for n in nodes):
+        missing.append("FusedBatchNormV3(is_training=true)")
+    return missing
+
+
+@dataclass(frozen=True)
+class TfjsExport:
+    """A written graph model: model.json's path and the self-check record (manifest ``agreement``)."""
+
+    model_json: Path
+    check: dict
+
+
 def export_tfjs(
     saved_model: Path,
     out_dir: Path,
     weight_quant: str | None = None,
     signature: str = "serving_default",
     user_metadata: dict | None = None,
-    _unfused: bool = False,
-) -> Path:
-    """Convert a SavedModel to a tfjs graph model (model.json + shards) in ``out_dir``; return model.json's path.
+) -> TfjsExport:
+    """Convert a SavedModel signature to a self-checked tfjs graph model (model.json + shards) in ``out_dir``.
 
     ``user_metadata`` (labels, input normalization) lands in model.json's ``userDefinedMetadata``, which tfjs
-    exposes as ``GraphModel.metadata``.
+    exposes as ``GraphModel.metadata``. The file is run in tfjs in Node on seeded probes and compared with
+    TensorFlow (``tfjs_selfcheck``); a disagreement raises ConversionError and leaves no ``out_dir``.
     """
     quant = weight_quant or "none"
     if quant not in TFJS_WEIGHT_QUANT:
         raise UsageError(f"--tfjs-quant must be one of {', '.join(TFJS_WEIGHT_QUANT)}, got {quant!r}.")
-
-    configure_tf_env()
-    from tensorflowjs.converters import tf_saved_model_conversion_v2 as tfjs_conv
-
-    log = io.StringIO()
-
+    frozen = tfjs_graph.freeze_signature(Path(saved_model), signature)
+    graph_def = tfjs_graph.optimize(frozen.graph_def, frozen.inputs, frozen.outputs)
+    keep = {t.tensor.split(":")[0] for t in (*frozen.inputs, *frozen.outputs)}
+    tfjs_rewrite.rewrite_batch_norms(graph_def, keep)
+    tfjs_opfix.rewrite_band_parts(graph_def)
+    if missing := missing_kernels(graph_def):
+        raise ConversionError(unsupported_ops_message(missing))
+    reference_graph = type(graph_def)()
+    reference_graph.CopyFrom(graph_def)
+    tfjs_rewrite.fuse_for_tfjs(graph_def, keep)
+    weights = tfjs_weights.extract_weights(graph_def, quant)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    qmap = None if quant == "none" else {quant: "*"}
-    try:
-        with contextlib.redirect_stdout(log):
-            tfjs_conv.convert_tf_saved_model(
-                str(saved_model),
-                str(out_dir),
-                signature_def=signature,
-                saved_model_tags="serve",
-                quantization_dtype_map=qmap,
-                weight_shard_size_bytes=SHARD_BYTES,
-                metadata=user_metadata or None,
-            )
-    except (ValueError, KeyError, RuntimeError) as exc:
-        if ops := unsupported_ops(exc):
-            raise ConversionError(unsupported_ops_message(ops)) from None
-        raise ConversionError(
-            f"tensorflowjs could not convert {saved_model}: {exc}\n{log.getvalue()[-2000:]}"
-        ) from None
-    model_json = out_dir / "model.json"
-    fmt = json.loads(model_json.read_text()).get("format")
-    if fmt != "graph-model":
-        raise ConversionError(f"tensorflowjs wrote a {fmt!r} model; expected a graph-model.")
-    if nodes := training_batchnorms(model_json):
-        if _unfused:
-            raise refusal(saved_model, nodes)
-        _reexport_unfused(saved_model, out_dir, quant, user_metadata, nodes)  # oneDNN off there too
-    elif not _IN_REEXPORT and unsupported_fusions(model_json):
-        _reexport_without_onednn(saved_model, out_dir, quant, signature, user_metadata)
-    return model_json
-
-
-def _reexport_unfused(saved_model: Path, out_dir: Path, quant: str, user_metadata: dict | None, nodes) -> None:
-    """Convert again from a copy whose LayerNormalization layers compute moments with plain ops (tfjs_layernorm).
-
-    Without oneDNN fusions: grappler would otherwise fuse those ops into ``_MklLayerNorm``, which tfjs lacks.
-    """
-    with tempfile.TemporaryDirectory(prefix="edgetool-tfjs-") as tmp:
-        copy = unfused_copy(saved_model, Path(tmp))
-        if copy is None:
-            raise refusal(saved_model, nodes)
+    if out_dir.exists():
         shutil.rmtree(out_dir)
-        proc = _child_export(copy, out_dir, quant, "serving_default", user_metadata, Path(tmp))
-    if proc.returncode != 0:  # the child refuses itself when training-mode batch norms remain
-        raise ConversionError(
-            f"tensorflowjs could not convert {saved_model} with its LayerNormalization layers unfused (needed: "
-            f"tfjs computes the fused form wrong): {_last_line(proc.stderr)}"
-        )
+    out_dir.mkdir(parents=True)
+    try:
+        model_json = _write(out_dir, graph_def, weights, frozen, user_metadata)
+        check = tfjs_selfcheck.verify(model_json, frozen, reference_graph, weights, quant)
+    except BaseException:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    return TfjsExport(model_json, check)
 
 
-def _child_export(
-    saved_model: Path, out_dir: Path, quant: str, signature: str, user_metadata: dict | None, scratch: Path
-) -> subprocess.CompletedProcess:
-    """export_tfjs in a fresh process with oneDNN's grappler fusions off (TF reads that setting once, at import)."""
-    meta = Path(scratch) / "user_metadata.json"
-    meta.write_text(json.dumps(user_metadata or {}))
-    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0", "EDGETOOL_TFJS_REEXPORT": "1"}
-    args = module_command("edge_tool.convert.tfjs", saved_model, out_dir, quant, signature, meta)
-    return subprocess.run(args, capture_output=True, text=True, env=env)
+def _write(out_dir: Path, graph_def, weights, frozen, user_metadata: dict | None) -> Path:
+    from google.protobuf.json_format import MessageToDict  # noqa: PLC0415 - protobuf comes with TensorFlow
 
-
-def _last_line(text: str) -> str:
-    return (text.strip().splitlines() or ["(no message)"])[-1]
-
-
-# Fusions TensorFlow's grappler remapper makes when oneDNN is on (the default on x86 Linux) that no tfjs 4.22
-# backend implements: "_fusedhardswish activation not yet supported for FusedConv2D in the wasm backend", and the
-# same on cpu and webgl. MobileNetV3 has eleven such convs.
-UNSUPPORTED_FUSED_OPS = ("_FusedHardSwish",)
-_IN_REEXPORT = os.environ.get("EDGETOOL_TFJS_REEXPORT") == "1"
-
-
-def unsupported_fusions(model_json: Path) -> list[str]:
-    """Names of nodes whose fused activation no tfjs backend runs."""
-    nodes = json.loads(Path(model_json).read_text()).get("modelTopology", {}).get("node", [])
-    found = []
-    for node in nodes:
-        fused = node.get("attr", {}).get("fused_ops", {}).get("list", {}).get("s", [])
-        if any(base64.b64decode(op).decode(errors="replace") in UNSUPPORTED_FUSED_OPS for op in fused):
-            found.append(node.get("name", "?"))
-    return found
-
-
-def _reexport_without_onednn(
-    saved_model: Path, out_dir: Path, quant: str, signature: str, user_metadata: dict | None
-) -> None:
-    """Convert again in a fresh process with TF_ENABLE_ONEDNN_OPTS=0, so grappler leaves hard-swish unfused."""
-    shutil.rmtree(out_dir)
-    with tempfile.TemporaryDirectory(prefix="edgetool-tfjs-") as tmp:
-        proc = _child_export(saved_model, out_dir, quant, signature, user_metadata, Path(tmp))
-    if proc.returncode != 0 or unsupported_fusions(Path(out_dir) / "model.json"):
-        raise ConversionError(
-            f"tensorflowjs fused hard-swish into convolutions of {saved_model} (no tfjs backend runs that) and the "
-            f"re-export without oneDNN fusions failed: {_last_line(proc.stderr)}"
-        )
-
-
-if __name__ == "__main__":  # the re-export child: python -m edge_tool.convert.tfjs SAVED_MODEL OUT QUANT SIGNATURE META
-    export_tfjs(
-        Path(sys.argv[1]),
-        Path(sys.argv[2]),
-        sys.argv[3],
-        sys.argv[4],
-        json.loads(Path(sys.argv[5]).read_text()) or None,
-        _unfused=True,
-    )
+    doc = {
+        "format": "graph-model",
+        "generatedBy": frozen.tf_version,
+        "convertedBy": WRITER,
+        "signature": {
+            "inputs": tfjs_graph.signature_json(frozen.inputs),
+            "outputs": tfjs_graph.signature_json(frozen.outputs),
+        },
+        "modelTopology": MessageToDict(graph_def),
+    }
+    if user_metadata:
+        doc["userDefinedMetadata"] = user_metadata
+    doc["weightsManifest"] = tfjs_weights.write_shards(weights, out_dir)
+    model_json = out_dir / "model.json"
+    model_json.write_text(json.dumps(doc))
+    return model_json

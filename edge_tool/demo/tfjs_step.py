@@ -1,8 +1,9 @@
-"""The TensorFlow.js half of a demo site: the tfjs graph model placed in the site, or why tensorflowjs cannot make it.
+"""The TensorFlow.js half of a demo site: the tfjs graph model placed in the site, or why there can be none.
 
-A ``--litert`` site does not need it: when tensorflowjs cannot convert the model (an op TensorFlow.js has no kernel
-for, such as the ``Erfc`` an exact GELU lowers to), the page runs the LiteRT.js engine alone. Without ``--litert`` that
-failure is a refusal naming the op and the way out.
+A ``--litert`` site does not need it: when the model cannot become a TensorFlow.js graph model (an op TensorFlow.js
+has no kernel for, such as the ``Erfc`` an exact GELU lowers to, or a file whose outputs in tfjs disagree with
+TensorFlow's), the page runs the LiteRT.js engine alone. Without ``--litert`` that failure is a refusal naming the
+cause and the way out.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
 from edge_tool.errors import ConversionError
 
-# tensorflowjs 4.22 (tf_saved_model_conversion_v2.validate): "Unsupported Ops in the model before optimization\nErfc"
+# an older converter's words, as check and older logs may carry them: "Unsupported Ops in the model …\nErfc"
 _UNSUPPORTED = re.compile(r"Unsupported Ops in the model[^\n]*\n(?P<ops>[^\n]+)")
 # ops an everyday layer lowers to, and that layer (so the user knows which part of the model it is)
 _WHERE_FROM = {
@@ -27,8 +28,8 @@ _WHERE_FROM = {
 
 
 def unsupported_ops(message: str) -> list[str]:
-    """The op names tensorflowjs listed as unsupported in its error ``message``, or in convert's refusal that
-    rewrote it (``export_tfjs`` raises that one); empty when it names none."""
+    """The op names listed as unsupported in ``message`` (convert's refusal, ``export_tfjs`` raises it); empty when
+    it names none."""
     found = _UNSUPPORTED.search(message)
     if not found:
         return sorted(set(ops_from_refusal(message)))
@@ -44,38 +45,38 @@ def litert_blocker(input_specs: list[dict]) -> str | None:
 
 
 def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = None) -> str:
-    """One paragraph: why tensorflowjs cannot convert ``model`` and the way out (``--litert``, unless ``blocker``
-    says why LiteRT.js cannot run it either)."""
-    ops = unsupported_ops(message) or ops_from_refusal(message)  # tensorflowjs' own words, or convert's refusal
+    """One paragraph: why ``model`` has no TensorFlow.js graph model and the way out (``--litert``, unless
+    ``blocker`` says why LiteRT.js cannot run it either)."""
+    ops = unsupported_ops(message) or ops_from_refusal(message)
     origins = sorted({_WHERE_FROM[op] for op in ops if op in _WHERE_FROM})
     if ops:
         why = f"TensorFlow.js has no kernel for the op{'s' if len(ops) > 1 else ''} {', '.join(ops)}" + (
             f" (what {' and '.join(origins)} lowers to)" if origins else ""
         )
     else:
-        why = message.strip().splitlines()[0] if message.strip() else "tensorflowjs gave no reason"
+        why = message.strip().splitlines()[0].rstrip(".") if message.strip() else "no reason was given"
     if litert:
         return (
-            f"tensorflowjs 4.22 cannot convert {model}: {why}. The site runs the model with LiteRT.js alone "
+            f"No TensorFlow.js model for {model}: {why}. The site runs the model with LiteRT.js alone "
             "(no TensorFlow.js engine)."
         )
     if blocker:
         return (
-            f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build; "
+            f"No TensorFlow.js model for {model}: {why}, so there is no TensorFlow.js page to build; "
             f"nor does --litert help: LiteRT.js in the page runs inputs of fixed shape only and {blocker}. "
             f"Convert it for TFLite instead (`edgetool convert {model}`), or build the browser model without "
             "that op (for GELU: gelu(approximate=True), which TensorFlow.js runs)."
         )
     return (
-        f"tensorflowjs 4.22 cannot convert {model}: {why}, so there is no TensorFlow.js page to build. "
+        f"No TensorFlow.js model for {model}: {why}, so there is no TensorFlow.js page to build. "
         f"`edgetool demo {model} --litert` builds the page from a LiteRT.js .tflite alone (int8 from "
         "--calibration data, and fp32), which runs it."
     )
 
 
 def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[dict]) -> str | None:
-    """Put the tfjs graph model into ``dest``; None when it is there, else (``--litert`` only) why tensorflowjs could
-    not make it. Without ``--litert`` that failure raises ConversionError (exit 2) naming the op and ``--litert``
+    """Put the tfjs graph model into ``dest``; None when it is there, else (``--litert`` only) why there can be
+    none. Without ``--litert`` that failure raises ConversionError (exit 2) naming the op and ``--litert``
     (or, when LiteRT.js cannot run ``input_specs`` either, why not and what works)."""
     if kind is ModelKind.SAVED_MODEL:
         try:

@@ -37,5 +37,4 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "tensorflow": installed_version("tensorflow"),
         "litert": installed_version("ai-edge-litert"),
-        "tensorflowjs": installed_version("tensorflowjs"),
     }

@@ -186,7 +186,7 @@ def read_graph_model_json(model_dir: Path, user: str) -> dict:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise ModelError(
             f"{model_json} is a {found!r} TFJS model; {user} runs graph models "
-            "(edgetool convert MODEL --format tfjs, or tensorflowjs_converter --input_format tf_saved_model)."
+            "(edgetool convert MODEL --format tfjs writes one)."
         )
     weight_paths(model_dir, doc)
     check_manifest(Path(model_dir), doc)  # weights, shard sizes, signature shapes: what tfjs needs to load it

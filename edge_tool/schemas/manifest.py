@@ -52,7 +52,7 @@ class ManifestArtifact(Record):
     micro: MicroRecord | None = field(default=None, metadata=_NONE)
     fixed_batch: BatchNote | None = field(default=None, metadata=_NONE)
     opset: int | None = field(default=None, metadata=_NONE)  # onnx: the ONNX opset of the default domain
-    agreement: dict | None = field(default=None, metadata=_NONE)  # onnx: the file in ONNX Runtime vs the SavedModel
+    agreement: dict | None = field(default=None, metadata=_NONE)  # onnx, tfjs: the file in its runtime vs TensorFlow
     quantization: dict | None = field(default=None, metadata=_NONE)  # onnx int8: how quantize_static quantized it
 
 

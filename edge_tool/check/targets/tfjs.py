@@ -1,14 +1,15 @@
-"""tfjs: TensorFlow.js graph models — the tfjs converter's own supported-op table (tensorflowjs/op_list/*.json),
-then the graph model executed by tfjs itself (cpu backend, the vendored runtime, in Node) on zeros.
+"""tfjs: TensorFlow.js graph models — the op table of tfjs 4.22's graph-model executor (``convert.tfjs_op_table``,
+generated from @tensorflow/tfjs-converter's op mappers), then the graph model executed by tfjs itself (cpu backend,
+the vendored runtime, in Node) on zeros.
 
-The table alone is not enough: on MobileNetV3 the converter fuses hard-swish into _FusedConv2D, an op in the
-table, but no tfjs backend implements that fused activation ("Activation _fusedhardswish has not been implemented
-for the CPU backend"). Without Node or the vendored runtime only the table is checked, and ``method`` says so.
+The table alone is not enough: an op can be in it with attributes no backend implements (a ``_FusedConv2D`` with
+hard-swish fused in: "Activation _fusedhardswish has not been implemented for the CPU backend"), so a model from
+another converter is also run. Without Node or the vendored runtime only the table is checked, and ``method`` says
+so.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -19,8 +20,9 @@ from edge_tool.check.registry import register
 from edge_tool.check.subject import Subject, Unavailable
 from edge_tool.check.targets.common import conversion_failed
 from edge_tool.convert.tfjs import ops_from_refusal
+from edge_tool.convert.tfjs_op_table import TFJS_OPS, TFJS_VERSION
 from edge_tool.errors import UsageError
-from edge_tool.evaluate.tfjs_runner import node_binary, tfjs_bundle_path
+from edge_tool.nodejs.tfjs_session import node_binary, tfjs_bundle_path
 
 # Graph nodes that are not ops (inputs, constants) and need no kernel.
 NOT_OPS = {"Placeholder", "Const", "PlaceholderWithDefault"}
@@ -28,14 +30,8 @@ _UNSUPPORTED = re.compile(r"Unsupported Ops in the model (?:before|after) optimi
 
 
 def supported_ops() -> set[str]:
-    """Every TF op name (``tfOpName``) the installed tensorflowjs converter maps onto a tfjs kernel."""
-    spec = importlib.util.find_spec("tensorflowjs")  # located, not imported: importing it loads ydf, which prints
-    if spec is None or not spec.submodule_search_locations:
-        raise UsageError("check --target tfjs needs the tensorflowjs package (pip install tensorflowjs).")
-    names = set()
-    for entry in (Path(spec.submodule_search_locations[0]) / "op_list").glob("*.json"):
-        names.update(op["tfOpName"] for op in json.loads(entry.read_text()))
-    return names
+    """Every TF op name (``tfOpName``) tfjs' graph-model executor maps onto a kernel."""
+    return set(TFJS_OPS)
 
 
 def graph_ops(model_dir: Path) -> list[str]:
@@ -48,7 +44,7 @@ def graph_ops(model_dir: Path) -> list[str]:
     return list(dict.fromkeys(str(n.get("op", "")) for n in nodes if isinstance(n, dict) and n.get("op")))
 
 
-@register("tfjs", "TensorFlow.js graph model (tfjs converter's op table)", "tfjs")
+@register("tfjs", "TensorFlow.js graph model (tfjs executor's op table)", "tfjs")
 def check(subject: Subject) -> TargetResult:
     """Ops of the graph model (or the ops the converter refused) that tfjs has no kernel for."""
     try:
@@ -58,20 +54,17 @@ def check(subject: Subject) -> TargetResult:
         ops = [o.strip() for o in match.group(1).split(",") if o.strip()] if match else ops_from_refusal(str(exc))
         if not ops:
             return conversion_failed("tfjs", subject, exc)
-        findings = [
-            Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
-            for op in ops
-        ]
+        findings = [Finding(op, Status.UNSUPPORTED, "not in tfjs' op table: tfjs has no kernel for it") for op in ops]
         return target_result(
-            "tfjs", subject.label, findings, "tensorflowjs converter (its op table check refused the model)"
+            "tfjs", subject.label, findings, "edgetool's TFJS writer (its op table check refused the model)"
         )
     table = supported_ops()
     findings = [
-        Finding(op, Status.UNSUPPORTED, "not in the tfjs converter's op table: tfjs has no kernel for it")
+        Finding(op, Status.UNSUPPORTED, "not in tfjs' op table: tfjs has no kernel for it")
         for op in graph_ops(path)
         if op not in table and op not in NOT_OPS
     ]
-    method = "graph-model ops against tensorflowjs/op_list/*.json"
+    method = f"graph-model ops against tfjs {TFJS_VERSION}'s op table"
     if not findings:
         ran, error = run_in_node(Path(path))
         method += ", then executed by tfjs (cpu backend) in Node" if ran is not None else f"; {error}"

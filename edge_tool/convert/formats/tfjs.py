@@ -1,4 +1,5 @@
-"""tfjs: one TensorFlow.js graph model per run (``OUTDIR/tfjs/``), overlapped with the TFLite builds when it pays."""
+"""tfjs: one TensorFlow.js graph model per run (``OUTDIR/tfjs/``, edgetool's own writer: ``convert.tfjs``), self-checked
+in tfjs in Node, overlapped with the TFLite builds when it pays."""
 
 from __future__ import annotations
 
@@ -9,26 +10,26 @@ from typing import TYPE_CHECKING
 
 from edge_tool.convert.background import BackgroundCall, usable_cpus
 from edge_tool.convert.formats.registry import FormatJob, register
-from edge_tool.core.steps import step
+from edge_tool.core.steps import console, step
 
 if TYPE_CHECKING:
     from edge_tool.schemas.manifest import ManifestArtifact
 
-TFJS_WARM_MODULES = ("tensorflow", "tensorflowjs.converters.tf_saved_model_conversion_v2")
-# Below this the TFJS export takes about as long as a second process needs to import TensorFlow and tensorflowjs,
+TFJS_WARM_MODULES = ("tensorflow", "edge_tool.convert.tfjs")
+# Below this the TFJS export takes about as long as a second process needs to import TensorFlow,
 # so overlapping it buys nothing (see benchmarks/RESULTS.md for the measured export times).
 PARALLEL_TFJS_MIN_BYTES = 4 * 1024 * 1024
 
 
 def _tfjs_job(
     saved_model: Path, tfjs_dir: Path, quant: str, signature_key: str, user_metadata: dict | None = None
-) -> float:
-    """Export TFJS (in whichever process runs it); returns the seconds it took."""
+) -> tuple[float, dict]:
+    """Export TFJS (in whichever process runs it); returns the seconds it took and its self-check record."""
     from edge_tool.convert.tfjs import export_tfjs  # noqa: PLC0415
 
     t0 = time.perf_counter()
-    export_tfjs(saved_model, tfjs_dir, quant, signature_key, user_metadata)
-    return time.perf_counter() - t0
+    written = export_tfjs(saved_model, tfjs_dir, quant, signature_key, user_metadata)
+    return time.perf_counter() - t0, written.check
 
 
 def _model_bytes(model: Path) -> int:
@@ -76,7 +77,7 @@ def submit(job: FormatJob) -> None:
 
 
 def refusal(source) -> str | None:
-    """Why tensorflowjs cannot export this model (see ``convert.tfjs.tfjs_refusal``), or None."""
+    """Why TensorFlow.js cannot run this model (see ``convert.tfjs.tfjs_refusal``), or None."""
     from edge_tool.convert.tfjs import tfjs_refusal  # noqa: PLC0415 - numpy-backed
 
     return tfjs_refusal(source)
@@ -104,10 +105,14 @@ def build(job: FormatJob) -> ManifestArtifact:
     quant = ctx.config.tfjs_quant.value
     with step("convert tfjs" + (" (parallel worker)" if worker else "")) as timed:
         if worker is None:
-            seconds = _tfjs_job(ctx.source.saved_model, tfjs_dir, quant, ctx.source.signature.key, _user_metadata(ctx))
+            seconds, check = _tfjs_job(
+                ctx.source.saved_model, tfjs_dir, quant, ctx.source.signature.key, _user_metadata(ctx)
+            )
         else:
-            seconds = worker.result()
+            seconds, check = worker.result()
         timed.outputs.append(tfjs_dir / "model.json")
+    if not check.get("checked"):
+        console.print(f"tfjs: self-check skipped ({check.get('reason', 'no reason given')})")
     files = sorted(p for p in tfjs_dir.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in files)
     return ManifestArtifact(
@@ -117,4 +122,5 @@ def build(job: FormatJob) -> ManifestArtifact:
         size,
         files={p.name: FileEntry(p.stat().st_size, content_hash(p)) for p in files},
         seconds=round(seconds, 3),
+        agreement=check,
     )

@@ -13,7 +13,7 @@ from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import SessionRunner
 from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
-from edge_tool.evaluate.tfjs_runner import TfjsSession
+from edge_tool.nodejs.tfjs_session import TfjsSession
 
 
 class TfjsRunner(SessionRunner):

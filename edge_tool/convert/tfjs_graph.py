@@ -1,0 +1,137 @@
+"""A SavedModel signature as one frozen, grappler-optimised GraphDef, ready for TensorFlow.js (edgetool's writer).
+
+The signature (tags ``serve``) is loaded, its variables become constants (control flow stays as ``While``/``If``
+nodes whose bodies live in the graph's function library, which tfjs executes), and TensorFlow's own grappler runs
+the passes that never introduce an op tfjs lacks: pruning, constant folding, arithmetic and dependency
+optimisation. The remapper is not run: its fusions depend on oneDNN (``_FusedHardSwish``, ``_MklLayerNorm``,
+``_FusedConv2D`` with a batch norm inside), forms no tfjs 4.22 kernel runs; ``tfjs_rewrite`` makes the fusions tfjs
+does run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from edge_tool.core.env import import_tf
+from edge_tool.errors import ConversionError
+
+GRAPPLER_PASSES = ("pruning", "constfold", "arithmetic", "dependency") * 2
+
+
+@dataclass(frozen=True)
+class SignatureTensor:
+    """One signature input or output: its key, the graph tensor ("name:0"), TF dtype enum and shape (None dims)."""
+
+    key: str
+    tensor: str
+    dtype: int
+    shape: tuple | None
+
+
+@dataclass(frozen=True)
+class FrozenSignature:
+    """The frozen signature's GraphDef, its inputs and outputs, the TF version that wrote it, and the callable
+    signature function (the reference the written model is checked against)."""
+
+    graph_def: object
+    inputs: tuple[SignatureTensor, ...]
+    outputs: tuple[SignatureTensor, ...]
+    tf_version: str
+    function: object
+
+
+def _shape(tensor) -> tuple | None:
+    return None if tensor.shape.rank is None else tuple(tensor.shape.as_list())
+
+
+def freeze_signature(saved_model: Path, key: str) -> FrozenSignature:
+    """Load ``key`` from the SavedModel and freeze it (variables to constants, control flow kept as functions)."""
+    tf = import_tf()
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    try:
+        loaded = tf.saved_model.load(str(saved_model), tags=["serve"])
+    except (OSError, ValueError, RuntimeError, tf.errors.OpError) as exc:
+        raise ConversionError(f"TensorFlow cannot load {saved_model} with tags 'serve': {exc}") from None
+    if key not in loaded.signatures:
+        raise ConversionError(
+            f"{saved_model} has no signature {key!r} (it has: {', '.join(sorted(loaded.signatures)) or 'none'}); "
+            "choose one with --signature."
+        )
+    fn = loaded.signatures[key]
+    frozen = convert_variables_to_constants_v2(fn, lower_control_flow=False, aggressive_inlining=True)
+    in_keys = sorted(fn.structured_input_signature[1])
+    out_keys = sorted(fn.structured_outputs)
+    if len(in_keys) != len(frozen.inputs) or len(out_keys) != len(frozen.outputs):
+        raise ConversionError(
+            f"{saved_model}'s signature {key!r} takes or returns tensors TensorFlow.js cannot be fed or read "
+            f"(inputs {in_keys}, graph inputs {[t.name for t in frozen.inputs]}): a resource or nested structure."
+        )
+    inputs = tuple(
+        SignatureTensor(k, t.name, t.dtype.as_datatype_enum, _shape(t)) for k, t in zip(in_keys, frozen.inputs)
+    )
+    outputs = tuple(
+        SignatureTensor(k, t.name, t.dtype.as_datatype_enum, _shape(t)) for k, t in zip(out_keys, frozen.outputs)
+    )
+    graph_def = frozen.graph.as_graph_def()
+    return FrozenSignature(graph_def, inputs, outputs, tf.__version__, fn)
+
+
+def optimize(graph_def, inputs: tuple[SignatureTensor, ...], outputs: tuple[SignatureTensor, ...]):
+    """The GraphDef after grappler's pruning, constant folding, arithmetic and dependency passes (no remapper)."""
+    tf = import_tf()
+    from tensorflow.core.protobuf import config_pb2, device_properties_pb2, meta_graph_pb2
+    from tensorflow.python.grappler import cluster as gcluster
+    from tensorflow.python.grappler import tf_optimizer
+
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    meta = tf.compat.v1.train.export_meta_graph(graph_def=graph_def, graph=graph)
+    signature = meta_graph_pb2.SignatureDef()
+    for entries, tensors in ((signature.inputs, inputs), (signature.outputs, outputs)):
+        for t in tensors:  # grappler builds its feeds from these: name, dtype and shape all needed
+            entries[t.key].name = t.tensor
+            entries[t.key].dtype = t.dtype
+            entries[t.key].tensor_shape.CopyFrom(tf.TensorShape(t.shape).as_proto())
+    meta.signature_def["edgetool"].CopyFrom(signature)
+    meta.collection_def["train_op"].node_list.value.extend(sorted({t.tensor.split(":")[0] for t in outputs}))
+    config = config_pb2.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.optimizers[:] = list(GRAPPLER_PASSES)
+    rewrite.min_graph_nodes = -1
+    cpu = device_properties_pb2.NamedDevice(name="/CPU:0")
+    cpu.properties.type = "CPU"  # a virtual cluster: grappler plans, it does not provision this machine
+    return tf_optimizer.OptimizeGraph(config, meta, cluster=gcluster.Cluster(devices=[cpu]))
+
+
+def signature_json(tensors: tuple[SignatureTensor, ...]) -> dict:
+    """``{key: {name, dtype: "DT_…", tensorShape}}`` as tfjs' GraphModel reads a signature (proto3 JSON)."""
+    tf = import_tf()
+    out = {}
+    for t in tensors:
+        entry = {"name": t.tensor, "dtype": tf.dtypes.as_dtype(t.dtype).as_datatype_enum}
+        entry["dtype"] = _DT_NAMES.get(tf.dtypes.as_dtype(t.dtype).name, "DT_INVALID")
+        if t.shape is None:
+            entry["tensorShape"] = {"unknownRank": True}
+        else:
+            entry["tensorShape"] = {"dim": [{"size": str(-1 if d is None else d)} for d in t.shape]}
+        out[t.key] = entry
+    return out
+
+
+_DT_NAMES = {
+    "float32": "DT_FLOAT",
+    "float16": "DT_HALF",
+    "float64": "DT_DOUBLE",
+    "bfloat16": "DT_BFLOAT16",
+    "int32": "DT_INT32",
+    "int64": "DT_INT64",
+    "int16": "DT_INT16",
+    "int8": "DT_INT8",
+    "uint8": "DT_UINT8",
+    "bool": "DT_BOOL",
+    "string": "DT_STRING",
+    "complex64": "DT_COMPLEX64",
+}

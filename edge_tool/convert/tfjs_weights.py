@@ -1,0 +1,130 @@
+"""A graph's constants moved into tfjs weight shards, encoded as tfjs-core's weight loader decodes them.
+
+Every ``Const`` node (main graph and function library) keeps its dtype and shape in the topology; its values go
+into the weightsManifest under the node's name (library constants are renamed ``FUNCTION/NAME``, so names stay
+unique). Values are written little-endian, one group of shards of at most ``SHARD_BYTES``: float32, int32
+(int64/int16/int8/uint8 constants narrowed to int32, as tfjs holds every integer), bool as one byte, strings as a
+uint32 byte length then the bytes. ``--tfjs-quant`` compresses float32 weights: float16 (IEEE half; a weight
+beyond half's range stays float32), or uint8/uint16 affine (value = q * scale + min, with min nudged so 0.0 is
+exactly representable and zero padding stays zero).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from edge_tool.core.env import import_tf
+from edge_tool.errors import ConversionError
+
+SHARD_BYTES = 4 * 1024 * 1024  # tfjs' default; browsers fetch the shards in parallel
+QUANT_LEVELS = {"uint8": 255, "uint16": 65535}
+_TEXT_FIELDS = ("tensor_content", "float_val", "double_val", "int_val", "int64_val", "bool_val", "string_val")
+_HALF_MAX = 65504.0
+
+
+@dataclass(frozen=True)
+class Weight:
+    """One constant: its weight name, the values as tfjs will hold them, and the manifest entry written."""
+
+    name: str
+    values: np.ndarray
+    spec: dict
+    data: bytes
+
+
+def _tfjs_dtype(values: np.ndarray) -> tuple[str, np.ndarray]:
+    kind = values.dtype.kind
+    if values.dtype == np.bool_:
+        return "bool", values.astype(np.uint8)
+    if kind in "iu":
+        if values.size and (values.min() < -(2**31) or values.max() > 2**31 - 1):
+            values = np.clip(values, -(2**31), 2**31 - 1)  # int64 sentinels (e.g. strided-slice ends): saturate
+        return "int32", values.astype("<i4")
+    if kind == "f":
+        return "float32", values.astype("<f4")
+    if kind == "c":
+        return "complex64", values.astype("<c8")
+    if kind in "SOU":
+        return "string", values
+    raise ConversionError(f"TensorFlow.js has no weight dtype for a {values.dtype} constant.")
+
+
+def _string_bytes(values: np.ndarray) -> bytes:
+    out = bytearray()
+    for item in values.reshape(-1):
+        raw = item if isinstance(item, bytes) else str(item).encode()
+        out += np.uint32(len(raw)).astype("<u4").tobytes() + raw
+    return bytes(out)
+
+
+def _affine(values: np.ndarray, levels: int) -> tuple[np.ndarray, float, float, np.ndarray]:
+    """(codes, scale, min, dequantized) with 0.0 exactly representable."""
+    lo, hi = min(float(values.min()), 0.0), max(float(values.max()), 0.0)
+    scale = (hi - lo) / levels if hi > lo else 1.0
+    zero = round(-lo / scale)
+    lo = -zero * scale
+    codes = np.clip(np.round((values.astype(np.float64) - lo) / scale), 0, levels)
+    dtype = np.uint8 if levels == 255 else np.uint16
+    return codes.astype(dtype), float(scale), float(lo), (codes * scale + lo).astype(np.float32)
+
+
+def encode(name: str, values: np.ndarray, quant: str) -> Weight:
+    """One weight's manifest entry and bytes (``quant``: none, float16, uint8 or uint16 for float32 weights)."""
+    dtype, held = _tfjs_dtype(np.asarray(values))
+    spec = {"name": name, "shape": [int(d) for d in held.shape], "dtype": dtype}
+    if dtype == "string":
+        return Weight(name, held, spec, _string_bytes(held))
+    if dtype == "float32" and quant == "float16" and held.size and np.abs(held).max() <= _HALF_MAX:
+        half = held.astype("<f2")
+        spec["quantization"] = {"dtype": "float16", "original_dtype": "float32"}
+        return Weight(name, half.astype(np.float32), spec, half.tobytes())
+    if dtype == "float32" and quant in QUANT_LEVELS and held.size:
+        codes, scale, lo, back = _affine(held, QUANT_LEVELS[quant])
+        spec["quantization"] = {"dtype": quant, "scale": scale, "min": lo, "original_dtype": "float32"}
+        return Weight(name, back, spec, codes.astype("<u1" if quant == "uint8" else "<u2").tobytes())
+    return Weight(name, held, spec, held.tobytes())
+
+
+def _take_consts(nodes, prefix: str | None, quant: str) -> list[Weight]:
+    """Strip the values of every Const in ``nodes`` (renamed under ``prefix`` in a function) into weights."""
+    tf = import_tf()
+    consts = {n.name for n in nodes if n.op == "Const"}
+    weights = []
+    for node in nodes:
+        if node.op == "Const":
+            tensor = node.attr["value"].tensor
+            values = tf.make_ndarray(tensor)
+            if prefix:
+                node.name = f"{prefix}/{node.name}"
+            weights.append(encode(node.name, values, quant))
+            for field_name in _TEXT_FIELDS:
+                tensor.ClearField(field_name)
+        elif prefix:
+            for i, ref in enumerate(node.input):
+                base = ref.lstrip("^").split(":")[0]
+                if base in consts:
+                    node.input[i] = ("^" if ref.startswith("^") else "") + f"{prefix}/{ref.lstrip('^')}"
+    return weights
+
+
+def extract_weights(graph_def, quant: str) -> list[Weight]:
+    """Move every constant of ``graph_def`` (changed in place) into weights, main graph first."""
+    weights = _take_consts(graph_def.node, None, quant)
+    for fn in graph_def.library.function:
+        weights += _take_consts(fn.node_def, fn.signature.name, quant)
+    return weights
+
+
+def write_shards(weights: list[Weight], out_dir: Path, shard_bytes: int = SHARD_BYTES) -> list[dict]:
+    """Write the weights' bytes as group1-shardKofN.bin files in ``out_dir``; return the weightsManifest."""
+    blob = b"".join(w.data for w in weights)
+    count = max(1, -(-len(blob) // shard_bytes))
+    paths = []
+    for k in range(count):
+        path = f"group1-shard{k + 1}of{count}.bin"
+        (Path(out_dir) / path).write_bytes(blob[k * shard_bytes : (k + 1) * shard_bytes])
+        paths.append(path)
+    return [{"paths": paths, "weights": [w.spec for w in weights]}]
