@@ -17,14 +17,12 @@ from PIL import Image  # noqa: TID253  (tests are not the CLI: no start-up to ke
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from edge_tool.convert import tfjs as tfjs_mod
 from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.core.env import import_tf
 from edge_tool.demo import vendor
 from edge_tool.demo.footprint import footprint
 from edge_tool.demo.model import Tensor, output_ui
 from edge_tool.demo.site import LITERT_MODULES, TEMPLATE_FILES, content_version, site_files
-from edge_tool.models.modelio import load_serving_fn
 from tests.conftest import REPO, edgetool_in_process
 
 RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}
@@ -577,58 +575,6 @@ def test_litert_without_calibration_data_is_refused(digits_model, tmp_path):
     _assert_refused(
         [str(digits_model), "--litert", "--calibration", str(missing)], tmp_path / "site", "nope.npz does not exist"
     )
-
-
-_HARD_SWISH_SCRIPT = """
-import sys, numpy as np, tensorflow as tf, tf_keras as keras
-keras.utils.set_random_seed(0)
-inp = keras.Input((8, 8, 3), name="image")
-x = keras.layers.BatchNormalization()(keras.layers.Conv2D(8, 3, padding="same", use_bias=False)(inp))
-x = keras.layers.Multiply()([x, keras.layers.ReLU(6.0)(x + 3.0) * (1.0 / 6.0)])  # hard-swish as in MobileNetV3
-x = keras.layers.GlobalAveragePooling2D()(x)
-keras.Model(inp, keras.layers.Dense(4, activation="softmax", name="probs")(x)).save(sys.argv[1], save_format="tf")
-"""
-
-
-@pytest.mark.slow
-def test_hard_swish_model_exports_to_tfjs_that_runs(tmp_path, monkeypatch):
-    """grappler fuses hard-swish into _FusedConv2D under oneDNN, which no tfjs backend runs; export must avoid it."""
-    model = tmp_path / "hs"
-    subprocess.run(
-        [sys.executable, "-c", _HARD_SWISH_SCRIPT, str(model)],
-        check=True,
-        capture_output=True,
-        cwd=REPO,
-        env={**__import__("os").environ, "TF_USE_LEGACY_KERAS": "1", "TF_ENABLE_ONEDNN_OPTS": "1"},
-        timeout=600,
-    )
-    monkeypatch.setattr(tfjs_mod, "_IN_REEXPORT", True)  # the plain tensorflowjs conversion, for comparison
-    tfjs_mod.export_tfjs(model, tmp_path / "plain")
-    monkeypatch.setattr(tfjs_mod, "_IN_REEXPORT", False)
-    fixed = tfjs_mod.export_tfjs(model, tmp_path / "fixed")
-    assert tfjs_mod.unsupported_fusions(tmp_path / "plain" / "model.json"), "the fusion this guards against is gone"
-    assert tfjs_mod.unsupported_fusions(fixed) == []
-    x = np.random.default_rng(0).uniform(0, 1, (3, 8, 8, 3)).astype(np.float32)
-    feed = {"image": {"dtype": "float32", "shape": list(x.shape), "data": x.ravel().tolist()}}
-    (tmp_path / "in.json").write_text(json.dumps(feed))
-    proc = subprocess.run(
-        [
-            "node",
-            str(REPO / "tests/oracles/tfjs_check.js"),
-            str(REPO / "web_demo/vendor/tf.min.js"),
-            str(fixed.parent),
-            str(tmp_path / "in.json"),
-            str(tmp_path / "out.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    got = np.asarray(json.loads((tmp_path / "out.json").read_text())["probs"]["data"]).reshape(3, 4)
-
-    _, fn, _ = load_serving_fn(model)
-    np.testing.assert_allclose(got, np.asarray(fn(image=x)["probs"]), atol=1e-5)
 
 
 def test_a_box_head_is_not_the_ranked_classes_head():
