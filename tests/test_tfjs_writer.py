@@ -150,6 +150,7 @@ def test_keras3_causal_attention_is_right_in_tfjs(causal_model, tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     (entry,) = [a for a in manifest["artifacts"] if a["format"] == "tfjs"]
     assert entry["agreement"]["checked"] and entry["agreement"]["ok"], entry
+    assert "(wasm backend, Node)" in entry["agreement"]["runtime"], entry  # einsum as matmuls: wasm runs it too
     x = np.random.default_rng(3).normal(0, 1, (32, 12, 16)).astype(np.float32)
     got, want = tfjs_outputs(out / "tfjs", {"tokens": x}, tmp_path), tf_outputs(causal_model, {"tokens": x})
     (name,) = want

@@ -115,6 +115,8 @@ def export_tfjs(
     keep = {t.tensor.split(":")[0] for t in (*frozen.inputs, *frozen.outputs)}
     tfjs_rewrite.rewrite_batch_norms(graph_def, keep)
     tfjs_opfix.rewrite_band_parts(graph_def)
+    tfjs_opfix.rewrite_einsums(graph_def)
+    tfjs_rewrite.prune(graph_def, keep)
     if missing := missing_kernels(graph_def):
         raise ConversionError(unsupported_ops_message(missing))
     reference_graph = type(graph_def)()

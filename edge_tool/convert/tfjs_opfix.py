@@ -1,4 +1,4 @@
-"""Ops tfjs 4.22 has a kernel for but reads wrong, rewritten into ops it computes right.
+"""Ops tfjs 4.22 reads wrong, or runs on one backend only, rewritten into ops it computes right everywhere.
 
 ``MatrixBandPart(a, num_lower, num_upper)``: tfjs-converter's op mapper takes both band widths from input 1
 (``num_lower``), so ``band_part(x, -1, 0)`` — the lower triangle, how Keras 3 builds a causal attention mask
@@ -6,6 +6,10 @@
 issue-35 model agreed on 36 % of samples). It becomes the mask it means, from plain ops: with i - j the row
 minus the column index, keep ``(num_lower < 0 or i - j <= num_lower) and (num_upper < 0 or j - i <= num_upper)``,
 else 0.
+
+``Einsum``: only tfjs' cpu backend has a kernel, so attention written with einsum (Keras 3's MultiHeadAttention)
+would not run on wasm, which the demo page and eval use. A two-operand einsum that is a batched matmul becomes
+Transpose + BatchMatMulV2 (+ Transpose).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import numpy as np
 
 from edge_tool.core.env import import_tf
 
-_INT32 = 3  # DT_INT32
+_INT32, _BOOL = 3, 10  # DT_INT32, DT_BOOL
 
 
 def _add(graph_def, name: str, op: str, inputs: list[str], **attrs):
@@ -96,7 +100,62 @@ def rewrite_band_parts(graph_def) -> int:
             within = _add(graph_def, f"{p}/{tag}_within", "LessEqual", [dist, width], T=i32)
             keep.append(_add(graph_def, f"{p}/{tag}_keep", "LogicalOr", [unlimited, within]))
         mask = _add(graph_def, f"{p}/mask", "LogicalAnd", keep)
-        zeros = _add(graph_def, f"{p}/zeros", "ZerosLike", [a], T=t)
         graph_def.node.remove(band)
-        _add(graph_def, name, "SelectV2", [mask, a, zeros], T=t)
+        if t.type == _BOOL:  # tfjs' wasm Select reads bool operands as float: a plain and says the same
+            _add(graph_def, name, "LogicalAnd", [mask, a])
+        else:
+            _add(graph_def, name, "SelectV2", [mask, a, _add(graph_def, f"{p}/zeros", "ZerosLike", [a], T=t)], T=t)
     return len(bands)
+
+
+def _einsum_plan(equation: str) -> tuple[list[int], list[int], list[int]] | None:
+    """(perm of a, perm of b, perm of a@b to the output) when ``a,b->out`` is a batched matmul with one free
+    index per operand and one contracted index (how attention's scores and weighted sums are written), else None."""
+    try:
+        inputs, out = equation.replace(" ", "").split("->")
+        a, b = inputs.split(",")
+    except ValueError:
+        return None
+    if "." in equation or len(set(a)) != len(a) or len(set(b)) != len(b) or len(set(out)) != len(out):
+        return None
+    batch = [c for c in out if c in a and c in b]
+    contracted = [c for c in a if c in b and c not in out]
+    a_free, b_free = [c for c in a if c not in b], [c for c in b if c not in a]
+    if len(contracted) != 1 or len(a_free) != 1 or len(b_free) != 1 or set(a_free + b_free) - set(out):
+        return None
+    if len(batch) + 2 != len(out) or len(a) != len(batch) + 2 or len(b) != len(batch) + 2:
+        return None
+    product = batch + a_free + b_free
+    return (
+        [a.index(c) for c in batch + a_free + contracted],
+        [b.index(c) for c in batch + contracted + b_free],
+        [product.index(c) for c in out],
+    )
+
+
+def rewrite_einsums(graph_def) -> int:
+    """Replace two-operand Einsums that are batched matmuls by Transpose + BatchMatMulV2 (tfjs' wasm backend has
+    no Einsum kernel; the demo page and eval run on wasm); returns how many."""
+    done = 0
+    for node in [n for n in graph_def.node if n.op == "Einsum" and len(n.input) == 2]:
+        plan = _einsum_plan(node.attr["equation"].s.decode())
+        if plan is None:
+            continue
+        name, t, (x, y) = node.name, _dtype(node.attr["T"].type), list(node.input)
+        p, i32 = name + "/tfjs", _dtype(_INT32)
+        operands = []
+        for tag, ref, perm in (("a", x, plan[0]), ("b", y, plan[1])):
+            if perm == sorted(perm):
+                operands.append(ref)
+                continue
+            order = _const(graph_def, f"{p}/{tag}_perm", np.array(perm, np.int32))
+            operands.append(_add(graph_def, f"{p}/{tag}_t", "Transpose", [ref, order], T=t, Tperm=i32))
+        graph_def.node.remove(node)
+        if plan[2] == sorted(plan[2]):
+            _add(graph_def, name, "BatchMatMulV2", operands, T=t, adj_x=False, adj_y=False)
+        else:
+            product = _add(graph_def, f"{p}/matmul", "BatchMatMulV2", operands, T=t, adj_x=False, adj_y=False)
+            order = _const(graph_def, f"{p}/out_perm", np.array(plan[2], np.int32))
+            _add(graph_def, name, "Transpose", [product, order], T=t, Tperm=i32)
+        done += 1
+    return done

@@ -161,6 +161,25 @@ def _fold_inference(graph_def, g: _Graph, bn) -> bool:
     return True
 
 
+def prune(graph_def, keep: set[str]) -> int:
+    """Drop the main-graph nodes no output needs (what the rewrites left behind: folded batch-norm parameters, a
+    convolution's unscaled filter); the signature's nodes ``keep`` stay. Returns how many were dropped."""
+    nodes = {n.name: n for n in graph_def.node}
+    needed, todo = set(), [name for name in keep if name in nodes]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        todo.extend(_node_name(ref) for ref in nodes[name].input if _node_name(ref) in nodes)
+    kept = [n for n in graph_def.node if n.name in needed]
+    dropped = len(graph_def.node) - len(kept)
+    kept = [type(n).FromString(n.SerializeToString()) for n in kept]
+    del graph_def.node[:]
+    graph_def.node.extend(kept)
+    return dropped
+
+
 def fuse_for_tfjs(graph_def, keep: set[str]) -> int:
     """Fuse conv/matmul + BiasAdd (+ activation) into the fused ops tfjs runs; returns how many were fused."""
     done = 0
