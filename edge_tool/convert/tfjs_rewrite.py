@@ -108,6 +108,11 @@ def rewrite_batch_norms(graph_def, keep: set[str]) -> int:
     return done
 
 
+def _numpy_dtype(attr):
+    """The numpy dtype of a node's ``T`` attribute (float32, or float16 in a mixed-precision graph)."""
+    return import_tf().as_dtype(attr.type).as_numpy_dtype
+
+
 def _channel_shape(bn) -> list[int]:
     fmt = bn.attr["data_format"].s.decode() or "NHWC"
     rank = len(fmt)
@@ -125,7 +130,7 @@ def _moments_from_plain_ops(graph_def, bn) -> None:
     mean = _op(graph_def, f"{p}/mean", "Mean", [x, reduce_axes], t, keep_dims=True, Tidx=3)
     sq = _op(graph_def, f"{p}/sqdiff", "SquaredDifference", [x, mean], t)
     var = _op(graph_def, f"{p}/variance", "Mean", [sq, reduce_axes], t, keep_dims=True, Tidx=3)
-    eps = _const(graph_def, f"{p}/epsilon", np.array(bn.attr["epsilon"].f, np.float32))
+    eps = _const(graph_def, f"{p}/epsilon", np.array(bn.attr["epsilon"].f, _numpy_dtype(t)))
     inv = _op(graph_def, f"{p}/rsqrt", "Rsqrt", [_op(graph_def, f"{p}/var_eps", "AddV2", [var, eps], t)], t)
     shape = _const(graph_def, f"{p}/channel_shape", np.array(_channel_shape(bn), np.int32))
     scale_b = _op(graph_def, f"{p}/scale", "Reshape", [scale, shape], t, Tshape=3)  # 3: DT_INT32
@@ -143,7 +148,7 @@ def _fold_inference(graph_def, g: _Graph, bn) -> bool:
         return False
     scale, offset, mean, var = (p.astype(np.float64) for p in params)
     s = scale / np.sqrt(var + bn.attr["epsilon"].f)
-    shift = (offset - mean * s).astype(np.float32)
+    shift = (offset - mean * s).astype(_numpy_dtype(bn.attr["T"]))
     p, t = bn.name + "/tfjs", bn.attr["T"]
     conv = g.nodes.get(_node_name(bn.input[0]))
     fmt = bn.attr["data_format"].s.decode() or "NHWC"
@@ -155,7 +160,7 @@ def _fold_inference(graph_def, g: _Graph, bn) -> bool:
         bias.attr["T"].CopyFrom(t)
         return True
     shape = _channel_shape(bn)
-    mul_c = _const(graph_def, f"{p}/mul", s.astype(np.float32).reshape(shape))
+    mul_c = _const(graph_def, f"{p}/mul", s.astype(_numpy_dtype(t)).reshape(shape))
     scaled = _op(graph_def, f"{p}/scaled", "Mul", [bn.input[0], mul_c], t)
     _op(graph_def, bn.name, "AddV2", [scaled, _const(graph_def, f"{p}/add", shift.reshape(shape))], t)
     return True
