@@ -31,7 +31,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._browser_common import CHROMIUM, FLAGS
-from benchmarks._browser_models import mobilenet_artefacts
 from benchmarks._results import machine, table, write_section
 from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.models.modelio import load_serving_fn
@@ -39,6 +38,12 @@ from edge_tool.nodejs.tfjs_session import TfjsSession, tfjs_bundle_path, wasm_ba
 from tests.test_tfjs_writer import _CAUSAL_SCRIPT, _LN_HS_SCRIPT
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "tfjs-writer"
+_MOBILENET_SCRIPT = """
+import sys, tf_keras as keras
+keras.utils.set_random_seed(0)
+model = keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3), classes=1000)
+model.save(sys.argv[1], save_format="tf", include_optimizer=False)
+"""
 _LSTM_SCRIPT = """
 import sys, tf_keras as keras
 keras.utils.set_random_seed(0)
@@ -83,7 +88,7 @@ def _built(name: str, script: str, legacy: bool) -> Path:
 def models() -> dict[str, Path]:
     """name -> SavedModel directory (built once under benchmarks/.cache/tfjs-writer)."""
     return {
-        "MobileNetV2-224": mobilenet_artefacts()[0],
+        "MobileNetV2-224": _built("mobilenetv2", _MOBILENET_SCRIPT, True),
         "conv+BN+hard-swish+LayerNorm": _built("ln_hs", _LN_HS_SCRIPT, True),
         "Keras-3 causal MHA": _built("causal", _CAUSAL_SCRIPT, False),
         "LSTM(32)": _built("lstm", _LSTM_SCRIPT, True),
