@@ -38,6 +38,7 @@ from edge_tool.nodejs.tfjs_session import TfjsSession, tfjs_bundle_path, wasm_ba
 from tests.test_tfjs_writer import _CAUSAL_SCRIPT, _LN_HS_SCRIPT
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "tfjs-writer"
+ROUNDS = 2  # latency rounds; the table shows the best round's median
 _MOBILENET_SCRIPT = """
 import sys, tf_keras as keras
 keras.utils.set_random_seed(0)
@@ -120,7 +121,6 @@ def node_figures(model_dir: Path, saved: Path) -> dict:
         try:
             with TfjsSession(model_dir / "model.json", backend=backend) as session:
                 got = session.predict({key: x})
-                times = session.latency({key: x[:1]}, warmup=5, runs=30, time_budget_s=None)
             break
         except Exception as exc:  # a backend that cannot run the file: try the next, or report
             error = str(exc)
@@ -131,10 +131,17 @@ def node_figures(model_dir: Path, saved: Path) -> dict:
     return {
         "max_abs": float(np.abs(out - want[name]).max()),
         "top1": float((out.argmax(-1) == want[name].argmax(-1)).mean()),
-        "node_ms": statistics.median(times),
         "backend": session.backend,
+        "x1": {key: x[:1]},
         "shape": shape,
     }
+
+
+def node_ms(model_dir: Path, backend: str, x1: dict) -> float:
+    """Median Node latency (ms) of batch-1 calls: 30 timed after 5 warm-up calls."""
+    with TfjsSession(model_dir / "model.json", backend=backend) as session:
+        session.predict(x1)
+        return statistics.median(session.latency(x1, warmup=5, runs=30, time_budget_s=None))
 
 
 def size_bytes(model_dir: Path) -> int:
@@ -194,11 +201,16 @@ def main() -> None:
                 failed = f"{type(exc).__name__}: {str(exc)[:80]}"
             seconds = time.perf_counter() - t0
             fig = {"error": failed} if failed else node_figures(out, saved)
-            fig.update(seconds=seconds, size=size_bytes(out) if out.exists() else 0)
+            fig.update(seconds=seconds, size=size_bytes(out) if out.exists() else 0, dir=out)
             figures[(name, writer)] = fig
             if "shape" in fig:
                 dirs[f"{name}/{writer}"], shapes[f"{name}/{writer}"] = out, fig["shape"]
-    web = {} if opts.skip_browser else browser_ms(work, dirs, shapes)
+    for _ in range(ROUNDS):  # rounds alternate the writers, so a busy moment does not land on one of them only
+        for fig in figures.values():
+            if "x1" in fig:
+                fig.setdefault("node", []).append(node_ms(fig["dir"], fig["backend"], fig["x1"]))
+    webs = [] if opts.skip_browser else [browser_ms(work, dirs, shapes) for _ in range(ROUNDS)]
+    web = {k: min((w[k] for w in webs if isinstance(w[k], float)), default=webs[0][k]) for k in webs[0]} if webs else {}
     for (name, writer), fig in figures.items():
         if "error" in fig:
             rows.append([name, writer, f"{fig['seconds']:.1f}", "–", "–", "–", "–", fig["error"]])
@@ -211,7 +223,7 @@ def main() -> None:
                 f"{fig['seconds']:.1f}",
                 f"{fig['size'] / 1e6:.2f}",
                 f"{fig['max_abs']:.1e} / {fig['top1']:.2f}",
-                f"{fig['node_ms']:.1f} ({fig['backend']})",
+                f"{min(fig['node']):.1f} ({fig['backend']})",
                 f"{ms:.1f}" if isinstance(ms, float) else ms,
                 "",
             ]
@@ -221,8 +233,9 @@ def main() -> None:
         "## TFJS writer: edgetool vs tensorflowjs 4.22\n\n"
         f"Written by `benchmarks/bench_tfjs_writer.py`. Machine: {machine()}; SIMD: {simd_flags()}. Both files run "
         "by tfjs 4.22.0 (vendored): Node = wasm backend (cpu where wasm lacks a kernel), batch 1, median of 30 "
-        "after 5 warm-up calls; Chromium = headless, wasm SIMD single-threaded, same timing. Errors against "
-        "TensorFlow on 8 seeded uniform [0, 1) inputs. Export seconds include edgetool's self-check in Node.\n\n"
+        "after 5 warm-up calls, best of 2 alternating rounds; Chromium = headless, wasm SIMD single-threaded, same timing. Errors against "
+        "TensorFlow on 8 seeded uniform [0, 1) inputs. Export seconds include edgetool's self-check in Node. MobileNetV2 has "
+        "random weights (weights=None): its softmax is near-uniform, so its error column says little.\n\n"
         + table(headers, rows)
     )
     print(body)

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from edge_tool.convert.tfjs import export_tfjs, ops_from_refusal
+from edge_tool.core.steps import console
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
@@ -80,13 +81,15 @@ def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[d
     (or, when LiteRT.js cannot run ``input_specs`` either, why not and what works)."""
     if kind is ModelKind.SAVED_MODEL:
         try:
-            export_tfjs(Path(cfg.model), dest, signature=cfg.signature or "serving_default")
+            written = export_tfjs(Path(cfg.model), dest, signature=cfg.signature or "serving_default")
         except ConversionError as exc:
             shutil.rmtree(dest, ignore_errors=True)
             if not cfg.litert:
                 blocker = litert_blocker(input_specs)
                 raise ConversionError(tfjs_failure(Path(cfg.model), str(exc), False, blocker)) from None
             return tfjs_failure(Path(cfg.model), str(exc), True)
+        if not written.check.get("checked"):
+            console.print(f"tfjs: self-check skipped ({written.check.get('reason', 'no reason given')})")
         return None
     meta, _, _ = model_mod.read_tfjs_model(Path(cfg.model))
     dest.mkdir(parents=True)
