@@ -111,8 +111,7 @@ def signature_json(tensors: tuple[SignatureTensor, ...]) -> dict:
     tf = import_tf()
     out = {}
     for t in tensors:
-        entry = {"name": t.tensor, "dtype": tf.dtypes.as_dtype(t.dtype).as_datatype_enum}
-        entry["dtype"] = _DT_NAMES.get(tf.dtypes.as_dtype(t.dtype).name, "DT_INVALID")
+        entry = {"name": t.tensor, "dtype": _DT_NAMES.get(tf.dtypes.as_dtype(t.dtype).name, "DT_INVALID")}
         if t.shape is None:
             entry["tensorShape"] = {"unknownRank": True}
         else:
