@@ -16,7 +16,10 @@ reference stays the model as trained (float16 compute), so the drift it reports 
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -255,3 +258,16 @@ def reference_precision_note(saved_model: Path, key: str | None) -> str | None:
         "edgetool convert builds every artefact from its float32 recast (manifest.json's source.precision), so "
         "each row's agreement and drop include that cast."
     )
+
+
+@contextlib.contextmanager
+def float32_saved_model(saved_model: Path, key: str | None = None) -> Iterator[tuple[Path, str, PrecisionCast | None]]:
+    """(SavedModel, signature key, the cast or None) to build from: ``saved_model`` itself when it computes in
+    float32, else its float32 recast in a temp dir that lives as long as the block (for demo's TFJS model)."""
+    key = key or SERVING
+    if low_precision_ops(saved_model, key)[0] is None:
+        yield Path(saved_model), key, None
+        return
+    with tempfile.TemporaryDirectory(prefix="edgetool-float32-") as tmp:
+        cast = cast_saved_model(saved_model, Path(tmp) / "float32", key)
+        yield Path(tmp) / "float32", SERVING, cast
