@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.core.env import import_tf
+from edge_tool.errors import ModelError
 from edge_tool.models.modelio import SERVING, read_meta_graph
 from edge_tool.schemas.records import PrecisionCast
 
@@ -178,64 +179,48 @@ def cast_saved_model(saved_model: Path, out: Path, key: str = SERVING) -> Precis
     tf = import_tf()
     loaded = tf.saved_model.load(str(saved_model))
     fn = loaded.signatures[key]
-    graph_def, inputs, outputs = _frozen_float32(tf, fn)
-    specs = _float32_specs(tf, fn)
-    serve, pruned = _serve_graph_def(tf, graph_def, inputs, outputs, specs)
-    module = tf.Module()
-    module.serve = serve
-    tf.saved_model.save(module, str(out), signatures={SERVING: serve.get_concrete_function()})
-    rng, worst, span = np.random.default_rng(0), 0.0, 0.0
-    for _ in range(PROBE_SAMPLES):
-        feed = _probe(specs, rng)
-        want = fn(**{n: tf.cast(v, fn.structured_input_signature[1][n].dtype) for n, v in feed.items()})
-        got = serve(feed)
-        for k in want:
-            a = np.asarray(tf.cast(want[k], tf.float32)) if want[k].dtype.is_floating else np.asarray(want[k])
-            b = np.asarray(got[k])
-            if a.dtype.kind == "f":
-                worst = max(worst, float(np.max(np.abs(a - b), initial=0.0)))
-                span = max(span, float(np.ptp(a)) if a.size else 0.0, float(np.max(np.abs(a), initial=0.0)))
+    try:
+        graph_def, inputs, outputs = _frozen_float32(tf, fn)
+        specs = _float32_specs(tf, fn)
+        serve, _ = _serve_graph_def(tf, graph_def, inputs, outputs, specs)
+        module = tf.Module()
+        module.serve = serve
+        tf.saved_model.save(module, str(out), signatures={SERVING: serve.get_concrete_function()})
+    except (ValueError, TypeError, KeyError, tf.errors.OpError) as exc:
+        raise ModelError(
+            f"{saved_model} computes in {dtype} (a mixed-precision policy: {', '.join(ops[:6])}), which TFLite, "
+            "TFJS and ONNX kernels do not run, and edgetool could not recast its graph to float32 "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}). Where the model is "
+            "built, call keras.mixed_precision.set_global_policy('float32'), build it again, load the trained "
+            "weights (model.set_weights or load_weights) and save that: the same model computing in float32."
+        ) from None
+    samples, worst, rel = _drift(tf, fn, serve, specs)
     why = (
         f"it computes in {dtype} (a mixed-precision policy: {', '.join(ops[:6])}{' …' if len(ops) > 6 else ''}), "
-        "which no TFLite/TFJS/ONNX integer or float kernel set runs; the same weights computing in float32 convert "
-        "in every mode"
+        "which the TFLite builtin kernels do not run (they compute in float32; --quant fp16 means float16 "
+        "weights); the same weights computing in float32 convert in every mode"
     )
-    rel = worst / span if span else 0.0
-    return PrecisionCast(dtype, ops, "graph", PROBE_SAMPLES, round(worst, 8), round(rel, 8), why)
+    return PrecisionCast(dtype, ops, "graph", samples, round(worst, 8), round(rel, 8), why)
 
 
-def _float32_config(config):
-    """A Keras config with every mixed dtype policy replaced by float32."""
-    if isinstance(config, dict):
-        if config.get("class_name") in ("Policy", "DTypePolicy", "FloatDTypePolicy") and isinstance(
-            config.get("config"), dict
-        ):
-            name = str(config["config"].get("name", ""))
-            if name.startswith("mixed_") or name in ("float16", "bfloat16"):
-                return "float32"
-        return {k: _float32_config(v) for k, v in config.items()}
-    if isinstance(config, list):
-        return [_float32_config(v) for v in config]
-    if isinstance(config, str) and config in ("mixed_float16", "mixed_bfloat16"):
-        return "float32"
-    return config
-
-
-def is_mixed_keras(model) -> bool:
-    """True when a layer of the Keras ``model`` computes in float16/bfloat16."""
-    return any(
-        str(getattr(getattr(layer, "dtype_policy", None), "compute_dtype", "float32")) in ("float16", "bfloat16")
-        for layer in [model, *model.submodules]
-        if hasattr(layer, "dtype_policy")
-    )
-
-
-def float32_keras_model(model):
-    """``model`` rebuilt from its config under the float32 policy with the same weights (a mixed policy keeps
-    float32 variables); ValueError/TypeError/NotImplementedError when it cannot be rebuilt from its config."""
-    rebuilt = model.__class__.from_config(_float32_config(model.get_config()))
-    rebuilt.set_weights(model.get_weights())
-    return rebuilt
+def _drift(tf, fn, serve, specs: dict) -> tuple[int, float, float]:
+    """(samples, max |recast - model| over float outputs, that over the outputs' range) on seeded random inputs;
+    (0, 0, 0) when the model cannot be fed such inputs (strings)."""
+    rng, worst, span = np.random.default_rng(0), 0.0, 0.0
+    try:
+        for _ in range(PROBE_SAMPLES):
+            feed = _probe(specs, rng)
+            want = fn(**{n: tf.cast(v, fn.structured_input_signature[1][n].dtype) for n, v in feed.items()})
+            got = serve(feed)
+            for k in want:
+                if not want[k].dtype.is_floating:
+                    continue
+                a, b = np.asarray(tf.cast(want[k], tf.float32)), np.asarray(got[k])
+                worst = max(worst, float(np.max(np.abs(a - b), initial=0.0)))
+                span = max(span, float(np.ptp(a)) if a.size else 0.0, float(np.max(np.abs(a), initial=0.0)))
+    except (ValueError, TypeError, tf.errors.OpError):
+        return 0, 0.0, 0.0
+    return PROBE_SAMPLES, worst, (worst / span if span else 0.0)
 
 
 def precision_note(cast: PrecisionCast) -> str:

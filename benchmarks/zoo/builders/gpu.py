@@ -2,9 +2,10 @@
 ``mixed_float16`` and ``mixed_bfloat16`` SavedModels, a Keras-3 ``mixed_float16`` ``.keras`` file), a GAN-style
 generator, a masked Bidirectional LSTM text model and a causal dilated TCN.
 
-A mixed-precision model's own oracle is ``twin.npz``: the same architecture built afresh under the float32 policy
-with the trained weights copied in, run on the eval inputs — what a correct float32 conversion must reproduce to float
-rounding (the SavedModel itself computes in float16/bfloat16, so it is only matched to that precision).
+A mixed-precision model's own oracle is its float32 twin: the same architecture built afresh under the float32
+policy with the trained weights copied in, run on the eval inputs (``twin.npz``) — what a correct float32 conversion
+must reproduce to float rounding (the SavedModel itself computes in float16/bfloat16, so it is only matched to that
+precision) — and saved (``twin_savedmodel/``) for the raw converter's int8/int16x8 files.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ def _build_mixed(out: Path, name: str, policy: str, keras_file: bool = False) ->
     keras.mixed_precision.set_global_policy("float32")
     twin = _mixed_cnn(keras, L)
     twin.set_weights(model.get_weights())
+    if keras_file:  # the raw converter's oracle for int8/int16x8 (it cannot convert the mixed model itself)
+        twin.export(str(out / "twin_savedmodel"), verbose=False)
+    else:
+        twin.save(str(out / "twin_savedmodel"), save_format="tf", include_optimizer=False)
     np.savez(out / "twin.npz", probs=twin.predict(split.x_eval, verbose=0).astype(np.float32))
     accuracy = float((predict_classes(lambda v: model.predict(v, verbose=0), split.x_eval) == split.y_eval).mean())
     return write_sidecars(out, split, name, accuracy)

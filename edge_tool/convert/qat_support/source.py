@@ -11,8 +11,8 @@ from edge_tool.core.env import configure_tf_env, import_tf
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.modelcode.guard import require_no_keras_code
 from edge_tool.modelfiles.keras_archive import check_keras_archive
+from edge_tool.models.keras_precision import float32_keras_model, is_mixed_keras
 from edge_tool.models.modelio import saved_model_flavor
-from edge_tool.models.precision import float32_keras_model, is_mixed_keras
 
 
 def import_stack():
