@@ -174,4 +174,4 @@ def test_masked_bilstm_is_unrolled_so_int8_calibrates_and_int16x8_says_why_not(t
         if art["quant"] == "fp32":
             assert np.abs(got - want).max() < 1e-5
         else:
-            assert (got.argmax(1) == want.argmax(1)).mean() >= 0.9 and np.abs(got - want).max() < 0.1
+            assert np.abs(got - want).max() < 0.05  # untrained, near-uniform probabilities: no arg-max test
