@@ -127,3 +127,51 @@ def test_a_layer_that_cannot_be_unrolled_stays_a_loop_and_is_not_reported_unroll
     assert art["self_check"]["ok"] and art["self_check"]["max_abs_error"] < 1e-5
     refused = run_edgetool("convert", src, "--quant", "int8", "--batch", "1", "-o", tmp_path / "q")
     assert refused.returncode == 2 and "ConvLSTM" in refused.stderr and "WHILE loop" in refused.stderr
+
+
+# tf_keras Embedding(mask_zero=True) + Bidirectional LSTM over right-padded token ids, and its own predictions.
+_MASKED_BILSTM = """
+import sys, numpy as np, tf_keras as keras
+keras.utils.set_random_seed(0)
+rng = np.random.default_rng(1)
+x = np.zeros((48, 8), np.int32)
+for row in x:
+    n = rng.integers(2, 9)
+    row[:n] = rng.integers(1, 20, n)
+i = keras.Input((8,), dtype="int32", name="tokens")
+h = keras.layers.Bidirectional(keras.layers.LSTM(4))(keras.layers.Embedding(20, 4, mask_zero=True)(i))
+m = keras.Model(i, keras.layers.Dense(3, activation="softmax", name="probs")(h))
+m.save(sys.argv[1] + "/masked", save_format="tf")
+np.savez(sys.argv[1] + "/data.npz", x=x, want=m.predict(x, verbose=0))
+"""
+
+
+@pytest.mark.slow
+def test_masked_bilstm_is_unrolled_so_int8_calibrates_and_int16x8_says_why_not(tmp_path):
+    """A masked LSTM cannot use TFLite's fused kernel (it takes no mask): it lowered to a WHILE loop whose int8
+    calibration is refused. --batch 1 now unrolls it: fp32 exact with padding, int8 calibrated; int16x8 is refused
+    with the real cause (the 16x8 quantizer wants a float range for the int32 ids feeding the mask)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    src = _build(_MASKED_BILSTM, tmp_path, legacy=True)
+    out = tmp_path / "o"
+    proc = run_edgetool(
+        "convert", src / "masked", "--quant", "fp32,int8,int16x8", "--batch", "1",
+        "--calibration", src / "data.npz", "-o", out,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # int16x8 not built (ModesNotBuilt), the others written
+    manifest = validated(out / "manifest.json", "manifest")
+    assert sorted(manifest["source"]["fixed_batch"]["unrolled"]) == ["backward_lstm", "forward_lstm"]
+    refusal = " ".join(manifest["failed"]["int16x8"].split())
+    assert "'tokens'" in refusal and "mask_zero=True" in refusal and "--quant int8" in refusal
+    data = np.load(src / "data.npz")
+    x, want = data["x"], data["want"]
+    for art in manifest["artifacts"]:
+        blob = (out / art["path"]).read_bytes()
+        assert "WHILE" not in summarize_tflite(blob).ops
+        runner = Interpreter(model_content=blob).get_signature_runner("serving_default")
+        got = np.concatenate([next(iter(runner(tokens=x[i : i + 1]).values())) for i in range(len(x))])
+        if art["quant"] == "fp32":
+            assert np.abs(got - want).max() < 1e-5
+        else:
+            assert np.abs(got - want).max() < 0.05  # untrained, near-uniform probabilities: no arg-max test

@@ -463,3 +463,40 @@ def test_activations_tfmot_cannot_wrap_do_not_stop_quantize_apply():
     calibrate_ranges(qat, [[sample]], tfmot_quantizer_types())
     diff = np.abs(qat(sample).numpy() - model(sample).numpy()).max()
     assert diff < 0.03, diff  # fake-quantized with ranges from the sample: 8-bit rounding, the same function
+
+
+def test_gan_generator_is_trained_as_per_pixel_regression_and_ships(tmp_path):
+    """Noise -> Dense -> Reshape -> Conv2DTranspose + BatchNorm + LeakyReLU -> tanh image (a GAN generator): QAT
+    exited 70 twice — its image-shaped float targets were re-read as segmentation masks after their task
+    flattened them, and saving the QAT model traced tfmot's Conv2DTranspose wrapper into an unsaveable capture.
+    Now it ships a file whose images match the Keras model's (max error ~ int8 steps of the [-1, 1] range)."""
+    import tf_keras as keras
+
+    keras.utils.set_random_seed(0)
+    gen = keras.Sequential(
+        [
+            keras.Input((8,), name="z"),
+            keras.layers.Dense(4 * 4 * 8, use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.LeakyReLU(0.2),
+            keras.layers.Reshape((4, 4, 8)),
+            keras.layers.Conv2DTranspose(4, 3, strides=2, padding="same", use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.LeakyReLU(0.2),
+            keras.layers.Conv2DTranspose(1, 3, strides=2, padding="same", activation="tanh", name="image"),
+        ]
+    )
+    s = _digits()
+    z = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)
+    target = np.kron(s.x_train[:300, :, :, 0] / 127.5 - 1.0, np.ones((2, 2)))[..., None].astype(np.float32)
+    gen.compile(keras.optimizers.Adam(2e-3), "mse")
+    gen.fit(z, target, epochs=3, batch_size=32, verbose=0)
+    model = _save(
+        gen, tmp_path / "gen", {"z": z[:240], "y": target[:240]}, {"z": z[240:], "y": target[240:]}, {"z": z[:64]}
+    )
+    manifest = _convert_qat(model, tmp_path / "out", epochs=1)
+    record = next(a for a in manifest["artifacts"] if a["quant"] == "qat")
+    assert record["qat"]["shipped"] in ("qat", "ptq_int8")
+    got = _litert_predict(tmp_path / "out" / record["path"], {"z": z[240:]})["image"]
+    want = gen.predict(z[240:], verbose=0)
+    assert got.shape == want.shape and np.abs(got - want).max() < 0.1  # a few int8 steps of tanh's [-1, 1]

@@ -119,7 +119,10 @@ def oracle_tflite(ctx: Context, mode: str, batch: int | None) -> tuple[Path | No
 
 
 def saved_model_of(ctx: Context) -> Path:
-    """The model as a SavedModel: its directory, or a ``.keras`` file's Keras 3 ``model.export()`` (made once)."""
+    """The model as a SavedModel: its directory, or a ``.keras`` file's Keras 3 ``model.export()`` (made once); for a
+    mixed-precision model, its float32 twin (``builders/gpu.py``), which the raw converter can convert."""
+    if ctx.spec.mixed:
+        return ctx.model_dir / "twin_savedmodel"
     if ctx.keras_model is None:
         return ctx.model_dir
     dest = ctx.work / "oracle_export"

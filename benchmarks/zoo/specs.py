@@ -16,6 +16,7 @@ class ModelSpec:
     dynamic_hw: bool = False
     task: str = "classification"  # classification | multilabel | regression | segmentation | detection
     model_file: str = ""  # the model is this file inside the model directory (e.g. model.keras), not the directory
+    mixed: bool = False  # trained under a mixed-precision policy: float32 files are checked against twin.npz
     # cell ("*" = every cell) -> regexes a refusal's reason must all match: the real cause (and its way out)
     refusals: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -125,5 +126,26 @@ SPECS = {
             keras3=True,
             model_file="model.keras",
         ),
+        # issue 35: what GPU training produces (builders/gpu.py)
+        ModelSpec("mixed_float16_cnn", "CNN trained under mixed_float16 (tf_keras), model.save SavedModel", mixed=True),
+        ModelSpec("mixed_bfloat16_cnn", "the same CNN trained under mixed_bfloat16 (tf_keras SavedModel)", mixed=True),
+        ModelSpec(
+            "keras3_mixed",
+            "the same CNN built by Keras 3 under mixed_float16, saved as `.keras`",
+            keras3=True,
+            model_file="model.keras",
+            mixed=True,
+        ),
+        ModelSpec(
+            "gan_generator",
+            "GAN-style generator: noise[N,16] → Dense → Conv2DTranspose + BN + LeakyReLU → tanh image 16×16",
+            task="regression",
+        ),
+        ModelSpec(
+            "masked_bilstm",
+            "Embedding(mask_zero=True) → Bidirectional(LSTM) → softmax over padded int32 token ids",
+            recurrent=True,
+        ),
+        ModelSpec("causal_tcn", "causal TCN: Conv1D(padding='causal') with dilations 1-8 and residual adds, tones"),
     )
 }

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks.zoo.context import Context, compare
 from benchmarks.zoo.oracles import TFJS_SAMPLES, oracle_tflite, run_tfjs, run_tflite
 
@@ -15,6 +17,7 @@ FP32_ATOL_RECURRENT = 1e-2  # fused LSTM/GRU kernels reorder float sums over 64 
 FP16_MIN_AGREEMENT = 0.97
 DYNAMIC_MIN_AGREEMENT = 0.90
 TFJS_ATOL = 1e-3
+MIXED_ATOL = 2e-2  # a mixed-precision SavedModel computes in float16 (bfloat16: 8 mantissa bits) — its rounding
 QUANT_SLACK = 0.03  # edgetool's int8/int16x8 agreement may trail the raw converter's by this much (sample noise)
 QAT_SLACK = 0.02  # QAT accuracy may trail int8 PTQ by this much before it counts as worse
 NO_ORACLE_MIN_AGREEMENT = 0.5
@@ -69,6 +72,8 @@ def check_float_mode(ctx: Context, cell: str, out: Path) -> dict:
     m, failed = _measured_tflite(ctx, out)
     if failed:
         return failed
+    if cell == "fp32" and ctx.spec.mixed:
+        return _float32_twin(ctx, out, m, "fp32")
     if cell == "fp32":
         tol = FP32_ATOL_RECURRENT if ctx.spec.recurrent else FP32_ATOL
         if m["max_rel_error"] > tol:
@@ -78,6 +83,34 @@ def check_float_mode(ctx: Context, cell: str, out: Path) -> dict:
     elif cell == "dynamic" and m["agreement"] < DYNAMIC_MIN_AGREEMENT:
         return wrong(f"dynamic top-1 agreement {m['agreement']:.3f} < {DYNAMIC_MIN_AGREEMENT}", **m)
     return ok(**m)
+
+
+def _float32_twin(ctx: Context, out: Path, m: dict, what: str, atol: float = FP32_ATOL) -> dict:
+    """A mixed-precision model's float32 file: within ``atol`` of the model's float32 twin (``twin.npz``: the same
+    layers built under the float32 policy with the trained weights), and within float16 rounding of the SavedModel
+    as trained (``m``: already measured against it)."""
+    if m["max_rel_error"] > MIXED_ATOL:
+        return wrong(f"{what} differs from the SavedModel (float16 compute) by {m['max_rel_error']:.2e}", **m)
+    got = _outputs(ctx, out)
+    if not got or "error" in got:
+        return wrong(f"{what}: no output to compare with the float32 twin ({got.get('error', '')})"[:300], **m)
+    n = len(next(iter(got.values())))
+    with np.load(ctx.model_dir / "twin.npz") as f:
+        twin = {k: f[k][:n] for k in f.files}
+    tm = compare(twin, got, ctx.y[:n], ctx.spec.task)
+    m["twin_max_rel_error"] = tm.get("max_rel_error")
+    if "error" in tm or tm["max_rel_error"] > atol:
+        return wrong(f"{what} differs from the float32 twin by {tm.get('max_rel_error', tm.get('error'))}", **m)
+    return ok("float32 recast: matches the float32 twin", **m)
+
+
+def _outputs(ctx: Context, out: Path) -> dict:
+    """The outputs of what ``out`` holds: its .tflite in LiteRT, else its tfjs model in Node (first samples)."""
+    path = next(iter(sorted(Path(out).glob("*.tflite"))), None)
+    if path is not None:
+        return run_tflite(ctx, path)
+    model_dir = next((p.parent for p in sorted(Path(out).rglob("model.json"))), None)
+    return run_tfjs(ctx, model_dir) if model_dir else {}
 
 
 def check_quant_mode(ctx: Context, cell: str, out: Path, batch: int | None) -> dict:
@@ -136,6 +169,9 @@ def check_tfjs(ctx: Context, out: Path) -> dict:
     if model_dir is None:
         return wrong("no model.json in the output")
     ref = {k: v[:TFJS_SAMPLES] for k, v in ctx.reference.items()}
+    if ctx.spec.mixed:
+        m, failed = _measured(ref, run_tfjs(ctx, model_dir), ctx.y[:TFJS_SAMPLES], ctx.spec.task)
+        return failed or _float32_twin(ctx, out, m, "tfjs", TFJS_ATOL)
     return close_to_reference(
         ref, run_tfjs(ctx, model_dir), ctx.y[:TFJS_SAMPLES], ctx.spec.task, "tfjs differs from the SavedModel"
     )

@@ -158,7 +158,9 @@ def run_auto(config: AutoConfig) -> AutoResult:
         work = Path(tmp)
         if is_keras_file(config.model):  # exported once, the way convert does, and measured against from then on
             (work / "reference").mkdir()
-            ref = prepare_source(config.model, work / "reference", trust_model_code=config.convert.trust_model_code)
+            ref = prepare_source(
+                config.model, work / "reference", trust_model_code=config.convert.trust_model_code, as_trained=True
+            )
             config = replace(config, reference=ref.saved_model)
         built = convert(_convert_config(config, work / "candidates"))
         if not built.artifacts:

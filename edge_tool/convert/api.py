@@ -25,6 +25,7 @@ from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.models.modelio import signature_note
+from edge_tool.models.precision import precision_note
 from edge_tool.schemas.manifest import Manifest, ManifestArtifact
 
 __all__ = ["ConvertResult", "ManifestArtifact", "convert", "load_calibration", "one_line"]
@@ -103,6 +104,8 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float)
         source = prepare_source(config.model, work, config.batch, config.trust_model_code, config.signature)
     if note := signature_note(config.model, config.signature):
         console.print(term(note))
+    if source.precision is not None:
+        console.print(term(precision_note(source.precision)))
     config, failed = drop_string_calibration(config, source)
     inputs = prepare_inputs(tf, config, source)
     ds = inputs.dataset

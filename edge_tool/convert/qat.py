@@ -122,10 +122,10 @@ def match_data(model, x, y, output_names: list[str] | None = None, what: str = "
     names = output_names or list(model.output_names)
     data = from_arrays(x, y, list(model.input_names), names, what)
     shapes = [tuple(t.shape) for t in model.outputs]
-    _, labels, problems = head_tasks(names, shapes, keras_activations(model, names), data.labels(names), what)
+    tasks, labels, problems = head_tasks(names, shapes, keras_activations(model, names), data.labels(names), what)
     collect_and_raise(_input_problems(model, data) + problems, DataError, f"{what} does not fit the model for QAT:")
     xs = {n: data.x[n].astype(t.dtype.as_numpy_dtype) for n, t in zip(model.input_names, model.inputs)}
-    return Labelled(xs, dict(zip(names, labels)))
+    return Labelled(xs, dict(zip(names, labels)), tuple(tasks))
 
 
 def keras_activations(model, names: list[str]) -> dict[str, str]:
@@ -214,12 +214,7 @@ def run_qat(
                 f"best epoch); got {len(data)}."
             )
         probe = data.take(np.arange(min(len(data), 512))).inputs(in_names)
-        tasks, _, _ = head_tasks(
-            out_names,
-            [tuple(t.shape) for t in source.outputs],
-            keras_activations(source, out_names),
-            data.labels(out_names),
-        )
+        tasks = list(data.tasks)  # decided on the labels as given (match_data), not on their normalised form
         heads = detect_heads(out_names, predict(source, probe, len(out_names)), tasks)
         first = data.y[out_names[0]]
         fit, held = split(

@@ -21,7 +21,8 @@ from edge_tool.modelfiles.keras_archive import check_keras_archive
 from edge_tool.modelfiles.limits import check_signature
 from edge_tool.models.fixed_batch import save_fixed_batch
 from edge_tool.models.modelio import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
-from edge_tool.schemas.records import FixedBatch, SourceRecord
+from edge_tool.models.precision import cast_saved_model
+from edge_tool.schemas.records import FixedBatch, PrecisionCast, SourceRecord
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
 MAX_METADATA_BYTES = 1 << 20  # a .keras metadata.json is a few hundred bytes
@@ -38,11 +39,14 @@ class PreparedSource:
     signature: SignatureInfo
     sha256: str
     fixed_batch: FixedBatch | None = None  # --batch: the batch, how it was fixed, the re-traced signature
+    precision: PrecisionCast | None = None  # a mixed-precision model's float32 recast (edge_tool.models.precision)
 
     @property
     def record(self) -> SourceRecord:
         """manifest.json's ``source`` (``signature`` is the model's own, before --batch)."""
-        return SourceRecord(str(self.original), self.kind, self.flavor, self.sha256, self.signature, self.fixed_batch)
+        return SourceRecord(
+            str(self.original), self.kind, self.flavor, self.sha256, self.signature, self.fixed_batch, self.precision
+        )
 
 
 def is_keras_file(path: Path) -> bool:
@@ -51,12 +55,13 @@ def is_keras_file(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def opened_source(model: Path, trust_model_code: bool = False) -> Iterator[PreparedSource]:
+def opened_source(model: Path, trust_model_code: bool = False, as_trained: bool = False) -> Iterator[PreparedSource]:
     """``prepare_source`` for commands that read a model without converting it (inspect, eval --reference, check,
     demo, auto's reference): a Keras file is exported the one way convert does, into a temp dir that lives as
-    long as the block (with the same refusal of code in the model unless ``trust_model_code``)."""
+    long as the block (with the same refusal of code in the model unless ``trust_model_code``); ``as_trained``
+    keeps a mixed-precision model as it is (a reference), not recast to float32."""
     with tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
-        yield prepare_source(Path(model), Path(work), trust_model_code=trust_model_code)
+        yield prepare_source(Path(model), Path(work), trust_model_code=trust_model_code, as_trained=as_trained)
 
 
 def keras_archive_version(path: Path) -> str | None:
@@ -158,11 +163,13 @@ def prepare_source(
     batch: int | None = None,
     trust_model_code: bool = False,
     signature_key: str | None = None,
+    as_trained: bool = False,
 ) -> PreparedSource:
     """Validate MODEL and return the SavedModel to convert (a temp export under ``workdir`` for Keras files, and
     a re-traced copy there with ``batch``: see ``edge_tool.models.fixed_batch``); ``signature_key`` (default
-    ``serving_default``) is the signature converted. Code in the model (Python in a Keras file's config,
-    side-effect ops in the graph: ``edge_tool.modelcode``) is refused unless ``trust_model_code``."""
+    ``serving_default``) is the signature converted. A mixed-precision model (float16/bfloat16 compute) is recast
+    to float32 there (``edge_tool.models.precision``) unless ``as_trained``. Code in the model (Python in a Keras
+    file's config, side-effect ops in the graph: ``edge_tool.modelcode``) is refused unless ``trust_model_code``."""
     model = Path(model)
     if not model.exists():
         raise ModelError(
@@ -192,5 +199,17 @@ def prepare_source(
         how = save_fixed_batch(saved, retraced, batch, signature.key, trust_model_code=trust_model_code)
         fixed = FixedBatch(batch, how.method, how.unrolled, saved_model_signature(retraced))
         saved, signature = retraced, replace(signature, key=SERVING)  # the re-trace serves it as that
+    precision = None if as_trained else cast_saved_model(saved, Path(workdir) / "float32_savedmodel", signature.key)
+    if precision is not None:  # served as serving_default, float16 inputs and outputs now float32
+        saved, signature = Path(workdir) / "float32_savedmodel", _float32_io(replace(signature, key=SERVING))
     check_signature(signature, model)  # before any probe, calibration batch, LiteRT arena or TFJS page allocates
-    return PreparedSource(model, saved, kind, flavor, signature, sha256 or content_hash(model), fixed)
+    return PreparedSource(model, saved, kind, flavor, signature, sha256 or content_hash(model), fixed, precision)
+
+
+def _float32_io(info: SignatureInfo) -> SignatureInfo:
+    """``info`` with float16/bfloat16 inputs and outputs as float32 (what the float32 recast takes and gives)."""
+
+    def widen(t):
+        return replace(t, dtype="float32") if t.dtype in ("float16", "bfloat16") else t
+
+    return SignatureInfo(info.key, tuple(map(widen, info.inputs)), tuple(map(widen, info.outputs)))

@@ -18,6 +18,7 @@ from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
 from edge_tool.errors import ConversionError
+from edge_tool.models.precision import float32_saved_model
 
 # an older converter's words, as check and older logs may carry them: "Unsupported Ops in the model …\nErfc"
 _UNSUPPORTED = re.compile(r"Unsupported Ops in the model[^\n]*\n(?P<ops>[^\n]+)")
@@ -81,7 +82,8 @@ def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[d
     (or, when LiteRT.js cannot run ``input_specs`` either, why not and what works)."""
     if kind is ModelKind.SAVED_MODEL:
         try:
-            written = export_tfjs(Path(cfg.model), dest, signature=cfg.signature or "serving_default")
+            with float32_saved_model(Path(cfg.model), cfg.signature) as (model, key, _):  # mixed precision: recast
+                written = export_tfjs(model, dest, signature=key)
         except ConversionError as exc:
             shutil.rmtree(dest, ignore_errors=True)
             if not cfg.litert:

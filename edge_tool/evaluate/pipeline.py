@@ -28,6 +28,7 @@ from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 from edge_tool.litert.isolated import scratch_dir
 from edge_tool.modelcode.guard import require_no_side_effects
 from edge_tool.models.modelio import validate_saved_model_dir
+from edge_tool.models.precision import reference_precision_note
 
 # budgets, report files and the streaming pass live in modules of their own; these names stay importable from here
 __all__ = ["budget_violations", "failures", "primary_output", "run_eval", "skip_tfjs_without_node", "write_reports"]
@@ -112,6 +113,7 @@ def run_eval(config: EvalConfig) -> Report:
         )
         notes += [f"Input contract: {line}" for line in fed.resolution.lines] + list(fed.resolution.warnings)
         notes += [f"Labels: {data.label_note}."] if data.label_note else []
+        notes += [why] if (why := reference_precision_note(config.reference, config.signature)) else []
         settings = _task_settings(config, data)
         if config.max_drop is not None and data.labels is None and not settings.reference_only(ref):
             raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")

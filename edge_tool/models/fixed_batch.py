@@ -134,17 +134,35 @@ def _trace_keras(tf, model, info: SignatureInfo, specs: dict):
 
 def unrollable_layers(tf_keras, model) -> list:
     """The model's recurrent layers (nested and wrapped ones too) that lower to a WHILE loop and have a static
-    sequence length of at most ``MAX_UNROLL``. A fused-kernel LSTM is left alone: it becomes TFLite's
-    ``UNIDIRECTIONAL_SEQUENCE_LSTM``."""
-    found = []
+    sequence length of at most ``MAX_UNROLL``. A fused-kernel LSTM is left alone (it becomes TFLite's
+    ``UNIDIRECTIONAL_SEQUENCE_LSTM``) unless it receives a mask, which that kernel cannot take."""
+    found, masked = [], _masked_layers(model)
     for layer in model.submodules:
-        if not isinstance(layer, tf_keras.layers.RNN) or layer.unroll or _fused_lstm(tf_keras, layer):
+        if not isinstance(layer, tf_keras.layers.RNN) or layer.unroll:
+            continue
+        if _fused_lstm(tf_keras, layer) and id(layer) not in masked:
             continue
         if any(c.__name__ == "ConvRNN" for c in type(layer).__mro__):
             continue  # ConvLSTM1D/2D/3D ignore `unroll` (tf_keras 2.19 calls backend.rnn without it)
         steps = _static_steps(layer)
         if steps is not None and steps <= MAX_UNROLL:
             found.append(layer)
+    return found
+
+
+def _masked_layers(model) -> set[int]:
+    """ids of the layers that receive a Keras mask (``Embedding(mask_zero=True)``, ``Masking``) and of everything
+    inside them (a Bidirectional's two LSTMs): TFLite's fused LSTM kernel takes no mask, so a masked LSTM lowers
+    to a WHILE loop like any other recurrent layer."""
+    found = set()
+    for layer in model.submodules:
+        try:
+            mask = layer.input_mask
+        except (AttributeError, RuntimeError, ValueError):
+            continue  # not called in a functional graph, or called more than once
+        masks = mask if isinstance(mask, (list, tuple)) else [mask]
+        if any(m is not None for m in masks):
+            found |= {id(inner) for inner in [layer, *layer.submodules]}
     return found
 
 

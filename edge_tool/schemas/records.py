@@ -34,6 +34,22 @@ class FixedBatch(Record):
 
 
 @dataclass(frozen=True)
+class PrecisionCast(Record):
+    """manifest.json's ``source.precision``: the model computed in ``dtype`` (``ops``: the compute ops that did);
+    every artefact was built from its float32 recast (``method``: ``graph`` or ``keras``), whose outputs differ
+    from the model's by at most ``max_abs_diff`` (``relative``: over the output's range) on ``samples`` seeded
+    random inputs; ``why`` in one sentence."""
+
+    dtype: str
+    ops: tuple[str, ...]
+    method: str
+    samples: int
+    max_abs_diff: float
+    relative: float
+    why: str
+
+
+@dataclass(frozen=True)
 class SourceRecord(Record):
     """The model as given (``signature`` is the model's own, before --batch)."""
 
@@ -43,6 +59,7 @@ class SourceRecord(Record):
     sha256: str
     signature: SignatureInfo
     fixed_batch: FixedBatch | None
+    precision: PrecisionCast | None = field(default=None, metadata=spec(omit="none"))
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ def run_eval_any(config):
     if not is_keras_file(config.reference):
         return run_eval(config)
     check_outputs(config)  # the report files against the Keras file itself, before the export
-    with opened_source(config.reference, config.trust_model_code) as source:
+    with opened_source(config.reference, config.trust_model_code, as_trained=True) as source:
         report = run_eval(replace(config, reference=source.saved_model))
     reference = replace(report.reference, path=str(config.reference), size_bytes=Path(config.reference).stat().st_size)
     note = (

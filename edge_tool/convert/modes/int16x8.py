@@ -33,6 +33,7 @@ def build(ctx) -> bytes:
     except ConversionError as exc:
         missing = _NO_16X8_KERNEL.findall(str(exc))
         if not missing:
+            _refuse_integer_range(ctx, exc)
             raise
     data = ctx.convert(lambda conv: _configure(ctx, conv, float_fallback=True))
     if (why := litert_problem(data)) is not None:
@@ -58,6 +59,30 @@ def build(ctx) -> bytes:
     ctx.record_notes(QuantMode.INT16X8, notes)
     _report(notes)
     return data
+
+
+def _refuse_integer_range(ctx, exc: ConversionError) -> None:
+    """The 16x8 quantizer asking for the calibrated range of an integer input (token ids that also feed a padding
+    mask's NOT_EQUAL: ``Embedding(mask_zero=True)``): say what that is and what converts instead."""
+    found = _NO_RANGE.search(str(exc))
+    names = {
+        f"serving_default_{t.name}:0": t for t in ctx.source.signature.inputs if t.dtype.startswith(("int", "uint"))
+    }
+    tensor = names.get(found.group(1)) if found else None
+    if tensor is None:
+        return
+    raise ConversionError(
+        f"--quant int16x8 cannot quantize {ctx.source.original}: TensorFlow's 16x8 quantizer asks for a calibrated "
+        f"float range of the {tensor.dtype} input {tensor.name!r}, which calibration never records (it is not a "
+        "float tensor): the input feeds an op the 16x8 scheme quantizes, such as the NOT_EQUAL that builds the "
+        "padding mask of Embedding(mask_zero=True) or Masking. The raw TFLiteConverter fails the same way. Use "
+        "--quant int8 (full-integer; the token ids stay int32), dynamic or fp16 for this model."
+    ) from exc
+
+
+_NO_RANGE = re.compile(
+    r"Max and min for dynamic tensors should be recorded during calibration: Failed for tensor (\S+?:\d+)"
+)
 
 
 def fallback_drift(ctx, data: bytes) -> tuple[float, int] | None:

@@ -18,17 +18,20 @@ from edge_tool.errors import DataError, collect_and_raise
 
 @dataclass(frozen=True, eq=False)
 class Labelled:
-    """Samples: ``x`` {input name: array}, ``y`` {output name: labels}; all the same length."""
+    """Samples: ``x`` {input name: array}, ``y`` {output name: labels}; all the same length. ``tasks``: each
+    output's task, when it was decided on the labels as given (before its task normalised them: a regression
+    task flattens image-shaped targets, which would read as another task afterwards)."""
 
     x: dict
     y: dict
+    tasks: tuple = ()
 
     def __len__(self) -> int:
         return len(next(iter(self.x.values())))
 
     def take(self, idx: np.ndarray) -> Labelled:
         """The samples at ``idx``."""
-        return Labelled({k: v[idx] for k, v in self.x.items()}, {k: v[idx] for k, v in self.y.items()})
+        return Labelled({k: v[idx] for k, v in self.x.items()}, {k: v[idx] for k, v in self.y.items()}, self.tasks)
 
     def inputs(self, names: list[str]) -> list[np.ndarray]:
         """Input arrays in ``names`` order."""

@@ -28,7 +28,9 @@ def _serving_module(tf, qat_model, output_names: list[str], batch: int | None = 
         return dict(zip(output_names, outs))
 
     module = tf.Module()
-    module.model = qat_model
+    # the weights only: saving the Keras object would trace every layer's own call functions too, and tfmot's
+    # Conv2DTranspose wrapper's captures a tensor of the outer trace there (a save error); ``serve`` is all we convert
+    module.model_variables = list(qat_model.variables)
     module.serve = serve
     return module, serve
 

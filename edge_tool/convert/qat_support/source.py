@@ -11,6 +11,7 @@ from edge_tool.core.env import configure_tf_env, import_tf
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.modelcode.guard import require_no_keras_code
 from edge_tool.modelfiles.keras_archive import check_keras_archive
+from edge_tool.models.keras_precision import float32_keras_model, is_mixed_keras
 from edge_tool.models.modelio import saved_model_flavor
 
 
@@ -115,4 +116,21 @@ def load_keras_for_qat(model_path: Path, trust_model_code: bool = False):
         ) from None
     if not isinstance(model, keras.Model):
         raise ModelError(f"{path} loaded as {type(model).__name__}, not a Keras model. {_KERAS3_HINT}")
-    return model
+    return _float32_for_qat(model, path)
+
+
+def _float32_for_qat(model, path: Path):
+    """A mixed-precision model rebuilt under the float32 policy with the same weights (tfmot's quantize wrappers
+    compute in float32 and fail on float16 tensors); any other model as it is."""
+    if not is_mixed_keras(model):
+        return model
+    try:
+        return float32_keras_model(model)
+    except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+        raise ModelError(
+            f"{path} computes in float16/bfloat16 (a mixed-precision policy), and QAT needs it rebuilt under the "
+            f"float32 policy, but Keras could not rebuild it from its config ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}). Re-save the model after "
+            "keras.mixed_precision.set_global_policy('float32') (build it again and load the weights), or use "
+            "--quant int8, which converts the model's float32 recast."
+        ) from None
