@@ -5,7 +5,7 @@ keeps a phone's first visit small (sizes in docs/demo.md). Each file is compress
 — one thread compresses while the others wait for its result — and the compressed bodies are kept up to
 CACHE_BYTES (oldest dropped first). A file over MAX_SOURCE_BYTES is never compressed (it is streamed as it is:
 an 80 MB model used to be recompressed on every request, 3.5 CPU-s each), and a file that gzip shrinks by less
-than a tenth (float or int8 weights in a .tflite: 83-93 % of their size, benchmarks/RESULTS.md) is remembered as
+than a tenth (the weights of a .tflite: 90-93 % of their size, benchmarks/RESULTS.md) is remembered as
 not worth it and sent as it is. At most COMPRESSORS files are compressed at a time, so the memory a burst of
 requests can take is bounded too.
 """
