@@ -19,12 +19,24 @@ self.addEventListener('install', (event) => {
   );
 });
 
+// VERSION is this site's identity (a hash of every file of the build). A worker of another site (another model's
+// demo served on the same port, or another build) leaves its cache behind: the pages open now were served from it
+// (cache-first), so they show that other site. Its cache goes, this worker takes the pages over and loads each
+// again, once, from this site. A first visit (no other cache) is not reloaded.
 self.addEventListener('activate', (event) => {
-  event.waitUntil(
-    caches.keys()
-      .then((keys) => Promise.all(keys.filter((k) => k.startsWith(PREFIX) && k !== CACHE).map((k) => caches.delete(k))))
-      .then(() => self.clients.claim()),
-  );
+  const replaced = (async () => {
+    const others = (await caches.keys()).filter((k) => k.startsWith(PREFIX) && k !== CACHE);
+    await Promise.all(others.map((k) => caches.delete(k)));
+    await self.clients.claim();
+    return others.length > 0;
+  })();
+  event.waitUntil(replaced);
+  // After activation, not inside waitUntil: a page's navigation is a fetch this worker answers only once active.
+  replaced.then(async (others) => {
+    if (!others) return;
+    const pages = await self.clients.matchAll({ type: 'window' });
+    await Promise.all(pages.map((page) => page.navigate(page.url).catch(() => null)));
+  });
 });
 
 // A file cached on first use: fetched from the network once, kept in this version's cache (only while it is

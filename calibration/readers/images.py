@@ -20,6 +20,7 @@ import numpy as np
 
 from ..contract import ImageContract, for_input
 from ..errors import CalibrationError
+from ..safe_walk import list_dir, walk_files
 from ..spec import TensorSpec, show_shape
 from ..types import LoadOptions
 from .base import Reader, index_chunks, reason
@@ -112,15 +113,10 @@ def _too_large(origin: str, size: str) -> CalibrationError:
     )
 
 
-def _images_in(folder: Path, recursive: bool) -> list[Path]:
-    found = folder.rglob("*") if recursive else folder.iterdir()
-    return sorted(
-        p
-        for p in found
-        if p.is_file()
-        and p.suffix.lower() in IMAGE_SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
+def _images_in(folder: Path, root: Path, recursive: bool) -> list[Path]:
+    """Image files in ``folder`` (and below it with ``recursive``), dot-names skipped, links kept inside ``root``."""
+    found = walk_files(folder, root) if recursive else [p for p in list_dir(folder, root) if p.is_file()]
+    return sorted(p for p in found if p.suffix.lower() in IMAGE_SUFFIXES)
 
 
 def split_parent(root: Path, per_class: list[tuple[str, list[Path]]]) -> str | None:
@@ -166,11 +162,11 @@ class ImageFolderReader(Reader):
         if problem:
             self.problems.append(problem)
             return
-        classes = sorted(d for d in path.iterdir() if d.is_dir() and not d.name.startswith("."))
-        per_class = [(d.name, _images_in(d, recursive=True)) for d in classes]
+        classes = [d for d in list_dir(path) if d.is_dir()]  # every link checked before any folder is walked
+        per_class = [(d.name, _images_in(d, path, recursive=True)) for d in classes]
         empty = [name for name, files in per_class if not files]
         per_class = per_class if len(empty) < len(per_class) else []
-        top = _images_in(path, recursive=False)
+        top = _images_in(path, path, recursive=False)
         nested = split_parent(path, [(name, files) for name, files in per_class if files])
         if nested:
             self.problems.append(nested)

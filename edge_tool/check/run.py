@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from edge_tool.calibration.serial import Record
 from edge_tool.check.base import TargetResult, Verdict
@@ -19,6 +18,7 @@ from edge_tool.check.synthetic import NOTE
 from edge_tool.check.targets import TARGETS
 from edge_tool.contract.options import ContractOptions
 from edge_tool.core.env import quiet_native_stderr
+from edge_tool.core.textsafe import term
 from edge_tool.errors import UsageError
 from edge_tool.evaluate.device.url import DeviceURL
 
@@ -100,11 +100,11 @@ def print_report(report: CheckReport) -> None:
     """The terminal form: per target the verdict, then each finding; file-derived text printed verbatim."""
     console = Console(highlight=False, soft_wrap=True)
     colour = {Verdict.RUNS: "green", Verdict.PARTIAL: "yellow", Verdict.FAILS: "red"}
-    console.print(f"edgetool check {escape(report.model)} ({report.kind})")
+    console.print(f"edgetool check {term(report.model)} ({report.kind})")
     for r in report.results:
-        console.print(f"[bold]{r.target:<11}[/] [{colour[r.verdict]}]{r.verdict.value}[/]  [dim]{escape(r.method)}[/]")
+        console.print(f"[bold]{r.target:<11}[/] [{colour[r.verdict]}]{r.verdict.value}[/]  [dim]{term(r.method)}[/]")
         for f in r.findings:
-            console.print(f"    {escape(f.op)}: {f.status.value} — {escape(f.reason)}")
+            console.print(f"    {term(f.op)}: {f.status.value} — {term(f.reason)}")
         arena = r.details.get("tensor_arena")
         if arena:
             console.print(

@@ -154,8 +154,9 @@ def _require_tflite(path: Path) -> None:
             "SavedModel directory, a .keras/.h5 file, a .tflite file or a TFJS graph-model directory."
         )
 
+    data = read_tflite(path)  # its indices checked: a damaged one is refused naming what is out of range
     try:
-        summarize_tflite(read_tflite(path))
+        summarize_tflite(data)
     except Exception as exc:
         raise ModelError(
             f"{path} has a TFL3 header but its flatbuffer cannot be read ({type(exc).__name__}: "

@@ -74,12 +74,13 @@ def command(
     """Build a static offline PWA (tfjs wasm/webgl/cpu; drawing pad/upload/camera for images, a form for other inputs; every output head shown)."""
     from edge_tool.contract.options import ContractOptions
     from edge_tool.core.env import quiet_native_stderr
+    from edge_tool.core.textsafe import visible
     from edge_tool.demo.site import DemoConfig
     from edge_tool.models.modelio import signature_note
     from edge_tool.workflows.keras_files import build_site_any
 
     if note := signature_note(model, signature):
-        typer.echo(note)
+        typer.echo(visible(note))
     with quiet_native_stderr():  # TensorFlow's and LiteRT's C++ log lines (fd 2); EDGETOOL_VERBOSE=1 shows them
         report = build_site_any(
             DemoConfig(
@@ -99,8 +100,6 @@ def command(
                 sample_rate=sample_rate,
             )
         )
-    from edge_tool.core.textsafe import visible
-
     for note in report.notes:
         typer.echo(visible(note))
 

@@ -19,6 +19,7 @@ from edge_tool.errors import ModelError
 from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
 from edge_tool.modelfiles.keras_archive import check_keras_archive
 from edge_tool.modelfiles.limits import check_signature
+from edge_tool.modelfiles.tree import model_files
 from edge_tool.models.fixed_batch import save_fixed_batch
 from edge_tool.models.modelio import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
 from edge_tool.models.precision import cast_saved_model
@@ -82,7 +83,7 @@ def content_hash(path: Path) -> str:
     """sha256 over a file, or over every file of a directory (relative names + bytes, sorted)."""
     h = hashlib.sha256()
     path = Path(path)
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    files = [path] if path.is_file() else model_files(path)
     for f in files:
         if path.is_dir():
             h.update(str(f.relative_to(path)).encode() + b"\0")

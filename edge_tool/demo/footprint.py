@@ -3,6 +3,7 @@ build of each runtime, which it caches on first use: web_demo/sw.template.js).""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from edge_tool.demo.vendor import ON_DEMAND_GROUPS
@@ -32,5 +33,6 @@ def footprint(site: Path, files, packed=lambda path: path.stat().st_size) -> tup
 
 def gzip_size(path: Path) -> int:
     """Bytes of ``path`` as `edgetool serve` sends it to a browser (gzipped when worth it)."""
-    data = path.read_bytes()
-    return len(gzipped(path, data) or data)
+    with open(path, "rb") as f:
+        packed = gzipped(path, f)
+        return len(packed) if packed is not None else os.fstat(f.fileno()).st_size

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from edge_tool import web_demo
+from edge_tool.core.textsafe import visible
 from edge_tool.errors import UsageError
 
 VENDOR_COMMAND = "python scripts/vendor_runtimes.py"
@@ -155,7 +156,7 @@ def ensure_vendored(root: Path | None = None, quiet: bool = False) -> bool:
     root = root or web_demo_dir()
     if vendor_status(root) is None:
         if not quiet:
-            print(f"tfjs and LiteRT.js runtimes already vendored in {root / 'vendor'}")
+            print(visible(f"tfjs and LiteRT.js runtimes already vendored in {root / 'vendor'}"))
         return False
     node_modules = root / "node_modules"
     stamp = node_modules / ".edgetool-lock-sha256"
@@ -182,5 +183,5 @@ def ensure_vendored(root: Path | None = None, quiet: bool = False) -> bool:
         raise
     if not quiet:
         versions = ", ".join(f"{k}@{v}" for k, v in {**pinned_versions(root), **pinned_litert_versions(root)}.items())
-        print(f"vendored {versions} into {root / 'vendor'}")
+        print(visible(f"vendored {versions} into {root / 'vendor'}"))
     return True

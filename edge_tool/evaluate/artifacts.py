@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edge_tool.modelfiles.tree import tree_bytes
 from edge_tool.models.formats import Artifact, describe
 
 __all__ = ["Artifact", "describe", "saved_model_size"]
@@ -19,5 +20,5 @@ def saved_model_size(path: Path) -> int:
             total += (path / name).stat().st_size
     variables = path / "variables"
     if variables.is_dir():
-        total += sum(p.stat().st_size for p in variables.rglob("*") if p.is_file())
+        total += tree_bytes(variables)
     return total

@@ -23,7 +23,7 @@ from edge_tool.calibration.serial import Record
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of
-from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
+from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX, read_tflite
 from edge_tool.modelfiles.tflite_model import _schema
 
 _SAVE_OPS = frozenset({"Save", "SaveV2", "SaveSlices", "MergeV2Checkpoints"})
@@ -241,7 +241,7 @@ def scan_saved_model(path: Path) -> tuple[OpFinding, ...]:
 
 def scan_tflite(path: Path) -> tuple[OpFinding, ...]:
     """Flex ops of a .tflite file that are side-effect ops (``FlexWriteFile``…); ModelError when unreadable."""
-    data = Path(path).read_bytes()
+    data = read_tflite(path)  # a regular file of at most 2 GiB, every flatbuffer index in range
     schema = _schema()
     found: dict = {}
     try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from edge_tool.calibration.safe_open import open_regular, read_regular
 from edge_tool.calibration.spec import TensorSpec, show_shape
 from edge_tool.errors import ModelError, UsageError
+from edge_tool.modelfiles.tflite_indices import check_indices
 
 TENSOR_ENV = "EDGETOOL_MAX_TENSOR_BYTES"
 UNPACKED_ENV = "EDGETOOL_MAX_UNPACKED_BYTES"
@@ -119,6 +120,8 @@ def check_tflite_tensors(data, path: Path | str) -> None:
     arena; ModelError naming the tensor."""
     from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
 
+    if data[4:8] == b"TFL3":  # every index in range before any is followed (here and by LiteRT)
+        check_indices(data, path)
     limit = max_tensor_bytes()
     schema = _schema()
     try:
@@ -143,5 +146,9 @@ def check_tflite_tensors(data, path: Path | str) -> None:
 
 
 def read_tflite(path: Path | str) -> bytes:
-    """The bytes of the .tflite file ``path``: a regular file of at most 2 GiB (ModelError naming it otherwise)."""
-    return read_regular(path, "a .tflite file", ModelError, FLATBUFFER_MAX, "FlatBuffers cannot be larger")
+    """The bytes of the .tflite file ``path``: a regular file of at most 2 GiB whose flatbuffer indices are all in
+    range (``tflite_indices.check_indices``; ModelError naming it otherwise)."""
+    data = read_regular(path, "a .tflite file", ModelError, FLATBUFFER_MAX, "FlatBuffers cannot be larger")
+    if data[4:8] == b"TFL3":  # other bytes are refused by each caller with its own message (not a TFLite file)
+        check_indices(data, path)
+    return data

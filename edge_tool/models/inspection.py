@@ -48,6 +48,7 @@ from edge_tool.modelcode.guard import code_report
 from edge_tool.modelcode.keras_reload import keras_reloadability
 from edge_tool.modelfiles.limits import read_tflite
 from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant, state_warning, summarize_tflite
+from edge_tool.modelfiles.tree import tree_bytes
 from edge_tool.models.modelio import (
     SERVING,
     SignatureInfo,
@@ -97,7 +98,7 @@ def inspect_model(path: Path, trust_model_code: bool = False) -> InspectReport:
 
 
 def _dir_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return tree_bytes(path)
 
 
 def _meta_graph(path: Path):

@@ -23,6 +23,7 @@ from typing import IO
 from edge_tool.core.childproc import module_command
 from edge_tool.core.fsutil import atomic_dir
 from edge_tool.core.signals import deferred
+from edge_tool.core.textsafe import visible
 from edge_tool.errors import EdgeToolError
 from edge_tool.training.config import TrainConfig, TrainResult
 
@@ -69,7 +70,7 @@ def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
 def _pump(stream: IO[str], verbose: bool) -> None:
     for line in stream:
         if verbose:
-            print(line.rstrip("\n"), flush=True)
+            print(visible(line.rstrip("\n")), flush=True)  # the worker prints the model's own names
 
 
 def _start_workers(config: TrainConfig, chief_dir: Path, scratch: Path) -> list[_Worker]:

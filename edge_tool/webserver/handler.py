@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import errno
 import http.server
+import os
+import stat
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
+from edge_tool.core.textsafe import visible
 from edge_tool.webserver.compress import accepts_gzip, gzipped
 from edge_tool.webserver.files import content_type, resolve_target
 from edge_tool.webserver.guard import BadBody, body_framing, check_host, discard_body
@@ -21,6 +25,16 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened without blocking (a FIFO swapped in after the path check would hang the worker), checked
+    to be a regular file on the opened descriptor; OSError (a 404) otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.ENOENT, "not a regular file", str(path))
+    return os.fdopen(fd, "rb")
 
 
 class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
@@ -130,33 +144,40 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
             self.send_error(status)
             return
         try:
-            data = self._read(found)
+            f = self._open(found)
         except OSError as exc:
             self.send_error(503 if exc.errno in NO_FDS else 404)  # out of descriptors: try again, not "missing"
             return
-        packed = gzipped(found, data) if accepts_gzip(self.headers.get("Accept-Encoding")) else None
-        self.send_response(200)
-        self.send_header("Content-Type", content_type(found))
-        if packed is not None:
-            data = packed
-            self.send_header("Content-Encoding", "gzip")
-        self.send_header("Vary", "Accept-Encoding")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-cache")
-        self.end_headers()
-        if body:
-            self.wfile.write(data)
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            packed = gzipped(found, f) if accepts_gzip(self.headers.get("Accept-Encoding")) else None
+            self.send_response(200)
+            self.send_header("Content-Type", content_type(found))
+            if packed is not None:
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Vary", "Accept-Encoding")
+            self.send_header("Content-Length", str(size if packed is None else len(packed)))
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            if not body:
+                return
+            if packed is not None:
+                self.wfile.write(packed)
+            elif self.connection.sendfile(f, 0, size) < size:
+                self.close_connection = True  # the file shrank meanwhile: the client sees a short body, then EOF
 
-    def _read(self, path: Path) -> bytes:
-        """The file's bytes; out of file descriptors, idle connections are closed to make room (a few tries)."""
+    def _open(self, path: Path) -> BinaryIO:
+        """The file opened for streaming (never read whole: memory per connection stays bounded, whatever its
+        size); out of file descriptors, idle connections are closed to make room (a few tries)."""
         for _ in range(3):
             try:
-                return path.read_bytes()
+                return _open_regular(path)
             except OSError as exc:
                 if exc.errno not in NO_FDS or not self.server.evict_idle():
                     raise
-        return path.read_bytes()
+        return _open_regular(path)
 
     def log_message(self, format: str, *args) -> None:
         if not self.server.quiet:
-            sys.stderr.write(f"{self.address_string()} - {format % args}\n")
+            # the request line and headers are the client's text: shown, never obeyed by the terminal
+            sys.stderr.write(visible(f"{self.address_string()} - {format % args}") + "\n")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from edge_tool.convert.background import BackgroundCall, usable_cpus
 from edge_tool.convert.formats.registry import FormatJob, register
 from edge_tool.core.steps import console, step
+from edge_tool.modelfiles.tree import tree_bytes
 
 if TYPE_CHECKING:
     from edge_tool.schemas.manifest import ManifestArtifact
@@ -36,7 +37,7 @@ def _model_bytes(model: Path) -> int:
     model = Path(model)
     if model.is_file():
         return model.stat().st_size
-    return sum(p.stat().st_size for p in model.rglob("*") if p.is_file()) if model.is_dir() else 0
+    return tree_bytes(model)
 
 
 def start_tfjs_worker(config):

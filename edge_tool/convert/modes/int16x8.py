@@ -10,12 +10,11 @@ from __future__ import annotations
 import itertools
 import re
 
-from rich.markup import escape
-
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 from edge_tool.convert.smoke import litert_problem, run_in_litert
 from edge_tool.core.steps import console
+from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError
 
 # max |file - SavedModel| / max(1, |SavedModel|) on calibration samples for a float-fallback file: working int16x8
@@ -112,8 +111,8 @@ def fallback_drift(ctx, data: bytes) -> tuple[float, int] | None:
 
 def _report(notes) -> None:
     console.print(
-        f"[yellow]note:[/] int16x8 keeps {escape(', '.join(notes.float_ops))} in float: "
-        f"{escape(notes.reason)} (manifest.json: artifacts[].int16x8). For an all-integer model use "
+        f"[yellow]note:[/] int16x8 keeps {term(', '.join(notes.float_ops))} in float: "
+        f"{term(notes.reason)} (manifest.json: artifacts[].int16x8). For an all-integer model use "
         "--quant int8."
     )
 

@@ -1,11 +1,10 @@
 """qat: quantization-aware fine-tuning with tfmot, then full-integer int8 — shipped only when it beats int8 PTQ."""
 
-from rich.markup import escape
-
 from edge_tool import calibration
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import register
 from edge_tool.core.steps import console
+from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError
 from edge_tool.litert.recipes import configure_full_int8
 
@@ -134,14 +133,14 @@ def _report(decision) -> None:
     acc = decision.accuracy
     shown = ", ".join(f"{k} {v:.4f}" if v is not None else f"{k} failed" for k, v in acc.items())
     console.print(
-        f"  qat vs int8 PTQ on {escape(decision.held_out['source'])} ({decision.held_out['samples']} samples): {shown}"
+        f"  qat vs int8 PTQ on {term(decision.held_out['source'])} ({decision.held_out['samples']} samples): {shown}"
     )
     if decision.shipped == "qat":
-        console.print(f"  shipped: QAT ({escape(decision.reason)})")
+        console.print(f"  shipped: QAT ({term(decision.reason)})")
     else:
         console.print(
-            f"[yellow]warning:[/] {escape(decision.reason)}; the _qat.tflite file holds the plain int8 "
+            f"[yellow]warning:[/] {term(decision.reason)}; the _qat.tflite file holds the plain int8 "
             'PTQ model (manifest.json: artifacts[].qat.shipped = "ptq-int8").'
         )
     if decision.note:
-        console.print(f"[yellow]note:[/] {escape(decision.note)}")
+        console.print(f"[yellow]note:[/] {term(decision.note)}")
