@@ -144,6 +144,10 @@ def test_runner_sent_to_the_device_is_self_contained_python38():
         "numpy",
         "importlib",
         "resource",
+        "base64",
+        "zlib",
+        "faulthandler",
+        "site",
     }
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert {"time_loop", "tflite_step", "fit_inputs", "main"} <= defined
