@@ -18,7 +18,6 @@ or the host going away (end of stdin: the reader thread removes it and exits the
 
 from __future__ import annotations
 
-import faulthandler
 import json
 import os
 import queue
