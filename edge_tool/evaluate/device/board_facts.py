@@ -124,10 +124,11 @@ def _selftest(cls) -> None:
 
 
 def _runtime():
-    """(Interpreter class or None, name, version, why each runtime failed, why the found one cannot run a model)."""
+    """(Interpreter class or None, name, version, why each runtime failed, why the one found cannot run a model):
+    the first runtime that runs the built-in model, else the first that imports (with why it cannot run)."""
     import importlib
 
-    tried = []
+    tried, broken = [], None
     for name, module, dist in RUNTIMES:
         mod, exc, said = _captured(lambda m=module: importlib.import_module(m))
         cls = getattr(mod, "Interpreter", None)
@@ -148,7 +149,10 @@ def _runtime():
         causes = [ln for ln in printed if "rror" in ln or "compiled against" in ln]
         if causes or printed:
             why += " (while importing and running it printed: %s)" % " | ".join((causes or printed)[-3:])[-1500:]
-        return cls, name, ver, tried, why
+        tried.append("%s %s: cannot run a model: %s" % (dist, ver, why[:300]))
+        broken = broken or (cls, name, ver, why)
+    if broken:
+        return broken[0], broken[1], broken[2], tried, broken[3]
     return None, None, None, tried, None
 
 

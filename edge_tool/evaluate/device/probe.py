@@ -20,6 +20,7 @@ class DeviceProbe:
     url: DeviceURL
     hello: dict = field(default_factory=dict)
     error: str | None = None
+    reachable: bool = True
 
     @property
     def ready(self) -> bool:
@@ -39,7 +40,7 @@ class DeviceProbe:
         h = self.hello
         return {
             **device_record(self.url, h),
-            "reachable": self.error is None,
+            "reachable": self.reachable,
             "error": self.error,
             "ready": self.ready,
             "fix": self.fix,
@@ -61,10 +62,7 @@ class DeviceProbe:
     def lines(self) -> list[str]:
         """The text report, one fact per line."""
         if self.error:
-            answered = self.error.startswith("the device answered")
-            return [
-                f"{self.url.name}: {'answered what edgetool cannot use' if answered else 'unreachable'} — {self.error}"
-            ]
+            return [f"{self.url.name}: {'reachable over ssh, but' if self.reachable else 'unreachable —'} {self.error}"]
         h = self.hello
         runtime = f"{h['runtime']} {h.get('runtime_version')}" if h.get("runtime") else "none"
         if h.get("runtime_broken"):
@@ -89,7 +87,10 @@ def probe(url: DeviceURL) -> DeviceProbe:
     """Connect, start a runner, read its facts, end it (nothing left on the device)."""
     device = SshDevice(url)
     try:
-        device.open()
+        try:
+            device.open()
+        except RuntimeFailure as exc:
+            return DeviceProbe(url, error=str(exc), reachable=False)
         session = RunnerSession(device)
         session.close()
         return DeviceProbe(url, session.hello[0])
