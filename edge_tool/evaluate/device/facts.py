@@ -82,7 +82,8 @@ def missing_runtime(hello: dict, python: str = "python3") -> str:
     tried = "; ".join(hello.get("runtime_errors") or [])
     path = ", ".join(p or "''" for p in hello.get("sys_path") or [])
     return (
-        f"the device has no {need} for {where} (tried: {tried}; its sys.path: {path or 'unknown'}); fix: "
+        f"the device has no {need} for {where} ({'tried: ' + tried + '; ' if tried else ''}its sys.path: "
+        f"{path or 'unknown'}); fix: "
         f"{_fix(hello, python, numpy_ok=hello.get('numpy') is not None)}"
     )
 
