@@ -25,6 +25,15 @@ def device_record(url: DeviceURL, hello: dict) -> dict:
     }
 
 
+def measured_note(hello: dict) -> str:
+    """The device row's latency note: where it was measured, and whether that is a performance figure."""
+    if hello.get("emulated"):
+        return "measured on the device under emulation (qemu): not a performance figure"
+    if hello and hello.get("emulated") is None:
+        return "measured on the device (emulation unknown: the device has no /proc)"
+    return "measured on the device"
+
+
 def runtime_usable(hello: dict) -> bool:
     """True when the device's runtime imported and ran the runner's built-in model (an interpreter created and
     invoked), not merely imported."""

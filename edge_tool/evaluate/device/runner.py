@@ -18,7 +18,7 @@ from edge_tool.errors import EdgeToolError, ModelError, RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.device import answers
-from edge_tool.evaluate.device.facts import device_record, missing_runtime, missing_tflm, runtime_usable
+from edge_tool.evaluate.device.facts import device_record, measured_note, missing_runtime, missing_tflm, runtime_usable
 from edge_tool.evaluate.device.session import RunnerSession, model_bytes, sweep
 from edge_tool.evaluate.device.tflm_plan import TflmPlan
 from edge_tool.evaluate.device.transport import SshDevice
@@ -239,9 +239,7 @@ class DeviceRunner(_Runner):
                 self.close(abort=True)
                 sweep(self.device.ssh, self.session)
         self.close(abort=bool(self.failed))
-        note = "measured on the device" + (
-            " under emulation (qemu): not a performance figure" if self.hello.get("emulated") else ""
-        )
+        note = measured_note(self.hello)
         if self.tflm:
             tflm = self.hello.get("tflm")
             return self._row(
