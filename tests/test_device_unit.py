@@ -152,6 +152,7 @@ def test_runner_sent_to_the_device_is_self_contained_python38():
         "zlib",
         "faulthandler",
         "site",
+        "sysconfig",
     }
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert {"time_loop", "tflite_step", "fit_inputs", "main"} <= defined
@@ -284,6 +285,11 @@ def test_host_key_refusals_say_which_case():
             ["--user"],
         ),
         ({"machine": "aarch64", "python": "3.11.2", "numpy": "1.26.4", "root": False}, ["pip install --user"], []),
+        (
+            {"machine": "aarch64", "python": "3.11.2", "numpy": "1.26.4", "managed": True, "home": "/home/pi"},
+            ["-m venv --system-site-packages /home/pi/litert", "/home/pi/litert/bin/python -m pip install ai-edge"],
+            ["pip install --user", "`python3 -m pip install"],
+        ),
     ],
 )
 def test_the_fix_works_for_that_interpreter(hello, present, absent):

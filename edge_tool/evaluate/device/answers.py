@@ -181,6 +181,8 @@ _HELLO = {
     "emulation": ("texts", True),
     "executable": ("text", True),
     "venv": ("bool", True),
+    "managed": ("bool", True),
+    "home": ("text", True),
     "prefix": ("text", True),
     "root": ("bool", True),
     "user_site": ("text", True),

@@ -159,12 +159,16 @@ def _runtime():
 def interpreter_facts() -> dict:
     """Which interpreter runs the runner, where it imports from, and who runs it (for a fix that works there)."""
     import site
+    import sysconfig
 
     prefix, base = sys.prefix, getattr(sys, "base_prefix", sys.prefix)
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    managed = os.path.isfile(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
     return {
         "executable": sys.executable[:500],
         "venv": prefix != base,
+        "managed": managed and prefix == base,  # PEP 668: pip refuses to install into it, --user included
+        "home": os.path.expanduser("~")[:300],
         "prefix": prefix[:500],
         "root": hasattr(os, "getuid") and os.getuid() == 0,
         "user_site": user_site[:500] if isinstance(user_site, str) else None,

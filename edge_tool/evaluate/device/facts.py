@@ -40,40 +40,48 @@ def runtime_usable(hello: dict) -> bool:
     return hello.get("runtime") is not None and not hello.get("runtime_broken")
 
 
-def _pip(hello: dict, python: str) -> str:
-    """The pip command that installs into the interpreter the runner ran in, as that login can run it."""
+def _pip(hello: dict, python: str) -> tuple[str, str, str]:
+    """(what to do first, the pip command that installs where the runner will find it, what to do after)."""
     if hello.get("venv"):
-        return f"{hello.get('prefix')}/bin/python -m pip install"  # the venv's own pip
+        return "", f"{hello.get('prefix')}/bin/python -m pip install", ""  # the venv's own pip
+    if hello.get("managed"):  # PEP 668 (Debian 12, Raspberry Pi OS Bookworm): pip refuses, --user included
+        env = f"{hello.get('home') or '/home/USER'}/litert"
+        return (
+            f"`{python} -m venv --system-site-packages {env}` (this Python is externally managed: its pip refuses "
+            "to install, --user included; on Debian `sudo apt install python3-venv` first), then ",
+            f"{env}/bin/python -m pip install",
+            f", and name that Python: --device '…?python={env}/bin/python'",
+        )
     if hello.get("root") is False:
-        return f"{python} -m pip install --user"  # a non-root login: the user site (the runner sees it)
-    return f"{python} -m pip install"
+        return "", f"{python} -m pip install --user", ""  # a non-root login: the user site (the runner sees it)
+    return "", f"{python} -m pip install", ""
 
 
 def _fix(hello: dict, python: str, numpy_ok: bool) -> str:
     """The install that works for this interpreter, architecture and numpy."""
-    machine, pip = hello.get("machine") or "?", _pip(hello, python)
+    machine, (first, pip, after) = hello.get("machine") or "?", _pip(hello, python)
     py = (hello.get("python") or "3").rsplit(".", 1)[0]
     if machine in ARM32:
         numpy = hello.get("numpy")
         old = numpy is not None and tuple(int(p) for p in numpy.split(".")[:2] if p.isdigit()) < (1, 20)
         runtime = "tflite-runtime==2.11.0" if old or numpy is None else "tflite-runtime"
+        apt = "" if numpy_ok else f"`sudo apt install python3-numpy` (PyPI has no numpy wheel for {machine}), then "
         return (
-            f"{'' if numpy_ok else '`sudo apt install python3-numpy` (the distribution numpy: PyPI has no numpy wheel for '}"
-            f"{'' if numpy_ok else machine + '), then '}`{pip} {runtime}` (PyPI has no ai-edge-litert for {machine}; "
-            "tflite-runtime 2.11 is the newest armv7l wheel built against numpy < 1.20, newer ones need numpy ≥ 1.20 "
-            "and fail with 'module compiled against API version'), or a tflite-runtime wheel built on the board for "
-            "its own Python, glibc and numpy"
+            f"{apt}{first}`{pip} {runtime}`{after} (PyPI has no ai-edge-litert for {machine}; tflite-runtime 2.11 is "
+            "the newest armv7l wheel built against numpy < 1.20, newer ones need numpy ≥ 1.20 and fail with 'module "
+            "compiled against API version'), or a tflite-runtime wheel built on the board for its own Python, glibc "
+            "and numpy"
         )
     pkgs = "ai-edge-litert" if numpy_ok else "numpy ai-edge-litert"
     if machine not in WHEEL_ARCHS:
         return (
             f"PyPI has no ai-edge-litert or tflite-runtime wheel for {machine}: build tflite-runtime for the board "
-            f"(Python {py}) from the TensorFlow sources and `{pip} ./tflite_runtime-*.whl` there"
+            f"(Python {py}) from the TensorFlow sources, then {first}`{pip} ./tflite_runtime-*.whl`{after}"
         )
     return (
-        f"`{pip} {pkgs}` (or `tflite-runtime`) on the device, or, on a device without internet, `pip download "
-        f"--platform manylinux2014_{machine} --only-binary=:all: --python-version {py} {pkgs}` on another machine, "
-        f"copy the wheels over and `{pip} ./*.whl` there"
+        f"{first}`{pip} {pkgs}` (or `tflite-runtime`) on the device{after}; on a device without internet, `pip "
+        f"download --platform manylinux2014_{machine} --only-binary=:all: --python-version {py} {pkgs}` on another "
+        f"machine, copy the wheels over and `{pip} ./*.whl` there"
     )
 
 
