@@ -62,12 +62,13 @@ class _TimedReader:
     def __init__(self, fd: int, timeout: float, what: str, why: str):
         self.fd, self.timeout, self.what, self.why = fd, timeout, what, why
         self.activity: str | None = None
+        self.until: float | None = None  # an absolute deadline over several reads (the hello's)
         self.progress = _seconds(PROGRESS_ENV, PROGRESS_S)
 
     def read(self, n: int) -> bytes:
         chunks, got = [], 0
         start = time.monotonic()
-        deadline, said = start + self.timeout, start
+        deadline, said = min(start + self.timeout, self.until or float("inf")), start
         while got < n:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -94,11 +95,14 @@ class _Tail(threading.Thread):
         self.start()
 
     def run(self) -> None:
-        while chunk := os.read(self.fd, 1 << 16):
-            self.kept.append(chunk)
-            self.size += len(chunk)
-            while self.size - len(self.kept[0]) >= STDERR_TAIL:
-                self.size -= len(self.kept.popleft())
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                self.kept.append(chunk)
+                self.size += len(chunk)
+                while self.size - len(self.kept[0]) >= STDERR_TAIL:
+                    self.size -= len(self.kept.popleft())
+        finally:
+            os.close(self.fd)
 
     def text(self) -> str:
         """What was kept, decoded."""
@@ -122,10 +126,11 @@ class RunnerSession:
         name = device.url.name
         hello_s = _seconds(HELLO_ENV, HELLO_TIMEOUT_S)
         self._reader = _TimedReader(self.proc.stdout.fileno(), hello_s, f"the runner on {name}", f"{HELLO_ENV}")
+        self._reader.until = time.monotonic() + hello_s  # the whole hello, however it trickles in
         self.send_raw(str(len(src)).encode() + b"\n" + src)
         self._sync()
         self.hello = (self.receive(answers.hello), {})
-        self._reader.timeout, self._reader.why = request_timeout(), "EDGETOOL_EVAL_TIMEOUT"
+        self._reader.timeout, self._reader.why, self._reader.until = request_timeout(), "EDGETOOL_EVAL_TIMEOUT", None
 
     def _sync(self) -> None:
         """Skip what the device's login scripts print before the runner's first frame (up to 64 KiB)."""
