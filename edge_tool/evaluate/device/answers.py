@@ -197,6 +197,8 @@ def hello(h: dict) -> dict:
     if h.get("hello") is not True:
         raise _bad("instead of hello", h, "its facts ({hello: true, machine, python, ...})")
     out = {key: field(h, key, kind, optional) for key, (kind, optional) in _HELLO.items()}
+    if out["cores"] == 0:
+        raise _bad("cores", 0, "an integer >= 1")
     runtime = h.get("runtime")
     if runtime is not None and runtime not in RUNTIME_NAMES:
         raise _bad("runtime", runtime, f"one of {', '.join(RUNTIME_NAMES)} or null")
