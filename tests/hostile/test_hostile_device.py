@@ -102,6 +102,7 @@ def test_hostile_answers_are_row_failures(host_board, flat_model, flat_tflite, t
     assert "Traceback" not in out and "internal error" not in out
     rows = _strict_json(report.read_text())["results"]
     by_case = {r["artifact"].rsplit("/", 1)[-1]: r for r in rows[1:]}
+    assert len(by_case) == len(ROW_CASES) + 1  # one host, eleven ?python=: eleven distinct row labels
     assert "failed" not in rows[0] and rows[0]["accuracy"] is not None  # the host row
     assert by_case["honest"].get("failed") is None and by_case["honest"]["latency_ms"]["runs"] == 3
     for case in ROW_CASES:
