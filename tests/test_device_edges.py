@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import device_board
@@ -171,3 +172,47 @@ def test_changed_and_unknown_host_keys_are_refused_with_their_own_message(host, 
     assert "IDENTIFICATION HAS CHANGED" in results["changed"]  # ssh's own warning, kept
     assert "not in your known_hosts" in results["unknown"] and "CHANGED" not in results["unknown"]
     assert "reachable over ssh" not in results["changed"] + results["unknown"]
+
+
+_CRASHING = """import ctypes
+from tflite_runtime.interpreter import Interpreter as _Real
+
+
+class Interpreter(_Real):
+    def invoke(self):
+        if getattr(self, "_from_file", False):
+            ctypes.string_at(0)  # SIGSEGV, as a runtime that mishandles an op
+        return super().invoke()
+
+    def __init__(self, model_path=None, **kwargs):
+        self._from_file = model_path is not None
+        super().__init__(model_path=model_path, **kwargs)
+"""
+
+
+def test_check_on_a_runtime_that_segfaults_is_a_verdict_and_leaves_the_board_clean(board, tmp_path):
+    """The board's runtime dies with SIGSEGV on the model (under qemu, a real segfault of the aarch64 process):
+    ``check --device`` gives the model's verdict naming the crash — not "out of memory", not exit 2 — and nothing
+    is left in the board's temp dir."""
+    _shim(board.root / "opt" / "edges" / "segv", "0.0.3", _CRASHING)
+    url = _wrapper(board, "segv", "PYTHONPATH=/opt/edges/segv")
+    model = tmp_path / "m.tflite"
+    code = (
+        "import sys, tensorflow as tf; f = tf.function(lambda x: x * 2.0).get_concrete_function(tf.TensorSpec([1, 4]));"
+    )
+    code += "open(sys.argv[1], 'wb').write(tf.lite.TFLiteConverter.from_concrete_functions([f], None).convert())"
+    subprocess.run([sys.executable, "-c", code, str(model)], check=True, capture_output=True)
+    proc = run_edgetool(
+        "check",
+        model,
+        "-t",
+        "litert-cpu",
+        "--device",
+        url,
+        "--json",
+        env={"EDGETOOL_SSH_CONFIG": str(board.ssh_config)},
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    text = json.dumps(json.loads(proc.stdout)["results"][0])
+    assert "crashed (Segmentation fault)" in text and "out-of-memory" not in text, text
+    assert not list((board.root / "tmp").glob("edgetool-device-*"))
