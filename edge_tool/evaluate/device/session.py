@@ -25,7 +25,7 @@ from edge_tool.evaluate.device.transport import TOO_OLD, SshDevice
 from edge_tool.litert.isolated import last_message, request_timeout
 
 _FUTURE = "from __future__ import annotations"
-HELLO_ENV, HELLO_TIMEOUT_S = "EDGETOOL_DEVICE_HELLO_TIMEOUT", 120.0
+HELLO_ENV, HELLO_TIMEOUT_S = "EDGETOOL_DEVICE_HELLO_TIMEOUT", 60.0
 PROGRESS_ENV, PROGRESS_S = "EDGETOOL_DEVICE_PROGRESS_S", 30.0
 STDERR_TAIL = 1 << 16  # bytes kept of what the runner writes on stderr (the rest is read and dropped)
 _CLOSED = answers.done("closed")
