@@ -4,16 +4,20 @@ anything runs), so no URL can become an ssh option or a remote shell word."""
 from __future__ import annotations
 
 import ast
+import io
 import json
+import os
+import struct
 
 import pytest
 from conftest import run_edgetool
 
 from edge_tool.errors import UsageError
-from edge_tool.evaluate.device.facts import device_record
-from edge_tool.evaluate.device.session import runner_source
-from edge_tool.evaluate.device.transport import BOOTSTRAP
-from edge_tool.evaluate.device.url import DeviceURL
+from edge_tool.evaluate.device import answers, board_facts
+from edge_tool.evaluate.device.facts import device_record, missing_runtime
+from edge_tool.evaluate.device.session import STDERR_TAIL, _Tail, runner_source
+from edge_tool.evaluate.device.transport import BOOTSTRAP, host_key_refusal
+from edge_tool.evaluate.device.url import DeviceURL, redact
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, ReferenceResult, Report
 
 
@@ -144,6 +148,155 @@ def test_runner_sent_to_the_device_is_self_contained_python38():
         "numpy",
         "importlib",
         "resource",
+        "base64",
+        "zlib",
+        "faulthandler",
+        "site",
+        "sysconfig",
     }
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert {"time_loop", "tflite_step", "fit_inputs", "main"} <= defined
+
+
+def test_a_password_is_never_echoed():
+    """A URL with a password is refused, and the message shows it as ***, whatever else is wrong with it."""
+    for url in ("ssh://pi:s3cr3t@host", "http://pi:s3cr3t@host/x", "ssh://pi:p@ss@host?cmd=1", "pi:s3cr3t@host"):
+        with pytest.raises(UsageError) as err:
+            DeviceURL.parse(url)
+        assert "s3cr3t" not in str(err.value) and "p@ss" not in str(err.value), str(err.value)
+    assert redact("ssh://pi:p@ss@host:22?python=x") == "ssh://pi:***@host:22?python=x"
+
+
+def test_two_pythons_on_one_host_are_two_names():
+    a, b = DeviceURL.parse("ssh://pi@h"), DeviceURL.parse("ssh://pi@h?python=/opt/venv/bin/python")
+    assert a.name == "pi@h" and b.name == "pi@h?python=/opt/venv/bin/python"
+
+
+def _frame(header: dict, payload: bytes = b"") -> io.BytesIO:
+    raw = json.dumps(header).encode()
+    return io.BytesIO(struct.pack(">I", len(raw)) + raw + payload)
+
+
+class _Counting(io.BytesIO):
+    """A stream that records how many bytes were asked for."""
+
+    asked = 0
+
+    def read(self, n=-1):
+        self.asked += n
+        return super().read(n)
+
+
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        ({"ok": True, "blob": 4 << 30}, "blob size"),
+        ({"ok": True, "arrays": [{"name": "y0", "dtype": "<f8", "shape": [1 << 20, 1 << 20, 8]}]}, "total size"),
+        ({"ok": True, "arrays": [{"name": "y0", "dtype": "<U8", "shape": [1]}]}, "numeric dtype"),
+        ({"ok": True, "arrays": [{"name": "y0", "dtype": "O", "shape": [1]}]}, "numeric dtype"),
+        ({"ok": True, "arrays": [{"name": "y0", "dtype": "<f4", "shape": [-1]}]}, "non-negative sizes"),
+    ],
+)
+def test_oversized_or_odd_frames_are_refused_from_the_header(header, expected):
+    """Refused before one byte of the payload is read (the stream is asked only for the header)."""
+    stream = _Counting(_frame(header).getvalue())
+    with pytest.raises(answers.BadAnswer, match=expected):
+        answers.read_answer(stream, lambda specs: None)
+    assert stream.asked == stream.tell()
+
+
+@pytest.mark.parametrize(
+    "latency",
+    [
+        {"times_ns": [], "cold_start_ms": 1.0, "peak_rss_mb": 1.0},
+        {"times_ns": [5, -1], "cold_start_ms": 1.0, "peak_rss_mb": 1.0},
+        {"times_ns": [5, 1.5], "cold_start_ms": 1.0, "peak_rss_mb": 1.0},
+        {"times_ns": ["5"], "cold_start_ms": 1.0, "peak_rss_mb": 1.0},
+        {"times_ns": [5], "cold_start_ms": -1.0, "peak_rss_mb": 1.0},
+        {"times_ns": [5], "peak_rss_mb": 1.0},
+    ],
+)
+def test_latency_answers_must_be_measurements(latency):
+    with pytest.raises(answers.BadAnswer, match="the device answered .*: expected"):
+        answers.latency({"latency": True, **latency})
+
+
+def test_non_finite_numbers_are_refused_by_the_parser():
+    raw = b'{"latency": true, "times_ns": [1], "cold_start_ms": NaN, "peak_rss_mb": Infinity}'
+    with pytest.raises(answers.BadAnswer, match="finite"):
+        answers.read_answer(io.BytesIO(struct.pack(">I", len(raw)) + raw))
+
+
+def test_hello_strings_are_cut_and_escaped():
+    h = answers.hello({"hello": True, "machine": "aarch64", "python": "3.11.2", "cpu": "\x1b[2J" + "x" * 10**6})
+    assert len(h["cpu"]) < 400 and "\x1b" not in h["cpu"] and h["cpu"].startswith("\\x1b")
+    with pytest.raises(answers.BadAnswer, match="cores"):
+        answers.hello({"hello": True, "machine": "aarch64", "python": "3.11.2", "cores": "many"})
+    with pytest.raises(answers.BadAnswer, match="tmp"):
+        answers.hello({"hello": True, "machine": "aarch64", "python": "3.11.2", "tmp": "/home/pi"})
+
+
+def test_stderr_is_kept_as_a_bounded_tail():
+    r, w = os.pipe()
+    tail = _Tail(r)
+    block = b"E" * (1 << 20)
+    for _ in range(20):
+        os.write(w, block)
+    os.write(w, b"\nthe last words\n")
+    os.close(w)
+    said = tail.text()
+    assert said.endswith("the last words\n") and len(said) <= STDERR_TAIL
+
+
+def test_host_key_refusals_say_which_case():
+    url = DeviceURL.parse("ssh://pi@board:2222")
+    changed = host_key_refusal(
+        url,
+        "@@@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n@@@@@@@\nIT IS POSSIBLE THAT SOMEONE IS "
+        "DOING SOMETHING NASTY!\nHost key verification failed.\n",
+    )
+    unknown = host_key_refusal(
+        url,
+        "No ED25519 host key is known for [board]:2222 and you have requested strict "
+        "checking.\nHost key verification failed.\n",
+    )
+    assert "CHANGED" in changed and "man-in-the-middle" in changed and "SOMETHING NASTY" in changed
+    assert "ssh-keygen -R [board]:2222" in changed
+    assert "not in your known_hosts" in unknown and "CHANGED" not in unknown and "ssh -p 2222 pi@board" in unknown
+    assert host_key_refusal(url, "ssh: connect to host board port 2222: Connection refused") is None
+
+
+@pytest.mark.parametrize(
+    "hello, present, absent",
+    [
+        (
+            {"machine": "armv7l", "python": "3.9.2", "numpy": "1.19.5", "root": False},
+            ["--user tflite-runtime==2.11.0"],
+            ["install ai-edge-litert", "numpy ai-edge-litert", "manylinux"],
+        ),
+        (
+            {"machine": "armv7l", "python": "3.9.2", "numpy": None, "root": False},
+            ["apt install python3-numpy"],
+            ["install ai-edge-litert", "numpy ai-edge-litert", "manylinux"],
+        ),
+        (
+            {"machine": "aarch64", "python": "3.11.2", "numpy": None, "venv": True, "prefix": "/home/pi/v"},
+            ["/home/pi/v/bin/python -m pip install numpy ai-edge-litert"],
+            ["--user"],
+        ),
+        ({"machine": "aarch64", "python": "3.11.2", "numpy": "1.26.4", "root": False}, ["pip install --user"], []),
+        (
+            {"machine": "aarch64", "python": "3.11.2", "numpy": "1.26.4", "managed": True, "home": "/home/pi"},
+            ["-m venv --system-site-packages /home/pi/litert", "/home/pi/litert/bin/python -m pip install ai-edge"],
+            ["pip install --user", "`python3 -m pip install"],
+        ),
+    ],
+)
+def test_the_fix_works_for_that_interpreter(hello, present, absent):
+    fix = missing_runtime({**hello, "sys_path": ["/usr/lib/python3/dist-packages"]}, "python3")
+    assert "sys.path: /usr/lib/python3/dist-packages" in fix
+    assert all(p in fix for p in present) and not any(a in fix for a in absent), fix
+
+
+def test_qemu_names_its_32_bit_arm_binary_qemu_arm():
+    assert board_facts.QEMU_NAMES["armv7l"] == "arm" and board_facts.QEMU_NAMES.get("aarch64", "aarch64") == "aarch64"

@@ -9,26 +9,36 @@ from pathlib import Path
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.targets.common import Unavailable, conversion_failed
 from edge_tool.errors import RuntimeFailure
-from edge_tool.evaluate.device.facts import device_record, missing_runtime, missing_tflm
-from edge_tool.evaluate.device.session import RunnerSession, model_bytes
+from edge_tool.evaluate.device import answers
+from edge_tool.evaluate.device.facts import device_record, missing_runtime, missing_tflm, runtime_usable
+from edge_tool.evaluate.device.session import RunnerSession, model_bytes, sweep
 from edge_tool.evaluate.device.transport import SshDevice
 from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.micro.tflm import GENEROUS_ARENA
 
 
 def _probe_on_device(url: DeviceURL, path: Path, request: dict, runtime_key: str, missing) -> tuple[dict, dict]:
-    """(the device's hello, its probe answer); RuntimeFailure (exit 2) when the device cannot be asked."""
+    """(the device's hello, its probe answer); a runner that died on the model (a runtime crash, the OOM killer)
+    is the verdict, its temp dir swept; RuntimeFailure (exit 2) when the device cannot be asked."""
     device = SshDevice(url)
     try:
         device.open()
         session = RunnerSession(device)
         try:
             hello = session.hello[0]
-            if hello.get(runtime_key) is None:
+            usable = runtime_usable(hello) if runtime_key == "runtime" else hello.get(runtime_key) is not None
+            if not usable:
                 raise RuntimeFailure(f"{url.name} cannot run this check: {missing(hello, url.python)}")
             session.send({"op": "load", "mode": "probe"}, blob=model_bytes(path))
             session.send({"op": "probe", **request})
-            return hello, session.receive()[0]
+            try:
+                return hello, session.receive(answers.probed, activity=f"check of {path.name} on {url.name}")
+            except RuntimeFailure as exc:
+                if not (session.died and device.alive):
+                    raise
+                session.close(abort=True)
+                sweep(device, session)
+                return hello, {"ok": False, "error": str(exc)}
         finally:
             session.close()
     finally:

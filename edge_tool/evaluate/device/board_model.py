@@ -9,6 +9,7 @@ dequantizes, exactly as for a host row.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import sys
 import tempfile
@@ -221,6 +222,7 @@ def main() -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a runtime prints on stdout goes to stderr, not into the protocol
     stdin = sys.stdin.buffer
+    faulthandler.enable()  # a runtime's SIGSEGV/SIGBUS/SIGABRT names itself on stderr (the OOM killer's SIGKILL cannot)
 
     def stop(signum, frame):
         raise SystemExit(128 + signum)
@@ -234,9 +236,10 @@ def main() -> int:
         frames = queue.Queue(maxsize=2)
         threading.Thread(target=_reader, args=(stdin, frames), daemon=True).start()
         out.write(MAGIC)
-        write_frame(out, facts())
-        cls, _, _, _ = _runtime()
-        if cls is None and tflm_facts()["tflm"] is None:
+        hello = facts()
+        write_frame(out, hello)
+        cls = _state["cls"]
+        if cls is None and hello["tflm"] is None:
             return 0
         _serve(out, frames, cls, path)
         return 0

@@ -1,5 +1,7 @@
-"""The device side of ``eval --device``: sent as source over SSH and run there as ``python -I`` (Python >= 3.8,
-numpy, one TFLite runtime; nothing of edgetool is installed on the device).
+"""The device side of ``eval --device``: sent as source over SSH and run there by the user's own Python as the user's
+shell starts it (user site, PYTHONPATH, a venv's packages; Python >= 3.8, numpy, one TFLite runtime; nothing of
+edgetool is installed on the device). The bootstrap (``transport.BOOTSTRAP``) drops the working directory from
+``sys.path`` before anything is imported, and the runner works in its own private temp dir.
 
 It imports nothing of edgetool: ``session.runner_source`` appends the host's own ``time_loop``, ``tflite_step`` and
 ``fit_inputs`` (edge_tool.evaluate.latency) to this text, so the device times exactly the loop the host times.
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import queue
 import shutil
 import signal
@@ -36,7 +37,7 @@ RUNTIMES = (
 _HEAD = struct.Struct(">I")
 MAGIC = b"\nEDGETOOL-DEVICE-RUNNER-1\n"  # before the first frame: whatever a login script printed comes before it
 MAX_HEADER = 1 << 24
-_state = {"tmp": None, "closing": False}
+_state = {"tmp": None, "closing": False, "cls": None}
 _cleaning = threading.Lock()  # the reader thread's exit waits for a removal the main thread has begun
 
 
@@ -99,111 +100,6 @@ def _reader(stream, frames: queue.Queue) -> None:
             _cleanup()
             os._exit(3)
         frames.put(None)
-
-
-def _cpu() -> str:
-    fields = {}
-    try:
-        with open("/proc/cpuinfo", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                fields.setdefault(key.strip().lower(), value.strip())
-    except OSError:
-        pass
-    name = fields.get("model name") or fields.get("hardware") or fields.get("cpu model") or ""
-    if not name and "cpu part" in fields:
-        name = "implementer %s part %s" % (fields.get("cpu implementer", "?"), fields["cpu part"])
-    return name or platform.processor() or platform.machine(), fields
-
-
-def _emulation(machine: str, cpu_fields: dict) -> list:
-    """What says this Python runs under an emulator (qemu-user) rather than on a CPU of its own architecture."""
-    found = sorted(k for k in os.environ if k.startswith("QEMU_"))
-    evidence = ["environment sets %s" % ", ".join(found)] if found else []
-    x86 = "vendor_id" in cpu_fields or "GenuineIntel" in str(cpu_fields.values())
-    if machine.startswith(("aarch64", "arm")) and x86:
-        evidence.append(
-            "/proc/cpuinfo describes an x86 CPU (%s) while Python runs as %s"
-            % (cpu_fields.get("model name", cpu_fields.get("vendor_id")), machine)
-        )
-    for path in ("/proc/self/maps", "/proc/%d/maps" % os.getppid()):
-        try:
-            with open(path, errors="replace") as f:
-                if "qemu" in f.read():
-                    evidence.append("%s maps a qemu binary" % path)
-        except OSError:
-            pass
-    if os.path.exists("/proc/sys/fs/binfmt_misc/qemu-%s" % machine):
-        evidence.append("binfmt_misc runs %s binaries through qemu-%s" % (machine, machine))
-    return evidence
-
-
-def _meminfo() -> int:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
-def _runtime():
-    """(Interpreter class, runtime name, version, notes on the runtimes that failed to import)."""
-    import importlib
-
-    tried = []
-    for name, module, dist in RUNTIMES:
-        try:
-            cls = importlib.import_module(module).Interpreter
-        except Exception as exc:
-            tried.append("%s: %s" % (dist, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
-            continue
-        try:
-            from importlib.metadata import version
-
-            ver = version(dist)
-        except Exception:
-            ver = "unknown"
-        return cls, name, ver, tried
-    return None, None, None, tried
-
-
-def facts() -> dict:
-    """The device as the runner sees it (the ``hello`` frame)."""
-    machine = platform.machine()
-    cpu, fields = _cpu()
-    cls, runtime, ver, tried = _runtime()
-    try:
-        import numpy
-
-        numpy_version = numpy.__version__
-    except ImportError:
-        numpy_version = None
-    usage = shutil.disk_usage(_state["tmp"] or tempfile.gettempdir())
-    evidence = _emulation(machine, fields)
-    return {
-        "hello": True,
-        "machine": machine,
-        "system": "%s %s" % (platform.system(), platform.release()),
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_bytes": _meminfo(),
-        "free_disk_bytes": usage.free,
-        "python": platform.python_version(),
-        "numpy": numpy_version,
-        "runtime": runtime,
-        "runtime_version": ver,
-        "runtime_errors": tried,
-        "emulated": bool(evidence),
-        "emulation": evidence,
-        "tmp": _state["tmp"],
-        **tflm_facts(),
-    }
 
 
 def peak_rss_mb() -> float:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.errors import ModelError, RuntimeFailure
+from edge_tool.errors import EdgeToolError, ModelError, RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
-from edge_tool.evaluate.device.facts import device_record, missing_runtime, missing_tflm
+from edge_tool.evaluate.device import answers
+from edge_tool.evaluate.device.facts import device_record, measured_note, missing_runtime, missing_tflm, runtime_usable
 from edge_tool.evaluate.device.session import RunnerSession, model_bytes, sweep
 from edge_tool.evaluate.device.tflm_plan import TflmPlan
 from edge_tool.evaluate.device.transport import SshDevice
@@ -91,7 +92,7 @@ class DeviceRunner(_Runner):
                 raise RuntimeFailure(missing_tflm(self.hello, self.device.url.python))
             self.session.send(self.tflm.load(), blob=model_bytes(self.art.model_file))
             return
-        if self.hello.get("runtime") is None:
+        if not runtime_usable(self.hello):
             raise RuntimeFailure(missing_runtime(self.hello, self.device.url.python))
         self.session.send(
             {"op": "load", "threads": self.config.threads, "stateful": self.stateful, "single": single},
@@ -111,10 +112,13 @@ class DeviceRunner(_Runner):
             return
         try:
             if self.plan is None:
-                ready = self.session.receive()[0]
+                ready = self._ready()
                 self.plan = self.tflm.host(ready) if self.tflm else DeviceBindings(self.art.model_file, ready)
                 self.batching = ready["batching"]
-            feeds = self.plan.prepare(inputs)
+            try:
+                feeds = self.plan.prepare(inputs)
+            except EdgeToolError as exc:
+                raise RuntimeFailure(f"the device's bindings do not fit the data: {exc}") from None
             if self.first is None:
                 self.first = self._first_feeds(feeds)
             bindings = {n: self.plan.output_for(n, ref_names.index(n)) for n in out_names}
@@ -124,6 +128,16 @@ class DeviceRunner(_Runner):
         except RuntimeFailure as exc:
             if not self._retry_single(exc):
                 self._fail(exc)
+
+    def _ready(self) -> dict:
+        return self.session.receive(
+            lambda h: answers.ready(h, tflm=bool(self.tflm)), activity=f"loading {self.what} (ready)"
+        )
+
+    @property
+    def what(self) -> str:
+        """The row's work in progress lines: the artefact on the device."""
+        return f"{self.art.model_file.name} on {self.device.url.name}"
 
     def _retry_single(self, exc: RuntimeFailure) -> bool:
         """The runner died on its first batched invokes (a runtime that crashes at batch > 1): once, a new runner
@@ -142,7 +156,7 @@ class DeviceRunner(_Runner):
         sweep(self.device.ssh, self.session)
         try:
             self._open(single=True)
-            self.session.receive()
+            self._ready()
             for bindings, feeds in self._flight:
                 self.session.send(_predict(bindings), feeds)
         except RuntimeFailure as exc2:
@@ -172,8 +186,14 @@ class DeviceRunner(_Runner):
         return first
 
     def _receive(self) -> dict[str, np.ndarray]:
-        header, arrays = self.session.receive()
-        bindings = self._flight.pop(0)[0]
+        bindings, feeds = self._flight[0]
+        n = len(next(iter(feeds.values())))
+        header, arrays = self.session.receive(
+            answers.predicted,
+            answers.outputs_check(list(bindings.values()), n),
+            activity=f"accuracy pass of {self.what}",
+        )
+        self._flight.pop(0)
         self._produced = True
         self.batching = header.get("batching", self.batching)
         return {n: self.plan.dequantize(b, arrays[f"y{k}"]) for k, (n, b) in enumerate(bindings.items())}
@@ -202,7 +222,7 @@ class DeviceRunner(_Runner):
             "outputs": [b.index for b in self.plan.outputs],
         }
         session.send({**request, **self.tflm.latency()} if self.tflm else request, self.first)
-        answer = session.receive()[0]
+        answer = session.receive(answers.latency, activity=f"latency run of {self.what}")
         session.close()
         if self.tflm and answer.get("arena"):
             self.tflm.used = max(self.tflm.used or 0, int(answer["arena"]))
@@ -219,9 +239,7 @@ class DeviceRunner(_Runner):
                 self.close(abort=True)
                 sweep(self.device.ssh, self.session)
         self.close(abort=bool(self.failed))
-        note = "measured on the device" + (
-            " under emulation (qemu): not a performance figure" if self.hello.get("emulated") else ""
-        )
+        note = measured_note(self.hello)
         if self.tflm:
             tflm = self.hello.get("tflm")
             return self._row(

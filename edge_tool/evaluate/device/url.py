@@ -35,7 +35,7 @@ class DeviceURL:
         def refuse(why: str) -> UsageError:
             return UsageError(
                 f"--device expects {FORM} (e.g. ssh://pi@raspberrypi.local or "
-                f"ssh://user@10.0.0.7:2222?python=/usr/bin/python3.11), but {url!r} {why}."
+                f"ssh://user@10.0.0.7:2222?python=/usr/bin/python3.11), but {redact(url)!r} {why}."
             )
 
         if not isinstance(url, str) or not url.startswith("ssh://"):
@@ -72,5 +72,21 @@ class DeviceURL:
 
     @property
     def name(self) -> str:
-        """Short display name: user@host:port as given."""
-        return (f"{self.user}@" if self.user else "") + self.host + (f":{self.port}" if self.port else "")
+        """Short display name: user@host:port as given, and ?python=PATH when it names one (two Pythons of one
+        host are two devices with two names)."""
+        where = (f"{self.user}@" if self.user else "") + self.host + (f":{self.port}" if self.port else "")
+        return where + (f"?python={self.python}" if self.python != "python3" else "")
+
+
+def redact(url: object) -> str:
+    """``url`` with any password in its user part shown as ``***`` (never echoed back, whatever else is wrong)."""
+    text = str(url)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "", text
+    end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])
+    netloc = rest[:end]
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = userinfo.partition(":")[0] + ":***@" + hostport
+    return (scheme + sep if sep else "") + netloc + rest[end:]
