@@ -247,7 +247,7 @@ class DeviceRunner(_Runner):
             latency=lat,
             peak_rss_mb=rss,
             threads=config.threads,
-            runtime=self.hello.get("runtime") or "none",
+            runtime=" ".join(filter(None, (self.hello.get("runtime"), self.hello.get("runtime_version")))) or "none",
             latency_note=note,
             batching="" if self.failed else self.batching,
             device=device_record(self.device.url, self.hello),
