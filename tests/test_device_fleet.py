@@ -228,3 +228,83 @@ def test_a_board_dropping_out_fails_its_own_rows(arm32, arm64, fleet_models, tmp
     assert "failed" not in host and "failed" not in on64 and on64["latency_ms"]["runs"] == 300
     assert "lost the connection" in on32["failed"] or "stopped" in on32["failed"], on32["failed"]
     _clean(arm32, timeout=60)
+
+
+def test_auto_measures_the_candidates_on_the_board(arm32, fleet_models, tmp_path):
+    """``convert --quant auto --objective latency --device ssh://armboard``: the candidates run on the 32-bit board
+    (their p50 is the emulated board's, far above the host's for the same file), and decision.json, decision.md and
+    the printed decision name the board; a candidate the board's runtime refuses is that candidate's failure."""
+    out = tmp_path / "auto"
+    proc = run_edgetool(
+        "convert",
+        fleet_models / "model",
+        "-o",
+        out,
+        "--quant",
+        "auto",
+        "--max-drop",
+        "0.02",
+        "--eval-data",
+        fleet_models / "eval.npz",
+        "--calibration",
+        fleet_models / "eval.npz",
+        "--objective",
+        "latency",
+        "--device",
+        arm32.url,
+        env=_config(tmp_path, arm32),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    decision = json.loads((out / "decision.json").read_text())
+    assert decision["device"]["url"] == "ssh://armboard" and decision["device"]["machine"] == "armv7l"
+    assert decision["device"]["runtime_version"] == "2.11.0"
+    assert "fastest on armboard (armv7l, emulated)" in decision["reason"], decision["reason"]
+    assert "measured on the device armboard" in proc.stdout and "armboard" in (out / "decision.md").read_text()
+    chosen = next(c for c in decision["candidates"] if c["chosen"])
+    host_p50 = _host_p50(out / chosen["file"])
+    assert chosen["latency_ms_p50"] > 3 * host_p50, (chosen, host_p50)  # qemu's armv7l, not this x86 CPU
+    for c in decision["candidates"]:
+        assert not c.get("failed") or "on armboard" in c["failed"], c
+    _clean(arm32)
+
+
+def _host_p50(path: Path) -> float:
+    """p50 ms of set_tensor + invoke + get_tensor on this host (plain LiteRT, one thread, 200 calls)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(path), num_threads=1)
+    it.allocate_tensors()
+    i, o = it.get_input_details()[0], it.get_output_details()[0]
+    x = np.zeros(i["shape"], i["dtype"])
+    times = []
+    for _ in range(200):
+        t = time.perf_counter()
+        it.set_tensor(i["index"], x)
+        it.invoke()
+        it.get_tensor(o["index"])
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)) * 1e3
+
+
+def test_device_belongs_to_auto(fleet_models, tmp_path):
+    """--device with a plain mode, or a malformed URL with --quant auto: exit 2 naming the problem, nothing written."""
+    plain = run_edgetool(
+        "convert", fleet_models / "model", "-o", tmp_path / "a", "--quant", "int8", "--device", "ssh://pi@h"
+    )
+    assert plain.returncode == 2 and "--device" in plain.stdout + plain.stderr, plain.stdout + plain.stderr
+    bad = run_edgetool(
+        "convert",
+        fleet_models / "model",
+        "-o",
+        tmp_path / "b",
+        "--quant",
+        "auto",
+        "--max-drop",
+        "0.01",
+        "--eval-data",
+        fleet_models / "eval.npz",
+        "--device",
+        "ssh://pi@h/path",
+    )
+    assert bad.returncode == 2 and "ssh://" in bad.stdout + bad.stderr, bad.stdout + bad.stderr
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
