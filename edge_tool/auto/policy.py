@@ -83,10 +83,11 @@ def reason(
     size = objective is Objective.SIZE
     first, second = (_size_tied, _latency_tied) if size else (_latency_tied, _size_tied)
     word, other_word = ("size", "latency") if size else ("latency", "size")
+    board = "" if where == "this host" else f" on {where}"
     tied = first(ok)
     if len(tied) == 1:
         runner = min((c for c in ok if c is not best), key=lambda c: c.size_bytes if size else _lat(c), default=None)
-        text = f"{best.name} is the {'smallest' if size else 'fastest on ' + where} within the budget"
+        text = f"{best.name} is the {'smallest' if size else 'fastest' + board} within the budget"
         if runner is None:
             text = f"{best.name} is the only {require + ' ' if require else ''}candidate within the budget"
         else:
@@ -97,7 +98,7 @@ def reason(
             )
     else:
         tie = f"{100 * (SIZE_TIE if size else LATENCY_TIE):.0f} %"
-        text = f"{' and '.join(c.name for c in tied)} tie on {word}{'' if size else ' on ' + where} within {tie}"
+        text = f"{' and '.join(c.name for c in tied)} tie on {word}{'' if size else board} within {tie}"
         near = second(tied)
         slower = [c for c in tied if c not in near]
         if slower:
