@@ -222,8 +222,8 @@ def rows_for(name: str, boards: list, results: list[dict], raws: list, loops: li
                     r.get("failed") or f"{r['top1_agreement']:.3f}",
                     "—" if acc is None else f"{acc:.3f}",
                     f"{r['max_abs_error']:.2e}" if r.get("max_abs_error") is not None else "—",
-                    f"{p50:.2f}",
-                    "" if loop is None else f"{loop:.2f} ({100 * (p50 / loop - 1):+.1f} %)",
+                    f"{p50:.3f}",
+                    "" if loop is None else f"{loop:.3f} ({100 * (p50 / loop - 1):+.1f} %)",
                     f"{lat.get('cold_start', 0):.0f}",
                     f"{raw[0]}/{raw[1]} rows, ≤{raw[2]} steps" if quant == "int8" and raw else "",
                     f"{spread['samples_differing']}/{spread['samples']} rows, ≤{spread['max_steps']} steps"

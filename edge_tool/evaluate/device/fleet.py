@@ -6,7 +6,9 @@ connection, and each row's faults stay that row's.
 - The accuracy pass already runs every runner at once (each batch is sent to all of them before any is collected).
 - Latency: when the first device row asks for its figures (after the host rows measured theirs on a quiet
   machine), every device starts measuring its rows, one after the other on each device (two loops on one board
-  would disturb each other), all devices at the same time.
+  would disturb each other), the devices at the same time — except devices that share a CPU: several URLs of one
+  host (``?python=`` variants), and emulated boards (qemu runs them on their host's CPU, and two emulated boards
+  are most likely on the same host) take turns, or each would time the other's load.
 
 A board that drops out fails its own rows (its runners see the lost connection); the other boards' threads are
 not waiting on it.
@@ -70,11 +72,11 @@ class Fleet:
         return value
 
     def _start(self) -> None:
-        by_device: dict[int, list] = {}
+        by_cpu: dict[tuple, list] = {}
         for r in self.runners:
             self._done[id(r)] = threading.Event()
-            by_device.setdefault(id(r.device), []).append(r)
-        for rows in by_device.values():
+            by_cpu.setdefault(_cpu(r), []).append(r)
+        for rows in by_cpu.values():
             threading.Thread(target=self._measure, args=(rows,), daemon=True).start()
 
     def _measure(self, rows: list) -> None:
@@ -85,6 +87,12 @@ class Fleet:
             except BaseException as exc:  # RuntimeFailure: the row's; anything else is raised in the main thread
                 self._answers[id(r)] = (False, exc)
             self._done[id(r)].set()
+
+
+def _cpu(runner) -> tuple:
+    """Which CPU a device row's loop runs on, as far as we can tell: all emulated boards one (their host's), else
+    the device's host name (several ``?python=`` URLs of one machine share it)."""
+    return ("emulated",) if runner.hello.get("emulated") else ("host", runner.device.url.host)
 
 
 def open_device_runners(arts: list[Artifact], labels: list[str], config: EvalConfig, stack: ExitStack) -> list:
