@@ -268,7 +268,8 @@ def main() -> None:
             for recipe in recipes:
                 home = Path(tmp) / f"home-{recipe.machine}"
                 home.mkdir()
-                boards.append(device_board.start(device_board.prepare(recipe), home, recipe=recipe))
+                root = device_board.private_root(device_board.prepare(recipe), "bench")  # no test meets its runners
+                boards.append(device_board.start(root, home, recipe=recipe))
             for name, kind, n in (
                 ("digits CNN", "digits", args.digits),
                 ("MobileNetV2 α0.35 96²", "mobilenet", args.images),
@@ -284,6 +285,7 @@ def main() -> None:
         finally:
             for b in boards:
                 b.stop()
+                device_board.remove_private(b.root)
     headers = [
         "model",
         "file",

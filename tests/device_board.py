@@ -200,6 +200,30 @@ def prepare(recipe: Recipe = ARM64) -> Path:
     return build(cache_dir(recipe), recipe)
 
 
+def private_root(root: Path, tag: str) -> Path:
+    """A copy of a built board's root for one user of it (hard links: a second, no space; /proc and /tmp fresh):
+    its runners, temp dirs and "nothing left on the board" checks never meet another test file's, run at the same
+    time by another pytest worker on the shared cached board. ``remove_private`` deletes it."""
+    base = root.parent.with_name(f"{root.parent.name}-{tag}-{os.getpid()}")
+    shutil.rmtree(base, ignore_errors=True)
+    (base / "root").mkdir(parents=True, mode=0o755)
+    for entry in root.iterdir():
+        if entry.name not in ("proc", "tmp"):
+            _run(["cp", "-al", str(entry), str(base / "root" / entry.name)])
+    for name, mode in (("proc", 0o555), ("tmp", 0o1777)):
+        (base / "root" / name).mkdir()
+        (base / "root" / name).chmod(mode)
+    return base / "root"
+
+
+def remove_private(root: Path) -> None:
+    """Delete a ``private_root`` copy (its /proc unmounted first)."""
+    if os.path.ismount(root / "proc"):
+        subprocess.run(["umount", "-l", str(root / "proc")], capture_output=True)
+    if not os.path.ismount(root / "proc"):
+        shutil.rmtree(root.parent, ignore_errors=True)
+
+
 def _account(recipe: Recipe, root: Path) -> int:
     """The non-root login's uid: a host account (sshd looks the user up before its chroot), the same entry in the
     board's /etc/passwd and a home directory there owned by it."""

@@ -59,7 +59,10 @@ def _board(recipe: device_board.Recipe, home: Path) -> device_board.Board:
         if os.environ.get("EDGETOOL_ALLOW_NO_DEVICE") == "1":
             pytest.skip(f"EDGETOOL_ALLOW_NO_DEVICE=1 and {why}")
         pytest.fail(f"{why} (.ci/run installs them; set EDGETOOL_ALLOW_NO_DEVICE=1 to skip the device tests)")
-    return device_board.start(device_board.build(device_board.cache_dir(recipe), recipe), home, recipe=recipe)
+    built = device_board.build(device_board.cache_dir(recipe), recipe)
+    # a private copy: test_device.py's checks (no runner left, SIGKILL every runner) run on the shared cached board
+    # at the same time in another pytest worker, and must not meet these runners
+    return device_board.start(device_board.private_root(built, "fleet"), home, recipe=recipe)
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +71,7 @@ def arm32(tmp_path_factory):
     b = _board(device_board.ARMHF, tmp_path_factory.mktemp("arm32-home"))
     yield b
     b.stop()
+    device_board.remove_private(b.root)
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +80,7 @@ def arm64(tmp_path_factory):
     b = _board(device_board.ARM64, tmp_path_factory.mktemp("arm64-home"))
     yield b
     b.stop()
+    device_board.remove_private(b.root)
 
 
 @pytest.fixture(scope="module")
