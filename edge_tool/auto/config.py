@@ -9,6 +9,7 @@ from edge_tool.convert.config import ConvertConfig
 from edge_tool.convert.enums import Objective
 from edge_tool.convert.source import is_keras_file
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
+from edge_tool.evaluate.device.url import DeviceURL
 
 SELECTIVE = "int8-selective"
 INTEGER_ONLY = "integer-only"
@@ -36,6 +37,7 @@ class AutoConfig:
     max_float_layers: int = 3
     reference: Path | None = None  # the SavedModel measured against (run_auto sets it; a Keras file is exported once)
     require: str | None = None  # a key of REQUIREMENTS: candidates that do not meet it are not chosen
+    device: str | None = None  # --device ssh://...: the candidates are measured (accuracy and latency) on that board
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eval_data", Path(self.eval_data))
@@ -54,6 +56,11 @@ class AutoConfig:
             )
         if self.require is not None and self.require not in REQUIREMENTS:
             problems.append(f"--require expects {', '.join(REQUIREMENTS)}, got {self.require!r}.")
+        if self.device is not None:
+            try:
+                DeviceURL.parse(self.device)
+            except UsageError as exc:
+                problems.append(str(exc))
         if not self.eval_data.exists():
             problems.append(f"--eval-data {self.eval_data} does not exist.")
         collect_and_raise(problems, UsageError, "Invalid --quant auto options:")

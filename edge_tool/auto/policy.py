@@ -70,9 +70,12 @@ def _why_among(best: Candidate, tied: list[Candidate]) -> str:
     return f"equally accurate; {best.name} comes first"
 
 
-def reason(candidates: list[Candidate], objective: Objective, require: str | None = None) -> str | None:
+def reason(
+    candidates: list[Candidate], objective: Objective, require: str | None = None, where: str = "this host"
+) -> str | None:
     """One sentence on why ``choose`` picked what it picked (e.g. "int8 and dynamic tie on size within 2 %;
-    dynamic is 40 % faster on this host"), None when nothing met the budget."""
+    dynamic is 40 % faster on this host"), None when nothing met the budget; ``where`` names what measured the
+    latency (a --device board)."""
     best = choose(candidates, objective)
     if best is None:
         return None
@@ -80,10 +83,11 @@ def reason(candidates: list[Candidate], objective: Objective, require: str | Non
     size = objective is Objective.SIZE
     first, second = (_size_tied, _latency_tied) if size else (_latency_tied, _size_tied)
     word, other_word = ("size", "latency") if size else ("latency", "size")
+    board = "" if where == "this host" else f" on {where}"
     tied = first(ok)
     if len(tied) == 1:
         runner = min((c for c in ok if c is not best), key=lambda c: c.size_bytes if size else _lat(c), default=None)
-        text = f"{best.name} is the {'smallest' if size else 'fastest'} within the budget"
+        text = f"{best.name} is the {'smallest' if size else 'fastest' + board} within the budget"
         if runner is None:
             text = f"{best.name} is the only {require + ' ' if require else ''}candidate within the budget"
         else:
@@ -94,13 +98,13 @@ def reason(candidates: list[Candidate], objective: Objective, require: str | Non
             )
     else:
         tie = f"{100 * (SIZE_TIE if size else LATENCY_TIE):.0f} %"
-        text = f"{' and '.join(c.name for c in tied)} tie on {word} within {tie}"
+        text = f"{' and '.join(c.name for c in tied)} tie on {word}{'' if size else board} within {tie}"
         near = second(tied)
         slower = [c for c in tied if c not in near]
         if slower:
             ref = min(slower, key=lambda c: _lat(c) if size else c.size_bytes)
             text += (
-                f"; {best.name} is {_more(_lat(ref), _lat(best))} faster on this host than {ref.name}"
+                f"; {best.name} is {_more(_lat(ref), _lat(best))} faster on {where} than {ref.name}"
                 if size
                 else f"; {best.name} is {_more(ref.size_bytes, best.size_bytes)} smaller than {ref.name}"
             )
@@ -111,6 +115,8 @@ def reason(candidates: list[Candidate], objective: Objective, require: str | Non
                 else f"; {' and '.join(c.name for c in near)} also tie on {other_word}"
             )
             text += f"; {_why_among(best, near)}"
+    if where != "this host" and where not in text:
+        text += f" (measured on {where})"
     measure = (lambda c: c.size_bytes) if size else _lat
     beaten = [
         c

@@ -8,6 +8,7 @@ from rich.table import Table
 from edge_tool.auto.result import AutoResult
 from edge_tool.core.textsafe import md, md_row, text
 from edge_tool.errors import BudgetExceeded
+from edge_tool.evaluate.device.facts import describe
 from edge_tool.tasks.registry import get_task
 
 TABLE_HEADERS = ["candidate", "size", "accuracy", "drop", "p50 ms", "in budget", "chosen", "float layers"]
@@ -69,7 +70,15 @@ def to_markdown(result: AutoResult) -> str:
         if result.chosen
         else "No candidate meets the budget; all are under candidates/ for inspection."
     )
-    return "\n".join([*lines, "", verdict, *[f"- {md(n)}" for n in result.all_notes()]]) + "\n"
+    board = [f"Measured on the device {md(measured_on(result))}.", ""] if result.device else []
+    return "\n".join([*lines, "", *board, verdict, *[f"- {md(n)}" for n in result.all_notes()]]) + "\n"
+
+
+def measured_on(result: AutoResult) -> str:
+    """The --device board the candidates ran on: name, machine, runtime and version (and "emulated")."""
+    d = result.device or {}
+    runtime = " ".join(filter(None, (d.get("runtime"), d.get("runtime_version"))))
+    return f"{describe(d)} with {runtime or 'no runtime'}" if d else "this host"
 
 
 def budget_error(result: AutoResult) -> BudgetExceeded:
@@ -101,6 +110,8 @@ def print_result(result: AutoResult) -> None:
         table.add_row(*map(text, row), style="bold green" if c.chosen else (None if c.meets_budget else "red"))
     wide = Console(width=max(Console().width, 160))
     wide.print(table)
+    if result.device:
+        wide.print(text(f"measured on the device {measured_on(result)}", "bold"), highlight=False, soft_wrap=True)
     if result.chosen is not None and result.reason:
         wide.print(text(f"why {result.chosen.name}: {result.reason}", "bold"), highlight=False, soft_wrap=True)
     for note in result.all_notes():

@@ -81,6 +81,7 @@ class Decision(Document):
     metric: str | None = field(default=None, metadata=spec(when=_with_task))
     reason: str | None = field(default=None, metadata=_NONE)  # one sentence: why the chosen one (policy.reason)
     require: str | None = field(default=None, metadata=_NONE)  # --require (e.g. integer-only)
+    device: dict | None = field(default=None, metadata=_NONE)  # --device: the board measured on (its eval record)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class AutoResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
     task: dict | None = None  # eval's task (name, main_metric, reason, ...)
     reason: str | None = None  # why the chosen one (policy.reason); None when nothing met the budget
+    device: dict | None = None  # --device: the board the candidates were measured on (evaluate's device record)
 
     @property
     def metric(self) -> str:
@@ -120,6 +122,7 @@ class AutoResult:
             None if self.task is None else self.metric,
             self.reason,
             cfg.require,
+            self.device,
         )
 
     def all_notes(self) -> list[str]:

@@ -25,6 +25,7 @@ from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.steps import step
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.evaluate import EvalConfig, run_eval
+from edge_tool.evaluate.device.facts import describe
 from edge_tool.metadata.writer import embed_metadata
 from edge_tool.modelfiles.tflite_model import integer_only_problem
 
@@ -41,6 +42,7 @@ def _eval_config(config: AutoConfig, paths: list[Path]):
         labels=c.labels,
         contract=ContractOptions(c.input_range, c.input_mean, c.input_std),
         trust_model_code=c.trust_model_code,
+        devices=(config.device,) if config.device else (),
     )
 
 
@@ -76,7 +78,9 @@ def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate],
     report = run_eval(_eval_config(config, [p for _, p, _ in named]))
     main = (report.task or {}).get("main_metric", "accuracy")
     out = []
-    for (name, path, layers), r in zip(named, report.results):
+    # with --device the candidates are what the board measured (its rows follow the host rows, in the same order)
+    rows = report.results[len(named) :] if config.device else report.results
+    for (name, path, layers), r in zip(named, rows):
         if r.failed:  # eval could not run the artefact (e.g. it crashed the runtime): its own failed row
             out.append(Candidate.failure(name, f"evaluation failed: {r.failed}", path))
             continue
@@ -95,7 +99,8 @@ def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate],
                 float_layers=layers,
             )
         )
-    return out, (report.reference.metrics or {}).get(main, report.reference.accuracy), report.task
+    task = dict(report.task or {}, device=rows[0].device) if config.device else report.task
+    return out, (report.reference.metrics or {}).get(main, report.reference.accuracy), task
 
 
 def _convert_config(config: AutoConfig, out: Path):
@@ -179,9 +184,10 @@ def run_auto(config: AutoConfig) -> AutoResult:
         )
         best = choose(cands, config.objective)
         cands = [replace(c, chosen=c is best) for c in cands]
-        result = AutoResult(
-            config, tuple(cands), ref_acc, tuple(notes), task, reason(cands, config.objective, config.require)
-        )
+        device = (task or {}).pop("device", None)
+        where = describe(device) if device else "this host"
+        why = reason(cands, config.objective, config.require, where)
+        result = AutoResult(config, tuple(cands), ref_acc, tuple(notes), task, why, device)
         return _write(result, work)
 
 

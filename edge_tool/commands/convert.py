@@ -119,6 +119,11 @@ def command(
     no_metadata: bool = typer.Option(
         False, "--no-metadata", help="Write no model metadata (.tflite bytes then equal the raw converter's)."
     ),
+    device: str = typer.Option(
+        None,
+        "--device",
+        help="--quant auto: measure the candidates on this board: ssh://[user@]host[:port][?python=PATH].",
+    ),
     trust_model_code: bool = trust_model_code_option(),
 ) -> None:
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop), TFJS, TFLite
@@ -160,12 +165,13 @@ def command(
                 threads=threads,
                 max_float_layers=max_float_layers,
                 require=require,
+                device=device,
             )
         )
         return
-    if max_drop is not None or require is not None:
+    if max_drop is not None or require is not None or device is not None:
         raise UsageError(
-            "--max-drop, --require and the other budget options belong to --quant auto; evaluate other modes "
+            "--max-drop, --require, --device and the other budget options belong to --quant auto; evaluate other modes "
             "with edgetool eval."
         )
     from edge_tool.convert.config import ConvertConfig

@@ -57,6 +57,30 @@ def _drift_table(report: Report) -> str:
     return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def _spread_table(report: Report) -> str:
+    """Each --device row's outputs against the host row of the same artefact (device.spread): what differs across
+    boards and runtime versions."""
+    rows = [r for r in report.results if r.spread]
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr><td>{html_text(r.artifact)}</td><td>{html_text(r.runtime)}</td>"
+        f"<td>{html_text(r.spread['against'])}</td>"
+        f"<td class=num>{r.spread['samples_differing']} / {r.spread['samples']}</td>"
+        f"<td class=num>{r.spread['top1_disagreements']}</td><td class=num>{_g(r.spread['max_abs_diff'])}</td>"
+        f"<td class=num>{_g(r.spread['mean_abs_diff'])}</td><td class=num>{_g(r.spread['max_steps'], 'd')}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<h2>Spread between devices</h2><p>Each device row's outputs against the host row of the same artefact, "
+        "sample by sample: differences here come from the runtime version and the CPU's kernels, not from the "
+        "model.</p><table><thead><tr><th>device row</th><th>runtime</th><th>against</th>"
+        "<th class=num>samples differing</th><th class=num>top-1 disagreements</th><th class=num>max abs diff</th>"
+        "<th class=num>mean abs diff</th><th class=num>max steps</th></tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
 def _g(v: float | None, fmt: str = ".3g") -> str:
     return "—" if v is None else format(v, fmt)
 
@@ -122,7 +146,7 @@ def render(report: Report, failing: set[str] | None = None) -> str:
         f"<title>edgetool eval: {html_text(ref.path)}</title><style>{CSS}</style></head><body>"
         f"<h1>edgetool eval</h1><p>Reference <code>{html_text(ref.path)}</code> against {len(report.results)} artefact(s).</p>"
         f"{_table(report, failing)}<ul class=notes>{notes}</ul>"
-        f"<h2>Drift detail</h2>{_drift_table(report)}{task_section(report)}"
+        f"<h2>Drift detail</h2>{_drift_table(report)}{_spread_table(report)}{task_section(report)}"
         "<h2>Latency distribution</h2><p>Box: quartiles; whiskers: p5–p95; black line: p50; dots: individual timed "
         "calls.</p>"
         + latency_plot(series)

@@ -140,9 +140,10 @@ def run_eval(config: EvalConfig) -> Report:
             data_pass.out_name,
             ref_metrics,
         )
+        spreads = {i: {"spread": s.record(labels)} for i, s in data_pass.spreads.items() if not runners[i].failed}
         results = [
-            r.result(label, config, reference, _fields(r, acc, measure, ref_metrics))
-            for r, acc, label in zip(runners, data_pass.accs, labels)
+            r.result(label, config, reference, {**_fields(r, acc, measure, ref_metrics), **spreads.get(i, {})})
+            for i, (r, acc, label) in enumerate(zip(runners, data_pass.accs, labels))
         ]
         clock.mark("artefact latency")
     if config.per_layer:

@@ -66,6 +66,7 @@ class ArtifactResult(Record):
     arena: dict | None = field(default=None, metadata=spec("tensor_arena", omit="none"))
     flash_bytes: int | None = field(default=None, metadata=spec(when=_ran_in_tflm))
     device: dict | None = field(default=None, metadata=_NONE)  # --device: where it ran (device.facts.device_record)
+    spread: dict | None = field(default=None, metadata=_NONE)  # --device: outputs against the host row (device.spread)
     # the task's metrics (edge_tool.tasks, keys per task), its drift against the reference, and the
     # reference - artefact of its main metric (what --max-drop gates): written together, after ``runtime``
     metrics: dict | None = field(default=None, metadata=spec(when=_measured_task))

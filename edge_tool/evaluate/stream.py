@@ -7,7 +7,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +16,7 @@ from edge_tool.calibration.types import show_shape
 from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.data import EvalStream
+from edge_tool.evaluate.device.spread import fold_batch
 from edge_tool.evaluate.runners import BatchFiles
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 
@@ -40,6 +41,7 @@ class Pass:
     ref_scores: object
     accs: list
     labels: np.ndarray | None = None
+    spreads: dict = field(default_factory=dict)  # runner index -> device.spread.Spread (--device rows)
 
 
 def primary_from_specs(specs) -> str | None:
@@ -163,17 +165,22 @@ def prefetched(batches: Iterator, ahead: int = 1) -> Iterator:
 
 
 def _fold(state: Pass, runners: list, ref, ref_y: dict, labels: np.ndarray | None) -> None:
-    """Collect the oldest batch from every runner and fold it into that runner's metrics."""
+    """Collect the oldest batch from every runner and fold it into that runner's metrics (and a device row's
+    outputs against its host row's: ``spreads``)."""
+    outs = []
     for runner, acc in zip(runners, state.accs):
         out = runner.collect()
+        outs.append(out)
         if out is not None:
             for name, y in out.items():
                 _check_output_shape(runner.art, y, ref_y[name], name, ref)
             bad = next((b for name, y in out.items() if (b := non_finite(y, ref_y[name], name)) is not None), None)
             if bad is not None:
                 runner.reject(bad)
+                outs[-1] = None
                 continue
             state.measure.fold(acc, ref_y, out, labels)
+    fold_batch(state.spreads, runners, outs, state.out_name)
 
 
 def non_finite(out: np.ndarray, ref_y: np.ndarray, out_name: str) -> str | None:

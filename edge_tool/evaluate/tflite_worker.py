@@ -24,6 +24,19 @@ from edge_tool.errors import UsageError
 from edge_tool.litert.tflite_runner import TfliteInterpreter
 
 
+def with_version(runtime: str) -> str:
+    """``runtime`` (``ai_edge_litert``, ``tflite_runtime``, ``tf.lite (…)``) with its installed version, as a device
+    row names its runtime: "ai_edge_litert 2.3.0"."""
+    from importlib import metadata  # noqa: PLC0415
+
+    name, _, rest = runtime.partition(" ")
+    dist = {"ai_edge_litert": "ai-edge-litert", "tflite_runtime": "tflite-runtime"}.get(name, "tensorflow")
+    try:
+        return " ".join(filter(None, (name, metadata.version(dist), rest)))
+    except metadata.PackageNotFoundError:
+        return runtime
+
+
 def _answer(doc: dict) -> None:
     sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
@@ -92,7 +105,7 @@ def main(argv: list[str]) -> int:
     _answer(
         {
             "ready": True,
-            "runtime": model.runtime,
+            "runtime": with_version(model.runtime),
             "batching": model.describe_batching(),
             "stateful": model.facts.stateful,
         }

@@ -9,14 +9,13 @@ that row's ``failed`` reason; the other rows go on.
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
 
 from edge_tool.errors import EdgeToolError, ModelError, RuntimeFailure
 from edge_tool.evaluate.artifacts import Artifact
-from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.device import answers
 from edge_tool.evaluate.device.facts import device_record, measured_note, missing_runtime, missing_tflm, runtime_usable
 from edge_tool.evaluate.device.session import RunnerSession, model_bytes, sweep
@@ -65,8 +64,8 @@ class DeviceRunner(_Runner):
     reads_files = False
     depth = 2
 
-    def __init__(self, art: Artifact, config: EvalConfig, device: DeviceHandle):
-        self.art, self.config, self.device = art, config, device
+    def __init__(self, art: Artifact, config: EvalConfig, device: DeviceHandle, fleet=None):
+        self.art, self.config, self.device, self.fleet = art, config, device, fleet  # fleet: device.fleet.Fleet
         self.failed: str | None = device.error
         self.hello: dict = {}
         self.plan: DeviceBindings | None = None
@@ -208,7 +207,12 @@ class DeviceRunner(_Runner):
         if self.session is not None:
             self.session.close(abort)
 
-    def _latency(self, config: EvalConfig):
+    def wants_latency(self, config: EvalConfig) -> bool:
+        """Whether this row's latency is measured (it ran the pass, and timing is on)."""
+        return not self.failed and self.first is not None and bool(config.effective_runs or config.time_budget_s)
+
+    def measure_latency(self, config: EvalConfig):
+        """(LatencyStats, peak RSS MB) from a fresh runner on the device; RuntimeFailure when it fails."""
         session = RunnerSession(self.device.ssh)
         self.session = session
         session.send({"op": "load", "mode": "latency"}, blob=model_bytes(self.art.model_file))
@@ -231,9 +235,9 @@ class DeviceRunner(_Runner):
     def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
         """Latency on the device (fresh runner) and the row, with the device's record."""
         lat = rss = None
-        if not self.failed and self.first is not None and (config.effective_runs or config.time_budget_s):
+        if self.wants_latency(config):
             try:
-                lat, rss = self._latency(config)
+                lat, rss = self.fleet.latency(self) if self.fleet else self.measure_latency(config)
             except RuntimeFailure as exc:
                 self.failed = f"does not run on {self.device.url.name}: latency run: {exc}"
                 self.close(abort=True)
@@ -265,27 +269,11 @@ class DeviceRunner(_Runner):
             latency=lat,
             peak_rss_mb=rss,
             threads=config.threads,
-            runtime=self.hello.get("runtime") or "none",
+            runtime=" ".join(filter(None, (self.hello.get("runtime"), self.hello.get("runtime_version")))) or "none",
             latency_note=note,
             batching="" if self.failed else self.batching,
             device=device_record(self.device.url, self.hello),
         )
-
-
-def open_device_runners(
-    arts: list[Artifact], labels: list[str], config: EvalConfig, stack: ExitStack
-) -> list[tuple[DeviceRunner, str]]:
-    """(runner, row label) for every .tflite artefact on every ``--device``; connections closed by ``stack``."""
-    rows = []
-    for url in config.device_urls:
-        handle = DeviceHandle(url)
-        stack.callback(handle.close)
-        for art, label in zip(arts, labels):
-            if art.format is ArtifactFormat.TFLITE:
-                runner = DeviceRunner(art, config, handle)
-                stack.push(lambda exc_type, *_, r=runner: r.close(abort=exc_type is not None))
-                rows.append((runner, f"{label} @ {url.name}"))
-    return rows
 
 
 def _predict(bindings: dict) -> dict:

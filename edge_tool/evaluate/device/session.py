@@ -42,7 +42,9 @@ def runner_source() -> str:
         inspect.getsource(board_tflm).replace(_FUTURE, ""),
         "from typing import Callable\n",
         *(inspect.getsource(f) for f in (latency.time_loop, latency.tflite_step, latency.fit_inputs)),
-        "sys.exit(main())\n",
+        # os._exit: the temp dir is gone and every answer flushed by then; skipping the interpreter's finalization
+        # (a daemon reader thread blocked on its queue) avoids a deadlock seen in qemu-arm's Python 3.9 at exit
+        "_code = main()\nsys.stderr.flush()\nos._exit(_code)\n",
     ]
     return "\n".join(parts)
 

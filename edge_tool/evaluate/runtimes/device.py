@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.evaluate.device.facts import device_label, device_notes
-from edge_tool.evaluate.device.runner import open_device_runners
+from edge_tool.evaluate.device.fleet import open_device_runners
+from edge_tool.evaluate.device.spread import spread_notes
 from edge_tool.evaluate.runtimes.registry import Column, RuntimeSpec, register
 
 SPEC = register(
@@ -19,7 +20,7 @@ SPEC = register(
         summary="the device's own LiteRT / tflite-runtime over SSH (--device), a row per artefact and device",
         claims=lambda r: r.device is not None,
         result_fields=("device",),
-        facts=device_notes,
+        facts=lambda results: device_notes(results) + spread_notes(results),
         columns=(
             Column("device", lambda r: device_label(r.device), reference=device_label(None), numeric=False, width=40),
         ),
