@@ -38,10 +38,13 @@ def board(tmp_path_factory):
     why = device_board.missing() or device_board.binfmt_problem()
     if why:
         pytest.skip(why)
-    root = device_board.build(device_board.cache_dir())
+    # a private copy: these tests plant runtimes in it, and another worker's test_device.py counts and kills the
+    # runners of the shared cached board
+    root = device_board.private_root(device_board.build(device_board.cache_dir()), "edges")
     b = device_board.start(root, tmp_path_factory.mktemp("edges-home"))
     yield b
     b.stop()
+    device_board.remove_private(root)
 
 
 def _shim(where: Path, version: str, source: str = "", package: str = "ai_edge_litert") -> None:
