@@ -58,12 +58,18 @@ def _spatial(shape: tuple, act: str, said: str, labels, extra: str) -> TaskChoic
     if valued is not None:
         return _pixel_regression(shape, said, labels, valued, extra)
     if act in ("softmax", "sigmoid"):
-        return TaskChoice("segmentation", f"{said}: per-pixel class scores{extra}")
+        hint = "" if labels is not None else f" ({_NOT_MASKS})"
+        return TaskChoice("segmentation", f"{said}: per-pixel class scores{hint}{extra}")
     if labels is not None and labels.shape[1:] in (shape[1:-1], (*shape[1:-1], 1)) and whole(labels):
         return TaskChoice("segmentation", f"{said}; labels are integer masks {_shape(labels.shape)}{extra}")
     return TaskChoice(
-        "segmentation", f"{said}: assumed per-pixel class scores (logits) over the last axis{extra}", assumed=True
+        "segmentation",
+        f"{said}: assumed per-pixel class scores (logits) over the last axis ({_NOT_MASKS}){extra}",
+        assumed=True,
     )
+
+
+_NOT_MASKS = "--task image for images out, --task heatmap for keypoint maps"
 
 
 def _per_pixel_values(shape: tuple, labels) -> str | None:
