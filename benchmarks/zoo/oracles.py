@@ -121,7 +121,7 @@ def oracle_tflite(ctx: Context, mode: str, batch: int | None) -> tuple[Path | No
 def saved_model_of(ctx: Context) -> Path:
     """The model as a SavedModel: its directory, or a ``.keras`` file's Keras 3 ``model.export()`` (made once)."""
     if ctx.keras_model is None:
-        return ctx.model_dir
+        return ctx.source
     dest = ctx.work / "oracle_export"
     if not dest.is_dir():
         ctx.keras_model.export(str(dest))

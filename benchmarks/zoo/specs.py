@@ -14,8 +14,9 @@ class ModelSpec:
     keras3: bool = False
     recurrent: bool = False  # LSTM/GRU: fixed batch (convert --batch 1) and state reset per sample
     dynamic_hw: bool = False
-    task: str = "classification"  # classification | multilabel | regression | segmentation | detection
-    model_file: str = ""  # the model is this file inside the model directory (e.g. model.keras), not the directory
+    task: str = "classification"  # a task of edgetool's registry: classification, ..., embedding, image, heatmap
+    model_file: str = ""  # the model is this file (model.keras) or SavedModel sub-directory inside the model directory
+    extra_args: tuple[str, ...] = ()  # added to every cell's command; "{dir}" is the model directory
     # cell ("*" = every cell) -> regexes a refusal's reason must all match: the real cause (and its way out)
     refusals: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -124,6 +125,34 @@ SPECS = {
             "the keras3_ops model saved as a Keras 3 `.keras` file",
             keras3=True,
             model_file="model.keras",
+        ),
+        # issue 35: embeddings, image-to-image, keypoint heatmaps, custom Keras classes, labels in the parent folder
+        ModelSpec(
+            "embedding_metric",
+            "CNN → 32-d embedding → tf.math.l2_normalize, trained through a cosine classifier; y = digit identity",
+            task="embedding",
+        ),
+        ModelSpec(
+            "denoise_autoencoder",
+            "conv encoder/decoder (stride 2, Conv2DTranspose) → sigmoid image; noisy 16×16 digits → clean, float y",
+            task="image",
+        ),
+        ModelSpec(
+            "keypoint_heatmap",
+            "digit pasted in a 16×16 canvas → 2 keypoint heatmaps (its top-left and bottom-right corners)",
+            task="heatmap",
+        ),
+        ModelSpec(
+            "custom_class_keras",
+            "Keras 3 `.keras` with a registered custom layer (RMSNorm) defined in layers.py beside it",
+            keras3=True,
+            model_file="model.keras",
+            extra_args=("--custom-objects", "{dir}/layers.py", "--trust-model-code"),
+        ),
+        ModelSpec(
+            "labels_in_parent",
+            "models/a (10 digits) and models/b (digits 0..2) SavedModels, labels.txt (10) in their parent folder",
+            model_file="b",
         ),
     )
 }
