@@ -182,3 +182,43 @@ def test_custom_objects_inspect_convert_and_eval_a_custom_class_keras_file(custo
         tmp_path / "eval.npz", "--runs", "2", "--warmup", "1", *trusted,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+_TFK_LAYERS = r"""
+import tf_keras
+
+@tf_keras.saving.register_keras_serializable(package="mine")
+class Scale2(tf_keras.layers.Layer):
+    def call(self, x):
+        return x * 2.0
+"""
+
+_TFK_BUILD = r"""
+import sys, numpy as np, tf_keras
+from tfk_layers import Scale2
+tf_keras.utils.set_random_seed(0)
+i = tf_keras.Input((4,), name="x")
+m = tf_keras.Model(i, tf_keras.layers.Dense(3, activation="softmax")(Scale2()(i)))
+m.save("m.h5")
+x = np.random.default_rng(0).normal(size=(16, 4)).astype("float32")
+np.save("x.npy", x)
+np.save("want.npy", m.predict(x, verbose=0))
+"""
+
+
+def test_custom_objects_module_path_loads_a_tf_keras_h5(tmp_path):
+    """A tf_keras .h5 with a registered layer: refused naming --custom-objects; with the module path (imported from
+    the working directory) it converts and matches tf_keras."""
+    (tmp_path / "tfk_layers.py").write_text(_TFK_LAYERS)
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", _TFK_BUILD], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_edgetool("convert", tmp_path / "m.h5", "--quant", "fp32", "-o", tmp_path / "no")
+    assert proc.returncode == 2 and "--custom-objects" in " ".join(proc.stderr.split()), proc.stderr
+    args = ["-m", "edge_tool", "convert", "m.h5", "--quant", "fp32", "-o", "out"]
+    args += ["--custom-objects", "tfk_layers", "--trust-model-code"]
+    run_env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=run_env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = _litert_all(next((tmp_path / "out").glob("*.tflite")), np.load(tmp_path / "x.npy"))
+    np.testing.assert_allclose(got, np.load(tmp_path / "want.npy"), atol=1e-5)

@@ -22,6 +22,7 @@ from edge_tool.modelcode import custom_objects
 from edge_tool.modelcode.custom_objects import CHILD_IMPORTS
 from edge_tool.models.fixed_batch import MAX_UNROLL, PROBE_DIM, Retrace
 
+_UNKNOWN = re.compile(r"Unknown (?:layer|object|activation|loss|metric|initializer|regularizer|constraint): '([^']+)'")
 _MISSING_CLASS = re.compile(r"Could not locate (?:class|function) '([^']+)'")
 _CHILD = (
     CHILD_IMPORTS
@@ -114,9 +115,16 @@ def export_keras3_file(
                 "the class is defined, save the model's graph (model.export(DIR)) and give edgetool DIR: "
                 "converting a SavedModel needs no Keras object."
             )
+        unknown = _UNKNOWN.search(keras2_error) or _UNKNOWN.search(proc.stderr)
+        hint = (
+            f" The class {unknown.group(1)!r} is defined in your code, not in the file: give the module that defines "
+            "it with --custom-objects MODULE (or FILE.py) --trust-model-code."
+            if unknown
+            else ""
+        )
         raise ModelError(
             f"Expected {model} to be a Keras model file loadable by Keras 2 (tf_keras) or Keras 3, but both failed: "
-            f"Keras 2 said {keras2_error[:300]}; Keras 3 said {tail[0][:300]}."
+            f"Keras 2 said {keras2_error[:300]}; Keras 3 said {tail[0][:300]}.{hint}"
         )
     if not batch:
         return None
