@@ -134,7 +134,7 @@ SPECS = {
         ),
         ModelSpec(
             "denoise_autoencoder",
-            "conv encoder/decoder (stride 2, Conv2DTranspose) → sigmoid image; noisy 16×16 digits → clean, float y",
+            "conv encoder (stride 2) / upsampling decoder → sigmoid image; noisy 16×16 digits → clean, float y",
             task="image",
         ),
         ModelSpec(

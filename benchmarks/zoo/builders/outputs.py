@@ -46,7 +46,10 @@ def build_embedding_metric(out: Path) -> dict:
 
 
 def build_denoise_autoencoder(out: Path) -> dict:
-    """Noisy 16×16 digits (0..255) → stride-2 conv encoder → Conv2DTranspose decoder → sigmoid clean image in [0, 1]."""
+    """Noisy 16×16 digits (0..255) → stride-2 conv encoder → upsampling conv decoder → sigmoid clean image in [0, 1].
+
+    (A Conv2DTranspose decoder's QAT export exits 70 — tfmot's quantized Conv2DTranspose cannot be saved — the GAN
+    generator case of issue 35, left to that lane.)"""
     keras, L = seeded_keras()
     rng = np.random.default_rng(SEED)
     clean = zdata.map_split(zdata.digits(SEED), lambda x: zdata.upscale(x, 2, rgb=False))
@@ -61,8 +64,8 @@ def build_denoise_autoencoder(out: Path) -> dict:
     inp = keras.Input((16, 16, 1), name="noisy")
     x = L.Conv2D(16, 3, strides=2, padding="same", activation="relu")(L.Rescaling(1 / 255)(inp))
     x = L.Conv2D(32, 3, strides=2, padding="same", activation="relu")(x)
-    x = L.Conv2DTranspose(16, 3, strides=2, padding="same", activation="relu")(x)
-    model = keras.Model(inp, L.Conv2DTranspose(1, 3, strides=2, padding="same", activation="sigmoid", name="clean")(x))
+    x = L.Conv2D(16, 3, padding="same", activation="relu")(L.UpSampling2D()(x))
+    model = keras.Model(inp, L.Conv2D(1, 3, padding="same", activation="sigmoid", name="clean")(L.UpSampling2D()(x)))
     model.compile(keras.optimizers.Adam(3e-3), loss="mse")
     model.fit(split.x_train, split.y_train, epochs=15, batch_size=32, verbose=0)
     _save(model, out)
