@@ -58,7 +58,7 @@ def command(
     task: str = typer.Option(
         None,
         "--task",
-        help="classification|multilabel|regression|segmentation|detection: what the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval does; the site's notes say how).",
+        help="classification|multilabel|regression|segmentation|detection|embedding|image|heatmap: what the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval does; the site's notes say how).",
     ),
     sample_rate: int = typer.Option(
         None,

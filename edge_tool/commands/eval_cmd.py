@@ -31,7 +31,7 @@ def command(
     max_drop: float | None = typer.Option(
         None,
         "--max-drop",
-        help="Fail (exit 1) if the task's main metric (accuracy, f1_macro, r2, miou, box_iou) drops more than this (0.01 = 1 point).",
+        help="Fail (exit 1) if the task's main metric (accuracy, f1_macro, r2, miou, box_iou, recall_at_1, psnr in dB, pck) drops more than this (0.01 = 1 point).",
     ),
     max_error: float | None = typer.Option(
         None,
@@ -41,7 +41,7 @@ def command(
     task: str | None = typer.Option(
         None,
         "--task",
-        help="classification|multilabel|regression|segmentation|detection (default: inferred from the model's outputs and the labels; the report says how).",
+        help="classification|multilabel|regression|segmentation|detection|embedding|image|heatmap (default: inferred from the model's outputs and the labels; the report says how).",
     ),
     threshold: float = typer.Option(
         0.5, "--threshold", help="Decision threshold for multi-label outputs and one-channel masks."
