@@ -129,7 +129,7 @@ SPECS = {
         # issue 35: embeddings, image-to-image, keypoint heatmaps, custom Keras classes, labels in the parent folder
         ModelSpec(
             "embedding_metric",
-            "CNN → 32-d embedding → tf.math.l2_normalize, trained through a cosine classifier; y = digit identity",
+            "CNN → 32-d embedding → UnitNormalization, trained through a cosine classifier; y = digit identity",
             task="embedding",
         ),
         ModelSpec(
