@@ -106,6 +106,14 @@ def regression_model(path: Path) -> Path:
     return path
 
 
+def embedding_model(path: Path) -> Path:
+    """[N,6] -> 8-d embedding through UnitNormalization (an L2-normalised output)."""
+    _, k = _keras()
+    inp = k.Input((6,), name="features")
+    k.Model(inp, k.layers.UnitNormalization()(k.layers.Dense(8)(inp))).save(str(path), save_format="tf")
+    return path
+
+
 def video_model(path: Path) -> Path:
     """[N,4,8,8,3] frames -> 2 classes (Conv3D)."""
     _, k = _keras()
@@ -117,7 +125,7 @@ def video_model(path: Path) -> Path:
 
 
 def build(name: str, path: Path) -> Path:
-    """Build model ``name`` (gelu, bert, multilabel, segmentation, audio, regression, video) at ``path`` in a fresh
+    """Build model ``name`` (gelu, bert, multilabel, segmentation, audio, regression, embedding, video) at ``path`` in a fresh
     process with Keras 2 (TF_USE_LEGACY_KERAS=1 must be set before TensorFlow loads)."""
     code = f"from pathlib import Path; from tests.page_task_models import {name}_model as m; m(Path({str(path)!r}))"
     proc = subprocess.run(

@@ -7,6 +7,10 @@ OUTDIR/<task>/model (SavedModel, Keras 2), OUTDIR/<task>/eval.npz (x, y), OUTDIR
 - segmentation: digits 8x8 -> per-pixel 3 classes by ink level (softmax), masks y (n, 8, 8)
 - detection: digits 8x8 -> 'classes' (softmax 10) and 'boxes' (4 corners of the ink), y = digit class
 - classification3: digits 0..2 -> softmax 3, labels.txt (zero, one, two)
+Built only when named (``python tests/task_models.py OUTDIR embedding image heatmap``):
+- embedding: digits 8x8 -> 16-d UnitNormalization embedding (trained through a cosine classifier), y = digit
+- image: 16x16 noisy digits -> the clean image (sigmoid), float targets in [0, 1]
+- heatmap: a digit pasted in a 16x16 canvas -> 2 keypoint maps (its top-left and bottom-right corners)
 """
 
 from __future__ import annotations
@@ -126,12 +130,78 @@ def classification3(keras, out: Path) -> None:
     (out / "model" / "labels.txt").write_text("zero\none\ntwo\n")
 
 
+def embedding(keras, out: Path) -> None:
+    x, t = _digits()
+    inp = keras.Input((8, 8, 1), name="image")
+    h = keras.layers.Dense(64, activation="relu")(keras.layers.Flatten()(inp))
+    emb = keras.layers.UnitNormalization(name="embedding")(keras.layers.Dense(16)(h))
+    logits = keras.layers.Dense(10, use_bias=False)(keras.layers.Rescaling(8.0)(emb))
+    trainer = keras.Model(inp, logits)
+    trainer.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    trainer.fit(x[:1200], t[:1200], epochs=8, batch_size=32, verbose=0)
+    _save(keras, keras.Model(inp, emb), out, x[1200:1500], t[1200:1500], x[:1200])
+
+
+def _big_digits() -> np.ndarray:
+    x, _ = _digits()
+    return np.kron(x, np.ones((1, 2, 2, 1), "float32"))
+
+
+def image(keras, out: Path) -> None:
+    clean = _big_digits()
+    noisy = np.clip(clean + np.random.default_rng(0).normal(0, 0.2, clean.shape), 0, 1).astype("float32")
+    model = keras.Sequential(
+        [
+            keras.Input((16, 16, 1), name="noisy"),
+            keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(1, 3, padding="same", activation="sigmoid", name="clean"),
+        ]
+    )
+    model.compile("adam", "mse")
+    model.fit(noisy[:1200], clean[:1200], epochs=6, batch_size=32, verbose=0)
+    _save(keras, model, out, noisy[1200:1400], clean[1200:1400], noisy[:1200])
+
+
+def corner_maps(n: int, seed: int = 0):
+    """(canvases (n, 16, 16, 1) with a digit pasted at random, heatmaps (n, 16, 16, 2) of its two corners)."""
+    x, _ = _digits()
+    rng = np.random.default_rng(seed)
+    canvas, maps = np.zeros((n, 16, 16, 1), "float32"), np.zeros((n, 16, 16, 2), "float32")
+    yy, xx = np.mgrid[:16, :16]
+    for i in range(n):
+        dy, dx = rng.integers(0, 9, 2)
+        canvas[i, dy : dy + 8, dx : dx + 8] = x[i % len(x)]
+        for k, (py, px) in enumerate(((dy, dx), (dy + 7, dx + 7))):
+            maps[i, ..., k] = np.exp(-((yy - py) ** 2 + (xx - px) ** 2) / 2.0)
+    return canvas, maps
+
+
+def heatmap(keras, out: Path) -> None:
+    canvas, maps = corner_maps(1400)
+    model = keras.Sequential(
+        [
+            keras.Input((16, 16, 1), name="canvas"),
+            keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(16, 5, padding="same", activation="relu"),
+            keras.layers.Conv2D(2, 5, padding="same", name="keypoints"),
+        ]
+    )
+    model.compile("adam", "mse")
+    model.fit(canvas[:1200], maps[:1200], epochs=10, batch_size=32, verbose=0)
+    _save(keras, model, out, canvas[1200:], maps[1200:], canvas[:1200])
+
+
+DEFAULT = ("regression", "multilabel", "segmentation", "detection", "classification3")
 BUILDERS = {
     "regression": regression,
     "multilabel": multilabel,
     "segmentation": segmentation,
     "detection": detection,
     "classification3": classification3,
+    "embedding": embedding,
+    "image": image,
+    "heatmap": heatmap,
 }
 
 
@@ -140,5 +210,5 @@ if __name__ == "__main__":
 
     keras.utils.set_random_seed(0)
     root = Path(sys.argv[1])
-    for name in sys.argv[2:] or BUILDERS:
+    for name in sys.argv[2:] or DEFAULT:
         BUILDERS[name](keras, root / name)

@@ -234,6 +234,22 @@ def test_regression_values_are_shown_with_their_names(task_site, open_site):
     np.testing.assert_allclose(values, want, rtol=1e-5, atol=1e-6)
 
 
+def test_embedding_is_shown_as_a_vector_not_a_class(task_site, open_site):
+    model, site, _ = task_site("embedding")
+    config = json.loads((site / "demo-config.json").read_text())
+    assert config["task"]["name"] == "embedding", config["task"]  # read off the graph: x * rsqrt(sum(x²))
+    page, _ = open_site(site)
+    x = np.array([[0.5, -1, 2, 0.25, 1, -0.5]], np.float32)
+    result = page.evaluate("(v) => window.edgetool.predict(v)", x[0].tolist())
+    want = models.serving_outputs(model, x)[0]
+    (values,) = [h["values"] for h in result["outputs"].values()]
+    np.testing.assert_allclose(values, want, atol=EXACT)
+    assert result["probabilities"] is None and page.locator("#top li").count() == 0
+    shown = dict(zip(page.locator("#values dt").all_inner_texts(), page.locator("#values dd").all_inner_texts()))
+    assert "cosine" in shown["embedding"] and float(shown["L2 norm"]) == pytest.approx(1.0, abs=1e-3)
+    assert float(shown["[0]"]) == pytest.approx(want[0], rel=1e-3, abs=1e-4)
+
+
 def test_wav_at_another_rate_is_resampled_to_the_model_rate(task_site, open_site, tmp_path):
     _, site, _ = task_site("audio", "--sample-rate", str(models.RATE))
     page, _ = open_site(site)

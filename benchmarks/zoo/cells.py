@@ -34,6 +34,16 @@ class Features:
 
 def command(cell: str, model: Path, out: Path, spec, features: Features, produced: dict[str, Path]) -> list[str] | None:
     """The edgetool arguments of ``cell`` for ``model`` writing under ``out``; None when the cell is blocked."""
+    args = _command(cell, model, out, spec, features, produced)
+    extra = [a.replace("{dir}", str(model)) for a in spec.extra_args]
+    if args and args[0] == "convert" and spec.model_file and (model / spec.model_file).is_dir():
+        extra += ["--calibration", str(model / "calibration.npz")]  # a sub-directory model: its data sit above it
+    return None if args is None else [*args, *extra]
+
+
+def _command(
+    cell: str, model: Path, out: Path, spec, features: Features, produced: dict[str, Path]
+) -> list[str] | None:
     batch = ["--batch", "1"] if spec.recurrent and features.convert_batch else []
     data, model = model, model / spec.model_file if spec.model_file else model  # data files sit in the directory
     if cell in TFLITE_MODES:

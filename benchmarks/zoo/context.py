@@ -4,11 +4,14 @@ model's task is measured (``tests/oracles/task_metrics``: arg-max, per label, pe
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.zoo.specs import SPECS
+from tests.oracles import output_metrics as om
 from tests.oracles import task_metrics as tm
 
 
@@ -23,11 +26,11 @@ class Context:
         self.work = Path(work)
         self.spec = SPECS[self.model_dir.name]
         self.source = self.model_dir / self.spec.model_file if self.spec.model_file else self.model_dir
-        if self.spec.model_file:
+        if self.spec.model_file and self.source.is_file():
             self.keras_model, self.fn, self.in_specs = _keras_file(tf, self.source)
             self.loaded = None
         else:
-            self.loaded, self.keras_model = tf.saved_model.load(str(model_dir)), None
+            self.loaded, self.keras_model = tf.saved_model.load(str(self.source)), None
             self.fn = self.loaded.signatures["serving_default"]
             self.in_specs = self.fn.structured_input_signature[1]
         self.inputs, self.y = self._load(self.model_dir / "eval.npz")
@@ -61,6 +64,12 @@ def _keras_file(tf, path: Path):
     """(model, fn(**inputs) -> {output name: tensor}, {input name: TensorSpec}) of a Keras 3 ``.keras`` file."""
     import keras
 
+    layers = path.parent / "layers.py"  # custom classes: the oracle defines them as the user's script would
+    if layers.is_file():
+        spec = importlib.util.spec_from_file_location("zoo_custom_layers", layers)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
     model = keras.saving.load_model(str(path), compile=False)
     specs = {t.name: tf.TensorSpec(t.shape, t.dtype, name=t.name) for t in model.inputs}
     names = list(model.output_names)
@@ -154,10 +163,37 @@ def _detection(ref, got, r, g, y, n) -> dict:
     return m
 
 
+def _embedding(ref, got, r, g, y, n) -> dict:
+    """Mean cosine to the reference's embeddings; recall@1 with the labels as identities."""
+    m = {"agreement": om.mean_cosine(r, g)}
+    if y is not None:
+        m.update(accuracy=om.recall_at_1(g, y), reference_accuracy=om.recall_at_1(r, y))
+    return m
+
+
+def _image(ref, got, r, g, y, n) -> dict:
+    """Values within 5 % of the range (as regression); PSNR against the target images."""
+    m = {"agreement": tm.regression_agreement(r, g)}
+    if y is not None:
+        m.update(accuracy=om.psnr(g, y), reference_accuracy=om.psnr(r, y))
+    return m
+
+
+def _heatmap(ref, got, r, g, y, n) -> dict:
+    """Share of keypoints at the reference's peak; PCK@0.1 against the target maps."""
+    m = {"agreement": om.peak_agreement(r, g)}
+    if y is not None:
+        m.update(accuracy=om.pck(g, y), reference_accuracy=om.pck(r, y))
+    return m
+
+
 _TASKS = {
     "classification": _classification,
     "multilabel": _multilabel,
     "regression": _regression,
     "segmentation": _segmentation,
     "detection": _detection,
+    "embedding": _embedding,
+    "image": _image,
+    "heatmap": _heatmap,
 }

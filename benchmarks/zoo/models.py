@@ -17,12 +17,12 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.zoo.builders import attention, export, gpu, media, modern, sequence, tabular, tasks, vision
+from benchmarks.zoo.builders import attention, export, gpu, media, modern, outputs, sequence, tabular, tasks, vision
 from benchmarks.zoo.specs import SPECS
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-FAMILIES = (vision, sequence, tabular, export, tasks, modern, media, attention, gpu)
+FAMILIES = (vision, sequence, tabular, export, tasks, modern, media, attention, gpu, outputs)
 
 
 def _builders() -> dict:
@@ -58,7 +58,7 @@ def source_hash(name: str) -> str:
     """
     spec = SPECS[name]
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in _source_files(name)))
-    digest.update(repr((name, spec.about, spec.keras3, spec.model_file)).encode())
+    digest.update(repr((name, spec.about, spec.keras3, spec.model_file, spec.extra_args)).encode())
     return digest.hexdigest()[:16]
 
 

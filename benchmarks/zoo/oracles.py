@@ -124,7 +124,7 @@ def saved_model_of(ctx: Context) -> Path:
     if ctx.spec.mixed:
         return ctx.model_dir / "twin_savedmodel"
     if ctx.keras_model is None:
-        return ctx.model_dir
+        return ctx.source
     dest = ctx.work / "oracle_export"
     if not dest.is_dir():
         ctx.keras_model.export(str(dest))

@@ -15,6 +15,9 @@ TASK_METRIC = {
     "regression": "R²",
     "segmentation": "mIoU",
     "detection": "class accuracy",
+    "embedding": "recall@1",
+    "image": "PSNR dB",
+    "heatmap": "PCK@0.1",
 }
 SYMBOL = {
     "ok": "✅",

@@ -14,9 +14,10 @@ class ModelSpec:
     keras3: bool = False
     recurrent: bool = False  # LSTM/GRU: fixed batch (convert --batch 1) and state reset per sample
     dynamic_hw: bool = False
-    task: str = "classification"  # classification | multilabel | regression | segmentation | detection
-    model_file: str = ""  # the model is this file inside the model directory (e.g. model.keras), not the directory
+    task: str = "classification"  # a task of edgetool's registry: classification, ..., embedding, image, heatmap
+    model_file: str = ""  # the model is this file (model.keras) or SavedModel sub-directory inside the model directory
     mixed: bool = False  # trained under a mixed-precision policy: float32 files are checked against twin.npz
+    extra_args: tuple[str, ...] = ()  # added to every cell's command; "{dir}" is the model directory
     # cell ("*" = every cell) -> regexes a refusal's reason must all match: the real cause (and its way out)
     refusals: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -147,5 +148,33 @@ SPECS = {
             recurrent=True,
         ),
         ModelSpec("causal_tcn", "causal TCN: Conv1D(padding='causal') with dilations 1-8 and residual adds, tones"),
+        # issue 35: embeddings, image-to-image, keypoint heatmaps, custom Keras classes, labels in the parent folder
+        ModelSpec(
+            "embedding_metric",
+            "CNN → 32-d embedding → UnitNormalization, trained through a cosine classifier; y = digit identity",
+            task="embedding",
+        ),
+        ModelSpec(
+            "denoise_autoencoder",
+            "conv encoder (stride 2) / upsampling decoder → sigmoid image; noisy 16×16 digits → clean, float y",
+            task="image",
+        ),
+        ModelSpec(
+            "keypoint_heatmap",
+            "digit pasted in a 16×16 canvas → 2 keypoint heatmaps (its top-left and bottom-right corners)",
+            task="heatmap",
+        ),
+        ModelSpec(
+            "custom_class_keras",
+            "Keras 3 `.keras` with a registered custom layer (RMSNorm) defined in layers.py beside it",
+            keras3=True,
+            model_file="model.keras",
+            extra_args=("--custom-objects", "{dir}/layers.py", "--trust-model-code"),
+        ),
+        ModelSpec(
+            "labels_in_parent",
+            "models/a (10 digits) and models/b (digits 0..2) SavedModels, labels.txt (10) in their parent folder",
+            model_file="b",
+        ),
     )
 }

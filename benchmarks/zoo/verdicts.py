@@ -207,6 +207,9 @@ MAIN_METRIC = {
     "regression": "r2",
     "segmentation": "miou",
     "detection": "box_iou",
+    "embedding": "recall_at_1",
+    "image": "psnr",
+    "heatmap": "pck",
 }
 EVAL_METRIC_TOL = 0.02  # eval's task metric vs the independent one (streamed batches, float rounding)
 

@@ -8,7 +8,7 @@ import typer
 
 from edge_tool.check.registry import TARGET_NAMES
 from edge_tool.commands import input_options
-from edge_tool.commands.options import trust_model_code_option
+from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 
 TARGET_HELP = f"Target(s): {', '.join(TARGET_NAMES)}, or all; repeat the option or give a comma list. Default: all."
 
@@ -29,11 +29,13 @@ def command(
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the machine-readable report (JSON) instead of text."),
     trust_model_code: bool = trust_model_code_option(),
+    custom_objects: list[str] | None = CUSTOM_OBJECTS,
     input_range: str = input_options.INPUT_RANGE,
     input_mean: str = input_options.INPUT_MEAN,
     input_std: str = input_options.INPUT_STD,
 ) -> None:
     """List per target every op that will not run or will fall back, with the reason, and a verdict."""
+    use_custom_objects(custom_objects, trust_model_code)
     from edge_tool.check.run import CheckConfig, print_report, run_check
     from edge_tool.contract.options import ContractOptions
     from edge_tool.errors import BudgetExceeded

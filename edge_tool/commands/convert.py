@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from edge_tool.commands import input_options
-from edge_tool.commands.options import trust_model_code_option
+from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
 from edge_tool.convert.formats import FORMATS, OutputFormat, parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
@@ -125,9 +125,11 @@ def command(
         help="--quant auto: measure the candidates on this board: ssh://[user@]host[:port][?python=PATH].",
     ),
     trust_model_code: bool = trust_model_code_option(),
+    custom_objects: list[str] | None = CUSTOM_OBJECTS,
 ) -> None:
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop), TFJS, TFLite
     Micro or ONNX (--format)."""
+    use_custom_objects(custom_objects, trust_model_code)
     if _is_auto(quant):
         _check_auto_options(max_drop, eval_data, output_format, io_type)
         from edge_tool.auto import AutoConfig

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from edge_tool.commands import input_options
-from edge_tool.commands.options import trust_model_code_option
+from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 
 
 def command(
@@ -58,7 +58,7 @@ def command(
     task: str = typer.Option(
         None,
         "--task",
-        help="classification|multilabel|regression|segmentation|detection: what the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval does; the site's notes say how).",
+        help="classification|multilabel|regression|segmentation|detection|embedding|image|heatmap: what the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval does; the site's notes say how).",
     ),
     sample_rate: int = typer.Option(
         None,
@@ -67,11 +67,13 @@ def command(
         help="Sample rate of a waveform input [N, samples]: the page resamples uploaded WAV files to it (without it the page cannot know the rate and refuses uploads).",
     ),
     trust_model_code: bool = trust_model_code_option(),
+    custom_objects: list[str] | None = CUSTOM_OBJECTS,
     input_range: str = input_options.INPUT_RANGE,
     input_mean: str = input_options.INPUT_MEAN,
     input_std: str = input_options.INPUT_STD,
 ) -> None:
     """Build a static offline PWA (tfjs wasm/webgl/cpu; drawing pad/upload/camera for images, a form for other inputs; every output head shown)."""
+    use_custom_objects(custom_objects, trust_model_code)
     from edge_tool.contract.options import ContractOptions
     from edge_tool.core.env import quiet_native_stderr
     from edge_tool.core.textsafe import visible

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from edge_tool.commands import input_options
-from edge_tool.commands.options import trust_model_code_option
+from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 
 
 def command(
@@ -31,7 +31,7 @@ def command(
     max_drop: float | None = typer.Option(
         None,
         "--max-drop",
-        help="Fail (exit 1) if the task's main metric (accuracy, f1_macro, r2, miou, box_iou) drops more than this (0.01 = 1 point).",
+        help="Fail (exit 1) if the task's main metric (accuracy, f1_macro, r2, miou, box_iou, recall_at_1, psnr in dB, pck) drops more than this (0.01 = 1 point).",
     ),
     max_error: float | None = typer.Option(
         None,
@@ -41,7 +41,7 @@ def command(
     task: str | None = typer.Option(
         None,
         "--task",
-        help="classification|multilabel|regression|segmentation|detection (default: inferred from the model's outputs and the labels; the report says how).",
+        help="classification|multilabel|regression|segmentation|detection|embedding|image|heatmap (default: inferred from the model's outputs and the labels; the report says how).",
     ),
     threshold: float = typer.Option(
         0.5, "--threshold", help="Decision threshold for multi-label outputs and one-channel masks."
@@ -96,11 +96,13 @@ def command(
         help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data).",
     ),
     trust_model_code: bool = trust_model_code_option(),
+    custom_objects: list[str] | None = CUSTOM_OBJECTS,
 ) -> None:
     """Measure accuracy drift and latency of converted models against the reference.
 
     Exit 1 (after writing the reports) on a broken budget or when an artefact does not run in its runtime.
     """
+    use_custom_objects(custom_objects, trust_model_code)
     from edge_tool.contract.options import ContractOptions
     from edge_tool.core.textsafe import visible
     from edge_tool.errors import ArtifactsFailed, BudgetExceeded

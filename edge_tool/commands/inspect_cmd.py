@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.commands.options import trust_model_code_option
+from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 
 LABELS_SHOWN = 5
 
@@ -170,9 +170,11 @@ def command(
         "docs/inspect.md).",
     ),
     trust_model_code: bool = trust_model_code_option(),
+    custom_objects: list[str] | None = CUSTOM_OBJECTS,
 ) -> None:
     """Show signatures (names, dtypes, shapes), parameter count, Keras reloadability and strategy traces of a model,
     the code it carries (listed, not run) and the input contract as far as the model tells it."""
+    use_custom_objects(custom_objects, trust_model_code)
     from edge_tool.core.env import quiet_native_stderr
     from edge_tool.workflows.keras_files import inspect_any
 

@@ -102,7 +102,10 @@ def drop_string_calibration(config, source) -> tuple[object, dict[str, str]]:
 def prepare_inputs(tf, config, source) -> ModelInputs:
     """Resolve the contract, load the calibration data through it, settle the labels; print what was decided."""
     labels, origin = model_labels(config.model, config.labels)
-    check_labels(tuple(labels or ()), origin, config, source)
+    ignored = check_labels(tuple(labels or ()), origin, config, source)
+    if ignored:
+        console.print(f"note: {term(ignored)}")
+        labels, origin = None, ""
     needed = _needs_calibration(config)
     if needed:
         refuse_string_calibration(config, source)

@@ -18,13 +18,20 @@ from pathlib import Path
 
 from edge_tool.core.childproc import python_command
 from edge_tool.errors import ModelError
+from edge_tool.modelcode import custom_objects
+from edge_tool.modelcode.custom_objects import CHILD_IMPORTS
 from edge_tool.models.fixed_batch import MAX_UNROLL, PROBE_DIM, Retrace
 
+_UNKNOWN = re.compile(r"Unknown (?:layer|object|activation|loss|metric|initializer|regularizer|constraint): '([^']+)'")
 _MISSING_CLASS = re.compile(r"Could not locate (?:class|function) '([^']+)'")
-_CHILD = r"""
+_CHILD = (
+    CHILD_IMPORTS
+    + r"""
 import sys, numpy as np, keras, tensorflow as tf
 src, out, batch, max_unroll, probe_dim = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-model = keras.models.load_model(src, compile=False, safe_mode=sys.argv[6] != "trust")
+model = keras.models.load_model(
+    src, compile=False, safe_mode=sys.argv[6] != "trust", custom_objects=_edgetool_custom_objects(sys.argv[7:])
+)
 if not batch:
     model.export(out, verbose=False)
     sys.exit(0)
@@ -65,6 +72,7 @@ if loops:
 model.export(out, input_signature=[specs], verbose=False)
 print("EDGETOOL-UNROLLED:" + ",".join(unrolled))
 """
+)
 
 
 def export_keras3_file(
@@ -82,6 +90,7 @@ def export_keras3_file(
         str(MAX_UNROLL),
         str(PROBE_DIM),
         "trust" if trust_model_code else "safe",
+        *custom_objects.active().specs,  # the --custom-objects modules, imported by the child before loading
     ]
     proc = subprocess.run(python_command("-c", _CHILD, *args), capture_output=True, text=True, env=env)
     if proc.returncode == 3 and batch:
@@ -96,13 +105,26 @@ def export_keras3_file(
         if missing:
             raise ModelError(
                 f"Keras 3 cannot rebuild {model}: it uses the custom class {missing.group(1)!r}, which the file "
-                "stores by name only, and importing its module did not define it. Where the class is defined (the "
-                "script or package that built the model), save the model's graph (model.export(DIR)) and give "
-                "edgetool DIR: converting a SavedModel needs no Keras object."
+                "stores by name only, and "
+                + (
+                    f"the --custom-objects modules ({', '.join(custom_objects.active().specs)}) do not define it"
+                    if custom_objects.active().specs
+                    else "importing its module did not define it"
+                )
+                + ". Give the module that defines it with --custom-objects MODULE --trust-model-code, or, where "
+                "the class is defined, save the model's graph (model.export(DIR)) and give edgetool DIR: "
+                "converting a SavedModel needs no Keras object."
             )
+        unknown = _UNKNOWN.search(keras2_error) or _UNKNOWN.search(proc.stderr)
+        hint = (
+            f" The class {unknown.group(1)!r} is defined in your code, not in the file: give the module that defines "
+            "it with --custom-objects MODULE (or FILE.py) --trust-model-code."
+            if unknown
+            else ""
+        )
         raise ModelError(
             f"Expected {model} to be a Keras model file loadable by Keras 2 (tf_keras) or Keras 3, but both failed: "
-            f"Keras 2 said {keras2_error[:300]}; Keras 3 said {tail[0][:300]}."
+            f"Keras 2 said {keras2_error[:300]}; Keras 3 said {tail[0][:300]}.{hint}"
         )
     if not batch:
         return None

@@ -15,25 +15,18 @@ from pathlib import Path
 from edge_tool import __version__
 from edge_tool.errors import UsageError
 from edge_tool.metadata.writer import MetadataSpec
+from edge_tool.models.labelmap import guessed_labels_note, unfit_labels
 
 
-def classes_outputs(signature, count: int) -> list:
-    """The signature outputs with one score per label on their last axis: [N, count] (a class or tag per sample),
-    [N, H, W, count] or [N, T, count] (a class per pixel or step: segmentation, tagging)."""
-    return [t for t in signature.outputs if t.shape is not None and len(t.shape) >= 2 and t.shape[-1] == count]
-
-
-def check_labels(labels: tuple[str, ...], origin: str, config, source) -> None:
-    """UsageError when no output has one score per label."""
-    if labels and not classes_outputs(source.signature, len(labels)):
-        shapes = ", ".join(
-            f"{t.name} {list(t.shape) if t.shape is not None else '?'}" for t in source.signature.outputs
-        )
-        raise UsageError(
-            f"{origin} has {len(labels)} labels, but no output of {config.model} has {len(labels)} "
-            f"scores on its last axis ([N, {len(labels)}], or [N, H, W, {len(labels)}] per pixel; "
-            f"outputs: {shapes}); pass the labels file of this model."
-        )
+def check_labels(labels: tuple[str, ...], origin: str, config, source) -> str | None:
+    """UsageError when --labels fits no output; for a labels file found beside the model, the note saying it is
+    ignored (None when the labels fit)."""
+    why = unfit_labels(labels, origin, source.signature)
+    if why is None:
+        return None
+    if config.labels is None:
+        return guessed_labels_note(origin, why)
+    raise UsageError(f"{why}; pass the labels file of this model ({config.model}).")
 
 
 def metadata_spec(config, source, labels: tuple[str, ...], contracts: tuple) -> MetadataSpec | None:

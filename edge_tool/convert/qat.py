@@ -35,6 +35,7 @@ from edge_tool.convert.qat_support.heads import detect_heads, head_tasks
 from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types
 from edge_tool.convert.qat_support.source import import_stack, load_keras_for_qat
 from edge_tool.errors import ConversionError, DataError, UsageError, collect_and_raise
+from edge_tool.tasks.embedding import unit_rows
 from edge_tool.training.config import Strategy
 from edge_tool.training.strategies import build_local_strategy
 
@@ -122,10 +123,20 @@ def match_data(model, x, y, output_names: list[str] | None = None, what: str = "
     names = output_names or list(model.output_names)
     data = from_arrays(x, y, list(model.input_names), names, what)
     shapes = [tuple(t.shape) for t in model.outputs]
-    tasks, labels, problems = head_tasks(names, shapes, keras_activations(model, names), data.labels(names), what)
-    collect_and_raise(_input_problems(model, data) + problems, DataError, f"{what} does not fit the model for QAT:")
-    xs = {n: data.x[n].astype(t.dtype.as_numpy_dtype) for n, t in zip(model.input_names, model.inputs)}
+    input_problems = _input_problems(model, data)
+    xs = {}
+    if not input_problems:
+        xs = {n: data.x[n].astype(t.dtype.as_numpy_dtype) for n, t in zip(model.input_names, model.inputs)}
+    unit = unit_norm_outputs(model, names, [xs[n][:64] for n in model.input_names]) if xs else frozenset()
+    tasks, labels, problems = head_tasks(names, shapes, keras_activations(model, names), data.labels(names), what, unit)
+    collect_and_raise(input_problems + problems, DataError, f"{what} does not fit the model for QAT:")
     return Labelled(xs, dict(zip(names, labels)), tuple(tasks))
+
+
+def unit_norm_outputs(model, names: list[str], probe: list[np.ndarray], outputs=None) -> frozenset:
+    """The outputs whose rows on ``probe`` have unit L2 norm (embeddings), as eval measures them."""
+    outputs = predict(model, probe, len(names)) if outputs is None else outputs
+    return frozenset(n for n, o in zip(names, outputs) if np.ndim(o) == 2 and unit_rows(o))
 
 
 def keras_activations(model, names: list[str]) -> dict[str, str]:
@@ -139,7 +150,9 @@ def keras_activations(model, names: list[str]) -> dict[str, str]:
             continue
         act = layer.get_config().get("activation")
         kind = type(layer).__name__
-        found[name] = act if isinstance(act, str) else {"Softmax": "softmax"}.get(kind, "unknown")
+        found[name] = (
+            act if isinstance(act, str) else {"Softmax": "softmax", "UnitNormalization": "l2norm"}.get(kind, "unknown")
+        )
     return found
 
 

@@ -16,6 +16,7 @@ from edge_tool.calibration.safe_open import require_regular
 from edge_tool.convert.keras3_file import export_keras3_file
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
+from edge_tool.modelcode import custom_objects
 from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
 from edge_tool.modelfiles.keras_archive import check_keras_archive
 from edge_tool.modelfiles.limits import check_signature
@@ -105,13 +106,13 @@ def check_keras_file(model: Path) -> None:
 # This process's Keras-file exports: (file sha256, batch, trust) -> (the export, its Retrace). One command may prepare
 # the same file more than once (auto: its reference, the candidates, the selective search), and a Keras-3 export is a
 # fresh Keras process (~10 s); a later request copies the earlier export while it still exists.
-_EXPORTED: dict[tuple[str, int | None, bool], tuple[Path, object]] = {}
+_EXPORTED: dict[tuple[str, int | None, bool, tuple], tuple[Path, object]] = {}
 
 
 def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None, trust_model_code: bool, sha256: str):
     """``_export_keras_file``'s SavedModel at ``out``, copied from this process's earlier export of the same file
     bytes with the same batch and trust when that is still on disk."""
-    key = (sha256, batch, trust_model_code)
+    key = (sha256, batch, trust_model_code, custom_objects.active().specs)
     earlier = _EXPORTED.get(key)
     if earlier is not None and (earlier[0] / "saved_model.pb").is_file():
         shutil.copytree(earlier[0], out, symlinks=True)
@@ -129,7 +130,9 @@ def _export_keras_file(model: Path, out: Path, batch: int | None, trust_model_co
     import tf_keras
 
     try:
-        keras_model = tf_keras.models.load_model(str(model), compile=False, safe_mode=not trust_model_code)
+        keras_model = tf_keras.models.load_model(
+            str(model), compile=False, safe_mode=not trust_model_code, custom_objects=custom_objects.active().objects
+        )
         keras_model.save(str(out), save_format="tf", include_optimizer=False)
         return None
     except Exception as keras2_exc:

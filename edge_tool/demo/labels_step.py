@@ -15,7 +15,7 @@ from edge_tool.errors import ModelError, UsageError
 from edge_tool.metadata.reader import read_metadata
 from edge_tool.metadata.tfjs import labels_from_model_json
 from edge_tool.modelfiles.limits import read_tflite
-from edge_tool.models.labelmap import labels_file_for
+from edge_tool.models.labelmap import guessed_labels_note, labels_file_for
 
 
 def _default_labels_path(model: Path) -> Path | None:
@@ -43,7 +43,8 @@ def _embedded_labels(cfg: DemoConfig, kind: ModelKind) -> tuple[list[str] | None
 
 def site_labels(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs) -> tuple[list[str], str]:
     """(labels, origin): --labels, else the labels embedded in the model, else labels.txt in or beside it, else the
-    class folders of a --calibration image folder, else none."""
+    class folders of a --calibration image folder, else none ([], and why when a labels.txt found beside the model
+    was ignored because its count does not fit)."""
     if cfg.labels is not None:
         return model_mod.read_labels(cfg.labels, classes), str(cfg.labels)
     found, origin = _embedded_labels(cfg, kind)
@@ -57,7 +58,11 @@ def site_labels(cfg: DemoConfig, kind: ModelKind, classes: int | None, inputs) -
     inside = _default_labels_path(Path(cfg.model))
     beside = inside or labels_file_for(Path(cfg.model))
     if beside:
-        return model_mod.read_labels(beside, classes), str(beside)
+        found = model_mod.read_labels(beside, None)
+        if classes is not None and len(found) != classes:  # found by looking, not given: a note, never a stop
+            why = f"{beside} has {len(found)} labels but the model outputs {classes} classes"
+            return [], guessed_labels_note(str(beside), why)
+        return found, str(beside)
     names = folder_classes(cfg.calibration, inputs)
     if names and len(names) == classes:
         return list(names), f"the class folders of {cfg.calibration}"

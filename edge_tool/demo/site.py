@@ -202,6 +202,8 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     notes.append(
         f"labels: {len(labels)} from {labels_origin}"
         if labels
+        else f"labels: none ({labels_origin}): the page shows class indices."
+        if labels_origin
         else "labels: none (no --labels, no labels.txt in or beside the model, none embedded): the page shows "
         "class indices."
     )

@@ -22,7 +22,7 @@ class EvalConfig:
     """What to evaluate, against what, on which data, how to time it and which budgets gate CI.
 
     ``runs`` and ``time_budget_s`` are exclusive: with a time budget the loop runs until it is spent.
-    ``max_drop`` is a drop of the task's main metric (accuracy, f1_macro, r2, miou, box_iou) as a fraction
+    ``max_drop`` is a drop of the task's main metric (accuracy, f1_macro, r2, miou, box_iou, recall_at_1, pck; psnr in dB) as a fraction
     (0.01 = one percentage point); ``max_error`` gates the largest absolute output difference from the reference;
     ``max_latency_ms`` gates the LiteRT p50 of each .tflite artefact. ``batch_size`` is how many samples the streaming pass reads
     and sends through the reference and every artefact at a time (memory is O(batch_size), not O(data)).

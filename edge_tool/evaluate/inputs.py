@@ -3,6 +3,7 @@ how an image folder's classes map onto the model's outputs (by name when the mod
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.metadata.reader import read_metadata
 from edge_tool.metadata.tfjs import labels_from_model_json
-from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
+from edge_tool.models.labelmap import class_width, folder_index_map, guessed_labels_note, model_labels, unfit_labels
 
 
 @dataclass(frozen=True)
@@ -76,17 +77,28 @@ def resolve_eval_inputs(
     """Labels (--labels, labels.txt in/beside the reference, an artefact's own), then the input contract: the
     option, the reference model, an artefact's metadata, else measured on ``data`` when it is a labelled folder."""
     labels, origin = model_labels(ref.path, labels_path)
+    ignored = () if labels_path is not None else _unfit_guess(labels, origin, ref.signature)
+    if ignored:
+        labels, origin = None, ""
     if labels is None:
         labels, origin = _artefact_labels(arts)
     width = class_width(ref.signature)
-    inputs = EvalInputs(Resolution(), labels, origin, width)
+    inputs = EvalInputs(Resolution(warnings=ignored), labels, origin, width)
     if not image_data(Path(data)):  # arrays are fed as stored: no pixels to turn into input
         said = (f"{options.flag()} applies to image data; --data {data} holds arrays, fed as stored.",)
-        return EvalInputs(Resolution(warnings=said if options.explicit else ()), labels, origin, width)
+        return EvalInputs(Resolution(warnings=ignored + (said if options.explicit else ())), labels, origin, width)
     probe = None
     if Path(data).is_dir() and width is not None:
         probe = ProbeSetup(
             Path(data), lambda: ref.predict, width, lambda names: inputs.class_map(names, Path(data))[0], seed
         )
     resolution = resolve(ref.signature, ref.path, ref.path, options, Path(data), probe, _artefact_normalization(arts))
+    if ignored:
+        resolution = dataclasses.replace(resolution, warnings=ignored + tuple(resolution.warnings))
     return EvalInputs(resolution, labels, origin, width)
+
+
+def _unfit_guess(labels, origin: str, signature) -> tuple[str, ...]:
+    """The note for a labels.txt found beside the reference that fits none of its outputs (it is ignored)."""
+    why = unfit_labels(labels, origin, signature)
+    return () if why is None else (guessed_labels_note(origin, why),)

@@ -3,9 +3,9 @@ display strings (classification keeps accuracy / drop / agreement)."""
 
 from __future__ import annotations
 
-from edge_tool.tasks.registry import TASK_NAMES, get_task
+from edge_tool.tasks.registry import TASK_NAMES, TASKS, get_task
 
-TASK_NUMERIC = {"f1_macro", "r2", "miou", "box_iou", "label agreement", "pixel agreement", "max abs err", "box IoU"}
+TASK_NUMERIC = {h for t in TASKS.values() for h in (t.main_metric, t.agreement_label)} | {"box IoU"}
 
 
 def task_headers(task: dict | None) -> list[str]:

@@ -13,6 +13,7 @@ from edge_tool.evaluate import metrics
 from edge_tool.tasks import Task, TaskChoice, TaskContext, get_task
 from edge_tool.tasks.activation import final_activations
 from edge_tool.tasks.detection import is_box_output
+from edge_tool.tasks.embedding import unit_rows
 from edge_tool.tasks.infer import infer_task
 
 LABELS_FILE = "labels.txt"
@@ -50,7 +51,8 @@ class TaskSettings:
         if self.task is not None:
             choice = TaskChoice(self.task, "--task", overridden=True)
         else:
-            choice = infer_task(shapes, primary, _activations(self.reference), labels)
+            unit = unit_rows(ref_out[primary]) if np.ndim(ref_out[primary]) == 2 else False
+            choice = infer_task(shapes, primary, _activations(self.reference), labels, unit)
         task = get_task(choice.name)
         ctx = TaskContext(
             primary,

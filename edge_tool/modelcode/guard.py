@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.errors import ModelCodeRefused
-from edge_tool.modelcode import TRUST_FLAG
+from edge_tool.modelcode import TRUST_FLAG, custom_objects
 from edge_tool.modelcode.graph_scan import OpFinding, scan_saved_model, scan_tflite
 from edge_tool.modelcode.keras_code import NAME_ONLY, CodeFinding, scan_keras_code
 from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal
@@ -90,7 +90,7 @@ def _refuse_name_only(path: Path, found: tuple[CodeFinding, ...], need: str) -> 
     from a script): no loader here can rebuild it, trusted or not, so the way out is the graph, saved where the
     class is defined."""
     missing = [f for f in found if NAME_ONLY in f.kind]
-    if not missing:
+    if not missing or custom_objects.active().specs:  # --custom-objects may define them (the loader says if not)
         return
     listed = "; ".join(f.describe() for f in missing[:5]) + (
         f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
@@ -98,9 +98,11 @@ def _refuse_name_only(path: Path, found: tuple[CodeFinding, ...], need: str) -> 
     raise ModelCodeRefused(
         f"{path} uses custom Keras classes whose code is not in the file: {listed} (in {missing[0].where}). "
         f"{need}, and Keras rebuilds such a class only in a Python process that defines it (the script or package "
-        f"that built the model); no module edgetool can import defines it, so {TRUST_FLAG} cannot help either. "
-        "Where the class is defined, save the model's graph (Keras 3: model.export(DIR); or "
-        "tf.saved_model.save(model, DIR)) and give edgetool DIR: converting a SavedModel needs no Keras object."
+        f"that built the model); no module edgetool can import defines it, so {TRUST_FLAG} alone cannot help. "
+        f"Give the module that defines it: {custom_objects.FLAG} my_pkg.layers (or layers.py) {TRUST_FLAG} "
+        "(it imports that code). Or, where the class is defined, save the model's graph (Keras 3: "
+        "model.export(DIR); or tf.saved_model.save(model, DIR)) and give edgetool DIR: converting a SavedModel "
+        "needs no Keras object."
     )
 
 

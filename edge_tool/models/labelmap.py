@@ -14,12 +14,11 @@ LABELS_FILE = "labels.txt"
 
 
 def labels_file_for(model: Path) -> Path | None:
-    """labels.txt inside a model directory, else beside the model (file or directory), else None."""
+    """labels.txt inside a model directory, or beside a model file (``models/m.keras`` → ``models/labels.txt``);
+    never the parent of a directory model (``models/labels.txt`` belongs to no one of ``models/a/``, ``models/b/``)."""
     model = Path(model)
-    for candidate in ((model / LABELS_FILE) if model.is_dir() else None, model.parent / LABELS_FILE):
-        if candidate is not None and candidate.is_file():
-            return candidate
-    return None
+    candidate = model / LABELS_FILE if model.is_dir() else model.parent / LABELS_FILE
+    return candidate if candidate.is_file() else None
 
 
 def model_labels(model: Path, given: Path | None) -> tuple[list[str] | None, str]:
@@ -28,6 +27,28 @@ def model_labels(model: Path, given: Path | None) -> tuple[list[str] | None, str
     if path is None:
         return None, ""
     return read_labels_file(path, None), str(path)
+
+
+def classes_outputs(signature, count: int) -> list:
+    """The signature outputs with one score per label on their last axis: [N, count] (a class or tag per sample),
+    [N, H, W, count] or [N, T, count] (a class per pixel or step: segmentation, tagging)."""
+    return [t for t in signature.outputs if t.shape is not None and len(t.shape) >= 2 and t.shape[-1] == count]
+
+
+def unfit_labels(labels, origin: str, signature) -> str | None:
+    """Why ``labels`` (from ``origin``) fit none of the signature's outputs, else None."""
+    if not labels or classes_outputs(signature, len(labels)):
+        return None
+    shapes = ", ".join(f"{t.name} {list(t.shape) if t.shape is not None else '?'}" for t in signature.outputs)
+    return (
+        f"{origin} has {len(labels)} labels, but no output has {len(labels)} scores on its last axis "
+        f"([N, {len(labels)}], or [N, H, W, {len(labels)}] per pixel; outputs: {shapes})"
+    )
+
+
+def guessed_labels_note(origin: str, why: str) -> str:
+    """The note for a labels file found by looking beside the model that does not fit it: ignored, never fatal."""
+    return f"{why}; it was found beside the model, not given, so it is ignored (pass --labels FILE to use labels)."
 
 
 def class_width(signature) -> int | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edge_tool.tasks import classification, detection, multilabel, regression, segmentation
+from edge_tool.tasks import classification, detection, embedding, heatmap, image, multilabel, regression, segmentation
 from edge_tool.tasks.base import Task, TaskChoice, TaskContext
 from edge_tool.tasks.registry import TASK_NAMES, TASKS, get_task
 
@@ -14,7 +14,10 @@ __all__ = [
     "TaskContext",
     "classification",
     "detection",
+    "embedding",
     "get_task",
+    "heatmap",
+    "image",
     "multilabel",
     "regression",
     "segmentation",

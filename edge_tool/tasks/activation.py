@@ -55,7 +55,8 @@ MAX_STEPS = 400
 
 
 def final_activations(path: Path, key: str = "serving_default") -> dict[str, str]:
-    """{signature output name: softmax | sigmoid | relu | tanh | linear | unknown}."""
+    """{signature output name: softmax | sigmoid | relu | tanh | linear | l2norm | unknown} (l2norm: the output is
+    x * rsqrt(...), an L2 normalisation)."""
     mg = read_meta_graph(path)
     sig = mg.signature_def.get(key)
     if sig is None:
@@ -81,6 +82,15 @@ class _Scope:
         return parts[0], int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 0
 
 
+def _times_rsqrt(scope: _Scope, inputs: list[str]) -> bool:
+    """True for x * rsqrt(...) (tf.math.l2_normalize, Keras' UnitNormalization)."""
+    for text in inputs:
+        node = scope.nodes.get(scope.ref(text)[0])
+        if node is not None and node.op == "Rsqrt":
+            return True
+    return False
+
+
 def _walk(scope: _Scope, node_name: str, idx: int, funcs: dict, steps: int = 0) -> str:
     while steps < MAX_STEPS:
         steps += 1
@@ -89,9 +99,11 @@ def _walk(scope: _Scope, node_name: str, idx: int, funcs: dict, steps: int = 0) 
             return "unknown"
         if node.op in ACTIVATIONS:
             return ACTIVATIONS[node.op]
+        data_inputs = [i for i in node.input if not i.startswith("^")]
+        if node.op == "Mul" and _times_rsqrt(scope, data_inputs):
+            return "l2norm"
         if node.op in LINEAR:
             return "linear"
-        data_inputs = [i for i in node.input if not i.startswith("^")]
         if node.op in CALLS:
             fdef = funcs.get(node.attr["f"].func.name)
             if fdef is None or idx >= len(fdef.signature.output_arg):

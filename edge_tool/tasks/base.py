@@ -103,7 +103,7 @@ def label_error(data: Path, found: str, expected: str) -> DataError:
     exc = DataError(
         f"--data {data}: the labels (y) {found}; {expected}. If the model is not what eval took it "
         "for, say which task it is with --task classification|multilabel|regression|segmentation|"
-        "detection."
+        "detection|embedding|image|heatmap."
     )
     exc.detail = f"{found}; {expected}"
     return exc

@@ -23,4 +23,13 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
-TASK_NAMES = ("classification", "multilabel", "regression", "segmentation", "detection")
+TASK_NAMES = (
+    "classification",
+    "multilabel",
+    "regression",
+    "segmentation",
+    "detection",
+    "embedding",
+    "image",
+    "heatmap",
+)

@@ -26,6 +26,7 @@ from edge_tool.errors import ConversionError, ModelError, UsageError
 from edge_tool.evaluate.outputs import check_outputs
 from edge_tool.evaluate.pipeline import run_eval
 from edge_tool.litert.recipes import resolve_calibration
+from edge_tool.modelcode import custom_objects
 from edge_tool.modelcode.guard import code_report, keras_code
 from edge_tool.models.inspection import InspectReport, ParamCount, inspect_model, inspect_saved_model
 
@@ -49,7 +50,7 @@ def inspect_keras_file(path: Path, trust_model_code: bool = False) -> InspectRep
         report = inspect_saved_model(source.saved_model, trust_model_code)
     note = (
         f"Keras model file{f' saved by Keras {version}' if version else ''}: edgetool reads it the way convert "
-        f"does — {_how(source.flavor)} — and these signatures are that SavedModel's."
+        f"does — {_how(source.flavor)}{_with_classes()} — and these signatures are that SavedModel's."
     )
     keras = {
         "flavor": "keras3-file" if source.flavor == "keras3-export" else "keras2-file",
@@ -67,6 +68,11 @@ def inspect_keras_file(path: Path, trust_model_code: bool = False) -> InspectRep
         training=None,
         model_code=code_report(path, trust_model_code),
     )
+
+
+def _with_classes() -> str:
+    specs = custom_objects.active().specs
+    return f", with the classes of --custom-objects {', '.join(specs)}" if specs else ""
 
 
 def _format(path: Path) -> str:

@@ -57,7 +57,52 @@ const VIEWS = {
     $('values').hidden = false;
     return true;
   },
+  embedding: (result, config) => showPairs(summarize(result, config, embeddingPairs)),
+  image: (result, config) => showPairs(summarize(result, config, imagePairs)),
+  heatmap: (result, config) => showPairs(summarize(result, config, heatmapPairs)),
 };
+
+function summarize(result, config, pairs) {
+  const head = result.outputs[config.outputs[0].name];
+  return head ? pairs(head) : null;
+}
+
+function showPairs(pairs) {
+  if (!pairs) return false;
+  $('values').replaceChildren(...pairs.flatMap(([k, v]) => [textElement('dt', '', k), textElement('dd', '', v)]));
+  $('values').hidden = false;
+  return true;
+}
+
+// An embedding is a vector compared with other vectors (cosine): its size, its length and its first values.
+function embeddingPairs(head) {
+  const v = firstSample(head).map(Number);
+  const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+  return [['embedding', `${v.length} values, compared by cosine similarity (no class to show)`],
+    ['L2 norm', norm.toPrecision(4)], ...v.slice(0, 8).map((x, i) => [`[${i}]`, x.toPrecision(4)])];
+}
+
+// An image out: its shape and value range (the page does not draw it).
+function imagePairs(head) {
+  const v = firstSample(head).map(Number);
+  const mean = v.reduce((s, x) => s + x, 0) / v.length;
+  return [['image out', head.shape.slice(1).join(' × ')],
+    ['min / mean / max', [Math.min(...v), mean, Math.max(...v)].map((x) => x.toPrecision(4)).join(' / ')]];
+}
+
+// Keypoint heatmaps [1, H, W, K]: each keypoint at its map's maximum (row, column).
+function heatmapPairs(head) {
+  if (head.shape.length !== 4) return null;
+  const [h, w, k] = head.shape.slice(1);
+  const v = firstSample(head).map(Number);
+  const rows = [];
+  for (let c = 0; c < k; c++) {
+    let best = 0;
+    for (let p = 1; p < h * w; p++) if (v[p * k + c] > v[best * k + c]) best = p;
+    rows.push([`keypoint ${c}`, `row ${Math.floor(best / w)}, column ${best % w} (peak ${v[best * k + c].toPrecision(3)})`]);
+  }
+  return rows;
+}
 
 // A predict() result on the page (the first sample of a batch), shown as its task says (config.task).
 // page: {inputCanvas(): a canvas holding the model's input image, or null; chooser: the Backend select's engine}.

@@ -3,9 +3,11 @@
 Each output's task is decided by eval's task logic (``edge_tool.tasks``): output shape, the final
 activation in the Keras config, the labels. A k-class head (softmax probabilities or logits) trains with
 categorical cross-entropy; a sigmoid / multi-label head (or one binary unit) with binary cross-entropy; a regression
-head (and a box head) with mean squared error; a segmentation head with per-pixel categorical cross-entropy. Its
-labels are checked by that task and its score is that task's main metric (accuracy, f1_macro, r2, miou), the one
-``eval --max-drop`` gates. Whether outputs are probabilities or logits is decided from the float model's own outputs
+head (and a box head), an image or a heatmap head with mean squared error; a segmentation head with per-pixel
+categorical cross-entropy; an embedding head (L2-normalised rows) distils the float model's embeddings by cosine
+similarity (its labels are identities, not vectors). Its labels are checked by that task and its score is that task's
+main metric (accuracy, f1_macro, r2, miou, recall_at_1, psnr, pck), the one ``eval --max-drop`` gates — the one QAT
+is compared with int8 PTQ on. Whether outputs are probabilities or logits is decided from the float model's own outputs
 on the training data (non-negative rows summing to 1 are probabilities), so TF-op softmaxes count too.
 """
 
@@ -19,9 +21,11 @@ import numpy as np
 from edge_tool.errors import DataError, ModelError
 from edge_tool.tasks import TaskContext, get_task
 from edge_tool.tasks.detection import is_box_output
+from edge_tool.tasks.embedding import normalised
 from edge_tool.tasks.infer import infer_task
 
-QAT_TASKS = ("classification", "multilabel", "regression", "segmentation")
+QAT_TASKS = ("classification", "multilabel", "regression", "segmentation", "embedding", "image", "heatmap")
+VALUE_TASKS = ("regression", "embedding", "image", "heatmap")  # outputs compared as numbers, never as decisions
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class Head:
     def probs(self, out: np.ndarray) -> np.ndarray:
         """Outputs as probabilities (regression: as they are)."""
         out = np.asarray(out, np.float64)
-        if self.probabilities or self.task == "regression":
+        if self.probabilities or self.task in VALUE_TASKS:
             return out
         if self.independent or self.classes == 1:
             return 1.0 / (1.0 + np.exp(-out))
@@ -52,7 +56,7 @@ class Head:
     def predict(self, out: np.ndarray) -> np.ndarray:
         """Decisions: class ids (per sample or per pixel), 0/1 per label, or the values for regression."""
         out = np.asarray(out, np.float64)
-        if self.task == "regression":
+        if self.task in VALUE_TASKS:
             return out
         cut = 0.5 if self.probabilities else 0.0
         if self.task == "segmentation" and self.classes == 1:
@@ -64,7 +68,9 @@ class Head:
     def targets(self, float_out: np.ndarray, labels: np.ndarray, alpha: float) -> np.ndarray:
         """``alpha`` x the float model's outputs (as probabilities) + (1 - alpha) x the labels in that form."""
         p = self.probs(float_out)
-        if self.task == "regression" or self.independent:
+        if self.task == "embedding":  # identities are no vectors: the float model's embeddings are the targets
+            return p.astype(np.float32)
+        if self.task in VALUE_TASKS or self.independent:
             truth = np.asarray(labels, np.float64).reshape(p.shape)
         elif self.classes == 1:  # one-channel segmentation mask
             truth = np.asarray(labels, np.float64).reshape(p.shape)
@@ -74,20 +80,24 @@ class Head:
 
     def loss(self, keras):
         """The Keras loss for soft targets on this head (per task)."""
-        if self.task == "regression":
+        if self.task == "embedding":
+            return keras.losses.CosineSimilarity(axis=-1)
+        if self.task in VALUE_TASKS:
             return keras.losses.MeanSquaredError()
         if self.independent or self.classes == 1:
             return keras.losses.BinaryCrossentropy(from_logits=not self.probabilities)
         return keras.losses.CategoricalCrossentropy(from_logits=not self.probabilities)
 
     def score(self, out: np.ndarray, labels: np.ndarray) -> float:
-        """This head's task main metric (higher is better) of ``out`` against ``labels``."""
+        """This head's task main metric of ``out`` against ``labels``, signed so that higher is better."""
         task = get_task(self.task)
         ctx = TaskContext(self.name, (self.name,), threshold=0.5 if self.probabilities else 0.0)
         acc = task.scores(ctx)
         acc.update(None, {self.name: np.asarray(out, np.float64)}, labels)
         value = acc.result()[task.main_metric]
-        return float("-inf") if value is None else float(value)
+        if value is None:
+            return float("-inf")
+        return float(value) if task.higher_is_better else -float(value)
 
 
 def head_tasks(
@@ -96,16 +106,17 @@ def head_tasks(
     activations: dict[str, str],
     labels: list[np.ndarray],
     what: str = "Training data",
+    unit_norm: frozenset = frozenset(),
 ) -> tuple[list[str], list[np.ndarray], list[str]]:
     """(task per output, labels checked and normalised by that task, label problems); ModelError for a task QAT
-    cannot train."""
+    cannot train. ``unit_norm``: the outputs whose float rows were measured to have unit L2 norm (embeddings)."""
     tasks, checked, problems = [], [], []
     for name, shape, y in zip(names, shapes, labels):
         y = np.asarray(y)
-        task = _task_of(name, tuple(shape), activations.get(name, "unknown"), y)
+        task = _task_of(name, tuple(shape), activations.get(name, "unknown"), y, name in unit_norm)
         if task not in QAT_TASKS:
             raise ModelError(
-                f"QAT trains classification, multi-label, regression and segmentation heads; output "
+                f"QAT trains {', '.join(QAT_TASKS)} heads; output "
                 f"{name!r} {tuple(shape)} is a {task} output. Use --quant int8 (post-training, any "
                 "outputs) or --quant auto instead."
             )
@@ -118,13 +129,13 @@ def head_tasks(
     return tasks, checked, problems
 
 
-def _task_of(name: str, shape: tuple, activation: str, labels: np.ndarray) -> str:
+def _task_of(name: str, shape: tuple, activation: str, labels: np.ndarray, unit_norm: bool) -> str:
     if is_box_output(name, shape):
         return "regression"
     k = shape[-1] if len(shape) >= 2 else 1
     if k == 1 and len(shape) == 2 and labels.size and np.all((labels == 0) | (labels == 1)):
         return "multilabel"  # one binary unit (a sigmoid or a logit) with 0/1 labels
-    return infer_task({name: shape}, name, {name: activation}, labels).name
+    return infer_task({name: shape}, name, {name: activation}, labels, unit_norm).name
 
 
 def _dummy(shape: tuple, labels: np.ndarray) -> np.ndarray:
@@ -154,10 +165,15 @@ def accuracy(heads: tuple[Head, ...], outputs: list[np.ndarray], labels: list[np
 
 
 def agreement(heads: tuple[Head, ...], outputs: list[np.ndarray], reference: list[np.ndarray]) -> float:
-    """Mean over heads of decision agreement with the reference (float) outputs; regression: minus the mean
-    absolute difference (higher is better)."""
+    """Mean over heads of decision agreement with the reference (float) outputs; embeddings: mean cosine; other
+    value tasks: minus the mean absolute difference (higher is better)."""
     vals = []
     for h in heads:
         a, b = h.predict(outputs[h.index]), h.predict(reference[h.index])
-        vals.append(-float(np.mean(np.abs(a - b))) if h.task == "regression" else float(np.mean(a == b)))
+        if h.task == "embedding":
+            vals.append(float(np.mean(np.sum(normalised(a) * normalised(b), axis=1))))
+        elif h.task in VALUE_TASKS:
+            vals.append(-float(np.mean(np.abs(a - b))))
+        else:
+            vals.append(float(np.mean(a == b)))
     return float(np.mean(vals))

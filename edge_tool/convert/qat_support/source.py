@@ -9,6 +9,7 @@ from pathlib import Path
 from edge_tool.convert.source import keras_archive_version
 from edge_tool.core.env import configure_tf_env, import_tf
 from edge_tool.errors import ModelError, UsageError
+from edge_tool.modelcode import custom_objects
 from edge_tool.modelcode.guard import require_no_keras_code
 from edge_tool.modelfiles.keras_archive import check_keras_archive
 from edge_tool.models.keras_precision import float32_keras_model, is_mixed_keras
@@ -108,7 +109,9 @@ def load_keras_for_qat(model_path: Path, trust_model_code: bool = False):
     )
     _, keras, _ = import_stack()
     try:
-        model = keras.models.load_model(str(path), compile=False, safe_mode=not trust_model_code)
+        model = keras.models.load_model(
+            str(path), compile=False, safe_mode=not trust_model_code, custom_objects=custom_objects.active().objects
+        )
     except Exception as exc:  # tf_keras raises ValueError/OSError/TypeError/KeyError depending on the format
         raise ModelError(
             f"Could not load {path} as a tf_keras model for QAT: {type(exc).__name__}: "
