@@ -125,5 +125,21 @@ SPECS = {
             keras3=True,
             model_file="model.keras",
         ),
+        # issue 35: what serving exports and older graphs look like
+        ModelSpec(
+            "image_bytes",
+            "tf.Module: serving_default decodes PNG bytes (string[N]) inside; serving_pixels takes float32 pixels",
+        ),
+        ModelSpec(
+            "tabular_preprocessing",
+            "dict of named inputs: Normalization, StringLookup (one-hot), IntegerLookup + CategoryEncoding → MLP",
+        ),
+        ModelSpec("string_labels", "digits CNN whose signature ends in a StaticHashTable: probs + label string[N]"),
+        ModelSpec("tf1_compat", "TF1 graph: tf.compat.v1 placeholders + Session, saved with simple_save"),
+        ModelSpec(
+            "nms_in_graph",
+            "digit in a 16×16 canvas → classes + 4 candidate boxes → tf.image.non_max_suppression keeps one",
+            task="detection",
+        ),
     )
 }

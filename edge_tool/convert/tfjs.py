@@ -26,7 +26,7 @@ SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in para
 def tfjs_refusal(source) -> str | None:
     """Why tensorflowjs cannot convert this prepared source at all (string inputs, Python callbacks), or None."""
     refused = string_input_refusal(source.signature, source.original)
-    callbacks = None if refused else python_callbacks(source.saved_model)
+    callbacks = None if refused else python_callbacks(source.saved_model, source.signature.key)
     return refused or (python_callback_refusal(source.original, callbacks) if callbacks else None)
 
 

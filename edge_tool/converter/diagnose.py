@@ -142,12 +142,13 @@ def describe_failure(
     return " ".join(parts)
 
 
-def python_callbacks(saved_model: Path) -> list[str]:
-    """Names of the ops in a SavedModel's graph and functions that call back into Python (tf.numpy_function,
-    tf.py_function), sorted; [] when there are none or saved_model.pb cannot be read. From the model-code scan
-    (``modelcode``: every function of the library, read size-checked and cached), not a parse of its own."""
+def python_callbacks(saved_model: Path, signature: str | None = None) -> list[str]:
+    """Names of the ops that call back into Python (tf.numpy_function, tf.py_function) among what running
+    ``signature`` (default serving_default) executes, sorted; [] when there are none or saved_model.pb cannot be
+    read. From the model-code scan (``modelcode``: the functions that signature reaches, read size-checked and
+    cached), not a parse of its own."""
     try:
-        found = side_effect_ops(Path(saved_model))
+        found = side_effect_ops(Path(saved_model), signature)
     except ModelError:
         return []
     return sorted({f.op for f in found} & PYTHON_CALLBACK_OPS.keys())

@@ -128,7 +128,7 @@ def run_converter(converter, refusal: Refusal, call: Callable | None = None):
     except EdgeToolError:
         raise
     except (ConverterError, ValueError, RuntimeError) as exc:
-        raise refusal_error(exc, refusal, made.shared.saved_model, made.allow_select_tf_ops) from None
+        raise refusal_error(exc, refusal, made.shared, made.allow_select_tf_ops) from None
 
 
 def edgetool_callback(func: Callable, shared: SharedSource | None = None) -> Callable:
@@ -159,10 +159,11 @@ class _Guarded:
             ) from exc
 
 
-def refusal_error(exc: Exception, refusal: Refusal, saved_model: Path, allow_select_tf_ops: bool) -> ConversionError:
-    """The ConversionError for the converter's ``exc`` on ``saved_model``: a Python callback in the model first (no
-    option helps), then the ops TF Select could give it, else the converter's own summary."""
-    callbacks = python_callbacks(saved_model)
+def refusal_error(exc: Exception, refusal: Refusal, shared: SharedSource, allow_select_tf_ops: bool) -> ConversionError:
+    """The ConversionError for the converter's ``exc`` on ``shared``'s SavedModel and signature: a Python callback
+    the signature runs first (no option helps), then the ops TF Select could give it, else the converter's own
+    summary."""
+    callbacks = python_callbacks(shared.saved_model, shared.signature_key)
     if callbacks:
         return ConversionError(python_callback_refusal(refusal.model, callbacks))
     flex = ops_needing_select(exc)

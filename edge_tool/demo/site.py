@@ -178,7 +178,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     check_output_dir(Path(cfg.output), cfg.force, cfg.inputs)
     for model in (cfg.model, cfg.tflite):
         if model is not None:
-            require_safe_model(Path(model), cfg.trust_model_code, "demo")
+            require_safe_model(Path(model), cfg.trust_model_code, "demo", cfg.signature)
     runtime = vendored_files()
     kind = model_mod.detect_model(Path(cfg.model))
     if kind is ModelKind.SAVED_MODEL:

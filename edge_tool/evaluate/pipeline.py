@@ -81,7 +81,7 @@ def run_eval(config: EvalConfig) -> Report:
     arts, notes = skip_tfjs_without_node(_describe_all(config.artifacts))
     for path in (config.reference, *(a.model_file for a in arts if a.format is ArtifactFormat.TFLITE)):
         require_no_side_effects(
-            path, config.trust_model_code, "edgetool eval (it runs the reference and each artefact)"
+            path, config.trust_model_code, "edgetool eval (it runs the reference and each artefact)", config.signature
         )
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
