@@ -209,7 +209,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     acts = task_step.activations(Path(cfg.model), kind, cfg.signature)
 
     with atomic_dir(Path(cfg.output), cfg.force, cfg.inputs) as tmp:
-        no_tfjs = place_tfjs(cfg, kind, tmp / MODEL_SUBDIR, input_specs)
+        no_tfjs = place_tfjs(cfg, kind, tmp / MODEL_SUBDIR, input_specs, len(outputs))
         if no_tfjs is None:
             _, inputs, outputs = model_mod.read_tfjs_model(tmp / MODEL_SUBDIR)  # names as the tfjs graph knows them
         else:  # a LiteRT.js-only site: the SavedModel's signature names
