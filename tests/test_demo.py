@@ -26,6 +26,7 @@ from edge_tool.demo.model import Tensor, output_ui
 from edge_tool.demo.site import LITERT_MODULES, TEMPLATE_FILES, content_version, site_files
 from edge_tool.models.modelio import load_serving_fn
 from tests.conftest import REPO, edgetool_in_process
+from tests.page_task_models import gelu_model
 
 RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}
 FIXED_FILES = {
@@ -573,8 +574,6 @@ def test_a_model_tfjs_cannot_convert_names_a_litert_command_that_works_without_c
     names now runs as given: with no calibration data --litert builds the fp32 .tflite alone (LiteRT.js runs it),
     and that file computes what TensorFlow computes."""
     from ai_edge_litert.interpreter import Interpreter
-
-    from tests.page_task_models import gelu_model
 
     model = gelu_model(tmp_path / "gelu")
     (model / "calibration.npz").unlink()
