@@ -39,10 +39,15 @@ def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path
 
 
 def build_fixed_int8(
-    saved_model: Path, calibration_path: Path | None, contracts: tuple = (), trust_model_code: bool = False
+    saved_model: Path,
+    calibration_path: Path | None,
+    contracts: tuple = (),
+    trust_model_code: bool = False,
+    signature: str | None = None,
 ) -> bytes:
-    """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
-    return build_fixed(saved_model, calibration_path, ("int8",), contracts, trust_model_code)["int8"]
+    """Full-integer int8 .tflite of ``saved_model``'s ``signature`` (default serving_default) with the input batch
+    fixed to 1."""
+    return build_fixed(saved_model, calibration_path, ("int8",), contracts, trust_model_code, signature)["int8"]
 
 
 def build_fixed(

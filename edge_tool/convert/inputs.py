@@ -20,6 +20,7 @@ from edge_tool.litert.recipes import missing_calibration_message, resolve_calibr
 from edge_tool.metadata.writer import MetadataSpec
 from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
 from edge_tool.models.modelio import signature_runner
+from edge_tool.models.signature_choice import numeric_signature_way_out
 
 
 @dataclass(frozen=True)
@@ -66,13 +67,18 @@ def _string_inputs(source) -> list[str]:
     return [t.name for t in source.signature.inputs if t.dtype in ("string", "object", "bytes")]
 
 
-def _string_calibration_message(modes: str, model, strings: list[str]) -> str:
-    return (
+def _string_calibration_message(modes: str, model, strings: list[str], signature: str | None = None) -> str:
+    why = (
         f"--quant {modes}: input {', '.join(map(repr, strings))} of {model} is a string tensor, and the "
-        "integer modes quantize every op through calibration — string ops (tokenizing, lookups) have no "
-        "integer form in TFLite (the raw converter fails on them too). Use --quant fp32, fp16 or dynamic with "
-        "--allow-select-tf-ops (the string ops then run as TF Flex ops; the app needs the Flex delegate), or "
-        "keep the string preprocessing outside the model and quantize the numeric part."
+        "integer modes quantize every op through calibration — string ops (tokenizing, lookups, image decoding) "
+        "have no integer form in TFLite (the raw converter fails on them too)."
+    )
+    if other := numeric_signature_way_out(model, signature):  # a TF-Serving export's pixel signature: that one
+        return why + other
+    return why + (
+        " Use --quant fp32, fp16 or dynamic with --allow-select-tf-ops (the string ops then run as TF Flex ops; the "
+        "app needs the Flex delegate), or keep the string preprocessing outside the model and quantize the numeric "
+        "part."
     )
 
 
@@ -81,7 +87,7 @@ def refuse_string_calibration(config, source) -> None:
     form of string ops (the raw converter fails on them too), whatever data is given."""
     if strings := _string_inputs(source):
         modes = ", ".join(m.value for m in config.modes if MODES[m].needs_calibration)
-        raise UsageError(_string_calibration_message(modes, config.model, strings))
+        raise UsageError(_string_calibration_message(modes, config.model, strings, config.signature))
 
 
 def drop_string_calibration(config, source) -> tuple[object, dict[str, str]]:
@@ -91,7 +97,7 @@ def drop_string_calibration(config, source) -> tuple[object, dict[str, str]]:
     calibrated = [m for m in config.modes if MODES[m].needs_calibration]
     if not (strings and calibrated and config.keep_going) or len(calibrated) == len(config.modes):
         return config, {}
-    why = _string_calibration_message(", ".join(m.value for m in calibrated), config.model, strings)
+    why = _string_calibration_message(", ".join(m.value for m in calibrated), config.model, strings, config.signature)
     kept = tuple(m for m in config.modes if m not in calibrated)
     eval_data = config.eval_data if any(m.value == "qat" for m in kept) else None  # --eval-data belongs to qat
     return dataclasses.replace(config, modes=kept, eval_data=eval_data), {

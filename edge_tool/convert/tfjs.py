@@ -18,6 +18,7 @@ from edge_tool.converter.diagnose import python_callback_refusal, python_callbac
 from edge_tool.core.childproc import module_command
 from edge_tool.core.env import configure_tf_env
 from edge_tool.errors import ConversionError, UsageError
+from edge_tool.models.signature_choice import numeric_signature_way_out
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
 SHARD_BYTES = 4 * 1024 * 1024  # tfjs default; browsers fetch the shards in parallel
@@ -40,6 +41,7 @@ def string_input_refusal(signature, model) -> str | None:
         "TensorFlow.js graph models take numeric tensors only (its converter fails on the string ops). Keep the "
         "string preprocessing (tokenizing, TextVectorization, lookups) outside the model and export the "
         "numeric part for TFJS, or use --format tflite (TFLite runs string ops with --allow-select-tf-ops)."
+        + numeric_signature_way_out(model, signature.key)
     )
 
 

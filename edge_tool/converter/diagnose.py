@@ -16,6 +16,8 @@ from pathlib import Path
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.guard import side_effect_ops
 from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal  # noqa: F401 (importable here)
+from edge_tool.models.modelio import saved_model_signature
+from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings
 
 MAX_SUMMARY_CHARS = 400
 
@@ -152,3 +154,37 @@ def python_callbacks(saved_model: Path, signature: str | None = None) -> list[st
     except ModelError:
         return []
     return sorted({f.op for f in found} & PYTHON_CALLBACK_OPS.keys())
+
+
+# TF ops a Keras lookup / encoding layer lowers to (StringLookup, IntegerLookup, Hashing, CategoryEncoding)
+_TABLE_OPS = frozenset(
+    {"HashTableV2", "LookupTableFindV2", "LookupTableImportV2", "LookupTableSizeV2", "MutableHashTableV2"}
+)
+
+
+def table_way_out(flex: list[str]) -> str:
+    """The sentence a builtin-ops refusal adds when lookup-table ops are among ``flex``: which tables TFLite's builtin
+    hashtable ops take, and the way out that needs no Flex (split the preprocessing off); "" otherwise."""
+    tables = sorted(set(flex) & _TABLE_OPS)
+    if not tables:
+        return ""
+    return (
+        f" The lookup tables ({', '.join(tables)}: Keras StringLookup/IntegerLookup, tf.lookup) convert to TFLite's "
+        "builtin HASHTABLE ops only when every table is a static int64→string or string→int64 table and the ops "
+        "around them are builtins too; here they are not. Without Flex: split the preprocessing off — run the "
+        "lookup and encoding layers in the app (or in TensorFlow) and convert the numeric model that takes their "
+        "output, e.g. `numeric = keras.Model(features, head)` from the layer after the concatenated features "
+        "(docs/models.md, 'Tabular models with preprocessing layers')."
+    )
+
+
+def string_way_out(shared) -> str:
+    """The sentence a refusal adds when the converted signature takes strings and the SavedModel has another one
+    taking numeric input (a TF-Serving export's pixel signature); "" otherwise."""
+    path, key = Path(shared.saved_model), shared.signature_key
+    try:
+        if not takes_strings(saved_model_signature(path, key)):
+            return ""
+    except ModelError:
+        return ""
+    return numeric_signature_way_out(path, key)

@@ -27,7 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.converter.diagnose import describe_failure, python_callback_refusal, python_callbacks
+from edge_tool.converter.diagnose import (
+    describe_failure,
+    python_callback_refusal,
+    python_callbacks,
+    string_way_out,
+    table_way_out,
+)
 from edge_tool.converter.fast_path import (
     LoopRefused,
     SharedSource,
@@ -170,7 +176,7 @@ def refusal_error(exc: Exception, refusal: Refusal, shared: SharedSource, allow_
     if flex and not allow_select_tf_ops:
         return OpsNotBuiltin(
             f"{refusal.model} uses ops the TFLite builtin op set cannot express: "
-            f"{', '.join(flex)}. {refusal.builtin_only}"
+            f"{', '.join(flex)}. {refusal.builtin_only}{string_way_out(shared)}{table_way_out(flex)}"
         )
     detail = describe_failure(str(exc), refusal.batch, allow_select_tf_ops, refusal.retrace, hints=refusal.hints)
     return ConversionError(f"{refusal.failed}: {detail}")

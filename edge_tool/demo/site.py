@@ -32,9 +32,11 @@ from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, a
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.tfjs_step import place_tfjs
 from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
+from edge_tool.errors import ModelError
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.modelfiles.limits import check_signature
 from edge_tool.models.modelio import SERVING, saved_model_signature
+from edge_tool.models.signature_choice import STRING_DTYPES, numeric_signature_way_out, takes_strings
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
 TFJS_MODULES = ("engines/tfjs.js", "engines/tfjs-backends.js")  # the TensorFlow.js engine (not on LiteRT.js-only sites)
@@ -117,6 +119,12 @@ def is_demo_site(path: Path) -> bool:
 def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
     sig = saved_model_signature(model, signature or SERVING)
     check_signature(sig, model)  # the page (and --litert's LiteRT.js) would allocate these in the browser
+    if takes_strings(sig):
+        names = ", ".join(repr(t.name) for t in sig.inputs if t.dtype in STRING_DTYPES)
+        raise ModelError(
+            f"Input {names} of {model} is a string tensor; the demo page feeds numeric tensors only (a browser "
+            "has no TensorFlow string ops)." + numeric_signature_way_out(model, sig.key, f"edgetool demo {model}")
+        )
     ins = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.inputs)
     outs = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.outputs)
     return ins, outs
