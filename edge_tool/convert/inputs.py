@@ -68,13 +68,13 @@ def _string_inputs(source) -> list[str]:
 
 
 def _string_calibration_message(modes: str, model, strings: list[str], signature: str | None = None) -> str:
-    why = (
-        f"--quant {modes}: input {', '.join(map(repr, strings))} of {model} is a string tensor, and the "
-        "integer modes quantize every op through calibration — string ops (tokenizing, lookups, image decoding) "
-        "have no integer form in TFLite (the raw converter fails on them too)."
-    )
+    named = f"--quant {modes}: input {', '.join(map(repr, strings))} of {model} is a string tensor"
     if other := numeric_signature_way_out(model, signature):  # a TF-Serving export's pixel signature: that one
-        return why + other
+        return f"{named}, which the integer modes cannot calibrate (string ops have no integer form).{other}"
+    why = (
+        f"{named}, and the integer modes quantize every op through calibration — string ops (tokenizing, lookups, "
+        "image decoding) have no integer form in TFLite (the raw converter fails on them too)."
+    )
     return why + (
         " Use --quant fp32, fp16 or dynamic with --allow-select-tf-ops (the string ops then run as TF Flex ops; the "
         "app needs the Flex delegate), or keep the string preprocessing outside the model and quantize the numeric "

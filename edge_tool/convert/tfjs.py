@@ -38,10 +38,11 @@ def string_input_refusal(signature, model) -> str | None:
         return None
     return (
         f"tensorflowjs 4.22 cannot convert {model}: its input {', '.join(names)} is a string tensor, and "
-        "TensorFlow.js graph models take numeric tensors only (its converter fails on the string ops). Keep the "
+        "TensorFlow.js graph models take numeric tensors only (its converter fails on the string ops)."
+        + numeric_signature_way_out(model, signature.key)
+        + " Keep the "
         "string preprocessing (tokenizing, TextVectorization, lookups) outside the model and export the "
         "numeric part for TFJS, or use --format tflite (TFLite runs string ops with --allow-select-tf-ops)."
-        + numeric_signature_way_out(model, signature.key)
     )
 
 

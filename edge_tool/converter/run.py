@@ -176,7 +176,7 @@ def refusal_error(exc: Exception, refusal: Refusal, shared: SharedSource, allow_
     if flex and not allow_select_tf_ops:
         return OpsNotBuiltin(
             f"{refusal.model} uses ops the TFLite builtin op set cannot express: "
-            f"{', '.join(flex)}. {refusal.builtin_only}{string_way_out(shared)}{table_way_out(flex)}"
+            f"{', '.join(flex)}.{_first_way_out(string_way_out(shared), refusal.builtin_only)}{table_way_out(flex)}"
         )
     detail = describe_failure(str(exc), refusal.batch, allow_select_tf_ops, refusal.retrace, hints=refusal.hints)
     return ConversionError(f"{refusal.failed}: {detail}")
@@ -214,3 +214,8 @@ def _refuse_unsafe_loops(converter, made: _Made, refusal: Refusal) -> None:
     refuse_unsafe_loops(
         made.shared.float_models[key], tf.int16 if int16 in set(converter.target_spec.supported_ops) else None
     )
+
+
+def _first_way_out(signature: str, builtin_only: str) -> str:
+    """A signature taking numeric input is the first way out when there is one (no Flex needed), then Flex."""
+    return f"{signature} Otherwise: {builtin_only}" if signature else f" {builtin_only}"

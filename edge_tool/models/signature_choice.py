@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edge_tool.modelcode.guard import side_effect_ops
 from edge_tool.models.modelio import SERVING, saved_model_signature, signature_keys
 
 STRING_DTYPES = ("string", "object", "bytes")
@@ -28,7 +29,8 @@ def numeric_signatures(path: Path, current: str | None) -> list:
             info = saved_model_signature(path, key)
             if info.inputs and not takes_strings(info):
                 found.append(info)
-    return found
+    # the one to name first: a signature that runs no side-effect op, a serving_* one, then by name
+    return sorted(found, key=lambda i: (bool(side_effect_ops(path, i.key)), not i.key.startswith("serving"), i.key))
 
 
 def _describe(info) -> str:
@@ -48,7 +50,6 @@ def numeric_signature_way_out(path: Path, current: str | None, command: str = ""
     listed = "; ".join(_describe(i) for i in found)
     run = f"`{command} --signature {found[0].key}`" if command else f"--signature {found[0].key}"
     return (
-        f" {path} has {'a signature' if len(found) == 1 else 'signatures'} taking numeric input instead: {listed}. "
-        f"{run} uses {'it' if len(found) == 1 else 'the first'} (the app then decodes and resizes the image "
-        "itself and feeds the pixels)."
+        f" The SavedModel has {'a signature' if len(found) == 1 else 'signatures'} taking numeric input: {listed}; "
+        f"{run} uses {'it' if len(found) == 1 else 'the first'} (the app decodes the image and feeds the pixels)."
     )
