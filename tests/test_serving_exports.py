@@ -172,3 +172,55 @@ def test_no_numpy_load_anywhere_allows_pickles():
         if "allow_pickle=True" in line.replace(" ", "")
     ]
     assert hits == []
+
+
+_TABULAR = """
+import sys, numpy as np, tf_keras as keras
+out = sys.argv[1]
+keras.utils.set_random_seed(0)
+rng = np.random.default_rng(0)
+x = {"age": rng.normal(50, 9, (64, 1)).astype("float32"),
+     "thal": rng.choice(np.array(["normal", "fixed", "reversible"]), (64, 1))}
+age, thal = keras.Input((1,), name="age"), keras.Input((1,), name="thal", dtype="string")
+norm = keras.layers.Normalization(); norm.adapt(x["age"])
+lookup = keras.layers.StringLookup(output_mode="one_hot"); lookup.adapt(x["thal"])
+features = keras.layers.Concatenate(name="features")([norm(age), lookup(thal)])
+head = keras.layers.Dense(2, activation="softmax")(keras.layers.Dense(8, activation="relu")(features))
+model = keras.Model({"age": age, "thal": thal}, head)
+model.save(out + "/full", save_format="tf")
+# the way out the refusal names (docs/models.md): the numeric model from the layer after the features, and the
+# preprocessing as a model of its own (run in the app or in TensorFlow)
+concat = model.get_layer("features")
+inp = keras.Input(concat.output.shape[1:], name="features")
+y = inp
+for layer in model.layers[model.layers.index(concat) + 1:]:
+    y = layer(y)
+keras.Model(inp, y).save(out + "/numeric", save_format="tf")
+preprocess = keras.Model(model.inputs, concat.output)
+np.savez(out + "/features.npz", features=preprocess.predict(x, verbose=0), probs=model.predict(x, verbose=0))
+"""
+
+
+def test_lookup_tables_the_converter_cannot_take_name_the_split_and_the_split_converts(tmp_path):
+    """A tutorial-style tabular model (Normalization + StringLookup one-hot): the static string table converts to
+    TFLite's HASHTABLE builtins, but the one-hot count (DenseBincount) has no builtin; the refusal says so and how to
+    split the preprocessing off; the numeric model so split converts with builtins only and,
+    fed the preprocessing's output, gives the whole model's outputs."""
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _TABULAR, str(tmp_path)], capture_output=True, text=True, env=env, cwd=REPO, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    refused = edgetool_in_process("convert", tmp_path / "full", "--quant", "fp32", "-o", tmp_path / "a")
+    flat = _flat(refused)
+    assert refused.returncode == 2 and "DenseBincount (CategoryEncoding, or a lookup's one_hot" in flat, flat
+    assert "split the preprocessing off" in flat
+    assert "calls back into Python" not in flat
+    ok = edgetool_in_process("convert", tmp_path / "numeric", "--quant", "fp32", "-o", tmp_path / "b")
+    assert ok.returncode == 0, _flat(ok)
+    data = np.load(tmp_path / "features.npz")
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(model_path=str(tmp_path / "b" / "numeric_fp32.tflite")).get_signature_runner()
+    got = np.concatenate([next(iter(runner(features=f[None]).values())) for f in data["features"]])
+    np.testing.assert_allclose(got, data["probs"], atol=1e-5)

@@ -156,25 +156,35 @@ def python_callbacks(saved_model: Path, signature: str | None = None) -> list[st
     return sorted({f.op for f in found} & PYTHON_CALLBACK_OPS.keys())
 
 
-# TF ops a Keras lookup / encoding layer lowers to (StringLookup, IntegerLookup, Hashing, CategoryEncoding)
+# TF ops Keras preprocessing layers lower to: lookup tables (StringLookup, IntegerLookup, tf.lookup) and counts
+# (CategoryEncoding, a lookup's one_hot / multi_hot output)
 _TABLE_OPS = frozenset(
     {"HashTableV2", "LookupTableFindV2", "LookupTableImportV2", "LookupTableSizeV2", "MutableHashTableV2"}
 )
+_COUNT_OPS = frozenset({"DenseBincount", "Bincount", "SparseBincount", "RaggedBincount"})
 
 
 def table_way_out(flex: list[str]) -> str:
-    """The sentence a builtin-ops refusal adds when lookup-table ops are among ``flex``: which tables TFLite's builtin
-    hashtable ops take, and the way out that needs no Flex (split the preprocessing off); "" otherwise."""
-    tables = sorted(set(flex) & _TABLE_OPS)
-    if not tables:
+    """The sentence a builtin-ops refusal adds when Keras preprocessing ops (lookup tables, one-hot counts) are among
+    ``flex``: what TFLite's builtins take, and the way out that needs no Flex (split the preprocessing off)."""
+    tables, counts = sorted(set(flex) & _TABLE_OPS), sorted(set(flex) & _COUNT_OPS)
+    if not tables and not counts:
         return ""
+    parts = []
+    if tables:
+        parts.append(
+            f"{', '.join(tables)} (StringLookup/IntegerLookup, tf.lookup: TFLite's builtin HASHTABLE ops take "
+            "static int64→string and string→int64 tables only)"
+        )
+    if counts:
+        parts.append(
+            f"{', '.join(counts)} (CategoryEncoding, or a lookup's one_hot/multi_hot output: no TFLite builtin)"
+        )
     return (
-        f" The lookup tables ({', '.join(tables)}: Keras StringLookup/IntegerLookup, tf.lookup) convert to TFLite's "
-        "builtin HASHTABLE ops only when every table is a static int64→string or string→int64 table and the ops "
-        "around them are builtins too; here they are not. Without Flex: split the preprocessing off — run the "
-        "lookup and encoding layers in the app (or in TensorFlow) and convert the numeric model that takes their "
-        "output, e.g. `numeric = keras.Model(features, head)` from the layer after the concatenated features "
-        "(docs/models.md, 'Tabular models with preprocessing layers')."
+        f" These come from Keras preprocessing layers: {'; '.join(parts)}. Without Flex: split the preprocessing off "
+        "— run those layers in the app (or in TensorFlow) and convert the numeric model that takes their output, "
+        "`keras.Model(features, head)` from the layer after the concatenated features (docs/models.md, 'Tabular "
+        "models with preprocessing layers')."
     )
 
 
