@@ -13,6 +13,7 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, default_warning, image_data, resolve
 from edge_tool.convert.metadata_step import check_labels, metadata_spec
 from edge_tool.convert.modes import MODES
+from edge_tool.convert.qat_support.source import check_qat_source
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import UsageError
@@ -86,6 +87,8 @@ def refuse_string_calibration(config, source) -> None:
     """UsageError for a mode that calibrates (int8, int16x8) when an input is a string tensor: there is no integer
     form of string ops (the raw converter fails on them too), whatever data is given."""
     if strings := _string_inputs(source):
+        if any(m.value == "qat" for m in config.modes):
+            check_qat_source(Path(config.model))  # no Keras layers to fine-tune is the first cause, whatever the input
         modes = ", ".join(m.value for m in config.modes if MODES[m].needs_calibration)
         raise UsageError(_string_calibration_message(modes, config.model, strings, config.signature))
 
