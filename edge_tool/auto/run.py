@@ -41,6 +41,7 @@ def _eval_config(config: AutoConfig, paths: list[Path]):
         labels=c.labels,
         contract=ContractOptions(c.input_range, c.input_mean, c.input_std),
         trust_model_code=c.trust_model_code,
+        signature=c.signature,  # the reference runs the signature the candidates were converted from
     )
 
 
