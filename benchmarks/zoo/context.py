@@ -28,7 +28,7 @@ class Context:
             self.loaded = None
         else:
             self.loaded, self.keras_model = tf.saved_model.load(str(model_dir)), None
-            self.fn = self.loaded.signatures["serving_default"]
+            self.fn = self.loaded.signatures[self.spec.data_signature]
             self.in_specs = self.fn.structured_input_signature[1]
         self.inputs, self.y = self._load(self.model_dir / "eval.npz")
         self.calibration, _ = self._load(self.model_dir / "calibration.npz")

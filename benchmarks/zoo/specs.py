@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,9 @@ class ModelSpec:
     dynamic_hw: bool = False
     task: str = "classification"  # classification | multilabel | regression | segmentation | detection
     model_file: str = ""  # the model is this file inside the model directory (e.g. model.keras), not the directory
+    # the signature the data files feed and the oracle runs (a TF-Serving export's pixel signature beside an
+    # image-bytes serving_default: the cells convert serving_default, and their way out is --signature NAME)
+    data_signature: str = field(default="serving_default", repr=False)  # out of repr: the cache keys of others hold
     # cell ("*" = every cell) -> regexes a refusal's reason must all match: the real cause (and its way out)
     refusals: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -129,6 +132,7 @@ SPECS = {
         ModelSpec(
             "image_bytes",
             "tf.Module: serving_default decodes PNG bytes (string[N]) inside; serving_pixels takes float32 pixels",
+            data_signature="serving_pixels",
         ),
         ModelSpec(
             "tabular_preprocessing",
