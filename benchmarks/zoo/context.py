@@ -53,7 +53,8 @@ class Context:
         for s in range(0, n, batch):
             out = self.fn(**{k: self.tf.constant(v[s : s + batch]) for k, v in inputs.items()})
             for k, v in out.items():
-                parts.setdefault(k, []).append(np.asarray(v, dtype=np.float32))
+                v = np.asarray(v)
+                parts.setdefault(k, []).append(v.astype(bytes) if v.dtype.kind in "OSU" else v.astype(np.float32))
         return {k: np.concatenate(v) for k, v in parts.items()}
 
 
@@ -88,9 +89,20 @@ def compare(ref: dict, got: dict, y: np.ndarray | None, task: str = "classificat
     missing = sorted(set(ref) - set(got))
     if missing:
         return {"error": f"outputs {missing} missing (got {sorted(got)})"}
-    head = primary(ref) if task != "detection" else next(n for n in sorted(ref) if not _is_boxes(n, ref[n]))
+    strings = sorted(k for k in ref if ref[k].dtype.kind in "SU")  # compared as strings: exact-equality rate
+    numeric = {k: v for k, v in ref.items() if k not in strings}
+    head = primary(numeric) if task != "detection" else next(n for n in sorted(numeric) if not _is_boxes(n, ref[n]))
     n = min(len(ref[head]), len(got[head]))
     metrics = {"samples": n, "head": head, "task": task}
+    for name in strings:
+        same = np.asarray(got[name][:n]).astype(bytes).reshape(n, -1) == ref[name][:n].astype(bytes).reshape(n, -1)
+        metrics[f"string_equal_{name}"] = float(same.all(axis=1).mean())
+        if (
+            metrics[f"string_equal_{name}"] < 1.0 - 1e-9
+            and not (np.asarray(got[head][:n]).argmax(-1) != ref[head][:n].argmax(-1)).any()
+        ):
+            return {"error": f"string output {name}: differs from the reference where the scores agree"}
+    ref, got = numeric, {k: v for k, v in got.items() if k not in strings}
     worst = 0.0
     for name in ref:
         a, b = ref[name][:n].reshape(n, -1), got[name][:n].reshape(n, -1)

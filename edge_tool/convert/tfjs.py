@@ -127,6 +127,14 @@ def export_tfjs(
     fmt = json.loads(model_json.read_text()).get("format")
     if fmt != "graph-model":
         raise ConversionError(f"tensorflowjs wrote a {fmt!r} model; expected a graph-model.")
+    if tables := resource_inputs(model_json):
+        raise ConversionError(
+            f"tensorflowjs 4.22 turned the lookup table of {saved_model} (a StaticHashTable, StringLookup or "
+            f"IntegerLookup) into a resource input of the graph model ({', '.join(tables)}: DT_RESOURCE), which "
+            "TF.js in edgetool's runner and in the demo page cannot feed, so the model does not run there. Keep "
+            "the lookup out of the browser model (map class ids to labels in the app: edgetool puts labels.txt "
+            "into the page), or use --format tflite (TFLite runs static tables as builtin HASHTABLE ops)."
+        )
     if nodes := training_batchnorms(model_json):
         if _unfused:
             raise refusal(saved_model, nodes)
@@ -210,3 +218,9 @@ if __name__ == "__main__":  # the re-export child: python -m edge_tool.convert.t
         json.loads(Path(sys.argv[5]).read_text()) or None,
         _unfused=True,
     )
+
+
+def resource_inputs(model_json: Path) -> list[str]:
+    """Names of the graph model's signature inputs that are resources (a lookup table tensorflowjs hoisted out)."""
+    signature = json.loads(Path(model_json).read_text()).get("signature") or {}
+    return sorted(n for n, t in (signature.get("inputs") or {}).items() if t.get("dtype") == "DT_RESOURCE")
