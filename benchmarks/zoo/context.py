@@ -39,7 +39,7 @@ class Context:
         with np.load(path) as f:
             arrays = {k: f[k] for k in f.files}
         y = arrays.pop("y")
-        if set(arrays) == {"x"} and len(self.in_specs) == 1:
+        if "x" in arrays and len(self.in_specs) == 1:  # other arrays (reference boxes) are not inputs
             arrays = {next(iter(self.in_specs)): arrays["x"]}
         return {
             k: arrays[k] if s.dtype == self.tf.string else arrays[k].astype(s.dtype.as_numpy_dtype)
