@@ -46,8 +46,15 @@ class Context:
             for k, s in self.in_specs.items()
         }, y
 
+    def fixed_batch(self) -> int | None:
+        """The batch the signature fixes (a graph traced at batch 1: NMS inside), else None."""
+        sizes = {s.shape[0] for s in self.in_specs.values() if s.shape.rank and s.shape[0] is not None}
+        return sizes.pop() if len(sizes) == 1 else None
+
     def saved_model_outputs(self, inputs: dict, batch: int = 64) -> dict[str, np.ndarray]:
-        """The serving signature's outputs for every sample, in batches."""
+        """The serving signature's outputs for every sample, in batches (of the signature's own, when it fixes one:
+        TensorFlow may run a larger batch through it and give per-batch, not per-sample, results)."""
+        batch = self.fixed_batch() or batch
         n = len(next(iter(inputs.values())))
         parts: dict[str, list] = {}
         for s in range(0, n, batch):
