@@ -24,6 +24,7 @@ from edge_tool.demo.footprint import footprint
 from edge_tool.demo.model import Tensor, output_ui
 from edge_tool.demo.site import LITERT_MODULES, TEMPLATE_FILES, content_version, site_files
 from tests.conftest import REPO, edgetool_in_process
+from tests.page_task_models import gelu_model
 
 RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}
 FIXED_FILES = {
@@ -566,11 +567,30 @@ def test_package_json_pins_litert_exactly():
         assert lock["packages"][f"node_modules/{name}"]["version"] == version
 
 
-def test_litert_without_calibration_data_is_refused(digits_model, tmp_path):
-    model = tmp_path / "model"
-    shutil.copytree(digits_model, model, ignore=shutil.ignore_patterns("calibration.npz"))
-    _assert_refused([str(model), "--litert"], tmp_path / "site", "--calibration", "calibration.npz")
-    assert not (tmp_path / "site").exists()
+def test_a_model_tfjs_cannot_convert_names_a_litert_command_that_works_without_calibration(tmp_path):
+    """Issue 35: the refusal named --litert, and --litert then stopped for want of --calibration. The command it
+    names now runs as given: with no calibration data --litert builds the fp32 .tflite alone (LiteRT.js runs it),
+    and that file computes what TensorFlow computes."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    model = gelu_model(tmp_path / "gelu")
+    (model / "calibration.npz").unlink()
+    _assert_refused([str(model)], tmp_path / "site", "Erfc", f"`edgetool demo {model} --litert`")
+    result = CliRunner().invoke(app, ["demo", str(model), "--litert", "-o", str(tmp_path / "site")])
+    assert result.exit_code == 0, result.output
+    lrt = json.loads((tmp_path / "site" / "demo-config.json").read_text())["litert"]
+    assert (lrt["label"], lrt["variants"]) == ("LiteRT.js fp32", []), lrt
+    assert sorted(p.name for p in (tmp_path / "site" / "model").glob("*.tflite")) == ["model-fp32-b1.tflite"]
+    x = np.random.default_rng(1).normal(size=(1, 8)).astype(np.float32)
+    runner = Interpreter(model_path=str(tmp_path / "site" / "model" / "model-fp32-b1.tflite")).get_signature_runner()
+    got = next(iter(runner(**{next(iter(runner.get_input_details())): x}).values()))
+    import tensorflow as tf
+
+    want = next(iter(tf.saved_model.load(str(model)).signatures["serving_default"](tf.constant(x)).values()))
+    np.testing.assert_allclose(got, want.numpy(), atol=1e-5)
+
+
+def test_litert_with_missing_calibration_file_is_refused(digits_model, tmp_path):
     missing = tmp_path / "nope.npz"
     _assert_refused(
         [str(digits_model), "--litert", "--calibration", str(missing)], tmp_path / "site", "nope.npz does not exist"

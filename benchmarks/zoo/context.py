@@ -31,7 +31,7 @@ class Context:
             self.loaded = None
         else:
             self.loaded, self.keras_model = tf.saved_model.load(str(self.source)), None
-            self.fn = self.loaded.signatures["serving_default"]
+            self.fn = self.loaded.signatures[self.spec.data_signature]
             self.in_specs = self.fn.structured_input_signature[1]
         self.inputs, self.y = self._load(self.model_dir / "eval.npz")
         self.calibration, _ = self._load(self.model_dir / "calibration.npz")
@@ -42,21 +42,29 @@ class Context:
         with np.load(path) as f:
             arrays = {k: f[k] for k in f.files}
         y = arrays.pop("y")
-        if set(arrays) == {"x"} and len(self.in_specs) == 1:
+        if "x" in arrays and len(self.in_specs) == 1:  # other arrays (reference boxes) are not inputs
             arrays = {next(iter(self.in_specs)): arrays["x"]}
         return {
             k: arrays[k] if s.dtype == self.tf.string else arrays[k].astype(s.dtype.as_numpy_dtype)
             for k, s in self.in_specs.items()
         }, y
 
+    def fixed_batch(self) -> int | None:
+        """The batch the signature fixes (a graph traced at batch 1: NMS inside), else None."""
+        sizes = {s.shape[0] for s in self.in_specs.values() if s.shape.rank and s.shape[0] is not None}
+        return sizes.pop() if len(sizes) == 1 else None
+
     def saved_model_outputs(self, inputs: dict, batch: int = 64) -> dict[str, np.ndarray]:
-        """The serving signature's outputs for every sample, in batches."""
+        """The serving signature's outputs for every sample, in batches (of the signature's own, when it fixes one:
+        TensorFlow may run a larger batch through it and give per-batch, not per-sample, results)."""
+        batch = self.fixed_batch() or batch
         n = len(next(iter(inputs.values())))
         parts: dict[str, list] = {}
         for s in range(0, n, batch):
             out = self.fn(**{k: self.tf.constant(v[s : s + batch]) for k, v in inputs.items()})
             for k, v in out.items():
-                parts.setdefault(k, []).append(np.asarray(v, dtype=np.float32))
+                v = np.asarray(v)
+                parts.setdefault(k, []).append(v.astype(bytes) if v.dtype.kind in "OSU" else v.astype(np.float32))
         return {k: np.concatenate(v) for k, v in parts.items()}
 
 
@@ -97,9 +105,20 @@ def compare(ref: dict, got: dict, y: np.ndarray | None, task: str = "classificat
     missing = sorted(set(ref) - set(got))
     if missing:
         return {"error": f"outputs {missing} missing (got {sorted(got)})"}
-    head = primary(ref) if task != "detection" else next(n for n in sorted(ref) if not _is_boxes(n, ref[n]))
+    strings = sorted(k for k in ref if ref[k].dtype.kind in "SU")  # compared as strings: exact-equality rate
+    numeric = {k: v for k, v in ref.items() if k not in strings}
+    head = primary(numeric) if task != "detection" else next(n for n in sorted(numeric) if not _is_boxes(n, ref[n]))
     n = min(len(ref[head]), len(got[head]))
     metrics = {"samples": n, "head": head, "task": task}
+    for name in strings:
+        same = np.asarray(got[name][:n]).astype(bytes).reshape(n, -1) == ref[name][:n].astype(bytes).reshape(n, -1)
+        metrics[f"string_equal_{name}"] = float(same.all(axis=1).mean())
+        if (
+            metrics[f"string_equal_{name}"] < 1.0 - 1e-9
+            and not (np.asarray(got[head][:n]).argmax(-1) != ref[head][:n].argmax(-1)).any()
+        ):
+            return {"error": f"string output {name}: differs from the reference where the scores agree"}
+    ref, got = numeric, {k: v for k, v in got.items() if k not in strings}
     worst = 0.0
     for name in ref:
         a, b = ref[name][:n].reshape(n, -1), got[name][:n].reshape(n, -1)

@@ -17,12 +17,24 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.zoo.builders import attention, export, gpu, media, modern, outputs, sequence, tabular, tasks, vision
+from benchmarks.zoo.builders import (
+    attention,
+    export,
+    gpu,
+    media,
+    modern,
+    outputs,
+    sequence,
+    serving,
+    tabular,
+    tasks,
+    vision,
+)
 from benchmarks.zoo.specs import SPECS
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-FAMILIES = (vision, sequence, tabular, export, tasks, modern, media, attention, gpu, outputs)
+FAMILIES = (vision, sequence, tabular, export, tasks, modern, media, attention, gpu, outputs, serving)
 
 
 def _builders() -> dict:

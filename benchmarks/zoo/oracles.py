@@ -43,11 +43,21 @@ def run_tflite(ctx: Context, path: Path, inputs: dict | None = None) -> dict:
 
 
 def run_tfjs(ctx: Context, model_dir: Path, n: int = TFJS_SAMPLES) -> dict:
-    """Outputs of a TFJS graph model on the first ``n`` samples, in Node (cpu backend, executeAsync)."""
+    """Outputs of a TFJS graph model on the first ``n`` samples, in Node (cpu backend, executeAsync); a graph whose
+    signature fixes the batch to 1 gets one sample per run."""
+    if ctx.fixed_batch() == 1 and n > 1:
+        runs = [_run_tfjs(ctx, model_dir, slice(i, i + 1)) for i in range(n)]
+        if bad := next((r for r in runs if "error" in r), None):
+            return bad
+        return {k: np.concatenate([r[k] for r in runs]) for k in runs[0]}
+    return _run_tfjs(ctx, model_dir, slice(0, n))
+
+
+def _run_tfjs(ctx: Context, model_dir: Path, rows: slice) -> dict:
     bundle = REPO / "web_demo" / "vendor" / "tf.min.js"
     kinds = {"i": "int32", "u": "int32", "U": "string", "S": "string", "O": "string"}
     feed = {
-        k: {"dtype": kinds.get(v.dtype.kind, "float32"), "shape": list(v[:n].shape), "data": v[:n].ravel().tolist()}
+        k: {"dtype": kinds.get(v.dtype.kind, "float32"), "shape": list(v[rows].shape), "data": v[rows].ravel().tolist()}
         for k, v in ctx.inputs.items()
     }
     with tempfile.TemporaryDirectory(dir=ctx.work) as tmp:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,9 @@ class ModelSpec:
     model_file: str = ""  # the model is this file (model.keras) or SavedModel sub-directory inside the model directory
     mixed: bool = False  # trained under a mixed-precision policy: float32 files are checked against twin.npz
     extra_args: tuple[str, ...] = ()  # added to every cell's command; "{dir}" is the model directory
+    # the signature the data files feed and the oracle runs (a TF-Serving export's pixel signature beside an
+    # image-bytes serving_default: the cells convert serving_default, and their way out is --signature NAME)
+    data_signature: str = field(default="serving_default", repr=False)  # out of repr: the cache keys of others hold
     # cell ("*" = every cell) -> regexes a refusal's reason must all match: the real cause (and its way out)
     refusals: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -175,6 +178,23 @@ SPECS = {
             "labels_in_parent",
             "models/a (10 digits) and models/b (digits 0..2) SavedModels, labels.txt (10) in their parent folder",
             model_file="b",
+        ),
+        # issue 35: what serving exports and older graphs look like
+        ModelSpec(
+            "image_bytes",
+            "tf.Module: serving_default decodes PNG bytes (string[N]) inside; serving_pixels takes float32 pixels",
+            data_signature="serving_pixels",
+        ),
+        ModelSpec(
+            "tabular_preprocessing",
+            "dict of named inputs: Normalization, StringLookup (one-hot), IntegerLookup + CategoryEncoding → MLP",
+        ),
+        ModelSpec("string_labels", "digits CNN whose signature ends in a StaticHashTable: probs + label string[N]"),
+        ModelSpec("tf1_compat", "TF1 graph: tf.compat.v1 placeholders + Session, saved with simple_save"),
+        ModelSpec(
+            "nms_in_graph",
+            "digit in a 16×16 canvas → classes + 4 candidate boxes → tf.image.non_max_suppression keeps one",
+            task="detection",
         ),
     )
 }

@@ -43,6 +43,7 @@ def _eval_config(config: AutoConfig, paths: list[Path]):
         contract=ContractOptions(c.input_range, c.input_mean, c.input_std),
         trust_model_code=c.trust_model_code,
         devices=(config.device,) if config.device else (),
+        signature=c.signature,  # the reference runs the signature the candidates were converted from
     )
 
 

@@ -33,6 +33,7 @@ class CheckConfig:
     device: str | None = None  # ssh:// URL: the targets that can run there (device_target.DEVICE_TARGETS) do
     trust_model_code: bool = False  # --trust-model-code: check a model that carries code (edge_tool.modelcode)
     contract: ContractOptions = ContractOptions()  # --input-*: how image calibration data becomes model input
+    signature: str | None = None  # --signature: the SavedModel signature checked (None: serving_default)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
@@ -67,7 +68,7 @@ class CheckReport(Record):
 
 def run_check(config: CheckConfig) -> CheckReport:
     """Check ``config.model`` on each target; UsageError-family errors (exit 2) for bad input."""
-    subject = classify(config.model, config.calibration, config.trust_model_code)
+    subject = classify(config.model, config.calibration, config.trust_model_code, config.signature)
     subject.contract = config.contract
     targets = TARGETS
     if subject.kind == "tfjs" and set(config.targets) != {"tfjs"}:

@@ -27,7 +27,7 @@ from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.modelfiles.limits import check_signature, check_tflite_file, read_tflite
 from edge_tool.modelfiles.tfjs_manifest import read_graph_model_json
 from edge_tool.modelfiles.tflite_model import summarize_tflite
-from edge_tool.models.modelio import saved_model_signature
+from edge_tool.models.modelio import SERVING, saved_model_signature
 
 
 class Unavailable(Exception):
@@ -44,6 +44,7 @@ class Subject:
     contract: object | None = None  # ContractOptions (--input-*): how image calibration data becomes input
     work: Path | None = None
     trust_model_code: bool = False  # --trust-model-code: convert and run a model that carries code
+    signature: str | None = None  # --signature: the SavedModel signature checked (None: serving_default)
     _made: dict = field(default_factory=dict)
     synthetic_calibration: bool = False  # the int8 builds were calibrated on synthetic data (check.synthetic)
 
@@ -80,7 +81,9 @@ class Subject:
             try:
                 work = self.temp("source")
                 work.mkdir()
-                source = prepare_source(self.path, work, trust_model_code=self.trust_model_code)
+                source = prepare_source(
+                    self.path, work, trust_model_code=self.trust_model_code, signature_key=self.signature
+                )
                 self._made["source"] = (source.saved_model, None)
             except ModelError as exc:
                 self._made["source"] = (None, str(exc))
@@ -96,7 +99,9 @@ class Subject:
         if found is not None:
             return found
         if "synthetic" not in self._made:
-            self._made["synthetic"] = write_synthetic_calibration(self.model_dir(), self.temp("synthetic.npz"))
+            self._made["synthetic"] = write_synthetic_calibration(
+                self.model_dir(), self.temp("synthetic.npz"), self.signature
+            )
             self.synthetic_calibration = True
         return self._made["synthetic"]
 
@@ -107,17 +112,20 @@ class Subject:
         return self.work / name
 
 
-def classify(path: Path, calibration: Path | None, trust_model_code: bool = False) -> Subject:
-    """A Subject for ``path``; ModelError naming what was expected when it is none of the accepted kinds, and
-    ModelCodeRefused when it carries code (``edge_tool.modelcode``) and ``trust_model_code`` is not set."""
-    subject = _classify(Path(path), calibration)
+def classify(
+    path: Path, calibration: Path | None, trust_model_code: bool = False, signature: str | None = None
+) -> Subject:
+    """A Subject for ``path`` (of a SavedModel: its ``signature``, default serving_default); ModelError naming what
+    was expected when it is none of the accepted kinds, and ModelCodeRefused when it carries code
+    (``edge_tool.modelcode``) and ``trust_model_code`` is not set."""
+    subject = _classify(Path(path), calibration, signature)
     if subject.kind != "tfjs":
-        require_safe_model(subject.path, trust_model_code, "check")
-    subject.trust_model_code = trust_model_code
+        require_safe_model(subject.path, trust_model_code, "check", signature)
+    subject.trust_model_code, subject.signature = trust_model_code, signature
     return subject
 
 
-def _classify(path: Path, calibration: Path | None) -> Subject:
+def _classify(path: Path, calibration: Path | None, signature: str | None = None) -> Subject:
     if not path.exists():
         raise ModelError(
             f"{path} does not exist; expected a SavedModel directory, a .keras/.h5 file, a .tflite file "
@@ -132,7 +140,7 @@ def _classify(path: Path, calibration: Path | None) -> Subject:
     if path.is_dir():
         # the model itself must be usable (a serving signature, inputs within the tensor limit) before any target
         # converts it: a problem of the model is one refusal (exit 2), not a "will not run" row per target
-        check_signature(saved_model_signature(path), path)
+        check_signature(saved_model_signature(path, signature or SERVING), path)
         return Subject(path, "model", calibration)
     _require_tflite(path)
     check_tflite_file(path)  # every target would allocate its tensors: one refusal, not a failed row per target
@@ -177,6 +185,7 @@ def _convert(subject: Subject, mode: str, output_format: str = "tflite") -> Path
         allow_select_tf_ops=output_format == "tflite",
         samples=SAMPLES if subject.synthetic_calibration else ConvertConfig.samples,
         trust_model_code=subject.trust_model_code,
+        signature=subject.signature,
         **_contract_options(subject),
     )
     result = convert(config)
@@ -197,17 +206,25 @@ def _contracts(subject: Subject, source) -> tuple:
         calibration=subject.int8_calibration(),
         metadata=False,
         trust_model_code=subject.trust_model_code,
+        signature=subject.signature,
         **_contract_options(subject),
     )
     return prepare_inputs(import_tf(), config, source).contracts
 
 
 def _fixed_batch_int8(subject: Subject) -> Path:
-    source = prepare_source(subject.model_dir(), subject.temp("int8-b1-src"), trust_model_code=subject.trust_model_code)
+    source = prepare_source(
+        subject.model_dir(),
+        subject.temp("int8-b1-src"),
+        trust_model_code=subject.trust_model_code,
+        signature_key=subject.signature,
+    )
     saved = source.saved_model
     out = subject.temp("int8-b1.tflite")  # a model the converter refuses: ConversionError (run_converter), a finding
     out.write_bytes(
-        build_fixed_int8(saved, subject.int8_calibration(), _contracts(subject, source), subject.trust_model_code)
+        build_fixed_int8(
+            saved, subject.int8_calibration(), _contracts(subject, source), subject.trust_model_code, subject.signature
+        )
     )
     return out
 

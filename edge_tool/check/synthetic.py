@@ -25,11 +25,12 @@ NOTE = (
 )
 
 
-def write_synthetic_calibration(saved_model: Path, out: Path) -> Path:
-    """An .npz of SAMPLES synthetic samples per serving-signature input of ``saved_model`` (keys: input names)."""
+def write_synthetic_calibration(saved_model: Path, out: Path, signature: str | None = None) -> Path:
+    """An .npz of SAMPLES synthetic samples per input of ``saved_model``'s ``signature`` (default serving_default;
+    keys: input names)."""
     rng = np.random.default_rng(0)
     arrays = {}
-    for spec in saved_model_signature(saved_model).inputs:
+    for spec in saved_model_signature(saved_model, signature or "serving_default").inputs:
         if spec.shape is None:
             raise ModelError(
                 f"input {spec.name!r} has an unknown rank; give --calibration data for the int8 "

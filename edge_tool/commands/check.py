@@ -27,6 +27,11 @@ def command(
         "--device",
         help="ssh://[user@]host[:port][?python=PATH]: decide litert-cpu by running the model on that device (docs/device.md).",
     ),
+    signature: str | None = typer.Option(
+        None,
+        "--signature",
+        help="SavedModel signature to check (default serving_default; check names the one used when there are several).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the machine-readable report (JSON) instead of text."),
     trust_model_code: bool = trust_model_code_option(),
     custom_objects: list[str] | None = CUSTOM_OBJECTS,
@@ -48,6 +53,7 @@ def command(
             calibration=calibration,
             device=device,
             trust_model_code=trust_model_code,
+            signature=signature,
             contract=ContractOptions.from_cli(input_range, input_mean, input_std),
         )
     )

@@ -72,7 +72,9 @@ def convert(config: ConvertConfig) -> ConvertResult:
     background worker (TFJS, with two CPUs) starts it here, before TensorFlow is imported.
     """
     check_output_dir(config.output_dir, config.force, config.inputs)
-    require_safe_model(config.model, config.trust_model_code, "convert")  # before any worker or loader starts
+    require_safe_model(
+        config.model, config.trust_model_code, "convert", config.signature
+    )  # before any worker or loader starts
 
     t0 = time.perf_counter()
     workers = {}

@@ -39,10 +39,15 @@ def calibration_source(saved_model: Path, calibration_path: Path | None) -> Path
 
 
 def build_fixed_int8(
-    saved_model: Path, calibration_path: Path | None, contracts: tuple = (), trust_model_code: bool = False
+    saved_model: Path,
+    calibration_path: Path | None,
+    contracts: tuple = (),
+    trust_model_code: bool = False,
+    signature: str | None = None,
 ) -> bytes:
-    """Full-integer int8 .tflite of ``saved_model``'s serving signature with the input batch fixed to 1."""
-    return build_fixed(saved_model, calibration_path, ("int8",), contracts, trust_model_code)["int8"]
+    """Full-integer int8 .tflite of ``saved_model``'s ``signature`` (default serving_default) with the input batch
+    fixed to 1."""
+    return build_fixed(saved_model, calibration_path, ("int8",), contracts, trust_model_code, signature)["int8"]
 
 
 def build_fixed(
@@ -55,13 +60,16 @@ def build_fixed(
 ) -> dict[str, bytes]:
     """{mode: .tflite bytes} for ``modes`` ('int8', 'fp32') of ``saved_model``'s ``signature`` (default
     serving_default) with the input batch fixed to 1; the batch-1 re-export is made once for all of them (a model
-    carrying code refused unless ``trust_model_code``). Image data is read through the input contract ``contracts``."""
-    source = calibration_source(saved_model, calibration_path)
+    carrying code refused unless ``trust_model_code``). Image data is read through the input contract ``contracts``;
+    calibration data is needed (and read) for int8 only."""
     info = saved_model_signature(Path(saved_model), signature or SERVING)
     open_inputs = [f"{t.name} {t.shape}" for t in info.inputs if not t.shape or any(d is None for d in t.shape[1:])]
     if open_inputs:
         raise ModelError(f"--litert needs fixed input shapes after the batch dimension; {', '.join(open_inputs)}.")
-    ds = calibration.load(source, calibration.specs_from(info.inputs), calibration.LoadOptions(images=contracts))
+    ds = None
+    if "int8" in modes:
+        source = calibration_source(saved_model, calibration_path)
+        ds = calibration.load(source, calibration.specs_from(info.inputs), calibration.LoadOptions(images=contracts))
 
     tf = import_tf()
     out = {}

@@ -13,6 +13,7 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, default_warning, image_data, resolve
 from edge_tool.convert.metadata_step import check_labels, metadata_spec
 from edge_tool.convert.modes import MODES
+from edge_tool.convert.qat_support.source import check_qat_source
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import UsageError
@@ -20,6 +21,7 @@ from edge_tool.litert.recipes import missing_calibration_message, resolve_calibr
 from edge_tool.metadata.writer import MetadataSpec
 from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
 from edge_tool.models.modelio import signature_runner
+from edge_tool.models.signature_choice import numeric_signature_way_out
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,18 @@ def _string_inputs(source) -> list[str]:
     return [t.name for t in source.signature.inputs if t.dtype in ("string", "object", "bytes")]
 
 
-def _string_calibration_message(modes: str, model, strings: list[str]) -> str:
-    return (
-        f"--quant {modes}: input {', '.join(map(repr, strings))} of {model} is a string tensor, and the "
-        "integer modes quantize every op through calibration — string ops (tokenizing, lookups) have no "
-        "integer form in TFLite (the raw converter fails on them too). Use --quant fp32, fp16 or dynamic with "
-        "--allow-select-tf-ops (the string ops then run as TF Flex ops; the app needs the Flex delegate), or "
-        "keep the string preprocessing outside the model and quantize the numeric part."
+def _string_calibration_message(modes: str, model, strings: list[str], signature: str | None = None) -> str:
+    named = f"--quant {modes}: input {', '.join(map(repr, strings))} of {model} is a string tensor"
+    if other := numeric_signature_way_out(model, signature):  # a TF-Serving export's pixel signature: that one
+        return f"{named}, which the integer modes cannot calibrate (string ops have no integer form).{other}"
+    why = (
+        f"{named}, and the integer modes quantize every op through calibration — string ops (tokenizing, lookups, "
+        "image decoding) have no integer form in TFLite (the raw converter fails on them too)."
+    )
+    return why + (
+        " Use --quant fp32, fp16 or dynamic with --allow-select-tf-ops (the string ops then run as TF Flex ops; the "
+        "app needs the Flex delegate), or keep the string preprocessing outside the model and quantize the numeric "
+        "part."
     )
 
 
@@ -80,8 +87,10 @@ def refuse_string_calibration(config, source) -> None:
     """UsageError for a mode that calibrates (int8, int16x8) when an input is a string tensor: there is no integer
     form of string ops (the raw converter fails on them too), whatever data is given."""
     if strings := _string_inputs(source):
+        if any(m.value == "qat" for m in config.modes):
+            check_qat_source(Path(config.model))  # no Keras layers to fine-tune is the first cause, whatever the input
         modes = ", ".join(m.value for m in config.modes if MODES[m].needs_calibration)
-        raise UsageError(_string_calibration_message(modes, config.model, strings))
+        raise UsageError(_string_calibration_message(modes, config.model, strings, config.signature))
 
 
 def drop_string_calibration(config, source) -> tuple[object, dict[str, str]]:
@@ -91,7 +100,7 @@ def drop_string_calibration(config, source) -> tuple[object, dict[str, str]]:
     calibrated = [m for m in config.modes if MODES[m].needs_calibration]
     if not (strings and calibrated and config.keep_going) or len(calibrated) == len(config.modes):
         return config, {}
-    why = _string_calibration_message(", ".join(m.value for m in calibrated), config.model, strings)
+    why = _string_calibration_message(", ".join(m.value for m in calibrated), config.model, strings, config.signature)
     kept = tuple(m for m in config.modes if m not in calibrated)
     eval_data = config.eval_data if any(m.value == "qat" for m in kept) else None  # --eval-data belongs to qat
     return dataclasses.replace(config, modes=kept, eval_data=eval_data), {

@@ -4,7 +4,8 @@ TensorFlow 2.19's converter can write a model LiteRT aborts on (e.g. int16x8 of 
 the kernel's prepare, the raw converter's file too; int16x8 of an LSTM: "output_state != nullptr" in prepare). The
 child loads the file with the serving signature and runs one all-zeros input. A death by signal or a hang refuses
 the mode, and so does an exception when every input shape is fixed; with a dynamic dimension (set to 1 here) the
-exception may come from that size, so it is not held against the file. Given probe inputs (an .npz per sample),
+exception may come from that size, so it is not held against the file. String outputs travel as bytes arrays
+(``S`` dtype): numpy never loads a pickled array here. Given probe inputs (an .npz per sample),
 the child also runs each of them (state reset before each) and returns the outputs, for ``convert.fidelity``.
 Given a sample (one calibration sample, for a model with an open non-batch dimension such as H×W), the child runs
 it instead of the zeros: at a real shape, an exception is held against the file too.
@@ -59,7 +60,9 @@ for i, probe in enumerate(args[1:-1]):
     with np.load(probe) as z:
         it.reset_all_variables()
         got = runner(**{k: z[k] for k in z.files})
-    outputs.update({f"{i}/{k}": np.asarray(v) for k, v in got.items()})
+    # string outputs (a label lookup) come back as object arrays of bytes: stored as bytes ('S'), never pickled
+    outputs.update({f"{i}/{k}": np.asarray(v).astype(bytes) if np.asarray(v).dtype == object else np.asarray(v)
+                    for k, v in got.items()})
 if len(args) > 1:
     np.savez(args[-1], **outputs)
 """

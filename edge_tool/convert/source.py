@@ -192,7 +192,9 @@ def prepare_source(
         kind = "keras-file"
     else:
         saved, kind, exported, sha256 = _glob_free(model, Path(workdir)), "saved_model", None, None
-    require_no_side_effects(saved, trust_model_code, "Converting it (the self-check and calibration run the graph)")
+    require_no_side_effects(
+        saved, trust_model_code, "Converting it (the self-check and calibration run the graph)", signature_key
+    )
     signature = saved_model_signature(saved, signature_key or SERVING)
     flavor, fixed = saved_model_flavor(saved), None
     if exported is not None:  # a Keras-3 file exported with the batch fixed (and loops unrolled) by Keras itself

@@ -18,6 +18,7 @@ from edge_tool.convert import tfjs_graph, tfjs_opfix, tfjs_rewrite, tfjs_selfche
 from edge_tool.convert.tfjs_op_table import TFJS_OPS, TFJS_VERSION
 from edge_tool.converter.diagnose import python_callback_refusal, python_callbacks
 from edge_tool.errors import ConversionError, UsageError
+from edge_tool.models.signature_choice import numeric_signature_way_out
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
 SHARD_BYTES = tfjs_weights.SHARD_BYTES
@@ -28,7 +29,7 @@ NOT_OPS = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp"}
 def tfjs_refusal(source) -> str | None:
     """Why TensorFlow.js cannot run this prepared source at all (string inputs, Python callbacks), or None."""
     refused = string_input_refusal(source.signature, source.original)
-    callbacks = None if refused else python_callbacks(source.saved_model)
+    callbacks = None if refused else python_callbacks(source.saved_model, source.signature.key)
     return refused or (python_callback_refusal(source.original, callbacks) if callbacks else None)
 
 
@@ -39,7 +40,9 @@ def string_input_refusal(signature, model) -> str | None:
         return None
     return (
         f"TensorFlow.js cannot run {model}: its input {', '.join(names)} is a string tensor, and "
-        "TensorFlow.js graph models take numeric tensors only (it has no kernels for the string ops). Keep the "
+        "TensorFlow.js graph models take numeric tensors only (it has no kernels for the string ops)."
+        + numeric_signature_way_out(model, signature.key)
+        + " Keep the "
         "string preprocessing (tokenizing, TextVectorization, lookups) outside the model and export the "
         "numeric part for TFJS, or use --format tflite (TFLite runs string ops with --allow-select-tf-ops)."
     )

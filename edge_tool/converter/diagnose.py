@@ -16,6 +16,8 @@ from pathlib import Path
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.guard import side_effect_ops
 from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal  # noqa: F401 (importable here)
+from edge_tool.models.modelio import saved_model_signature
+from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings
 
 MAX_SUMMARY_CHARS = 400
 
@@ -142,12 +144,57 @@ def describe_failure(
     return " ".join(parts)
 
 
-def python_callbacks(saved_model: Path) -> list[str]:
-    """Names of the ops in a SavedModel's graph and functions that call back into Python (tf.numpy_function,
-    tf.py_function), sorted; [] when there are none or saved_model.pb cannot be read. From the model-code scan
-    (``modelcode``: every function of the library, read size-checked and cached), not a parse of its own."""
+def python_callbacks(saved_model: Path, signature: str | None = None) -> list[str]:
+    """Names of the ops that call back into Python (tf.numpy_function, tf.py_function) among what running
+    ``signature`` (default serving_default) executes, sorted; [] when there are none or saved_model.pb cannot be
+    read. From the model-code scan (``modelcode``: the functions that signature reaches, read size-checked and
+    cached), not a parse of its own."""
     try:
-        found = side_effect_ops(Path(saved_model))
+        found = side_effect_ops(Path(saved_model), signature)
     except ModelError:
         return []
     return sorted({f.op for f in found} & PYTHON_CALLBACK_OPS.keys())
+
+
+# TF ops Keras preprocessing layers lower to: lookup tables (StringLookup, IntegerLookup, tf.lookup) and counts
+# (CategoryEncoding, a lookup's one_hot / multi_hot output)
+_TABLE_OPS = frozenset(
+    {"HashTableV2", "LookupTableFindV2", "LookupTableImportV2", "LookupTableSizeV2", "MutableHashTableV2"}
+)
+_COUNT_OPS = frozenset({"DenseBincount", "Bincount", "SparseBincount", "RaggedBincount"})
+
+
+def table_way_out(flex: list[str]) -> str:
+    """The sentence a builtin-ops refusal adds when Keras preprocessing ops (lookup tables, one-hot counts) are among
+    ``flex``: what TFLite's builtins take, and the way out that needs no Flex (split the preprocessing off)."""
+    tables, counts = sorted(set(flex) & _TABLE_OPS), sorted(set(flex) & _COUNT_OPS)
+    if not tables and not counts:
+        return ""
+    parts = []
+    if tables:
+        parts.append(
+            f"{', '.join(tables)} (StringLookup/IntegerLookup, tf.lookup: TFLite's builtin HASHTABLE ops take "
+            "static int64→string and string→int64 tables only)"
+        )
+    if counts:
+        parts.append(
+            f"{', '.join(counts)} (CategoryEncoding, or a lookup's one_hot/multi_hot output: no TFLite builtin)"
+        )
+    return (
+        f" These come from Keras preprocessing layers: {'; '.join(parts)}. Without Flex: split the preprocessing off "
+        "— run those layers in the app (or in TensorFlow) and convert the numeric model that takes their output, "
+        "`keras.Model(features, head)` from the layer after the concatenated features (docs/models.md, 'Tabular "
+        "models with preprocessing layers')."
+    )
+
+
+def string_way_out(shared) -> str:
+    """The sentence a refusal adds when the converted signature takes strings and the SavedModel has another one
+    taking numeric input (a TF-Serving export's pixel signature); "" otherwise."""
+    path, key = Path(shared.saved_model), shared.signature_key
+    try:
+        if not takes_strings(saved_model_signature(path, key)):
+            return ""
+    except ModelError:
+        return ""
+    return numeric_signature_way_out(path, key)

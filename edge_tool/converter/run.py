@@ -27,7 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.converter.diagnose import describe_failure, python_callback_refusal, python_callbacks
+from edge_tool.converter.diagnose import (
+    describe_failure,
+    python_callback_refusal,
+    python_callbacks,
+    string_way_out,
+    table_way_out,
+)
 from edge_tool.converter.fast_path import (
     LoopRefused,
     SharedSource,
@@ -128,7 +134,7 @@ def run_converter(converter, refusal: Refusal, call: Callable | None = None):
     except EdgeToolError:
         raise
     except (ConverterError, ValueError, RuntimeError) as exc:
-        raise refusal_error(exc, refusal, made.shared.saved_model, made.allow_select_tf_ops) from None
+        raise refusal_error(exc, refusal, made.shared, made.allow_select_tf_ops) from None
 
 
 def edgetool_callback(func: Callable, shared: SharedSource | None = None) -> Callable:
@@ -159,17 +165,18 @@ class _Guarded:
             ) from exc
 
 
-def refusal_error(exc: Exception, refusal: Refusal, saved_model: Path, allow_select_tf_ops: bool) -> ConversionError:
-    """The ConversionError for the converter's ``exc`` on ``saved_model``: a Python callback in the model first (no
-    option helps), then the ops TF Select could give it, else the converter's own summary."""
-    callbacks = python_callbacks(saved_model)
+def refusal_error(exc: Exception, refusal: Refusal, shared: SharedSource, allow_select_tf_ops: bool) -> ConversionError:
+    """The ConversionError for the converter's ``exc`` on ``shared``'s SavedModel and signature: a Python callback
+    the signature runs first (no option helps), then the ops TF Select could give it, else the converter's own
+    summary."""
+    callbacks = python_callbacks(shared.saved_model, shared.signature_key)
     if callbacks:
         return ConversionError(python_callback_refusal(refusal.model, callbacks))
     flex = ops_needing_select(exc)
     if flex and not allow_select_tf_ops:
         return OpsNotBuiltin(
             f"{refusal.model} uses ops the TFLite builtin op set cannot express: "
-            f"{', '.join(flex)}. {refusal.builtin_only}"
+            f"{', '.join(flex)}.{_first_way_out(string_way_out(shared), refusal.builtin_only)}{table_way_out(flex)}"
         )
     detail = describe_failure(str(exc), refusal.batch, allow_select_tf_ops, refusal.retrace, hints=refusal.hints)
     return ConversionError(f"{refusal.failed}: {detail}")
@@ -207,3 +214,8 @@ def _refuse_unsafe_loops(converter, made: _Made, refusal: Refusal) -> None:
     refuse_unsafe_loops(
         made.shared.float_models[key], tf.int16 if int16 in set(converter.target_spec.supported_ops) else None
     )
+
+
+def _first_way_out(signature: str, builtin_only: str) -> str:
+    """A signature taking numeric input is the first way out when there is one (no Flex needed), then Flex."""
+    return f"{signature} Otherwise: {builtin_only}" if signature else f" {builtin_only}"

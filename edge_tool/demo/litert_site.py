@@ -14,6 +14,7 @@ from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import LITERT_BUILDS, pinned_litert_versions, vendored_litert_files, web_demo_dir
 from edge_tool.errors import UsageError
+from edge_tool.litert.recipes import resolve_calibration
 from edge_tool.modelfiles.limits import read_tflite
 
 LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
@@ -69,9 +70,15 @@ def precheck_litert(cfg: DemoConfig, kind: ModelKind, classes: int | None, input
             f"--litert builds its int8 .tflite from a SavedModel, but {cfg.model} is a tfjs graph model; "
             "pass the SavedModel directory, or --tflite FILE with a fixed-batch-1 .tflite."
         )
-    else:
+    elif cfg.calibration is not None:
         fixed_int8.calibration_source(Path(cfg.model), cfg.calibration)
     return files
+
+
+def litert_modes(cfg: DemoConfig) -> tuple[str, ...]:
+    """The .tflite builds of a --litert site: int8 and fp32 with calibration data (--calibration, or
+    calibration.npz beside the model), else fp32 alone (LiteRT.js runs float models; int8 needs the data)."""
+    return ("int8", "fp32") if resolve_calibration(Path(cfg.model), cfg.calibration) is not None else ("fp32",)
 
 
 def add_litert(
@@ -83,7 +90,7 @@ def add_litert(
         {"given": read_tflite(cfg.tflite)}
         if cfg.tflite is not None
         else fixed_int8.build_fixed(
-            Path(cfg.model), cfg.calibration, ("int8", "fp32"), contracts, cfg.trust_model_code, cfg.signature
+            Path(cfg.model), cfg.calibration, litert_modes(cfg), contracts, cfg.trust_model_code, cfg.signature
         )
     )
     models = []

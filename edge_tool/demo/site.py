@@ -32,9 +32,11 @@ from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, a
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.tfjs_step import place_tfjs
 from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
+from edge_tool.errors import ModelError
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.modelfiles.limits import check_signature
 from edge_tool.models.modelio import SERVING, saved_model_signature
+from edge_tool.models.signature_choice import STRING_DTYPES, numeric_signature_way_out, takes_strings
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
 TFJS_MODULES = ("engines/tfjs.js", "engines/tfjs-backends.js")  # the TensorFlow.js engine (not on LiteRT.js-only sites)
@@ -117,6 +119,12 @@ def is_demo_site(path: Path) -> bool:
 def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
     sig = saved_model_signature(model, signature or SERVING)
     check_signature(sig, model)  # the page (and --litert's LiteRT.js) would allocate these in the browser
+    if takes_strings(sig):
+        names = ", ".join(repr(t.name) for t in sig.inputs if t.dtype in STRING_DTYPES)
+        raise ModelError(
+            f"Input {names} of {model} is a string tensor; the demo page feeds numeric tensors only (a browser "
+            "has no TensorFlow string ops)." + numeric_signature_way_out(model, sig.key, f"edgetool demo {model}")
+        )
     ins = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.inputs)
     outs = tuple(model_mod.Tensor(t.name, t.name, t.dtype, tuple(t.shape or ())) for t in sig.outputs)
     return ins, outs
@@ -178,7 +186,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     check_output_dir(Path(cfg.output), cfg.force, cfg.inputs)
     for model in (cfg.model, cfg.tflite):
         if model is not None:
-            require_safe_model(Path(model), cfg.trust_model_code, "demo")
+            require_safe_model(Path(model), cfg.trust_model_code, "demo", cfg.signature)
     runtime = vendored_files()
     kind = model_mod.detect_model(Path(cfg.model))
     if kind is ModelKind.SAVED_MODEL:
@@ -211,7 +219,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     acts = task_step.activations(Path(cfg.model), kind, cfg.signature)
 
     with atomic_dir(Path(cfg.output), cfg.force, cfg.inputs) as tmp:
-        no_tfjs = place_tfjs(cfg, kind, tmp / MODEL_SUBDIR, input_specs)
+        no_tfjs = place_tfjs(cfg, kind, tmp / MODEL_SUBDIR, input_specs, len(outputs))
         if no_tfjs is None:
             _, inputs, outputs = model_mod.read_tfjs_model(tmp / MODEL_SUBDIR)  # names as the tfjs graph knows them
         else:  # a LiteRT.js-only site: the SavedModel's signature names

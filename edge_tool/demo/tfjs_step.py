@@ -38,11 +38,14 @@ def unsupported_ops(message: str) -> list[str]:
     return sorted({op.strip() for op in re.split(r"[,\s]+", found.group("ops")) if op.strip()})
 
 
-def litert_blocker(input_specs: list[dict]) -> str | None:
-    """Why ``--litert`` cannot run a model with these inputs (LiteRT.js: inputs of fixed shape), or None."""
+def litert_blocker(input_specs: list[dict], outputs: int = 1) -> str | None:
+    """Why ``--litert`` cannot run a model with these inputs and ``outputs`` outputs (LiteRT.js: inputs of fixed
+    shape; the page's LiteRT.js engine reads one output), or None."""
     open_sides = [i["name"] for i in input_specs if i.get("resized")]
     if open_sides:
         return f"its input {', '.join(open_sides)} has an open height/width"
+    if outputs != 1:
+        return f"the page's LiteRT.js engine reads one output and the model has {outputs}"
     return None
 
 
@@ -65,18 +68,19 @@ def tfjs_failure(model: Path, message: str, litert: bool, blocker: str | None = 
     if blocker:
         return (
             f"No TensorFlow.js model for {model}: {why}, so there is no TensorFlow.js page to build; "
-            f"nor does --litert help: LiteRT.js in the page runs inputs of fixed shape only and {blocker}. "
+            f"nor does --litert help: LiteRT.js in the page runs inputs of fixed shape only and a single output, "
+            f"and {blocker}. "
             f"Convert it for TFLite instead (`edgetool convert {model}`), or build the browser model without "
             "that op (for GELU: gelu(approximate=True), which TensorFlow.js runs)."
         )
     return (
         f"No TensorFlow.js model for {model}: {why}, so there is no TensorFlow.js page to build. "
-        f"`edgetool demo {model} --litert` builds the page from a LiteRT.js .tflite alone (int8 from "
-        "--calibration data, and fp32), which runs it."
+        f"`edgetool demo {model} --litert` builds the page from a LiteRT.js .tflite alone (fp32; with "
+        "--calibration DATA, or a calibration.npz beside the model, an int8 build too), which runs it."
     )
 
 
-def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[dict]) -> str | None:
+def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[dict], outputs: int = 1) -> str | None:
     """Put the tfjs graph model into ``dest``; None when it is there, else (``--litert`` only) why there can be
     none. Without ``--litert`` that failure raises ConversionError (exit 2) naming the op and ``--litert``
     (or, when LiteRT.js cannot run ``input_specs`` either, why not and what works)."""
@@ -87,7 +91,7 @@ def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[d
         except ConversionError as exc:
             shutil.rmtree(dest, ignore_errors=True)
             if not cfg.litert:
-                blocker = litert_blocker(input_specs)
+                blocker = litert_blocker(input_specs, outputs)
                 raise ConversionError(tfjs_failure(Path(cfg.model), str(exc), False, blocker)) from None
             return tfjs_failure(Path(cfg.model), str(exc), True)
         if not written.check.get("checked"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections import Counter
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from edge_tool.litert.isolated import scratch_dir
 from edge_tool.modelcode.guard import require_no_side_effects
 from edge_tool.models.modelio import validate_saved_model_dir
 from edge_tool.models.precision import reference_precision_note
+from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings
 
 # budgets, report files and the streaming pass live in modules of their own; these names stay importable from here
 __all__ = ["budget_violations", "failures", "primary_output", "run_eval", "skip_tfjs_without_node", "write_reports"]
@@ -82,7 +83,7 @@ def run_eval(config: EvalConfig) -> Report:
     arts, notes = skip_tfjs_without_node(_describe_all(config.artifacts))
     for path in (config.reference, *(a.model_file for a in arts if a.format is ArtifactFormat.TFLITE)):
         require_no_side_effects(
-            path, config.trust_model_code, "edgetool eval (it runs the reference and each artefact)"
+            path, config.trust_model_code, "edgetool eval (it runs the reference and each artefact)", config.signature
         )
     with ExitStack() as stack:
         scratch = Path(stack.enter_context(scratch_dir("edgetool-eval-")))
@@ -101,7 +102,8 @@ def run_eval(config: EvalConfig) -> Report:
         pass_ref_threads = config.reference_threads(litert_workers)
         ref = ReferenceModel(config.reference, pass_ref_threads, config.trust_model_code, config.signature)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
-        fed = resolve_eval_inputs(ref, arts, config.data, config.labels, config.contract, config.seed)
+        with _numeric_signature_hint(ref):
+            fed = resolve_eval_inputs(ref, arts, config.data, config.labels, config.contract, config.seed)
         data = EvalStream(
             config.data,
             ref.input_specs,
@@ -118,7 +120,8 @@ def run_eval(config: EvalConfig) -> Report:
         if config.max_drop is not None and data.labels is None and not settings.reference_only(ref):
             raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
         clock.mark("start (TensorFlow import, reference load, workers started)")
-        data_pass = stream(ref, data, runners, settings, scratch)
+        with _numeric_signature_hint(ref):
+            data_pass = stream(ref, data, runners, settings, scratch)
         measure = data_pass.measure
         _check_budgets_measurable(config, measure)
         for r in runners:
@@ -273,3 +276,16 @@ def _per_layer_notes(arts: list[Artifact], labels: list[str]) -> list[str]:
     if skipped:
         notes.append(f"--per-layer applies to int8 .tflite artefacts only; skipped: {', '.join(skipped)}.")
     return notes
+
+
+@contextmanager
+def _numeric_signature_hint(ref: ReferenceModel):
+    """Data refused for a reference signature that takes strings (image bytes): the refusal names the signatures of
+    the SavedModel taking numeric input and the --signature picking one."""
+    try:
+        yield
+    except UsageError as exc:
+        hint = numeric_signature_way_out(ref.path, ref.signature.key) if takes_strings(ref.signature) else ""
+        if not hint:
+            raise
+        raise UsageError(f"{exc}{hint}") from None

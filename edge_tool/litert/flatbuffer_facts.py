@@ -61,7 +61,9 @@ def _facts(schema, model) -> FlatbufferFacts:
     acts, consts, variables, state_ops, on_float, flex = set(), set(), 0, 0, set(), False
     for g in range(model.SubgraphsLength()):
         sg = model.Subgraphs(g)
-        outputs = {int(i) for k in range(sg.OperatorsLength()) for i in sg.Operators(k).OutputsAsNumpy() if i >= 0}
+        outputs = {
+            int(i) for k in range(sg.OperatorsLength()) for i in _vector(sg.Operators(k).OutputsAsNumpy()) if i >= 0
+        }
         for k in range(sg.OperatorsLength()):
             code = model.OperatorCodes(sg.Operators(k).OpcodeIndex())
             name = ops.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "")
@@ -88,12 +90,18 @@ def _facts(schema, model) -> FlatbufferFacts:
     return FlatbufferFacts(quant, variables, state_ops, float_ops, flex)
 
 
+def _vector(indices) -> tuple:
+    """Tensor indices of an operator's inputs or outputs; flatbuffers gives 0 (not an empty array) for an absent
+    vector (CALL_ONCE, HASHTABLE_IMPORT of a lookup table have no outputs)."""
+    return () if isinstance(indices, int) else tuple(indices)
+
+
 _EDGE_OPS = {"QUANTIZE", "DEQUANTIZE"}  # float I/O of an integer model passes through these
 
 
 def _computes_in_float(model, sg, op, types: dict) -> bool:
     """True when one of ``op``'s computed (non-constant) inputs or outputs is float32."""
-    for i in (*op.InputsAsNumpy(), *op.OutputsAsNumpy()):
+    for i in (*_vector(op.InputsAsNumpy()), *_vector(op.OutputsAsNumpy())):
         if i >= 0:
             t = sg.Tensors(int(i))
             if types.get(t.Type(), "").lower() == "float32" and not is_constant(model, t):

@@ -175,7 +175,10 @@ class TfliteInterpreter:
         return x.astype(b.dtype, copy=False)
 
     def dequantize(self, b: TensorBinding, y: np.ndarray) -> np.ndarray:
-        """Real values of an output: (q - zero_point) * scale for quantized integer outputs, else as float."""
+        """Real values of an output: (q - zero_point) * scale for quantized integer outputs, strings (a label lookup)
+        as bytes (``S``: never an object array, which only a pickle could carry), else as float."""
+        if y.dtype.kind in "OSU":
+            return np.asarray(y).astype(bytes)
         if b.quantized:
             return (y.astype(np.float64) - b.zero_point) * b.scale
         return y.astype(np.float64)
@@ -246,8 +249,12 @@ class TfliteInterpreter:
         self.batching = "single"
         single = [self._invoke({i: x[j : j + 1] for i, x in head.items()}) for j in range(k)]
         for b in self.outputs:
-            per_sample = np.concatenate([s[b.index] for s in single]).astype(np.float64)
-            got = batched[b.index][:k].astype(np.float64)
+            per_sample, got = np.concatenate([s[b.index] for s in single]), batched[b.index][:k]
+            if per_sample.dtype.kind in "OSU":  # string outputs: batching must give the very same strings
+                if got.shape != per_sample.shape or not np.array_equal(got.astype(bytes), per_sample.astype(bytes)):
+                    return
+                continue
+            per_sample, got = per_sample.astype(np.float64), got.astype(np.float64)
             # raw outputs: a quantized one may move by one step (1 in integer units)
             tol = 1.0 if b.quantized else BATCH_CHECK_RTOL * max(1.0, float(np.max(np.abs(per_sample), initial=0)))
             if got.shape != per_sample.shape or np.max(np.abs(got - per_sample), initial=0) > tol:

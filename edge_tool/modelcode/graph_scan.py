@@ -1,8 +1,13 @@
 """Find side-effect ops (``side_effects.SIDE_EFFECT_OPS``) in a SavedModel's graphs or a .tflite file's Flex ops,
 reading the protobuf / flatbuffer only (nothing is loaded into TensorFlow or an interpreter).
 
-Every MetaGraph is walked: its graph nodes and every function of its library, called or not (a loader may run
-any of them: restore and init ops, resource initialisers, signatures). Checkpoint ops are allowed only where the
+Every MetaGraph is walked. Given the signature a command runs, only what loading the model and calling that
+signature executes is judged: the graph nodes feeding the signature, the init collections and the saver's restore op,
+the functions they call (``f`` attributes, While/If/Case branches, lists: transitively) and the functions the TF2
+loader runs by itself (resources' ``_create_resource``/``_initialize``/``_destroy_resource``, saveable objects'
+save/restore functions). A function nothing of these reaches (a Keras layer's ``adapt_step``, another signature) is
+never executed, so it is not judged. Without a signature (or one the MetaGraph does not have) every function of the
+library is walked, called or not. Checkpoint ops are allowed only where the
 MetaGraph's own saver puts them: ``SaveV2``/``MergeV2Checkpoints`` in the subgraph that computes
 ``saver_def.save_tensor_name`` and ``RestoreV2`` in the one that runs ``saver_def.restore_op_name`` (graph nodes
 that feed them and the functions those nodes call, as long as nothing outside the saver calls those functions too).
@@ -10,7 +15,6 @@ that feed them and the functions those nodes call, as long as nothing outside th
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +26,7 @@ from edge_tool.calibration.safe_open import read_regular
 from edge_tool.calibration.serial import Record
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
+from edge_tool.modelcode.reach import INIT_COLLECTIONS, called_functions, closure, executed_by, strip_ref, subgraph
 from edge_tool.modelcode.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of
 from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX, read_tflite
 from edge_tool.modelfiles.tflite_model import _schema
@@ -81,69 +86,20 @@ def _parse_saved_model(path: Path):
     return sm
 
 
-def _strip(ref: str) -> str:
-    return ref.lstrip("^").split(":", 1)[0]
-
-
-def _called_functions(node) -> list[str]:
-    """Names of the functions a node calls through its attributes (``f``, ``then_branch``, ``body``, lists)."""
-    names = []
-    for value in node.attr.values():
-        if value.HasField("func"):
-            names.append(value.func.name)
-        if value.HasField("list"):
-            names.extend(f.name for f in value.list.func)
-    return names
-
-
-def _closure(functions: dict, names) -> set[str]:
-    """``names`` and every library function they call, transitively."""
-    called, pending = set(names), deque(names)
-    while pending:
-        fn = functions.get(pending.popleft())
-        for node in fn.node_def if fn is not None else ():
-            for inner in _called_functions(node):
-                if inner not in called:
-                    called.add(inner)
-                    pending.append(inner)
-    return called
-
-
-def _subgraph(mg, roots: list[str]) -> tuple[set[str], set[str]]:
-    """(graph node names feeding ``roots``, names of the library functions those nodes call, transitively)."""
-    nodes = {n.name: n for n in mg.graph_def.node}
-    functions = {f.signature.name: f for f in mg.graph_def.library.function}
-    seen, queue = set(), deque(_strip(r) for r in roots if r)
-    called: set[str] = set()
-    while queue:
-        name = queue.popleft()
-        if name in seen or name not in nodes:
-            continue
-        seen.add(name)
-        queue.extend(_strip(i) for i in nodes[name].input)
-        called.update(_called_functions(nodes[name]))
-    return seen, _closure(functions, called)
-
-
-_INIT_COLLECTIONS = ("saved_model_main_op", "main_op", "legacy_init_op", "table_initializer")
-
-
 def _run_by_loaders(mg) -> set[str]:
     """Graph nodes a loader or a signature call runs: ancestors of every signature tensor and init-op collection."""
     roots = [t.name for sig in mg.signature_def.values() for t in [*sig.inputs.values(), *sig.outputs.values()]]
-    roots += [
-        v for key in _INIT_COLLECTIONS if key in mg.collection_def for v in mg.collection_def[key].node_list.value
-    ]
-    return _subgraph(mg, roots)[0]
+    roots += [v for key in INIT_COLLECTIONS if key in mg.collection_def for v in mg.collection_def[key].node_list.value]
+    return subgraph(mg, roots)[0]
 
 
 def _reached_otherwise(mg, saver_nodes: set[str], saver_fns: set[str]) -> set[str]:
     """Functions reachable from outside the saver: graph nodes outside its subgraphs, functions outside its closure
     (a signature that calls the saver's save function with its own path is not the saver), object methods."""
     functions = {f.signature.name: f for f in mg.graph_def.library.function}
-    roots = {f for n in mg.graph_def.node if n.name not in saver_nodes for f in _called_functions(n)}
+    roots = {f for n in mg.graph_def.node if n.name not in saver_nodes for f in called_functions(n)}
     roots |= {name for name in functions if name not in saver_fns} | set(mg.object_graph_def.concrete_functions)
-    return _closure(functions, roots)
+    return closure(functions, roots)
 
 
 _TABLE_FROM_FILE = frozenset({"InitializeTableFromTextFile", "InitializeTableFromTextFileV2"})
@@ -166,10 +122,10 @@ def _reads_own_asset(mg, fn, node, callers: dict) -> bool:
     if objects[concrete.bound_inputs[capture]].WhichOneof("kind") != "asset":
         return False
     graph = {n.name: n for n in mg.graph_def.node}
-    assets = {_strip(a.tensor_info.name) for a in mg.asset_file_def}
+    assets = {strip_ref(a.tensor_info.name) for a in mg.asset_file_def}
     for where, call in callers.get(name, ()):
         data = [i for i in call.input if not i.startswith("^")]
-        if where != "graph" or index >= len(data) or not _asset_path(graph, _strip(data[index]), assets):
+        if where != "graph" or index >= len(data) or not _asset_path(graph, strip_ref(data[index]), assets):
             return False
     return True
 
@@ -181,20 +137,20 @@ def _asset_path(graph: dict, name: str, assets: set[str]) -> bool:
         return node is not None
     if node.op != "ReadVariableOp" or not node.input:
         return False
-    handle = _strip(node.input[0])
-    assigns = [n for n in graph.values() if n.op == "AssignVariableOp" and n.input and _strip(n.input[0]) == handle]
-    return bool(assigns) and all(len(n.input) > 1 and _strip(n.input[1]) in assets for n in assigns)
+    handle = strip_ref(node.input[0])
+    assigns = [n for n in graph.values() if n.op == "AssignVariableOp" and n.input and strip_ref(n.input[0]) == handle]
+    return bool(assigns) and all(len(n.input) > 1 and strip_ref(n.input[1]) in assets for n in assigns)
 
 
 def _callers(mg) -> dict:
     """function name -> [(``"graph"`` or the calling function's name, calling node)]."""
     found: dict = {}
     for node in mg.graph_def.node:
-        for f in _called_functions(node):
+        for f in called_functions(node):
             found.setdefault(f, []).append(("graph", node))
     for fn in mg.graph_def.library.function:
         for node in fn.node_def:
-            for f in _called_functions(node):
+            for f in called_functions(node):
                 found.setdefault(f, []).append((fn.signature.name, node))
     return found
 
@@ -204,9 +160,9 @@ def _attrs(node) -> dict:
     return {a: node.attr[a].s.decode("utf-8", "replace") for a in names if a in node.attr}
 
 
-def _scan_meta_graph(mg, found: dict) -> None:
-    save_nodes, save_fns = _subgraph(mg, [mg.saver_def.save_tensor_name])
-    restore_nodes, restore_fns = _subgraph(mg, [mg.saver_def.restore_op_name])
+def _scan_meta_graph(mg, found: dict, signature: str | None = None) -> None:
+    save_nodes, save_fns = subgraph(mg, [mg.saver_def.save_tensor_name])
+    restore_nodes, restore_fns = subgraph(mg, [mg.saver_def.restore_op_name])
     run = _run_by_loaders(mg)  # a signature output that depends on the saver's SaveV2 is not the saver
     save_nodes, restore_nodes = save_nodes - run, restore_nodes - run
     shared = _reached_otherwise(mg, save_nodes | restore_nodes, save_fns | restore_fns)
@@ -219,23 +175,28 @@ def _scan_meta_graph(mg, found: dict) -> None:
         if effect is not None:
             found.setdefault((node.op, effect), []).append(where)
 
+    reached = executed_by(mg, signature) if signature else None
     for node in mg.graph_def.node:
-        visit(node, "graph", node.name in save_nodes, node.name in restore_nodes)
+        if reached is None or node.name in reached[0]:
+            visit(node, "graph", node.name in save_nodes, node.name in restore_nodes)
     callers = _callers(mg)
     for fn in mg.graph_def.library.function:
         name = fn.signature.name
+        if reached is not None and name not in reached[1]:
+            continue
         for node in fn.node_def:
             if node.op in _TABLE_FROM_FILE and _reads_own_asset(mg, fn, node, callers):
                 continue
             visit(node, f"function {name}", name in save_fns, name in restore_fns)
 
 
-def scan_saved_model(path: Path) -> tuple[OpFinding, ...]:
-    """Every side-effect op of the SavedModel directory ``path``; ModelError for a malformed protobuf."""
+def scan_saved_model(path: Path, signature: str | None = None) -> tuple[OpFinding, ...]:
+    """Every side-effect op of the SavedModel directory ``path`` that loading it and calling ``signature``
+    executes (None: every op of every function); ModelError for a malformed protobuf."""
     sm = _parse_saved_model(Path(path))
     found: dict = {}
     for mg in sm.meta_graphs:
-        _scan_meta_graph(mg, found)
+        _scan_meta_graph(mg, found, signature)
     return tuple(OpFinding(op, effect, tuple(dict.fromkeys(where))) for (op, effect), where in sorted(found.items()))
 
 

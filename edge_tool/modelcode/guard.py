@@ -20,6 +20,7 @@ _TRUST_SAYS = (
     "Python code from model files and run graphs with such ops; docs/security.md)."
 )
 _CACHE: dict = {}
+SERVING = "serving_default"  # the signature a command runs when none is named (models.modelio.SERVING)
 
 
 def _state(path: Path) -> tuple:
@@ -29,11 +30,11 @@ def _state(path: Path) -> tuple:
     return tuple((f.name, s.st_size, s.st_mtime_ns) for f in files if f.exists() for s in [f.stat()])
 
 
-def _cached(kind: str, path: Path, scan):
+def _cached(kind: str, path: Path, scan, *args):
     path = Path(path)
-    key = (kind, str(path.resolve()), _state(path))
+    key = (kind, str(path.resolve()), _state(path), *args)
     if key not in _CACHE:
-        _CACHE[key] = scan(path)
+        _CACHE[key] = scan(path, *args)
     return _CACHE[key]
 
 
@@ -42,12 +43,14 @@ def keras_code(path: Path) -> tuple[CodeFinding, ...]:
     return _cached("keras", path, scan_keras_code)
 
 
-def side_effect_ops(path: Path) -> tuple[OpFinding, ...]:
-    """Side-effect ops of a SavedModel directory or a .tflite file (Flex ops); () for other files."""
+def side_effect_ops(path: Path, signature: str | None = None) -> tuple[OpFinding, ...]:
+    """Side-effect ops of a SavedModel directory (what loading it and calling ``signature``, default
+    serving_default, executes; every function when it has no such signature) or a .tflite file (Flex ops); () for
+    other files."""
     path = Path(path)
     if path.is_dir():
         is_saved_model = (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()
-        return _cached("graph", path, scan_saved_model) if is_saved_model else ()
+        return _cached("graph", path, scan_saved_model, signature or SERVING) if is_saved_model else ()
     if path.is_file() and _is_tflite(path):
         return _cached("tflite", path, scan_tflite)
     return ()
@@ -59,13 +62,13 @@ def _is_tflite(path: Path) -> bool:
 
 
 def code_report(path: Path, trust: bool) -> dict:
-    """``inspect``'s ``model_code``: what the scans find in ``path`` (read from its files; nothing is loaded)."""
+    """``inspect``'s ``model_code``: what the scans find in ``path`` (read from its files; nothing is loaded): every
+    function of a SavedModel's library, called by its signatures or not."""
     python = keras_code(path) if Path(path).is_dir() else ()
-    return {
-        "python": [f.to_dict() for f in python],
-        "side_effect_ops": [f.to_dict() for f in side_effect_ops(path)],
-        "trusted": trust,
-    }
+    path = Path(path)
+    saved = path.is_dir() and ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file())
+    ops = _cached("graph-all", path, scan_saved_model) if saved else side_effect_ops(path)
+    return {"python": [f.to_dict() for f in python], "side_effect_ops": [f.to_dict() for f in ops], "trusted": trust}
 
 
 def require_no_keras_code(path: Path, trust: bool, need: str, way_out: str = "") -> tuple[CodeFinding, ...]:
@@ -113,10 +116,10 @@ _KERAS_WAY_OUT = (
 )
 
 
-def require_no_side_effects(path: Path, trust: bool, doing: str) -> tuple[OpFinding, ...]:
-    """ModelCodeRefused unless ``trust`` when the graph (or .tflite) at ``path`` holds side-effect ops; ``doing``
-    says what would run it. Returns the findings."""
-    found = side_effect_ops(path)
+def require_no_side_effects(path: Path, trust: bool, doing: str, signature: str | None = None) -> tuple[OpFinding, ...]:
+    """ModelCodeRefused unless ``trust`` when the graph (or .tflite) at ``path`` holds side-effect ops that running
+    ``signature`` (default serving_default) executes; ``doing`` says what would run it. Returns the findings."""
+    found = side_effect_ops(path, signature)
     listed = "; ".join(f.describe() for f in found[:6]) + (f"; and {len(found) - 6} more" if len(found) > 6 else "")
     callbacks = sorted({f.op for f in found} & PYTHON_CALLBACK_OPS.keys())
     if callbacks:  # trust cannot help: the callback lives only in the process that traced the model
@@ -139,11 +142,14 @@ _RUNS = {
 }
 
 
-def require_safe_model(path: Path, trust: bool, command: str) -> None:
+def require_safe_model(path: Path, trust: bool, command: str, signature: str | None = None) -> None:
     """The checks for the model argument of ``edgetool COMMAND`` (a key of ``_RUNS``) before any loader: a Keras
-    file becomes a Keras object (its Python code), a SavedModel or .tflite is run (its side-effect ops)."""
+    file becomes a Keras object (its Python code), a SavedModel or .tflite is run (the side-effect ops its
+    ``signature``, default serving_default, executes)."""
     path = Path(path)
     if path.is_file() and path.suffix.lower() in (".h5", ".hdf5", ".keras"):
         require_no_keras_code(path, trust, f"edgetool {command} needs this Keras file as a Keras object")
     elif path.exists():
-        require_no_side_effects(path, trust, f"edgetool {command} ({_RUNS.get(command, 'it runs the model')})")
+        require_no_side_effects(
+            path, trust, f"edgetool {command} ({_RUNS.get(command, 'it runs the model')})", signature
+        )

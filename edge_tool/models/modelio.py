@@ -148,7 +148,7 @@ def saved_model_flavor(path: Path) -> str:
 def load_serving_fn(path: Path, key: str = SERVING, trust_model_code: bool = False):
     """Load the SavedModel and return (loaded object, concrete function for ``key``, SignatureInfo); its graph is
     scanned first (``modelcode.guard``: side-effect ops refused unless ``trust_model_code``)."""
-    require_no_side_effects(path, trust_model_code, "Loading and running its serving signature")
+    require_no_side_effects(path, trust_model_code, "Loading and running its serving signature", key)
     info = saved_model_signature(path, key)
 
     tf = import_tf()
@@ -211,7 +211,7 @@ def session_signature(
     ``threads`` intra- and inter-op threads (None: TensorFlow's default); side-effect ops refused unless
     ``trust_model_code``."""
     require_no_side_effects(
-        saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)"
+        saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)", key
     )
     config = None
     if threads is not None:
@@ -237,7 +237,7 @@ def signature_runner(
     TF2 signature function on TensorFlow's process-wide thread pools (thread count None). Side-effect ops are
     refused unless ``trust_model_code`` (``modelcode.guard``)."""
     require_no_side_effects(
-        saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)"
+        saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)", key
     )
     try:
         return session_signature(tf, saved_model, key, threads, trust_model_code), threads

@@ -118,6 +118,7 @@ class TfjsSession:
         self.backend = backend
         self.specs = signature_inputs(self.model_json)
         self._dtypes = {s.name: s.dtype for s in self.specs}
+        self._chunked: dict | None = None  # outputs of a fixed-batch graph, run chunk by chunk in submit
         bundle, node = tfjs_bundle_path(), node_binary()
         self._tmp = scratch_dir("edgetool-tfjs-")
         self._dir = Path(self._tmp.name)
@@ -179,15 +180,31 @@ class TfjsSession:
         return files
 
     def submit(self, inputs: dict) -> None:
-        """Send one batch (batch-first arrays); ``collect`` returns its outputs."""
+        """Send one batch (batch-first arrays); ``collect`` returns its outputs. A graph whose signature fixes the
+        batch (a model traced at batch 1, NMS inside) is run in chunks of that size, the last one padded."""
         if not self._checked:
             self.check_inputs(inputs)
             self._checked = True
         self._ensure_ready()
+        fixed = {s.shape[0] for s in self.specs if s.shape and s.shape[0] is not None}
+        n = len(next(iter(inputs.values())))
+        if len(fixed) == 1 and (step := fixed.pop()) != n:
+            parts: dict[str, list] = {}
+            for start in range(0, n, step):
+                chunk = {k: _padded(v[start : start + step], step) for k, v in inputs.items()}
+                self._proc.send({"op": "predict", "inputs": self._write_inputs(chunk, "in"), "out_dir": str(self._dir)})
+                for k, v in self._receive().items():
+                    parts.setdefault(k, []).append(v[: min(step, n - start)])
+            self._chunked = {k: np.concatenate(v) for k, v in parts.items()}
+            return
         self._proc.send({"op": "predict", "inputs": self._write_inputs(inputs, "in"), "out_dir": str(self._dir)})
 
     def collect(self) -> dict[str, np.ndarray]:
         """Outputs (float64) by signature name of the batch sent last."""
+        done, self._chunked = self._chunked, None
+        return done if done is not None else self._receive()
+
+    def _receive(self) -> dict[str, np.ndarray]:
         doc = self._proc.receive()
         return {
             k: np.fromfile(v["file"], dtype=_OUT_DTYPES.get(v["dtype"], np.float32))
@@ -236,3 +253,8 @@ def run_tfjs(
         if runs or time_budget_s:
             times = session.latency({k: x[:1] for k, x in inputs.items()}, warmup, runs, time_budget_s)
         return TfjsRun({k: np.concatenate(v) for k, v in parts.items()}, times, session.version)
+
+
+def _padded(x: np.ndarray, size: int) -> np.ndarray:
+    """``x`` with its last row repeated up to ``size`` rows (a fixed-batch graph takes exactly that many)."""
+    return x if len(x) >= size else np.concatenate([x, np.repeat(x[-1:], size - len(x), axis=0)])

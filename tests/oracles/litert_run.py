@@ -40,6 +40,8 @@ def _to_input(value: np.ndarray, detail: dict) -> np.ndarray:
 
 def _from_output(value: np.ndarray, detail: dict) -> np.ndarray:
     scale, zero = detail.get("quantization", (0.0, 0))
+    if value.dtype.kind in "OSU":  # string outputs (a label lookup) stay strings, as bytes (npz without pickles)
+        return value.astype(bytes)
     if np.issubdtype(value.dtype, np.integer) and scale:
         return (value.astype(np.float32) - zero) * scale
     return value.astype(np.float32)
