@@ -144,7 +144,7 @@ x, y = data["x"].astype("float32"), data["y"]
 keras.utils.set_random_seed(0)
 m = keras.Sequential([keras.Input(x.shape[1:]), keras.layers.Conv2D(8, 3, activation="relu"),
                       keras.layers.MaxPooling2D(), keras.layers.Flatten(), keras.layers.Dense(10, activation="softmax")])
-m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
+m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 m.fit(x, y, epochs=8, batch_size=32, verbose=0)
 m.export(out + "/keras3_export")
 m.save(out + "/keras3.keras")
@@ -254,11 +254,11 @@ def row_tests(tf: str, python: str) -> dict:
         row.run(
             "convert", exported, "--format", "all", "--quant", ",".join(TFLITE_MODES), "--calibration", data, "-o", out
         )
-        files = [out / f"model_{m}.tflite" for m in TFLITE_MODES]
+        files = [out / f"keras3_export_{m}.tflite" for m in TFLITE_MODES]
         doc = eval_json(row, [*files, out / "tfjs"], exported, data, "eval-k3", "--max-drop", "0.05")
         assert len(doc["results"]) == 6
         assert_close_to_reference(doc, FLOORS)
-        fp32_matches_row_tf(row, out / "model_fp32.tflite", exported, data)
+        fp32_matches_row_tf(row, out / "keras3_export_fp32.tflite", exported, data)
         row.run("demo", out / "tfjs", "-o", row.work / "k3-site")
         assert (row.work / "k3-site" / "index.html").is_file()
         row.run(

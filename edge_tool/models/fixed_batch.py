@@ -141,7 +141,7 @@ def unrollable_layers(tf_keras, model) -> list:
         if not isinstance(layer, tf_keras.layers.RNN) or layer.unroll or _fused_lstm(tf_keras, layer):
             continue
         if any(c.__name__ == "ConvRNN" for c in type(layer).__mro__):
-            continue  # ConvLSTM1D/2D/3D ignore `unroll` (tf_keras 2.19 calls backend.rnn without it)
+            continue  # ConvLSTM1D/2D/3D ignore `unroll` (tf_keras 2.19+ calls backend.rnn without it)
         steps = _static_steps(layer)
         if steps is not None and steps <= MAX_UNROLL:
             found.append(layer)
