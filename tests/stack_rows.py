@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, litert_outputs
+from conftest import REPO, built_once, litert_outputs
 from schema_check import validated
 from test_wheel import _build, _copy_checkout, _page_predicts_like_litert
 
@@ -201,11 +201,12 @@ def row_tests(tf: str, python: str) -> dict:
 
     @pytest.fixture(scope="module")
     def row(tmp_path_factory) -> Row:
-        tmp = tmp_path_factory.mktemp(f"stack-tf{tf}-py{python}")
-        proc = _build(_copy_checkout(tmp / "src", with_vendor=True), tmp / "dist")
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        [wheel] = (tmp / "dist").glob("edgetool-*.whl")
-        return install_row(tf, python, wheel, tmp / "work")
+        def build(where: Path) -> None:
+            proc = _build(_copy_checkout(where / "src", with_vendor=True), where / "dist")
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+        [wheel] = (built_once(tmp_path_factory, "stack-wheel", build) / "dist").glob("edgetool-*.whl")
+        return install_row(tf, python, wheel, tmp_path_factory.mktemp(f"stack-tf{tf}-py{python}") / "work")
 
     @pytest.fixture(scope="module")
     def model(row) -> Path:
