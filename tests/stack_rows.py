@@ -235,7 +235,7 @@ def row_tests(tf: str, python: str) -> dict:
         row.run("demo", row.work / "web" / "tfjs", "-o", row.work / "site")
         _page_predicts_like_litert(row.venv, row.work, row.work / "site", tflite / "model_fp32.tflite", model)
 
-    def test_onnx_micro_and_check(row, model):
+    def test_onnx_and_micro(row, model):
         row.run("convert", model, "--format", "onnx", "--quant", "fp32,int8", "-o", row.work / "onnx")
         doc = eval_json(row, sorted((row.work / "onnx").glob("*.onnx")), model, model / "eval.npz", "eval-onnx")
         assert [r["format"] for r in doc["results"]] == ["onnx", "onnx"]
@@ -245,8 +245,12 @@ def row_tests(tf: str, python: str) -> dict:
             row, [row.work / "micro" / "model_int8.tflite"], model, model / "eval.npz", "eval-tflm", "--runtime", "tflm"
         )
         assert_close_to_reference(doc, FLOORS)
-        proc = row.run("check", model, "--target", "all", "--json", row.work / "check.json")
-        assert json.loads((row.work / "check.json").read_text()), proc.stdout
+
+    def test_check_every_target(row, model):
+        report = json.loads(row.run("check", model, "--target", "all", "--json").stdout)
+        verdicts = {r["target"]: r for r in report["results"]}
+        assert {"litert-cpu", "gpu", "tflm", "tfjs", "litertjs", "edgetpu"} <= set(verdicts), sorted(verdicts)
+        assert not report["failed"], report["failed"]
 
     def test_a_keras3_model_trained_by_the_rows_tensorflow(row, model):
         """Keras 3 ``export()`` and ``.keras`` from the row's own TensorFlow: every TFLite mode + TFJS, eval, demo."""
@@ -278,7 +282,8 @@ def row_tests(tf: str, python: str) -> dict:
             for f in (
                 test_every_tflite_mode_and_qat_match_the_reference,
                 test_tfjs_eval_and_the_demo_in_chromium,
-                test_onnx_micro_and_check,
+                test_onnx_and_micro,
+                test_check_every_target,
                 test_a_keras3_model_trained_by_the_rows_tensorflow,
             )
         },
