@@ -11,6 +11,7 @@ Each row has its own test file (tests/test_stack_*.py), so pytest-xdist runs the
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import glob
 import hashlib
@@ -94,7 +95,10 @@ def find_python(version: str) -> str:
 
 
 def install_row(tf: str, python: str, wheel: Path, work: Path) -> Row:
-    """The row's venv from the cache (built with plain pip from ``wheel`` on a miss), edgetool from ``wheel``."""
+    """The row's venv from the cache (built with plain pip from ``wheel`` on a miss), edgetool from ``wheel``.
+
+    The caller holds ``row_lock(tf, python)`` for as long as it uses the venv: another test run on this machine (a
+    second checkout) waits instead of reinstalling edgetool under it."""
     constraints = REPO / "scripts" / "constraints" / f"tf{tf}-py{python}.txt"
     meta = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA"))
     requires = sorted(
@@ -102,19 +106,15 @@ def install_row(tf: str, python: str, wheel: Path, work: Path) -> Row:
     )
     key = hashlib.sha256("\n".join([*requires, constraints.read_text()]).encode()).hexdigest()[:16]
     venv = CACHE / f"tf{tf}-py{python}-{key}"
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / f"tf{tf}-py{python}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        done = venv / ".edgetool-complete"
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        if not done.exists():
-            shutil.rmtree(venv, ignore_errors=True)
-            for stale in CACHE.glob(f"tf{tf}-py{python}-*"):  # an older key: its deps changed
-                shutil.rmtree(stale, ignore_errors=True)
-            subprocess.run([find_python(python), "-m", "venv", str(venv)], check=True)
-            _pip(pip + ["-c", str(constraints), f"edgetool[onnx] @ {wheel.as_uri()}"])
-            done.touch()
-        _pip(pip + ["--no-deps", "--force-reinstall", str(wheel)])
+    done = venv / ".edgetool-complete"
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if not done.exists():
+        for stale in CACHE.glob(f"tf{tf}-py{python}-*"):  # this key half-built, or an older key: its deps changed
+            shutil.rmtree(stale, ignore_errors=True)
+        subprocess.run([find_python(python), "-m", "venv", str(venv)], check=True)
+        _pip(pip + ["-c", str(constraints), f"edgetool[onnx] @ {wheel.as_uri()}"])
+        done.touch()
+    _pip(pip + ["--no-deps", "--force-reinstall", str(wheel)])
     work.mkdir(parents=True, exist_ok=True)
     row = Row(tf, python, venv, work)
     versions = row.python_run(
@@ -122,6 +122,15 @@ def install_row(tf: str, python: str, wheel: Path, work: Path) -> Row:
     ).split()
     assert versions[0] == python and versions[1].startswith(tf + "."), versions
     return row
+
+
+@contextlib.contextmanager
+def row_lock(tf: str, python: str):
+    """An exclusive lock on the row's cached venvs, across processes."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"tf{tf}-py{python}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _pip(cmd: list[str]) -> None:
@@ -200,13 +209,14 @@ def row_tests(tf: str, python: str) -> dict:
     """The fixtures and tests of one row, for a tests/test_stack_*.py file to take into its namespace."""
 
     @pytest.fixture(scope="module")
-    def row(tmp_path_factory) -> Row:
+    def row(tmp_path_factory):
         def build(where: Path) -> None:
             proc = _build(_copy_checkout(where / "src", with_vendor=True), where / "dist")
             assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
         [wheel] = (built_once(tmp_path_factory, "stack-wheel", build) / "dist").glob("edgetool-*.whl")
-        return install_row(tf, python, wheel, tmp_path_factory.mktemp(f"stack-tf{tf}-py{python}") / "work")
+        with row_lock(tf, python):
+            yield install_row(tf, python, wheel, tmp_path_factory.mktemp(f"stack-tf{tf}-py{python}") / "work")
 
     @pytest.fixture(scope="module")
     def model(row) -> Path:
