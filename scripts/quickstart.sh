@@ -3,8 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/stack.sh  # EDGETOOL_TF / EDGETOOL_PYTHON: another row's venv
 OUT="${OUT:-quickstart-out}"
-et() { echo; echo "+ edgetool $*"; .venv/bin/edgetool "$@"; }
+et() { echo; echo "+ edgetool $*"; "$VENV/bin/edgetool" "$@"; }
 et train --strategy mirrored --replicas 2 -o "$OUT/model" --force
 et inspect "$OUT/model"
 et convert "$OUT/model" --format all -o "$OUT/converted" --force
@@ -17,4 +18,4 @@ et eval "$OUT/micro/model_int8.tflite" --runtime tflm --reference "$OUT/model" -
 et check "$OUT/model" --target all
 et demo "$OUT/converted/tfjs" --labels "$OUT/model/labels.txt" --title "edgetool digits" -o "$OUT/site" --force
 echo
-echo "Done. Report: $OUT/eval.html   Demo: serve it with   .venv/bin/edgetool serve $OUT/site"
+echo "Done. Report: $OUT/eval.html   Demo: serve it with   $VENV/bin/edgetool serve $OUT/site"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up ./.venv and run the whole test suite (extra args go to pytest).
+# Set up ./.venv and run the whole test suite (extra args go to pytest). EDGETOOL_TF / EDGETOOL_PYTHON pick another
+# row of the support matrix, as for scripts/setup.sh (its own venv, e.g. ./.venv-tf2.21-py3.12).
 # Test files run in parallel worker processes (pytest-xdist; a file stays on one worker): one more than the CPUs, at
 # most 4: a worker spends part of its time waiting on its edgetool, browser and board children, so one more worker
 # than cores keeps the cores busy (README.md, "Tests", has the measured times).
@@ -7,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/stack.sh
 cpus=$(nproc 2>/dev/null || echo 1)
 workers=${EDGETOOL_TEST_WORKERS:-$((cpus < 3 ? cpus + 1 : 4))}
-exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"
+exec "$VENV/bin/python" -m pytest -n "$workers" --dist loadfile "$@"

@@ -33,6 +33,12 @@ REPO = Path(__file__).resolve().parents[1]
 ZYGOTE = zygote.shared()
 
 
+def pytest_collection_modifyitems(items: list) -> None:
+    """The support-matrix rows (tests/test_stack_*.py) first: pytest-xdist hands files out in this order, and a row's
+    first minutes are pip installing a venv (waiting on disk, not the CPU), which then overlaps the rest of the suite."""
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_stack_"))
+
+
 def zygote_wanted(env: dict) -> bool:
     """True when a run with the full environment ``env`` may be a fork of the test server."""
     return os.environ.get("EDGETOOL_TEST_FRESH", "") in ("", "0") and ZYGOTE.usable_for(env)

@@ -77,3 +77,16 @@ def test_feature_detection_refuses_a_changed_private_signature(monkeypatch):
     finally:
         converter.fast_path_problem.cache_clear()
     assert problem is not None and "_quantize" in problem
+
+
+def test_a_tensorflow_the_fast_path_was_not_checked_on_uses_the_public_path(monkeypatch):
+    import tensorflow as tf
+
+    monkeypatch.delenv("EDGETOOL_FAST_CONVERT", raising=False)
+    monkeypatch.setattr(tf, "__version__", "2.22.0")
+    converter.fast_path_problem.cache_clear()
+    try:
+        problem = converter.fast_path_problem()
+    finally:
+        converter.fast_path_problem.cache_clear()
+    assert problem == "TensorFlow 2.22.0 is not one the fast path was checked on (2.19, 2.20, 2.21)"

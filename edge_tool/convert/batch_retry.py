@@ -1,6 +1,6 @@
 """A dynamic-batch .tflite that LiteRT refuses is built again with the input batch fixed to 1, as ``--batch 1`` does.
 
-TensorFlow 2.19 converts some models with a free batch dimension into files whose kernels fail LiteRT's prepare
+TensorFlow (seen on 2.19) converts some models with a free batch dimension into files whose kernels fail LiteRT's prepare
 check at any batch (GroupNormalization: its reshape to ``[batch, H, W, groups, C/groups]`` becomes a
 ``BROADCAST_TO`` whose output shape is computed at batch -1). Re-traced with a fixed batch the same model
 converts exactly. So when the run-check refuses such a file (LiteRT raised; a crash is a kernel bug a batch does

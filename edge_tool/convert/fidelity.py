@@ -1,6 +1,6 @@
 """Does a float .tflite compute what the SavedModel computes? Checked on seeded probe inputs as each is written.
 
-fp32 and fp16 files should match the SavedModel up to float rounding, yet TensorFlow 2.19's converter and
+fp32 and fp16 files should match the SavedModel up to float rounding, yet TensorFlow's converter and
 kernels can silently disagree (a GRU lowered to a ``WHILE`` loop after a Bidirectional LSTM ran up to 0.40 off).
 So ``convert`` feeds a few seeded random inputs to the SavedModel (TensorFlow) and to the new file (LiteRT, in the
 smoke-test child, state reset before each input), and warns — recording the figures in manifest.json's

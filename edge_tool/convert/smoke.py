@@ -1,6 +1,6 @@
 """Run every .tflite convert writes once, in a child process: a file that kills LiteRT is refused, not shipped.
 
-TensorFlow 2.19's converter can write a model LiteRT aborts on (e.g. int16x8 of a Transformer block: SIGABRT in
+TensorFlow's converter (seen on 2.19) can write a model LiteRT aborts on (e.g. int16x8 of a Transformer block: SIGABRT in
 the kernel's prepare, the raw converter's file too; int16x8 of an LSTM: "output_state != nullptr" in prepare). The
 child loads the file with the serving signature and runs one all-zeros input. A death by signal or a hang refuses
 the mode, and so does an exception when every input shape is fixed; with a dynamic dimension (set to 1 here) the
@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 from edge_tool.core.childproc import python_command
@@ -90,7 +91,8 @@ def refuse_if_it_kills_litert(
             why += f"; run at the shape of the calibration data, {shapes}"
         raise error(
             f"--quant {mode}: the TFLite converter wrote a model that LiteRT cannot run ({why}). That is a "
-            "TensorFlow 2.19 converter/kernel bug for this model in this mode, so edgetool does not ship it. Use "
+            f"converter/kernel bug of TensorFlow {_tf_version()} for this model in this mode, so edgetool does not ship "
+            "it. Use "
             "another --quant mode; --quant auto builds them all and keeps those that run."
         )
     return outputs
@@ -150,3 +152,11 @@ def run_in_litert(
         with np.load(result) as z:
             flat = {k: z[k] for k in z.files}
     return None, [{k.split("/", 1)[1]: v for k, v in flat.items() if k.startswith(f"{i}/")} for i in range(len(probes))]
+
+
+def _tf_version() -> str:
+    """The installed TensorFlow's version, from its metadata (no import)."""
+    try:
+        return metadata.version("tensorflow")
+    except metadata.PackageNotFoundError:
+        return "(version unknown)"

@@ -36,7 +36,9 @@ from edge_tool.errors import ConversionError
 from edge_tool.modelfiles.tflite_model import summarize_tflite
 from edge_tool.models.fixed_batch import MAX_UNROLL
 
-TESTED_TF = "2.19."  # the TensorFlow minor version whose private converter internals the fast path was written for
+# The TensorFlow minor versions whose private converter internals the fast path was checked on (byte-identical files in
+# every mode: tests/test_converter_fast_path.py, run on each row CI installs); any other version uses the public path.
+TESTED_TF = ("2.19", "2.20", "2.21")
 _QUANTIZE_PARAMS = (
     "self",
     "result",
@@ -111,8 +113,8 @@ def fast_path_problem() -> str | None:
     from tensorflow.lite.python import lite
     from tensorflow.lite.python.optimize import calibrator
 
-    if not tf.__version__.startswith(TESTED_TF):
-        return f"TensorFlow {tf.__version__} is not the tested {TESTED_TF}x"
+    if ".".join(tf.__version__.split(".")[:2]) not in TESTED_TF:
+        return f"TensorFlow {tf.__version__} is not one the fast path was checked on ({', '.join(TESTED_TF)})"
     base = getattr(lite, "TFLiteSavedModelConverterV2", None)
     checks = {
         "TFLiteSavedModelConverterV2": base is not None,
@@ -157,7 +159,7 @@ class LoopRefused(ConversionError):
 
 
 def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
-    """LoopRefused for a model whose calibration would crash TensorFlow 2.19's quantizer (SIGSEGV).
+    """LoopRefused for a model whose calibration would crash TensorFlow's quantizer (SIGSEGV on 2.19 to 2.21).
 
     Calibrating a builtin WHILE loop (a Keras GRU / SimpleRNN that ``--batch`` could not unroll; LSTM becomes a
     fused op and is fine) kills the process in ``Calibrator``, for the raw converter too; refusing keeps the run
@@ -169,8 +171,8 @@ def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
         raise LoopRefused(
             f"calibrated {bits} quantization of a model with a {loops[0]} loop (a Keras recurrent layer edgetool "
             f"could not unroll: a ConvLSTM, or a GRU/SimpleRNN over a sequence of unknown length or longer than "
-            f"{MAX_UNROLL} steps; or a tf.while_loop) crashes TensorFlow "
-            "2.19's calibrator (segmentation fault, also with the raw TFLiteConverter), so edgetool refuses it.",
+            f"{MAX_UNROLL} steps; or a tf.while_loop) crashes TensorFlow's calibrator (2.19 to 2.21: segmentation "
+            "fault, also with the raw TFLiteConverter), so edgetool refuses it.",
             "Use --quant dynamic (int8 weights, float activations) or fp16 for this model, or give the Keras model a "
             f"fixed sequence length of at most {MAX_UNROLL}: with --batch edgetool then unrolls the loop into plain "
             "ops, which calibrate. LSTM layers (fused UNIDIRECTIONAL_SEQUENCE_LSTM) calibrate as they are.",

@@ -4,7 +4,7 @@
 and ``check``'s batch-1 int8 artefact all go through these two, so what one conversion needs none can miss:
 
 - ``--allow-select-tf-ops`` applied after the mode's own settings (they set the op sets);
-- the WHILE-loop guard: calibrating a builtin WHILE loop kills TensorFlow 2.19's calibrator (SIGSEGV). The fast-path
+- the WHILE-loop guard: calibrating a builtin WHILE loop kills TensorFlow's calibrator (SIGSEGV, 2.19 to 2.21). The fast-path
   converter checks the float model inside its quantizer; for the public one a float twin is converted first;
 - the warning filter (the calibrator feeds samples through tf.lite.Interpreter, which warns of its deprecation);
 - the converter's failures as ConversionError, blamed by the exception's type, never by where it was raised:

@@ -143,7 +143,7 @@ def unrollable_layers(tf_keras, model) -> list:
         if _fused_lstm(tf_keras, layer) and id(layer) not in masked:
             continue
         if any(c.__name__ == "ConvRNN" for c in type(layer).__mro__):
-            continue  # ConvLSTM1D/2D/3D ignore `unroll` (tf_keras 2.19 calls backend.rnn without it)
+            continue  # ConvLSTM1D/2D/3D ignore `unroll` (tf_keras 2.19+ calls backend.rnn without it)
         steps = _static_steps(layer)
         if steps is not None and steps <= MAX_UNROLL:
             found.append(layer)

@@ -2,7 +2,7 @@
 
 First choice is the converter's own analyzer (``tf.lite.experimental.Analyzer.analyze(..., gpu_compatibility=True)``,
 whose per-op ``GPU COMPATIBILITY WARNING`` lines come from tensorflow/lite/tools/versioning/gpu_compatibility.cc).
-The analyzers in the pip wheels of TensorFlow 2.19 and ai-edge-litert 2.3 are built without that checker: they
+The analyzers in the pip wheels of TensorFlow (2.19 checked) and ai-edge-litert 2.3 are built without that checker: they
 print "Your model looks compatible" for any model (checked here on GELU, TOPK_V2, ARG_MAX and Flex ops, all of which
 gpu_compatibility.cc rejects), and their binaries do not contain the warning text. When the installed analyzer
 lacks it, the op-level table below applies: the ops CheckGpuDelegateCompatibility() accepts (its switch in
