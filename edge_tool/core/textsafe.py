@@ -13,24 +13,13 @@ Such text is data, never markup. Escape it at the one place each format is writt
 from __future__ import annotations
 
 import html
-import re
 
 from rich.markup import escape
 from rich.text import Text
 
-# C0 controls (except tab and newline), DEL, C1 controls, bidi embeddings/overrides/isolates, BOM/zero-width marks
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+from edge_tool.core.visible import visible
+
 _MD_SPECIALS = frozenset("\\`*_[]~|")
-
-
-def _visible_char(match: re.Match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def visible(value: object) -> str:
-    """``str(value)`` with control and invisible direction characters shown as ``\\xNN`` / ``\\uNNNN``."""
-    return _INVISIBLE.sub(_visible_char, str(value))
 
 
 def term(value: object) -> str:

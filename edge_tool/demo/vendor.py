@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from edge_tool import web_demo
-from edge_tool.core.textsafe import visible
+from edge_tool.core.visible import visible
 from edge_tool.errors import UsageError
 
 VENDOR_COMMAND = "python scripts/vendor_runtimes.py"

@@ -65,7 +65,9 @@ def hostile(header: dict, arrays: dict | None):
 def main() -> None:
     n = int(sys.stdin.buffer.readline())
     source = sys.stdin.buffer.read(n).decode()
-    program = source.rsplit("sys.exit(main())", 1)[0]
+    tail = "_code = main()"  # the runner program ends by calling main() (session.runner_source): define, do not run
+    assert tail in source, "the runner program no longer ends with " + tail
+    program = source.rsplit(tail, 1)[0]
     space = {"__name__": "edgetool-device-runner"}
     exec(compile(program, "edgetool-device-runner", "exec"), space)
     real = space["write_frame"]

@@ -464,7 +464,7 @@ CASES: list[tuple[Case, Build | None]] = [
         Case(
             "demo-string-input",
             ("demo", "@STR", "-o", "{root}/site"),
-            names=("'text'", "dtype string"),
+            names=("'text'", "is a string tensor"),
             absent=("object",),
         ),
         None,

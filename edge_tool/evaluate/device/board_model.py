@@ -230,13 +230,16 @@ def main() -> int:
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGPIPE):
         signal.signal(s, stop)
     try:
-        _state["tmp"] = tempfile.mkdtemp(prefix="edgetool-device-")
-        os.chdir(_state["tmp"])
-        path = os.path.join(_state["tmp"], "model.tflite")
         frames = queue.Queue(maxsize=2)
         threading.Thread(target=_reader, args=(stdin, frames), daemon=True).start()
         out.write(MAGIC)
+        # facts() imports and tries the runtime (seconds under emulation) before the temp dir exists: a runner killed
+        # then leaves nothing on the board, and once the dir exists its path is in the hello the host sweeps by
         hello = facts()
+        _state["tmp"] = tempfile.mkdtemp(prefix="edgetool-device-")
+        hello["tmp"] = _state["tmp"]
+        os.chdir(_state["tmp"])
+        path = os.path.join(_state["tmp"], "model.tflite")
         write_frame(out, hello)
         cls = _state["cls"]
         if cls is None and hello["tflm"] is None:
