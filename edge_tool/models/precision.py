@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
+from edge_tool.modelcode.reach import subgraph
 from edge_tool.models.modelio import SERVING, read_meta_graph
 from edge_tool.schemas.records import PrecisionCast
 
@@ -36,40 +36,17 @@ _MOVES = frozenset({"Cast", "Identity", "IdentityN", "Const", "ReadVariableOp", 
 PROBE_SAMPLES = 8
 
 
-def _calls(node) -> list[str]:
-    names = []
-    for value in node.attr.values():
-        if value.HasField("func"):
-            names.append(value.func.name)
-        if value.HasField("list"):
-            names.extend(f.name for f in value.list.func)
-    return names
-
-
 def _signature_nodes(mg, key: str):
-    """Every NodeDef the signature ``key`` runs: graph ancestors of its outputs and every function they call."""
+    """Every NodeDef the signature ``key`` runs: graph ancestors of its outputs and every function they call
+    (``modelcode.reach.subgraph``, the walk the model-code scan judges by), in name order."""
+    sig = mg.signature_def.get(key)
+    seen, called = subgraph(mg, [t.name for t in sig.outputs.values()] if sig is not None else [])
     nodes = {n.name: n for n in mg.graph_def.node}
     functions = {f.signature.name: f for f in mg.graph_def.library.function}
-    sig = mg.signature_def.get(key)
-    roots = [t.name.lstrip("^").split(":")[0] for t in sig.outputs.values()] if sig is not None else []
-    seen, queue, called = set(), deque(roots), deque()
-    while queue:
-        name = queue.popleft()
-        if name in seen or name not in nodes:
-            continue
-        seen.add(name)
+    for name in sorted(seen):
         yield nodes[name]
-        queue.extend(i.lstrip("^").split(":")[0] for i in nodes[name].input)
-        called.extend(_calls(nodes[name]))
-    done = set()
-    while called:
-        fname = called.popleft()
-        if fname in done or fname not in functions:
-            continue
-        done.add(fname)
-        for node in functions[fname].node_def:
-            yield node
-            called.extend(_calls(node))
+    for fname in sorted(called & functions.keys()):
+        yield from functions[fname].node_def
 
 
 def _low_dtype(node) -> str | None:
