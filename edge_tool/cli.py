@@ -2,8 +2,8 @@
 
 Exit codes: 0 success, 1 a budget broken (CI gate), 2 bad input (EdgeToolError), 70 an internal error
 (one line; the traceback with ``EDGETOOL_DEBUG=1``), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after cleanup.
-Command modules under ``edge_tool.commands`` must stay light at import time (no TensorFlow): ``edgetool --help``
-has to be instant.
+``edgetool --help`` has to be instant: it imports no command module (``Commands``), and a command's module stays
+light at import time (no TensorFlow) for its own ``--help``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from collections.abc import Callable
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import TyperException
+from typer.main import get_command_from_info
+from typer.models import CommandInfo
 
 from edge_tool import __version__
 from edge_tool.commands import registry
@@ -31,7 +34,30 @@ DEBUG_ENV = "EDGETOOL_DEBUG"
 
 err_console = Console(stderr=True)
 
+
+class Commands(TyperGroup):
+    """The root command: every command of ``commands.registry``, listed from its docstring alone; a command's module
+    is imported, and its options built, only when the command line names it."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.modules = dict(registry.COMMANDS)
+        for name, module in registry.COMMANDS:  # placeholders: enough for the list (and typo suggestions)
+            self.commands[name] = TyperCommand(name=name, help=registry.summary(module), rich_markup_mode="rich")
+
+    def resolve_command(self, ctx, args):
+        """Build the named command (import its module) before Typer resolves it."""
+        name = args[0] if args else None
+        if name in self.modules and self.commands[name].callback is None:
+            info = CommandInfo(name=name, callback=guard_command(registry.load(self.modules[name])))
+            self.commands[name] = get_command_from_info(
+                info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+            )
+        return super().resolve_command(ctx, args)
+
+
 app = typer.Typer(
+    cls=Commands,
     name="edgetool",
     help="Train with tf.distribute, convert to TFLite/TFJS, measure drift and latency, ship an offline PWA demo.",
     no_args_is_help=True,
@@ -135,14 +161,6 @@ def _root(
     ),
 ) -> None:
     """edgetool: from a tf.distribute-trained model to TFLite, TFJS and a browser demo."""
-
-
-def _register() -> None:
-    for name, func in registry.COMMANDS:
-        app.command(name)(guard_command(func))
-
-
-_register()
 
 
 def main() -> None:

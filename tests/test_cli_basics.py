@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
+from edge_tool.auto.config import REQUIREMENTS
+from edge_tool.check.targets import TARGET_NAMES, parse_targets
 from edge_tool.cli import app
+from edge_tool.commands.options import each_of
 from edge_tool.commands.registry import COMMANDS
 from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
 from edge_tool.convert.formats import OutputFormat
+from edge_tool.convert.modes import MODES
+from edge_tool.evaluate.runtimes import RUNTIME_CHOICES
+from edge_tool.tasks import TASK_NAMES
+
+REPO = Path(__file__).resolve().parents[1]
 
 runner = CliRunner()
 
@@ -62,3 +71,46 @@ def test_enum_options_offer_their_registry_choices(tmp_path):
         assert result.exit_code == 2, (option, result.output)
         assert all(f"'{e.value}'" in result.output for e in enum), (option, result.output)
     assert not (tmp_path / "out").exists()
+
+
+def test_root_help_imports_no_command_module():
+    """``edgetool --help`` lists the commands from their docstrings: no command module (whose options import the
+    plug-in registries, and NumPy with them) is imported."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "edge_tool", "--help"], capture_output=True, text=True, cwd=REPO
+    )
+    assert proc.returncode == 0 and all(f" {name} " in proc.stdout for name, _ in COMMANDS), proc.stdout
+    imported = {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time")}
+    assert "edge_tool.cli" in imported
+    assert not {module for _, module in COMMANDS} & imported
+    assert "numpy" not in imported
+
+
+def test_registry_choices_are_refused_by_typer_before_any_work(tmp_path):
+    """--runtime/--task (eval), --task (demo), --require and every item of --quant (convert), every item of --target
+    (check): a value the registry does not hold exits 2 naming every registered choice; nothing is written."""
+    out = tmp_path / "out"
+    model, art, data = tmp_path / "m", tmp_path / "a.tflite", tmp_path / "d.npz"
+    cases = (
+        (["eval", art, "-r", model, "-d", data, "--runtime", "tensorrt"], RUNTIME_CHOICES),
+        (["eval", art, "-r", model, "-d", data, "--task", "ranking"], TASK_NAMES),
+        (["demo", model, "-o", out, "--task", "ranking"], TASK_NAMES),
+        (["convert", model, "-o", out, "--quant", "auto", "--max-drop", "0.1", "--require", "fast"], REQUIREMENTS),
+        (["convert", model, "-o", out, "--quant", "int8,int4"], (*MODES, "all", "auto")),
+        (["convert", model, "-o", out, "-q", "int8", "--quant", "qat8"], (*MODES, "all", "auto")),
+        (["check", model, "--target", "tflm,NPU"], (*TARGET_NAMES, "all")),
+    )
+    for args, names in cases:
+        result = runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "300"})
+        assert result.exit_code == 2, (args, result.output)
+        message = " ".join(result.output.replace("│", " ").split())
+        assert f"Invalid value for '{args[-2]}" in message, (args, message)
+        assert all(name in message for name in names), (args, message)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_registry_choices_keep_their_spellings(tmp_path):
+    """Comma lists, repeats and any case still parse as before (the values reach the config unchanged)."""
+    assert each_of(TARGET_NAMES, "all")(["TFLM, litert-cpu", "all"]) == ["TFLM, litert-cpu", "all"]
+    assert parse_targets(["TFLM, litert-cpu", "tflm"]) == ("tflm", "litert-cpu")
+    assert parse_targets(["gpu,all"]) == TARGET_NAMES

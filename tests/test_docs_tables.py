@@ -14,7 +14,7 @@ import pytest
 from edge_tool.convert.formats import FORMATS
 from edge_tool.convert.modes import MODES
 from edge_tool.core.doc_tables import markers, splice
-from edge_tool.evaluate.runtimes import SPECS
+from edge_tool.evaluate.runtimes import RUNTIMES
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "docs_tables.py"
@@ -38,7 +38,7 @@ def test_every_table_is_in_the_files_it_names_once():
 
 
 def test_each_table_has_one_row_per_registered_entry():
-    entries = {"modes": [m.value for m in MODES], "formats": list(FORMATS), "runtimes": list(SPECS)}
+    entries = {"modes": list(MODES), "formats": list(FORMATS), "runtimes": list(RUNTIMES)}
     for table, (make, _) in docs_tables.TABLES.items():
         rows = make().splitlines()[2:]
         assert [r.split("|")[1].strip(" `") for r in rows] == entries[table], table

@@ -1,4 +1,5 @@
-"""Format registry: which reader opens which path. Add a format by adding a reader module and one entry here."""
+"""Format registry: which reader opens which path. Add a format by adding a reader module (its class names the
+suffixes it reads) and its class to ``READERS``; ``BY_SUFFIX`` is derived from them."""
 
 from __future__ import annotations
 
@@ -10,15 +11,11 @@ from .images import IMAGE_SUFFIXES, ImageFolderReader
 from .npy import NpyReader
 from .npz import NpzReader
 from .table import CsvReader
-from .tfrecord import SUFFIXES as TFRECORD_SUFFIXES
 from .tfrecord import TFRecordReader
 
-BY_SUFFIX: dict[str, type[Reader]] = {
-    ".npz": NpzReader,
-    ".npy": NpyReader,
-    ".csv": CsvReader,
-    **{s: TFRecordReader for s in TFRECORD_SUFFIXES},
-}
+# every file reader, in the order SUPPORTED names them (a directory is always an image folder)
+READERS: tuple[type[Reader], ...] = (NpzReader, NpyReader, CsvReader, TFRecordReader)
+BY_SUFFIX: dict[str, type[Reader]] = {s: cls for cls in READERS for s in cls.suffixes}
 
 SUPPORTED = (
     ".npz, .npy, .csv, .tfrecord/.tfrecords/.tfr (tf.train.Example), or a folder of images ("
@@ -44,4 +41,4 @@ def reader_for(path: Path) -> type[Reader]:
     return cls
 
 
-__all__ = ["BY_SUFFIX", "SUPPORTED", "Reader", "reader_for"]
+__all__ = ["BY_SUFFIX", "READERS", "SUPPORTED", "Reader", "reader_for"]

@@ -25,6 +25,7 @@ class Reader:
     """
 
     format = "?"
+    suffixes: tuple[str, ...] = ()  # the file suffixes it reads (lower case); () for a directory reader
 
     def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         self.path = path

@@ -25,6 +25,7 @@ class NpyReader(Reader):
     """
 
     format = "npy"
+    suffixes = (".npy",)
 
     def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)

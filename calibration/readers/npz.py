@@ -125,6 +125,7 @@ class NpzReader(Reader):
     labels from ``y`` (or ``label_key``)."""
 
     format = "npz"
+    suffixes = (".npz",)
 
     def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)

@@ -91,6 +91,7 @@ class CsvReader(Reader):
     """A CSV file with a header; numeric feature columns, optional label column."""
 
     format = "csv"
+    suffixes = (".csv",)
 
     def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)

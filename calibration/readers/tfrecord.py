@@ -35,6 +35,7 @@ class TFRecordReader(Reader):
     """TFRecord of tf.train.Example; inputs from ``feature_key`` (one input) or features named after the inputs."""
 
     format = "tfrecord"
+    suffixes = SUFFIXES
 
     def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)

@@ -10,26 +10,46 @@ candidate wins), ``run`` (build, measure, write), ``render`` (decision.md and th
 
 from __future__ import annotations
 
-from edge_tool.auto.config import SELECTIVE, AutoConfig, Objective
-from edge_tool.auto.policy import INTEGER_RANK, LATENCY_TIE, LATENCY_TIE_MS, SIZE_TIE, choose
-from edge_tool.auto.render import budget_error, print_result, to_markdown
-from edge_tool.auto.result import AutoResult, Candidate, Decision
-from edge_tool.auto.run import run_auto
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "INTEGER_RANK",
-    "LATENCY_TIE",
-    "LATENCY_TIE_MS",
-    "SELECTIVE",
-    "SIZE_TIE",
-    "AutoConfig",
-    "AutoResult",
-    "Candidate",
-    "Decision",
-    "Objective",
-    "budget_error",
-    "choose",
-    "print_result",
-    "run_auto",
-    "to_markdown",
-]
+# public name -> module, loaded on first access (PEP 562): ``convert --help`` reads ``auto.config`` alone
+_EXPORTS = {
+    "INTEGER_RANK": "edge_tool.auto.policy",
+    "LATENCY_TIE": "edge_tool.auto.policy",
+    "LATENCY_TIE_MS": "edge_tool.auto.policy",
+    "SELECTIVE": "edge_tool.auto.config",
+    "SIZE_TIE": "edge_tool.auto.policy",
+    "AutoConfig": "edge_tool.auto.config",
+    "AutoResult": "edge_tool.auto.result",
+    "Candidate": "edge_tool.auto.result",
+    "Decision": "edge_tool.auto.result",
+    "Objective": "edge_tool.auto.config",
+    "budget_error": "edge_tool.auto.render",
+    "choose": "edge_tool.auto.policy",
+    "print_result": "edge_tool.auto.render",
+    "run_auto": "edge_tool.auto.run",
+    "to_markdown": "edge_tool.auto.render",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # the names above, for type checkers and IDEs
+    from edge_tool.auto.config import SELECTIVE, AutoConfig, Objective  # noqa: F401
+    from edge_tool.auto.policy import INTEGER_RANK, LATENCY_TIE, LATENCY_TIE_MS, SIZE_TIE, choose  # noqa: F401
+    from edge_tool.auto.render import budget_error, print_result, to_markdown  # noqa: F401
+    from edge_tool.auto.result import AutoResult, Candidate, Decision  # noqa: F401
+    from edge_tool.auto.run import run_auto  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name's module on first access (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

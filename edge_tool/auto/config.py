@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from edge_tool.convert.config import ConvertConfig
@@ -18,6 +19,9 @@ REQUIREMENTS = {
     "computed tensor 8-bit (int32 biases), no float op apart from the float I/O's "
     "QUANTIZE/DEQUANTIZE, no custom/Flex op"
 }
+# --require's choices, derived from REQUIREMENTS (a str Enum, so Typer lists and validates them)
+Requirement = Enum("Requirement", [(k.upper().replace("-", "_"), k) for k in REQUIREMENTS], type=str, module=__name__)
+Requirement.__doc__ = "A --require value: a key of REQUIREMENTS."
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class AutoConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eval_data", Path(self.eval_data))
+        object.__setattr__(self, "require", getattr(self.require, "value", self.require))  # a Requirement member
         problems = []
         try:
             object.__setattr__(self, "objective", Objective(self.objective))

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from edge_tool.auto.config import SELECTIVE, Objective
 from edge_tool.auto.result import Candidate
+from edge_tool.convert.modes import MODES
 
 SIZE_TIE = 0.02  # sizes within 2 % of the smallest count as equal (full int8 carries a few more scales)
 LATENCY_TIE = 0.05  # p50s within 5 % of the fastest count as equal ...
 LATENCY_TIE_MS = 0.005  # ... or within 5 µs: a tiny file's p50 moves that much from run to run (docs/performance.md)
-# A full tie (size and latency) goes to the more accurate, then to the more integer-only candidate: full int8
-# runs on integer accelerators (Edge TPU, NPUs, DSPs); dynamic range keeps float activations.
-INTEGER_RANK = {"int8": 0, "qat": 0, SELECTIVE: 1, "int16x8": 2, "dynamic": 3, "fp16": 4}
+# A full tie (size and latency) goes to the more accurate, then to the more integer-only candidate: each mode's
+# ModeSpec.integer_rank, and selective int8 (int8 with a few layers kept in float) just after int8.
+INTEGER_RANK = {name: s.integer_rank for name, s in MODES.items() if s.integer_rank is not None} | {
+    SELECTIVE: MODES["int8"].integer_rank + 1
+}
 
 
 def _size_tied(cands: list[Candidate]) -> list[Candidate]:

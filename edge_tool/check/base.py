@@ -8,6 +8,10 @@ from enum import Enum
 from edge_tool.calibration.serial import Record
 
 
+class Unavailable(Exception):
+    """The artefact a target needs could not be made from this model (the reason is the target's finding)."""
+
+
 class Verdict(str, Enum):
     """``runs``: everything runs there; ``partial``: runs, with the ops listed falling back to the CPU;
     ``fails``: will not run there (exit code 1)."""

@@ -82,7 +82,3 @@ def tflm_on_device(subject, url: DeviceURL) -> TargetResult:
     return target_result(
         "tflm", path, _findings(answer), method, {"tflite_micro": hello["tflm"], "device": device_record(url, facts)}
     )
-
-
-# check targets that can run on a device: name -> check(subject, url)
-DEVICE_TARGETS = {"litert-cpu": litert_cpu_on_device, "tflm": tflm_on_device}

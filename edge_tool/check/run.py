@@ -11,11 +11,9 @@ from rich.console import Console
 
 from edge_tool.calibration.serial import Record
 from edge_tool.check.base import TargetResult, Verdict
-from edge_tool.check.device_target import DEVICE_TARGETS
-from edge_tool.check.registry import TARGET_NAMES
 from edge_tool.check.subject import classify
 from edge_tool.check.synthetic import NOTE
-from edge_tool.check.targets import TARGETS
+from edge_tool.check.targets import TARGETS, parse_targets
 from edge_tool.contract.options import ContractOptions
 from edge_tool.core.env import quiet_native_stderr
 from edge_tool.core.textsafe import term
@@ -30,20 +28,14 @@ class CheckConfig:
     model: Path
     targets: tuple[str, ...]
     calibration: Path | None = None
-    device: str | None = None  # ssh:// URL: the targets that can run there (device_target.DEVICE_TARGETS) do
+    device: str | None = None  # ssh:// URL: the targets with an ``on_device`` check run there
     trust_model_code: bool = False  # --trust-model-code: check a model that carries code (edge_tool.modelcode)
     contract: ContractOptions = ContractOptions()  # --input-*: how image calibration data becomes model input
     signature: str | None = None  # --signature: the SavedModel signature checked (None: serving_default)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
-        targets = tuple(dict.fromkeys(TARGET_NAMES if "all" in self.targets else self.targets))
-        bad = [t for t in targets if t not in TARGET_NAMES]
-        if bad or not targets:
-            raise UsageError(
-                f"--target expects one or more of {', '.join(TARGET_NAMES)} or all, got {', '.join(bad) or 'none'}."
-            )
-        object.__setattr__(self, "targets", targets)
+        object.__setattr__(self, "targets", parse_targets(self.targets))
         if self.device is not None:
             DeviceURL.parse(self.device)  # UsageError (exit 2) for anything but ssh://[user@]host[:port][?python=]
 
@@ -80,7 +72,7 @@ def run_check(config: CheckConfig) -> CheckReport:
     try:
         with quiet_native_stderr():
             for name in config.targets:
-                on_device = DEVICE_TARGETS.get(name) if config.device else None
+                on_device = targets[name].on_device if config.device else None
                 results.append(
                     on_device(subject, DeviceURL.parse(config.device)) if on_device else targets[name].run(subject)
                 )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.calibration.safe_open import open_regular
+from edge_tool.check.base import Unavailable
 from edge_tool.check.synthetic import SAMPLES, write_synthetic_calibration
 from edge_tool.convert.api import convert
 from edge_tool.convert.config import ConvertConfig
@@ -28,10 +29,6 @@ from edge_tool.modelfiles.limits import check_signature, check_tflite_file, read
 from edge_tool.modelfiles.tfjs_manifest import read_graph_model_json
 from edge_tool.modelfiles.tflite_model import summarize_tflite
 from edge_tool.models.modelio import SERVING, saved_model_signature
-
-
-class Unavailable(Exception):
-    """The artefact a target needs could not be made from this model (the reason is the target's finding)."""
 
 
 @dataclass

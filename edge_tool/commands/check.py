@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from edge_tool.check.registry import TARGET_NAMES
+from edge_tool.check.targets import ALL, TARGET_NAMES, TARGETS
 from edge_tool.commands import input_options
-from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
+from edge_tool.commands.options import CUSTOM_OBJECTS, each_of, trust_model_code_option, use_custom_objects
 
-TARGET_HELP = f"Target(s): {', '.join(TARGET_NAMES)}, or all; repeat the option or give a comma list. Default: all."
+TARGET_HELP = (
+    "; ".join(f"{name} = {spec.summary}" for name, spec in TARGETS.items())
+    + f"; {ALL} = every target. Repeat the option or give a comma list. Default: {ALL}."
+)
 
 
 def command(
     model: Path = typer.Argument(..., help="SavedModel dir, .keras/.h5, a .tflite, or a TFJS graph-model dir."),
-    target: list[str] = typer.Option(None, "--target", "-t", help=TARGET_HELP),
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target",
+            "-t",
+            metavar="|".join((*TARGET_NAMES, ALL)),
+            help=TARGET_HELP,
+            callback=each_of(TARGET_NAMES, ALL),
+        ),
+    ] = None,
     calibration: Path = typer.Option(
         None,
         "--calibration",
@@ -45,11 +58,10 @@ def command(
     from edge_tool.contract.options import ContractOptions
     from edge_tool.errors import BudgetExceeded
 
-    targets = tuple(t.strip().lower() for value in (target or ["all"]) for t in value.split(",") if t.strip())
     report = run_check(
         CheckConfig(
             model=model,
-            targets=targets,
+            targets=tuple(target or [ALL]),
             calibration=calibration,
             device=device,
             trust_model_code=trust_model_code,

@@ -8,27 +8,11 @@ import typer
 
 from edge_tool.commands import input_options
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
+from edge_tool.commands.quant_options import Quant, Require
 from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
 from edge_tool.convert.formats import FORMATS, OutputFormat, parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
 
-
-def _quant_help() -> str:
-    """--quant help from the mode registry (light: the mode modules import no TensorFlow at load)."""
-    from edge_tool.convert.modes import MODES
-
-    modes = "; ".join(f"{m.value} = {spec.summary}" for m, spec in MODES.items())
-    return (
-        f"Quantization mode(s): {modes}. Repeat the option or give a comma list; "
-        "'all' = every mode that needs no training data (plus qat with --train-data); "
-        "'auto' = the best candidate within --max-drop on --eval-data (see --objective). "
-        "Default: fp32, or all with --format all. A listed mode that cannot be built for this model is "
-        "reported as 'not built: MODE (reason)' and the rest written: exit 0 when every requested mode was "
-        "built (a bare --format all asks for every mode that builds), 1 when some were not, 2 when none was."
-    )
-
-
-QUANT_HELP = _quant_help()
 FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.items()) + (
     "; all = " + " + ".join(name for name, spec in FORMATS.items() if spec.in_all) + "."
 )
@@ -51,7 +35,7 @@ def command(
         "--output",
         help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one). A symbolic link is followed to its directory (the link stays); a dangling one is refused.",
     ),
-    quant: list[str] = typer.Option(None, "--quant", "-q", help=QUANT_HELP),
+    quant: Quant = None,
     output_format: OutputFormat = typer.Option(OutputFormat.TFLITE, "--format", help=FORMAT_HELP),
     calibration: Path = typer.Option(
         None,
@@ -103,11 +87,7 @@ def command(
     max_float_layers: int = typer.Option(
         3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."
     ),
-    require: str = typer.Option(
-        None,
-        "--require",
-        help="--quant auto: integer-only = consider only candidates that run on TFLite Micro, the Edge TPU and integer NPUs (int8/qat whose every op computes in 8-bit integers).",
-    ),
+    require: Require = None,
     labels: Path = typer.Option(
         None,
         "--labels",

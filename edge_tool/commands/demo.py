@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from edge_tool.commands import input_options
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
+from edge_tool.tasks import TaskName
+
+TASK_HELP = (
+    "What the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval "
+    "does; the site's notes say how)."
+)
 
 
 def command(
@@ -55,11 +62,7 @@ def command(
         metavar="HxW",
         help="Size fed to image inputs whose height/width the model leaves open (default 224x224).",
     ),
-    task: str = typer.Option(
-        None,
-        "--task",
-        help="classification|multilabel|regression|segmentation|detection|embedding|image|heatmap: what the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval does; the site's notes say how).",
-    ),
+    task: Annotated[TaskName | None, typer.Option("--task", help=TASK_HELP)] = None,
     sample_rate: int = typer.Option(
         None,
         "--sample-rate",
@@ -98,7 +101,7 @@ def command(
                 trust_model_code=trust_model_code,
                 contract=ContractOptions.from_cli(input_range, input_mean, input_std),
                 signature=signature,
-                task=task,
+                task=task.value if task else None,
                 sample_rate=sample_rate,
             )
         )

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from edge_tool.commands import input_options
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
+from edge_tool.evaluate.runtimes import HOST, RuntimeChoice
+from edge_tool.tasks import TaskName
+
+TASK_HELP = "What the outputs are (default: inferred from the model's outputs and the labels; the report says how)."
+DEFAULT_RUNTIME = next(iter(RuntimeChoice))  # the default runtime comes first
+RUNTIME_HELP = (
+    "Which runtime runs the formats several can run: "
+    + "; ".join(
+        f"{r.value} ({HOST[r.value].summary}{', the default' if HOST[r.value].default else ''})" for r in RuntimeChoice
+    )
+    + ". TFJS runs in Node, .onnx in ONNX Runtime (docs/eval.md's runtime table)."
+)
 
 
 def command(
@@ -38,22 +51,14 @@ def command(
         "--max-error",
         help="Fail (exit 1) if any output differs from the reference's by more than this (max abs error; e.g. for regression).",
     ),
-    task: str | None = typer.Option(
-        None,
-        "--task",
-        help="classification|multilabel|regression|segmentation|detection|embedding|image|heatmap (default: inferred from the model's outputs and the labels; the report says how).",
-    ),
+    task: Annotated[TaskName | None, typer.Option("--task", help=TASK_HELP)] = None,
     threshold: float = typer.Option(
         0.5, "--threshold", help="Decision threshold for multi-label outputs and one-channel masks."
     ),
     max_latency_ms: float | None = typer.Option(
         None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this."
     ),
-    runtime: str = typer.Option(
-        "litert",
-        "--runtime",
-        help="Which runtime runs the formats several can run: litert (.tflite, LiteRT interpreter, the default) or tflm (.tflite, TFLite Micro's interpreter: arena and flash instead of RSS). TFJS runs in Node, .onnx in ONNX Runtime (docs/eval.md's runtime table).",
-    ),
+    runtime: Annotated[RuntimeChoice, typer.Option("--runtime", help=RUNTIME_HELP)] = DEFAULT_RUNTIME,
     max_arena_kb: float | None = typer.Option(
         None, "--max-arena-kb", help="--runtime tflm: fail (exit 1) if a measured tensor arena exceeds this many KiB."
     ),
@@ -123,11 +128,11 @@ def command(
         max_latency_ms=max_latency_ms,
         per_layer=per_layer,
         top_k=top_k,
-        task=task,
+        task=task.value if task else None,
         threshold=threshold,
         max_error=max_error,
         batch_size=batch_size,
-        runtime=runtime,
+        runtime=runtime.value,
         max_arena_kb=max_arena_kb,
         max_flash_kb=max_flash_kb,
         json_path=json_path,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
 
 from edge_tool.modelcode import TRUST_FLAG, TRUST_HELP
@@ -20,3 +22,19 @@ CUSTOM_OBJECTS = typer.Option(None, FLAG, metavar="MODULE", help=HELP)
 def use_custom_objects(specs: list[str] | None, trust: bool) -> None:
     """Import the ``--custom-objects`` modules (refused without ``--trust-model-code``) for this command's loaders."""
     use(specs, trust)
+
+
+def each_of(names: tuple[str, ...], *extra: str) -> Callable:
+    """A Typer callback for an option taking a list (repeated and/or comma-separated): every item must be one of
+    ``names`` or ``extra`` (case-insensitive), else the run stops before any work with one line naming the choices
+    (exit 2). The values pass through unchanged."""
+
+    def check(values: list[str] | None) -> list[str] | None:
+        items = [v.strip().lower() for value in values or () for v in value.split(",") if v.strip()]
+        bad = [v for v in items if v not in names and v not in extra]
+        if bad or (values and not items):
+            known = ", ".join(names) + (f", or {' or '.join(extra)}" if extra else "")
+            raise typer.BadParameter(f"expects one or more of {known}, got {', '.join(bad) or 'none'}.")
+        return values
+
+    return check

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_tool.convert.modes import MODES
 from edge_tool.models.modelio import SignatureInfo
 from edge_tool.schemas.records import SelfCheck  # the manifest's artifacts[].self_check record
 
 PROBES = 4  # seeded random input batches per check
-# max |tflite - SavedModel| allowed, relative to max(1, max |SavedModel output|): fp32 differs by operation order
-# only (the zoo: <=2.2e-6; fp16 <=1.9e-3, as it also rounds every weight to 11 significant bits)
-TOLERANCE = {"fp32": 1e-3, "fp16": 5e-2}
+
+
+def tolerance(mode: str) -> float | None:
+    """Max |tflite - SavedModel| a ``mode`` file may show, relative to max(1, max |SavedModel output|)
+    (``ModeSpec.self_check_tolerance``); None for a mode whose files are not self-checked (quantized ones)."""
+    return MODES[mode].self_check_tolerance
 
 
 def probe_feeds(info: SignatureInfo, seed: int = 0) -> list[dict] | None:
@@ -74,6 +78,6 @@ def compare(mode: str, want: list[dict], got: list[dict]) -> SelfCheck | None:
             errors.append(float(diff.max(initial=0.0)) if np.isfinite(out).all() else float("inf"))
     if not errors:
         return None
-    tolerance = TOLERANCE[mode] * scale
+    allowed = tolerance(mode) * scale
     worst = max(errors)
-    return SelfCheck(len(want), worst, tolerance, worst <= tolerance)
+    return SelfCheck(len(want), worst, allowed, worst <= allowed)

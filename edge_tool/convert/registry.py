@@ -1,11 +1,14 @@
-"""The capability table of TFLite modes, filled by ``@register`` in each module under ``convert/modes``.
+"""The capability table of TFLite modes: each module under ``convert/modes`` builds its ``ModeSpec`` and registers it
+with ``MODES.register(spec)``.
 
 A row says what a mode makes (weight and activation types), what it needs (calibration data, training data, a
-Keras model), which inference I/O types it allows, whether ``--quant auto`` tries it, and how it builds its
+Keras model), which inference I/O types it allows, whether ``--quant auto`` tries it and how integer it is (auto's
+tie-break), how close a float file must stay to the SavedModel (convert's self-check), and how it builds its
 flatbuffer. Importing ``edge_tool.convert.modes`` fills it. Its readers: ``ConvertConfig`` validation (I/O
-types, training data), ``convert()`` (calibration, the builder), the ``--quant`` help and choices and ``all``
-(``commands/convert.py``), ``--quant auto``'s candidates, the mode table in README.md and docs/convert.md
-(``modes.mode_table``, checked by tests/test_docs_tables.py), and the mode lists of tests and benchmarks.
+types, training data), ``convert()`` (calibration, the builder, the self-check), the ``--quant`` help and choices
+and ``all`` (``commands/convert.py``), ``--quant auto``'s candidates and tie-break, the mode table in README.md and
+docs/convert.md (``modes.mode_table``, checked by tests/test_docs_tables.py), and the mode lists of tests and
+benchmarks.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from edge_tool.core.registry import Registry
 class ModeSpec:
     """One TFLite quantization mode: what it makes and what it needs."""
 
-    mode: QuantMode
+    name: str  # the --quant value (a QuantMode value)
     weights: str  # weight type in the .tflite
     activations: str  # activation type at inference
     build: Callable  # (BuildContext) -> bytes
@@ -29,7 +32,21 @@ class ModeSpec:
     needs_train_data: bool = False
     needs_keras: bool = False  # fine-tunes the Keras model itself (a Keras-2 SavedModel/.keras/.h5)
     auto_candidate: bool = True  # tried by --quant auto (fp32 is the unquantized baseline, not a candidate)
+    # --quant auto's tie-break among equally accurate candidates: lower runs on more integer hardware (full int8
+    # on the Edge TPU, NPUs and DSPs; dynamic range keeps float activations); None for a mode auto never ranks
+    integer_rank: int | None = None
+    # convert's self-check of a float file: max |tflite - SavedModel| on seeded probes, relative to
+    # max(1, max |SavedModel output|); None for a quantized mode (its error is data-dependent: eval measures it)
+    self_check_tolerance: float | None = None
     io_types: tuple[str, ...] = ("model", "float32")
+
+    def __post_init__(self) -> None:
+        QuantMode(self.name)  # ValueError at import for a mode the enum does not know
+
+    @property
+    def mode(self) -> QuantMode:
+        """The mode as convert's enum."""
+        return QuantMode(self.name)
 
     @property
     def summary(self) -> str:
@@ -37,14 +54,4 @@ class ModeSpec:
         return f"weights {self.weights}, activations {self.activations}"
 
 
-MODES: Registry[QuantMode, ModeSpec] = Registry("quantization mode")
-
-
-def register(mode: QuantMode, *, weights: str, activations: str, **caps) -> Callable:
-    """Decorator: register ``build`` as the builder of ``mode`` with the given capabilities."""
-
-    def deco(build: Callable) -> Callable:
-        MODES.add(mode, ModeSpec(mode=mode, weights=weights, activations=activations, build=build, **caps))
-        return build
-
-    return deco
+MODES: Registry[ModeSpec] = Registry("quantization mode")

@@ -9,7 +9,7 @@ from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.contract.options import ContractOptions
 from edge_tool.demo import model as model_mod
 from edge_tool.errors import UsageError, collect_and_raise
-from edge_tool.tasks.registry import TASK_NAMES
+from edge_tool.tasks import TASK_NAMES
 
 MAX_TITLE = 80
 MIN_RATE, MAX_RATE = 3000, 768000  # what WebAudio's OfflineAudioContext accepts

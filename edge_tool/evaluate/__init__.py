@@ -1,25 +1,44 @@
 """``edgetool eval``: accuracy drift of TFLite / TFJS artefacts against the reference SavedModel, and latency.
 
-Light at import (no TensorFlow): the heavy runners are imported inside the functions that need them.
-Public API: :class:`EvalConfig`, :func:`run_eval`, :func:`budget_violations`, :class:`Report`.
+Light at import (no TensorFlow, and none of the modules below until a name is used: ``edgetool --help`` reads the
+runtime table under ``evaluate.runtimes``). Public API: :class:`EvalConfig`, :func:`run_eval`,
+:func:`budget_violations`, :class:`Report`.
 """
 
 from __future__ import annotations
 
-from edge_tool.evaluate.budgets import budget_violations as _gate
-from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
-from edge_tool.evaluate.pipeline import run_eval as _run
-from edge_tool.evaluate.report import ArtifactResult, LatencyStats, Report
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> (module, attribute), loaded on first access (PEP 562)
+_EXPORTS = {
+    "ArtifactFormat": ("edge_tool.evaluate.config", "ArtifactFormat"),
+    "ArtifactResult": ("edge_tool.evaluate.report", "ArtifactResult"),
+    "EvalConfig": ("edge_tool.evaluate.config", "EvalConfig"),
+    "LatencyStats": ("edge_tool.evaluate.report", "LatencyStats"),
+    "Report": ("edge_tool.evaluate.report", "Report"),
+    "budget_violations": ("edge_tool.evaluate.budgets", "budget_violations"),
+    "run_eval": ("edge_tool.evaluate.pipeline", "run_eval"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # the names above, for type checkers and IDEs
+    from edge_tool.evaluate.budgets import budget_violations  # noqa: F401
+    from edge_tool.evaluate.config import ArtifactFormat, EvalConfig  # noqa: F401
+    from edge_tool.evaluate.pipeline import run_eval  # noqa: F401
+    from edge_tool.evaluate.report import ArtifactResult, LatencyStats, Report  # noqa: F401
 
 
-def run_eval(config: EvalConfig) -> Report:
-    """Measure every artefact of ``config`` against its reference and return the frozen Report."""
-    return _run(config)
+def __getattr__(name: str) -> Any:
+    """Load a public name's module on first access (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _EXPORTS[name]
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
 
 
-def budget_violations(report: Report, config: EvalConfig) -> list[tuple[str, str]]:
-    """(artifact, message) per budget broken (--max-drop / --max-latency-ms), naming by how much."""
-    return _gate(report, config)
-
-
-__all__ = ["ArtifactFormat", "ArtifactResult", "EvalConfig", "LatencyStats", "Report", "budget_violations", "run_eval"]
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -11,7 +11,7 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.models.formats import ArtifactFormat  # noqa: F401 - derived from the format readers; eval's name for it
-from edge_tool.tasks.registry import TASK_NAMES
+from edge_tool.tasks import TASK_NAMES
 
 DEFAULT_RUNS = 100
 DEFAULT_BATCH = 16  # samples per call: the reference's peak memory grows with it (docs/performance.md, "Defaults")

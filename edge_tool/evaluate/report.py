@@ -10,7 +10,7 @@ from edge_tool.calibration.serial import spec
 from edge_tool.core.textsafe import md, md_row
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
-from edge_tool.evaluate.runtimes import SPECS, Column, columns, owner
+from edge_tool.evaluate.runtimes import RUNTIMES, Column, columns, owner
 from edge_tool.schemas.document import Document
 
 # the rows live in ``rows`` (runners build them without importing this module); these names stay importable here
@@ -82,7 +82,7 @@ class Report(Document):
     @property
     def has_micro(self) -> bool:
         """True when some row ran in TFLite Micro (the table then gains arena and flash columns)."""
-        return any(SPECS["tflm"].claims(r) for r in self.results)
+        return any(RUNTIMES["tflm"].claims(r) for r in self.results)
 
     def headers(self) -> list[str]:
         """Column names of ``table_rows``."""
@@ -131,7 +131,7 @@ class Report(Document):
             "before every sample.",
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
-            *(line for spec in SPECS.values() if spec.facts for line in spec.facts(self.results)),
+            *(line for spec in RUNTIMES.values() if spec.facts for line in spec.facts(self.results)),
             *self.notes,
             *(
                 f"{r.artifact}: {r.runtime} — {r.latency_note}."
@@ -152,7 +152,7 @@ NUMERIC = {
     "p50 ms",
     "p99 ms",
     *TASK_NUMERIC,
-    *(c.header for s in SPECS.values() for c in s.columns if c.numeric),
+    *(c.header for s in RUNTIMES.values() for c in s.columns if c.numeric),
 }
 
 

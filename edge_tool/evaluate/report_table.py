@@ -3,7 +3,7 @@ display strings (classification keeps accuracy / drop / agreement)."""
 
 from __future__ import annotations
 
-from edge_tool.tasks.registry import TASK_NAMES, TASKS, get_task
+from edge_tool.tasks import TASK_NAMES, TASKS, get_task
 
 TASK_NUMERIC = {h for t in TASKS.values() for h in (t.main_metric, t.agreement_label)} | {"box IoU"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.tasks.base import Accumulator, Confusion, Task, TaskContext, label_error, per_sample, shape_text, whole
-from edge_tool.tasks.registry import register
+from edge_tool.tasks.registry import TASKS
 
 MAX_MATRIX_CLASSES = 100  # a larger confusion matrix is left out of the JSON (per_class still lists every class)
 
@@ -76,7 +76,6 @@ def _names(names: tuple[str, ...] | None, classes: int) -> list[str]:
     return list(names) if names is not None and len(names) == classes else [str(i) for i in range(classes)]
 
 
-@register
 class Classification(Task):
     """One class per sample; ``--max-drop`` gates top-1 accuracy."""
 
@@ -130,3 +129,6 @@ class Classification(Task):
     def agreement(self, drift: dict) -> float | None:
         """top-1 agreement."""
         return drift["top1_agreement"]
+
+
+TASK = TASKS.register(Classification())

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.tasks.base import Accumulator, ErrorTotals, Task, TaskContext
-from edge_tool.tasks.registry import register
+from edge_tool.tasks.registry import TASKS
 
 BOX_NAME = re.compile(r"box|bbox", re.IGNORECASE)
 
@@ -83,7 +83,6 @@ class _PerOutput(Accumulator):
         return {"per_output": per, "box_iou": float(np.mean(ious)) if ious else None}
 
 
-@register
 class Detection(Task):
     """Several heads measured against the reference; ``--max-drop`` gates 1 − box IoU (needs a box output),
     ``--max-error`` the largest absolute error of any output."""
@@ -121,3 +120,6 @@ class _Drift(_PerOutput):
         res = super().result()
         maxes = [e.max for e in self.err.values() if e.max is not None]
         return {**res, "max_abs_error": max(maxes) if maxes else None}
+
+
+TASK = TASKS.register(Detection())

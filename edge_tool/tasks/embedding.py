@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.tasks.base import Accumulator, Task, TaskContext, label_error, per_sample, shape_text, whole
-from edge_tool.tasks.registry import register
+from edge_tool.tasks.registry import TASKS
 
 MAX_GALLERY = 20_000
 UNIT_NORM_TOLERANCE = 1e-3
@@ -99,7 +99,6 @@ class _Recall(Accumulator):
         return {"recall_at_1": recall, "queries": queries, "gallery": self.kept}
 
 
-@register
 class Embedding(Task):
     """L2-normalised vectors; ``--max-drop`` gates retrieval recall@1 (absolute: 0.02 = 2 points)."""
 
@@ -140,3 +139,6 @@ class Embedding(Task):
     def agreement(self, drift: dict) -> float | None:
         """Mean cosine similarity to the reference."""
         return drift["mean_cosine"]
+
+
+TASK = TASKS.register(Embedding())

@@ -15,7 +15,7 @@ import numpy as np
 
 from edge_tool.tasks.base import Accumulator, Task, TaskContext, label_error
 from edge_tool.tasks.image import check_same_shape
-from edge_tool.tasks.registry import register
+from edge_tool.tasks.registry import TASKS
 
 PCK_ALPHA = 0.1
 
@@ -63,7 +63,6 @@ class _Peaks(Accumulator):
         }
 
 
-@register
 class Heatmap(Task):
     """Keypoint heatmaps (n, H, W, K); ``--max-drop`` gates PCK@0.1 (absolute: 0.02 = 2 points)."""
 
@@ -92,3 +91,6 @@ class Heatmap(Task):
     def agreement(self, drift: dict) -> float | None:
         """Share of keypoints whose peak is the reference's pixel."""
         return drift["peak_agreement"]
+
+
+TASK = TASKS.register(Heatmap())

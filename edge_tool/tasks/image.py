@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.tasks.base import Accumulator, Task, TaskContext, label_error, shape_text
-from edge_tool.tasks.registry import register
+from edge_tool.tasks.registry import TASKS
 
 MAX_PSNR = 100.0
 WINDOW, SIGMA, K1, K2 = 11, 1.5, 0.01, 0.03
@@ -127,7 +127,6 @@ def check_same_shape(task: str, labels: np.ndarray, ref: dict, ctx: TaskContext,
     return labels.astype(np.float32)
 
 
-@register
 class Image(Task):
     """Image out per image in; ``--max-drop`` gates mean PSNR in dB (absolute: 0.5 = half a dB)."""
 
@@ -152,3 +151,6 @@ class Image(Task):
     def agreement(self, drift: dict) -> float | None:
         """PSNR (dB) of the artefact's images against the reference's."""
         return drift["psnr_to_reference"]
+
+
+TASK = TASKS.register(Image())

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.tasks.base import Accumulator, Task, TaskContext, label_error, per_sample, shape_text, whole
-from edge_tool.tasks.registry import register
+from edge_tool.tasks.registry import TASKS
 
 
 class _Agreement(Accumulator):
@@ -51,7 +51,6 @@ class _Scores(Accumulator):
         return {"f1_macro": float(np.mean(f1)), "hamming": self.wrong / self.n}
 
 
-@register
 class Multilabel(Task):
     """Independent labels per sample; ``--max-drop`` gates macro F1."""
 
@@ -92,3 +91,6 @@ class Multilabel(Task):
     def agreement(self, drift: dict) -> float | None:
         """Per-label agreement."""
         return drift["label_agreement"]
+
+
+TASK = TASKS.register(Multilabel())

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.tasks.base import Accumulator, ErrorTotals, Task, TaskContext, label_error, per_sample, shape_text
-from edge_tool.tasks.registry import register
+from edge_tool.tasks.registry import TASKS
 
 
 class _Drift(Accumulator):
@@ -57,7 +57,6 @@ class _Scores(Accumulator):
         return {"mae": self.abs / size, "rmse": float(np.sqrt(self.sq / size)), "r2": float(np.mean(r2))}
 
 
-@register
 class Regression(Task):
     """Real-valued targets; ``--max-drop`` gates R² (absolute: 0.05 = R² may fall by 0.05); ``--max-error``
     gates the artefact's largest absolute difference from the reference."""
@@ -91,3 +90,6 @@ class Regression(Task):
     def scores(self, ctx: TaskContext) -> Accumulator:
         """mae, rmse, r2."""
         return _Scores(ctx)
+
+
+TASK = TASKS.register(Regression())

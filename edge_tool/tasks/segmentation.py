@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.tasks.base import Accumulator, Confusion, Task, TaskContext, label_error, shape_text, whole
-from edge_tool.tasks.registry import register
+from edge_tool.tasks.registry import TASKS
 
 
 def pixel_classes(scores: np.ndarray, threshold: float) -> np.ndarray:
@@ -57,7 +57,6 @@ class _Scores(Accumulator):
         return {"pixel_accuracy": self.confusion.accuracy(), "miou": self.confusion.mean_iou()}
 
 
-@register
 class Segmentation(Task):
     """Per-pixel classes; ``--max-drop`` gates mean IoU."""
 
@@ -108,3 +107,6 @@ class Segmentation(Task):
     def agreement(self, drift: dict) -> float | None:
         """Per-pixel agreement."""
         return drift["pixel_agreement"]
+
+
+TASK = TASKS.register(Segmentation())

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from edge_tool.check.base import Finding, Status, TargetResult, Verdict
-from edge_tool.check.registry import register
-from edge_tool.check.subject import Unavailable
+from edge_tool.check.base import Finding, Status, TargetResult, Unavailable, Verdict
 from edge_tool.modelfiles.tflite_model import summarize_tflite
 
 
@@ -22,19 +20,15 @@ def conversion_failed(target: str, subject, exc: Exception) -> TargetResult:
     return TargetResult(target, subject.label, Verdict.FAILS, (finding,), "conversion of the model for this target")
 
 
-def artefact_check(name: str, summary: str, kind: str) -> Callable:
-    """Decorator: register ``check(path)`` as target ``name``'s check, ``path`` being the subject's ``kind`` artefact;
-    when that cannot be made, the verdict says so (:func:`conversion_failed`) without calling ``check``."""
+def of_artefact(target: str, kind: str, check: Callable) -> Callable:
+    """A target's ``run(subject)`` from ``check(path)``, ``path`` being the subject's ``kind`` artefact; when that
+    cannot be made, the verdict says so (:func:`conversion_failed`) without calling ``check``."""
 
-    def deco(check: Callable) -> Callable:
-        def run(subject) -> TargetResult:
-            try:
-                path = subject.artefact(kind)
-            except Unavailable as exc:
-                return conversion_failed(name, subject, exc)
-            return check(path)
+    def run(subject) -> TargetResult:
+        try:
+            path = subject.artefact(kind)
+        except Unavailable as exc:
+            return conversion_failed(target, subject, exc)
+        return check(path)
 
-        register(name, summary, kind)(run)
-        return check
-
-    return deco
+    return run

@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
-from edge_tool.check.targets.common import artefact_check
+from edge_tool.check.registry import TARGETS, TargetSpec
+from edge_tool.check.targets.common import of_artefact
 from edge_tool.modelfiles.limits import read_tflite
 from edge_tool.modelfiles.tflite_model import _schema
 
@@ -104,7 +105,6 @@ def requirement_findings(model, types) -> list[Finding]:
     return findings
 
 
-@artefact_check("edgetpu", "Coral Edge TPU (published requirements; needs edgetpu_compiler to deploy)", "int8-b1")
 def check(path: Path) -> TargetResult:
     """Requirements the whole model must meet (fails), then ops from the first unsupported one on (CPU fallback)."""
     model, names, types = _model(path)
@@ -122,3 +122,13 @@ def check(path: Path) -> TargetResult:
     return target_result(
         "edgetpu", path, findings, "static check of the published Edge TPU model requirements and op table (coral.ai)"
     )
+
+
+SPEC = TARGETS.register(
+    TargetSpec(
+        "edgetpu",
+        "Coral Edge TPU (published requirements; needs edgetpu_compiler to deploy)",
+        "int8-b1",
+        of_artefact("edgetpu", "int8-b1", check),
+    )
+)

@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
-from edge_tool.check.targets.common import artefact_check, model_ops
+from edge_tool.check.registry import TARGETS, TargetSpec
+from edge_tool.check.targets.common import model_ops, of_artefact
 from edge_tool.core.env import import_tf
 
 WARNING = "GPU COMPATIBILITY WARNING"
@@ -65,7 +66,6 @@ def warnings_by_op(report: str) -> list[tuple[str, str]]:
     return found
 
 
-@artefact_check("gpu", "LiteRT GPU delegate (ops it cannot take fall back to the CPU)", "fp32")
 def check(path: Path) -> TargetResult:
     """Ops the GPU delegate will not take; they run on the CPU (verdict partial), the rest on the GPU."""
     report = analyzer_report(Path(path).read_bytes())
@@ -84,3 +84,13 @@ def check(path: Path) -> TargetResult:
         )
     findings = [Finding(op, Status.FALLBACK, f"{why}; runs on the CPU instead") for op, why in pairs]
     return target_result("gpu", path, findings, method)
+
+
+SPEC = TARGETS.register(
+    TargetSpec(
+        "gpu",
+        "LiteRT GPU delegate (ops it cannot take fall back to the CPU)",
+        "fp32",
+        of_artefact("gpu", "fp32", check),
+    )
+)

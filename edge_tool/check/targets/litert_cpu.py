@@ -7,13 +7,14 @@ import subprocess
 from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
-from edge_tool.check.targets.common import artefact_check, model_ops
+from edge_tool.check.device_target import litert_cpu_on_device
+from edge_tool.check.registry import TARGETS, TargetSpec
+from edge_tool.check.targets.common import model_ops, of_artefact
 from edge_tool.core.childproc import module_command
 
 TIMEOUT_S = 300
 
 
-@artefact_check("litert-cpu", "LiteRT interpreter, CPU (builtin kernels + XNNPACK)", "fp32")
 def check(path: Path) -> TargetResult:
     """Run the fp32 artefact (or the given .tflite) in LiteRT; name Flex ops, which need the Flex delegate."""
     method = "load + allocate + invoke with the LiteRT interpreter in a child process"
@@ -40,3 +41,14 @@ def check(path: Path) -> TargetResult:
         if not findings:
             findings = [Finding("(model)", Status.UNSUPPORTED, result["error"].strip()[:800] or "failed")]
     return target_result("litert-cpu", path, findings, method, {"runtime": result.get("runtime", "")})
+
+
+SPEC = TARGETS.register(
+    TargetSpec(
+        "litert-cpu",
+        "LiteRT interpreter, CPU (builtin kernels + XNNPACK)",
+        "fp32",
+        of_artefact("litert-cpu", "fp32", check),
+        on_device=litert_cpu_on_device,
+    )
+)

@@ -13,7 +13,8 @@ import subprocess
 from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
-from edge_tool.check.targets.common import artefact_check, model_ops
+from edge_tool.check.registry import TARGETS, TargetSpec
+from edge_tool.check.targets.common import model_ops, of_artefact
 from edge_tool.litert.runtime import load_interpreter
 
 TIMEOUT_S = 120
@@ -61,7 +62,6 @@ def static_findings(model: Path) -> list[Finding]:
     return findings
 
 
-@artefact_check("litertjs", "LiteRT.js in the browser (wasm, the runtime demo --litert ships)", "int8-b1")
 def check(path: Path) -> TargetResult:
     """Load, compile and run with LiteRT.js in Node; its error is the finding."""
     vendor = vendor_dir()
@@ -83,3 +83,13 @@ def check(path: Path) -> TargetResult:
     return target_result(
         "litertjs", path, findings, "load + compile + run with the vendored LiteRT.js (wasm compat build) in Node"
     )
+
+
+SPEC = TARGETS.register(
+    TargetSpec(
+        "litertjs",
+        "LiteRT.js in the browser (wasm, the runtime demo --litert ships)",
+        "int8-b1",
+        of_artefact("litertjs", "int8-b1", check),
+    )
+)

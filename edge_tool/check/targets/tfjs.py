@@ -15,9 +15,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from edge_tool.check.base import Finding, Status, TargetResult, target_result
-from edge_tool.check.registry import register
-from edge_tool.check.subject import Subject, Unavailable
+from edge_tool.check.base import Finding, Status, TargetResult, Unavailable, target_result
+from edge_tool.check.registry import TARGETS, TargetSpec
 from edge_tool.check.targets.common import conversion_failed
 from edge_tool.convert.tfjs import ops_from_refusal
 from edge_tool.convert.tfjs_op_table import TFJS_OPS, TFJS_VERSION
@@ -44,8 +43,7 @@ def graph_ops(model_dir: Path) -> list[str]:
     return list(dict.fromkeys(str(n.get("op", "")) for n in nodes if isinstance(n, dict) and n.get("op")))
 
 
-@register("tfjs", "TensorFlow.js graph model (tfjs executor's op table)", "tfjs")
-def check(subject: Subject) -> TargetResult:
+def check(subject) -> TargetResult:
     """Ops of the graph model (or the ops the converter refused) that tfjs has no kernel for."""
     try:
         path = subject.artefact("tfjs")
@@ -89,3 +87,6 @@ def run_in_node(model_dir: Path) -> tuple[bool | None, str]:
         return False, f"node exited {proc.returncode}: {proc.stderr.strip()[-400:]}"
     result = json.loads(lines[-1])
     return bool(result["ok"]), str(result["error"])[:800]
+
+
+SPEC = TARGETS.register(TargetSpec("tfjs", "TensorFlow.js graph model (tfjs executor's op table)", "tfjs", check))

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from edge_tool.check.base import Finding, Status, TargetResult, target_result
-from edge_tool.check.registry import register
-from edge_tool.check.subject import Subject, Unavailable
+from edge_tool.check.base import Finding, Status, TargetResult, Unavailable, target_result
+from edge_tool.check.device_target import tflm_on_device
+from edge_tool.check.registry import TARGETS, TargetSpec
 from edge_tool.check.targets.common import conversion_failed
 from edge_tool.micro import tflm
 
 
-@register("tflm", "TensorFlow Lite for Microcontrollers (tflite-micro interpreter, reference kernels)", "int8")
-def check(subject: Subject) -> TargetResult:
+def check(subject) -> TargetResult:
     """Ops TFLM has no kernel for, kernels that refuse the model's types, and the measured arena when it runs."""
     tflm.require_tflm()
     try:
@@ -25,3 +24,14 @@ def check(subject: Subject) -> TargetResult:
         details["flash_bytes"] = path.stat().st_size
     method = "allocate + invoke in tflite-micro's Python interpreter (its op resolver registers every TFLM kernel)"
     return target_result("tflm", path, findings, method, details)
+
+
+SPEC = TARGETS.register(
+    TargetSpec(
+        "tflm",
+        "TensorFlow Lite for Microcontrollers (tflite-micro interpreter, reference kernels)",
+        "int8",
+        check,
+        on_device=tflm_on_device,
+    )
+)

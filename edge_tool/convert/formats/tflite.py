@@ -52,7 +52,7 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> ManifestArtifact:
         check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
         check = None
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
-            probes = fidelity.probe_feeds(ctx.source.signature) if mode.value in fidelity.TOLERANCE else None
+            probes = fidelity.probe_feeds(ctx.source.signature) if fidelity.tolerance(mode) is not None else None
             sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
             got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
             check = got and fidelity.check(ctx, mode.value, probes, got)

@@ -1,4 +1,4 @@
-"""One module per TFLite mode; importing this package registers each in ``edge_tool.convert.registry.MODES``.
+"""One module per TFLite mode, each registering its ``ModeSpec`` in ``edge_tool.convert.registry.MODES`` at import.
 
 The functions below are the registry's derived views: which modes ``all`` and ``--quant auto`` mean, and the
 mode table of README.md and docs/convert.md (regenerate with ``python scripts/docs_tables.py``).
@@ -13,7 +13,7 @@ __all__ = ["MODES", "ModeSpec", "auto_candidates", "every_mode", "integer_only_c
 
 def every_mode(has_train_data: bool = False) -> tuple[str, ...]:
     """What ``--quant all`` means: every mode, those that fine-tune only when training data is given."""
-    return tuple(m.value for m, spec in MODES.items() if has_train_data or not spec.needs_train_data)
+    return tuple(name for name, spec in MODES.items() if has_train_data or not spec.needs_train_data)
 
 
 def auto_candidates(has_train_data: bool) -> tuple[str, ...]:
@@ -29,10 +29,10 @@ def integer_only_candidates(has_train_data: bool) -> tuple[str, ...]:
 def mode_table() -> str:
     """The Markdown table of every mode (weights, activations, what it needs, I/O types), from the registry."""
     rows = ["| mode | weights | activations | needs | I/O types |", "|---|---|---|---|---|"]
-    for mode, spec in MODES.items():
+    for name, spec in MODES.items():
         needs = [
-            name
-            for flag, name in (
+            need
+            for flag, need in (
                 (spec.needs_calibration, "calibration data"),
                 (spec.needs_train_data, "training data"),
                 (spec.needs_keras, "a Keras-2 model"),
@@ -40,5 +40,5 @@ def mode_table() -> str:
             if flag
         ]
         io = ", ".join("model's own" if t == "model" else t for t in spec.io_types)
-        rows.append(f"| `{mode.value}` | {spec.weights} | {spec.activations} | {', '.join(needs) or '–'} | {io} |")
+        rows.append(f"| `{name}` | {spec.weights} | {spec.activations} | {', '.join(needs) or '–'} | {io} |")
     return "\n".join(rows) + "\n"

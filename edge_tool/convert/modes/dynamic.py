@@ -1,10 +1,9 @@
 """dynamic: dynamic-range quantization — int8 weights, float activations, no calibration."""
 
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.registry import register
+from edge_tool.convert.registry import MODES, ModeSpec
 
 
-@register(QuantMode.DYNAMIC, weights="int8", activations="float32 (dynamic range)")
 def build(ctx) -> bytes:
     """Optimize.DEFAULT without a representative dataset."""
     tf = ctx.tf
@@ -13,3 +12,10 @@ def build(ctx) -> bytes:
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
 
     return ctx.convert(configure)
+
+
+SPEC = MODES.register(
+    ModeSpec(
+        QuantMode.DYNAMIC.value, weights="int8", activations="float32 (dynamic range)", build=build, integer_rank=3
+    )
+)

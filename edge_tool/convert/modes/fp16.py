@@ -1,10 +1,9 @@
 """fp16: float16 weights (dequantized to float32 at load on CPU; native on many GPUs)."""
 
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.registry import register
+from edge_tool.convert.registry import MODES, ModeSpec
 
 
-@register(QuantMode.FP16, weights="float16", activations="float32")
 def build(ctx) -> bytes:
     """Optimize.DEFAULT with float16 as the supported type."""
     tf = ctx.tf
@@ -14,3 +13,15 @@ def build(ctx) -> bytes:
         conv.target_spec.supported_types = [tf.float16]
 
     return ctx.convert(configure)
+
+
+SPEC = MODES.register(
+    ModeSpec(
+        QuantMode.FP16.value,
+        weights="float16",
+        activations="float32",
+        build=build,
+        integer_rank=4,
+        self_check_tolerance=5e-2,
+    )
+)

@@ -1,10 +1,21 @@
 """fp32: the plain float TFLite model (the baseline every other mode is compared with)."""
 
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.registry import register
+from edge_tool.convert.registry import MODES, ModeSpec
 
 
-@register(QuantMode.FP32, weights="float32", activations="float32", auto_candidate=False)
 def build(ctx) -> bytes:
     """Convert with no optimisation."""
     return ctx.convert(lambda conv: None)
+
+
+SPEC = MODES.register(
+    ModeSpec(
+        QuantMode.FP32.value,
+        weights="float32",
+        activations="float32",
+        auto_candidate=False,
+        build=build,
+        self_check_tolerance=1e-3,
+    )
+)

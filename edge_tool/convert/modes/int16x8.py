@@ -11,7 +11,7 @@ import itertools
 import re
 
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.registry import register
+from edge_tool.convert.registry import MODES, ModeSpec
 from edge_tool.convert.smoke import litert_problem, run_in_litert
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
@@ -24,7 +24,6 @@ FALLBACK_SAMPLES = 8
 _NO_16X8_KERNEL = re.compile(r"16x8-bit not yet supported for op: '([A-Za-z0-9_]+)'")
 
 
-@register(QuantMode.INT16X8, weights="int8", activations="int16", needs_calibration=True)
 def build(ctx) -> bytes:
     """EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8; ops without a 16x8 kernel fall back to float."""
     try:
@@ -131,3 +130,15 @@ def float_ops(data: bytes) -> list[str]:
     from edge_tool.modelfiles.tflite_model import ops_on_dtype  # noqa: PLC0415
 
     return sorted(set(ops_on_dtype(data, "float32")) - {"QUANTIZE", "DEQUANTIZE"})
+
+
+SPEC = MODES.register(
+    ModeSpec(
+        QuantMode.INT16X8.value,
+        weights="int8",
+        activations="int16",
+        needs_calibration=True,
+        build=build,
+        integer_rank=2,
+    )
+)

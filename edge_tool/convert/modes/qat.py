@@ -2,22 +2,13 @@
 
 from edge_tool import calibration
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.registry import register
+from edge_tool.convert.registry import MODES, ModeSpec
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError
 from edge_tool.litert.recipes import configure_full_int8
 
 
-@register(
-    QuantMode.QAT,
-    weights="int8",
-    activations="int8, after quantization-aware fine-tuning",
-    needs_calibration=True,
-    needs_train_data=True,
-    needs_keras=True,
-    io_types=("model", "float32", "int8", "uint8"),
-)
 def build(ctx) -> bytes:
     """Fine-tune a QAT copy of the Keras model, convert it and plain int8 PTQ, ship the more accurate one.
 
@@ -144,3 +135,18 @@ def _report(decision) -> None:
         )
     if decision.note:
         console.print(f"[yellow]note:[/] {term(decision.note)}")
+
+
+SPEC = MODES.register(
+    ModeSpec(
+        QuantMode.QAT.value,
+        weights="int8",
+        activations="int8, after quantization-aware fine-tuning",
+        needs_calibration=True,
+        needs_train_data=True,
+        needs_keras=True,
+        io_types=("model", "float32", "int8", "uint8"),
+        build=build,
+        integer_rank=0,
+    )
+)

@@ -1,19 +1,23 @@
-"""One module per eval runtime; importing this package registers each in ``registry.SPECS``.
+"""One module per eval runtime, each registering its ``RuntimeSpec`` in ``registry.RUNTIMES`` at import.
 
-The functions below are the registry's derived views: the ``--runtime`` choices, the runtime (and runner) of an
+The names below are the registry's derived views: the ``--runtime`` choices (``RUNTIME_CHOICES``, ``RuntimeChoice``), the runtime (and runner) of an
 artefact, the report's extra columns and footer lines, and the runtime table of README.md and docs/eval.md
 (regenerate with ``python scripts/docs_tables.py``; checked by tests/test_docs_tables.py).
 """
 
-# each module registers itself; this order is SPECS' order, and the order of the report's extra columns
+# each module registers itself; this order is RUNTIMES' order, and the order of the report's extra columns
 from edge_tool.evaluate.runtimes import litert, tflm, tfjs, ort, device  # noqa: F401, I001
+from enum import Enum
+
 from edge_tool.errors import UsageError
-from edge_tool.evaluate.runtimes.registry import SPECS, Column, RuntimeSpec
+from edge_tool.evaluate.runtimes.registry import RUNTIMES, Column, RuntimeSpec
 
 __all__ = [
+    "HOST",
     "RUNTIMES",
-    "SPECS",
+    "RUNTIME_CHOICES",
     "Column",
+    "RuntimeChoice",
     "RuntimeSpec",
     "check_runtime",
     "columns",
@@ -23,7 +27,7 @@ __all__ = [
     "runtime_table",
 ]
 
-HOST = {name: spec for name, spec in SPECS.items() if spec.open is not None}
+HOST = {name: spec for name, spec in RUNTIMES.items() if spec.open is not None}
 
 
 def _choices() -> tuple[str, ...]:
@@ -32,13 +36,17 @@ def _choices() -> tuple[str, ...]:
     return tuple(sorted(shared, key=lambda n: not HOST[n].default))
 
 
-RUNTIMES = _choices()  # what --runtime accepts
+RUNTIME_CHOICES = _choices()  # what --runtime accepts
+# --runtime's choices as a str Enum, so Typer lists and validates them before any work
+RuntimeChoice = Enum("RuntimeChoice", [(n.upper(), n) for n in RUNTIME_CHOICES], type=str, module=__name__)
+RuntimeChoice.__doc__ = "A --runtime value: a host runtime sharing its formats with another (default first)."
 
 
 def check_runtime(name: str) -> None:
-    """UsageError unless ``name`` is one of the ``--runtime`` choices."""
-    if name not in RUNTIMES:
-        raise UsageError(f"--runtime expects one of {', '.join(RUNTIMES)}, got {name!r}")
+    """UsageError unless ``name`` is one of the ``--runtime`` choices (EvalConfig built from Python, not the CLI)."""
+    name = getattr(name, "value", name)
+    if name not in RUNTIME_CHOICES:
+        raise UsageError(f"--runtime expects one of {', '.join(RUNTIME_CHOICES)}, got {name!r}")
 
 
 def runtime_for(fmt: str, chosen: str) -> RuntimeSpec:
@@ -56,23 +64,23 @@ def open_runner(art, config, scratch, slot: int, threads: int):
 
 def owner(row) -> RuntimeSpec | None:
     """The runtime that measured a report row (None for a row no registered runtime claims)."""
-    return next((s for s in SPECS.values() if s.claims(row)), None)
+    return next((s for s in RUNTIMES.values() if s.claims(row)), None)
 
 
 def columns(results) -> list[Column]:
     """The extra columns of a report with these rows: those of every runtime that measured one of them."""
-    return [c for s in SPECS.values() if any(s.claims(r) for r in results) for c in s.columns]
+    return [c for s in RUNTIMES.values() if any(s.claims(r) for r in results) for c in s.columns]
 
 
 def runtime_table() -> str:
     """The Markdown table of every runtime (what it runs, how it is chosen, its extra columns), from the registry."""
     rows = ["| runtime | runs | chosen by | report adds | install |", "|---|---|---|---|---|"]
-    for name, spec in SPECS.items():
+    for name, spec in RUNTIMES.items():
         how = (
             "`--device`"
             if spec.open is None
             else f"`--runtime {name}`" + (" (default)" if spec.default else "")
-            if name in RUNTIMES
+            if name in RUNTIME_CHOICES
             else "default"
         )
         adds = ", ".join(f"`{c.header}` column" for c in spec.columns) or "–"

@@ -10,9 +10,9 @@ from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.evaluate.device.facts import device_label, device_notes
 from edge_tool.evaluate.device.fleet import open_device_runners
 from edge_tool.evaluate.device.spread import spread_notes
-from edge_tool.evaluate.runtimes.registry import Column, RuntimeSpec, register
+from edge_tool.evaluate.runtimes.registry import RUNTIMES, Column, RuntimeSpec
 
-SPEC = register(
+SPEC = RUNTIMES.register(
     RuntimeSpec(
         name="device",
         formats=(ArtifactFormat.TFLITE.value,),

@@ -17,7 +17,7 @@ from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.latency import LatencyProcess, measure_tflite
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import FileWorkerRunner
-from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
+from edge_tool.evaluate.runtimes.registry import RUNTIMES, RuntimeSpec
 from edge_tool.litert.isolated import WorkerProcess
 
 
@@ -90,7 +90,7 @@ class TfliteRunner(FileWorkerRunner):
         )
 
 
-SPEC = register(
+SPEC = RUNTIMES.register(
     RuntimeSpec(
         name="litert",
         formats=(ArtifactFormat.TFLITE.value,),

@@ -13,7 +13,7 @@ from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
 from edge_tool.evaluate.runners import FileWorkerRunner
-from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
+from edge_tool.evaluate.runtimes.registry import RUNTIMES, RuntimeSpec
 from edge_tool.litert.isolated import WorkerProcess
 from edge_tool.models.formats.onnx import EXTRA_HINT, require_onnx
 
@@ -83,7 +83,7 @@ class OrtRunner(FileWorkerRunner):
         )
 
 
-SPEC = register(
+SPEC = RUNTIMES.register(
     RuntimeSpec(
         name="onnxruntime",
         formats=(ArtifactFormat.ONNX.value,),

@@ -1,4 +1,5 @@
-"""The capability table of eval runtimes, filled by ``register`` in each module under ``evaluate/runtimes``.
+"""The capability table of eval runtimes: each module under ``evaluate/runtimes`` registers its ``RuntimeSpec`` with
+``RUNTIMES.register(spec)``.
 
 A row says which artefact formats a runtime runs, how eval opens its runner for one artefact, whether it is the
 default for its formats, which ``ArtifactResult`` fields only its rows fill, how to tell its rows in a report (also
@@ -45,9 +46,4 @@ class RuntimeSpec:
     extra: str = ""  # the pip extra that installs it ("" when the base install has it)
 
 
-SPECS: Registry[str, RuntimeSpec] = Registry("runtime")
-
-
-def register(spec: RuntimeSpec) -> RuntimeSpec:
-    """Add ``spec`` to the table (its module calls this at import); ValueError on a repeated name."""
-    return SPECS.add(spec.name, spec)
+RUNTIMES: Registry[RuntimeSpec] = Registry("runtime")

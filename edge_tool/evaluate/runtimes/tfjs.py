@@ -12,7 +12,7 @@ from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import SessionRunner
-from edge_tool.evaluate.runtimes.registry import RuntimeSpec, register
+from edge_tool.evaluate.runtimes.registry import RUNTIMES, RuntimeSpec
 from edge_tool.nodejs.tfjs_session import TfjsSession
 
 
@@ -116,7 +116,7 @@ class TfjsRunner(SessionRunner):
         )
 
 
-SPEC = register(
+SPEC = RUNTIMES.register(
     RuntimeSpec(
         name="tfjs",
         formats=(ArtifactFormat.TFJS.value,),

@@ -20,7 +20,7 @@ from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
 from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import SessionRunner
-from edge_tool.evaluate.runtimes.registry import Column, RuntimeSpec, register
+from edge_tool.evaluate.runtimes.registry import RUNTIMES, Column, RuntimeSpec
 from edge_tool.litert.tflite_runner import TfliteInterpreter
 from edge_tool.micro import tflm
 from edge_tool.micro.tflm import tflm_version
@@ -153,7 +153,7 @@ def _facts(results) -> list[str]:
     ]
 
 
-SPEC = register(
+SPEC = RUNTIMES.register(
     RuntimeSpec(
         name="tflm",
         formats=(ArtifactFormat.TFLITE.value,),

@@ -15,7 +15,7 @@ from google.protobuf.message import DecodeError
 from edge_tool.calibration.safe_open import read_regular
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.modelfiles.limits import PROTOBUF_MAX, max_tensor_bytes, tensor_bytes, too_large
-from edge_tool.models.formats.registry import Artifact, FormatReader, register
+from edge_tool.models.formats.registry import READERS, Artifact, FormatReader
 
 EXTRA_HINT = "pip install 'edgetool[onnx]'"
 QDQ_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul"}
@@ -159,4 +159,4 @@ def _quant(model) -> str:
     return "fp16" if floats == {TensorProto.FLOAT16} else "fp32"
 
 
-register(FormatReader("onnx", "an .onnx file", locate, describe, sniff=looks_like_onnx))
+READER = READERS.register(FormatReader("onnx", "an .onnx file", locate, describe, sniff=looks_like_onnx))

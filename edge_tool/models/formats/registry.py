@@ -1,4 +1,5 @@
-"""The artefact formats eval reads, filled by ``register`` in each module under ``models/formats``.
+"""The artefact formats eval reads: each module under ``models/formats`` registers its ``FormatReader`` with
+``READERS.register(reader)``.
 
 A row says how a path is recognised as the format — by its name or layout (``locate``: a suffix, a model.json, a
 directory holding one model file) and by its first bytes (``sniff``) — and what eval shows about one such file
@@ -50,9 +51,4 @@ class FormatReader:
     dir_noun: str | None = None  # the directory layout ``locate`` accepts, for the message when none does
 
 
-READERS: Registry[str, FormatReader] = Registry("artefact format")
-
-
-def register(reader: FormatReader) -> FormatReader:
-    """Add ``reader`` to the table (its module calls this at import); ValueError on a repeated name."""
-    return READERS.add(reader.name, reader)
+READERS: Registry[FormatReader] = Registry("artefact format")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.modelfiles.tfjs_manifest import read_graph_model_json, weight_paths
-from edge_tool.models.formats.registry import Artifact, FormatReader, register
+from edge_tool.models.formats.registry import READERS, Artifact, FormatReader
 
 MODEL_JSON = "model.json"
 
@@ -40,7 +40,7 @@ def describe(given: Path, model_json: Path) -> Artifact:
     return Artifact(given, model_json, "tfjs", quant, "model.json weights", size)
 
 
-register(
+READER = READERS.register(
     FormatReader(
         "tfjs", "a TFJS model directory", locate, describe, dir_noun="a TFJS model directory (with model.json)"
     )

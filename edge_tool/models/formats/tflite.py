@@ -7,7 +7,7 @@ from pathlib import Path
 
 from edge_tool.errors import DataError, ModelError
 from edge_tool.litert.tflite_runner import read_flatbuffer
-from edge_tool.models.formats.registry import Artifact, FormatReader, register
+from edge_tool.models.formats.registry import READERS, Artifact, FormatReader
 from edge_tool.schemas import load_json
 from edge_tool.schemas.manifest import FILE, Manifest
 
@@ -72,7 +72,7 @@ def _manifest_quant(model_file: Path) -> str | None:
     return entry.quant if entry is not None else None
 
 
-register(
+READER = READERS.register(
     FormatReader(
         "tflite",
         "a .tflite file",
