@@ -25,6 +25,7 @@ from edge_tool.demo.site import build_site
 from edge_tool.errors import ConversionError, ModelError, UsageError
 from edge_tool.evaluate.outputs import check_outputs
 from edge_tool.evaluate.pipeline import run_eval
+from edge_tool.evaluate.runtimes import check_runtime
 from edge_tool.litert.recipes import resolve_calibration
 from edge_tool.modelcode import custom_objects
 from edge_tool.modelcode.guard import code_report, keras_code
@@ -142,6 +143,7 @@ def run_eval_any(config):
     report names the Keras file (path and size) and says how it was read."""
     if not is_keras_file(config.reference):
         return run_eval(config)
+    check_runtime(config.runtime)  # before the export (the CLI's Enum refuses a bad one earlier still)
     check_outputs(config)  # the report files against the Keras file itself, before the export
     with opened_source(config.reference, config.trust_model_code, as_trained=True) as source:
         report = run_eval(replace(config, reference=source.saved_model))
