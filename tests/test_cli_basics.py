@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from edge_tool.auto.config import REQUIREMENTS
 from edge_tool.check.targets import TARGET_NAMES, parse_targets
 from edge_tool.cli import app
 from edge_tool.commands.options import each_of
-from edge_tool.commands.registry import COMMANDS
+from edge_tool.commands.registry import COMMANDS, load, summary
 from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
 from edge_tool.convert.formats import OutputFormat
 from edge_tool.convert.modes import MODES
@@ -114,3 +115,9 @@ def test_registry_choices_keep_their_spellings(tmp_path):
     assert each_of(TARGET_NAMES, "all")(["TFLM, litert-cpu", "all"]) == ["TFLM, litert-cpu", "all"]
     assert parse_targets(["TFLM, litert-cpu", "tflm"]) == ("tflm", "litert-cpu")
     assert parse_targets(["gpu,all"]) == TARGET_NAMES
+
+
+def test_the_listed_help_of_each_command_is_its_docstring():
+    """The root help's lines, read from each command module's source, are what the imported command says."""
+    for _, module in COMMANDS:
+        assert summary(module) == inspect.getdoc(load(module)), module

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,7 +33,11 @@ def load(module: str) -> Callable:
 
 
 def summary(module: str) -> str:
-    """The docstring of ``module``'s ``command``, read from its source without importing it ("" when it has none)."""
-    tree = ast.parse(Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8"))
+    """The docstring of ``module``'s ``command``, read from its source without importing it (imported after all
+    when only compiled files are installed); "" when it has none."""
+    origin = Path(importlib.util.find_spec(module).origin)
+    if origin.suffix != ".py":
+        return inspect.getdoc(load(module)) or ""
+    tree = ast.parse(origin.read_text(encoding="utf-8"))
     func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "command")
     return ast.get_docstring(func) or ""
