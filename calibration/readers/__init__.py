@@ -18,7 +18,8 @@ READERS: tuple[type[Reader], ...] = (NpzReader, NpyReader, CsvReader, TFRecordRe
 BY_SUFFIX: dict[str, type[Reader]] = {s: cls for cls in READERS for s in cls.suffixes}
 
 SUPPORTED = (
-    ".npz, .npy, .csv, .tfrecord/.tfrecords/.tfr (tf.train.Example), or a folder of images ("
+    ", ".join("/".join(cls.suffixes) + (f" ({cls.detail})" if cls.detail else "") for cls in READERS)
+    + ", or a folder of images ("
     + ", ".join(s.lstrip(".") for s in IMAGE_SUFFIXES)
     + ", flat or in class sub-folders)"
 )

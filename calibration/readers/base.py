@@ -26,6 +26,7 @@ class Reader:
 
     format = "?"
     suffixes: tuple[str, ...] = ()  # the file suffixes it reads (lower case); () for a directory reader
+    detail = ""  # what such a file must hold, when its suffix does not say (for the list of supported formats)
 
     def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         self.path = path

@@ -36,6 +36,7 @@ class TFRecordReader(Reader):
 
     format = "tfrecord"
     suffixes = SUFFIXES
+    detail = "tf.train.Example"
 
     def __init__(self, path: Path, specs: Sequence[TensorSpec], options: LoadOptions) -> None:
         super().__init__(path, specs, options)
