@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import typer
 
+from edge_tool.core.visible import visible
 from edge_tool.modelcode import TRUST_FLAG, TRUST_HELP
 from edge_tool.modelcode.custom_objects import FLAG, HELP, use
 
@@ -34,7 +35,7 @@ def each_of(names: tuple[str, ...], *extra: str) -> Callable:
         bad = [v for v in items if v not in names and v not in extra]
         if bad or (values and not items):
             known = ", ".join(names) + (f", or {' or '.join(extra)}" if extra else "")
-            raise typer.BadParameter(f"expects one or more of {known}, got {', '.join(bad) or 'none'}.")
+            raise typer.BadParameter(f"expects one or more of {known}, got {visible(', '.join(bad)) or 'none'}.")
         return values
 
     return check
