@@ -127,4 +127,4 @@ def test_a_refused_list_item_is_shown_escaped():
     """A bad --target item is user text: its control characters are shown as escapes, never sent to the terminal."""
     result = runner.invoke(app, ["check", "m.tflite", "--target", "tflm,\x1b[2Jgone"], env={"COLUMNS": "300"})
     assert result.exit_code == 2 and "\x1b[2J" not in result.output
-    assert "\\x1b[2jgone" in result.output, result.output
+    assert "\\x1b[2Jgone" in result.output, result.output

@@ -31,8 +31,8 @@ def each_of(names: tuple[str, ...], *extra: str) -> Callable:
     (exit 2). The values pass through unchanged."""
 
     def check(values: list[str] | None) -> list[str] | None:
-        items = [v.strip().lower() for value in values or () for v in value.split(",") if v.strip()]
-        bad = [v for v in items if v not in names and v not in extra]
+        items = [v.strip() for value in values or () for v in value.split(",") if v.strip()]
+        bad = [v for v in items if v.lower() not in names and v.lower() not in extra]
         if bad or (values and not items):
             known = ", ".join(names) + (f", or {' or '.join(extra)}" if extra else "")
             raise typer.BadParameter(f"expects one or more of {known}, got {visible(', '.join(bad)) or 'none'}.")
