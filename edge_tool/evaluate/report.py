@@ -79,11 +79,6 @@ class Report(Document):
         """The columns the runtimes of these rows add (TFLM's arena and flash, a --device row's device)."""
         return columns(self.results)
 
-    @property
-    def has_micro(self) -> bool:
-        """True when some row ran in TFLite Micro (the table then gains arena and flash columns)."""
-        return any(SPECS["tflm"].claims(r) for r in self.results)
-
     def headers(self) -> list[str]:
         """Column names of ``table_rows``."""
         return [
