@@ -14,8 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from edge_tool.convert.qat import QatOptions, load_keras_for_qat, qat_to_tflite, quantization_aware_model
+from edge_tool.convert.qat import QatOptions, quantization_aware_model
+from edge_tool.convert.qat_support.export import qat_to_tflite
 from edge_tool.convert.qat_support.folding import fold_model
+from edge_tool.convert.qat_support.source import load_keras_for_qat
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, ModelError, UsageError
 from edge_tool.modelfiles.tflite_model import _names, _schema
@@ -225,7 +227,8 @@ _MIRRORED_SCRIPT = """
 import json, sys
 import numpy as np
 from pathlib import Path
-from edge_tool.convert.qat import QatOptions, qat_to_tflite, quantization_aware_model
+from edge_tool.convert.qat import QatOptions, quantization_aware_model
+from edge_tool.convert.qat_support.export import qat_to_tflite
 from edge_tool.training.data import load_digits_split
 model_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
 s = load_digits_split(seed=0)

@@ -9,9 +9,9 @@ import dataclasses
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.evaluate.rows import ArtifactResult
 from edge_tool.evaluate.runtimes import HOST, RUNTIMES, SPECS, runtime_for
+from edge_tool.models.formats import ArtifactFormat
 
 
 def test_runtime_choices_are_the_runtimes_that_share_a_format():

@@ -7,7 +7,7 @@ Public API: :class:`EvalConfig`, :func:`run_eval`, :func:`budget_violations`, :c
 from __future__ import annotations
 
 from edge_tool.evaluate.budgets import budget_violations as _gate
-from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.pipeline import run_eval as _run
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, Report
 

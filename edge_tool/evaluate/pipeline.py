@@ -12,9 +12,9 @@ from pathlib import Path
 
 from edge_tool.converter.per_layer import MAX_DEBUG_SAMPLES, worst_layers
 from edge_tool.errors import UsageError, collect_and_raise
-from edge_tool.evaluate.artifacts import Artifact, describe, saved_model_size
+from edge_tool.evaluate.artifacts import saved_model_size
 from edge_tool.evaluate.budgets import budget_violations, failures
-from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.data import EvalStream
 from edge_tool.evaluate.inputs import resolve_eval_inputs
 from edge_tool.evaluate.machine import machine_info
@@ -27,6 +27,7 @@ from edge_tool.evaluate.stream import primary_output, stream
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 from edge_tool.litert.isolated import scratch_dir
 from edge_tool.modelcode.guard import require_no_side_effects
+from edge_tool.models.formats import Artifact, ArtifactFormat, describe
 from edge_tool.models.modelio import validate_saved_model_dir
 from edge_tool.models.precision import reference_precision_note
 from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings

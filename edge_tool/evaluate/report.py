@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from edge_tool.calibration.serial import spec
 from edge_tool.core.textsafe import md, md_row
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
-from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
+from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
 from edge_tool.evaluate.runtimes import SPECS, Column, columns, owner
 from edge_tool.schemas.document import Document
 
 # the rows live in ``rows`` (runners build them without importing this module); these names stay importable here
-__all__ = ["NUMERIC", "TABLE_HEADERS", "ArtifactResult", "LatencyStats", "LayerError", "ReferenceResult", "Report"]
+__all__ = ["NUMERIC", "TABLE_HEADERS", "ArtifactResult", "LatencyStats", "ReferenceResult", "Report"]
 
 _NONE = spec(omit="none")
 
