@@ -9,7 +9,8 @@ from __future__ import annotations
 from edge_tool.evaluate.budgets import budget_violations as _gate
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.pipeline import run_eval as _run
-from edge_tool.evaluate.report import ArtifactResult, LatencyStats, Report
+from edge_tool.evaluate.report import Report
+from edge_tool.evaluate.rows import ArtifactResult, LatencyStats
 
 
 def run_eval(config: EvalConfig) -> Report:

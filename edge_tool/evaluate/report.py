@@ -13,8 +13,7 @@ from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResul
 from edge_tool.evaluate.runtimes import SPECS, Column, columns, owner
 from edge_tool.schemas.document import Document
 
-# the rows live in ``rows`` (runners build them without importing this module); these names stay importable here
-__all__ = ["NUMERIC", "TABLE_HEADERS", "ArtifactResult", "LatencyStats", "ReferenceResult", "Report"]
+__all__ = ["NUMERIC", "TABLE_HEADERS", "Report"]
 
 _NONE = spec(omit="none")
 
