@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.demo.site import DemoConfig, build_site
+from edge_tool.demo.config import DemoConfig
+from edge_tool.demo.site import build_site
 from edge_tool.demo.vendor import pinned_versions
 from edge_tool.evaluate.latency import measure_tflite_subprocess
 from edge_tool.litert.runtime import load_interpreter

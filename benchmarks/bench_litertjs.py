@@ -28,8 +28,9 @@ import tempfile
 from pathlib import Path
 
 from edge_tool.demo import litert_spec as litert_mod
+from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.litert_site import _litert_model
-from edge_tool.demo.site import CONFIG_NAME, DemoConfig, build_site, write_service_worker
+from edge_tool.demo.site import CONFIG_NAME, build_site, write_service_worker
 from edge_tool.demo.vendor import web_demo_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.demo.site import DemoConfig, build_site
+from edge_tool.demo.config import DemoConfig
+from edge_tool.demo.site import build_site
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._browser_common import CHROMIUM, FLAGS, pct, served

@@ -65,7 +65,7 @@ def inspect(model: str | Path, trust_model_code: bool = False):
 
 def demo(model: str | Path, output: str | Path, **options):
     """Build the offline PWA for a TFJS graph model, SavedModel or .keras/.h5 file, like ``edgetool demo``. -> SiteReport."""
-    from edge_tool.demo.site import DemoConfig  # noqa: PLC0415
+    from edge_tool.demo.config import DemoConfig  # noqa: PLC0415
     from edge_tool.workflows.keras_files import build_site_any  # noqa: PLC0415
 
     return build_site_any(DemoConfig(model=Path(model), output=Path(output), **options))

@@ -14,7 +14,7 @@ from conftest import REPO, edgetool_in_process, litert_outputs, run_edgetool
 from schema_check import validated
 
 from edge_tool.convert.tfjs import ops_from_refusal, unsupported_ops_message
-from edge_tool.evaluate.artifacts import describe
+from edge_tool.models.formats import describe
 
 _LAYERNORM_SCRIPT = """
 import sys, numpy as np, tf_keras as keras

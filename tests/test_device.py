@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from conftest import REPO, run_edgetool
 
-from edge_tool.modelfiles.tflite_model import _schema
+from edge_tool.modelfiles.tflite_schema import tflite_schema
 
 pytestmark = pytest.mark.slow
 RUNS = ("--runs", "5", "--warmup", "1")
@@ -319,7 +319,7 @@ def test_killed_sshd_mid_run_is_the_rows_failure_not_a_hang(board, models, tmp_p
 
 def _future_ops(src: Path, dst: Path) -> Path:
     """``src`` with every operator at version 99: a model newer than any runtime (the board's 2.14 included)."""
-    schema = _schema()
+    schema = tflite_schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(src.read_bytes()), 0))
     for code in model.operatorCodes:
         code.version = 99

@@ -18,7 +18,8 @@ from edge_tool.evaluate.device.facts import device_record, missing_runtime
 from edge_tool.evaluate.device.session import STDERR_TAIL, _Tail, runner_source
 from edge_tool.evaluate.device.transport import BOOTSTRAP, host_key_refusal
 from edge_tool.evaluate.device.url import DeviceURL, redact
-from edge_tool.evaluate.report import ArtifactResult, LatencyStats, ReferenceResult, Report
+from edge_tool.evaluate.report import Report
+from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
 
 
 @pytest.mark.parametrize(

@@ -21,10 +21,11 @@ from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, ModelError, UsageError
 from edge_tool.evaluate import EvalConfig, run_eval
-from edge_tool.evaluate.artifacts import describe
 from edge_tool.evaluate.latency import measure_tflite, measure_tflite_subprocess
 from edge_tool.evaluate.metrics import cosine, topk_accuracy
-from edge_tool.litert.tflite_runner import TfliteInterpreter, read_flatbuffer
+from edge_tool.litert.flatbuffer_facts import read_flatbuffer
+from edge_tool.litert.tflite_runner import TfliteInterpreter
+from edge_tool.models.formats import describe
 from edge_tool.nodejs import tfjs_session as tfjs_runner
 from tests.oracles.raw_converter import raw_converter
 

@@ -21,9 +21,10 @@ from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError, RuntimeFailure, UsageError
 from edge_tool.evaluate import EvalConfig, run_eval
-from edge_tool.evaluate.artifacts import describe
+from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.isolated import WorkerProcess, death_reason
-from edge_tool.litert.tflite_runner import TfliteInterpreter, read_flatbuffer
+from edge_tool.litert.tflite_runner import TfliteInterpreter
+from edge_tool.models.formats import describe
 
 tf = import_tf()
 runner = CliRunner()

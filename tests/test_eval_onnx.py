@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.errors import UsageError
-from edge_tool.evaluate.artifacts import describe
-from edge_tool.evaluate.config import ArtifactFormat
+from edge_tool.models.formats import ArtifactFormat, describe
 from edge_tool.training.data import load_digits_split
 
 ort = pytest.importorskip("onnxruntime")  # the `onnx` extra; scripts/setup.sh installs it for the suite

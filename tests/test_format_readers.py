@@ -8,8 +8,7 @@ import pytest
 
 from edge_tool.convert.formats import FORMATS
 from edge_tool.errors import ModelError
-from edge_tool.evaluate.config import ArtifactFormat
-from edge_tool.models.formats import READERS, recognise
+from edge_tool.models.formats import READERS, ArtifactFormat, recognise
 
 TFLITE_HEAD = b"\x1c\x00\x00\x00TFL3" + bytes(24)  # root offset, then the flatbuffer file identifier
 ONNX_HEAD = b"\x08\x08\x12\x07tf2onnx" + bytes(8)  # field 1 (ir_version) varint: how every ModelProto starts

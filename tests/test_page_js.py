@@ -13,7 +13,8 @@ import pytest
 
 from edge_tool.calibration.readers.images import decode_image
 from edge_tool.calibration.spec import TensorSpec
-from edge_tool.demo.site import LITERT_MODULE, LITERT_MODULES, TEMPLATE_FILES
+from edge_tool.demo.litert_site import LITERT_MODULE, LITERT_MODULES
+from edge_tool.demo.site import TEMPLATE_FILES
 from tests.conftest import REPO
 
 WEB = REPO / "web_demo"

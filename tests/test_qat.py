@@ -14,11 +14,13 @@ import pytest
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from edge_tool.convert.qat import QatOptions, load_keras_for_qat, qat_to_tflite, quantization_aware_model
+from edge_tool.convert.qat import QatOptions, quantization_aware_model
+from edge_tool.convert.qat_support.export import qat_to_tflite
 from edge_tool.convert.qat_support.folding import fold_model
+from edge_tool.convert.qat_support.source import load_keras_for_qat
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, ModelError, UsageError
-from edge_tool.modelfiles.tflite_model import _names, _schema
+from edge_tool.modelfiles.tflite_schema import enum_names, tflite_schema
 from edge_tool.training.config import Strategy
 from edge_tool.training.data import load_digits_split
 
@@ -43,10 +45,10 @@ def _interpreter(tflite: bytes):
 def _graph(tflite: bytes) -> tuple[list[tuple[str, list[int], list[int]]], list[tuple[str, str]], set[int]]:
     """Subgraph 0 read from the flatbuffer (no private interpreter API): ops in execution order as
     (name, input indices, output indices), tensors as (name, dtype), the model's I/O tensor indices."""
-    schema = _schema()
+    schema = tflite_schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(tflite), 0))
     sg = model.subgraphs[0]
-    types, builtins = _names(schema.TensorType), _names(schema.BuiltinOperator)
+    types, builtins = enum_names(schema.TensorType), enum_names(schema.BuiltinOperator)
     ops = []
     for op in sg.operators:
         code = model.operatorCodes[op.opcodeIndex]
@@ -225,7 +227,8 @@ _MIRRORED_SCRIPT = """
 import json, sys
 import numpy as np
 from pathlib import Path
-from edge_tool.convert.qat import QatOptions, qat_to_tflite, quantization_aware_model
+from edge_tool.convert.qat import QatOptions, quantization_aware_model
+from edge_tool.convert.qat_support.export import qat_to_tflite
 from edge_tool.training.data import load_digits_split
 model_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
 s = load_digits_split(seed=0)

@@ -18,7 +18,8 @@ from edge_tool.convert.config import ConvertConfig
 from edge_tool.convert.qat import build_qat_model, run_qat
 from edge_tool.convert.qat_support import folding
 from edge_tool.convert.qat_support.data import Labelled
-from edge_tool.convert.qat_support.folding import fold_model, plan_folds
+from edge_tool.convert.qat_support.fold_plan import plan_folds
+from edge_tool.convert.qat_support.folding import fold_model
 from edge_tool.convert.qat_support.heads import Head
 from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types
 from edge_tool.convert.qat_support.select import decide

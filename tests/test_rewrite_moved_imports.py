@@ -74,3 +74,17 @@ def test_the_repository_is_fully_rewritten():
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout
+
+
+def test_a_name_no_longer_re_exported_is_imported_from_its_module():
+    old = (
+        "from edge_tool.evaluate.config import ArtifactFormat, EvalConfig\n"
+        "from edge_tool.evaluate.artifacts import Artifact\n"
+        "    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415\n"
+    )
+    assert codemod.rewrite(old) == (
+        "from edge_tool.evaluate.config import EvalConfig\n"
+        "from edge_tool.models.formats import ArtifactFormat\n"
+        "from edge_tool.models.formats import Artifact\n"
+        "    from edge_tool.modelfiles.tflite_schema import tflite_schema as _schema  # noqa: PLC0415\n"
+    )

@@ -13,9 +13,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.evaluate.rows import ArtifactResult
 from edge_tool.evaluate.runtimes import HOST, RUNTIME_CHOICES, RUNTIMES, RuntimeChoice, runtime_for
+from edge_tool.models.formats import ArtifactFormat
 
 REPO = Path(__file__).resolve().parents[1]
 

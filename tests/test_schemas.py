@@ -18,7 +18,8 @@ import edge_tool.schemas as schemas
 from edge_tool.auto import Candidate, Decision
 from edge_tool.calibration.serial import json_keys
 from edge_tool.errors import DataError
-from edge_tool.evaluate.report import ArtifactResult, LatencyStats, LayerError, ReferenceResult, Report
+from edge_tool.evaluate.report import Report
+from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
 from edge_tool.schemas import NAMES, check, load
 from edge_tool.schemas.manifest import Manifest, ManifestArtifact
 

@@ -24,7 +24,8 @@ from edge_tool.calibration.serial import Record, SerialError, spec
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.check.base import Finding, Status, TargetResult, Verdict
 from edge_tool.check.run import CheckReport
-from edge_tool.evaluate.report import ArtifactResult, LatencyStats, LayerError, ReferenceResult, Report
+from edge_tool.evaluate.report import Report
+from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
 from edge_tool.metadata.reader import EmbeddedMetadata, TensorInfo
 from edge_tool.modelfiles.tflite_model import TfliteSummary
 from edge_tool.models.modelio import SignatureInfo

@@ -80,7 +80,7 @@ def command(
     from edge_tool.contract.options import ContractOptions
     from edge_tool.core.env import quiet_native_stderr
     from edge_tool.core.textsafe import visible
-    from edge_tool.demo.site import DemoConfig
+    from edge_tool.demo.config import DemoConfig
     from edge_tool.models.modelio import signature_note
     from edge_tool.workflows.keras_files import build_site_any
 

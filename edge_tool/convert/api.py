@@ -28,7 +28,7 @@ from edge_tool.models.modelio import signature_note
 from edge_tool.models.precision import precision_note
 from edge_tool.schemas.manifest import Manifest, ManifestArtifact
 
-__all__ = ["ConvertResult", "ManifestArtifact", "convert", "load_calibration", "one_line"]
+__all__ = ["ConvertResult", "convert", "one_line"]
 
 
 @dataclass(frozen=True)
@@ -56,13 +56,6 @@ class ConvertResult:
     def artifact(self, format: str, quant: str) -> Path:
         """Path of the artefact of ``format`` built with ``quant`` (a --quant mode, or tfjs's weight compression)."""
         return next(self.path_of(a) for a in self.artifacts if a.format == format and a.quant == quant)
-
-
-def load_calibration(config: ConvertConfig, source):
-    """Load and validate the representative dataset through the resolved input contract; returns (Dataset or
-    None, path used)."""
-    inputs = prepare_inputs(import_tf(), config, source)
-    return inputs.dataset, inputs.calibration_path
 
 
 def convert(config: ConvertConfig) -> ConvertResult:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from edge_tool.core.childproc import module_command
+from edge_tool.core.env import configure_tf_env
 from edge_tool.errors import ConversionError, EdgeToolError
 
 
@@ -37,8 +38,6 @@ def usable_cpus() -> int:
 def _serve(conn, warm_modules: tuple[str, ...]) -> None:
     """Child: import ``warm_modules``, then run the one (function, args) sent, send back ("ok"|"error", value)."""
     try:
-        from edge_tool.core.env import configure_tf_env  # noqa: PLC0415
-
         configure_tf_env()
         for name in warm_modules:
             importlib.import_module(name)

@@ -11,6 +11,7 @@ from edge_tool import __version__
 from edge_tool.calibration.contract import ImageContract
 from edge_tool.calibration.serial import from_dict
 from edge_tool.convert.formats import FORMATS
+from edge_tool.convert.tfjs_op_table import TFJS_VERSION
 from edge_tool.core.env import installed_version
 from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
 from edge_tool.schemas.records import CalibrationRecord, ToolInfo
@@ -23,8 +24,6 @@ def library_versions(formats: tuple[str, ...] = ()) -> dict[str, str | None]:
     extra = [lib for name in formats for lib in FORMATS[name].libraries if lib not in LIBRARIES]
     versions = {name: installed_version(name) for name in (*LIBRARIES, *dict.fromkeys(extra))}
     if "tfjs" in formats:  # edgetool writes the graph model itself, for this TensorFlow.js runtime
-        from edge_tool.convert.tfjs_op_table import TFJS_VERSION  # noqa: PLC0415
-
         versions["tfjs"] = TFJS_VERSION
     return versions
 

@@ -28,7 +28,6 @@ import numpy as np
 from edge_tool.convert.enums import QatStrategy
 from edge_tool.convert.qat_support.annotate import annotate_supported, refuse_unsupported
 from edge_tool.convert.qat_support.data import Labelled, from_arrays, split
-from edge_tool.convert.qat_support.export import IO_TYPES, qat_to_tflite
 from edge_tool.convert.qat_support.finetune import Schedule, fine_tune, predict
 from edge_tool.convert.qat_support.folding import fold_model
 from edge_tool.convert.qat_support.heads import detect_heads, head_tasks
@@ -40,19 +39,7 @@ from edge_tool.training.config import Strategy
 from edge_tool.training.strategies import build_local_strategy
 
 STRATEGIES = tuple(s.value for s in QatStrategy)
-# loading the source model (step 1) and the conversion (step 5) live in qat_support; importable from here as before
-__all__ = [
-    "IO_TYPES",
-    "QatOptions",
-    "QatRun",
-    "STRATEGIES",
-    "build_qat_model",
-    "load_keras_for_qat",
-    "match_data",
-    "qat_to_tflite",
-    "quantization_aware_model",
-    "run_qat",
-]
+__all__ = ["QatOptions", "QatRun", "STRATEGIES", "build_qat_model", "match_data", "quantization_aware_model", "run_qat"]
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from edge_tool.core.childproc import python_command
 from edge_tool.errors import ConversionError
+from edge_tool.litert.isolated import death_reason, last_message
 
 TIMEOUT_S = 300
 _CHILD = r"""
@@ -118,8 +119,6 @@ def run_in_litert(
     """``(why LiteRT cannot run data, or None; the outputs of each probe feed, or None)`` from one child process
     (which runs ``sample``, when given, instead of all-zeros inputs)."""
     import numpy as np  # noqa: PLC0415
-
-    from edge_tool.litert.isolated import death_reason, last_message  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="edgetool-smoke-") as tmp:
         path = Path(tmp) / "model.tflite"

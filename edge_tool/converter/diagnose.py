@@ -15,7 +15,7 @@ from pathlib import Path
 
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.guard import side_effect_ops
-from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal  # noqa: F401 (importable here)
+from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS
 from edge_tool.models.modelio import saved_model_signature
 from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings
 

@@ -27,13 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.converter.diagnose import (
-    describe_failure,
-    python_callback_refusal,
-    python_callbacks,
-    string_way_out,
-    table_way_out,
-)
+from edge_tool.converter.diagnose import describe_failure, python_callbacks, string_way_out, table_way_out
 from edge_tool.converter.fast_path import (
     LoopRefused,
     SharedSource,
@@ -43,6 +37,7 @@ from edge_tool.converter.fast_path import (
 )
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.modelcode.side_effects import python_callback_refusal
 from edge_tool.models.modelio import SERVING
 
 SELECT_ADVICE = (

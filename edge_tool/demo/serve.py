@@ -13,41 +13,10 @@ from pathlib import Path
 
 from edge_tool.demo.site import MARKER_FILES, is_demo_site
 from edge_tool.errors import UsageError
-from edge_tool.webserver.files import MIME_TYPES, content_type, resolve_target
-from edge_tool.webserver.server import (
-    IDLE_TIMEOUT_S,
-    LISTEN_BACKLOG,
-    MAX_PENDING,
-    MAX_WORKERS,
-    REQUEST_TIMEOUT_S,
-    SECURITY_HEADERS,
-    SiteRequestHandler,
-    SiteServer,
-)
+from edge_tool.webserver.server import SiteServer
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-# the request mapping and the server live in webserver.files / webserver.server; these names stay importable from here
-__all__ = [
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
-    "IDLE_TIMEOUT_S",
-    "LISTEN_BACKLOG",
-    "MAX_PENDING",
-    "MAX_WORKERS",
-    "MIME_TYPES",
-    "REQUEST_TIMEOUT_S",
-    "SECURITY_HEADERS",
-    "SiteRequestHandler",
-    "SiteServer",
-    "check_site",
-    "content_type",
-    "is_loopback",
-    "make_server",
-    "resolve_target",
-    "serve_until_interrupted",
-    "start_server",
-]
 
 
 def is_loopback(host: str) -> bool:

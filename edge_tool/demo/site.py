@@ -15,20 +15,11 @@ from edge_tool.core.textsafe import html_text
 from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import model as model_mod
 from edge_tool.demo import task_step
-from edge_tool.demo.config import MAX_TITLE, DemoConfig  # noqa: F401  (importable from here, as before)
+from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.contract_step import page_entry, resolve_demo_contract
 from edge_tool.demo.footprint import footprint, gzip_size, on_demand_groups
 from edge_tool.demo.labels_step import site_labels
-from edge_tool.demo.litert_site import (  # noqa: F401  (importable from here, as before)
-    APP_SCRIPT_TAG,
-    LITERT_IMPORT_MAP,
-    LITERT_MODULE,
-    LITERT_MODULES,
-    MODEL_SUBDIR,
-    VENDOR_SUBDIR,
-    add_litert,
-    precheck_litert,
-)
+from edge_tool.demo.litert_site import MODEL_SUBDIR, VENDOR_SUBDIR, add_litert, precheck_litert
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.tfjs_step import place_tfjs
 from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 # public name -> (module, attribute), loaded on first access (PEP 562)
 _EXPORTS = {
-    "ArtifactFormat": ("edge_tool.evaluate.config", "ArtifactFormat"),
-    "ArtifactResult": ("edge_tool.evaluate.report", "ArtifactResult"),
+    "ArtifactFormat": ("edge_tool.models.formats", "ArtifactFormat"),
+    "ArtifactResult": ("edge_tool.evaluate.rows", "ArtifactResult"),
     "EvalConfig": ("edge_tool.evaluate.config", "EvalConfig"),
-    "LatencyStats": ("edge_tool.evaluate.report", "LatencyStats"),
+    "LatencyStats": ("edge_tool.evaluate.rows", "LatencyStats"),
     "Report": ("edge_tool.evaluate.report", "Report"),
     "budget_violations": ("edge_tool.evaluate.budgets", "budget_violations"),
     "run_eval": ("edge_tool.evaluate.pipeline", "run_eval"),
@@ -25,9 +25,11 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # the names above, for type checkers and IDEs
     from edge_tool.evaluate.budgets import budget_violations  # noqa: F401
-    from edge_tool.evaluate.config import ArtifactFormat, EvalConfig  # noqa: F401
+    from edge_tool.evaluate.config import EvalConfig  # noqa: F401
     from edge_tool.evaluate.pipeline import run_eval  # noqa: F401
-    from edge_tool.evaluate.report import ArtifactResult, LatencyStats, Report  # noqa: F401
+    from edge_tool.evaluate.report import Report  # noqa: F401
+    from edge_tool.evaluate.rows import ArtifactResult, LatencyStats  # noqa: F401
+    from edge_tool.models.formats import ArtifactFormat  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -6,9 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.modelfiles.tree import tree_bytes
-from edge_tool.models.formats import Artifact, describe
-
-__all__ = ["Artifact", "describe", "saved_model_size"]
 
 
 def saved_model_size(path: Path) -> int:

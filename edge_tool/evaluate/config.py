@@ -10,7 +10,6 @@ from pathlib import Path
 from edge_tool.contract.options import ContractOptions
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 from edge_tool.evaluate.device.url import DeviceURL
-from edge_tool.models.formats import ArtifactFormat  # noqa: F401 - derived from the format readers; eval's name for it
 from edge_tool.tasks import TASK_NAMES
 
 DEFAULT_RUNS = 100

@@ -13,11 +13,8 @@ import numpy as np
 
 from edge_tool import calibration
 from edge_tool.calibration.dataset import class_counts
-from edge_tool.calibration.spec import InputSpec, TensorSpec  # InputSpec: the same class, importable here as before
+from edge_tool.calibration.spec import TensorSpec
 from edge_tool.errors import DataError
-
-__all__ = ["EvalStream", "InputSpec", "RunningStats", "TensorSpec"]
-
 
 STATS_CHUNK = 1 << 18  # elements per float64 chunk of RunningStats (2 MB: stays in cache)
 

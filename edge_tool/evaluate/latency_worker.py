@@ -13,14 +13,14 @@ import numpy as np
 
 from edge_tool.evaluate.latency import measure_tflite, peak_rss_mb
 from edge_tool.litert.runtime import interpreter_class
-from edge_tool.modelfiles.tflite_model import _schema
+from edge_tool.modelfiles.tflite_schema import tflite_schema
 
 
 def main(argv: list[str]) -> int:
     """Measure the model described by the JSON request in ``argv[0]`` (or on stdin for ``-``); print
     {"latency", "peak_rss_mb"}."""
     if argv[0] == "-":
-        interpreter_class(), _schema()  # the imports, before the request arrives
+        interpreter_class(), tflite_schema()  # the imports, before the request arrives
         line = sys.stdin.readline()
         if not line.strip():
             return 0  # closed unused

@@ -12,27 +12,27 @@ from pathlib import Path
 
 from edge_tool.converter.per_layer import MAX_DEBUG_SAMPLES, worst_layers
 from edge_tool.errors import UsageError, collect_and_raise
-from edge_tool.evaluate.artifacts import Artifact, describe, saved_model_size
-from edge_tool.evaluate.budgets import budget_violations, failures
-from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.artifacts import saved_model_size
+from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.data import EvalStream
 from edge_tool.evaluate.inputs import resolve_eval_inputs
 from edge_tool.evaluate.machine import machine_info
-from edge_tool.evaluate.outputs import check_outputs, write_reports
+from edge_tool.evaluate.outputs import check_outputs
 from edge_tool.evaluate.reference import ReferenceModel
-from edge_tool.evaluate.report import ArtifactResult, ReferenceResult, Report
+from edge_tool.evaluate.report import Report
+from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import NONE_FIELDS
 from edge_tool.evaluate.runtimes import RUNTIMES, check_runtime, open_runner, runtime_for
-from edge_tool.evaluate.stream import primary_output, stream
+from edge_tool.evaluate.stream import stream
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 from edge_tool.litert.isolated import scratch_dir
 from edge_tool.modelcode.guard import require_no_side_effects
+from edge_tool.models.formats import Artifact, ArtifactFormat, describe
 from edge_tool.models.modelio import validate_saved_model_dir
 from edge_tool.models.precision import reference_precision_note
 from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings
 
-# budgets, report files and the streaming pass live in modules of their own; these names stay importable from here
-__all__ = ["budget_violations", "failures", "primary_output", "run_eval", "skip_tfjs_without_node", "write_reports"]
+__all__ = ["run_eval", "skip_tfjs_without_node"]
 
 
 def _describe_all(paths: tuple[Path, ...]) -> list[Artifact]:

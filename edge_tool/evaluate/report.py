@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 from edge_tool.calibration.serial import spec
 from edge_tool.core.textsafe import md, md_row
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
-from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
+from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
 from edge_tool.evaluate.runtimes import RUNTIMES, Column, columns, owner
 from edge_tool.schemas.document import Document
 
-# the rows live in ``rows`` (runners build them without importing this module); these names stay importable here
-__all__ = ["NUMERIC", "TABLE_HEADERS", "ArtifactResult", "LatencyStats", "LayerError", "ReferenceResult", "Report"]
+__all__ = ["NUMERIC", "TABLE_HEADERS", "Report"]
 
 _NONE = spec(omit="none")
 
@@ -78,11 +77,6 @@ class Report(Document):
     def extra_columns(self) -> list[Column]:
         """The columns the runtimes of these rows add (TFLM's arena and flash, a --device row's device)."""
         return columns(self.results)
-
-    @property
-    def has_micro(self) -> bool:
-        """True when some row ran in TFLite Micro (the table then gains arena and flash columns)."""
-        return any(RUNTIMES["tflm"].claims(r) for r in self.results)
 
     def headers(self) -> list[str]:
         """Column names of ``table_rows``."""

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import RuntimeFailure
-from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
+from edge_tool.models.formats import Artifact
 
 NONE_FIELDS = {
     "top1_agreement": None,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.limits import read_tflite
-from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant
+from edge_tool.modelfiles.tflite_schema import enum_names, is_constant, tflite_schema
 
 _STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
 
@@ -42,7 +42,7 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
     dynamic; otherwise fp32 (activations are operator outputs, constants tensors with buffer data; model inputs
     are neither, so an integer input alone says nothing about the quantization).
     """
-    schema = _schema()
+    schema = tflite_schema()
     path = Path(path)
     buf = read_tflite(path)
     if len(buf) < 8 or not schema.Model.ModelBufferHasIdentifier(buf, 0):
@@ -57,7 +57,7 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
 
 
 def _facts(schema, model) -> FlatbufferFacts:
-    types, ops = _names(schema.TensorType), _names(schema.BuiltinOperator)
+    types, ops = enum_names(schema.TensorType), enum_names(schema.BuiltinOperator)
     acts, consts, variables, state_ops, on_float, flex = set(), set(), 0, 0, set(), False
     for g in range(model.SubgraphsLength()):
         sg = model.Subgraphs(g)

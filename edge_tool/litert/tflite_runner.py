@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import DataError, ModelError, collect_and_raise
-from edge_tool.litert.flatbuffer_facts import FlatbufferFacts, read_flatbuffer
+from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.runtime import interpreter_class
 from edge_tool.modelfiles.limits import check_tflite_file
 
@@ -19,15 +19,7 @@ from edge_tool.modelfiles.limits import check_tflite_file
 # keep batching a model; quantized outputs may differ by at most one quantization step.
 BATCH_CHECK_RTOL = 1e-4
 BATCH_CHECK_SAMPLES = 2
-# read_flatbuffer lives in flatbuffer_facts (it needs no interpreter); callers still import it from here
-__all__ = [
-    "BATCH_CHECK_RTOL",
-    "BATCH_CHECK_SAMPLES",
-    "FlatbufferFacts",
-    "TensorBinding",
-    "TfliteInterpreter",
-    "read_flatbuffer",
-]
+__all__ = ["BATCH_CHECK_RTOL", "BATCH_CHECK_SAMPLES", "TensorBinding", "TfliteInterpreter"]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from edge_tool.errors import UsageError
 from edge_tool.metadata import metadata_schema_py_generated as meta
 from edge_tool.metadata.labels import MAX_LABELS_BYTES, parse_labels
 from edge_tool.metadata.writer import METADATA_FIELD_NAME, METADATA_FILE_IDENTIFIER
-from edge_tool.modelfiles.tflite_model import _schema
+from edge_tool.modelfiles.tflite_schema import tflite_schema
 from edge_tool.schemas.records import Normalization
 
 MAX_MEMBERS = 64
@@ -78,7 +78,7 @@ def _text(value, what: str, problems: list[str]) -> str:
 
 def metadata_buffer(data: bytes) -> bytes | None:
     """The TFLITE_METADATA buffer of a .tflite (None if it has none); ValueError if the model table is unreadable."""
-    schema = _schema()
+    schema = tflite_schema()
     model = schema.Model.GetRootAsModel(bytearray(data), 0)
     for i in range(model.MetadataLength()):
         entry = model.Metadata(i)

@@ -29,7 +29,7 @@ from edge_tool.errors import ModelError
 from edge_tool.modelcode.reach import INIT_COLLECTIONS, called_functions, closure, executed_by, strip_ref, subgraph
 from edge_tool.modelcode.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of
 from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX, read_tflite
-from edge_tool.modelfiles.tflite_model import _schema
+from edge_tool.modelfiles.tflite_schema import tflite_schema
 
 _SAVE_OPS = frozenset({"Save", "SaveV2", "SaveSlices", "MergeV2Checkpoints"})
 _RESTORE_OPS = CHECKPOINT_OPS - _SAVE_OPS
@@ -203,7 +203,7 @@ def scan_saved_model(path: Path, signature: str | None = None) -> tuple[OpFindin
 def scan_tflite(path: Path) -> tuple[OpFinding, ...]:
     """Flex ops of a .tflite file that are side-effect ops (``FlexWriteFile``…); ModelError when unreadable."""
     data = read_tflite(path)  # a regular file of at most 2 GiB, every flatbuffer index in range
-    schema = _schema()
+    schema = tflite_schema()
     found: dict = {}
     try:
         model = schema.Model.GetRootAsModel(bytearray(data), 0)

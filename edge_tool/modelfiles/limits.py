@@ -20,6 +20,7 @@ from edge_tool.calibration.safe_open import open_regular, read_regular
 from edge_tool.calibration.spec import TensorSpec, show_shape
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.modelfiles.tflite_indices import check_indices
+from edge_tool.modelfiles.tflite_schema import enum_names, is_constant, tflite_schema
 
 TENSOR_ENV = "EDGETOOL_MAX_TENSOR_BYTES"
 UNPACKED_ENV = "EDGETOOL_MAX_UNPACKED_BYTES"
@@ -118,15 +119,13 @@ def check_tflite_tensors(data, path: Path | str) -> None:
     """Every tensor a runtime would allocate (inputs, outputs, intermediates: not the constants, which stay in the
     file) of a .tflite flatbuffer (bytes or a memory map) against the tensor limit, before LiteRT allocates its
     arena; ModelError naming the tensor."""
-    from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant  # noqa: PLC0415
-
     if data[4:8] == b"TFL3":  # every index in range before any is followed (here and by LiteRT)
         check_indices(data, path)
     limit = max_tensor_bytes()
-    schema = _schema()
+    schema = tflite_schema()
     try:
         model = schema.Model.GetRootAsModel(data, 0)
-        type_names = _names(schema.TensorType)
+        type_names = enum_names(schema.TensorType)
         for s in range(model.SubgraphsLength()):
             sg = model.Subgraphs(s)
             for t in range(sg.TensorsLength()):

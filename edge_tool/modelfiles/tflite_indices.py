@@ -12,6 +12,7 @@ problems. A file the accessors cannot even walk is refused as damaged.
 from __future__ import annotations
 
 from edge_tool.errors import ModelError
+from edge_tool.modelfiles.tflite_schema import tflite_schema
 
 MAX_LISTED = 5
 
@@ -107,9 +108,7 @@ def _signature_problems(model) -> list[str]:
 
 def index_problems(data) -> list[str]:
     """Every out-of-range index of the flatbuffer ``data`` (bytes, bytearray or a memory map), in file order."""
-    from edge_tool.modelfiles.tflite_model import _schema  # noqa: PLC0415
-
-    schema = _schema()
+    schema = tflite_schema()
     model = schema.Model.GetRootAsModel(data, 0)
     buffers = model.BuffersLength()
     if not model.SubgraphsLength():

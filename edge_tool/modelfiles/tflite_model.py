@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edge_tool.calibration.serial import Record
-from edge_tool.core.env import configure_tf_env
+from edge_tool.modelfiles.tflite_schema import enum_names, is_constant, tflite_schema
 
 
 @dataclass(frozen=True)
@@ -36,41 +36,11 @@ def state_warning(variable_tensors: int) -> str | None:
     )
 
 
-def _names(enum_cls) -> dict[int, str]:
-    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
-
-
-def is_constant(model, tensor) -> bool:
-    """True when ``tensor`` has data in its buffer: a weight/constant, not a tensor computed at run time (model
-    inputs, operator outputs and variable tensors have empty buffers).
-
-    Takes the object API's ``ModelT``/``TensorT`` or the lazy accessors' ``Model``/``Tensor`` (which read a
-    damaged or huge file without unpacking it).
-    """
-    if hasattr(model, "buffers"):
-        buf = model.buffers[tensor.buffer] if tensor.buffer < len(model.buffers) else None
-        return buf is not None and ((buf.data is not None and len(buf.data) > 0) or (buf.offset or 0) > 1)
-    index = tensor.Buffer()
-    if index >= model.BuffersLength():
-        return False
-    buf = model.Buffers(index)
-    return buf.DataLength() > 0 or buf.Offset() > 1  # offset > 1: data stored after the flatbuffer (models > 2 GB)
-
-
-def _schema():
-    try:
-        from ai_edge_litert import schema_py_generated as schema
-    except ImportError:
-        configure_tf_env()
-        from tensorflow.lite.python import schema_py_generated as schema
-    return schema
-
-
 def _unpack(data: bytes):
     """(schema module, ModelT, tensor-type names, builtin-operator names) of a flatbuffer."""
-    schema = _schema()
+    schema = tflite_schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
-    return schema, model, _names(schema.TensorType), _names(schema.BuiltinOperator)
+    return schema, model, enum_names(schema.TensorType), enum_names(schema.BuiltinOperator)
 
 
 def _op_name(model, op, op_names: dict) -> str:

@@ -47,7 +47,8 @@ from edge_tool.metadata.reader import read_metadata
 from edge_tool.modelcode.guard import code_report
 from edge_tool.modelcode.keras_reload import keras_reloadability
 from edge_tool.modelfiles.limits import read_tflite
-from edge_tool.modelfiles.tflite_model import _names, _schema, is_constant, state_warning, summarize_tflite
+from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite
+from edge_tool.modelfiles.tflite_schema import enum_names, is_constant, tflite_schema
 from edge_tool.modelfiles.tree import tree_bytes
 from edge_tool.models.modelio import (
     SERVING,
@@ -186,9 +187,9 @@ def _embedded_metadata(data: bytes) -> dict | None:
 
 def _tflite_weight_elements(data: bytes) -> dict:
     """Elements of constant tensors, per dtype (int8 weights show up as int8, their float biases as float32)."""
-    schema = _schema()
+    schema = tflite_schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
-    names = _names(schema.TensorType)
+    names = enum_names(schema.TensorType)
     counts: Counter = Counter()
     for sg in model.subgraphs:
         for t in sg.tensors:

@@ -12,6 +12,9 @@ from edge_tool.training.config import Strategy, TrainConfig, TrainResult
 from edge_tool.training.data import load_digits_split
 from edge_tool.training.export import save_keras_model, write_sidecars
 from edge_tool.training.fit import fit_and_evaluate
+from edge_tool.training.launcher import train_local_cluster
+from edge_tool.training.multiworker import train_joined
+from edge_tool.training.parameter_server import train_parameter_server
 from edge_tool.training.strategies import build_local_strategy
 
 
@@ -52,16 +55,10 @@ def train(config: TrainConfig) -> TrainResult:
     """
     tf_config = os.environ.get("TF_CONFIG", "").strip()
     if config.strategy is Strategy.MULTIWORKER and tf_config:
-        from edge_tool.training.multiworker import train_joined  # noqa: PLC0415
-
         return train_joined(config, tf_config)  # the chief checks -o itself; other tasks never write it
     check_output_dir(config.output_dir, config.force)  # fail fast, before TensorFlow is imported
     if config.strategy in (Strategy.DEFAULT, Strategy.ONE_DEVICE, Strategy.MIRRORED):
         return train_local(config)
     if config.strategy is Strategy.MULTIWORKER:
-        from edge_tool.training.launcher import train_local_cluster  # noqa: PLC0415
-
         return train_local_cluster(config)
-    from edge_tool.training.parameter_server import train_parameter_server  # noqa: PLC0415
-
     return train_parameter_server(config)

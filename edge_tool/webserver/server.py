@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from edge_tool.webserver.conns import client_state, cut
-from edge_tool.webserver.handler import NO_FDS, SECURITY_HEADERS, SiteRequestHandler
+from edge_tool.webserver.handler import NO_FDS, SiteRequestHandler
 
 MAX_WORKERS = 16  # connections served at once (a fixed thread pool, not a thread per connection)
 MAX_PENDING = 512  # connections waiting for a request's first bytes; a new one evicts the oldest
@@ -32,7 +32,6 @@ REQUEST_TIMEOUT_S = 15.0  # request line, headers and body must have arrived wit
 JANITOR_PERIOD_S = 0.25  # how often idle and late connections are looked for
 LINGER_S = 2.0  # after our last answer, unread client bytes are drained this long before the close
 ACCEPT_BACKOFF_MAX_S = 1.0  # longest pause between accept() attempts while out of file descriptors
-__all__ = ["SECURITY_HEADERS", "SiteRequestHandler", "SiteServer"]
 
 
 class SiteServer(http.server.HTTPServer):

@@ -21,7 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edge_tool.demo import serve
-from edge_tool.demo.serve import LISTEN_BACKLOG, MAX_WORKERS, SiteServer, is_loopback, resolve_target
+from edge_tool.demo.serve import is_loopback
+from edge_tool.webserver.files import resolve_target
+from edge_tool.webserver.server import LISTEN_BACKLOG, MAX_WORKERS, SiteServer
 from tests.test_serve import SECRET, SITE_FILES, raw_request, site  # noqa: F401 (fixture)
 
 BOUND_S = 30.0  # upper bound for a condition to become true (a hang guard, not a timing assert)

@@ -21,7 +21,7 @@ import time
 import psutil
 import pytest
 
-from edge_tool.demo.serve import MAX_WORKERS
+from edge_tool.webserver.server import MAX_WORKERS
 from tests.conftest import REPO
 from tests.hostile.test_hostile_serve import _until, running
 from tests.test_serve import SITE_FILES, raw_request, site  # noqa: F401 (fixture)

@@ -18,7 +18,7 @@ import pytest
 
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.tflite_indices import check_indices
-from edge_tool.modelfiles.tflite_model import _schema
+from edge_tool.modelfiles.tflite_schema import tflite_schema
 from tests.conftest import _run_script, run_edgetool
 from tests.hostile.harness import Case, run_case
 
@@ -57,7 +57,7 @@ def flat_tflite_for_indices(flat_model, tmp_path_factory) -> Path:
 
 def corrupt(data: bytes, damage: Callable) -> bytes:
     """``data`` unpacked with the schema's object API, ``damage(model)`` applied, packed again as a TFL3 file."""
-    schema = _schema()
+    schema = tflite_schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(data), 0))
     damage(model)
     builder = flatbuffers.Builder(len(data) + 1024)
@@ -66,7 +66,7 @@ def corrupt(data: bytes, damage: Callable) -> bytes:
 
 
 def _op(model, kind: str = "") -> object:
-    schema = _schema()
+    schema = tflite_schema()
     names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
     for op in model.subgraphs[0].operators:
         code = model.operatorCodes[op.opcodeIndex]

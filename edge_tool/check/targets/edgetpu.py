@@ -17,7 +17,7 @@ from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.registry import TARGETS, TargetSpec
 from edge_tool.check.targets.common import of_artefact
 from edge_tool.modelfiles.limits import read_tflite
-from edge_tool.modelfiles.tflite_model import _schema
+from edge_tool.modelfiles.tflite_schema import tflite_schema
 
 EDGETPU_OPS = frozenset(
     """
@@ -31,7 +31,7 @@ INTEGER = {"int8", "uint8", "int32"}
 
 
 def _model(path: Path):
-    schema = _schema()
+    schema = tflite_schema()
     raw = schema.Model.GetRootAsModel(bytearray(read_tflite(path)), 0)
     names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
     types = {v: k.lower() for k, v in vars(schema.TensorType).items() if not k.startswith("_")}

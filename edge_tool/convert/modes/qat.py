@@ -15,8 +15,9 @@ def build(ctx) -> bytes:
     Both are measured in LiteRT on ``--eval-data``, or on the held-out split of ``--train-data`` that also picked
     the best epoch; the decision (both accuracies, the reason) goes into the manifest record of the artefact.
     """
-    from edge_tool.convert.qat import QatOptions, match_data, qat_to_tflite, run_qat  # noqa: PLC0415
+    from edge_tool.convert.qat import QatOptions, match_data, run_qat  # noqa: PLC0415
     from edge_tool.convert.qat_support.data import load_labelled  # noqa: PLC0415
+    from edge_tool.convert.qat_support.export import qat_to_tflite  # noqa: PLC0415
     from edge_tool.convert.qat_support.select import decide, float_accuracy  # noqa: PLC0415
     from edge_tool.convert.qat_support.source import check_qat_source  # noqa: PLC0415
 

@@ -21,18 +21,7 @@ from edge_tool.convert.qat_support.fold_plan import (
 )
 from edge_tool.convert.qat_support.graph import rebuild
 
-# the plan's names stay importable from here
-__all__ = [
-    "Fold",
-    "apply_folds",
-    "compose",
-    "fold_model",
-    "folded_weights",
-    "max_output_diff",
-    "plan_activation_fusions",
-    "plan_folds",
-    "within_tolerance",
-]
+__all__ = ["apply_folds", "fold_model", "folded_weights", "max_output_diff", "within_tolerance"]
 
 
 def _weights(layer) -> tuple[list[np.ndarray], np.ndarray]:

@@ -145,14 +145,6 @@ def device_notes(results) -> list[str]:
     return notes
 
 
-def with_device_cells(rows: list[list[str]], results) -> list[list[str]]:
-    """The table ``rows`` (reference first) with a device cell each when any result ran on a --device."""
-    if any(r.device is not None for r in results):  # a --device row: every row names where it ran
-        for row, r in zip(rows, (None, *results)):
-            row.append(device_label(r and r.device))
-    return rows
-
-
 def missing_tflm(hello: dict, python: str = "python3") -> str:
     """Why the device cannot run ``--runtime tflm``, and the way to get TFLite Micro's Python package there."""
     machine = hello.get("machine") or "?"

@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 
-from edge_tool.evaluate.artifacts import Artifact
-from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.device.runner import DeviceHandle, DeviceRunner
+from edge_tool.models.formats import Artifact, ArtifactFormat
 
 
 def in_parallel(fn: Callable, items: list) -> list:

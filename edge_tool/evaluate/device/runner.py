@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import EdgeToolError, ModelError, RuntimeFailure
-from edge_tool.evaluate.artifacts import Artifact
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.device import answers
 from edge_tool.evaluate.device.facts import device_record, measured_note, missing_runtime, missing_tflm, runtime_usable
@@ -27,6 +26,7 @@ from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import _Runner
 from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.tflite_runner import TensorBinding, TfliteInterpreter
+from edge_tool.models.formats import Artifact
 
 
 class DeviceBindings(TfliteInterpreter):

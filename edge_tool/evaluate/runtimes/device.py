@@ -6,11 +6,11 @@ A thin registration of ``evaluate.device`` (its runner, its facts): it is not a 
 
 from __future__ import annotations
 
-from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.evaluate.device.facts import device_label, device_notes
 from edge_tool.evaluate.device.fleet import open_device_runners
 from edge_tool.evaluate.device.spread import spread_notes
 from edge_tool.evaluate.runtimes.registry import RUNTIMES, Column, RuntimeSpec
+from edge_tool.models.formats import ArtifactFormat
 
 SPEC = RUNTIMES.register(
     RuntimeSpec(

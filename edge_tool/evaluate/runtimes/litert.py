@@ -12,13 +12,13 @@ import numpy as np
 
 from edge_tool.core.childproc import module_command
 from edge_tool.errors import RuntimeFailure
-from edge_tool.evaluate.artifacts import Artifact
-from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.latency import LatencyProcess, measure_tflite
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import FileWorkerRunner
 from edge_tool.evaluate.runtimes.registry import RUNTIMES, RuntimeSpec
 from edge_tool.litert.isolated import WorkerProcess
+from edge_tool.models.formats import Artifact, ArtifactFormat
 
 
 class TfliteRunner(FileWorkerRunner):

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from edge_tool.core.childproc import module_command
 from edge_tool.errors import RuntimeFailure
-from edge_tool.evaluate.artifacts import Artifact
-from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
 from edge_tool.evaluate.runners import FileWorkerRunner
 from edge_tool.evaluate.runtimes.registry import RUNTIMES, RuntimeSpec
 from edge_tool.litert.isolated import WorkerProcess
+from edge_tool.models.formats import Artifact, ArtifactFormat
 from edge_tool.models.formats.onnx import EXTRA_HINT, require_onnx
 
 WORKER = "edge_tool.evaluate.runtimes.ort_worker"

@@ -15,8 +15,7 @@ import numpy as np
 
 from edge_tool.core.childproc import module_command
 from edge_tool.errors import ModelError, RuntimeFailure
-from edge_tool.evaluate.artifacts import Artifact
-from edge_tool.evaluate.config import ArtifactFormat, EvalConfig
+from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import SessionRunner
@@ -25,6 +24,7 @@ from edge_tool.litert.tflite_runner import TfliteInterpreter
 from edge_tool.micro import tflm
 from edge_tool.micro.tflm import tflm_version
 from edge_tool.micro.worker import recv_array, send_array
+from edge_tool.models.formats import Artifact, ArtifactFormat
 
 
 class TflmSession:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.errors import DataError, ModelError
-from edge_tool.litert.tflite_runner import read_flatbuffer
+from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.models.formats.registry import READERS, Artifact, FormatReader
 from edge_tool.schemas import load_json
 from edge_tool.schemas.manifest import FILE, Manifest
