@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.calibration.serial import Record
 from edge_tool.contract.options import ContractOptions
 from edge_tool.convert.enums import IOType, QatStrategy, QuantMode, TfjsQuant
-from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for
+from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for, options_not_taken
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.qat_support.source import keras3_file_problem
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
@@ -34,7 +34,9 @@ class ConvertConfig(Record):
     qat_epochs: int = 3
     strategy: str = "default"
     replicas: int = 2
-    tfjs_quant: TfjsQuant = TfjsQuant.NONE
+    # format -> the options record of that format (FormatSpec.options, e.g. {"tfjs": TfjsOptions(TfjsQuant.UINT8)});
+    # filled with defaults for every format this run builds that takes options; formats.format_options makes it
+    format_options: dict = field(default_factory=dict)
     allow_select_tf_ops: bool = False
     batch: int | None = None  # fix the input batch (re-traced signature); None keeps the model's own
     signature: str | None = None  # the SavedModel signature converted; None = serving_default
@@ -54,14 +56,33 @@ class ConvertConfig(Record):
         object.__setattr__(self, "modes", tuple(dict.fromkeys(QuantMode(m) for m in self.modes)))
         object.__setattr__(self, "output_format", OutputFormat(self.output_format))
         object.__setattr__(self, "io_type", IOType(self.io_type))
-        object.__setattr__(self, "tfjs_quant", TfjsQuant(self.tfjs_quant))
+        given = dict(self.format_options or {})
+        object.__setattr__(self, "format_options", self._filled(given))
         for name in ("input_mean", "input_std"):
             value = getattr(self, name)
             object.__setattr__(self, name, tuple(float(v) for v in value) if value is not None else None)
         for name in ("calibration", "train_data", "eval_data", "labels"):
             value = getattr(self, name)
             object.__setattr__(self, name, Path(value) if value is not None else None)
-        collect_and_raise(self._problems(), UsageError, header="Invalid convert options:")
+        problems = self._options_problems(given) + self._problems()
+        collect_and_raise(problems, UsageError, header="Invalid convert options:")
+
+    def _filled(self, given: dict) -> dict:
+        """Each built format's options record: the one given (a record or its fields as a dict), else defaults."""
+        out = {}
+        for name in self.formats:
+            record = FORMATS[name].options
+            value = given.get(name)
+            if record is not None:
+                out[name] = value if isinstance(value, record) else record(**(value or {}))
+        return out
+
+    def _options_problems(self, given: dict) -> list[str]:
+        unknown = [name for name in given if name not in FORMATS or FORMATS[name].options is None]
+        if unknown:
+            return [f"format_options names {', '.join(map(repr, unknown))}, which take no options."]
+        names = [row.name for name in given if name not in self.formats for row in FORMATS[name].option_rows]
+        return options_not_taken(self.output_format, names)
 
     def _problems(self) -> list[str]:
         problems = below_minimum(

@@ -8,7 +8,7 @@ helpers when they build, so this package loads no numpy or TensorFlow (``--help`
 
 from enum import Enum
 
-from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatOption, FormatSpec
 from edge_tool.convert.modes import every_mode
 from edge_tool.errors import UsageError
 
@@ -21,11 +21,15 @@ __all__ = [
     "ALL",
     "FORMATS",
     "FormatJob",
+    "FormatOption",
     "FormatSpec",
     "OutputFormat",
     "default_modes",
+    "format_options",
     "format_table",
     "formats_for",
+    "option_owners",
+    "options_not_taken",
     "parse_modes",
 ]
 
@@ -48,6 +52,45 @@ def formats_for(value: str) -> tuple[str, ...]:
         spec = FORMATS[value]
         wanted = {value} | ({spec.extends} if spec.extends else set())
     return tuple(name for name in FORMATS if name in wanted)
+
+
+def option_owners() -> dict[str, tuple[str, FormatOption]]:
+    """Every format-only option by name (``tfjs_quant``): (the one format that declares it, its row)."""
+    return {row.name: (name, row) for name, spec in FORMATS.items() for row in spec.option_rows}
+
+
+def _takers(fmt: str) -> str:
+    """The --format values that build ``fmt`` (tfjs: "tfjs or all")."""
+    return " or ".join(v.value for v in OutputFormat if fmt in formats_for(v.value))
+
+
+def options_not_taken(output_format: str, names: list[str]) -> list[str]:
+    """One line per option in ``names`` that no format of ``--format output_format`` takes: the option, the
+    formats chosen, which ``--format`` values take it."""
+    output_format = getattr(output_format, "value", output_format)
+    chosen, owners = formats_for(output_format), option_owners()
+    return [
+        f"{owners[n][1].flag} is an option of --format {_takers(owners[n][0])}, and --format {output_format} builds "
+        f"{', '.join(chosen)}, {'which does not take' if len(chosen) == 1 else 'none of which takes'} it: drop "
+        f"{owners[n][1].flag}, or choose a format that takes it."
+        for n in names
+        if owners[n][0] not in chosen
+    ]
+
+
+def format_options(output_format: str, given: dict) -> dict:
+    """The per-format options records of a run from flat ``given`` options ({"tfjs_quant": "uint8"}; a None value
+    is not given): one record per chosen format that takes options, defaults filled in. UsageError (one line)
+    for an option no chosen format takes."""
+    given = {n: v for n, v in given.items() if v is not None}
+    bad = options_not_taken(output_format, list(given))
+    if bad:
+        raise UsageError(bad[0])
+    owners, by_format = option_owners(), {}
+    for name, value in given.items():
+        by_format.setdefault(owners[name][0], {})[name] = value
+    chosen = formats_for(getattr(output_format, "value", output_format))
+    return {f: FORMATS[f].options(**by_format.get(f, {})) for f in chosen if FORMATS[f].options is not None}
 
 
 def default_modes(value: str, every: tuple[str, ...]) -> tuple[str, ...]:
@@ -75,9 +118,10 @@ def parse_modes(values: list[str] | None, output_format: str, has_train_data: bo
 
 def format_table() -> str:
     """The Markdown table of every format (what it writes, --quant modes, what it needs), from the registry."""
-    rows = ["| `--format` | writes | `--quant` | needs | in `all` |", "|---|---|---|---|---|"]
+    rows = ["| `--format` | writes | `--quant` | its own options | needs | in `all` |", "|---|---|---|---|---|---|"]
     for name, spec in FORMATS.items():
         modes = ("every mode" if spec.modes is None else ", ".join(spec.modes)) if spec.per_mode else "– (own)"
+        options = ", ".join(row.shown for row in spec.option_rows) or "–"
         needs = f"`pip install 'edgetool[{spec.extra}]'`" if spec.extra else "–"
-        rows.append(f"| `{name}` | {spec.summary} | {modes} | {needs} | {'yes' if spec.in_all else 'no'} |")
+        rows.append(f"| `{name}` | {spec.summary} | {modes} | {options} | {needs} | {'yes' if spec.in_all else 'no'} |")
     return "\n".join(rows) + "\n"

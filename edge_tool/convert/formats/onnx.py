@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from edge_tool.convert.enums import IOType, QuantMode
 from edge_tool.convert.formats import onnx_check
-from edge_tool.convert.formats.registry import FORMATS, FormatJob, artifact_name, file_entry, register
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, artifact_name, file_entry
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, UsageError
@@ -60,16 +60,6 @@ def onnx_problems(config) -> list[str]:
     return problems
 
 
-@register(
-    "onnx",
-    summary="ONNX model, fp32 or int8 QDQ (ONNX Runtime CPU/Mobile/Web, TensorRT/Jetson, NPU SDKs)",
-    suffix=".onnx",
-    modes=MODES,
-    extra="onnx",
-    packages=("tf2onnx", "onnx", "onnxruntime"),
-    libraries=("tf2onnx", "onnx", "onnxruntime", "protobuf"),
-    problems=onnx_problems,
-)
 def build(job: FormatJob, mode: QuantMode) -> ManifestArtifact:
     """``<model>_<mode>.onnx``: tf2onnx's float model (made once per run), quantized for int8, then self-checked."""
     ctx = job.ctx
@@ -94,7 +84,7 @@ def build(job: FormatJob, mode: QuantMode) -> ManifestArtifact:
         quantization = {**QUANTIZATION, "samples": sum(1 for _ in ctx.representative_dataset())}
     return file_entry(
         path,
-        "onnx",
+        SPEC.name,
         mode.value,
         data,
         timed.seconds,
@@ -106,20 +96,21 @@ def build(job: FormatJob, mode: QuantMode) -> ManifestArtifact:
 
 def _exported(job: FormatJob) -> bytes:
     """The float ONNX model of this run: exported once, shared by fp32 and int8 (a refusal too, said once)."""
-    if "onnx" not in job.cache:
+    cache = job.cache
+    if SPEC.name not in cache:
         try:
-            job.cache["onnx"] = _export(job.ctx)
+            cache[SPEC.name] = _export(job.ctx)
         except ConversionError as exc:
-            job.cache["onnx"] = exc
+            cache[SPEC.name] = exc
             raise
-    if isinstance(job.cache["onnx"], ConversionError):
+    if isinstance(cache[SPEC.name], ConversionError):
         raise ConversionError("the float ONNX model it is quantized from could not be built (said above).")
-    return job.cache["onnx"]
+    return cache[SPEC.name]
 
 
 def _missing_extra(exc: ImportError) -> UsageError:
     return UsageError(
-        FORMATS["onnx"].missing_extra()
+        SPEC.missing_extra()
         or (
             f"--format onnx needs the optional 'onnx' extra, which does not import here ({type(exc).__name__}: {exc}): "
             "pip install 'edgetool[onnx]' (tf2onnx, onnx, onnxruntime, a protobuf TensorFlow accepts), then run again."
@@ -278,3 +269,18 @@ def _opset(data: bytes) -> int:
     import onnx
 
     return next(o.version for o in onnx.load_from_string(data).opset_import if o.domain in ("", "ai.onnx"))
+
+
+SPEC = FORMATS.register(
+    FormatSpec(
+        name="onnx",
+        summary="ONNX model, fp32 or int8 QDQ (ONNX Runtime CPU/Mobile/Web, TensorRT/Jetson, NPU SDKs)",
+        suffix=".onnx",
+        build=build,
+        modes=MODES,
+        extra="onnx",
+        packages=("tf2onnx", "onnx", "onnxruntime"),
+        libraries=("tf2onnx", "onnx", "onnxruntime", "protobuf"),
+        problems=onnx_problems,
+    )
+)

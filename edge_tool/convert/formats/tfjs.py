@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edge_tool.calibration.serial import Record
 from edge_tool.convert.background import BackgroundCall, usable_cpus
-from edge_tool.convert.formats.registry import FormatJob, register
+from edge_tool.convert.enums import TfjsQuant
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, option
 from edge_tool.core.steps import console, step
 from edge_tool.modelfiles.tree import tree_bytes
 
@@ -20,6 +23,19 @@ TFJS_WARM_MODULES = ("tensorflow", "edge_tool.convert.tfjs")
 # Below this the TFJS export takes about as long as a second process needs to import TensorFlow,
 # so overlapping it buys nothing (see benchmarks/RESULTS.md for the measured export times).
 PARALLEL_TFJS_MIN_BYTES = 4 * 1024 * 1024
+DIR = "tfjs"  # the graph model's directory in OUTDIR
+
+
+@dataclass(frozen=True)
+class TfjsOptions(Record):
+    """The options only --format tfjs takes (``ConvertConfig.format_options["tfjs"]``)."""
+
+    tfjs_quant: TfjsQuant = option(
+        TfjsQuant.NONE, "TFJS weight compression (float16: IEEE half; uint8/uint16: affine per tensor)."
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tfjs_quant", TfjsQuant(self.tfjs_quant))
 
 
 def _tfjs_job(
@@ -41,12 +57,12 @@ def _model_bytes(model: Path) -> int:
 
 
 def start_tfjs_worker(config):
-    """A BackgroundCall for the TFJS export when it can overlap the TFLite conversions, else None.
+    """A BackgroundCall for the TFJS export when it can overlap the per-mode conversions, else None.
 
-    Used with a second CPU, TFLite work to overlap with, and a model of at least PARALLEL_TFJS_MIN_BYTES.
+    Used with a second CPU, per-mode work to overlap with, and a model of at least PARALLEL_TFJS_MIN_BYTES.
     ``EDGETOOL_CONVERT_WORKERS=0`` turns it off, ``=1`` forces it on (size and CPU checks skipped).
     """
-    if not (config.wants("tfjs") and config.wants("tflite")):
+    if not config.builds_modes:
         return None
     forced = os.environ.get("EDGETOOL_CONVERT_WORKERS", "")
     if forced == "0":
@@ -64,14 +80,14 @@ def _user_metadata(ctx) -> dict | None:
 
 def submit(job: FormatJob) -> None:
     """Hand the export to this run's worker (when there is one) as soon as the output dir is open."""
-    worker = job.workers.get("tfjs")
+    worker = job.workers.get(SPEC.name)
     if worker is not None:
         ctx = job.ctx
         worker.submit(
             _tfjs_job,
             ctx.source.saved_model,
-            job.out_dir / "tfjs",
-            ctx.config.tfjs_quant.value,
+            job.out_dir / DIR,
+            _quant(ctx.config),
             ctx.source.signature.key,
             _user_metadata(ctx),
         )
@@ -84,26 +100,19 @@ def refusal(source) -> str | None:
     return tfjs_refusal(source)
 
 
-@register(
-    "tfjs",
-    summary="TensorFlow.js graph model in OUTDIR/tfjs/ (browsers, Node); weights per --tfjs-quant",
-    suffix="/",
-    per_mode=False,
-    in_all=True,
-    key="tfjs",
-    refusal=refusal,
-    start_worker=start_tfjs_worker,
-    submit=submit,
-)
+def _quant(config) -> str:
+    return config.format_options[SPEC.name].tfjs_quant.value
+
+
 def build(job: FormatJob) -> ManifestArtifact:
     """Write out_dir/tfjs: collect it from the worker it was handed to, or convert it here."""
     from edge_tool.convert.source import content_hash  # noqa: PLC0415 - numpy-backed
     from edge_tool.schemas.manifest import ManifestArtifact  # noqa: PLC0415 - numpy-backed
     from edge_tool.schemas.records import FileEntry  # noqa: PLC0415 - numpy-backed
 
-    ctx, worker = job.ctx, job.workers.get("tfjs")
-    tfjs_dir = job.out_dir / "tfjs"
-    quant = ctx.config.tfjs_quant.value
+    ctx, worker = job.ctx, job.workers.get(SPEC.name)
+    tfjs_dir = job.out_dir / DIR
+    quant = _quant(ctx.config)
     with step("convert tfjs" + (" (parallel worker)" if worker else "")) as timed:
         if worker is None:
             seconds, check = _tfjs_job(
@@ -117,11 +126,28 @@ def build(job: FormatJob) -> ManifestArtifact:
     files = sorted(p for p in tfjs_dir.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in files)
     return ManifestArtifact(
-        "tfjs",
-        "tfjs",
+        DIR,
+        SPEC.name,
         quant,
         size,
         files={p.name: FileEntry(p.stat().st_size, content_hash(p)) for p in files},
         seconds=round(seconds, 3),
         agreement=check,
     )
+
+
+SPEC = FORMATS.register(
+    FormatSpec(
+        name="tfjs",
+        summary="TensorFlow.js graph model in OUTDIR/tfjs/ (browsers, Node); weights per --tfjs-quant",
+        suffix="/",
+        build=build,
+        per_mode=False,
+        in_all=True,
+        key="tfjs",
+        refusal=refusal,
+        start_worker=start_tfjs_worker,
+        submit=submit,
+        options=TfjsOptions,
+    )
+)

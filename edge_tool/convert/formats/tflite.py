@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.formats.registry import FormatJob, artifact_name, file_entry, register
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, artifact_name, file_entry
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
 from edge_tool.core.steps import console, step
@@ -22,13 +22,6 @@ def tflite_name(source: Path, mode: QuantMode) -> str:
     return artifact_name(source, mode.value, ".tflite")
 
 
-@register(
-    "tflite",
-    summary="LiteRT / TFLite flatbuffer, one per --quant mode (phones, Linux boards, LiteRT.js)",
-    suffix=".tflite",
-    in_all=True,
-    key="{quant}",
-)
 def build(job: FormatJob, mode: QuantMode) -> ManifestArtifact:
     """The .tflite of ``mode``; built once more from a batch-1 re-trace when LiteRT refuses the free-batch file."""
     return job.retry.run(mode, lambda ctx: _build(ctx, mode, job.out_dir))
@@ -67,7 +60,7 @@ def _build(ctx, mode: QuantMode, out_dir: Path) -> ManifestArtifact:
         console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
     return file_entry(
         path,
-        "tflite",
+        SPEC.name,
         mode.value,
         data,
         timed.seconds,
@@ -89,3 +82,15 @@ def _notes(ctx, mode) -> dict:
     note = ctx.notes.pop(mode.value)  # a typed note (int16x8) or QAT's free-form dict
     fixed = note.pop("fixed_batch", None) if isinstance(note, dict) else None
     return {mode.value: note, **({"fixed_batch": BatchNote(**fixed)} if fixed else {})}
+
+
+SPEC = FORMATS.register(
+    FormatSpec(
+        name="tflite",
+        summary="LiteRT / TFLite flatbuffer, one per --quant mode (phones, Linux boards, LiteRT.js)",
+        suffix=".tflite",
+        build=build,
+        in_all=True,
+        key="{quant}",
+    )
+)
