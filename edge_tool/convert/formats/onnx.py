@@ -21,6 +21,7 @@ from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, a
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, UsageError
+from edge_tool.schemas.format_records import OnnxQuantization
 
 if TYPE_CHECKING:
     from edge_tool.schemas.manifest import ManifestArtifact
@@ -29,12 +30,6 @@ if TYPE_CHECKING:
 OPSET = 17
 MODES = ("fp32", "int8")
 MAX_PROTO = (2 << 30) - 1  # protobuf cannot serialize a larger message (ONNX then needs external data)
-QUANTIZATION = {
-    "format": "QDQ",
-    "activations": "int8",
-    "weights": "int8, per channel, symmetric",
-    "calibration": "MinMax",
-}
 
 
 def onnx_problems(config) -> list[str]:
@@ -72,16 +67,16 @@ def build(job: FormatJob, mode: QuantMode) -> ManifestArtifact:
         path.write_bytes(data)
         timed.outputs.append(path)
     console.print(f"{term(path.name)}: {term(onnx_check.describe(agreement))}")
-    if agreement.get("ok") is False:
+    if agreement.ok is False:
         console.print(
             f"[yellow]warning:[/] {term(path.name)} does not compute what the SavedModel computes "
-            f"(max abs error {agreement['max_abs_error']}, float rounding explains at most "
-            f"{agreement['tolerance']:.3g}): a tf2onnx/ONNX Runtime problem with this model. Measure it "
+            f"(max abs error {agreement.max_abs_error}, float rounding explains at most "
+            f"{agreement.tolerance:.3g}): a tf2onnx/ONNX Runtime problem with this model. Measure it "
             "with edgetool eval before shipping it, or ship --format tflite."
         )
     quantization = None
-    if mode is QuantMode.INT8:
-        quantization = {**QUANTIZATION, "samples": sum(1 for _ in ctx.representative_dataset())}
+    if mode is QuantMode.INT8:  # per channel, symmetric int8 weights, int8 activations, MinMax (see _quantize)
+        quantization = OnnxQuantization(samples=sum(1 for _ in ctx.representative_dataset()))
     return file_entry(
         path,
         SPEC.name,

@@ -15,6 +15,7 @@ from edge_tool.convert.enums import TfjsQuant
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, option
 from edge_tool.core.steps import console, step
 from edge_tool.modelfiles.tree import tree_bytes
+from edge_tool.schemas.format_records import TfjsAgreement
 
 if TYPE_CHECKING:
     from edge_tool.schemas.manifest import ManifestArtifact
@@ -121,8 +122,9 @@ def build(job: FormatJob) -> ManifestArtifact:
         else:
             seconds, check = worker.result()
         timed.outputs.append(tfjs_dir / "model.json")
-    if not check.get("checked"):
-        console.print(f"tfjs: self-check skipped ({check.get('reason', 'no reason given')})")
+    agreement = TfjsAgreement(**check, measured=bool(check.get("checked")))
+    if not agreement.checked:
+        console.print(f"tfjs: self-check skipped ({agreement.reason or 'no reason given'})")
     files = sorted(p for p in tfjs_dir.iterdir() if p.is_file())
     size = sum(p.stat().st_size for p in files)
     return ManifestArtifact(
@@ -132,7 +134,7 @@ def build(job: FormatJob) -> ManifestArtifact:
         size,
         files={p.name: FileEntry(p.stat().st_size, content_hash(p)) for p in files},
         seconds=round(seconds, 3),
-        agreement=check,
+        agreement=agreement,
     )
 
 
