@@ -28,8 +28,8 @@ from edge_tool.evaluate.report import ArtifactResult, LatencyStats, LayerError, 
 from edge_tool.metadata.reader import EmbeddedMetadata, TensorInfo
 from edge_tool.modelfiles.tflite_model import TfliteSummary
 from edge_tool.models.modelio import SignatureInfo
-from edge_tool.schemas import records
-from edge_tool.schemas.manifest import Manifest, ManifestArtifact
+from edge_tool.schemas import format_records, records
+from edge_tool.schemas.manifest import CalibrationRecord, Manifest, ManifestArtifact
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -317,7 +317,10 @@ ROUND_TRIPPED = [
     records.ToolInfo,
     records.SourceRecord,
     records.FixedBatch,
-    records.CalibrationRecord,
+    CalibrationRecord,
+    format_records.OnnxAgreement,
+    format_records.TfjsAgreement,
+    format_records.OnnxQuantization,
     records.FileEntry,
     records.MetadataRecord,
     records.SelfCheck,

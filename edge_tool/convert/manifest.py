@@ -12,8 +12,8 @@ from edge_tool.calibration.contract import ImageContract
 from edge_tool.calibration.serial import from_dict
 from edge_tool.convert.formats import FORMATS
 from edge_tool.core.env import installed_version
-from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
-from edge_tool.schemas.records import CalibrationRecord, ToolInfo
+from edge_tool.schemas.manifest import FILE, SCHEMA, CalibrationRecord, Manifest, ManifestArtifact
+from edge_tool.schemas.records import ToolInfo
 
 LIBRARIES = ("tensorflow", "tf-keras", "tensorflow-model-optimization", "ai-edge-litert", "numpy")
 

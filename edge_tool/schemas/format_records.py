@@ -14,18 +14,32 @@ def _measured(record) -> bool:
     return record.measured
 
 
-def _has_error(data: dict) -> bool:
-    return "max_abs_error" in data
+_FIGURES = ("max_abs_error", "tolerance", "ok", "top1_agreement")
+
+
+def _has_figures(data: dict) -> bool:
+    return any(key in data for key in _FIGURES)
 
 
 _MEASURED = spec(when=_measured)
-# set by the builder when outputs were compared (then the figures are written, null where there is none); read
-# back from whether the file has them, so a record written without them is read and written back as it was
-_MEASURED_FLAG = spec(write=False, read=_has_error)
+# True when outputs were compared (set by the builder, or by any figure given): then every figure is written, null
+# where there is none (int8's unjudged tolerance and ok); read back from whether the file has figures, so a record
+# written without them is read and written back as it was
+_MEASURED_FLAG = spec(write=False, read=_has_figures)
+
+
+class _Figures:
+    """``measured`` follows the figures: a record holding one is a measured one."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        if any(getattr(self, name, None) is not None for name in _FIGURES):
+            object.__setattr__(self, "measured", True)
 
 
 @dataclass(frozen=True)
-class OnnxAgreement(Record):
+class OnnxAgreement(_Figures, Record):
     """--format onnx's self-check: the file in ONNX Runtime (CPU) against the SavedModel on ``samples`` inputs
     (``calibration`` samples, else ``seeded random`` probes). fp32 is judged against float rounding (``ok``); int8
     is measured, not judged (``tolerance`` and ``ok`` None). ``checked`` False: nothing compared, ``reason`` why."""
@@ -42,7 +56,7 @@ class OnnxAgreement(Record):
 
 
 @dataclass(frozen=True)
-class TfjsAgreement(Record):
+class TfjsAgreement(_Figures, Record):
     """--format tfjs's self-check: the graph model in tfjs in Node (``runtime``: its backend) against TensorFlow on
     ``samples`` seeded random inputs, judged against float rounding (a file that fails is not written);
     ``checked`` False with a ``reason`` when it was skipped (no Node, an input no random probe fits)."""

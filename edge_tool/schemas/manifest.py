@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edge_tool.calibration.contract import ImageContract
+from edge_tool.calibration.dataset import CalibrationSummary
 from edge_tool.calibration.serial import Record, from_dict, spec
 from edge_tool.modelfiles.tflite_model import TfliteSummary
 from edge_tool.schemas.document import Document
 from edge_tool.schemas.format_records import AGREEMENT, OnnxAgreement, OnnxQuantization, TfjsAgreement
 from edge_tool.schemas.records import (
     BatchNote,
-    CalibrationRecord,
     FileEntry,
     Int16x8Note,
     MetadataRecord,
@@ -38,6 +38,14 @@ def _agreement(data: dict) -> OnnxAgreement | TfjsAgreement | None:
     if raw is None:
         return None
     return from_dict(AGREEMENT.get(data.get("format"), OnnxAgreement), raw, "$.artifacts[].agreement")
+
+
+@dataclass(frozen=True)
+class CalibrationRecord(Record):
+    """The representative data used: its path, then calibration's summary (written as the same object)."""
+
+    path: str
+    summary: CalibrationSummary = field(metadata=spec(flatten=True))
 
 
 @dataclass(frozen=True)
