@@ -90,12 +90,12 @@ class ConvertConfig(Record):
         )
         if self.batch is not None:
             problems += below_minimum({"--batch": (self.batch, 1)})
-            if QuantMode.QAT in self.modes and self.wants("tflite"):
+            if QuantMode.QAT in self.modes and self.runs_mode_builds:
                 problems.append(
                     "--batch does not apply to --quant qat (it fine-tunes and converts the Keras model "
                     "itself); convert qat without --batch, or the other modes with it."
                 )
-        if QuantMode.QAT in self.modes and self.wants("tflite") and not self.keep_going:
+        if QuantMode.QAT in self.modes and self.runs_mode_builds and not self.keep_going:
             problems += [p for p in (keras3_file_problem(self.model),) if p]  # before the model's long load
         strategies = [s.value for s in QatStrategy]
         if self.strategy not in strategies:
@@ -105,7 +105,7 @@ class ConvertConfig(Record):
             problems.append("no --quant mode given.")
         for spec in (FORMATS[name] for name in self.formats):
             problems += [p for p in (spec.missing_extra(),) if p] + spec.problems(self)
-        for mode in self.modes if self.wants("tflite") else ():
+        for mode in self.modes if self.runs_mode_builds else ():
             spec = MODES[mode]
             if self.io_type.value not in spec.io_types:
                 problems.append(
@@ -114,7 +114,7 @@ class ConvertConfig(Record):
                 )
             if spec.needs_train_data and self.train_data is None:
                 problems.append(f"--quant {mode.value} needs --train-data (an .npz with x and y) to fine-tune on.")
-        if self.eval_data is not None and not (self.wants("tflite") and QuantMode.QAT in self.modes):
+        if self.eval_data is not None and not (self.runs_mode_builds and QuantMode.QAT in self.modes):
             problems.append(
                 "--eval-data belongs to --quant qat (QAT vs int8 PTQ) and --quant auto; evaluate other "
                 "modes with edgetool eval."
@@ -152,6 +152,11 @@ class ConvertConfig(Record):
     def wants(self, name: str) -> bool:
         """True when format ``name`` (a key of ``formats.FORMATS``) is built by this run."""
         return name in self.formats
+
+    @property
+    def runs_mode_builds(self) -> bool:
+        """True when a format of this run is built by the mode registry (``FormatSpec.mode_builds``: tflite)."""
+        return any(FORMATS[name].mode_builds for name in self.formats)
 
     @property
     def builds_modes(self) -> bool:

@@ -22,10 +22,8 @@ def library_versions(formats: tuple[str, ...] = ()) -> dict[str, str | None]:
     """Installed versions of the libraries that shape an artefact (those of ``formats``' extras too)."""
     extra = [lib for name in formats for lib in FORMATS[name].libraries if lib not in LIBRARIES]
     versions = {name: installed_version(name) for name in (*LIBRARIES, *dict.fromkeys(extra))}
-    if "tfjs" in formats:  # edgetool writes the graph model itself, for this TensorFlow.js runtime
-        from edge_tool.convert.tfjs_op_table import TFJS_VERSION  # noqa: PLC0415
-
-        versions["tfjs"] = TFJS_VERSION
+    for name in formats:  # what a format is written for, where edgetool writes it itself (tfjs)
+        versions.update(FORMATS[name].runtime_versions)
     return versions
 
 

@@ -29,7 +29,9 @@ _NONE = spec(omit="none")
 
 
 def _tflite(entry: ManifestArtifact) -> bool:
-    return entry.format == "tflite"
+    """A .tflite entry (the one kind that carries a tensor summary): it writes state_warning and metadata, null or
+    not."""
+    return entry.tensors is not None
 
 
 def _agreement(data: dict) -> OnnxAgreement | TfjsAgreement | None:

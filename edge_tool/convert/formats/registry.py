@@ -112,6 +112,8 @@ class FormatSpec:
     extra: str | None = None  # the optional install extra it needs: pip install 'edgetool[<extra>]'
     packages: tuple[str, ...] = ()  # import names that extra provides (checked before the model loads)
     libraries: tuple[str, ...] = ()  # distributions whose versions the manifest records when it is built
+    runtime_versions: tuple[tuple[str, str], ...] = ()  # (name, version) of what it is written for (tfjs 4.22.0)
+    mode_builds: bool = False  # its artefacts are the mode registry's builds (convert/modes: the TFLite converter)
     key: str = "{format}-{quant}"  # its key in manifest timings_s and failed
     problems: Callable = _no_problems  # (ConvertConfig) -> list of problems with the options, [] if none
     refusal: Callable | None = None  # (PreparedSource) -> why this model cannot be written in it, or None

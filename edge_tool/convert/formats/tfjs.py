@@ -13,6 +13,7 @@ from edge_tool.calibration.serial import Record
 from edge_tool.convert.background import BackgroundCall, usable_cpus
 from edge_tool.convert.enums import TfjsQuant
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, option
+from edge_tool.convert.tfjs_op_table import TFJS_VERSION
 from edge_tool.core.steps import console, step
 from edge_tool.modelfiles.tree import tree_bytes
 from edge_tool.schemas.format_records import TfjsAgreement
@@ -151,5 +152,6 @@ SPEC = FORMATS.register(
         start_worker=start_tfjs_worker,
         submit=submit,
         options=TfjsOptions,
+        runtime_versions=(("tfjs", TFJS_VERSION),),  # edgetool writes the graph model itself, for this runtime
     )
 )

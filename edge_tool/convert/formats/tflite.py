@@ -92,5 +92,6 @@ SPEC = FORMATS.register(
         build=build,
         in_all=True,
         key="{quant}",
+        mode_builds=True,
     )
 )
