@@ -3,6 +3,7 @@ samples (else seeded random probes), recorded as the manifest entry's ``agreemen
 
 from __future__ import annotations
 
+from edge_tool.convert import fidelity
 from edge_tool.errors import ConversionError
 from edge_tool.schemas.format_records import OnnxAgreement
 
@@ -32,8 +33,6 @@ def feed_by_name(sample: dict, names: list[str]) -> dict:
 
 def agreement(data: bytes, ctx, mode: str) -> OnnxAgreement:
     """The file in ONNX Runtime against the SavedModel on calibration samples (else seeded random probes)."""
-    from edge_tool.convert import fidelity  # noqa: PLC0415 - numpy
-
     if ctx.representative_dataset is not None:
         feeds, inputs = [s for _, s in zip(range(CHECK_SAMPLES), ctx.representative_dataset())], "calibration"
     else:

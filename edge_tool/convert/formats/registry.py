@@ -13,19 +13,14 @@ one artefact per run, or extends each artefact of another format (micro beside e
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.util
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from edge_tool.core.registry import Registry
-
-if TYPE_CHECKING:
-    from edge_tool.schemas.manifest import ManifestArtifact
 
 
 @dataclass
@@ -46,16 +41,6 @@ def artifact_name(model: Path, quant: str, suffix: str) -> str:
     """File name of a per-mode artefact: ``<model stem>_<quant><suffix>`` (``mnist_int8.tflite``)."""
     stem = Path(model).stem if Path(model).is_file() else Path(model).resolve().name
     return f"{stem or 'model'}_{quant}{suffix}"
-
-
-def file_entry(path: Path, fmt: str, quant: str, data: bytes, seconds: float, **fields) -> ManifestArtifact:
-    """The manifest entry of a single-file artefact written to ``path``: its name, format, mode, size, sha256 and
-    build seconds, plus the format's own ``fields``."""
-    from edge_tool.schemas.manifest import ManifestArtifact  # noqa: PLC0415 - numpy-backed; --help reads this module
-
-    return ManifestArtifact(
-        path.name, fmt, quant, len(data), sha256=hashlib.sha256(data).hexdigest(), seconds=round(seconds, 3), **fields
-    )
 
 
 def _no_problems(config) -> list[str]:
