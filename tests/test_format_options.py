@@ -42,7 +42,13 @@ def test_an_option_no_chosen_format_takes_is_refused_in_one_line(tmp_path, fmt):
 def test_the_api_refuses_it_too_and_keeps_taking_tfjs_quant(tmp_path):
     with pytest.raises(UsageError, match="--tfjs-quant is an option of --format tfjs or all"):
         api.convert(tmp_path / "m", tmp_path / "o", format="onnx", tfjs_quant="float16")
-    assert format_options("all", {"tfjs_quant": "uint8"}) == {"tfjs": TfjsOptions(TfjsQuant.UINT8)}
+    assert format_options("onnx", {"tfjs_quant": None}) == {}  # None: not given (the CLI's default)
+    given = format_options("all", {"tfjs_quant": "uint8"})
+    assert given == {"tfjs": {"tfjs_quant": "uint8"}}
+    config = ConvertConfig(model=tmp_path / "m", output_dir=tmp_path / "o", output_format="all", format_options=given)
+    assert config.format_options == {"tfjs": TfjsOptions(TfjsQuant.UINT8)}
+    with pytest.raises(UsageError, match="--format tfjs's options \\(--tfjs-quant\\) do not take"):
+        api.convert(tmp_path / "m", tmp_path / "o", format="tfjs", tfjs_quant="bogus")
 
 
 def test_a_config_carries_each_built_formats_options_with_defaults(tmp_path):

@@ -57,25 +57,32 @@ class ConvertConfig(Record):
         object.__setattr__(self, "output_format", OutputFormat(self.output_format))
         object.__setattr__(self, "io_type", IOType(self.io_type))
         given = dict(self.format_options or {})
-        object.__setattr__(self, "format_options", self._filled(given))
+        filled, bad_options = self._filled(given)
+        object.__setattr__(self, "format_options", filled)
         for name in ("input_mean", "input_std"):
             value = getattr(self, name)
             object.__setattr__(self, name, tuple(float(v) for v in value) if value is not None else None)
         for name in ("calibration", "train_data", "eval_data", "labels"):
             value = getattr(self, name)
             object.__setattr__(self, name, Path(value) if value is not None else None)
-        problems = self._options_problems(given) + self._problems()
+        problems = bad_options + self._options_problems(given) + self._problems()
         collect_and_raise(problems, UsageError, header="Invalid convert options:")
 
-    def _filled(self, given: dict) -> dict:
-        """Each built format's options record: the one given (a record or its fields as a dict), else defaults."""
-        out = {}
+    def _filled(self, given: dict) -> tuple[dict, list[str]]:
+        """Each built format's options record (the one given, as a record or its fields in a dict, else the
+        defaults), and the problems with the ones given."""
+        out, problems = {}, []
         for name in self.formats:
-            record = FORMATS[name].options
-            value = given.get(name)
-            if record is not None:
-                out[name] = value if isinstance(value, record) else record(**(value or {}))
-        return out
+            record, value = FORMATS[name].options, given.get(name)
+            if record is None or isinstance(value, record):
+                out.update({name: value} if record is not None else {})
+                continue
+            try:
+                out[name] = record(**(value or {}))
+            except (TypeError, ValueError) as exc:  # an unknown option name, a value its type does not take
+                flags = ", ".join(row.flag for row in FORMATS[name].option_rows)
+                problems.append(f"--format {name}'s options ({flags}) do not take {value!r}: {exc}.")
+        return out, problems
 
     def _options_problems(self, given: dict) -> list[str]:
         unknown = [name for name in given if name not in FORMATS or FORMATS[name].options is None]

@@ -79,9 +79,9 @@ def options_not_taken(output_format: str, names: list[str]) -> list[str]:
 
 
 def format_options(output_format: str, given: dict) -> dict:
-    """The per-format options records of a run from flat ``given`` options ({"tfjs_quant": "uint8"}; a None value
-    is not given): one record per chosen format that takes options, defaults filled in. UsageError (one line)
-    for an option no chosen format takes."""
+    """Flat ``given`` options ({"tfjs_quant": "uint8"}; a None value is not given) grouped by the format that takes
+    them ({"tfjs": {"tfjs_quant": "uint8"}}: ``ConvertConfig.format_options``, which makes each format's record and
+    fills in its defaults). UsageError (one line) for an option no chosen format takes."""
     given = {n: v for n, v in given.items() if v is not None}
     bad = options_not_taken(output_format, list(given))
     if bad:
@@ -89,8 +89,7 @@ def format_options(output_format: str, given: dict) -> dict:
     owners, by_format = option_owners(), {}
     for name, value in given.items():
         by_format.setdefault(owners[name][0], {})[name] = value
-    chosen = formats_for(getattr(output_format, "value", output_format))
-    return {f: FORMATS[f].options(**by_format.get(f, {})) for f in chosen if FORMATS[f].options is not None}
+    return by_format
 
 
 def default_modes(value: str, every: tuple[str, ...]) -> tuple[str, ...]:
