@@ -142,3 +142,18 @@ def test_record_fields_are_the_schema_properties(record):
     sub = props["quantization" if record is OnnxQuantization else "agreement"]
     written = {f.name for f in dataclasses.fields(record) if f.name != "measured"}
     assert written <= set(sub["properties"]) and set(sub["required"]) <= written
+
+
+@pytest.mark.parametrize(
+    "fmt, option, flag",
+    [("tfjs", {"io_type": "int8"}, "--io-type"), ("onnx", {"allow_select_tf_ops": True}, "--allow-select-tf-ops")],
+)
+def test_a_shared_option_only_some_formats_honour_is_refused_for_the_others(tmp_path, fmt, option, flag):
+    """--io-type int8 with --format tfjs used to write a float-I/O graph model without a word."""
+    with pytest.raises(UsageError) as err:
+        ConvertConfig(model=tmp_path / "m", output_dir=tmp_path / "o", output_format=fmt, **option)
+    assert f"{flag} is an option of --format tflite, micro" in str(err.value) and f"--format {fmt} builds" in str(
+        err.value
+    )
+    kept = ConvertConfig(model=tmp_path / "m", output_dir=tmp_path / "o", output_format="onnx", io_type="float32")
+    assert kept.io_type.value == "float32"  # onnx honours --io-type (model or float32: its QDQ model keeps float I/O)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.calibration.serial import Record
 from edge_tool.contract.options import ContractOptions
 from edge_tool.convert.enums import IOType, QatStrategy, QuantMode, TfjsQuant
-from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for, options_not_taken
+from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for, honoured, options_not_taken
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.qat_support.source import keras3_file_problem
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
@@ -89,6 +90,8 @@ class ConvertConfig(Record):
         if unknown:
             return [f"format_options names {', '.join(map(repr, unknown))}, which take no options."]
         names = [row.name for name in given if name not in self.formats for row in FORMATS[name].option_rows]
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        names += [name for name in honoured() if getattr(self, name) != defaults[name]]  # e.g. --io-type with tfjs
         return options_not_taken(self.output_format, names)
 
     def _problems(self) -> list[str]:

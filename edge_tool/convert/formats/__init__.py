@@ -28,9 +28,11 @@ __all__ = [
     "format_options",
     "format_table",
     "formats_for",
+    "honoured",
     "option_owners",
     "options_not_taken",
     "parse_modes",
+    "takers",
 ]
 
 ALL = "all"
@@ -59,23 +61,38 @@ def option_owners() -> dict[str, tuple[str, FormatOption]]:
     return {row.name: (name, row) for name, spec in FORMATS.items() for row in spec.option_rows}
 
 
-def _takers(fmt: str) -> str:
-    """The --format values that build ``fmt`` (tfjs: "tfjs or all")."""
-    return " or ".join(v.value for v in OutputFormat if fmt in formats_for(v.value))
+def takers(name: str) -> set[str]:
+    """The formats that take option ``name``: the one that declares it (``option_owners``), or those that honour
+    it among the shared ConvertConfig options (``FormatSpec.honours``: ``io_type``, ``allow_select_tf_ops``)."""
+    return {
+        fmt for fmt, spec in FORMATS.items() if name in spec.honours or any(r.name == name for r in spec.option_rows)
+    }
+
+
+def honoured() -> tuple[str, ...]:
+    """The shared ConvertConfig options that only some formats honour (refused when no chosen format does)."""
+    return tuple(dict.fromkeys(name for spec in FORMATS.values() for name in spec.honours))
 
 
 def options_not_taken(output_format: str, names: list[str]) -> list[str]:
     """One line per option in ``names`` that no format of ``--format output_format`` takes: the option, the
     formats chosen, which ``--format`` values take it."""
     output_format = getattr(output_format, "value", output_format)
-    chosen, owners = formats_for(output_format), option_owners()
-    return [
-        f"{owners[n][1].flag} is an option of --format {_takers(owners[n][0])}, and --format {output_format} builds "
-        f"{', '.join(chosen)}, {'which does not take' if len(chosen) == 1 else 'none of which takes'} it: drop "
-        f"{owners[n][1].flag}, or choose a format that takes it."
-        for n in names
-        if owners[n][0] not in chosen
-    ]
+    chosen = formats_for(output_format)
+    lines = []
+    for name in names:
+        takes = takers(name)
+        if takes & set(chosen):
+            continue
+        flag = "--" + name.replace("_", "-")
+        values = [v.value for v in OutputFormat if takes & set(formats_for(v.value))]
+        values = " or ".join([", ".join(values[:-1]), values[-1]] if len(values) > 1 else values)
+        lines.append(
+            f"{flag} is an option of --format {values}, and --format {output_format} builds {', '.join(chosen)}, "
+            f"{'which does not take' if len(chosen) == 1 else 'none of which takes'} it: drop {flag}, or choose a "
+            "format that takes it."
+        )
+    return lines
 
 
 def format_options(output_format: str, given: dict) -> dict:

@@ -37,11 +37,6 @@ def onnx_problems(config) -> list[str]:
             f"--io-type {config.io_type.value} is a TFLite option: the ONNX int8 model keeps float "
             "inputs and outputs (its QuantizeLinear/DequantizeLinear nodes are inside the graph)."
         )
-    if config.allow_select_tf_ops:
-        problems.append(
-            "--allow-select-tf-ops embeds TensorFlow kernels in a .tflite; ONNX has no such escape, so "
-            "it does not apply to --format onnx."
-        )
     return problems
 
 
@@ -64,5 +59,6 @@ SPEC = FORMATS.register(
         packages=("tf2onnx", "onnx", "onnxruntime"),
         libraries=("tf2onnx", "onnx", "onnxruntime", "protobuf"),
         problems=onnx_problems,
+        honours=("io_type",),  # model or float32 (its QDQ model keeps float I/O): onnx_problems refuses the others
     )
 )

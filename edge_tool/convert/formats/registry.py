@@ -105,6 +105,7 @@ class FormatSpec:
     start_worker: Callable | None = None  # (ConvertConfig) -> a background worker or None (before TF loads)
     submit: Callable | None = None  # (FormatJob) -> None: hand the work to its worker once the output dir is open
     options: type | None = None  # the frozen record of the options only it takes (fields made with ``option``)
+    honours: tuple[str, ...] = ()  # shared ConvertConfig options only some formats honour (``io_type``), it among them
 
     @property
     def option_rows(self) -> tuple[FormatOption, ...]:

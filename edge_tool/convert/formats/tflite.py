@@ -29,5 +29,6 @@ SPEC = FORMATS.register(
         in_all=True,
         key="{quant}",
         mode_builds=True,
+        honours=("io_type", "allow_select_tf_ops"),
     )
 )
