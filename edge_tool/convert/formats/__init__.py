@@ -134,10 +134,12 @@ def parse_modes(values: list[str] | None, output_format: str, has_train_data: bo
 
 def format_table() -> str:
     """The Markdown table of every format (what it writes, --quant modes, what it needs), from the registry."""
-    rows = ["| `--format` | writes | `--quant` | its own options | needs | in `all` |", "|---|---|---|---|---|---|"]
+    rows = ["| `--format` | writes | `--quant` | options not every format takes | needs | in `all` |"]
+    rows.append("|---|---|---|---|---|---|")
     for name, spec in FORMATS.items():
         modes = ("every mode" if spec.modes is None else ", ".join(spec.modes)) if spec.per_mode else "– (own)"
-        options = ", ".join(row.shown for row in spec.option_rows) or "–"
+        shared = [f"`--{name.replace('_', '-')}`" for name in spec.honours]
+        options = ", ".join([row.shown for row in spec.option_rows] + shared) or "–"
         needs = f"`pip install 'edgetool[{spec.extra}]'`" if spec.extra else "–"
         rows.append(f"| `{name}` | {spec.summary} | {modes} | {options} | {needs} | {'yes' if spec.in_all else 'no'} |")
     return "\n".join(rows) + "\n"
