@@ -1,9 +1,12 @@
 """One module per output format; importing this package registers each in ``formats.registry.FORMATS``.
 
 The names below are the registry's derived views: ``--format``'s choices (``OutputFormat``: every format plus
-``all``), which formats a ``--format`` value builds, its default ``--quant``, and the format table of README.md
-and docs/convert.md (regenerate with ``python scripts/docs_tables.py``). The format modules import their heavy
-helpers when they build, so this package loads no numpy or TensorFlow (``--help`` reads it).
+``all``), which formats a ``--format`` value builds, its default ``--quant``, the options only some formats take
+(each format's own, ``option_owners``, and the shared ones it honours, ``honoured``/``takers``) and the refusal of
+one no chosen format takes (``options_not_taken``), and the format table of README.md and docs/convert.md
+(regenerate with ``python scripts/docs_tables.py``). Each format module is light (its spec, options and
+refusals) and loads its builder (``tflite_build``, ``tfjs_build``, ``onnx_build``, ``micro.export``) with one
+import when it builds, so this package loads no numpy or TensorFlow (``--help`` reads it).
 """
 
 from enum import Enum
