@@ -73,9 +73,10 @@ class FormatOption:
     @property
     def shown(self) -> str:
         """The option for the docs table: flag, choices and default."""
-        choices = (
-            "{" + ",".join(m.value for m in self.type) + "}" if issubclass(self.type, Enum) else self.type.__name__
-        )
+        if isinstance(self.type, type) and issubclass(self.type, Enum):
+            choices = "{" + ",".join(m.value for m in self.type) + "}"
+        else:
+            choices = getattr(self.type, "__name__", str(self.type)).upper()  # int -> INT, as --help shows it
         default = self.default.value if isinstance(self.default, Enum) else self.default
         return f"`{self.flag} {choices}` (default {default})"
 
