@@ -30,6 +30,9 @@ def _quant_help() -> str:
 
 
 QUANT_HELP = _quant_help()
+FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.items()) + (
+    "; all = " + " + ".join(name for name, spec in FORMATS.items() if spec.in_all) + "."
+)
 
 
 def format_option_help(name: str) -> str:
@@ -40,9 +43,6 @@ def format_option_help(name: str) -> str:
 
 
 TFJS_QUANT_HELP = format_option_help("tfjs_quant")
-FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.items()) + (
-    "; all = " + " + ".join(name for name, spec in FORMATS.items() if spec.in_all) + "."
-)
 
 
 def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
