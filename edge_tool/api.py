@@ -24,18 +24,22 @@ def train(output_dir: str | Path, *, strategy: str = "mirrored", **options):
 def convert(
     model: str | Path, output_dir: str | Path, *, quant: str | Iterable[str] = "fp32", format: str = "tflite", **options
 ):
-    """Convert ``model`` like ``edgetool convert``; options as ``ConvertConfig`` (labels, calibration, ...).
+    """Convert ``model`` like ``edgetool convert``; options as ``ConvertConfig`` (labels, calibration, ...) plus each
+    format's own (``tfjs_quant="uint8"``; refused when no chosen format takes it).
 
     ``quant`` is one mode, a comma list or an iterable ('all' expands). Returns a ConvertResult whose
     ``artifacts`` are manifest.json's entries and whose ``tflite(mode)``/``path_of(entry)`` give their paths.
     """
     from edge_tool.convert.api import convert as _convert  # noqa: PLC0415
     from edge_tool.convert.config import ConvertConfig  # noqa: PLC0415
-    from edge_tool.convert.formats import parse_modes  # noqa: PLC0415  (import edge_tool loads no third-party module:
-    # the wheel's build backend imports the package in an environment without the runtime dependencies)
+    from edge_tool.convert.formats import format_options, option_owners, parse_modes  # noqa: PLC0415  (import
+    # edge_tool loads no third-party module: the wheel's build backend imports the package without its dependencies)
 
     values = [quant] if isinstance(quant, str) else list(quant)
     modes = parse_modes(values, format, options.get("train_data") is not None)
+    given = {name: options.pop(name) for name in option_owners() if name in options}  # tfjs_quant=...: its format's
+    if given:
+        options["format_options"] = format_options(format, given)
     return _convert(
         ConvertConfig(model=Path(model), output_dir=Path(output_dir), modes=modes, output_format=format, **options)
     )

@@ -35,9 +35,6 @@ TABLES = {
     "targets": TARGETS,
     "tasks": TASKS,
 }
-# modules still filling their table through the old two-argument door: the formats table moves on fmt's branch of
-# issue 33; once it is merged this set is empty and Registry.add goes
-STILL_ON_ADD = {"convert/formats/registry.py"}
 
 
 @pytest.mark.parametrize("name", sorted(TABLES))
@@ -48,6 +45,7 @@ def test_each_table_is_a_filled_registry_keyed_by_its_specs_names_that_refuses_a
     key, entry = next(iter(table.items()))
     with pytest.raises(ValueError, match="registered twice"):
         table.register(entry)
+    assert not hasattr(table, "add")  # one door: the old two-argument add is gone
     assert table[key] is entry  # the refused register changed nothing
 
 
@@ -77,9 +75,9 @@ def test_every_table_is_filled_through_register_spec_only():
             if table.isupper() and (len(call.args) != 1 or call.keywords):
                 odd_calls.append(f"{where}:{call.lineno}")
         adds += [where for c in _calls(tree, "add") if getattr(c.func.value, "id", "").isupper() and len(c.args) == 2]
-    assert set(own_register) <= STILL_ON_ADD
+    assert own_register == []
     assert odd_calls == []
-    assert set(adds) <= STILL_ON_ADD
+    assert adds == []
 
 
 def test_every_register_call_fills_a_registry():

@@ -29,8 +29,8 @@ from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, Re
 from edge_tool.metadata.reader import EmbeddedMetadata, TensorInfo
 from edge_tool.modelfiles.tflite_model import TfliteSummary
 from edge_tool.models.modelio import SignatureInfo
-from edge_tool.schemas import records
-from edge_tool.schemas.manifest import Manifest, ManifestArtifact
+from edge_tool.schemas import format_records, records
+from edge_tool.schemas.manifest import CalibrationRecord, Manifest, ManifestArtifact
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -318,7 +318,10 @@ ROUND_TRIPPED = [
     records.ToolInfo,
     records.SourceRecord,
     records.FixedBatch,
-    records.CalibrationRecord,
+    CalibrationRecord,
+    format_records.OnnxAgreement,
+    format_records.TfjsAgreement,
+    format_records.OnnxQuantization,
     records.FileEntry,
     records.MetadataRecord,
     records.SelfCheck,

@@ -7,15 +7,26 @@ from pathlib import Path
 import typer
 
 from edge_tool.commands import input_options
+from edge_tool.commands.convert_print import print_result
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 from edge_tool.commands.quant_options import Quant, Require
 from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
-from edge_tool.convert.formats import FORMATS, OutputFormat, parse_modes
+from edge_tool.convert.formats import FORMATS, OutputFormat, format_options, option_owners, parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
 
 FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.items()) + (
     "; all = " + " + ".join(name for name, spec in FORMATS.items() if spec.in_all) + "."
 )
+
+
+def format_option_help(name: str) -> str:
+    """A format-only option's --help, from the format that declares it (its help, default, and who takes it)."""
+    fmt, row = option_owners()[name]
+    default = getattr(row.default, "value", row.default)
+    return f"{row.help} Default: {default}. Only --format {fmt} (or all) takes it."
+
+
+TFJS_QUANT_HELP = format_option_help("tfjs_quant")
 
 
 def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
@@ -50,7 +61,7 @@ def command(
     qat_epochs: int = typer.Option(3, "--qat-epochs", help="QAT fine-tuning epochs."),
     strategy: QatStrategy = typer.Option(QatStrategy.DEFAULT, "--strategy", help="QAT strategy."),
     replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored."),
-    tfjs_quant: TfjsQuant = typer.Option(TfjsQuant.NONE, "--tfjs-quant", help="TFJS weight compression."),
+    tfjs_quant: TfjsQuant = typer.Option(None, "--tfjs-quant", help=TFJS_QUANT_HELP),
     allow_select_tf_ops: bool = typer.Option(
         False,
         "--allow-select-tf-ops",
@@ -110,92 +121,86 @@ def command(
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop), TFJS, TFLite
     Micro or ONNX (--format)."""
     use_custom_objects(custom_objects, trust_model_code)
-    if _is_auto(quant):
+    auto = _is_auto(quant)
+    if auto:
         _check_auto_options(max_drop, eval_data, output_format, io_type)
-        from edge_tool.auto import AutoConfig
-        from edge_tool.convert.config import ConvertConfig
-        from edge_tool.convert.modes import auto_candidates, integer_only_candidates
-
-        # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
-        modes = (integer_only_candidates if require == "integer-only" else auto_candidates)(train_data is not None)
-        candidates = ConvertConfig(
-            model=model,
-            output_dir=output,
-            modes=modes,
-            calibration=calibration,
-            samples=samples,
-            train_data=train_data,
-            qat_epochs=qat_epochs,
-            seed=seed,
-            batch=batch,
-            allow_select_tf_ops=allow_select_tf_ops,
-            force=force,
-            keep_going=True,
-            trust_model_code=trust_model_code,
-            labels=labels,
-            input_range=input_range,
-            input_mean=parse_floats("--input-mean", input_mean),
-            input_std=parse_floats("--input-std", input_std),
-            signature=signature,
-        )
-        _run_auto(
-            AutoConfig(
-                convert=candidates,
-                max_drop=max_drop,
-                eval_data=eval_data,
-                objective=objective,
-                threads=threads,
-                max_float_layers=max_float_layers,
-                require=require,
-                device=device,
-            )
-        )
-        return
-    if max_drop is not None or require is not None or device is not None:
+    elif max_drop is not None or require is not None or device is not None:
         raise UsageError(
-            "--max-drop, --require, --device and the other budget options belong to --quant auto; evaluate other modes "
-            "with edgetool eval."
+            "--max-drop, --require, --device and the other budget options belong to --quant auto; evaluate other "
+            "modes with edgetool eval."
         )
-    from edge_tool.convert.config import ConvertConfig
+    options = format_options(output_format, {"tfjs_quant": tfjs_quant})  # one a chosen format does not take: exit 2
+    if auto:  # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
+        own = {"modes": _auto_modes(require, train_data is not None), "keep_going": True}
+    else:
+        own = _run_options(quant, output_format, io_type, train_data, eval_data, strategy, replicas, no_metadata)
+    own["format_options"] = options
+    config = _config(
+        own,
+        model=model,
+        output_dir=output,
+        calibration=calibration,
+        samples=samples,
+        train_data=train_data,
+        qat_epochs=qat_epochs,
+        seed=seed,
+        batch=batch,
+        allow_select_tf_ops=allow_select_tf_ops,
+        force=force,
+        trust_model_code=trust_model_code,
+        labels=labels,
+        input_range=input_range,
+        input_mean=parse_floats("--input-mean", input_mean),
+        input_std=parse_floats("--input-std", input_std),
+        signature=signature,
+    )
+    if auto:
+        _run_auto(config, max_drop, eval_data, objective, threads, max_float_layers, require, device)
+    else:
+        _run(config, quant)
 
+
+def _auto_modes(require: str | None, has_train_data: bool) -> tuple[str, ...]:
+    """--quant auto's candidate modes (integer-only ones with --require integer-only)."""
+    from edge_tool.convert.modes import auto_candidates, integer_only_candidates
+
+    return (integer_only_candidates if require == "integer-only" else auto_candidates)(has_train_data)
+
+
+def _run_options(quant, output_format, io_type, train_data, eval_data, strategy, replicas, no_metadata) -> dict:
+    """The ConvertConfig fields a plain (not --quant auto) run sets beyond the shared ones."""
     if strategy is QatStrategy.MIRRORED:
         from edge_tool.core.env import import_tf
         from edge_tool.training.strategies import split_cpu
 
         split_cpu(import_tf(), replicas)  # must happen before TensorFlow initialises its devices
     modes = parse_modes(quant, output_format.value, train_data is not None)
-    config = ConvertConfig(
-        model=model,
-        output_dir=output,
-        modes=modes,
-        output_format=output_format,
-        calibration=calibration,
-        samples=samples,
-        io_type=io_type,
-        train_data=train_data,
-        eval_data=eval_data,
-        qat_epochs=qat_epochs,
-        strategy=strategy.value,
-        replicas=replicas,
-        tfjs_quant=tfjs_quant,
-        allow_select_tf_ops=allow_select_tf_ops,
-        batch=batch,
-        seed=seed,
-        force=force,
-        signature=signature,
-        labels=labels,
-        metadata=not no_metadata,
-        input_range=input_range,
-        input_mean=parse_floats("--input-mean", input_mean),
-        input_std=parse_floats("--input-std", input_std),
-        trust_model_code=trust_model_code,
+    return {
+        "modes": modes,
+        "output_format": output_format,
+        "io_type": io_type,
+        "eval_data": eval_data,
+        "strategy": strategy.value,
+        "replicas": replicas,
+        "metadata": not no_metadata,
         # with more than one artefact asked for, one the libraries cannot build is recorded and the rest written
-        keep_going=len(modes) > 1 or output_format is OutputFormat.ALL,
-    )
+        "keep_going": len(modes) > 1 or output_format is OutputFormat.ALL,
+    }
+
+
+def _config(own: dict, **shared):
+    """The run's one ConvertConfig: the options every run shares plus ``own`` (auto's or a plain run's)."""
+    from edge_tool.convert.config import ConvertConfig
+
+    return ConvertConfig(**shared, **own)
+
+
+def _run(config, quant: list[str] | None) -> None:
+    """Convert, print the table, and exit 1 when a requested mode could not be built."""
     from edge_tool.convert.api import convert
 
     result = convert(config)
-    _print_result(result)
+    print_result(result)
     if result.failures and quant:  # bare --format all asks for "every mode that builds": exit 0
         raise ModesNotBuilt(
             f"{len(result.failures)} of the requested modes could not be built "
@@ -226,52 +231,22 @@ def _check_auto_options(max_drop, eval_data, output_format: OutputFormat, io_typ
         raise UsageError(" ".join(problems))
 
 
-def _run_auto(config) -> None:
+def _run_auto(candidates, max_drop, eval_data, objective, threads, max_float_layers, require, device) -> None:
     """``--quant auto``: candidates, measurement, decision (exit 1 with the table when nothing is in budget)."""
-    from edge_tool.auto import budget_error, print_result, run_auto
+    from edge_tool.auto import AutoConfig, budget_error, print_result, run_auto
 
-    result = run_auto(config)
+    result = run_auto(
+        AutoConfig(
+            convert=candidates,
+            max_drop=max_drop,
+            eval_data=eval_data,
+            objective=objective,
+            threads=threads,
+            max_float_layers=max_float_layers,
+            require=require,
+            device=device,
+        )
+    )
     print_result(result)
     if result.chosen is None:
         raise budget_error(result)
-
-
-def _print_result(result) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from edge_tool.core.textsafe import text, visible
-
-    table = Table(title=text(f"edgetool convert → {result.output_dir}"))
-    for col in ("artefact", "format", "mode", "size", "× fp32", "seconds"):
-        table.add_column(col, justify="right" if col in ("size", "× fp32", "seconds") else "left")
-    base = {a.format: a.size_bytes for a in result.artifacts if a.quant == "fp32"}
-    for a in result.artifacts:
-        fp32 = base.get(a.format) or base.get("tflite")  # tfjs has no fp32 of its own: against the fp32 .tflite
-        ratio = f"{a.size_bytes / fp32:.2f}" if fp32 else "–"
-        table.add_row(
-            *map(text, (a.path, a.format, a.quant, f"{a.size_bytes / 1024:.1f} KiB", ratio, f"{a.seconds:.1f}"))
-        )
-    Console().print(table)
-    for entry in result.manifest.artifacts:
-        if entry.micro is not None:
-            _print_micro(entry.path, entry.micro)
-    for mode, why in result.failures.items():
-        print(visible(f'not built: {mode} ({why}); manifest.json records it under "failed".'))
-    print(visible(f"manifest: {result.output_dir / 'manifest.json'}"))
-
-
-def _print_micro(path: str, micro) -> None:
-    """The manifest's ``micro`` record (schemas.records.MicroRecord) in two lines."""
-    from edge_tool.core.textsafe import visible
-
-    arena = micro.tensor_arena
-    print(
-        visible(
-            f"{path} for TFLite Micro: tensor arena {arena.recommended_bytes} bytes "
-            f"(measured minimum {arena.minimum_bytes} + {arena.margin:.0%} margin), "
-            f"flash {micro.flash_bytes} bytes (model array); {micro.resolver.class_name}: "
-            f"{', '.join(micro.resolver.methods)}"
-        )
-    )
-    print(visible(f"  sources: {', '.join(micro.files)}"))

@@ -108,7 +108,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float)
     ctx = BuildContext(
         tf, config, source, rep, epoch_progress=_print_epoch, metadata=inputs.metadata, contracts=inputs.contracts
     )
-    if config.wants("tflite"):
+    if config.runs_mode_builds:
         _warn_if_public_converter()
     for mode, why in failed.items():
         console.print(f"[red]✗[/] convert {mode}: {term(why)}")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.calibration.serial import Record
 from edge_tool.contract.options import ContractOptions
 from edge_tool.convert.enums import IOType, QatStrategy, QuantMode, TfjsQuant
-from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for
+from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for, honoured, options_not_taken
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.qat_support.source import keras3_file_problem
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
@@ -34,7 +35,9 @@ class ConvertConfig(Record):
     qat_epochs: int = 3
     strategy: str = "default"
     replicas: int = 2
-    tfjs_quant: TfjsQuant = TfjsQuant.NONE
+    # format -> the options record of that format (FormatSpec.options, e.g. {"tfjs": TfjsOptions(TfjsQuant.UINT8)});
+    # filled with defaults for every format this run builds that takes options; formats.format_options makes it
+    format_options: dict = field(default_factory=dict)
     allow_select_tf_ops: bool = False
     batch: int | None = None  # fix the input batch (re-traced signature); None keeps the model's own
     signature: str | None = None  # the SavedModel signature converted; None = serving_default
@@ -54,14 +57,42 @@ class ConvertConfig(Record):
         object.__setattr__(self, "modes", tuple(dict.fromkeys(QuantMode(m) for m in self.modes)))
         object.__setattr__(self, "output_format", OutputFormat(self.output_format))
         object.__setattr__(self, "io_type", IOType(self.io_type))
-        object.__setattr__(self, "tfjs_quant", TfjsQuant(self.tfjs_quant))
+        given = dict(self.format_options or {})
+        filled, bad_options = self._filled(given)
+        object.__setattr__(self, "format_options", filled)
         for name in ("input_mean", "input_std"):
             value = getattr(self, name)
             object.__setattr__(self, name, tuple(float(v) for v in value) if value is not None else None)
         for name in ("calibration", "train_data", "eval_data", "labels"):
             value = getattr(self, name)
             object.__setattr__(self, name, Path(value) if value is not None else None)
-        collect_and_raise(self._problems(), UsageError, header="Invalid convert options:")
+        problems = bad_options + self._options_problems(given) + self._problems()
+        collect_and_raise(problems, UsageError, header="Invalid convert options:")
+
+    def _filled(self, given: dict) -> tuple[dict, list[str]]:
+        """Each built format's options record (the one given, as a record or its fields in a dict, else the
+        defaults), and the problems with the ones given."""
+        out, problems = {}, []
+        for name in self.formats:
+            record, value = FORMATS[name].options, given.get(name)
+            if record is None or isinstance(value, record):
+                out.update({name: value} if record is not None else {})
+                continue
+            try:
+                out[name] = record(**(value or {}))
+            except (TypeError, ValueError) as exc:  # an unknown option name, a value its type does not take
+                flags = ", ".join(row.flag for row in FORMATS[name].option_rows)
+                problems.append(f"--format {name}'s options ({flags}) do not take {value!r}: {exc}.")
+        return out, problems
+
+    def _options_problems(self, given: dict) -> list[str]:
+        unknown = [name for name in given if name not in FORMATS or FORMATS[name].options is None]
+        if unknown:
+            return [f"format_options names {', '.join(map(repr, unknown))}, which take no options."]
+        names = [row.name for name in given if name not in self.formats for row in FORMATS[name].option_rows]
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        names += [name for name in honoured() if getattr(self, name) != defaults[name]]  # e.g. --io-type with tfjs
+        return options_not_taken(self.output_format, names)
 
     def _problems(self) -> list[str]:
         problems = below_minimum(
@@ -69,12 +100,12 @@ class ConvertConfig(Record):
         )
         if self.batch is not None:
             problems += below_minimum({"--batch": (self.batch, 1)})
-            if QuantMode.QAT in self.modes and self.wants("tflite"):
+            if QuantMode.QAT in self.modes and self.runs_mode_builds:
                 problems.append(
                     "--batch does not apply to --quant qat (it fine-tunes and converts the Keras model "
                     "itself); convert qat without --batch, or the other modes with it."
                 )
-        if QuantMode.QAT in self.modes and self.wants("tflite") and not self.keep_going:
+        if QuantMode.QAT in self.modes and self.runs_mode_builds and not self.keep_going:
             problems += [p for p in (keras3_file_problem(self.model),) if p]  # before the model's long load
         strategies = [s.value for s in QatStrategy]
         if self.strategy not in strategies:
@@ -84,7 +115,7 @@ class ConvertConfig(Record):
             problems.append("no --quant mode given.")
         for spec in (FORMATS[name] for name in self.formats):
             problems += [p for p in (spec.missing_extra(),) if p] + spec.problems(self)
-        for mode in self.modes if self.wants("tflite") else ():
+        for mode in self.modes if self.runs_mode_builds else ():
             spec = MODES[mode]
             if self.io_type.value not in spec.io_types:
                 problems.append(
@@ -93,7 +124,7 @@ class ConvertConfig(Record):
                 )
             if spec.needs_train_data and self.train_data is None:
                 problems.append(f"--quant {mode.value} needs --train-data (an .npz with x and y) to fine-tune on.")
-        if self.eval_data is not None and not (self.wants("tflite") and QuantMode.QAT in self.modes):
+        if self.eval_data is not None and not (self.runs_mode_builds and QuantMode.QAT in self.modes):
             problems.append(
                 "--eval-data belongs to --quant qat (QAT vs int8 PTQ) and --quant auto; evaluate other "
                 "modes with edgetool eval."
@@ -131,6 +162,11 @@ class ConvertConfig(Record):
     def wants(self, name: str) -> bool:
         """True when format ``name`` (a key of ``formats.FORMATS``) is built by this run."""
         return name in self.formats
+
+    @property
+    def runs_mode_builds(self) -> bool:
+        """True when a format of this run is built by the mode registry (``FormatSpec.mode_builds``: tflite)."""
+        return any(FORMATS[name].mode_builds for name in self.formats)
 
     @property
     def builds_modes(self) -> bool:

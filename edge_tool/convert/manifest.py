@@ -11,10 +11,9 @@ from edge_tool import __version__
 from edge_tool.calibration.contract import ImageContract
 from edge_tool.calibration.serial import from_dict
 from edge_tool.convert.formats import FORMATS
-from edge_tool.convert.tfjs_op_table import TFJS_VERSION
 from edge_tool.core.env import installed_version
-from edge_tool.schemas.manifest import FILE, SCHEMA, Manifest, ManifestArtifact
-from edge_tool.schemas.records import CalibrationRecord, ToolInfo
+from edge_tool.schemas.manifest import FILE, SCHEMA, CalibrationRecord, Manifest, ManifestArtifact
+from edge_tool.schemas.records import ToolInfo
 
 LIBRARIES = ("tensorflow", "tf-keras", "tensorflow-model-optimization", "ai-edge-litert", "numpy")
 
@@ -23,8 +22,8 @@ def library_versions(formats: tuple[str, ...] = ()) -> dict[str, str | None]:
     """Installed versions of the libraries that shape an artefact (those of ``formats``' extras too)."""
     extra = [lib for name in formats for lib in FORMATS[name].libraries if lib not in LIBRARIES]
     versions = {name: installed_version(name) for name in (*LIBRARIES, *dict.fromkeys(extra))}
-    if "tfjs" in formats:  # edgetool writes the graph model itself, for this TensorFlow.js runtime
-        versions["tfjs"] = TFJS_VERSION
+    for name in formats:  # what a format is written for, where edgetool writes it itself (tfjs)
+        versions.update(FORMATS[name].runtime_versions)
     return versions
 
 

@@ -29,13 +29,6 @@ class Registry(dict[str, V], Generic[V]):
         self[name] = spec
         return spec
 
-    def add(self, name, entry: V) -> V:
-        """The older two-argument door (being replaced by ``register``); ValueError when ``name`` is taken."""
-        if name in self:
-            raise ValueError(f"{self.kind} {name!r} registered twice")
-        self[name] = entry
-        return entry
-
     def names(self) -> tuple[str, ...]:
         """The registered names, in registration order."""
         return tuple(str(n.value if isinstance(n, Enum) else n) for n in self)

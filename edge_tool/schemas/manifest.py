@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edge_tool.calibration.contract import ImageContract
-from edge_tool.calibration.serial import Record, spec
+from edge_tool.calibration.dataset import CalibrationSummary
+from edge_tool.calibration.serial import Record, from_dict, spec
 from edge_tool.modelfiles.tflite_model import TfliteSummary
 from edge_tool.schemas.document import Document
+from edge_tool.schemas.format_records import AGREEMENT, OnnxAgreement, OnnxQuantization, TfjsAgreement
 from edge_tool.schemas.records import (
     BatchNote,
-    CalibrationRecord,
     FileEntry,
     Int16x8Note,
     MetadataRecord,
@@ -28,7 +29,25 @@ _NONE = spec(omit="none")
 
 
 def _tflite(entry: ManifestArtifact) -> bool:
-    return entry.format == "tflite"
+    """A .tflite entry (the one kind that carries a tensor summary): it writes state_warning and metadata, null or
+    not."""
+    return entry.tensors is not None
+
+
+def _agreement(data: dict) -> OnnxAgreement | TfjsAgreement | None:
+    """The entry's ``agreement`` as the record of its format (``records.AGREEMENT``)."""
+    raw = data.get("agreement")
+    if raw is None:
+        return None
+    return from_dict(AGREEMENT.get(data.get("format"), OnnxAgreement), raw, "$.artifacts[].agreement")
+
+
+@dataclass(frozen=True)
+class CalibrationRecord(Record):
+    """The representative data used: its path, then calibration's summary (written as the same object)."""
+
+    path: str
+    summary: CalibrationSummary = field(metadata=spec(flatten=True))
 
 
 @dataclass(frozen=True)
@@ -52,8 +71,9 @@ class ManifestArtifact(Record):
     micro: MicroRecord | None = field(default=None, metadata=_NONE)
     fixed_batch: BatchNote | None = field(default=None, metadata=_NONE)
     opset: int | None = field(default=None, metadata=_NONE)  # onnx: the ONNX opset of the default domain
-    agreement: dict | None = field(default=None, metadata=_NONE)  # onnx, tfjs: the file in its runtime vs TensorFlow
-    quantization: dict | None = field(default=None, metadata=_NONE)  # onnx int8: how quantize_static quantized it
+    # onnx, tfjs: the file in its runtime vs TensorFlow (the record of its format: records.AGREEMENT)
+    agreement: OnnxAgreement | TfjsAgreement | None = field(default=None, metadata=spec(omit="none", read=_agreement))
+    quantization: OnnxQuantization | None = field(default=None, metadata=_NONE)  # onnx int8: how it was quantized
 
 
 @dataclass(frozen=True)

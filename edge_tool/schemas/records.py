@@ -1,13 +1,14 @@
 """The parts of manifest.json whose shape is fixed, as frozen dataclasses the builders make and the serializer
-(``calibration.serial``) writes: the tool, the source model and its fixed batch, the calibration data, and an
-artefact entry's tfjs files, metadata summary, self-check, int16x8 and fixed-batch notes and TFLite Micro export."""
+(``calibration.serial``) writes: the tool, the source model and its fixed batch, and an artefact entry's tfjs
+files, metadata summary, self-check, int16x8 and fixed-batch notes and TFLite Micro export. Light (no numpy): the
+format and mode modules, which ``--help`` reads, import it at their top; the calibration record, which carries
+calibration's numpy-backed summary, is ``manifest.CalibrationRecord``."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-from edge_tool.calibration.dataset import CalibrationSummary
 from edge_tool.calibration.serial import Record, spec
 from edge_tool.calibration.spec import SignatureInfo
 
@@ -60,14 +61,6 @@ class SourceRecord(Record):
     signature: SignatureInfo
     fixed_batch: FixedBatch | None
     precision: PrecisionCast | None = field(default=None, metadata=spec(omit="none"))
-
-
-@dataclass(frozen=True)
-class CalibrationRecord(Record):
-    """The representative data used: its path, then calibration's summary (written as the same object)."""
-
-    path: str
-    summary: CalibrationSummary = field(metadata=spec(flatten=True))
 
 
 @dataclass(frozen=True)

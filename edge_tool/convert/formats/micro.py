@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.formats.registry import FormatJob, register
+from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec
 from edge_tool.core.steps import step
 from edge_tool.core.textsafe import term
 
@@ -28,15 +28,6 @@ def micro_problems(config) -> list[str]:
     ]
 
 
-@register(
-    "micro",
-    summary="a .tflite plus C sources, op resolver and measured arena for TFLite Micro (int8/qat)",
-    suffix=".tflite",
-    extends="tflite",
-    default_modes=("int8",),
-    modes=tuple(m.value for m in MICRO_MODES),
-    problems=micro_problems,
-)
 def build(job: FormatJob, tflite: ManifestArtifact) -> MicroRecord:
     """TFLite Micro sources, resolver and measured arena beside the entry ``tflite`` (see ``edge_tool.micro``)."""
     from edge_tool.micro.export import export_micro  # noqa: PLC0415
@@ -45,3 +36,17 @@ def build(job: FormatJob, tflite: ManifestArtifact) -> MicroRecord:
         micro = export_micro(job.out_dir / tflite.path, job.out_dir)
         timed.outputs.extend(micro.files)
     return micro.record()
+
+
+SPEC = FORMATS.register(
+    FormatSpec(
+        name="micro",
+        summary="a .tflite plus C sources, op resolver and measured arena for TFLite Micro (int8/qat)",
+        suffix=".tflite",
+        build=build,
+        extends="tflite",
+        default_modes=("int8",),
+        modes=tuple(m.value for m in MICRO_MODES),
+        problems=micro_problems,
+    )
+)

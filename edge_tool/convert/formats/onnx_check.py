@@ -3,7 +3,9 @@ samples (else seeded random probes), recorded as the manifest entry's ``agreemen
 
 from __future__ import annotations
 
+from edge_tool.convert import fidelity
 from edge_tool.errors import ConversionError
+from edge_tool.schemas.format_records import OnnxAgreement
 
 CHECK_SAMPLES = 16  # calibration samples the self-check runs (the first of the same seeded selection)
 
@@ -29,47 +31,33 @@ def feed_by_name(sample: dict, names: list[str]) -> dict:
     )
 
 
-def agreement(data: bytes, ctx, mode: str) -> dict:
+def agreement(data: bytes, ctx, mode: str) -> OnnxAgreement:
     """The file in ONNX Runtime against the SavedModel on calibration samples (else seeded random probes)."""
-    from edge_tool.convert import fidelity  # noqa: PLC0415 - numpy
-
     if ctx.representative_dataset is not None:
         feeds, inputs = [s for _, s in zip(range(CHECK_SAMPLES), ctx.representative_dataset())], "calibration"
     else:
         feeds, inputs = fidelity.probe_feeds(ctx.source.signature), "seeded random"
     if not feeds:
-        return {"inputs": inputs, "samples": 0, "checked": False, "reason": "no input of a known shape to run"}
+        return OnnxAgreement(inputs, 0, False, "no input of a known shape to run")
     try:
         want = ctx.reference_outputs(feeds)
     except (ValueError, TypeError, RuntimeError, ctx.tf.errors.OpError) as exc:
-        return {
-            "inputs": inputs,
-            "samples": 0,
-            "checked": False,
-            "reason": f"the SavedModel refused the inputs: {' '.join(str(exc).split())[:200]}",
-        }
+        return OnnxAgreement(inputs, 0, False, f"the SavedModel refused the inputs: {' '.join(str(exc).split())[:200]}")
     got = run_onnx(data, feeds)
     check = fidelity.compare("fp32", want, got)
-    top1 = top1_agreement(want, got)
-    if check is None:
-        return {
-            "inputs": inputs,
-            "samples": len(feeds),
-            "checked": False,
-            "reason": "no float output to compare",
-            "top1_agreement": top1,
-        }
-    error = check.max_abs_error if check.max_abs_error != float("inf") else None
+    if check is None:  # then there is no [batch, classes] float output either: no top-1 to measure
+        return OnnxAgreement(inputs, len(feeds), False, "no float output to compare")
     judged = mode == "fp32"
-    return {
-        "inputs": inputs,
-        "samples": len(feeds),
-        "checked": True,
-        "max_abs_error": error,
-        "tolerance": check.tolerance if judged else None,
-        "ok": check.ok if judged else None,
-        "top1_agreement": top1,
-    }
+    return OnnxAgreement(
+        inputs,
+        len(feeds),
+        True,
+        max_abs_error=check.max_abs_error if check.max_abs_error != float("inf") else None,
+        tolerance=check.tolerance if judged else None,
+        ok=check.ok if judged else None,
+        top1_agreement=top1_agreement(want, got),
+        measured=True,
+    )
 
 
 def run_onnx(data: bytes, feeds: list[dict]) -> list[dict]:
@@ -113,12 +101,12 @@ def top1_agreement(want: list[dict], got: list[dict]) -> float | None:
     return round(same / total, 4) if total else None
 
 
-def describe(a: dict) -> str:
+def describe(a: OnnxAgreement) -> str:
     """The agreement record in one line (printed after the build)."""
-    if not a["checked"]:
-        return f"not compared with the SavedModel ({a['reason']})"
-    parts = [f"max abs error {a['max_abs_error']:.3g}" if a["max_abs_error"] is not None else "NaN/Inf outputs"]
-    parts += [f"top-1 agreement {a['top1_agreement']:.1%}"] if a["top1_agreement"] is not None else []
-    return f"ONNX Runtime vs the SavedModel on {a['samples']} {a['inputs']} samples: {', '.join(parts)}" + (
-        " (within float rounding)" if a["ok"] else ""
+    if not a.checked:
+        return f"not compared with the SavedModel ({a.reason})"
+    parts = [f"max abs error {a.max_abs_error:.3g}" if a.max_abs_error is not None else "NaN/Inf outputs"]
+    parts += [f"top-1 agreement {a.top1_agreement:.1%}"] if a.top1_agreement is not None else []
+    return f"ONNX Runtime vs the SavedModel on {a.samples} {a.inputs} samples: {', '.join(parts)}" + (
+        " (within float rounding)" if a.ok else ""
     )

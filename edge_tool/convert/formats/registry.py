@@ -1,8 +1,10 @@
-"""The capability table of output formats, filled by ``@register`` in each module under ``convert/formats``.
+"""The capability table of output formats, filled by ``FORMATS.register(spec)`` in each module under
+``convert/formats``.
 
 A row says what a format writes (file suffix), whether it takes ``--quant`` modes (one artefact per mode) or is
 one artefact per run, or extends each artefact of another format (micro beside every .tflite), whether
-``--format all`` builds it, which optional extra and packages it needs, and how it builds. Importing
+``--format all`` builds it, which optional extra and packages it needs, the options only it takes (its
+``options`` record: ``--tfjs-quant``; refused when no chosen format takes them), and how it builds. Importing
 ``edge_tool.convert.formats`` fills it. Its readers: ``--format``'s choices (``formats.OutputFormat``), what a
 ``ConvertConfig`` builds (``config.formats``/``config.wants``) and refuses (each row's ``problems``),
 ``convert()``'s build loop, the manifest's library versions, and the format table in README.md/docs/convert.md.
@@ -10,17 +12,15 @@ one artefact per run, or extends each artefact of another format (micro beside e
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import importlib.util
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from edge_tool.core.registry import Registry
-
-if TYPE_CHECKING:
-    from edge_tool.schemas.manifest import ManifestArtifact
 
 
 @dataclass
@@ -43,18 +43,42 @@ def artifact_name(model: Path, quant: str, suffix: str) -> str:
     return f"{stem or 'model'}_{quant}{suffix}"
 
 
-def file_entry(path: Path, fmt: str, quant: str, data: bytes, seconds: float, **fields) -> ManifestArtifact:
-    """The manifest entry of a single-file artefact written to ``path``: its name, format, mode, size, sha256 and
-    build seconds, plus the format's own ``fields``."""
-    from edge_tool.schemas.manifest import ManifestArtifact  # noqa: PLC0415 - numpy-backed; --help reads this module
-
-    return ManifestArtifact(
-        path.name, fmt, quant, len(data), sha256=hashlib.sha256(data).hexdigest(), seconds=round(seconds, 3), **fields
-    )
-
-
 def _no_problems(config) -> list[str]:
     return []
+
+
+_HELP = "edgetool.option_help"
+
+
+def option(default, help: str):
+    """A field of a format's options record: ``tfjs_quant: TfjsQuant = option(TfjsQuant.NONE, "TFJS weight ...")``."""
+    return field(default=default, metadata={_HELP: help})
+
+
+@dataclass(frozen=True)
+class FormatOption:
+    """One option a format takes (a row of its argument column): its name (the ConvertConfig/API keyword and, with
+    dashes, the CLI flag), type, default and help."""
+
+    name: str
+    type: type
+    default: object
+    help: str
+
+    @property
+    def flag(self) -> str:
+        """The CLI flag: ``tfjs_quant`` -> ``--tfjs-quant``."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def shown(self) -> str:
+        """The option for the docs table: flag, choices and default."""
+        if isinstance(self.type, type) and issubclass(self.type, Enum):
+            choices = "{" + ",".join(m.value for m in self.type) + "}"
+        else:
+            choices = getattr(self.type, "__name__", str(self.type)).upper()  # int -> INT, as --help shows it
+        default = self.default.value if isinstance(self.default, Enum) else self.default
+        return f"`{self.flag} {choices}` (default {default})"
 
 
 @dataclass(frozen=True)
@@ -74,11 +98,25 @@ class FormatSpec:
     extra: str | None = None  # the optional install extra it needs: pip install 'edgetool[<extra>]'
     packages: tuple[str, ...] = ()  # import names that extra provides (checked before the model loads)
     libraries: tuple[str, ...] = ()  # distributions whose versions the manifest records when it is built
+    runtime_versions: tuple[tuple[str, str], ...] = ()  # (name, version) of what it is written for (tfjs 4.22.0)
+    mode_builds: bool = False  # its artefacts are the mode registry's builds (convert/modes: the TFLite converter)
     key: str = "{format}-{quant}"  # its key in manifest timings_s and failed
     problems: Callable = _no_problems  # (ConvertConfig) -> list of problems with the options, [] if none
     refusal: Callable | None = None  # (PreparedSource) -> why this model cannot be written in it, or None
     start_worker: Callable | None = None  # (ConvertConfig) -> a background worker or None (before TF loads)
     submit: Callable | None = None  # (FormatJob) -> None: hand the work to its worker once the output dir is open
+    options: type | None = None  # the frozen record of the options only it takes (fields made with ``option``)
+    honours: tuple[str, ...] = ()  # shared ConvertConfig options only some formats honour (``io_type``), it among them
+
+    @property
+    def option_rows(self) -> tuple[FormatOption, ...]:
+        """The options it takes (its argument column), read from its ``options`` record."""
+        if self.options is None:
+            return ()
+        hints = typing.get_type_hints(self.options)
+        return tuple(
+            FormatOption(f.name, hints[f.name], f.default, f.metadata[_HELP]) for f in dataclasses.fields(self.options)
+        )
 
     def key_of(self, quant: str) -> str:
         """This format's key for an artefact of ``quant`` (tflite: the mode alone, tfjs: "tfjs")."""
@@ -107,14 +145,4 @@ def _findable(module: str) -> bool:
         return False
 
 
-FORMATS: Registry[str, FormatSpec] = Registry("output format")
-
-
-def register(name: str, **caps) -> Callable:
-    """Decorator: register ``build`` as the builder of format ``name`` with the given capabilities."""
-
-    def deco(build: Callable) -> Callable:
-        FORMATS.add(name, FormatSpec(name=name, build=build, **caps))
-        return build
-
-    return deco
+FORMATS: Registry[FormatSpec] = Registry("output format")

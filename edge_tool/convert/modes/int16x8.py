@@ -16,6 +16,7 @@ from edge_tool.convert.smoke import litert_problem, run_in_litert
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError
+from edge_tool.schemas.records import Int16x8Note
 
 # max |file - SavedModel| / max(1, |SavedModel|) on calibration samples for a float-fallback file: working int16x8
 # files measured 0.004-0.02; a GroupNormalization model whose SELECT_V2 fell back to float measured 0.92
@@ -47,8 +48,6 @@ def build(ctx) -> bytes:
             f"the SavedModel's by up to {drift[0]:.2f} of their scale (int16x8 files that work stay within "
             f"{FALLBACK_MAX_DRIFT}). Use --quant int8, dynamic or fp16 for this model."
         )
-    from edge_tool.schemas.records import Int16x8Note  # noqa: PLC0415 - numpy-backed
-
     notes = Int16x8Note(
         tuple(float_ops(data)),
         f"TFLite has no 16x8 kernel for {', '.join(missing)}; the ops listed run in float between "

@@ -1,0 +1,81 @@
+"""How --format tflite builds: the mode registry's .tflite of one --quant mode, metadata embedded, checked in
+LiteRT against the SavedModel, and its manifest entry (loaded by ``formats.tflite`` when a conversion runs: its
+helpers are numpy-backed, and ``--help`` reads the registry)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edge_tool.convert import fidelity
+from edge_tool.convert.enums import QuantMode
+from edge_tool.convert.file_kind import file_warnings
+from edge_tool.convert.formats.entry import file_entry
+from edge_tool.convert.formats.registry import FormatJob, FormatSpec, artifact_name
+from edge_tool.convert.metadata_step import for_mode
+from edge_tool.convert.modes import MODES
+from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
+from edge_tool.core.steps import console, step
+from edge_tool.core.textsafe import term
+from edge_tool.metadata.writer import embed_metadata
+from edge_tool.modelfiles.limits import check_tflite_tensors
+from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite
+from edge_tool.schemas.manifest import ManifestArtifact
+from edge_tool.schemas.records import BatchNote
+
+
+def tflite_name(source: Path, mode: QuantMode) -> str:
+    """File name of a mode's artefact: ``<model stem>_<mode>.tflite``."""
+    return artifact_name(source, mode.value, ".tflite")
+
+
+def build(job: FormatJob, mode: QuantMode, spec: FormatSpec) -> ManifestArtifact:
+    """The .tflite of ``mode``; built once more from a batch-1 re-trace when LiteRT refuses the free-batch file."""
+    return job.retry.run(mode, lambda ctx: _build(ctx, mode, job.out_dir, spec.name))
+
+
+def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
+    path = out_dir / tflite_name(ctx.config.model, mode)
+    spec = None if ctx.metadata is None else for_mode(ctx.metadata, mode.value, ctx.source.flavor)
+    with step(f"convert {mode.value}") as timed:
+        data = MODES[mode].build(ctx)
+        if spec is not None:
+            data = embed_metadata(data, spec)
+        summary = summarize_tflite(data)
+        check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
+        check = None
+        if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
+            probes = fidelity.probe_feeds(ctx.source.signature) if fidelity.tolerance(mode) is not None else None
+            sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
+            got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
+            check = got and fidelity.check(ctx, mode.value, probes, got)
+        path.write_bytes(data)
+        timed.outputs.append(path)
+    if check is not None and not check.ok:
+        console.print(f"[yellow]warning:[/] {term(check.warning(path.name, mode.value))}")
+    for warning in file_warnings(path.name, mode.value, data, summary):
+        console.print(f"[yellow]warning:[/] {term(warning)}")
+    state = state_warning(summary.variable_tensors)
+    if state:
+        console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
+    return file_entry(
+        path,
+        fmt,
+        mode.value,
+        data,
+        timed.seconds,
+        tensors=summary,
+        state_warning=state,
+        metadata=None if spec is None else spec.record(),
+        self_check=check or None,
+        **_notes(ctx, mode),
+    )
+
+
+def _notes(ctx, mode) -> dict:
+    """The mode's notes for its entry (e.g. qat: which model was shipped and why); a ``fixed_batch`` among them (QAT
+    built at batch 1) becomes the entry's own ``fixed_batch``."""
+    if mode.value not in ctx.notes:
+        return {}
+    note = ctx.notes.pop(mode.value)  # a typed note (int16x8) or QAT's free-form dict
+    fixed = note.pop("fixed_batch", None) if isinstance(note, dict) else None
+    return {mode.value: note, **({"fixed_batch": BatchNote(**fixed)} if fixed else {})}

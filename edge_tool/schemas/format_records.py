@@ -1,0 +1,88 @@
+"""The records of manifest.json that belong to one output format, each declared beside the others here (light:
+stdlib and the serializer only, so a format module imports them at its top): onnx's and tfjs's ``agreement`` (the
+file in its own runtime against TensorFlow) and onnx int8's ``quantization``. ``AGREEMENT`` says which record an
+entry of each format carries; ``manifest.ManifestArtifact`` reads it back by the entry's ``format``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from edge_tool.calibration.serial import Record, spec
+
+
+def _measured(record) -> bool:
+    return record.measured
+
+
+_FIGURES = ("max_abs_error", "tolerance", "ok", "top1_agreement")
+
+
+def _has_figures(data: dict) -> bool:
+    return any(key in data for key in _FIGURES)
+
+
+_MEASURED = spec(when=_measured)
+# True when outputs were compared (set by the builder, or by any figure given): then every figure is written, null
+# where there is none (int8's unjudged tolerance and ok); read back from whether the file has figures, so a record
+# written without them is read and written back as it was
+_MEASURED_FLAG = spec(write=False, read=_has_figures)
+
+
+class _Figures:
+    """``measured`` follows the figures: a record holding one is a measured one."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        if any(getattr(self, name, None) is not None for name in _FIGURES):
+            object.__setattr__(self, "measured", True)
+
+
+@dataclass(frozen=True)
+class OnnxAgreement(_Figures, Record):
+    """--format onnx's self-check: the file in ONNX Runtime (CPU) against the SavedModel on ``samples`` inputs
+    (``calibration`` samples, else ``seeded random`` probes). fp32 is judged against float rounding (``ok``); int8
+    is measured, not judged (``tolerance`` and ``ok`` None). ``checked`` False: nothing compared, ``reason`` why."""
+
+    inputs: str
+    samples: int
+    checked: bool
+    reason: str | None = field(default=None, metadata=spec(omit="none"))
+    max_abs_error: float | None = field(default=None, metadata=_MEASURED)  # None: NaN/Inf outputs
+    tolerance: float | None = field(default=None, metadata=_MEASURED)
+    ok: bool | None = field(default=None, metadata=_MEASURED)
+    top1_agreement: float | None = field(default=None, metadata=_MEASURED)  # None: no [batch, classes] output
+    measured: bool = field(default=False, metadata=_MEASURED_FLAG)
+
+
+@dataclass(frozen=True)
+class TfjsAgreement(_Figures, Record):
+    """--format tfjs's self-check: the graph model in tfjs in Node (``runtime``: its backend) against TensorFlow on
+    ``samples`` seeded random inputs, judged against float rounding (a file that fails is not written);
+    ``checked`` False with a ``reason`` when it was skipped (no Node, an input no random probe fits)."""
+
+    inputs: str
+    samples: int
+    checked: bool
+    reason: str | None = field(default=None, metadata=spec(omit="none"))
+    max_abs_error: float | None = field(default=None, metadata=_MEASURED)  # None: NaN/Inf outputs
+    tolerance: float | None = field(default=None, metadata=_MEASURED)
+    ok: bool | None = field(default=None, metadata=_MEASURED)
+    runtime: str | None = field(default=None, metadata=spec(omit="none"))
+    measured: bool = field(default=False, metadata=_MEASURED_FLAG)
+
+
+@dataclass(frozen=True)
+class OnnxQuantization(Record):
+    """--format onnx int8: how ONNX Runtime's quantize_static quantized it, on ``samples`` calibration samples."""
+
+    samples: int
+    format: str = "QDQ"
+    activations: str = "int8"
+    weights: str = "int8, per channel, symmetric"
+    calibration: str = "MinMax"
+    json_order = ("format", "activations", "weights", "calibration")
+
+
+# the agreement record an entry carries, by the entry's format (read back by ManifestArtifact)
+AGREEMENT = {"onnx": OnnxAgreement, "tfjs": TfjsAgreement}
