@@ -14,6 +14,7 @@ from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.targets.common import artefact_check, model_ops
+from edge_tool.core.webdemo import web_demo_dir
 from edge_tool.litert.runtime import load_interpreter
 
 TIMEOUT_S = 120
@@ -22,8 +23,6 @@ PROBE = Path(__file__).resolve().parents[1] / "litertjs_probe.mjs"
 
 def vendor_dir() -> Path | None:
     """The vendored LiteRT.js runtime (web_demo/vendor/litert), if it is there."""
-    from edge_tool.demo.vendor import web_demo_dir  # noqa: PLC0415
-
     path = web_demo_dir() / "vendor" / "litert"
     return path if (path / "core.js").is_file() and (path / "litert_wasm_compat_internal.wasm").is_file() else None
 
