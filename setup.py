@@ -11,9 +11,13 @@ BESIDE = ("calibration", "web_demo")  # folders at the repository root, installe
 
 
 def _packages() -> list[str]:
+    """edge_tool's packages and the two folders' (namespace packages too: web_demo/ui/ holds only data)."""
     own = find_namespace_packages(include=["edge_tool", "edge_tool.*"])
-    beside = find_namespace_packages(include=[f"{name}{tail}" for name in BESIDE for tail in ("", ".*")])
-    return sorted([*own, *(f"edge_tool.{pkg}" for pkg in beside if ".node_modules" not in f"{pkg}.")])
+    beside = find_namespace_packages(
+        include=[f"{name}{tail}" for name in BESIDE for tail in ("", ".*")],
+        exclude=["web_demo.node_modules", "web_demo.node_modules.*"],  # npm's cache for vendoring, never shipped
+    )
+    return sorted([*own, *(f"edge_tool.{pkg}" for pkg in beside)])
 
 
 setup(packages=_packages())
