@@ -34,7 +34,7 @@ added = sorted(m for m in set(sys.modules) - before if m.startswith("edge_tool")
 assert added == [], added
 refused = None
 try:
-    import calibration
+    __import__("calibration")  # the folder's own name: refused, or not on the path
 except ImportError as exc:
     refused = str(exc)
 print(json.dumps({"edge_tool": edge_tool.__file__, "calibration": c.__file__, "web_demo": w.__file__,
