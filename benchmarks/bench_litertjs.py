@@ -27,11 +27,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from edge_tool.core.webdemo import web_demo_dir
 from edge_tool.demo import litert_spec as litert_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.litert_site import _litert_model
 from edge_tool.demo.site import CONFIG_NAME, build_site, write_service_worker
-from edge_tool.demo.vendor import web_demo_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._browser_common import CHROMIUM, FLAGS, served

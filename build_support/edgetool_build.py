@@ -22,8 +22,7 @@ def _check_vendored() -> None:
     try:
         from edge_tool.demo.vendor import vendor_status  # noqa: PLC0415  (stdlib-only module of this project)
 
-        # the package path: a symlink to web_demo/ in a checkout, the real files in an unpacked sdist
-        problem = vendor_status(Path(root) / "edge_tool" / "web_demo")
+        problem = vendor_status(Path(root) / "web_demo")  # edge_tool.web_demo, in a checkout and an unpacked sdist
     finally:
         sys.path.remove(root)
     if problem:

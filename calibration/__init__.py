@@ -1,8 +1,10 @@
 """Representative / eval datasets for edgetool: load from .npz, .npy, image folders, TFRecord or CSV; match
 to a model's input signature; seeded sampling; validation that reports every problem at once.
 
-Light at import: the public names below load their modules on first use (so ``calibration.errors``, which
-edge_tool's error family builds on, costs no NumPy import), and TensorFlow is imported only when a TFRecord
+Imported as ``edge_tool.calibration`` only (the repository's calibration/, which the wheel installs inside
+edge_tool/); it imports nothing of the rest of edgetool (tests/test_import_graph.py). Light at import: the public
+names below load their modules on first use (so ``edge_tool.calibration.errors``, which edge_tool's error family
+builds on, costs no NumPy import), and TensorFlow is imported only when a TFRecord
 file is read.
 
     specs = [InputSpec("pixels", "float32", (None, 8, 8, 1))]
@@ -15,8 +17,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# public name -> (module relative to this package, attribute): the package imports as `calibration` from the
-# repository and as `edge_tool.calibration` when installed with edgetool
+if __name__ != "edge_tool.calibration":  # one module identity: never a second copy of every class under another name
+    raise ImportError(
+        f"calibration/ is the package edge_tool.calibration, not {__name__!r}: import it as "
+        "`from edge_tool.calibration import load, InputSpec, LoadOptions` (docs/install.md)."
+    )
+
+# public name -> (module relative to this package, attribute)
 _EXPORTS = {
     "SUPPORTED_FORMATS": (".readers", "SUPPORTED"),
     "CalibrationError": (".errors", "CalibrationError"),

@@ -26,7 +26,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   }
   "$py" -m venv "$VENV"
 fi
-stamp_src=$(for f in pyproject.toml "$STACK_CONSTRAINTS" web_demo/package.json web_demo/package-lock.json; do [ ! -f "$f" ] || cat "$f"; done | sha256sum | cut -c1-16)
+stamp_src=$(for f in pyproject.toml setup.py "$STACK_CONSTRAINTS" web_demo/package.json web_demo/package-lock.json; do [ ! -f "$f" ] || cat "$f"; done | sha256sum | cut -c1-16)
 stamp="$VENV/.edgetool-installed-$stamp_src"
 if [ ! -f "$stamp" ]; then
   echo "==> installing edgetool and the $STACK_ROW stack into ./$VENV (first run downloads ~1.5 GB)"

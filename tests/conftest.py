@@ -25,6 +25,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ["EDGETOOL_DEBUG"] = "1"
 
 REPO = Path(__file__).resolve().parents[1]
+# Every Python child the tests start imports edge_tool from this checkout (the one these tests lie in), not from an
+# editable install of another checkout (a worktree's tests would run main's code); tests/zygote.py does the same.
+_PATH = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(REPO)]
+os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *_PATH])
 
 
 # Every run below is a fork of a server that imported TensorFlow once (tests/zygote.py), unless it asks for a fresh

@@ -411,7 +411,7 @@ def test_tfjs_model_dir_evaluated_in_node(digits_model, eval_npz, tmp_path):
 
 
 def test_tfjs_bundle_missing_names_the_setup_command(monkeypatch, tmp_path):
-    monkeypatch.setattr(tfjs_runner, "WEB_DEMO", tmp_path / "web_demo")
+    monkeypatch.setattr(tfjs_runner, "web_demo_dir", lambda: tmp_path / "web_demo")
     monkeypatch.delenv("EDGETOOL_TFJS_BUNDLE", raising=False)
     with pytest.raises(UsageError, match="python scripts/vendor_runtimes.py"):
         tfjs_runner.tfjs_bundle_path()

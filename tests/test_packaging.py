@@ -1,20 +1,51 @@
-"""A source checkout runs uninstalled, with both names of calibration (the wheel's contents: tests/test_wheel.py)."""
+"""The repository's calibration/ and web_demo/ are edge_tool.calibration and edge_tool.web_demo, and nothing else, in
+a source checkout run uninstalled and in an editable install (the wheel and the sdist: tests/test_wheel.py).
+
+One module identity (issue 33): the folders lie at the repository root, pyproject's package-dir maps them into
+edge_tool for the builds and for ``pip install -e``, and edge_tool/__init__.py finds them beside edge_tool/ in a
+checkout, before any finder of another checkout's editable install. Imported under their folder names, both refuse.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import REPO
+from test_wheel import _copy_checkout
+
+# Run in a child: prints where edge_tool, its two mapped packages and the page template were found, then loads data
+# through edge_tool.calibration and asserts the load imported no edgetool module outside it (calibration stands
+# alone), and that the folder name `calibration` is refused (sys.path[0] is the cwd, the checkout in some runs).
+PROBE = """
+import json, sys
+import edge_tool, edge_tool.calibration as c, edge_tool.web_demo as w
+from edge_tool.core.webdemo import web_demo_dir
+before = set(sys.modules)
+ds = c.load(sys.argv[1], [c.InputSpec("x", "float32", (None, 2))], c.LoadOptions(samples=4, seed=0))
+assert len(list(ds.representative_dataset()())) == 4
+assert c.InputSpec.__module__ == "edge_tool.calibration.spec", c.InputSpec.__module__
+added = sorted(m for m in set(sys.modules) - before if m.startswith("edge_tool") and not m.startswith(c.__name__))
+assert added == [], added
+refused = None
+try:
+    __import__("calibration")  # the folder's own name: refused, or not on the path
+except ImportError as exc:
+    refused = str(exc)
+print(json.dumps({"edge_tool": edge_tool.__file__, "calibration": c.__file__, "web_demo": w.__file__,
+                  "template": str(web_demo_dir()), "refused": refused}))
+"""
 
 
-def _bare_python(tmp_path: Path) -> Path:
+def _venv(tmp_path: Path) -> Path:
     """A venv without edgetool installed, whose path ends with this environment's site-packages (the dependencies;
     a path entry, so the editable install's import hook in there does not run)."""
-    root = tmp_path / "bare"
+    root = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     site = subprocess.run(
         [str(root / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -24,45 +55,103 @@ def _bare_python(tmp_path: Path) -> Path:
     ).stdout.strip()
     deps = [p for p in sys.path if p.endswith("site-packages")]  # a venv sharing another's packages lists both
     Path(site, "zz_deps.pth").write_text("\n".join(deps) + "\n")
-    return root / "bin" / "python"
+    return root
 
 
-def test_a_source_checkout_runs_uninstalled_with_both_names(tmp_path):
-    """From the repository root: `python -m edge_tool` runs, edge_tool.calibration is the repository's calibration/
-    (through the symlink edge_tool/calibration), and the standalone `calibration` imports and loads data too."""
-    python = _bare_python(tmp_path)
+def _probe(python: Path, cwd: Path, data: Path, *flags: str, pythonpath: Path | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    probe = (
-        "import importlib.util as u, pathlib, sys\n"
-        "assert u.find_spec('edge_tool') and u.find_spec('edge_tool').origin.startswith(sys.argv[1])\n"
-        "import calibration, edge_tool.calibration as inner\n"
-        "from edge_tool.demo.vendor import web_demo_dir\n"
-        "assert pathlib.Path(inner.__file__).resolve() == pathlib.Path(calibration.__file__).resolve()\n"
-        "assert inner.InputSpec.__module__ == 'edge_tool.calibration.spec', inner.InputSpec.__module__\n"
-        "assert (web_demo_dir() / 'index.html').is_file()\n"
-    )
+    if pythonpath:
+        env["PYTHONPATH"] = str(pythonpath)
     proc = subprocess.run(
-        [str(python), "-c", probe, str(REPO)], cwd=REPO, capture_output=True, text=True, env=env, timeout=300
+        [str(python), *flags, "-c", PROBE, str(data)], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def _assert_from(found: dict, checkout: Path, on_path: bool = False) -> None:
+    """Every file from ``checkout``; the name ``calibration`` not importable (refused by the package itself when the
+    checkout is on sys.path, ``on_path``)."""
+    assert found == {
+        "edge_tool": str(checkout / "edge_tool" / "__init__.py"),
+        "calibration": str(checkout / "calibration" / "__init__.py"),
+        "web_demo": str(checkout / "web_demo" / "__init__.py"),
+        "template": str(checkout / "web_demo"),
+        "refused": found["refused"],
+    }
+    refusal = "is the package edge_tool.calibration, not 'calibration'" if on_path else "No module named 'calibration'"
+    assert refusal in found["refused"], found["refused"]
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
     np.savez(tmp_path / "d.npz", x=np.arange(12, dtype=np.float32).reshape(6, 2))
-    standalone = (  # the standalone package loads data through its own (relative) modules, never edge_tool's
-        "import sys, calibration as c\n"
-        "ds = c.load(sys.argv[1], [c.InputSpec('x', 'float32', (None, 2))], c.LoadOptions(samples=4, seed=0))\n"
-        "assert len(list(ds.representative_dataset()())) == 4\n"
-        "assert c.__name__ == 'calibration' and c.InputSpec.__module__ == c.__name__ + '.spec'\n"
-        "assert not [m for m in sys.modules if m.startswith('edge_tool')], sorted(sys.modules)\n"
-    )
-    proc = subprocess.run(
-        [str(python), "-c", standalone, str(tmp_path / "d.npz")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    return tmp_path / "d.npz"
+
+
+def test_a_source_checkout_runs_uninstalled(tmp_path, data):
+    """From the repository root with nothing installed: `python -m edge_tool` runs, and edge_tool.calibration and
+    edge_tool.web_demo are the repository's folders."""
+    python = _venv(tmp_path) / "bin" / "python"
+    _assert_from(_probe(python, REPO, data), REPO, on_path=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [str(python), "-m", "edge_tool", "--help"], cwd=REPO, capture_output=True, text=True, env=env, timeout=300
     )
     assert proc.returncode == 0 and "convert" in proc.stdout, proc.stderr[-2000:]
+
+
+@pytest.mark.slow  # pip builds the editable wheel in an isolated environment (setuptools from the index)
+def test_editable_install_maps_the_folders_in_every_process(tmp_path, data):
+    """`pip install -e` (as scripts/setup.sh installs): a process started elsewhere, and an isolated (-I) child of
+    it, find edge_tool.calibration and the page template in the installed checkout — through setuptools' own
+    mapping too, with edge_tool's checkout finder taken out. With another checkout on PYTHONPATH (a worktree beside
+    the editable install), every file comes from that checkout, never half from each."""
+    checkout = _copy_checkout(tmp_path / "src", with_vendor=False)
+    venv = _venv(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--no-deps", "-q", "-e"]
+        + [str(checkout)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _assert_from(_probe(venv / "bin" / "python", elsewhere, data), checkout)
+    _assert_from(_probe(venv / "bin" / "python", elsewhere, data, "-I"), checkout)
+    _assert_from(_probe(venv / "bin" / "python", elsewhere, data, pythonpath=REPO), REPO, on_path=True)
+
+    without_finder = (  # setuptools' editable mapping alone (a process that dropped edge_tool's checkout finder)
+        "import sys, edge_tool\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != '_CheckoutFinder']\n"
+        "for m in [m for m in sys.modules if m.startswith(('edge_tool.calibration', 'edge_tool.web_demo'))]:\n"
+        "    del sys.modules[m]\n"
+        "import edge_tool.calibration as c, edge_tool.web_demo as w\n"
+        "print(c.__file__, w.__file__)\n"
+    )
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-I", "-c", without_finder], cwd=elsewhere, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == [
+        str(checkout / "calibration" / "__init__.py"),
+        str(checkout / "web_demo" / "__init__.py"),
+    ]
+    proc = subprocess.run(
+        [str(venv / "bin" / "edgetool"), "--help"], cwd=elsewhere, capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0 and "convert" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_children_the_tests_start_import_this_checkout(tmp_path, data):
+    """conftest puts this checkout first on PYTHONPATH: a Python child started from another directory imports this
+    checkout's edge_tool, whatever an editable install points at."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(data)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    _assert_from(json.loads(proc.stdout.splitlines()[-1]), REPO, on_path=True)

@@ -1,18 +1,19 @@
-"""What the repository tracks: no symlink but the two package links (issue 33 removes those), so a worktree's
-``.venv`` or ``node_modules`` link is never committed — a checkout of such a commit replaced the ignored real
-directories of another checkout with links to themselves."""
+"""What the repository tracks: no symlink at all. calibration/ and web_demo/ become edge_tool.calibration and
+edge_tool.web_demo through pyproject's package-dir (issue 33), so a checkout with ``core.symlinks=false`` has no
+text-file stand-ins and no tree walker must choose whether to follow a link; and a worktree's ``.venv`` or
+``node_modules`` link is never committed (a checkout of such a commit replaced the ignored real directories of
+another checkout with links to themselves)."""
 
 import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGE_LINKS = {"edge_tool/calibration", "edge_tool/web_demo"}
 
 
-def test_the_only_tracked_symlinks_are_the_package_links():
+def test_no_symlink_is_tracked():
     listed = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    links = {line.split("\t", 1)[1] for line in listed.splitlines() if line.startswith("120000 ")}
-    assert links <= PACKAGE_LINKS, f"symlinks tracked by git: {sorted(links - PACKAGE_LINKS)}"
+    links = sorted(line.split("\t", 1)[1] for line in listed.splitlines() if line.startswith("120000 "))
+    assert links == [], f"symlinks tracked by git: {links}"
 
 
 def test_gitignore_covers_venv_and_node_modules_links_too():

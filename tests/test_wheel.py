@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -46,8 +47,7 @@ VENDOR = (
 
 
 def _copy_checkout(dest: Path, with_vendor: bool) -> Path:
-    """The files git tracks (and new untracked ones; symlinks kept), plus web_demo/vendor/ resolved (it may be a
-    symlink)."""
+    """The files git tracks (and new untracked ones), plus web_demo/vendor/ resolved (it may be a symlink)."""
     listed = (
         subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -60,13 +60,10 @@ def _copy_checkout(dest: Path, with_vendor: bool) -> Path:
     )
     for rel in filter(None, listed):
         src = REPO / rel
-        if rel.startswith(("web_demo/vendor", "web_demo/node_modules")) or not (src.is_file() or src.is_symlink()):
+        if rel.startswith(("web_demo/vendor", "web_demo/node_modules")) or not src.is_file():
             continue
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():  # edge_tool/calibration and edge_tool/web_demo: the packages the wheel ships them as
-            (dest / rel).symlink_to(os.readlink(src))
-        else:
-            shutil.copy2(src, dest / rel)
+        shutil.copy2(src, dest / rel)
     if with_vendor:
         shutil.copytree(REPO / "web_demo" / "vendor", dest / "web_demo" / "vendor", symlinks=False)
     return dest
@@ -85,11 +82,17 @@ def _build(src: Path, out: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def dist(tmp_path_factory) -> Path:
+    """`python -m build` of a copy of the checkout: the sdist, and the wheel built from that sdist."""
     tmp = tmp_path_factory.mktemp("wheel")
     proc = _build(_copy_checkout(tmp / "src", with_vendor=True), tmp / "dist")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    [whl] = (tmp / "dist").glob("edgetool-*.whl")
+    return tmp / "dist"
+
+
+@pytest.fixture(scope="module")
+def wheel(dist) -> Path:
+    [whl] = dist.glob("edgetool-*.whl")
     print(f"wheel {whl.name}: {whl.stat().st_size / 1e6:.2f} MB")
     return whl
 
@@ -168,10 +171,38 @@ def test_wheel_is_one_package_with_calibration_and_the_template_inside(wheel):
     ):
         assert required in names, required
     assert {n.split("/")[0] for n in names} == {"edge_tool", wheel.name.split("-py3")[0] + ".dist-info"}
-    calibration = {n.removeprefix("edge_tool/") for n in names if n.startswith("edge_tool/calibration/")}
-    assert calibration == {str(p.relative_to(REPO)) for p in (REPO / "calibration").rglob("*.py")}
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "edgetool = edge_tool.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def _tracked(folder: str) -> list[str]:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", folder],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
+    return [rel for rel in listed.decode().split("\0") if rel and (REPO / rel).is_file()]
+
+
+def test_sdist_keeps_the_repository_layout_and_the_wheel_holds_it_inside_edge_tool(dist, wheel):
+    """The sdist has calibration/ and web_demo/ where the repository has them (nothing under edge_tool/ for them, no
+    link); the wheel built from it holds exactly their files (git's, plus web_demo/vendor/), byte for byte, as
+    edge_tool/calibration/ and edge_tool/web_demo/ (pyproject's package-dir)."""
+    [sdist] = dist.glob("edgetool-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        members = {m.name.split("/", 1)[1]: m for m in tar.getmembers() if "/" in m.name}
+    assert not [n for n, m in members.items() if not (m.isfile() or m.isdir())]  # no symlink, no device
+    for required in ("setup.py", "calibration/readers/images.py", "web_demo/index.html", "web_demo/vendor/tf.min.js"):
+        assert required in members, required
+    assert not [n for n in members if n.startswith(("edge_tool/calibration", "edge_tool/web_demo", "web_demo/node_"))]
+    expected = {rel: (REPO / rel).read_bytes() for rel in _tracked("calibration") + _tracked("web_demo")}
+    expected |= {str(p.relative_to(REPO)): p.read_bytes() for p in (REPO / "web_demo/vendor").rglob("*") if p.is_file()}
+    with zipfile.ZipFile(wheel) as whl:
+        shipped = {n.removeprefix("edge_tool/"): whl.read(n) for n in whl.namelist()}
+    shipped = {n: data for n, data in shipped.items() if n.startswith(("calibration/", "web_demo/"))}
+    assert sorted(shipped) == sorted(expected)
+    assert [n for n in expected if shipped[n] != expected[n]] == []
 
 
 def test_installed_wheel_claims_only_the_edge_tool_import_name(venv, tmp_path):

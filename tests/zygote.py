@@ -294,5 +294,7 @@ def shared() -> Zygote:
 
 
 if __name__ == "__main__":
-    sys.path.pop(0)  # tests/: the server imports nothing from it
+    # tests/ -> the checkout this file lies in: every run imports that checkout's edge_tool (after its own cwd, as
+    # conftest's PYTHONPATH gives a fresh process), never the one an editable install of another checkout points at
+    sys.path[0] = str(REPO)
     serve(sys.argv[1])

@@ -51,6 +51,6 @@ def python_command(*args: str, unbuffered: bool = False) -> list[str]:
 
 def module_command(module: str, *args, unbuffered: bool = False) -> list[str]:
     """An isolated child running edgetool's module ``module`` as ``__main__`` (like ``python -m``) with ``args``."""
-    if not module.startswith(("edge_tool.", "calibration.")):
+    if not module.startswith("edge_tool."):
         raise ValueError(f"module_command runs edgetool's own modules only, not {module!r}")
     return python_command("-c", _BOOT.format(root=ROOT, module=module), *args, unbuffered=unbuffered)

@@ -9,10 +9,11 @@ import shutil
 from pathlib import Path
 
 from edge_tool.convert import fixed_int8
+from edge_tool.core.webdemo import web_demo_dir
 from edge_tool.demo import litert_spec as litert_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
-from edge_tool.demo.vendor import LITERT_BUILDS, pinned_litert_versions, vendored_litert_files, web_demo_dir
+from edge_tool.demo.vendor import LITERT_BUILDS, pinned_litert_versions, vendored_litert_files
 from edge_tool.errors import UsageError
 from edge_tool.litert.recipes import resolve_calibration
 from edge_tool.modelfiles.limits import read_tflite

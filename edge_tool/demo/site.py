@@ -12,6 +12,7 @@ from edge_tool import __version__
 from edge_tool.contract.resolve import default_warning, image_data
 from edge_tool.core.fsutil import MARKER, atomic_dir, check_output_dir
 from edge_tool.core.textsafe import html_text
+from edge_tool.core.webdemo import web_demo_dir
 from edge_tool.demo import icons as icons_mod
 from edge_tool.demo import model as model_mod
 from edge_tool.demo import task_step
@@ -22,7 +23,7 @@ from edge_tool.demo.labels_step import site_labels
 from edge_tool.demo.litert_site import MODEL_SUBDIR, VENDOR_SUBDIR, add_litert, precheck_litert
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.tfjs_step import place_tfjs
-from edge_tool.demo.vendor import pinned_versions, vendored_files, web_demo_dir
+from edge_tool.demo.vendor import pinned_versions, vendored_files
 from edge_tool.errors import ModelError
 from edge_tool.modelcode.guard import require_safe_model
 from edge_tool.modelfiles.limits import check_signature

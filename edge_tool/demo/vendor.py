@@ -8,7 +8,6 @@ the dist files the page loads. The rest reads what was vendored, for ``demo``, `
 from __future__ import annotations
 
 import hashlib
-import importlib.resources
 import json
 import os
 import shutil
@@ -16,8 +15,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from edge_tool import web_demo
 from edge_tool.core.visible import visible
+from edge_tool.core.webdemo import web_demo_dir
 from edge_tool.errors import UsageError
 
 VENDOR_COMMAND = "python scripts/vendor_runtimes.py"
@@ -64,17 +63,6 @@ ON_DEMAND_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
 }
 ALL_FILES = {**VENDOR_FILES, **LITERT_FILES}
-
-
-def web_demo_dir() -> Path:
-    """Directory of the edge_tool.web_demo template package (index.html, app.js, package.json, vendor/)."""
-    try:
-        path = Path(str(importlib.resources.files("edge_tool.web_demo")))
-    except (ModuleNotFoundError, NotADirectoryError, TypeError):  # stale editable install: namespace package
-        path = next((Path(p) for p in web_demo.__path__ if Path(p, "index.html").is_file()), Path(""))
-    if not (path / "index.html").is_file():
-        raise UsageError(f"The web_demo template is missing (looked in {path!s}); reinstall edgetool.")
-    return path
 
 
 def _lock_digest(root: Path) -> str:

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.calibration.spec import TensorSpec
+from edge_tool.core.webdemo import web_demo_dir
 from edge_tool.errors import DataError, ModelError, UsageError, collect_and_raise
 from edge_tool.litert.isolated import WorkerProcess, scratch_dir
 
-WEB_DEMO = Path(__file__).resolve().parents[1] / "web_demo"  # edge_tool.web_demo (web_demo/ in the repository)
 SCRIPT = Path(__file__).with_name("tfjs_run.js")
 SETUP_HINT = ".venv/bin/python scripts/vendor_runtimes.py (npm ci in web_demo/, copies @tensorflow/tfjs 4.22.0 to web_demo/vendor/tf.min.js)"
 _DT = {
@@ -31,10 +31,8 @@ _DT = {
 
 def tfjs_bundle_path() -> Path:
     """tf.min.js (UMD, require-able in Node): $EDGETOOL_TFJS_BUNDLE, web_demo/vendor/, web_demo/node_modules/."""
-    candidates = [
-        WEB_DEMO / "vendor" / "tf.min.js",
-        WEB_DEMO / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js",
-    ]
+    root = web_demo_dir()
+    candidates = [root / "vendor" / "tf.min.js", root / "node_modules" / "@tensorflow" / "tfjs" / "dist" / "tf.min.js"]
     env = os.environ.get("EDGETOOL_TFJS_BUNDLE")
     if env:
         candidates.insert(0, Path(env))
@@ -50,12 +48,8 @@ def tfjs_bundle_path() -> Path:
 
 def wasm_backend_dir() -> Path:
     """The directory holding tf-backend-wasm.min.js and its .wasm files (web_demo/vendor, or node_modules)."""
-    bundle = tfjs_bundle_path()
-    candidates = [
-        bundle.parent,
-        WEB_DEMO / "vendor",
-        WEB_DEMO / "node_modules" / "@tensorflow" / "tfjs-backend-wasm" / "dist",
-    ]
+    bundle, root = tfjs_bundle_path(), web_demo_dir()
+    candidates = [bundle.parent, root / "vendor", root / "node_modules" / "@tensorflow" / "tfjs-backend-wasm" / "dist"]
     for c in candidates:
         if (c / "tf-backend-wasm.min.js").is_file() and (c / "tfjs-backend-wasm.wasm").is_file():
             return c

@@ -15,7 +15,7 @@ from pathlib import Path
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.registry import TARGETS, TargetSpec
 from edge_tool.check.targets.common import model_ops, of_artefact
-from edge_tool.demo.vendor import web_demo_dir
+from edge_tool.core.webdemo import web_demo_dir
 from edge_tool.litert.runtime import load_interpreter
 
 TIMEOUT_S = 120
