@@ -12,12 +12,12 @@ import struct
 import pytest
 from conftest import run_edgetool
 
+from edge_tool.device import answers, board_facts
+from edge_tool.device.facts import device_record, missing_runtime
+from edge_tool.device.session import STDERR_TAIL, _Tail, runner_source
+from edge_tool.device.transport import BOOTSTRAP, host_key_refusal
+from edge_tool.device.url import DeviceURL, redact
 from edge_tool.errors import UsageError
-from edge_tool.evaluate.device import answers, board_facts
-from edge_tool.evaluate.device.facts import device_record, missing_runtime
-from edge_tool.evaluate.device.session import STDERR_TAIL, _Tail, runner_source
-from edge_tool.evaluate.device.transport import BOOTSTRAP, host_key_refusal
-from edge_tool.evaluate.device.url import DeviceURL, redact
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, ReferenceResult, Report
 
 

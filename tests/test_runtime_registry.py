@@ -17,7 +17,9 @@ from edge_tool.evaluate.runtimes import HOST, RUNTIMES, SPECS, runtime_for
 def test_runtime_choices_are_the_runtimes_that_share_a_format():
     """--runtime picks between host runtimes of one format (LiteRT or TFLM for .tflite), the default first."""
     assert RUNTIMES == ("litert", "tflm")
-    assert set(SPECS) == {"litert", "tflm", "tfjs", "onnxruntime", "device"}
+    assert set(SPECS) == {"litert", "tflm", "tfjs", "onnxruntime"}
+    # a --device board is a place, not a runtime: the .tflite runtimes run there through the same specs
+    assert {n for n, s in SPECS.items() if s.on_board} == {"litert", "tflm"}
     help_text = " ".join(CliRunner().invoke(app, ["eval", "--help"], terminal_width=200).output.split())
     for name in RUNTIMES:
         assert name in help_text
