@@ -28,10 +28,12 @@ from edge_tool.litert.tflite_runner import TensorBinding, TfliteInterpreter
 class BoardProgram:
     """What a runtime runs on a board: the runner's program for it (``name``: the ``runtime`` of its requests, ""
     for LiteRT, the runner's default), whether the hello says the board has it (``missing``: None, or the fix),
-    and the record fields of a row it ran (``facts``: the hello's runtime fields as that runtime's)."""
+    what its ``ready`` answer holds, and the record fields of a row it ran (``facts``: the hello's runtime fields
+    as that runtime's)."""
 
     name: str
     missing: Callable  # (hello, python) -> str | None
+    ready: Callable = answers.ready  # (header) -> the checked ``ready`` answer to its ``load``
     facts: Callable = lambda hello: hello  # (hello) -> hello with runtime / runtime_version of this program
     batched: bool = True  # its runner may batch invokes (and so retry one sample per invoke after a crash)
 
@@ -106,9 +108,7 @@ class BoardRun:
 
     def ready(self) -> dict:
         """The runner's ``ready`` answer (its bindings, how it batches)."""
-        ready = self.session.receive(
-            lambda h: answers.ready(h, tflm=self.program.name == "tflm"), activity=f"loading {self.what} (ready)"
-        )
+        ready = self.session.receive(self.program.ready, activity=f"loading {self.what} (ready)")
         self.batching = ready["batching"]
         return ready
 

@@ -22,6 +22,7 @@ LITERT = BoardProgram(
 TFLM = BoardProgram(
     name="tflm",
     missing=lambda hello, python: None if hello.get("tflm") is not None else missing_tflm(hello, python),
+    ready=lambda header: answers.ready(header, tflm=True),  # the arena it ran with, no bindings
     facts=lambda hello: {**hello, "runtime": "tflite_micro", "runtime_version": hello.get("tflm")},
     batched=False,  # one sample per invoke
 )
