@@ -64,6 +64,9 @@ MOVES: dict[str, str] = {
     "edge_tool.site_server": "edge_tool.webserver.server",
     "edge_tool.serve": "edge_tool.demo.serve",
     "edge_tool.keras_files": "edge_tool.workflows.keras_files",
+    # issue 33: the device is a place of its own, below evaluate and check (its eval rows are the runtimes' own:
+    # evaluate.device.runner and tflm_plan have no successor module, see evaluate/runtimes/litert.py and tflm.py)
+    "edge_tool.evaluate.device": "edge_tool.device",
 }
 
 # top-level package (a directory of the repository) -> the name edgetool's own code imports it by
