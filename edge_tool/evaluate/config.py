@@ -53,9 +53,7 @@ class EvalConfig:
     runtime: str = "litert"
     max_arena_kb: float | None = None
     max_flash_kb: float | None = None
-    devices: tuple[
-        str | DeviceURL, ...
-    ] = ()  # --device ssh://... URLs: each .tflite also runs there (edge_tool.device)
+    devices: tuple[str | DeviceURL, ...] = ()  # --device ssh://... URLs: each .tflite also runs there (device/)
     task: str | None = None  # None: inferred from the model and the labels (edge_tool.tasks)
     threshold: float = 0.5  # multi-label / one-channel segmentation decision threshold
     max_error: float | None = None  # largest |artefact - reference| output difference allowed

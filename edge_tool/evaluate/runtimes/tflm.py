@@ -28,7 +28,9 @@ class TflmRunner(PreparedRunner):
 
     engine = "TFLM"
 
-    def __init__(self, art: Artifact, config: EvalConfig, scratch=None, slot: int = 0, threads: int = 1, board=None):
+    def __init__(
+        self, art: Artifact, config: EvalConfig, scratch=None, slot: int = 0, threads: int = 1, board=None, fleet=None
+    ):
         tflm.require_tflm()
         refused, _ = tflm.unsupported_ops(art.model_file)
         if refused:
@@ -44,14 +46,13 @@ class TflmRunner(PreparedRunner):
             self._begin(art, config, LocalTflm(art.model_file, self.arena.minimum_bytes, inputs, outputs))
             return
         load = {"arena": self.arena.minimum_bytes, "inputs": inputs, "tensor_outputs": outputs}
-        board, fleet = board
         self._begin(art, config, BoardRun(board, art.model_file, TFLM, load), fleet)
         self.failed = start_or_fail(self.executor)
 
     @classmethod
     def on_board(cls, art: Artifact, config: EvalConfig, board: Board, fleet) -> TflmRunner:
         """The same runner with the model on ``board`` (``eval --device URL --runtime tflm``)."""
-        return cls(art, config, board=(board, fleet))
+        return cls(art, config, board=board, fleet=fleet)
 
     def _bindings(self, ready: dict) -> TfliteInterpreter:
         self.used = int(ready["arena"]) if ready.get("arena") else None
