@@ -1,4 +1,4 @@
-"""The spread between a device row and its host row (evaluate/device/spread.py) on hand-made outputs, expected
+"""The spread between a device row and its host row (device/spread.py) on hand-made outputs, expected
 figures worked out by hand; the end-to-end figures against real boards are in test_device_fleet.py."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from edge_tool.evaluate.device.spread import Spread, describe, fold_batch, pair_rows
+from edge_tool.device.spread import Spread, describe, fold_batch, pair_rows
 
 
 def test_spread_counts_rows_steps_and_top1_by_hand():
@@ -41,13 +41,13 @@ def test_device_rows_pair_with_the_host_row_of_their_artefact():
     """Runner order host a, host b, a on device 1, b on device 1, a on device 2; a failed batch (None) is skipped."""
     a, b = object(), object()
     binding = SimpleNamespace(name="p", dtype=np.dtype("int8"), scale=0.5, quantized=True)
-    dev = SimpleNamespace(plan=SimpleNamespace(outputs=[binding]))
+    dev = SimpleNamespace(bindings=SimpleNamespace(outputs=[binding]))
     runners = [
         SimpleNamespace(art=a),
         SimpleNamespace(art=b),
-        SimpleNamespace(art=a, device=dev, plan=dev.plan),
-        SimpleNamespace(art=b, device=dev, plan=dev.plan),
-        SimpleNamespace(art=a, device=dev, plan=dev.plan),
+        SimpleNamespace(art=a, board=dev, bindings=dev.bindings),
+        SimpleNamespace(art=b, board=dev, bindings=dev.bindings),
+        SimpleNamespace(art=a, board=dev, bindings=dev.bindings),
     ]
     assert pair_rows(runners) == {2: 0, 3: 1, 4: 0}
     y = np.zeros((2, 2))

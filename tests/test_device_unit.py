@@ -12,14 +12,16 @@ import struct
 import pytest
 from conftest import run_edgetool
 
+from edge_tool.device import answers, board_facts
+from edge_tool.device.facts import device_record, missing_runtime
+from edge_tool.device.programs import LITERT, TFLM
+from edge_tool.device.session import STDERR_TAIL, _Tail, runner_source
+from edge_tool.device.transport import BOOTSTRAP, host_key_refusal
+from edge_tool.device.url import DeviceURL, redact
 from edge_tool.errors import UsageError
-from edge_tool.evaluate.device import answers, board_facts
-from edge_tool.evaluate.device.facts import device_record, missing_runtime
-from edge_tool.evaluate.device.session import STDERR_TAIL, _Tail, runner_source
-from edge_tool.evaluate.device.transport import BOOTSTRAP, host_key_refusal
-from edge_tool.evaluate.device.url import DeviceURL, redact
 from edge_tool.evaluate.report import Report
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
+from edge_tool.evaluate.runtimes import RUNTIMES
 
 
 @pytest.mark.parametrize(
@@ -157,6 +159,18 @@ def test_runner_sent_to_the_device_is_self_contained_python38():
     }
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert {"time_loop", "tflite_step", "fit_inputs", "main"} <= defined
+
+
+def test_every_runtime_that_runs_on_a_board_has_a_program_there():
+    """A runtime with board rows (``on_board``) names a program the runner sent to the board serves (load, probe,
+    latency), and the board serves no program no runtime names; the board is a place, not a runtime."""
+    space = {"__name__": "edgetool-device-runner"}
+    exec(compile(runner_source().rsplit("_code = main()", 1)[0], "edgetool-device-runner", "exec"), space)
+    served = space["_programs"](None)
+    assert set(served) == {LITERT.name, TFLM.name}
+    assert all(len(calls) == 3 and all(map(callable, calls)) for calls in served.values())
+    assert sorted(n for n, s in RUNTIMES.items() if s.on_board) == ["litert", "tflm"]
+    assert "device" not in RUNTIMES
 
 
 def test_a_password_is_never_echoed():

@@ -23,7 +23,9 @@ REPO = Path(__file__).resolve().parents[1]
 def test_runtime_choices_are_the_runtimes_that_share_a_format():
     """--runtime picks between host runtimes of one format (LiteRT or TFLM for .tflite), the default first."""
     assert RUNTIME_CHOICES == ("litert", "tflm") == tuple(r.value for r in RuntimeChoice)
-    assert set(RUNTIMES) == {"litert", "tflm", "tfjs", "onnxruntime", "device"}
+    assert set(RUNTIMES) == {"litert", "tflm", "tfjs", "onnxruntime"}
+    # a --device board is a place, not a runtime: the .tflite runtimes run there through the same specs
+    assert {n for n, s in RUNTIMES.items() if s.on_board} == {"litert", "tflm"}
     help_text = " ".join(CliRunner().invoke(app, ["eval", "--help"], terminal_width=200).output.split())
     for name in RUNTIME_CHOICES:
         assert name in help_text

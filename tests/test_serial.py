@@ -376,8 +376,8 @@ ALLOWED = {
     ("edge_tool/tasks/base.py", "TaskChoice"): "combines the choice with the Task's attributes (not a "
     "field mapping); pipeline.py belongs to ort-runtime",
     ("edge_tool/evaluate/data.py", "RunningStats"): "a running accumulator, not a dataclass: computes the stats",
-    ("edge_tool/evaluate/device/probe.py", "DeviceProbe"): "merges the device's facts and derived readiness "
-    "(evaluate/device belongs to the device lane)",
+    ("edge_tool/device/probe.py", "DeviceProbe"): "merges the device's facts and derived readiness "
+    "(device belongs to the device lane)",
 }
 
 

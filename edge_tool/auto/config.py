@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from edge_tool.convert.config import ConvertConfig
 from edge_tool.convert.enums import Objective
 from edge_tool.convert.source import is_keras_file
+from edge_tool.device.url import DeviceURL
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
-from edge_tool.evaluate.device.url import DeviceURL
 
 SELECTIVE = "int8-selective"
 INTEGER_ONLY = "integer-only"
@@ -42,6 +42,7 @@ class AutoConfig:
     reference: Path | None = None  # the SavedModel measured against (run_auto sets it; a Keras file is exported once)
     require: str | None = None  # a key of REQUIREMENTS: candidates that do not meet it are not chosen
     device: str | None = None  # --device ssh://...: the candidates are measured (accuracy and latency) on that board
+    device_url: DeviceURL | None = field(default=None, init=False, repr=False, compare=False)  # device, parsed
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eval_data", Path(self.eval_data))
@@ -63,7 +64,7 @@ class AutoConfig:
             problems.append(f"--require expects {', '.join(REQUIREMENTS)}, got {self.require!r}.")
         if self.device is not None:
             try:
-                DeviceURL.parse(self.device)
+                object.__setattr__(self, "device_url", DeviceURL.parse(self.device))
             except UsageError as exc:
                 problems.append(str(exc))
         if not self.eval_data.exists():

@@ -7,8 +7,8 @@ from rich.table import Table
 
 from edge_tool.auto.result import AutoResult
 from edge_tool.core.textsafe import md, md_row, text
+from edge_tool.device.facts import describe
 from edge_tool.errors import BudgetExceeded
-from edge_tool.evaluate.device.facts import describe
 from edge_tool.tasks.registry import get_task
 
 TABLE_HEADERS = ["candidate", "size", "accuracy", "drop", "p50 ms", "in budget", "chosen", "float layers"]

@@ -23,9 +23,9 @@ from edge_tool.converter.run import new_converter
 from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.steps import step
+from edge_tool.device.facts import describe
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.evaluate import EvalConfig, run_eval
-from edge_tool.evaluate.device.facts import describe
 from edge_tool.metadata.writer import embed_metadata
 from edge_tool.modelfiles.tflite_model import integer_only_problem
 
@@ -42,7 +42,7 @@ def _eval_config(config: AutoConfig, paths: list[Path]):
         labels=c.labels,
         contract=ContractOptions(c.input_range, c.input_mean, c.input_std),
         trust_model_code=c.trust_model_code,
-        devices=(config.device,) if config.device else (),
+        devices=(config.device_url,) if config.device_url else (),
         signature=c.signature,  # the reference runs the signature the candidates were converted from
     )
 

@@ -17,8 +17,8 @@ from edge_tool.check.targets import TARGETS, parse_targets
 from edge_tool.contract.options import ContractOptions
 from edge_tool.core.env import quiet_native_stderr
 from edge_tool.core.textsafe import term
+from edge_tool.device.url import DeviceURL
 from edge_tool.errors import UsageError
-from edge_tool.evaluate.device.url import DeviceURL
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,13 @@ class CheckConfig:
     trust_model_code: bool = False  # --trust-model-code: check a model that carries code (edge_tool.modelcode)
     contract: ContractOptions = ContractOptions()  # --input-*: how image calibration data becomes model input
     signature: str | None = None  # --signature: the SavedModel signature checked (None: serving_default)
+    device_url: DeviceURL | None = field(default=None, init=False, repr=False, compare=False)  # device, parsed
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))
         object.__setattr__(self, "targets", parse_targets(self.targets))
-        if self.device is not None:
-            DeviceURL.parse(self.device)  # UsageError (exit 2) for anything but ssh://[user@]host[:port][?python=]
+        if self.device is not None:  # UsageError (exit 2) for anything but ssh://[user@]host[:port][?python=]
+            object.__setattr__(self, "device_url", DeviceURL.parse(self.device))
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,7 @@ def run_check(config: CheckConfig) -> CheckReport:
         with quiet_native_stderr():
             for name in config.targets:
                 on_device = targets[name].on_device if config.device else None
-                results.append(
-                    on_device(subject, DeviceURL.parse(config.device)) if on_device else targets[name].run(subject)
-                )
+                results.append(on_device(subject, config.device_url) if on_device else targets[name].run(subject))
     finally:
         if subject.work is not None:
             shutil.rmtree(subject.work, ignore_errors=True)

@@ -15,9 +15,9 @@ def command(
     printed), 2 for a URL that is not of the accepted form.
     """
     from edge_tool.core.textsafe import visible
+    from edge_tool.device.probe import probe
+    from edge_tool.device.url import DeviceURL
     from edge_tool.errors import DeviceNotReady
-    from edge_tool.evaluate.device.probe import probe
-    from edge_tool.evaluate.device.url import DeviceURL
 
     result = probe(DeviceURL.parse(url))
     if json_out:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.contract.options import ContractOptions
+from edge_tool.device.url import DeviceURL
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
-from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.tasks import TASK_NAMES
 
 DEFAULT_RUNS = 100
@@ -52,7 +52,7 @@ class EvalConfig:
     runtime: str = "litert"
     max_arena_kb: float | None = None
     max_flash_kb: float | None = None
-    devices: tuple[str, ...] = ()  # --device ssh://... URLs: each .tflite also runs there (evaluate.device)
+    devices: tuple[str | DeviceURL, ...] = ()  # --device ssh://... URLs: each .tflite also runs there (device/)
     task: str | None = None  # None: inferred from the model and the labels (edge_tool.tasks)
     threshold: float = 0.5  # multi-label / one-channel segmentation decision threshold
     max_error: float | None = None  # largest |artefact - reference| output difference allowed
@@ -60,6 +60,7 @@ class EvalConfig:
     labels: Path | None = None  # the model's class labels (default: labels.txt in/beside the reference, an artefact's)
     contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
     signature: str | None = None  # the reference SavedModel's signature; None = serving_default
+    device_urls: tuple[DeviceURL, ...] = field(default=(), init=False, repr=False, compare=False)  # devices, parsed
 
     def __post_init__(self) -> None:
         problems = []
@@ -74,7 +75,9 @@ class EvalConfig:
                 problems.append(f"{name} gates TFLite Micro figures; add --runtime tflm")
             if value is not None and not value > 0:
                 problems.append(f"{name} must be > 0, got {value}")
-        problems += _device_problems(self.devices)
+        urls, device_problems = _parse_devices(self.devices)
+        object.__setattr__(self, "device_urls", urls)
+        problems += device_problems
         if not self.artifacts:
             problems.append("give at least one ARTIFACT (.tflite file, TFJS model directory or .onnx file)")
         problems += below_minimum(
@@ -117,11 +120,6 @@ class EvalConfig:
         )
 
     @property
-    def device_urls(self) -> tuple[DeviceURL, ...]:
-        """The parsed --device URLs."""
-        return tuple(DeviceURL.parse(u) for u in self.devices)
-
-    @property
     def effective_runs(self) -> int | None:
         """Timed runs per artefact (None when a time budget governs)."""
         if self.time_budget_s is not None:
@@ -158,14 +156,15 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _device_problems(devices: tuple[str, ...]) -> list[str]:
-    """Each --device URL that does not parse, and repeated URLs."""
-    problems = []
+def _parse_devices(devices: tuple) -> tuple[tuple[DeviceURL, ...], list[str]]:
+    """The --device URLs parsed (once: the runners use these records), and the problems: each URL that does not
+    parse, and repeated URLs."""
+    urls, problems = [], []
     for url in devices:
         try:
-            DeviceURL.parse(url)
+            urls.append(DeviceURL.parse(url))
         except UsageError as exc:
             problems.append(str(exc))
-    if len(set(devices)) != len(devices):
+    if len({u.url for u in urls}) != len(urls):
         problems.append("--device names the same URL twice")
-    return problems
+    return tuple(urls), problems

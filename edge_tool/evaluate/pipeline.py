@@ -22,7 +22,7 @@ from edge_tool.evaluate.reference import ReferenceModel
 from edge_tool.evaluate.report import Report
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import NONE_FIELDS
-from edge_tool.evaluate.runtimes import RUNTIMES, check_runtime, open_runner, runtime_for
+from edge_tool.evaluate.runtimes import check_runtime, open_board_runners, open_runner, runtime_for
 from edge_tool.evaluate.stream import stream
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 from edge_tool.litert.isolated import scratch_dir
@@ -95,10 +95,9 @@ def run_eval(config: EvalConfig) -> Report:
             # an error or a stop signal unwinding: end the child processes at once instead of asking them
             stack.push(lambda exc_type, *_, r=runners[-1]: r.close(abort=exc_type is not None))
         labels = _labels(arts)
-        for spec in RUNTIMES.values():  # runtimes with rows of their own (--device): more rows, same pass
-            for runner, label in spec.open_extra(arts, labels, config, stack) if spec.open_extra else ():
-                runners.append(runner)
-                labels.append(label)
+        for runner, label in open_board_runners(arts, labels, config, stack):  # --device rows: same pass
+            runners.append(runner)
+            labels.append(label)
         pass_ref_threads = config.reference_threads(litert_workers)
         ref = ReferenceModel(config.reference, pass_ref_threads, config.trust_model_code, config.signature)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0

@@ -10,8 +10,9 @@ import numpy as np
 
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.env import import_tf
-from edge_tool.evaluate.latency import summarize, time_loop
+from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import LatencyStats
+from edge_tool.litert.timing import time_loop
 from edge_tool.models.modelio import SERVING, saved_model_signature, signature_runner
 
 BATCH = 64

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from edge_tool.calibration.serial import spec
 from edge_tool.core.textsafe import md, md_row
+from edge_tool.device.facts import device_notes
+from edge_tool.device.spread import spread_notes
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
 from edge_tool.evaluate.runtimes import RUNTIMES, Column, columns, owner
@@ -126,6 +128,8 @@ class Report(Document):
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
             *(line for spec in RUNTIMES.values() if spec.facts for line in spec.facts(self.results)),
+            *device_notes(self.results),
+            *spread_notes(self.results),
             *self.notes,
             *(
                 f"{r.artifact}: {r.runtime} — {r.latency_note}."

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.calibration.types import show_shape
+from edge_tool.device.spread import fold_batch
 from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate.data import EvalStream
-from edge_tool.evaluate.device.spread import fold_batch
 from edge_tool.evaluate.runners import BatchFiles
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 from edge_tool.models.formats import Artifact

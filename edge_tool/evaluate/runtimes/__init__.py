@@ -1,14 +1,18 @@
 """One module per eval runtime, each registering its ``RuntimeSpec`` in ``registry.RUNTIMES`` at import.
 
-The names below are the registry's derived views: the ``--runtime`` choices (``RUNTIME_CHOICES``, ``RuntimeChoice``), the runtime (and runner) of an
-artefact, the report's extra columns and footer lines, and the runtime table of README.md and docs/eval.md
-(regenerate with ``python scripts/docs_tables.py``; checked by tests/test_docs_tables.py).
+The names below are the registry's derived views: the ``--runtime`` choices (``RUNTIME_CHOICES``,
+``RuntimeChoice``), the runtime (and runner) of an artefact — on this host, and on each ``--device`` board where its
+runtime runs there (``on_board``: the same runtime, another place) — the report's extra columns and footer lines, and
+the runtime table of README.md and docs/eval.md (regenerate with ``python scripts/docs_tables.py``; checked by
+tests/test_docs_tables.py).
 """
 
 # each module registers itself; this order is RUNTIMES' order, and the order of the report's extra columns
-from edge_tool.evaluate.runtimes import litert, tflm, tfjs, ort, device  # noqa: F401, I001
+from edge_tool.evaluate.runtimes import litert, tflm, tfjs, ort  # noqa: F401, I001
 from enum import Enum
 
+from edge_tool.device.facts import device_label
+from edge_tool.device.fleet import Fleet, in_parallel, open_boards
 from edge_tool.errors import UsageError
 from edge_tool.evaluate.runtimes.registry import RUNTIMES, Column, RuntimeSpec
 
@@ -21,6 +25,7 @@ __all__ = [
     "RuntimeSpec",
     "check_runtime",
     "columns",
+    "open_board_runners",
     "open_runner",
     "owner",
     "runtime_for",
@@ -62,27 +67,44 @@ def open_runner(art, config, scratch, slot: int, threads: int):
     return runtime_for(art.format, config.runtime).open(art, config, scratch, slot, threads)
 
 
+def open_board_runners(arts, labels: list[str], config, stack) -> list:
+    """(runner, row label) for every artefact whose runtime runs on a board, on every ``--device`` (its runtime
+    chosen as on this host), opened in parallel; connections and runners closed by ``stack``."""
+    boards = open_boards(config.device_urls, stack)
+    fleet = Fleet()
+    pairs = [
+        (art, label, board, spec)
+        for board in boards
+        for art, label in zip(arts, labels)
+        if (spec := runtime_for(art.format, config.runtime)).on_board is not None
+    ]
+    runners = in_parallel(lambda p: p[3].on_board(p[0], config, p[2], fleet), pairs)
+    for runner in runners:
+        stack.push(lambda exc_type, *_, r=runner: r.close(abort=exc_type is not None))
+    return [(runner, f"{label} @ {board.url.name}") for runner, (_, label, board, _) in zip(runners, pairs)]
+
+
 def owner(row) -> RuntimeSpec | None:
     """The runtime that measured a report row (None for a row no registered runtime claims)."""
     return next((s for s in RUNTIMES.values() if s.claims(row)), None)
 
 
+PLACE = Column("device", lambda r: device_label(r.device), reference=device_label(None), numeric=False, width=40)
+
+
 def columns(results) -> list[Column]:
-    """The extra columns of a report with these rows: those of every runtime that measured one of them."""
-    return [c for s in RUNTIMES.values() if any(s.claims(r) for r in results) for c in s.columns]
+    """The extra columns of a report with these rows: those of every runtime that measured one of them, then where
+    each row ran when one ran on a ``--device``."""
+    place = [PLACE] if any(r.device is not None for r in results) else []
+    return [c for s in RUNTIMES.values() if any(s.claims(r) for r in results) for c in s.columns] + place
 
 
 def runtime_table() -> str:
     """The Markdown table of every runtime (what it runs, how it is chosen, its extra columns), from the registry."""
     rows = ["| runtime | runs | chosen by | report adds | install |", "|---|---|---|---|---|"]
     for name, spec in RUNTIMES.items():
-        how = (
-            "`--device`"
-            if spec.open is None
-            else f"`--runtime {name}`" + (" (default)" if spec.default else "")
-            if name in RUNTIME_CHOICES
-            else "default"
-        )
+        how = f"`--runtime {name}`" + (" (default)" if spec.default else "") if name in RUNTIME_CHOICES else "default"
+        how += "; also on each `--device` board" if spec.on_board else ""
         adds = ", ".join(f"`{c.header}` column" for c in spec.columns) or "–"
         formats = ", ".join(f"`{f}`" for f in spec.formats)
         rows.append(

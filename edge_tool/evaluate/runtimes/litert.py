@@ -11,9 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.core.childproc import module_command
+from edge_tool.device.board import Board, BoardBindings, BoardRun, start_or_fail
+from edge_tool.device.programs import LITERT
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.latency import LatencyProcess, measure_tflite
+from edge_tool.evaluate.prepared import PreparedRunner
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import FileWorkerRunner
 from edge_tool.evaluate.runtimes.registry import RUNTIMES, RuntimeSpec
@@ -90,14 +93,49 @@ class TfliteRunner(FileWorkerRunner):
         )
 
 
+class BoardTfliteRunner(PreparedRunner):
+    """A .tflite artefact under the LiteRT of a ``--device`` board (its ai-edge-litert, tflite-runtime or tf.lite):
+    feeds prepared and outputs dequantized here with the bindings the board reports, two batches in flight, the
+    latency loop (this host's own ``litert.timing``) in a fresh runner there."""
+
+    def __init__(self, art: Artifact, config: EvalConfig, board: Board, fleet=None):
+        self._begin(art, config, BoardRun(board, art.model_file, LITERT, {"threads": config.threads}), fleet)
+        self.failed = start_or_fail(self.executor)
+
+    def _bindings(self, ready: dict) -> BoardBindings:
+        return BoardBindings(self.art.model_file, ready)
+
+    def _first_batch(self) -> int:
+        return self.bindings.fixed_batch
+
+    def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
+        """Latency on the board (fresh runner) and the row, with the board's record."""
+        lat, rss = self.latency(config)
+        hello = self.executor.hello
+        return self._row(
+            label,
+            reference,
+            "tflite",
+            fields,
+            latency=lat,
+            peak_rss_mb=rss,
+            threads=config.threads,
+            runtime=" ".join(filter(None, (hello.get("runtime"), hello.get("runtime_version")))) or "none",
+            latency_note=self.executor.note(),
+            batching="" if self.failed else self.batching,
+            **self.placed(),
+        )
+
+
 SPEC = RUNTIMES.register(
     RuntimeSpec(
         name="litert",
         formats=(ArtifactFormat.TFLITE.value,),
         open=TfliteRunner,
+        on_board=BoardTfliteRunner,
         default=True,
         shares_cores=True,
         summary="LiteRT interpreter (ai-edge-litert), XNNPACK on the CPU",
-        claims=lambda r: r.format == "tflite" and r.arena is None and r.device is None,
+        claims=lambda r: r.format == "tflite" and r.arena is None,
     )
 )

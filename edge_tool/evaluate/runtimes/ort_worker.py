@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import DataError, UsageError, collect_and_raise
-from edge_tool.evaluate.latency import peak_rss_mb, summarize, time_loop
+from edge_tool.evaluate.latency import peak_rss_mb, summarize
 from edge_tool.evaluate.tflite_worker import CoreLock
+from edge_tool.litert.timing import time_loop
 
 PROVIDER = "CPUExecutionProvider"
 _DTYPES = {

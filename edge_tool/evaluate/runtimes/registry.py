@@ -36,7 +36,7 @@ class RuntimeSpec:
     summary: str  # one line for docs and --help
     claims: Callable  # (ArtifactResult) -> bool: this row was measured by this runtime
     open: Callable | None = None  # (Artifact, EvalConfig, scratch, slot, threads) -> runner; host runtimes
-    open_extra: Callable | None = None  # (arts, labels, config, ExitStack) -> [(runner, label)]: rows of its own
+    on_board: Callable | None = None  # (Artifact, EvalConfig, Board, Fleet) -> runner: the same rows on a --device
     default: bool = False  # runs its formats unless --runtime names another runtime of theirs
     shares_cores: bool = False  # its accuracy-pass worker takes turns on the cores with the reference's
     result_fields: tuple[str, ...] = ()  # ArtifactResult fields only its rows fill (None on every other row)

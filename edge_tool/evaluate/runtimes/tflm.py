@@ -8,134 +8,88 @@ outputs dequantized with the same code as the LiteRT rows (``TfliteInterpreter``
 
 from __future__ import annotations
 
-import json
-import subprocess
-
-import numpy as np
-
-from edge_tool.core.childproc import module_command
-from edge_tool.errors import ModelError, RuntimeFailure
+from edge_tool.device.board import Board, BoardRun, start_or_fail
+from edge_tool.device.programs import TFLM
+from edge_tool.errors import ModelError
 from edge_tool.evaluate.config import EvalConfig
-from edge_tool.evaluate.latency import summarize
+from edge_tool.evaluate.prepared import PreparedRunner
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
-from edge_tool.evaluate.runners import SessionRunner
 from edge_tool.evaluate.runtimes.registry import RUNTIMES, Column, RuntimeSpec
+from edge_tool.evaluate.runtimes.tflm_session import LocalTflm
 from edge_tool.litert.tflite_runner import TfliteInterpreter
 from edge_tool.micro import tflm
 from edge_tool.micro.tflm import tflm_version
-from edge_tool.micro.worker import recv_array, send_array
 from edge_tool.models.formats import Artifact, ArtifactFormat
 
 
-class TflmSession:
-    """A worker process holding one TFLM interpreter; ``run`` sends a batch, ``time`` measures the first sample."""
+class TflmRunner(PreparedRunner):
+    """A .tflite artefact in TFLM's interpreter, here (``LocalTflm``) or on a ``--device`` board (``BoardRun``):
+    the arena measured here first, feeds prepared and outputs dequantized here, one sample per invoke."""
 
-    def __init__(self, model_file, arena: int):
-        self.model_file = model_file
-        cmd = module_command("edge_tool.micro.worker", "serve", model_file, int(arena))
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    engine = "TFLM"
 
-    def _request(self, header: dict, inputs: list[np.ndarray], n_replies: int) -> list[np.ndarray]:
-        try:
-            self.proc.stdin.write((json.dumps(header) + "\n").encode())
-            for x in inputs:
-                send_array(self.proc.stdin, x)
-            self.proc.stdin.flush()
-            return [recv_array(self.proc.stdout) for _ in range(n_replies)]
-        except (OSError, ValueError, EOFError):
-            self.close()
-            err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()[-4:]
-            raise RuntimeFailure(
-                f"TFLM failed on {self.model_file} (exit {self.proc.returncode}): {' '.join(err) or 'no message'}"
-            ) from None
-
-    def run(self, inputs: list[np.ndarray], n_outputs: int) -> list[np.ndarray]:
-        """Raw outputs of every sample of ``inputs`` (one array per model input, batch first), batch 1 each."""
-        return self._request({"cmd": "run", "n": len(inputs[0])}, inputs, n_outputs)
-
-    def time(self, inputs: list[np.ndarray], warmup: int, runs: int | None, budget: float | None) -> np.ndarray:
-        """Per-call nanoseconds of set_input + invoke + get_output on the first sample."""
-        header = {"cmd": "time", "warmup": warmup, "runs": runs, "time_budget_s": budget}
-        return self._request(header, [x[:1] for x in inputs], 1)[0]
-
-    def close(self, abort: bool = False) -> None:
-        """Stop the worker (kill it at once when ``abort``: an error or a stop signal is unwinding)."""
-        if abort and self.proc.poll() is None:
-            self.proc.kill()
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-class TflmRunner(SessionRunner):
-    """A .tflite artefact during the eval pass, run by TFLM; the runner interface of ``evaluate.runners``."""
-
-    reads_files = False
-
-    def __init__(self, art: Artifact, config: EvalConfig, scratch, slot: int, threads: int = 1):
-
+    def __init__(
+        self, art: Artifact, config: EvalConfig, scratch=None, slot: int = 0, threads: int = 1, board=None, fleet=None
+    ):
         tflm.require_tflm()
-        self.art = art
-        self.failed: str | None = None
-        self.model = TfliteInterpreter(art.model_file)  # bindings, input quantization and dequantization only
         refused, _ = tflm.unsupported_ops(art.model_file)
         if refused:
             raise ModelError(
                 f"TFLite Micro cannot run {art.model_file}: " + "; ".join(f"{op} ({why})" for op, why in refused)
             )
+        self.model = TfliteInterpreter(art.model_file)  # bindings, input quantization and dequantization only
         self.arena = tflm.measure_arena(art.model_file)
-        self.session = TflmSession(art.model_file, self.arena.minimum_bytes)
-        self.in_order = [d["index"] for d in self.model.interp.get_input_details()]
-        self.out_order = [d["index"] for d in self.model.interp.get_output_details()]
-        self.first: list[np.ndarray] | None = None
-        self._out: dict[str, np.ndarray] | None = None
-
-    def submit(self, files: dict, inputs: dict, out_names: tuple[str, ...], ref_names: list[str]) -> None:
-        """Run one batch through TFLM (sample by sample, in the worker) and keep the matching outputs."""
-        if self.failed:
+        self.used: int | None = None  # the arena a board's TFLM ran with (it may need more than ours)
+        inputs = [d["index"] for d in self.model.interp.get_input_details()]
+        outputs = [d["index"] for d in self.model.interp.get_output_details()]
+        if board is None:
+            self._begin(art, config, LocalTflm(art.model_file, self.arena.minimum_bytes, inputs, outputs))
             return
-        feeds = self.model.prepare(inputs)
-        ordered = [feeds[idx] for idx in self.in_order]
-        if self.first is None:
-            self.first = [x[:1].copy() for x in ordered]
-        try:
-            raw = dict(zip(self.out_order, self.session.run(ordered, len(self.out_order))))
-        except RuntimeFailure as exc:
-            self.failed = f"does not run in TFLM: {exc}"
-            return
-        bindings = {n: self.model.output_for(n, ref_names.index(n)) for n in out_names}
-        self._out = {n: self.model.dequantize(b, raw[b.index]) for n, b in bindings.items()}
+        load = {"arena": self.arena.minimum_bytes, "inputs": inputs, "tensor_outputs": outputs}
+        self._begin(art, config, BoardRun(board, art.model_file, TFLM, load), fleet)
+        self.failed = start_or_fail(self.executor)
 
-    def collect(self) -> dict[str, np.ndarray] | None:
-        """The dequantized outputs (by reference name) of the batch submitted last; None once TFLM has failed."""
-        out, self._out = (None if self.failed else self._out), None
-        return out
+    @classmethod
+    def on_board(cls, art: Artifact, config: EvalConfig, board: Board, fleet) -> TflmRunner:
+        """The same runner with the model on ``board`` (``eval --device URL --runtime tflm``)."""
+        return cls(art, config, board=board, fleet=fleet)
+
+    def _bindings(self, ready: dict) -> TfliteInterpreter:
+        self.used = int(ready["arena"]) if ready.get("arena") else None
+        return self.model
+
+    def _timed(self, answer: dict) -> None:
+        if answer.get("arena"):
+            self.used = max(self.used or 0, int(answer["arena"]))
+
+    def _arena_note(self) -> str:
+        """Which arena a board ran with ("" here: exactly the measured one)."""
+        if not self.executor.remote:
+            return ""
+        if self.used and self.used > self.arena.minimum_bytes:
+            return (
+                f"; the device's TFLM needed {self.used} bytes of arena (the host measured {self.arena.minimum_bytes})"
+            )
+        return f"; the device ran with the host-measured minimum arena of {self.arena.minimum_bytes} bytes"
 
     def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
-        """Host latency of TFLM's reference kernels and the row, with arena and flash instead of RSS."""
-
-        def measure():
-            return summarize(
-                self.session.time(self.first, config.warmup, config.effective_runs, config.time_budget_s), None
-            )
-
-        lat = self._session_latency(config, measure, "does not run in TFLM")
+        """Latency of TFLM's reference kernels where it ran and the row, with arena and flash."""
+        lat, rss = self.latency(config)
+        version = self.executor.hello.get("tflm") if self.executor.remote else tflm_version()
         return self._row(
             label,
             reference,
             "tflite",
             fields,
             latency=lat,
-            peak_rss_mb=None,
+            peak_rss_mb=rss,
             threads=1,
-            runtime=f"tflite-micro {tflm_version()}",
-            latency_note="TFLM reference kernels on this host, not a microcontroller figure",
+            runtime=f"tflite-micro {version}" if version else "none",
+            latency_note=f"TFLM reference kernels {self.executor.note()}{self._arena_note()}",
             arena=self.arena.to_dict(),
             flash_bytes=self.art.size_bytes,
+            batching="" if self.failed else self.batching,
+            **self.placed(),
         )
 
 
@@ -158,6 +112,7 @@ SPEC = RUNTIMES.register(
         name="tflm",
         formats=(ArtifactFormat.TFLITE.value,),
         open=TflmRunner,
+        on_board=TflmRunner.on_board,
         summary="TFLite Micro's interpreter (reference kernels): measured tensor arena and flash instead of RSS",
         claims=lambda r: r.arena is not None,
         result_fields=("arena", "flash_bytes"),

@@ -160,9 +160,29 @@ def _probe(cls, path: str) -> dict:
     return {"probed": True, "ok": True, "error": ""}
 
 
+def _litert_load(cls, path: str, req: dict) -> tuple:
+    """(model, ready answer) of the board's LiteRT (its ai-edge-litert, tflite-runtime or tf.lite)."""
+    if cls is None:
+        raise RuntimeError("no TFLite runtime on the device")
+    model = BoardModel(cls, path, int(req["threads"]), bool(req["stateful"]), bool(req.get("single")))
+    return model, {"ready": True, "inputs": model.inputs, "outputs": model.outputs, "batching": model.describe()}
+
+
+def _programs(cls) -> dict:
+    """The runtimes this runner offers, by a request's ``runtime`` ("": LiteRT): (load, probe, latency) each."""
+    return {
+        "": (
+            lambda path, req: _litert_load(cls, path, req),
+            lambda path, req: _probe(cls, path),
+            lambda path, req, arrays: _latency(cls, path, req, arrays),
+        ),
+        "tflm": (tflm_load, lambda path, req: tflm_probe(path, int(req["arena"])), tflm_latency),
+    }
+
+
 def _serve(out, frames, cls, path: str) -> None:
     """Answer requests until ``close``; the model lives at ``path`` in the private temp dir."""
-    model = None
+    model, programs = None, _programs(cls)
     while True:
         item = frames.get()
         if item is None:
@@ -179,16 +199,8 @@ def _serve(out, frames, cls, path: str) -> None:
                     f.write(payload)
                 if req.get("mode") in ("latency", "probe"):
                     continue
-                if req.get("runtime") == "tflm":
-                    model = TflmBoardModel(path, int(req["arena"]), req["inputs"], req["tensor_outputs"])
-                    write_frame(out, {"ready": True, "batching": model.describe(), "arena": model.arena})
-                    continue
-                if cls is None:
-                    raise RuntimeError("no TFLite runtime on the device")
-                model = BoardModel(cls, path, int(req["threads"]), bool(req["stateful"]), bool(req.get("single")))
-                write_frame(
-                    out, {"ready": True, "inputs": model.inputs, "outputs": model.outputs, "batching": model.describe()}
-                )
+                model, ready = programs[str(req.get("runtime") or "")][0](path, req)
+                write_frame(out, ready)
             elif op == "predict":
                 feeds = {int(k[1:]): v for k, v in payload.items()}
                 ys = model.predict(feeds, [int(i) for i in req["outputs"]])
@@ -201,16 +213,9 @@ def _serve(out, frames, cls, path: str) -> None:
                     shutil.rmtree(left, ignore_errors=True)
                 write_frame(out, {"swept": True})
             elif op == "probe":
-                write_frame(
-                    out, tflm_probe(path, int(req["arena"])) if req.get("runtime") == "tflm" else _probe(cls, path)
-                )
+                write_frame(out, programs[str(req.get("runtime") or "")][1](path, req))
             elif op == "latency":
-                write_frame(
-                    out,
-                    tflm_latency(path, req, payload)
-                    if req.get("runtime") == "tflm"
-                    else _latency(cls, path, req, payload),
-                )
+                write_frame(out, programs[str(req.get("runtime") or "")][2](path, req, payload))
         except MemoryError:
             write_frame(out, {"failed": "the device ran out of memory (MemoryError in the runner)"})
         except Exception as exc:

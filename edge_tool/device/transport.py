@@ -21,8 +21,8 @@ from pathlib import Path
 
 from edge_tool.core.signals import deferred
 from edge_tool.core.textsafe import visible
+from edge_tool.device.url import DeviceURL
 from edge_tool.errors import RuntimeFailure, UsageError
-from edge_tool.evaluate.device.url import DeviceURL
 from edge_tool.litert.isolated import last_message
 
 CONFIG_ENV = "EDGETOOL_SSH_CONFIG"

@@ -3,7 +3,7 @@ fix when something the runner needs is missing."""
 
 from __future__ import annotations
 
-from edge_tool.evaluate.device.url import DeviceURL
+from edge_tool.device.url import DeviceURL
 
 WHEEL_ARCHS = ("aarch64", "x86_64")  # where PyPI has ai-edge-litert and numpy wheels
 ARM32 = ("armv6l", "armv7l", "armv8l")  # 32-bit ARM: no ai-edge-litert and no numpy wheel on PyPI

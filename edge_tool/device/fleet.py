@@ -20,9 +20,7 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 
-from edge_tool.evaluate.config import EvalConfig
-from edge_tool.evaluate.device.runner import DeviceHandle, DeviceRunner
-from edge_tool.models.formats import Artifact, ArtifactFormat
+from edge_tool.device.board import Board, BoardRun
 
 
 def in_parallel(fn: Callable, items: list) -> list:
@@ -49,69 +47,59 @@ def in_parallel(fn: Callable, items: list) -> list:
 
 
 class Fleet:
-    """The device rows of a run: their latency loops, started together per device on the first request."""
+    """The board rows of a run: their latency loops, started together per board on the first request."""
 
-    def __init__(self, config: EvalConfig):
-        self.config = config
-        self.runners: list = []
+    def __init__(self):
+        self.jobs: list[tuple[BoardRun, Callable]] = []  # (run, its latency measurement) in row order
         self._lock = threading.Lock()
         self._started = False
         self._done: dict[int, threading.Event] = {}
         self._answers: dict[int, tuple] = {}
 
-    def latency(self, runner) -> tuple:
-        """``runner``'s (LatencyStats, peak RSS MB), measured on its device; RuntimeFailure from its loop."""
+    def add(self, run: BoardRun, measure: Callable[[], object]) -> None:
+        """A row's board run and what measures its latency there (``measure()``: its figures, or None)."""
+        self.jobs.append((run, measure))
+
+    def latency(self, run: BoardRun):
+        """What ``run``'s ``measure`` returned, measured on its board with the others; its RuntimeFailure."""
         with self._lock:
             if not self._started:
                 self._started = True
                 self._start()
-        self._done[id(runner)].wait()
-        ok, value = self._answers[id(runner)]
+        self._done[id(run)].wait()
+        ok, value = self._answers[id(run)]
         if not ok:
             raise value
         return value
 
     def _start(self) -> None:
         by_cpu: dict[tuple, list] = {}
-        for r in self.runners:
-            self._done[id(r)] = threading.Event()
-            by_cpu.setdefault(_cpu(r), []).append(r)
-        for rows in by_cpu.values():
-            threading.Thread(target=self._measure, args=(rows,), daemon=True).start()
+        for run, measure in self.jobs:
+            self._done[id(run)] = threading.Event()
+            by_cpu.setdefault(_cpu(run), []).append((run, measure))
+        for jobs in by_cpu.values():
+            threading.Thread(target=self._measure, args=(jobs,), daemon=True).start()
 
-    def _measure(self, rows: list) -> None:
-        """One device's rows, one after the other (in the device's own thread)."""
-        for r in rows:
+    def _measure(self, jobs: list) -> None:
+        """One board's rows, one after the other (in the board's own thread)."""
+        for run, measure in jobs:
             try:
-                self._answers[id(r)] = (True, r.measure_latency(self.config) if r.wants_latency(self.config) else None)
+                self._answers[id(run)] = (True, measure())
             except BaseException as exc:  # RuntimeFailure: the row's; anything else is raised in the main thread
-                self._answers[id(r)] = (False, exc)
-            self._done[id(r)].set()
+                self._answers[id(run)] = (False, exc)
+            self._done[id(run)].set()
 
 
-def _cpu(runner) -> tuple:
-    """Which CPU a device row's loop runs on, as far as we can tell: all emulated boards one (their host's), else
-    the device's host name (several ``?python=`` URLs of one machine share it)."""
-    return ("emulated",) if runner.hello.get("emulated") else ("host", runner.device.url.host)
+def _cpu(run: BoardRun) -> tuple:
+    """Which CPU a board row's loop runs on, as far as we can tell: all emulated boards one (their host's), else
+    the board's host name (several ``?python=`` URLs of one machine share it)."""
+    return ("emulated",) if run.hello.get("emulated") else ("host", run.board.url.host)
 
 
-def open_device_runners(arts: list[Artifact], labels: list[str], config: EvalConfig, stack: ExitStack) -> list:
-    """(runner, row label) for every .tflite artefact on every ``--device``, opened in parallel; connections and
-    runners closed by ``stack``."""
-    handles = in_parallel(DeviceHandle, list(config.device_urls))
-    for handle in handles:
-        stack.callback(handle.close)
-    fleet = Fleet(config)
-    pairs = [
-        (art, label, handle)
-        for handle in handles
-        for art, label in zip(arts, labels)
-        if art.format is ArtifactFormat.TFLITE
-    ]
-    runners = in_parallel(lambda p: DeviceRunner(p[0], config, p[2], fleet), pairs)
-    rows = []
-    for runner, (_, label, handle) in zip(runners, pairs):
-        stack.push(lambda exc_type, *_, r=runner: r.close(abort=exc_type is not None))
-        fleet.runners.append(runner)
-        rows.append((runner, f"{label} @ {handle.url.name}"))
-    return rows
+def open_boards(urls, stack: ExitStack) -> list[Board]:
+    """Every ``--device``'s connection, opened in parallel (a board that cannot be reached says why in its rows),
+    closed by ``stack``."""
+    boards = in_parallel(Board, list(urls))
+    for board in boards:
+        stack.callback(board.close)
+    return boards

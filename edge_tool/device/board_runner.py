@@ -4,7 +4,7 @@ edgetool is installed on the device). The bootstrap (``transport.BOOTSTRAP``) dr
 ``sys.path`` before anything is imported, and the runner works in its own private temp dir.
 
 It imports nothing of edgetool: ``session.runner_source`` appends the host's own ``time_loop``, ``tflite_step`` and
-``fit_inputs`` (edge_tool.evaluate.latency) to this text, so the device times exactly the loop the host times.
+``fit_inputs`` (edge_tool.litert.timing) to this text, so the device times exactly the loop the host times.
 
 Protocol (see ``frames``): every message is a frame, a 4-byte big-endian length, a JSON header and then the raw
 bytes of the arrays it lists (``arrays``: name, dtype, shape) or of one ``blob``. The runner says ``hello`` (the

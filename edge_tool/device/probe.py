@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from edge_tool.device.facts import device_record, emulation_note, missing_runtime, runtime_usable
+from edge_tool.device.session import RunnerSession
+from edge_tool.device.transport import SshDevice
+from edge_tool.device.url import DeviceURL
 from edge_tool.errors import RuntimeFailure
-from edge_tool.evaluate.device.facts import device_record, emulation_note, missing_runtime, runtime_usable
-from edge_tool.evaluate.device.session import RunnerSession
-from edge_tool.evaluate.device.transport import SshDevice
-from edge_tool.evaluate.device.url import DeviceURL
 
 
 @dataclass(frozen=True)

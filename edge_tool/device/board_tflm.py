@@ -78,6 +78,12 @@ class TflmBoardModel:
         return [np.concatenate([r[j] for r in rows]) for j in range(len(indices))]
 
 
+def tflm_load(path: str, req: dict) -> tuple:
+    """(model, ready answer): the host's arena (grown if this TFLM needs more), tensor indices in TFLM's order."""
+    model = TflmBoardModel(path, int(req["arena"]), req["inputs"], req["tensor_outputs"])
+    return model, {"ready": True, "batching": model.describe(), "arena": model.arena}
+
+
 def tflm_latency(path: str, req: dict, arrays: dict) -> dict:
     """Cold start (interpreter + arena + first call) then the host's own timed loop on the first sample."""
     import time as _time

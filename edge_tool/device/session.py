@@ -18,10 +18,10 @@ from collections import deque
 from pathlib import Path
 
 from edge_tool.core.textsafe import visible
+from edge_tool.device import answers, board_facts, board_model, board_runner, board_tflm
+from edge_tool.device.transport import TOO_OLD, SshDevice
 from edge_tool.errors import RuntimeFailure
-from edge_tool.evaluate import latency
-from edge_tool.evaluate.device import answers, board_facts, board_model, board_runner, board_tflm
-from edge_tool.evaluate.device.transport import TOO_OLD, SshDevice
+from edge_tool.litert import timing
 from edge_tool.litert.isolated import last_message, request_timeout
 
 _FUTURE = "from __future__ import annotations"
@@ -41,7 +41,7 @@ def runner_source() -> str:
         inspect.getsource(board_model).replace(_FUTURE, ""),
         inspect.getsource(board_tflm).replace(_FUTURE, ""),
         "from typing import Callable\n",
-        *(inspect.getsource(f) for f in (latency.time_loop, latency.tflite_step, latency.fit_inputs)),
+        *(inspect.getsource(f) for f in (timing.time_loop, timing.tflite_step, timing.fit_inputs)),
         # os._exit: the temp dir is gone and every answer flushed by then; skipping the interpreter's finalization
         # (a daemon reader thread blocked on its queue) avoids a deadlock seen in qemu-arm's Python 3.9 at exit
         "_code = main()\nsys.stderr.flush()\nos._exit(_code)\n",

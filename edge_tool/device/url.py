@@ -29,8 +29,11 @@ class DeviceURL:
     python: str = "python3"
 
     @classmethod
-    def parse(cls, url: str) -> DeviceURL:
-        """The URL's parts, or UsageError (exit 2) naming the expected form and what was wrong."""
+    def parse(cls, url: str | DeviceURL) -> DeviceURL:
+        """The URL's parts, or UsageError (exit 2) naming the expected form and what was wrong (a DeviceURL,
+        parsed already, is itself)."""
+        if isinstance(url, DeviceURL):
+            return url
 
         def refuse(why: str) -> UsageError:
             return UsageError(

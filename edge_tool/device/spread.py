@@ -48,13 +48,13 @@ class Spread:
 
 def pair_rows(runners: list) -> dict[int, int]:
     """{index of a device runner: index of the host runner of the same artefact}."""
-    host = {id(r.art): i for i, r in enumerate(runners) if getattr(r, "device", None) is None}
-    return {i: host[id(r.art)] for i, r in enumerate(runners) if getattr(r, "device", None) and id(r.art) in host}
+    host = {id(r.art): i for i, r in enumerate(runners) if getattr(r, "board", None) is None}
+    return {i: host[id(r.art)] for i, r in enumerate(runners) if getattr(r, "board", None) and id(r.art) in host}
 
 
 def output_step(runner, name: str) -> float | None:
     """The quantization step of a device runner's output ``name`` (None for a float output or before it ran)."""
-    outputs = list(getattr(getattr(runner, "plan", None), "outputs", None) or ())
+    outputs = list(getattr(getattr(runner, "bindings", None), "outputs", None) or ())
     named = [b for b in outputs if b.name == name] or (outputs if len(outputs) == 1 else [])
     return float(named[0].scale) if named and named[0].quantized else None
 
