@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import edgetool_in_process, run_edgetool
-from hostile.harness import Case, run_case
-from target_models import flex_model, gelu_model, lstm_model  # noqa: F401  (fixtures)
 
 from edge_tool.check.targets.gpu import warnings_by_op
 from edge_tool.nodejs.tfjs_session import tfjs_bundle_path
+from tests.edgetool_runs import edgetool_in_process, run_edgetool
+from tests.hostile.harness import Case, run_case
+from tests.target_models import flex_model, gelu_model, lstm_model  # noqa: F401  (fixtures)
 
 LITERT_RUNS = """
 import sys, numpy as np

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from edge_tool.check.synthetic import write_synthetic_calibration
-from tests.conftest import edgetool_in_process
+from tests.edgetool_runs import edgetool_in_process
 
 TFLM_RUNS = """
 import sys, numpy as np

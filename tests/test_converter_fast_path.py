@@ -6,10 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from conftest import run_edgetool
-
 from edge_tool.convert.modes import every_mode
 from edge_tool.converter import fast_path as converter
+from tests.edgetool_runs import run_edgetool
 
 MODES = ",".join(every_mode())
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_edgetool
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.convert.modes import int8
 from edge_tool.converter.run import CallbackFailed, Refusal, new_converter, ops_needing_select, run_converter
 from edge_tool.errors import ConversionError
+from tests.edgetool_runs import run_edgetool
 
 REPO = Path(__file__).resolve().parents[1]
 CONVERTER_PACKAGE = REPO / "edge_tool" / "converter"

@@ -11,7 +11,7 @@ import pytest
 from edge_tool.convert.tfjs import unsupported_ops_message
 from edge_tool.demo.tfjs_step import litert_blocker, tfjs_failure
 from tests import page_task_models as models
-from tests.conftest import run_edgetool
+from tests.edgetool_runs import run_edgetool
 
 
 @pytest.fixture(scope="module")

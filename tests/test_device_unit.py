@@ -10,7 +10,6 @@ import os
 import struct
 
 import pytest
-from conftest import run_edgetool
 
 from edge_tool.errors import UsageError
 from edge_tool.evaluate.device import answers, board_facts
@@ -19,6 +18,7 @@ from edge_tool.evaluate.device.session import STDERR_TAIL, _Tail, runner_source
 from edge_tool.evaluate.device.transport import BOOTSTRAP, host_key_refusal
 from edge_tool.evaluate.device.url import DeviceURL, redact
 from edge_tool.evaluate.report import ArtifactResult, LatencyStats, ReferenceResult, Report
+from tests.edgetool_runs import run_edgetool
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REPO, edgetool_in_process
 
 from edge_tool.schemas import check
+from tests.edgetool_runs import REPO, edgetool_in_process
 
 QUICK = ("--runs", "2", "--warmup", "1")
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import litert_outputs
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
@@ -24,6 +23,7 @@ from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.evaluate.artifacts import describe
 from edge_tool.litert.isolated import WorkerProcess, death_reason
 from edge_tool.litert.tflite_runner import TfliteInterpreter, read_flatbuffer
+from tests.oracles.litert_outputs import litert_outputs
 
 tf = import_tf()
 runner = CliRunner()

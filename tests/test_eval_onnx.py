@@ -11,8 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import litert_outputs
-from schema_check import validated
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
@@ -20,6 +18,8 @@ from edge_tool.errors import UsageError
 from edge_tool.evaluate.artifacts import describe
 from edge_tool.evaluate.config import ArtifactFormat
 from edge_tool.training.data import load_digits_split
+from tests.oracles.litert_outputs import litert_outputs
+from tests.schema_check import validated
 
 ort = pytest.importorskip("onnxruntime")  # the `onnx` extra; scripts/setup.sh installs it for the suite
 runner = CliRunner()

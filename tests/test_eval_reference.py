@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from conftest import run_edgetool
+from tests.edgetool_runs import run_edgetool
 
 _FIXED = """
 import sys, numpy as np, tensorflow as tf

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import litert_outputs
 
 from edge_tool.calibration.readers.npz import CHUNK_BYTES
 from edge_tool.calibration.spec import TensorSpec
@@ -17,6 +16,7 @@ from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError
 from edge_tool.evaluate import EvalConfig, metrics, run_eval
 from edge_tool.evaluate.data import EvalStream
+from tests.oracles.litert_outputs import litert_outputs
 
 tf = import_tf()
 SHAPE = (32, 32, 3)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from edge_tool.modelcode.keras_code import NAME_ONLY, find_code
-from tests.conftest import REPO, run_edgetool
+from tests.edgetool_runs import REPO, run_edgetool
 
 _SCRIPT = r"""
 import sys, numpy as np, keras

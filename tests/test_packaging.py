@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from conftest import REPO
+
+from tests.edgetool_runs import REPO
 
 
 def _bare_python(tmp_path: Path) -> Path:

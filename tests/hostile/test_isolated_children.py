@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from edge_tool.core.childproc import module_command, python_command
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
 
 SHADOWED = (
     "numpy",
