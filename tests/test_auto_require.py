@@ -16,6 +16,9 @@ from tests.edgetool_runs import edgetool_in_process
 from tests.schema_check import validated
 from tests.test_auto import wide_model  # noqa: F401 - the module-scoped fixture, reused
 
+# not in the quick tier: --quant auto builds and measures every candidate (~1.5 min of the quick tier under load)
+pytestmark = pytest.mark.slow
+
 
 def _cand(name, size, acc, drop, p50, ok):
     return Candidate(name, name, Path(f"{name}.tflite"), size, acc, drop, p50, ok)

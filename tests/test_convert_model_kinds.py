@@ -17,6 +17,9 @@ from tests.edgetool_runs import REPO, edgetool_in_process, run_edgetool
 from tests.oracles.litert_outputs import litert_outputs
 from tests.schema_check import validated
 
+# not in the quick tier: builds a model per kind (LSTM, GroupNorm, numpy_function, ...) (~4 min of the quick tier under load)
+pytestmark = pytest.mark.slow
+
 _LAYERNORM_SCRIPT = """
 import sys, numpy as np, tf_keras as keras
 keras.utils.set_random_seed(0)

@@ -24,6 +24,9 @@ from edge_tool.schemas.manifest import Manifest
 from tests.builds import run_script
 from tests.edgetool_runs import REPO, run_edgetool
 
+# not in the quick tier: tf2onnx conversions of several models (~2 min of the quick tier under load)
+pytestmark = pytest.mark.slow
+
 ort = pytest.importorskip("onnxruntime", reason="the onnx extra: pip install -e '.[onnx]'")
 onnx = pytest.importorskip("onnx")
 

@@ -21,6 +21,9 @@ from edge_tool.training.data import load_digits_split
 from tests.oracles.litert_outputs import litert_outputs
 from tests.schema_check import validated
 
+# not in the quick tier: ONNX conversions and ONNX Runtime rows (~1 min of the quick tier under load)
+pytestmark = pytest.mark.slow
+
 ort = pytest.importorskip("onnxruntime")  # the `onnx` extra; scripts/setup.sh installs it for the suite
 runner = CliRunner()
 

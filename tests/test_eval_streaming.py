@@ -99,6 +99,7 @@ def _resident_kb_of(path: Path) -> int:
     return total
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 @pytest.mark.parametrize("suffix", [".npy", ".npz"])
 def test_source_is_consumed_in_batches_with_bounded_memory(big_npy, tmp_path, suffix):
     path = big_npy

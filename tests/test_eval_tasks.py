@@ -16,6 +16,9 @@ from edge_tool.convert.qat_support.finetune import predict
 from edge_tool.convert.qat_support.source import import_stack
 from tests.edgetool_runs import REPO, edgetool_in_process, run_edgetool
 
+# not in the quick tier: trains a model per task (~1 min of the quick tier under load)
+pytestmark = pytest.mark.slow
+
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
 QUICK = ("--runs", "3", "--warmup", "1")

@@ -23,6 +23,9 @@ from edge_tool.litert.recipes import resolve_calibration
 from tests.edgetool_runs import REPO, run_edgetool
 from tests.oracles.litert_outputs import litert_outputs
 
+# not in the quick tier: builds .keras/.h5 files and exports each once per command (~4 min of the quick tier under load)
+pytestmark = pytest.mark.slow
+
 PARAMS = (3 * 3 * 1 * 8 + 8) + (8 * 8 * 8 * 10 + 10)  # Conv2D(8, 3) on 8x8x1 + Dense(10) on 512 features
 
 _PREDICT = """
