@@ -79,8 +79,8 @@ def edgetool_in_process(*args: str, timeout: float = 900, env: dict | None = Non
     environment variable read at import (``env`` here refuses those). ``timeout`` is accepted for the same
     signature and not enforced. An internal error is raised here with its traceback (EDGETOOL_DEBUG=1).
     """
-    if not zygote.agrees_at_import({**os.environ, **(env or {})}, dict(os.environ)):
-        late = sorted(k for k in (env or {}) if k.startswith(zygote.READ_AT_IMPORT))
+    late = zygote.differs_at_import({**os.environ, **(env or {})}, dict(os.environ))
+    if late:
         raise ValueError(f"{late} are read at import time; use run_edgetool for this run")
     cwd = os.getcwd()
     with tempfile.TemporaryFile() as fd1, tempfile.TemporaryFile() as fd2:

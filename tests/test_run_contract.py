@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import zygote
-from tests.edgetool_runs import edgetool_in_process, run_edgetool, zygote_wanted
+from tests.edgetool_runs import ZYGOTE, edgetool_in_process, run_edgetool, zygote_wanted
 
 # Measured values that differ from run to run on any machine; every other field must agree.
 _TIMING_KEYS = frozenset({"created", "seconds", "timings_s", "latency_ms", "peak_rss_mb"})
@@ -91,7 +91,13 @@ def test_one_list_decides_a_fresh_process_and_an_in_process_refusal():
         assert not zygote_wanted(changed), name
         with pytest.raises(ValueError, match=name):
             edgetool_in_process("--version", env={name: changed[name]})
-    assert zygote_wanted({**base, "EDGETOOL_CONVERT_WORKERS": "1"})
+    assert zygote_wanted({**base, "EDGETOOL_CONVERT_WORKERS": "1"}), zygote.differs_at_import(base, ZYGOTE._env or base)
+    # what OpenCV's import does to the test process (a missing directory first on LD_LIBRARY_PATH) still forks;
+    # a directory that exists does not
+    libs = base.get("LD_LIBRARY_PATH")
+    missing = os.pathsep.join([str(Path(__file__).parent / "no-such-lib64"), *([libs] if libs else [])])
+    assert zygote_wanted({**base, "LD_LIBRARY_PATH": missing})
+    assert not zygote_wanted({**base, "LD_LIBRARY_PATH": os.pathsep.join([str(Path(__file__).parent), missing])})
     assert edgetool_in_process("--version", env={"EDGETOOL_CONVERT_WORKERS": "1"}).returncode == 0
 
 

@@ -61,8 +61,24 @@ READ_AT_IMPORT = (
 
 def agrees_at_import(env: dict[str, str], base: dict[str, str]) -> bool:
     """True when ``env`` and ``base`` hold the same value (or both none) for every variable read at import."""
+    return not differs_at_import(env, base)
+
+
+def differs_at_import(env: dict[str, str], base: dict[str, str]) -> list[str]:
+    """The variables read at import on which ``env`` and ``base`` differ, sorted.
+
+    LD_LIBRARY_PATH is compared without the directories that do not exist, which cannot change what the loader
+    finds: OpenCV's import (Keras imports it) prepends its missing ``cv2/../../lib64`` to the test process's
+    own environment, and that alone must not turn every later run into a fresh interpreter.
+    """
     keys = {k for k in env.keys() | base.keys() if k.startswith(READ_AT_IMPORT)}
-    return all(env.get(k) == base.get(k) for k in keys)
+    return sorted(k for k in keys if _effective(k, env.get(k)) != _effective(k, base.get(k)))
+
+
+def _effective(key: str, value: str | None) -> str | None:
+    if key != "LD_LIBRARY_PATH" or value is None:
+        return value
+    return ":".join(p for p in value.split(":") if p == "" or os.path.isdir(p)) or None
 
 
 _HEAVY = ("numpy", "tensorflow", "tf_keras")  # imported before the first fork (in this order)
