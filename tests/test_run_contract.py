@@ -56,7 +56,7 @@ def _files(work: Path) -> dict[str, object]:
     return found
 
 
-@pytest.mark.slow  # ~20 s of CPU: four fresh interpreters pay TensorFlow's import
+@pytest.mark.slow  # 20 s in the full suite (load 1-5): four fresh interpreters pay TensorFlow's import
 def test_fork_and_in_process_runs_behave_like_a_fresh_process(flat_model, tmp_path):
     ways = {"fresh": lambda *a: run_edgetool(*a, fresh=True), "fork": run_edgetool, "in-process": edgetool_in_process}
     assert zygote_wanted(dict(os.environ)), "the default run must be a fork, or this compares nothing"
