@@ -29,11 +29,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-import device_board  # noqa: E402
 from _device_programs import _BUILD, _LOOP, _RAW  # noqa: E402
 from _results import machine, table, write_section  # noqa: E402
+
+from tests import device_board  # noqa: E402
 
 WARMUP = 3
 

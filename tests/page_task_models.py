@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.models.modelio import load_serving_fn
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
 
 SAMPLES = 2048  # the waveform model's input length
 RATE = 8000  # and its sample rate (recorded with --sample-rate)

@@ -25,9 +25,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, built_once, litert_outputs
-from schema_check import validated
-from test_wheel import _build, _copy_checkout, _page_predicts_like_litert
+
+from tests.builds import built_once
+from tests.edgetool_runs import REPO
+from tests.oracles.litert_outputs import litert_outputs
+from tests.schema_check import validated
+from tests.test_wheel import _build, _copy_checkout, _page_predicts_like_litert
 
 TFLITE_MODES = ("fp32", "fp16", "dynamic", "int8", "int16x8")
 CACHE = Path(os.environ.get("EDGETOOL_STACK_CACHE", Path.home() / ".cache" / "edgetool" / "stack"))

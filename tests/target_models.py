@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import _run_script, built_once
+
+from tests.builds import built_once, run_script
 
 SCRIPT = """
 import sys, numpy as np, tf_keras as keras, tensorflow as tf
@@ -43,7 +44,7 @@ np.savez(out + "/eval.npz", x=xev, y=s.y_eval)
 
 def build(kind: str, out: Path) -> Path:
     """Train and save the ``kind`` model at ``out``."""
-    _run_script(SCRIPT, kind, out)
+    run_script(SCRIPT, kind, out)
     return out
 
 

@@ -16,7 +16,7 @@ from edge_tool.cli import app
 from edge_tool.convert.config import ConvertConfig
 from edge_tool.convert.modes import auto_candidates
 from edge_tool.errors import UsageError
-from tests.conftest import REPO, edgetool_in_process
+from tests.edgetool_runs import REPO, edgetool_in_process
 from tests.schema_check import validated
 
 # A digits model whose first Dense layer ("wide") gets weight OUTLIER on the corner pixel, which is 0 in every

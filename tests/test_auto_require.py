@@ -12,9 +12,12 @@ from edge_tool.auto.policy import choose, reason
 from edge_tool.auto.result import Candidate
 from edge_tool.convert.enums import Objective
 from edge_tool.modelfiles.tflite_model import integer_only_problem
-from tests.conftest import edgetool_in_process
+from tests.edgetool_runs import edgetool_in_process
 from tests.schema_check import validated
 from tests.test_auto import wide_model  # noqa: F401 - the module-scoped fixture, reused
+
+# not in the quick tier: --quant auto builds and measures every candidate (~1.5 min of the quick tier under load)
+pytestmark = pytest.mark.slow
 
 
 def _cand(name, size, acc, drop, p50, ok):

@@ -15,7 +15,7 @@ from benchmarks.zoo.models import build
 from edge_tool.demo.serve import start_server
 from edge_tool.demo.vendor import LITERT_BUILDS
 from edge_tool.models.modelio import load_serving_fn
-from tests.conftest import REPO, edgetool_in_process
+from tests.edgetool_runs import REPO, edgetool_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

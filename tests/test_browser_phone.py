@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from edge_tool.demo.serve import start_server
-from tests.conftest import edgetool_in_process
+from tests.edgetool_runs import edgetool_in_process
 from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS, _require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

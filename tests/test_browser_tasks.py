@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests import page_task_models as models
-from tests.conftest import run_edgetool
+from tests.edgetool_runs import run_edgetool
 from tests.test_browser import _assert_same_origin, _native_litert, browser_context, open_site  # noqa: F401
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from edge_tool.demo.serve import start_server
-from tests.conftest import _run_script, edgetool_in_process, litert_outputs
+from tests.builds import run_script
+from tests.edgetool_runs import edgetool_in_process
+from tests.oracles.litert_outputs import litert_outputs
 from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS, _require_chromium, open_site  # noqa: F401  (a fixture)
 from tests.test_browser_phone import PHONE, SCREENSHOTS
 
@@ -102,7 +104,7 @@ def browser_context(pw_driver, tmp_path_factory):
 def photo_model(tmp_path_factory) -> tuple[Path, list[Path]]:
     """(SavedModel of the colour-digits CNN, the 24 image files to upload)."""
     root = tmp_path_factory.mktemp("photo")
-    _run_script(_PHOTO_MODEL_SCRIPT, root / "model", root / "files")
+    run_script(_PHOTO_MODEL_SCRIPT, root / "model", root / "files")
     files = sorted((root / "files").iterdir())
     assert len(files) == 24
     return root / "model", files

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import edgetool_in_process, run_edgetool
-from hostile.harness import Case, run_case
-from target_models import flex_model, gelu_model, lstm_model  # noqa: F401  (fixtures)
 
 from edge_tool.check.targets.gpu import warnings_by_op
 from edge_tool.nodejs.tfjs_session import tfjs_bundle_path
+from tests.edgetool_runs import edgetool_in_process, run_edgetool
+from tests.hostile.harness import Case, run_case
+from tests.target_models import flex_model, gelu_model, lstm_model  # noqa: F401  (fixtures)
 
 LITERT_RUNS = """
 import sys, numpy as np
@@ -142,6 +142,7 @@ def test_bad_input_exit_2(tmp_path):
         assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_op_names_printed_verbatim(tmp_path, flex_model):
     """A custom op named like Rich markup is printed as written, not interpreted."""
     out = tmp_path / "c"
@@ -168,6 +169,7 @@ def test_gpu_analyzer_warnings_parsed():
     assert warnings_by_op(report) == [("TOPK_V2 (node 1)", "Not supported op TOPK_V2")]
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_hostile_inputs(tmp_path, flex_model):
     """Damaged or wrong inputs: exit 2 naming the file, no traceback, nothing left in the cwd or TMPDIR."""
     root = tmp_path / "case"

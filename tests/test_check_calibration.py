@@ -9,9 +9,10 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from edge_tool.check.synthetic import write_synthetic_calibration
-from tests.conftest import edgetool_in_process
+from tests.edgetool_runs import edgetool_in_process
 
 TFLM_RUNS = """
 import sys, numpy as np
@@ -30,6 +31,7 @@ def _report(proc) -> dict:
     return {r["target"]: r for r in json.loads(proc.stdout)["results"]}
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_no_calibration_anywhere_checks_int8_targets_on_synthetic_data(flat_model, tmp_path):
     """flat_model has no calibration.npz: all six targets get a verdict; the int8 ones say synthetic data."""
     assert not (flat_model / "calibration.npz").exists()

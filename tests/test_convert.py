@@ -7,13 +7,14 @@ import json
 
 import numpy as np
 import pytest
-from conftest import edgetool_in_process, litert_outputs
-from schema_check import validated
 
 from edge_tool.convert.modes import every_mode
 from edge_tool.modelfiles.tflite_model import summarize_tflite
 from edge_tool.models.modelio import load_serving_fn
 from edge_tool.nodejs.tfjs_session import run_tfjs
+from tests.edgetool_runs import edgetool_in_process
+from tests.oracles.litert_outputs import litert_outputs
+from tests.schema_check import validated
 
 TFLITE_MODES = every_mode()  # every mode that needs no training data (what --format all builds)
 # size vs fp32 for a weight-dominated model: fp16 halves, 8-bit weights quarter (+ scales and graph).

@@ -10,11 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, edgetool_in_process, litert_outputs, run_edgetool
-from schema_check import validated
 
 from edge_tool.convert.tfjs import ops_from_refusal, unsupported_ops_message
 from edge_tool.models.formats import describe
+from tests.edgetool_runs import REPO, edgetool_in_process, run_edgetool
+from tests.oracles.litert_outputs import litert_outputs
+from tests.schema_check import validated
+
+# not in the quick tier: builds a model per kind (LSTM, GroupNorm, numpy_function, ...) (~4 min of the quick tier under load)
+pytestmark = pytest.mark.slow
 
 _LAYERNORM_SCRIPT = """
 import sys, numpy as np, tf_keras as keras

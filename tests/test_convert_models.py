@@ -23,7 +23,7 @@ from edge_tool.converter.run import new_converter
 from edge_tool.core.env import import_tf
 from edge_tool.modelfiles.tflite_model import summarize_tflite
 from edge_tool.models.modelio import saved_model_signature
-from tests.conftest import REPO, edgetool_in_process, run_edgetool
+from tests.edgetool_runs import REPO, edgetool_in_process, run_edgetool
 from tests.schema_check import validated
 
 # Three inputs of different ranks and dtypes; the signature sorts them (features, image, tokens) while the

@@ -21,7 +21,11 @@ from edge_tool.cli import app
 from edge_tool.convert.formats import FORMATS, OutputFormat, format_table, formats_for
 from edge_tool.schemas import load
 from edge_tool.schemas.manifest import Manifest
-from tests.conftest import REPO, _run_script, run_edgetool
+from tests.builds import run_script
+from tests.edgetool_runs import REPO, run_edgetool
+
+# not in the quick tier: tf2onnx conversions of several models (~2 min of the quick tier under load)
+pytestmark = pytest.mark.slow
 
 ort = pytest.importorskip("onnxruntime", reason="the onnx extra: pip install -e '.[onnx]'")
 onnx = pytest.importorskip("onnx")
@@ -51,7 +55,7 @@ np.savez(sys.argv[2], x=x[500:], keras=model.predict(x[500:], verbose=0), y=y[50
 def tiny(tmp_path_factory) -> tuple[Path, dict]:
     """A small trained Keras-2 SavedModel (calibration.npz beside it) and held-out x with Keras' predictions."""
     root = tmp_path_factory.mktemp("onnx")
-    _run_script(_MODEL_SCRIPT, root / "tiny", root / "oracle.npz")
+    run_script(_MODEL_SCRIPT, root / "tiny", root / "oracle.npz")
     with np.load(root / "oracle.npz") as z:
         return root / "tiny", {k: z[k] for k in z.files}
 
@@ -156,7 +160,7 @@ tf.saved_model.save(m, sys.argv[1], signatures={"serving_default": m.__call__})
 
 
 def test_an_op_tf2onnx_cannot_convert_is_refused_by_name(tmp_path):
-    _run_script(_UNSUPPORTED_SCRIPT, tmp_path / "lgamma")
+    run_script(_UNSUPPORTED_SCRIPT, tmp_path / "lgamma")
     out = tmp_path / "out"
     proc = run_edgetool("convert", tmp_path / "lgamma", "--format", "onnx", "-o", out)
     assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -7,12 +7,12 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REPO, edgetool_in_process
-from schema_check import validated
 
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.convert import fidelity
 from edge_tool.models.modelio import SignatureInfo
+from tests.edgetool_runs import REPO, edgetool_in_process
+from tests.schema_check import validated
 
 
 def _sig(*inputs: TensorSpec) -> SignatureInfo:

@@ -9,15 +9,15 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_edgetool
-from schema_check import validated
 
 from edge_tool.convert.api import convert
 from edge_tool.convert.background import BackgroundCall
 from edge_tool.convert.config import ConvertConfig
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError
+from tests.edgetool_runs import run_edgetool
 from tests.oracles.raw_converter import MODES, raw_converter
+from tests.schema_check import validated
 
 
 def raw_tflite(tf, saved_model, mode: str, x: np.ndarray) -> bytes:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 
-from conftest import run_edgetool
+import pytest
 
 from edge_tool.convert.modes import every_mode
 from edge_tool.converter import fast_path as converter
+from tests.edgetool_runs import run_edgetool
 
 MODES = ",".join(every_mode())
 
@@ -18,6 +19,7 @@ def _digests(out) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("*.tflite"))}
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_fast_and_public_paths_write_identical_files_in_every_mode(flat_model, tmp_path):
     fast = run_edgetool(
         "convert",

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_edgetool
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.convert.modes import int8
 from edge_tool.converter.run import CallbackFailed, Refusal, new_converter, ops_needing_select, run_converter
 from edge_tool.errors import ConversionError
+from tests.edgetool_runs import run_edgetool
 
 REPO = Path(__file__).resolve().parents[1]
 CONVERTER_PACKAGE = REPO / "edge_tool" / "converter"
@@ -217,6 +217,7 @@ def _refused(proc, *needles: str) -> str:
     return text
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_eval_per_layer_refusals_go_through_the_same_translation(models, tmp_path):
     """--per-layer rebuilds an int8 model of the reference: an op without builtin is named, a WHILE loop is
     refused before the calibrator crashes (it segfaulted there before)."""
@@ -239,6 +240,7 @@ def test_eval_per_layer_refusals_go_through_the_same_translation(models, tmp_pat
     )
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_demo_litert_and_check_refusals_go_through_the_same_translation(models, tmp_path):
     """demo --litert (an internal error on a Flex op and a segfault on a WHILE loop before) and check's LiteRT.js
     artefact, which is the same build, refuse with the runner's words."""

@@ -24,7 +24,7 @@ from edge_tool.demo.footprint import footprint
 from edge_tool.demo.litert_site import LITERT_MODULES
 from edge_tool.demo.model import Tensor, output_ui
 from edge_tool.demo.site import TEMPLATE_FILES, content_version, site_files
-from tests.conftest import REPO, edgetool_in_process
+from tests.edgetool_runs import REPO, edgetool_in_process
 from tests.page_task_models import gelu_model
 
 RUNTIME = {"vendor/" + name for name in vendor.VENDOR_FILES}

@@ -11,7 +11,10 @@ import pytest
 from edge_tool.convert.tfjs import unsupported_ops_message
 from edge_tool.demo.tfjs_step import litert_blocker, tfjs_failure
 from tests import page_task_models as models
-from tests.conftest import run_edgetool
+from tests.edgetool_runs import run_edgetool
+
+# not in the quick tier: builds a model per task and a demo site per test (~4 min of the quick tier under load)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ import time
 import uuid
 from pathlib import Path
 
-import device_board
 import flatbuffers
 import numpy as np
 import pytest
-from conftest import REPO, run_edgetool
 
 from edge_tool.modelfiles.tflite_schema import tflite_schema
+from tests import device_board
+from tests.edgetool_runs import REPO, run_edgetool
 
 pytestmark = pytest.mark.slow
 RUNS = ("--runs", "5", "--warmup", "1")

@@ -12,9 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import device_board
 import pytest
-from conftest import run_edgetool
+
+from tests import device_board
+from tests.edgetool_runs import run_edgetool
 
 pytestmark = pytest.mark.slow
 PYENV = Path.home() / ".pyenv" / "versions"

@@ -3,7 +3,7 @@
 tflite-runtime 2.11, a non-root login reached through an ssh config ``Host`` alias). ``edgetool device``,
 ``check --device`` and ``eval --device`` on the 32-bit board, and both boards in one run: one table, the spread
 between them and the host, a board dropping out mid-run. Oracles: the same model run by hand on each board with its
-own tflite_runtime over plain ssh, and plain LiteRT on the host (conftest.litert_outputs)."""
+own tflite_runtime over plain ssh, and plain LiteRT on the host (tests.oracles.litert_outputs)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ import time
 import uuid
 from pathlib import Path
 
-import device_board
 import numpy as np
 import pytest
-from conftest import litert_outputs, run_edgetool
-from test_device import _MODELS
+
+from tests import device_board
+from tests.edgetool_runs import run_edgetool
+from tests.oracles.litert_outputs import litert_outputs
+from tests.test_device import _MODELS
 
 pytestmark = pytest.mark.slow
 RUNS = ("--runs", "5", "--warmup", "1")

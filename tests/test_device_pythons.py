@@ -15,11 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-import device_board
 import numpy as np
 import pytest
-from conftest import run_edgetool
-from test_device import _MODELS
+
+from tests import device_board
+from tests.edgetool_runs import run_edgetool
+from tests.test_device import _MODELS
 
 pytestmark = pytest.mark.slow
 PYENV = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"

@@ -10,7 +10,6 @@ import os
 import struct
 
 import pytest
-from conftest import run_edgetool
 
 from edge_tool.device import answers, board_facts
 from edge_tool.device.facts import device_record, missing_runtime
@@ -22,6 +21,7 @@ from edge_tool.errors import UsageError
 from edge_tool.evaluate.report import Report
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
 from edge_tool.evaluate.runtimes import RUNTIMES
+from tests.edgetool_runs import run_edgetool
 
 
 @pytest.mark.parametrize(

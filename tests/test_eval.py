@@ -10,8 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import litert_outputs
-from schema_check import validated
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
@@ -27,7 +25,9 @@ from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.tflite_runner import TfliteInterpreter
 from edge_tool.models.formats import describe
 from edge_tool.nodejs import tfjs_session as tfjs_runner
+from tests.oracles.litert_outputs import litert_outputs
 from tests.oracles.raw_converter import raw_converter
+from tests.schema_check import validated
 
 runner = CliRunner()
 tf = import_tf()

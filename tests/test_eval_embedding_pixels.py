@@ -10,9 +10,12 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REPO, edgetool_in_process
 
 from edge_tool.schemas import check
+from tests.edgetool_runs import REPO, edgetool_in_process
+
+# not in the quick tier: trains embedding and pixel models (~1.5 min of the quick tier under load)
+pytestmark = pytest.mark.slow
 
 QUICK = ("--runs", "2", "--warmup", "1")
 

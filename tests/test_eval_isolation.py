@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import litert_outputs
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
@@ -25,6 +24,7 @@ from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.isolated import WorkerProcess, death_reason
 from edge_tool.litert.tflite_runner import TfliteInterpreter
 from edge_tool.models.formats import describe
+from tests.oracles.litert_outputs import litert_outputs
 
 tf = import_tf()
 runner = CliRunner()
@@ -102,6 +102,7 @@ def _dynamic_oracle(path: Path, x: np.ndarray) -> np.ndarray:
     return np.concatenate(rows)
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_dynamic_height_width_resized_to_the_data(dynamic_hw):
     d = dynamic_hw
     from ai_edge_litert.interpreter import Interpreter
@@ -157,6 +158,7 @@ def _stateful_oracle(path: Path, x: np.ndarray, reset: bool) -> np.ndarray:
     return np.concatenate(rows)
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_recurrent_state_reset_before_every_sample(lstm):
     assert read_flatbuffer(lstm["tflite"]).variable_tensors > 0
     ref = _reference(lstm["sm"], lstm["x"])
@@ -209,6 +211,7 @@ it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"])); it.invoke()
 """
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_artifact_that_aborts_litert_is_its_own_row_and_exit_1(transformer, tmp_path):
     plain = subprocess.run([sys.executable, "-c", _PLAIN_RUN, str(transformer["int16x8"])], capture_output=True)
     if plain.returncode != -6:
@@ -251,6 +254,7 @@ def test_artifact_that_aborts_litert_is_its_own_row_and_exit_1(transformer, tmp_
     assert "int16x8.tflite" in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_convert_refuses_a_mode_whose_file_aborts_litert(transformer, tmp_path):
     """The same int16x8 file from edgetool convert: refused (exit 2, the signal and the way out named), not
     shipped; fp32 of the same model converts as before."""
@@ -280,6 +284,7 @@ def test_convert_refuses_a_mode_whose_file_aborts_litert(transformer, tmp_path):
     assert res.exit_code == 0, res.output
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_artifact_with_nan_outputs_is_a_failed_row_not_a_number(tmp_path):
     """An artefact whose runtime returns NaN where the reference is finite (tfjs 4.22's cpu kernels do that on a
     Transformer block) is a failed row naming it, exit 1 — not an accuracy of 0.1 and a NaN error in the table."""

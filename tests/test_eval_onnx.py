@@ -11,14 +11,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import litert_outputs
-from schema_check import validated
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.errors import UsageError
 from edge_tool.models.formats import ArtifactFormat, describe
 from edge_tool.training.data import load_digits_split
+from tests.oracles.litert_outputs import litert_outputs
+from tests.schema_check import validated
+
+# not in the quick tier: ONNX conversions and ONNX Runtime rows (~1 min of the quick tier under load)
+pytestmark = pytest.mark.slow
 
 ort = pytest.importorskip("onnxruntime")  # the `onnx` extra; scripts/setup.sh installs it for the suite
 runner = CliRunner()

@@ -168,6 +168,7 @@ def eval_inputs(small_sm, tmp_path_factory) -> dict[str, Path]:
     return {"sm": sm, "tflite": d / "m.tflite", "data": d / "data.npz", "dir": d}
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 @pytest.mark.parametrize("full_exit", ["", "1"])
 @pytest.mark.parametrize("budget, code", [(None, 0), ("0.000001", 1)])
 def test_cli_exit_after_tensorflow_keeps_codes_reports_and_output(eval_inputs, full_exit, budget, code):

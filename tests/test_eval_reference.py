@@ -7,7 +7,12 @@ import json
 import subprocess
 import sys
 
-from conftest import run_edgetool
+import pytest
+
+from tests.edgetool_runs import run_edgetool
+
+# not in the quick tier: builds a batch-1 model and evaluates it sample by sample (20 s under load)
+pytestmark = pytest.mark.slow
 
 _FIXED = """
 import sys, numpy as np, tensorflow as tf

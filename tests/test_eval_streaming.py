@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import litert_outputs
 
 from edge_tool.calibration.readers.npz import CHUNK_BYTES
 from edge_tool.calibration.spec import TensorSpec
@@ -17,6 +16,7 @@ from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError
 from edge_tool.evaluate import EvalConfig, metrics, run_eval
 from edge_tool.evaluate.data import EvalStream
+from tests.oracles.litert_outputs import litert_outputs
 
 tf = import_tf()
 SHAPE = (32, 32, 3)
@@ -99,6 +99,7 @@ def _resident_kb_of(path: Path) -> int:
     return total
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 @pytest.mark.parametrize("suffix", [".npy", ".npz"])
 def test_source_is_consumed_in_batches_with_bounded_memory(big_npy, tmp_path, suffix):
     path = big_npy

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, run_edgetool
-from schema_check import validated
 
 from edge_tool.modelfiles.tflite_model import summarize_tflite
+from tests.edgetool_runs import REPO, run_edgetool
+from tests.schema_check import validated
 
 # A Keras-3 model file (not loadable by tf_keras) with a Bidirectional LSTM and a GRU: Keras 3's recurrent layers
 # are plain tf.while_loops on CPU, which the converter cannot lower with a dynamic batch.

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, edgetool_in_process
-from schema_check import validated
 
 from edge_tool.calibration.spec import TensorSpec, input_problems
 from edge_tool.calibration.validate import match_input
+from tests.edgetool_runs import REPO, edgetool_in_process
+from tests.schema_check import validated
 
 _TEXT_SCRIPT = """
 import sys, numpy as np, tf_keras as keras, tensorflow as tf

@@ -21,7 +21,8 @@ import pytest
 
 from edge_tool.metadata.reader import read_metadata
 from tests import user_setups as setups
-from tests.conftest import litert_outputs, run_edgetool
+from tests.edgetool_runs import run_edgetool
+from tests.oracles.litert_outputs import litert_outputs
 from tests.schema_check import validated
 
 INT8_TOLERANCE = 0.04

@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 
 from edge_tool.modelcode.keras_code import NAME_ONLY, find_code
-from tests.conftest import REPO, run_edgetool
+from tests.edgetool_runs import REPO, run_edgetool
+
+# not in the quick tier: builds Keras files with custom classes in fresh interpreters (~3 min of the quick tier under load)
+pytestmark = pytest.mark.slow
 
 _SCRIPT = r"""
 import sys, numpy as np, keras

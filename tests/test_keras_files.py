@@ -2,7 +2,7 @@
 eval --reference, check and demo read a Keras-3 ``.keras`` file and a tf_keras ``.h5`` file the way convert does.
 
 The oracle is Keras itself: the file's own ``predict`` (Keras 3 for the .keras file, tf_keras for the .h5), run in
-a separate process; the converted files run in plain LiteRT (``conftest.litert_outputs``).
+a separate process; the converted files run in plain LiteRT (``tests.oracles.litert_outputs``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,11 @@ import pytest
 
 from edge_tool.convert import source as source_mod
 from edge_tool.litert.recipes import resolve_calibration
-from tests.conftest import REPO, litert_outputs, run_edgetool
+from tests.edgetool_runs import REPO, run_edgetool
+from tests.oracles.litert_outputs import litert_outputs
+
+# not in the quick tier: builds .keras/.h5 files and exports each once per command (~4 min of the quick tier under load)
+pytestmark = pytest.mark.slow
 
 PARAMS = (3 * 3 * 1 * 8 + 8) + (8 * 8 * 8 * 10 + 10)  # Conv2D(8, 3) on 8x8x1 + Dense(10) on 512 features
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import edgetool_in_process
-
 from edge_tool.models.labelmap import labels_file_for
+from tests.edgetool_runs import edgetool_in_process
 
 
 def _layout(flat_model, tmp_path):

@@ -17,12 +17,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import edgetool_in_process, litert_outputs
-from hostile.harness import Case, run_case
 
 from edge_tool.metadata.reader import read_metadata
 from edge_tool.metadata.writer import _labelled_output
 from edge_tool.models.labelmap import classes_outputs
+from tests.edgetool_runs import edgetool_in_process
+from tests.hostile.harness import Case, run_case
+from tests.oracles.litert_outputs import litert_outputs
 
 LABELS = ["zero red", "zero blue", "one red", "one blue", "two red", "zwei blau ü"]
 N_EVAL = 160

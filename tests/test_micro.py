@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import edgetool_in_process
-from schema_check import validated
-from target_models import gelu_model  # noqa: F401  (fixture)
 
 from edge_tool.micro.resolver import resolver_method
 from edge_tool.micro.sources import c_identifier
+from tests.edgetool_runs import edgetool_in_process
+from tests.schema_check import validated
+from tests.target_models import gelu_model  # noqa: F401  (fixture)
 
 ORACLE = """
 import sys, numpy as np

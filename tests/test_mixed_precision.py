@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import _run_script, built_once, litert_outputs, run_edgetool
+from tests.builds import built_once, run_script
+from tests.edgetool_runs import run_edgetool
+from tests.oracles.litert_outputs import litert_outputs
 
 _MIXED_SCRIPT = """
 import sys, numpy as np
@@ -55,7 +57,7 @@ np.savez(out + "/oracle.npz", mixed=model.predict(xe, verbose=0).astype("float64
 @pytest.fixture(scope="module")
 def mixed16(tmp_path_factory) -> Path:
     """tf_keras digits CNN trained under mixed_float16: ``model/`` (SavedModel), ``model.h5``, data and oracle."""
-    return built_once(tmp_path_factory, "mixed16", lambda d: _run_script(_MIXED_SCRIPT, d, "keras2", "mixed_float16"))
+    return built_once(tmp_path_factory, "mixed16", lambda d: run_script(_MIXED_SCRIPT, d, "keras2", "mixed_float16"))
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +66,7 @@ def keras3_bf16(tmp_path_factory) -> Path:
     return built_once(
         tmp_path_factory,
         "keras3bf16",
-        lambda d: _run_script(_MIXED_SCRIPT, d, "keras3", "mixed_bfloat16", legacy_keras=False),
+        lambda d: run_script(_MIXED_SCRIPT, d, "keras3", "mixed_bfloat16", legacy_keras=False),
     )
 
 

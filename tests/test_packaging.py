@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO
-from test_wheel import _copy_checkout
+
+from tests.edgetool_runs import REPO
+from tests.test_wheel import _copy_checkout
 
 # Run in a child: prints where edge_tool, its two mapped packages and the page template were found, then loads data
 # through edge_tool.calibration and asserts the load imported no edgetool module outside it (calibration stands

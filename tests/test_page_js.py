@@ -15,7 +15,7 @@ from edge_tool.calibration.readers.images import decode_image
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.demo.litert_site import LITERT_MODULE, LITERT_MODULES
 from edge_tool.demo.site import TEMPLATE_FILES
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
 
 WEB = REPO / "web_demo"
 JS_TESTS = sorted((REPO / "tests" / "js").glob("*.test.mjs"))

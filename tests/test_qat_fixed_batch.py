@@ -9,8 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import _run_script, edgetool_in_process
-from schema_check import validated
+
+from tests.builds import run_script
+from tests.edgetool_runs import edgetool_in_process
+from tests.schema_check import validated
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +38,7 @@ np.savez(sys.argv[1] + "/train.npz", x=x, y=y)
 def groupnorm_model(tmp_path_factory) -> Path:
     """A trained tf_keras GroupNormalization classifier with calibration.npz and train.npz beside it."""
     out = tmp_path_factory.mktemp("gnqat") / "model"
-    _run_script(_GROUPNORM_SCRIPT, out)
+    run_script(_GROUPNORM_SCRIPT, out)
     return out
 
 

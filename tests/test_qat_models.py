@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from schema_check import validated
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
@@ -27,6 +26,7 @@ from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError
 from edge_tool.modelfiles.tflite_model import summarize_tflite
 from edge_tool.training.data import load_digits_split
+from tests.schema_check import validated
 
 # ---------------------------------------------------------------- independent oracle: raw converter + plain LiteRT
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
 
 NOISE = [
     re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\]"),  # absl C++ (I0000 00:00:17… 123 file.cc:67])

@@ -7,7 +7,7 @@ import importlib.util
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
 
 _spec = importlib.util.spec_from_file_location("rewrite_moved_imports", REPO / "scripts" / "rewrite_moved_imports.py")
 codemod = importlib.util.module_from_spec(_spec)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from edge_tool.cli import app
 from edge_tool.demo.serve import make_server, start_server
 from edge_tool.errors import UsageError
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-SITE"
 SITE_FILES = {

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from edge_tool.modelcode.graph_scan import scan_saved_model
-from tests.conftest import REPO, edgetool_in_process
+from tests.edgetool_runs import REPO, edgetool_in_process
 
 _SERVING = """
 import sys, numpy as np, tensorflow as tf

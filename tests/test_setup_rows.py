@@ -8,8 +8,9 @@ import re
 import subprocess
 import tomllib
 
-from conftest import REPO
 from packaging.requirements import Requirement
+
+from tests.edgetool_runs import REPO
 
 ROWS = sorted(p.stem for p in (REPO / "scripts" / "constraints").glob("tf*-py*.txt"))
 

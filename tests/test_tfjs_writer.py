@@ -26,7 +26,8 @@ from edge_tool.convert import tfjs_opfix
 from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.errors import ConversionError
 from edge_tool.models.modelio import load_serving_fn
-from tests.conftest import REPO, _run_script, edgetool_in_process
+from tests.builds import run_script
+from tests.edgetool_runs import REPO, edgetool_in_process
 
 ORACLE = REPO / "tests" / "oracles" / "tfjs_check.js"
 BUNDLE = REPO / "web_demo" / "vendor" / "tf.min.js"
@@ -109,7 +110,7 @@ def ln_hs_model(tmp_path_factory) -> Path:
 def causal_model(tmp_path_factory) -> Path:
     """Keras 3: MultiHeadAttention(use_causal_mask=True), exported with model.export() (issue 35)."""
     out = tmp_path_factory.mktemp("causal") / "export"
-    _run_script(_CAUSAL_SCRIPT, out, legacy_keras=False)
+    run_script(_CAUSAL_SCRIPT, out, legacy_keras=False)
     return out
 
 

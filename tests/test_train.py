@@ -10,11 +10,11 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REPO, run_edgetool
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.training.launcher import free_ports
+from tests.edgetool_runs import REPO, run_edgetool
 
 runner = CliRunner()
 TRAIN_SAMPLES = 1437  # 80 % of sklearn's 1,797 digits (the held-out 360 are never trained on)

@@ -21,9 +21,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, litert_outputs
-from schema_check import validated
-from test_browser import CHROMIUM, FLAGS, _require_chromium
+
+from tests.edgetool_runs import REPO
+from tests.oracles.litert_outputs import litert_outputs
+from tests.schema_check import validated
+from tests.test_browser import CHROMIUM, FLAGS, _require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

@@ -77,7 +77,7 @@ import tf_keras as keras, tensorflow as tf
 tf.config.experimental.enable_op_determinism()  # the same models on every run
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)  # with one seed for every generator: one result
-from user_setups import PREPROCESS, read_split
+from tests.user_setups import PREPROCESS, read_split
 root = Path(sys.argv[1])
 x, y = read_split(root / "images", "train")
 xt, _ = read_split(root / "images", "test")
@@ -127,7 +127,7 @@ def train(root: Path, kinds: tuple[str, ...]) -> dict[str, Path]:
     ``minmax``, behind one rescaling every image to its own min..max, which no input range changes)."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
     proc = subprocess.run(
-        [sys.executable, "-c", _TRAIN, str(root), str(Path(__file__).parent), *kinds],
+        [sys.executable, "-c", _TRAIN, str(root), str(Path(__file__).parents[1]), *kinds],
         capture_output=True,
         text=True,
         env=env,
@@ -143,7 +143,7 @@ import sys, numpy as np
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 import keras
-from user_setups import read_split
+from tests.user_setups import read_split
 root = Path(sys.argv[1])
 x, y = read_split(root / "images", "train")
 xt, _ = read_split(root / "images", "test")
@@ -164,7 +164,7 @@ def train_keras3(root: Path) -> Path:
     env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     proc = subprocess.run(
-        [sys.executable, "-c", _KERAS3, str(root), str(Path(__file__).parent)],
+        [sys.executable, "-c", _KERAS3, str(root), str(Path(__file__).parents[1])],
         capture_output=True,
         text=True,
         env=env,

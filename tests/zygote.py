@@ -9,10 +9,11 @@ status is handed back. None of edgetool's own modules are imported before the fo
 so no edgetool state crosses runs, and the child's view of the libraries is that of a fresh process that has just
 imported them and run nothing.
 
-What a fork cannot give, the caller must not ask of it (``tests.conftest.run_edgetool`` falls back to a real
-process for these): environment variables TensorFlow, Keras or Python read at import (``READ_AT_IMPORT``), and
-anything about the import itself (its log lines, which modules a command imports). Used as a script:
-``python tests/zygote.py SOCKET`` serves until the client (its parent) goes away.
+What a fork cannot give, the caller must not ask of it (``tests.edgetool_runs`` falls back to a real process for
+these): environment variables TensorFlow, Keras or Python read at import (``READ_AT_IMPORT``, also the list that
+keeps such a variable out of an in-process run), and anything about the import itself (its log lines, which modules
+a command imports). ``tests/test_run_contract.py`` checks that a fork and a fresh process give the same exit code,
+output and files. Used as a script: ``python tests/zygote.py SOCKET`` serves until the client (its parent) goes away.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ import numpy
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Environment variables read once, at import, by TensorFlow, Keras, numpy's BLAS or Python itself (and HOME:
-# Keras reads ~/.keras/keras.json when it is imported). A run whose value differs from the server's gets a fresh
-# process.
+# Environment variables read once, at import or at process start, by TensorFlow, Keras, numpy's BLAS, the loader,
+# glibc or Python itself (HOME: Keras reads ~/.keras/keras.json when it is imported; EDGETOOL_VERBOSE: calibration's
+# tfenv sets TensorFlow's log level from it before the import). A run whose value differs from the server's gets a
+# fresh process; an in-process run refuses it (tests/edgetool_runs.py). The one list of both.
 READ_AT_IMPORT = (
     "TF_",
     "KERAS",
@@ -55,6 +57,30 @@ READ_AT_IMPORT = (
     "EDGETOOL_VERBOSE",
     "MALLOC",
 )
+
+
+def agrees_at_import(env: dict[str, str], base: dict[str, str]) -> bool:
+    """True when ``env`` and ``base`` hold the same value (or both none) for every variable read at import."""
+    return not differs_at_import(env, base)
+
+
+def differs_at_import(env: dict[str, str], base: dict[str, str]) -> list[str]:
+    """The variables read at import on which ``env`` and ``base`` differ, sorted.
+
+    LD_LIBRARY_PATH is compared without the directories that do not exist, which cannot change what the loader
+    finds: OpenCV's import (Keras imports it) prepends its missing ``cv2/../../lib64`` to the test process's
+    own environment, and that alone must not turn every later run into a fresh interpreter.
+    """
+    keys = {k for k in env.keys() | base.keys() if k.startswith(READ_AT_IMPORT)}
+    return sorted(k for k in keys if _effective(k, env.get(k)) != _effective(k, base.get(k)))
+
+
+def _effective(key: str, value: str | None) -> str | None:
+    if key != "LD_LIBRARY_PATH" or value is None:
+        return value
+    return ":".join(p for p in value.split(":") if p == "" or os.path.isdir(p)) or None
+
+
 _HEAVY = ("numpy", "tensorflow", "tf_keras")  # imported before the first fork (in this order)
 _MAX_HEADER = 1 << 20
 
@@ -198,9 +224,7 @@ class Zygote:
 
     def usable_for(self, env: dict[str, str]) -> bool:
         """True when ``env`` agrees with the server's on every variable read at import."""
-        base = self._env or dict(os.environ)
-        keys = {k for k in env.keys() | base.keys() if k.startswith(READ_AT_IMPORT)}
-        return all(env.get(k) == base.get(k) for k in keys)
+        return agrees_at_import(env, self._env or dict(os.environ))
 
     def _start(self) -> None:
         with self._lock:
@@ -286,7 +310,7 @@ _SHARED: list[Zygote] = []
 
 
 def shared() -> Zygote:
-    """The one client of this test process (``tests.conftest`` may be imported twice, as ``conftest`` too)."""
+    """The one client of this test process, started on first use and stopped when the process exits."""
     if not _SHARED:
         _SHARED.append(Zygote(Path(tempfile.gettempdir())))
         atexit.register(_SHARED[0].close)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_edgetool
+from tests.edgetool_runs import run_edgetool
 
 SECRET = "SECRET-OUTSIDE-THE-MODEL-DIR"
 

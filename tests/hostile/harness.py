@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.conftest import edgetool_process
+from tests.edgetool_runs import edgetool_process
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
 
 MARKER = "RAN"
 

@@ -24,7 +24,7 @@ from edge_tool.convert.source import prepare_source
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.keras_archive import KerasArchive, check_keras_archive
-from tests.conftest import _run_script
+from tests.builds import run_script
 from tests.hostile.test_fuzz_readers import _EXPLORE, FUZZ, _mutate
 
 PEAK_BYTES = 64 << 20
@@ -41,7 +41,7 @@ m.save(sys.argv[1])
 def k2_members(tmp_path_factory) -> dict[str, bytes]:
     """The members of a real tf_keras .keras file (config.json, metadata.json, model.weights.h5)."""
     path = tmp_path_factory.mktemp("k2") / "m.keras"
-    _run_script(_K2_SCRIPT, path)
+    run_script(_K2_SCRIPT, path)
     with zipfile.ZipFile(path) as zf:
         return {i.filename: zf.read(i) for i in zf.infolist()}
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _run_script
+from tests.builds import run_script
 from tests.hostile.core_fixtures import flat_artifacts  # noqa: F401  (fixture)
 from tests.hostile.harness import Case, run_case
 
@@ -57,7 +57,7 @@ def crash_models(flat_model, flat_artifacts, tmp_path_factory) -> dict[str, Path
     """FLAT (+ _TFLITE, TFJS), BIG ([1,100000,100000,3] input; + _TFLITE), NOSIG (no serving_default), STR
     (a string input), K2 (a tf_keras .keras file)."""
     root = tmp_path_factory.mktemp("crash-models")
-    _run_script(_MODELS_SCRIPT, root)
+    run_script(_MODELS_SCRIPT, root)
     return {
         "FLAT": flat_model,
         "FLAT_TFLITE": flat_artifacts["tflite"],

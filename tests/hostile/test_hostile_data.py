@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from edge_tool.calibration.readers.tfrecord_file import masked_crc32c
-from tests.conftest import _run_script, run_edgetool
+from tests.builds import run_script
+from tests.edgetool_runs import run_edgetool
 from tests.hostile.harness import Case, run_case
 
 _IMAGE_MODEL_SCRIPT = """
@@ -53,8 +54,8 @@ tf.saved_model.save(m, sys.argv[1], signatures={"serving_default": m.serve})
 def models(flat_model, tmp_path_factory) -> dict[str, Path]:
     """The flat 3-class SavedModel and its fp32 .tflite, a 5-class .tflite, an 8x8x1 image SavedModel."""
     root = tmp_path_factory.mktemp("hostile-models")
-    _run_script(_IMAGE_MODEL_SCRIPT, root / "image")
-    _run_script(_FIVE_CLASS_SCRIPT, root / "five")
+    run_script(_IMAGE_MODEL_SCRIPT, root / "image")
+    run_script(_FIVE_CLASS_SCRIPT, root / "five")
     for name, model in (("flat", flat_model), ("five", root / "five")):
         proc = run_edgetool("convert", model, "-o", root / f"{name}-tflite")
         assert proc.returncode == 0, proc.stderr[-2000:]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests import device_board
-from tests.conftest import run_edgetool
+from tests.edgetool_runs import run_edgetool
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).with_name("scripted_board.py")

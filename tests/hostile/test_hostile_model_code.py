@@ -184,6 +184,7 @@ def test_clean_models_are_not_flagged(code_models, name):
         assert keras_code(code_models / name) == ()
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 @pytest.mark.parametrize("fixture", ["digits_model", "keras3_export", "uint8_model", "flat_model"])
 def test_project_fixtures_are_not_flagged(request, fixture):
     path = request.getfixturevalue(fixture)

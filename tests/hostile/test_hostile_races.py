@@ -133,6 +133,7 @@ def test_two_runs_into_the_same_new_o_the_later_fails_naming_the_path(case_root,
     assert leftovers(case_root) == [] and not leftover_processes(case_root)
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_force_replaces_an_edgetool_output_that_appeared_meanwhile(case_root, paused):
     first = paused((*CONVERT, "-o", "{root}/out", "--force"))
     first.wait_in_window()
@@ -166,6 +167,7 @@ def test_o_dangling_symlink_is_refused(case_root):
     )
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 @pytest.mark.parametrize("args", [CONVERT, DEMO], ids=["convert", "demo"])
 def test_sigkill_in_the_window_then_the_next_run_sweeps_its_temp_files(case_root, paused, args):
     run = paused((*args, "-o", "{root}/out"))
@@ -188,6 +190,7 @@ def test_sigkill_in_the_window_then_the_next_run_sweeps_its_temp_files(case_root
     assert (case_root / "out" / ".edgetool-output").is_file()
 
 
+@pytest.mark.slow  # not in the quick tier (its measured cost)
 def test_a_live_runs_temp_files_are_never_swept(case_root, paused):
     first = paused((*CONVERT, "-o", "{root}/out"))
     first.wait_in_window()

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from edge_tool.webserver.server import MAX_WORKERS
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
 from tests.hostile.test_hostile_serve import _until, running
 from tests.test_serve import SITE_FILES, raw_request, site  # noqa: F401 (fixture)
 

@@ -24,7 +24,7 @@ import pytest
 
 from edge_tool.demo.serve import start_server
 from edge_tool.webserver import compress
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
 
 MB = 1 << 20
 MARKERS = ("index.html", "demo-config.json", "manifest.webmanifest", "sw.js")

@@ -25,7 +25,7 @@ import pytest
 
 from edge_tool.check.base import Finding, Status, TargetResult, Verdict
 from edge_tool.check.run import CheckReport, print_report
-from tests.conftest import REPO, edgetool_process, run_edgetool
+from tests.edgetool_runs import REPO, edgetool_process, run_edgetool
 
 # one name, every kind of escape; no "/" (a file name) and short enough for one path segment
 EVIL = "a\x1b[2J\x1b]0;owned\x07\x1b]8;;http:evil\x1b\\x\x1b]8;;\x1b\\\u202egnp\x9b31mz"

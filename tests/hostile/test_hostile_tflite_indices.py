@@ -19,7 +19,8 @@ import pytest
 from edge_tool.errors import ModelError
 from edge_tool.modelfiles.tflite_indices import check_indices
 from edge_tool.modelfiles.tflite_schema import tflite_schema
-from tests.conftest import _run_script, run_edgetool
+from tests.builds import run_script
+from tests.edgetool_runs import run_edgetool
 from tests.hostile.harness import Case, run_case
 
 _WHILE_SCRIPT = """
@@ -43,7 +44,7 @@ def tflites(models_for_indices) -> dict[str, bytes]:
 @pytest.fixture(scope="session")
 def models_for_indices(flat_tflite_for_indices, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tflite-indices")
-    _run_script(_WHILE_SCRIPT, root / "while.tflite")
+    run_script(_WHILE_SCRIPT, root / "while.tflite")
     return {"dense": flat_tflite_for_indices, "while": root / "while.tflite"}
 
 

@@ -21,7 +21,10 @@ import numpy as np
 import pytest
 
 from edge_tool.core.childproc import module_command, python_command
-from tests.conftest import REPO
+from tests.edgetool_runs import REPO
+
+# not in the quick tier: every test runs several commands with planted modules (~4 min of the quick tier under load)
+pytestmark = pytest.mark.slow
 
 SHADOWED = (
     "numpy",
