@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._browser_common import CHROMIUM, FLAGS
 from benchmarks._results import machine, table, write_section
 from edge_tool.convert.tfjs import export_tfjs
-from edge_tool.models.modelio import load_serving_fn
+from edge_tool.models.signatures import load_serving_fn
 from edge_tool.nodejs.tfjs_session import TfjsSession, tfjs_bundle_path, wasm_backend_dir
 from tests.test_tfjs_writer import _CAUSAL_SCRIPT, _LN_HS_SCRIPT
 

@@ -1,6 +1,6 @@
 """The one tensor-spec type of edgetool (model inputs and outputs), and the checks that make one a calibration input.
 
-``TensorSpec`` is built by ``edge_tool.models.modelio`` for every signature it reads and by users for ``load``;
+``TensorSpec`` is built by ``edge_tool.models.signatures`` for every signature it reads and by users for ``load``;
 ``InputSpec`` is the same class under the name the calibration API has always used.
 """
 
@@ -53,7 +53,7 @@ STRING = "string"  # what a TensorFlow/TFLite string tensor is called everywhere
 def dtype_name(dtype: Any) -> Any:
     """numpy's name for a numeric dtype; ``"string"`` for text (object, bytes, str: how numpy holds a tf.string);
     anything else (bfloat16, unknown names) as given."""
-    import numpy as np  # noqa: PLC0415  (importing the spec type, as edge_tool.models.modelio does, costs no NumPy)
+    import numpy as np  # noqa: PLC0415  (importing the spec type, as edge_tool.models.signatures does, costs no NumPy)
 
     if dtype == STRING:
         return STRING

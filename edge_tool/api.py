@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from edge_tool.modelfiles.limits import read_tflite
+from edge_tool.parsers.limits import read_tflite
 
 
 def train(output_dir: str | Path, *, strategy: str = "mirrored", **options):
@@ -52,7 +52,7 @@ def evaluate(artifacts: Iterable[str | Path], reference: str | Path, data: str |
     ``to_markdown()``; HTML: ``edge_tool.evaluate.html_report.render(report)``); budgets are not enforced here, see ``edge_tool.evaluate.budget_violations``.
     """
     from edge_tool.evaluate import EvalConfig  # noqa: PLC0415
-    from edge_tool.workflows.keras_files import run_eval_any  # noqa: PLC0415
+    from edge_tool.keras_files import run_eval_any  # noqa: PLC0415
 
     return run_eval_any(
         EvalConfig(artifacts=tuple(Path(a) for a in artifacts), reference=Path(reference), data=Path(data), **options)
@@ -62,7 +62,7 @@ def evaluate(artifacts: Iterable[str | Path], reference: str | Path, data: str |
 def inspect(model: str | Path, trust_model_code: bool = False):
     """What a SavedModel, .keras/.h5 file or .tflite takes and gives (and, for a .tflite, its embedded metadata).
     -> InspectReport. Code the model carries is listed, not run, unless ``trust_model_code`` (docs/security.md)."""
-    from edge_tool.workflows.keras_files import inspect_any  # noqa: PLC0415
+    from edge_tool.keras_files import inspect_any  # noqa: PLC0415
 
     return inspect_any(Path(model), trust_model_code)
 
@@ -70,7 +70,7 @@ def inspect(model: str | Path, trust_model_code: bool = False):
 def demo(model: str | Path, output: str | Path, **options):
     """Build the offline PWA for a TFJS graph model, SavedModel or .keras/.h5 file, like ``edgetool demo``. -> SiteReport."""
     from edge_tool.demo.config import DemoConfig  # noqa: PLC0415
-    from edge_tool.workflows.keras_files import build_site_any  # noqa: PLC0415
+    from edge_tool.keras_files import build_site_any  # noqa: PLC0415
 
     return build_site_any(DemoConfig(model=Path(model), output=Path(output), **options))
 

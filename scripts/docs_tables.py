@@ -19,7 +19,7 @@ from edge_tool.convert.formats import FORMATS, format_table  # noqa: E402
 from edge_tool.convert.modes import mode_table  # noqa: E402
 from edge_tool.core.doc_tables import splice  # noqa: E402
 from edge_tool.evaluate.runtimes import runtime_table  # noqa: E402
-from edge_tool.models.formats import ArtifactFormat  # noqa: E402
+from edge_tool.models.readers import ArtifactFormat  # noqa: E402
 from edge_tool.tasks import TASK_NAMES  # noqa: E402
 
 CONVERT_DOCS = ("README.md", "docs/convert.md")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.models.modelio import load_serving_fn
+from edge_tool.models.signatures import load_serving_fn
 from tests.edgetool_runs import REPO
 
 SAMPLES = 2048  # the waveform model's input length

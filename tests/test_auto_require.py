@@ -11,7 +11,7 @@ import pytest
 from edge_tool.auto.policy import choose, reason
 from edge_tool.auto.result import Candidate
 from edge_tool.convert.enums import Objective
-from edge_tool.modelfiles.tflite_model import integer_only_problem
+from edge_tool.parsers.tflite_model import integer_only_problem
 from tests.edgetool_runs import edgetool_in_process
 from tests.schema_check import validated
 from tests.test_auto import wide_model  # noqa: F401 - the module-scoped fixture, reused

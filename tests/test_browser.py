@@ -14,7 +14,7 @@ import pytest
 from benchmarks.zoo.models import build
 from edge_tool.demo.serve import start_server
 from edge_tool.demo.vendor import LITERT_BUILDS
-from edge_tool.models.modelio import load_serving_fn
+from edge_tool.models.signatures import load_serving_fn
 from tests.edgetool_runs import REPO, edgetool_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

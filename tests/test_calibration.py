@@ -20,7 +20,7 @@ from edge_tool.calibration.sampling import select, stratified_counts
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, UsageError
-from edge_tool.models import modelio
+from edge_tool.models import signatures
 
 PIXELS = InputSpec("pixels", "float32", (None, 8, 8, 1))
 ALL = LoadOptions(samples=None)
@@ -381,7 +381,7 @@ def test_stream_reports_counts_before_reading(tmp_path, digits):
 
 
 def test_one_tensor_spec_type_judged_only_as_a_calibration_input(tmp_path):
-    assert InputSpec is TensorSpec is modelio.TensorSpec and not hasattr(modelio, "TensorInfo")
+    assert InputSpec is TensorSpec is signatures.TensorSpec and not hasattr(signatures, "TensorInfo")
     spec = TensorSpec("x", np.float32, [-1, 8, 8, 1])  # normalised: numpy's dtype name, a tuple, None dims
     assert (spec.dtype, spec.shape, spec.sample_shape) == ("float32", (None, 8, 8, 1), (8, 8, 1))
     text, free = TensorSpec("t", "bytes_", (None,)), TensorSpec("o", "float32", None)  # outputs may be so

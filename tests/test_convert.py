@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from edge_tool.convert.modes import every_mode
-from edge_tool.modelfiles.tflite_model import summarize_tflite
-from edge_tool.models.modelio import load_serving_fn
+from edge_tool.models.signatures import load_serving_fn
 from edge_tool.nodejs.tfjs_session import run_tfjs
+from edge_tool.parsers.tflite_model import summarize_tflite
 from tests.edgetool_runs import edgetool_in_process
 from tests.oracles.litert_outputs import litert_outputs
 from tests.schema_check import validated

@@ -18,11 +18,11 @@ import pytest
 
 from edge_tool import calibration
 from edge_tool.convert.selective import SelectiveInt8
-from edge_tool.converter.diagnose import describe_failure, summarize_converter_error
-from edge_tool.converter.run import new_converter
 from edge_tool.core.env import import_tf
-from edge_tool.modelfiles.tflite_model import summarize_tflite
-from edge_tool.models.modelio import saved_model_signature
+from edge_tool.models.signatures import saved_model_signature
+from edge_tool.parsers.tflite_model import summarize_tflite
+from edge_tool.tflite_converter.diagnose import describe_failure, summarize_converter_error
+from edge_tool.tflite_converter.run import new_converter
 from tests.edgetool_runs import REPO, edgetool_in_process, run_edgetool
 from tests.schema_check import validated
 

@@ -10,7 +10,7 @@ import pytest
 
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.convert import fidelity
-from edge_tool.models.modelio import SignatureInfo
+from edge_tool.models.signatures import SignatureInfo
 from tests.edgetool_runs import REPO, edgetool_in_process
 from tests.schema_check import validated
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from edge_tool.convert.modes import every_mode
-from edge_tool.converter import fast_path as converter
+from edge_tool.tflite_converter import fast_path as converter
 from tests.edgetool_runs import run_edgetool
 
 MODES = ",".join(every_mode())

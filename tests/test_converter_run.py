@@ -1,4 +1,4 @@
-"""Every TFLite conversion runs through ``edge_tool.converter.run``: one converter factory, one runner holding the
+"""Every TFLite conversion runs through ``edge_tool.tflite_converter.run``: one converter factory, one runner holding the
 WHILE-loop guard, the warning filter and the translation of the converter's failures — blamed by exception type.
 
 The CLI cases use real models the converter refuses (an op the builtin set lacks; a tf.while_loop whose calibration
@@ -16,13 +16,13 @@ from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.convert.modes import int8
-from edge_tool.converter.run import CallbackFailed, Refusal, new_converter, ops_needing_select, run_converter
 from edge_tool.errors import ConversionError
+from edge_tool.tflite_converter.run import CallbackFailed, Refusal, new_converter, ops_needing_select, run_converter
 from tests.edgetool_runs import run_edgetool
 
 REPO = Path(__file__).resolve().parents[1]
-CONVERTER_PACKAGE = REPO / "edge_tool" / "converter"
-# Names that make or run a converter (or its private quantizer) anywhere but in edge_tool/converter/
+CONVERTER_PACKAGE = REPO / "edge_tool" / "tflite_converter"
+# Names that make or run a converter (or its private quantizer) anywhere but in edge_tool/tflite_converter/
 CONVERTER_NAMES = {
     "TFLiteConverter",
     "TFLiteConverterV2",
@@ -36,7 +36,7 @@ CONVERTER_NAMES = {
     "_mlir_quantize",
 }
 DEBUGGER_NAMES = {"QuantizationDebugger", "get_nondebug_quantized_model"}  # they convert: inside run_converter
-SITES = {"context.py", "selective.py", "export.py", "fixed_int8.py"}  # modules outside converter/ that convert
+SITES = {"context.py", "selective.py", "export.py", "fixed_int8.py"}  # modules outside tflite_converter/ that convert
 
 
 def _offences(tree: ast.AST) -> set[str]:
@@ -71,7 +71,7 @@ def _calls(tree: ast.AST, name: str) -> bool:
 
 
 def test_every_conversion_goes_through_run_converter():
-    """Outside edge_tool/converter/ no module makes a converter, calls ``.convert()`` or the quantizer; the modules
+    """Outside edge_tool/tflite_converter/ no module makes a converter, calls ``.convert()`` or the quantizer; the modules
     running the QuantizationDebugger (which converts) do it through run_converter; no module that converts has a
     catch-all ``except``."""
     converting, bad = set(), {}

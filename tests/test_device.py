@@ -17,7 +17,7 @@ import flatbuffers
 import numpy as np
 import pytest
 
-from edge_tool.modelfiles.tflite_schema import tflite_schema
+from edge_tool.parsers.tflite_schema import tflite_schema
 from tests import device_board
 from tests.edgetool_runs import REPO, run_edgetool
 

@@ -23,7 +23,7 @@ from edge_tool.evaluate.latency import measure_tflite, measure_tflite_subprocess
 from edge_tool.evaluate.metrics import cosine, topk_accuracy
 from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.tflite_runner import TfliteInterpreter
-from edge_tool.models.formats import describe
+from edge_tool.models.readers import describe
 from edge_tool.nodejs import tfjs_session as tfjs_runner
 from tests.oracles.litert_outputs import litert_outputs
 from tests.oracles.raw_converter import raw_converter

@@ -23,7 +23,7 @@ from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.isolated import WorkerProcess, death_reason
 from edge_tool.litert.tflite_runner import TfliteInterpreter
-from edge_tool.models.formats import describe
+from edge_tool.models.readers import describe
 from tests.oracles.litert_outputs import litert_outputs
 
 tf = import_tf()

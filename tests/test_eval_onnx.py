@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.errors import UsageError
-from edge_tool.models.formats import ArtifactFormat, describe
+from edge_tool.models.readers import ArtifactFormat, describe
 from edge_tool.training.data import load_digits_split
 from tests.oracles.litert_outputs import litert_outputs
 from tests.schema_check import validated

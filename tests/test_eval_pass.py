@@ -20,7 +20,7 @@ from edge_tool.evaluate import data as data_module
 from edge_tool.evaluate.data import RunningStats
 from edge_tool.evaluate.reference import ReferenceModel
 from edge_tool.evaluate.stream import prefetched, primary_from_specs, primary_output
-from edge_tool.models import modelio
+from edge_tool.models import signatures
 
 ROOT = Path(__file__).resolve().parents[1]
 tf = import_tf()
@@ -148,7 +148,7 @@ def test_reference_falls_back_to_tf2_loading_when_the_tf1_loader_refuses(small_s
     def refuse(*args, **kwargs):
         raise ValueError("no serve tag-set")
 
-    monkeypatch.setattr(modelio, "session_signature", refuse)
+    monkeypatch.setattr(signatures, "session_signature", refuse)
     ref = ReferenceModel(sm, threads=1)
     assert ref.threads is None  # TensorFlow's process-wide pools: the count cannot be chosen
     np.testing.assert_allclose(ref.predict({"x": x})["probs"], want, rtol=0, atol=1e-6)

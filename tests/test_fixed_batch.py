@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.parsers.tflite_model import summarize_tflite
 from tests.edgetool_runs import REPO, run_edgetool
 from tests.schema_check import validated
 

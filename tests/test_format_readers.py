@@ -1,4 +1,4 @@
-"""Eval's format recognition is the registry of ``models.formats``: by name/layout, then by content where the name
+"""Eval's format recognition is the registry of ``models.readers``: by name/layout, then by content where the name
 does not bind; ``ArtifactFormat`` and the messages derive from it (the parsing of each format is pinned beside its
 runtime: tests/test_eval.py, tests/test_eval_onnx.py)."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from edge_tool.convert.formats import FORMATS
 from edge_tool.errors import ModelError
-from edge_tool.models.formats import READERS, ArtifactFormat, recognise
+from edge_tool.models.readers import READERS, ArtifactFormat, recognise
 
 TFLITE_HEAD = b"\x1c\x00\x00\x00TFL3" + bytes(24)  # root offset, then the flatbuffer file identifier
 ONNX_HEAD = b"\x08\x08\x12\x07tf2onnx" + bytes(8)  # field 1 (ir_version) varint: how every ModelProto starts

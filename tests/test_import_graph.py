@@ -109,15 +109,15 @@ FLOORS = (
     ("edge_tool.calibration",),  # calibration/: stands alone (imports nothing of edge_tool)
     ("edge_tool.errors",),
     ("edge_tool.core",),
-    ("edge_tool.modelfiles", "edge_tool.webserver"),
-    ("edge_tool.litert", "edge_tool.modelcode", "edge_tool.schemas"),  # schemas: the files edgetool writes
+    ("edge_tool.parsers", "edge_tool.webserver"),
+    ("edge_tool.litert", "edge_tool.trust", "edge_tool.schemas"),  # schemas: the files edgetool writes
     ("edge_tool.metadata", "edge_tool.micro", "edge_tool.nodejs"),
     ("edge_tool.models",),
     ("edge_tool.device",),  # a --device board: connection, board programs, facts (below evaluate and check)
-    ("edge_tool.contract", "edge_tool.converter", "edge_tool.tasks", "edge_tool.training"),
+    ("edge_tool.contract", "edge_tool.tflite_converter", "edge_tool.tasks", "edge_tool.training"),
     ("edge_tool.convert", "edge_tool.evaluate"),
     ("edge_tool.demo",),
-    ("edge_tool.auto", "edge_tool.check", "edge_tool.workflows"),
+    ("edge_tool.auto", "edge_tool.check", "edge_tool.keras_files"),
     ("edge_tool.api", "edge_tool.commands"),  # the Python API and the CLI's commands: neither imports the other
     ("edge_tool.cli",),
     ("edge_tool", "edge_tool.__main__"),

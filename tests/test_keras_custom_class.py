@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from edge_tool.modelcode.keras_code import NAME_ONLY, find_code
+from edge_tool.trust.keras_code import NAME_ONLY, find_code
 from tests.edgetool_runs import REPO, run_edgetool
 
 # not in the quick tier: builds Keras files with custom classes in fresh interpreters (~3 min of the quick tier under load)

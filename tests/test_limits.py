@@ -1,5 +1,5 @@
 """In-process checks of the read and allocation guards: regular files only (calibration.safe_open), the tensor and
-size limits (edge_tool.modelfiles.limits), the TFJS manifest validation (edge_tool.modelfiles.tfjs_manifest) and the multiworker peer
+size limits (edge_tool.parsers.limits), the TFJS manifest validation (edge_tool.parsers.tfjs_manifest) and the multiworker peer
 wait (edge_tool.training.peers). The CLI-level cases are in tests/hostile/test_hostile_crashes.py."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from edge_tool.calibration.safe_open import not_a_file, open_regular, read_regular
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.modelfiles.limits import TENSOR_ENV, check_specs, tensor_bytes
-from edge_tool.modelfiles.tfjs_manifest import check_manifest
+from edge_tool.parsers.limits import TENSOR_ENV, check_specs, tensor_bytes
+from edge_tool.parsers.tfjs_manifest import check_manifest
 from edge_tool.training.peers import wait_for_peers
 
 

@@ -20,7 +20,7 @@ from edge_tool.convert.qat_support.folding import fold_model
 from edge_tool.convert.qat_support.source import load_keras_for_qat
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, ModelError, UsageError
-from edge_tool.modelfiles.tflite_schema import enum_names, tflite_schema
+from edge_tool.parsers.tflite_schema import enum_names, tflite_schema
 from edge_tool.training.config import Strategy
 from edge_tool.training.data import load_digits_split
 

@@ -24,7 +24,7 @@ from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantiz
 from edge_tool.convert.qat_support.select import decide
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError
-from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.parsers.tflite_model import summarize_tflite
 from edge_tool.training.data import load_digits_split
 from tests.schema_check import validated
 

@@ -13,7 +13,7 @@ import pytest
 
 # importing the plug-in packages fills the tables
 import edge_tool.convert.formats
-import edge_tool.models.formats  # noqa: F401
+import edge_tool.models.readers  # noqa: F401
 from edge_tool.auto.config import REQUIREMENTS, Requirement
 from edge_tool.calibration.readers import BY_SUFFIX
 from edge_tool.calibration.readers import READERS as DATA_READERS
@@ -23,7 +23,7 @@ from edge_tool.convert.formats.registry import FORMATS
 from edge_tool.convert.modes import MODES, every_mode
 from edge_tool.core.registry import Registry
 from edge_tool.evaluate.runtimes import HOST, RUNTIME_CHOICES, RUNTIMES, RuntimeChoice
-from edge_tool.models.formats.registry import READERS
+from edge_tool.models.readers.registry import READERS
 from edge_tool.tasks import TASK_NAMES, TASKS, TaskName
 
 PACKAGE = Path(__file__).resolve().parents[1] / "edge_tool"

@@ -84,7 +84,7 @@ def test_a_name_no_longer_re_exported_is_imported_from_its_module():
     )
     assert codemod.rewrite(old) == (
         "from edge_tool.evaluate.config import EvalConfig\n"
-        "from edge_tool.models.formats import ArtifactFormat\n"
-        "from edge_tool.models.formats import Artifact\n"
-        "    from edge_tool.modelfiles.tflite_schema import tflite_schema as _schema  # noqa: PLC0415\n"
+        "from edge_tool.models.readers import ArtifactFormat\n"
+        "from edge_tool.models.readers import Artifact\n"
+        "    from edge_tool.parsers.tflite_schema import tflite_schema as _schema  # noqa: PLC0415\n"
     )

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from edge_tool.cli import app
 from edge_tool.evaluate.rows import ArtifactResult
 from edge_tool.evaluate.runtimes import HOST, RUNTIME_CHOICES, RUNTIMES, RuntimeChoice, runtime_for
-from edge_tool.models.formats import ArtifactFormat
+from edge_tool.models.readers import ArtifactFormat
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,5 @@ def test_unknown_runtime_refused_before_the_keras_reference_is_exported(keras3_f
     assert "Invalid value for '--runtime': Value error, 'tensorrt' is not one of 'litert', 'tflm'." in proc.stderr
     imported = {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time")}
     assert "edge_tool.evaluate.runtimes" in imported  # the choices came from the registry ...
-    assert (
-        not {"tensorflow", "edge_tool.workflows.keras_files", "edge_tool.evaluate.pipeline"} & imported
-    )  # ... no work
+    assert not {"tensorflow", "edge_tool.keras_files", "edge_tool.evaluate.pipeline"} & imported  # ... no work
     assert list(tmp_path.iterdir()) == []

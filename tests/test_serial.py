@@ -27,8 +27,8 @@ from edge_tool.check.run import CheckReport
 from edge_tool.evaluate.report import Report
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, LayerError, ReferenceResult
 from edge_tool.metadata.reader import EmbeddedMetadata, TensorInfo
-from edge_tool.modelfiles.tflite_model import TfliteSummary
-from edge_tool.models.modelio import SignatureInfo
+from edge_tool.models.signatures import SignatureInfo
+from edge_tool.parsers.tflite_model import TfliteSummary
 from edge_tool.schemas import format_records, records
 from edge_tool.schemas.manifest import CalibrationRecord, Manifest, ManifestArtifact
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tool.modelcode.graph_scan import scan_saved_model
+from edge_tool.trust.graph_scan import scan_saved_model
 from tests.edgetool_runs import REPO, edgetool_in_process
 
 _SERVING = """

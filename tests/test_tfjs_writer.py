@@ -25,7 +25,7 @@ import pytest
 from edge_tool.convert import tfjs_opfix
 from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.errors import ConversionError
-from edge_tool.models.modelio import load_serving_fn
+from edge_tool.models.signatures import load_serving_fn
 from tests.builds import run_script
 from tests.edgetool_runs import REPO, edgetool_in_process
 

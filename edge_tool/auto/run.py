@@ -19,7 +19,6 @@ from edge_tool.convert.inputs import prepare_inputs
 from edge_tool.convert.metadata_step import for_mode
 from edge_tool.convert.selective import SelectiveInt8
 from edge_tool.convert.source import is_keras_file, prepare_source
-from edge_tool.converter.run import new_converter
 from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.steps import step
@@ -27,7 +26,8 @@ from edge_tool.device.facts import describe
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.metadata.writer import embed_metadata
-from edge_tool.modelfiles.tflite_model import integer_only_problem
+from edge_tool.parsers.tflite_model import integer_only_problem
+from edge_tool.tflite_converter.run import new_converter
 
 
 def _eval_config(config: AutoConfig, paths: list[Path]):

@@ -29,7 +29,7 @@ class CheckConfig:
     targets: tuple[str, ...]
     calibration: Path | None = None
     device: str | None = None  # ssh:// URL: the targets with an ``on_device`` check run there
-    trust_model_code: bool = False  # --trust-model-code: check a model that carries code (edge_tool.modelcode)
+    trust_model_code: bool = False  # --trust-model-code: check a model that carries code (edge_tool.trust)
     contract: ContractOptions = ContractOptions()  # --input-*: how image calibration data becomes model input
     signature: str | None = None  # --signature: the SavedModel signature checked (None: serving_default)
     device_url: DeviceURL | None = field(default=None, init=False, repr=False, compare=False)  # device, parsed

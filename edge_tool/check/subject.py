@@ -24,11 +24,11 @@ from edge_tool.convert.source import check_keras_file, prepare_source
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError, ModelError, UsageError
 from edge_tool.litert.recipes import resolve_calibration
-from edge_tool.modelcode.guard import require_safe_model
-from edge_tool.modelfiles.limits import check_signature, check_tflite_file, read_tflite
-from edge_tool.modelfiles.tfjs_manifest import read_graph_model_json
-from edge_tool.modelfiles.tflite_model import summarize_tflite
-from edge_tool.models.modelio import SERVING, saved_model_signature
+from edge_tool.models.signatures import SERVING, saved_model_signature
+from edge_tool.parsers.limits import check_signature, check_tflite_file, read_tflite
+from edge_tool.parsers.tfjs_manifest import read_graph_model_json
+from edge_tool.parsers.tflite_model import summarize_tflite
+from edge_tool.trust.guard import require_safe_model
 
 
 @dataclass
@@ -114,7 +114,7 @@ def classify(
 ) -> Subject:
     """A Subject for ``path`` (of a SavedModel: its ``signature``, default serving_default); ModelError naming what
     was expected when it is none of the accepted kinds, and ModelCodeRefused when it carries code
-    (``edge_tool.modelcode``) and ``trust_model_code`` is not set."""
+    (``edge_tool.trust``) and ``trust_model_code`` is not set."""
     subject = _classify(Path(path), calibration, signature)
     if subject.kind != "tfjs":
         require_safe_model(subject.path, trust_model_code, "check", signature)

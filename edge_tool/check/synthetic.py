@@ -16,7 +16,7 @@ import numpy as np
 
 from edge_tool.errors import ModelError
 from edge_tool.models.fixed_batch import PROBE_DIM
-from edge_tool.models.modelio import saved_model_signature
+from edge_tool.models.signatures import saved_model_signature
 
 SAMPLES = 8
 NOTE = (

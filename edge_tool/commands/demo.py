@@ -81,8 +81,8 @@ def command(
     from edge_tool.core.env import quiet_native_stderr
     from edge_tool.core.textsafe import visible
     from edge_tool.demo.config import DemoConfig
-    from edge_tool.models.modelio import signature_note
-    from edge_tool.workflows.keras_files import build_site_any
+    from edge_tool.keras_files import build_site_any
+    from edge_tool.models.signatures import signature_note
 
     if note := signature_note(model, signature):
         typer.echo(visible(note))

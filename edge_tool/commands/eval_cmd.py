@@ -114,7 +114,7 @@ def command(
     from edge_tool.evaluate import EvalConfig
     from edge_tool.evaluate.budgets import budget_violations, failures
     from edge_tool.evaluate.outputs import write_reports
-    from edge_tool.workflows.keras_files import run_eval_any
+    from edge_tool.keras_files import run_eval_any
 
     config = EvalConfig(
         artifacts=tuple(artifacts),
@@ -145,7 +145,7 @@ def command(
         contract=ContractOptions.from_cli(input_range, input_mean, input_std),
         signature=signature,
     )
-    from edge_tool.models.modelio import signature_note
+    from edge_tool.models.signatures import signature_note
 
     if note := signature_note(reference, signature):
         typer.echo(visible(f"reference {note}"))

@@ -176,7 +176,7 @@ def command(
     the code it carries (listed, not run) and the input contract as far as the model tells it."""
     use_custom_objects(custom_objects, trust_model_code)
     from edge_tool.core.env import quiet_native_stderr
-    from edge_tool.workflows.keras_files import inspect_any
+    from edge_tool.keras_files import inspect_any
 
     with quiet_native_stderr():  # LiteRT's "Created TensorFlow Lite XNNPACK delegate" and TF's C++ lines (fd 2)
         report = inspect_any(model, trust_model_code)

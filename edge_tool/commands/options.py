@@ -7,8 +7,8 @@ from collections.abc import Callable
 import typer
 
 from edge_tool.core.visible import visible
-from edge_tool.modelcode import TRUST_FLAG, TRUST_HELP
-from edge_tool.modelcode.custom_objects import FLAG, HELP, use
+from edge_tool.trust import TRUST_FLAG, TRUST_HELP
+from edge_tool.trust.custom_objects import FLAG, HELP, use
 
 
 def trust_model_code_option():

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.contract.keras_config import Scaling, _compose
-from edge_tool.models.modelio import read_meta_graph
+from edge_tool.models.signatures import read_meta_graph
 
 CALLS = {"StatefulPartitionedCall", "PartitionedCall"}
 PASS = {"Identity", "Cast"}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.modelcode.keras_code import keras_file_configs, metadata_nodes
+from edge_tool.trust.keras_code import keras_file_configs, metadata_nodes
 
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 INERT = {

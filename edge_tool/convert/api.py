@@ -16,17 +16,17 @@ from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec
 from edge_tool.convert.inputs import drop_string_calibration, prepare_inputs
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.convert.source import prepare_source
-from edge_tool.converter.fast_path import fast_path_problem
 from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.signals import deferred
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, EdgeToolError
-from edge_tool.modelcode.guard import require_safe_model
-from edge_tool.models.modelio import signature_note
 from edge_tool.models.precision import precision_note
+from edge_tool.models.signatures import signature_note
 from edge_tool.schemas.manifest import Manifest, ManifestArtifact
+from edge_tool.tflite_converter.fast_path import fast_path_problem
+from edge_tool.trust.guard import require_safe_model
 
 __all__ = ["ConvertResult", "convert", "one_line"]
 

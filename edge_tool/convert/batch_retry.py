@@ -22,12 +22,12 @@ from edge_tool.convert.config import QuantMode
 from edge_tool.convert.context import BuildContext
 from edge_tool.convert.smoke import LiteRTRefused
 from edge_tool.convert.source import prepare_source
-from edge_tool.converter.run import OpsNotBuiltin
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.schemas.manifest import ManifestArtifact
 from edge_tool.schemas.records import BatchNote
+from edge_tool.tflite_converter.run import OpsNotBuiltin
 
 BATCH = 1
 # the calibrator runs the float file in LiteRT: a kernel refusing it there fails the conversion with LiteRT's words

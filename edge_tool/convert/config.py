@@ -49,7 +49,7 @@ class ConvertConfig(Record):
     input_range: str | None = None  # the input contract's normalization by name (--input-range), see contract.options
     input_mean: tuple[float, ...] | None = None  # model input = (pixel - mean) / std (calibration, eval, metadata)
     input_std: tuple[float, ...] | None = None
-    trust_model_code: bool = False  # --trust-model-code: run a model that carries code (edge_tool.modelcode)
+    trust_model_code: bool = False  # --trust-model-code: run a model that carries code (edge_tool.trust)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Path(self.model))

@@ -9,10 +9,10 @@ from pathlib import Path
 from edge_tool import calibration
 from edge_tool.convert.config import ConvertConfig, IOType
 from edge_tool.convert.source import PreparedSource
-from edge_tool.converter.fast_path import SharedSource
-from edge_tool.converter.run import Refusal, new_converter, run_converter
 from edge_tool.errors import DataError
-from edge_tool.models.modelio import signature_runner
+from edge_tool.models.signatures import signature_runner
+from edge_tool.tflite_converter.fast_path import SharedSource
+from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_tool.convert.modes import MODES
-from edge_tool.models.modelio import SignatureInfo
+from edge_tool.models.signatures import SignatureInfo
 from edge_tool.schemas.records import SelfCheck  # the manifest's artifacts[].self_check record
 
 PROBES = 4  # seeded random input batches per check

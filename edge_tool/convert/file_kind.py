@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edge_tool.modelfiles.tflite_model import TfliteSummary, ops_on_dtype
+from edge_tool.parsers.tflite_model import TfliteSummary, ops_on_dtype
 
 _INTEGER_MODES = ("int8", "qat")
 _EDGE_OPS = {"QUANTIZE", "DEQUANTIZE"}  # float I/O of an integer model passes through these

@@ -15,13 +15,13 @@ import tempfile
 from pathlib import Path
 
 from edge_tool import calibration
-from edge_tool.converter.fast_path import SharedSource
-from edge_tool.converter.run import Refusal, new_converter, run_converter
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.litert.recipes import configure_full_int8, missing_calibration_message, resolve_calibration
 from edge_tool.models.fixed_batch import save_fixed_batch
-from edge_tool.models.modelio import SERVING, saved_model_signature
+from edge_tool.models.signatures import SERVING, saved_model_signature
+from edge_tool.tflite_converter.fast_path import SharedSource
+from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
 
 # integer input dtypes @litertjs/core 2.5.3 cannot hold (its DATATYPES: float32, int32, uint8): the LiteRT.js .tflite
 # takes them as int32 and casts inside

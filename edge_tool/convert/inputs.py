@@ -20,8 +20,8 @@ from edge_tool.errors import UsageError
 from edge_tool.litert.recipes import missing_calibration_message, resolve_calibration
 from edge_tool.metadata.writer import MetadataSpec
 from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
-from edge_tool.models.modelio import signature_runner
 from edge_tool.models.signature_choice import numeric_signature_way_out
+from edge_tool.models.signatures import signature_runner
 
 
 @dataclass(frozen=True)

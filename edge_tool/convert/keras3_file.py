@@ -18,9 +18,9 @@ from pathlib import Path
 
 from edge_tool.core.childproc import python_command
 from edge_tool.errors import ModelError
-from edge_tool.modelcode import custom_objects
-from edge_tool.modelcode.custom_objects import CHILD_IMPORTS
 from edge_tool.models.fixed_batch import MAX_UNROLL, PROBE_DIM, Retrace
+from edge_tool.trust import custom_objects
+from edge_tool.trust.custom_objects import CHILD_IMPORTS
 
 _UNKNOWN = re.compile(r"Unknown (?:layer|object|activation|loss|metric|initializer|regularizer|constraint): '([^']+)'")
 _MISSING_CLASS = re.compile(r"Could not locate (?:class|function) '([^']+)'")

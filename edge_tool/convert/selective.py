@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from edge_tool.converter.per_layer import LayerError, calibrate_and_rank, quiet_debugger
-from edge_tool.converter.run import Refusal, run_converter
+from edge_tool.tflite_converter.per_layer import LayerError, calibrate_and_rank, quiet_debugger
+from edge_tool.tflite_converter.run import Refusal, run_converter
 
 IDEAL_RMSE_OVER_SCALE = 0.2887  # 1/sqrt(12): uniform rounding error of a well-quantized tensor
 
@@ -22,7 +22,7 @@ class SelectiveInt8:
     """One calibrated int8 quantization of a model, re-quantizable with any set of layers left in float."""
 
     def __init__(self, tf, converter, inputs: Mapping[str, np.ndarray], label: str) -> None:
-        """Calibrate ``converter`` (fresh, from ``new_converter``) for full int8 and measure per-layer errors.
+        """Calibrate ``tflite_converter`` (fresh, from ``new_converter``) for full int8 and measure per-layer errors.
 
         ``inputs`` (``{input name: samples}``) serve both as calibration and as the debugger's comparison
         data, fed by name. Denylisted layers later become float builtins beside the int8 ones. Raises

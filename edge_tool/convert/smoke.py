@@ -92,7 +92,7 @@ def refuse_if_it_kills_litert(
             why += f"; run at the shape of the calibration data, {shapes}"
         raise error(
             f"--quant {mode}: the TFLite converter wrote a model that LiteRT cannot run ({why}). That is a "
-            f"converter/kernel bug of TensorFlow {_tf_version()} for this model in this mode, so edgetool does not ship "
+            f"tflite_converter/kernel bug of TensorFlow {_tf_version()} for this model in this mode, so edgetool does not ship "
             "it. Use "
             "another --quant mode; --quant auto builds them all and keeps those that run."
         )

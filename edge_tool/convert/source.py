@@ -16,15 +16,15 @@ from edge_tool.calibration.safe_open import require_regular
 from edge_tool.convert.keras3_file import export_keras3_file
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.modelcode import custom_objects
-from edge_tool.modelcode.guard import require_no_keras_code, require_no_side_effects
-from edge_tool.modelfiles.keras_archive import check_keras_archive
-from edge_tool.modelfiles.limits import check_signature
-from edge_tool.modelfiles.tree import model_files
 from edge_tool.models.fixed_batch import save_fixed_batch
-from edge_tool.models.modelio import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
 from edge_tool.models.precision import cast_saved_model
+from edge_tool.models.signatures import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
+from edge_tool.parsers.keras_archive import check_keras_archive
+from edge_tool.parsers.limits import check_signature
+from edge_tool.parsers.tree import model_files
 from edge_tool.schemas.records import FixedBatch, PrecisionCast, SourceRecord
+from edge_tool.trust import custom_objects
+from edge_tool.trust.guard import require_no_keras_code, require_no_side_effects
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
 MAX_METADATA_BYTES = 1 << 20  # a .keras metadata.json is a few hundred bytes
@@ -173,7 +173,7 @@ def prepare_source(
     a re-traced copy there with ``batch``: see ``edge_tool.models.fixed_batch``); ``signature_key`` (default
     ``serving_default``) is the signature converted. A mixed-precision model (float16/bfloat16 compute) is recast
     to float32 there (``edge_tool.models.precision``) unless ``as_trained``. Code in the model (Python in a Keras
-    file's config, side-effect ops in the graph: ``edge_tool.modelcode``) is refused unless ``trust_model_code``."""
+    file's config, side-effect ops in the graph: ``edge_tool.trust``) is refused unless ``trust_model_code``."""
     model = Path(model)
     if not model.exists():
         raise ModelError(

@@ -16,10 +16,10 @@ from pathlib import Path
 from edge_tool import __version__
 from edge_tool.convert import tfjs_graph, tfjs_opfix, tfjs_rewrite, tfjs_selfcheck, tfjs_weights
 from edge_tool.convert.tfjs_op_table import TFJS_OPS, TFJS_VERSION
-from edge_tool.converter.diagnose import python_callbacks
 from edge_tool.errors import ConversionError, UsageError
-from edge_tool.modelcode.side_effects import python_callback_refusal
 from edge_tool.models.signature_choice import numeric_signature_way_out
+from edge_tool.tflite_converter.diagnose import python_callbacks
+from edge_tool.trust.side_effects import python_callback_refusal
 
 TFJS_WEIGHT_QUANT = ("none", "float16", "uint8", "uint16")
 SHARD_BYTES = tfjs_weights.SHARD_BYTES

@@ -30,7 +30,7 @@ class DemoConfig:
         None  # int8 build data; a labelled image folder also measures the contract, names classes
     )
     input_size: str | None = None  # 'HxW' fed to image inputs whose height/width the model leaves open
-    trust_model_code: bool = False  # --trust-model-code: build from a model that carries code (edge_tool.modelcode)
+    trust_model_code: bool = False  # --trust-model-code: build from a model that carries code (edge_tool.trust)
     contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
     signature: str | None = None  # the SavedModel signature the page runs; None = serving_default
     task: str | None = None  # --task: what the page renders the outputs as (None: inferred as eval infers it)

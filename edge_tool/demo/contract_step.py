@@ -18,7 +18,7 @@ from edge_tool.contract.declared import image_contract
 from edge_tool.contract.resolve import ProbeSetup, Resolution, resolve
 from edge_tool.core.env import import_tf
 from edge_tool.models.labelmap import folder_index_map
-from edge_tool.models.modelio import SERVING, signature_runner
+from edge_tool.models.signatures import SERVING, signature_runner
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from edge_tool.demo.model import ModelKind
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.metadata.reader import read_metadata
 from edge_tool.metadata.tfjs import labels_from_model_json
-from edge_tool.modelfiles.limits import read_tflite
 from edge_tool.models.labelmap import guessed_labels_note, labels_file_for
+from edge_tool.parsers.limits import read_tflite
 
 
 def _default_labels_path(model: Path) -> Path | None:

@@ -16,7 +16,7 @@ from edge_tool.demo.model import ModelKind
 from edge_tool.demo.vendor import LITERT_BUILDS, pinned_litert_versions, vendored_litert_files
 from edge_tool.errors import UsageError
 from edge_tool.litert.recipes import resolve_calibration
-from edge_tool.modelfiles.limits import read_tflite
+from edge_tool.parsers.limits import read_tflite
 
 LITERT_MODULE = "engines/litert.js"  # page module of the LiteRT.js engine (--litert sites only)
 LITERT_MODULES = (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.metadata.labels import read_labels_file
-from edge_tool.modelfiles.tfjs_manifest import read_graph_model_json, weight_paths
+from edge_tool.parsers.tfjs_manifest import read_graph_model_json, weight_paths
 from edge_tool.tasks.detection import is_box_output
 
 MAX_FLAT_FEATURES = 4096

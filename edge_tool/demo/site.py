@@ -25,10 +25,10 @@ from edge_tool.demo.model import ModelKind
 from edge_tool.demo.tfjs_step import place_tfjs
 from edge_tool.demo.vendor import pinned_versions, vendored_files
 from edge_tool.errors import ModelError
-from edge_tool.modelcode.guard import require_safe_model
-from edge_tool.modelfiles.limits import check_signature
-from edge_tool.models.modelio import SERVING, saved_model_signature
 from edge_tool.models.signature_choice import STRING_DTYPES, numeric_signature_way_out, takes_strings
+from edge_tool.models.signatures import SERVING, saved_model_signature
+from edge_tool.parsers.limits import check_signature
+from edge_tool.trust.guard import require_safe_model
 
 # The page: index.html, its style and its ES modules (app.js is the entry module; no build step).
 TFJS_MODULES = ("engines/tfjs.js", "engines/tfjs-backends.js")  # the TensorFlow.js engine (not on LiteRT.js-only sites)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 # public name -> (module, attribute), loaded on first access (PEP 562)
 _EXPORTS = {
-    "ArtifactFormat": ("edge_tool.models.formats", "ArtifactFormat"),
+    "ArtifactFormat": ("edge_tool.models.readers", "ArtifactFormat"),
     "ArtifactResult": ("edge_tool.evaluate.rows", "ArtifactResult"),
     "EvalConfig": ("edge_tool.evaluate.config", "EvalConfig"),
     "LatencyStats": ("edge_tool.evaluate.rows", "LatencyStats"),
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the names above, for type checkers and IDEs
     from edge_tool.evaluate.pipeline import run_eval  # noqa: F401
     from edge_tool.evaluate.report import Report  # noqa: F401
     from edge_tool.evaluate.rows import ArtifactResult, LatencyStats  # noqa: F401
-    from edge_tool.models.formats import ArtifactFormat  # noqa: F401
+    from edge_tool.models.readers import ArtifactFormat  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

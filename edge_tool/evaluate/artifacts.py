@@ -1,11 +1,11 @@
-"""What an ARTIFACT is: the format readers of ``models.formats`` recognise it and read its facts (format,
+"""What an ARTIFACT is: the format readers of ``models.readers`` recognise it and read its facts (format,
 quantization mode, size on disk); the reference SavedModel's size for the report."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from edge_tool.modelfiles.tree import tree_bytes
+from edge_tool.parsers.tree import tree_bytes
 
 
 def saved_model_size(path: Path) -> int:

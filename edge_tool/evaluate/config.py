@@ -56,7 +56,7 @@ class EvalConfig:
     task: str | None = None  # None: inferred from the model and the labels (edge_tool.tasks)
     threshold: float = 0.5  # multi-label / one-channel segmentation decision threshold
     max_error: float | None = None  # largest |artefact - reference| output difference allowed
-    trust_model_code: bool = False  # --trust-model-code: run a reference/artefact that carries code (modelcode)
+    trust_model_code: bool = False  # --trust-model-code: run a reference/artefact that carries code (trust)
     labels: Path | None = None  # the model's class labels (default: labels.txt in/beside the reference, an artefact's)
     contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
     signature: str | None = None  # the reference SavedModel's signature; None = serving_default

@@ -14,8 +14,8 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, image_data, resolve
 from edge_tool.metadata.reader import read_metadata
 from edge_tool.metadata.tfjs import labels_from_model_json
-from edge_tool.models.formats import Artifact, ArtifactFormat
 from edge_tool.models.labelmap import class_width, folder_index_map, guessed_labels_note, model_labels, unfit_labels
+from edge_tool.models.readers import Artifact, ArtifactFormat
 
 
 @dataclass(frozen=True)

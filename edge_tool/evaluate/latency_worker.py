@@ -13,7 +13,7 @@ import numpy as np
 
 from edge_tool.evaluate.latency import measure_tflite, peak_rss_mb
 from edge_tool.litert.runtime import interpreter_class
-from edge_tool.modelfiles.tflite_schema import tflite_schema
+from edge_tool.parsers.tflite_schema import tflite_schema
 
 
 def main(argv: list[str]) -> int:

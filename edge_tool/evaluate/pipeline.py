@@ -10,7 +10,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from edge_tool.converter.per_layer import MAX_DEBUG_SAMPLES, worst_layers
 from edge_tool.errors import UsageError, collect_and_raise
 from edge_tool.evaluate.artifacts import saved_model_size
 from edge_tool.evaluate.config import EvalConfig
@@ -26,11 +25,12 @@ from edge_tool.evaluate.runtimes import check_runtime, open_board_runners, open_
 from edge_tool.evaluate.stream import stream
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 from edge_tool.litert.isolated import scratch_dir
-from edge_tool.modelcode.guard import require_no_side_effects
-from edge_tool.models.formats import Artifact, ArtifactFormat, describe
-from edge_tool.models.modelio import validate_saved_model_dir
 from edge_tool.models.precision import reference_precision_note
+from edge_tool.models.readers import Artifact, ArtifactFormat, describe
 from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings
+from edge_tool.models.signatures import validate_saved_model_dir
+from edge_tool.tflite_converter.per_layer import MAX_DEBUG_SAMPLES, worst_layers
+from edge_tool.trust.guard import require_no_side_effects
 
 __all__ = ["run_eval", "skip_tfjs_without_node"]
 

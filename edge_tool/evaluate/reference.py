@@ -13,7 +13,7 @@ from edge_tool.core.env import import_tf
 from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import LatencyStats
 from edge_tool.litert.timing import time_loop
-from edge_tool.models.modelio import SERVING, saved_model_signature, signature_runner
+from edge_tool.models.signatures import SERVING, saved_model_signature, signature_runner
 
 BATCH = 64
 

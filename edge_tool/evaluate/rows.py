@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edge_tool.calibration.serial import Record, spec
-from edge_tool.converter.per_layer import LayerError
+from edge_tool.tflite_converter.per_layer import LayerError
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import numpy as np
 from edge_tool.errors import RuntimeFailure
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
-from edge_tool.models.formats import Artifact
+from edge_tool.models.readers import Artifact
 
 NONE_FIELDS = {
     "top1_agreement": None,

@@ -18,7 +18,7 @@ from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate.data import EvalStream
 from edge_tool.evaluate.runners import BatchFiles
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
-from edge_tool.models.formats import Artifact
+from edge_tool.models.readers import Artifact
 
 
 def primary_output(outputs: dict[str, np.ndarray]) -> str:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.limits import read_tflite
-from edge_tool.modelfiles.tflite_schema import enum_names, is_constant, tflite_schema
+from edge_tool.parsers.limits import read_tflite
+from edge_tool.parsers.tflite_schema import enum_names, is_constant, tflite_schema
 
 _STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from edge_tool.calibration.safe_open import require_regular
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.limits import check_tflite_file
+from edge_tool.parsers.limits import check_tflite_file
 
 
 def interpreter_class(flex: bool = False):

@@ -13,7 +13,7 @@ import numpy as np
 from edge_tool.errors import DataError, ModelError, collect_and_raise
 from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.runtime import interpreter_class
-from edge_tool.modelfiles.limits import check_tflite_file
+from edge_tool.parsers.limits import check_tflite_file
 
 # Batched outputs must match per-sample outputs this closely (relative to the output's magnitude) for eval to
 # keep batching a model; quantized outputs may differ by at most one quantization step.

@@ -17,7 +17,7 @@ from edge_tool.errors import UsageError
 from edge_tool.metadata import metadata_schema_py_generated as meta
 from edge_tool.metadata.labels import MAX_LABELS_BYTES, parse_labels
 from edge_tool.metadata.writer import METADATA_FIELD_NAME, METADATA_FILE_IDENTIFIER
-from edge_tool.modelfiles.tflite_schema import tflite_schema
+from edge_tool.parsers.tflite_schema import tflite_schema
 from edge_tool.schemas.records import Normalization
 
 MAX_MEMBERS = 64

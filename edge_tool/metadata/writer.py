@@ -19,7 +19,7 @@ import numpy as np
 
 from edge_tool.errors import ConversionError
 from edge_tool.metadata import metadata_schema_py_generated as meta
-from edge_tool.modelfiles.tflite_schema import tflite_schema
+from edge_tool.parsers.tflite_schema import tflite_schema
 from edge_tool.schemas.records import MetadataRecord, Normalization
 
 METADATA_FIELD_NAME = "TFLITE_METADATA"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from edge_tool.errors import ConversionError
 from edge_tool.micro import resolver, sources, tflm
-from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.parsers.tflite_model import summarize_tflite
 from edge_tool.schemas.records import MicroRecord, Resolver
 
 

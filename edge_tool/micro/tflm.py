@@ -17,7 +17,7 @@ from pathlib import Path
 from edge_tool.core.childproc import module_command
 from edge_tool.core.env import installed_version
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.parsers.tflite_model import summarize_tflite
 from edge_tool.schemas.records import ARENA_MARGIN, ArenaSize
 
 ALIGN = 16  # TFLM aligns arena allocations to 16 bytes; search at that granularity

@@ -26,8 +26,8 @@ import numpy as np
 
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.modelcode.guard import require_no_keras_code
-from edge_tool.models.modelio import SERVING, SignatureInfo, load_serving_fn, saved_model_flavor
+from edge_tool.models.signatures import SERVING, SignatureInfo, load_serving_fn, saved_model_flavor
+from edge_tool.trust.guard import require_no_keras_code
 
 PROBE_DIM = 32  # size given to unknown non-batch dims of the probe input
 MAX_UNROLL = 128  # longest static sequence whose recurrent loop is unrolled (graph size grows with the length)
@@ -67,7 +67,7 @@ def save_fixed_batch(
     saved_model: Path, out: Path, batch: int, key: str = SERVING, trust_model_code: bool = False
 ) -> Retrace:
     """Write a SavedModel at ``out`` whose ``serving_default`` is ``key`` of ``saved_model`` with input batch ``batch``;
-    returns how it was re-traced. A model carrying code (``modelcode``) is refused unless ``trust_model_code``."""
+    returns how it was re-traced. A model carrying code (``trust``) is refused unless ``trust_model_code``."""
     if saved_model_flavor(Path(saved_model)) == "keras2":  # the re-trace reloads it as a Keras object
         require_no_keras_code(
             Path(saved_model),

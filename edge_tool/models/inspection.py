@@ -17,7 +17,7 @@
   and ``--trust-model-code`` was not given).
 - ``model_code``: ``{"python": [{"layer", "kind", "where"}], "side_effect_ops": [{"op", "effect", "where"}],
   "trusted": bool}``: Python code in the Keras config and ops with effects outside tensors (Flex ops of a tflite),
-  found by reading the files (``edge_tool.modelcode``, docs/security.md); nothing of the model runs unless
+  found by reading the files (``edge_tool.trust``, docs/security.md); nothing of the model runs unless
   ``trusted`` (``--trust-model-code``) or both lists are empty.
 - ``distribution`` (SavedModel only, else null): ``{"variable_synchronization": {"AUTO"|"ON_WRITE"|"ON_READ"|"NONE": n},
   "device_jobs": [job names pinned in the graphs, e.g. "worker"], "loaded_variable_classes": {class: n},
@@ -44,13 +44,8 @@ from edge_tool.calibration.serial import Record
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.metadata.reader import read_metadata
-from edge_tool.modelcode.guard import code_report
-from edge_tool.modelcode.keras_reload import keras_reloadability
-from edge_tool.modelfiles.limits import read_tflite
-from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite
-from edge_tool.modelfiles.tflite_schema import enum_names, is_constant, tflite_schema
-from edge_tool.modelfiles.tree import tree_bytes
-from edge_tool.models.modelio import (
+from edge_tool.models.saved_model_facts import ParamCount, distribution, model_variables, param_count, training_sidecar
+from edge_tool.models.signatures import (
     SERVING,
     SignatureInfo,
     flatbuffer_signature,
@@ -59,7 +54,12 @@ from edge_tool.models.modelio import (
     saved_model_signature,
     tflite_signature,
 )
-from edge_tool.models.saved_model_facts import ParamCount, distribution, model_variables, param_count, training_sidecar
+from edge_tool.parsers.limits import read_tflite
+from edge_tool.parsers.tflite_model import state_warning, summarize_tflite
+from edge_tool.parsers.tflite_schema import enum_names, is_constant, tflite_schema
+from edge_tool.parsers.tree import tree_bytes
+from edge_tool.trust.guard import code_report
+from edge_tool.trust.keras_reload import keras_reloadability
 
 TFLITE_MAGIC = b"TFL3"
 

@@ -25,9 +25,9 @@ import numpy as np
 
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.modelcode.reach import subgraph
-from edge_tool.models.modelio import SERVING, read_meta_graph
+from edge_tool.models.signatures import SERVING, read_meta_graph
 from edge_tool.schemas.records import PrecisionCast
+from edge_tool.trust.reach import subgraph
 
 _LOW = {19: "float16", 14: "bfloat16"}  # DataType enum values: DT_HALF, DT_BFLOAT16
 _FLOAT = 1  # DT_FLOAT
@@ -38,7 +38,7 @@ PROBE_SAMPLES = 8
 
 def _signature_nodes(mg, key: str):
     """Every NodeDef the signature ``key`` runs: graph ancestors of its outputs and every function they call
-    (``modelcode.reach.subgraph``, the walk the model-code scan judges by), in name order."""
+    (``trust.reach.subgraph``, the walk the model-code scan judges by), in name order."""
     sig = mg.signature_def.get(key)
     seen, called = subgraph(mg, [t.name for t in sig.outputs.values()] if sig is not None else [])
     nodes = {n.name: n for n in mg.graph_def.node}

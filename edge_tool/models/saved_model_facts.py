@@ -12,7 +12,7 @@ from pathlib import Path
 from edge_tool.calibration.safe_open import read_regular
 from edge_tool.calibration.serial import Record
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.limits import MAX_SMALL_TEXT_BYTES
+from edge_tool.parsers.limits import MAX_SMALL_TEXT_BYTES
 
 _SYNC = {0: "AUTO", 1: "NONE", 2: "ON_WRITE", 3: "ON_READ"}
 

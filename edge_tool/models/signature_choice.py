@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edge_tool.modelcode.guard import side_effect_ops
-from edge_tool.models.modelio import SERVING, saved_model_signature, signature_keys
+from edge_tool.models.signatures import SERVING, saved_model_signature, signature_keys
+from edge_tool.trust.guard import side_effect_ops
 
 STRING_DTYPES = ("string", "object", "bytes")
 

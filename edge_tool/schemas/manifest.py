@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from edge_tool.calibration.contract import ImageContract
 from edge_tool.calibration.dataset import CalibrationSummary
 from edge_tool.calibration.serial import Record, from_dict, spec
-from edge_tool.modelfiles.tflite_model import TfliteSummary
+from edge_tool.parsers.tflite_model import TfliteSummary
 from edge_tool.schemas.document import Document
 from edge_tool.schemas.format_records import AGREEMENT, OnnxAgreement, OnnxQuantization, TfjsAgreement
 from edge_tool.schemas.records import (

@@ -117,7 +117,7 @@ class SelfCheck(Record):
         return (
             f"{name} does not compute what the SavedModel computes: {error} on "
             f"{self.samples} seeded random inputs, where float rounding explains at most {self.tolerance:.3g} "
-            f"({mode}). That is a TensorFlow converter/LiteRT kernel problem with this model. Measure it on real "
+            f"({mode}). That is a TensorFlow tflite_converter/LiteRT kernel problem with this model. Measure it on real "
             "data with edgetool eval before shipping it; --batch 1 (fixed shapes) or another --quant mode may "
             "avoid it."
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edge_tool.models.modelio import read_meta_graph
+from edge_tool.models.signatures import read_meta_graph
 
 ACTIVATIONS = {
     "Softmax": "softmax",

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from edge_tool.convert.source import prepare_source
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.keras_archive import KerasArchive, check_keras_archive
+from edge_tool.parsers.keras_archive import KerasArchive, check_keras_archive
 from tests.builds import run_script
 from tests.hostile.test_fuzz_readers import _EXPLORE, FUZZ, _mutate
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from edge_tool.core.env import import_tf
 from edge_tool.demo.model import read_labels
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.models.modelio import saved_model_flavor, saved_model_signature
+from edge_tool.models.signatures import saved_model_flavor, saved_model_signature
 from tests.hostile.test_fuzz_readers import FUZZ, _mutate
 
 

@@ -20,7 +20,7 @@ from edge_tool.calibration.safe_walk import walk_files
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.calibration.types import LoadOptions
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.tree import model_files, tree_bytes
+from edge_tool.parsers.tree import model_files, tree_bytes
 from tests.hostile.harness import Case, run_case
 
 SPEC = [TensorSpec("image", "float32", (None, 8, 8, 1))]

@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edge_tool.errors import ModelError
-from edge_tool.modelcode.graph_scan import scan_saved_model
-from edge_tool.modelcode.guard import keras_code, side_effect_ops
-from edge_tool.modelcode.keras_code import find_code, metadata_jsons
-from edge_tool.modelcode.side_effects import CONDITIONAL, SIDE_EFFECT_OPS, effect_of
+from edge_tool.trust.graph_scan import scan_saved_model
+from edge_tool.trust.guard import keras_code, side_effect_ops
+from edge_tool.trust.keras_code import find_code, metadata_jsons
+from edge_tool.trust.side_effects import CONDITIONAL, SIDE_EFFECT_OPS, effect_of
 from tests.hostile.harness import REPO, Case, run_case
 from tests.hostile.model_code_fixtures import MARKER, code_models, code_root  # noqa: F401 (fixtures)
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.tflite_indices import check_indices
-from edge_tool.modelfiles.tflite_schema import tflite_schema
+from edge_tool.parsers.tflite_indices import check_indices
+from edge_tool.parsers.tflite_schema import tflite_schema
 from tests.builds import run_script
 from tests.edgetool_runs import run_edgetool
 from tests.hostile.harness import Case, run_case

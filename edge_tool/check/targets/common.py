@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from edge_tool.check.base import Finding, Status, TargetResult, Unavailable, Verdict
-from edge_tool.modelfiles.tflite_model import summarize_tflite
+from edge_tool.parsers.tflite_model import summarize_tflite
 
 
 def model_ops(path: Path) -> list[str]:

@@ -16,8 +16,8 @@ from pathlib import Path
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.registry import TARGETS, TargetSpec
 from edge_tool.check.targets.common import of_artefact
-from edge_tool.modelfiles.limits import read_tflite
-from edge_tool.modelfiles.tflite_schema import tflite_schema
+from edge_tool.parsers.limits import read_tflite
+from edge_tool.parsers.tflite_schema import tflite_schema
 
 EDGETPU_OPS = frozenset(
     """

@@ -13,7 +13,7 @@ from edge_tool.convert.background import BackgroundCall, usable_cpus
 from edge_tool.convert.enums import TfjsQuant
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, option
 from edge_tool.convert.tfjs_op_table import TFJS_VERSION
-from edge_tool.modelfiles.tree import tree_bytes
+from edge_tool.parsers.tree import tree_bytes
 
 if TYPE_CHECKING:
     from edge_tool.schemas.manifest import ManifestArtifact

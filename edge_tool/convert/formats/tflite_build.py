@@ -17,8 +17,8 @@ from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.metadata.writer import embed_metadata
-from edge_tool.modelfiles.limits import check_tflite_tensors
-from edge_tool.modelfiles.tflite_model import state_warning, summarize_tflite
+from edge_tool.parsers.limits import check_tflite_tensors
+from edge_tool.parsers.tflite_model import state_warning, summarize_tflite
 from edge_tool.schemas.manifest import ManifestArtifact
 from edge_tool.schemas.records import BatchNote
 

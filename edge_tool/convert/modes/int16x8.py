@@ -126,7 +126,7 @@ def _configure(ctx, conv, float_fallback: bool) -> None:
 
 def float_ops(data: bytes) -> list[str]:
     """Names of the ops (other than QUANTIZE/DEQUANTIZE) that compute on float32 activations, sorted."""
-    from edge_tool.modelfiles.tflite_model import ops_on_dtype  # noqa: PLC0415
+    from edge_tool.parsers.tflite_model import ops_on_dtype  # noqa: PLC0415
 
     return sorted(set(ops_on_dtype(data, "float32")) - {"QUANTIZE", "DEQUANTIZE"})
 

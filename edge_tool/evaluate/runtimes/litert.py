@@ -21,7 +21,7 @@ from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import FileWorkerRunner
 from edge_tool.evaluate.runtimes.registry import RUNTIMES, RuntimeSpec
 from edge_tool.litert.isolated import WorkerProcess
-from edge_tool.models.formats import Artifact, ArtifactFormat
+from edge_tool.models.readers import Artifact, ArtifactFormat
 
 
 class TfliteRunner(FileWorkerRunner):

@@ -14,8 +14,8 @@ from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResul
 from edge_tool.evaluate.runners import FileWorkerRunner
 from edge_tool.evaluate.runtimes.registry import RUNTIMES, RuntimeSpec
 from edge_tool.litert.isolated import WorkerProcess
-from edge_tool.models.formats import Artifact, ArtifactFormat
-from edge_tool.models.formats.onnx import EXTRA_HINT, require_onnx
+from edge_tool.models.readers import Artifact, ArtifactFormat
+from edge_tool.models.readers.onnx import EXTRA_HINT, require_onnx
 
 WORKER = "edge_tool.evaluate.runtimes.ort_worker"
 LATENCY_NOTE = "latency of session.run on batch 1, each .onnx in a fresh process"

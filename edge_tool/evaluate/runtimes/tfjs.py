@@ -12,7 +12,7 @@ from edge_tool.evaluate.latency import summarize
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import SessionRunner
 from edge_tool.evaluate.runtimes.registry import RUNTIMES, RuntimeSpec
-from edge_tool.models.formats import Artifact, ArtifactFormat
+from edge_tool.models.readers import Artifact, ArtifactFormat
 from edge_tool.nodejs.tfjs_session import TfjsSession
 
 

@@ -19,7 +19,7 @@ from edge_tool.evaluate.runtimes.tflm_session import LocalTflm
 from edge_tool.litert.tflite_runner import TfliteInterpreter
 from edge_tool.micro import tflm
 from edge_tool.micro.tflm import tflm_version
-from edge_tool.models.formats import Artifact, ArtifactFormat
+from edge_tool.models.readers import Artifact, ArtifactFormat
 
 
 class TflmRunner(PreparedRunner):

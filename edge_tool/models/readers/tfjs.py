@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edge_tool.modelfiles.tfjs_manifest import read_graph_model_json, weight_paths
-from edge_tool.models.formats.registry import READERS, Artifact, FormatReader
+from edge_tool.models.readers.registry import READERS, Artifact, FormatReader
+from edge_tool.parsers.tfjs_manifest import read_graph_model_json, weight_paths
 
 MODEL_JSON = "model.json"
 

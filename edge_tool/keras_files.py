@@ -27,9 +27,9 @@ from edge_tool.evaluate.outputs import check_outputs
 from edge_tool.evaluate.pipeline import run_eval
 from edge_tool.evaluate.runtimes import check_runtime
 from edge_tool.litert.recipes import resolve_calibration
-from edge_tool.modelcode import custom_objects
-from edge_tool.modelcode.guard import code_report, keras_code
 from edge_tool.models.inspection import InspectReport, ParamCount, inspect_model, inspect_saved_model
+from edge_tool.trust import custom_objects
+from edge_tool.trust.guard import code_report, keras_code
 
 
 def _how(flavor: str) -> str:

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from edge_tool.calibration.serial import Record
 from edge_tool.errors import ModelError
-from edge_tool.modelcode.side_effects import SIDE_EFFECT_OPS
-from edge_tool.modelfiles.keras_archive import check_keras_archive
+from edge_tool.parsers.keras_archive import check_keras_archive
+from edge_tool.trust.side_effects import SIDE_EFFECT_OPS
 
 KERAS_MODULES = ("keras", "tf_keras", "keras_nlp", "keras_hub", "keras_cv")
 _TF_API_WITH_EFFECTS = (

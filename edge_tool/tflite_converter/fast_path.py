@@ -18,7 +18,7 @@ only the quantizer differs) the second one reuses the first one's calibration.
 The subclass leans on private TensorFlow names. ``fast_path_problem`` checks, once per process, the TF version
 and every private name and signature it relies on; on any mismatch (or ``EDGETOOL_FAST_CONVERT=0``)
 ``make_converter`` returns the public ``TFLiteConverter.from_saved_model`` converter instead — slower, same files.
-Callers do not use this module directly: ``edge_tool.converter.run`` makes and runs every converter.
+Callers do not use this module directly: ``edge_tool.tflite_converter.run`` makes and runs every converter.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import ConversionError
-from edge_tool.modelfiles.tflite_model import summarize_tflite
 from edge_tool.models.fixed_batch import MAX_UNROLL
+from edge_tool.parsers.tflite_model import summarize_tflite
 
 # The TensorFlow minor versions whose private converter internals the fast path was checked on (byte-identical files in
 # every mode: tests/test_converter_fast_path.py, run on each row CI installs); any other version uses the public path.

@@ -20,7 +20,7 @@ from edge_tool.calibration.safe_open import read_regular
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.core.fsutil import resolve_inside
 from edge_tool.errors import ModelError, collect_and_raise
-from edge_tool.modelfiles.limits import check_specs
+from edge_tool.parsers.limits import check_specs
 
 # bytes per element as tfjs stores them (string weights are length-prefixed, checked only for a lower bound)
 WEIGHT_BYTES = {"float32": 4, "int32": 4, "bool": 1, "complex64": 8, "string": None}

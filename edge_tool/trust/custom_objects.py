@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.errors import ModelCodeRefused, UsageError
-from edge_tool.modelcode import TRUST_FLAG
+from edge_tool.trust import TRUST_FLAG
 
 FLAG = "--custom-objects"
 HELP = (

@@ -1,4 +1,4 @@
-"""The artefact formats eval reads: each module under ``models/formats`` registers its ``FormatReader`` with
+"""The artefact formats eval reads: each module under ``models/readers`` registers its ``FormatReader`` with
 ``READERS.register(reader)``.
 
 A row says how a path is recognised as the format — by its name or layout (``locate``: a suffix, a model.json, a

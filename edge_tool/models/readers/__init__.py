@@ -7,11 +7,11 @@ from enum import Enum
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.models.formats.registry import READERS, Artifact, FormatReader
+from edge_tool.models.readers.registry import READERS, Artifact, FormatReader
 
 # isort: off
 # each module registers itself; this order is the order content sniffs are tried (the strongest signature first)
-from edge_tool.models.formats import tflite, tfjs, onnx  # noqa: F401
+from edge_tool.models.readers import tflite, tfjs, onnx  # noqa: F401
 # isort: on
 
 __all__ = ["READERS", "Artifact", "ArtifactFormat", "FormatReader", "describe", "recognise"]

@@ -1,7 +1,7 @@
 """The one table of TensorFlow ops whose effects reach outside the tensor world, and what each one does.
 
 A SavedModel graph (or a .tflite file's Flex ops) that holds any of these can touch the machine it runs on: write,
-read or delete files, run Python, talk to the network. ``edge_tool.modelcode.graph_scan`` looks every node of the
+read or delete files, run Python, talk to the network. ``edge_tool.trust.graph_scan`` looks every node of the
 graph and of every library function up in ``SIDE_EFFECT_OPS``; ops in ``CONDITIONAL`` are flagged only when an
 attribute says they leave the tensor world (``PrintV2`` to a file, ``DecodeProtoV2`` reading descriptors from a
 file). ``CHECKPOINT_OPS`` are the ones a SavedModel's own saver uses: they are allowed inside the saver's save and

@@ -10,17 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.errors import ModelCodeRefused
-from edge_tool.modelcode import TRUST_FLAG, custom_objects
-from edge_tool.modelcode.graph_scan import OpFinding, scan_saved_model, scan_tflite
-from edge_tool.modelcode.keras_code import NAME_ONLY, CodeFinding, scan_keras_code
-from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal
+from edge_tool.trust import TRUST_FLAG, custom_objects
+from edge_tool.trust.graph_scan import OpFinding, scan_saved_model, scan_tflite
+from edge_tool.trust.keras_code import NAME_ONLY, CodeFinding, scan_keras_code
+from edge_tool.trust.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal
 
 _TRUST_SAYS = (
     f"If you trust where the model came from, rerun with {TRUST_FLAG} (it lets edgetool deserialize "
     "Python code from model files and run graphs with such ops; docs/security.md)."
 )
 _CACHE: dict = {}
-SERVING = "serving_default"  # the signature a command runs when none is named (models.modelio.SERVING)
+SERVING = "serving_default"  # the signature a command runs when none is named (models.signatures.SERVING)
 
 
 def _state(path: Path) -> tuple:

@@ -12,7 +12,7 @@ problems. A file the accessors cannot even walk is refused as damaged.
 from __future__ import annotations
 
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.tflite_schema import tflite_schema
+from edge_tool.parsers.tflite_schema import tflite_schema
 
 MAX_LISTED = 5
 

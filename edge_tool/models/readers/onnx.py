@@ -14,8 +14,8 @@ from google.protobuf.message import DecodeError
 
 from edge_tool.calibration.safe_open import read_regular
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.modelfiles.limits import PROTOBUF_MAX, max_tensor_bytes, tensor_bytes, too_large
-from edge_tool.models.formats.registry import READERS, Artifact, FormatReader
+from edge_tool.models.readers.registry import READERS, Artifact, FormatReader
+from edge_tool.parsers.limits import PROTOBUF_MAX, max_tensor_bytes, tensor_bytes, too_large
 
 EXTRA_HINT = "pip install 'edgetool[onnx]'"
 QDQ_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul"}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from edge_tool.calibration.safe_open import open_regular
 from edge_tool.errors import ModelError
-from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, MAX_UNPACKED_BYTES, UNPACKED_ENV, limit_from_env
+from edge_tool.parsers.limits import MAX_DOCUMENT_BYTES, MAX_UNPACKED_BYTES, UNPACKED_ENV, limit_from_env
 
 MAX_MEMBERS = 10_000
 MAX_RATIO = 200

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edge_tool.calibration.serial import Record
-from edge_tool.modelfiles.tflite_schema import enum_names, is_constant, tflite_schema
+from edge_tool.parsers.tflite_schema import enum_names, is_constant, tflite_schema
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 from edge_tool.calibration.safe_open import open_regular, read_regular
 from edge_tool.calibration.spec import TensorSpec, show_shape
 from edge_tool.errors import ModelError, UsageError
-from edge_tool.modelfiles.tflite_indices import check_indices
-from edge_tool.modelfiles.tflite_schema import enum_names, is_constant, tflite_schema
+from edge_tool.parsers.tflite_indices import check_indices
+from edge_tool.parsers.tflite_schema import enum_names, is_constant, tflite_schema
 
 TENSOR_ENV = "EDGETOOL_MAX_TENSOR_BYTES"
 UNPACKED_ENV = "EDGETOOL_MAX_UNPACKED_BYTES"

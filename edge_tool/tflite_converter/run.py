@@ -27,18 +27,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.converter.diagnose import describe_failure, python_callbacks, string_way_out, table_way_out
-from edge_tool.converter.fast_path import (
+from edge_tool.core.env import import_tf
+from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.models.signatures import SERVING
+from edge_tool.tflite_converter.diagnose import describe_failure, python_callbacks, string_way_out, table_way_out
+from edge_tool.tflite_converter.fast_path import (
     LoopRefused,
     SharedSource,
     checks_loops_itself,
     make_converter,
     refuse_unsafe_loops,
 )
-from edge_tool.core.env import import_tf
-from edge_tool.errors import ConversionError, EdgeToolError
-from edge_tool.modelcode.side_effects import python_callback_refusal
-from edge_tool.models.modelio import SERVING
+from edge_tool.trust.side_effects import python_callback_refusal
 
 SELECT_ADVICE = (
     "Replace them in the model, or pass --allow-select-tf-ops to embed TF (Flex) kernels — the app then "

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.calibration.serial import Record, spec
-from edge_tool.converter.run import Refusal, edgetool_callback, new_converter, run_converter
 from edge_tool.core.env import import_tf
 from edge_tool.litert.feeding import input_order, samples_by_name
 from edge_tool.litert.recipes import configure_full_int8
-from edge_tool.models.modelio import SERVING
+from edge_tool.models.signatures import SERVING
+from edge_tool.tflite_converter.run import Refusal, edgetool_callback, new_converter, run_converter
 
 MAX_DEBUG_SAMPLES = 100  # samples the per-layer debugger sees (the first ones of --data)
 
@@ -64,7 +64,7 @@ def calibrate_and_rank(
     limit: int | None = None,
     float_fallback: bool = False,
 ):
-    """(debugger, every quantized layer worst first) for ``converter`` (from ``new_converter``) made full int8.
+    """(debugger, every quantized layer worst first) for ``tflite_converter`` (from ``new_converter``) made full int8.
 
     ``inputs`` (``{input name: samples}``, the first ``limit``) serve both as calibration and as the debugger's
     comparison data. The debugger converts through ``run_converter``: a failure is the ConversionError ``refusal``
@@ -85,7 +85,7 @@ def calibrate_and_rank(
 
 
 def _debugger(tf, converter, inputs: Mapping[str, np.ndarray], limit: int | None):
-    """A QuantizationDebugger on ``converter`` (calibrated by name) fed ``inputs``.
+    """A QuantizationDebugger on ``tflite_converter`` (calibrated by name) fed ``inputs``.
 
     The debugger's own comparison data (fed by tensor position only) is put in the input-tensor order of the debug
     model it built.

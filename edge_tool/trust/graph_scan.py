@@ -26,10 +26,10 @@ from edge_tool.calibration.safe_open import read_regular
 from edge_tool.calibration.serial import Record
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.modelcode.reach import INIT_COLLECTIONS, called_functions, closure, executed_by, strip_ref, subgraph
-from edge_tool.modelcode.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of
-from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX, read_tflite
-from edge_tool.modelfiles.tflite_schema import tflite_schema
+from edge_tool.parsers.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX, read_tflite
+from edge_tool.parsers.tflite_schema import tflite_schema
+from edge_tool.trust.reach import INIT_COLLECTIONS, called_functions, closure, executed_by, strip_ref, subgraph
+from edge_tool.trust.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of
 
 _SAVE_OPS = frozenset({"Save", "SaveV2", "SaveSlices", "MergeV2Checkpoints"})
 _RESTORE_OPS = CHECKPOINT_OPS - _SAVE_OPS

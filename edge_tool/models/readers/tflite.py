@@ -7,7 +7,7 @@ from pathlib import Path
 
 from edge_tool.errors import DataError, ModelError
 from edge_tool.litert.flatbuffer_facts import read_flatbuffer
-from edge_tool.models.formats.registry import READERS, Artifact, FormatReader
+from edge_tool.models.readers.registry import READERS, Artifact, FormatReader
 from edge_tool.schemas import load_json
 from edge_tool.schemas.manifest import FILE, Manifest
 

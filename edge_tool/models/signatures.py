@@ -1,5 +1,5 @@
 """Read what a model takes and gives without running it: SavedModel dirs, Keras files, .tflite files (a TFJS
-model.json: ``modelfiles.tfjs_manifest.read_graph_model_json``); and run a SavedModel's signature."""
+model.json: ``parsers.tfjs_manifest.read_graph_model_json``); and run a SavedModel's signature."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from edge_tool.calibration.spec import SignatureInfo, TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.litert.runtime import load_interpreter
-from edge_tool.modelcode.guard import require_no_side_effects
-from edge_tool.modelfiles.checkpoint import check_variables
-from edge_tool.modelfiles.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
-from edge_tool.modelfiles.tflite_model import _unpack
+from edge_tool.parsers.checkpoint import check_variables
+from edge_tool.parsers.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
+from edge_tool.parsers.tflite_model import _unpack
+from edge_tool.trust.guard import require_no_side_effects
 
 SERVING = "serving_default"
 
@@ -147,7 +147,7 @@ def saved_model_flavor(path: Path) -> str:
 
 def load_serving_fn(path: Path, key: str = SERVING, trust_model_code: bool = False):
     """Load the SavedModel and return (loaded object, concrete function for ``key``, SignatureInfo); its graph is
-    scanned first (``modelcode.guard``: side-effect ops refused unless ``trust_model_code``)."""
+    scanned first (``trust.guard``: side-effect ops refused unless ``trust_model_code``)."""
     require_no_side_effects(path, trust_model_code, "Loading and running its serving signature", key)
     info = saved_model_signature(path, key)
 
@@ -235,7 +235,7 @@ def signature_runner(
     """(runner, the thread count it runs on): ``session_signature``'s TF1 session (loads faster than
     ``tf.saved_model.load``, which revives every Keras layer), or, for a SavedModel the TF1 loader refuses, the
     TF2 signature function on TensorFlow's process-wide thread pools (thread count None). Side-effect ops are
-    refused unless ``trust_model_code`` (``modelcode.guard``)."""
+    refused unless ``trust_model_code`` (``trust.guard``)."""
     require_no_side_effects(
         saved_model, trust_model_code, "Running the SavedModel (its restore, init and signature ops)", key
     )

@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.modelcode.guard import side_effect_ops
-from edge_tool.modelcode.side_effects import PYTHON_CALLBACK_OPS
-from edge_tool.models.modelio import saved_model_signature
 from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings
+from edge_tool.models.signatures import saved_model_signature
+from edge_tool.trust.guard import side_effect_ops
+from edge_tool.trust.side_effects import PYTHON_CALLBACK_OPS
 
 MAX_SUMMARY_CHARS = 400
 
@@ -147,7 +147,7 @@ def describe_failure(
 def python_callbacks(saved_model: Path, signature: str | None = None) -> list[str]:
     """Names of the ops that call back into Python (tf.numpy_function, tf.py_function) among what running
     ``signature`` (default serving_default) executes, sorted; [] when there are none or saved_model.pb cannot be
-    read. From the model-code scan (``modelcode``: the functions that signature reaches, read size-checked and
+    read. From the model-code scan (``trust``: the functions that signature reaches, read size-checked and
     cached), not a parse of its own."""
     try:
         found = side_effect_ops(Path(saved_model), signature)
