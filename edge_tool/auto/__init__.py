@@ -10,8 +10,9 @@ candidate wins), ``run`` (build, measure, write), ``render`` (decision.md and th
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from edge_tool.core.lazy import lazy_names
 
 # public name -> module, loaded on first access (PEP 562): ``convert --help`` reads ``auto.config`` alone
 _EXPORTS = {
@@ -42,14 +43,4 @@ if TYPE_CHECKING:  # the names above, for type checkers and IDEs
     from edge_tool.auto.run import run_auto  # noqa: F401
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name's module on first access (PEP 562)."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

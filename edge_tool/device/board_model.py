@@ -141,7 +141,7 @@ def _latency(cls, path: str, req: dict, arrays: dict) -> dict:
     return {"latency": True, "times_ns": times, "cold_start_ms": cold, "peak_rss_mb": peak_rss_mb()}
 
 
-def _probe(cls, path: str) -> dict:
+def probe_zeros(cls, path: str) -> dict:
     """check's litert-cpu probe: load, allocate, invoke on zeros (dynamic dims set to 1); the runtime's refusal."""
     import numpy as np
 
@@ -173,7 +173,7 @@ def _programs(cls) -> dict:
     return {
         "": (
             lambda path, req: _litert_load(cls, path, req),
-            lambda path, req: _probe(cls, path),
+            lambda path, req: probe_zeros(cls, path),
             lambda path, req, arrays: _latency(cls, path, req, arrays),
         ),
         "tflm": (tflm_load, lambda path, req: tflm_probe(path, int(req["arena"])), tflm_latency),

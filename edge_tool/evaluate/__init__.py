@@ -7,18 +7,19 @@ runtime table under ``evaluate.runtimes``). Public API: :class:`EvalConfig`, :fu
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-# public name -> (module, attribute), loaded on first access (PEP 562)
+from edge_tool.core.lazy import lazy_names
+
+# public name -> module, loaded on first access (PEP 562)
 _EXPORTS = {
-    "ArtifactFormat": ("edge_tool.models.readers", "ArtifactFormat"),
-    "ArtifactResult": ("edge_tool.evaluate.rows", "ArtifactResult"),
-    "EvalConfig": ("edge_tool.evaluate.config", "EvalConfig"),
-    "LatencyStats": ("edge_tool.evaluate.rows", "LatencyStats"),
-    "Report": ("edge_tool.evaluate.report", "Report"),
-    "budget_violations": ("edge_tool.evaluate.budgets", "budget_violations"),
-    "run_eval": ("edge_tool.evaluate.pipeline", "run_eval"),
+    "ArtifactFormat": "edge_tool.models.readers",
+    "ArtifactResult": "edge_tool.evaluate.rows",
+    "EvalConfig": "edge_tool.evaluate.config",
+    "LatencyStats": "edge_tool.evaluate.rows",
+    "Report": "edge_tool.evaluate.report",
+    "budget_violations": "edge_tool.evaluate.budgets",
+    "run_eval": "edge_tool.evaluate.pipeline",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -32,15 +33,4 @@ if TYPE_CHECKING:  # the names above, for type checkers and IDEs
     from edge_tool.models.readers import ArtifactFormat  # noqa: F401
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name's module on first access (PEP 562)."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attr = _EXPORTS[name]
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

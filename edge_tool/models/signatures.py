@@ -7,16 +7,13 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from google.protobuf import text_format
-from google.protobuf.message import DecodeError
-
-from edge_tool.calibration.safe_open import not_a_file, read_regular
+from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.calibration.spec import SignatureInfo, TensorSpec
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
 from edge_tool.litert.runtime import load_interpreter
 from edge_tool.parsers.checkpoint import check_variables
-from edge_tool.parsers.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
+from edge_tool.parsers.saved_model_proto import parse_saved_model
 from edge_tool.parsers.tflite_model import _unpack
 from edge_tool.trust.guard import require_no_side_effects
 
@@ -45,34 +42,7 @@ def read_meta_graph(path: Path):
     ModelError naming the file when either is unreadable."""
     validate_saved_model_dir(path)
 
-    import_tf()
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    sm = saved_model_pb2.SavedModel()
-    pb = Path(path) / "saved_model.pb"
-    try:
-        if pb.is_file():
-            sm.ParseFromString(
-                read_regular(
-                    pb,
-                    "a SavedModel protobuf",
-                    ModelError,
-                    PROTOBUF_MAX,
-                    "protocol buffers cannot parse a message of 2 GiB or more",
-                )
-            )
-        else:
-            text = read_regular(
-                Path(path) / "saved_model.pbtxt",
-                "a SavedModel text protobuf",
-                ModelError,
-                MAX_DOCUMENT_BYTES,
-                "a text SavedModel that large is not one edgetool parses",
-            )
-            text_format.Parse(text.decode("utf-8"), sm)
-    except (DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
-        name = "saved_model.pb" if pb.is_file() else "saved_model.pbtxt"
-        raise ModelError(f"{Path(path) / name} is not a readable SavedModel protobuf: {exc}") from None
+    sm = parse_saved_model(path, ".")
     if not sm.meta_graphs:
         raise ModelError(f"{path} holds a SavedModel with no MetaGraph.")
     check_variables(Path(path))

@@ -19,14 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flatbuffers import flexbuffers
-from google.protobuf import text_format
-from google.protobuf.message import DecodeError
 
-from edge_tool.calibration.safe_open import read_regular
 from edge_tool.calibration.serial import Record
-from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
-from edge_tool.parsers.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX, read_tflite
+from edge_tool.parsers.limits import read_tflite
+from edge_tool.parsers.saved_model_proto import parse_saved_model
 from edge_tool.parsers.tflite_schema import tflite_schema
 from edge_tool.trust.reach import INIT_COLLECTIONS, called_functions, closure, executed_by, strip_ref, subgraph
 from edge_tool.trust.side_effects import CHECKPOINT_OPS, CONDITIONAL, effect_of
@@ -49,41 +46,6 @@ class OpFinding(Record):
             f" and {len(self.where) - limit} more" if len(self.where) > limit else ""
         )
         return f"{self.op} ({self.effect}) in {places}"
-
-
-def _parse_saved_model(path: Path):
-    import_tf()
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    sm = saved_model_pb2.SavedModel()
-    pb = path / "saved_model.pb"
-    source = pb if pb.is_file() else path / "saved_model.pbtxt"
-    try:  # size-checked regular files first (protobuf cannot parse 2 GiB): nothing huge is read to be refused
-        if source is pb:
-            sm.ParseFromString(
-                read_regular(
-                    pb,
-                    "a SavedModel protobuf",
-                    ModelError,
-                    PROTOBUF_MAX,
-                    "protocol buffers cannot parse a message of 2 GiB or more",
-                )
-            )
-        else:
-            text = read_regular(
-                source,
-                "a SavedModel text protobuf",
-                ModelError,
-                MAX_DOCUMENT_BYTES,
-                "a text SavedModel that large is not one edgetool parses",
-            )
-            text_format.Parse(text.decode("utf-8"), sm)
-    except (DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError, ValueError) as exc:
-        raise ModelError(
-            f"{source} is not a readable SavedModel protobuf ({type(exc).__name__}: "
-            f"{str(exc)[:200]}); edgetool scans it before running anything and refuses it."
-        ) from None
-    return sm
 
 
 def _run_by_loaders(mg) -> set[str]:
@@ -193,7 +155,7 @@ def _scan_meta_graph(mg, found: dict, signature: str | None = None) -> None:
 def scan_saved_model(path: Path, signature: str | None = None) -> tuple[OpFinding, ...]:
     """Every side-effect op of the SavedModel directory ``path`` that loading it and calling ``signature``
     executes (None: every op of every function); ModelError for a malformed protobuf."""
-    sm = _parse_saved_model(Path(path))
+    sm = parse_saved_model(Path(path), "; edgetool scans it before running anything and refuses it.")
     found: dict = {}
     for mg in sm.meta_graphs:
         _scan_meta_graph(mg, found, signature)

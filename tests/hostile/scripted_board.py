@@ -82,13 +82,13 @@ def main() -> None:
 
     space["write_frame"] = write_frame
     if CASE == "segv":
-        real_probe = space["_probe"]
+        real_probe = space["probe_zeros"]
 
         def crash(cls, path):
             os.kill(os.getpid(), signal.SIGSEGV)
             return real_probe(cls, path)
 
-        space["_probe"] = crash
+        space["probe_zeros"] = crash
     sys.exit(space["main"]())
 
 
