@@ -291,10 +291,18 @@ def test_flat_input_form_predicts_like_tensorflow(flat_model, open_site, tmp_pat
 
 
 def _wait_for(page, expression: str, arg, timeout_s: float = 60.0):
-    """Poll an async page expression until it returns something truthy (bounded); return that value."""
+    """Poll an async page expression until it returns something truthy (bounded); return that value. A poll the
+    page's own navigation cuts short is polled again: a new build's service worker reloads the open pages once."""
+    from playwright.sync_api import Error as PlaywrightError
+
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        value = page.evaluate(expression, arg)
+        try:
+            value = page.evaluate(expression, arg)
+        except PlaywrightError as exc:
+            if "Execution context was destroyed" not in str(exc):
+                raise
+            value = None
         if value:
             return value
         time.sleep(0.2)
