@@ -36,7 +36,20 @@ def signal_name(exc: BaseException) -> str:
     return signal.Signals(getattr(exc, "signum", int(signal.SIGINT))).name
 
 
+def _inside_import(frame) -> bool:
+    """True when the interrupted code runs inside the import machinery (often called from C: a compiled extension
+    importing a module), where an exception raised by a signal handler comes out as a SystemError or is lost."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _raise_terminated(signum: int, frame) -> None:
+    if _inside_import(frame):  # deliver it again in a moment, once the import is done (a lost stop ran to exit 0)
+        threading.Timer(0.05, signal.pthread_kill, (threading.main_thread().ident, signum)).start()
+        return
     for s in STOP_SIGNALS:  # the first signal starts the cleanup; let it finish
         signal.signal(s, signal.SIG_IGN)
     if _state["defer"]:

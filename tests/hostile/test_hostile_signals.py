@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from edge_tool.core import signals
 from tests.hostile.core_fixtures import case_root, flat_artifacts  # noqa: F401 (fixtures)
 from tests.hostile.harness import REPO, snapshot
 from tests.test_serve import SITE_FILES
@@ -170,6 +171,24 @@ def test_eval_stopped_during_the_latency_worker(case_root):
         children=True,
     )
     assert not (case_root / "r.json").exists()
+
+
+def test_a_stop_signal_inside_an_import_is_delivered_again_after_it():
+    """A signal handled while the import machinery runs (a compiled extension importing from C turns the exception
+    into a SystemError, or loses it; CI once saw such an eval run to exit 0) is not raised there, but delivered
+    again 50 ms later, where it stops the run as any other."""
+    space = {"signal": signal, "sys": sys}
+    code = "def inside(handler):\n    handler(signal.SIGTERM, sys._getframe())\n"
+    exec(compile(code, "<frozen importlib._bootstrap>", "exec"), space)
+    returned, deadline = False, time.monotonic() + 5
+    with signals.stop_like_interrupt(), pytest.raises(signals.Terminated) as stopped:
+        space["inside"](signals._raise_terminated)
+        returned = True  # nothing was raised inside the import
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert returned
+    assert stopped.value.signum == signal.SIGTERM
+    assert time.monotonic() < deadline  # delivered again, well before the 5 s
 
 
 @pytest.mark.slow
