@@ -223,8 +223,15 @@ class Zygote:
         self._lock = threading.Lock()
 
     def usable_for(self, env: dict[str, str]) -> bool:
-        """True when ``env`` agrees with the server's on every variable read at import."""
-        return agrees_at_import(env, self._env or dict(os.environ))
+        """True when ``env`` agrees with the server's on every variable read at import. When this process's own
+        environment has moved on such a variable since the server started (a test or a library set it), the server
+        is restarted with it, so forking follows the test process instead of silently stopping for every run."""
+        own = dict(os.environ)
+        if self._env and differs_at_import(own, self._env):
+            with self._lock:
+                self.close()
+                self._env = own
+        return agrees_at_import(env, self._env or own)
 
     def _start(self) -> None:
         with self._lock:
