@@ -15,7 +15,8 @@ import threading
 from collections.abc import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_state = {"defer": 0, "pending": None}  # main-thread only: depth of deferred() blocks, signal held back
+# main-thread only: depth of deferred() blocks, a signal held back, the stop signal raised (until the block ends)
+_state = {"defer": 0, "pending": None, "stopping": None}
 
 
 class Terminated(KeyboardInterrupt):
@@ -52,10 +53,18 @@ def _raise_terminated(signum: int, frame) -> None:
         return
     for s in STOP_SIGNALS:  # the first signal starts the cleanup; let it finish
         signal.signal(s, signal.SIG_IGN)
+    _state["stopping"] = signum
     if _state["defer"]:
         _state["pending"] = signum  # raised when the deferred() block ends
         return
     raise Terminated(signum)
+
+
+def raise_if_stopping() -> None:
+    """Raise Terminated again when a stop signal was raised: for handlers of errors that come out of compiled code,
+    where pybind11 can replace a Terminated raised inside a Python callback by an error of its own (a lost stop)."""
+    if _state["stopping"] is not None:
+        raise Terminated(_state["stopping"])
 
 
 @contextlib.contextmanager
@@ -86,5 +95,6 @@ def stop_like_interrupt() -> Iterator[None]:
     try:
         yield
     finally:
+        _state["stopping"] = None
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.core.env import import_tf
+from edge_tool.core.signals import raise_if_stopping
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.models.signatures import SERVING
 from edge_tool.tflite_converter.diagnose import describe_failure, python_callbacks, string_way_out, table_way_out
@@ -129,6 +130,7 @@ def run_converter(converter, refusal: Refusal, call: Callable | None = None):
     except EdgeToolError:
         raise
     except (ConverterError, ValueError, RuntimeError) as exc:
+        raise_if_stopping()  # pybind11 may have replaced a stop signal's Terminated by its own RuntimeError
         raise refusal_error(exc, refusal, made.shared, made.allow_select_tf_ops) from None
 
 

@@ -191,6 +191,21 @@ def test_a_stop_signal_inside_an_import_is_delivered_again_after_it():
     assert time.monotonic() < deadline  # delivered again, well before the 5 s
 
 
+def test_a_stop_compiled_code_swallowed_is_raised_again_where_its_error_is_handled():
+    """pybind11 can replace a Terminated raised inside a Python callback by its own RuntimeError (CI saw the
+    converter's "MISMATCH ... REPLACED BY Terminated" turn a stopped convert into a failed mode and exit 1): the
+    handler of that error raises the stop again; outside a stop nothing is raised."""
+    with signals.stop_like_interrupt():
+        try:
+            signals._raise_terminated(signal.SIGTERM, sys._getframe())
+        except signals.Terminated:
+            pass  # what the compiled code did with it
+        with pytest.raises(signals.Terminated) as stopped:
+            signals.raise_if_stopping()
+    assert stopped.value.signum == signal.SIGTERM
+    signals.raise_if_stopping()  # the block is over: no stop pending
+
+
 @pytest.mark.slow
 def test_eval_stopped_during_the_tfjs_node_session(case_root):
     """SIGHUP while the TFJS Node process times its latency loop (edgetool-tfjs-* in TMPDIR)."""
