@@ -25,7 +25,7 @@ from typer.models import CommandInfo
 
 from edge_tool import __version__
 from edge_tool.commands import registry
-from edge_tool.core import scratch, signals, stdio, textsafe
+from edge_tool.core import diskfull, scratch, signals, stdio, textsafe
 from edge_tool.errors import EdgeToolError
 
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h)
@@ -91,6 +91,13 @@ def _silence_stdout() -> None:
 def _os_error_message(exc: OSError) -> str:
     where = " and ".join(repr(str(f))[:1000] for f in (exc.filename, exc.filename2) if f is not None)
     what = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in diskfull.FULL:
+        room = diskfull.free_space(exc.filename) if exc.filename is not None else ""
+        return (
+            f"{what}{' while writing ' + where if where else ''}"
+            f"{' (' + room + ', after removing the partial output)' if room else ''}. Nothing partial was left "
+            "and the inputs are untouched; free space there or write elsewhere, then rerun."
+        )
     return (
         f"{what}{': ' + where if where else ''}. The file system refused the operation; check that path "
         "(its length, permissions, free space), then rerun."

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from edge_tool.core import diskfull
 from edge_tool.core.outswap import install_dir, install_file
 from edge_tool.core.scratch import run_token, sweep
 from edge_tool.errors import EdgeToolError, ModelError, UsageError
@@ -226,8 +227,11 @@ def atomic_dir(path: Path, force: bool = False, inputs: Inputs = ()) -> Iterator
         (tmp / MARKER).write_text(MARKER_TEXT)
         os.chmod(tmp, 0o755)
         install_dir(tmp, path, force, has_marker)
-    except BaseException:
+    except BaseException as exc:
+        named = diskfull.named(exc, tmp, path)
         shutil.rmtree(tmp, ignore_errors=True)
+        if named is not exc:
+            raise named from exc
         raise
 
 
@@ -246,6 +250,9 @@ def atomic_file(path: Path, force: bool = False, inputs: Inputs = ()) -> Iterato
         yield tmp
         os.chmod(tmp, 0o644)
         install_file(tmp, path, force)
-    except BaseException:
+    except BaseException as exc:
+        named = diskfull.named(exc, tmp, path)
         tmp.unlink(missing_ok=True)
+        if named is not exc:
+            raise named from exc
         raise
