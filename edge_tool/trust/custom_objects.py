@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edge_tool.calibration.safe_open import kind_of
 from edge_tool.core import signals
 from edge_tool.core.childproc import python_command
 from edge_tool.errors import ModelCodeRefused, UsageError
@@ -100,13 +101,6 @@ def import_spec(spec: str):
 
 
 _WAY_OUT = "Give a module path importable from the working directory (my_pkg.layers) or a .py file"
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
 
 
 def _reason(exc: BaseException) -> str:
@@ -128,8 +122,7 @@ def check_spec(spec: str) -> None:
     except (OSError, ValueError):
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
-        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        raise UsageError(f"{FLAG} {shown} is {kind}; expected a .py file or a module path (my_pkg.layers).")
+        raise UsageError(f"{FLAG} {shown} is {kind_of(mode)}; expected a .py file or a module path (my_pkg.layers).")
     if spec.endswith(".py"):
         if mode is None:
             raise UsageError(f"{FLAG} {shown}: no such file; expected a .py file or a module path (my_pkg.layers).")

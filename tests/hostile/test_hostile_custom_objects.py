@@ -29,7 +29,7 @@ CASES = {  # spec -> words the message must hold
     "": "is empty",
     "evil..": "neither an existing .py file nor a dotted module name",
     "evil.py.": "neither an existing .py file nor a dotted module name",
-    "pipe.py": "named pipe (FIFO)",
+    "pipe.py": "a FIFO (named pipe)",
     "folder.py": "is a directory",
     "folder": "is a directory",
     "missing.py": "no such file",
