@@ -38,7 +38,9 @@ def run(strategy: str, epochs: int | None, out: Path) -> dict:
     cmd = [sys.executable, "-m", "edge_tool", "train", "--model", "lm", "--strategy", strategy, "-o", str(out)]
     cmd += [] if epochs is None else ["--epochs", str(epochs)]
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return {**json.loads((out / "train.json").read_text()), "wall": time.perf_counter() - start}
 
 
