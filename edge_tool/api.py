@@ -13,12 +13,18 @@ from pathlib import Path
 from edge_tool.parsers.limits import read_tflite
 
 
-def train(output_dir: str | Path, *, strategy: str = "mirrored", **options):
-    """Train the digits CNN under ``strategy``; options as ``TrainConfig`` (replicas, epochs, ...). -> TrainResult."""
+def train(output_dir: str | Path, *, strategy: str = "mirrored", model: str = "digits", **options):
+    """Train ``model`` (``digits`` or ``lm``) under ``strategy``; options as ``TrainConfig`` (replicas, epochs, text,
+    ...), epochs, batch size and learning rate defaulting to the model's own. -> TrainResult."""
     from edge_tool.training.config import TrainConfig  # noqa: PLC0415  (import edge_tool stays light: see below)
+    from edge_tool.training.kinds import TRAINABLES  # noqa: PLC0415
     from edge_tool.training.runner import train as _train  # noqa: PLC0415
 
-    return _train(TrainConfig(output_dir=Path(output_dir), strategy=strategy, **options))
+    kind = TRAINABLES.get(model)
+    if kind is not None:
+        defaults = {"epochs": kind.epochs, "batch_size": kind.batch_size, "learning_rate": kind.learning_rate}
+        options = {**defaults, **options}
+    return _train(TrainConfig(output_dir=Path(output_dir), strategy=strategy, model=model, **options))
 
 
 def convert(
