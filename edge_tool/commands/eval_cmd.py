@@ -157,7 +157,10 @@ def command(
     )
     from edge_tool.models.signatures import signature_note
 
-    if text is None and (note := signature_note(reference, signature)):
+    from edge_tool.evaluate.lm_eval import is_lm_reference
+
+    lm = text is not None or (task is not None and task.value == "lm") or is_lm_reference(reference)
+    if not lm and (note := signature_note(reference, signature)):
         typer.echo(visible(f"reference {note}"))
     from edge_tool.core.env import quiet_native_stderr
 
