@@ -155,9 +155,8 @@ def command(
         text=text,
         prompts=prompts,
     )
-    from edge_tool.models.signatures import signature_note
-
     from edge_tool.evaluate.lm_eval import is_lm_reference
+    from edge_tool.models.signatures import signature_note
 
     lm = text is not None or (task is not None and task.value == "lm") or is_lm_reference(reference)
     if not lm and (note := signature_note(reference, signature)):
