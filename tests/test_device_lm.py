@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from edge_tool.lm.contract import read_lm_contract
-from edge_tool.lm.measure import continuations, perplexity
+from edge_tool.lm.measure import continuations, perplexity, targets_of
 from edge_tool.lm.sampling import Sampler
 from edge_tool.lm.session import LmSession, tflite_call
+from edge_tool.lm.spec import BYTE_BOS
 from tests import device_board
 from tests.builds import built_once, run_script
 from tests.edgetool_runs import edgetool_in_process
@@ -26,7 +27,7 @@ TEXT = b"It is a truth universally acknowledged, that a single man in possession
 PROMPTS = ("It is a truth", "However little")
 NEW = 32
 
-# The board's own loop: windows of 64 tokens, the first 16 through prefill_16, the rest decode; greedy continuations
+# The board's own loop: windows of <bos> + 63 tokens, the first 16 through prefill_16, the rest decode; greedy continuations
 # (the prompt through prefill_16, padded with 0); caches fed back by hand.
 _PLAIN = """
 import json, sys
@@ -46,8 +47,8 @@ def step(tok, pos, caches):
     o = dec(tokens=np.array([[tok]], np.int32), input_pos=np.array([pos], np.int32), **caches)
     return o["logits"][0, 0], {n: o[n] for n in names}
 ids, rows = req["ids"], []
-for s in range(0, len(ids) - 1, 64):
-    w = ids[s:s + 64]
+for s in range(0, len(ids), 63):
+    w = [req["bos"]] + ids[s:s + 63]
     p = min(16, len(w) - 1)
     logits, caches = prefill(w[:p])
     rows += list(logits)
@@ -87,7 +88,7 @@ def _board_plain(board, model, ids) -> tuple[np.ndarray, list]:
     work.mkdir()
     try:
         shutil.copy(model, work / "lm.tflite")
-        req = {"ids": ids, "prompts": [list(p.encode()) for p in PROMPTS], "new": NEW}
+        req = {"ids": ids, "prompts": [list(p.encode()) for p in PROMPTS], "new": NEW, "bos": BYTE_BOS}
         (work / "req.json").write_text(json.dumps(req))
         proc = board.ssh(f"python3 - /tmp/{work.name}", stdin=_PLAIN.encode(), timeout=900)
         assert proc.returncode == 0, proc.stderr.decode()[-2000:]
@@ -113,7 +114,7 @@ def test_board_row_equals_the_boards_own_loop_and_the_host(board, tmp_path_facto
         assert dev["metrics"][kind]["exact"] == host["metrics"][kind]["exact"] == len(PROMPTS)
     ids = list(TEXT)
     logits, greedy = _board_plain(board, model, ids)
-    targets = [t for s in range(0, len(ids) - 1, 64) for t in ids[s : s + 64][1:]]
+    targets = targets_of(ids, 64, BYTE_BOS)
     assert dev["metrics"]["perplexity"] == pytest.approx(perplexity(logits, targets), rel=1e-5)
     assert dev["metrics"]["perplexity"] == pytest.approx(host["metrics"]["perplexity"], rel=1e-5)
     session = LmSession(tflite_call(model), read_lm_contract(model))

@@ -13,6 +13,13 @@ from __future__ import annotations
 DECODE = "decode"
 
 
+class Sampler:
+    """``edge_tool.lm.sampling.Sampler`` as the board builds it (positional temperature, top_k, seed)."""
+
+    def __init__(self, temperature: float = 0.0, top_k: int = 0, seed: int = 0):
+        self.temperature, self.top_k, self.seed = float(temperature), int(top_k), int(seed)
+
+
 class BoardContract:
     """The LM contract's facts as the host read them from the artefact (``LmSession`` reads these)."""
 
@@ -83,3 +90,8 @@ def lm_load(cls, path: str, req: dict) -> tuple:
         raise RuntimeError("no TFLite runtime on the device")
     model = BoardLm(cls, path, req)
     return model, {"ready": True, "inputs": [], "outputs": [], "batching": model.describe()}
+
+
+def lm_latency(path: str, req: dict, arrays: dict) -> dict:
+    """Refused: the lm program times inside its ``lm`` request (TTFT and decode steps)."""
+    raise ValueError("the lm program times inside its lm request")

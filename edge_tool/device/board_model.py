@@ -177,7 +177,7 @@ def _programs(cls) -> dict:
             lambda path, req, arrays: _latency(cls, path, req, arrays),
         ),
         "tflm": (tflm_load, lambda path, req: tflm_probe(path, int(req["arena"])), tflm_latency),
-        "lm": (lambda path, req: lm_load(cls, path, req), lambda path, req: probe_zeros(cls, path), None),
+        "lm": (lambda path, req: lm_load(cls, path, req), lambda path, req: probe_zeros(cls, path), lm_latency),
     }
 
 

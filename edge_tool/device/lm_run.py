@@ -18,6 +18,7 @@ from edge_tool.device.url import DeviceURL
 from edge_tool.errors import RuntimeFailure
 
 MAX_TIMED = 100_000  # timed calls in one list of the answer
+PROGRAM = "lm"  # the runner's program for LMs (board_lm; board_model._programs serves it)
 
 
 def _bad(what: str, value, expected: str) -> BadAnswer:
@@ -99,7 +100,7 @@ def lm_on_board(url: DeviceURL, path: Path, load: dict, ids, prompts, req: dict,
             hello = session.hello[0]
             if not runtime_usable(hello):
                 raise RuntimeFailure(missing_runtime(hello, url.python))
-            session.send({"op": "load", "runtime": "lm", **load}, blob=model_bytes(path))
+            session.send({"op": "load", "runtime": PROGRAM, **load}, blob=model_bytes(path))
             session.receive(_ready, activity=f"loading {path.name} on {url.name}")
             arrays = {
                 "ids": np.asarray(ids, np.int32),

@@ -54,14 +54,16 @@ def runner_source() -> str:
 
 def lm_sources() -> list[str]:
     """The LM loop the board runs (``board_lm`` + the host's own LmSession, sampler, generate.stream and
-    edge_tool.lm.measure's run), numpy imported only when the board has it (a board without says hello)."""
+    edge_tool.lm.measure's run), numpy imported only when the board has it (a board without says hello);
+    ``board_lm.Sampler`` stands in for the dataclass (no dataclasses on the board)."""
     parts = [
-        "from dataclasses import dataclass\ntry:\n    import numpy as np\nexcept ImportError:\n    np = None\n",
+        "try:\n    import numpy as np\nexcept ImportError:\n    np = None\n",
         inspect.getsource(board_lm).replace(_FUTURE, ""),
         f"MASK = {sampling.MASK}\n",
-        *(inspect.getsource(o) for o in (lm_session.LmSession, sampling.mix32, sampling.Xorshift32, sampling.Sampler)),
+        *(inspect.getsource(o) for o in (lm_session.LmSession, sampling.mix32, sampling.Xorshift32)),
         *(inspect.getsource(o) for o in (sampling.greedy, sampling.sample, generate.stream)),
-        *(inspect.getsource(o) for o in (measure.teacher_forced, measure.continuations, measure.lm_run)),
+        *(inspect.getsource(o) for o in (measure.windows, measure.teacher_forced, measure.continuations)),
+        inspect.getsource(measure.lm_run),
         *(inspect.getsource(o) for o in (measure.time_ttft, measure.time_decode, measure.timings)),
     ]
     return parts

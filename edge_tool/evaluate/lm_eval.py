@@ -21,7 +21,7 @@ from edge_tool.evaluate.outputs import check_outputs
 from edge_tool.evaluate.report import Report
 from edge_tool.lm.contract import LmContract, looks_like_lm, read_lm_contract
 from edge_tool.lm.generate import encode_bytes
-from edge_tool.lm.measure import lm_run, targets_of
+from edge_tool.lm.measure import lm_run, targets_of, windows
 from edge_tool.lm.session import LmSession, saved_model_call, tflite_call
 from edge_tool.models.readers import ArtifactFormat, describe
 from edge_tool.models.signatures import saved_model_signatures, validate_saved_model_dir
@@ -72,9 +72,9 @@ def read_text(config: EvalConfig, contract: LmContract) -> LmText:
     else:
         step = max(1, (len(ids) - PROMPT_BYTES) // DEFAULT_PROMPTS)
         prompts = tuple(ids[i : i + PROMPT_BYTES] for i in range(0, step * DEFAULT_PROMPTS, step))
-    windows = -(-(len(ids) - 1) // contract.max_len)
+    count = len(windows(ids, contract.max_len, spec.bos_id if spec is not None else None))
     summary = (
-        f"{len(ids)} bytes of {Path(config.text).name} ({windows} window(s) of up to {contract.max_len} tokens), "
+        f"{len(ids)} bytes of {Path(config.text).name} ({count} window(s) of up to {contract.max_len} tokens), "
         f"{len(prompts)} prompt(s)"
     )
     return LmText(ids, prompts, summary, tuple(warnings))
@@ -88,6 +88,7 @@ def run_request(config: EvalConfig, contract: LmContract, timing: bool = True) -
         "prefill_len": min(contract.prefill_lengths[-1], contract.max_len // 2) or 1,
         "new_tokens": min(NEW_TOKENS, contract.max_len // 2),
         "stop_ids": list(spec.stop_ids) if spec is not None else [],
+        "bos": spec.bos_id if spec is not None else None,
         **SAMPLING,
         "timing": timing,
         "warmup": config.warmup,
@@ -149,7 +150,7 @@ def run_lm_eval(config: EvalConfig) -> Report:
         )
     text = read_text(config, contract)
     req = run_request(config, contract)
-    targets = targets_of(text.ids, contract.max_len)
+    targets = targets_of(text.ids, contract.max_len, req["bos"])
     started = time.perf_counter()
     ref_raw = lm_run(LmSession(saved_model_call(config.reference), contract), text.ids, text.prompts, req)
     stages = {"reference": time.perf_counter() - started}
@@ -196,7 +197,8 @@ def _report(config: EvalConfig, reference, results: list, text: LmText, req: dic
         "prompts": str(config.prompts) if config.prompts else None,
     }
     notes = (
-        "LM rows: perplexity over the text in windows of max_len tokens (each window's first prefill_len tokens "
+        "LM rows: perplexity over the text in windows of max_len tokens on empty caches (<bos> first when the "
+        "model has one; each window's first prefill_len tokens "
         "through prefill, the rest one decode call each); |Δlogit| split into prefill and decode positions; "
         "greedy and seeded continuations (edge_tool.lm.sampling's xorshift32) compared token for token with the "
         "reference's; latency = one decode step (call + argmax, cache fed back) at short context.",

@@ -4,7 +4,8 @@ timings. Each function works on an ``LmSession`` (or the board's copy of it) and
 time besides ``sampling`` / ``generate`` (which travel with it), so the board runs this very loop.
 
 ``perplexity`` here is THE perplexity of edgetool (eval, ``convert --quant auto``): exp of the mean next-token
-negative log-likelihood, computed in float64 from logits.
+negative log-likelihood, computed in float64 from logits, over ``windows`` of the text (max_len tokens on empty
+caches, ``<bos>`` first when the model has one).
 """
 
 from __future__ import annotations
@@ -33,17 +34,25 @@ def perplexity(logits: np.ndarray, targets: np.ndarray) -> float:
     return float(np.exp(-lp[np.arange(len(targets)), targets].mean()))
 
 
-def teacher_forced(session, ids, prefill_len: int):
-    """(logits [n, V] predicting ids[1:], decode mask [n]) over ``ids`` in windows of max_len tokens: each window
-    from empty caches, its first ``prefill_len`` tokens through prefill (chunked as ``session.feed`` does), the rest
-    one decode call each, so prefill and decode positions are both measured."""
+def windows(ids, max_len: int, bos=None) -> list:
+    """The scored windows of ``ids``: max_len tokens each, on empty caches, each starting with ``bos`` when the model
+    has one (then every id is scored; without, each window's first id only gives context)."""
     ids = [int(t) for t in ids]
-    max_len = session.contract.max_len
+    width = max_len - (bos is not None)
+    out = []
+    for start in range(0, len(ids), width):
+        window = ([int(bos)] if bos is not None else []) + ids[start : start + width]
+        if len(window) >= 2:
+            out.append(window)
+    return out
+
+
+def teacher_forced(session, ids, prefill_len: int, bos=None):
+    """(logits [n, V] predicting each window's next tokens, decode mask [n]) over ``windows(ids)``: each window's
+    first ``prefill_len`` tokens through prefill (chunked as ``session.feed`` does), the rest one decode call each,
+    so prefill and decode positions are both measured."""
     rows, decode = [], []
-    for start in range(0, len(ids) - 1, max_len):
-        window = ids[start : start + max_len]
-        if len(window) < 2:
-            break
+    for window in windows(ids, session.contract.max_len, bos):
         session.reset()
         p = min(prefill_len, len(window) - 1)
         rows.append(session.feed(window[:p]))
@@ -56,14 +65,9 @@ def teacher_forced(session, ids, prefill_len: int):
     return np.concatenate(rows, 0).astype(np.float32), np.asarray(decode, bool)
 
 
-def targets_of(ids, max_len: int) -> np.ndarray:
+def targets_of(ids, max_len: int, bos=None) -> np.ndarray:
     """The next-token targets ``teacher_forced`` predicts, in its order."""
-    ids = [int(t) for t in ids]
-    out = []
-    for start in range(0, len(ids) - 1, max_len):
-        window = ids[start : start + max_len]
-        out += window[1:]
-    return np.asarray(out, np.int64)
+    return np.asarray([t for w in windows(ids, max_len, bos) for t in w[1:]], np.int64)
 
 
 def continuations(session, prompts, n: int, sampler: Sampler, stop_ids=()) -> list:
@@ -116,7 +120,8 @@ def lm_run(session, ids, prompts, req: dict) -> dict:
     """Everything eval measures of one runtime: teacher-forced logits over ``ids`` (prefill of ``req['prefill_len']``
     tokens per window, then decode), greedy and seeded (temperature / top_k, seed + prompt index) continuations of
     ``req['new_tokens']`` tokens per prompt, and with ``req['timing']`` the timings (``timings``)."""
-    logits, decode = teacher_forced(session, ids, int(req["prefill_len"]))
+    bos = req.get("bos")
+    logits, decode = teacher_forced(session, ids, int(req["prefill_len"]), None if bos is None else int(bos))
     n, stops = int(req["new_tokens"]), [int(s) for s in req.get("stop_ids") or ()]
     seeded = []
     for i, prompt in enumerate(prompts):
