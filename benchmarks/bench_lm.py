@@ -114,10 +114,10 @@ def _simd() -> str:
     return " ".join(f for f in keep if f in flags)
 
 
-def _eval(work: Path, models: list[Path], text: Path, env: dict, device: str | None = None) -> dict:
+def _eval(work: Path, models: list[Path], text: Path, env: dict, device: str | None = None, runs: int = 64) -> dict:
     out = work / f"eval-{time.monotonic_ns()}.json"
     cmd = [str(REPO / ".venv/bin/edgetool"), "eval", *map(str, models), "--reference", str(work / "model")]
-    cmd += ["--text", str(text), "--json", str(out), "--runs", "64", "--warmup", "5"]
+    cmd += ["--text", str(text), "--json", str(out), "--runs", str(runs), "--warmup", "5"]
     cmd += ["--device", device] if device else []
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -226,9 +226,9 @@ def _board(work: Path, models: list[Path], env: dict) -> tuple[list[list], str]:
     board = device_board.start(root, work / "board-home")
     try:
         small = work / "board.txt"
-        small.write_bytes((REPO / "README.md").read_bytes()[:300])
+        small.write_bytes((REPO / "README.md").read_bytes()[:200])
         env = {**env, "EDGETOOL_SSH_CONFIG": str(board.ssh_config)}
-        report = _eval(work, models, small, env, device=board.url)
+        report = _eval(work, models, small, env, device=board.url, runs=16)
         lm = report["settings"]["lm"]
         r0 = report["results"][0]["metrics"]
         req = {"warmup": lm["warmup"], "reps": lm["reps"], "steps": lm["steps"]}

@@ -117,9 +117,12 @@ def lm_on_board(url: DeviceURL, path: Path, load: dict, ids, prompts, req: dict,
                     session.close(abort=True)
                     sweep(device, session)
                 raise
-            return hello, checked_answer(h, got, len(prompts), req, lengths, vocab)
-        finally:
-            session.close()
+            answer = checked_answer(h, got, len(prompts), req, lengths, vocab)
+        except BaseException:  # a stop signal or a fault mid-run: end the runner now, never wait on its answer
+            session.close(abort=True)
+            raise
+        session.close()
+        return hello, answer
     finally:
         device.close()
 
