@@ -9,6 +9,8 @@ import json
 import numpy as np
 import pytest
 
+from edge_tool.device.answers import BadAnswer
+from edge_tool.device.lm_run import checked_answer
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.lm.drift import continuation_match, logit_drift
 from edge_tool.lm.measure import perplexity
@@ -91,3 +93,35 @@ def test_fp32_equals_the_reference_and_a_cache_bug_is_decode_only(built, tmp_pat
 def test_lm_reference_without_text_says_so(built, tmp_path):
     proc = edgetool_in_process("eval", str(built / "lm_fp32.tflite"), "--reference", str(built / "model"))
     assert proc.returncode == 2 and "--text" in proc.stdout + proc.stderr
+
+
+def _answer(**over):
+    h = {"lm": True, "greedy": [[1, 2]], "seeded": [[3]], "load_ms": 1.0, "cold_start_ms": 2.0, "peak_rss_mb": 9.0}
+    h["timed"] = {"ttft_ns": {"8": [5]}, "decode_short_ns": [1], "decode_full_ns": [1], "positions": [8, 60]}
+    return {**h, **over}
+
+
+@pytest.mark.parametrize(
+    ("over", "said"),
+    [
+        ({"greedy": [[1, 300]]}, "token ids in 0..263"),
+        ({"seeded": [[1], [2]]}, "1 lists"),
+        ({"greedy": [[1] * 5]}, "at most 4"),
+        ({"load_ms": -1}, "load_ms"),
+        (
+            {"timed": {"ttft_ns": {"9": [5]}, "decode_short_ns": [1], "decode_full_ns": [1], "positions": [8, 60]}},
+            "TTFT",
+        ),
+        ({"lm": None}, "instead of an LM run"),
+    ],
+)
+def test_a_boards_lm_answer_is_checked(over, said):
+    """A board's answer is hostile input: tokens inside the vocabulary, as many lists as prompts, no longer than
+    asked, measurements >= 0, the TTFT lengths asked for."""
+    arrays = {"logits": np.zeros((3, 264), np.float32), "decode": np.zeros(3, bool)}
+    req = {"new_tokens": 4, "timing": True}
+    assert checked_answer(_answer(), arrays, 1, req, (8,), 264)["greedy"] == [[1, 2]]
+    with pytest.raises(BadAnswer, match=said):
+        checked_answer(_answer(**over), arrays, 1, req, (8,), 264)
+    with pytest.raises(BadAnswer, match="finite"):
+        checked_answer(_answer(), {**arrays, "logits": np.full((3, 264), np.nan, np.float32)}, 1, req, (8,), 264)

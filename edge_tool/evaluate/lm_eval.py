@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.errors import UsageError, collect_and_raise
+from edge_tool.errors import ModelError, UsageError, collect_and_raise
 from edge_tool.evaluate.artifacts import saved_model_size
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.lm_device import board_rows
@@ -112,9 +112,7 @@ def _artifacts(config: EvalConfig, contract: LmContract) -> tuple[list, list[str
                         f"{path}: its {name} is {getattr(theirs, name)}, the reference's {getattr(contract, name)}."
                     )
             arts.append(art)
-        except UsageError as exc:
-            problems.append(str(exc))
-        except Exception as exc:  # LmContractError (ModelError) and the like: one list
+        except (UsageError, ModelError) as exc:  # LmContractError is a ModelError
             problems.append(str(exc))
     return arts, problems
 
