@@ -3,7 +3,7 @@ once), and the plan it implies for one contract model (which signatures, whether
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.calibration.serial import Record
@@ -21,6 +21,8 @@ class LmConvertConfig(Record):
     model: Path
     output_dir: Path
     modes: tuple[str, ...] = ("fp32",)
+    task: str = field(default="lm", init=False)
+    output_format: str = field(default="tflite", init=False)  # one multi-signature .tflite per mode
     prefill_lengths: tuple[int, ...] | None = None  # --prefill-len: a subset of the model's; None keeps them all
     max_len: int | None = None  # --max-len: must be the model's own (its cache shapes are fixed)
     max_memory_mb: float | None = None  # --max-memory: model file + KV cache must fit
