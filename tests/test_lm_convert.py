@@ -5,12 +5,16 @@ manifest valid under its schema, what did nothing or stayed float said; and the 
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 
 import numpy as np
 import pytest
 
+from edge_tool.convert.lm.bundle import greedy_text
+from edge_tool.convert.lm.litertlm import byte_tokenizer_json, engine_greedy
 from edge_tool.lm.contract import read_lm_contract
-from edge_tool.lm.session import LmSession, tflite_call
+from edge_tool.lm.session import LmSession, open_session, tflite_call
+from edge_tool.lm.spec import LmSpec
 from tests.builds import built_once
 from tests.edgetool_runs import run_edgetool
 from tests.schema_check import validated
@@ -20,6 +24,8 @@ pytestmark = pytest.mark.slow
 # measured here: fp32 3e-7, fp16 5e-4, dynamic 1.3e-2, weight-int8 6e-3, weight-int4 0.16
 DRIFT = {"fp32": 1e-4, "fp16": 5e-3, "dynamic": 5e-2, "weight-int8": 5e-2, "weight-int4": 0.5}
 HELD_OUT = "It was the best of times, it was the worst of times, it was the age of wisdom. " * 8
+HAS_LM_EXTRA = all(find_spec(m) for m in ("litert_lm", "litert_lm_builder", "tokenizers"))
+NO_LM_EXTRA = "the lm extra (litert-lm-builder, litert-lm-api, tokenizers) is not installed: pip install -e '.[lm]'"
 
 
 @pytest.fixture(scope="session")
@@ -30,9 +36,16 @@ def lm_converted(tiny_lm, tmp_path_factory):
         text = out / "heldout.txt"
         out.mkdir(parents=True, exist_ok=True)
         text.write_text(HELD_OUT, encoding="utf-8")
-        proc = run_edgetool(
-            "convert", tiny_lm / "model", "-o", out / "lm", "--quant", "auto", "--max-drop", "0.05", "--eval-data", text
+        args = (
+            "--quant",
+            "auto",
+            "--max-drop",
+            "0.05",
+            "--eval-data",
+            text,
+            *(("--litertlm",) if HAS_LM_EXTRA else ()),
         )
+        proc = run_edgetool("convert", tiny_lm / "model", "-o", out / "lm", *args)
         (out / "run.json").write_text(json.dumps({"rc": proc.returncode, "out": proc.stdout + proc.stderr}))
 
     where = built_once(tmp_path_factory, "lm-converted", build)
@@ -75,6 +88,29 @@ def test_auto_chooses_the_smallest_within_the_perplexity_budget(lm_converted):
     assert choice["chosen"] == min(within, key=lambda a: a["size_bytes"])["quant"]
     assert entries["fp32"]["perplexity_increase"] == 0 and choice["baseline_perplexity"] > 1
     assert f"chosen: {choice['chosen']}" in run["out"]
+
+
+@pytest.mark.skipif(not HAS_LM_EXTRA, reason=NO_LM_EXTRA)
+def test_byte_tokenizer_json_gives_edgetools_byte_ids():
+    import tokenizers
+
+    spec = LmSpec(vocab_size=264, max_len=64, prefill_lengths=(8,), num_layers=1, num_kv_heads=1, head_dim=8)
+    tok = tokenizers.Tokenizer.from_str(byte_tokenizer_json(spec))
+    text = "Héllo, wörld ✓\n\t  x\x00\x7f 🙂"
+    assert tok.encode(text).ids == list(text.encode("utf-8"))
+    assert tok.decode(list(text.encode("utf-8"))) == text
+    assert tok.token_to_id("<bos>") == 256 and tok.token_to_id("<eos>") == 257 and tok.token_to_id("<pad>") == 258
+
+
+@pytest.mark.skipif(not HAS_LM_EXTRA, reason=NO_LM_EXTRA)
+def test_litertlm_bundles_generate_in_litert_lm_what_tensorflow_generates(lm_converted, tiny_lm):
+    out, _ = lm_converted
+    doc = json.loads((out / "manifest.json").read_text())
+    for entry in doc["artifacts"]:  # every mode's bundle was checked in the engine by convert itself
+        assert entry["lm"]["litertlm"]["greedy_match"] and (out / entry["lm"]["litertlm"]["path"]).is_file()
+    contract = read_lm_contract(tiny_lm / "model")
+    reference = greedy_text(tiny_lm / "model", contract, contract.spec, session=open_session(tiny_lm / "model"))
+    assert engine_greedy(out / "model_fp32.litertlm", contract.spec) == reference  # the oracle: TensorFlow
 
 
 @pytest.mark.parametrize(

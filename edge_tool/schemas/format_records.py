@@ -122,3 +122,4 @@ class LmArtifact(Record):
     quantizer: dict | None = field(default=None, metadata=spec(omit="none"))  # ai-edge-quantizer's recipe + record
     perplexity: float | None = field(default=None, metadata=spec(omit="none"))  # --quant auto: on the held-out text
     perplexity_increase: float | None = field(default=None, metadata=spec(omit="none"))  # relative to fp32's
+    litertlm: dict | None = field(default=None, metadata=spec(omit="none"))  # --litertlm: the bundle and its check

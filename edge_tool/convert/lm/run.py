@@ -14,7 +14,9 @@ from edge_tool.convert.api import ConvertResult, one_line
 from edge_tool.convert.formats.registry import artifact_name
 from edge_tool.convert.lm.auto import choose
 from edge_tool.convert.lm.build import LmBuilt, build_mode
+from edge_tool.convert.lm.bundle import bundle_all
 from edge_tool.convert.lm.config import LmConvertConfig, memory_problem, plan_lengths
+from edge_tool.convert.lm.litertlm import byte_tokenizer_json, require_extra
 from edge_tool.convert.lm.modes import LM_MODES
 from edge_tool.convert.lm.selfcheck import DECODE_STEPS, Probe, check_file, reference_probe
 from edge_tool.convert.manifest import library_versions, write_manifest
@@ -53,6 +55,8 @@ def lm_spec(contract: LmContract, lengths: tuple[int, ...]) -> LmSpec:
 def convert_lm(config: LmConvertConfig) -> ConvertResult:
     """Build every mode of ``config`` (see the module doc); a mode that fails is recorded with --keep-going."""
     check_output_dir(config.output_dir, config.force, config.inputs)
+    if config.litertlm:
+        require_extra()
     contract = read_lm_contract(config.model)
     lengths = plan_lengths(config, contract)
     if problem := memory_problem(config, contract):
@@ -64,6 +68,10 @@ def convert_lm(config: LmConvertConfig) -> ConvertResult:
         with step("reference: chunked prefill + decode in TensorFlow"):
             probe = reference_probe(config.model, contract, config.seed)
         built, failed = _build_all(config, contract, keys, probe, tmp)
+        if config.litertlm:
+            built, more = bundle_all(config, contract, spec, keys, built, tmp)
+            failed.update(more)
+            (tmp / "tokenizer.json").write_text(byte_tokenizer_json(spec), encoding="utf-8")
         choice = None
         if config.auto:
             built, choice = choose(built, tmp, contract, config.text, config.max_drop)
