@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from importlib.util import find_spec
 
+import flatbuffers
 import numpy as np
 import pytest
 
@@ -15,6 +16,7 @@ from edge_tool.convert.lm.litertlm import byte_tokenizer_json, engine_greedy
 from edge_tool.lm.contract import read_lm_contract
 from edge_tool.lm.session import LmSession, open_session, tflite_call
 from edge_tool.lm.spec import LmSpec
+from edge_tool.parsers.tflite_schema import tflite_schema
 from tests.builds import built_once
 from tests.edgetool_runs import run_edgetool
 from tests.schema_check import validated
@@ -128,3 +130,27 @@ def test_refusals_say_why_and_the_way_out(tiny_lm, tmp_path, args, said):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert said in " ".join((proc.stdout + proc.stderr).split())
     assert not (tmp_path / "o").exists()
+
+
+def _swap_prefill_cache_outputs(src, dst) -> None:
+    """A contract-valid file whose prefill returns K where V belongs (and back): its cache does not feed back."""
+    schema = tflite_schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(src.read_bytes()), 0))
+    sig = next(s for s in model.signatureDefs if s.signatureKey.decode() == "prefill_8")
+    by_name = {t.name.decode(): t for t in sig.outputs}
+    k, v = by_name["kv_cache_k_0"], by_name["kv_cache_v_0"]
+    k.tensorIndex, v.tensorIndex = v.tensorIndex, k.tensorIndex
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    dst.write_bytes(bytes(builder.Output()))
+
+
+@pytest.mark.parametrize("target", ["litert-cpu", "litertjs"])
+def test_check_feeds_the_cache_back_and_finds_one_that_does_not(lm_converted, tmp_path, target):
+    out, _ = lm_converted
+    good = run_edgetool("check", out / "model_weight-int8.tflite", "--target", target)
+    assert good.returncode == 0 and "fed back" in good.stdout, good.stdout + good.stderr
+    broken = tmp_path / "broken.tflite"
+    _swap_prefill_cache_outputs(out / "model_fp32.tflite", broken)
+    bad = run_edgetool("check", broken, "--target", target)
+    assert bad.returncode == 1 and "does not feed back" in " ".join(bad.stdout.split()), bad.stdout + bad.stderr
