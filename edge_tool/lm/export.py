@@ -8,7 +8,7 @@ Works for ``edge_tool.lm.model.DecoderLM`` and any Keras model built from the sa
   ``x + attention(norm1(x))`` then ``x + feed_forward(norm2(x))``;
 - ``attention``: a Keras ``MultiHeadAttention`` (self-attention, no positions of its own) or a layer with
   ``query``/``key``/``value``/``out`` EinsumDense sublayers in MultiHeadAttention's layout plus ``num_kv_heads`` and
-  ``base`` (rotary positions, as ``model.RopeAttention``).
+  ``tables`` (rotary positions: ``model.rope_tables``' cos and sin for every position; as ``model.RopeAttention``).
 
 Each call writes its T new keys/values with one dynamic-update-slice at ``input_pos[0]`` (TFLite builtin
 DYNAMIC_UPDATE_SLICE: O(T) per call, never a blend over the cache) and masks cache slot j for position p unless j <= p.
@@ -27,11 +27,11 @@ DEFAULT_PREFILL = (16, 64)
 
 
 def _parts(attention):
-    """(query, key, value, output, kv_heads, rope base or None) of a supported attention layer."""
+    """(query, key, value, output, kv_heads, rope tables or None) of a supported attention layer."""
     if hasattr(attention, "_query_dense"):  # keras.layers.MultiHeadAttention
         q = attention._query_dense
         return q, attention._key_dense, attention._value_dense, attention._output_dense, None, None
-    return attention.query, attention.key, attention.value, attention.out, attention.num_kv_heads, attention.base
+    return attention.query, attention.key, attention.value, attention.out, attention.num_kv_heads, attention.tables
 
 
 def lm_step(tf, model, tokens, input_pos, caches: list):
@@ -43,11 +43,11 @@ def lm_step(tf, model, tokens, input_pos, caches: list):
     start = tf.stack([zero, input_pos[0], zero, zero])
     new = []
     for i, block in enumerate(model.blocks):
-        query, key, value, out, _, base = _parts(block.attention)
+        query, key, value, out, _, tables = _parts(block.attention)
         h = block.norm1(x)
         q, k, v = query(h), key(h), value(h)
-        if base is not None:
-            q, k = rotate(tf, q, input_pos, base), rotate(tf, k, input_pos, base)
+        if tables is not None:
+            q, k = rotate(tf, q, input_pos, tables), rotate(tf, k, input_pos, tables)
         k_cache = _write(tf, caches[2 * i], k, start)
         v_cache = _write(tf, caches[2 * i + 1], v, start)
         new += [k_cache, v_cache]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from edge_tool.calibration.serial import Record
 from edge_tool.errors import collect_and_raise
 from edge_tool.lm.spec import BYTE_VOCAB
@@ -70,12 +72,19 @@ def causal_attention(tf, q, k, v, visible):
     return tf.reshape(out, [b, t, h, d])
 
 
-def rotate(tf, x, positions, base: float):
-    """Rotary embedding of x [B,T,H,D] at integer ``positions`` [T] (rotate-half pairing, as Llama/Keras-Hub)."""
+def rope_tables(max_len: int, head_dim: int, base: float) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin [max_len, head_dim // 2] (float32) of the rotary angles ``pos / base ** (2i / head_dim)``."""
+    half = head_dim // 2
+    angles = np.arange(max_len, dtype=np.float64)[:, None] / base ** (np.arange(half) / half)[None, :]
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+def rotate(tf, x, positions, tables: tuple[np.ndarray, np.ndarray]):
+    """Rotary embedding of x [B,T,H,D] at integer ``positions`` [T] (rotate-half pairing, as Llama/Keras-Hub); the
+    angles are gathered from constant ``rope_tables`` (no SIN/COS ops in the converted model)."""
     half = x.shape[-1] // 2
-    inv = 1.0 / (base ** (tf.range(half, dtype=tf.float32) / float(half)))
-    angles = tf.cast(positions, tf.float32)[:, None] * inv[None, :]  # [T, half]
-    cos, sin = tf.cos(angles)[None, :, None, :], tf.sin(angles)[None, :, None, :]
+    cos = tf.gather(tf.constant(tables[0]), positions)[None, :, None, :]
+    sin = tf.gather(tf.constant(tables[1]), positions)[None, :, None, :]
     x1, x2 = x[..., :half], x[..., half:]
     return tf.concat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
@@ -89,9 +98,10 @@ def build_lm(keras, config: LmConfig):
     class RopeAttention(layers.Layer):
         """Causal self-attention with rotary positions and grouped key/value heads (MultiHeadAttention's layout)."""
 
-        def __init__(self, num_heads, num_kv_heads, head_dim, base, **kw):
+        def __init__(self, num_heads, num_kv_heads, head_dim, base, max_len, **kw):
             super().__init__(**kw)
             self.num_heads, self.num_kv_heads, self.head_dim, self.base = num_heads, num_kv_heads, head_dim, base
+            self.tables = rope_tables(max_len, head_dim, base)
             dense = layers.EinsumDense
             self.query = dense("abc,cde->abde", output_shape=(None, num_heads, head_dim), bias_axes="de", name="query")
             self.key = dense("abc,cde->abde", output_shape=(None, num_kv_heads, head_dim), bias_axes="de", name="key")
@@ -108,8 +118,8 @@ def build_lm(keras, config: LmConfig):
 
         def call(self, x):
             pos = tf.range(tf.shape(x)[1])
-            q = rotate(tf, self.query(x), pos, self.base)
-            k = rotate(tf, self.key(x), pos, self.base)
+            q = rotate(tf, self.query(x), pos, self.tables)
+            k = rotate(tf, self.key(x), pos, self.tables)
             return self.out(causal_attention(tf, q, k, self.value(x), pos[None, :] <= pos[:, None]))
 
     class DecoderBlock(layers.Layer):
@@ -120,7 +130,9 @@ def build_lm(keras, config: LmConfig):
             self.norm1 = layers.LayerNormalization(epsilon=1e-5, name="norm1")
             self.norm2 = layers.LayerNormalization(epsilon=1e-5, name="norm2")
             if cfg.position == "rope":
-                self.attention = RopeAttention(cfg.num_heads, cfg.kv_heads, cfg.head_dim, cfg.rope_base, name="attn")
+                self.attention = RopeAttention(
+                    cfg.num_heads, cfg.kv_heads, cfg.head_dim, cfg.rope_base, cfg.max_len, name="attn"
+                )
             else:
                 self.attention = layers.MultiHeadAttention(cfg.num_heads, cfg.head_dim, name="attn")
             self.up = layers.Dense(cfg.ffn_dim, activation="gelu", name="ffn_up")
@@ -177,7 +189,7 @@ def compile_lm(keras, model, learning_rate: float = 3e-3, decay_steps: int | Non
     """Adam (cosine decay over ``decay_steps`` when given) on next-token cross-entropy from logits."""
     lr = keras.optimizers.schedules.CosineDecay(learning_rate, decay_steps) if decay_steps else learning_rate
     model.compile(
-        optimizer=keras.optimizers.Adam(lr),
+        optimizer=keras.optimizers.Adam(lr, beta_2=0.99),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
     )
