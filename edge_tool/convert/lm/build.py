@@ -53,8 +53,9 @@ def convert_signatures(saved_model: Path, keys: tuple[str, ...], mode: str) -> b
     return data
 
 
-def build_mode(mode: str, saved_model: Path, keys: tuple[str, ...], fp32: bytes | None) -> LmBuilt:
-    """``mode``'s file: converter modes from ``saved_model``; quantizer modes from the ``fp32`` bytes."""
+def build_mode(mode: str, saved_model: Path, keys: tuple[str, ...], fp32: bytes | None, vocab: int) -> LmBuilt:
+    """``mode``'s file: converter modes from ``saved_model``; quantizer modes from the ``fp32`` bytes (the token
+    embedding's GATHER, a table of ``vocab`` rows, made an EMBEDDING_LOOKUP first)."""
     spec = LM_MODES[mode]
     if spec.recipe is None:
         data = convert_signatures(saved_model, keys, mode)
@@ -62,7 +63,7 @@ def build_mode(mode: str, saved_model: Path, keys: tuple[str, ...], fp32: bytes 
         return LmBuilt(
             mode, data, facts.quantized_ops, facts.float_ops, None, _float_notes(mode, facts.float_ops, data)
         )
-    source, rewritten = gather_to_embedding_lookup(fp32)
+    source, rewritten = gather_to_embedding_lookup(fp32, vocab)
     result = quantize_tflite(source, spec.recipe)
     if not result.changed:
         raise ConversionError(
@@ -72,7 +73,7 @@ def build_mode(mode: str, saved_model: Path, keys: tuple[str, ...], fp32: bytes 
     notes = (result.float_note(),) if result.float_ops else ()
     if rewritten:
         notes += (
-            f"{rewritten} embedding GATHER op(s) rewritten as EMBEDDING_LOOKUP (same rows) so ai-edge-quantizer "
+            f"{rewritten} token-embedding GATHER op(s) rewritten as EMBEDDING_LOOKUP (same rows) so ai-edge-quantizer "
             f"{result.quantizer_version} quantizes their tables too (it leaves GATHER tables in float).",
         )
     record = result.to_dict() | {"gather_rewritten": rewritten}

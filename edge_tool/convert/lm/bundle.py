@@ -64,7 +64,7 @@ def bundle_all(config, contract: LmContract, spec: LmSpec, keys: tuple[str, ...]
 
 def _one(entry: ManifestArtifact, contract, spec, keys, out: Path, work: Path, fp32: bytes) -> ManifestArtifact:
     mode = entry.quant
-    data = fp32 if mode == "fp32" else build_mode(mode, work / "layout", keys, fp32).data
+    data = fp32 if mode == "fp32" else build_mode(mode, work / "layout", keys, fp32, contract.vocab_size).data
     (work / f"{mode}.tflite").write_bytes(data)
     bundle = out / (Path(entry.path).stem + ".litertlm")
     with step(f"pack {bundle.name} and run it in LiteRT-LM"):

@@ -51,8 +51,9 @@ def dedupe_buffers(data: bytes) -> bytes:
     return _save(model)
 
 
-def gather_to_embedding_lookup(data: bytes) -> tuple[bytes, int]:
-    """``data`` with each row-GATHER of a constant float table as EMBEDDING_LOOKUP; (bytes, operators rewritten)."""
+def gather_to_embedding_lookup(data: bytes, rows: int) -> tuple[bytes, int]:
+    """``data`` with each row-GATHER of a constant float table of ``rows`` rows (the vocabulary: the token embedding,
+    not a position or RoPE table) as EMBEDDING_LOOKUP; (bytes, operators rewritten)."""
     schema, model = _load(data)
     ops = enum_names(schema.BuiltinOperator)
     gather = next((i for i, c in enumerate(model.operatorCodes) if ops.get(_code(c)) == "GATHER"), None)
@@ -64,7 +65,7 @@ def gather_to_embedding_lookup(data: bytes) -> tuple[bytes, int]:
     for sg in model.subgraphs:
         rewritten = []
         for op in sg.operators:
-            if op.opcodeIndex != gather or not _row_gather(schema, model, sg, op):
+            if op.opcodeIndex != gather or not _row_gather(schema, model, sg, op, rows):
                 rewritten.append(op)
                 continue
             rewritten += _as_lookup(schema, model, sg, op, lookup, reshape)
@@ -130,8 +131,8 @@ def _opcode(schema, model, builtin: int) -> int:
     return len(model.operatorCodes) - 1
 
 
-def _row_gather(schema, model, sg, op) -> bool:
-    """A GATHER along axis 0 without batch dims, of a rank-2 float32 constant by int32 ids."""
+def _row_gather(schema, model, sg, op, rows: int) -> bool:
+    """A GATHER along axis 0 without batch dims, of a rank-2 float32 constant of ``rows`` rows by int32 ids."""
     opts = op.builtinOptions
     if opts is None or getattr(opts, "axis", 0) != 0 or getattr(opts, "batchDims", 0) != 0:
         return False
@@ -140,6 +141,7 @@ def _row_gather(schema, model, sg, op) -> bool:
         is_constant(model, table)
         and table.shape is not None
         and len(table.shape) == 2
+        and int(table.shape[0]) == rows
         and table.type == schema.TensorType.FLOAT32
         and ids.type == schema.TensorType.INT32
         and ids.shape is not None

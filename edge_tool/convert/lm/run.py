@@ -113,7 +113,7 @@ def _one(config, contract, keys, probe, out: Path, mode: str, fp32: bytes | None
         raise ConversionError(f"{mode} quantizes the fp32 file, which could not be built (see fp32).")
     t0 = time.perf_counter()
     with step(f"convert {mode}"):
-        made: LmBuilt = build_mode(mode, config.model, keys, fp32)
+        made: LmBuilt = build_mode(mode, config.model, keys, fp32, contract.vocab_size)
     name = artifact_name(config.model, mode, ".tflite")
     path = out / name
     path.write_bytes(made.data)
