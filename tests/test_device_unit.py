@@ -13,6 +13,7 @@ import pytest
 
 from edge_tool.device import answers, board_facts
 from edge_tool.device.facts import device_record, missing_runtime
+from edge_tool.device.lm_run import PROGRAM as LM_PROGRAM
 from edge_tool.device.programs import LITERT, TFLM
 from edge_tool.device.session import STDERR_TAIL, _Tail, runner_source
 from edge_tool.device.transport import BOOTSTRAP, host_key_refusal
@@ -157,8 +158,9 @@ def test_runner_sent_to_the_device_is_self_contained_python38():
         "site",
         "sysconfig",
     }
-    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert {"time_loop", "tflite_step", "fit_inputs", "main"} <= defined
+    assert {"LmSession", "Xorshift32", "sample", "stream", "lm_run", "BoardLm"} <= defined  # the host's LM loop
 
 
 def test_every_runtime_that_runs_on_a_board_has_a_program_there():
@@ -167,7 +169,7 @@ def test_every_runtime_that_runs_on_a_board_has_a_program_there():
     space = {"__name__": "edgetool-device-runner"}
     exec(compile(runner_source().rsplit("_code = main()", 1)[0], "edgetool-device-runner", "exec"), space)
     served = space["_programs"](None)
-    assert set(served) == {LITERT.name, TFLM.name}
+    assert set(served) == {LITERT.name, TFLM.name, LM_PROGRAM}  # LM_PROGRAM: eval --task lm's (device/lm_run)
     assert all(len(calls) == 3 and all(map(callable, calls)) for calls in served.values())
     assert sorted(n for n, s in RUNTIMES.items() if s.on_board) == ["litert", "tflm"]
     assert "device" not in RUNTIMES

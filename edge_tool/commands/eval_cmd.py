@@ -34,7 +34,15 @@ def command(
         "-r",
         help="Reference model: SavedModel directory (serving_default) or .keras/.h5 file (read as convert reads it).",
     ),
-    data: Path = typer.Option(..., "--data", "-d", help="Eval data, e.g. .npz with x (and y for accuracy)."),
+    data: Path | None = typer.Option(
+        None, "--data", "-d", help="Eval data, e.g. .npz with x (and y for accuracy); --task lm takes --text instead."
+    ),
+    text: Path | None = typer.Option(
+        None, "--text", help="--task lm: a held-out UTF-8 text (perplexity, agreement, drift; docs/lm.md)."
+    ),
+    prompts: Path | None = typer.Option(
+        None, "--prompts", help="--task lm: prompts to continue, one per line (default: slices of --text)."
+    ),
     threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads."),
     warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing."),
     runs: int | None = typer.Option(None, "--runs", help="Timed calls per model (default 100)."),
@@ -144,10 +152,14 @@ def command(
         labels=labels,
         contract=ContractOptions.from_cli(input_range, input_mean, input_std),
         signature=signature,
+        text=text,
+        prompts=prompts,
     )
+    from edge_tool.evaluate.lm_eval import is_lm_reference
     from edge_tool.models.signatures import signature_note
 
-    if note := signature_note(reference, signature):
+    lm = text is not None or (task is not None and task.value == "lm") or is_lm_reference(reference)
+    if not lm and (note := signature_note(reference, signature)):
         typer.echo(visible(f"reference {note}"))
     from edge_tool.core.env import quiet_native_stderr
 
@@ -188,6 +200,17 @@ def _print_table(report, failing: set[str]) -> None:
     console.print(table)
     for line in report.footer_lines():
         console.print(text(line, "dim"), highlight=False, soft_wrap=True)
+    from edge_tool.evaluate.lm_report import LM_HEADERS, is_lm, lm_rows
+
+    if is_lm(report):
+        lm = Table(title="language model", title_justify="left")
+        for h in LM_HEADERS:
+            lm.add_column(h, no_wrap=True)
+        rows = lm_rows(report)
+        for row in rows:
+            lm.add_row(*map(text, row))
+        widths = [max(len(h), *(len(r[i]) if i < len(r) else 0 for r in rows)) for i, h in enumerate(LM_HEADERS)]
+        Console(width=max(Console().width, sum(widths) + 3 * len(widths) + 1)).print(lm)
     for r in report.results:
         if r.per_layer:
             console.print(text(f"worst quantized layers of {r.artifact} (rmse/scale):"), highlight=False)

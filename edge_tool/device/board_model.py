@@ -177,6 +177,7 @@ def _programs(cls) -> dict:
             lambda path, req, arrays: _latency(cls, path, req, arrays),
         ),
         "tflm": (tflm_load, lambda path, req: tflm_probe(path, int(req["arena"])), tflm_latency),
+        "lm": (lambda path, req: lm_load(cls, path, req), lambda path, req: probe_zeros(cls, path), lm_latency),
     }
 
 
@@ -205,6 +206,8 @@ def _serve(out, frames, cls, path: str) -> None:
                 feeds = {int(k[1:]): v for k, v in payload.items()}
                 ys = model.predict(feeds, [int(i) for i in req["outputs"]])
                 write_frame(out, {"ok": True, "batching": model.describe()}, {"y%d" % n: y for n, y in enumerate(ys)})
+            elif op == "lm":
+                write_frame(out, *model.lm(req, payload))
             elif op == "sweep":  # a runner of this run was killed (SIGKILL: no cleanup of its own): its temp dir
                 left = str(req["path"])
                 if os.path.dirname(left) == os.path.dirname(_state["tmp"]) and os.path.basename(left).startswith(

@@ -19,7 +19,15 @@ def budget_violations(report: Report, config: EvalConfig) -> list[tuple[str, str
     lines = []
     for r in report.results:
         drop = r.metric_drop if r.metric_drop is not None or r.metrics is not None else r.accuracy_drop
-        if config.max_drop is not None and drop is not None and drop > config.max_drop:
+        if config.max_drop is not None and drop is not None and drop > config.max_drop and main == "perplexity":
+            lines.append(
+                (
+                    r.artifact,
+                    f"{r.artifact}: perplexity {100 * drop:+.3f} % against the reference's exceeds --max-drop "
+                    f"{config.max_drop:g} ({100 * config.max_drop:.3f} %)",
+                )
+            )
+        elif config.max_drop is not None and drop is not None and drop > config.max_drop:
             lines.append(
                 (
                     r.artifact,

@@ -31,7 +31,7 @@ class EvalConfig:
 
     artifacts: tuple[Path, ...]
     reference: Path
-    data: Path
+    data: Path | None = None  # None only for --task lm (which reads --text)
     threads: int = 1
     warmup: int = 10
     runs: int | None = None
@@ -60,6 +60,8 @@ class EvalConfig:
     labels: Path | None = None  # the model's class labels (default: labels.txt in/beside the reference, an artefact's)
     contract: ContractOptions = ContractOptions()  # --input-range / --input-mean / --input-std
     signature: str | None = None  # the reference SavedModel's signature; None = serving_default
+    text: Path | None = None  # --task lm: the held-out text (byte-level ids)
+    prompts: Path | None = None  # --task lm: one prompt per line (default: slices of the text)
     device_urls: tuple[DeviceURL, ...] = field(default=(), init=False, repr=False, compare=False)  # devices, parsed
 
     def __post_init__(self) -> None:
@@ -78,6 +80,7 @@ class EvalConfig:
         urls, device_problems = _parse_devices(self.devices)
         object.__setattr__(self, "device_urls", urls)
         problems += device_problems
+        problems += _lm_problems(self)
         if not self.artifacts:
             problems.append("give at least one ARTIFACT (.tflite file, TFJS model directory or .onnx file)")
         problems += below_minimum(
@@ -116,6 +119,8 @@ class EvalConfig:
             *(("artefact", a) for a in self.artifacts),
             ("reference model", self.reference),
             ("eval data", self.data),
+            ("held-out text", self.text),
+            ("prompts", self.prompts),
             ("labels", self.labels),
         )
 
@@ -168,3 +173,19 @@ def _parse_devices(devices: tuple) -> tuple[tuple[DeviceURL, ...], list[str]]:
     if len({u.url for u in urls}) != len(urls):
         problems.append("--device names the same URL twice")
     return tuple(urls), problems
+
+
+def _lm_problems(c: EvalConfig) -> list[str]:
+    """--text / --prompts / --data against --task: an LM reads a text, every other task --data."""
+    problems = []
+    lm = c.task == "lm" or (c.task is None and c.text is not None)
+    if lm and c.data is not None:
+        problems.append("--task lm reads --text (a held-out text), not --data; drop --data")
+    if c.task not in (None, "lm") and c.text is not None:
+        problems.append(f"--text is the held-out text of --task lm, not of --task {c.task}")
+    if c.prompts is not None and c.text is None:
+        problems.append("--prompts goes with --text (--task lm)")
+    for flag, path in (("--text", c.text), ("--prompts", c.prompts)):
+        if path is not None and not Path(path).is_file():
+            problems.append(f"{flag} {path} is not a file (expected UTF-8 text)")
+    return problems

@@ -110,6 +110,8 @@ def _quality(report: Report, main: str):
     """(reference value, axis label, row -> value) of the Pareto chart's quality axis: the task's main metric
     when measured, else agreement with the reference."""
     ref = report.reference
+    if (report.task or {}).get("higher_is_better") is False:  # e.g. perplexity: the chart's axis is higher-better
+        return 1.0, "agreement with reference", lambda r: r.top1_agreement
     if main != "accuracy" and ref.metrics and ref.metrics.get(main) is not None:
         return ref.metrics[main], main, lambda r: (r.metrics or {}).get(main)
     if ref.accuracy is not None:

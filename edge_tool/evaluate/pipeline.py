@@ -15,6 +15,7 @@ from edge_tool.evaluate.artifacts import saved_model_size
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.data import EvalStream
 from edge_tool.evaluate.inputs import resolve_eval_inputs
+from edge_tool.evaluate.lm_eval import is_lm_reference, run_lm_eval
 from edge_tool.evaluate.machine import machine_info
 from edge_tool.evaluate.outputs import check_outputs
 from edge_tool.evaluate.reference import ReferenceModel
@@ -76,6 +77,10 @@ def run_eval(config: EvalConfig) -> Report:
     crashes becomes a row with ``failed`` set; the others go on. Latency is measured afterwards, one model at a
     time on a quiet machine: batch 1 on the first sample, each .tflite in a fresh process.
     """
+    if config.task == "lm" or config.text is not None or (config.task is None and is_lm_reference(config.reference)):
+        return run_lm_eval(config)
+    if config.data is None:
+        raise UsageError("eval needs --data (the eval samples; --task lm takes --text instead).")
     clock = _Stages()
     check_runtime(config.runtime)
     check_outputs(config)

@@ -10,6 +10,7 @@ from edge_tool.calibration.serial import spec
 from edge_tool.core.textsafe import md, md_row
 from edge_tool.device.facts import device_notes
 from edge_tool.device.spread import spread_notes
+from edge_tool.evaluate.lm_report import is_lm, lm_footer, lm_markdown
 from edge_tool.evaluate.report_table import TASK_NUMERIC, reference_cells, result_cells, task_headers
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
 from edge_tool.evaluate.runtimes import RUNTIMES, Column, columns, owner
@@ -96,6 +97,7 @@ class Report(Document):
         lines = ["## edgetool eval", "", head, sep]
         lines += [md_row(row) for row in self.table_rows()]
         lines += ["", *[f"- {md(line)}" for line in self.footer_lines()]]
+        lines += lm_markdown(self) if is_lm(self) else []
         for r in self.results:
             if r.per_layer:
                 lines += [
@@ -113,8 +115,25 @@ class Report(Document):
 
     def footer_lines(self) -> list[str]:
         """Data, timing settings, machine and notes, one sentence each."""
-        m, s = self.machine, self.settings
+        s = self.settings
         runs = f"{s['runs']} runs" if s.get("runs") else f"a {s['time_budget_s']} s budget"
+        head = lm_footer(self) if is_lm(self) else self._sample_footer(runs)
+        return [
+            *head,
+            *(line for spec in RUNTIMES.values() if spec.facts for line in spec.facts(self.results)),
+            *device_notes(self.results),
+            *spread_notes(self.results),
+            *self.notes,
+            *(
+                f"{r.artifact}: {r.runtime} — {r.latency_note}."
+                for r in self.results
+                if not r.failed and (spec := owner(r)) is not None and spec.row_notes
+            ),
+            *(f"✗ {r.artifact} {r.failed}" for r in self.results if r.failed),
+        ]
+
+    def _sample_footer(self, runs: str) -> list[str]:
+        m, s = self.machine, self.settings
         return [
             f"Data: {self.data.get('summary')} (reference output {self.reference.output!r}).",
             f"Latency: batch 1, {s['threads']} thread(s), {s['warmup']} warm-up calls then {runs}; "
@@ -127,16 +146,6 @@ class Report(Document):
             "before every sample.",
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
-            *(line for spec in RUNTIMES.values() if spec.facts for line in spec.facts(self.results)),
-            *device_notes(self.results),
-            *spread_notes(self.results),
-            *self.notes,
-            *(
-                f"{r.artifact}: {r.runtime} — {r.latency_note}."
-                for r in self.results
-                if not r.failed and (spec := owner(r)) is not None and spec.row_notes
-            ),
-            *(f"✗ {r.artifact} {r.failed}" for r in self.results if r.failed),
         ]
 
 

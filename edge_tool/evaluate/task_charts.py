@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from edge_tool.core.textsafe import html_text
 from edge_tool.evaluate.charts import PALETTE
+from edge_tool.evaluate.lm_report import lm_html
 
 MAX_DRAWN_CLASSES = 40  # a larger matrix is unreadable on a page (the JSON keeps it up to 100 classes)
 
@@ -19,6 +20,8 @@ def task_section(report) -> str:
         f"--max-drop gates <code>{html_text(task.get('main_metric', 'accuracy'))}</code>.</p>"
     )
     rows = [("reference", report.reference.metrics)] + [(r.artifact, r.metrics) for r in report.results]
+    if name == "lm":
+        return head + lm_html(report)
     if name != "classification":
         return head + _metrics_table(rows)
     drawn = [(label, m) for label, m in rows if m and m.get("confusion_matrix")]

@@ -103,7 +103,7 @@ def tflite_call(path: Path, num_threads: int | None = None) -> Call:
     def call(key: str, feeds: dict) -> dict:
         if key not in runners:
             runners[key] = interp.get_signature_runner(key)
-        return {k: np.array(v) for k, v in runners[key](**feeds).items()}
+        return runners[key](**feeds)  # LiteRT returns copies already (GetTensor): no second copy per call
 
     return call
 

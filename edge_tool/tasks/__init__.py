@@ -7,6 +7,7 @@ from __future__ import annotations
 # isort: off
 # each module registers itself; this order is TASKS' order
 from edge_tool.tasks import classification, multilabel, regression, segmentation, detection, embedding, image, heatmap
+from edge_tool.tasks import lm
 
 # isort: on
 from edge_tool.tasks.base import Task, TaskChoice, TaskContext
@@ -29,6 +30,7 @@ __all__ = [
     "get_task",
     "heatmap",
     "image",
+    "lm",
     "multilabel",
     "regression",
     "segmentation",
