@@ -1,6 +1,7 @@
 """``--quant auto`` for a language model: every LM mode is built and self-checked, then each file's perplexity on
-the held-out text is measured (``lm.perplexity``, in LiteRT) against the fp32 file's; the smallest file whose
-perplexity rose at most ``--max-drop`` (relative) is chosen."""
+the held-out text is measured in LiteRT with eval's own computation (``lm.measure``: the same windows, the same
+teacher-forced logits, the one perplexity) against the fp32 file's; the smallest file whose perplexity rose at most
+``--max-drop`` (relative) is chosen."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import dataclasses
 from pathlib import Path
 
 from edge_tool.core.steps import step
+from edge_tool.errors import UsageError
 from edge_tool.lm.contract import LmContract
-from edge_tool.lm.perplexity import byte_ids, perplexity
+from edge_tool.lm.generate import encode_bytes
+from edge_tool.lm.measure import perplexity, targets_of, teacher_forced
 from edge_tool.lm.session import LmSession, tflite_call
 from edge_tool.schemas.manifest import ManifestArtifact
 
@@ -18,11 +21,17 @@ MAX_TOKENS = 4096  # held-out tokens scored per file (the first ones)
 
 def choose(built: list[ManifestArtifact], out: Path, contract: LmContract, text: Path, max_drop: float):
     """(the entries with their perplexity, the ``lm_choice`` record); DataError for unreadable text."""
-    ids = byte_ids(text.read_text(encoding="utf-8"), contract.spec)[:MAX_TOKENS]
+    spec = contract.spec
+    if spec is not None and spec.tokenizer != "byte":
+        raise UsageError(f"--quant auto measures perplexity on byte ids; this model's tokenizer is {spec.tokenizer!r}.")
+    ids = encode_bytes(text.read_text(encoding="utf-8"))[:MAX_TOKENS]
+    bos = spec.bos_id if spec is not None else None
     measured = {}
     for entry in built:
         with step(f"perplexity {entry.quant} on {len(ids)} held-out tokens"):
-            measured[entry.quant] = perplexity(LmSession(tflite_call(out / entry.path), contract), ids)
+            session = LmSession(tflite_call(out / entry.path), contract)
+            logits, _ = teacher_forced(session, ids, contract.max_len, bos)
+            measured[entry.quant] = perplexity(logits, targets_of(ids, contract.max_len, bos))
     base = measured.get("fp32")
     entries = [_with_ppl(e, measured[e.quant], base) for e in built]
     within = [e for e in entries if e.quant != "fp32" and e.lm.perplexity_increase <= max_drop]
