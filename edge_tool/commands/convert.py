@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.commands import input_options
+from edge_tool.commands import input_options, lm_convert
 from edge_tool.commands.convert_print import print_result
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 from edge_tool.commands.quant_options import Quant, Require
@@ -118,11 +118,33 @@ def command(
     ),
     trust_model_code: bool = trust_model_code_option(),
     custom_objects: list[str] | None = CUSTOM_OBJECTS,
+    task: lm_convert.Task = None,
+    max_len: lm_convert.MaxLen = None,
+    prefill_len: lm_convert.PrefillLen = None,
+    max_memory: lm_convert.MaxMemory = None,
+    litertlm: lm_convert.Litertlm = False,
 ) -> None:
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop), TFJS, TFLite
     Micro or ONNX (--format)."""
     use_custom_objects(custom_objects, trust_model_code)
     auto = _is_auto(quant)
+    if lm_convert.is_lm(model, task):
+        lm_convert.refused_options(
+            {
+                "--format": output_format is not OutputFormat.TFLITE,
+                "--calibration": calibration,
+                "--batch": batch,
+                "--train-data": train_data,
+                "--io-type": io_type is not IOType.MODEL,
+                "--signature": signature,
+            }
+        )
+        args = (max_len, prefill_len, max_memory, litertlm)
+        return lm_convert.run_lm(model, output, quant, seed, force, *args, auto=auto, max_drop=max_drop, text=eval_data)
+    if any(v not in (None, False) for v in (max_len, prefill_len, max_memory, litertlm)):
+        raise UsageError(
+            "--max-len, --prefill-len, --max-memory and --litertlm belong to --task lm (a language model)."
+        )
     if auto:
         _check_auto_options(max_drop, eval_data, output_format, io_type)
     elif max_drop is not None or require is not None or device is not None:

@@ -9,6 +9,7 @@ import typer
 
 from edge_tool.auto.config import REQUIREMENTS, Requirement
 from edge_tool.commands.options import each_of
+from edge_tool.convert.lm.modes import LM_MODES
 from edge_tool.convert.modes import MODES, every_mode
 
 QUANT_WORDS = ("all", "auto")  # --quant values besides the modes
@@ -37,7 +38,7 @@ Quant = Annotated[
         "-q",
         metavar="|".join((*MODES, *QUANT_WORDS)),
         help=QUANT_HELP,
-        callback=each_of(every_mode(has_train_data=True), *QUANT_WORDS),
+        callback=each_of(tuple(dict.fromkeys((*every_mode(has_train_data=True), *LM_MODES))), *QUANT_WORDS),
     ),
 ]
 Require = Annotated[Requirement | None, typer.Option("--require", help=REQUIRE_HELP)]

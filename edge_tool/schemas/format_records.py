@@ -86,3 +86,40 @@ class OnnxQuantization(Record):
 
 # the agreement record an entry carries, by the entry's format (read back by ManifestArtifact)
 AGREEMENT = {"onnx": OnnxAgreement, "tfjs": TfjsAgreement}
+
+
+@dataclass(frozen=True)
+class LmSelfCheck(Record):
+    """A language model's self-check: ``prompt`` seeded tokens through the file's prefill signatures (chunked), then
+    ``decode_steps`` decode calls, the caches fed back call by call, in LiteRT against the SavedModel. Drifts are
+    max |Δlogit| over the reference's logit scale (null: NaN/Inf); ``tolerance`` null: measured, not judged."""
+
+    prompt: int
+    decode_steps: int
+    prefill_drift: float | None
+    decode_drift: float | None
+    argmax_agreement: float
+    tolerance: float | None
+    ok: bool
+    problem: str | None = field(default=None, metadata=spec(omit="none"))
+
+
+@dataclass(frozen=True)
+class LmArtifact(Record):
+    """A language model's .tflite: its signatures, KV cache (shape of each of the 2 × layers tensors, and bytes at
+    max_len), its size against the fp32 file, which ops got integer weights and which kept float ones, notes the
+    run printed (e.g. the embedding GATHER left float) and the self-check."""
+
+    signatures: tuple[str, ...]
+    cache_shape: tuple[int, ...]
+    cache_dtype: str
+    cache_bytes: int
+    size_ratio: float | None  # bytes / the fp32 file's bytes (None when fp32 was not built)
+    quantized_ops: dict[str, int]
+    float_ops: dict[str, int]
+    self_check: LmSelfCheck
+    notes: tuple[str, ...] = field(default=(), metadata=spec(omit="empty"))
+    quantizer: dict | None = field(default=None, metadata=spec(omit="none"))  # ai-edge-quantizer's recipe + record
+    perplexity: float | None = field(default=None, metadata=spec(omit="none"))  # --quant auto: on the held-out text
+    perplexity_increase: float | None = field(default=None, metadata=spec(omit="none"))  # relative to fp32's
+    litertlm: dict | None = field(default=None, metadata=spec(omit="none"))  # --litertlm: the bundle and its check

@@ -11,7 +11,7 @@ from edge_tool.calibration.dataset import CalibrationSummary
 from edge_tool.calibration.serial import Record, from_dict, spec
 from edge_tool.parsers.tflite_model import TfliteSummary
 from edge_tool.schemas.document import Document
-from edge_tool.schemas.format_records import AGREEMENT, OnnxAgreement, OnnxQuantization, TfjsAgreement
+from edge_tool.schemas.format_records import AGREEMENT, LmArtifact, OnnxAgreement, OnnxQuantization, TfjsAgreement
 from edge_tool.schemas.records import (
     BatchNote,
     FileEntry,
@@ -74,6 +74,7 @@ class ManifestArtifact(Record):
     # onnx, tfjs: the file in its runtime vs TensorFlow (the record of its format: records.AGREEMENT)
     agreement: OnnxAgreement | TfjsAgreement | None = field(default=None, metadata=spec(omit="none", read=_agreement))
     quantization: OnnxQuantization | None = field(default=None, metadata=_NONE)  # onnx int8: how it was quantized
+    lm: LmArtifact | None = field(default=None, metadata=_NONE)  # a language model's file (convert --task lm)
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ class Manifest(Document):
     timings_s: dict[str, float]
     input_contract: tuple[ImageContract, ...] | None = field(default=None, metadata=_NONE)  # one per image input
     failed: dict[str, str] | None = field(default=None, metadata=_NONE)  # only when modes failed, the run kept going
+    lm: dict | None = field(default=None, metadata=_NONE)  # --task lm: the edgetool_lm.json written beside the files
+    lm_choice: dict | None = field(default=None, metadata=_NONE)  # --task lm --quant auto: what was chosen and why
 
     @staticmethod
     def claims(doc) -> bool:

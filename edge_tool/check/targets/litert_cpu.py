@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from edge_tool.check import lm_cache
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.device_target import litert_cpu_on_device
 from edge_tool.check.registry import TARGETS, TargetSpec
@@ -16,7 +17,12 @@ TIMEOUT_S = 300
 
 
 def check(path: Path) -> TargetResult:
-    """Run the fp32 artefact (or the given .tflite) in LiteRT; name Flex ops, which need the Flex delegate."""
+    """Run the fp32 artefact (or the given .tflite) in LiteRT; name Flex ops, which need the Flex delegate. A
+    language model is run as one: prefill, then decode with the caches fed back (``check.lm_cache``)."""
+    if lm_cache.is_lm(path):
+        findings, details = lm_cache.litert_check(path)
+        method = "prefill + decode with the KV cache fed back, in the LiteRT interpreter (check.lm_cache)"
+        return target_result("litert-cpu", path, findings, method, {"fed_back": details.get("fed_back", "")})
     method = "load + allocate + invoke with the LiteRT interpreter in a child process"
     proc = subprocess.run(
         module_command("edge_tool.check.litert_probe", path), capture_output=True, text=True, timeout=TIMEOUT_S

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+from edge_tool.check import lm_cache
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
 from edge_tool.check.registry import TARGETS, TargetSpec
 from edge_tool.check.targets.common import model_ops, of_artefact
@@ -28,17 +30,30 @@ def vendor_dir() -> Path | None:
     return path if (path / "core.js").is_file() and (path / "litert_wasm_compat_internal.wasm").is_file() else None
 
 
-def run_in_node(model: Path, vendor: Path) -> tuple[bool, str]:
-    """(ran, error text with LiteRT's own ERROR lines) from the Node probe."""
-    proc = subprocess.run(
-        [shutil.which("node"), str(PROBE), str(vendor), str(model)], capture_output=True, text=True, timeout=TIMEOUT_S
-    )
+def run_in_node(model: Path, vendor: Path, plan: Path | None = None) -> tuple[bool, str, dict]:
+    """(ran, error text with LiteRT's own ERROR lines, the probe's answer) from the Node probe."""
+    args = [shutil.which("node"), str(PROBE), str(vendor), str(model), *([str(plan)] if plan else [])]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT_S)
     lines = [ln[2:] for ln in proc.stdout.splitlines() if ln.startswith("@@")]
     if not lines:
-        return False, f"node exited {proc.returncode}: {proc.stderr.strip()[-400:]}"
+        return False, f"node exited {proc.returncode}: {proc.stderr.strip()[-400:]}", {}
     result = json.loads(lines[-1])
     errors = [ln.split("]", 1)[-1].strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.startswith("ERROR")]
-    return bool(result["ok"]), "; ".join([*errors, result["error"]]).strip("; ")
+    return bool(result["ok"]), "; ".join([*errors, result["error"]]).strip("; "), result
+
+
+def lm_check(path: Path, vendor: Path) -> TargetResult:
+    """A language model in LiteRT.js: prefill + decode with the caches fed back, equal to LiteRT's (check.lm_cache)."""
+    reference, details = lm_cache.litert_check(path)
+    with tempfile.TemporaryDirectory(prefix="edgetool-lmplan-") as tmp:
+        plan = Path(tmp) / "plan.json"
+        plan.write_text(json.dumps(details["plan"]))
+        ran, error, answer = run_in_node(path, vendor, plan)
+    findings = [Finding("(model)", Status.UNSUPPORTED, f"LiteRT.js: {error}")] if not ran else []
+    if ran:
+        findings = lm_cache.compare(details["decode_logits"], answer.get("decode_logits", []), "LiteRT.js")
+    method = "prefill + decode with the KV cache fed back, in the vendored LiteRT.js (wasm) in Node, against LiteRT"
+    return target_result("litertjs", path, [*reference, *findings], method)
 
 
 def static_findings(model: Path) -> list[Finding]:
@@ -70,7 +85,9 @@ def check(path: Path) -> TargetResult:
         return target_result(
             "litertjs", path, findings, f"static checks only ({why}): Flex/custom ops and variable input dimensions"
         )
-    ran, error = run_in_node(path, vendor)
+    if lm_cache.is_lm(path):
+        return lm_check(path, vendor)
+    ran, error, _ = run_in_node(path, vendor)
     findings = (
         []
         if ran
