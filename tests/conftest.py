@@ -12,6 +12,7 @@ import pytest
 
 from tests.builds import built_once, run_script
 from tests.edgetool_runs import edgetool_in_process, run_edgetool
+from tests.lm_models import BUILD as LM_BUILD
 
 
 def pytest_collection_modifyitems(items: list) -> None:
@@ -169,3 +170,20 @@ def h5_file(tmp_path_factory) -> Path:
     return built_once(tmp_path_factory, "h5file", lambda d: run_script(_KERAS_FILE_SCRIPT, d / "digits.h5", "h5")) / (
         "digits.h5"
     )
+
+
+def _tiny_lm(tmp_path_factory, position: str) -> Path:
+    return built_once(tmp_path_factory, f"tiny-lm-{position}", lambda d: run_script(LM_BUILD, d, position))
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory) -> Path:
+    """A directory with ``model`` (a contract LM SavedModel: learned positions, Keras MultiHeadAttention, tied
+    embeddings; prefill_8, prefill_16, decode; max_len 64) and ``reference.npz`` (tokens, Keras logits): tests/lm_models.py."""
+    return _tiny_lm(tmp_path_factory, "learned")
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_rope(tmp_path_factory) -> Path:
+    """As ``tiny_lm`` with rotary positions, 2 grouped key/value heads and a separate output head."""
+    return _tiny_lm(tmp_path_factory, "rope")

@@ -113,6 +113,7 @@ FLOORS = (
     ("edge_tool.litert", "edge_tool.trust", "edge_tool.schemas"),  # schemas: the files edgetool writes
     ("edge_tool.metadata", "edge_tool.micro", "edge_tool.nodejs"),
     ("edge_tool.models",),
+    ("edge_tool.lm",),  # the language-model compiler: contract, Keras decoder, prefill/decode export, sessions
     ("edge_tool.device",),  # a --device board: connection, board programs, facts (below evaluate and check)
     ("edge_tool.contract", "edge_tool.tflite_converter", "edge_tool.tasks", "edge_tool.training"),
     ("edge_tool.convert", "edge_tool.evaluate"),

@@ -131,6 +131,31 @@ def _tflite_tensor(detail: dict, name: str) -> TensorSpec:
     return TensorSpec(name, detail["dtype"].__name__, shape)
 
 
+def saved_model_signatures(path: Path) -> tuple[SignatureInfo, ...]:
+    """Every callable signature of the SavedModel at ``path``, sorted by key (init ops excluded)."""
+    mg = read_meta_graph(path)
+    keys = sorted(k for k in mg.signature_def if not k.startswith("__"))
+    sigs = mg.signature_def
+    return tuple(SignatureInfo(k, _tensor_infos(sigs[k].inputs), _tensor_infos(sigs[k].outputs)) for k in keys)
+
+
+def tflite_signatures(path: Path) -> tuple[SignatureInfo, ...]:
+    """Every signature of a .tflite file, sorted by key (empty when it has none), read by LiteRT's runners."""
+    interp = load_interpreter(Path(path), allocate=False)
+    out = []
+    for key in sorted(interp.get_signature_list()):
+        runner = interp.get_signature_runner(key)
+        ins, outs = runner.get_input_details(), runner.get_output_details()
+        out.append(
+            SignatureInfo(
+                key,
+                tuple(_tflite_tensor(ins[n], n) for n in sorted(ins)),
+                tuple(_tflite_tensor(outs[n], n) for n in sorted(outs)),
+            )
+        )
+    return tuple(out)
+
+
 def tflite_signature(path: Path) -> SignatureInfo:
     """SignatureInfo of a .tflite file (its first signature, or raw input/output details if it has none)."""
     interp = load_interpreter(Path(path), allocate=False)  # details need no arena (nor its memory)

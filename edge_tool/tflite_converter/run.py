@@ -90,13 +90,28 @@ class _Made:
 _MADE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # converter -> how new_converter made it
 
 
-def new_converter(source: SharedSource | Path, *, signature: str = SERVING, allow_select_tf_ops: bool = False):
+def new_converter(
+    source: SharedSource | Path,
+    *,
+    signature: str = SERVING,
+    allow_select_tf_ops: bool = False,
+    signatures: tuple[str, ...] = (),
+):
     """A fresh converter on a SavedModel's ``signature``, configured like ``TFLiteConverter.from_saved_model``.
 
     ``source`` is a SavedModel directory, or a ``SharedSource`` (which names its signature) whose GraphDef and
     calibrations the converters of one run share. ``allow_select_tf_ops`` adds the TF Select op set when it runs.
-    Configure it (optimizations, representative data, op sets), then give it to ``run_converter``.
+    ``signatures`` (two or more keys, e.g. an LM's prefill and decode) makes one multi-signature model with
+    TensorFlow's own converter. Configure it (optimizations, representative data, op sets), then give it to
+    ``run_converter``.
     """
+    if len(signatures) > 1:
+        from tensorflow.lite.python import lite
+
+        shared = SharedSource(Path(source), signatures[0])
+        converter = lite.TFLiteConverterV2.from_saved_model(str(source), signature_keys=list(signatures))
+        _MADE[converter] = _Made(shared, allow_select_tf_ops)
+        return converter
     shared = source if isinstance(source, SharedSource) else SharedSource(Path(source), signature)
     converter = make_converter(shared)
     _MADE[converter] = _Made(shared, allow_select_tf_ops)
