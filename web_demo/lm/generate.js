@@ -1,16 +1,22 @@
 // Token generation with a LiteRT.js CompiledModel that follows edgetool's LM contract (docs/lm.md): the prompt goes
 // through the `prefill_<T>` signatures in chunks, then one `decode` call per token; each call's output caches are
-// the next call's input caches (they stay LiteRT.js tensors: never copied to JS). The chunking rule and the sampler
-// are the ones the native runtimes use (tests/oracles/lm_native.py mirrors this file), so the tokens agree.
+// the next call's input caches (they stay LiteRT.js tensors: never copied to JS). The chunking rule is
+// edge_tool.lm.session's and the sampler the shared one (lm/sampler.js), so the page's tokens are the native ones.
 import { sample, xorshift32 } from './sampler.js';
 
-// The next call for `remaining` prompt tokens at position `pos`: decode for the last one (or when no prefill length
-// fits before maxLen), else the shortest prefill covering them all, else the longest that fits.
+// The next call for `remaining` prompt tokens at position `pos` (edge_tool.lm.session.LmSession.feed's rule):
+// the longest prefill the tokens fill that fits below maxLen; else the shortest that holds them all, padded; else
+// decode, one token. `prefill`: [{name, length}] by length.
 export function planChunk(remaining, pos, prefill, maxLen) {
-  const fits = prefill.filter((s) => pos + s.length <= maxLen);
-  if (remaining === 1 || fits.length === 0) return { name: 'decode', length: 1, count: 1 };
-  const chosen = fits.find((s) => s.length >= remaining) || fits[fits.length - 1];
-  return { name: chosen.name, length: chosen.length, count: Math.min(remaining, chosen.length) };
+  const room = maxLen - pos;
+  const whole = prefill.filter((s) => s.length <= Math.min(remaining, room));
+  if (whole.length) {
+    const s = whole[whole.length - 1];
+    return { name: s.name, length: s.length, count: s.length };
+  }
+  const padded = prefill.find((s) => remaining < s.length && s.length <= room);
+  if (padded) return { name: padded.name, length: padded.length, count: remaining };
+  return { name: 'decode', length: 1, count: 1 };
 }
 
 // One model call: `chunk` tokens at positions pos.., padded to the signature's length (pad id, positions going on);
@@ -19,7 +25,7 @@ async function call(state, plan, chunk) {
   const { model, Tensor, lm } = state;
   const tokens = new Int32Array(plan.length).fill(lm.padId);
   tokens.set(chunk);
-  const positions = Int32Array.from({ length: plan.length }, (_, i) => Math.min(state.pos + i, lm.maxLen - 1));
+  const positions = Int32Array.from({ length: plan.length }, (_, i) => state.pos + i); // planChunk: fits
   const fed = [new Tensor(tokens, [1, plan.length]), new Tensor(positions, [plan.length])];
   let out = null;
   try {
