@@ -139,3 +139,10 @@ def test_phone_viewport_shows_the_prompt_box_and_the_output(browser, lm_url):
         assert page.errors == []
     finally:
         context.close()
+
+
+def test_a_contract_saved_model_is_sent_to_convert_first(tiny_lm, tmp_path):
+    """demo infers the LM task from a SavedModel's signature names too, and refuses it with the way out."""
+    proc = edgetool_in_process("demo", tiny_lm / "model", "-o", tmp_path / "site")
+    assert proc.returncode == 2 and "is not a .tflite file" in proc.stdout + proc.stderr
+    assert not (tmp_path / "site").exists()

@@ -31,6 +31,8 @@ from edge_tool.demo.site import (
 )
 from edge_tool.demo.vendor import LITERT_BUILDS, pinned_litert_versions, vendored_litert_files
 from edge_tool.errors import UsageError
+from edge_tool.lm.contract import looks_like_lm
+from edge_tool.models.signatures import saved_model_signatures
 from edge_tool.trust.guard import require_safe_model
 
 MODEL_FILE = "model/lm.tflite"
@@ -55,8 +57,14 @@ CORE_IMPORT_RELATIVE = 'from "./wasm-utils.js"'
 
 
 def wants_lm_page(cfg: DemoConfig) -> bool:
-    """True when the run builds the LM page: ``--task lm``, or a MODEL .tflite that follows the LM contract."""
-    return cfg.task == LM_TASK or (cfg.task is None and is_lm_tflite(Path(cfg.model)))
+    """True when the run builds the LM page: ``--task lm``, or a MODEL (.tflite or SavedModel) whose signatures are
+    named like the LM contract's (a SavedModel is then refused with the way to convert it)."""
+    if cfg.task is not None:
+        return cfg.task == LM_TASK
+    model = Path(cfg.model)
+    if (model / "saved_model.pb").is_file():
+        return looks_like_lm(saved_model_signatures(model))
+    return is_lm_tflite(model)
 
 
 def _precheck(cfg: DemoConfig) -> dict:
@@ -66,7 +74,8 @@ def _precheck(cfg: DemoConfig) -> dict:
         raise UsageError(
             f"demo --task lm runs a language-model .tflite that follows edgetool's LM contract (prefill_<T> and "
             f"decode signatures with the KV cache passed in and out, docs/lm.md); {model} is not a .tflite file. "
-            "Convert the model to a .tflite with those signatures first and pass that file."
+            "Convert the model first, keeping every prefill/decode signature in one .tflite (edge_tool.lm's export "
+            "and new_converter(..., signatures=...)), and pass that file with edgetool_lm.json beside it."
         )
     ignored = [flag for flag, value in (("--litert", cfg.litert), ("--labels", cfg.labels)) if value]
     ignored += [flag for flag, value in (("--tflite", cfg.tflite), ("--calibration", cfg.calibration)) if value]

@@ -46,7 +46,7 @@ async function call(state, plan, chunk) {
 
 // Generate after `ids` (the encoded prompt). options: {maxNew, temperature, topK, seed}; hooks: {onToken(id),
 // stopped() -> bool, pause() -> Promise (lets a stop message in)}. -> {tokens, reason, ttftMs, prefillMs,
-// decodeMs, decodeSteps}: reason 'stop token' | 'max tokens' | 'context full' | 'stopped'.
+// decodeMs, decodeSteps, stepMs (each decode call)}: reason 'stop token' | 'max tokens' | 'context full' | 'stopped'.
 export async function generate(model, Tensor, lm, ids, options, hooks = {}) {
   if (ids.length >= lm.maxLen) {
     throw new Error(`the prompt is ${ids.length} tokens; this model holds ${lm.maxLen} in all (shorten the prompt)`);
@@ -57,7 +57,7 @@ export async function generate(model, Tensor, lm, ids, options, hooks = {}) {
   const rng = xorshift32(options.seed || 0);
   const sampler = { temperature: options.temperature || 0, topK: options.topK || 0 };
   const start = performance.now();
-  const result = { tokens: [], reason: 'max tokens', ttftMs: 0, prefillMs: 0, decodeMs: 0, decodeSteps: 0 };
+  const result = { tokens: [], reason: 'max tokens', ttftMs: 0, prefillMs: 0, decodeMs: 0, decodeSteps: 0, stepMs: [] };
   try {
     let logits = null;
     while (state.pos < ids.length) {
@@ -77,7 +77,8 @@ export async function generate(model, Tensor, lm, ids, options, hooks = {}) {
       if (hooks.stopped && hooks.stopped()) { result.reason = 'stopped'; break; }
       const t = performance.now();
       logits = await call(state, { name: lm.decode, length: 1, count: 1 }, [id]);
-      result.decodeMs += performance.now() - t;
+      result.stepMs.push(performance.now() - t);
+      result.decodeMs += result.stepMs[result.stepMs.length - 1];
       result.decodeSteps += 1;
     }
   } finally {

@@ -1,0 +1,157 @@
+"""The LM page's speed against native LiteRT: time to first token and decode tokens/s of ``edgetool demo LM.tflite``
+(LiteRT.js in a Web Worker, Chromium) vs ai_edge_litert's signature runners in Python (edge_tool.lm.session), at the
+same mode (fp32) and threads, on seeded untrained decoders of three sizes built by edge_tool.lm (learned positions,
+Keras MultiHeadAttention, tied embeddings). Both generate greedily after the same prompt; the page's figures are the
+worker's own timings of each LiteRT.js call (lm/generate.js), the native ones the same loop's.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_lm_page.py [--sizes tiny,small,medium] [--tokens 64] [--rounds 3] [--threads 1]
+
+Writes the ``lm-page`` section of benchmarks/RESULTS.md (goal: the page's decode within 2x native)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._browser_common import CHROMIUM, FLAGS, served
+from benchmarks._results import machine, table, write_section
+from edge_tool.demo.config import DemoConfig
+from edge_tool.demo.lm_site import build_lm_site
+from edge_tool.demo.lm_spec import read_lm
+from edge_tool.lm.export import export_lm
+from edge_tool.lm.model import LmConfig, build_lm
+from edge_tool.lm.spec import SPEC_NAME, LmSpec
+from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
+from tests.oracles.lm_native import encode, generate, native_session
+
+SIZES = {  # LmConfig fields, prefill lengths
+    "tiny": ({"max_len": 64, "num_layers": 2, "d_model": 32, "num_heads": 4, "ffn_dim": 64}, (8, 16)),
+    "small": ({"max_len": 256, "num_layers": 4, "d_model": 256, "num_heads": 8, "ffn_dim": 1024}, (32, 128)),
+    "medium": ({"max_len": 256, "num_layers": 8, "d_model": 512, "num_heads": 8, "ffn_dim": 2048}, (32, 128)),
+}
+PROMPT = "The page and the native runtime read the same prompt."  # 54 tokens with bos
+NO_STOP = 263  # an id untrained models rarely pick: generations run their full length
+
+
+def build(size: str, out: Path) -> tuple[Path, int]:
+    """The seeded model of ``size`` as one fp32 .tflite with its description; (path, parameters)."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    import tf_keras as keras
+
+    fields, prefill = SIZES[size]
+    keras.utils.set_random_seed(0)
+    model = build_lm(keras, LmConfig(**fields))
+    export_lm(model, out / "model", prefill_lengths=prefill)
+    keys = ("decode", *(f"prefill_{t}" for t in prefill))
+    tflite = out / "lm.tflite"
+    conv = new_converter(out / "model", signatures=keys)
+    tflite.write_bytes(run_converter(conv, Refusal(model=out / "model", failed="conversion failed")))
+    spec = json.loads((out / "model" / "assets" / SPEC_NAME).read_text())
+    (out / SPEC_NAME).write_text(LmSpec.from_dict({**spec, "stop_ids": [NO_STOP]}).to_json())
+    return tflite, model.count_params()
+
+
+def native(tflite: Path, tokens: int, rounds: int, threads: int) -> dict:
+    session, lm = native_session(tflite, threads), read_lm(tflite)
+    ids = encode(PROMPT, lm["bosId"])
+    runs = [generate(session, lm, ids, tokens) for _ in range(rounds + 1)][1:]  # the first warms up
+    return _summary([r.ttft_ms for r in runs], [r.decode_ms for r in runs], runs[0].tokens)
+
+
+def page(tflite: Path, site: Path, tokens: int, rounds: int, threads: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    build_lm_site(DemoConfig(model=tflite, output=site, force=True))
+    with served(site) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        tab = browser.new_page()
+        tab.goto(f"{url}?threads={threads}")
+        engine = tab.evaluate("window.edgetool.ready")["engine"]
+        request = {"prompt": PROMPT, "maxNew": tokens}
+        runs = [tab.evaluate("o => window.edgetool.generate(o)", request) for _ in range(rounds + 1)][1:]
+        browser.close()
+    out = _summary([r["ttftMs"] for r in runs], [r["stepMs"] for r in runs], runs[0]["tokens"])
+    return {**out, "engine": f"{engine['build']} wasm build, {engine['threads']} thread(s)"}
+
+
+def _summary(ttft: list[float], steps: list[list[float]], first: list[int]) -> dict:
+    per_round = [statistics.median(s) for s in steps if s]
+    step = statistics.median(per_round)
+    return {"ttft_ms": statistics.median(ttft), "step_ms": step, "tokens_per_s": 1000 / step, "tokens": first}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="tiny,small,medium")
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    load = os.getloadavg()[0]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes.split(","):
+            d = Path(tmp) / size
+            d.mkdir()
+            start = time.perf_counter()
+            tflite, params = build(size, d)
+            print(f"{size}: {params / 1e6:.2f}M parameters, built in {time.perf_counter() - start:.0f} s", flush=True)
+            nat = native(tflite, args.tokens, args.rounds, args.threads)
+            web = page(tflite, d / "site", args.tokens, args.rounds, args.threads)
+            same = "yes" if web["tokens"] == nat["tokens"] else "NO"
+            rows.append(
+                [
+                    size,
+                    f"{params / 1e6:.2f}M",
+                    f"{tflite.stat().st_size / 1e6:.1f} MB",
+                    f"{nat['ttft_ms']:.1f}",
+                    f"{web['ttft_ms']:.1f}",
+                    f"{nat['tokens_per_s']:.0f}",
+                    f"{web['tokens_per_s']:.0f}",
+                    f"{web['step_ms'] / nat['step_ms']:.2f}x",
+                    same,
+                ]
+            )
+            print(table(HEADERS, rows[-1:]), f"page: {web['engine']}", flush=True)
+    body = "\n\n".join(
+        [
+            "## LM page vs native LiteRT (`benchmarks/bench_lm_page.py`)",
+            f"Machine: {machine()}; load average {load:.1f} when it started (several helpers shared the 2 cores: "
+            "loaded). fp32, "
+            f"{args.threads} thread(s) on both sides; a {len(PROMPT) + 1}-token prompt, {args.tokens} greedy tokens, "
+            f"median of {args.rounds} rounds after a warm-up. Page: Chromium {_chromium()}, LiteRT.js in a Web Worker "
+            "(default = relaxed-SIMD wasm build); native: ai_edge_litert signature runners (XNNPACK) from Python, "
+            "the caches copied in and out as numpy arrays each call. Decode tokens/s = 1000 / median decode call.",
+            table(HEADERS, rows),
+            "Same tokens: the page's greedy continuation equals native token for token.",
+        ]
+    )
+    write_section("lm-page", body)
+    print(body)
+
+
+HEADERS = [
+    "model",
+    "params",
+    ".tflite",
+    "TTFT native ms",
+    "TTFT page ms",
+    "decode native tok/s",
+    "decode page tok/s",
+    "page/native decode time",
+    "same tokens",
+]
+
+
+def _chromium() -> str:
+    return subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True).stdout.split()[1]
+
+
+if __name__ == "__main__":
+    main()
