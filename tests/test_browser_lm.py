@@ -16,7 +16,7 @@ from edge_tool.lm.spec import SPEC_NAME
 from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
 from tests.edgetool_runs import edgetool_in_process
 from tests.oracles.lm_native import encode, generate, native_session
-from tests.test_browser import CHROMIUM, FLAGS, _require_chromium
+from tests.test_browser import CHROMIUM, FLAGS, _require_chromium, _wait_for
 from tests.test_browser_phone import PHONE
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -125,6 +125,27 @@ def test_stop_button_stops_the_generation(lm_page):
     assert page.is_disabled("#stop") and not page.is_disabled("#generate")
 
 
+def test_the_page_generates_offline_after_one_visit(browser, lm_url):
+    """The worker's fetches (the wasm build, the model) go through the service worker: offline, the reloaded page
+    loads from it alone and generates the same text."""
+    context, page = _open(browser, lm_url)
+    try:
+        online = _page_generate(page, PROMPTS[0], 16)
+        cached = (
+            "() => caches.keys().then((k) => caches.open(k[0])).then((c) => c.keys()).then((r) => "
+            "r.map((q) => new URL(q.url).pathname).filter((p) => p.endsWith('.wasm')).length === 1)"
+        )
+        _wait_for(page, cached, None, 30)
+        context.set_offline(True)
+        page.reload()
+        page.evaluate("window.edgetool.ready")
+        probe = "fetch('offline-probe.txt', {cache: 'no-store'}).then(() => 'network', () => 'offline')"
+        assert page.evaluate(probe) == "offline"
+        assert _page_generate(page, PROMPTS[0], 16)["tokens"] == online["tokens"]
+    finally:
+        context.close()
+
+
 def test_phone_viewport_shows_the_prompt_box_and_the_output(browser, lm_url):
     context, page = _open(browser, lm_url, PHONE)
     try:
@@ -146,3 +167,12 @@ def test_a_contract_saved_model_is_sent_to_convert_first(tiny_lm, tmp_path):
     proc = edgetool_in_process("demo", tiny_lm / "model", "-o", tmp_path / "site")
     assert proc.returncode == 2 and "is not a .tflite file" in proc.stdout + proc.stderr
     assert not (tmp_path / "site").exists()
+
+
+def test_without_a_description_the_byte_defaults_apply(lm_tflite, tmp_path):
+    bare = tmp_path / "bare.tflite"
+    shutil.copyfile(lm_tflite, bare)
+    lm = read_lm(bare)
+    assert not lm["described"] and (lm["bosId"], lm["padId"], lm["stopIds"]) == (256, 258, [257])
+    assert lm["prefill"] == [{"name": "prefill_8", "length": 8}, {"name": "prefill_16", "length": 16}]
+    assert lm["cacheShape"] == [1, 64, 4, 8] and lm["caches"][:2] == ["kv_cache_k_0", "kv_cache_v_0"]
