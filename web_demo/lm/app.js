@@ -1,7 +1,7 @@
 // The LM page of an edgetool demo site (`edgetool demo MODEL.tflite --task lm`): a prompt box whose continuation
 // streams in as LiteRT.js generates it in a Web Worker (lm/worker.js). window.edgetool is its scripting API:
 // {ready, generate({prompt, maxNew, temperature, topK, seed}) -> result, stop(), config}.
-import { $, setStatus, startServiceWorker } from '../ui/dom.js';
+import { $, option, setStatus, startServiceWorker } from '../ui/dom.js';
 import { byteDecoder, encode } from './tokenizer.js';
 
 const ready = {};
@@ -99,12 +99,29 @@ function fillForm(lm) {
   $('model-info').textContent = `${lm.numLayers} layers, context ${lm.maxLen} tokens, vocabulary ${lm.vocabSize}`;
 }
 
+// The accelerator menu: CPU (wasm) always, WebGPU where the browser gives an adapter; a choice reloads the page with
+// ?accelerator= (the worker loads one LiteRT.js runtime for its life).
+async function fillAccelerators(current) {
+  const menu = $('accelerator');
+  const adapter = navigator.gpu ? await navigator.gpu.requestAdapter().catch(() => null) : null;
+  if (adapter || current === 'webgpu') menu.append(option('webgpu', 'GPU (WebGPU)'));
+  menu.value = current;
+  menu.disabled = menu.options.length < 2;
+  menu.addEventListener('change', () => {
+    const q = new URLSearchParams(window.location.search);
+    q.set('accelerator', menu.value);
+    window.location.search = q.toString();
+  });
+}
+
 async function main() {
   await startServiceWorker(); // the wasm build the worker fetches goes through it and is kept for offline use
   const config = await (await fetch('demo-config.json')).json();
   page.config = config;
   fillForm(config.lm);
-  const started = await startWorker(config, pageOptions());
+  const options = pageOptions();
+  await fillAccelerators(options.accelerator);
+  const started = await startWorker(config, options);
   Object.assign(page, started);
   const e = page.engine;
   $('engine').textContent = `LiteRT.js ${config.runtime['@litertjs/core'] || ''} (${e.accelerator === 'webgpu'
