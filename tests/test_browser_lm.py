@@ -113,6 +113,23 @@ def test_seeded_sampling_equals_native_litert(lm_page, native, sampler):
     assert got["tokens"] != greedy  # the draws were used
 
 
+@pytest.mark.parametrize("query", ["?threads=2", "?litert-build=compat"])
+def test_every_wasm_build_in_the_worker_gives_the_same_tokens(browser, lm_url, native, query):
+    """The threaded build starts its pthread workers from inside the page's worker (lm/worker.js points Emscripten at
+    the build's own folder); the SIMD128 compat build runs too; both give native's greedy tokens."""
+    session, lm = native
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(lm_url + query)
+        engine = page.evaluate("window.edgetool.ready")["engine"]
+        assert engine["build"] == ("threaded" if "threads" in query else "compat")
+        got = _page_generate(page, PROMPTS[0], 24)
+        assert got["tokens"] == generate(session, lm, encode(PROMPTS[0], lm["bosId"]), 24).tokens
+    finally:
+        context.close()
+
+
 def test_stop_button_stops_the_generation(lm_page):
     """Stop pressed while the prompt is prefilled: the worker takes the stop in at its first pause between tokens
     (its messages arrive in order), so exactly one token is generated of the 60 the context has room for."""
