@@ -3,12 +3,16 @@ paragraph it refuses a broken model with."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from edge_tool.calibration.spec import SignatureInfo, TensorSpec
 from edge_tool.errors import ModelError
 from edge_tool.lm.contract import LmContractError, check_signatures, looks_like_lm, read_lm_contract
 from edge_tool.lm.spec import LmSpec, parse_spec
+from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
+from tests.edgetool_runs import run_edgetool
 
 CACHE = (1, 64, 2, 8)
 
@@ -94,3 +98,24 @@ def test_an_exported_saved_model_reads_as_its_spec(tiny_lm):
     c = read_lm_contract(tiny_lm / "model")
     assert (c.num_layers, c.num_kv_heads, c.head_dim, c.max_len, c.prefill_lengths) == (2, 4, 8, 64, (8, 16))
     assert c.spec is not None and c.spec.vocab_size == c.vocab_size == 264
+
+
+@pytest.mark.slow
+def test_inspect_shows_the_lm_and_refuses_a_broken_one_with_exit_2(tiny_lm, tmp_path):
+    proc = run_edgetool("inspect", tiny_lm / "model")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "language model (edgetool LM contract" in proc.stdout and "8 (prefill_8), 16 (prefill_16)" in proc.stdout
+    proc = run_edgetool("inspect", "--json", tiny_lm / "model")
+    lm = json.loads(proc.stdout)["lm"]
+    assert (lm["num_layers"], lm["num_kv_heads"], lm["head_dim"], lm["cache_bytes"]) == (
+        2,
+        4,
+        8,
+        2 * 2 * 64 * 4 * 8 * 4,
+    )
+    decode_only = tmp_path / "decode.tflite"
+    converter = new_converter(tiny_lm / "model", signature="decode")
+    decode_only.write_bytes(run_converter(converter, Refusal(model=decode_only, failed="conversion failed")))
+    proc = run_edgetool("inspect", decode_only)
+    assert proc.returncode == 2
+    assert "does not follow edgetool's LM contract" in proc.stderr and "no `prefill`" in proc.stderr

@@ -166,8 +166,8 @@ def command(
         "--json",
         help="Print machine-readable JSON instead of tables "
         "(keys: path, format, size_bytes, signatures, parameters, keras, distribution, "
-        "training, tflite, model_code, input_contract; see edge_tool/models/inspection.py and "
-        "docs/inspect.md).",
+        "training, tflite, model_code, input_contract, lm; see edge_tool/models/inspection.py, "
+        "docs/inspect.md and docs/lm.md).",
     ),
     trust_model_code: bool = trust_model_code_option(),
     custom_objects: list[str] | None = CUSTOM_OBJECTS,
@@ -180,12 +180,37 @@ def command(
 
     with quiet_native_stderr():  # LiteRT's "Created TensorFlow Lite XNNPACK delegate" and TF's C++ lines (fd 2)
         report = inspect_any(model, trust_model_code)
-        contract = _contract(model, report)
+        lm = _language_model(model, report)
+        contract = [] if lm is not None else _contract(model, report)
     if as_json:
-        typer.echo(json.dumps({**report.to_dict(), "input_contract": contract}, indent=2))
+        lm_json = None if lm is None else lm.to_dict()
+        typer.echo(json.dumps({**report.to_dict(), "input_contract": contract, "lm": lm_json}, indent=2))
     else:
         _render(report)
         _render_contract(contract)
+        _render_lm(lm)
+
+
+def _language_model(model: Path, report):
+    """The LM contract (edge_tool.lm) of a model whose signatures are named like one; LmContractError (exit 2) with
+    every problem when they break it; None for any other model."""
+    from edge_tool.lm.contract import looks_like_lm, read_lm_contract
+
+    return read_lm_contract(Path(model)) if looks_like_lm(report.signatures) else None
+
+
+def _render_lm(lm) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from edge_tool.lm.contract import describe
+
+    if lm is None:
+        return
+    table = Table(title="language model (edgetool LM contract, docs/lm.md)", show_header=False)
+    for label, value in describe(lm):
+        _add(table, label, value)
+    Console().print(table)
 
 
 def _contract(model: Path, report) -> list[dict]:

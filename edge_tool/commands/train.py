@@ -1,4 +1,5 @@
-"""``edgetool train``: train the bundled digits CNN under a tf.distribute strategy."""
+"""``edgetool train``: train a bundled model (``--model``: the digits CNN, or a byte-level LM) under a tf.distribute
+strategy."""
 
 from __future__ import annotations
 
@@ -7,6 +8,18 @@ from pathlib import Path
 import typer
 
 from edge_tool.training.config import Strategy
+from edge_tool.training.kinds import TRAINABLES
+
+TrainModel = TRAINABLES.choices("TrainModel")
+_KINDS = tuple(TRAINABLES.values())
+_OUTPUT_HELP = "Directory for the output: " + "; ".join(f"{k.name}: {k.output_help}" for k in _KINDS) + "."
+_MODEL_HELP = "What to train: " + "; ".join(f"{k.name}: {k.summary}" for k in _KINDS) + "."
+_EPOCHS_HELP = "Training epochs. \\[default: " + ", ".join(f"{k.name} {k.epochs}" for k in _KINDS) + "]"
+_BATCH_HELP = (
+    "Global batch size (split across replicas). \\[default: "
+    + ", ".join(f"{k.name} {k.batch_size}" for k in _KINDS)
+    + "]"
+)
 
 _REPLICA_STRATEGIES = (Strategy.MIRRORED,)
 _WORKER_STRATEGIES = (Strategy.MULTIWORKER, Strategy.PARAMETER_SERVER)
@@ -27,12 +40,8 @@ def _check_flag_fit(strategy: Strategy, replicas: int | None, workers: int | Non
 
 
 def command(
-    output: Path = typer.Option(
-        ...,
-        "-o",
-        "--output",
-        help="Directory for the SavedModel (+ labels.txt, eval.npz, calibration.npz, train.json).",
-    ),
+    output: Path = typer.Option(..., "-o", "--output", help=_OUTPUT_HELP),
+    model: TrainModel = typer.Option("digits", "--model", help=_MODEL_HELP),
     strategy: Strategy = typer.Option(Strategy.MIRRORED, "--strategy", help="tf.distribute strategy to train under."),
     replicas: int | None = typer.Option(
         None,
@@ -46,8 +55,14 @@ def command(
         help="multiworker: local worker processes (ignored when TF_CONFIG is set: this process joins that cluster); parameter-server: in-process workers. \\[default: 2]",
         show_default=False,
     ),
-    epochs: int = typer.Option(12, "--epochs", help="Training epochs."),
-    batch_size: int = typer.Option(64, "--batch-size", help="Global batch size (split across replicas)."),
+    epochs: int | None = typer.Option(None, "--epochs", help=_EPOCHS_HELP, show_default=False),
+    batch_size: int | None = typer.Option(None, "--batch-size", help=_BATCH_HELP, show_default=False),
+    text: Path | None = typer.Option(
+        None,
+        "--text",
+        help="--model lm: train on this UTF-8 text file instead of the bundled one (every 20th blank-line block, or "
+        "the last tenth of a short text, is held out and written to heldout.txt).",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed for the data split, shuffling and initialisation."),
     peer_timeout: float = typer.Option(
         120.0,
@@ -60,20 +75,25 @@ def command(
         help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2).",
     ),
 ) -> None:
-    """Train a small CNN on bundled real digits under a distribution strategy and export a SavedModel."""
+    """Train a small CNN on bundled real digits (or, with --model lm, a byte-level language model on bundled text)
+    under a distribution strategy and export a SavedModel."""
     from edge_tool.errors import UsageError, collect_and_raise
     from edge_tool.training.config import TrainConfig
     from edge_tool.training.runner import train
 
     problems = _check_flag_fit(strategy, replicas, workers)
+    kind = TRAINABLES[model.value]
     try:
         config = TrainConfig(
             output_dir=output,
+            model=kind.name,
+            text=text,
+            learning_rate=kind.learning_rate,
             strategy=strategy,
             replicas=2 if replicas is None else replicas,
             workers=2 if workers is None else workers,
-            epochs=epochs,
-            batch_size=batch_size,
+            epochs=kind.epochs if epochs is None else epochs,
+            batch_size=kind.batch_size if batch_size is None else batch_size,
             seed=seed,
             force=force,
             peer_timeout=peer_timeout,
@@ -88,9 +108,19 @@ def command(
     where = f"SavedModel at {result.output_dir}" if result.wrote_output else "the chief writes the SavedModel"
     from edge_tool.core.textsafe import visible
 
-    typer.echo(
-        visible(
-            f"trained under {result.strategy} ({how}) in {result.seconds:.1f}s; "
-            f"held-out accuracy {result.eval_accuracy:.4f}; {where}"
+    metric = f"held-out accuracy {result.eval_accuracy:.4f}"
+    if result.eval_perplexity is not None:
+        metric = (
+            f"held-out perplexity {result.eval_perplexity:.3f} per byte (next-byte accuracy {result.eval_accuracy:.4f})"
         )
+    typer.echo(
+        visible(f"trained {result.model} under {result.strategy} ({how}) in {result.seconds:.1f}s; {metric}; {where}")
     )
+    if result.sample:
+        s = result.sample
+        typer.echo(
+            visible(
+                f"sample (temperature {s['temperature']}, top-k {s['top_k']}, seed {s['seed']}), "
+                f"generated by the SavedModel's prefill/decode signatures:\n{s['prompt']}{s['text']}"
+            )
+        )

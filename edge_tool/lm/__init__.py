@@ -1,1 +1,1 @@
-"""Language models on the edge (issue 39): the LM contract (`spec`, `contract`), a small Keras decoder (`model`), its prefill/decode SavedModel writer (`export`) and a cached call-by-call runner over TensorFlow or LiteRT (`session`)."""
+"""Language models on the edge (issue 39): the LM contract (`spec`, `contract`), a small Keras decoder (`model`), its prefill/decode SavedModel writer (`export`), a cached call-by-call runner over TensorFlow or LiteRT (`session`) and generation with a documented seeded sampler (`sampling`, `generate`)."""

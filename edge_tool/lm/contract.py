@@ -198,3 +198,27 @@ def _spec_problems(c: LmContract, spec: LmSpec) -> list[str]:
         for name, (said, found) in pairs.items()
         if said != found
     ]
+
+
+def describe(c: LmContract) -> list[tuple[str, str]]:
+    """(label, value) rows of what ``edgetool inspect`` shows of a contract LM."""
+    per_token = c.cache_bytes // c.max_len
+    rows = [
+        ("layers", str(c.num_layers)),
+        ("key/value heads × head_dim", f"{c.num_kv_heads} × {c.head_dim}"),
+        ("max length", f"{c.max_len} tokens"),
+        ("prefill lengths", ", ".join(f"{t} ({k})" for t, k in zip(c.prefill_lengths, c.prefill_keys))),
+        ("vocabulary", f"{c.vocab_size} logits"),
+        ("KV cache", f"{c.cache_bytes:,} bytes {c.cache_dtype} at max length ({per_token:,} bytes per token)"),
+    ]
+    if c.spec is not None:
+        s = c.spec
+        rows.append(
+            ("tokenizer", f"{s.tokenizer}; bos {s.bos_id}, eos {s.eos_id}, pad {s.pad_id}, stop {list(s.stop_ids)}")
+        )
+        rows.append(
+            ("sampler defaults", f"temperature {s.sampler.temperature}, top-k {s.sampler.top_k}, seed {s.sampler.seed}")
+        )
+    else:
+        rows.append(("edgetool_lm.json", "none (a .tflite carries it in convert's manifest; docs/lm.md)"))
+    return rows

@@ -177,7 +177,7 @@ def compile_lm(keras, model, learning_rate: float = 3e-3, decay_steps: int | Non
     """Adam (cosine decay over ``decay_steps`` when given) on next-token cross-entropy from logits."""
     lr = keras.optimizers.schedules.CosineDecay(learning_rate, decay_steps) if decay_steps else learning_rate
     model.compile(
-        optimizer=keras.optimizers.Adam(lr),
+        optimizer=keras.optimizers.Adam(lr, beta_2=0.99),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
     )

@@ -4,8 +4,9 @@
 
 - ``path`` (str), ``format``: ``"saved_model"`` | ``"tflite"``, ``size_bytes`` (int; whole dir for a SavedModel)
 - ``signatures``: list of ``{"key", "inputs": [{"name", "dtype", "shape"}], "outputs": [...]}``; shapes use
-  ``null`` for unknown dims. SavedModel: every callable signature (``serving_default`` is required);
-  tflite: its signatures (or ``key: ""`` with raw input/output details if it has none).
+  ``null`` for unknown dims. SavedModel: every callable signature (``serving_default`` is required, except of a
+  language model, which has ``decode`` and ``prefill_<T>``: docs/lm.md); tflite: every signature, sorted by key (or
+  ``key: ""`` with raw input/output details if it has none).
 - ``parameters``: ``{"total", "trainable", "non_trainable", "by_dtype": {dtype: elements}}``. SavedModel:
   element counts of the model's variables from the object graph (the root's ``variables`` list when it
   has one, so Keras metric counters are not counted); tflite: elements of constant (weight) tensors, with
@@ -53,6 +54,7 @@ from edge_tool.models.signatures import (
     saved_model_flavor,
     saved_model_signature,
     tflite_signature,
+    tflite_signatures,
 )
 from edge_tool.parsers.limits import read_tflite
 from edge_tool.parsers.tflite_model import state_warning, summarize_tflite
@@ -118,7 +120,8 @@ def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectRe
     (loaded with TensorFlow only when it carries no code, or ``trust_model_code``)."""
     path = Path(path)
     mg = _meta_graph(path)
-    saved_model_signature(path, SERVING)  # ModelError (exit 2) when there is no serving signature
+    if not any(k == "decode" or k.startswith("prefill") for k in mg.signature_def):  # an LM has those (docs/lm.md)
+        saved_model_signature(path, SERVING)  # ModelError (exit 2) when there is no serving signature
     signatures = _all_signatures(path, mg)
     variables = model_variables(mg)
     code = code_report(path, trust_model_code)
@@ -155,18 +158,18 @@ def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
             f"{path} has a TFLite header but its flatbuffer is unreadable: {type(exc).__name__}: {exc}"
         ) from None
     try:
-        signature = tflite_signature(path)
+        signatures = tflite_signatures(path) or (tflite_signature(path),)
     except ModelError:
         if not summary.flex_ops:
             raise
-        signature = flatbuffer_signature(data)  # LiteRT opens no Flex model; the flatbuffer still says
+        signatures = (flatbuffer_signature(data),)  # LiteRT opens no Flex model; the flatbuffer still says
     by_dtype = _tflite_weight_elements(data)
     params = ParamCount(sum(by_dtype.values()), None, None, by_dtype)
     return InspectReport(
         path=path,
         format="tflite",
         size_bytes=len(data),
-        signatures=(signature,),
+        signatures=signatures,
         parameters=params,
         tflite={
             "ops": summary.ops,

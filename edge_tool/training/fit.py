@@ -1,12 +1,15 @@
-"""Fitting shared by every strategy: the model under a strategy's scope, the tf.data pipelines, progress lines."""
+"""Fitting shared by every strategy and model: the model under a strategy's scope, the tf.data pipelines, progress
+lines, and what the chief writes after it (``finish``)."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from edge_tool.training.config import TrainConfig
-from edge_tool.training.data import DigitsSplit, make_dataset
-from edge_tool.training.model import build_model
+from edge_tool.training.data import make_dataset
+from edge_tool.training.export import write_report
+from edge_tool.training.kinds import TRAINABLES
 
 
 def progress_callback(keras, verbose: bool):
@@ -34,15 +37,8 @@ def _with_shard_policy(tf, ds, shard_policy: str | None):
     return ds.with_options(options)
 
 
-def fit_and_evaluate(
-    tf,
-    strategy,
-    config: TrainConfig,
-    split: DigitsSplit,
-    shard_policy: str | None = None,
-    extra_callbacks: list | None = None,
-):
-    """Build the model under ``strategy``, fit on the train split, return (model, eval accuracy, history).
+def fit_and_evaluate(tf, strategy, config: TrainConfig, split, shard_policy: str | None = None, extra_callbacks=None):
+    """Build ``config.model`` under ``strategy``, fit on the train split; (model, {"loss", "accuracy"} held out, history).
 
     ``shard_policy`` (an AutoShardPolicy name, e.g. "DATA") is set on both datasets for multi-worker runs.
     """
@@ -51,7 +47,7 @@ def fit_and_evaluate(
     tf.keras.utils.set_random_seed(config.seed)
     steps = config.epochs * math.ceil(len(split.x_train) / config.batch_size)
     with strategy.scope():
-        model = build_model(keras, config.learning_rate, decay_steps=steps)
+        model = TRAINABLES[config.model].build(keras, config.learning_rate, steps)
     train_ds = make_dataset(tf, split.x_train, split.y_train, config.batch_size, config.seed, training=True)
     eval_ds = make_dataset(tf, split.x_eval, split.y_eval, config.batch_size, config.seed, training=False)
     train_ds, eval_ds = (_with_shard_policy(tf, d, shard_policy) for d in (train_ds, eval_ds))
@@ -62,6 +58,14 @@ def fit_and_evaluate(
         verbose=0,
         callbacks=[progress_callback(keras, config.verbose), *(extra_callbacks or [])],
     )
-    _, acc = model.evaluate(eval_ds, verbose=0)
+    loss, acc = model.evaluate(eval_ds, verbose=0)
     history = tuple({k: float(v[i]) for k, v in hist.history.items()} for i in range(len(hist.history["loss"])))
-    return model, float(acc), history
+    return model, {"loss": float(loss), "accuracy": float(acc)}, history
+
+
+def finish(model, out: Path, split, config: TrainConfig, metrics: dict, report: dict) -> dict:
+    """The chief's last step: the model's sidecars, then train.json (``report`` + metrics + the sidecars' facts);
+    returns those facts (e.g. an LM's held-out perplexity and sample)."""
+    facts = TRAINABLES[config.model].sidecars(model, out, split, config, metrics)
+    write_report(out, {**report, "model": config.model, "eval_accuracy": metrics["accuracy"], **facts})
+    return facts

@@ -169,7 +169,7 @@ def train_local_cluster(config: TrainConfig) -> TrainResult:
             report_path = tmp / "train.json"
             report = json.loads(report_path.read_text())
             report["seconds"] = seconds
-            report["workers"] = [{k: v for k, v in s.items() if k != "history"} for s in statuses]
+            report["workers"] = [{k: v for k, v in s.items() if k not in ("history", "sample")} for s in statuses]
             report_path.write_text(json.dumps(report, indent=2) + "\n")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -183,4 +183,7 @@ def train_local_cluster(config: TrainConfig) -> TrainResult:
         seconds,
         tuple(chief["history"]),
         detail=f"{len(statuses)} worker process{'es' if len(statuses) != 1 else ''}, pids {[s['pid'] for s in statuses]}",
+        model=config.model,
+        eval_perplexity=report.get("eval_perplexity"),
+        sample=report.get("sample"),
     )

@@ -21,9 +21,8 @@ from edge_tool.core.env import import_tf
 from edge_tool.core.fsutil import atomic_dir
 from edge_tool.errors import UsageError
 from edge_tool.training.config import TrainConfig, TrainResult
-from edge_tool.training.data import load_digits_split
-from edge_tool.training.export import save_keras_model, write_sidecars
-from edge_tool.training.fit import fit_and_evaluate
+from edge_tool.training.fit import finish, fit_and_evaluate
+from edge_tool.training.kinds import TRAINABLES
 from edge_tool.training.peers import wait_for_peers
 
 SHARD_POLICY = "DATA"
@@ -86,9 +85,10 @@ def run_task(config: TrainConfig, save_dir: Path, is_chief: bool, make_callbacks
     )
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     resolver = strategy.cluster_resolver
-    split = load_digits_split(config.seed)
+    kind = TRAINABLES[config.model]
+    split = kind.load(config)
     counter = _count_batches(keras)
-    model, acc, history = fit_and_evaluate(
+    model, metrics, history = fit_and_evaluate(
         tf,
         strategy,
         config,
@@ -96,7 +96,7 @@ def run_task(config: TrainConfig, save_dir: Path, is_chief: bool, make_callbacks
         shard_policy=SHARD_POLICY,
         extra_callbacks=[counter, *(make_callbacks(keras) if make_callbacks else [])],
     )
-    save_keras_model(model, save_dir)  # a collective: every worker must take part
+    kind.save(model, save_dir)  # a collective: every worker must take part
     seconds = time.perf_counter() - start
     status = {
         "task_type": resolver.task_type,
@@ -105,20 +105,19 @@ def run_task(config: TrainConfig, save_dir: Path, is_chief: bool, make_callbacks
         "pid": os.getpid(),
         "local_train_batches": counter.batches,
         "num_replicas": int(strategy.num_replicas_in_sync),
-        "eval_accuracy": acc,
+        "eval_accuracy": metrics["accuracy"],
         "seconds": seconds,
     }
     if is_chief:
         report = {
             "config": config.to_dict(),
             "num_replicas": status["num_replicas"],
-            "eval_accuracy": acc,
             "seconds": seconds,
             "shard_policy": SHARD_POLICY,
             "history": list(history),
             "workers": [status],
         }
-        write_sidecars(save_dir, split, config.calibration_samples, config.seed, report)
+        status.update(finish(model, save_dir, split, config, metrics, report))
     status["history"] = list(history)
     return status
 
@@ -151,4 +150,7 @@ def train_joined(config: TrainConfig, tf_config: str) -> TrainResult:
         tuple(status["history"]),
         detail=f"TF_CONFIG task {info['task_type']} {info['task_index']} of {info['num_workers']}",
         wrote_output=info["is_chief"],
+        model=config.model,
+        eval_perplexity=status.get("eval_perplexity"),
+        sample=status.get("sample"),
     )

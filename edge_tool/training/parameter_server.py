@@ -17,11 +17,10 @@ from pathlib import Path
 from edge_tool.core.env import import_tf
 from edge_tool.core.fsutil import atomic_dir
 from edge_tool.training.config import TrainConfig, TrainResult
-from edge_tool.training.data import DigitsSplit, load_digits_split, make_dataset
-from edge_tool.training.export import save_keras_model, write_sidecars
-from edge_tool.training.fit import progress_callback
+from edge_tool.training.data import make_dataset
+from edge_tool.training.fit import finish, progress_callback
+from edge_tool.training.kinds import TRAINABLES
 from edge_tool.training.launcher import free_ports
-from edge_tool.training.model import build_model
 
 NUM_PS = 1
 
@@ -41,7 +40,7 @@ def start_local_cluster(tf, workers: int):
     return resolver, cluster, servers
 
 
-def _fit(tf, strategy, config: TrainConfig, split: DigitsSplit):
+def _fit(tf, strategy, config: TrainConfig, split):
     """Keras fit under PSS (DatasetCreator; steps_per_epoch set); return (model, per-epoch history dicts).
 
     The final evaluation happens in the caller, on a plain copy of the weights on the coordinator."""
@@ -50,7 +49,7 @@ def _fit(tf, strategy, config: TrainConfig, split: DigitsSplit):
     tf.keras.utils.set_random_seed(config.seed)
     steps_per_epoch = math.ceil(len(split.x_train) / config.batch_size)
     with strategy.scope():
-        model = build_model(keras, config.learning_rate, decay_steps=config.epochs * steps_per_epoch)
+        model = TRAINABLES[config.model].build(keras, config.learning_rate, config.epochs * steps_per_epoch)
 
     def train_fn(input_context):
         batch = input_context.get_per_replica_batch_size(config.batch_size)
@@ -81,7 +80,7 @@ def _plain_copy(model, config: TrainConfig):
     """The same network outside any strategy, holding the trained weights (for a device-free SavedModel)."""
     import tf_keras as keras
 
-    plain = build_model(keras, config.learning_rate)  # no strategy scope: plain variables on this process
+    plain = TRAINABLES[config.model].build(keras, config.learning_rate, None)  # no strategy scope: plain variables
     plain.set_weights(model.get_weights())
     return plain
 
@@ -90,26 +89,27 @@ def train_parameter_server(config: TrainConfig) -> TrainResult:
     """Train under ParameterServerStrategy with ``config.workers`` in-process workers; export atomically."""
     tf = import_tf()
     start = time.perf_counter()
-    split = load_digits_split(config.seed)
+    kind = TRAINABLES[config.model]
+    split = kind.load(config)
     with atomic_dir(config.output_dir, config.force) as tmp:
         resolver, cluster, _servers = start_local_cluster(tf, config.workers)
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         model, history = _fit(tf, strategy, config, split)
         plain = _plain_copy(model, config)
         eval_ds = make_dataset(tf, split.x_eval, split.y_eval, config.batch_size, config.seed, training=False)
-        _, acc = plain.evaluate(eval_ds, verbose=0)
-        save_keras_model(plain, tmp)
+        loss, acc = plain.evaluate(eval_ds, verbose=0)
+        metrics = {"loss": float(loss), "accuracy": float(acc)}
+        kind.save(plain, tmp)
         seconds = time.perf_counter() - start
         report = {
             "config": config.to_dict(),
             "num_replicas": int(strategy.num_replicas_in_sync),
-            "eval_accuracy": float(acc),
             "seconds": seconds,
             "history": list(history),
             "cluster": cluster,
             "variable_devices": sorted({v.device for v in model.variables}),
         }
-        write_sidecars(tmp, split, config.calibration_samples, config.seed, report)
+        facts = finish(plain, tmp, split, config, metrics, report)
     return TrainResult(
         Path(config.output_dir),
         config.strategy.value,
@@ -119,4 +119,7 @@ def train_parameter_server(config: TrainConfig) -> TrainResult:
         seconds,
         history,
         detail=f"{config.workers} worker(s) + {NUM_PS} ps in-process, asynchronous",
+        model=config.model,
+        eval_perplexity=facts.get("eval_perplexity"),
+        sample=facts.get("sample"),
     )

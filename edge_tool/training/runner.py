@@ -9,9 +9,8 @@ from pathlib import Path
 from edge_tool.core.env import import_tf
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.training.config import Strategy, TrainConfig, TrainResult
-from edge_tool.training.data import load_digits_split
-from edge_tool.training.export import save_keras_model, write_sidecars
-from edge_tool.training.fit import fit_and_evaluate
+from edge_tool.training.fit import finish, fit_and_evaluate
+from edge_tool.training.kinds import TRAINABLES
 from edge_tool.training.launcher import train_local_cluster
 from edge_tool.training.multiworker import train_joined
 from edge_tool.training.parameter_server import train_parameter_server
@@ -23,27 +22,30 @@ def train_local(config: TrainConfig) -> TrainResult:
     tf = import_tf()
     start = time.perf_counter()
     strategy = build_local_strategy(tf, config.strategy, config.replicas)
-    split = load_digits_split(config.seed)
+    kind = TRAINABLES[config.model]
+    split = kind.load(config)
     with atomic_dir(config.output_dir, config.force) as tmp:
-        model, acc, history = fit_and_evaluate(tf, strategy, config, split)
-        save_keras_model(model, tmp)
+        model, metrics, history = fit_and_evaluate(tf, strategy, config, split)
+        kind.save(model, tmp)
         seconds = time.perf_counter() - start
         report = {
             "config": config.to_dict(),
             "num_replicas": int(strategy.num_replicas_in_sync),
-            "eval_accuracy": acc,
             "seconds": seconds,
             "history": list(history),
         }
-        write_sidecars(tmp, split, config.calibration_samples, config.seed, report)
+        facts = finish(model, tmp, split, config, metrics, report)
     return TrainResult(
         Path(config.output_dir),
         config.strategy.value,
         int(strategy.num_replicas_in_sync),
-        acc,
+        metrics["accuracy"],
         config.epochs,
         seconds,
         history,
+        model=config.model,
+        eval_perplexity=facts.get("eval_perplexity"),
+        sample=facts.get("sample"),
     )
 
 
