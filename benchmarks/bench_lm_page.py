@@ -26,18 +26,21 @@ from benchmarks._results import machine, table, write_section
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.lm_site import build_lm_site
 from edge_tool.demo.lm_spec import read_lm
+from edge_tool.lm.contract import read_lm_contract
 from edge_tool.lm.export import export_lm
+from edge_tool.lm.generate import encode_bytes, stream
 from edge_tool.lm.model import LmConfig, build_lm
+from edge_tool.lm.sampling import Sampler
+from edge_tool.lm.session import LmSession, tflite_call
 from edge_tool.lm.spec import SPEC_NAME, LmSpec
 from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
-from tests.oracles.lm_native import encode, generate, native_session
 
 SIZES = {  # LmConfig fields, prefill lengths
     "tiny": ({"max_len": 64, "num_layers": 2, "d_model": 32, "num_heads": 4, "ffn_dim": 64}, (8, 16)),
     "small": ({"max_len": 256, "num_layers": 4, "d_model": 256, "num_heads": 8, "ffn_dim": 1024}, (32, 128)),
     "medium": ({"max_len": 256, "num_layers": 8, "d_model": 512, "num_heads": 8, "ffn_dim": 2048}, (32, 128)),
 }
-PROMPT = "The page and the native runtime read the same prompt."  # 54 tokens with bos
+PROMPT = "The page and the native runtime read the same prompt."  # 53 byte tokens
 NO_STOP = 263  # an id untrained models rarely pick: generations run their full length
 
 
@@ -65,8 +68,8 @@ def measure(tflite: Path, site: Path, tokens: int, rounds: int, threads: int) ->
     from ai_edge_litert.interpreter import Interpreter
     from playwright.sync_api import sync_playwright
 
-    session, lm = native_session(tflite, threads), read_lm(tflite)
-    ids = encode(PROMPT, lm["bosId"])
+    session, lm = LmSession(tflite_call(tflite, threads), read_lm_contract(tflite)), read_lm(tflite)
+    ids = encode_bytes(PROMPT)
     runner = Interpreter(model_path=str(tflite), num_threads=threads).get_signature_runner("decode")
     runner(**{k: np.zeros(v["shape"], v["dtype"]) for k, v in runner.get_input_details().items()})
     build_lm_site(DemoConfig(model=tflite, output=site, force=True))
@@ -77,16 +80,28 @@ def measure(tflite: Path, site: Path, tokens: int, rounds: int, threads: int) ->
         tab.goto(f"{url}?threads={threads}")
         engine = tab.evaluate("window.edgetool.ready")["engine"]
         for _ in range(rounds + 1):
-            nat.append(generate(session, lm, ids, tokens))
+            nat.append(_native_round(session, ids, tokens, lm["stopIds"]))
             inv.append(_invoke(runner, tokens))
             web.append(tab.evaluate("o => window.edgetool.generate(o)", {"prompt": PROMPT, "maxNew": tokens}))
         browser.close()
     nat, inv, web = nat[1:], inv[1:], web[1:]
-    native = _summary([r.ttft_ms for r in nat], [r.decode_ms for r in nat], nat[0].tokens)
+    native = _summary([r["ttft"] for r in nat], [r["steps"] for r in nat], nat[0]["tokens"])
     native["invoke_ms"] = statistics.median(statistics.median(i) for i in inv)
     page = _summary([r["ttftMs"] for r in web], [r["stepMs"] for r in web], web[0]["tokens"])
     page["engine"] = f"{engine['build']} wasm build, {engine['threads']} thread(s)"
     return native, page
+
+
+def _native_round(session: LmSession, ids: list[int], tokens: int, stop_ids: list[int]) -> dict:
+    """edge_tool.lm.generate.stream, timed: to the first token (prefill + sampling), then between tokens (one decode
+    call + greedy argmax each)."""
+    start = time.perf_counter()
+    stamps, got = [], []
+    for token in stream(session, ids, tokens, Sampler(), stop_ids):
+        stamps.append(time.perf_counter())
+        got.append(token)
+    steps = [1000 * (b - a) for a, b in zip(stamps, stamps[1:])]
+    return {"ttft": 1000 * (stamps[0] - start), "steps": steps, "tokens": got}
 
 
 def _invoke(runner, calls: int) -> list[float]:
@@ -146,10 +161,10 @@ def main() -> None:
             "## LM page vs native LiteRT (`benchmarks/bench_lm_page.py`)",
             f"Machine: {machine()}; load average {load:.1f} when it started (several helpers shared the 2 cores: "
             "loaded). fp32, "
-            f"{args.threads} thread(s) on both sides; a {len(PROMPT) + 1}-token prompt, {args.tokens} greedy tokens, "
+            f"{args.threads} thread(s) on both sides; a {len(PROMPT)}-token prompt, {args.tokens} greedy tokens, "
             f"median of {args.rounds} rounds after a warm-up, native and page rounds interleaved. Page: Chromium {_chromium()}, LiteRT.js in a Web Worker "
-            "(default = relaxed-SIMD wasm build); native: ai_edge_litert signature runners (XNNPACK) from Python, "
-            "the caches copied in and out as numpy arrays each call (edge_tool.lm.session); 'Invoke only' times the "
+            "(default = relaxed-SIMD wasm build); native: edge_tool.lm.generate.stream over ai_edge_litert signature "
+            "runners (XNNPACK) from Python, the caches copied in and out as numpy arrays each call; 'Invoke only' times the "
             "decode subgraph's Invoke alone, LiteRT's own floor without the Python copies. Decode tokens/s = 1000 / "
             "median decode call.",
             table(HEADERS, rows),

@@ -1,6 +1,6 @@
-"""The LM page's pure modules (web_demo/lm/) in Node against their Python counterparts: the byte tokenizer gives the
-Python ids, xorshift32 and the sampler draw the same numbers and pick the same tokens (tests/oracles/lm_native.py),
-and planChunk calls the signatures edge_tool.lm.session.LmSession.feed calls."""
+"""The LM page's pure modules (web_demo/lm/) in Node against their Python counterparts in edge_tool.lm: the byte
+tokenizer gives encode_bytes' ids, xorshift32 and the sampler draw the same numbers and pick the same tokens as
+edge_tool.lm.sampling (and its documented known answers), and planChunk calls the signatures LmSession.feed calls."""
 
 from __future__ import annotations
 
@@ -10,33 +10,37 @@ import subprocess
 import numpy as np
 
 from edge_tool.lm.contract import LmContract
+from edge_tool.lm.generate import decode_bytes, encode_bytes
+from edge_tool.lm.sampling import Sampler, Xorshift32, mix32, sample
 from edge_tool.lm.session import LmSession
 from tests.edgetool_runs import REPO, edgetool_in_process
-from tests.oracles.lm_native import Xorshift32, encode, sample
 from tests.test_page_js import _node
 
 LM = REPO / "web_demo" / "lm"
 TEXTS = ("", "Hello there", "naïve café – 東京 🚀", "a\nb\tc\u0000")
-SEEDS = (0, 1, 7, 2**32 - 1, 2**32 + 5, 123456789)
+SEEDS = (0, 1, 7, 42, 2**32 - 1, 2**32 + 5, 123456789)
+# docs/lm.md's known answers: seed -> first state, then the next three states
+KNOWN = {0: (0x92CA2F0E, 844830715, 1143974537, 2661586166), 42: (0x3805EA2C, 759511308, 3338370046, 2568554684)}
 DRIVER = """
 import fs from 'node:fs';
-import { xorshift32, sample } from '%(lm)s/sampler.js';
+import { mix32, xorshift32, sample } from '%(lm)s/sampler.js';
 import { encode, byteDecoder } from '%(lm)s/tokenizer.js';
 import { planChunk } from '%(lm)s/generate.js';
 const q = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const streams = q.seeds.map((s) => { const r = xorshift32(s); return Array.from({ length: 5 }, () => r.uniform()); });
+const states = q.seeds.map((s) => { const r = xorshift32(s); return [mix32(s), r.next(), r.next(), r.next()]; });
 const picks = q.samples.map(({ logits, temperature, topK, seed }) => {
   const r = xorshift32(seed);
   return Array.from({ length: 4 }, () => sample(Float32Array.from(logits), { temperature, topK }, r));
 });
-const texts = q.texts.map((t) => { const d = byteDecoder(); const ids = encode(t, 256);
+const texts = q.texts.map((t) => { const d = byteDecoder(); const ids = [...encode(t), 256, 257];
   return { ids, back: ids.map((i) => d.push(i)).join('') + d.flush() }; });
 const plans = q.plans.map(({ n, pos, prefill, maxLen }) => {
   const calls = [];
   while (n > 0) { const p = planChunk(n, pos, prefill, maxLen); calls.push(p.name); n -= p.count; pos += p.count; }
   return calls;
 });
-fs.writeFileSync(process.argv[3], JSON.stringify({ streams, picks, texts, plans }));
+fs.writeFileSync(process.argv[3], JSON.stringify({ streams, states, picks, texts, plans }));
 """
 
 
@@ -94,15 +98,19 @@ def test_tokenizer_prng_sampler_and_chunking_equal_python(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads((tmp_path / "a.json").read_text())
-    for seed, stream in zip(SEEDS, got["streams"]):
+    for seed, stream, states in zip(SEEDS, got["streams"], got["states"]):
         r = Xorshift32(seed)
         assert stream == [r.uniform() for _ in range(5)], seed
+        r = Xorshift32(seed)
+        assert states == [mix32(seed), r.next_u32(), r.next_u32(), r.next_u32()], seed
+        assert seed not in KNOWN or tuple(states) == KNOWN[seed]
     for case, picks in zip(query["samples"], got["picks"]):
         r = Xorshift32(case["seed"])
         logits = np.asarray(case["logits"], np.float32)
-        assert picks == [sample(logits, case["temperature"], case["topK"], r) for _ in range(4)], case["temperature"]
+        sampler = Sampler(case["temperature"], case["topK"], case["seed"])
+        assert picks == [sample(logits, sampler, r) for _ in range(4)], case["temperature"]
     for text, js in zip(TEXTS, got["texts"]):
-        assert js["ids"] == encode(text, 256) and js["back"] == text
+        assert js["ids"] == [*encode_bytes(text), 256, 257] and js["back"] == decode_bytes(js["ids"]) == text
     for (n, pos, lengths, m), calls in zip(plans, got["plans"]):
         assert calls == _feed_calls(n, pos, lengths, m), (n, pos, lengths)
 

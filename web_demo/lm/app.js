@@ -41,7 +41,8 @@ function showStats(result) {
 function generate(request) {
   if (page.running) return Promise.reject(new Error('a generation is running; stop it first'));
   const { lm } = page.config;
-  const ids = encode(request.prompt, lm.bosId);
+  const ids = encode(request.prompt);
+  if (!ids.length) return Promise.reject(new Error('type a prompt first (at least one character)'));
   const options = { maxNew: request.maxNew ?? 64, temperature: request.temperature ?? lm.sampler.temperature,
     topK: request.topK ?? lm.sampler.top_k, seed: request.seed ?? lm.sampler.seed };
   const decoder = byteDecoder();

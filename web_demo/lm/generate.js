@@ -1,7 +1,8 @@
 // Token generation with a LiteRT.js CompiledModel that follows edgetool's LM contract (docs/lm.md): the prompt goes
 // through the `prefill_<T>` signatures in chunks, then one `decode` call per token; each call's output caches are
 // the next call's input caches (they stay LiteRT.js tensors: never copied to JS). The chunking rule is
-// edge_tool.lm.session's and the sampler the shared one (lm/sampler.js), so the page's tokens are the native ones.
+// edge_tool.lm.session's, the loop edge_tool.lm.generate.stream's and the sampler the shared one (lm/sampler.js), so
+// the page's tokens are the native ones.
 import { sample, xorshift32 } from './sampler.js';
 
 // The next call for `remaining` prompt tokens at position `pos` (edge_tool.lm.session.LmSession.feed's rule):
@@ -48,7 +49,7 @@ async function call(state, plan, chunk) {
 // stopped() -> bool, pause() -> Promise (lets a stop message in)}. -> {tokens, reason, ttftMs, prefillMs,
 // decodeMs, decodeSteps, stepMs (each decode call)}: reason 'stop token' | 'max tokens' | 'context full' | 'stopped'.
 export async function generate(model, Tensor, lm, ids, options, hooks = {}) {
-  if (ids.length >= lm.maxLen) {
+  if (ids.length > lm.maxLen) {
     throw new Error(`the prompt is ${ids.length} tokens; this model holds ${lm.maxLen} in all (shorten the prompt)`);
   }
   const size = lm.cacheShape.reduce((a, b) => a * b, 1);

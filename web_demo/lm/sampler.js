@@ -1,19 +1,26 @@
-// The sampler every edgetool runtime shares (docs/lm.md), so that the page, the native interpreter, the board and
-// LiteRT-LM pick the same tokens from the same logits. Pure: tests/js/lm.test.mjs runs it in Node against Python.
+// The sampler every edgetool runtime shares (docs/lm.md "Sampling that every runtime reproduces";
+// edge_tool/lm/sampling.py is the Python side), so that the page, the native interpreter and the board pick the same
+// tokens from the same logits. Pure: tests/test_lm_page_js.py runs it in Node against the Python module.
 //
+//   xorshift32 (13, 17, 5), first state mix32(seed): the splitmix32 finaliser of seed + 0x9E3779B9 (a zero result
+//     becomes 0x6D2B79F5); uniform() = (x >>> 8) / 2^24.
 //   greedy (temperature 0): argmax, the lowest id on ties; draws no number.
 //   seeded: the candidates are the ids by logit, highest first (lowest id on ties), cut to top_k (0: all); their
-//     weights exp((logit - max) / temperature) in float64; one uniform u in [0, 1) per token from xorshift32; the
-//     token is the first candidate whose running weight sum exceeds u * total (the last one if none does).
-//   xorshift32: state = seed mod 2^32 (0 -> 0x9E3779B9); x ^= x << 13; x ^= x >>> 17; x ^= x << 5 (mod 2^32);
-//     u = (x >>> 8) / 2^24.
+//     weights exp((logit - max) / temperature) in float64, summed one by one in candidate order; one uniform u per
+//     token; the token is the first candidate whose running sum exceeds u * total (the last one if none does).
 
-export const ZERO_SEED = 0x9e3779b9;
+// The generator's first state for `seed` (an integer; taken mod 2^32).
+export function mix32(seed) {
+  let z = (Number(BigInt.asUintN(32, BigInt(seed))) + 0x9e3779b9) >>> 0;
+  z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+  z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+  z = (z ^ (z >>> 16)) >>> 0;
+  return z || 0x6d2b79f5;
+}
 
 // A xorshift32 stream: {next(): uint32, uniform(): [0, 1) with 24 bits}.
 export function xorshift32(seed) {
-  let x = Number(BigInt.asUintN(32, BigInt(seed))) >>> 0;
-  if (x === 0) x = ZERO_SEED;
+  let x = mix32(seed);
   const next = () => {
     x = (x ^ (x << 13)) >>> 0;
     x = (x ^ (x >>> 17)) >>> 0;
@@ -37,13 +44,14 @@ export function candidates(logits, topK) {
   return topK > 0 && topK < ids.length ? ids.slice(0, topK) : ids;
 }
 
-// One token from `logits` (a row of V floats): greedy when temperature <= 0, else seeded from `rng`.
+// One token from `logits` (a row of V floats): greedy when temperature is 0, else seeded from `rng`.
 export function sample(logits, { temperature = 0, topK = 0 } = {}, rng = null) {
-  if (!(temperature > 0)) return argmax(logits);
+  if (!(temperature > 0) || !rng) return argmax(logits);
   const ids = candidates(logits, topK);
   const top = logits[ids[0]];
   const weights = ids.map((id) => Math.exp((logits[id] - top) / temperature));
-  const total = weights.reduce((a, b) => a + b, 0);
+  let total = 0;
+  for (const w of weights) total += w;
   const threshold = rng.uniform() * total;
   let sum = 0;
   for (let i = 0; i < ids.length; i++) {

@@ -1,9 +1,9 @@
-// The byte-level tokenizer of edgetool's LM contract (docs/lm.md): ids 0..255 are the text's UTF-8 bytes, the
-// specials (bos, eos, pad, ...) come after. The prompt is [bos, ...bytes]; specials never show as text. Pure.
+// The byte-level tokenizer of edgetool's LM contract (docs/lm.md; edge_tool.lm.generate.encode_bytes/decode_bytes):
+// ids 0..255 are the text's UTF-8 bytes, the specials (bos, eos, pad, ...) come after and never show as text. Pure.
 
-// Prompt text -> ids: bos, then the UTF-8 bytes.
-export function encode(text, bosId) {
-  return [bosId, ...new TextEncoder().encode(text)];
+// Prompt text -> ids: its UTF-8 bytes (as edge_tool.lm.generate.encode_bytes; no bos is added).
+export function encode(text) {
+  return Array.from(new TextEncoder().encode(text));
 }
 
 // A streaming decoder: push(id) -> the text it completes ('' while a multi-byte character is incomplete, and for
