@@ -14,6 +14,7 @@ import pytest
 from edge_tool.calibration.readers.images import decode_image
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.demo.litert_site import LITERT_MODULE, LITERT_MODULES
+from edge_tool.demo.lm_site import PAGE_FILES as LM_PAGE_FILES
 from edge_tool.demo.site import TEMPLATE_FILES
 from tests.edgetool_runs import REPO
 
@@ -23,6 +24,9 @@ IMPORT = re.compile(
     r"""(?:^import\s[^'"]*?from\s|^export\s[^'"]*?from\s|\bimport\()\s*['"](\.{1,2}/[^'"]+)['"]""", re.M
 )
 MAX_LINES = 300
+LM_JS = sorted(dest for dest in LM_PAGE_FILES.values() if dest.endswith(".js"))  # the LM page (demo --task lm)
+# what the LM page starts without a literal import: its worker, and the modules the worker import()s by URL
+LM_ENTRIES = ("lm/app.js", "lm/worker.js", "lm/generate.js", "engines/litert-build.js", "engines/litert-log.js")
 
 
 MIN_NODE = (20, 19)  # the first Node that loads ES modules from a package.json without "type" (web_demo/'s)
@@ -71,10 +75,12 @@ def test_the_site_copies_every_module_the_page_imports():
         for p in WEB.rglob("*.js")
         if "vendor" not in p.parts and "node_modules" not in p.parts and p.name != "sw.template.js"
     )
-    assert sorted(copied | set(LITERT_MODULES)) == js
+    lm = set().union(*(_imports(entry) for entry in LM_ENTRIES))
+    assert lm == set(LM_JS) and all(LM_PAGE_FILES[name] == name for name in LM_JS)  # the LM page: all, and only
+    assert sorted(copied | set(LITERT_MODULES) | lm) == js
 
 
-@pytest.mark.parametrize("module", sorted({*(n for n in TEMPLATE_FILES if n.endswith(".js")), *LITERT_MODULES}))
+@pytest.mark.parametrize("module", sorted({*(n for n in TEMPLATE_FILES if n.endswith(".js")), *LITERT_MODULES, *LM_JS}))
 def test_page_module_is_short_and_has_no_module_level_mutable_state(module):
     text = (WEB / module).read_text()
     assert text.count("\n") <= MAX_LINES, f"{module}: {text.count(chr(10))} lines > {MAX_LINES}"

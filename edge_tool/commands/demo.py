@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated
 
@@ -9,12 +10,15 @@ import typer
 
 from edge_tool.commands import input_options
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
-from edge_tool.tasks import TaskName
+from edge_tool.demo.config import DEMO_TASKS
 
 TASK_HELP = (
     "What the page shows the outputs as (default: inferred from the outputs' shapes and final activation, as eval "
-    "does; the site's notes say how)."
+    "does; the site's notes say how). lm: the language-model page (a .tflite with prefill/decode signatures, "
+    "inferred from them): a prompt box streaming generated text."
 )
+DemoTask = enum.Enum("DemoTask", {name: name for name in DEMO_TASKS}, type=str)
+DemoTask.__doc__ = "A demo --task value: an eval task, or lm."
 
 
 def command(
@@ -62,7 +66,7 @@ def command(
         metavar="HxW",
         help="Size fed to image inputs whose height/width the model leaves open (default 224x224).",
     ),
-    task: Annotated[TaskName | None, typer.Option("--task", help=TASK_HELP)] = None,
+    task: Annotated[DemoTask | None, typer.Option("--task", help=TASK_HELP)] = None,
     sample_rate: int = typer.Option(
         None,
         "--sample-rate",
@@ -81,30 +85,30 @@ def command(
     from edge_tool.core.env import quiet_native_stderr
     from edge_tool.core.textsafe import visible
     from edge_tool.demo.config import DemoConfig
+    from edge_tool.demo.lm_site import build_lm_site, wants_lm_page
     from edge_tool.keras_files import build_site_any
     from edge_tool.models.signatures import signature_note
 
     if note := signature_note(model, signature):
         typer.echo(visible(note))
     with quiet_native_stderr():  # TensorFlow's and LiteRT's C++ log lines (fd 2); EDGETOOL_VERBOSE=1 shows them
-        report = build_site_any(
-            DemoConfig(
-                model=model,
-                output=output,
-                labels=labels,
-                title=title,
-                force=force,
-                litert=litert,
-                tflite=tflite,
-                calibration=calibration,
-                input_size=input_size,
-                trust_model_code=trust_model_code,
-                contract=ContractOptions.from_cli(input_range, input_mean, input_std),
-                signature=signature,
-                task=task.value if task else None,
-                sample_rate=sample_rate,
-            )
+        cfg = DemoConfig(
+            model=model,
+            output=output,
+            labels=labels,
+            title=title,
+            force=force,
+            litert=litert,
+            tflite=tflite,
+            calibration=calibration,
+            input_size=input_size,
+            trust_model_code=trust_model_code,
+            contract=ContractOptions.from_cli(input_range, input_mean, input_std),
+            signature=signature,
+            task=task.value if task else None,
+            sample_rate=sample_rate,
         )
+        report = build_lm_site(cfg) if wants_lm_page(cfg) else build_site_any(cfg)
     for note in report.notes:
         typer.echo(visible(note))
 

@@ -13,6 +13,8 @@ from edge_tool.tasks import TASK_NAMES
 
 MAX_TITLE = 80
 MIN_RATE, MAX_RATE = 3000, 768000  # what WebAudio's OfflineAudioContext accepts
+LM_TASK = "lm"  # the language-model page (demo.lm_site): a page of its own, not an eval task's rendering
+DEMO_TASKS = (*TASK_NAMES, *(() if LM_TASK in TASK_NAMES else (LM_TASK,)))
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,8 @@ class DemoConfig:
                 f"--title must be 1..{MAX_TITLE} characters, got {title}.",
             ),
             (
-                self.task is not None and self.task not in TASK_NAMES,
-                f"--task expects one of {', '.join(TASK_NAMES)}, got {self.task!r}.",
+                self.task is not None and self.task not in DEMO_TASKS,
+                f"--task expects one of {', '.join(DEMO_TASKS)}, got {self.task!r}.",
             ),
             (
                 self.sample_rate is not None and not MIN_RATE <= self.sample_rate <= MAX_RATE,

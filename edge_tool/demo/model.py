@@ -36,6 +36,7 @@ class ModelKind(str, enum.Enum):
 
     TFJS = "tfjs-graph-model"
     SAVED_MODEL = "saved-model"
+    TFLITE = "tflite"  # a language-model .tflite (the LM page, demo.lm_site)
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,7 @@ def _precheck_saved_model(model: Path, signature: str | None = None) -> tuple:
     return ins, outs
 
 
-def _manifest(title: str, icon_entries: list[dict], runtime: str = "TensorFlow.js") -> dict:
+def web_manifest(title: str, icon_entries: list[dict], runtime: str = "TensorFlow.js") -> dict:
     short = title if len(title) <= 12 else "edgetool"
     return {
         "id": "./",
@@ -224,7 +224,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         _copy_page(tmp, title, runtime if no_tfjs is None else {})
         icon_entries = icons_mod.write_icons(tmp / ICON_SUBDIR)
         engine_name = "TensorFlow.js" if no_tfjs is None else "LiteRT.js"
-        (tmp / MANIFEST_NAME).write_text(json.dumps(_manifest(title, icon_entries, engine_name), indent=2) + "\n")
+        (tmp / MANIFEST_NAME).write_text(json.dumps(web_manifest(title, icon_entries, engine_name), indent=2) + "\n")
         page = _page_config(title, input_specs, output_specs, labels, kind, no_tfjs is None)
         page["task"] = task_step.page_task(cfg.task, output_specs, acts)
         page["sampleRate"] = cfg.sample_rate
