@@ -16,6 +16,7 @@ from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec
 from edge_tool.convert.inputs import drop_string_calibration, prepare_inputs
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.convert.source import prepare_source
+from edge_tool.convert.tflite_source import convert_tflite_source, is_tflite_source
 from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.signals import deferred
@@ -70,6 +71,10 @@ def convert(config: ConvertConfig) -> ConvertResult:
     )  # before any worker or loader starts
 
     t0 = time.perf_counter()
+    if is_tflite_source(config.model):  # a float .tflite: ai-edge-quantizer per mode (convert.tflite_source)
+        with quiet_native_stderr():
+            manifest = convert_tflite_source(config, t0)
+        return ConvertResult(config.output_dir, manifest, dict(manifest.failed or {}))
     workers = {}
     with quiet_native_stderr(), tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
         try:

@@ -13,6 +13,7 @@ from edge_tool.convert.enums import IOType, QatStrategy, QuantMode, TfjsQuant
 from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for, honoured, options_not_taken
 from edge_tool.convert.modes import MODES
 from edge_tool.convert.qat_support.source import keras3_file_problem
+from edge_tool.convert.tflite_source import is_tflite_source, tflite_source_problems
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
 __all__ = ["ConvertConfig", "IOType", "OutputFormat", "QuantMode", "TfjsQuant"]
@@ -95,6 +96,8 @@ class ConvertConfig(Record):
         return options_not_taken(self.output_format, names)
 
     def _problems(self) -> list[str]:
+        if is_tflite_source(self.model):
+            return below_minimum({"--samples": (self.samples, 1)}) + tflite_source_problems(self)
         problems = below_minimum(
             {"--samples": (self.samples, 1), "--qat-epochs": (self.qat_epochs, 1), "--replicas": (self.replicas, 1)}
         )

@@ -11,7 +11,7 @@ from edge_tool.calibration.dataset import CalibrationSummary
 from edge_tool.calibration.serial import Record, from_dict, spec
 from edge_tool.parsers.tflite_model import TfliteSummary
 from edge_tool.schemas.document import Document
-from edge_tool.schemas.format_records import AGREEMENT, OnnxAgreement, OnnxQuantization, TfjsAgreement
+from edge_tool.schemas.format_records import AGREEMENT, OnnxAgreement, OnnxQuantization, QuantizerNote, TfjsAgreement
 from edge_tool.schemas.records import (
     BatchNote,
     FileEntry,
@@ -74,6 +74,7 @@ class ManifestArtifact(Record):
     # onnx, tfjs: the file in its runtime vs TensorFlow (the record of its format: records.AGREEMENT)
     agreement: OnnxAgreement | TfjsAgreement | None = field(default=None, metadata=spec(omit="none", read=_agreement))
     quantization: OnnxQuantization | None = field(default=None, metadata=_NONE)  # onnx int8: how it was quantized
+    quantizer: QuantizerNote | None = field(default=None, metadata=_NONE)  # built by ai-edge-quantizer: what it did
 
 
 @dataclass(frozen=True)

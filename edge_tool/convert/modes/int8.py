@@ -18,6 +18,7 @@ SPEC = MODES.register(
         needs_calibration=True,
         io_types=("model", "float32", "int8", "uint8"),
         build=build,
+        tflite_recipe="full-int8",
         integer_rank=0,
     )
 )
