@@ -100,6 +100,22 @@ def test_check_and_refusals(hub, tmp_path):
         assert not (tmp_path / "x").exists()
 
 
+def test_auto_and_demo_take_the_float_tflite(hub, tmp_path):
+    data = hub / "data.npz"
+    args = ("--quant", "auto", "--max-drop", "0.05", "--eval-data", data, "--calibration", data)
+    proc = edgetool_in_process("convert", hub / "model.tflite", *args, "-o", tmp_path / "auto")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    decision = validated(tmp_path / "auto" / "decision.json", "decision")
+    assert {c["name"] for c in decision["candidates"]} == {"dynamic", "int8", "int16x8"}
+    chosen = next(c for c in decision["candidates"] if c["chosen"])
+    assert (tmp_path / "auto" / chosen["file"]).is_file()
+    proc = edgetool_in_process("demo", hub / "model.tflite", "-o", tmp_path / "site")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    page = json.loads((tmp_path / "site" / "demo-config.json").read_text())
+    assert page["litert"]["input"]["shape"] == [1, 16, 16, 3]  # the free batch fixed to 1 for LiteRT.js
+    assert "4 from" in proc.stdout + proc.stderr  # the labels the hub file carries
+
+
 def test_a_multi_signature_file_names_its_float_embedding(tmp_path):
     run_script(LM_SCRIPT, tmp_path / "lm.tflite")
     proc = edgetool_in_process("convert", tmp_path / "lm.tflite", "--quant", "weight-int4", "-o", tmp_path / "out")

@@ -19,6 +19,7 @@ from edge_tool.convert.inputs import prepare_inputs
 from edge_tool.convert.metadata_step import for_mode
 from edge_tool.convert.selective import SelectiveInt8
 from edge_tool.convert.source import is_keras_file, prepare_source
+from edge_tool.convert.tflite_source import is_tflite_source
 from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.steps import step
@@ -223,6 +224,10 @@ def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem:
         return [f"selective int8 skipped: it keeps layers in float, which --require {INTEGER_ONLY} rules out."]
     if int8.failed:
         return ["selective int8 skipped: full int8 did not convert or run."]
+    if is_tflite_source(config.model):
+        return [
+            "selective int8 skipped: it re-converts the SavedModel with layers kept in float; the source is a .tflite."
+        ]
     try:
         with quiet_native_stderr():
             selective, notes = _selective_search(config, work, stem)

@@ -158,19 +158,17 @@ def _run(data: bytes, plan: list, spec, calibration: Calibration | None, before:
     from ai_edge_quantizer import quantizer
 
     q = quantizer.Quantizer(bytearray(data), plan)
-    qsv = None
-    if spec.needs_calibration:
-        samples = dict(_checked_calibration(calibration, spec.name, before))
-        # its progress bar (stderr) and LiteRT's debug-mode warning are not the user's concern
-        with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            qsv = q.calibrate(samples, num_threads=_threads())
-    try:
-        result = q.quantize(qsv, enable_progress_bar=False, enable_progress_report=False)
-    except (ValueError, RuntimeError, KeyError, NotImplementedError, TypeError) as exc:
-        raise ConversionError(
-            f"ai-edge-quantizer failed on recipe {spec.name.value}: {type(exc).__name__}: {exc}"
-        ) from exc
+    samples = dict(_checked_calibration(calibration, spec.name, before)) if spec.needs_calibration else None
+    # its progress bar (stderr) and LiteRT's debug-mode warning (its calibration interpreters) are not the user's
+    with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        qsv = q.calibrate(samples, num_threads=_threads()) if samples is not None else None
+        try:
+            result = q.quantize(qsv, enable_progress_bar=False, enable_progress_report=False)
+        except (ValueError, RuntimeError, KeyError, NotImplementedError, TypeError) as exc:
+            raise ConversionError(
+                f"ai-edge-quantizer failed on recipe {spec.name.value}: {type(exc).__name__}: {exc}"
+            ) from exc
     return bytes(result.quantized_model)
 
 
