@@ -26,6 +26,7 @@ from edge_tool.core.steps import step
 from edge_tool.device.facts import describe
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.evaluate import EvalConfig, run_eval
+from edge_tool.evaluate.budgets import drop_within
 from edge_tool.metadata.writer import embed_metadata
 from edge_tool.parsers.tflite_model import integer_only_problem
 from edge_tool.tflite_converter.run import new_converter
@@ -87,7 +88,7 @@ def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate],
             out.append(Candidate.failure(name, f"evaluation failed: {r.failed}", path))
             continue
         value, drop = (r.metrics or {}).get(main, r.accuracy), r.metric_drop
-        meets = drop is not None and drop <= config.max_drop
+        meets = drop is not None and drop_within(drop, config.max_drop)
         out.append(
             Candidate(
                 name,
