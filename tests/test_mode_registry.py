@@ -16,7 +16,8 @@ def test_table_has_one_row_per_registered_mode():
 
 
 def test_all_and_auto_follow_the_registry():
-    assert every_mode(False) == tuple(name for name, s in MODES.items() if not s.needs_train_data)
+    assert every_mode(False) == tuple(name for name, s in MODES.items() if s.in_all and not s.needs_train_data)
+    assert {n for n, s in MODES.items() if not s.in_all} == {"weight-int8", "weight-int4", "weight-int4-block32"}
     assert "qat" in every_mode(True) and "qat" not in every_mode(False)
     assert "fp32" not in auto_candidates(True) and "int8" in auto_candidates(False)
     assert set(auto_candidates(True)) - set(auto_candidates(False)) == {"qat"}

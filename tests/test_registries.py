@@ -20,7 +20,7 @@ from edge_tool.calibration.readers import READERS as DATA_READERS
 from edge_tool.check.targets import TARGET_NAMES, TARGETS
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.formats.registry import FORMATS
-from edge_tool.convert.modes import MODES, every_mode
+from edge_tool.convert.modes import MODES, every_mode, named_modes
 from edge_tool.core.registry import Registry
 from edge_tool.evaluate.runtimes import HOST, RUNTIME_CHOICES, RUNTIMES, RuntimeChoice
 from edge_tool.models.readers.registry import READERS
@@ -92,7 +92,8 @@ def test_name_lists_and_enums_are_the_registrys_names():
     assert TARGET_NAMES == TARGETS.names() == ("litert-cpu", "gpu", "tflm", "tfjs", "litertjs", "edgetpu")
     assert TASK_NAMES == TASKS.names() == tuple(t.value for t in TaskName)
     assert TASK_NAMES[:4] == ("classification", "multilabel", "regression", "segmentation")  # the order --help shows
-    assert tuple(m.value for m in QuantMode) == MODES.names() == every_mode(has_train_data=True)
+    assert tuple(m.value for m in QuantMode) == MODES.names() == named_modes()
+    assert every_mode(has_train_data=True) == tuple(n for n, s in MODES.items() if s.in_all)
     assert tuple(r.value for r in RuntimeChoice) == RUNTIME_CHOICES and set(RUNTIME_CHOICES) <= set(HOST)
     assert tuple(r.value for r in Requirement) == tuple(REQUIREMENTS)
 

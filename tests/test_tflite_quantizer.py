@@ -10,32 +10,13 @@ from edge_tool.errors import ConversionError, DataError, UsageError
 from edge_tool.tflite_quantizer.recipes import RECIPES, Recipe
 from edge_tool.tflite_quantizer.run import quantize_tflite
 from tests.builds import run_script
-
-SCRIPT = """
-import sys, tensorflow as tf
-tf.random.set_seed(0)
-class Lm(tf.Module):
-    def __init__(self):
-        self.emb = tf.Variable(tf.random.normal([128, 64]) * 0.1)
-        self.w = tf.Variable(tf.random.normal([64, 64]) * 0.1)
-        self.head = tf.Variable(tf.random.normal([64, 128]) * 0.1)
-    @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.int32)])
-    def prefill(self, ids):
-        h = tf.nn.relu(tf.matmul(tf.reshape(tf.gather(self.emb, ids), [4, 64]), self.w))
-        return {"logits": tf.matmul(h, self.head)}
-    @tf.function(input_signature=[tf.TensorSpec([1, 64], tf.float32)])
-    def decode(self, x):
-        return {"logits": tf.matmul(tf.nn.relu(tf.matmul(x, self.w)), self.head)}
-m = Lm()
-fns = [m.prefill.get_concrete_function(), m.decode.get_concrete_function()]
-open(sys.argv[1], "wb").write(tf.lite.TFLiteConverter.from_concrete_functions(fns, m).convert())
-"""
+from tests.tflite_sources import LM_SCRIPT
 
 
 @pytest.fixture(scope="module")
 def lm_tflite(tmp_path_factory):
     path = tmp_path_factory.mktemp("lm") / "lm.tflite"
-    run_script(SCRIPT, path)
+    run_script(LM_SCRIPT, path)
     return path
 
 

@@ -191,6 +191,12 @@ SPECS = {
         ),
         ModelSpec("string_labels", "digits CNN whose signature ends in a StaticHashTable: probs + label string[N]"),
         ModelSpec("tf1_compat", "TF1 graph: tf.compat.v1 placeholders + Session, saved with simple_save"),
+        # issue 42: models people already have in another form
+        ModelSpec(
+            "tfmot_qat",
+            "CNN fine-tuned quantization-aware with tfmot quantize_model (FakeQuant ops), model.save SavedModel",
+            refusals=(("qat", (r"already is one", r"--quant int8")),),
+        ),
         ModelSpec(
             "nms_in_graph",
             "digit in a 16×16 canvas → classes + 4 candidate boxes → tf.image.non_max_suppression keeps one",

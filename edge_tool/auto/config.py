@@ -9,6 +9,7 @@ from pathlib import Path
 from edge_tool.convert.config import ConvertConfig
 from edge_tool.convert.enums import Objective
 from edge_tool.convert.source import is_keras_file
+from edge_tool.convert.tflite_source import is_tflite_source
 from edge_tool.device.url import DeviceURL
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 
@@ -55,10 +56,10 @@ class AutoConfig:
         if not 0 <= self.max_drop <= 1:
             problems.append(f"--max-drop is a fraction in [0, 1] (0.01 = 1 point), got {self.max_drop}.")
         problems += below_minimum({"--threads": (self.threads, 1), "--max-float-layers": (self.max_float_layers, 0)})
-        if not (self.model.is_dir() or is_keras_file(self.model)):
+        if not (self.model.is_dir() or is_keras_file(self.model) or is_tflite_source(self.model)):
             problems.append(
                 f"--quant auto measures against the model as reference, so MODEL must be a SavedModel "
-                f"directory or a .keras/.h5 file; {self.model} is neither."
+                f"directory, a .keras/.h5 file or a float .tflite; {self.model} is none of them."
             )
         if self.require is not None and self.require not in REQUIREMENTS:
             problems.append(f"--require expects {', '.join(REQUIREMENTS)}, got {self.require!r}.")

@@ -19,12 +19,14 @@ from edge_tool.convert.inputs import prepare_inputs
 from edge_tool.convert.metadata_step import for_mode
 from edge_tool.convert.selective import SelectiveInt8
 from edge_tool.convert.source import is_keras_file, prepare_source
+from edge_tool.convert.tflite_source import is_tflite_source
 from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.steps import step
 from edge_tool.device.facts import describe
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.evaluate import EvalConfig, run_eval
+from edge_tool.evaluate.budgets import drop_within
 from edge_tool.metadata.writer import embed_metadata
 from edge_tool.parsers.tflite_model import integer_only_problem
 from edge_tool.tflite_converter.run import new_converter
@@ -86,7 +88,7 @@ def _measure_together(config: AutoConfig, named: list) -> tuple[list[Candidate],
             out.append(Candidate.failure(name, f"evaluation failed: {r.failed}", path))
             continue
         value, drop = (r.metrics or {}).get(main, r.accuracy), r.metric_drop
-        meets = drop is not None and drop <= config.max_drop
+        meets = drop is not None and drop_within(drop, config.max_drop)
         out.append(
             Candidate(
                 name,
@@ -223,6 +225,10 @@ def _add_selective(config: AutoConfig, work: Path, cands: list[Candidate], stem:
         return [f"selective int8 skipped: it keeps layers in float, which --require {INTEGER_ONLY} rules out."]
     if int8.failed:
         return ["selective int8 skipped: full int8 did not convert or run."]
+    if is_tflite_source(config.model):
+        return [
+            "selective int8 skipped: it re-converts the SavedModel with layers kept in float; the source is a .tflite."
+        ]
     try:
         with quiet_native_stderr():
             selective, notes = _selective_search(config, work, stem)

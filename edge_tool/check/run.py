@@ -69,10 +69,17 @@ def run_check(config: CheckConfig) -> CheckReport:
             f"{config.model} is a TFJS graph model; only --target tfjs can check it (give the "
             "SavedModel to check the other targets)."
         )
+    names = config.targets
+    if subject.kind == "tflite" and "tfjs" in names and len(names) > 1:  # "all" on a .tflite: TF.js needs the source
+        names = tuple(n for n in names if n != "tfjs")
+        Console(highlight=False, soft_wrap=True).print(
+            "note: target tfjs skipped: TF.js runs a graph model converted from the SavedModel or Keras file, not a "
+            ".tflite (litertjs runs the .tflite in the browser)."
+        )
     results = []
     try:
         with quiet_native_stderr():
-            for name in config.targets:
+            for name in names:
                 on_device = targets[name].on_device if config.device else None
                 results.append(on_device(subject, config.device_url) if on_device else targets[name].run(subject))
     finally:

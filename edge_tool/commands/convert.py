@@ -154,9 +154,9 @@ def command(
         )
     options = format_options(output_format, {"tfjs_quant": tfjs_quant})  # one a chosen format does not take: exit 2
     if auto:  # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
-        own = {"modes": _auto_modes(require, train_data is not None), "keep_going": True}
+        own = {"modes": _auto_modes(require, train_data is not None, model), "keep_going": True}
     else:
-        own = _run_options(quant, output_format, io_type, train_data, eval_data, strategy, replicas, no_metadata)
+        own = _run_options(quant, output_format, io_type, train_data, eval_data, strategy, replicas, no_metadata, model)
     own["format_options"] = options
     config = _config(
         own,
@@ -183,21 +183,26 @@ def command(
         _run(config, quant)
 
 
-def _auto_modes(require: str | None, has_train_data: bool) -> tuple[str, ...]:
-    """--quant auto's candidate modes (integer-only ones with --require integer-only)."""
-    from edge_tool.convert.modes import auto_candidates, integer_only_candidates
+def _auto_modes(require: str | None, has_train_data: bool, model: Path) -> tuple[str, ...]:
+    """--quant auto's candidate modes (integer-only ones with --require integer-only; for a float .tflite source,
+    those ai-edge-quantizer builds from it)."""
+    from edge_tool.convert.modes import auto_candidates, integer_only_candidates, tflite_source_modes
+    from edge_tool.convert.tflite_source import is_tflite_source
 
-    return (integer_only_candidates if require == "integer-only" else auto_candidates)(has_train_data)
+    found = (integer_only_candidates if require == "integer-only" else auto_candidates)(has_train_data)
+    return tuple(m for m in found if m in tflite_source_modes()) if is_tflite_source(model) else found
 
 
-def _run_options(quant, output_format, io_type, train_data, eval_data, strategy, replicas, no_metadata) -> dict:
+def _run_options(quant, output_format, io_type, train_data, eval_data, strategy, replicas, no_metadata, model) -> dict:
     """The ConvertConfig fields a plain (not --quant auto) run sets beyond the shared ones."""
     if strategy is QatStrategy.MIRRORED:
         from edge_tool.core.env import import_tf
         from edge_tool.training.strategies import split_cpu
 
         split_cpu(import_tf(), replicas)  # must happen before TensorFlow initialises its devices
-    modes = parse_modes(quant, output_format.value, train_data is not None)
+    from edge_tool.convert.tflite_source import is_tflite_source
+
+    modes = parse_modes(quant, output_format.value, train_data is not None, is_tflite_source(model))
     return {
         "modes": modes,
         "output_format": output_format,

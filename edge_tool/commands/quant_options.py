@@ -10,7 +10,7 @@ import typer
 from edge_tool.auto.config import REQUIREMENTS, Requirement
 from edge_tool.commands.options import each_of
 from edge_tool.convert.lm.modes import LM_MODES
-from edge_tool.convert.modes import MODES, every_mode
+from edge_tool.convert.modes import MODES, named_modes, tflite_source_modes
 
 QUANT_WORDS = ("all", "auto")  # --quant values besides the modes
 
@@ -20,7 +20,8 @@ def _quant_help() -> str:
     modes = "; ".join(f"{name} = {spec.summary}" for name, spec in MODES.items())
     return (
         f"Quantization mode(s): {modes}. Repeat the option or give a comma list; "
-        "'all' = every mode that needs no training data (plus qat with --train-data); "
+        "'all' = every mode that needs no training data (plus qat with --train-data; not the weight-* modes, "
+        f"built when named); a float .tflite MODEL takes {', '.join(tflite_source_modes())} (ai-edge-quantizer); "
         "'auto' = the best candidate within --max-drop on --eval-data (see --objective). "
         "Default: fp32, or all with --format all. A listed mode that cannot be built for this model is "
         "reported as 'not built: MODE (reason)' and the rest written: exit 0 when every requested mode was "
@@ -38,7 +39,7 @@ Quant = Annotated[
         "-q",
         metavar="|".join((*MODES, *QUANT_WORDS)),
         help=QUANT_HELP,
-        callback=each_of(tuple(dict.fromkeys((*every_mode(has_train_data=True), *LM_MODES))), *QUANT_WORDS),
+        callback=each_of(tuple(dict.fromkeys((*named_modes(), *LM_MODES))), *QUANT_WORDS),
     ),
 ]
 Require = Annotated[Requirement | None, typer.Option("--require", help=REQUIRE_HELP)]

@@ -15,7 +15,9 @@ from edge_tool.convert.context import BuildContext
 from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec
 from edge_tool.convert.inputs import drop_string_calibration, prepare_inputs
 from edge_tool.convert.manifest import build_manifest, write_manifest
+from edge_tool.convert.qat_trained_step import qat_trained_step
 from edge_tool.convert.source import prepare_source
+from edge_tool.convert.tflite_source import convert_tflite_source, is_tflite_source
 from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.signals import deferred
@@ -70,6 +72,10 @@ def convert(config: ConvertConfig) -> ConvertResult:
     )  # before any worker or loader starts
 
     t0 = time.perf_counter()
+    if is_tflite_source(config.model):  # a float .tflite: ai-edge-quantizer per mode (convert.tflite_source)
+        with quiet_native_stderr():
+            manifest = convert_tflite_source(config, t0)
+        return ConvertResult(config.output_dir, manifest, dict(manifest.failed or {}))
     workers = {}
     with quiet_native_stderr(), tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
         try:
@@ -102,12 +108,14 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float)
     if source.precision is not None:
         console.print(term(precision_note(source.precision)))
     config, failed = drop_string_calibration(config, source)
-    inputs = prepare_inputs(tf, config, source)
+    config, trained = qat_trained_step(config, source, failed)
+    inputs = prepare_inputs(tf, config, source, bool(trained))
     ds = inputs.dataset
     rep = ds.representative_dataset() if ds else None
     ctx = BuildContext(
         tf, config, source, rep, epoch_progress=_print_epoch, metadata=inputs.metadata, contracts=inputs.contracts
     )
+    ctx.qat_trained = trained
     if config.runs_mode_builds:
         _warn_if_public_converter()
     for mode, why in failed.items():

@@ -12,6 +12,7 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.convert.enums import IOType, QuantMode, TfjsQuant
 from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for, honoured, options_not_taken
 from edge_tool.convert.modes import MODES
+from edge_tool.convert.tflite_source import is_tflite_source, tflite_source_problems
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 from edge_tool.qat.enums import QatStrategy
 from edge_tool.qat.source import keras3_file_problem
@@ -96,6 +97,8 @@ class ConvertConfig(Record):
         return options_not_taken(self.output_format, names)
 
     def _problems(self) -> list[str]:
+        if is_tflite_source(self.model):
+            return below_minimum({"--samples": (self.samples, 1)}) + tflite_source_problems(self)
         problems = below_minimum(
             {"--samples": (self.samples, 1), "--qat-epochs": (self.qat_epochs, 1), "--replicas": (self.replicas, 1)}
         )

@@ -30,6 +30,7 @@ class BuildContext:
     notes: dict = field(default_factory=dict)  # mode value -> what its builder decided (goes into the manifest)
     _reference: object | None = field(default=None, repr=False)
     retry: object | None = field(default=None, repr=False)  # BatchRetry, for builders that convert twice (QAT)
+    qat_trained: int = 0  # FakeQuant ops in the source (trained quantization-aware): int8 uses their ranges
 
     def __post_init__(self) -> None:
         if self.shared is None:

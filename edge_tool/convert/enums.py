@@ -14,6 +14,9 @@ class QuantMode(str, Enum):
     INT8 = "int8"
     INT16X8 = "int16x8"
     QAT = "qat"
+    WEIGHT_INT8 = "weight-int8"
+    WEIGHT_INT4 = "weight-int4"
+    WEIGHT_INT4_BLOCK32 = "weight-int4-block32"
 
 
 class IOType(str, Enum):

@@ -41,8 +41,10 @@ class ModelInputs:
         return self.resolution.contracts
 
 
-def _needs_calibration(config) -> bool:
-    return config.builds_modes and any(MODES[m].needs_calibration for m in config.modes)
+def _needs_calibration(config, qat_trained: bool = False) -> bool:
+    """A mode of ``config`` calibrates (int8 not, on a model trained quantization-aware: its ranges are trained)."""
+    calibrating = [m for m in config.modes if MODES[m].needs_calibration and not (qat_trained and m.value == "int8")]
+    return config.builds_modes and bool(calibrating)
 
 
 def contract_options(config) -> ContractOptions:
@@ -108,14 +110,15 @@ def drop_string_calibration(config, source) -> tuple[object, dict[str, str]]:
     }
 
 
-def prepare_inputs(tf, config, source) -> ModelInputs:
-    """Resolve the contract, load the calibration data through it, settle the labels; print what was decided."""
+def prepare_inputs(tf, config, source, qat_trained: bool = False) -> ModelInputs:
+    """Resolve the contract, load the calibration data through it, settle the labels; print what was decided.
+    ``qat_trained``: the model holds trained FakeQuant ranges, so int8 needs no calibration."""
     labels, origin = model_labels(config.model, config.labels)
     ignored = check_labels(tuple(labels or ()), origin, config, source)
     if ignored:
         console.print(f"note: {term(ignored)}")
         labels, origin = None, ""
-    needed = _needs_calibration(config)
+    needed = _needs_calibration(config, qat_trained)
     if needed:
         refuse_string_calibration(config, source)
     path = resolve_calibration(config.model, config.calibration) if needed or config.calibration else None

@@ -6,7 +6,7 @@ Keras model), which inference I/O types it allows, whether ``--quant auto`` trie
 tie-break), how close a float file must stay to the SavedModel (convert's self-check), and how it builds its
 flatbuffer. Importing ``edge_tool.convert.modes`` fills it. Its readers: ``ConvertConfig`` validation (I/O
 types, training data), ``convert()`` (calibration, the builder, the self-check), the ``--quant`` help and choices
-and ``all`` (``commands/convert.py``), ``--quant auto``'s candidates and tie-break, the mode table in README.md and
+and ``all`` (``commands/convert.py``), which modes a float .tflite source can be quantized to, ``--quant auto``'s candidates and tie-break, the mode table in README.md and
 docs/convert.md (``modes.mode_table``, checked by tests/test_docs_tables.py), and the mode lists of tests and
 benchmarks.
 """
@@ -39,6 +39,10 @@ class ModeSpec:
     # max(1, max |SavedModel output|); None for a quantized mode (its error is data-dependent: eval measures it)
     self_check_tolerance: float | None = None
     io_types: tuple[str, ...] = ("model", "float32")
+    # the edge_tool.tflite_quantizer recipe that builds this mode from a float .tflite given as the source (convert
+    # model.tflite); None: the mode needs the SavedModel (the TFLite converter, or the Keras model itself)
+    tflite_recipe: str | None = None
+    in_all: bool = True  # built by --quant all (False: built when named)
 
     def __post_init__(self) -> None:
         QuantMode(self.name)  # ValueError at import for a mode the enum does not know

@@ -17,6 +17,7 @@ from edge_tool.calibration.types import LoadOptions
 from edge_tool.contract.declared import image_contract
 from edge_tool.contract.resolve import ProbeSetup, Resolution, resolve
 from edge_tool.core.env import import_tf
+from edge_tool.demo.tflite_model import is_tflite_model, tflite_normalization
 from edge_tool.models.labelmap import folder_index_map
 from edge_tool.models.signatures import SERVING, signature_runner
 
@@ -72,7 +73,12 @@ def resolve_demo_contract(
         tuple(TensorSpec(t.key, t.dtype, tuple(t.shape)) for t in inputs),
         tuple(TensorSpec(t.key, t.dtype, tuple(t.shape)) for t in outputs),
     )
-    metadata = None if kind_is_saved_model else _tfjs_metadata(Path(cfg.model), sig)
+    if kind_is_saved_model:
+        metadata = None
+    elif is_tflite_model(Path(cfg.model)):
+        metadata = tflite_normalization(Path(cfg.model))
+    else:
+        metadata = _tfjs_metadata(Path(cfg.model), sig)
     if metadata is not None and not (_numbers(metadata[0]) and _numbers(metadata[1])):
         metadata = None
     probe = None

@@ -37,7 +37,8 @@ def _embedded_labels(cfg: DemoConfig, kind: ModelKind) -> tuple[list[str] | None
     if cfg.litert and cfg.tflite is not None:
         embedded = read_metadata(read_tflite(cfg.tflite))
         if embedded is not None and embedded.labels:
-            return list(embedded.labels), f"{cfg.tflite} (TFLite metadata)"
+            named = cfg.model if kind is ModelKind.TFLITE else cfg.tflite  # not demo's batch-1 copy of it
+            return list(embedded.labels), f"{named} (TFLite metadata)"
     return None, ""
 
 

@@ -36,7 +36,7 @@ class ModelKind(str, enum.Enum):
 
     TFJS = "tfjs-graph-model"
     SAVED_MODEL = "saved-model"
-    TFLITE = "tflite"  # a language-model .tflite (the LM page, demo.lm_site)
+    TFLITE = "tflite"  # a .tflite file: a LiteRT.js-only site (demo.tflite_model) or the LM page (demo.lm_site)
 
 
 @dataclass(frozen=True)
@@ -57,16 +57,18 @@ class Tensor:
 
 
 def detect_model(path: Path) -> ModelKind:
-    """TFJS graph-model dir (model.json) or SavedModel dir (saved_model.pb); ModelError otherwise."""
+    """TFJS graph-model dir (model.json), SavedModel dir (saved_model.pb) or .tflite file; ModelError otherwise."""
     path = Path(path)
     if not path.exists():
         raise ModelError(f"Expected a TFJS graph-model or SavedModel directory at {path}, but nothing is there.")
     if path.is_file() and path.name == "model.json":
         raise ModelError(f"Pass the directory holding model.json ({path.parent}), not the file itself.")
+    if path.is_file() and path.suffix.lower() == ".tflite":
+        return ModelKind.TFLITE
     if not path.is_dir():
         raise ModelError(
             f"Expected a model directory, but {path} is a file (demo takes a TFJS graph-model dir, a "
-            "SavedModel dir or a .keras/.h5 file; a .tflite goes with --litert --tflite)."
+            "SavedModel dir, a .keras/.h5 file or a .tflite file)."
         )
     if (path / "model.json").is_file():
         return ModelKind.TFJS

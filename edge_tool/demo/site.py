@@ -23,6 +23,7 @@ from edge_tool.demo.labels_step import site_labels
 from edge_tool.demo.litert_site import MODEL_SUBDIR, VENDOR_SUBDIR, add_litert, precheck_litert
 from edge_tool.demo.model import ModelKind
 from edge_tool.demo.tfjs_step import place_tfjs
+from edge_tool.demo.tflite_model import as_litert_site, tflite_tensors
 from edge_tool.demo.vendor import pinned_versions, vendored_files
 from edge_tool.errors import ModelError
 from edge_tool.models.signature_choice import STRING_DTYPES, numeric_signature_way_out, takes_strings
@@ -183,6 +184,8 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     kind = model_mod.detect_model(Path(cfg.model))
     if kind is ModelKind.SAVED_MODEL:
         inputs, outputs = _precheck_saved_model(Path(cfg.model), cfg.signature)
+    elif kind is ModelKind.TFLITE:  # LiteRT.js alone, running the file itself
+        cfg, (inputs, outputs) = as_litert_site(cfg), tflite_tensors(Path(cfg.model))
     else:
         _, inputs, outputs = model_mod.read_tfjs_model(Path(cfg.model))
     size = model_mod.parse_input_size(cfg.input_size) if cfg.input_size else None

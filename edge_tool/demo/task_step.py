@@ -36,6 +36,8 @@ def activations(model: Path, kind: ModelKind, signature: str | None) -> dict[str
     """{output name: softmax | sigmoid | relu | tanh | linear | unknown}, read from the graph (no model code run)."""
     if kind is ModelKind.SAVED_MODEL:
         return final_activations(Path(model), signature or "serving_default")
+    if kind is ModelKind.TFLITE:
+        return {}  # a flatbuffer's final op is not read here: the task comes from the output's shape
     return _tfjs_activations(Path(model) / "model.json")
 
 

@@ -16,6 +16,7 @@ from edge_tool.core.steps import console
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
+from edge_tool.demo.tflite_model import NO_TFJS
 from edge_tool.errors import ConversionError
 from edge_tool.models.precision import float32_saved_model
 from edge_tool.tfjs_writer.export import export_tfjs, ops_from_refusal
@@ -84,6 +85,8 @@ def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[d
     """Put the tfjs graph model into ``dest``; None when it is there, else (``--litert`` only) why there can be
     none. Without ``--litert`` that failure raises ConversionError (exit 2) naming the op and ``--litert``
     (or, when LiteRT.js cannot run ``input_specs`` either, why not and what works)."""
+    if kind is ModelKind.TFLITE:
+        return NO_TFJS
     if kind is ModelKind.SAVED_MODEL:
         try:
             with float32_saved_model(Path(cfg.model), cfg.signature) as (model, key, _):  # mixed precision: recast

@@ -11,25 +11,29 @@ from dataclasses import replace
 from pathlib import Path
 
 from edge_tool.errors import UsageError, collect_and_raise
-from edge_tool.evaluate.artifacts import saved_model_size
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.data import EvalStream
 from edge_tool.evaluate.inputs import resolve_eval_inputs
 from edge_tool.evaluate.lm_eval import is_lm_reference, run_lm_eval
 from edge_tool.evaluate.machine import machine_info
 from edge_tool.evaluate.outputs import check_outputs
-from edge_tool.evaluate.reference import ReferenceModel
 from edge_tool.evaluate.report import Report
 from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
 from edge_tool.evaluate.runners import NONE_FIELDS
 from edge_tool.evaluate.runtimes import check_runtime, open_board_runners, open_runner, runtime_for
 from edge_tool.evaluate.stream import stream
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
+from edge_tool.evaluate.tflite_reference import (
+    is_tflite_reference,
+    open_reference,
+    reference_runtime,
+    reference_size,
+    validate_reference,
+)
 from edge_tool.litert.isolated import scratch_dir
 from edge_tool.models.precision import reference_precision_note
 from edge_tool.models.readers import Artifact, ArtifactFormat, describe
 from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings
-from edge_tool.models.signatures import validate_saved_model_dir
 from edge_tool.tflite_converter.per_layer import MAX_DEBUG_SAMPLES, worst_layers
 from edge_tool.trust.guard import require_no_side_effects
 
@@ -84,7 +88,7 @@ def run_eval(config: EvalConfig) -> Report:
     clock = _Stages()
     check_runtime(config.runtime)
     check_outputs(config)
-    validate_saved_model_dir(config.reference)
+    validate_reference(config.reference)
     arts, notes = skip_tfjs_without_node(_describe_all(config.artifacts))
     for path in (config.reference, *(a.model_file for a in arts if a.format is ArtifactFormat.TFLITE)):
         require_no_side_effects(
@@ -104,7 +108,7 @@ def run_eval(config: EvalConfig) -> Report:
             runners.append(runner)
             labels.append(label)
         pass_ref_threads = config.reference_threads(litert_workers)
-        ref = ReferenceModel(config.reference, pass_ref_threads, config.trust_model_code, config.signature)
+        ref = open_reference(config.reference, pass_ref_threads, config.trust_model_code, config.signature)
         keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
         with _numeric_signature_hint(ref):
             fed = resolve_eval_inputs(ref, arts, config.data, config.labels, config.contract, config.seed)
@@ -119,7 +123,12 @@ def run_eval(config: EvalConfig) -> Report:
         )
         notes += [f"Input contract: {line}" for line in fed.resolution.lines] + list(fed.resolution.warnings)
         notes += [f"Labels: {data.label_note}."] if data.label_note else []
-        notes += [why] if (why := reference_precision_note(config.reference, config.signature)) else []
+        notes += (
+            [why]
+            if not is_tflite_reference(config.reference)
+            and (why := reference_precision_note(config.reference, config.signature))
+            else []
+        )
         settings = _task_settings(config, data)
         if config.max_drop is not None and data.labels is None and not settings.reference_only(ref):
             raise UsageError(f"--max-drop needs labels, but --data {config.data} has none (add y to it).")
@@ -139,11 +148,11 @@ def run_eval(config: EvalConfig) -> Report:
         classifying = measure.task.name == "classification"
         reference = ReferenceResult(
             str(config.reference),
-            saved_model_size(config.reference),
+            reference_size(config.reference),
             ref_metrics["accuracy"] if classifying else None,
             ref_metrics["top_k"] if classifying else None,
             ref_lat,
-            "tensorflow (SavedModel, batch 1)",
+            reference_runtime(config.reference),
             data_pass.out_name,
             ref_metrics,
         )
@@ -283,7 +292,7 @@ def _per_layer_notes(arts: list[Artifact], labels: list[str]) -> list[str]:
 
 
 @contextmanager
-def _numeric_signature_hint(ref: ReferenceModel):
+def _numeric_signature_hint(ref):
     """Data refused for a reference signature that takes strings (image bytes): the refusal names the signatures of
     the SavedModel taking numeric input and the --signature picking one."""
     try:

@@ -49,7 +49,7 @@ class Report(Document):
         rows = [
             [
                 f"{_short(ref.path)} (reference)",
-                "SavedModel",
+                "tflite" if ref.path.lower().endswith(".tflite") else "SavedModel",
                 "float32",
                 _mb(ref.size_bytes),
                 "1.00×",
@@ -138,7 +138,7 @@ class Report(Document):
             f"Data: {self.data.get('summary')} (reference output {self.reference.output!r}).",
             f"Latency: batch 1, {s['threads']} thread(s), {s['warmup']} warm-up calls then {runs}; "
             "p50/p99 of set_tensor+invoke+get_tensor with the LiteRT interpreter, each .tflite in a fresh process "
-            "(TFJS rows: tfjs in Node, not a browser; reference row: TensorFlow"
+            f"(TFJS rows: tfjs in Node, not a browser; reference row: {'LiteRT' if self.reference.path.lower().endswith('.tflite') else 'TensorFlow'}"
             f"{_threads_note(s.get('reference_latency_threads'))}).",
             f"Accuracy pass: every artefact in its own process, {s.get('accuracy_pass_threads', 1)} LiteRT thread(s) each, "
             "the LiteRT workers taking turns while the reference runs, "

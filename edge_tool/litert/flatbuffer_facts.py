@@ -39,7 +39,8 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
 
     ModelError when the bytes are not a TFLite model. Quant mode from tensor types: int16 activations = int16x8;
     int8 activations = int8 (full integer); float16 constants = fp16; int8 constants with float activations =
-    dynamic; otherwise fp32 (activations are operator outputs, constants tensors with buffer data; model inputs
+    dynamic, or weight-int8/weight-int4 when a DEQUANTIZE turns them to float before the op (weight-only);
+    otherwise fp32 (activations are operator outputs, constants tensors with buffer data; model inputs
     are neither, so an integer input alone says nothing about the quantization).
     """
     schema = tflite_schema()
@@ -59,6 +60,7 @@ def read_flatbuffer(path: Path) -> FlatbufferFacts:
 def _facts(schema, model) -> FlatbufferFacts:
     types, ops = enum_names(schema.TensorType), enum_names(schema.BuiltinOperator)
     acts, consts, variables, state_ops, on_float, flex = set(), set(), 0, 0, set(), False
+    dequantized = False  # an integer constant dequantized before a float op: weight-only quantization
     for g in range(model.SubgraphsLength()):
         sg = model.Subgraphs(g)
         outputs = {
@@ -71,6 +73,7 @@ def _facts(schema, model) -> FlatbufferFacts:
             flex = flex or (name == "CUSTOM" and (code.CustomCode() or b"").startswith(b"Flex"))
             if name not in _EDGE_OPS and _computes_in_float(model, sg, sg.Operators(k), types):
                 on_float.add(name or "CUSTOM")
+            dequantized = dequantized or (name == "DEQUANTIZE" and _integer_constant_in(model, sg, k, types))
         for t in range(sg.TensorsLength()):
             tensor = sg.Tensors(t)
             variables += bool(tensor.IsVariable())
@@ -82,7 +85,9 @@ def _facts(schema, model) -> FlatbufferFacts:
         quant = "int8"
     elif "float16" in consts:
         quant = "fp16"
-    elif consts & {"int8", "uint8"}:
+    elif consts & {"int8", "uint8", "int4"} and dequantized:
+        quant = "weight-int4" if "int4" in consts else "weight-int8"
+    elif consts & {"int8", "uint8", "int4"}:
         quant = "dynamic"
     else:
         quant = "fp32"
@@ -94,6 +99,15 @@ def _vector(indices) -> tuple:
     """Tensor indices of an operator's inputs or outputs; flatbuffers gives 0 (not an empty array) for an absent
     vector (CALL_ONCE, HASHTABLE_IMPORT of a lookup table have no outputs)."""
     return () if isinstance(indices, int) else tuple(indices)
+
+
+def _integer_constant_in(model, sg, k: int, types: dict) -> bool:
+    """True when operator ``k``'s first input is an integer constant (a weight-only file's DEQUANTIZE)."""
+    inputs = _vector(sg.Operators(k).InputsAsNumpy())
+    if not inputs or inputs[0] < 0:
+        return False
+    t = sg.Tensors(int(inputs[0]))
+    return is_constant(model, t) and types.get(t.Type(), "").lower() in ("int8", "uint8", "int4")
 
 
 _EDGE_OPS = {"QUANTIZE", "DEQUANTIZE"}  # float I/O of an integer model passes through these

@@ -144,8 +144,13 @@ def _output_metadata(meta, spec: MetadataSpec, name: str, shape, labelled: bool)
     content.contentPropertiesType = meta.ContentProperties.FeatureProperties
     content.contentProperties = meta.FeaturePropertiesT()
     tm.content = content
+    binary = shape is not None and shape[-1] == 1 and len(spec.labels) == 2
     if labelled:
-        tm.description = f"Scores of the {len(spec.labels)} classes, in the order of {LABELS_FILE}."
+        tm.description = (
+            f"Binary score: above 0.5 is {spec.labels[1]!r} (line 2 of {LABELS_FILE}), below is {spec.labels[0]!r}."
+            if binary
+            else f"Scores of the {len(spec.labels)} classes, in the order of {LABELS_FILE}."
+        )
         f = meta.AssociatedFileT()
         f.name = LABELS_FILE
         f.description = "Class labels, one per line; line i names output index i."
@@ -158,11 +163,14 @@ def _output_metadata(meta, spec: MetadataSpec, name: str, shape, labelled: bool)
 
 def _labelled_output(shapes: list, count: int) -> int | None:
     """Index of the output the labels name: the first [N, K] output with K == len(labels), else the first with K
-    scores on its last axis ([N, H, W, K] per-pixel classes: TENSOR_AXIS_LABELS names that axis, as segmenters do)."""
+    scores on its last axis ([N, H, W, K] per-pixel classes: TENSOR_AXIS_LABELS names that axis, as segmenters do);
+    two labels also name a binary head's single score [N, 1] (line 2 above 0.5, line 1 below)."""
     for rank_ok in (lambda r: r == 2, lambda r: r >= 2):
         for i, shape in enumerate(shapes):
             if shape is not None and rank_ok(len(shape)) and int(shape[-1]) == count:
                 return i
+    if count == 2:  # a binary head: one sigmoid score [N, 1] for the second label
+        return next((i for i, s in enumerate(shapes) if s is not None and len(s) == 2 and int(s[-1]) == 1), None)
     return None
 
 

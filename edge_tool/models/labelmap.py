@@ -31,8 +31,12 @@ def model_labels(model: Path, given: Path | None) -> tuple[list[str] | None, str
 
 def classes_outputs(signature, count: int) -> list:
     """The signature outputs with one score per label on their last axis: [N, count] (a class or tag per sample),
-    [N, H, W, count] or [N, T, count] (a class per pixel or step: segmentation, tagging)."""
-    return [t for t in signature.outputs if t.shape is not None and len(t.shape) >= 2 and t.shape[-1] == count]
+    [N, H, W, count] or [N, T, count] (a class per pixel or step: segmentation, tagging); for two labels, a binary
+    head's single score [N, 1] when no output has two."""
+    found = [t for t in signature.outputs if t.shape is not None and len(t.shape) >= 2 and t.shape[-1] == count]
+    if not found and count == 2:  # a binary head: one sigmoid score [N, 1], of the second label (the first below 0.5)
+        found = [t for t in signature.outputs if t.shape is not None and len(t.shape) == 2 and t.shape[-1] == 1]
+    return found
 
 
 def unfit_labels(labels, origin: str, signature) -> str | None:

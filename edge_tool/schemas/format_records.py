@@ -84,6 +84,20 @@ class OnnxQuantization(Record):
     json_order = ("format", "activations", "weights", "calibration")
 
 
+@dataclass(frozen=True)
+class QuantizerNote(Record):
+    """A .tflite built by ai-edge-quantizer (a float .tflite source, or a weight-only mode): the recipe (its own JSON,
+    replayable), the ops given integer weights, the ops whose weights stayed float, and that the file changed."""
+
+    recipe: str
+    quantizer: str
+    changed: bool
+    quantized_ops: dict
+    float_ops: dict
+    source_bytes: int
+    aeq_recipe: list
+
+
 # the agreement record an entry carries, by the entry's format (read back by ManifestArtifact)
 AGREEMENT = {"onnx": OnnxAgreement, "tfjs": TfjsAgreement}
 

@@ -11,7 +11,14 @@ from edge_tool.calibration.dataset import CalibrationSummary
 from edge_tool.calibration.serial import Record, from_dict, spec
 from edge_tool.parsers.tflite_model import TfliteSummary
 from edge_tool.schemas.document import Document
-from edge_tool.schemas.format_records import AGREEMENT, LmArtifact, OnnxAgreement, OnnxQuantization, TfjsAgreement
+from edge_tool.schemas.format_records import (
+    AGREEMENT,
+    LmArtifact,
+    OnnxAgreement,
+    OnnxQuantization,
+    QuantizerNote,
+    TfjsAgreement,
+)
 from edge_tool.schemas.records import (
     BatchNote,
     FileEntry,
@@ -75,6 +82,7 @@ class ManifestArtifact(Record):
     agreement: OnnxAgreement | TfjsAgreement | None = field(default=None, metadata=spec(omit="none", read=_agreement))
     quantization: OnnxQuantization | None = field(default=None, metadata=_NONE)  # onnx int8: how it was quantized
     lm: LmArtifact | None = field(default=None, metadata=_NONE)  # a language model's file (convert --task lm)
+    quantizer: QuantizerNote | None = field(default=None, metadata=_NONE)  # built by ai-edge-quantizer: what it did
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from pathlib import Path
 from edge_tool.core.env import import_tf
 from edge_tool.core.signals import raise_if_stopping
 from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.models.jax_origin import is_jax_export, jax_way_out
 from edge_tool.models.signatures import SERVING
 from edge_tool.tflite_converter.diagnose import describe_failure, python_callbacks, string_way_out, table_way_out
 from edge_tool.tflite_converter.fast_path import (
@@ -190,6 +191,9 @@ def refusal_error(exc: Exception, refusal: Refusal, shared: SharedSource, allow_
             f"{refusal.model} uses ops the TFLite builtin op set cannot express: "
             f"{', '.join(flex)}.{_first_way_out(string_way_out(shared), refusal.builtin_only)}{table_way_out(flex)}"
         )
+    if is_jax_export(shared.saved_model):  # no option of convert helps (--batch included): say what it is instead
+        detail = describe_failure(str(exc), refusal.batch, allow_select_tf_ops, refusal.retrace, hints=False)
+        return ConversionError(f"{refusal.failed}: {detail}{jax_way_out(refusal.model)}")
     detail = describe_failure(str(exc), refusal.batch, allow_select_tf_ops, refusal.retrace, hints=refusal.hints)
     return ConversionError(f"{refusal.failed}: {detail}")
 

@@ -8,7 +8,10 @@ every tensor as it was). A caller never reports an unchanged result as built: ``
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -49,8 +52,7 @@ class QuantizedTflite:
             return None
         return (
             f"ai-edge-quantizer {self.quantizer_version} returned the model unchanged for recipe {self.recipe.value} "
-            "(every tensor keeps its float type): nothing was quantized, so no file is written. "
-            f"{_other_recipes(self.recipe)}"
+            "(every tensor keeps its float type): nothing was quantized, so no file is written."
         )
 
     def float_note(self) -> str | None:
@@ -67,7 +69,7 @@ class QuantizedTflite:
         """``self`` when something was quantized; ConversionError (never a file reported as built) otherwise."""
         reason = self.unchanged_reason()
         if reason:
-            raise ConversionError(reason)
+            raise ConversionError(f"{reason} {_other_recipes(self.recipe)}")
         return self
 
     def to_dict(self) -> dict:
@@ -156,15 +158,17 @@ def _run(data: bytes, plan: list, spec, calibration: Calibration | None, before:
     from ai_edge_quantizer import quantizer
 
     q = quantizer.Quantizer(bytearray(data), plan)
-    qsv = None
-    if spec.needs_calibration:
-        qsv = q.calibrate(dict(_checked_calibration(calibration, spec.name, before)), num_threads=_threads())
-    try:
-        result = q.quantize(qsv, enable_progress_report=False)
-    except (ValueError, RuntimeError, KeyError, NotImplementedError, TypeError) as exc:
-        raise ConversionError(
-            f"ai-edge-quantizer failed on recipe {spec.name.value}: {type(exc).__name__}: {exc}"
-        ) from exc
+    samples = dict(_checked_calibration(calibration, spec.name, before)) if spec.needs_calibration else None
+    # its progress bar (stderr) and LiteRT's debug-mode warning (its calibration interpreters) are not the user's
+    with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        qsv = q.calibrate(samples, num_threads=_threads()) if samples is not None else None
+        try:
+            result = q.quantize(qsv, enable_progress_bar=False, enable_progress_report=False)
+        except (ValueError, RuntimeError, KeyError, NotImplementedError, TypeError) as exc:
+            raise ConversionError(
+                f"ai-edge-quantizer failed on recipe {spec.name.value}: {type(exc).__name__}: {exc}"
+            ) from exc
     return bytes(result.quantized_model)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.zoo import data as zdata
-from benchmarks.zoo.builders.common import SEED, predict_classes, seeded_keras, train_classifier, write_sidecars
+from benchmarks.zoo.builders.common import SEED, fit, predict_classes, seeded_keras, train_classifier, write_sidecars
 
 
 def build_keras3_export(out: Path) -> dict:
@@ -57,3 +57,21 @@ def build_tf_module(out: Path) -> dict:
     accuracy = float((predict_classes(module.serve, split.x_eval) == split.y_eval).mean())
     tf.saved_model.save(module, str(out), signatures={"serving_default": module.serve.get_concrete_function()})
     return write_sidecars(out, split, "tf_module", accuracy)
+
+
+def build_tfmot_qat(out: Path) -> dict:
+    """A Keras-2 CNN fine-tuned quantization-aware with tfmot's ``quantize_model`` (FakeQuant ops with trained
+    ranges in the graph), saved with ``model.save`` as users of the tfmot guide do."""
+    import tensorflow_model_optimization as tfmot
+
+    keras, L = seeded_keras()
+    split = zdata.digits(SEED)
+    inp = keras.Input((8, 8, 1), name="pixels")
+    x = L.Flatten()(L.Conv2D(8, 3, activation="relu")(L.Rescaling(1 / 255)(inp)))
+    model = keras.Model(inp, L.Dense(10, activation="softmax", name="probs")(L.Dense(32, activation="relu")(x)))
+    fit(model, split, epochs=6)
+    qat = tfmot.quantization.keras.quantize_model(model)
+    fit(qat, split, epochs=2, lr=1e-3)
+    accuracy = float((predict_classes(lambda v: qat.predict(v, verbose=0), split.x_eval) == split.y_eval).mean())
+    qat.save(str(out), save_format="tf", include_optimizer=False)
+    return write_sidecars(out, split, "tfmot_qat", accuracy)

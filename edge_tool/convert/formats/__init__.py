@@ -11,8 +11,9 @@ import when it builds, so this package loads no numpy or TensorFlow (``--help`` 
 
 from enum import Enum
 
+from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatOption, FormatSpec
-from edge_tool.convert.modes import every_mode
+from edge_tool.convert.modes import every_mode, named_modes, tflite_source_modes
 from edge_tool.errors import UsageError
 
 # isort: off
@@ -118,14 +119,19 @@ def default_modes(value: str, every: tuple[str, ...]) -> tuple[str, ...]:
     return every if value == ALL else FORMATS[value].default_modes
 
 
-def parse_modes(values: list[str] | None, output_format: str, has_train_data: bool) -> tuple[str, ...]:
+def parse_modes(
+    values: list[str] | None, output_format: str, has_train_data: bool, tflite_source: bool = False
+) -> tuple[str, ...]:
     """Turn --quant values into mode names (validating each against the registry; 'all' expands); the default
-    when none is given depends on ``output_format``."""
+    when none is given depends on ``output_format``. For a float .tflite source (``tflite_source``) 'all' and the
+    default are the modes ai-edge-quantizer builds from it (``all``: those of them in 'all'; default: dynamic)."""
     every = every_mode(has_train_data)
+    if tflite_source:
+        every = tuple(m for m in every if m in tflite_source_modes())
     raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
     if not raw:
-        return default_modes(output_format, every)
-    known = every_mode(has_train_data=True)
+        return (QuantMode.DYNAMIC.value,) if tflite_source else default_modes(output_format, every)
+    known = named_modes()
     bad = [v for v in raw if v not in known and v != "all"]
     if bad:
         raise UsageError(f"--quant expects one of {', '.join(sorted(known))} or all, got {', '.join(bad)}.")

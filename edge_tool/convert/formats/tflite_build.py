@@ -20,6 +20,7 @@ from edge_tool.metadata.writer import embed_metadata
 from edge_tool.models.probes import probe_feeds
 from edge_tool.parsers.limits import check_tflite_tensors
 from edge_tool.parsers.tflite_model import state_warning, summarize_tflite
+from edge_tool.schemas.format_records import QuantizerNote
 from edge_tool.schemas.manifest import ManifestArtifact
 from edge_tool.schemas.records import BatchNote
 
@@ -77,6 +78,8 @@ def _notes(ctx, mode) -> dict:
     built at batch 1) becomes the entry's own ``fixed_batch``."""
     if mode.value not in ctx.notes:
         return {}
-    note = ctx.notes.pop(mode.value)  # a typed note (int16x8) or QAT's free-form dict
+    note = ctx.notes.pop(mode.value)  # a typed note (int16x8, ai-edge-quantizer's) or QAT's free-form dict
+    if isinstance(note, QuantizerNote):
+        return {"quantizer": note}
     fixed = note.pop("fixed_batch", None) if isinstance(note, dict) else None
     return {mode.value: note, **({"fixed_batch": BatchNote(**fixed)} if fixed else {})}

@@ -5,15 +5,35 @@ mode table of README.md and docs/convert.md (regenerate with ``python scripts/do
 """
 
 # each module registers itself; this order (baseline first, then smaller and more integer) is MODES' order
-from edge_tool.convert.modes import fp32, fp16, dynamic, int8, int16x8, qat  # noqa: F401, I001
+from edge_tool.convert.modes import fp32, fp16, dynamic, int8, int16x8, qat, weight_only  # noqa: F401, I001
 from edge_tool.convert.registry import MODES, ModeSpec
 
-__all__ = ["MODES", "ModeSpec", "auto_candidates", "every_mode", "integer_only_candidates", "mode_table"]
+__all__ = [
+    "MODES",
+    "ModeSpec",
+    "auto_candidates",
+    "every_mode",
+    "integer_only_candidates",
+    "mode_table",
+    "named_modes",
+    "tflite_source_modes",
+]
 
 
 def every_mode(has_train_data: bool = False) -> tuple[str, ...]:
-    """What ``--quant all`` means: every mode, those that fine-tune only when training data is given."""
-    return tuple(name for name, spec in MODES.items() if has_train_data or not spec.needs_train_data)
+    """What ``--quant all`` means: every mode in ``all`` (not the ai-edge-quantizer weight-only modes, built when
+    named), those that fine-tune only when training data is given."""
+    return tuple(name for name, spec in MODES.items() if spec.in_all and (has_train_data or not spec.needs_train_data))
+
+
+def named_modes() -> tuple[str, ...]:
+    """Every mode ``--quant`` accepts by name."""
+    return tuple(MODES)
+
+
+def tflite_source_modes() -> tuple[str, ...]:
+    """The modes a float .tflite given as the source can be quantized to (those with an ai-edge-quantizer recipe)."""
+    return tuple(name for name, spec in MODES.items() if spec.tflite_recipe is not None)
 
 
 def auto_candidates(has_train_data: bool) -> tuple[str, ...]:
@@ -28,7 +48,7 @@ def integer_only_candidates(has_train_data: bool) -> tuple[str, ...]:
 
 def mode_table() -> str:
     """The Markdown table of every mode (weights, activations, what it needs, I/O types), from the registry."""
-    rows = ["| mode | weights | activations | needs | I/O types |", "|---|---|---|---|---|"]
+    rows = ["| mode | weights | activations | needs | I/O types | from a float .tflite |", "|---|---|---|---|---|---|"]
     for name, spec in MODES.items():
         needs = [
             need
@@ -40,5 +60,6 @@ def mode_table() -> str:
             if flag
         ]
         io = ", ".join("model's own" if t == "model" else t for t in spec.io_types)
-        rows.append(f"| `{name}` | {spec.weights} | {spec.activations} | {', '.join(needs) or '–'} | {io} |")
+        source = f"`{spec.tflite_recipe}` recipe" if spec.tflite_recipe else "–"
+        rows.append(f"| `{name}` | {spec.weights} | {spec.activations} | {', '.join(needs) or '–'} | {io} | {source} |")
     return "\n".join(rows) + "\n"

@@ -16,6 +16,11 @@ def build(ctx) -> bytes:
 
 SPEC = MODES.register(
     ModeSpec(
-        QuantMode.DYNAMIC.value, weights="int8", activations="float32 (dynamic range)", build=build, integer_rank=3
+        QuantMode.DYNAMIC.value,
+        weights="int8",
+        activations="float32 (dynamic range)",
+        build=build,
+        tflite_recipe="dynamic-int8",
+        integer_rank=3,
     )
 )

@@ -138,6 +138,7 @@ SPEC = MODES.register(
         activations="int16",
         needs_calibration=True,
         build=build,
+        tflite_recipe="int16x8",
         integer_rank=2,
     )
 )
