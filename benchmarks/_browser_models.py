@@ -1,6 +1,6 @@
 """MobileNetV2-224 artefacts for bench_browser.py, cached under benchmarks/.cache/ (gitignored).
 
-One seeded random-weight tf_keras MobileNetV2 SavedModel, its TFJS graph model (edge_tool.convert.tfjs.export_tfjs)
+One seeded random-weight tf_keras MobileNetV2 SavedModel, its TFJS graph model (edge_tool.tfjs_writer.export.export_tfjs)
 and its fp32 .tflite (plain TFLiteConverter); each is built once, in a temp dir renamed into place on success.
 Run ``python benchmarks/_browser_models.py`` to build them ahead of the benchmark.
 """
@@ -13,8 +13,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.core.env import import_tf
+from edge_tool.tfjs_writer.export import export_tfjs
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "browser-mobilenetv2-224"
 SEED = 0

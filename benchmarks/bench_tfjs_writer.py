@@ -1,6 +1,6 @@
 """edgetool's TensorFlow.js writer against tensorflowjs 4.22's converter, on the same SavedModels.
 
-For each model: both graph models are written (edgetool: ``edge_tool.convert.tfjs.export_tfjs``, self-check
+For each model: both graph models are written (edgetool: ``edge_tool.tfjs_writer.export.export_tfjs``, self-check
 included; tensorflowjs: ``convert_tf_saved_model``, when the package is importable in this venv), then each is run
 by tfjs 4.22 in Node (wasm backend, cpu where wasm lacks a kernel) on 8 seeded random inputs against TensorFlow
 (max abs error, top-1 agreement), sized (model.json + shards), and timed: Node (batch 1, execute + dataSync,
@@ -32,9 +32,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._browser_common import CHROMIUM, FLAGS
 from benchmarks._results import machine, table, write_section
-from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.models.signatures import load_serving_fn
 from edge_tool.nodejs.tfjs_session import TfjsSession, tfjs_bundle_path, wasm_backend_dir
+from edge_tool.tfjs_writer.export import export_tfjs
 from tests.test_tfjs_writer import _CAUSAL_SCRIPT, _LN_HS_SCRIPT
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "tfjs-writer"

@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
-from edge_tool.convert.source import is_keras_file, keras_archive_version, opened_source
+from edge_tool.convert.source import is_keras_file, opened_source
 from edge_tool.core.fsutil import check_output_dir
 from edge_tool.demo.site import build_site
 from edge_tool.errors import ConversionError, ModelError, UsageError
@@ -28,6 +28,7 @@ from edge_tool.evaluate.pipeline import run_eval
 from edge_tool.evaluate.runtimes import check_runtime
 from edge_tool.litert.recipes import resolve_calibration
 from edge_tool.models.inspection import InspectReport, ParamCount, inspect_model, inspect_saved_model
+from edge_tool.parsers.keras_archive import keras_archive_version
 from edge_tool.trust import custom_objects
 from edge_tool.trust.guard import code_report, keras_code
 

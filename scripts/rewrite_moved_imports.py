@@ -66,8 +66,8 @@ MOVES: dict[str, str] = {
     # issue 33: names no longer re-exported (importable only from the module defining them), and tflite_model's
     # private schema helpers made public in tflite_schema (an old private name is kept as an alias where imported)
     "edge_tool.converter.diagnose.python_callback_refusal": "edge_tool.trust.side_effects.python_callback_refusal",
-    "edge_tool.convert.qat.IO_TYPES": "edge_tool.convert.qat_support.export.IO_TYPES",
-    "edge_tool.convert.qat.qat_to_tflite": "edge_tool.convert.qat_support.export.qat_to_tflite",
+    "edge_tool.convert.qat.IO_TYPES": "edge_tool.qat.export.IO_TYPES",
+    "edge_tool.convert.qat.qat_to_tflite": "edge_tool.qat.export.qat_to_tflite",
     "edge_tool.demo.serve.IDLE_TIMEOUT_S": "edge_tool.webserver.server.IDLE_TIMEOUT_S",
     "edge_tool.demo.serve.LISTEN_BACKLOG": "edge_tool.webserver.server.LISTEN_BACKLOG",
     "edge_tool.demo.serve.MAX_PENDING": "edge_tool.webserver.server.MAX_PENDING",
@@ -88,10 +88,10 @@ MOVES: dict[str, str] = {
     "edge_tool.evaluate.config.ArtifactFormat": "edge_tool.models.readers.ArtifactFormat",
     "edge_tool.evaluate.data.InputSpec": "edge_tool.calibration.spec.InputSpec",
     "edge_tool.evaluate.report.LayerError": "edge_tool.evaluate.rows.LayerError",
-    "edge_tool.convert.qat_support.folding.Fold": "edge_tool.convert.qat_support.fold_plan.Fold",
-    "edge_tool.convert.qat_support.folding.compose": "edge_tool.convert.qat_support.fold_plan.compose",
-    "edge_tool.convert.qat_support.folding.plan_activation_fusions": "edge_tool.convert.qat_support.fold_plan.plan_activation_fusions",
-    "edge_tool.convert.qat_support.folding.plan_folds": "edge_tool.convert.qat_support.fold_plan.plan_folds",
+    "edge_tool.convert.qat_support.folding.Fold": "edge_tool.qat.fold_plan.Fold",
+    "edge_tool.convert.qat_support.folding.compose": "edge_tool.qat.fold_plan.compose",
+    "edge_tool.convert.qat_support.folding.plan_activation_fusions": "edge_tool.qat.fold_plan.plan_activation_fusions",
+    "edge_tool.convert.qat_support.folding.plan_folds": "edge_tool.qat.fold_plan.plan_folds",
     "edge_tool.evaluate.pipeline.budget_violations": "edge_tool.evaluate.budgets.budget_violations",
     "edge_tool.evaluate.pipeline.failures": "edge_tool.evaluate.budgets.failures",
     "edge_tool.evaluate.pipeline.primary_output": "edge_tool.evaluate.stream.primary_output",
@@ -116,6 +116,24 @@ MOVES: dict[str, str] = {
     "edge_tool.modelcode": "edge_tool.trust",
     "edge_tool.workflows.keras_files": "edge_tool.keras_files",
     "edge_tool.workflows": "edge_tool.keras_files",
+    # issue 41: each compiler a floor of its own. The TF.js writer leaves convert/ (formats/tfjs*.py stay there) ...
+    "edge_tool.convert.tfjs": "edge_tool.tfjs_writer.export",
+    "edge_tool.convert.tfjs_graph": "edge_tool.tfjs_writer.graph",
+    "edge_tool.convert.tfjs_op_table": "edge_tool.tfjs_writer.op_table",
+    "edge_tool.convert.tfjs_opfix": "edge_tool.tfjs_writer.opfix",
+    "edge_tool.convert.tfjs_rewrite": "edge_tool.tfjs_writer.rewrite",
+    "edge_tool.convert.tfjs_selfcheck": "edge_tool.tfjs_writer.selfcheck",
+    "edge_tool.convert.tfjs_weights": "edge_tool.tfjs_writer.weights",
+    # ... QAT leaves it for qat/ (its mode builder joins convert/modes/, so qat/ never imports convert/) ...
+    "edge_tool.convert.qat_support.mode": "edge_tool.convert.modes.qat_build",
+    "edge_tool.convert.qat_support": "edge_tool.qat",
+    "edge_tool.convert.qat": "edge_tool.qat.pipeline",
+    "edge_tool.convert.enums.QatStrategy": "edge_tool.qat.enums.QatStrategy",
+    # ... and what both read from convert/ moves below them: a .keras file's version, the self-checks' seeded probes
+    "edge_tool.convert.source.keras_archive_version": "edge_tool.parsers.keras_archive.keras_archive_version",
+    "edge_tool.convert.source.MAX_METADATA_BYTES": "edge_tool.parsers.keras_archive.MAX_METADATA_BYTES",
+    "edge_tool.convert.fidelity.PROBES": "edge_tool.models.probes.PROBES",
+    "edge_tool.convert.fidelity.probe_feeds": "edge_tool.models.probes.probe_feeds",
 }
 
 # top-level package (a directory of the repository) -> the name edgetool's own code imports it by
@@ -144,18 +162,9 @@ def _patterns() -> list[tuple[re.Pattern, str]]:
         parent, _, name = old.rpartition(".")
         new_parent, _, new_name = new.rpartition(".")
         alias = "" if new_name == name else f" as {name}"
-        subs.append(
-            (
-                re.compile(rf"\bfrom {re.escape(parent)} import {re.escape(name)}\b(?!\s*(,|as\b))"),
-                f"from {new_parent} import {new_name}{alias}",
-            )
-        )
-        subs.append(
-            (
-                re.compile(rf"\bfrom {re.escape(parent)} import {re.escape(name)} as\b"),
-                f"from {new_parent} import {new_name} as",
-            )
-        )
+        one = rf"\bfrom {re.escape(parent)} import {re.escape(name)}"
+        subs.append((re.compile(one + r"\b(?!\s*(,|as\b))"), f"from {new_parent} import {new_name}{alias}"))
+        subs.append((re.compile(one + r" as\b"), f"from {new_parent} import {new_name} as"))
         path_old, path_new = old.replace(".", "/"), new.replace(".", "/")
         subs.append((re.compile(rf"(?<![\w/]){re.escape(path_old)}(?=/|\.py\b)"), path_new))
     return subs

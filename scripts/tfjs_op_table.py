@@ -1,4 +1,4 @@
-"""Write edge_tool/convert/tfjs_op_table.py: the TF op names TensorFlow.js 4.22's graph-model executor maps onto a
+"""Write edge_tool/tfjs_writer/op_table.py: the TF op names TensorFlow.js 4.22's graph-model executor maps onto a
 kernel, read from @tensorflow/tfjs-converter's own op mappers (the op_list modules its operation_mapper imports).
 
 Usage: .venv/bin/python scripts/tfjs_op_table.py [--check]   (web_demo/node_modules from `npm ci` in web_demo/)
@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONVERTER = ROOT / "web_demo" / "node_modules" / "@tensorflow" / "tfjs-converter"
-OUT = ROOT / "edge_tool" / "convert" / "tfjs_op_table.py"
+OUT = ROOT / "edge_tool" / "tfjs_writer" / "op_table.py"
 
 
 def op_names() -> tuple[str, str]:

@@ -14,10 +14,11 @@ from edge_tool.check.targets import TARGET_NAMES, parse_targets
 from edge_tool.cli import app
 from edge_tool.commands.options import each_of
 from edge_tool.commands.registry import COMMANDS, load, summary
-from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
+from edge_tool.convert.enums import IOType, Objective, TfjsQuant
 from edge_tool.convert.formats import OutputFormat
 from edge_tool.convert.modes import MODES
 from edge_tool.evaluate.runtimes import RUNTIME_CHOICES
+from edge_tool.qat.enums import QatStrategy
 from edge_tool.tasks import TASK_NAMES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tool.convert.tfjs import ops_from_refusal, unsupported_ops_message
 from edge_tool.models.readers import describe
+from edge_tool.tfjs_writer.export import ops_from_refusal, unsupported_ops_message
 from tests.edgetool_runs import REPO, edgetool_in_process, run_edgetool
 from tests.oracles.litert_outputs import litert_outputs
 from tests.schema_check import validated

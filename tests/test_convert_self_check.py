@@ -10,6 +10,7 @@ import pytest
 
 from edge_tool.calibration.spec import TensorSpec
 from edge_tool.convert import fidelity
+from edge_tool.models import probes
 from edge_tool.models.signatures import SignatureInfo
 from tests.edgetool_runs import REPO, edgetool_in_process
 from tests.schema_check import validated
@@ -25,12 +26,12 @@ def test_probe_feeds_are_seeded_and_shaped_by_the_signature():
         TensorSpec("ids", "int32", (3, 5)),
         TensorSpec("x", "float32", (None, 4)),
     )
-    feeds = fidelity.probe_feeds(info)
-    assert len(feeds) == fidelity.PROBES
+    feeds = probes.probe_feeds(info)
+    assert len(feeds) == probes.PROBES
     assert feeds[0]["image"].shape == (1, 8, 8, 1) and feeds[0]["image"].dtype == np.uint8
     assert feeds[0]["ids"].shape == (3, 5) and not feeds[0]["ids"].any()  # ids 0: valid for any embedding
     assert feeds[0]["x"].dtype == np.float32 and 0 <= feeds[0]["x"].min() and feeds[0]["x"].max() < 1
-    again = fidelity.probe_feeds(info)
+    again = probes.probe_feeds(info)
     assert all(np.array_equal(a["x"], b["x"]) for a, b in zip(feeds, again))
     assert not np.array_equal(feeds[0]["x"], feeds[1]["x"])
 
@@ -40,7 +41,7 @@ def test_probe_feeds_are_seeded_and_shaped_by_the_signature():
     [TensorSpec("x", "float32", (None, None, 8)), TensorSpec("x", "string", (None,)), TensorSpec("x", "float32", None)],
 )
 def test_no_probe_for_unknown_shapes_or_strings(spec):
-    assert fidelity.probe_feeds(_sig(spec)) is None
+    assert probes.probe_feeds(_sig(spec)) is None
 
 
 def test_compare_scales_the_tolerance_and_flags_drift_and_nan():
@@ -67,7 +68,7 @@ def test_convert_records_the_self_check_of_float_modes(digits_model, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     arts = {a["quant"]: a for a in validated(out / "manifest.json", "manifest")["artifacts"]}
     assert arts["fp32"]["self_check"]["ok"] and arts["fp32"]["self_check"]["max_abs_error"] < 1e-5
-    assert arts["fp32"]["self_check"]["samples"] == fidelity.PROBES
+    assert arts["fp32"]["self_check"]["samples"] == probes.PROBES
     assert arts["fp16"]["self_check"]["ok"] and arts["fp16"]["self_check"]["max_abs_error"] < 1e-2
     assert "self_check" not in arts["dynamic"]  # quantized: measured by eval on real data instead
     assert "does not compute" not in proc.stderr

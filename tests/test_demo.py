@@ -17,13 +17,13 @@ from PIL import Image  # noqa: TID253  (tests are not the CLI: no start-up to ke
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.core.env import import_tf
 from edge_tool.demo import vendor
 from edge_tool.demo.footprint import footprint
 from edge_tool.demo.litert_site import LITERT_MODULES
 from edge_tool.demo.model import Tensor, output_ui
 from edge_tool.demo.site import TEMPLATE_FILES, content_version, site_files
+from edge_tool.tfjs_writer.export import export_tfjs
 from tests.edgetool_runs import REPO, edgetool_in_process
 from tests.page_task_models import gelu_model
 

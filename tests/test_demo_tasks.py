@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from edge_tool.convert.tfjs import unsupported_ops_message
 from edge_tool.demo.tfjs_step import litert_blocker, tfjs_failure
+from edge_tool.tfjs_writer.export import unsupported_ops_message
 from tests import page_task_models as models
 from tests.edgetool_runs import run_edgetool
 

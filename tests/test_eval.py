@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 from edge_tool.cli import app
 from edge_tool.convert.api import convert
 from edge_tool.convert.config import ConvertConfig
-from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, ModelError, UsageError
 from edge_tool.evaluate import EvalConfig, run_eval
@@ -25,6 +24,7 @@ from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.tflite_runner import TfliteInterpreter
 from edge_tool.models.readers import describe
 from edge_tool.nodejs import tfjs_session as tfjs_runner
+from edge_tool.tfjs_writer.export import export_tfjs
 from tests.oracles.litert_outputs import litert_outputs
 from tests.oracles.raw_converter import raw_converter
 from tests.schema_check import validated

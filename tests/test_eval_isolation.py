@@ -16,7 +16,6 @@ import pytest
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError, RuntimeFailure, UsageError
 from edge_tool.evaluate import EvalConfig, run_eval
@@ -24,6 +23,7 @@ from edge_tool.litert.flatbuffer_facts import read_flatbuffer
 from edge_tool.litert.isolated import WorkerProcess, death_reason
 from edge_tool.litert.tflite_runner import TfliteInterpreter
 from edge_tool.models.readers import describe
+from edge_tool.tfjs_writer.export import export_tfjs
 from tests.oracles.litert_outputs import litert_outputs
 
 tf = import_tf()

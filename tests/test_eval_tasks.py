@@ -11,9 +11,9 @@ import sys
 import numpy as np
 import pytest
 
-from edge_tool.convert.qat import QatOptions, run_qat
-from edge_tool.convert.qat_support.finetune import predict
-from edge_tool.convert.qat_support.source import import_stack
+from edge_tool.qat.finetune import predict
+from edge_tool.qat.pipeline import QatOptions, run_qat
+from edge_tool.qat.source import import_stack
 from tests.edgetool_runs import REPO, edgetool_in_process, run_edgetool
 
 # not in the quick tier: trains a model per task (~1 min of the quick tier under load)

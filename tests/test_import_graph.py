@@ -115,6 +115,7 @@ FLOORS = (
     ("edge_tool.models",),
     ("edge_tool.device",),  # a --device board: connection, board programs, facts (below evaluate and check)
     ("edge_tool.contract", "edge_tool.tflite_converter", "edge_tool.tasks", "edge_tool.training"),
+    ("edge_tool.qat", "edge_tool.tfjs_writer"),  # the compilers built on the TFLite converter, tasks and training
     ("edge_tool.convert", "edge_tool.evaluate"),
     ("edge_tool.demo",),
     ("edge_tool.auto", "edge_tool.check", "edge_tool.keras_files"),

@@ -14,13 +14,13 @@ import pytest
 from typer.testing import CliRunner
 
 from edge_tool.cli import app
-from edge_tool.convert.qat import QatOptions, quantization_aware_model
-from edge_tool.convert.qat_support.export import qat_to_tflite
-from edge_tool.convert.qat_support.folding import fold_model
-from edge_tool.convert.qat_support.source import load_keras_for_qat
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError, ModelError, UsageError
 from edge_tool.parsers.tflite_schema import enum_names, tflite_schema
+from edge_tool.qat.export import qat_to_tflite
+from edge_tool.qat.folding import fold_model
+from edge_tool.qat.pipeline import QatOptions, quantization_aware_model
+from edge_tool.qat.source import load_keras_for_qat
 from edge_tool.training.config import Strategy
 from edge_tool.training.data import load_digits_split
 
@@ -227,8 +227,8 @@ _MIRRORED_SCRIPT = """
 import json, sys
 import numpy as np
 from pathlib import Path
-from edge_tool.convert.qat import QatOptions, quantization_aware_model
-from edge_tool.convert.qat_support.export import qat_to_tflite
+from edge_tool.qat.pipeline import QatOptions, quantization_aware_model
+from edge_tool.qat.export import qat_to_tflite
 from edge_tool.training.data import load_digits_split
 model_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
 s = load_digits_split(seed=0)

@@ -14,17 +14,17 @@ from typer.testing import CliRunner
 from edge_tool.cli import app
 from edge_tool.convert.api import convert
 from edge_tool.convert.config import ConvertConfig
-from edge_tool.convert.qat import build_qat_model, run_qat
-from edge_tool.convert.qat_support import folding
-from edge_tool.convert.qat_support.data import Labelled
-from edge_tool.convert.qat_support.fold_plan import plan_folds
-from edge_tool.convert.qat_support.folding import fold_model
-from edge_tool.convert.qat_support.heads import Head
-from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types
-from edge_tool.convert.qat_support.select import decide
 from edge_tool.core.env import import_tf
 from edge_tool.errors import DataError
 from edge_tool.parsers.tflite_model import summarize_tflite
+from edge_tool.qat import folding
+from edge_tool.qat.data import Labelled
+from edge_tool.qat.fold_plan import plan_folds
+from edge_tool.qat.folding import fold_model
+from edge_tool.qat.heads import Head
+from edge_tool.qat.pipeline import build_qat_model, run_qat
+from edge_tool.qat.ranges import calibrate_ranges, tfmot_quantizer_types
+from edge_tool.qat.select import decide
 from edge_tool.training.data import load_digits_split
 from tests.schema_check import validated
 

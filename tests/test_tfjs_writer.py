@@ -1,4 +1,4 @@
-"""edgetool's own TensorFlow → TensorFlow.js writer (edge_tool/convert/tfjs*.py), judged by tfjs itself in Node
+"""edgetool's own TensorFlow → TensorFlow.js writer (edge_tool/tfjs_writer/), judged by tfjs itself in Node
 (tests/oracles/tfjs_check.js, the vendored runtime's cpu backend) against TensorFlow on the same inputs.
 
 - tf_keras' LayerNormalization (a training-mode FusedBatchNormV3, which tfjs runs as inference batch norm: NaN)
@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_tool.convert import tfjs_opfix
-from edge_tool.convert.tfjs import export_tfjs
 from edge_tool.errors import ConversionError
 from edge_tool.models.signatures import load_serving_fn
+from edge_tool.tfjs_writer import opfix as tfjs_opfix
+from edge_tool.tfjs_writer.export import export_tfjs
 from tests.builds import run_script
 from tests.edgetool_runs import REPO, edgetool_in_process
 

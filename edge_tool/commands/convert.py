@@ -10,9 +10,10 @@ from edge_tool.commands import input_options
 from edge_tool.commands.convert_print import print_result
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 from edge_tool.commands.quant_options import Quant, Require
-from edge_tool.convert.enums import IOType, Objective, QatStrategy, TfjsQuant
+from edge_tool.convert.enums import IOType, Objective, TfjsQuant
 from edge_tool.convert.formats import FORMATS, OutputFormat, format_options, option_owners, parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
+from edge_tool.qat.enums import QatStrategy
 
 FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.items()) + (
     "; all = " + " + ".join(name for name, spec in FORMATS.items() if spec.in_all) + "."

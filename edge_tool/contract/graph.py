@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.contract.keras_config import Scaling, _compose
+from edge_tool.models.graphdef import const_value
 from edge_tool.models.signatures import read_meta_graph
 
 CALLS = {"StatefulPartitionedCall", "PartitionedCall"}
@@ -44,12 +45,10 @@ def _same(ref: str, tensor: str) -> bool:
 
 
 def _const(scope: _Scope, ref: str):
-    from tensorflow.python.framework import tensor_util
-
-    node = scope.nodes.get(ref.split(":")[0])
-    if node is None or node.op != "Const":
+    value = const_value(scope.nodes, ref)
+    if value is None:
         return None
-    value = np.asarray(tensor_util.MakeNdarray(node.attr["value"].tensor), dtype=np.float64).reshape(-1)
+    value = np.asarray(value, dtype=np.float64).reshape(-1)
     return tuple(float(v) for v in value) if 0 < value.size <= 4 else None
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.calibration.serial import Record
 from edge_tool.contract.options import ContractOptions
-from edge_tool.convert.enums import IOType, QatStrategy, QuantMode, TfjsQuant
+from edge_tool.convert.enums import IOType, QuantMode, TfjsQuant
 from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for, honoured, options_not_taken
 from edge_tool.convert.modes import MODES
-from edge_tool.convert.qat_support.source import keras3_file_problem
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
+from edge_tool.qat.enums import QatStrategy
+from edge_tool.qat.source import keras3_file_problem
 
 __all__ = ["ConvertConfig", "IOType", "OutputFormat", "QuantMode", "TfjsQuant"]
 

@@ -34,14 +34,6 @@ class TfjsQuant(str, Enum):
     UINT16 = "uint16"
 
 
-class QatStrategy(str, Enum):
-    """tf.distribute strategies QAT fine-tuning runs under (a local subset of ``train``'s)."""
-
-    DEFAULT = "default"
-    ONE_DEVICE = "one-device"
-    MIRRORED = "mirrored"
-
-
 class Objective(str, Enum):
     """What ``--quant auto`` minimises among the candidates within budget."""
 

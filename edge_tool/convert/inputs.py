@@ -13,7 +13,6 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.contract.resolve import ProbeSetup, Resolution, default_warning, image_data, resolve
 from edge_tool.convert.metadata_step import check_labels, metadata_spec
 from edge_tool.convert.modes import MODES
-from edge_tool.convert.qat_support.source import check_qat_source
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import UsageError
@@ -22,6 +21,7 @@ from edge_tool.metadata.writer import MetadataSpec
 from edge_tool.models.labelmap import class_width, folder_index_map, model_labels
 from edge_tool.models.signature_choice import numeric_signature_way_out
 from edge_tool.models.signatures import signature_runner
+from edge_tool.qat.source import check_qat_source
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +25,6 @@ from edge_tool.trust import custom_objects
 from edge_tool.trust.guard import require_no_keras_code, require_no_side_effects
 
 KERAS_FILE_SUFFIXES = (".keras", ".h5", ".hdf5")
-MAX_METADATA_BYTES = 1 << 20  # a .keras metadata.json is a few hundred bytes
 
 
 @dataclass(frozen=True)
@@ -64,20 +61,6 @@ def opened_source(model: Path, trust_model_code: bool = False, as_trained: bool 
     keeps a mixed-precision model as it is (a reference), not recast to float32."""
     with tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
         yield prepare_source(Path(model), Path(work), trust_model_code=trust_model_code, as_trained=as_trained)
-
-
-def keras_archive_version(path: Path) -> str | None:
-    """``keras_version`` from a .keras zip's metadata.json without loading the model; None when unreadable."""
-    try:
-        with zipfile.ZipFile(path) as zf:
-            info = zf.getinfo("metadata.json")
-            if info.file_size > MAX_METADATA_BYTES:
-                return None
-            meta = json.loads(zf.read(info))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError, RuntimeError, NotImplementedError):
-        return None
-    version = meta.get("keras_version") if isinstance(meta, dict) else None
-    return str(version) if isinstance(version, (str, int, float)) else None
 
 
 def content_hash(path: Path) -> str:

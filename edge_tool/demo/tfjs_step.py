@@ -12,13 +12,13 @@ import re
 import shutil
 from pathlib import Path
 
-from edge_tool.convert.tfjs import export_tfjs, ops_from_refusal
 from edge_tool.core.steps import console
 from edge_tool.demo import model as model_mod
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.model import ModelKind
 from edge_tool.errors import ConversionError
 from edge_tool.models.precision import float32_saved_model
+from edge_tool.tfjs_writer.export import export_tfjs, ops_from_refusal
 
 # an older converter's words, as check and older logs may carry them: "Unsupported Ops in the model …\nErfc"
 _UNSUPPORTED = re.compile(r"Unsupported Ops in the model[^\n]*\n(?P<ops>[^\n]+)")

@@ -43,6 +43,7 @@ _ZIP_ERRORS = (
     OverflowError,
 )
 CHUNK = 1 << 20
+MAX_METADATA_BYTES = 1 << 20  # a .keras metadata.json is a few hundred bytes (keras_archive_version)
 
 
 @dataclass(frozen=True)
@@ -150,3 +151,17 @@ def check_keras_archive(path: Path) -> KerasArchive:
     config = _json_object(docs["config.json"], "config.json", path)
     metadata = _json_object(docs["metadata.json"], "metadata.json", path) if "metadata.json" in docs else None
     return KerasArchive(path, tuple(i.filename for i in infos), config, metadata)
+
+
+def keras_archive_version(path: Path) -> str | None:
+    """``keras_version`` from a .keras zip's metadata.json without loading the model; None when unreadable."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo("metadata.json")
+            if info.file_size > MAX_METADATA_BYTES:
+                return None
+            meta = json.loads(zf.read(info))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, RuntimeError, NotImplementedError):
+        return None
+    version = meta.get("keras_version") if isinstance(meta, dict) else None
+    return str(version) if isinstance(version, (str, int, float)) else None

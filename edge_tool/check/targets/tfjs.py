@@ -1,4 +1,4 @@
-"""tfjs: TensorFlow.js graph models — the op table of tfjs 4.22's graph-model executor (``convert.tfjs_op_table``,
+"""tfjs: TensorFlow.js graph models — the op table of tfjs 4.22's graph-model executor (``tfjs_writer.op_table``,
 generated from @tensorflow/tfjs-converter's op mappers), then the graph model executed by tfjs itself (cpu backend,
 the vendored runtime, in Node) on zeros.
 
@@ -18,10 +18,10 @@ from pathlib import Path
 from edge_tool.check.base import Finding, Status, TargetResult, Unavailable, target_result
 from edge_tool.check.registry import TARGETS, TargetSpec
 from edge_tool.check.targets.common import conversion_failed
-from edge_tool.convert.tfjs import ops_from_refusal
-from edge_tool.convert.tfjs_op_table import TFJS_OPS, TFJS_VERSION
 from edge_tool.errors import UsageError
 from edge_tool.nodejs.tfjs_session import node_binary, tfjs_bundle_path
+from edge_tool.tfjs_writer.export import ops_from_refusal
+from edge_tool.tfjs_writer.op_table import TFJS_OPS, TFJS_VERSION
 
 # Graph nodes that are not ops (inputs, constants) and need no kernel.
 NOT_OPS = {"Placeholder", "Const", "PlaceholderWithDefault"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from edge_tool.convert import fidelity
 from edge_tool.errors import ConversionError
+from edge_tool.models.probes import probe_feeds
 from edge_tool.schemas.format_records import OnnxAgreement
 
 CHECK_SAMPLES = 16  # calibration samples the self-check runs (the first of the same seeded selection)
@@ -36,7 +37,7 @@ def agreement(data: bytes, ctx, mode: str) -> OnnxAgreement:
     if ctx.representative_dataset is not None:
         feeds, inputs = [s for _, s in zip(range(CHECK_SAMPLES), ctx.representative_dataset())], "calibration"
     else:
-        feeds, inputs = fidelity.probe_feeds(ctx.source.signature), "seeded random"
+        feeds, inputs = probe_feeds(ctx.source.signature), "seeded random"
     if not feeds:
         return OnnxAgreement(inputs, 0, False, "no input of a known shape to run")
     try:

@@ -1,4 +1,4 @@
-"""tfjs: one TensorFlow.js graph model per run (``OUTDIR/tfjs/``, edgetool's own writer: ``convert.tfjs``), self-checked
+"""tfjs: one TensorFlow.js graph model per run (``OUTDIR/tfjs/``, edgetool's own writer: ``tfjs_writer``), self-checked
 in tfjs in Node, overlapped with the TFLite builds when it pays."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from edge_tool.calibration.serial import Record
 from edge_tool.convert.background import BackgroundCall, usable_cpus
 from edge_tool.convert.enums import TfjsQuant
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec, option
-from edge_tool.convert.tfjs_op_table import TFJS_VERSION
 from edge_tool.parsers.tree import tree_bytes
+from edge_tool.tfjs_writer.op_table import TFJS_VERSION
 
 if TYPE_CHECKING:
     from edge_tool.schemas.manifest import ManifestArtifact
@@ -72,7 +72,7 @@ def submit(job: FormatJob) -> None:
 
 
 def refusal(source) -> str | None:
-    """Why TensorFlow.js cannot run this model (see ``convert.tfjs.tfjs_refusal``), or None."""
+    """Why TensorFlow.js cannot run this model (see ``tfjs_writer.export.tfjs_refusal``), or None."""
     return _builder().refusal(source)
 
 

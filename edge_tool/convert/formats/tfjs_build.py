@@ -1,4 +1,4 @@
-"""How --format tfjs builds: edgetool's TensorFlow.js writer (``convert.tfjs``) run here or in this run's
+"""How --format tfjs builds: edgetool's TensorFlow.js writer (``tfjs_writer``) run here or in this run's
 background worker, and the manifest entry of the graph model's directory (loaded by ``formats.tfjs`` when a
 conversion runs: its helpers are numpy-backed, and ``--help`` reads the registry)."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 from edge_tool.convert.formats.registry import FormatJob, FormatSpec
 from edge_tool.convert.metadata_step import tfjs_user_metadata
 from edge_tool.convert.source import content_hash
-from edge_tool.convert.tfjs import export_tfjs, tfjs_refusal
 from edge_tool.core.steps import console, step
 from edge_tool.schemas.format_records import TfjsAgreement
 from edge_tool.schemas.manifest import ManifestArtifact
 from edge_tool.schemas.records import FileEntry
+from edge_tool.tfjs_writer.export import export_tfjs, tfjs_refusal
 
 DIR = "tfjs"  # the graph model's directory in OUTDIR
 
@@ -48,7 +48,7 @@ def submit(job: FormatJob, spec: FormatSpec) -> None:
 
 
 def refusal(source) -> str | None:
-    """Why TensorFlow.js cannot run this model (see ``convert.tfjs.tfjs_refusal``), or None."""
+    """Why TensorFlow.js cannot run this model (see ``tfjs_writer.export.tfjs_refusal``), or None."""
     return tfjs_refusal(source)
 
 

@@ -17,6 +17,7 @@ from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.metadata.writer import embed_metadata
+from edge_tool.models.probes import probe_feeds
 from edge_tool.parsers.limits import check_tflite_tensors
 from edge_tool.parsers.tflite_model import state_warning, summarize_tflite
 from edge_tool.schemas.manifest import ManifestArtifact
@@ -44,7 +45,7 @@ def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
         check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
         check = None
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
-            probes = fidelity.probe_feeds(ctx.source.signature) if fidelity.tolerance(mode) is not None else None
+            probes = probe_feeds(ctx.source.signature) if fidelity.tolerance(mode) is not None else None
             sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
             got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
             check = got and fidelity.check(ctx, mode.value, probes, got)

@@ -2,6 +2,7 @@
 
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import MODES, ModeSpec
+from edge_tool.models.probes import FLOAT16_TOLERANCE
 
 
 def build(ctx) -> bytes:
@@ -22,6 +23,6 @@ SPEC = MODES.register(
         activations="float32",
         build=build,
         integer_rank=4,
-        self_check_tolerance=5e-2,
+        self_check_tolerance=FLOAT16_TOLERANCE,
     )
 )

@@ -2,6 +2,7 @@
 
 from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import MODES, ModeSpec
+from edge_tool.models.probes import FLOAT32_TOLERANCE
 
 
 def build(ctx) -> bytes:
@@ -16,6 +17,6 @@ SPEC = MODES.register(
         activations="float32",
         auto_candidate=False,
         build=build,
-        self_check_tolerance=1e-3,
+        self_check_tolerance=FLOAT32_TOLERANCE,
     )
 )

@@ -10,9 +10,9 @@ def build(ctx) -> bytes:
     Both are measured in LiteRT on ``--eval-data``, or on the held-out split of ``--train-data`` that also picked
     the best epoch; the decision (both accuracies, the reason) goes into the manifest record of the artefact.
     """
-    from edge_tool.convert.qat_support import mode  # noqa: PLC0415 - tfmot, numpy: loaded when qat builds
+    from edge_tool.convert.modes import qat_build  # noqa: PLC0415 - tfmot, numpy: loaded when qat builds
 
-    return mode.build(ctx)
+    return qat_build.build(ctx)
 
 
 SPEC = MODES.register(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_tool.core.env import import_tf
+from edge_tool.models.graphdef import add_const
 
 _INT32, _BOOL = 3, 10  # DT_INT32, DT_BOOL
 
@@ -34,15 +35,6 @@ def _add(graph_def, name: str, op: str, inputs: list[str], **attrs):
     return name
 
 
-def _const(graph_def, name: str, value) -> str:
-    tf = import_tf()
-    value = np.asarray(value)
-    node = graph_def.node.add(name=name, op="Const")
-    node.attr["dtype"].type = tf.as_dtype(value.dtype).as_datatype_enum
-    node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
-    return name
-
-
 def _dtype(enum: int):
     tf = import_tf()
     attr = tf.compat.v1.AttrValue()
@@ -52,9 +44,9 @@ def _dtype(enum: int):
 
 def _last_dim(graph_def, p: str, shape: str, from_end: int) -> str:
     """Dimension ``-from_end`` of the int32 ``shape`` vector, as a scalar."""
-    begin = _const(graph_def, f"{p}/begin{from_end}", np.array([-from_end], np.int32))
-    end = _const(graph_def, f"{p}/end{from_end}", np.array([1 - from_end if from_end > 1 else 0], np.int32))
-    step = _const(graph_def, f"{p}/step{from_end}", np.array([1], np.int32))
+    begin = add_const(graph_def, f"{p}/begin{from_end}", np.array([-from_end], np.int32))
+    end = add_const(graph_def, f"{p}/end{from_end}", np.array([1 - from_end if from_end > 1 else 0], np.int32))
+    step = add_const(graph_def, f"{p}/step{from_end}", np.array([1], np.int32))
     i32 = _dtype(_INT32)
     return _add(
         graph_def,
@@ -86,10 +78,13 @@ def rewrite_band_parts(graph_def) -> int:
         lower = _as_int32(graph_def, p, band.input[1], tindex, "lower")
         upper = _as_int32(graph_def, p, band.input[2], tindex, "upper")
         shape = _add(graph_def, f"{p}/shape", "Shape", [a], T=t, out_type=i32)
-        zero, one = _const(graph_def, f"{p}/zero", np.int32(0)), _const(graph_def, f"{p}/one", np.int32(1))
+        zero, one = add_const(graph_def, f"{p}/zero", np.int32(0)), add_const(graph_def, f"{p}/one", np.int32(1))
         rows = _add(graph_def, f"{p}/rows", "Range", [zero, _last_dim(graph_def, p, shape, 2), one], Tidx=i32)
         cols = _add(graph_def, f"{p}/cols", "Range", [zero, _last_dim(graph_def, p, shape, 1), one], Tidx=i32)
-        axis_col, axis_row = _const(graph_def, f"{p}/axis1", np.int32(1)), _const(graph_def, f"{p}/axis0", np.int32(0))
+        axis_col, axis_row = (
+            add_const(graph_def, f"{p}/axis1", np.int32(1)),
+            add_const(graph_def, f"{p}/axis0", np.int32(0)),
+        )
         rows = _add(graph_def, f"{p}/rows2d", "ExpandDims", [rows, axis_col], T=i32, Tdim=i32)
         cols = _add(graph_def, f"{p}/cols2d", "ExpandDims", [cols, axis_row], T=i32, Tdim=i32)
         below = _add(graph_def, f"{p}/i_minus_j", "Sub", [rows, cols], T=i32)
@@ -148,14 +143,14 @@ def rewrite_einsums(graph_def) -> int:
             if perm == sorted(perm):
                 operands.append(ref)
                 continue
-            order = _const(graph_def, f"{p}/{tag}_perm", np.array(perm, np.int32))
+            order = add_const(graph_def, f"{p}/{tag}_perm", np.array(perm, np.int32))
             operands.append(_add(graph_def, f"{p}/{tag}_t", "Transpose", [ref, order], T=t, Tperm=i32))
         graph_def.node.remove(node)
         if plan[2] == sorted(plan[2]):
             _add(graph_def, name, "BatchMatMulV2", operands, T=t, adj_x=False, adj_y=False)
         else:
             product = _add(graph_def, f"{p}/matmul", "BatchMatMulV2", operands, T=t, adj_x=False, adj_y=False)
-            order = _const(graph_def, f"{p}/out_perm", np.array(plan[2], np.int32))
+            order = add_const(graph_def, f"{p}/out_perm", np.array(plan[2], np.int32))
             _add(graph_def, name, "Transpose", [product, order], T=t, Tperm=i32)
         done += 1
     return done

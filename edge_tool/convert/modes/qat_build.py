@@ -3,15 +3,15 @@ and plain int8 PTQ, measure both, ship the more accurate one, and record the dec
 
 from edge_tool import calibration
 from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.qat import QatOptions, match_data, run_qat
-from edge_tool.convert.qat_support.data import load_labelled
-from edge_tool.convert.qat_support.export import qat_to_tflite
-from edge_tool.convert.qat_support.select import decide, float_accuracy
-from edge_tool.convert.qat_support.source import check_qat_source
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError
 from edge_tool.litert.recipes import configure_full_int8
+from edge_tool.qat.data import load_labelled
+from edge_tool.qat.export import qat_to_tflite
+from edge_tool.qat.pipeline import QatOptions, match_data, run_qat
+from edge_tool.qat.select import decide, float_accuracy
+from edge_tool.qat.source import check_qat_source
 from edge_tool.tasks import get_task
 
 

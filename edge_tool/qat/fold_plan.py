@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edge_tool.convert.qat_support.graph import read_graph
+from edge_tool.qat.graph import read_graph
 
 ACT_TARGETS = ("Conv2D", "DepthwiseConv2D", "Dense")
 BN_TARGETS = ("Conv1D", "Conv2D", "Conv3D", "DepthwiseConv2D", "SeparableConv2D", "Dense")

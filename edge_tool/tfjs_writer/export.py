@@ -1,9 +1,9 @@
 """TensorFlow.js graph-model export by edgetool's own writer (no tensorflowjs package).
 
-``export_tfjs``: freeze the signature, optimise with grappler (``tfjs_graph``), rewrite batch norms and fuse into
-the forms tfjs runs (``tfjs_rewrite``), refuse ops TensorFlow.js 4.22 has no kernel for (``tfjs_op_table``, read
-from tfjs-converter's op mappers), move constants into weight shards (``tfjs_weights``), write model.json, then run
-the file in tfjs in Node against TensorFlow (``tfjs_selfcheck``): a file that disagrees is not kept.
+``export_tfjs``: freeze the signature, optimise with grappler (``graph``), rewrite batch norms and fuse into
+the forms tfjs runs (``rewrite``), refuse ops TensorFlow.js 4.22 has no kernel for (``op_table``, read
+from tfjs-converter's op mappers), move constants into weight shards (``weights``), write model.json, then run
+the file in tfjs in Node against TensorFlow (``selfcheck``): a file that disagrees is not kept.
 """
 
 from __future__ import annotations
@@ -14,10 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool import __version__
-from edge_tool.convert import tfjs_graph, tfjs_opfix, tfjs_rewrite, tfjs_selfcheck, tfjs_weights
-from edge_tool.convert.tfjs_op_table import TFJS_OPS, TFJS_VERSION
 from edge_tool.errors import ConversionError, UsageError
 from edge_tool.models.signature_choice import numeric_signature_way_out
+from edge_tool.tfjs_writer import graph as tfjs_graph
+from edge_tool.tfjs_writer import opfix as tfjs_opfix
+from edge_tool.tfjs_writer import rewrite as tfjs_rewrite
+from edge_tool.tfjs_writer import selfcheck as tfjs_selfcheck
+from edge_tool.tfjs_writer import weights as tfjs_weights
+from edge_tool.tfjs_writer.op_table import TFJS_OPS, TFJS_VERSION
 from edge_tool.tflite_converter.diagnose import python_callbacks
 from edge_tool.trust.side_effects import python_callback_refusal
 
@@ -109,7 +113,7 @@ def export_tfjs(
 
     ``user_metadata`` (labels, input normalization) lands in model.json's ``userDefinedMetadata``, which tfjs
     exposes as ``GraphModel.metadata``. The file is run in tfjs in Node on seeded probes and compared with
-    TensorFlow (``tfjs_selfcheck``); a disagreement raises ConversionError and leaves no ``out_dir``.
+    TensorFlow (``selfcheck``); a disagreement raises ConversionError and leaves no ``out_dir``.
     """
     quant = weight_quant or "none"
     if quant not in TFJS_WEIGHT_QUANT:

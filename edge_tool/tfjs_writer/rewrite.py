@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_tool.core.env import import_tf
+from edge_tool.models.graphdef import add_const, const_value
 
 _FUSED_BN = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
 FUSABLE_ACTIVATIONS = ("Relu", "Relu6", "Elu", "Sigmoid", "LeakyRelu")
@@ -57,10 +58,7 @@ class _Graph:
         return self.nodes[readers[0]]
 
     def const(self, ref: str):
-        node = self.nodes.get(_node_name(ref))
-        if node is None or node.op != "Const":
-            return None
-        return import_tf().make_ndarray(node.attr["value"].tensor)
+        return const_value(self.nodes, ref)
 
     def uses_extra_outputs(self, name: str) -> bool:
         """True when any output but the first of node ``name`` is read."""
@@ -70,14 +68,6 @@ class _Graph:
             for ref in n.input
             if not ref.startswith("^")
         )
-
-
-def _const(graph_def, name: str, value: np.ndarray):
-    tf = import_tf()
-    node = graph_def.node.add(name=name, op="Const")
-    node.attr["dtype"].type = tf.as_dtype(value.dtype).as_datatype_enum
-    node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
-    return name
 
 
 def _op(graph_def, name: str, op: str, inputs: list[str], dtype_attr, **attrs) -> str:
@@ -126,13 +116,13 @@ def _moments_from_plain_ops(graph_def, bn) -> None:
     channel = fmt.index("C")
     axes = np.array([i for i in range(len(fmt)) if i != channel], np.int32)
     t, p = bn.attr["T"], bn.name + "/tfjs"
-    reduce_axes = _const(graph_def, f"{p}/axes", axes)
+    reduce_axes = add_const(graph_def, f"{p}/axes", axes)
     mean = _op(graph_def, f"{p}/mean", "Mean", [x, reduce_axes], t, keep_dims=True, Tidx=3)
     sq = _op(graph_def, f"{p}/sqdiff", "SquaredDifference", [x, mean], t)
     var = _op(graph_def, f"{p}/variance", "Mean", [sq, reduce_axes], t, keep_dims=True, Tidx=3)
-    eps = _const(graph_def, f"{p}/epsilon", np.array(bn.attr["epsilon"].f, _numpy_dtype(t)))
+    eps = add_const(graph_def, f"{p}/epsilon", np.array(bn.attr["epsilon"].f, _numpy_dtype(t)))
     inv = _op(graph_def, f"{p}/rsqrt", "Rsqrt", [_op(graph_def, f"{p}/var_eps", "AddV2", [var, eps], t)], t)
-    shape = _const(graph_def, f"{p}/channel_shape", np.array(_channel_shape(bn), np.int32))
+    shape = add_const(graph_def, f"{p}/channel_shape", np.array(_channel_shape(bn), np.int32))
     scale_b = _op(graph_def, f"{p}/scale", "Reshape", [scale, shape], t, Tshape=3)  # 3: DT_INT32
     offset_b = _op(graph_def, f"{p}/offset", "Reshape", [offset, shape], t, Tshape=3)
     centred = _op(graph_def, f"{p}/centred", "Sub", [x, mean], t)
@@ -155,14 +145,16 @@ def _fold_inference(graph_def, g: _Graph, bn) -> bool:
     filt = g.const(conv.input[1]) if conv is not None and conv.op in ("Conv2D", "DepthwiseConv2dNative") else None
     if filt is not None and fmt == "NHWC" and g.sole_reader(conv.name) is bn and filt.dtype == np.float32:
         factor = s.reshape(filt.shape[2], -1) if conv.op == "DepthwiseConv2dNative" else s
-        conv.input[1] = _const(graph_def, f"{p}/filter", (filt * factor).astype(np.float32))
-        bias = graph_def.node.add(name=bn.name, op="BiasAdd", input=[conv.name, _const(graph_def, f"{p}/bias", shift)])
+        conv.input[1] = add_const(graph_def, f"{p}/filter", (filt * factor).astype(np.float32))
+        bias = graph_def.node.add(
+            name=bn.name, op="BiasAdd", input=[conv.name, add_const(graph_def, f"{p}/bias", shift)]
+        )
         bias.attr["T"].CopyFrom(t)
         return True
     shape = _channel_shape(bn)
-    mul_c = _const(graph_def, f"{p}/mul", s.astype(_numpy_dtype(t)).reshape(shape))
+    mul_c = add_const(graph_def, f"{p}/mul", s.astype(_numpy_dtype(t)).reshape(shape))
     scaled = _op(graph_def, f"{p}/scaled", "Mul", [bn.input[0], mul_c], t)
-    _op(graph_def, bn.name, "AddV2", [scaled, _const(graph_def, f"{p}/add", shift.reshape(shape))], t)
+    _op(graph_def, bn.name, "AddV2", [scaled, add_const(graph_def, f"{p}/add", shift.reshape(shape))], t)
     return True
 
 

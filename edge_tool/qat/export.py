@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import tempfile
 
-from edge_tool.convert.qat_support.source import import_stack
 from edge_tool.errors import UsageError
 from edge_tool.litert.recipes import configure_full_int8
+from edge_tool.qat.source import import_stack
 from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
 
 IO_TYPES = ("float32", "int8", "uint8")

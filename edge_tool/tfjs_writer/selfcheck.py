@@ -6,7 +6,7 @@ the demo page runs it, cpu when the wasm files are absent) on a few seeded rando
 TensorFlow on the same inputs: the signature function itself for unquantized weights, or — for float16/uint8/
 uint16 weights — the same optimised graph with its constants replaced by the values tfjs decodes, so the
 comparison judges the writer and the runtime, not the compression the user chose. Both sides compute in float32,
-so the outputs must agree up to float rounding (fidelity's fp32 tolerance of max(1, max |output|); its fp16 one
+so the outputs must agree up to float rounding (``models.probes``' float32 tolerance of max(1, max |output|); its float16 one
 when TensorFlow computes in float16, a mixed-precision model); more is a wrong file, and it is not kept. Without Node or the runtime the check is skipped and the record says why.
 """
 
@@ -17,9 +17,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from edge_tool.convert.fidelity import compare, probe_feeds
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError, RuntimeFailure, UsageError
+from edge_tool.models.probes import FLOAT16_TOLERANCE, FLOAT32_TOLERANCE, agreement, probe_feeds
 from edge_tool.nodejs.tfjs_session import TfjsSession, wasm_backend_dir
 
 _HALF = 19  # DT_HALF
@@ -27,7 +27,7 @@ _HALF = 19  # DT_HALF
 
 def computes_in_half(graph_def) -> bool:
     """True when TensorFlow computes part of the graph in float16 (a mixed_float16 Keras model): tfjs computes it in
-    float32, so the two differ by float16 rounding, and the check allows that (fidelity's fp16 tolerance)."""
+    float32, so the two differ by float16 rounding, and the check allows that (``models.probes``' float16 tolerance)."""
     nodes = list(graph_def.node) + [n for fn in graph_def.library.function for n in fn.node_def]
     return any(n.attr["T"].type == _HALF or n.attr["DstT"].type == _HALF for n in nodes)
 
@@ -122,7 +122,7 @@ def verify(model_json: Path, frozen, reference_graph, weights, quant: str) -> di
     except UsageError as exc:
         return skipped(f"not run in tfjs: {str(exc).split(';')[0]}")
     half = computes_in_half(reference_graph)
-    result = compare("fp16" if half else "fp32", want, got)
+    result = agreement(want, got, FLOAT16_TOLERANCE if half else FLOAT32_TOLERANCE)
     if result is None:
         return skipped("no float output to compare") | {"runtime": runtime}
     record = {

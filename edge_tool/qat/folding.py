@@ -11,15 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_tool.convert.qat_support.fold_plan import (
-    Fold,
-    affine,
-    compose,
-    layer_class,
-    plan_activation_fusions,
-    plan_folds,
-)
-from edge_tool.convert.qat_support.graph import rebuild
+from edge_tool.qat.fold_plan import Fold, affine, compose, layer_class, plan_activation_fusions, plan_folds
+from edge_tool.qat.graph import rebuild
 
 __all__ = ["apply_folds", "fold_model", "folded_weights", "max_output_diff", "within_tolerance"]
 

@@ -1,17 +1,17 @@
-"""qat: quantization-aware fine-tuning of a tf_keras model with tfmot, then full-integer int8 TFLite.
+"""QAT: quantization-aware fine-tuning of a tf_keras model with tfmot, then full-integer int8 TFLite.
 
 Pipeline (each step exists because the naive ``quantize_model`` route fails or loses accuracy on real models):
 
-1. load the Keras-2 model (SavedModel dir, .h5, or tf_keras .keras; ``qat_support.source``); Keras-3 exports,
+1. load the Keras-2 model (SavedModel dir, .h5, or tf_keras .keras; ``qat.source``); Keras-3 exports,
    subclassed models and recurrent layers are refused with the reason and the way out (``--quant int8``);
 2. rebuild it from its own graph objects (nested models inlined), folding BatchNorm and input scaling into the
-   neighbouring conv/dense only where exact, verified on sample data (``qat_support.folding``);
+   neighbouring conv/dense only where exact, verified on sample data (``qat.folding``);
 3. annotate every layer tfmot supports (TF-op layers stay float, calibrated at conversion), ``quantize_apply``,
-   and start every fake-quant range at the calibration min/max (``qat_support.ranges``), not at [-6, 6];
+   and start every fake-quant range at the calibration min/max (``qat.ranges``), not at [-6, 6];
 4. fine-tune on targets mixing labels with the float model's probabilities, small cosine-decayed LR, keeping the
-   best epoch (epoch 0 = calibrated ranges only) on a held-out split (``qat_support.finetune``);
+   best epoch (epoch 0 = calibrated ranges only) on a held-out split (``qat.finetune``);
 5. convert with TFLITE_BUILTINS_INT8 + a representative dataset: the result is full-integer
-   (``qat_support.export``).
+   (``qat.export``).
 
 ``modes/qat.py`` then measures this against plain int8 PTQ on held-out data and ships the better one.
 """
@@ -25,15 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from edge_tool.convert.enums import QatStrategy
-from edge_tool.convert.qat_support.annotate import annotate_supported, refuse_unsupported
-from edge_tool.convert.qat_support.data import Labelled, from_arrays, split
-from edge_tool.convert.qat_support.finetune import Schedule, fine_tune, predict
-from edge_tool.convert.qat_support.folding import fold_model
-from edge_tool.convert.qat_support.heads import detect_heads, head_tasks
-from edge_tool.convert.qat_support.ranges import calibrate_ranges, tfmot_quantizer_types
-from edge_tool.convert.qat_support.source import import_stack, load_keras_for_qat
 from edge_tool.errors import ConversionError, DataError, UsageError, collect_and_raise
+from edge_tool.qat.annotate import annotate_supported, refuse_unsupported
+from edge_tool.qat.data import Labelled, from_arrays, split
+from edge_tool.qat.enums import QatStrategy
+from edge_tool.qat.finetune import Schedule, fine_tune, predict
+from edge_tool.qat.folding import fold_model
+from edge_tool.qat.heads import detect_heads, head_tasks
+from edge_tool.qat.ranges import calibrate_ranges, tfmot_quantizer_types
+from edge_tool.qat.source import import_stack, load_keras_for_qat
 from edge_tool.tasks.embedding import unit_rows
 from edge_tool.training.config import Strategy
 from edge_tool.training.strategies import build_local_strategy
@@ -149,7 +149,7 @@ class QatRun:
 
     model: Any  # the tfmot QAT model (tf_keras)
     float_model: Any  # the folded float model (the distillation teacher and the float reference)
-    heads: tuple  # qat_support.heads.Head per output
+    heads: tuple  # qat.heads.Head per output
     held_out: Labelled  # the split of the training data the best epoch was picked on
     notes: dict  # folded, fold_dropped, float_layers, ranges_calibrated, history, best_epoch
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from edge_tool.convert.source import keras_archive_version
 from edge_tool.core.env import configure_tf_env, import_tf
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.models.keras_precision import float32_keras_model, is_mixed_keras
 from edge_tool.models.signatures import saved_model_flavor
-from edge_tool.parsers.keras_archive import check_keras_archive
+from edge_tool.parsers.keras_archive import check_keras_archive, keras_archive_version
 from edge_tool.trust import custom_objects
 from edge_tool.trust.guard import require_no_keras_code
 

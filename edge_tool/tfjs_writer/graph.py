@@ -4,7 +4,7 @@ The signature (tags ``serve``) is loaded, its variables become constants (contro
 nodes whose bodies live in the graph's function library, which tfjs executes), and TensorFlow's own grappler runs
 the passes that never introduce an op tfjs lacks: pruning, constant folding, arithmetic and dependency
 optimisation. The remapper is not run: its fusions depend on oneDNN (``_FusedHardSwish``, ``_MklLayerNorm``,
-``_FusedConv2D`` with a batch norm inside), forms no tfjs 4.22 kernel runs; ``tfjs_rewrite`` makes the fusions tfjs
+``_FusedConv2D`` with a batch norm inside), forms no tfjs 4.22 kernel runs; ``rewrite`` makes the fusions tfjs
 does run.
 """
 

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.calibration.serial import Record, spec
-from edge_tool.convert.qat_support.data import Labelled
-from edge_tool.convert.qat_support.finetune import predict
-from edge_tool.convert.qat_support.heads import Head, accuracy
 from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.litert.tflite_runner import TfliteInterpreter
+from edge_tool.qat.data import Labelled
+from edge_tool.qat.finetune import predict
+from edge_tool.qat.heads import Head, accuracy
 
 LARGE_DROP = 0.05  # accuracy below float beyond which the decision carries a hint
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edge_tool.convert.qat_support.heads import Head, accuracy, agreement
+from edge_tool.qat.heads import Head, accuracy, agreement
 from edge_tool.training.data import make_dataset
 
 
