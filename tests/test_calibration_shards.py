@@ -49,6 +49,12 @@ def _samples(model: bytes):
     return gen
 
 
+@pytest.fixture(scope="module")
+def conv_model() -> bytes:
+    """The tiny conv net, converted once for this module's tests."""
+    return _float_model()
+
+
 def _both(monkeypatch, model: bytes, workers: int) -> tuple[bytes, shards.Calibrated]:
     """(TensorFlow's own calibrated model, edgetool's with every sample split over ``workers`` processes)."""
     from tensorflow.lite.python.optimize import calibrator
@@ -60,20 +66,19 @@ def _both(monkeypatch, model: bytes, workers: int) -> tuple[bytes, shards.Calibr
     return expected, shards.calibrate(calibrator.Calibrator(model), model, gen, [])
 
 
-def test_sharded_calibration_writes_the_one_process_bytes(monkeypatch):
-    model = _float_model()
-    expected, got = _both(monkeypatch, model, 3)
+def test_sharded_calibration_writes_the_one_process_bytes(monkeypatch, conv_model):
+    expected, got = _both(monkeypatch, conv_model, 3)
     assert (got.shards, got.fell_back) == (3, None)
     assert got.model == expected
     assert shards.merge_ranges([got.model, got.model]) == expected  # merging a model with itself changes nothing
 
 
-def test_a_failed_worker_falls_back_to_one_process(monkeypatch, tmp_path):
+def test_a_failed_worker_falls_back_to_one_process(monkeypatch, tmp_path, conv_model):
     failing = tmp_path / "python"
     failing.write_text("#!/bin/sh\necho broken >&2\nexit 3\n")
     failing.chmod(0o755)
     monkeypatch.setattr(shards.sys, "executable", str(failing))
-    expected, got = _both(monkeypatch, _float_model(), 2)
+    expected, got = _both(monkeypatch, conv_model, 2)
     assert got.shards == 1 and "exited with 3: broken" in got.fell_back
     assert got.model == expected
 
@@ -86,7 +91,7 @@ def test_a_model_with_state_across_samples_is_not_split(monkeypatch):
     assert got.model == expected
 
 
-def test_models_of_different_layouts_do_not_merge():
-    a = _float_model()
+def test_models_of_different_layouts_do_not_merge(conv_model):
+    a = conv_model
     assert shards.merge_ranges([a, a[:5] + b"X" + a[6:]]) is None  # a byte outside the ranges differs
     assert shards.merge_ranges([a, a + b"\0"]) is None

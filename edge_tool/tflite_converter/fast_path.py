@@ -137,6 +137,9 @@ def fast_path_problem() -> str | None:
         "_mlir_quantize(...)": set(_MLIR_QUANTIZE_KWARGS) <= set(_params(getattr(lite, "_mlir_quantize", None))),
         "TFLiteConverterBase._set_original_model_type": hasattr(lite.TFLiteConverterBase, "_set_original_model_type"),
         "calibrator": all(hasattr(calibrator, n) for n in ("add_intermediate_tensors", "Calibrator")),
+        "Calibrator._create_input_array_from_dict": hasattr(
+            getattr(calibrator, "Calibrator", None), "_create_input_array_from_dict"
+        ),
         "CalibrationWrapper.QuantizeModel(7 args)": _QUANTIZE_MODEL_OVERLOAD
         in (
             getattr(
