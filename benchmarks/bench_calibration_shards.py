@@ -98,6 +98,7 @@ def ort(onnx: Path, cal: Path, out: Path) -> float:
 
 def shard_cost(saved: Path, cal: Path, folder: Path, counts: tuple[int, int]) -> tuple[float, float]:
     """(start-up s, per-sample s) of one calibration worker, from its wall time on ``counts`` samples."""
+    folder.mkdir(parents=True, exist_ok=True)
     so = subprocess.run(
         [sys.executable, "-c", SHARD, str(saved), str(cal), str(folder), *map(str, counts)],
         env=ENV,
