@@ -40,3 +40,25 @@ def table(headers: list[str], rows: list[list]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+def simd_flags() -> str:
+    """The CPU's vector extensions that matter for these kernels (from /proc/cpuinfo), e.g. "avx2 fma avx512f"."""
+    wanted = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return " ".join(f for f in wanted if f in have) or "none of " + " ".join(wanted)
+    except OSError:
+        pass
+    return "unknown"
+
+
+def load_line() -> str:
+    """The 1/5/15-minute load averages and the CPU count, e.g. "load 3.2 / 2.9 / 2.1 on 2 CPUs"."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "load unknown"
+    return f"load {one:.1f} / {five:.1f} / {fifteen:.1f} on {os.cpu_count()} CPUs"

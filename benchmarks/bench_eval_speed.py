@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import machine, table, write_section  # noqa: E402
+from _results import load_line, machine, simd_flags, table, write_section  # noqa: E402
 from bench_eval_scale import CACHE, prepare_models, write_data  # noqa: E402
 
 PLAIN = r"""
@@ -136,6 +136,7 @@ def main() -> None:
         envs["edgetool eval, before (--code-dir)"] = {**env, "PYTHONPATH": str(args.code_dir.resolve())}
     walls: dict[str, list[float]] = {k: [] for k in variants}
     cpus: dict[str, list[float]] = {k: [] for k in variants}
+    load_before = load_line()
     plain_out, eval_doc = {}, {}
     for rep in range(args.repeats):
         for name, cmd in variants.items():
@@ -155,6 +156,7 @@ def main() -> None:
             " / ".join(f"{w:.1f}" for w in ws),
             f"{statistics.median(ws):.1f} s",
             f"{statistics.median(ws) / base:.2f}×",
+            f"{statistics.median(w / p for w, p in zip(ws, walls['plain script'])):.2f}×",
             f"{args.samples / statistics.median(ws):.1f}",
             f"{statistics.median(cpus[name]):.1f} s ({statistics.median(cpus[name]) / cpu_base:.2f}×)",
         ]
@@ -197,17 +199,28 @@ def main() -> None:
         [
             "## eval speed vs a plain script (`benchmarks/bench_eval_speed.py`)",
             "",
-            f"Machine: {machine()}. MobileNetV2-224 (random weights) fp32 + int8 .tflite against the SavedModel on "
+            f"Machine: {machine()}; SIMD: {simd_flags()}. MobileNetV2-224 (random weights) fp32 + int8 .tflite against the SavedModel on "
             f"{args.samples} seeded random uint8 images (.npz, cast to float32). Wall time of the whole process, "
             "Python start and TensorFlow import included; runs alternate, medians of "
             f"{args.repeats}. The plain script runs the SavedModel at batch 64, then each .tflite at batch 64 with "
             "every core, and computes agreement and max error — nothing else. eval also measures latency (batch 1, "
             "each .tflite in a fresh process, and the reference), writes the JSON report, and isolates every "
             "artefact in its own process. The machine is shared with other jobs, so single runs are noisy: CPU "
-            f"seconds (user + system of the whole process tree) are shown too. Load average at the end: "
-            f"{' / '.join(f'{v:.1f}' for v in os.getloadavg())}.",
+            f"seconds (user + system of the whole process tree) are shown too, and the paired ratio (median over rounds of "
+            f"eval's wall / the same round's plain wall). Before: {load_before}; at the end: {load_line()}.",
             "",
-            table(["run", "wall per run (s)", "median wall", "× plain", "samples/s", "median CPU (× plain)"], rows),
+            table(
+                [
+                    "run",
+                    "wall per run (s)",
+                    "median wall",
+                    "× plain",
+                    "paired × plain",
+                    "samples/s",
+                    "median CPU (× plain)",
+                ],
+                rows,
+            ),
             "",
             f"Target ≤ 1.00× wall (issue 14 item 1, eval with defaults): measured {ratio:.2f}× — {verdict}",
             "",

@@ -35,6 +35,7 @@ import numpy as np
 from edge_tool.errors import ConversionError
 from edge_tool.models.fixed_batch import MAX_UNROLL
 from edge_tool.parsers.tflite_model import summarize_tflite
+from edge_tool.tflite_converter import calibration_shards
 
 # The TensorFlow minor versions whose private converter internals the fast path was checked on (byte-identical files in
 # every mode: tests/test_converter_fast_path.py, run on each row CI installs); any other version uses the public path.
@@ -99,7 +100,14 @@ class SharedSource:
 
         model = _calibrator.add_intermediate_tensors(float_model)
         cal = _calibrator.Calibrator(model, *registerers)
-        calibrated = cal.calibrate(dataset.input_gen)
+        if registerers[1]:  # Python-function registerers cannot reach a worker process
+            calibrated = cal.calibrate(dataset.input_gen)
+        else:
+            done = calibration_shards.calibrate(cal, model, dataset.input_gen, registerers[0])
+            calibrated = done.model
+            calibration_shards.report(done)
+            if done.shards > 1:  # the merged ranges are in the calibrated model: a wrapper on it quantizes from them
+                cal = _calibrator.Calibrator(calibrated, *registerers)
         self._calibrations[key] = _Calibration(cal, calibrated)
         return self._calibrations[key]
 
@@ -129,6 +137,9 @@ def fast_path_problem() -> str | None:
         "_mlir_quantize(...)": set(_MLIR_QUANTIZE_KWARGS) <= set(_params(getattr(lite, "_mlir_quantize", None))),
         "TFLiteConverterBase._set_original_model_type": hasattr(lite.TFLiteConverterBase, "_set_original_model_type"),
         "calibrator": all(hasattr(calibrator, n) for n in ("add_intermediate_tensors", "Calibrator")),
+        "Calibrator._create_input_array_from_dict": hasattr(
+            getattr(calibrator, "Calibrator", None), "_create_input_array_from_dict"
+        ),
         "CalibrationWrapper.QuantizeModel(7 args)": _QUANTIZE_MODEL_OVERLOAD
         in (
             getattr(
