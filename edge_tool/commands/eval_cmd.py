@@ -155,9 +155,9 @@ def command(
     from edge_tool.core.textsafe import visible
     from edge_tool.errors import ArtifactsFailed, BudgetExceeded
     from edge_tool.evaluate.budgets import budget_violations, failures
+    from edge_tool.evaluate.lm_eval import is_lm_reference
     from edge_tool.evaluate.outputs import write_reports
     from edge_tool.keras_files import run_eval_any
-    from edge_tool.evaluate.lm_eval import is_lm_reference
     from edge_tool.models.signatures import signature_note
 
     lm = text is not None or (task is not None and task.value == "lm") or is_lm_reference(reference)

@@ -28,7 +28,12 @@ def budget_violations(report: Report, config: EvalConfig) -> list[tuple[str, str
     lines = []
     for r in report.results:
         drop = r.metric_drop if r.metric_drop is not None or r.metrics is not None else r.accuracy_drop
-        if config.max_drop is not None and drop is not None and not drop_within(drop, config.max_drop) and main == "perplexity":
+        if (
+            config.max_drop is not None
+            and drop is not None
+            and not drop_within(drop, config.max_drop)
+            and main == "perplexity"
+        ):
             lines.append(
                 (
                     r.artifact,
