@@ -44,9 +44,13 @@ PROMPT = "The page and the native runtime read the same prompt."  # 53 byte toke
 NO_STOP = 263  # an id untrained models rarely pick: generations run their full length
 
 
-def build(size: str, out: Path) -> tuple[Path, int]:
-    """The seeded model of ``size`` as one fp32 .tflite with its description; (path, parameters)."""
+MODES = ("fp32", "int8")  # int8: dynamic-range (weights int8, activations float), the converter's Optimize.DEFAULT
+
+
+def build(size: str, out: Path) -> tuple[dict[str, Path], int]:
+    """The seeded model of ``size`` as one .tflite per mode, each with its description; ({mode: path}, parameters)."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    import tensorflow as tf
     import tf_keras as keras
 
     fields, prefill = SIZES[size]
@@ -54,12 +58,17 @@ def build(size: str, out: Path) -> tuple[Path, int]:
     model = build_lm(keras, LmConfig(**fields))
     export_lm(model, out / "model", prefill_lengths=prefill)
     keys = ("decode", *(f"prefill_{t}" for t in prefill))
-    tflite = out / "lm.tflite"
-    conv = new_converter(out / "model", signatures=keys)
-    tflite.write_bytes(run_converter(conv, Refusal(model=out / "model", failed="conversion failed")))
     spec = json.loads((out / "model" / "assets" / SPEC_NAME).read_text())
-    (out / SPEC_NAME).write_text(LmSpec.from_dict({**spec, "stop_ids": [NO_STOP]}).to_json())
-    return tflite, model.count_params()
+    files = {}
+    for mode in MODES:
+        (out / mode).mkdir()
+        conv = new_converter(out / "model", signatures=keys)
+        if mode == "int8":
+            conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        files[mode] = out / mode / "lm.tflite"
+        files[mode].write_bytes(run_converter(conv, Refusal(model=out / "model", failed="conversion failed")))
+        (out / mode / SPEC_NAME).write_text(LmSpec.from_dict({**spec, "stop_ids": [NO_STOP]}).to_json())
+    return files, model.count_params()
 
 
 def measure(tflite: Path, site: Path, tokens: int, rounds: int, threads: int) -> tuple[dict, dict]:
@@ -121,6 +130,23 @@ def _summary(ttft: list[float], steps: list[list[float]], first: list[int]) -> d
     return {"ttft_ms": statistics.median(ttft), "step_ms": step, "tokens_per_s": 1000 / step, "tokens": first}
 
 
+def _row(size: str, mode: str, params: int, tflite: Path, nat: dict, web: dict) -> list:
+    return [
+        size,
+        mode,
+        f"{params / 1e6:.2f}M",
+        f"{tflite.stat().st_size / 1e6:.1f} MB",
+        f"{nat['ttft_ms']:.1f}",
+        f"{web['ttft_ms']:.1f}",
+        f"{nat['tokens_per_s']:.0f}",
+        f"{1000 / nat['invoke_ms']:.0f}",
+        f"{web['tokens_per_s']:.0f}",
+        f"{web['step_ms'] / nat['step_ms']:.2f}x",
+        f"{web['step_ms'] / nat['invoke_ms']:.2f}x",
+        "yes" if web["tokens"] == nat["tokens"] else "NO",
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="tiny,small,medium")
@@ -135,32 +161,18 @@ def main() -> None:
             d = Path(tmp) / size
             d.mkdir()
             start = time.perf_counter()
-            tflite, params = build(size, d)
+            tflites, params = build(size, d)
             print(f"{size}: {params / 1e6:.2f}M parameters, built in {time.perf_counter() - start:.0f} s", flush=True)
-            nat, web = measure(tflite, d / "site", args.tokens, args.rounds, args.threads)
-            fixed.append(web["step_ms"] - nat["invoke_ms"])
-            same = "yes" if web["tokens"] == nat["tokens"] else "NO"
-            rows.append(
-                [
-                    size,
-                    f"{params / 1e6:.2f}M",
-                    f"{tflite.stat().st_size / 1e6:.1f} MB",
-                    f"{nat['ttft_ms']:.1f}",
-                    f"{web['ttft_ms']:.1f}",
-                    f"{nat['tokens_per_s']:.0f}",
-                    f"{1000 / nat['invoke_ms']:.0f}",
-                    f"{web['tokens_per_s']:.0f}",
-                    f"{web['step_ms'] / nat['step_ms']:.2f}x",
-                    f"{web['step_ms'] / nat['invoke_ms']:.2f}x",
-                    same,
-                ]
-            )
-            print(table(HEADERS, rows[-1:]), f"page: {web['engine']}", flush=True)
+            for mode, tflite in tflites.items():
+                nat, web = measure(tflite, tflite.parent / "site", args.tokens, args.rounds, args.threads)
+                fixed.append(f"{size} {mode} {web['step_ms'] - nat['invoke_ms']:.2f} ms")
+                rows.append(_row(size, mode, params, tflite, nat, web))
+                print(table(HEADERS, rows[-1:]), f"page: {web['engine']}", flush=True)
     body = "\n\n".join(
         [
             "## LM page vs native LiteRT (`benchmarks/bench_lm_page.py`)",
             f"Machine: {machine()}; load average {load:.1f} when it started (several helpers shared the 2 cores: "
-            "loaded). fp32, "
+            "loaded). fp32 and dynamic-range int8 (Optimize.DEFAULT), "
             f"{args.threads} thread(s) on both sides; a {len(PROMPT)}-token prompt, {args.tokens} greedy tokens, "
             f"median of {args.rounds} rounds after a warm-up, native and page rounds interleaved. Page: Chromium {_chromium()}, LiteRT.js in a Web Worker "
             "(default = relaxed-SIMD wasm build); native: edge_tool.lm.generate.stream over ai_edge_litert signature "
@@ -169,7 +181,7 @@ def main() -> None:
             "median decode call.",
             table(HEADERS, rows),
             "Same tokens: the page's greedy continuation equals native token for token. Page minus native "
-            f"Invoke-only per decode call, smallest model first: {', '.join(f'{f:.2f} ms' for f in fixed)} — on a "
+            f"Invoke-only per decode call: {', '.join(fixed)} — on a "
             "tiny model this is all the page's cost (LiteRT.js's JS side of a call: the token and position tensors, "
             "the run's new output buffers, the logits read back), which is why its tokens/s stays far from native "
             "there and comes within reach as the model grows.",
@@ -181,6 +193,7 @@ def main() -> None:
 
 HEADERS = [
     "model",
+    "mode",
     "params",
     ".tflite",
     "TTFT native ms",
