@@ -23,6 +23,7 @@ def _quant_help() -> str:
         "'all' = every mode that needs no training data (plus qat with --train-data; not the weight-* modes, "
         f"built when named); a float .tflite MODEL takes {', '.join(tflite_source_modes())} (ai-edge-quantizer); "
         "'auto' = the best candidate within --max-drop on --eval-data (see --objective). "
+        f"A language model (--task lm, inferred): {', '.join(LM_MODES)} or auto within --max-drop of perplexity. "
         "Default: fp32, or all with --format all. A listed mode that cannot be built for this model is "
         "reported as 'not built: MODE (reason)' and the rest written: exit 0 when every requested mode was "
         "built (a bare --format all asks for every mode that builds), 1 when some were not, 2 when none was."

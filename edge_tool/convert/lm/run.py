@@ -25,7 +25,7 @@ from edge_tool.core.env import installed_version, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
-from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.errors import ConversionError, EdgeToolError, ModelError
 from edge_tool.lm.contract import DECODE, LmContract, read_lm_contract
 from edge_tool.lm.spec import SPEC_NAME, LmSpec
 from edge_tool.models.signatures import saved_model_signatures
@@ -57,6 +57,11 @@ def convert_lm(config: LmConvertConfig) -> ConvertResult:
     check_output_dir(config.output_dir, config.force, config.inputs)
     if config.litertlm:
         require_extra()
+    if not (config.model / "saved_model.pb").is_file():
+        raise ModelError(
+            f"convert --task lm takes a contract SavedModel directory; {config.model} is not one. Export the endpoints "
+            "with edge_tool.lm.export (or edgetool train --model lm), then convert that directory."
+        )
     contract = read_lm_contract(config.model)
     lengths = plan_lengths(config, contract)
     if problem := memory_problem(config, contract):
