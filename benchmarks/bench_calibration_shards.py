@@ -13,7 +13,12 @@ Every int8 file's sha256 must equal the raw converter's (the script stops otherw
 ``calibration_worker`` process on k samples for two k (start-up + per-sample time), from which the calibration time
 at 8 and 16 cores is projected. Writes the ``calibration-shards`` section of benchmarks/RESULTS.md.
 
+``--calibration-only`` times the calibration step alone instead (TensorFlow's ``Calibrator.calibrate`` against
+``calibration_shards.calibrate`` at 2 and ``--workers`` processes, alternating in one process; wall and CPU seconds
+of the process and its workers; the calibrated models must be byte-identical) and writes ``calibration-only``.
+
 Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_calibration_shards.py [--rounds 3] [--samples 128] [--workers 4]
+       [--calibration-only]
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import load_line, machine, simd_flags, table, write_section
 from bench_peer import _ORT_QUANTIZE, build
+
+from edge_tool.tflite_converter import calibration_shards
 
 ENV = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
 RAW = r"""
@@ -123,8 +131,17 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=128)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--calibration-only", action="store_true")
     args = ap.parse_args()
     load_before = load_line()
+    if args.calibration_only:
+        with tempfile.TemporaryDirectory(prefix="bench-calib-") as tmp:
+            saved, _ = build(Path(tmp))
+            body = calibration_only(saved, args, load_before)
+        print(body)
+        if not args.no_record:
+            write_section("calibration-only", body)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-calib-") as tmp:
         tmp = Path(tmp)
         saved, _ = build(tmp)
@@ -166,6 +183,64 @@ def main() -> None:
     print(body)
     if not args.no_record:
         write_section("calibration-shards", body)
+
+
+def calibration_only(saved: Path, args, load_before: str) -> str:
+    """Time the calibration step alone (see the module doc); the RESULTS.md section."""
+    import tensorflow as tf
+    from tensorflow.lite.python.optimize import calibrator
+
+    model = calibrator.add_intermediate_tensors(tf.lite.TFLiteConverter.from_saved_model(str(saved)).convert())
+    x = np.random.default_rng(0).uniform(-1, 1, (args.samples, 224, 224, 3)).astype(np.float32)
+
+    def gen():
+        return ([x[i : i + 1]] for i in range(len(x)))
+
+    def cpu() -> float:
+        a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+    counts, got, expected = (1, 2, args.workers), {}, None
+    for _ in range(args.rounds):
+        for n in counts:
+            os.environ["EDGETOOL_CALIBRATION_WORKERS"] = str(n)
+            t0, c0 = time.perf_counter(), cpu()
+            if n == 1:
+                out, shards = calibrator.Calibrator(model).calibrate(gen), 1
+            else:
+                done = calibration_shards.calibrate(calibrator.Calibrator(model), model, gen, [])
+                out, shards = done.model, done.shards
+            got.setdefault(n, []).append((time.perf_counter() - t0, cpu() - c0, shards))
+            expected = expected or out
+            if out != expected:
+                raise SystemExit(f"calibrated model with {n} processes differs from TensorFlow's")
+    base = statistics.median(w for w, _, _ in got[1])
+    rows = [
+        [
+            "TensorFlow's Calibrator (one process)" if n == 1 else f"calibration_shards, {n} processes",
+            got[n][0][2],
+            " / ".join(f"{w:.2f}" for w, _, _ in got[n]),
+            f"{statistics.median(w for w, _, _ in got[n]):.2f} s",
+            f"{statistics.median(w for w, _, _ in got[n]) / base:.2f}×",
+            f"{statistics.median(c for _, c, _ in got[n]):.2f} s",
+        ]
+        for n in counts
+    ]
+    return "\n".join(
+        [
+            "## int8 calibration step alone (`benchmarks/bench_calibration_shards.py --calibration-only`)",
+            "",
+            f"Machine: {machine()}; SIMD: {simd_flags()}. Load before: {load_before}; after: {load_line()} — "
+            "**the machine was loaded** (other helpers' runs share its 2 cores).",
+            f"MobileNetV2-224 float model (random weights, seed 0), {args.samples} samples, {args.rounds} alternating "
+            "rounds in one process; CPU = user + system of the process and its workers. Every calibrated model was "
+            "byte-identical to TensorFlow's.",
+            "",
+            table(
+                ["calibration", "shards used", "wall per round (s)", "median wall", "× one process", "median CPU"], rows
+            ),
+        ]
+    )
 
 
 def section(times: dict, cost: tuple[float, float], args, load_before: str, digest: str) -> str:
