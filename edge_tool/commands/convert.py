@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.commands import input_options, panels
+from edge_tool.commands import convert_rerun, input_options, panels
 from edge_tool.commands.convert_print import print_result
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 from edge_tool.commands.quant_options import Quant, Require
@@ -28,6 +28,11 @@ def format_option_help(name: str) -> str:
 
 
 TFJS_QUANT_HELP = format_option_help("tfjs_quant")
+FROM_MANIFEST_HELP = (
+    "Rerun the conversion a manifest.json records (model, modes, formats, options, calibration selection, seeds) "
+    "and report per file whether the bytes are identical: exit 0 identical, 1 not. Into -o DIR, else a temporary "
+    "directory; no other option with it."
+)
 
 
 def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
@@ -38,16 +43,18 @@ def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
 
 
 def command(
+    ctx: typer.Context,
     model: Path = typer.Argument(
-        ..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."
+        None, help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."
     ),
     output: Path = typer.Option(
-        ...,
+        None,
         "-o",
         "--output",
         help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one). A symbolic link is followed to its directory (the link stays); a dangling one is refused.",
         rich_help_panel=panels.OUTPUT,
     ),
+    from_manifest: Path = typer.Option(None, "--from-manifest", help=FROM_MANIFEST_HELP, rich_help_panel=panels.OUTPUT),
     quant: Quant = None,
     output_format: OutputFormat = typer.Option(
         OutputFormat.TFLITE, "--format", help=FORMAT_HELP, rich_help_panel=panels.FORMATS
@@ -157,6 +164,10 @@ def command(
 ) -> None:
     """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop), TFJS, TFLite
     Micro or ONNX (--format)."""
+    if from_manifest is not None:
+        return convert_rerun.rerun(ctx, from_manifest, output, force)
+    if model is None or output is None:
+        raise UsageError("convert needs a MODEL and -o/--output DIR (or --from-manifest out/manifest.json).")
     use_custom_objects(custom_objects, trust_model_code)
     auto = _is_auto(quant)
     if auto:
