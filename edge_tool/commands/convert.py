@@ -8,9 +8,10 @@ import typer
 
 from edge_tool.commands import convert_rerun, input_options, panels
 from edge_tool.commands.convert_print import print_result
+from edge_tool.commands.format_option_types import TfjsQuantOption
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 from edge_tool.commands.quant_options import Quant, Require
-from edge_tool.convert.enums import IOType, Objective, TfjsQuant
+from edge_tool.convert.enums import IOType, Objective
 from edge_tool.convert.formats import FORMATS, OutputFormat, format_options, option_owners, parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
 from edge_tool.qat.enums import QatStrategy
@@ -20,14 +21,6 @@ FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.ite
 )
 
 
-def format_option_help(name: str) -> str:
-    """A format-only option's --help, from the format that declares it (its help, default, and who takes it)."""
-    fmt, row = option_owners()[name]
-    default = getattr(row.default, "value", row.default)
-    return f"{row.help} Default: {default}. Only --format {fmt} (or all) takes it."
-
-
-TFJS_QUANT_HELP = format_option_help("tfjs_quant")
 FROM_MANIFEST_HELP = (
     "Rerun the conversion a manifest.json records (model, modes, formats, options, calibration selection, seeds) "
     "and report per file whether the bytes are identical: exit 0 identical, 1 not. Into -o DIR, else a temporary "
@@ -82,7 +75,7 @@ def command(
         QatStrategy.DEFAULT, "--strategy", help="QAT strategy.", rich_help_panel=panels.QAT
     ),
     replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored.", rich_help_panel=panels.QAT),
-    tfjs_quant: TfjsQuant = typer.Option(None, "--tfjs-quant", help=TFJS_QUANT_HELP, rich_help_panel=panels.FORMATS),
+    tfjs_quant: TfjsQuantOption = None,
     allow_select_tf_ops: bool = typer.Option(
         False,
         "--allow-select-tf-ops",
@@ -162,8 +155,8 @@ def command(
     trust_model_code: bool = trust_model_code_option(),
     custom_objects: list[str] | None = CUSTOM_OBJECTS,
 ) -> None:
-    """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop), TFJS, TFLite
-    Micro or ONNX (--format)."""
+    """Convert a model to TFLite in each --quant mode (or the best within --max-drop: --quant auto) and to the other
+    formats of --format; --from-manifest reruns a recorded conversion."""
     if from_manifest is not None:
         return convert_rerun.rerun(ctx, from_manifest, output, force)
     if model is None or output is None:
@@ -177,7 +170,9 @@ def command(
             "--max-drop, --require, --device and the other budget options belong to --quant auto; evaluate other "
             "modes with edgetool eval."
         )
-    options = format_options(output_format, {"tfjs_quant": tfjs_quant})  # one a chosen format does not take: exit 2
+    options = format_options(
+        output_format, {name: ctx.params[name] for name in option_owners()}
+    )  # one a chosen format does not take: exit 2
     if auto:  # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
         own = {"modes": _auto_modes(require, train_data is not None), "keep_going": True}
     else:

@@ -10,8 +10,13 @@ import typer
 from edge_tool.commands import input_options, panels
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 from edge_tool.evaluate.runtimes import HOST, RuntimeChoice
-from edge_tool.tasks import TaskName
+from edge_tool.tasks import TASKS, TaskName
 
+MAX_DROP_HELP = (
+    "Fail (exit 1) if the task's main metric ("
+    + ", ".join(t.main_metric + (f" in {t.main_unit}" if t.main_unit else "") for t in TASKS.values())
+    + ") drops more than this (0.01 = 1 point)."
+)
 TASK_HELP = "What the outputs are (default: inferred from the model's outputs and the labels; the report says how)."
 DEFAULT_RUNTIME = next(iter(RuntimeChoice))  # the default runtime comes first
 RUNTIME_HELP = (
@@ -49,12 +54,7 @@ def command(
         help="Seconds of timed calls per model (instead of --runs).",
         rich_help_panel=panels.RUNTIME,
     ),
-    max_drop: float | None = typer.Option(
-        None,
-        "--max-drop",
-        help="Fail (exit 1) if the task's main metric (accuracy, f1_macro, r2, miou, box_iou, recall_at_1, psnr in dB, pck) drops more than this (0.01 = 1 point).",
-        rich_help_panel=panels.BUDGETS,
-    ),
+    max_drop: float | None = typer.Option(None, "--max-drop", help=MAX_DROP_HELP, rich_help_panel=panels.BUDGETS),
     max_error: float | None = typer.Option(
         None,
         "--max-error",

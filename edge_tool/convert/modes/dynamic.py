@@ -1,6 +1,5 @@
 """dynamic: dynamic-range quantization — int8 weights, float activations, no calibration."""
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import MODES, ModeSpec
 
 
@@ -15,7 +14,5 @@ def build(ctx) -> bytes:
 
 
 SPEC = MODES.register(
-    ModeSpec(
-        QuantMode.DYNAMIC.value, weights="int8", activations="float32 (dynamic range)", build=build, integer_rank=3
-    )
+    ModeSpec("dynamic", weights="int8", activations="float32 (dynamic range)", build=build, integer_rank=3)
 )
