@@ -22,6 +22,16 @@ def test_the_options_record_has_every_convert_option_in_order():
     assert record == [f.name for f in dataclasses.fields(ConvertConfig)]
 
 
+def test_options_an_earlier_edgetool_did_not_write_read_as_their_defaults():
+    options = ConvertOptions.from_dict(
+        {"model": "m", "output_dir": "o", "modes": ["int8"], "output_format": "tflite", "seed": 0}
+    )
+    assert options.samples == 200 and options.trust_model_code is False and options.format_options is None
+    written = options.to_dict()
+    every = [f.name for f in dataclasses.fields(ConvertConfig) if f.name != "format_options"]  # None: not written
+    assert list(written) == every and written["seed"] == 0
+
+
 def test_relative_paths_are_read_from_the_first_runs_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert first_run_dir(tmp_path / "a" / "out" / "manifest.json", "a/out") == tmp_path

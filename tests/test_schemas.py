@@ -333,7 +333,14 @@ def _required_only(schema: dict, doc, root: dict):
             holds = jsonschema.Draft202012Validator(branch["if"]).is_valid(doc)
             branch = branch["then" if holds else "else"]
             required |= set(branch.get("required", ()))
-        return {k: _required_only(schema["properties"][k], v, root) for k, v in doc.items() if k in required}
+        keep = {
+            "options"
+        }  # read leniently (an option added later reads as its default), written whole: test_convert_recipe
+        return {
+            k: v if k in keep else _required_only(schema["properties"][k], v, root)
+            for k, v in doc.items()
+            if k in required
+        }
     if isinstance(doc, list) and "items" in schema:
         return [_required_only(schema["items"], v, root) for v in doc]
     return doc

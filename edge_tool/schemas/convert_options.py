@@ -4,12 +4,13 @@ field, in its order (tests/test_convert_recipe.py keeps the two in step); paths 
 
 ``format_options`` holds each built format's options record by format name (``{"tfjs": {"tfjs_quant": "none"}}``;
 ``convert.formats`` turns them back into the format's own frozen record). Files written before the formats' options
-moved there carry ``tfjs_quant`` at the top level instead: read, and written back, as they are.
+moved there carry ``tfjs_quant`` at the top level instead: read, and written back, as they are. An option added
+after a file was written (``trust_model_code``, ...) reads as its default: the schema requires the first five.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from edge_tool.calibration.serial import Record, spec
 
@@ -24,25 +25,26 @@ class ConvertOptions(Record):
     output_dir: str
     modes: tuple[str, ...]  # --quant, resolved ('all' expanded), in build order
     output_format: str  # --format
-    calibration: str | None  # None: calibration.npz beside the model
-    samples: int  # calibration selection: how many, drawn with ``seed``
-    io_type: str
-    train_data: str | None
-    eval_data: str | None
-    qat_epochs: int
-    strategy: str
-    replicas: int
-    tfjs_quant: str | None = field(default=None, kw_only=True, metadata=_NONE)  # files before format_options only
-    format_options: dict[str, dict] | None = field(default=None, kw_only=True, metadata=_NONE)
-    allow_select_tf_ops: bool
-    batch: int | None
-    signature: str | None
+    _: KW_ONLY  # below: an option a file from an earlier edgetool may lack reads as its default (written always)
+    calibration: str | None = None  # None: calibration.npz beside the model
+    samples: int = 200  # calibration selection: how many, drawn with ``seed``
+    io_type: str = "model"
+    train_data: str | None = None
+    eval_data: str | None = None
+    qat_epochs: int = 3
+    strategy: str = "default"
+    replicas: int = 2
+    tfjs_quant: str | None = field(default=None, metadata=_NONE)  # files before format_options only
+    format_options: dict[str, dict] | None = field(default=None, metadata=_NONE)
+    allow_select_tf_ops: bool = False
+    batch: int | None = None
+    signature: str | None = None
     seed: int
-    force: bool
-    keep_going: bool
-    labels: str | None
-    metadata: bool
-    input_range: str | None
-    input_mean: tuple[float, ...] | None
-    input_std: tuple[float, ...] | None
-    trust_model_code: bool
+    force: bool = False
+    keep_going: bool = False
+    labels: str | None = None
+    metadata: bool = True
+    input_range: str | None = None
+    input_mean: tuple[float, ...] | None = None
+    input_std: tuple[float, ...] | None = None
+    trust_model_code: bool = False
