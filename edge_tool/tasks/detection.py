@@ -88,7 +88,6 @@ class Detection(Task):
     ``--max-error`` the largest absolute error of any output."""
 
     name = "detection"
-    qat_head = False  # box and class outputs together: QAT has no loss for the pair
     main_metric = "box_iou"
     metric_keys = ("per_output", "box_iou")
     drift_keys = ("per_output", "box_iou", "max_abs_error")

@@ -131,6 +131,7 @@ class Image(Task):
     """Image out per image in; ``--max-drop`` gates mean PSNR in dB (absolute: 0.5 = half a dB)."""
 
     name = "image"
+    qat_head = True
     main_unit = "dB"
     value_outputs = True
     main_metric = "psnr"

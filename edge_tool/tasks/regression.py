@@ -62,6 +62,7 @@ class Regression(Task):
     gates the artefact's largest absolute difference from the reference."""
 
     name = "regression"
+    qat_head = True
     value_outputs = True
     main_metric = "r2"
     metric_keys = ("mae", "rmse", "r2")
