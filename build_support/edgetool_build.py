@@ -10,20 +10,39 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib.machinery import PathFinder
 from pathlib import Path
 
 from setuptools import build_meta as _orig
 from setuptools.build_meta import *  # noqa: F403  (every other hook unchanged)
 
 
+class _Beside:
+    """Finds ``edge_tool.calibration`` and ``edge_tool.web_demo`` in the tree being built (pyproject's package-dir:
+    calibration/ and web_demo/ beside edge_tool/), for this build process only: the tree is not installed."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def find_spec(self, fullname: str, path=None, target=None):
+        """The spec of a folder beside edge_tool/ under its edge_tool name; None for every other module."""
+        parent, _, name = fullname.rpartition(".")
+        if parent != "edge_tool" or name not in ("calibration", "web_demo"):
+            return None
+        return PathFinder.find_spec(fullname, [self.root])
+
+
 def _check_vendored() -> None:
     root = os.getcwd()
+    beside = _Beside(root)
     sys.path.insert(0, root)
+    sys.meta_path.insert(0, beside)
     try:
         from edge_tool.demo.vendor import vendor_status  # noqa: PLC0415  (stdlib-only module of this project)
 
         problem = vendor_status(Path(root) / "web_demo")  # edge_tool.web_demo, in a checkout and an unpacked sdist
     finally:
+        sys.meta_path.remove(beside)
         sys.path.remove(root)
     if problem:
         raise SystemExit(

@@ -15,8 +15,8 @@ from .errors import CalibrationError
 from .readers import Reader, reader_for
 from .readers.base import reason
 from .sampling import Selection, select
-from .spec import TensorSpec, validate_specs
-from .types import LoadOptions, show_shape
+from .spec import TensorSpec, show_shape, validate_specs
+from .types import LoadOptions
 from .validate import match_input, normalize_labels
 
 READ_BATCH = 1024

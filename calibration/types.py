@@ -5,12 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .errors import CalibrationError, UsageError, collect_and_raise
-from .spec import InputSpec, show_shape
-
-# CalibrationError, InputSpec and show_shape used to live here; importers elsewhere (edge_tool.evaluate.pipeline)
-# still find them under this module.
-__all__ = ["CalibrationError", "InputSpec", "LoadOptions", "Sampling", "show_shape"]
+from .errors import UsageError, collect_and_raise
 
 
 class Sampling(str, Enum):

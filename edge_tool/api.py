@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from edge_tool.parsers.limits import read_tflite
-
 
 def train(output_dir: str | Path, *, strategy: str = "mirrored", model: str = "digits", **options):
     """Train ``model`` (``digits`` or ``lm``) under ``strategy``; options as ``TrainConfig`` (replicas, epochs, text,
@@ -84,5 +82,6 @@ def demo(model: str | Path, output: str | Path, **options):
 def read_metadata(tflite: str | Path):
     """The TFLite model metadata embedded in a .tflite (labels, normalization, ...), or None. -> EmbeddedMetadata."""
     from edge_tool.metadata.reader import read_metadata as _read  # noqa: PLC0415
+    from edge_tool.parsers.limits import read_tflite  # noqa: PLC0415  (import edge_tool imports nothing of edgetool)
 
     return _read(read_tflite(tflite))

@@ -25,7 +25,7 @@ from typer.models import CommandInfo
 
 from edge_tool import __version__
 from edge_tool.commands import registry
-from edge_tool.core import diskfull, scratch, signals, stdio, textsafe
+from edge_tool.core import diskfull, install, scratch, signals, stdio, textsafe
 from edge_tool.core.visible import cap
 from edge_tool.errors import EdgeToolError
 
@@ -177,6 +177,7 @@ def main() -> None:
     """Console-script entry point; ends the process with ``_end`` (fast once TensorFlow is loaded)."""
     stdio.reopen_closed()  # `edgetool … >&-`: descriptors 0-2 are /dev/null before any file is opened
     stdio.raise_broken_pipe()  # rich would exit 1 on a closed pipe; BrokenPipeError reaches guard_command (141)
+    install.require_installed()
     try:
         app()
     except SystemExit as exc:

@@ -68,6 +68,12 @@ class ModesNotBuilt(BudgetExceeded):
     heading = "not every mode built"
 
 
+class NotReproduced(BudgetExceeded):
+    """``convert --from-manifest``: a rerun file's bytes differ from the recorded ones, or it is missing (exit 1)."""
+
+    heading = "not reproduced"
+
+
 def below_minimum(values: dict[str, tuple[float, float]]) -> list[str]:
     """One problem per option under its minimum, e.g. ``{"--epochs": (epochs, 1)}`` → ``--epochs must be >= 1, got 0.``"""
     return [

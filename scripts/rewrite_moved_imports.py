@@ -6,8 +6,8 @@ Run from the repository root after merging code written against the old layout::
     python scripts/rewrite_moved_imports.py            # rewrite in place, list the files changed
     python scripts/rewrite_moved_imports.py --check    # exit 1 naming files that still use an old name
 
-It rewrites ``edge_tool.old.name`` (and ``edge_tool/old/name.py``) and the one-name form
-``from edge_tool.old import name``; anything else it cannot be sure of is left for a human (``--check`` finds it).
+It rewrites ``edge_tool.old.name`` (and ``edge_tool/old/name.py``) and ``from edge_tool.old import name``; anything
+else it cannot be sure of is left for a human (``--check`` finds it).
 
 It also renames the packages that ship inside edge_tool (issue 24: the wheel claims no top-level name but
 ``edge_tool``): ``from calibration.x import y`` becomes ``from edge_tool.calibration.x import y`` in edgetool's own
@@ -134,10 +134,11 @@ MOVES: dict[str, str] = {
     "edge_tool.convert.source.MAX_METADATA_BYTES": "edge_tool.parsers.keras_archive.MAX_METADATA_BYTES",
     "edge_tool.convert.fidelity.PROBES": "edge_tool.models.probes.PROBES",
     "edge_tool.convert.fidelity.probe_feeds": "edge_tool.models.probes.probe_feeds",
+    "edge_tool.calibration.types.show_shape": "edge_tool.calibration.spec.show_shape",  # issue 41: no re-export
+    "edge_tool.convert.enums.QuantMode": "edge_tool.convert.modes.QuantMode",  # issue 41: derived from MODES
 }
 
-# top-level package (a directory of the repository) -> the name edgetool's own code imports it by
-RENAMED_ROOTS: dict[str, str] = {"calibration": "edge_tool.calibration"}
+RENAMED_ROOTS: dict[str, str] = {"calibration": "edge_tool.calibration"}  # a repository folder -> its import name
 RENAME_IN = ("edge_tool/", "tests/", "benchmarks/", "scripts/")  # code that imports the new name
 
 SUFFIXES = (".py", ".md", ".toml", ".sh", ".cfg", ".txt", ".in", ".json")

@@ -57,7 +57,7 @@ def local_imports(package: Path = REPO / "edge_tool") -> list[str]:
 
 
 def test_few_of_our_modules_are_imported_inside_functions():
-    rows = local_imports()
+    rows = local_imports() + local_imports(REPO / "calibration")  # calibration/ is edge_tool.calibration (issue 41)
     assert len(rows) <= LIMIT, (
         f"{len(rows)} function-local imports of edge_tool modules outside the command layer (at most {LIMIT}); "
         "move them to the top of the module, or say in the code why the top would form a circle or load a heavy "

@@ -6,8 +6,7 @@ from __future__ import annotations
 from edge_tool.auto.policy import INTEGER_RANK
 from edge_tool.commands.quant_options import QUANT_HELP
 from edge_tool.convert import fidelity
-from edge_tool.convert.enums import QuantMode
-from edge_tool.convert.modes import MODES, auto_candidates, every_mode, mode_table
+from edge_tool.convert.modes import MODES, QuantMode, auto_candidates, every_mode, mode_table
 
 
 def test_table_has_one_row_per_registered_mode():

@@ -1,13 +1,14 @@
 """The repository's calibration/ and web_demo/ are edge_tool.calibration and edge_tool.web_demo, and nothing else, in
-a source checkout run uninstalled and in an editable install (the wheel and the sdist: tests/test_wheel.py).
+an editable install (the wheel and the sdist: tests/test_wheel.py); a checkout run uninstalled is refused.
 
-One module identity (issue 33): the folders lie at the repository root, pyproject's package-dir maps them into
-edge_tool for the builds and for ``pip install -e``, and edge_tool/__init__.py finds them beside edge_tool/ in a
-checkout, before any finder of another checkout's editable install. Imported under their folder names, both refuse.
+One module identity (issues 33 and 41): the folders lie at the repository root, pyproject's package-dir maps them
+into edge_tool for the builds and for ``pip install -e`` (setuptools' own editable finder), and the package face
+holds no import hook: it is a version, one import and ``__all__``. Imported under their folder names, both refuse.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge_tool.core.install import install_problem
 from tests.edgetool_runs import REPO
 from tests.test_wheel import _copy_checkout
 
@@ -90,24 +92,49 @@ def data(tmp_path) -> Path:
     return tmp_path / "d.npz"
 
 
-def test_a_source_checkout_runs_uninstalled(tmp_path, data):
-    """From the repository root with nothing installed: `python -m edge_tool` runs, and edge_tool.calibration and
-    edge_tool.web_demo are the repository's folders."""
-    python = _venv(tmp_path) / "bin" / "python"
-    _assert_from(_probe(python, REPO, data), REPO, on_path=True)
+def _run(python: Path, cwd: Path, *args: str, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [str(python), "-m", "edge_tool", "--help"], cwd=REPO, capture_output=True, text=True, env=env, timeout=300
+    if pythonpath:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run([str(python), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_face_is_a_version_one_import_and_all():
+    """edge_tool/__init__.py defines nothing: its docstring, ``__version__``, one import and ``__all__``."""
+    body = ast.parse((REPO / "edge_tool" / "__init__.py").read_text()).body
+    kinds = [type(node).__name__ for node in body]
+    assert kinds == ["Expr", "Assign", "ImportFrom", "Assign"], kinds
+    assert [t.id for t in body[1].targets] == ["__version__"] and [t.id for t in body[3].targets] == ["__all__"]
+    assert body[2].module == "edge_tool.api"
+
+
+def test_a_source_checkout_run_uninstalled_is_refused(tmp_path, data):
+    """From the repository root with nothing installed: `python -m edge_tool` exits 2 with the way out, the Python
+    face still imports (it loads nothing of edgetool), and no hook finds the folders behind the install's back."""
+    python = _venv(tmp_path) / "bin" / "python"
+    proc = _run(python, REPO, "-m", "edge_tool", "--help")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
+    assert "edgetool is not installed" in proc.stderr and "bash scripts/setup.sh (or pip install -e .)" in proc.stderr
+    code = (
+        "import sys, edge_tool\n"
+        "try:\n    import edge_tool.calibration\nexcept ModuleNotFoundError as exc:\n    print(exc.name)\n"
+        "print(sorted(type(f).__module__ for f in sys.meta_path if type(f).__module__.startswith('edge_tool')))\n"
     )
-    assert proc.returncode == 0 and "convert" in proc.stdout, proc.stderr[-2000:]
+    proc = _run(python, REPO, "-c", code)
+    assert proc.returncode == 0 and proc.stdout.split("\n")[:2] == ["edge_tool.calibration", "[]"], proc.stderr
+
+
+def test_this_test_environment_is_an_install_of_this_checkout():
+    """The test venv (scripts/setup.sh: an editable install) maps calibration/ of the checkout these tests lie in."""
+    assert install_problem() is None
 
 
 @pytest.mark.slow  # pip builds the editable wheel in an isolated environment (setuptools from the index)
 def test_editable_install_maps_the_folders_in_every_process(tmp_path, data):
     """`pip install -e` (as scripts/setup.sh installs): a process started elsewhere, and an isolated (-I) child of
-    it, find edge_tool.calibration and the page template in the installed checkout — through setuptools' own
-    mapping too, with edge_tool's checkout finder taken out. With another checkout on PYTHONPATH (a worktree beside
-    the editable install), every file comes from that checkout, never half from each."""
+    it, find edge_tool.calibration and the page template in the installed checkout through setuptools' editable
+    finder alone. With another checkout on PYTHONPATH (a worktree beside the editable install), whose edge_tool
+    would take the installed checkout's calibration/, edgetool refuses instead of running half from each."""
     checkout = _copy_checkout(tmp_path / "src", with_vendor=False)
     venv = _venv(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -124,35 +151,7 @@ def test_editable_install_maps_the_folders_in_every_process(tmp_path, data):
     elsewhere.mkdir()
     _assert_from(_probe(venv / "bin" / "python", elsewhere, data), checkout)
     _assert_from(_probe(venv / "bin" / "python", elsewhere, data, "-I"), checkout)
-    _assert_from(_probe(venv / "bin" / "python", elsewhere, data, pythonpath=REPO), REPO, on_path=True)
-
-    without_finder = (  # setuptools' editable mapping alone (a process that dropped edge_tool's checkout finder)
-        "import sys, edge_tool\n"
-        "sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != '_CheckoutFinder']\n"
-        "for m in [m for m in sys.modules if m.startswith(('edge_tool.calibration', 'edge_tool.web_demo'))]:\n"
-        "    del sys.modules[m]\n"
-        "import edge_tool.calibration as c, edge_tool.web_demo as w\n"
-        "print(c.__file__, w.__file__)\n"
-    )
-    proc = subprocess.run(
-        [str(venv / "bin" / "python"), "-I", "-c", without_finder], cwd=elsewhere, capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == [
-        str(checkout / "calibration" / "__init__.py"),
-        str(checkout / "web_demo" / "__init__.py"),
-    ]
-    proc = subprocess.run(
-        [str(venv / "bin" / "edgetool"), "--help"], cwd=elsewhere, capture_output=True, text=True, env=env
-    )
+    mixed = _run(venv / "bin" / "python", elsewhere, "-m", "edge_tool", "--help", pythonpath=REPO)
+    assert mixed.returncode == 2 and "an editable install of another checkout maps it" in mixed.stderr, mixed.stderr
+    proc = _run(venv / "bin" / "edgetool", elsewhere, "--help")
     assert proc.returncode == 0 and "convert" in proc.stdout, proc.stderr[-2000:]
-
-
-def test_children_the_tests_start_import_this_checkout(tmp_path, data):
-    """conftest puts this checkout first on PYTHONPATH: a Python child started from another directory imports this
-    checkout's edge_tool, whatever an editable install points at."""
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, str(data)], cwd=tmp_path, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    _assert_from(json.loads(proc.stdout.splitlines()[-1]), REPO, on_path=True)

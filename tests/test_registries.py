@@ -18,9 +18,8 @@ from edge_tool.auto.config import REQUIREMENTS, Requirement
 from edge_tool.calibration.readers import BY_SUFFIX
 from edge_tool.calibration.readers import READERS as DATA_READERS
 from edge_tool.check.targets import TARGET_NAMES, TARGETS
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.formats.registry import FORMATS
-from edge_tool.convert.modes import MODES, every_mode, named_modes
+from edge_tool.convert.modes import MODES, QuantMode, every_mode, named_modes
 from edge_tool.core.registry import Registry
 from edge_tool.evaluate.runtimes import HOST, RUNTIME_CHOICES, RUNTIMES, RuntimeChoice
 from edge_tool.models.readers.registry import READERS

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.formats.tflite_build import _notes
+from edge_tool.convert.modes import QuantMode
 from edge_tool.schemas.records import BatchNote, Int16x8Note
 
 

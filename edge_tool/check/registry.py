@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from edge_tool.convert.modes import MODES
 from edge_tool.core.registry import Registry
 
 
@@ -24,6 +25,12 @@ class TargetSpec:
     artefact: str
     run: Callable  # (Subject) -> TargetResult
     on_device: Callable | None = None  # (Subject, DeviceURL) -> TargetResult
+
+    @property
+    def needs_calibration(self) -> bool:
+        """True when its artefact is built in a mode that needs representative data (``int8``, ``int8-b1``)."""
+        mode = self.artefact.partition("-")[0]  # the artefact is a mode, with -b1 for a fixed batch
+        return mode in MODES and MODES[mode].needs_calibration
 
 
 TARGETS: Registry[TargetSpec] = Registry("check target")

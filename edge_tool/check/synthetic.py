@@ -1,6 +1,6 @@
 """Calibration data for ``check``'s int8 builds when the user gave none: synthetic, and said so.
 
-The targets that run only full-integer models (tflm, edgetpu, litertjs) need an int8 .tflite, and an int8 build
+The targets that run only full-integer models (``TargetSpec.needs_calibration``) need an int8 .tflite, and an int8 build
 needs representative data. Which ops the converter emits, their types and the tensor arena do not depend on the
 calibration values (they set the scales), so op support is checked on a build calibrated with synthetic samples:
 uniform 0..1 for float inputs (a range every float graph accepts), zeros for integer and boolean inputs (an index
@@ -34,7 +34,7 @@ def write_synthetic_calibration(saved_model: Path, out: Path, signature: str | N
         if spec.shape is None:
             raise ModelError(
                 f"input {spec.name!r} has an unknown rank; give --calibration data for the int8 "
-                "targets (tflm, edgetpu, litertjs)."
+                "targets (edgetool check --help names them)."
             )
         shape = (SAMPLES, *(PROBE_DIM if d is None else int(d) for d in spec.shape[1:]))
         dtype = np.dtype(spec.dtype)

@@ -11,6 +11,10 @@ from edge_tool.check.targets import ALL, TARGET_NAMES, TARGETS
 from edge_tool.commands import input_options
 from edge_tool.commands.options import CUSTOM_OBJECTS, each_of, trust_model_code_option, use_custom_objects
 
+CALIBRATION_HELP = (
+    f"Representative data for the int8 builds ({', '.join(n for n, s in TARGETS.items() if s.needs_calibration)}). "
+    "Default: calibration.npz beside the model."
+)
 TARGET_HELP = (
     "; ".join(f"{name} = {spec.summary}" for name, spec in TARGETS.items())
     + f"; {ALL} = every target. Repeat the option or give a comma list. Default: {ALL}."
@@ -29,12 +33,7 @@ def command(
             callback=each_of(TARGET_NAMES, ALL),
         ),
     ] = None,
-    calibration: Path = typer.Option(
-        None,
-        "--calibration",
-        help="Representative data for the int8 builds (tflm, "
-        "edgetpu, litertjs). Default: calibration.npz beside the model.",
-    ),
+    calibration: Path = typer.Option(None, "--calibration", help=CALIBRATION_HELP),
     device: str | None = typer.Option(
         None,
         "--device",

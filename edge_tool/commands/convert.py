@@ -6,11 +6,12 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.commands import input_options, lm_convert
+from edge_tool.commands import convert_rerun, input_options, lm_convert, panels
 from edge_tool.commands.convert_print import print_result
+from edge_tool.commands.format_option_types import TfjsQuantOption
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 from edge_tool.commands.quant_options import Quant, Require
-from edge_tool.convert.enums import IOType, Objective, TfjsQuant
+from edge_tool.convert.enums import IOType, Objective
 from edge_tool.convert.formats import FORMATS, OutputFormat, format_options, option_owners, parse_modes
 from edge_tool.errors import ModesNotBuilt, UsageError
 from edge_tool.qat.enums import QatStrategy
@@ -20,14 +21,11 @@ FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.ite
 )
 
 
-def format_option_help(name: str) -> str:
-    """A format-only option's --help, from the format that declares it (its help, default, and who takes it)."""
-    fmt, row = option_owners()[name]
-    default = getattr(row.default, "value", row.default)
-    return f"{row.help} Default: {default}. Only --format {fmt} (or all) takes it."
-
-
-TFJS_QUANT_HELP = format_option_help("tfjs_quant")
+FROM_MANIFEST_HELP = (
+    "Rerun the conversion a manifest.json records (model, modes, formats, options, calibration selection, seeds) "
+    "and report per file whether the bytes are identical: exit 0 identical, 1 not. Into -o DIR, else a temporary "
+    "directory; no other option with it."
+)
 
 
 def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
@@ -38,83 +36,121 @@ def parse_floats(option: str, value: str | None) -> tuple[float, ...] | None:
 
 
 def command(
+    ctx: typer.Context,
     model: Path = typer.Argument(
-        ..., help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."
+        None, help="SavedModel dir (Keras-2 save, Keras-3 export, tf.saved_model.save), or .keras/.h5 file."
     ),
     output: Path = typer.Option(
-        ...,
+        None,
         "-o",
         "--output",
         help="Output directory (refused if it exists and is not empty, unless --force; never an input or around one). A symbolic link is followed to its directory (the link stays); a dangling one is refused.",
+        rich_help_panel=panels.OUTPUT,
     ),
+    from_manifest: Path = typer.Option(None, "--from-manifest", help=FROM_MANIFEST_HELP, rich_help_panel=panels.OUTPUT),
     quant: Quant = None,
-    output_format: OutputFormat = typer.Option(OutputFormat.TFLITE, "--format", help=FORMAT_HELP),
+    output_format: OutputFormat = typer.Option(
+        OutputFormat.TFLITE, "--format", help=FORMAT_HELP, rich_help_panel=panels.FORMATS
+    ),
     calibration: Path = typer.Option(
         None,
         "--calibration",
         help="Representative data (.npz/.npy/image folder/TFRecord/CSV). Default: calibration.npz beside the model.",
+        rich_help_panel=panels.CALIBRATION,
     ),
-    samples: int = typer.Option(200, "--samples", help="Calibration samples to draw (seeded)."),
+    samples: int = typer.Option(
+        200, "--samples", help="Calibration samples to draw (seeded).", rich_help_panel=panels.CALIBRATION
+    ),
     io_type: IOType = typer.Option(
-        IOType.MODEL, "--io-type", help="Inference I/O dtype for int8/qat (model = keep the model's)."
+        IOType.MODEL,
+        "--io-type",
+        help="Inference I/O dtype for int8/qat (model = keep the model's).",
+        rich_help_panel=panels.CONVERSION,
     ),
-    train_data: Path = typer.Option(None, "--train-data", help="Training data (x, y) for --quant qat."),
-    qat_epochs: int = typer.Option(3, "--qat-epochs", help="QAT fine-tuning epochs."),
-    strategy: QatStrategy = typer.Option(QatStrategy.DEFAULT, "--strategy", help="QAT strategy."),
-    replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored."),
-    tfjs_quant: TfjsQuant = typer.Option(None, "--tfjs-quant", help=TFJS_QUANT_HELP),
+    train_data: Path = typer.Option(
+        None, "--train-data", help="Training data (x, y) for --quant qat.", rich_help_panel=panels.QAT
+    ),
+    qat_epochs: int = typer.Option(3, "--qat-epochs", help="QAT fine-tuning epochs.", rich_help_panel=panels.QAT),
+    strategy: QatStrategy = typer.Option(
+        QatStrategy.DEFAULT, "--strategy", help="QAT strategy.", rich_help_panel=panels.QAT
+    ),
+    replicas: int = typer.Option(2, "--replicas", help="Replicas for --strategy mirrored.", rich_help_panel=panels.QAT),
+    tfjs_quant: TfjsQuantOption = None,
     allow_select_tf_ops: bool = typer.Option(
         False,
         "--allow-select-tf-ops",
         help="Allow TF (Flex) ops the builtin set lacks; the runtime then needs the Flex delegate.",
+        rich_help_panel=panels.CONVERSION,
     ),
     signature: str = typer.Option(
         None,
         "--signature",
         help="SavedModel signature to convert (default serving_default; convert names the one used when there are several).",
+        rich_help_panel=panels.CONVERSION,
     ),
     batch: int = typer.Option(
         None,
         "--batch",
         help="Fix the input batch to N (re-traces the serving signature): recurrent models (LSTM/GRU) then convert to builtin TFLite ops; LiteRT.js needs 1.",
+        rich_help_panel=panels.CONVERSION,
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed for calibration sampling and QAT."),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed for calibration sampling and QAT.", rich_help_panel=panels.CALIBRATION
+    ),
     force: bool = typer.Option(
         False,
         "--force",
         help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2).",
+        rich_help_panel=panels.OUTPUT,
     ),
     max_drop: float = typer.Option(
-        None, "--max-drop", help="--quant auto: accuracy budget as a fraction (0.01 = 1 point)."
+        None,
+        "--max-drop",
+        help="--quant auto: accuracy budget as a fraction (0.01 = 1 point).",
+        rich_help_panel=panels.AUTO,
     ),
     eval_data: Path = typer.Option(
         None,
         "--eval-data",
         help="Labelled data (x, y): --quant auto measures the budget on it; --quant qat compares QAT with int8 PTQ on it (default: a held-out split of --train-data).",
+        rich_help_panel=panels.AUTO,
     ),
     objective: Objective = typer.Option(
-        Objective.SIZE, "--objective", help="--quant auto: size (smallest in budget) or latency (fastest)."
+        Objective.SIZE,
+        "--objective",
+        help="--quant auto: size (smallest in budget) or latency (fastest).",
+        rich_help_panel=panels.AUTO,
     ),
-    threads: int = typer.Option(1, "--threads", help="--quant auto: LiteRT threads for the p50 latency."),
+    threads: int = typer.Option(
+        1, "--threads", help="--quant auto: LiteRT threads for the p50 latency.", rich_help_panel=panels.AUTO
+    ),
     max_float_layers: int = typer.Option(
-        3, "--max-float-layers", help="--quant auto: most int8 layers selective int8 may keep in float."
+        3,
+        "--max-float-layers",
+        help="--quant auto: most int8 layers selective int8 may keep in float.",
+        rich_help_panel=panels.AUTO,
     ),
     require: Require = None,
     labels: Path = typer.Option(
         None,
         "--labels",
         help="Class labels, one per line, embedded as model metadata (default: labels.txt beside the SavedModel).",
+        rich_help_panel=panels.OUTPUT,
     ),
     input_range: str = input_options.INPUT_RANGE,
     input_mean: str = input_options.INPUT_MEAN,
     input_std: str = input_options.INPUT_STD,
     no_metadata: bool = typer.Option(
-        False, "--no-metadata", help="Write no model metadata (.tflite bytes then equal the raw converter's)."
+        False,
+        "--no-metadata",
+        help="Write no model metadata (.tflite bytes then equal the raw converter's).",
+        rich_help_panel=panels.OUTPUT,
     ),
     device: str = typer.Option(
         None,
         "--device",
         help="--quant auto: measure the candidates on this board: ssh://[user@]host[:port][?python=PATH].",
+        rich_help_panel=panels.AUTO,
     ),
     trust_model_code: bool = trust_model_code_option(),
     custom_objects: list[str] | None = CUSTOM_OBJECTS,
@@ -124,8 +160,12 @@ def command(
     max_memory: lm_convert.MaxMemory = None,
     litertlm: lm_convert.Litertlm = False,
 ) -> None:
-    """Convert a model to TFLite (fp32, fp16, dynamic, int8, int16x8, qat, or auto within --max-drop), TFJS, TFLite
-    Micro or ONNX (--format)."""
+    """Convert a model to TFLite in each --quant mode (or the best within --max-drop: --quant auto) and to the other
+    formats of --format; --from-manifest reruns a recorded conversion."""
+    if from_manifest is not None:
+        return convert_rerun.rerun(ctx, from_manifest, output, force)
+    if model is None or output is None:
+        raise UsageError("convert needs a MODEL and -o/--output DIR (or --from-manifest out/manifest.json).")
     use_custom_objects(custom_objects, trust_model_code)
     auto = _is_auto(quant)
     if lm_convert.is_lm(model, task):
@@ -152,7 +192,9 @@ def command(
             "--max-drop, --require, --device and the other budget options belong to --quant auto; evaluate other "
             "modes with edgetool eval."
         )
-    options = format_options(output_format, {"tfjs_quant": tfjs_quant})  # one a chosen format does not take: exit 2
+    options = format_options(
+        output_format, {name: ctx.params[name] for name in option_owners()}
+    )  # one a chosen format does not take: exit 2
     if auto:  # the candidates' conversion: model I/O kept, a failing mode becomes a failed row
         own = {"modes": _auto_modes(require, train_data is not None, model), "keep_going": True}
     else:

@@ -7,11 +7,16 @@ from typing import Annotated
 
 import typer
 
-from edge_tool.commands import input_options
+from edge_tool.commands import input_options, panels
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
 from edge_tool.evaluate.runtimes import HOST, RuntimeChoice
-from edge_tool.tasks import TaskName
+from edge_tool.tasks import TASKS, TaskName
 
+MAX_DROP_HELP = (
+    "Fail (exit 1) if the task's main metric ("
+    + ", ".join(t.main_metric + (f" in {t.main_unit}" if t.main_unit else "") for t in TASKS.values())
+    + ") drops more than this (0.01 = 1 point)."
+)
 TASK_HELP = "What the outputs are (default: inferred from the model's outputs and the labels; the report says how)."
 DEFAULT_RUNTIME = next(iter(RuntimeChoice))  # the default runtime comes first
 RUNTIME_HELP = (
@@ -33,67 +38,116 @@ def command(
         "--reference",
         "-r",
         help="Reference model: SavedModel directory (serving_default) or .keras/.h5 file (read as convert reads it).",
+        rich_help_panel=panels.DATA,
+    ),
+    data: Path = typer.Option(
+        ..., "--data", "-d", help="Eval data, e.g. .npz with x (and y for accuracy).", rich_help_panel=panels.DATA
+    ),
+    threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads.", rich_help_panel=panels.RUNTIME),
+    warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing.", rich_help_panel=panels.RUNTIME),
+    runs: int | None = typer.Option(
+        None, "--runs", help="Timed calls per model (default 100).", rich_help_panel=panels.RUNTIME
     ),
     data: Path | None = typer.Option(
-        None, "--data", "-d", help="Eval data, e.g. .npz with x (and y for accuracy); --task lm takes --text instead."
+        None,
+        "--data",
+        "-d",
+        help="Eval data, e.g. .npz with x (and y for accuracy); --task lm takes --text instead.",
+        rich_help_panel=panels.DATA,
     ),
     text: Path | None = typer.Option(
-        None, "--text", help="--task lm: a held-out UTF-8 text (perplexity, agreement, drift; docs/lm.md)."
+        None,
+        "--text",
+        help="--task lm: a held-out UTF-8 text (perplexity, agreement, drift; docs/lm.md).",
+        rich_help_panel=panels.DATA,
     ),
     prompts: Path | None = typer.Option(
-        None, "--prompts", help="--task lm: prompts to continue, one per line (default: slices of --text)."
-    ),
-    threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads."),
-    warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing."),
-    runs: int | None = typer.Option(None, "--runs", help="Timed calls per model (default 100)."),
-    time_budget: float | None = typer.Option(
-        None, "--time-budget", help="Seconds of timed calls per model (instead of --runs)."
-    ),
-    max_drop: float | None = typer.Option(
         None,
-        "--max-drop",
-        help="Fail (exit 1) if the task's main metric (accuracy, f1_macro, r2, miou, box_iou, recall_at_1, psnr in dB, pck) drops more than this (0.01 = 1 point).",
+        "--prompts",
+        help="--task lm: prompts to continue, one per line (default: slices of --text).",
+        rich_help_panel=panels.DATA,
     ),
+    threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads.", rich_help_panel=panels.RUNTIME),
+    warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing.", rich_help_panel=panels.RUNTIME),
+    runs: int | None = typer.Option(
+        None, "--runs", help="Timed calls per model (default 100).", rich_help_panel=panels.RUNTIME
+    ),
+    time_budget: float | None = typer.Option(
+        None,
+        "--time-budget",
+        help="Seconds of timed calls per model (instead of --runs).",
+        rich_help_panel=panels.RUNTIME,
+    ),
+    max_drop: float | None = typer.Option(None, "--max-drop", help=MAX_DROP_HELP, rich_help_panel=panels.BUDGETS),
     max_error: float | None = typer.Option(
         None,
         "--max-error",
         help="Fail (exit 1) if any output differs from the reference's by more than this (max abs error; e.g. for regression).",
+        rich_help_panel=panels.BUDGETS,
     ),
-    task: Annotated[TaskName | None, typer.Option("--task", help=TASK_HELP)] = None,
+    task: Annotated[TaskName | None, typer.Option("--task", help=TASK_HELP, rich_help_panel=panels.DATA)] = None,
     threshold: float = typer.Option(
-        0.5, "--threshold", help="Decision threshold for multi-label outputs and one-channel masks."
+        0.5,
+        "--threshold",
+        help="Decision threshold for multi-label outputs and one-channel masks.",
+        rich_help_panel=panels.DATA,
     ),
     max_latency_ms: float | None = typer.Option(
-        None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this."
+        None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this.", rich_help_panel=panels.BUDGETS
     ),
-    runtime: Annotated[RuntimeChoice, typer.Option("--runtime", help=RUNTIME_HELP)] = DEFAULT_RUNTIME,
+    runtime: Annotated[
+        RuntimeChoice, typer.Option("--runtime", help=RUNTIME_HELP, rich_help_panel=panels.RUNTIME)
+    ] = DEFAULT_RUNTIME,
     max_arena_kb: float | None = typer.Option(
-        None, "--max-arena-kb", help="--runtime tflm: fail (exit 1) if a measured tensor arena exceeds this many KiB."
+        None,
+        "--max-arena-kb",
+        help="--runtime tflm: fail (exit 1) if a measured tensor arena exceeds this many KiB.",
+        rich_help_panel=panels.BUDGETS,
     ),
     max_flash_kb: float | None = typer.Option(
         None,
         "--max-flash-kb",
         help="--runtime tflm: fail (exit 1) if a model's flash (array) size exceeds this many KiB.",
+        rich_help_panel=panels.BUDGETS,
     ),
     batch_size: int = typer.Option(
-        16, "--batch-size", help="Samples per streamed batch (memory grows with the batch, not the data)."
+        16,
+        "--batch-size",
+        help="Samples per streamed batch (memory grows with the batch, not the data).",
+        rich_help_panel=panels.DATA,
     ),
     per_layer: bool = typer.Option(
-        False, "--per-layer", help="Worst quantized layers of int8 artefacts (QuantizationDebugger)."
+        False,
+        "--per-layer",
+        help="Worst quantized layers of int8 artefacts (QuantizationDebugger).",
+        rich_help_panel=panels.RUNTIME,
     ),
-    top_k: int = typer.Option(5, "--top-k", help="Also report top-k accuracy when the model has more than k classes."),
-    json_path: Path | None = typer.Option(None, "--json", help="Write the JSON report here."),
-    markdown_path: Path | None = typer.Option(None, "--markdown", help="Write the Markdown table here."),
-    html_path: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
+    top_k: int = typer.Option(
+        5,
+        "--top-k",
+        help="Also report top-k accuracy when the model has more than k classes.",
+        rich_help_panel=panels.DATA,
+    ),
+    json_path: Path | None = typer.Option(
+        None, "--json", help="Write the JSON report here.", rich_help_panel=panels.REPORTS
+    ),
+    markdown_path: Path | None = typer.Option(
+        None, "--markdown", help="Write the Markdown table here.", rich_help_panel=panels.REPORTS
+    ),
+    html_path: Path | None = typer.Option(
+        None, "--html", help="Write a self-contained HTML report here.", rich_help_panel=panels.REPORTS
+    ),
     device: list[str] = typer.Option(
         [],
         "--device",
         help="Also run each .tflite on this device over SSH: ssh://[user@]host[:port][?python=PATH] (repeatable; see docs/device.md).",
+        rich_help_panel=panels.RUNTIME,
     ),
     labels: Path | None = typer.Option(
         None,
         "--labels",
         help="The model's class labels, one per line (default: labels.txt in or beside the reference, else an artefact's embedded labels); image-folder classes are matched to them by name.",
+        rich_help_panel=panels.DATA,
     ),
     input_range: str = input_options.INPUT_RANGE,
     input_mean: str = input_options.INPUT_MEAN,
@@ -102,11 +156,13 @@ def command(
         None,
         "--signature",
         help="Signature of the reference SavedModel to compare with (default serving_default; eval names the one used when there are several).",
+        rich_help_panel=panels.DATA,
     ),
     force: bool = typer.Option(
         False,
         "--force",
         help="Overwrite existing report files (never an input: a report path may not be, or lie inside, an artefact, the reference or the data).",
+        rich_help_panel=panels.REPORTS,
     ),
     trust_model_code: bool = trust_model_code_option(),
     custom_objects: list[str] | None = CUSTOM_OBJECTS,

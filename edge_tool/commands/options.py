@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import typer
 
+from edge_tool.commands import panels
 from edge_tool.core.visible import visible
 from edge_tool.trust import TRUST_FLAG, TRUST_HELP
 from edge_tool.trust.custom_objects import FLAG, HELP, use
@@ -13,10 +14,10 @@ from edge_tool.trust.custom_objects import FLAG, HELP, use
 
 def trust_model_code_option():
     """``--trust-model-code`` (inspect, convert, check, eval, demo): the one opt-in to running a model's code."""
-    return typer.Option(False, TRUST_FLAG, help=TRUST_HELP)
+    return typer.Option(False, TRUST_FLAG, help=TRUST_HELP, rich_help_panel=panels.TRUST)
 
 
-CUSTOM_OBJECTS = typer.Option(None, FLAG, metavar="MODULE", help=HELP)
+CUSTOM_OBJECTS = typer.Option(None, FLAG, metavar="MODULE", help=HELP, rich_help_panel=panels.TRUST)
 """``--custom-objects`` (inspect, convert, check, eval, demo): the modules that define a Keras file's classes."""
 
 

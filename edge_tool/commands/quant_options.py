@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from edge_tool.auto.config import REQUIREMENTS, Requirement
+from edge_tool.commands import panels
 from edge_tool.commands.options import each_of
 from edge_tool.convert.lm.modes import LM_MODES
 from edge_tool.convert.modes import MODES, named_modes, tflite_source_modes
@@ -41,6 +42,7 @@ Quant = Annotated[
         metavar="|".join((*MODES, *QUANT_WORDS)),
         help=QUANT_HELP,
         callback=each_of(tuple(dict.fromkeys((*named_modes(), *LM_MODES))), *QUANT_WORDS),
+        rich_help_panel=panels.MODES,
     ),
 ]
-Require = Annotated[Requirement | None, typer.Option("--require", help=REQUIRE_HELP)]
+Require = Annotated[Requirement | None, typer.Option("--require", help=REQUIRE_HELP, rich_help_panel=panels.AUTO)]

@@ -9,9 +9,9 @@ from pathlib import Path
 from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.calibration.serial import Record
 from edge_tool.contract.options import ContractOptions
-from edge_tool.convert.enums import IOType, QuantMode, TfjsQuant
+from edge_tool.convert.enums import IOType, TfjsQuant
 from edge_tool.convert.formats import FORMATS, OutputFormat, formats_for, honoured, options_not_taken
-from edge_tool.convert.modes import MODES
+from edge_tool.convert.modes import MODES, QuantMode
 from edge_tool.convert.tflite_source import is_tflite_source, tflite_source_problems
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 from edge_tool.qat.enums import QatStrategy

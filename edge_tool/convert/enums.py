@@ -1,22 +1,9 @@
-"""The enums of convert's options: a leaf module (no edgetool imports), so modes, config and the CLI can share them."""
+"""The enums of convert's options: a leaf module (no edgetool imports), so modes, config and the CLI can share them
+(``QuantMode`` is derived from the mode registry: ``convert.modes``)."""
 
 from __future__ import annotations
 
 from enum import Enum
-
-
-class QuantMode(str, Enum):
-    """TFLite quantization modes."""
-
-    FP32 = "fp32"
-    FP16 = "fp16"
-    DYNAMIC = "dynamic"
-    INT8 = "int8"
-    INT16X8 = "int16x8"
-    QAT = "qat"
-    WEIGHT_INT8 = "weight-int8"
-    WEIGHT_INT4 = "weight-int4"
-    WEIGHT_INT4_BLOCK32 = "weight-int4-block32"
 
 
 class IOType(str, Enum):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from edge_tool.convert.registry import MODES
 from edge_tool.parsers.tflite_model import TfliteSummary, ops_on_dtype
 
-_INTEGER_MODES = ("int8", "qat")
 _EDGE_OPS = {"QUANTIZE", "DEQUANTIZE"}  # float I/O of an integer model passes through these
 
 
@@ -24,7 +24,7 @@ def file_warnings(name: str, mode: str, data: bytes, summary: TfliteSummary) -> 
         )
     elif mode == "fp16" and "float16" not in weights:
         found.append(f"{name} is really fp32: no weight tensor was stored as float16.")
-    elif mode in _INTEGER_MODES:
+    elif mode in MODES and MODES[mode].integer_only:
         float_ops = sorted(set(ops_on_dtype(data, "float32")) - _EDGE_OPS)
         if float_ops:
             found.append(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from edge_tool.convert.enums import QuantMode
+from edge_tool.convert.modes import QuantMode
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import UsageError

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.core.registry import Registry
 
 
@@ -24,7 +23,7 @@ from edge_tool.core.registry import Registry
 class ModeSpec:
     """One TFLite quantization mode: what it makes and what it needs."""
 
-    name: str  # the --quant value (a QuantMode value)
+    name: str  # the --quant value (convert.modes.QuantMode is derived from these names)
     weights: str  # weight type in the .tflite
     activations: str  # activation type at inference
     build: Callable  # (BuildContext) -> bytes
@@ -39,18 +38,11 @@ class ModeSpec:
     # max(1, max |SavedModel output|); None for a quantized mode (its error is data-dependent: eval measures it)
     self_check_tolerance: float | None = None
     io_types: tuple[str, ...] = ("model", "float32")
+    integer_only: bool = False  # int8 activations end to end: --require integer-only, the file's float-op check
     # the edge_tool.tflite_quantizer recipe that builds this mode from a float .tflite given as the source (convert
     # model.tflite); None: the mode needs the SavedModel (the TFLite converter, or the Keras model itself)
     tflite_recipe: str | None = None
     in_all: bool = True  # built by --quant all (False: built when named)
-
-    def __post_init__(self) -> None:
-        QuantMode(self.name)  # ValueError at import for a mode the enum does not know
-
-    @property
-    def mode(self) -> QuantMode:
-        """The mode as convert's enum."""
-        return QuantMode(self.name)
 
     @property
     def summary(self) -> str:

@@ -10,7 +10,7 @@ PYTHON* variables that matter to a child are passed as flags (``-B``, ``-X utf8`
 
 edgetool's own modules run through a tiny bootstrap that appends the directory holding ``edge_tool`` to
 ``sys.path`` (last, so it cannot shadow anything), so a child runs the same edgetool as its parent even when
-that copy is not installed (a source checkout) — and never a copy found through the current directory.
+the parent found it through PYTHONPATH (which ``-I`` drops) — and never a copy found through the current directory.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.calibration.types import show_shape
+from edge_tool.calibration.spec import show_shape
 from edge_tool.device.spread import fold_batch
 from edge_tool.errors import DataError, ModelError
 from edge_tool.evaluate.data import EvalStream

@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import DataError, ModelError
-from edge_tool.tasks import TaskContext, get_task
+from edge_tool.tasks import TASKS, TaskContext, get_task
 from edge_tool.tasks.detection import is_box_output
 from edge_tool.tasks.embedding import normalised
 from edge_tool.tasks.infer import infer_task
 
-QAT_TASKS = ("classification", "multilabel", "regression", "segmentation", "embedding", "image", "heatmap")
-VALUE_TASKS = ("regression", "embedding", "image", "heatmap")  # outputs compared as numbers, never as decisions
+QAT_TASKS = tuple(name for name, task in TASKS.items() if task.qat_head)
+VALUE_TASKS = tuple(name for name, task in TASKS.items() if task.value_outputs)  # compared as numbers, not decisions
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from edge_tool.calibration.contract import ImageContract
 from edge_tool.calibration.dataset import CalibrationSummary
 from edge_tool.calibration.serial import Record, from_dict, spec
 from edge_tool.parsers.tflite_model import TfliteSummary
+from edge_tool.schemas.convert_options import ConvertOptions
 from edge_tool.schemas.document import Document
 from edge_tool.schemas.format_records import (
     AGREEMENT,
@@ -96,7 +97,7 @@ class Manifest(Document):
     tool: ToolInfo
     created: str
     source: SourceRecord
-    options: dict  # ConvertConfig's fields: read back as written (a ConvertConfig would re-check the user's files)
+    options: ConvertOptions  # ConvertConfig's fields, typed: the recipe --from-manifest reruns (convert.recipe)
     calibration: CalibrationRecord | None
     artifacts: tuple[ManifestArtifact, ...]
     versions: dict[str, str | None]

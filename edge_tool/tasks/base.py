@@ -71,6 +71,9 @@ class Task:
     drift_keys: tuple[str, ...] = ()
     percent: frozenset = frozenset()  # metric keys shown as percentages
     agreement_label = "agreement"  # the table column of the row's top1_agreement
+    main_unit = ""  # the main metric's unit when it is not a fraction (psnr: dB)
+    value_outputs = False  # its outputs are numbers compared as numbers (distances, pixels), never decisions
+    qat_head = False  # --quant qat can fine-tune an output of this task (qat.heads has its loss, targets and score)
 
     def wanted(self, ctx: TaskContext) -> tuple[str, ...]:
         """Reference output names the artefacts must return (the primary one unless the task needs more)."""

@@ -80,6 +80,7 @@ class Classification(Task):
     """One class per sample; ``--max-drop`` gates top-1 accuracy."""
 
     name = "classification"
+    qat_head = True
     main_metric = "accuracy"
     metric_keys = ("accuracy", "top_k", "per_class", "confusion_matrix")
     drift_keys = ("top1_agreement",)

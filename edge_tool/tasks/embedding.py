@@ -103,6 +103,8 @@ class Embedding(Task):
     """L2-normalised vectors; ``--max-drop`` gates retrieval recall@1 (absolute: 0.02 = 2 points)."""
 
     name = "embedding"
+    qat_head = True
+    value_outputs = True
     main_metric = "recall_at_1"
     metric_keys = ("recall_at_1", "queries", "gallery")
     drift_keys = ("mean_cosine", "min_cosine")

@@ -67,6 +67,8 @@ class Heatmap(Task):
     """Keypoint heatmaps (n, H, W, K); ``--max-drop`` gates PCK@0.1 (absolute: 0.02 = 2 points)."""
 
     name = "heatmap"
+    qat_head = True
+    value_outputs = True
     main_metric = "pck"
     metric_keys = ("pck", "keypoint_error")
     drift_keys = ("peak_agreement", "peak_shift")

@@ -131,6 +131,9 @@ class Image(Task):
     """Image out per image in; ``--max-drop`` gates mean PSNR in dB (absolute: 0.5 = half a dB)."""
 
     name = "image"
+    qat_head = True
+    main_unit = "dB"
+    value_outputs = True
     main_metric = "psnr"
     metric_keys = ("psnr", "ssim", "mae", "data_range")
     drift_keys = ("psnr_to_reference", "ssim_to_reference")

@@ -55,6 +55,7 @@ class Multilabel(Task):
     """Independent labels per sample; ``--max-drop`` gates macro F1."""
 
     name = "multilabel"
+    qat_head = True
     main_metric = "f1_macro"
     metric_keys = ("f1_macro", "hamming")
     drift_keys = ("label_agreement",)

@@ -62,6 +62,8 @@ class Regression(Task):
     gates the artefact's largest absolute difference from the reference."""
 
     name = "regression"
+    qat_head = True
+    value_outputs = True
     main_metric = "r2"
     metric_keys = ("mae", "rmse", "r2")
     drift_keys = ("max_abs_error", "mean_abs_error", "relative_error")

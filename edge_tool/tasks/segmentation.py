@@ -61,6 +61,7 @@ class Segmentation(Task):
     """Per-pixel classes; ``--max-drop`` gates mean IoU."""
 
     name = "segmentation"
+    qat_head = True
     main_metric = "miou"
     metric_keys = ("pixel_accuracy", "miou")
     drift_keys = ("pixel_agreement",)

@@ -144,6 +144,21 @@ def export_tfjs(
     return TfjsExport(model_json, check)
 
 
+# the GraphDef's map fields (NodeDef.attr, FunctionDef.ret/attr/arg_attr...): MessageToDict walks them in the map's
+# own order, which differs between runs; sorted, the same graph always writes the same model.json bytes
+MAP_FIELDS = frozenset({"attr", "ret", "controlRet", "argAttr", "resourceArgUniqueId"})
+
+
+def sorted_maps(value, key: str = ""):
+    """``value`` (MessageToDict's output) with every protobuf map field's entries in key order."""
+    if isinstance(value, dict):
+        items = sorted(value.items()) if key in MAP_FIELDS else value.items()
+        return {k: sorted_maps(v, k) for k, v in items}
+    if isinstance(value, list):
+        return [sorted_maps(v) for v in value]
+    return value
+
+
 def _write(out_dir: Path, graph_def, weights, frozen, user_metadata: dict | None) -> Path:
     from google.protobuf.json_format import MessageToDict  # noqa: PLC0415 - protobuf comes with TensorFlow
 
@@ -155,7 +170,7 @@ def _write(out_dir: Path, graph_def, weights, frozen, user_metadata: dict | None
             "inputs": tfjs_graph.signature_json(frozen.inputs),
             "outputs": tfjs_graph.signature_json(frozen.outputs),
         },
-        "modelTopology": MessageToDict(graph_def),
+        "modelTopology": sorted_maps(MessageToDict(graph_def)),
     }
     if user_metadata:
         doc["userDefinedMetadata"] = user_metadata

@@ -11,9 +11,8 @@ import when it builds, so this package loads no numpy or TensorFlow (``--help`` 
 
 from enum import Enum
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatOption, FormatSpec
-from edge_tool.convert.modes import every_mode, named_modes, tflite_source_modes
+from edge_tool.convert.modes import QuantMode, every_mode, named_modes, tflite_source_modes
 from edge_tool.errors import UsageError
 
 # isort: off

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec
+from edge_tool.convert.modes import MODES
 from edge_tool.core.steps import step
 from edge_tool.core.textsafe import term
 
@@ -13,12 +13,12 @@ if TYPE_CHECKING:
     from edge_tool.schemas.manifest import ManifestArtifact
     from edge_tool.schemas.records import MicroRecord
 
-MICRO_MODES = (QuantMode.INT8, QuantMode.QAT)
+MICRO_MODES = tuple(name for name, spec in MODES.items() if spec.integer_only)  # TFLite Micro runs int8 only
 
 
 def micro_problems(config) -> list[str]:
     """Why ``--format micro`` refuses modes other than full-integer int8 / qat."""
-    bad = [m.value for m in config.modes if m not in MICRO_MODES]
+    bad = [m.value for m in config.modes if m.value not in MICRO_MODES]
     if not bad:
         return []
     return [
@@ -46,7 +46,7 @@ SPEC = FORMATS.register(
         build=build,
         extends="tflite",
         default_modes=("int8",),
-        modes=tuple(m.value for m in MICRO_MODES),
+        modes=MICRO_MODES,
         problems=micro_problems,
     )
 )

@@ -13,22 +13,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from edge_tool.convert.enums import IOType, QuantMode
+from edge_tool.convert.enums import IOType
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec
+from edge_tool.convert.modes import QuantMode
 
 if TYPE_CHECKING:
     from edge_tool.schemas.manifest import ManifestArtifact
 
-MODES = ("fp32", "int8")
-
 
 def onnx_problems(config) -> list[str]:
     """The options --format onnx cannot honour (collected with every other option problem)."""
-    problems = []
-    bad = [m.value for m in config.modes if m.value not in MODES]
+    problems, modes = [], SPEC.modes
+    bad = [m.value for m in config.modes if m.value not in modes]
     if bad:
         problems.append(
-            f"--format onnx builds {' and '.join(MODES)} (int8: QDQ through ONNX Runtime's "
+            f"--format onnx builds {' and '.join(modes)} (int8: QDQ through ONNX Runtime's "
             f"quantize_static), got --quant {', '.join(bad)}: those are TFLite modes, build them with "
             "--format tflite."
         )
@@ -54,7 +53,7 @@ SPEC = FORMATS.register(
         summary="ONNX model, fp32 or int8 QDQ (ONNX Runtime CPU/Mobile/Web, TensorRT/Jetson, NPU SDKs)",
         suffix=".onnx",
         build=build,
-        modes=MODES,
+        modes=("fp32", "int8"),
         extra="onnx",
         packages=("tf2onnx", "onnx", "onnxruntime"),
         libraries=("tf2onnx", "onnx", "onnxruntime", "protobuf"),

@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.formats import onnx_check
 from edge_tool.convert.formats.entry import file_entry
 from edge_tool.convert.formats.registry import FormatJob, FormatSpec, artifact_name
+from edge_tool.convert.modes import QuantMode
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, UsageError

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.formats.registry import FORMATS, FormatJob, FormatSpec
+from edge_tool.convert.modes import QuantMode
 
 if TYPE_CHECKING:
     from edge_tool.schemas.manifest import ManifestArtifact

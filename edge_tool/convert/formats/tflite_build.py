@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.convert import fidelity
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.file_kind import file_warnings
 from edge_tool.convert.formats.entry import file_entry
 from edge_tool.convert.formats.registry import FormatJob, FormatSpec, artifact_name
 from edge_tool.convert.metadata_step import for_mode
-from edge_tool.convert.modes import MODES
+from edge_tool.convert.modes import MODES, QuantMode
 from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term

@@ -1,16 +1,19 @@
 """One module per TFLite mode, each registering its ``ModeSpec`` in ``edge_tool.convert.registry.MODES`` at import.
 
-The functions below are the registry's derived views: which modes ``all`` and ``--quant auto`` mean, and the
+The names below are the registry's derived views: the ``QuantMode`` enum, which modes ``all`` and ``--quant auto`` mean, and the
 mode table of README.md and docs/convert.md (regenerate with ``python scripts/docs_tables.py``).
 """
 
 # each module registers itself; this order (baseline first, then smaller and more integer) is MODES' order
 from edge_tool.convert.modes import fp32, fp16, dynamic, int8, int16x8, qat, weight_only  # noqa: F401, I001
+from enum import Enum
+
 from edge_tool.convert.registry import MODES, ModeSpec
 
 __all__ = [
     "MODES",
     "ModeSpec",
+    "QuantMode",
     "auto_candidates",
     "every_mode",
     "integer_only_candidates",
@@ -18,6 +21,10 @@ __all__ = [
     "named_modes",
     "tflite_source_modes",
 ]
+
+# convert's mode enum: every registered mode, in MODES' order (a str Enum: QuantMode.INT8 == "int8")
+QuantMode = Enum("QuantMode", [(name.upper().replace("-", "_"), name) for name in MODES], type=str, module=__name__)
+QuantMode.__doc__ = "A TFLite quantization mode: one registered in MODES."
 
 
 def every_mode(has_train_data: bool = False) -> tuple[str, ...]:
@@ -43,7 +50,7 @@ def auto_candidates(has_train_data: bool) -> tuple[str, ...]:
 
 def integer_only_candidates(has_train_data: bool) -> tuple[str, ...]:
     """The auto candidates whose activations are int8 (``--quant auto --require integer-only``)."""
-    return tuple(m for m in auto_candidates(has_train_data) if MODES[m].activations.startswith("int8"))
+    return tuple(m for m in auto_candidates(has_train_data) if MODES[m].integer_only)
 
 
 def mode_table() -> str:

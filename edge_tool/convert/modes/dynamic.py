@@ -1,6 +1,5 @@
 """dynamic: dynamic-range quantization — int8 weights, float activations, no calibration."""
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import MODES, ModeSpec
 
 
@@ -16,7 +15,7 @@ def build(ctx) -> bytes:
 
 SPEC = MODES.register(
     ModeSpec(
-        QuantMode.DYNAMIC.value,
+        "dynamic",
         weights="int8",
         activations="float32 (dynamic range)",
         build=build,

@@ -1,6 +1,5 @@
 """fp16: float16 weights (dequantized to float32 at load on CPU; native on many GPUs)."""
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import MODES, ModeSpec
 from edge_tool.models.probes import FLOAT16_TOLERANCE
 
@@ -18,7 +17,7 @@ def build(ctx) -> bytes:
 
 SPEC = MODES.register(
     ModeSpec(
-        QuantMode.FP16.value,
+        "fp16",
         weights="float16",
         activations="float32",
         build=build,

@@ -1,6 +1,5 @@
 """fp32: the plain float TFLite model (the baseline every other mode is compared with)."""
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import MODES, ModeSpec
 from edge_tool.models.probes import FLOAT32_TOLERANCE
 
@@ -12,7 +11,7 @@ def build(ctx) -> bytes:
 
 SPEC = MODES.register(
     ModeSpec(
-        QuantMode.FP32.value,
+        "fp32",
         weights="float32",
         activations="float32",
         auto_candidate=False,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import re
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import MODES, ModeSpec
 from edge_tool.convert.smoke import litert_problem, run_in_litert
 from edge_tool.core.steps import console
@@ -53,7 +52,7 @@ def build(ctx) -> bytes:
         f"TFLite has no 16x8 kernel for {', '.join(missing)}; the ops listed run in float between "
         "quantize/dequantize ops, everything else is 16x8",
     )
-    ctx.record_notes(QuantMode.INT16X8, notes)
+    ctx.record_notes("int16x8", notes)
     _report(notes)
     return data
 
@@ -133,7 +132,7 @@ def float_ops(data: bytes) -> list[str]:
 
 SPEC = MODES.register(
     ModeSpec(
-        QuantMode.INT16X8.value,
+        "int16x8",
         weights="int8",
         activations="int16",
         needs_calibration=True,

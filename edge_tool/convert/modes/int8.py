@@ -1,6 +1,5 @@
 """int8: full-integer quantization calibrated on a representative dataset."""
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import MODES, ModeSpec
 from edge_tool.litert.recipes import configure_full_int8
 
@@ -25,9 +24,10 @@ def _from_trained_ranges(ctx, conv) -> None:
 
 SPEC = MODES.register(
     ModeSpec(
-        QuantMode.INT8.value,
+        "int8",
         weights="int8",
         activations="int8 (TFLITE_BUILTINS_INT8 only)",
+        integer_only=True,
         needs_calibration=True,
         io_types=("model", "float32", "int8", "uint8"),
         build=build,

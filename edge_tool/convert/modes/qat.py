@@ -1,6 +1,5 @@
 """qat: quantization-aware fine-tuning with tfmot, then full-integer int8 — shipped only when it beats int8 PTQ."""
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.registry import MODES, ModeSpec
 
 
@@ -17,9 +16,10 @@ def build(ctx) -> bytes:
 
 SPEC = MODES.register(
     ModeSpec(
-        QuantMode.QAT.value,
+        "qat",
         weights="int8",
         activations="int8, after quantization-aware fine-tuning",
+        integer_only=True,
         needs_calibration=True,
         needs_train_data=True,
         needs_keras=True,

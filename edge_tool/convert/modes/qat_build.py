@@ -2,7 +2,6 @@
 and plain int8 PTQ, measure both, ship the more accurate one, and record the decision for the manifest."""
 
 from edge_tool import calibration
-from edge_tool.convert.enums import QuantMode
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError
@@ -71,7 +70,7 @@ def build(ctx) -> bytes:
     )
     shipped = fixed.get("qat" if decision.shipped == "qat" else "ptq_int8")
     ctx.record_notes(
-        QuantMode.QAT,
+        "qat",
         {
             **decision.to_dict(),
             "scored_by": _scores(run.heads),

@@ -2,16 +2,15 @@
 dequantized to float before each op, float compute. Built from the fp32 conversion (or from a float .tflite source);
 not in ``--quant all`` (named when wanted). A result the quantizer left unchanged is refused, never shipped."""
 
-from edge_tool.convert.enums import QuantMode
 from edge_tool.convert.quantizer_step import quantize_for_mode
 from edge_tool.convert.registry import MODES, ModeSpec
 from edge_tool.tflite_quantizer.recipes import RECIPES, Recipe
 
 
-def _builder(mode: QuantMode, recipe: Recipe):
+def _builder(mode: str, recipe: Recipe):
     def build(ctx) -> bytes:
         """The fp32 file, then ai-edge-quantizer's weight-only recipe on it."""
-        data, note = quantize_for_mode(ctx.convert(lambda conv: None), recipe.value, mode.value)
+        data, note = quantize_for_mode(ctx.convert(lambda conv: None), recipe.value, mode)
         ctx.record_notes(mode, note)
         return data
 
@@ -19,14 +18,14 @@ def _builder(mode: QuantMode, recipe: Recipe):
 
 
 for _mode, _recipe in (
-    (QuantMode.WEIGHT_INT8, Recipe.WEIGHT_INT8),
-    (QuantMode.WEIGHT_INT4, Recipe.WEIGHT_INT4),
-    (QuantMode.WEIGHT_INT4_BLOCK32, Recipe.WEIGHT_INT4_BLOCK32),
+    ("weight-int8", Recipe.WEIGHT_INT8),
+    ("weight-int4", Recipe.WEIGHT_INT4),
+    ("weight-int4-block32", Recipe.WEIGHT_INT4_BLOCK32),
 ):
     _r = RECIPES[_recipe]
     MODES.register(
         ModeSpec(
-            _mode.value,
+            _mode,
             weights=f"int{_r.weight_bits} ({f'block {_r.block}' if _r.block else 'per channel'}, ai-edge-quantizer)",
             activations="float32 (weights dequantized)",
             build=_builder(_mode, _recipe),
