@@ -40,20 +40,17 @@ def command(
         help="Reference model: SavedModel directory (serving_default) or .keras/.h5 file (read as convert reads it).",
         rich_help_panel=panels.DATA,
     ),
-    data: Path = typer.Option(
-        ..., "--data", "-d", help="Eval data, e.g. .npz with x (and y for accuracy).", rich_help_panel=panels.DATA
-    ),
-    threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads.", rich_help_panel=panels.RUNTIME),
-    warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing.", rich_help_panel=panels.RUNTIME),
-    runs: int | None = typer.Option(
-        None, "--runs", help="Timed calls per model (default 100).", rich_help_panel=panels.RUNTIME
-    ),
     data: Path | None = typer.Option(
         None,
         "--data",
         "-d",
         help="Eval data, e.g. .npz with x (and y for accuracy); --task lm takes --text instead.",
         rich_help_panel=panels.DATA,
+    ),
+    threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads.", rich_help_panel=panels.RUNTIME),
+    warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing.", rich_help_panel=panels.RUNTIME),
+    runs: int | None = typer.Option(
+        None, "--runs", help="Timed calls per model (default 100).", rich_help_panel=panels.RUNTIME
     ),
     text: Path | None = typer.Option(
         None,
@@ -66,11 +63,6 @@ def command(
         "--prompts",
         help="--task lm: prompts to continue, one per line (default: slices of --text).",
         rich_help_panel=panels.DATA,
-    ),
-    threads: int = typer.Option(1, "--threads", help="LiteRT interpreter threads.", rich_help_panel=panels.RUNTIME),
-    warmup: int = typer.Option(10, "--warmup", help="Untimed calls before timing.", rich_help_panel=panels.RUNTIME),
-    runs: int | None = typer.Option(
-        None, "--runs", help="Timed calls per model (default 100).", rich_help_panel=panels.RUNTIME
     ),
     time_budget: float | None = typer.Option(
         None,
