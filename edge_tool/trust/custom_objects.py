@@ -146,6 +146,8 @@ except BaseException as exc:
     import os
     os._exit(0)
 print("EDGETOOL-PROBE-OK", flush=True)
+import os
+os._exit(0)  # a thread the module started must not keep the child (and edgetool) waiting
 """
 
 

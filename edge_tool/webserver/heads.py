@@ -18,6 +18,7 @@ import socket
 from edge_tool.webserver.guard import MAX_DISCARD
 
 MAX_HEAD = 65536 + 100 * 8192  # longer than http.server accepts (a 64 KiB line, 100 headers): handed over, refused
+PEEK = 65536  # bytes looked at per readable event (a longer request is gathered over several)
 _LENGTH = re.compile(rb"^content-length:[ \t]*(\d{1,9})[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
 _CHUNKED = re.compile(rb"^transfer-encoding:", re.IGNORECASE | re.MULTILINE)
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,8}")
@@ -79,7 +80,7 @@ def gather(conn: socket.socket, buf: bytearray) -> str:
     """Read what has arrived for the current request into ``buf`` without blocking: "done" (``buf`` holds the whole
     request), "more" (wait for more) or "closed" (the client closed or the socket failed)."""
     try:
-        peeked = conn.recv(MAX_HEAD + MAX_DISCARD, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        peeked = conn.recv(PEEK, socket.MSG_PEEK | socket.MSG_DONTWAIT)  # without the end, all of it is taken
     except BlockingIOError:
         return "more"
     except OSError:

@@ -42,7 +42,11 @@ def serve(tmp_path):
         yield int(line.split("http://127.0.0.1:")[1].split("/")[0])
     finally:
         proc.terminate()
-        proc.wait(20)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
 
 
 def _get(port: int) -> float:
