@@ -4,6 +4,10 @@ aarch64 board (tests/device_board.py; its plain loop is tflite_runtime run there
 section of benchmarks/RESULTS.md.
 
     .venv/bin/python benchmarks/bench_lm.py [--rounds 3] [--no-board]
+    .venv/bin/python benchmarks/bench_lm.py --board-from /tmp/bench-lm-XXXX   # only the board's plain loops again
+
+A mode the board's runtime cannot load (tflite_runtime 2.14 and TF 2.19's dynamic-int8 FULLY_CONNECTED v12) is that
+board row's failure, as eval reports it.
 
 The model: an untrained seeded decoder (edge_tool.lm.model, 4 layers, d=128, max_len 256, prefill 16/64), exported
 with edge_tool.lm.export and converted to fp32, fp16 and dynamic-range int8 with TensorFlow's converter. Rounds
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -27,7 +32,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks._results import machine, table, write_section  # noqa: E402
+from benchmarks._results import RESULTS, machine, table, write_section  # noqa: E402
 from tests import device_board  # noqa: E402
 
 MODES = ("fp32", "fp16", "int8")
@@ -146,7 +151,12 @@ def main(argv: list[str]) -> None:
     args = argparse.ArgumentParser()
     args.add_argument("--rounds", type=int, default=3)
     args.add_argument("--no-board", action="store_true")
+    args.add_argument("--board-from", type=Path, help="only the board part, for an earlier run's directory")
+    args.add_argument("--board-eval", action="store_true", help="with --board-from: run the board's eval again too")
     opts = args.parse_args(argv)
+    if opts.board_from:
+        _board_only(opts.board_from, opts.board_eval)
+        return
     load_start = _load()
     work = Path(tempfile.mkdtemp(prefix="bench-lm-"))
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -217,6 +227,60 @@ def _host_rows(models: list[Path], evals: list[dict], plains: list[dict], tuned:
     return rows
 
 
+def _board_only(work: Path, fresh: bool) -> None:
+    """Board rows from ``work``'s last board eval (or, ``fresh``, a new one) plus the board's plain loops now, in place
+    of the board rows of the section the host rounds wrote."""
+    report = json.loads(max(work.glob("eval-*.json"), key=lambda f: f.stat().st_mtime).read_text())
+    root = device_board.build(device_board.cache_dir())
+    home = work / f"board-home-{time.monotonic_ns()}"
+    home.mkdir()
+    board = device_board.start(root, home)
+    try:
+        if fresh:
+            env = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "EDGETOOL_SSH_CONFIG": str(board.ssh_config)}
+            models = [work / f"lm_{m}.tflite" for m in MODES]
+            report = _eval(work, models, work / "board.txt", env, device=board.url, runs=16)
+        rows, note = _board_rows(work, report, root, board)
+    finally:
+        board.stop()
+    text = RESULTS.read_text()
+    start, end = text.index("<!-- lm-speed:start -->"), text.index("<!-- lm-speed:end -->")
+    body = text[start + len("<!-- lm-speed:start -->") : end].strip()
+    body = re.sub(r"board(: .*?a 200-byte text| pending)", lambda _: note, body)
+    body = "\n".join(ln for ln in body.splitlines() if not ln.startswith("| board"))
+    body += "\n" + "\n".join("| " + " | ".join(map(str, r)) + " |" for r in rows)
+    write_section("lm-speed", body)
+    print(body)
+
+
+def _board_rows(work: Path, report: dict, root: Path, board) -> tuple[list[list], str]:
+    lm = report["settings"]["lm"]
+    r0 = report["results"][0]["metrics"]
+    req = {"warmup": lm["warmup"], "reps": lm["reps"], "steps": lm["steps"]}
+    req["positions"] = [r0["decode_short"]["position"], r0["decode_full"]["position"]]
+    dev = [r for r in report["results"] if r.get("device")]
+    ran = [(MODES[i], r) for i, r in enumerate(dev) if not r.get("failed")]
+    remote = {}
+    for mode, _ in ran:
+        (root / "tmp" / f"lm_{mode}.tflite").write_bytes((work / f"lm_{mode}.tflite").read_bytes())
+        remote[mode] = f"/tmp/lm_{mode}.tflite"
+    plain = _plain(list(remote.values()), req, board=board)
+    tuned = _plain(list(remote.values()), req, board=board, tuned=True)
+    rows = []
+    for i, r in enumerate(dev):
+        if r.get("failed"):
+            rows.append(["board aarch64 (qemu)", MODES[i], "✗ " + r["failed"][:110], *[""] * 9])
+            continue
+        p, q = _plain_median([plain], remote[MODES[i]]), _plain_median([tuned], remote[MODES[i]])
+        rows.append(_row("board aarch64 (qemu)", MODES[i], r["metrics"], r["drift"], p, q))
+    d = dev[0]["device"]
+    note = (
+        f"board: {d.get('runtime')} {d.get('runtime_version')} (Python {d.get('python')}), one round, "
+        f"--runs 16 ({lm['reps']} TTFT runs, {lm['steps']} decode steps), a 200-byte text"
+    )
+    return rows, note
+
+
 def _board(work: Path, models: list[Path], env: dict) -> tuple[list[list], str]:
     why = device_board.missing() or device_board.binfmt_problem()
     if why:
@@ -229,27 +293,7 @@ def _board(work: Path, models: list[Path], env: dict) -> tuple[list[list], str]:
         small.write_bytes((REPO / "README.md").read_bytes()[:200])
         env = {**env, "EDGETOOL_SSH_CONFIG": str(board.ssh_config)}
         report = _eval(work, models, small, env, device=board.url, runs=16)
-        lm = report["settings"]["lm"]
-        r0 = report["results"][0]["metrics"]
-        req = {"warmup": lm["warmup"], "reps": lm["reps"], "steps": lm["steps"]}
-        req["positions"] = [r0["decode_short"]["position"], r0["decode_full"]["position"]]
-        remote = []
-        for m in models:
-            (root / "tmp" / m.name).write_bytes(m.read_bytes())
-            remote.append(f"/tmp/{m.name}")
-        plain, tuned = _plain(remote, req, board=board), _plain(remote, req, board=board, tuned=True)
-        rows = []
-        for i, mode in enumerate(MODES):
-            res = report["results"][len(MODES) + i]
-            if res.get("failed"):
-                rows.append(["board aarch64 (qemu)", mode, "✗ " + res["failed"][:80]])
-                continue
-            p, q = _plain_median([plain], remote[i]), _plain_median([tuned], remote[i])
-            rows.append(_row("board aarch64 (qemu)", mode, res["metrics"], res["drift"], p, q))
-        return (
-            rows,
-            f"board: {report['results'][len(MODES)]['device'].get('runtime')} {report['results'][len(MODES)]['device'].get('runtime_version')}, one round",
-        )
+        return _board_rows(work, report, root, board)
     finally:
         board.stop()
 
