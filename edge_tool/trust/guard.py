@@ -62,14 +62,18 @@ def _is_tflite(path: Path) -> bool:
         return f.read(8)[4:8] == b"TFL3"
 
 
+def _is_saved_model(path: Path) -> bool:
+    return path.is_dir() and ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file())
+
+
 def code_report(path: Path, trust: bool) -> dict:
     """``inspect``'s ``model_code``: what the scans find in ``path`` (read from its files; nothing is loaded): every
     function of a SavedModel's library, called by its signatures or not."""
     python = keras_code(path) if Path(path).is_dir() else ()
     path = Path(path)
-    saved = path.is_dir() and ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file())
+    saved = _is_saved_model(path)
     ops = _cached("graph-all", path, scan_saved_model) if saved else side_effect_ops(path)
-    libraries = library_ops(path) if saved else {}
+    libraries = _cached("libraries", path, library_ops) if saved else {}
     return {
         "python": [f.to_dict() for f in python],
         "side_effect_ops": [f.to_dict() for f in ops],
@@ -126,7 +130,7 @@ _KERAS_WAY_OUT = (
 def require_no_side_effects(path: Path, trust: bool, doing: str, signature: str | None = None) -> tuple[OpFinding, ...]:
     """ModelCodeRefused unless ``trust`` when the graph (or .tflite) at ``path`` holds side-effect ops that running
     ``signature`` (default serving_default) executes; ``doing`` says what would run it. Returns the findings."""
-    if Path(path).is_dir() and (libraries := library_ops(path)):  # before the side-effect scan: nothing loads it
+    if _is_saved_model(Path(path)) and (libraries := _cached("libraries", path, library_ops)):  # nothing loaded
         raise ModelError(op_library_refusal(path, libraries))
     found = side_effect_ops(path, signature)
     listed = "; ".join(f.describe() for f in found[:6]) + (f"; and {len(found) - 6} more" if len(found) > 6 else "")
