@@ -25,16 +25,14 @@ class InputStats(Record):
     @classmethod
     def of(cls, arr: np.ndarray) -> InputStats:
         """Compute the statistics of one cast input array (float64 accumulation)."""
+        dtype = arr.dtype.name
+        if arr.dtype.kind in "USO":  # text (a string input): the statistics of its lengths in characters, as eval's
+            dtype, arr = "string", np.char.str_len(arr.astype(str))
         if arr.size == 0:
-            return cls(arr.dtype.name, tuple(arr.shape), float("nan"), float("nan"), float("nan"), float("nan"))
+            return cls(dtype, tuple(arr.shape), float("nan"), float("nan"), float("nan"), float("nan"))
         a = arr.astype(np.float64, copy=False)
         return cls(
-            arr.dtype.name,
-            tuple(int(d) for d in arr.shape),
-            float(a.min()),
-            float(a.max()),
-            float(a.mean()),
-            float(a.std()),
+            dtype, tuple(int(d) for d in arr.shape), float(a.min()), float(a.max()), float(a.mean()), float(a.std())
         )
 
 

@@ -3,6 +3,8 @@ sigmoid head with its two-line labels file, and a float64 signature checked for 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from edge_tool.evaluate.budgets import drop_within
@@ -55,3 +57,50 @@ def test_tflm_names_the_float64_signature(tmp_path):
     proc = edgetool_in_process("check", tmp_path / "model", "--target", "tflm")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "signature takes float64" in proc.stdout and "float32 inputs" in proc.stdout
+
+
+STRING_INPUT = """
+import sys, numpy as np, tf_keras as keras, tensorflow as tf
+keras.utils.set_random_seed(0)
+texts = np.array(["good movie", "bad film", "great plot", "awful acting"] * 8)
+y = np.array([1, 0, 1, 0] * 8)
+tv = keras.layers.TextVectorization(max_tokens=50, output_sequence_length=4)
+tv.adapt(texts)
+inp = keras.Input((1,), dtype=tf.string)
+x = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(50, 8)(tv(inp)))
+m = keras.Model(inp, keras.layers.Dense(2, activation="softmax")(x))
+m.compile("adam", "sparse_categorical_crossentropy")
+m.fit(texts[:, None], y, epochs=2, verbose=0)
+m.save(sys.argv[1], save_format="tf")
+np.savez(sys.argv[1] + "_data.npz", x=texts[:, None], y=y)
+"""
+
+
+@pytest.mark.slow
+def test_a_string_input_models_way_out_works_as_written(tmp_path):
+    run_script(STRING_INPUT, tmp_path / "text")
+    data = f"{tmp_path / 'text'}_data.npz"
+    proc = edgetool_in_process(
+        "convert", tmp_path / "text", "--quant", "int8", "--calibration", data, "-o", tmp_path / "a"
+    )
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 2 and "Use --quant fp32, fp16 or dynamic with --allow-select-tf-ops" in said, said
+    # the way out, as the message words it, with the user's --calibration still on the command line
+    args = ("--quant", "fp32", "--allow-select-tf-ops", "--calibration", data, "-o", tmp_path / "b")
+    proc = edgetool_in_process("convert", tmp_path / "text", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = tmp_path / "eval.json"
+    proc = edgetool_in_process(
+        "eval",
+        tmp_path / "b" / "text_fp32.tflite",
+        "-r",
+        tmp_path / "text",
+        "-d",
+        data,
+        "--runs",
+        "3",
+        "--json",
+        report,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # eval reads the text of the npz
+    assert json.loads(report.read_text())["results"][0]["top1_agreement"] == 1.0

@@ -109,6 +109,8 @@ def _render_model_code(console, code: dict | None) -> None:
 
     if code is None:
         return
+    if code.get("op_library_note"):
+        console.print(text(f"op libraries: {code['op_library_note']}", "bold yellow"), highlight=False)
     if not code["python"] and not code["side_effect_ops"]:
         console.print("model code: no Python in the Keras config, no known side-effect ops (docs/security.md)")
         return

@@ -159,10 +159,11 @@ def prepare_inputs(tf, config, source, qat_trained: bool = False) -> ModelInputs
 
 
 def _load(config, source, path: Path, contracts: tuple):
-    specs = calibration.specs_from(source.signature.inputs)
-    ds = calibration.load(
-        path, specs, calibration.LoadOptions(samples=config.samples, seed=config.seed, images=contracts)
-    )
+    # text read as text: a string input's data reaches here only for the float modes (refuse_string_calibration
+    # stops a calibrating mode first), whose run reads labels and the run-check's sample from it
+    specs = calibration.specs_from(source.signature.inputs, text=True)
+    options = calibration.LoadOptions(samples=config.samples, seed=config.seed, images=contracts, text=True)
+    ds = calibration.load(path, specs, options)
     for warning in ds.warnings:
         console.print(f"[yellow]warning:[/] {term(warning)}")
     console.print(f"calibration: {term(calibration_line(ds.summary, contracts))}")

@@ -126,7 +126,8 @@ def inspect_saved_model(path: Path, trust_model_code: bool = False) -> InspectRe
     variables = model_variables(mg)
     code = code_report(path, trust_model_code)
     loaded_classes = {}
-    if trust_model_code or not code["side_effect_ops"]:  # loading runs restore and resource-init functions
+    # loading runs restore and resource-init functions; ops of an op library TensorFlow has not loaded cannot load
+    if (trust_model_code or not code["side_effect_ops"]) and not code.get("op_libraries"):
         tf = import_tf()
         try:
             loaded = tf.saved_model.load(str(path))

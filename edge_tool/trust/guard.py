@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edge_tool.errors import ModelCodeRefused
+from edge_tool.errors import ModelCodeRefused, ModelError
 from edge_tool.trust import TRUST_FLAG, custom_objects
 from edge_tool.trust.graph_scan import OpFinding, scan_saved_model, scan_tflite
 from edge_tool.trust.keras_code import NAME_ONLY, CodeFinding, scan_keras_code
+from edge_tool.trust.op_libraries import library_ops, op_library_refusal
 from edge_tool.trust.side_effects import PYTHON_CALLBACK_OPS, python_callback_refusal
 
 _TRUST_SAYS = (
@@ -61,14 +62,24 @@ def _is_tflite(path: Path) -> bool:
         return f.read(8)[4:8] == b"TFL3"
 
 
+def _is_saved_model(path: Path) -> bool:
+    return path.is_dir() and ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file())
+
+
 def code_report(path: Path, trust: bool) -> dict:
     """``inspect``'s ``model_code``: what the scans find in ``path`` (read from its files; nothing is loaded): every
     function of a SavedModel's library, called by its signatures or not."""
     python = keras_code(path) if Path(path).is_dir() else ()
     path = Path(path)
-    saved = path.is_dir() and ((path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file())
+    saved = _is_saved_model(path)
     ops = _cached("graph-all", path, scan_saved_model) if saved else side_effect_ops(path)
-    return {"python": [f.to_dict() for f in python], "side_effect_ops": [f.to_dict() for f in ops], "trusted": trust}
+    libraries = _cached("libraries", path, library_ops) if saved else {}
+    return {
+        "python": [f.to_dict() for f in python],
+        "side_effect_ops": [f.to_dict() for f in ops],
+        "trusted": trust,
+        **({"op_libraries": libraries, "op_library_note": op_library_refusal(path, libraries)} if libraries else {}),
+    }
 
 
 def require_no_keras_code(path: Path, trust: bool, need: str, way_out: str = "") -> tuple[CodeFinding, ...]:
@@ -119,6 +130,8 @@ _KERAS_WAY_OUT = (
 def require_no_side_effects(path: Path, trust: bool, doing: str, signature: str | None = None) -> tuple[OpFinding, ...]:
     """ModelCodeRefused unless ``trust`` when the graph (or .tflite) at ``path`` holds side-effect ops that running
     ``signature`` (default serving_default) executes; ``doing`` says what would run it. Returns the findings."""
+    if _is_saved_model(Path(path)) and (libraries := _cached("libraries", path, library_ops)):  # nothing loaded
+        raise ModelError(op_library_refusal(path, libraries))
     found = side_effect_ops(path, signature)
     listed = "; ".join(f.describe() for f in found[:6]) + (f"; and {len(found) - 6} more" if len(found) > 6 else "")
     callbacks = sorted({f.op for f in found} & PYTHON_CALLBACK_OPS.keys())

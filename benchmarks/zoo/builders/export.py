@@ -66,8 +66,8 @@ def build_tfmot_qat(out: Path) -> dict:
 
     keras, L = seeded_keras()
     split = zdata.digits(SEED)
-    inp = keras.Input((8, 8, 1), name="pixels")
-    x = L.Flatten()(L.Conv2D(8, 3, activation="relu")(L.Rescaling(1 / 255)(inp)))
+    inp = keras.Input((8, 8, 1), name="pixels")  # raw 0..255 pixels: tfmot cannot quantize a Rescaling layer
+    x = L.Flatten()(L.Conv2D(8, 3, activation="relu")(inp))
     model = keras.Model(inp, L.Dense(10, activation="softmax", name="probs")(L.Dense(32, activation="relu")(x)))
     fit(model, split, epochs=6)
     qat = tfmot.quantization.keras.quantize_model(model)
