@@ -134,6 +134,7 @@ MOVES: dict[str, str] = {
     "edge_tool.convert.source.MAX_METADATA_BYTES": "edge_tool.parsers.keras_archive.MAX_METADATA_BYTES",
     "edge_tool.convert.fidelity.PROBES": "edge_tool.models.probes.PROBES",
     "edge_tool.convert.fidelity.probe_feeds": "edge_tool.models.probes.probe_feeds",
+    "edge_tool.convert.source.content_hash": "edge_tool.parsers.tree.content_hash",  # the LM compiler hashes too
     "edge_tool.calibration.types.show_shape": "edge_tool.calibration.spec.show_shape",  # issue 41: no re-export
     "edge_tool.convert.enums.QuantMode": "edge_tool.convert.modes.QuantMode",  # issue 41: derived from MODES
 }

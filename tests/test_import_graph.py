@@ -113,10 +113,11 @@ FLOORS = (
     ("edge_tool.litert", "edge_tool.trust", "edge_tool.schemas"),  # schemas: the files edgetool writes
     ("edge_tool.metadata", "edge_tool.micro", "edge_tool.nodejs", "edge_tool.tflite_quantizer"),
     ("edge_tool.models",),
-    ("edge_tool.lm",),  # the language-model compiler: contract, Keras decoder, prefill/decode export, sessions
+    ("edge_tool.lm",),  # language models: the contract, Keras decoder, prefill/decode export, sessions, sampling
     ("edge_tool.device",),  # a --device board: connection, board programs, facts (below evaluate and check)
     ("edge_tool.contract", "edge_tool.tflite_converter", "edge_tool.tasks", "edge_tool.training"),
-    ("edge_tool.qat", "edge_tool.tfjs_writer"),  # the compilers built on the TFLite converter, tasks and training
+    # the compilers built on the TFLite converter (and tasks and training): QAT, the TF.js writer, the LM compiler
+    ("edge_tool.qat", "edge_tool.tfjs_writer", "edge_tool.lm_converter"),
     ("edge_tool.convert", "edge_tool.evaluate"),
     ("edge_tool.demo",),
     ("edge_tool.auto", "edge_tool.check", "edge_tool.keras_files"),

@@ -11,11 +11,11 @@ import flatbuffers
 import numpy as np
 import pytest
 
-from edge_tool.convert.lm.bundle import greedy_text
-from edge_tool.convert.lm.litertlm import byte_tokenizer_json, engine_greedy
 from edge_tool.lm.contract import read_lm_contract
 from edge_tool.lm.session import LmSession, open_session, tflite_call
 from edge_tool.lm.spec import LmSpec
+from edge_tool.lm_converter.bundle import greedy_text
+from edge_tool.lm_converter.litertlm import byte_tokenizer_json, engine_greedy
 from edge_tool.parsers.tflite_schema import tflite_schema
 from tests.builds import built_once
 from tests.edgetool_runs import run_edgetool

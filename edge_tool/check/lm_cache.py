@@ -1,4 +1,4 @@
-"""check of a language-model .tflite (LM_CONTRACT.md): does the KV cache feed back, and does every op run?
+"""check of a language-model .tflite (docs/lm.md): does the KV cache feed back, and does every op run?
 
 One plan for every runtime: the shortest prefill on seeded tokens (empty caches), then ``DECODE_STEPS`` decode calls,
 each fed the caches the call before it returned. In LiteRT (the reference) the decode logits must equal a single
@@ -90,5 +90,5 @@ def _broken(what: str) -> Finding:
         "(cache)",
         Status.UNSUPPORTED,
         f"the KV cache does not feed back: decode logits after prefill are {what}. A cache output that is not the "
-        "next call's input, or a write at the wrong position, does this (LM_CONTRACT.md).",
+        "next call's input, or a write at the wrong position, does this (docs/lm.md).",
     )

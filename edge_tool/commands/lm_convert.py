@@ -1,5 +1,5 @@
 """``convert``'s language-model path (``--task lm``, inferred from a model whose signatures follow the LM contract):
-its own options, the options it refuses, and the run (``convert.lm``)."""
+its own options, the options it refuses, and the run (``lm_converter``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ Task = Annotated[
     str | None,
     typer.Option(
         "--task",
-        help="lm = a language model (prefill/decode signatures, LM_CONTRACT.md); inferred from the signatures.",
+        help="lm = a language model (prefill/decode signatures, docs/lm.md); inferred from the signatures.",
     ),
 ]
 MaxLen = Annotated[int | None, typer.Option("--max-len", help="--task lm: the context (KV cache) length.")]
@@ -60,7 +60,7 @@ def refused_options(given: dict) -> None:
 
 def lm_modes(quant: list[str] | None) -> tuple[str, ...]:
     """--quant values as LM mode names ('all' = every LM mode; none = fp32)."""
-    from edge_tool.convert.lm.modes import LM_MODES
+    from edge_tool.lm_converter.modes import LM_MODES
 
     raw = [v.strip().lower() for value in (quant or []) for v in value.split(",") if v.strip()]
     modes = [m for v in raw for m in (LM_MODES.names() if v == "all" else [v])]
@@ -71,10 +71,10 @@ def run_lm(model: Path, output: Path, quant, seed: int, force: bool, *lm_args, a
     """Convert a language model and print what was made; exit 1 when a requested mode was not built, or (--quant
     auto) when no quantized mode is within --max-drop."""
     from edge_tool.commands.convert_print import print_result
-    from edge_tool.convert.lm.auto import choice_lines
-    from edge_tool.convert.lm.config import LmConvertConfig
-    from edge_tool.convert.lm.modes import LM_MODES
-    from edge_tool.convert.lm.run import convert_lm
+    from edge_tool.convert.lm_run import convert_lm
+    from edge_tool.lm_converter.auto import choice_lines
+    from edge_tool.lm_converter.config import LmConvertConfig
+    from edge_tool.lm_converter.modes import LM_MODES
 
     max_len, prefill_len, max_memory, litertlm = lm_args
     if auto and max_drop is None:

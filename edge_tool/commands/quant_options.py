@@ -10,8 +10,8 @@ import typer
 from edge_tool.auto.config import REQUIREMENTS, Requirement
 from edge_tool.commands import panels
 from edge_tool.commands.options import each_of
-from edge_tool.convert.lm.modes import LM_MODES
 from edge_tool.convert.modes import MODES, named_modes, tflite_source_modes
+from edge_tool.lm_converter.modes import LM_MODES
 
 QUANT_WORDS = ("all", "auto")  # --quant values besides the modes
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from edge_tool.models.precision import cast_saved_model
 from edge_tool.models.signatures import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
 from edge_tool.parsers.keras_archive import check_keras_archive
 from edge_tool.parsers.limits import check_signature
-from edge_tool.parsers.tree import model_files
+from edge_tool.parsers.tree import content_hash
 from edge_tool.schemas.records import FixedBatch, PrecisionCast, SourceRecord
 from edge_tool.trust import custom_objects
 from edge_tool.trust.guard import require_no_keras_code, require_no_side_effects
@@ -61,20 +60,6 @@ def opened_source(model: Path, trust_model_code: bool = False, as_trained: bool 
     keeps a mixed-precision model as it is (a reference), not recast to float32."""
     with tempfile.TemporaryDirectory(prefix="edgetool-src-") as work:
         yield prepare_source(Path(model), Path(work), trust_model_code=trust_model_code, as_trained=as_trained)
-
-
-def content_hash(path: Path) -> str:
-    """sha256 over a file, or over every file of a directory (relative names + bytes, sorted)."""
-    h = hashlib.sha256()
-    path = Path(path)
-    files = [path] if path.is_file() else model_files(path)
-    for f in files:
-        if path.is_dir():
-            h.update(str(f.relative_to(path)).encode() + b"\0")
-        with open(f, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()
 
 
 def check_keras_file(model: Path) -> None:

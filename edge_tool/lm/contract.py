@@ -1,4 +1,4 @@
-"""Read a model's signatures and check them against the LM contract (LM_CONTRACT.md, docs/lm.md).
+"""Read a model's signatures and check them against the LM contract (docs/lm.md).
 
 ``read_lm_contract(path)`` takes a SavedModel directory or a ``.tflite`` file and returns an ``LmContract``, or raises
 ``LmContractError`` (a ModelError: exit 2) whose one paragraph lists every problem found and the way out.

@@ -1,4 +1,4 @@
-"""Write a Keras decoder's prefill/decode endpoints as a contract SavedModel (LM_CONTRACT.md, docs/lm.md).
+"""Write a Keras decoder's prefill/decode endpoints as a contract SavedModel (docs/lm.md).
 
 Works for ``edge_tool.lm.model.DecoderLM`` and any Keras model built from the same standard blocks — the protocol
 ``export`` reads (docs/lm.md):

@@ -1,4 +1,4 @@
-"""``edgetool_lm.json``: the LM description that travels with a contract model (docs/lm.md, LM_CONTRACT.md).
+"""``edgetool_lm.json``: the LM description that travels with a contract model (docs/lm.md).
 
 ``LmSpec`` is its frozen record and ``LmSpec.to_json`` / ``read_spec`` its one serializer; the file lives in a
 SavedModel's ``assets/`` (and in convert's manifest / a ``.litertlm``'s metadata).

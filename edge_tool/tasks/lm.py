@@ -1,4 +1,4 @@
-"""Language models (issue 39): a contract LM (prefill/decode signatures, LM_CONTRACT.md) measured on a held-out text
+"""Language models (issue 39): a contract LM (prefill/decode signatures, docs/lm.md) measured on a held-out text
 (``eval --task lm --text``), not on samples. Its metrics come from ``edge_tool.lm.drift`` (perplexity from
 ``edge_tool.lm.measure.perplexity``); ``--max-drop`` gates the relative perplexity drift (0.01 = perplexity 1 %
 above the reference's). The sample-stream accumulators do not apply: eval runs ``evaluate.lm_eval`` instead."""

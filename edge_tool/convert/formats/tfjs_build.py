@@ -9,8 +9,8 @@ from pathlib import Path
 
 from edge_tool.convert.formats.registry import FormatJob, FormatSpec
 from edge_tool.convert.metadata_step import tfjs_user_metadata
-from edge_tool.convert.source import content_hash
 from edge_tool.core.steps import console, step
+from edge_tool.parsers.tree import content_hash
 from edge_tool.schemas.format_records import TfjsAgreement
 from edge_tool.schemas.manifest import ManifestArtifact
 from edge_tool.schemas.records import FileEntry

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_tool.calibration.serial import Record
-from edge_tool.convert.lm.modes import refusal
 from edge_tool.errors import ModelError, UsageError, below_minimum, collect_and_raise
 from edge_tool.lm.contract import LmContract
+from edge_tool.lm_converter.modes import refusal
 
 LITERTLM_EXTRA = "pip install 'edgetool[lm]'"
 

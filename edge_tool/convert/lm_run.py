@@ -12,15 +12,7 @@ from pathlib import Path
 from edge_tool import __version__
 from edge_tool.convert.api import ConvertResult, one_line
 from edge_tool.convert.formats.registry import artifact_name
-from edge_tool.convert.lm.auto import choose
-from edge_tool.convert.lm.build import LmBuilt, build_mode
-from edge_tool.convert.lm.bundle import bundle_all
-from edge_tool.convert.lm.config import LmConvertConfig, memory_problem, plan_lengths
-from edge_tool.convert.lm.litertlm import byte_tokenizer_json, require_extra
-from edge_tool.convert.lm.modes import LM_MODES
-from edge_tool.convert.lm.selfcheck import DECODE_STEPS, Probe, check_file, reference_probe
 from edge_tool.convert.manifest import library_versions, write_manifest
-from edge_tool.convert.source import content_hash
 from edge_tool.core.env import installed_version, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
 from edge_tool.core.steps import console, step
@@ -28,8 +20,16 @@ from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, EdgeToolError, ModelError
 from edge_tool.lm.contract import DECODE, LmContract, read_lm_contract
 from edge_tool.lm.spec import SPEC_NAME, LmSpec
+from edge_tool.lm_converter.auto import choose
+from edge_tool.lm_converter.build import LmBuilt, build_mode
+from edge_tool.lm_converter.bundle import bundle_all
+from edge_tool.lm_converter.config import LmConvertConfig, memory_problem, plan_lengths
+from edge_tool.lm_converter.litertlm import byte_tokenizer_json, require_extra
+from edge_tool.lm_converter.modes import LM_MODES
+from edge_tool.lm_converter.selfcheck import DECODE_STEPS, Probe, check_file, reference_probe
 from edge_tool.models.signatures import saved_model_signatures
 from edge_tool.parsers.tflite_model import summarize_tflite
+from edge_tool.parsers.tree import content_hash
 from edge_tool.schemas.format_records import LmArtifact, LmSelfCheck
 from edge_tool.schemas.manifest import SCHEMA, Manifest, ManifestArtifact
 from edge_tool.schemas.records import SourceRecord, ToolInfo

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edge_tool.convert.lm.flatbuf import dedupe_buffers, gather_to_embedding_lookup
-from edge_tool.convert.lm.modes import LM_MODES
 from edge_tool.errors import ConversionError
+from edge_tool.lm_converter.flatbuf import dedupe_buffers, gather_to_embedding_lookup
+from edge_tool.lm_converter.modes import LM_MODES
 from edge_tool.parsers.tflite_model import summarize_tflite
 from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
 from edge_tool.tflite_quantizer.facts import weight_facts

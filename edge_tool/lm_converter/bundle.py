@@ -10,8 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.convert.lm.build import build_mode, convert_signatures
-from edge_tool.convert.lm.litertlm import (
+from edge_tool.core.env import installed_version
+from edge_tool.core.steps import step
+from edge_tool.errors import ConversionError
+from edge_tool.lm.contract import LmContract
+from edge_tool.lm.session import LmSession, tflite_call
+from edge_tool.lm.spec import LmSpec
+from edge_tool.lm_converter.build import build_mode, convert_signatures
+from edge_tool.lm_converter.litertlm import (
     GREEDY_TOKENS,
     LAYOUT,
     PROMPT,
@@ -19,13 +25,7 @@ from edge_tool.convert.lm.litertlm import (
     engine_greedy,
     write_bundle,
 )
-from edge_tool.convert.source import content_hash
-from edge_tool.core.env import installed_version
-from edge_tool.core.steps import step
-from edge_tool.errors import ConversionError
-from edge_tool.lm.contract import LmContract
-from edge_tool.lm.session import LmSession, tflite_call
-from edge_tool.lm.spec import LmSpec
+from edge_tool.parsers.tree import content_hash
 from edge_tool.schemas.manifest import ManifestArtifact
 
 
