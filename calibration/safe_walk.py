@@ -63,13 +63,14 @@ def list_dir(
     root = folder if root is None else root
     try:
         with os.scandir(folder) as it:
-            names = sorted(e.name for e in it if hidden or not e.name.startswith("."))
+            listed = sorted((e.name, e.is_symlink()) for e in it if hidden or not e.name.startswith("."))
     except OSError as exc:
         raise error(f"cannot list {folder} ({what}): {exc.strerror or exc}") from None
-    entries = [folder / name for name in names]
-    for entry in entries:
-        checked_entry(entry, root, what, error)
-    return entries
+    root_real = _real(root)
+    for name, is_link in listed:  # only a link can lead out (the folder itself is inside): one realpath per link
+        if is_link and not _inside(real := _real(folder / name), root_real):
+            raise _refuse_out(folder / name, real, root, what, error)
+    return [folder / name for name, _ in listed]
 
 
 def walk_files(

@@ -25,7 +25,8 @@ from typer.models import CommandInfo
 
 from edge_tool import __version__
 from edge_tool.commands import registry
-from edge_tool.core import scratch, signals, stdio, textsafe
+from edge_tool.core import diskfull, scratch, signals, stdio, textsafe
+from edge_tool.core.visible import cap
 from edge_tool.errors import EdgeToolError
 
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE (sysexits.h)
@@ -73,11 +74,13 @@ def debug_enabled() -> bool:
 
 
 def _say(kind: str, message: object) -> None:
-    """One message on stderr: a bold label, then ``message`` verbatim (never read as markup); nothing when the
-    reader of stderr has gone (the exit code still tells)."""
+    """One message on stderr: a bold label, then ``message`` verbatim (never read as markup), capped at
+    ``visible.LONG_TEXT`` characters (its beginning and its end); nothing when the reader of stderr has gone."""
     try:
         err_console.print(
-            Text.assemble((f"{kind}:", "bold red"), " ", textsafe.text(message)), highlight=False, soft_wrap=True
+            Text.assemble((f"{kind}:", "bold red"), " ", textsafe.text(cap(str(message)))),
+            highlight=False,
+            soft_wrap=True,
         )
     except BrokenPipeError:
         stdio.silence(sys.stderr)
@@ -91,6 +94,13 @@ def _silence_stdout() -> None:
 def _os_error_message(exc: OSError) -> str:
     where = " and ".join(repr(str(f))[:1000] for f in (exc.filename, exc.filename2) if f is not None)
     what = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in diskfull.FULL:
+        room = diskfull.free_space(exc.filename) if exc.filename is not None else ""
+        return (
+            f"{what}{' while writing ' + where if where else ''}"
+            f"{' (' + room + ', after removing the partial output)' if room else ''}. Nothing partial was left "
+            "and the inputs are untouched; free space there or write elsewhere, then rerun."
+        )
     return (
         f"{what}{': ' + where if where else ''}. The file system refused the operation; check that path "
         "(its length, permissions, free space), then rerun."

@@ -2,8 +2,10 @@
 
 One browser profile visits site A (`edgetool demo`, TensorFlow.js) on a port; A's service worker takes the origin
 over. Then A's server stops and site B (`edgetool demo --litert`, another build) is served on the same port: the
-old worker answers B's URL from A's cache (cache-first), so B used to appear only on the second visit. B's worker,
-found by the browser's update check, deletes A's cache and loads the open page again from B — once.
+old worker answered B's URL from A's cache (cache-first), so B used to appear only on the second visit (issue 34:
+B's worker then reloaded the page, ~15 s later on a loaded machine; issue 40). Now A's worker asks the server which
+site it serves (its sw.js VERSION) at each navigation: another one, and A's worker retires (its cache deleted, it
+unregisters, it passes requests through), so the first load already shows B: no reload at all.
 """
 
 from __future__ import annotations
@@ -74,9 +76,8 @@ def test_a_new_site_on_the_same_port_shows_on_the_first_visit(digits_demo_site, 
             page.goto(url)  # the first visit of B: A's worker answers it from A's cache
             _poll(page, SHOWS, b_litert)
             _poll(page, "() => window.edgetool.ready.then(() => true)", None)
-            settled = len(loads)
             time.sleep(3)
-            assert len(loads) == settled <= 2, loads  # one reload at most, and no loop
+            assert len(loads) == 1, loads  # the first load showed B: no reload was needed
             keys = page.evaluate("caches.keys()")
             assert len(keys) == 1, keys  # A's cache went
             assert page.evaluate(SHOWS, b_litert)

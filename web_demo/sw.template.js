@@ -2,7 +2,8 @@
 // Precaches what every visitor needs (the page, the model, the runtimes' scripts); the wasm builds of which a browser
 // runs only one (tfjs-backend-wasm's and LiteRT.js's) are cached when first fetched, so a phone never downloads the
 // builds it does not run, and the one it runs works offline after the first visit (the page waits for this worker
-// to control it before it loads an engine: ui/dom.js). Cache-first; a new build gets a new cache, the old one goes.
+// to control it before it loads an engine: ui/dom.js). Cache-first, but a navigation first asks the server which
+// site it serves (its sw.js), so another site on this origin shows on the first visit; a new build gets a new cache.
 'use strict';
 
 const VERSION = '__VERSION__';
@@ -61,10 +62,47 @@ async function cacheFirst(request, url) {
   return ON_DEMAND.has(url.pathname) ? fetchAndKeep(request) : fetch(request);
 }
 
+// Which site the server serves now, read from its sw.js (VERSION), bounded in time; null offline or on no answer.
+const CHECK_MS = 3000;
+async function servedVersion() {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), CHECK_MS);
+  try {
+    const response = await fetch(new URL('sw.js', self.registration.scope), { cache: 'no-store', signal: abort.signal });
+    if (!response.ok) return null;
+    const found = /const VERSION = ["']([^"']*)["']/.exec(await response.text());
+    return found ? found[1] : null;
+  } catch (err) {
+    return null;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// Another site on this origin now (another demo served on the same port, or a new build): this worker retires at
+// the first navigation — its cache goes, it unregisters, and from then on it only passes requests to the network,
+// so the first visit shows the site being served (its own worker takes over from the page's registration).
+let retired = false;
+async function navigate(request, url) {
+  const served = retired ? null : await servedVersion();
+  if (served !== null && served !== VERSION) {
+    retired = true;
+    await caches.delete(CACHE);
+    await self.registration.unregister();
+  }
+  return retired ? fetch(request) : cacheFirst(request, url);
+}
+
 self.addEventListener('fetch', (event) => {
   const { request } = event;
   if (request.method !== 'GET') return;
   const url = new URL(request.url);
   if (url.origin !== self.location.origin) return;
-  event.respondWith(cacheFirst(request, url));
+  if (retired) {
+    event.respondWith(fetch(request));
+  } else if (request.mode === 'navigate') {
+    event.respondWith(navigate(request, url));
+  } else {
+    event.respondWith(cacheFirst(request, url));
+  }
 });

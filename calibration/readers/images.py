@@ -9,7 +9,9 @@ and kept as 0..255 values.
 from __future__ import annotations
 
 import io
+import os
 import re
+import stat
 import struct
 import warnings
 import zlib
@@ -119,6 +121,16 @@ def _images_in(folder: Path, root: Path, recursive: bool) -> list[Path]:
     return sorted(p for p in found if p.suffix.lower() in IMAGE_SUFFIXES)
 
 
+_GONE = os.stat_result((0, 0, 0, 0, 0, 0, -1, 0, 0, 0))  # vanished or unreadable: the decoder says why
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
 def split_parent(root: Path, per_class: list[tuple[str, list[Path]]]) -> str | None:
     """The problem when ``root`` is the parent of splits (train/val/test, each holding class folders): every
     "class" folder holds no image of its own, only sub-folders with images, and they share sub-folder names."""
@@ -151,6 +163,7 @@ class ImageFolderReader(Reader):
         super().__init__(path, specs, options)
         self.files: list[Path] = []
         self.label_idx: np.ndarray | None = None
+        self._stats: dict[Path, os.stat_result | None] = {}
         self.contract = for_input(options.images, self.specs[0].name) if len(self.specs) == 1 else None
         if len(self.specs) > 1:
             self.problems.append(
@@ -162,11 +175,19 @@ class ImageFolderReader(Reader):
         if problem:
             self.problems.append(problem)
             return
-        classes = [d for d in list_dir(path) if d.is_dir()]  # every link checked before any folder is walked
+        entries = list_dir(path)  # every link checked before any folder is walked; one stat per entry
+        self._stats = {e: _stat(e) for e in entries}
+        classes = [d for d in entries if self._stats[d] is not None and stat.S_ISDIR(self._stats[d].st_mode)]
         per_class = [(d.name, _images_in(d, path, recursive=True)) for d in classes]
         empty = [name for name, files in per_class if not files]
         per_class = per_class if len(empty) < len(per_class) else []
-        top = _images_in(path, path, recursive=False)
+        top = [
+            p
+            for p in entries
+            if self._stats[p] is not None
+            and stat.S_ISREG(self._stats[p].st_mode)
+            and p.suffix.lower() in IMAGE_SUFFIXES
+        ]
         nested = split_parent(path, [(name, files) for name, files in per_class if files])
         if nested:
             self.problems.append(nested)
@@ -184,6 +205,18 @@ class ImageFolderReader(Reader):
                 )
         else:
             self.files = top
+        self._refuse_empty(path)
+
+    def _refuse_empty(self, path: Path) -> None:
+        """An empty (0-byte) file is no image: refused when the folder is listed, before anything is decoded (a
+        folder of 100,000 empty .png files took minutes to fail one batch at a time)."""
+        empty = [f for f in self.files if (self._stats.get(f) or _stat(f) or _GONE).st_size == 0]
+        if empty:
+            self.problems.append(
+                f"{len(empty):,} of the {len(self.files):,} image files in {path} are empty (0 bytes), e.g. "
+                f"{empty[0]}: not images. Remove them, or point at a folder of images"
+            )
+            self.files, self.label_idx = [], None  # nothing is decoded
 
     def count(self) -> int:
         """Number of image files found."""

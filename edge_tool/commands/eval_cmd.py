@@ -107,14 +107,9 @@ def command(
 
     Exit 1 (after writing the reports) on a broken budget or when an artefact does not run in its runtime.
     """
-    use_custom_objects(custom_objects, trust_model_code)
     from edge_tool.contract.options import ContractOptions
-    from edge_tool.core.textsafe import visible
-    from edge_tool.errors import ArtifactsFailed, BudgetExceeded
     from edge_tool.evaluate import EvalConfig
-    from edge_tool.evaluate.budgets import budget_violations, failures
-    from edge_tool.evaluate.outputs import write_reports
-    from edge_tool.keras_files import run_eval_any
+    from edge_tool.evaluate.outputs import check_outputs
 
     config = EvalConfig(
         artifacts=tuple(artifacts),
@@ -145,6 +140,13 @@ def command(
         contract=ContractOptions.from_cli(input_range, input_mean, input_std),
         signature=signature,
     )
+    check_outputs(config)  # the report paths, before any import of TensorFlow or of the user's modules
+    use_custom_objects(custom_objects, trust_model_code)
+    from edge_tool.core.textsafe import visible
+    from edge_tool.errors import ArtifactsFailed, BudgetExceeded
+    from edge_tool.evaluate.budgets import budget_violations, failures
+    from edge_tool.evaluate.outputs import write_reports
+    from edge_tool.keras_files import run_eval_any
     from edge_tool.models.signatures import signature_note
 
     if note := signature_note(reference, signature):

@@ -22,6 +22,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from edge_tool.calibration.safe_open import kind_of
+from edge_tool.core import diskfull
 from edge_tool.core.outswap import install_dir, install_file
 from edge_tool.core.scratch import run_token, sweep
 from edge_tool.errors import EdgeToolError, ModelError, UsageError
@@ -204,6 +206,11 @@ def check_output_file(path: Path, force: bool, inputs: Inputs = ()) -> None:
     _check_link(path, "file")
     if path.exists() and path.is_dir():
         raise UsageError(f"Output path {path} is a directory; expected a file path.")
+    if path.exists() and not path.is_file():  # --force replaces a regular file only, never a FIFO/socket/device
+        raise UsageError(
+            f"Output path {path} is {kind_of(path.stat().st_mode)}, not a regular file; edgetool writes report "
+            "files as regular files and never replaces anything else, even with --force. Choose another path."
+        )
     if path.exists() and not force:
         raise UsageError(f"Output file {path} already exists; pass --force to overwrite it.")
 
@@ -226,8 +233,11 @@ def atomic_dir(path: Path, force: bool = False, inputs: Inputs = ()) -> Iterator
         (tmp / MARKER).write_text(MARKER_TEXT)
         os.chmod(tmp, 0o755)
         install_dir(tmp, path, force, has_marker)
-    except BaseException:
+    except BaseException as exc:
+        named = diskfull.named(exc, tmp, path)
         shutil.rmtree(tmp, ignore_errors=True)
+        if named is not exc:
+            raise named from exc
         raise
 
 
@@ -246,6 +256,9 @@ def atomic_file(path: Path, force: bool = False, inputs: Inputs = ()) -> Iterato
         yield tmp
         os.chmod(tmp, 0o644)
         install_file(tmp, path, force)
-    except BaseException:
+    except BaseException as exc:
+        named = diskfull.named(exc, tmp, path)
         tmp.unlink(missing_ok=True)
+        if named is not exc:
+            raise named from exc
         raise

@@ -60,6 +60,19 @@ def _raise_terminated(signum: int, frame) -> None:
     raise Terminated(signum)
 
 
+def is_stop(exc: BaseException) -> bool:
+    """True when ``exc`` is a real stop (a Terminated, or Ctrl-C outside ``stop_like_interrupt``), which must go on
+    up; False for a KeyboardInterrupt or other BaseException that code raised on its own while a handler is set."""
+    if isinstance(exc, Terminated) or _state["stopping"] is not None:
+        return True
+    handled = (
+        signal.getsignal(signal.SIGINT) is _raise_terminated
+        if threading.current_thread() is threading.main_thread()
+        else False
+    )
+    return isinstance(exc, KeyboardInterrupt) and not handled
+
+
 def raise_if_stopping() -> None:
     """Raise Terminated again when a stop signal was raised: for handlers of errors that come out of compiled code,
     where pybind11 can replace a Terminated raised inside a Python callback by an error of its own (a lost stop)."""

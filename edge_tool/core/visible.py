@@ -18,3 +18,20 @@ def _visible_char(match: re.Match) -> str:
 def visible(value: object) -> str:
     """``str(value)`` with control and invisible direction characters shown as ``\\xNN`` / ``\\uNNNN``."""
     return _INVISIBLE.sub(_visible_char, str(value))
+
+
+LONG_TEXT = 2000  # characters kept of any message or reason built from data edgetool did not write
+
+
+def cap(text: str, limit: int = LONG_TEXT) -> str:
+    """``text`` if it holds at most ``limit`` characters, else its beginning and its end (where a message says what
+    to do) around a note of how much was cut: the one rule for every message built from user or device data."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 3
+    return f"{text[:head]} … ({len(text) - head - tail:,} characters cut) … {text[-tail:]}"
+
+
+def capped(value: object, limit: int = LONG_TEXT) -> str:
+    """``visible(value)``, capped (``cap``)."""
+    return cap(visible(value), limit)

@@ -19,13 +19,14 @@ from collections.abc import Callable
 import numpy as np
 
 from edge_tool.core.textsafe import visible
+from edge_tool.core.visible import LONG_TEXT, capped
 from edge_tool.errors import RuntimeFailure
 
 MAX_HEADER = 1 << 24  # bytes of one answer's JSON header (a long latency list fits; a flood does not)
 MAX_ARRAY_BYTES = 1 << 30  # bytes of one answer's arrays (what the board sends back for one batch)
 MAX_ARRAYS = 256
 MAX_TIMES = 1_000_000  # timed calls in one latency answer
-TEXT, LONG_TEXT = 300, 2000  # characters kept of a string field / of a failure reason
+TEXT = 300  # characters kept of a string field (a failure reason: LONG_TEXT, the rule of every message)
 _DTYPE = re.compile(r"[<>|=]?(b1|[iu][1248]|f[248])")
 _HEAD = struct.Struct(">I")
 RUNTIME_NAMES = ("ai_edge_litert", "tflite_runtime", "tf.lite")
@@ -42,9 +43,8 @@ def _bad(what: str, value: object, expected: str) -> BadAnswer:
 
 
 def text(value: object, limit: int = TEXT) -> str:
-    """``value`` as one bounded, terminal-safe string (control characters shown as escapes, the rest cut)."""
-    s = visible(value)
-    return s if len(s) <= limit else s[:limit] + f"… ({len(s) - limit} more characters)"
+    """``value`` as one bounded, terminal-safe string (control characters shown as escapes, the middle cut)."""
+    return capped(value, limit)
 
 
 def _exact(reader, n: int) -> bytes:

@@ -26,6 +26,8 @@ from edge_tool.litert.isolated import last_message, request_timeout
 
 _FUTURE = "from __future__ import annotations"
 HELLO_ENV, HELLO_TIMEOUT_S = "EDGETOOL_DEVICE_HELLO_TIMEOUT", 60.0
+HELLO_MARGIN = 4.0  # a board's next hello may take this many times its slowest hello of this run
+_HELLO_TOOK: dict[str, float] = {}  # device name -> its slowest hello of this run, in seconds
 PROGRESS_ENV, PROGRESS_S = "EDGETOOL_DEVICE_PROGRESS_S", 30.0
 STDERR_TAIL = 1 << 16  # bytes kept of what the runner writes on stderr (the rest is read and dropped)
 _CLOSED = answers.done("closed")
@@ -55,6 +57,21 @@ def _seconds(env: str, default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+def hello_deadline(name: str) -> tuple[float, str]:
+    """Seconds the runner on the device ``name`` has to say hello, and why: ``EDGETOOL_DEVICE_HELLO_TIMEOUT``, or
+    HELLO_MARGIN times the slowest hello this board already gave in this run when that is longer (a board on a
+    loaded machine that answered once is slow, not broken: its next runner gets the time it has shown it needs,
+    and a line on stderr says so)."""
+    base = _seconds(HELLO_ENV, HELLO_TIMEOUT_S)
+    took = _HELLO_TOOK.get(name)
+    if took is None or took * HELLO_MARGIN <= base:
+        return base, HELLO_ENV
+    scaled = took * HELLO_MARGIN
+    why = f"{HELLO_ENV}={base:g} s, scaled to {HELLO_MARGIN:g}× the {took:.1f} s this board's slowest hello took"
+    print(visible(f"… {name}: hello deadline {scaled:.0f} s ({why})"), file=sys.stderr)
+    return scaled, why
 
 
 class _TimedReader:
@@ -126,12 +143,14 @@ class RunnerSession:
         self._err = _Tail(err_read)
         src = runner_source().encode("utf-8")
         name = device.url.name
-        hello_s = _seconds(HELLO_ENV, HELLO_TIMEOUT_S)
-        self._reader = _TimedReader(self.proc.stdout.fileno(), hello_s, f"the runner on {name}", f"{HELLO_ENV}")
-        self._reader.until = time.monotonic() + hello_s  # the whole hello, however it trickles in
+        hello_s, why = hello_deadline(name)
+        self._reader = _TimedReader(self.proc.stdout.fileno(), hello_s, f"the runner on {name}", why)
+        started = time.monotonic()
+        self._reader.until = started + hello_s  # the whole hello, however it trickles in
         self.send_raw(str(len(src)).encode() + b"\n" + src)
         self._sync()
         self.hello = (self.receive(answers.hello), {})
+        _HELLO_TOOK[name] = max(_HELLO_TOOK.get(name, 0.0), time.monotonic() - started)
         self._reader.timeout, self._reader.why, self._reader.until = request_timeout(), "EDGETOOL_EVAL_TIMEOUT", None
 
     def _sync(self) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from edge_tool.calibration.safe_open import not_a_file
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
+from edge_tool.parsers.declared_sizes import check_checkpoint_shapes
 
 VERIFY_BYTES = 256 << 20  # variables up to this size are read once up front, which checks their checksums
 
@@ -60,6 +61,7 @@ def _check_variables_cached(var_dir: str, stats: tuple) -> None:
             raise ModelError(
                 f"the SavedModel's variables are unreadable or truncated: {index} ({_tf_message(exc)})."
             ) from None
+        check_checkpoint_shapes(shapes, dtypes, index)
         _check_tensors(tf, reader, shapes, dtypes, stats, shards, var_dir)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from edge_tool.calibration.safe_open import open_regular
 from edge_tool.errors import ModelError
+from edge_tool.parsers.declared_sizes import check_h5_datasets
 from edge_tool.parsers.limits import MAX_DOCUMENT_BYTES, MAX_UNPACKED_BYTES, UNPACKED_ENV, limit_from_env
 
 MAX_MEMBERS = 10_000
@@ -129,6 +130,21 @@ def _problems(infos: list[zipfile.ZipInfo]) -> list[str]:
     return problems
 
 
+def _check_weights_h5(zf: zipfile.ZipFile, path: Path) -> None:
+    """The declared sizes of ``model.weights.h5``'s datasets (headers only, read through the zip member)."""
+    if "model.weights.h5" not in zf.namelist():
+        return
+    import h5py
+
+    with zf.open("model.weights.h5") as member:
+        try:
+            weights = h5py.File(member, "r")
+        except (OSError, ValueError):
+            return  # not HDF5: the loader says so
+        with weights:
+            check_h5_datasets(weights, f"{path} (model.weights.h5)")
+
+
 def check_keras_archive(path: Path) -> KerasArchive:
     """The checked archive at ``path`` (see the module doc); one ModelError naming the file and the member otherwise."""
     path = Path(path)
@@ -140,6 +156,7 @@ def check_keras_archive(path: Path) -> KerasArchive:
                 if problems:
                     raise ModelError(f"{path} is not a .keras archive edgetool unpacks: {'; '.join(problems[:5])}.")
                 docs = {i.filename: _stream(zf, i, i.filename in JSON_MEMBERS) for i in infos if not i.is_dir()}
+                _check_weights_h5(zf, path)
         except ModelError:
             raise
         except _ZIP_ERRORS as exc:

@@ -78,11 +78,14 @@ def _human(n: int) -> str:
     return f"{n} bytes"
 
 
-def too_large(what: str, name: str, shape, dtype: str, need: int, limit: int) -> ModelError:
-    """The refusal for one tensor over the limit, naming it, its shape and size, the limit and how to raise it."""
+def too_large(
+    what: str, name: str, shape, dtype: str, need: int, limit: int, per: str = " for one sample"
+) -> ModelError:
+    """The refusal for one tensor over the limit, naming it, its shape and size, the limit and how to raise it
+    (``per``: what the size is for; "" for a size a file declares)."""
     return ModelError(
         f"{what} {name!r} of shape {show_shape(shape) if shape is not None else '(unknown)'} {dtype} needs "
-        f"{need:,} bytes ({_human(need)}) for one sample, over edgetool's {_human(limit)} limit for one tensor; "
+        f"{need:,} bytes ({_human(need)}){per}, over edgetool's {_human(limit)} limit for one tensor; "
         f"refusing before allocating it. Raise the limit with {TENSOR_ENV}=BYTES if this machine really has "
         "the memory."
     )

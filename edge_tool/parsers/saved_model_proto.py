@@ -11,12 +11,14 @@ from google.protobuf.message import DecodeError
 from edge_tool.calibration.safe_open import read_regular
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
+from edge_tool.parsers.declared_sizes import check_graph_consts
 from edge_tool.parsers.limits import MAX_DOCUMENT_BYTES, PROTOBUF_MAX
 
 
 def parse_saved_model(path: Path, after: str = ""):
     """The ``SavedModel`` message of the directory ``path`` (binary first, else text); ModelError naming the file
-    when it is too large, unreadable or no SavedModel protobuf (``after``: a sentence added to that message)."""
+    when it is too large, unreadable or no SavedModel protobuf (``after``: a sentence added to that message), or
+    when a Const in it declares a tensor over the per-tensor limit (``declared_sizes``)."""
     import_tf()
     from tensorflow.core.protobuf import saved_model_pb2
 
@@ -35,4 +37,5 @@ def parse_saved_model(path: Path, after: str = ""):
         raise ModelError(
             f"{source} is not a readable SavedModel protobuf ({type(exc).__name__}: {str(exc)[:200]}){after}"
         ) from None
+    check_graph_consts(sm, source)
     return sm

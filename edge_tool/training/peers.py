@@ -15,6 +15,7 @@ import threading
 import time
 from contextlib import contextmanager
 
+from edge_tool.core.visible import LONG_TEXT, cap
 from edge_tool.errors import UsageError
 
 RETRY_SECONDS = 0.25
@@ -109,7 +110,8 @@ def wait_for_peers(info: dict, timeout: float) -> None:
     if waiting:
         silent = "; ".join(f"{kind} {index} at {address} ({why})" for (kind, index, address), why in waiting.items())
         raise UsageError(
-            f"The TF_CONFIG cluster is incomplete: {silent} did not answer within {timeout:g} s. Start "
+            f"The TF_CONFIG cluster is incomplete: {cap(silent, LONG_TEXT // 2)} ({len(waiting):,} task(s)) did "
+            f"not answer within {timeout:g} s. Start "
             "every task of the cluster (each runs edgetool train with the same TF_CONFIG cluster), "
             "check the addresses and firewalls, or wait longer with --peer-timeout SECONDS."
         )

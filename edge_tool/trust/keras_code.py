@@ -25,6 +25,7 @@ from pathlib import Path
 
 from edge_tool.calibration.serial import Record
 from edge_tool.errors import ModelError
+from edge_tool.parsers.declared_sizes import check_h5_datasets
 from edge_tool.parsers.keras_archive import check_keras_archive
 from edge_tool.trust.side_effects import SIDE_EFFECT_OPS
 
@@ -153,6 +154,7 @@ def _h5_configs(path: Path) -> list:
     try:
         with h5py.File(path, "r") as f:
             raw = f.attrs.get("model_config")
+            check_h5_datasets(f, path)  # declared sizes, before any loader reads a dataset
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise ModelError(f"{path} is not a readable HDF5 (.h5) Keras file: {exc}") from None
     if raw is None:

@@ -29,3 +29,16 @@ def cut(conn: socket.socket) -> None:
         conn.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
+
+
+def first_evictable(waiting) -> socket.socket | None:
+    """Of the connections ``waiting`` (oldest first), the first one its client closed, else the first idle one;
+    never one whose request bytes wait. None when none qualifies."""
+    chosen = None
+    for conn in waiting:
+        state = client_state(conn)
+        if state == "closed":
+            return conn
+        if state == "idle" and chosen is None:
+            chosen = conn
+    return chosen

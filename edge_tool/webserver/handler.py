@@ -15,6 +15,7 @@ from edge_tool.core.textsafe import visible
 from edge_tool.webserver.compress import accepts_gzip, gzipped
 from edge_tool.webserver.files import content_type, resolve_target
 from edge_tool.webserver.guard import BadBody, body_framing, check_host, discard_body
+from edge_tool.webserver.heads import Prefixed
 
 NO_FDS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}  # out of file descriptors / kernel memory
 SECURITY_HEADERS = {
@@ -47,6 +48,7 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
     def setup(self) -> None:
         self.timeout = self.server.idle_timeout  # StreamRequestHandler sets it on the socket: reads/writes time out
         super().setup()
+        self.rfile = Prefixed(self.server.take_head(self.connection), self.rfile)  # gathered by the selector
 
     def handle(self) -> None:
         """Serve one request; a keep-alive connection goes back to the selector (server._work), not a loop here.
@@ -57,7 +59,8 @@ class SiteRequestHandler(http.server.BaseHTTPRequestHandler):
         self.close_connection, self.body_framing = True, 0
         self.handle_one_request()
         if self.body_framing and not self.close_connection:
-            self.server.reading(self.connection, True)  # the request deadline covers the body too
+            self.rfile.from_socket = False  # only what arrived with the head: a slow body holds no worker
+            self.server.reading(self.connection, True)
             try:
                 discard_body(self.rfile, self.body_framing)
             except (BadBody, OSError):

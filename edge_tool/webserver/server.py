@@ -1,10 +1,11 @@
 """The HTTP server behind ``edgetool serve``, with bounded resources and cross-origin isolation headers.
 
-Limits (docs/hardening.md): a connection waits for each request's first bytes in one selector thread (an idle,
-half-open or idle keep-alive socket costs a file descriptor, not a thread; at most MAX_PENDING wait, and a new one
-evicts the oldest idle one), then a fixed pool of MAX_WORKERS threads serves that one request and hands the connection
-back; a connection silent for IDLE_TIMEOUT_S is closed, a request whose line, headers and body take longer than
-REQUEST_TIMEOUT_S is cut off (slowloris), and the listen backlog is LISTEN_BACKLOG. Out of file descriptors,
+Limits (docs/hardening.md): a connection waits in one selector thread until its request's line, headers and small
+body have all arrived (``webserver.heads``; an idle, half-open, trickling or idle keep-alive socket costs a file
+descriptor, not a thread; at most MAX_PENDING wait, and a new one evicts the oldest idle one), then a fixed pool of
+MAX_WORKERS threads serves that one request and hands the connection back; a connection silent for IDLE_TIMEOUT_S is
+closed, a request not complete REQUEST_TIMEOUT_S after its first byte is cut off (slowloris, per connection), and
+the listen backlog is LISTEN_BACKLOG. Out of file descriptors,
 accept() first evicts a connection its client closed or the oldest idle one (never one whose request has
 arrived), else backs off (up to ACCEPT_BACKOFF_MAX_S) instead of spinning.
 Host and body-framing checks: ``webserver.guard``.
@@ -13,6 +14,7 @@ Host and body-framing checks: ``webserver.guard``.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import http.server
 import selectors
 import socket
@@ -21,14 +23,15 @@ import threading
 import time
 from pathlib import Path
 
-from edge_tool.webserver.conns import client_state, cut
+from edge_tool.webserver.conns import cut, first_evictable
 from edge_tool.webserver.handler import NO_FDS, SiteRequestHandler
+from edge_tool.webserver.heads import gather
 
 MAX_WORKERS = 16  # connections served at once (a fixed thread pool, not a thread per connection)
 MAX_PENDING = 512  # connections waiting for a request's first bytes; a new one evicts the oldest
 LISTEN_BACKLOG = 128  # connections the kernel queues before accept()
 IDLE_TIMEOUT_S = 10.0  # a connection silent this long (before a request, or in a read/write) is closed
-REQUEST_TIMEOUT_S = 15.0  # request line, headers and body must have arrived within this (slowloris)
+REQUEST_TIMEOUT_S = 5.0  # request line, headers and body must have arrived within this from the first byte
 JANITOR_PERIOD_S = 0.25  # how often idle and late connections are looked for
 LINGER_S = 2.0  # after our last answer, unread client bytes are drained this long before the close
 ACCEPT_BACKOFF_MAX_S = 1.0  # longest pause between accept() attempts while out of file descriptors
@@ -63,6 +66,8 @@ class SiteServer(http.server.HTTPServer):
         self._waiting: dict[socket.socket, tuple[float, tuple]] = {}  # idle sockets -> (since, client address)
         self._reading: dict[socket.socket, float | None] = {}  # sockets in a worker -> when its request began
         self._draining: dict[socket.socket, float] = {}  # answered, closing sockets -> when to close them anyway
+        self._heads: dict[socket.socket, tuple[bytearray, float]] = {}  # selector thread only: request so far, t0
+        self._ready: dict[socket.socket, bytes] = {}  # complete requests handed to a worker (``take_head``)
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -117,14 +122,7 @@ class SiteServer(http.server.HTTPServer):
         """Remove (under the lock) the waiting connection to close first: one its client already closed, else
         the one idle longest. A connection whose request has arrived (not yet handed to a worker) is not idle
         and is never chosen. None when no connection qualifies."""
-        chosen = None
-        for conn in self._waiting:  # oldest first: _park inserts each wait anew (a dict keeps insertion order)
-            state = client_state(conn)
-            if state == "closed":
-                chosen = conn
-                break
-            if state == "idle" and chosen is None:
-                chosen = conn
+        chosen = first_evictable(self._waiting)  # oldest first: _park inserts each wait anew
         if chosen is not None:
             del self._waiting[chosen]
             self._selector.unregister(chosen)
@@ -140,21 +138,17 @@ class SiteServer(http.server.HTTPServer):
         return chosen is not None
 
     def _wake(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # buffer full (already woken) or closed
             self._wake_w.send(b"\0")
-        except OSError:  # buffer full (already woken) or closed
-            pass
 
     def _wait_loop(self) -> None:
         while not self._stop.is_set():
             events = self._selector.select(timeout=JANITOR_PERIOD_S)
             for key, _ in events:
                 if key.fileobj is self._wake_r:
-                    try:
+                    with contextlib.suppress(OSError):
                         while self._wake_r.recv(4096):
                             pass
-                    except OSError:
-                        pass
                     continue
                 self._dispatch(key.fileobj)
             self._expire()
@@ -163,16 +157,31 @@ class SiteServer(http.server.HTTPServer):
         if conn in self._draining:
             self._drain(conn)
             return
-        with self._lock:
-            entry = self._waiting.pop(conn, None)
-            if entry is None:
+        with self._lock:  # (gather never blocks) under the lock, so eviction never sees a request half taken
+            if conn not in self._waiting:
                 return
+            head = self._heads.setdefault(conn, (bytearray(), time.monotonic()))[0]
+            state = gather(conn, head)  # the request arrives here, not in a worker (slow clients hold no thread)
+            if state == "more":
+                return
+            self._heads.pop(conn, None)
+            entry = self._waiting.pop(conn)
             self._selector.unregister(conn)
-            self._reading[conn] = time.monotonic()  # the request deadline starts with its first bytes
-        self._pool.submit(self._work, conn, entry[1])
+            if state == "done":
+                self._reading[conn], self._ready[conn] = None, bytes(head)  # its deadline starts in the worker
+        if state == "done":
+            self._pool.submit(self._work, conn, entry[1])
+        else:
+            self.shutdown_request(conn)
+
+    def take_head(self, conn: socket.socket) -> bytes:
+        """The request bytes the selector gathered for ``conn`` (the worker reads them first)."""
+        with self._lock:
+            return self._ready.pop(conn, b"")
 
     def _expire(self) -> None:
-        """Close sockets idle for idle_timeout; cut requests whose line and headers exceed request_timeout."""
+        """Close sockets idle for idle_timeout, and those whose request is not complete request_timeout after its
+        first byte (gathering, or its body in a worker)."""
         now = time.monotonic()
         with self._lock:
             idle = [c for c, (since, _) in self._waiting.items() if now - since > self.idle_timeout]
@@ -180,8 +189,14 @@ class SiteServer(http.server.HTTPServer):
                 self._waiting.pop(conn)
                 self._selector.unregister(conn)
             late = [c for c, t0 in self._reading.items() if t0 is not None and now - t0 > self.request_timeout]
+            slow = [c for c, (_, t0) in self._heads.items() if c in self._waiting and now - t0 > self.request_timeout]
+            for conn in slow:
+                self._waiting.pop(conn)
+                self._selector.unregister(conn)
+            for conn in [c for c in self._heads if c not in self._waiting] + slow:
+                self._heads.pop(conn, None)
             drained = [c for c, until in self._draining.items() if now > until]
-        for conn in idle:
+        for conn in idle + slow:
             self.shutdown_request(conn)
         for conn in drained:
             self._drain(conn, final=True)
@@ -200,6 +215,7 @@ class SiteServer(http.server.HTTPServer):
         finally:
             with self._lock:
                 self._reading.pop(request, None)
+                self._ready.pop(request, None)
         if keep:
             self._park(request, client_address)
         else:

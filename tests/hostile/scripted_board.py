@@ -33,6 +33,10 @@ def hostile(header: dict, arrays: dict | None):
             header["cpu"] = "\x1b[2J" + "x" * 12_000_000
         elif CASE == "never-hello":
             time.sleep(3600)
+        elif CASE == "slower-hello":  # 2 s the first time, 6 s every later runner (a board on a loaded machine)
+            seen = os.path.join(os.environ["TMPDIR"], "hellos")
+            time.sleep(6 if os.path.exists(seen) else 2)
+            open(seen, "a").close()
         elif CASE == "stderr-flood":
             chunk = b"E" * (1 << 20)
             for _ in range(100):

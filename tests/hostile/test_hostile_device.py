@@ -45,7 +45,8 @@ def host_board(tmp_path_factory):
     board = device_board.start(Path("/"), home, chroot=False)
     bins = home / "bin"
     bins.mkdir()
-    for case in (*ROW_CASES, "honest", "cpu-12mb", "never-hello", "stderr-flood", "segv", "ansi-probe", "slow-latency"):
+    cases = ("honest", "cpu-12mb", "never-hello", "stderr-flood", "segv", "ansi-probe", "slow-latency", "slower-hello")
+    for case in (*ROW_CASES, *cases):
         tmp = home / "tmp" / case
         tmp.mkdir(parents=True)
         script = bins / case
@@ -110,7 +111,8 @@ def test_hostile_answers_are_row_failures(host_board, flat_model, flat_tflite, t
         assert len(why) < 3000 and "\x1b" not in why, (case, why[:300])
         if case != "huge-failure":  # a failure the runner reported: its own words, cut
             assert "the device answered" in why and "expected" in why, (case, why)
-    assert "more characters" in by_case["huge-failure"]["failed"]
+    huge = by_case["huge-failure"]["failed"]  # 8 MB: capped by the one length rule (both ends kept)
+    assert "characters cut" in huge and len(huge) < 2500 and huge.endswith("F"), huge[-200:]
     cells = [c.strip().lower() for c in md.read_text().split("|")]
     assert not {"nan", "inf", "-inf", "infinity"} & set(cells)
     assert not list((host_board.home / "tmp").glob("*/edgetool-device-*"))  # every runner cleaned up
@@ -170,3 +172,27 @@ def test_long_device_rows_say_they_are_running(host_board, flat_model, flat_tfli
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "latency run of flat.tflite" in proc.stderr and "still running" in proc.stderr, proc.stderr
+
+
+def test_a_board_slower_on_its_next_hello_gets_a_deadline_scaled_from_its_first(host_board, flat_model, flat_tflite):
+    """Issue 40, item 9: the accuracy pass's runner says hello in ~2 s, the latency runner's takes ~6 s, over the
+    5 s EDGETOOL_DEVICE_HELLO_TIMEOUT: the second deadline is scaled from the first hello (4×), said on stderr, and
+    the row succeeds instead of failing a good board."""
+    proc = run_edgetool(
+        "eval",
+        flat_tflite,
+        "-r",
+        flat_model,
+        "-d",
+        flat_model / "eval.npz",
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--device",
+        _url(host_board, "slower-hello"),
+        env=_env(host_board, EDGETOOL_DEVICE_HELLO_TIMEOUT="5"),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "hello deadline" in said and "scaled to 4× the" in said, said
