@@ -15,6 +15,7 @@ from edge_tool.convert.context import BuildContext
 from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec
 from edge_tool.convert.inputs import drop_string_calibration, prepare_inputs
 from edge_tool.convert.manifest import build_manifest, write_manifest
+from edge_tool.convert.size_limit import drop_modes_too_large
 from edge_tool.convert.source import prepare_source
 from edge_tool.core.env import import_tf, quiet_native_stderr
 from edge_tool.core.fsutil import atomic_dir, check_output_dir
@@ -68,6 +69,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
     require_safe_model(
         config.model, config.trust_model_code, "convert", config.signature
     )  # before any worker or loader starts
+    config, too_large = drop_modes_too_large(config)  # a .tflite over 2 GiB: refused before anything converts
 
     t0 = time.perf_counter()
     workers = {}
@@ -78,7 +80,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
                     worker = spec.start_worker(config) if spec.start_worker else None
                     if worker is not None:
                         workers[spec.name] = worker
-            manifest = _convert_in(config, Path(work), import_tf(), workers, t0)
+            manifest = _convert_in(config, Path(work), import_tf(), workers, t0, too_large)
         finally:
             _close(workers)
     return ConvertResult(config.output_dir, manifest, dict(manifest.failed or {}))
@@ -93,7 +95,7 @@ def _close(workers: dict) -> None:
         worker.close()
 
 
-def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float) -> Manifest:
+def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float, too_large: dict) -> Manifest:
     """Load, calibrate and build every format into the atomic output dir; returns the manifest written."""
     with step("load model"):
         source = prepare_source(config.model, work, config.batch, config.trust_model_code, config.signature)
@@ -102,6 +104,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float)
     if source.precision is not None:
         console.print(term(precision_note(source.precision)))
     config, failed = drop_string_calibration(config, source)
+    failed = {**too_large, **failed}
     inputs = prepare_inputs(tf, config, source)
     ds = inputs.dataset
     rep = ds.representative_dataset() if ds else None
