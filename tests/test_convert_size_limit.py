@@ -9,6 +9,8 @@ modes (0.75 GiB) fit. Nothing is converted, so nothing of the 3 GiB is ever allo
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from edge_tool.convert.config import ConvertConfig
@@ -75,3 +77,19 @@ def test_fp32_over_2_gib_is_refused_before_converting(big_model, tmp_path, monke
     config = ConvertConfig(model=big_model, output_dir=tmp_path / "o", modes=("fp32", "fp16"), keep_going=True)
     kept, failed = drop_modes_too_large(config)  # with a mode that fits, only the others are refused
     assert [m.value for m in kept.modes] == ["fp16"] and list(failed) == ["fp32"]
+
+
+def test_h5_declaring_3_6_gb_is_refused_naming_the_modes_that_fit(tmp_path):
+    import h5py
+
+    config = {"class_name": "Sequential", "config": {"name": "s", "layers": []}}
+    with h5py.File(tmp_path / "big.h5", "w") as f:  # a few KB declaring 3.6 GB: gzip chunks, none written
+        f.attrs["model_config"] = json.dumps(config)
+        f.attrs["keras_version"] = "2.15.0"
+        g = f.create_group("model_weights/dense/dense")
+        g.create_dataset("kernel:0", shape=(30000, 30000), dtype="f4", compression="gzip", chunks=(1000, 1000))
+    assert declared_weight_bytes(tmp_path / "big.h5") == 3_600_000_000
+    proc = run_edgetool("convert", tmp_path / "big.h5", "--quant", "fp32", "-o", tmp_path / "out", env=_ENV)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "declares 3,600,000,000 bytes" in said and "--quant fp16," in said, said[-2000:]
+    assert not (tmp_path / "out").exists()
