@@ -105,8 +105,7 @@ MOVES: dict[str, str] = {
     "edge_tool.modelfiles.tflite_model._schema": "edge_tool.parsers.tflite_schema.tflite_schema",
     "edge_tool.modelfiles.tflite_model.is_constant": "edge_tool.parsers.tflite_schema.is_constant",
     "edge_tool.webserver.server.SECURITY_HEADERS": "edge_tool.webserver.handler.SECURITY_HEADERS",
-    # issue 33: the device is a place of its own, below evaluate and check (its eval rows are the runtimes' own:
-    # evaluate.device.runner and tflm_plan have no successor module, see evaluate/runtimes/litert.py and tflm.py)
+    # issue 33: the device a place of its own (evaluate.device.runner, tflm_plan: no successor; see evaluate/runtimes/)
     "edge_tool.evaluate.device": "edge_tool.device",
     # issue 33's naming pass: packages named for what they hold
     "edge_tool.models.modelio": "edge_tool.models.signatures",

@@ -15,7 +15,8 @@ from edge_tool.device import answers, board_facts
 from edge_tool.device.facts import device_record, missing_runtime
 from edge_tool.device.lm_run import PROGRAM as LM_PROGRAM
 from edge_tool.device.programs import LITERT, TFLM
-from edge_tool.device.session import STDERR_TAIL, _Tail, runner_source
+from edge_tool.device.runner_program import runner_source
+from edge_tool.device.session import STDERR_TAIL, _Tail
 from edge_tool.device.transport import BOOTSTRAP, host_key_refusal
 from edge_tool.device.url import DeviceURL, redact
 from edge_tool.errors import UsageError

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.commands import convert_rerun, input_options, lm_convert, panels
+from edge_tool.commands import convert_auto, convert_rerun, input_options, lm_convert, panels
 from edge_tool.commands.convert_print import print_result
 from edge_tool.commands.format_option_types import TfjsQuantOption
 from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, use_custom_objects
@@ -167,7 +167,7 @@ def command(
     if model is None or output is None:
         raise UsageError("convert needs a MODEL and -o/--output DIR (or --from-manifest out/manifest.json).")
     use_custom_objects(custom_objects, trust_model_code)
-    auto = _is_auto(quant)
+    auto = convert_auto.is_auto(quant)
     if lm_convert.is_lm(model, task):
         lm_convert.refused_options(
             {
@@ -186,7 +186,7 @@ def command(
             "--max-len, --prefill-len, --max-memory and --litertlm belong to --task lm (a language model)."
         )
     if auto:
-        _check_auto_options(max_drop, eval_data, output_format, io_type)
+        convert_auto.check_auto_options(max_drop, eval_data, output_format, io_type)
     elif max_drop is not None or require is not None or device is not None:
         raise UsageError(
             "--max-drop, --require, --device and the other budget options belong to --quant auto; evaluate other "
@@ -220,7 +220,7 @@ def command(
         signature=signature,
     )
     if auto:
-        _run_auto(config, max_drop, eval_data, objective, threads, max_float_layers, require, device)
+        convert_auto.run_auto(config, max_drop, eval_data, objective, threads, max_float_layers, require, device)
     else:
         _run(config, quant)
 
@@ -277,46 +277,3 @@ def _run(config, quant: list[str] | None) -> None:
             f"({', '.join(result.failures)}); the others are written to {result.output_dir}, and "
             'manifest.json lists the missing ones with their reason under "failed".'
         )
-
-
-def _is_auto(values: list[str] | None) -> bool:
-    raw = [v.strip().lower() for value in (values or []) for v in value.split(",") if v.strip()]
-    if "auto" in raw and raw != ["auto"]:
-        raise UsageError(f"--quant auto chooses among the modes itself; give it alone, got {', '.join(raw)}.")
-    return raw == ["auto"]
-
-
-def _check_auto_options(max_drop, eval_data, output_format: OutputFormat, io_type: IOType) -> None:
-    """The flags --quant auto needs or refuses (UsageError listing every problem)."""
-    problems = []
-    if max_drop is None:
-        problems.append("--quant auto needs --max-drop (the accuracy budget, e.g. 0.01 = 1 point).")
-    if eval_data is None:
-        problems.append("--quant auto needs --eval-data (labelled x, y to measure accuracy on).")
-    if output_format is not OutputFormat.TFLITE:
-        problems.append(f"--quant auto chooses a .tflite; --format {output_format.value} is not supported with it.")
-    if io_type not in (IOType.MODEL, IOType.FLOAT32):
-        problems.append(f"--quant auto keeps float model I/O; --io-type {io_type.value} is not supported with it.")
-    if problems:
-        raise UsageError(" ".join(problems))
-
-
-def _run_auto(candidates, max_drop, eval_data, objective, threads, max_float_layers, require, device) -> None:
-    """``--quant auto``: candidates, measurement, decision (exit 1 with the table when nothing is in budget)."""
-    from edge_tool.auto import AutoConfig, budget_error, print_result, run_auto
-
-    result = run_auto(
-        AutoConfig(
-            convert=candidates,
-            max_drop=max_drop,
-            eval_data=eval_data,
-            objective=objective,
-            threads=threads,
-            max_float_layers=max_float_layers,
-            require=require,
-            device=device,
-        )
-    )
-    print_result(result)
-    if result.chosen is None:
-        raise budget_error(result)

@@ -15,8 +15,7 @@ TASKS = ("lm",)
 Task = Annotated[
     str | None,
     typer.Option(
-        "--task",
-        help="lm = a language model (prefill/decode signatures, docs/lm.md); inferred from the signatures.",
+        "--task", help="lm = a language model (prefill/decode signatures, docs/lm.md); inferred from the signatures."
     ),
 ]
 MaxLen = Annotated[int | None, typer.Option("--max-len", help="--task lm: the context (KV cache) length.")]

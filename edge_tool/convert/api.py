@@ -16,6 +16,7 @@ from edge_tool.convert.formats import FORMATS, FormatJob, FormatSpec
 from edge_tool.convert.inputs import drop_string_calibration, prepare_inputs
 from edge_tool.convert.manifest import build_manifest, write_manifest
 from edge_tool.convert.qat_trained_step import qat_trained_step
+from edge_tool.convert.size_limit import drop_modes_too_large
 from edge_tool.convert.source import prepare_source
 from edge_tool.convert.tflite_source import convert_tflite_source, is_tflite_source
 from edge_tool.core.env import import_tf, quiet_native_stderr
@@ -70,6 +71,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
     require_safe_model(
         config.model, config.trust_model_code, "convert", config.signature
     )  # before any worker or loader starts
+    config, too_large = drop_modes_too_large(config)  # a .tflite over 2 GiB: refused before anything converts
 
     t0 = time.perf_counter()
     if is_tflite_source(config.model):  # a float .tflite: ai-edge-quantizer per mode (convert.tflite_source)
@@ -84,7 +86,7 @@ def convert(config: ConvertConfig) -> ConvertResult:
                     worker = spec.start_worker(config) if spec.start_worker else None
                     if worker is not None:
                         workers[spec.name] = worker
-            manifest = _convert_in(config, Path(work), import_tf(), workers, t0)
+            manifest = _convert_in(config, Path(work), import_tf(), workers, t0, too_large)
         finally:
             _close(workers)
     return ConvertResult(config.output_dir, manifest, dict(manifest.failed or {}))
@@ -99,7 +101,7 @@ def _close(workers: dict) -> None:
         worker.close()
 
 
-def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float) -> Manifest:
+def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float, too_large: dict) -> Manifest:
     """Load, calibrate and build every format into the atomic output dir; returns the manifest written."""
     with step("load model"):
         source = prepare_source(config.model, work, config.batch, config.trust_model_code, config.signature)
@@ -108,6 +110,7 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float)
     if source.precision is not None:
         console.print(term(precision_note(source.precision)))
     config, failed = drop_string_calibration(config, source)
+    failed = {**too_large, **failed}
     config, trained = qat_trained_step(config, source, failed)
     inputs = prepare_inputs(tf, config, source, bool(trained))
     ds = inputs.dataset

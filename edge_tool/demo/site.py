@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from edge_tool.demo import model as model_mod
 from edge_tool.demo import task_step
 from edge_tool.demo.config import DemoConfig
 from edge_tool.demo.contract_step import page_entry, resolve_demo_contract
+from edge_tool.demo.download_estimate import download_notice, first_visit_estimate
 from edge_tool.demo.footprint import footprint, gzip_size, on_demand_groups
 from edge_tool.demo.labels_step import site_labels
 from edge_tool.demo.litert_site import MODEL_SUBDIR, VENDOR_SUBDIR, add_litert, precheck_litert
@@ -86,6 +88,7 @@ class SiteReport:
     total_bytes: int = 0  # every file of the site
     first_visit_bytes: int = 0  # what the service worker precaches plus the largest build of each on-demand group
     first_visit_gzip_bytes: int = 0  # the same, served gzipped (edgetool serve, static hosts)
+    estimated_first_visit_bytes: int | None = None  # the model bytes a first visit downloads, said before the build
 
 
 def site_files(site: Path) -> list[str]:
@@ -212,6 +215,9 @@ def build_site(cfg: DemoConfig) -> SiteReport:
     )
     title = (cfg.title or f"edgetool demo: {Path(cfg.model).resolve().name}").strip()
     acts = task_step.activations(Path(cfg.model), kind, cfg.signature)
+    estimate = first_visit_estimate(cfg, kind)
+    if notice := download_notice(estimate):  # before anything is converted: a 400 MB model is a 400 MB first visit
+        print(notice, file=sys.stderr, flush=True)
 
     with atomic_dir(Path(cfg.output), cfg.force, cfg.inputs) as tmp:
         no_tfjs = place_tfjs(cfg, kind, tmp / MODEL_SUBDIR, input_specs, len(outputs))
@@ -256,6 +262,7 @@ def build_site(cfg: DemoConfig) -> SiteReport:
         total,
         first_visit,
         first_gzip,
+        estimate,
     )
 
 

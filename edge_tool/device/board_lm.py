@@ -1,7 +1,7 @@
 """The device side of ``eval --task lm --device``: a contract LM on the board's LiteRT signature runners, the caches
 fed back call by call (sent with ``board_runner``; no edgetool import here either).
 
-``session.runner_source`` appends the host's own ``LmSession`` (edge_tool.lm.session), the shared sampler
+``runner_program.runner_source`` appends the host's own ``LmSession`` (edge_tool.lm.session), the shared sampler
 (edge_tool.lm.sampling), ``generate.stream`` and the LM run of ``edge_tool.lm.measure`` to the runner, so the board
 runs the very loop the host runs. The ``load`` request (runtime ``lm``) carries the contract's facts; an ``lm``
 request the text's ids and the prompts as arrays; the answer is the teacher-forced logits and decode mask as

@@ -3,7 +3,7 @@ shell starts it (user site, PYTHONPATH, a venv's packages; Python >= 3.8, numpy,
 edgetool is installed on the device). The bootstrap (``transport.BOOTSTRAP``) drops the working directory from
 ``sys.path`` before anything is imported, and the runner works in its own private temp dir.
 
-It imports nothing of edgetool: ``session.runner_source`` appends the host's own ``time_loop``, ``tflite_step`` and
+It imports nothing of edgetool: ``runner_program.runner_source`` appends the host's own ``time_loop``, ``tflite_step`` and
 ``fit_inputs`` (edge_tool.litert.timing) to this text, so the device times exactly the loop the host times.
 
 Protocol (see ``frames``): every message is a frame, a 4-byte big-endian length, a JSON header and then the raw

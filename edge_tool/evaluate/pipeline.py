@@ -7,7 +7,6 @@ import shutil
 import time
 from collections import Counter
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 from edge_tool.errors import UsageError, collect_and_raise
@@ -17,8 +16,9 @@ from edge_tool.evaluate.inputs import resolve_eval_inputs
 from edge_tool.evaluate.lm_eval import is_lm_reference, run_lm_eval
 from edge_tool.evaluate.machine import machine_info
 from edge_tool.evaluate.outputs import check_outputs
+from edge_tool.evaluate.per_layer_step import per_layer_eligible, per_layer_notes, with_per_layer
 from edge_tool.evaluate.report import Report
-from edge_tool.evaluate.rows import ArtifactResult, ReferenceResult
+from edge_tool.evaluate.rows import ReferenceResult
 from edge_tool.evaluate.runners import NONE_FIELDS
 from edge_tool.evaluate.runtimes import check_runtime, open_board_runners, open_runner, runtime_for
 from edge_tool.evaluate.stream import stream
@@ -34,7 +34,7 @@ from edge_tool.litert.isolated import scratch_dir
 from edge_tool.models.precision import reference_precision_note
 from edge_tool.models.readers import Artifact, ArtifactFormat, describe
 from edge_tool.models.signature_choice import numeric_signature_way_out, takes_strings
-from edge_tool.tflite_converter.per_layer import MAX_DEBUG_SAMPLES, worst_layers
+from edge_tool.tflite_converter.per_layer import MAX_DEBUG_SAMPLES
 from edge_tool.trust.guard import require_no_side_effects
 
 __all__ = ["run_eval", "skip_tfjs_without_node"]
@@ -109,7 +109,7 @@ def run_eval(config: EvalConfig) -> Report:
             labels.append(label)
         pass_ref_threads = config.reference_threads(litert_workers)
         ref = open_reference(config.reference, pass_ref_threads, config.trust_model_code, config.signature)
-        keep = MAX_DEBUG_SAMPLES if config.per_layer and any(_per_layer_eligible(a) for a in arts) else 0
+        keep = MAX_DEBUG_SAMPLES if config.per_layer and any(per_layer_eligible(a) for a in arts) else 0
         with _numeric_signature_hint(ref):
             fed = resolve_eval_inputs(ref, arts, config.data, config.labels, config.contract, config.seed)
         data = EvalStream(
@@ -163,8 +163,8 @@ def run_eval(config: EvalConfig) -> Report:
         ]
         clock.mark("artefact latency")
     if config.per_layer:
-        results = _with_per_layer(results, arts, config, data, ref)
-        notes += _per_layer_notes(arts, _labels(arts))
+        results = with_per_layer(results, arts, config, data, ref)
+        notes += per_layer_notes(arts, _labels(arts))
         clock.mark("per-layer")
     settings = {
         "threads": config.threads,
@@ -257,38 +257,6 @@ def _fields(runner, acc, measure: TaskMeasure, ref_metrics: dict) -> dict:
         ref_acc = ref_metrics.get("accuracy") if measure.task.name == "classification" else None
         return {**NONE_FIELDS, "reference_accuracy": ref_acc}
     return measure.row_fields(acc, ref_metrics)
-
-
-def _per_layer_eligible(art: Artifact) -> bool:
-    return art.format is ArtifactFormat.TFLITE and art.quant.split()[0] == "int8"
-
-
-def _with_per_layer(
-    results: list[ArtifactResult], arts: list[Artifact], config: EvalConfig, data: EvalStream, ref
-) -> list[ArtifactResult]:
-    """Attach the debugger's worst layers (computed once, on the first MAX_DEBUG_SAMPLES samples) to int8 rows."""
-    if not any(_per_layer_eligible(a) for a in arts):
-        return results
-    order = [s.name for s in ref.input_specs]
-    worst = worst_layers(config.reference, data.kept_inputs(), order, config.per_layer_top, ref.signature.key)
-    return [replace(r, per_layer=worst) if _per_layer_eligible(a) else r for r, a in zip(results, arts)] + results[
-        len(arts) :
-    ]  # --device rows after the host rows
-
-
-def _per_layer_notes(arts: list[Artifact], labels: list[str]) -> list[str]:
-    notes = []
-    if any(_per_layer_eligible(a) for a in arts):
-        notes.append(
-            "Per-layer errors: tf.lite.experimental.QuantizationDebugger on an int8 model rebuilt from the "
-            f"reference with the first {MAX_DEBUG_SAMPLES} eval samples as representative dataset (the debugger "
-            "needs the float model); "
-            "they describe that int8 quantization, not the artefact's own scales."
-        )
-    skipped = [lab for a, lab in zip(arts, labels) if not _per_layer_eligible(a)]
-    if skipped:
-        notes.append(f"--per-layer applies to int8 .tflite artefacts only; skipped: {', '.join(skipped)}.")
-    return notes
 
 
 @contextmanager

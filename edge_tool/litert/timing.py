@@ -1,5 +1,5 @@
 """The timed unit of work and its loop, shared by every latency figure: the host's LiteRT and ONNX Runtime loops, the
-reference's, and the device runner (``device.session.runner_source`` sends these very functions to the board, so the
+reference's, and the device runner (``device.runner_program.runner_source`` sends these very functions to the board, so the
 device times exactly the loop the host times: they use only the standard library and the interpreter passed in).
 """
 

@@ -37,7 +37,7 @@ def check_h5_datasets(h5file, path: Path | str) -> None:
     h5file.visititems(visit)
 
 
-def _graph_nodes(saved_model):
+def graph_nodes(saved_model):
     for meta in saved_model.meta_graphs:
         for node in meta.graph_def.node:
             yield "", node
@@ -51,7 +51,7 @@ def check_graph_consts(saved_model, path: Path | str) -> None:
     limit — a splat (one value for a huge shape) costs a few bytes in the file and the full size when built."""
     tf = import_tf()
     limit = max_tensor_bytes()
-    for where, node in _graph_nodes(saved_model):
+    for where, node in graph_nodes(saved_model):
         if node.op not in CONST_OPS or "value" not in node.attr:
             continue
         tensor = node.attr["value"].tensor

@@ -69,7 +69,9 @@ def hostile(header: dict, arrays: dict | None):
 def main() -> None:
     n = int(sys.stdin.buffer.readline())
     source = sys.stdin.buffer.read(n).decode()
-    tail = "_code = main()"  # the runner program ends by calling main() (session.runner_source): define, do not run
+    tail = (
+        "_code = main()"  # the runner program ends by calling main() (runner_program.runner_source): define, do not run
+    )
     assert tail in source, "the runner program no longer ends with " + tail
     program = source.rsplit(tail, 1)[0]
     space = {"__name__": "edgetool-device-runner"}
