@@ -57,9 +57,12 @@ def big_model(tmp_path_factory):
 
 
 def test_modes_that_fit_follow_the_weights_share():
-    assert modes_that_fit(DECLARED) == ("fp16", "dynamic", "int8", "int16x8")
-    assert modes_that_fit(5 << 30) == ("dynamic", "int8", "int16x8")
-    assert modes_that_fit(9 << 30) == ()
+    int8s = ("dynamic", "int8", "int16x8", "weight-int8")
+    int4s = ("weight-int4", "weight-int4-block32")
+    assert modes_that_fit(DECLARED) == ("fp16", *int8s, *int4s)
+    assert modes_that_fit(5 << 30) == (*int8s, *int4s)
+    assert modes_that_fit(9 << 30) == int4s  # an eighth of 9 GiB
+    assert modes_that_fit(17 << 30) == ()
 
 
 @pytest.mark.slow

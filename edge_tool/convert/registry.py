@@ -13,6 +13,7 @@ benchmarks.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,6 +44,11 @@ class ModeSpec:
     # model.tflite); None: the mode needs the SavedModel (the TFLite converter, or the Keras model itself)
     tflite_recipe: str | None = None
     in_all: bool = True  # built by --quant all (False: built when named)
+
+    @property
+    def weight_bits(self) -> int:
+        """Bits per stored weight, read from ``weights`` (float32 → 32, float16 → 16, int8 … → 8, int4 … → 4)."""
+        return int(re.match(r"(?:float|int)(\d+)", self.weights).group(1))
 
     @property
     def summary(self) -> str:

@@ -9,24 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 
-from edge_tool.convert.modes import MODES, every_mode
+from edge_tool.convert.modes import MODES, named_modes
 from edge_tool.errors import ConversionError
 from edge_tool.parsers.declared_weights import declared_weight_bytes
 from edge_tool.parsers.limits import FLATBUFFER_MAX
 
-# the bytes per float32 weight each mode's weights keep: float16 halves them, int8 quarters them
-WEIGHT_SHARE = {"float32": 1.0, "float16": 0.5, "int8": 0.25}
-
 
 def weight_share(mode: str) -> float:
-    """The share of the float32 weight bytes mode ``mode``'s file holds (1, 1/2, 1/4)."""
-    return WEIGHT_SHARE.get(MODES[mode].weights, 1.0)
+    """The share of the float32 weight bytes mode ``mode``'s file holds (1, 1/2, 1/4, 1/8: its weight bits / 32)."""
+    return MODES[mode].weight_bits / 32
 
 
 def modes_that_fit(weight_bytes: int, limit: int = FLATBUFFER_MAX) -> tuple[str, ...]:
-    """The modes ``--quant all`` means whose weights, at ``weight_bytes`` declared float32 bytes, stay under
+    """The modes ``--quant`` builds without training data whose weights, at ``weight_bytes`` declared float32 bytes, stay under
     ``limit``."""
-    return tuple(name for name in every_mode() if fits(name, weight_bytes, limit))
+    return tuple(name for name in named_modes() if not MODES[name].needs_train_data and fits(name, weight_bytes, limit))
 
 
 def fits(mode: str, weight_bytes: int, limit: int = FLATBUFFER_MAX) -> bool:
@@ -38,7 +35,7 @@ def too_large_message(mode: str, weight_bytes: int, fit: tuple[str, ...], limit:
     """Why ``mode`` is refused: the limit, the model's declared weight bytes, what the file would hold, what fits."""
     need = int(weight_bytes * weight_share(mode))
     way = (
-        f"convert with --quant {','.join(fit)} (fp16 halves the float weights, dynamic/int8/int16x8 quarter them)"
+        f"convert with --quant {','.join(fit)} (fp16 halves the float weights, dynamic/int8/int16x8/weight-int8 quarter them, weight-int4 eighths them)"
         if fit
         else "no mode's file fits: split the model, or convert it to TF.js (--format tfjs shards its weights)"
     )
