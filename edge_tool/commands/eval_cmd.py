@@ -56,13 +56,13 @@ def command(
         None,
         "--text",
         help="--task lm: a held-out UTF-8 text (perplexity, agreement, drift; docs/lm.md).",
-        rich_help_panel=panels.DATA,
+        rich_help_panel=panels.LM,
     ),
     prompts: Path | None = typer.Option(
         None,
         "--prompts",
         help="--task lm: prompts to continue, one per line (default: slices of --text).",
-        rich_help_panel=panels.DATA,
+        rich_help_panel=panels.LM,
     ),
     time_budget: float | None = typer.Option(
         None,

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from edge_tool.commands import panels
 from edge_tool.core.textsafe import visible
 from edge_tool.errors import BudgetExceeded, ModesNotBuilt, UsageError
 
@@ -15,19 +16,37 @@ TASKS = ("lm",)
 Task = Annotated[
     str | None,
     typer.Option(
-        "--task", help="lm = a language model (prefill/decode signatures, docs/lm.md); inferred from the signatures."
+        "--task",
+        help="lm = a language model (prefill/decode signatures, docs/lm.md); inferred from the signatures.",
+        rich_help_panel=panels.LM,
     ),
 ]
-MaxLen = Annotated[int | None, typer.Option("--max-len", help="--task lm: the context (KV cache) length.")]
+MaxLen = Annotated[
+    int | None, typer.Option("--max-len", help="--task lm: the context (KV cache) length.", rich_help_panel=panels.LM)
+]
 PrefillLen = Annotated[
-    str | None, typer.Option("--prefill-len", help="--task lm: the prefill lengths to keep, e.g. 16,64 (default: all).")
+    str | None,
+    typer.Option(
+        "--prefill-len",
+        help="--task lm: the prefill lengths to keep, e.g. 16,64 (default: all).",
+        rich_help_panel=panels.LM,
+    ),
 ]
 MaxMemory = Annotated[
     float | None,
-    typer.Option("--max-memory", help="--task lm: MB the file plus its KV cache must fit in (refused otherwise)."),
+    typer.Option(
+        "--max-memory",
+        help="--task lm: MB the file plus its KV cache must fit in (refused otherwise).",
+        rich_help_panel=panels.LM,
+    ),
 ]
 Litertlm = Annotated[
-    bool, typer.Option("--litertlm", help="--task lm: also pack each file with its tokenizer as a .litertlm.")
+    bool,
+    typer.Option(
+        "--litertlm",
+        help="--task lm: also pack each file with its tokenizer as a .litertlm.",
+        rich_help_panel=panels.LM,
+    ),
 ]
 
 

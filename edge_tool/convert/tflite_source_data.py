@@ -8,7 +8,7 @@ from pathlib import Path
 from edge_tool import calibration
 from edge_tool.contract.resolve import resolve
 from edge_tool.convert.inputs import calibration_line, contract_options
-from edge_tool.convert.modes import MODES
+from edge_tool.convert.modes import MODES, tflite_source_modes
 from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import UsageError
@@ -41,7 +41,8 @@ def calibration_samples(config, source) -> tuple[dict | None, dict | None, list[
             f"--quant {', '.join(needed)} calibrates every signature of {config.model} "
             f"({', '.join(source.signatures)}), and --calibration holds data for one. Quantize it in Python with "
             "edge_tool.tflite_quantizer.run.quantize_tflite(model, recipe, {signature: samples}), or use a weight "
-            "mode (dynamic, weight-int8, weight-int4), which needs no calibration."
+            f"mode ({', '.join(m for m in tflite_source_modes() if not MODES[m].needs_calibration)}), which needs no "
+            "calibration."
         )
     specs = calibration.specs_from(source.signature.inputs)
     options = calibration.LoadOptions(samples=config.samples, seed=config.seed, images=resolution.contracts)
