@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
@@ -116,7 +117,13 @@ def engine_greedy(bundle: Path, spec: LmSpec, prompt: str = PROMPT, tokens: int 
     import litert_lm
 
     litert_lm.set_min_log_severity(litert_lm.LogSeverity.ERROR)
-    engine = litert_lm.Engine(str(bundle), max_num_tokens=spec.max_len)
+    # its XNNPACK weight cache goes to a temp dir, not beside the bundle (the output dir holds only what convert wrote)
+    with tempfile.TemporaryDirectory(prefix="edgetool-litertlm-") as cache:
+        engine = litert_lm.Engine(str(bundle), max_num_tokens=spec.max_len, cache_dir=cache)
+        return _greedy(litert_lm, engine, prompt, tokens)
+
+
+def _greedy(litert_lm, engine, prompt: str, tokens: int) -> str:
     try:
         greedy = litert_lm.SamplerConfig(top_k=1, temperature=0.0, seed=0)
         session = engine.create_session(apply_prompt_template=False, sampler_config=greedy, max_output_tokens=tokens)
