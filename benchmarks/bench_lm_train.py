@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,11 @@ import time
 from pathlib import Path
 
 from _results import machine, table, write_section
+
+from edge_tool.lm.generate import decode_bytes, encode_bytes, generate
+from edge_tool.lm.sampling import Sampler
+from edge_tool.lm.session import open_session
+from edge_tool.training.kinds.lm import SAMPLE_PROMPT, SAMPLE_TOKENS
 
 SIMD = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "amx_int8")
 
@@ -34,14 +40,27 @@ def simd_flags() -> str:
 
 
 def run(strategy: str, epochs: int | None, out: Path) -> dict:
-    """One training run in a fresh process; its train.json plus the wall seconds."""
+    """One training run in a fresh process; its train.json plus the wall and CPU (user + sys) seconds and a greedy
+    continuation of the sample prompt through the SavedModel's signatures."""
     cmd = [sys.executable, "-m", "edge_tool", "train", "--model", "lm", "--strategy", strategy, "-o", str(out)]
     cmd += [] if epochs is None else ["--epochs", str(epochs)]
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), _child_cpu()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return {**json.loads((out / "train.json").read_text()), "wall": time.perf_counter() - start}
+    wall, cpu = time.perf_counter() - start, _child_cpu() - cpu0
+    return {**json.loads((out / "train.json").read_text()), "wall": wall, "cpu": cpu, "greedy": greedy(out)}
+
+
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def greedy(saved_model: Path) -> str:
+    """The greedy continuation the train command's sample prompt gets from the SavedModel."""
+    ids = generate(open_session(saved_model), encode_bytes(SAMPLE_PROMPT), SAMPLE_TOKENS, Sampler(temperature=0.0))
+    return SAMPLE_PROMPT + decode_bytes(ids)
 
 
 def main() -> None:
@@ -60,6 +79,7 @@ def main() -> None:
                     strategy,
                     r["config"]["epochs"],
                     f"{r['wall']:.0f} s",
+                    f"{r['cpu']:.0f} s (÷ {os.cpu_count()} = {r['cpu'] / (os.cpu_count() or 1):.0f} s)",
                     f"{r['eval_perplexity']:.2f}",
                     f"{r['eval_accuracy']:.3f}",
                 ]
@@ -69,6 +89,7 @@ def main() -> None:
                 f"- {strategy} (temperature {s['temperature']}, top-k {s['top_k']}, seed {s['seed']}): "
                 f"`{(s['prompt'] + s['text']).replace(chr(10), ' / ')}`"
             )
+            samples.append(f"- {strategy} (greedy): `{r['greedy'].replace(chr(10), ' / ')}`")
     body = (
         "## Training the bundled LM (`benchmarks/bench_lm_train.py`)\n\n"
         f"Machine: {machine()}; SIMD: {simd_flags()}. Load average {load_before:.1f} before and "
@@ -76,7 +97,14 @@ def main() -> None:
         + (" — **loaded**: other jobs shared the cores, so the times are upper bounds." if load_before > 1 else ".")
         + "\n\n"
         + table(
-            ["strategy", "epochs", "wall (train + export + sample)", "held-out perplexity / byte", "next-byte acc"],
+            [
+                "strategy",
+                "epochs",
+                "wall (train + export + sample)",
+                "CPU user + sys (÷ cores: idle wall if all kept busy)",
+                "held-out perplexity / byte",
+                "next-byte acc",
+            ],
             rows,
         )
         + "\n\nSamples, generated through the SavedModel's prefill/decode signatures:\n\n"

@@ -185,11 +185,20 @@ def build_lm(keras, config: LmConfig):
     return model
 
 
-def compile_lm(keras, model, learning_rate: float = 3e-3, decay_steps: int | None = None) -> None:
-    """Adam (cosine decay over ``decay_steps`` when given) on next-token cross-entropy from logits."""
-    lr = keras.optimizers.schedules.CosineDecay(learning_rate, decay_steps) if decay_steps else learning_rate
+def compile_lm(keras, model, learning_rate: float = 3e-3, decay_steps: int | None = None, warmup: float = 0.0) -> None:
+    """Adam (β2 0.98) on next-token cross-entropy from logits; with ``decay_steps`` the rate warms up linearly over the
+    first ``warmup`` fraction of them, then follows a cosine decay to zero."""
+    lr = learning_rate
+    if decay_steps:
+        ramp = int(decay_steps * warmup)
+        lr = keras.optimizers.schedules.CosineDecay(
+            0.0 if ramp else learning_rate,
+            max(decay_steps - ramp, 1),
+            warmup_target=learning_rate if ramp else None,
+            warmup_steps=ramp,
+        )
     model.compile(
-        optimizer=keras.optimizers.Adam(lr, beta_2=0.99),
+        optimizer=keras.optimizers.Adam(lr, beta_2=0.98),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
     )

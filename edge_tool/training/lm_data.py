@@ -60,14 +60,15 @@ def _read(path: Path) -> str:
         raise DataError(f"--text {path} could not be read as UTF-8 text ({exc}); give a UTF-8 text file.") from None
 
 
-def load_text_split(seq_len: int, text_file: Path | None = None) -> TextSplit:
-    """``text_file`` (default: the bundled corpus) as training and held-out byte windows of ``seq_len``."""
+def load_text_split(seq_len: int, text_file: Path | None = None, eval_len: int | None = None) -> TextSplit:
+    """``text_file`` (default: the bundled corpus) as training byte windows of ``seq_len`` and held-out ones of
+    ``eval_len`` (default: ``seq_len``)."""
     text = bundled_text() if text_file is None else _read(Path(text_file))
     train, held = split_text(text)
     x, y = byte_windows(train, seq_len)
-    xe, ye = byte_windows(held, seq_len)
+    xe, ye = byte_windows(held, eval_len or seq_len)
     if len(x) < 1 or len(xe) < 1:
-        need = 10 * (seq_len + 1)
+        need = 10 * (max(seq_len, eval_len or 0) + 1)
         raise DataError(
             f"--text {text_file} holds {len(text.encode('utf-8')):,} bytes: too little for training and held-out "
             f"windows of {seq_len} bytes; give at least {need:,} bytes of text."

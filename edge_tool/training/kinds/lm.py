@@ -14,8 +14,10 @@ from edge_tool.lm.session import open_session
 from edge_tool.training.kinds.registry import TRAINABLES, Trainable
 from edge_tool.training.lm_data import load_text_split
 
-CONFIG = LmConfig(max_len=128, num_layers=2, d_model=128, num_heads=4, ffn_dim=512)
+CONFIG = LmConfig(max_len=128, num_layers=2, d_model=128, num_heads=4, ffn_dim=512, position="rope")
 PREFILL = (16, 64)
+TRAIN_LEN = 128  # training windows (bytes); held-out windows are max_len long
+WARMUP = 0.1  # of the steps: the learning rate ramps up linearly, then decays (cosine) to zero
 HELDOUT_FILE = "heldout.txt"
 SAMPLE_PROMPT = "And it came to pass"
 SAMPLE_TOKENS = 96
@@ -23,12 +25,12 @@ SAMPLE_SAMPLER = {"temperature": 0.7, "top_k": 40}
 
 
 def _load(config):
-    return load_text_split(CONFIG.max_len, config.text)
+    return load_text_split(TRAIN_LEN, config.text, eval_len=CONFIG.max_len)
 
 
 def _build(keras, learning_rate: float, decay_steps: int | None = None):
     model = build_lm(keras, CONFIG)
-    compile_lm(keras, model, learning_rate, decay_steps)
+    compile_lm(keras, model, learning_rate, decay_steps, WARMUP)
     return model
 
 
@@ -58,9 +60,9 @@ TRAINABLES.register(
     Trainable(
         name="lm",
         summary="a byte-level decoder-only transformer on bundled public-domain text (KJV Genesis + Exodus)",
-        epochs=8,
+        epochs=6,
         batch_size=32,
-        learning_rate=3e-3,
+        learning_rate=1e-2,
         load=_load,
         build=_build,
         save=_save,
