@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up ./.venv and run the whole trip on bundled digits: train -> inspect -> convert -> eval -> micro -> check -> demo.
+# Set up ./.venv and run the whole trip on bundled data: digits (train -> inspect -> convert -> eval -> micro -> check ->
+# demo), then a language model on bundled text (train -> inspect -> convert every LM mode -> eval -> check -> demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -17,5 +18,16 @@ et eval "$OUT/micro/model_int8.tflite" --runtime tflm --reference "$OUT/model" -
   --runs 20 --max-drop 0.03 --max-arena-kb 64 --max-flash-kb 256 --json "$OUT/eval-tflm.json" --force
 et check "$OUT/model" --target all
 et demo "$OUT/converted/tfjs" --labels "$OUT/model/labels.txt" --title "edgetool digits" -o "$OUT/site" --force
+# a language model: a byte-level decoder trained on bundled public-domain text (KJV Genesis + Exodus), its prefill/decode
+# endpoints converted to one multi-signature .tflite per mode (+ .litertlm for LiteRT-LM), measured against the
+# SavedModel on its held-out text (perplexity drift, agreement, continuations, TTFT, tokens/s), and a streaming page
+et train --model lm --strategy mirrored --replicas 2 -o "$OUT/lm" --force
+et inspect "$OUT/lm"
+et convert "$OUT/lm" --quant fp32,fp16,dynamic,weight-int8,weight-int4 --litertlm -o "$OUT/lm-converted" --force
+et convert "$OUT/lm" --quant auto --max-drop 0.01 --eval-data "$OUT/lm/heldout.txt" -o "$OUT/lm-auto" --force
+et eval "$OUT"/lm-converted/*.tflite --reference "$OUT/lm" --text "$OUT/lm/heldout.txt" \
+  --json "$OUT/eval-lm.json" --markdown "$OUT/eval-lm.md" --html "$OUT/eval-lm.html" --force
+et check "$OUT/lm-converted/lm_fp32.tflite" --target litertjs
+et demo "$OUT/lm-converted/lm_dynamic.tflite" -o "$OUT/lm-site" --force
 echo
-echo "Done. Report: $OUT/eval.html   Demo: serve it with   $VENV/bin/edgetool serve $OUT/site"
+echo "Done. Reports: $OUT/eval.html, $OUT/eval-lm.html   Demos: $VENV/bin/edgetool serve $OUT/site  (or $OUT/lm-site)"
