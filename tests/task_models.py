@@ -11,6 +11,8 @@ Built only when named (``python tests/task_models.py OUTDIR embedding image heat
 - embedding: digits 8x8 -> 16-d UnitNormalization embedding (trained through a cosine classifier), y = digit
 - image: 16x16 noisy digits -> the clean image (sigmoid), float targets in [0, 1]
 - heatmap: a digit pasted in a 16x16 canvas -> 2 keypoint maps (its top-left and bottom-right corners)
+- keypoints: a 32x32 2-channel image, one bright dot per channel -> 2 keypoint maps 16x16, trained on Gaussian
+  maps drawn from the (x, y) coordinates; y = those coordinates (n, 2, 2) in input pixels, as datasets store them
 """
 
 from __future__ import annotations
@@ -192,6 +194,43 @@ def heatmap(keras, out: Path) -> None:
     _save(keras, model, out, canvas[1200:], maps[1200:], canvas[:1200])
 
 
+def dots(n: int, seed: int = 0):
+    """(images (n, 32, 32, 2) with a bright dot per channel on noise, (x, y) of each dot (n, 2, 2) in pixels)."""
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(2, 29, (n, 2, 2))
+    yy, xx = np.mgrid[:32, :32]
+    d2 = (xx[None, ..., None] - xy[:, None, None, :, 0]) ** 2 + (yy[None, ..., None] - xy[:, None, None, :, 1]) ** 2
+    img = np.exp(-d2 / 2.0) + rng.normal(0, 0.4, (n, 32, 32, 2))
+    return img.astype("float32"), xy.astype("float32")
+
+
+def gaussian_targets(xy: np.ndarray, size: int = 16, scale: float = 2.0, sigma: float = 1.0) -> np.ndarray:
+    """(n, K, 2) input (x, y) -> (n, size, size, K) Gaussian maps, pixel centre to pixel centre."""
+    c = (xy + 0.5) / scale - 0.5
+    yy, xx = np.mgrid[:size, :size]
+    d2 = (xx[None, ..., None] - c[:, None, None, :, 0]) ** 2 + (yy[None, ..., None] - c[:, None, None, :, 1]) ** 2
+    return np.exp(-d2 / (2 * sigma**2)).astype("float32")
+
+
+def keypoints(keras, out: Path) -> None:
+    img, xy = dots(1200)
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 2), name="image"),
+            keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(16, 3, strides=2, padding="same", activation="relu"),
+            keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(2, 3, padding="same", name="heatmaps"),
+        ]
+    )
+    model.compile(keras.optimizers.Adam(3e-3), "mse")
+    model.fit(img[:1000], gaussian_targets(xy[:1000]), epochs=6, batch_size=32, verbose=0)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save(str(out / "model"), save_format="tf")
+    np.savez(out / "eval.npz", x=img[1000:], y=xy[1000:])
+    np.savez(out / "calib.npz", x=img[:200])
+
+
 DEFAULT = ("regression", "multilabel", "segmentation", "detection", "classification3")
 BUILDERS = {
     "regression": regression,
@@ -202,6 +241,7 @@ BUILDERS = {
     "embedding": embedding,
     "image": image,
     "heatmap": heatmap,
+    "keypoints": keypoints,
 }
 
 

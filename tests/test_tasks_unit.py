@@ -36,6 +36,8 @@ def test_every_task_is_registered_with_its_main_metric_among_its_keys():
         ({"boxes": (9, 4), "p": (9, 3)}, "softmax", np.arange(9) % 3, "detection", False),
         ({"p": (9, 20, 5)}, "softmax", None, "segmentation", False),  # a class per time step, not one arg-max
         ({"p": (9, 20, 2)}, "linear", np.random.default_rng(0).normal(size=(9, 20, 2)), "regression", False),
+        ({"p": (9, 16, 16, 3)}, "linear", np.full((9, 3, 2), 7.5), "keypoints", False),  # (x, y) per map
+        ({"p": (9, 16, 16, 3)}, "sigmoid", np.full((9, 3, 3), 7.0), "keypoints", False),  # (x, y, visible)
     ],
 )
 def test_inference(shapes, act, labels, want, assumed):
@@ -117,3 +119,13 @@ def test_label_forms_are_normalised():
     assert get_task("classification").labels(onehot, {"p": np.zeros((3, 3))}, ctx, Path("d")).tolist() == [2, 0, 1]
     masks = np.zeros((2, 4, 4, 1))
     assert get_task("segmentation").labels(masks, {"p": np.zeros((2, 4, 4, 3))}, ctx, Path("d")).shape == (2, 4, 4)
+
+
+def test_keypoint_labels_drop_invisible_points_and_refuse_normalised_coordinates():
+    ctx, ref = TaskContext("p", ("p",), input_size=(32, 48)), {"p": np.zeros((2, 16, 24, 2))}
+    got = get_task("keypoints").labels(np.array([[[4.0, 5, 2], [9, 9, 0]]] * 2), ref, ctx, Path("d"))
+    assert got[0].tolist() == [[4, 5, 1], [0, 0, 0]]
+    yx = TaskContext("p", ("p",), input_size=(32, 48), keypoint_order="yx")
+    assert get_task("keypoints").labels(np.full((2, 2, 2), [5.0, 4.0]), ref, yx, Path("d"))[0, 0].tolist() == [4, 5, 1]
+    with pytest.raises(DataError, match="look normalised"):
+        get_task("keypoints").labels(np.full((2, 2, 2), 0.5), ref, ctx, Path("d"))

@@ -206,6 +206,18 @@ def _heatmap(ref, got, r, g, y, n) -> dict:
     return m
 
 
+def _keypoints(ref, got, r, g, y, n) -> dict:
+    """Share of keypoints at the reference's peak; PCK@0.1 against the (x, y) labels (the zoo's keypoint row:
+    a 32x32 input, ``KEYPOINT_INPUT``)."""
+    m = {"agreement": om.peak_agreement(r, g)}
+    if y is not None:
+        m.update(
+            accuracy=om.coordinate_pck(g, y, KEYPOINT_INPUT), reference_accuracy=om.coordinate_pck(r, y, KEYPOINT_INPUT)
+        )
+    return m
+
+
+KEYPOINT_INPUT = (32, 32)
 _TASKS = {
     "classification": _classification,
     "multilabel": _multilabel,
@@ -215,4 +227,5 @@ _TASKS = {
     "embedding": _embedding,
     "image": _image,
     "heatmap": _heatmap,
+    "keypoints": _keypoints,
 }

@@ -18,6 +18,7 @@ TASK_METRIC = {
     "embedding": "recall@1",
     "image": "PSNR dB",
     "heatmap": "PCK@0.1",
+    "keypoints": "PCK@0.1 of the input",
 }
 SYMBOL = {
     "ok": "✅",

@@ -167,6 +167,13 @@ SPECS = {
             "digit pasted in a 16×16 canvas → 2 keypoint heatmaps (its top-left and bottom-right corners)",
             task="heatmap",
         ),
+        # issue 42: keypoint labels stored as coordinates, as datasets do
+        ModelSpec(
+            "keypoint_coords",
+            "32×32 2-channel noisy images, a dot per channel → 2 heatmaps 16×16 (stride 2), trained on Gaussian "
+            "maps drawn from the (x, y) labels; y = coordinates (n, 2, 2) in input pixels",
+            task="keypoints",
+        ),
         ModelSpec(
             "custom_class_keras",
             "Keras 3 `.keras` with a registered custom layer (RMSNorm) defined in layers.py beside it",

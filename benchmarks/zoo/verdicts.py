@@ -210,6 +210,7 @@ MAIN_METRIC = {
     "embedding": "recall_at_1",
     "image": "psnr",
     "heatmap": "pck",
+    "keypoints": "pck@0.1",
 }
 EVAL_METRIC_TOL = 0.02  # eval's task metric vs the independent one (streamed batches, float rounding)
 

@@ -84,6 +84,12 @@ def command(
         help="Decision threshold for multi-label outputs and one-channel masks.",
         rich_help_panel=panels.DATA,
     ),
+    keypoint_order: str = typer.Option(
+        "xy",
+        "--keypoint-order",
+        help="--task keypoints: the labels' coordinate order, xy (x, y: most datasets) or yx (row, column).",
+        rich_help_panel=panels.DATA,
+    ),
     max_latency_ms: float | None = typer.Option(
         None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this.", rich_help_panel=panels.BUDGETS
     ),
@@ -181,6 +187,7 @@ def command(
         top_k=top_k,
         task=task.value if task else None,
         threshold=threshold,
+        keypoint_order=keypoint_order,
         max_error=max_error,
         batch_size=batch_size,
         runtime=runtime.value,

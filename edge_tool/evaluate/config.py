@@ -11,6 +11,7 @@ from edge_tool.contract.options import ContractOptions
 from edge_tool.device.url import DeviceURL
 from edge_tool.errors import UsageError, below_minimum, collect_and_raise
 from edge_tool.tasks import TASK_NAMES
+from edge_tool.tasks.keypoints import ORDERS as KEYPOINT_ORDERS
 
 DEFAULT_RUNS = 100
 DEFAULT_BATCH = 16  # samples per call: the reference's peak memory grows with it (docs/performance.md, "Defaults")
@@ -55,6 +56,7 @@ class EvalConfig:
     devices: tuple[str | DeviceURL, ...] = ()  # --device ssh://... URLs: each .tflite also runs there (device/)
     task: str | None = None  # None: inferred from the model and the labels (edge_tool.tasks)
     threshold: float = 0.5  # multi-label / one-channel segmentation decision threshold
+    keypoint_order: str = "xy"  # --task keypoints: labels' coordinate order, xy (x, y) or yx (row, column)
     max_error: float | None = None  # largest |artefact - reference| output difference allowed
     trust_model_code: bool = False  # --trust-model-code: run a reference/artefact that carries code (trust)
     labels: Path | None = None  # the model's class labels (default: labels.txt in/beside the reference, an artefact's)
@@ -68,6 +70,8 @@ class EvalConfig:
         problems = []
         if self.task is not None and self.task not in TASK_NAMES:
             problems.append(f"--task expects one of {', '.join(TASK_NAMES)}, got {self.task!r}")
+        if self.keypoint_order not in KEYPOINT_ORDERS:
+            problems.append(f"--keypoint-order expects xy or yx, got {self.keypoint_order!r}")
         if not math.isfinite(self.threshold):
             problems.append(f"--threshold must be a finite number, got {self.threshold}")
         if self.max_error is not None and not self.max_error >= 0:

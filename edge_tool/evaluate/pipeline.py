@@ -179,6 +179,7 @@ def run_eval(config: EvalConfig) -> Report:
         "max_latency_ms": config.max_latency_ms,
         "batch_size": config.batch_size,
         "threshold": config.threshold,
+        "keypoint_order": config.keypoint_order,
         "max_error": config.max_error,
     }
     data_desc = {
@@ -205,8 +206,10 @@ def run_eval(config: EvalConfig) -> Report:
 
 
 def _task_settings(config: EvalConfig, data: EvalStream) -> TaskSettings:
-    names = data.details().get("class_names") if data.labels is not None else None
-    return TaskSettings(config.task, config.top_k, config.threshold, config.reference, tuple(names) if names else None)
+    names = tuple(data.details().get("class_names") or ()) if data.labels is not None else ()
+    return TaskSettings(
+        config.task, config.top_k, config.threshold, config.reference, names or None, config.keypoint_order
+    )
 
 
 def _check_budgets_measurable(config: EvalConfig, measure: TaskMeasure) -> None:

@@ -112,7 +112,7 @@ def _start(ref_out: dict, inputs: dict, data: EvalStream, settings: TaskSettings
     """After the first reference batch: the primary output, the task (given or inferred), the labels checked by
     that task, and fresh accumulators."""
     name = primary_output(ref_out)
-    measure = settings.resolve(ref_out, name, data.labels, data.path)
+    measure = settings.resolve(ref_out, name, data.labels, data.path, inputs)
     return Pass(
         name,
         {k: v[:1].copy() for k, v in inputs.items()},

@@ -23,13 +23,15 @@ MAX_LABELS_BYTES = 1 << 20
 @dataclass(frozen=True)
 class TaskSettings:
     """What eval was told about the task: ``--task`` (None: infer), ``--top-k``, ``--threshold``, the reference
-    SavedModel (its graph says the final activation, its labels.txt names classes) and the data's class names."""
+    SavedModel (its graph says the final activation, its labels.txt names classes), the data's class names and
+    ``--keypoint-order``."""
 
     task: str | None
     top_k: int
     threshold: float
     reference: Path
     class_names: tuple[str, ...] | None = None
+    keypoint_order: str = "xy"
 
     def wanted_guess(self, primary: str, ref) -> tuple[str, ...]:
         """The outputs to ask the artefacts for before any output was seen (every one for detection)."""
@@ -44,9 +46,10 @@ class TaskSettings:
         return len(self.wanted_guess("", ref)) > 1
 
     def resolve(
-        self, ref_out: dict[str, np.ndarray], primary: str, labels: np.ndarray | None, data: Path
+        self, ref_out: dict[str, np.ndarray], primary: str, labels: np.ndarray | None, data: Path, inputs: dict
     ) -> TaskMeasure:
-        """Choose the task (given or inferred from the first reference batch and the labels) and check the labels."""
+        """Choose the task (given or inferred from the first reference batch and the labels) and check the labels
+        (``inputs``: the first batch fed, whose image shape keypoint pixels are measured in)."""
         shapes = {k: np.shape(v) for k, v in ref_out.items()}
         if self.task is not None:
             choice = TaskChoice(self.task, "--task", overridden=True)
@@ -60,11 +63,19 @@ class TaskSettings:
             self.top_k,
             self.threshold,
             self.class_names or _labels_file(self.reference),
+            _image_size(inputs),
+            self.keypoint_order,
         )
         checked = None
         if labels is not None and task.uses_labels():
             checked = task.labels(np.asarray(labels), ref_out, ctx, data)
         return TaskMeasure(task, choice, ctx, checked, labels is not None)
+
+
+def _image_size(inputs: dict) -> tuple[int, int] | None:
+    """(H, W) of the one (n, H, W, C) input, else None."""
+    images = [np.shape(v)[1:3] for v in inputs.values() if np.ndim(v) == 4]
+    return tuple(int(d) for d in images[0]) if len(images) == 1 else None
 
 
 def _activations(reference: Path) -> dict[str, str]:

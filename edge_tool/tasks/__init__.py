@@ -7,7 +7,7 @@ from __future__ import annotations
 # isort: off
 # each module registers itself; this order is TASKS' order
 from edge_tool.tasks import classification, multilabel, regression, segmentation, detection, embedding, image, heatmap
-from edge_tool.tasks import lm
+from edge_tool.tasks import keypoints, lm
 
 # isort: on
 from edge_tool.tasks.base import Task, TaskChoice, TaskContext
@@ -30,6 +30,7 @@ __all__ = [
     "get_task",
     "heatmap",
     "image",
+    "keypoints",
     "lm",
     "multilabel",
     "regression",

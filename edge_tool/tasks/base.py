@@ -18,13 +18,16 @@ from edge_tool.errors import DataError
 @dataclass(frozen=True)
 class TaskContext:
     """What a task's metrics need besides the outputs: the primary output, every output name, top-k, the
-    multi-label / binary threshold and the class names (None when nobody named the classes)."""
+    multi-label / binary threshold, the class names (None when nobody named the classes), the model input's
+    (H, W) (None without an image input) and the keypoint labels' coordinate order (``xy`` or ``yx``)."""
 
     primary: str
     outputs: tuple[str, ...]
     top_k: int = 5
     threshold: float = 0.5
     class_names: tuple[str, ...] | None = None
+    input_size: tuple[int, int] | None = None
+    keypoint_order: str = "xy"
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ def label_error(data: Path, found: str, expected: str) -> DataError:
     exc = DataError(
         f"--data {data}: the labels (y) {found}; {expected}. If the model is not what eval took it "
         "for, say which task it is with --task classification|multilabel|regression|segmentation|"
-        "detection|embedding|image|heatmap."
+        "detection|embedding|image|heatmap|keypoints."
     )
     exc.detail = f"{found}; {expected}"
     return exc

@@ -7,6 +7,7 @@ import numpy as np
 
 from edge_tool.tasks.base import TaskChoice, whole
 from edge_tool.tasks.detection import is_box_output
+from edge_tool.tasks.keypoints import keypoint_labels
 
 
 def infer_task(
@@ -27,6 +28,12 @@ def infer_task(
         extra = f"; the other outputs ({', '.join(sorted(set(outputs) - {primary}))}) are not measured"
     else:
         extra = ""
+    if labels is not None and keypoint_labels(labels, shape):
+        return TaskChoice(
+            "keypoints",
+            f"{said}: {shape[-1]} maps; labels {_shape(labels.shape)} are each keypoint's coordinates "
+            f"(--keypoint-order says x, y or row, column){extra}",
+        )
     if len(shape) >= 3:  # (n, H, W, C), (n, T, C): a class (or value) per position, never one arg-max of it all
         return _spatial(shape, act, said, labels, extra)
     if act == "l2norm" or (unit_norm and act not in ("softmax", "sigmoid")):

@@ -1,5 +1,5 @@
-"""Metrics of embedding, image and heatmap models in plain numpy, from their textbook definitions (not from
-edgetool's tasks): mean cosine, leave-one-out recall@1, PSNR, PCK and peak agreement. Whole arrays in, floats out."""
+"""Metrics of embedding, image, heatmap and keypoint models in plain numpy, from their textbook definitions (not from
+edgetool's tasks): mean cosine, leave-one-out recall@1, PSNR, PCK (of target maps or of coordinates) and peak agreement. Whole arrays in, floats out."""
 
 from __future__ import annotations
 
@@ -50,3 +50,17 @@ def pck(pred: np.ndarray, y: np.ndarray, alpha: float = 0.1) -> float:
 def peak_agreement(a: np.ndarray, b: np.ndarray) -> float:
     """Share of (sample, keypoint) maps whose peak is the same pixel in two runs."""
     return float(np.mean(np.all(_peaks(a) == _peaks(b), axis=-1)))
+
+
+def coordinate_pck(maps: np.ndarray, xy: np.ndarray, input_hw: tuple[int, int], alpha: float = 0.1) -> float:
+    """Share of keypoints whose heatmap arg-max, its pixel centre scaled onto the input's, lies within alpha ×
+    max(input H, W) of the label's (x, y) input pixels; one map at a time."""
+    m, xy = np.asarray(maps, np.float64), np.asarray(xy, np.float64)
+    n, h, w, k = m.shape
+    hits = []
+    for i in range(n):
+        for j in range(k):
+            r, c = np.unravel_index(np.argmax(m[i, :, :, j]), (h, w))
+            px, py = (c + 0.5) * input_hw[1] / w - 0.5, (r + 0.5) * input_hw[0] / h - 0.5
+            hits.append(np.hypot(px - xy[i, j, 0], py - xy[i, j, 1]) <= alpha * max(input_hw))
+    return float(np.mean(hits))

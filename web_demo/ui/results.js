@@ -60,6 +60,7 @@ const VIEWS = {
   embedding: (result, config) => showPairs(summarize(result, config, embeddingPairs)),
   image: (result, config) => showPairs(summarize(result, config, imagePairs)),
   heatmap: (result, config) => showPairs(summarize(result, config, heatmapPairs)),
+  keypoints: (result, config) => showPairs(summarize(result, config, heatmapPairs)),
 };
 
 function summarize(result, config, pairs) {

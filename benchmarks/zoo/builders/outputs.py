@@ -13,7 +13,7 @@ import numpy as np
 
 from benchmarks.zoo import data as zdata
 from benchmarks.zoo.builders.common import SEED, seeded_keras, train_and_save, write_sidecars
-from tests.oracles.output_metrics import pck, psnr, recall_at_1
+from tests.oracles.output_metrics import coordinate_pck, pck, psnr, recall_at_1
 
 
 def _save(model, out: Path) -> None:
@@ -102,6 +102,42 @@ def build_keypoint_heatmap(out: Path) -> dict:
     model.fit(split.x_train, split.y_train, epochs=15, batch_size=32, verbose=0)
     _save(model, out)
     info = write_sidecars(out, split, "keypoint_heatmap", pck(model.predict(split.x_eval, verbose=0), split.y_eval))
+    _no_labels_file(out)
+    return info
+
+
+def _dots(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(images (n, 32, 32, 2): one bright dot per channel on noise, (x, y) of each dot (n, 2, 2) in pixels)."""
+    xy = rng.uniform(2, 29, (n, 2, 2)).astype(np.float32)
+    yy, xx = np.mgrid[:32, :32]
+    d2 = (xx[None, ..., None] - xy[:, None, None, :, 0]) ** 2 + (yy[None, ..., None] - xy[:, None, None, :, 1]) ** 2
+    return (np.exp(-d2 / 2.0) + rng.normal(0, 0.4, (n, 32, 32, 2))).astype(np.float32), xy
+
+
+def _gaussian_maps(xy: np.ndarray) -> np.ndarray:
+    """(n, K, 2) input (x, y) → (n, 16, 16, K) Gaussian target maps (σ 1), pixel centre to pixel centre."""
+    c = (xy + 0.5) / 2.0 - 0.5
+    yy, xx = np.mgrid[:16, :16]
+    d2 = (xx[None, ..., None] - c[:, None, None, :, 0]) ** 2 + (yy[None, ..., None] - c[:, None, None, :, 1]) ** 2
+    return np.exp(-d2 / 2.0).astype(np.float32)
+
+
+def build_keypoint_coords(out: Path) -> dict:
+    """Conv net (one stride-2 conv) → 2 linear heatmaps [N,16,16,2], MSE to Gaussian maps drawn from the (x, y)
+    coordinates the data stores; y = those coordinates; PCK@0.1 of the 32-px input as 'accuracy'."""
+    keras, L = seeded_keras()
+    rng = np.random.default_rng(SEED)
+    (xt, yt), (xe, ye) = _dots(1000, rng), _dots(200, rng)
+    split = zdata.Split(xt, yt, xe, ye, ("first", "second"))
+    inp = keras.Input((32, 32, 2), name="image")
+    x = L.Conv2D(16, 3, padding="same", activation="relu")(inp)
+    x = L.Conv2D(16, 3, strides=2, padding="same", activation="relu")(x)
+    x = L.Conv2D(16, 3, padding="same", activation="relu")(x)
+    model = keras.Model(inp, L.Conv2D(2, 3, padding="same", name="heatmaps")(x))
+    model.compile(keras.optimizers.Adam(3e-3), loss="mse")
+    model.fit(xt, _gaussian_maps(yt), epochs=6, batch_size=32, verbose=0)
+    _save(model, out)
+    info = write_sidecars(out, split, "keypoint_coords", coordinate_pck(model.predict(xe, verbose=0), ye, (32, 32)))
     _no_labels_file(out)
     return info
 
