@@ -198,6 +198,10 @@ SPECS = {
             refusals=(("qat", (r"already is one", r"--quant int8")),),
         ),
         ModelSpec(
+            "tf1_builder_bn",
+            "TF1 graph: conv + batch norm on VariableV2 with Assign in a tf.cond on a training flag, SavedModelBuilder",
+        ),
+        ModelSpec(
             "nms_in_graph",
             "digit in a 16×16 canvas → classes + 4 candidate boxes → tf.image.non_max_suppression keeps one",
             task="detection",
