@@ -3,7 +3,7 @@
 Built as TF1 users built it: ``tf.compat.v1`` graph mode, a conv, a batch norm whose moving statistics are
 ``VariableV2`` updated by ``Assign`` inside a ``tf.cond`` on a ``training`` placeholder_with_default, exported with
 ``SavedModelBuilder``. Freezing used to fail ("cond/Assign/Switch was passed float … expected float_ref", exit
-70); now the ref ops are frozen as TF1's tools froze them, the never-taken training branch is cut, and tfjs in
+70; with ``enable_resource_variables`` "cond/AssignVariableOp was passed float … expected resource"); now the ref ops are frozen as TF1's tools froze them, the never-taken training branch is cut, and tfjs in
 Node computes what the SavedModel computes.
 """
 
@@ -22,6 +22,8 @@ _TF1_BN_SCRIPT = """
 import sys, numpy as np, tensorflow as tf
 v1 = tf.compat.v1
 v1.disable_v2_behavior()
+if sys.argv[2] == "resource":
+    v1.enable_resource_variables()  # the same graph on resource variables: AssignVariableOp inside the cond
 x = v1.placeholder(tf.float32, [None, 8, 8, 3], name="x")
 training = v1.placeholder_with_default(False, [], name="training")
 w = v1.get_variable("conv1/w", [3, 3, 3, 4], initializer=v1.glorot_uniform_initializer(seed=1))
@@ -52,15 +54,16 @@ with v1.Session() as sess:
 
 
 @pytest.mark.slow
-def test_tf1_batch_norm_ref_variables_convert_to_tfjs_and_check_says_runs(tmp_path):
+@pytest.mark.parametrize("variables", ["ref", "resource"])
+def test_tf1_batch_norm_variables_convert_to_tfjs_and_check_says_runs(tmp_path, variables):
     model = tmp_path / "tf1_sm"
-    run_script(_TF1_BN_SCRIPT, model, legacy_keras=False)
+    run_script(_TF1_BN_SCRIPT, model, variables, legacy_keras=False)
     res = edgetool_in_process("convert", model, "--format", "tfjs", "-o", tmp_path / "out")
     assert res.returncode == 0, res.stdout + res.stderr
     agreement = json.loads((tmp_path / "out" / "manifest.json").read_text())["artifacts"][0]["agreement"]
     assert agreement["checked"] and agreement["ok"], agreement
     ops = {n["op"] for n in nodes(tmp_path / "out" / "tfjs" / "model.json")}
-    assert not ops & {"VariableV2", "Assign", "Switch", "Merge", "RefSwitch", "SquaredDifference"}, ops
+    assert not ops & {"VariableV2", "Assign", "AssignVariableOp", "Switch", "Merge", "SquaredDifference"}, ops
     x = np.random.default_rng(7).normal(2, 3, (6, 8, 8, 3)).astype(np.float32)
     got, want = tfjs_outputs(tmp_path / "out" / "tfjs", {"x": x}, tmp_path), tf_outputs(model, {"x": x})
     np.testing.assert_allclose(got["y"], want["y"], atol=1e-5)

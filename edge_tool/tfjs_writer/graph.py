@@ -92,13 +92,23 @@ def _freeze_tf1(fn):
         data = ctc._FunctionConverterDataInEager(func=fn, lower_control_flow=False, aggressive_inlining=True)
         graph_def, _ = ctc._replace_variables_by_constants(converter_data=data)
         refvars.rewrite_ref_ops(graph_def, {t.name.split(":")[0] for t in inputs})
+        refvars.prune_dead_branches(graph_def)
+        if writes := refvars.variable_writes(graph_def):
+            raise ConversionError(
+                f"This TF1 graph writes variables on the path its signature runs ({', '.join(writes[:4])}): state "
+                "a TensorFlow.js graph model cannot hold, so edgetool does not write one. If they are a training "
+                "update behind a flag the signature takes as an input (a `training` placeholder), export the "
+                "signature without that input: the flag keeps its default and edgetool cuts the update branch. "
+                "Resource variables (tf.compat.v1.enable_resource_variables()) also convert to the TFLite formats "
+                "(convert --format tflite, `edgetool demo --litert`)."
+            )
         with tf.Graph().as_default():
             tf.graph_util.import_graph_def(graph_def, name="")
     except (AttributeError, ValueError, tf.errors.OpError) as exc:
         raise ConversionError(
-            "This TF1 graph's reference variables (VariableV2 with Assign/RefSwitch) could not be frozen into "
-            f"constants for TensorFlow.js ({exc}). The TFLite formats convert it (convert --format tflite), "
-            "and `edgetool demo --litert` builds the demo page on LiteRT."
+            "This TF1 graph's variables (VariableV2 with Assign/RefSwitch inside a tf.cond) could not be frozen "
+            f"into constants for TensorFlow.js ({exc}). Re-export it with resource variables: in the TF1 code, "
+            "call tf.compat.v1.enable_resource_variables() before building the graph, then save it again."
         ) from None
     return graph_def, inputs, list(fn.outputs)
 

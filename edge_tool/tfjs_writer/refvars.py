@@ -1,12 +1,12 @@
 """Freezing a TF1 graph whose variables are reference variables (``VariableV2``), as TF1's own freezing did.
 
-TF1 exports (``tf.compat.v1`` graph mode, ``SavedModelBuilder``) keep batch-norm statistics in ref variables and
-update them inside a ``tf.cond`` on a ``training`` flag: ``RefSwitch`` feeds the variable into the cond and
-``Assign``/``AssignSub`` write it. Once the variables are constants those ops no longer type-check, so they become
-their value forms: ``Ref*`` control flow its plain twin, ``Assign`` the ``Identity`` of the assigned value and
-``AssignAdd``/``AssignSub`` the sum/difference they would store (what the op outputs, so numbers are unchanged).
-A ``training`` flag that is not a signature input can only take its default, so it becomes that constant and
-``prune_dead_branches`` removes the branch it never takes (the statistics update).
+TF1 exports (``tf.compat.v1`` graph mode, ``SavedModelBuilder``) keep batch-norm statistics in variables and
+update them inside a ``tf.cond`` on a ``training`` flag: ``RefSwitch`` feeds a ref variable into the cond and
+``Assign``/``AssignSub`` (or, with resource variables, ``AssignVariableOp``) write it. Once the variables are
+constants, ``Ref*`` control flow becomes its plain twin; a ``training`` flag that is not a signature input can only
+take its default, so it becomes that constant and ``prune_dead_branches`` removes the branch it never takes (the
+statistics update, writes included). A write left on the live path is state a TF.js graph model cannot hold:
+``variable_writes`` names it and the writer refuses.
 """
 
 from __future__ import annotations
@@ -22,32 +22,33 @@ REF_TWINS = {
     "RefNextIteration": "NextIteration",
     "RefSelect": "Select",
 }
-ASSIGN_VALUES = {"Assign": "Identity", "AssignAdd": "AddV2", "AssignSub": "Sub"}
-_ASSIGN_ONLY_ATTRS = ("use_locking", "validate_shape")
+ASSIGN_VALUES = ("Assign", "AssignAdd", "AssignSub")
+
+
+RESOURCE_WRITES = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
+WRITES = (*ASSIGN_VALUES, *RESOURCE_WRITES)
 
 
 def has_ref_variables(graph_def) -> bool:
-    """True when the graph holds TF1 reference variables or the ops that read or write them by reference."""
+    """True when the graph holds TF1 reference variables or the ops that read or write them by reference, or a
+    TF1 ``tf.cond`` (``Switch``) beside resource-variable writes (``enable_resource_variables`` TF1 code)."""
     ops = {n.op for n in graph_def.node}
-    return bool(ops & ({"VariableV2", "Variable"} | set(REF_TWINS) | set(ASSIGN_VALUES)))
+    tf1_cond = "Switch" in ops and bool(ops & set(RESOURCE_WRITES))
+    return tf1_cond or bool(ops & ({"VariableV2", "Variable"} | set(REF_TWINS) | set(ASSIGN_VALUES)))
+
+
+def variable_writes(graph_def) -> list[str]:
+    """The variable writes left in the graph (state a TF.js graph model cannot hold)."""
+    return sorted(n.name for n in graph_def.node if n.op in WRITES)
 
 
 def rewrite_ref_ops(graph_def, signature_inputs: set[str]) -> None:
-    """Turn ref ops on (now constant) variables into their value forms, in place; a ``PlaceholderWithDefault``
-    that is not a signature input becomes ``Identity`` of its default (the only value it can take)."""
+    """Turn ref control flow on (now constant) variables into its plain twin, in place; a
+    ``PlaceholderWithDefault`` that is not a signature input becomes ``Identity`` of its default (the only value
+    it can take)."""
     for node in graph_def.node:
         if node.op in REF_TWINS:
             node.op = REF_TWINS[node.op]
-        elif node.op in ASSIGN_VALUES:
-            if node.op == "Assign":
-                data = [i for i in node.input if not i.startswith("^")]
-                controls = [i for i in node.input if i.startswith("^")]
-                del node.input[:]
-                node.input.extend([data[1], *controls])
-            node.op = ASSIGN_VALUES[node.op]
-            for attr in _ASSIGN_ONLY_ATTRS:
-                if attr in node.attr:
-                    del node.attr[attr]
         elif node.op == "PlaceholderWithDefault" and node.name not in signature_inputs:
             node.op = "Identity"
             node.attr["T"].type = node.attr["dtype"].type
@@ -56,7 +57,9 @@ def rewrite_ref_ops(graph_def, signature_inputs: set[str]) -> None:
                     del node.attr[attr]
 
 
-def _const_bool(node) -> bool | None:
+def _const_bool(node, nodes: dict) -> bool | None:
+    while node is not None and node.op == "Identity" and node.input:  # a flag's default, read through Identity
+        node = nodes.get(_name(node.input[0]))
     if node is None or node.op != "Const" or node.attr["dtype"].type != 10:  # DT_BOOL
         return None
     value = import_tf().make_ndarray(node.attr["value"].tensor)  # proto3 stores False as no value at all
@@ -64,7 +67,7 @@ def _const_bool(node) -> bool | None:
 
 
 def prune_dead_branches(graph_def) -> int:
-    """Cut the untaken side of every ``Switch`` whose predicate is a constant bool (after constant folding).
+    """Cut the untaken side of every ``Switch`` whose predicate is a constant bool (through ``Identity`` nodes).
 
     A consumer of the dead output (data or control) is dead, and so is everything fed by a dead node, except a
     ``Merge``, which is dead only when all its data inputs are; a live ``Merge`` left with one live input becomes
@@ -74,7 +77,7 @@ def prune_dead_branches(graph_def) -> int:
     nodes = {n.name: n for n in graph_def.node}
     dead_ports = set()
     for n in graph_def.node:
-        if n.op == "Switch" and (taken := _const_bool(nodes.get(_name(n.input[1])))) is not None:
+        if n.op == "Switch" and (taken := _const_bool(nodes.get(_name(n.input[1])), nodes)) is not None:
             dead_ports.add((n.name, 0 if taken else 1))
     if not dead_ports:
         return 0
