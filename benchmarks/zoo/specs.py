@@ -30,6 +30,7 @@ class ModelSpec:
         return found.get(cell, ()) + found.get("*", ())
 
 
+TF1_REF = (r"reference variables", r"enable_resource_variables")  # the TFLite converter cannot read VariableV2
 GELU_TFJS = ("tfjs", (r"Erfc", r"--litert"))  # tensorflowjs has no Erfc op (exact GELU): name it and the way out
 
 
@@ -203,6 +204,11 @@ SPECS = {
             "tfmot_qat",
             "CNN fine-tuned quantization-aware with tfmot quantize_model (FakeQuant ops), model.save SavedModel",
             refusals=(("qat", (r"already is one", r"--quant int8")),),
+        ),
+        ModelSpec(
+            "tf1_builder_bn",
+            "TF1 graph: conv + batch norm on VariableV2 with Assign in a tf.cond on a training flag, SavedModelBuilder",
+            refusals=tuple((c, TF1_REF) for c in ("fp32", "fp16", "dynamic", "int8", "int16x8")),
         ),
         ModelSpec(
             "nms_in_graph",

@@ -18,6 +18,7 @@ from edge_tool.errors import ConversionError, UsageError
 from edge_tool.models.signature_choice import numeric_signature_way_out
 from edge_tool.tfjs_writer import graph as tfjs_graph
 from edge_tool.tfjs_writer import opfix as tfjs_opfix
+from edge_tool.tfjs_writer import refvars
 from edge_tool.tfjs_writer import rewrite as tfjs_rewrite
 from edge_tool.tfjs_writer import selfcheck as tfjs_selfcheck
 from edge_tool.tfjs_writer import weights as tfjs_weights
@@ -120,6 +121,8 @@ def export_tfjs(
         raise UsageError(f"--tfjs-quant must be one of {', '.join(TFJS_WEIGHT_QUANT)}, got {quant!r}.")
     frozen = tfjs_graph.freeze_signature(Path(saved_model), signature)
     graph_def = tfjs_graph.optimize(frozen.graph_def, frozen.inputs, frozen.outputs)
+    if refvars.prune_dead_branches(graph_def):  # a TF1 cond on a constant flag: fold what the live side leaves
+        graph_def = tfjs_graph.optimize(graph_def, frozen.inputs, frozen.outputs)
     keep = {t.tensor.split(":")[0] for t in (*frozen.inputs, *frozen.outputs)}
     tfjs_rewrite.rewrite_batch_norms(graph_def, keep)
     tfjs_opfix.rewrite_band_parts(graph_def)

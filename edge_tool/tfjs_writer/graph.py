@@ -15,6 +15,7 @@ from pathlib import Path
 
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError
+from edge_tool.tfjs_writer import refvars
 
 GRAPPLER_PASSES = ("pruning", "constfold", "arithmetic", "dependency") * 2
 
@@ -60,22 +61,56 @@ def freeze_signature(saved_model: Path, key: str) -> FrozenSignature:
             "choose one with --signature."
         )
     fn = loaded.signatures[key]
-    frozen = convert_variables_to_constants_v2(fn, lower_control_flow=False, aggressive_inlining=True)
+    if refvars.has_ref_variables(fn.graph.as_graph_def()):
+        graph_def, graph_inputs, graph_outputs = _freeze_tf1(fn)
+    else:
+        frozen = convert_variables_to_constants_v2(fn, lower_control_flow=False, aggressive_inlining=True)
+        graph_def, graph_inputs, graph_outputs = frozen.graph.as_graph_def(), frozen.inputs, frozen.outputs
     in_keys = sorted(fn.structured_input_signature[1])
     out_keys = sorted(fn.structured_outputs)
-    if len(in_keys) != len(frozen.inputs) or len(out_keys) != len(frozen.outputs):
+    if len(in_keys) != len(graph_inputs) or len(out_keys) != len(graph_outputs):
         raise ConversionError(
             f"{saved_model}'s signature {key!r} takes or returns tensors TensorFlow.js cannot be fed or read "
-            f"(inputs {in_keys}, graph inputs {[t.name for t in frozen.inputs]}): a resource or nested structure."
+            f"(inputs {in_keys}, graph inputs {[t.name for t in graph_inputs]}): a resource or nested structure."
         )
     inputs = tuple(
-        SignatureTensor(k, t.name, t.dtype.as_datatype_enum, _shape(t)) for k, t in zip(in_keys, frozen.inputs)
+        SignatureTensor(k, t.name, t.dtype.as_datatype_enum, _shape(t)) for k, t in zip(in_keys, graph_inputs)
     )
     outputs = tuple(
-        SignatureTensor(k, t.name, t.dtype.as_datatype_enum, _shape(t)) for k, t in zip(out_keys, frozen.outputs)
+        SignatureTensor(k, t.name, t.dtype.as_datatype_enum, _shape(t)) for k, t in zip(out_keys, graph_outputs)
     )
-    graph_def = frozen.graph.as_graph_def()
     return FrozenSignature(graph_def, inputs, outputs, tf.__version__, fn)
+
+
+def _freeze_tf1(fn):
+    """A TF1 signature with ref variables frozen (``refvars``): its GraphDef, input and output tensors."""
+    tf = import_tf()
+    from tensorflow.python.framework import convert_to_constants as ctc
+
+    inputs = [t for t in fn.inputs if t.dtype != tf.resource]
+    try:  # convert_variables_to_constants_v2 without its re-import, which the ref ops fail until rewritten
+        data = ctc._FunctionConverterDataInEager(func=fn, lower_control_flow=False, aggressive_inlining=True)
+        graph_def, _ = ctc._replace_variables_by_constants(converter_data=data)
+        refvars.rewrite_ref_ops(graph_def, {t.name.split(":")[0] for t in inputs})
+        refvars.prune_dead_branches(graph_def)
+        if writes := refvars.variable_writes(graph_def):
+            raise ConversionError(
+                f"This TF1 graph writes variables on the path its signature runs ({', '.join(writes[:4])}): state "
+                "a TensorFlow.js graph model cannot hold, so edgetool does not write one. If they are a training "
+                "update behind a flag the signature takes as an input (a `training` placeholder), export the "
+                "signature without that input: the flag keeps its default and edgetool cuts the update branch. "
+                "Resource variables (tf.compat.v1.enable_resource_variables()) also convert to the TFLite formats "
+                "(convert --format tflite, `edgetool demo --litert`)."
+            )
+        with tf.Graph().as_default():
+            tf.graph_util.import_graph_def(graph_def, name="")
+    except (AttributeError, ValueError, tf.errors.OpError) as exc:
+        raise ConversionError(
+            "This TF1 graph's variables (VariableV2 with Assign/RefSwitch inside a tf.cond) could not be frozen "
+            f"into constants for TensorFlow.js ({exc}). Re-export it with resource variables: in the TF1 code, "
+            "call tf.compat.v1.enable_resource_variables() before building the graph, then save it again."
+        ) from None
+    return graph_def, inputs, list(fn.outputs)
 
 
 def optimize(graph_def, inputs: tuple[SignatureTensor, ...], outputs: tuple[SignatureTensor, ...]):

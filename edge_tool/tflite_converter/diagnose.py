@@ -92,11 +92,20 @@ def needs_fixed_batch(message: str) -> bool:
     return any(p.lower() in message.lower() for p in DYNAMIC_SHAPE_PATTERNS)
 
 
+TF1_REF_WAY_OUT = (
+    "This is a TF1 graph on reference variables (VariableV2), which the TFLite converter cannot read: re-export it "
+    "with resource variables (in the TF1 code, call tf.compat.v1.enable_resource_variables() before building the "
+    "graph, then save it again); --format tfjs converts it as it is."
+)
+
+
 def converter_hint(message: str, batch: int | None, allow_select_tf_ops: bool, retrace: str | None = None) -> str:
     """The edgetool option most likely to get past this converter failure (a sentence, or "").
 
     ``retrace`` is how --batch re-traced the model (``"keras"`` or ``"signature"``), when it did.
     """
+    if "must not have reference type" in message:
+        return TF1_REF_WAY_OUT
     if needs_fixed_batch(message):
         if batch is None:
             return (

@@ -1,6 +1,6 @@
 """Zoo builders of what serving exports and older graphs look like: an image-bytes ``serving_default`` beside a
 pixel signature, a tabular model of Keras preprocessing layers, string labels out of a StaticHashTable, a TF1
-``tf.compat.v1`` graph, and NMS inside the graph."""
+``tf.compat.v1`` graph (and a SavedModelBuilder one with batch-norm ref variables), and NMS inside the graph."""
 
 from __future__ import annotations
 
@@ -170,6 +170,55 @@ def build_tf1_compat(out: Path) -> dict:
             predicted = sess.run(probs, {x: split.x_eval}).argmax(-1)
             v1.saved_model.simple_save(sess, str(out), inputs={"pixels": x}, outputs={"probs": probs})
     return write_sidecars(out, split, "tf1_compat", float((predicted == split.y_eval).mean()))
+
+
+def build_tf1_builder_bn(out: Path) -> dict:
+    """A TF1 graph as TF1 code wrote it (``disable_v2_behavior``): conv + a batch norm whose moving statistics are
+    ``VariableV2`` updated by ``Assign`` inside a ``tf.cond`` on a ``training`` placeholder_with_default, trained
+    in a Session and exported with ``SavedModelBuilder`` (issue 42: ref variables the TF.js writer must freeze)."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    v1.disable_v2_behavior()  # this builder runs in a process of its own
+    v1.set_random_seed(SEED)
+    split = zdata.digits(SEED)
+    x = v1.placeholder(tf.float32, [None, 8, 8, 1], name="pixels")
+    y = v1.placeholder(tf.int64, [None], name="label")
+    training = v1.placeholder_with_default(False, [], name="training")
+    w = v1.get_variable("conv1/w", [3, 3, 1, 16], initializer=v1.glorot_uniform_initializer(seed=SEED))
+    h = tf.nn.conv2d(x / 255.0, w, [1, 1, 1, 1], "SAME")
+    with v1.variable_scope("bn1"):
+        mm = v1.get_variable("moving_mean", [16], initializer=v1.zeros_initializer(), trainable=False)
+        mv = v1.get_variable("moving_variance", [16], initializer=v1.ones_initializer(), trainable=False)
+        gamma = v1.get_variable("gamma", [16], initializer=v1.ones_initializer())
+        beta = v1.get_variable("beta", [16], initializer=v1.zeros_initializer())
+
+    def batch_stats():
+        m, v = tf.nn.moments(h, [0, 1, 2])
+        with tf.control_dependencies([v1.assign(mm, 0.9 * mm + 0.1 * m), v1.assign(mv, 0.9 * mv + 0.1 * v)]):
+            return tf.identity(m), tf.identity(v)
+
+    mean, var = tf.cond(training, batch_stats, lambda: (tf.identity(mm), tf.identity(mv)))
+    h = tf.nn.relu(tf.nn.batch_normalization(h, mean, var, beta, gamma, 1e-3))
+    fw = v1.get_variable("fc/w", [16, 10], initializer=v1.glorot_uniform_initializer(seed=SEED + 1))
+    logits = tf.matmul(tf.reduce_mean(h, axis=[1, 2]), fw) + v1.get_variable("fc/b", [10])
+    probs = tf.nn.softmax(logits, name="probs")
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    train = v1.train.AdamOptimizer(1e-2).minimize(loss)
+    rng = np.random.default_rng(SEED)
+    with v1.Session() as sess:
+        sess.run(v1.global_variables_initializer())
+        for _ in range(20):
+            order = rng.permutation(len(split.y_train))
+            for start in range(0, len(order), 32):
+                idx = order[start : start + 32]
+                sess.run(train, {x: split.x_train[idx], y: split.y_train[idx], training: True})
+        predicted = sess.run(probs, {x: split.x_eval}).argmax(-1)
+        builder = v1.saved_model.Builder(str(out))
+        signature = v1.saved_model.predict_signature_def({"pixels": x}, {"probs": probs})
+        builder.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={"serving_default": signature})
+        builder.save()
+    return write_sidecars(out, split, "tf1_builder_bn", float((predicted == split.y_eval).mean()))
 
 
 def build_nms_in_graph(out: Path) -> dict:
