@@ -77,18 +77,18 @@ def command(
         help="Fail (exit 1) if any output differs from the reference's by more than this (max abs error; e.g. for regression).",
         rich_help_panel=panels.BUDGETS,
     ),
-    task: Annotated[TaskName | None, typer.Option("--task", help=TASK_HELP, rich_help_panel=panels.DATA)] = None,
+    task: Annotated[TaskName | None, typer.Option("--task", help=TASK_HELP, rich_help_panel=panels.TASK)] = None,
     threshold: float = typer.Option(
         0.5,
         "--threshold",
         help="Decision threshold for multi-label outputs and one-channel masks.",
-        rich_help_panel=panels.DATA,
+        rich_help_panel=panels.TASK,
     ),
     keypoint_order: str = typer.Option(
         "xy",
         "--keypoint-order",
         help="--task keypoints: the labels' coordinate order, xy (x, y: most datasets) or yx (row, column).",
-        rich_help_panel=panels.DATA,
+        rich_help_panel=panels.TASK,
     ),
     max_latency_ms: float | None = typer.Option(
         None, "--max-latency-ms", help="Fail (exit 1) if a .tflite p50 exceeds this.", rich_help_panel=panels.BUDGETS
