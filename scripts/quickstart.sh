@@ -21,7 +21,7 @@ et demo "$OUT/converted/tfjs" --labels "$OUT/model/labels.txt" --title "edgetool
 # a language model: a byte-level decoder trained on bundled public-domain text (KJV Genesis + Exodus), its prefill/decode
 # endpoints converted to one multi-signature .tflite per mode (+ .litertlm for LiteRT-LM), measured against the
 # SavedModel on its held-out text (perplexity drift, agreement, continuations, TTFT, tokens/s), and a streaming page
-et train --model lm --strategy mirrored --replicas 2 -o "$OUT/lm" --force
+et train --model lm --strategy mirrored --replicas 2 --epochs 6 -o "$OUT/lm" --force  # 6 of the default 8: ~200 CPU-s
 et inspect "$OUT/lm"
 et convert "$OUT/lm" --quant fp32,fp16,dynamic,weight-int8,weight-int4 --litertlm -o "$OUT/lm-converted" --force
 et convert "$OUT/lm" --quant auto --max-drop 0.01 --eval-data "$OUT/lm/heldout.txt" -o "$OUT/lm-auto" --force

@@ -5,6 +5,7 @@ shows error at decode positions only and fails the --max-drop gate; the reports 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from edge_tool.device.answers import BadAnswer
 from edge_tool.device.lm_run import checked_answer
 from edge_tool.evaluate.config import EvalConfig
+from edge_tool.evaluate.lm_report import LM_HEADERS
 from edge_tool.lm.drift import continuation_match, logit_drift
 from edge_tool.lm.measure import perplexity
 from tests.builds import built_once, run_script
@@ -86,6 +88,9 @@ def test_fp32_equals_the_reference_and_a_cache_bug_is_decode_only(built, tmp_pat
     assert set(speed["ttft_ms"]) == {"8", "16"} and speed["decode_short"]["tokens_per_s"] > 0
     assert speed["memory"]["cache_bytes"] == 2 * 2 * 64 * 4 * 8 * 4
     assert "### Language model" in out["md"].read_text() and "Language model" in out["html"].read_text()
+    md = out["md"].read_text().splitlines()
+    head, rule = md[md.index("### Language model") + 2 : md.index("### Language model") + 4]
+    assert len(re.split(r"(?<!\\)\|", head)) == len(re.split(r"(?<!\\)\|", rule)) == len(LM_HEADERS) + 2
     assert json.loads(out["json"].read_text())["settings"]["lm"]["prefill_len"] == 16
 
 

@@ -97,7 +97,7 @@ def lm_footer(report) -> list[str]:
 
 def lm_markdown(report) -> list[str]:
     """The LM table as Markdown lines (under its own heading)."""
-    lines = ["", "### Language model", "", "| " + " | ".join(LM_HEADERS) + " |", "|---" * len(LM_HEADERS) + "|"]
+    lines = ["", "### Language model", "", md_row(LM_HEADERS), "|---" * len(LM_HEADERS) + "|"]  # escaped: |Δlogit|
     return lines + [md_row(row + [""] * (len(LM_HEADERS) - len(row))) for row in lm_rows(report)]
 
 
