@@ -58,6 +58,9 @@ def test_every_lm_mode_converts_with_bounded_drift(lm_converted):
     out, run = lm_converted
     assert run["rc"] == 0, run["out"]
     doc = validated(out / "manifest.json", "manifest")
+    assert doc["lm_options"]["task"] == "lm" and doc["options"]["modes"] == doc["lm_options"].get(
+        "modes", doc["options"]["modes"]
+    )
     entries = {a["quant"]: a for a in doc["artifacts"]}
     assert set(entries) == set(DRIFT)
     for mode, tolerance in DRIFT.items():

@@ -45,7 +45,7 @@ def test_weight_recipes_quantize_the_matmuls_and_name_the_float_embedding(lm_tfl
     assert result.quantized_ops == {"FULLY_CONNECTED": 4}  # two per signature
     assert result.float_ops == {"GATHER": 1}  # 0.10 leaves the embedding table in float
     assert "GATHER" in result.float_note()
-    assert result.to_dict()["float_ops"] == {"GATHER": 1}
+    assert result.note().float_ops == {"GATHER": 1}
     assert result.size < 0.75 * len(float_data)
     bits = RECIPES[recipe].weight_bits
     for key, samples in _samples().items():  # every signature runs and stays near the float file

@@ -30,6 +30,7 @@ from edge_tool.lm_converter.selfcheck import DECODE_STEPS, Probe, check_file, re
 from edge_tool.models.signatures import saved_model_signatures
 from edge_tool.parsers.tflite_model import summarize_tflite
 from edge_tool.parsers.tree import content_hash
+from edge_tool.schemas.convert_options import ConvertOptions
 from edge_tool.schemas.format_records import LmArtifact, LmSelfCheck
 from edge_tool.schemas.manifest import SCHEMA, Manifest, ManifestArtifact
 from edge_tool.schemas.records import SourceRecord, ToolInfo
@@ -195,7 +196,7 @@ def _manifest(config, spec: LmSpec, built, failed: dict, total: float, choice: d
         tool=ToolInfo("edgetool", __version__),
         created=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         source=_source(config.model),
-        options=config.to_dict(),
+        options=_options(config),
         calibration=None,
         artifacts=tuple(built),
         versions=versions,
@@ -203,4 +204,14 @@ def _manifest(config, spec: LmSpec, built, failed: dict, total: float, choice: d
         failed=failed or None,
         lm=spec.to_dict(),
         lm_choice=choice,
+        lm_options={k: v for k, v in config.to_dict().items() if k not in _SHARED},
     )
+
+
+_SHARED = {f.name for f in dataclasses.fields(ConvertOptions)}
+
+
+def _options(config) -> ConvertOptions:
+    """The options every manifest carries (the rest of an LM run's are ``lm_options``)."""
+    shared = {k: v for k, v in config.to_dict().items() if k in _SHARED}
+    return ConvertOptions.from_dict(shared)

@@ -8,21 +8,7 @@ from edge_tool.core.steps import console
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError
 from edge_tool.schemas.format_records import QuantizerNote
-from edge_tool.tflite_quantizer.run import Calibration, QuantizedTflite, quantize_tflite
-
-
-def note_of(result: QuantizedTflite) -> QuantizerNote:
-    """The manifest record of ``result``."""
-    d = result.to_dict()
-    return QuantizerNote(
-        d["recipe"],
-        d["quantizer"],
-        d["changed"],
-        d["quantized_ops"],
-        d["float_ops"],
-        d["source_bytes"],
-        d["aeq_recipe"],
-    )
+from edge_tool.tflite_quantizer.run import Calibration, quantize_tflite
 
 
 def quantize_for_mode(
@@ -39,4 +25,4 @@ def quantize_for_mode(
         )
     if note := result.float_note():
         console.print(f"[yellow]note:[/] --quant {term(mode)}: {term(note)} (manifest.json: artifacts[].quantizer)")
-    return result.data, note_of(result)
+    return result.data, result.note()

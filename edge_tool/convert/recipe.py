@@ -39,7 +39,14 @@ class FileCheck:
 def read_recipe(path: Path) -> Manifest:
     """The manifest at ``path`` (a manifest.json, or the output directory holding one); DataError when unreadable."""
     path = Path(path)
-    return Manifest.read(path / FILE if path.is_dir() else path)
+    manifest = Manifest.read(path / FILE if path.is_dir() else path)
+    if manifest.lm_options is not None:
+        raise UsageError(
+            f"--from-manifest reruns TFLite, TF.js, ONNX and micro conversions; {path} records a language model's "
+            "(convert --task lm), which it cannot rerun yet. Run that convert command again (its options are the "
+            "manifest's options and lm_options) and compare the files' sha256 with the manifest's."
+        )
+    return manifest
 
 
 def first_run_dir(manifest_path: Path, output_dir: str) -> Path:

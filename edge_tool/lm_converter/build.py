@@ -76,7 +76,7 @@ def build_mode(mode: str, saved_model: Path, keys: tuple[str, ...], fp32: bytes 
             f"{rewritten} token-embedding GATHER op(s) rewritten as EMBEDDING_LOOKUP (same rows) so ai-edge-quantizer "
             f"{result.quantizer_version} quantizes their tables too (it leaves GATHER tables in float).",
         )
-    record = result.to_dict() | {"gather_rewritten": rewritten}
+    record = result.note().to_dict() | {"gather_rewritten": rewritten}
     data = dedupe_buffers(result.data)
     return LmBuilt(mode, data, result.quantized_ops, result.float_ops, record | {"bytes": len(data)}, notes)
 

@@ -12,8 +12,6 @@ from edge_tool.models.signatures import SignatureInfo
 from edge_tool.schemas.records import SelfCheck  # the manifest's artifacts[].self_check record
 
 PROBES = 4  # seeded random input batches per check
-FLOAT32_TOLERANCE = 1e-3  # max |file - TensorFlow| / max(1, max |TensorFlow output|) a float32 file may show
-FLOAT16_TOLERANCE = 5e-2  # the same for a file computing (partly) in float16
 
 
 def probe_feeds(info: SignatureInfo, seed: int = 0) -> list[dict] | None:

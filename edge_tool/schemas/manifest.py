@@ -106,6 +106,7 @@ class Manifest(Document):
     failed: dict[str, str] | None = field(default=None, metadata=_NONE)  # only when modes failed, the run kept going
     lm: dict | None = field(default=None, metadata=_NONE)  # --task lm: the edgetool_lm.json written beside the files
     lm_choice: dict | None = field(default=None, metadata=_NONE)  # --task lm --quant auto: what was chosen and why
+    lm_options: dict | None = field(default=None, metadata=_NONE)  # --task lm: the LM run's own options
 
     @staticmethod
     def claims(doc) -> bool:

@@ -19,7 +19,8 @@ import numpy as np
 
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError, RuntimeFailure, UsageError
-from edge_tool.models.probes import FLOAT16_TOLERANCE, FLOAT32_TOLERANCE, agreement, probe_feeds
+from edge_tool.models.probes import agreement, probe_feeds
+from edge_tool.models.tolerances import FLOAT16_TOLERANCE, FLOAT32_TOLERANCE
 from edge_tool.nodejs.tfjs_session import TfjsSession, wasm_backend_dir
 
 _HALF = 19  # DT_HALF

@@ -20,6 +20,7 @@ from pathlib import Path
 from edge_tool.errors import ConversionError, DataError, ModelError, UsageError
 from edge_tool.parsers.limits import read_tflite
 from edge_tool.parsers.tflite_indices import check_indices
+from edge_tool.schemas.format_records import QuantizerNote
 from edge_tool.tflite_quantizer.facts import WeightFacts, weight_facts
 from edge_tool.tflite_quantizer.recipes import RECIPES, Recipe, aeq_recipe, recipe_json
 
@@ -72,18 +73,17 @@ class QuantizedTflite:
             raise ConversionError(f"{reason} {_other_recipes(self.recipe)}")
         return self
 
-    def to_dict(self) -> dict:
-        """The JSON record (no bytes): what a manifest keeps."""
-        return {
-            "recipe": self.recipe.value,
-            "quantizer": f"ai-edge-quantizer {self.quantizer_version}",
-            "changed": self.changed,
-            "quantized_ops": dict(sorted(self.quantized_ops.items())),
-            "float_ops": dict(sorted(self.float_ops.items())),
-            "source_bytes": self.source_bytes,
-            "bytes": self.size,
-            "aeq_recipe": self.aeq_recipe,
-        }
+    def note(self) -> QuantizerNote:
+        """The manifest's record of this result (no bytes): recipe, version, whether it changed, the ops."""
+        return QuantizerNote(
+            self.recipe.value,
+            f"ai-edge-quantizer {self.quantizer_version}",
+            self.changed,
+            dict(sorted(self.quantized_ops.items())),
+            dict(sorted(self.float_ops.items())),
+            self.source_bytes,
+            self.aeq_recipe,
+        )
 
 
 def _other_recipes(recipe: Recipe) -> str:

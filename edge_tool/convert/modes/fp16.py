@@ -1,7 +1,7 @@
 """fp16: float16 weights (dequantized to float32 at load on CPU; native on many GPUs)."""
 
 from edge_tool.convert.registry import MODES, ModeSpec
-from edge_tool.models.probes import FLOAT16_TOLERANCE
+from edge_tool.models.tolerances import FLOAT16_TOLERANCE
 
 
 def build(ctx) -> bytes:

@@ -1,7 +1,7 @@
 """fp32: the plain float TFLite model (the baseline every other mode is compared with)."""
 
 from edge_tool.convert.registry import MODES, ModeSpec
-from edge_tool.models.probes import FLOAT32_TOLERANCE
+from edge_tool.models.tolerances import FLOAT32_TOLERANCE
 
 
 def build(ctx) -> bytes:
