@@ -60,7 +60,7 @@ TRAINABLES.register(
     Trainable(
         name="lm",
         summary="a byte-level decoder-only transformer on bundled public-domain text (KJV Genesis + Exodus)",
-        epochs=6,
+        epochs=8,
         batch_size=32,
         learning_rate=1e-2,
         load=_load,
