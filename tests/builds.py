@@ -42,3 +42,32 @@ def run_script(script: str, *args, legacy_keras: bool = True) -> None:
         [sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, env=env, cwd=REPO, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+# A SavedModel whose graph Const declares 3 GiB without holding it (a splat: one value for the declared shape);
+# the script takes the output directory. Shared by the declared-size refusal and the 2 GiB flatbuffer refusal tests.
+SPLAT_SAVED_MODEL = """
+import sys
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+class M(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32, name="x")])
+    def __call__(self, x):
+        return {"y": x + tf.constant([1.0, 2.0, 3.0, 4.0])}
+
+m = M()
+tf.saved_model.save(m, sys.argv[1], signatures=m.__call__)
+pb = sys.argv[1] + "/saved_model.pb"
+sm = saved_model_pb2.SavedModel()
+sm.ParseFromString(open(pb, "rb").read())
+for fn in sm.meta_graphs[0].graph_def.library.function:
+    for node in fn.node_def:
+        t = node.attr["value"].tensor
+        if node.op == "Const" and t.dtype == 1 and [d.size for d in t.tensor_shape.dim] == [4]:
+            t.ClearField("tensor_content")
+            del t.float_val[:]
+            t.float_val.append(1.0)  # a splat: one value for the whole (declared) shape
+            t.tensor_shape.dim[0].size = 3 * (1 << 30) // 4
+open(pb, "wb").write(sm.SerializeToString())
+"""

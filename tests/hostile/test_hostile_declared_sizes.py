@@ -16,40 +16,14 @@ import zipfile
 
 import pytest
 
-from tests.builds import run_script
+from tests.builds import SPLAT_SAVED_MODEL, run_script
 from tests.edgetool_runs import run_edgetool
-
-_SPLAT_SCRIPT = """
-import sys
-import tensorflow as tf
-from tensorflow.core.protobuf import saved_model_pb2
-
-class M(tf.Module):
-    @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32, name="x")])
-    def __call__(self, x):
-        return {"y": x + tf.constant([1.0, 2.0, 3.0, 4.0])}
-
-m = M()
-tf.saved_model.save(m, sys.argv[1], signatures=m.__call__)
-pb = sys.argv[1] + "/saved_model.pb"
-sm = saved_model_pb2.SavedModel()
-sm.ParseFromString(open(pb, "rb").read())
-for fn in sm.meta_graphs[0].graph_def.library.function:
-    for node in fn.node_def:
-        t = node.attr["value"].tensor
-        if node.op == "Const" and t.dtype == 1 and [d.size for d in t.tensor_shape.dim] == [4]:
-            t.ClearField("tensor_content")
-            del t.float_val[:]
-            t.float_val.append(1.0)  # a splat: one value for the whole (declared) shape
-            t.tensor_shape.dim[0].size = 3 * (1 << 30) // 4
-open(pb, "wb").write(sm.SerializeToString())
-"""
 
 
 @pytest.fixture(scope="module")
 def splat_model(tmp_path_factory):
     out = tmp_path_factory.mktemp("splat") / "sm"
-    run_script(_SPLAT_SCRIPT, out)
+    run_script(SPLAT_SAVED_MODEL, out)
     return out
 
 
