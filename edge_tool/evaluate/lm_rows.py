@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
+from edge_tool.evaluate.runners import NONE_FIELDS
 from edge_tool.lm.drift import continuation_match, logit_drift, speed
 from edge_tool.lm.measure import perplexity
 
@@ -86,19 +87,13 @@ def artifact_row(art, raw: dict, ref_raw: dict, targets: np.ndarray, ref_size: i
 def failed_row(art, label: str, why: str, ref_size: int, runtime: str, threads: int, **extra) -> ArtifactResult:
     """A row whose runtime could not run the artefact (``failed`` says why)."""
     return ArtifactResult(
+        **NONE_FIELDS,  # the measured fields every failed row leaves empty (evaluate.runners)
         artifact=label,
         format="tflite",
         quant=art.quant,
         size_bytes=art.size_bytes,
         size_ratio=art.size_bytes / ref_size if ref_size else 0.0,
-        accuracy=None,
-        top_k_accuracy=None,
         reference_accuracy=None,
-        accuracy_drop=None,
-        top1_agreement=None,
-        max_abs_error=None,
-        mean_abs_error=None,
-        cosine=None,
         latency=None,
         peak_rss_mb=None,
         threads=threads,
