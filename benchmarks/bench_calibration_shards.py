@@ -10,8 +10,10 @@ Alternating rounds, each a fresh process:
   ONNX from tf2onnx is made once, untimed).
 
 Every int8 file's sha256 must equal the raw converter's (the script stops otherwise). Then the per-shard cost: one
-``calibration_worker`` process on k samples for two k (start-up + per-sample time), from which the calibration time
-at 8 and 16 cores is projected. Writes the ``calibration-shards`` section of benchmarks/RESULTS.md.
+``calibration_worker`` process on every sample, its own CPU seconds per phase (start, wrapper import, model load,
+per sample, Calibrate), from which the in-process time at 2, 8 and 16 cores is projected. CPU seconds are recorded
+beside every wall (in-process ``time.process_time()``, and the whole process tree's): they stay judgeable when the
+machine is loaded. Writes the ``calibration-shards`` section of benchmarks/RESULTS.md.
 
 ``--calibration-only`` times the calibration step alone instead (TensorFlow's ``Calibrator.calibrate`` against
 ``calibration_shards.calibrate`` at 2 and ``--workers`` processes, alternating in one process; wall and CPU seconds
@@ -32,17 +34,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _calibration_only import calibration_only, phase_table
 from _results import load_line, machine, simd_flags, table, write_section
 from bench_peer import _ORT_QUANTIZE, build
-
-from edge_tool.tflite_converter import calibration_shards
 
 ENV = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
 RAW = r"""
@@ -52,23 +53,33 @@ x = np.load(cal)["x"]
 conv = tf.lite.TFLiteConverter.from_saved_model(saved)
 conv.optimizations = [tf.lite.Optimize.DEFAULT]
 conv.representative_dataset = lambda: ([x[i:i + 1]] for i in range(len(x)))
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 data = conv.convert()
-print(time.perf_counter() - t0)
+print(time.perf_counter() - t0, time.process_time() - c0)
 open(out, "wb").write(data)
 """
 SHARD = r"""
-import sys, time, numpy as np, tensorflow as tf
+import sys, numpy as np, tensorflow as tf
 from tensorflow.lite.python.optimize import calibrator
-saved, cal, folder, counts = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+saved, cal, folder = sys.argv[1:]
 model = calibrator.add_intermediate_tensors(tf.lite.TFLiteConverter.from_saved_model(saved).convert())
 open(folder + "/model.tflite", "wb").write(model)
 open(folder + "/registerers.txt", "w").write("")
-x = np.load(cal)["x"]
-for k, n in enumerate(counts, 1):
-    np.savez(folder + f"/shard-{k}.npz", input0=x[:int(n), None])
+np.save(folder + "/input0.npy", np.load(cal)["x"][:, None])
 print(calibrator._calibration_wrapper.__file__)
 """
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed run: in-process wall and CPU seconds (CPU None when not measured), CPU of the process tree, the
+    output's sha256, the calibration phases edgetool printed."""
+
+    wall: float
+    cpu: float | None
+    tree_cpu: float
+    digest: str
+    phases: list = field(default_factory=list)
 
 
 def sha(path: Path) -> str:
@@ -76,52 +87,64 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def raw(saved: Path, cal: Path, out: Path) -> float:
-    """The raw converter's in-process int8 seconds (its file written to ``out``)."""
-    proc = subprocess.run([sys.executable, "-c", RAW, str(saved), str(cal), str(out)], env=ENV, capture_output=True)
+def _run(cmd: list[str], env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """(the finished process, CPU seconds of its whole tree: user + system of it and every process it waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
-        raise SystemExit(proc.stderr.decode()[-3000:])
-    return float(proc.stdout.decode().split()[-1])
+        raise SystemExit(proc.stdout[-2000:] + proc.stderr[-3000:])
+    return proc, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
-def edgetool(saved: Path, cal: Path, out: Path, workers: int, samples: int) -> tuple[float, Path]:
-    """(edgetool's in-process int8 seconds, its file) with ``workers`` calibration processes."""
+def raw(saved: Path, cal: Path, out: Path) -> Run:
+    """The raw converter's int8 run (its file written to ``out``)."""
+    proc, tree = _run([sys.executable, "-c", RAW, str(saved), str(cal), str(out)], ENV)
+    wall, cpu = map(float, proc.stdout.split()[-2:])
+    return Run(wall, cpu, tree, sha(out))
+
+
+def edgetool(saved: Path, cal: Path, out: Path, workers: int, samples: int) -> Run:
+    """edgetool's int8 run with ``workers`` calibration processes (in-process seconds from its manifest)."""
     cmd = [sys.executable, "-m", "edge_tool", "convert", str(saved), "-q", "int8", "--calibration", str(cal)]
     cmd += ["--samples", str(samples), "-o", str(out), "--force"]
     env = {**ENV, "EDGETOOL_CALIBRATION_WORKERS": str(workers), "EDGETOOL_VERBOSE": "1"}
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if proc.returncode:
-        raise SystemExit(proc.stdout[-2000:] + proc.stderr[-3000:])
+    proc, tree = _run(cmd, env)
     art = next(a for a in json.loads((out / "manifest.json").read_text())["artifacts"] if a["quant"] == "int8")
-    return float(art["seconds"]), out / art["path"]
+    marker = "edgetool: calibration phases "
+    phases = [json.loads(ln[len(marker) :]) for ln in proc.stderr.splitlines() if ln.startswith(marker)]
+    return Run(float(art["seconds"]), None, tree, sha(out / art["path"]), phases[-1] if phases else [])
 
 
-def ort(onnx: Path, cal: Path, out: Path) -> float:
-    """ORT's in-process ``quant_pre_process`` + ``quantize_static`` seconds."""
-    proc = subprocess.run([sys.executable, "-c", _ORT_QUANTIZE, str(onnx), str(out), str(cal)], capture_output=True)
-    if proc.returncode:
-        raise SystemExit(proc.stderr.decode()[-3000:])
-    return float(proc.stdout.decode().split()[-1])
+def ort(onnx: Path, cal: Path, out: Path) -> Run:
+    """ORT's in-process ``quant_pre_process`` + ``quantize_static`` run."""
+    script = _ORT_QUANTIZE.replace("t0 = time.perf_counter()", "t0, c0 = time.perf_counter(), time.process_time()")
+    script = script.replace(
+        "print(time.perf_counter() - t0)", "print(time.perf_counter() - t0, time.process_time() - c0)"
+    )
+    proc, tree = _run([sys.executable, "-c", script, str(onnx), str(out), str(cal)])
+    wall, cpu = map(float, proc.stdout.split()[-2:])
+    return Run(wall, cpu, tree, "")
 
 
-def shard_cost(saved: Path, cal: Path, folder: Path, counts: tuple[int, int]) -> tuple[float, float]:
-    """(start-up s, per-sample s) of one calibration worker, from its wall time on ``counts`` samples."""
+def shard_cost(saved: Path, cal: Path, folder: Path, samples: int, runs: int = 3) -> dict:
+    """One calibration worker's CPU seconds per phase (its own accounting, robust to load), medians of ``runs``
+    runs on ``samples`` samples; ``per sample`` is its feed CPU / samples."""
     folder.mkdir(parents=True, exist_ok=True)
     so = subprocess.run(
-        [sys.executable, "-c", SHARD, str(saved), str(cal), str(folder), *map(str, counts)],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()[-1]
-    walls = []
-    for k in (1, 2):
-        t0 = time.perf_counter()
-        cmd = [sys.executable, "-m", "edge_tool.tflite_converter.calibration_worker", so, str(folder), str(k)]
-        subprocess.run(cmd, env=ENV, check=True, capture_output=True)
-        walls.append(time.perf_counter() - t0)
-    per = (walls[1] - walls[0]) / (counts[1] - counts[0])
-    return walls[0] - per * counts[0], per
+        [sys.executable, "-c", SHARD, str(saved), str(cal), str(folder)], env=ENV, capture_output=True, text=True
+    )
+    if so.returncode:
+        raise SystemExit(so.stderr[-3000:])
+    got: dict[str, list[float]] = {}
+    for _ in range(runs):
+        cmd = [sys.executable, "-m", "edge_tool.tflite_converter.calibration_worker", so.stdout.split()[-1]]
+        subprocess.run([*cmd, str(folder), "1"], input=f"0 {samples}\n", text=True, env=ENV, check=True)
+        for k, v in json.loads((folder / "phases-1.json").read_text()).items():
+            got.setdefault(k, []).append(v)
+    cost = {k: statistics.median(v) for k, v in got.items()}
+    cost["per sample"] = cost["feed"] / samples
+    return cost
 
 
 def main() -> None:
@@ -134,141 +157,100 @@ def main() -> None:
     ap.add_argument("--calibration-only", action="store_true")
     args = ap.parse_args()
     load_before = load_line()
-    if args.calibration_only:
-        with tempfile.TemporaryDirectory(prefix="bench-calib-") as tmp:
-            saved, _ = build(Path(tmp))
-            body = calibration_only(saved, args, load_before)
-        print(body)
-        if not args.no_record:
-            write_section("calibration-only", body)
-        return
     with tempfile.TemporaryDirectory(prefix="bench-calib-") as tmp:
         tmp = Path(tmp)
         saved, _ = build(tmp)
-        x = np.random.default_rng(0).uniform(-1, 1, (args.samples, 224, 224, 3)).astype(np.float32)
-        cal = tmp / "cal128.npz"
-        np.savez(cal, x=x)
-        onnx = tmp / "mobilenetv2.onnx"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tf2onnx.convert",
-                "--saved-model",
-                str(saved),
-                "--opset",
-                "17",
-                "--output",
-                str(onnx),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        kinds = ["raw", *(f"edgetool, {w} process{'es' if w > 1 else ''}" for w in (1, 2, args.workers)), "ORT"]
-        times: dict[str, list[float]] = {k: [] for k in kinds}
-        digests = set()
-        for r in range(args.rounds):
-            times["raw"].append(raw(saved, cal, tmp / "raw.tflite"))
-            digests.add(sha(tmp / "raw.tflite"))
-            for w in (1, 2, args.workers):
-                seconds, path = edgetool(saved, cal, tmp / f"et{w}", w, args.samples)
-                times[f"edgetool, {w} process{'es' if w > 1 else ''}"].append(seconds)
-                digests.add(sha(path))
-            times["ORT"].append(ort(onnx, cal, tmp / "int8.onnx"))
-            print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
-        if len(digests) != 1:
-            raise SystemExit(f"int8 files differ: {digests}")
-        startup, per = shard_cost(saved, cal, tmp / "shard", (8, 40))
-    body = section(times, (startup, per), args, load_before, digests.pop())
+        if args.calibration_only:
+            name, body = "calibration-only", calibration_only(saved, args, load_before)
+        else:
+            name, body = "calibration-shards", full(saved, tmp, args, load_before)
     print(body)
     if not args.no_record:
-        write_section("calibration-shards", body)
+        write_section(name, body)
 
 
-def calibration_only(saved: Path, args, load_before: str) -> str:
-    """Time the calibration step alone (see the module doc); the RESULTS.md section."""
-    import tensorflow as tf
-    from tensorflow.lite.python.optimize import calibrator
-
-    model = calibrator.add_intermediate_tensors(tf.lite.TFLiteConverter.from_saved_model(str(saved)).convert())
+def full(saved: Path, tmp: Path, args, load_before: str) -> str:
+    """Alternating rounds of raw, edgetool at 1, 2 and ``--workers`` processes, and ORT; the RESULTS.md section."""
     x = np.random.default_rng(0).uniform(-1, 1, (args.samples, 224, 224, 3)).astype(np.float32)
+    cal = tmp / "cal.npz"
+    np.savez(cal, x=x)
+    onnx = tmp / "mobilenetv2.onnx"
+    _run([sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(saved), "--opset", "17", "--output", str(onnx)])
+    counts = sorted({1, 2, args.workers})
+    runs: dict[str, list[Run]] = {}
+    for r in range(args.rounds):
+        runs.setdefault("raw converter", []).append(raw(saved, cal, tmp / "raw.tflite"))
+        for w in counts:
+            got = edgetool(saved, cal, tmp / f"et{w}", w, args.samples)
+            runs.setdefault(f"edgetool, {w} process{'es' if w > 1 else ''}", []).append(got)
+        runs.setdefault("ORT quantize_static", []).append(ort(onnx, cal, tmp / "int8.onnx"))
+        print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1].wall:.2f} s" for k, v in runs.items()), flush=True)
+    digests = {run.digest for k, v in runs.items() if not k.startswith("ORT") for run in v}
+    if len(digests) != 1:
+        raise SystemExit(f"int8 files differ: {digests}")
+    cost = shard_cost(saved, cal, tmp / "shard", args.samples)
+    return section(runs, cost, args, load_before, digests.pop())
 
-    def gen():
-        return ([x[i : i + 1]] for i in range(len(x)))
 
-    def cpu() -> float:
-        a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
-
-    counts, got, expected = (1, 2, args.workers), {}, None
-    for _ in range(args.rounds):
-        for n in counts:
-            os.environ["EDGETOOL_CALIBRATION_WORKERS"] = str(n)
-            t0, c0 = time.perf_counter(), cpu()
-            if n == 1:
-                out, shards = calibrator.Calibrator(model).calibrate(gen), 1
-            else:
-                done = calibration_shards.calibrate(calibrator.Calibrator(model), model, gen, [])
-                out, shards = done.model, done.shards
-            got.setdefault(n, []).append((time.perf_counter() - t0, cpu() - c0, shards))
-            expected = expected or out
-            if out != expected:
-                raise SystemExit(f"calibrated model with {n} processes differs from TensorFlow's")
-    base = statistics.median(w for w, _, _ in got[1])
+def section(runs: dict[str, list[Run]], cost: dict, args, load_before: str, digest: str) -> str:
+    """The RESULTS.md section."""
+    wall = {k: statistics.median(r.wall for r in v) for k, v in runs.items()}
+    tree = {k: statistics.median(r.tree_cpu for r in v) for k, v in runs.items()}
+    cpu = {k: statistics.median(r.cpu for r in v) for k, v in runs.items() if v[0].cpu is not None}
     rows = [
         [
-            "TensorFlow's Calibrator (one process)" if n == 1 else f"calibration_shards, {n} processes",
-            got[n][0][2],
-            " / ".join(f"{w:.2f}" for w, _, _ in got[n]),
-            f"{statistics.median(w for w, _, _ in got[n]):.2f} s",
-            f"{statistics.median(w for w, _, _ in got[n]) / base:.2f}×",
-            f"{statistics.median(c for _, c, _ in got[n]):.2f} s",
+            k,
+            f"{wall[k]:.2f} s",
+            f"{wall[k] / wall['raw converter']:.2f}×",
+            f"{wall[k] / wall['ORT quantize_static']:.2f}×",
         ]
-        for n in counts
+        + [f"{cpu[k]:.2f} s" if k in cpu else "—", f"{tree[k]:.1f} s"]
+        for k in runs
     ]
-    return "\n".join(
-        [
-            "## int8 calibration step alone (`benchmarks/bench_calibration_shards.py --calibration-only`)",
-            "",
-            f"Machine: {machine()}; SIMD: {simd_flags()}. Load before: {load_before}; after: {load_line()} — "
-            "**the machine was loaded** (other helpers' runs share its 2 cores).",
-            f"MobileNetV2-224 float model (random weights, seed 0), {args.samples} samples, {args.rounds} alternating "
-            "rounds in one process; CPU = user + system of the process and its workers. Every calibrated model was "
-            "byte-identical to TensorFlow's.",
-            "",
-            table(
-                ["calibration", "shards used", "wall per round (s)", "median wall", "× one process", "median CPU"], rows
-            ),
-        ]
+    per, n = cost["per sample"], args.samples
+    start = cost["process start + numpy"] + cost["wrapper import"] + cost["model load"]
+    serial = cpu["raw converter"] - n * per  # the raw converter's CPU outside calibration: SavedModel → MLIR, quantize
+    proj = {c: serial + (start if c > 1 else 0) + n * per / c for c in (1, 2, 8, 16)}
+    projected = "; ".join(
+        f"{c} core{'s' if c > 1 else ''}: {proj[c]:.1f} s ({proj[c] / cpu['raw converter']:.2f}× raw, "
+        f"{proj[c] / cpu['ORT quantize_static']:.2f}× ORT's CPU)"
+        for c in proj
     )
-
-
-def section(times: dict, cost: tuple[float, float], args, load_before: str, digest: str) -> str:
-    """The RESULTS.md section."""
-    med = {k: statistics.median(v) for k, v in times.items()}
-    rows = [[k, f"{med[k]:.2f} s", f"{med[k] / med['raw']:.2f}×", f"{med[k] / med['ORT']:.2f}×"] for k in med]
-    startup, per = cost
-    seq = args.samples * per
-    projected = [f"{n} cores: ~{startup + seq / n:.1f} s (vs {seq:.1f} s in one process)" for n in (2, 8, 16)]
+    two = next((v[-1].phases for k, v in runs.items() if k.startswith("edgetool, 2")), [])
     return "\n".join(
         [
             "## int8 calibration across processes (`benchmarks/bench_calibration_shards.py`)",
             "",
-            f"Machine: {machine()}; SIMD: {simd_flags()}. Load before: {load_before}; after: {load_line()} — "
-            "**the machine was loaded** (other helpers' test runs share its 2 cores), so walls are noisy.",
-            f"MobileNetV2-224 (random weights, seed 0), {args.samples} calibration samples, {args.rounds} alternating "
-            "rounds, medians of in-process seconds (edgetool: the int8 mode's seconds in its manifest — SavedModel "
-            "read, MLIR conversion, calibration, quantization; raw: `TFLiteConverter.convert()`; ORT: "
-            "`quant_pre_process` + `quantize_static` from the fp32 ONNX).",
+            f"Machine: {machine()}; SIMD: {simd_flags()}. Load before: {load_before}; after: {load_line()}"
+            + (" — **the machine was loaded**: walls are not judgeable, CPU seconds are." if loaded() else "."),
+            f"MobileNetV2-224 (random weights, seed 0), {n} calibration samples, {args.rounds} alternating rounds, "
+            "medians. In-process wall: edgetool's int8 seconds in its manifest (SavedModel read, MLIR conversion, "
+            "calibration, quantization); raw `TFLiteConverter.convert()`; ORT `quant_pre_process` + `quantize_static` "
+            "from the fp32 ONNX (tf2onnx, untimed) on the same samples. In-process CPU: `time.process_time()` around "
+            "the same call; tree CPU: user + system of the whole command and every process it started.",
             "",
-            table(["int8 quantization", "median", "vs raw converter", "vs ORT"], rows),
+            table(["int8 quantization", "in-process wall", "× raw", "× ORT", "in-process CPU", "tree CPU"], rows),
             "",
-            f"Every int8 file (all rounds, all process counts, and the raw converter's) has sha256 `{digest[:16]}…`.",
-            f"One calibration worker: start-up {startup:.2f} s, {per * 1e3:.0f} ms per sample (wall, loaded machine). "
-            f"Calibration of {args.samples} samples projected from these (start-up + samples / cores × per sample; "
-            f"the MLIR conversion and quantization around it do not shrink): {'; '.join(projected)}.",
+            f"Every int8 .tflite (all rounds, every process count, and the raw converter's) has sha256 `{digest[:16]}…`.",
+            "",
+            "CPU seconds per phase of the last 2-process edgetool run (its own accounting, `EDGETOOL_VERBOSE=1`; "
+            "robust to load):",
+            "",
+            phase_table(two),
+            "",
+            f"One calibration worker alone on {n} samples (CPU, medians of 3): process start + numpy "
+            f"{cost['process start + numpy']:.2f} s, calibration wrapper import {cost['wrapper import']:.2f} s, model "
+            f"load + Prepare {cost['model load']:.2f} s, **{per * 1e3:.1f} ms per sample**, Calibrate() + write "
+            f"{cost['calibrate + write']:.2f} s. Projected idle in-process time (the raw converter's CPU outside "
+            f"calibration {serial:.1f} s + one worker's start {start:.2f} s + {n} samples / cores × per sample; "
+            f"against the CPU seconds of raw and ORT, i.e. their single-core idle walls): {projected}.",
         ]
     )
+
+
+def loaded() -> bool:
+    """True when the 1-minute load average is above the CPU count."""
+    return os.getloadavg()[0] > (os.cpu_count() or 1)
 
 
 if __name__ == "__main__":

@@ -36,12 +36,14 @@ from _results import load_line, machine, simd_flags, table, write_section  # noq
 from bench_eval_scale import CACHE, prepare_models, write_data  # noqa: E402
 
 PLAIN = r"""
-import os, sys, json
+import os, sys, json, time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+cpu = {"Python start": time.process_time()}
 import numpy as np
 import tensorflow as tf
 from ai_edge_litert.interpreter import Interpreter
 
+cpu["imports"] = time.process_time() - sum(cpu.values())
 sm, data, *tflites = sys.argv[1:]
 B = 64
 with np.load(data) as z:
@@ -50,6 +52,7 @@ fn = tf.saved_model.load(sm).signatures["serving_default"]
 name = list(fn.structured_input_signature[1])[0]
 ref = np.concatenate([list(fn(**{name: tf.constant(x[i:i + B].astype(np.float32))}).values())[0].numpy()
                       for i in range(0, len(x), B)]).astype(np.float64)
+cpu["reference (load + pass)"] = time.process_time() - sum(cpu.values())
 res = {}
 for path in tflites:
     it = Interpreter(model_path=path, num_threads=os.cpu_count())
@@ -73,11 +76,13 @@ for path in tflites:
     out = np.concatenate(outs)
     res[os.path.basename(path)] = {"agreement": float(np.mean(out.argmax(1) == ref.argmax(1))),
                                    "max_abs_error": float(np.abs(out - ref).max())}
+    cpu[os.path.basename(path)] = time.process_time() - sum(cpu.values())
+res["_cpu"] = cpu
 print(json.dumps(res))
 """
 
 
-def timed(cmd: list[str], env: dict) -> tuple[float, float, str]:
+def timed(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     """Wall seconds of a subprocess (process start included), CPU seconds of it and its waited-for children
     (user + system), and its stdout; exits on failure."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -88,7 +93,7 @@ def timed(cmd: list[str], env: dict) -> tuple[float, float, str]:
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd[:4])} … exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, proc.stdout
+    return wall, cpu, proc.stdout, proc.stderr
 
 
 def main() -> None:
@@ -106,7 +111,7 @@ def main() -> None:
     data = CACHE / f"eval-speed-{args.samples}.npz"
     if not data.is_file():
         write_data(data, args.samples, "npz")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3", "EDGETOOL_VERBOSE": "1"}
     report = CACHE / "eval-speed-report.json"
     paths = [str(p) for p in tflites.values()]
     eval_cmd = [
@@ -137,10 +142,10 @@ def main() -> None:
     walls: dict[str, list[float]] = {k: [] for k in variants}
     cpus: dict[str, list[float]] = {k: [] for k in variants}
     load_before = load_line()
-    plain_out, eval_doc = {}, {}
+    plain_out, eval_doc, eval_cpu = {}, {}, {}
     for rep in range(args.repeats):
         for name, cmd in variants.items():
-            wall, cpu, out = timed(cmd, envs[name])
+            wall, cpu, out, err = timed(cmd, envs[name])
             walls[name].append(wall)
             cpus[name].append(cpu)
             print(f"[{rep + 1}/{args.repeats}] {name}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
@@ -148,6 +153,8 @@ def main() -> None:
                 plain_out = json.loads(out.strip().splitlines()[-1])
             elif name.startswith("edgetool eval (defaults"):
                 eval_doc = json.loads(report.read_text())
+                marker = "edgetool: eval stages CPU s "
+                eval_cpu = next((json.loads(ln[len(marker) :]) for ln in err.splitlines() if ln.startswith(marker)), {})
     base = statistics.median(walls["plain script"])
     cpu_base = statistics.median(cpus["plain script"])
     rows = [
@@ -162,6 +169,8 @@ def main() -> None:
         ]
         for name, ws in walls.items()
     ]
+    stage_rows = [["plain script", k, f"{v:.1f}"] for k, v in plain_out.get("_cpu", {}).items()]
+    stage_rows += [["edgetool eval", k, f"{v:.1f}"] for k, v in eval_cpu.items()]
     checks = []
     for r in eval_doc.get("results", []):
         p = plain_out.get(r["artifact"], {})
@@ -223,6 +232,11 @@ def main() -> None:
             ),
             "",
             f"Target ≤ 1.00× wall (issue 14 item 1, eval with defaults): measured {ratio:.2f}× — {verdict}",
+            "",
+            "CPU seconds per stage, last round (the plain script's `time.process_time()`, eval's whole process tree "
+            "by its own accounting, `EDGETOOL_VERBOSE=1`; robust to load):",
+            "",
+            table(["run", "stage", "CPU s"], stage_rows),
             "",
             "Same figures on both sides (eval's batched pass vs the plain script):",
             "",

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from edge_tool.tflite_converter import calibration_shards as shards
+from edge_tool.tflite_converter.calibration_merge import merge_ranges
 
 SAMPLES = 12
 
@@ -70,7 +71,9 @@ def test_sharded_calibration_writes_the_one_process_bytes(monkeypatch, conv_mode
     expected, got = _both(monkeypatch, conv_model, 3)
     assert (got.shards, got.fell_back) == (3, None)
     assert got.model == expected
-    assert shards.merge_ranges([got.model, got.model]) == expected  # merging a model with itself changes nothing
+    fed = {proc: seconds for proc, phase, seconds in got.phases if phase == "samples"}
+    assert sorted(fed) == ["worker 1", "worker 2"] and sum(fed.values()) == 8  # the parent fed the first 4 of 12
+    assert merge_ranges([got.model, got.model]) == expected  # merging a model with itself changes nothing
 
 
 def test_a_failed_worker_falls_back_to_one_process(monkeypatch, tmp_path, conv_model):
@@ -93,5 +96,5 @@ def test_a_model_with_state_across_samples_is_not_split(monkeypatch):
 
 def test_models_of_different_layouts_do_not_merge(conv_model):
     a = conv_model
-    assert shards.merge_ranges([a, a[:5] + b"X" + a[6:]]) is None  # a byte outside the ranges differs
-    assert shards.merge_ranges([a, a + b"\0"]) is None
+    assert merge_ranges([a, a[:5] + b"X" + a[6:]]) is None  # a byte outside the ranges differs
+    assert merge_ranges([a, a + b"\0"]) is None

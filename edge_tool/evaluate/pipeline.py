@@ -4,7 +4,6 @@ metrics), then latency and (optionally) per-layer error for every artefact; fail
 from __future__ import annotations
 
 import shutil
-import time
 from collections import Counter
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -21,6 +20,7 @@ from edge_tool.evaluate.report import Report
 from edge_tool.evaluate.rows import ReferenceResult
 from edge_tool.evaluate.runners import NONE_FIELDS
 from edge_tool.evaluate.runtimes import check_runtime, open_board_runners, open_runner, runtime_for
+from edge_tool.evaluate.stage_clock import StageClock
 from edge_tool.evaluate.stream import stream
 from edge_tool.evaluate.task_pass import TaskMeasure, TaskSettings
 from edge_tool.evaluate.tflite_reference import (
@@ -85,7 +85,7 @@ def run_eval(config: EvalConfig) -> Report:
         return run_lm_eval(config)
     if config.data is None:
         raise UsageError("eval needs --data (the eval samples; --task lm takes --text instead).")
-    clock = _Stages()
+    clock = StageClock()
     check_runtime(config.runtime)
     check_outputs(config)
     validate_reference(config.reference)
@@ -193,6 +193,7 @@ def run_eval(config: EvalConfig) -> Report:
         "label_mapping": data.label_note or None,
     }
     notes += _task_notes(measure)
+    clock.report()
     return Report(
         reference,
         tuple(results),
@@ -237,21 +238,6 @@ def _task_notes(measure: TaskMeasure) -> list[str]:
             "reference's outputs."
         )
     return notes
-
-
-class _Stages:
-    """Wall seconds per stage of run_eval (the report's ``timings_s``)."""
-
-    def __init__(self):
-        self._now = time.perf_counter
-        self._t = self._now()
-        self.stages: dict[str, float] = {}
-
-    def mark(self, stage: str) -> None:
-        """Close ``stage`` at now."""
-        t = self._now()
-        self.stages[stage] = round(t - self._t, 3)
-        self._t = t
 
 
 def _fields(runner, acc, measure: TaskMeasure, ref_metrics: dict) -> dict:

@@ -1,16 +1,15 @@
 """Calibration of one float model with its representative samples split across processes; the same bytes.
 
 TensorFlow's calibrator feeds one sample at a time through a logging interpreter (TFLite's builtin kernels, one
-thread) and keeps, per tensor, a running ``std::min``/``std::max`` over every value it sees
-(``calibration_logger.cc``: ``min_ = std::min(min_, v)``, NaN skipped); ``Calibrate()`` writes those two floats into
-each tensor's quantization parameters of the float model, and the quantizer reads them from there. A running
-min/max over samples in order equals the same fold over contiguous shards' results taken in shard order (with
-``std::min``'s keep-the-first-on-ties, so even -0.0 against 0.0 resolves as it would have), so:
+thread) and keeps a running min/max per tensor, which merges exactly over contiguous shards
+(``calibration_merge``). So:
 
-1. the parent feeds the first two samples itself (through TensorFlow's own ``Calibrator``) and times the second;
-2. when the rest would take long enough to pay for a process start (``MIN_SHARD_SECONDS`` per shard), it splits
-   all samples into contiguous shards, keeps the first and hands each other one to a ``calibration_worker``
-   process (TensorFlow's same compiled wrapper, loaded without TensorFlow);
+1. the parent feeds the first sample itself (through TensorFlow's own ``Calibrator``); when all samples at that
+   pace would pay for a process start (``MIN_SHARD_SECONDS`` per shard), it starts the ``calibration_worker``
+   processes at once — they load TensorFlow's compiled calibration wrapper (not TensorFlow) while it feeds on;
+2. it times the second sample, chooses the number of shards (at most the CPUs: one interpreter thread each),
+   writes every sample once to a memory-mapped file (in shared memory where there is some), gives each worker its
+   contiguous range and feeds the first range itself;
 3. it merges the calibrated models: same bytes everywhere but the min/max floats, folded in shard order.
 
 Anything unexpected — a worker failing, calibrated models whose layouts differ (a branch run by some shards only),
@@ -18,13 +17,15 @@ samples of different shapes or with a signature key, Python-function op register
 from one sample to the next (a fused LSTM's variable tensors: the shards would start from another state), a model above
 ``MAX_SHARDED_MODEL_BYTES`` (each worker holds a copy) — gives None, and the caller calibrates sequentially as
 TensorFlow does. ``EDGETOOL_CALIBRATION_WORKERS=1`` turns sharding off; ``=N`` sets the number of shards (default:
-the CPUs this process may run on); ``EDGETOOL_CALIBRATION_SHARD_SECONDS`` replaces ``MIN_SHARD_SECONDS``.
+the CPUs this process may run on); ``EDGETOOL_CALIBRATION_SHARD_SECONDS`` replaces ``MIN_SHARD_SECONDS``. Every run
+keeps the CPU seconds of each phase of the parent and of each worker (``Calibrated.phases``; ``report`` prints them
+with ``EDGETOOL_VERBOSE``).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -36,11 +37,12 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.parsers.tflite_model import summarize_tflite
-from edge_tool.parsers.tflite_schema import tflite_schema
+from edge_tool.tflite_converter.calibration_merge import merge_ranges
 
 MIN_SHARD_SECONDS = 1.0  # work per shard below which a worker's start (~0.3 s) and the merge do not pay
 MAX_SHARDED_MODEL_BYTES = 256 << 20  # each worker holds the model and its interpreter: no sharding above this
 _STATE_OPS = ("VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE", "CALL_ONCE")
+_WORKER = "edge_tool.tflite_converter.calibration_worker"
 
 
 def worker_count() -> int:
@@ -58,11 +60,13 @@ def worker_count() -> int:
 
 
 def report(done: Calibrated) -> None:
-    """One stderr line on how a calibration was split, when ``EDGETOOL_VERBOSE`` is set (benchmarks, diagnosis)."""
+    """Two stderr lines on how a calibration was split and its CPU seconds per phase, when ``EDGETOOL_VERBOSE`` is
+    set (benchmarks, diagnosis)."""
     if os.environ.get("EDGETOOL_VERBOSE", "") not in ("", "0"):
         how = f"{done.shards} processes" if done.shards > 1 else "one process"
         why = f" (sharding fell back: {done.fell_back})" if done.fell_back else ""
         print(f"edgetool: calibration in {how}{why}", file=sys.stderr)
+        print(f"edgetool: calibration phases {json.dumps(done.phases)}", file=sys.stderr)
 
 
 def _min_shard_seconds() -> float:
@@ -76,11 +80,13 @@ def _min_shard_seconds() -> float:
 @dataclass(frozen=True)
 class Calibrated:
     """A calibrated float model; ``shards`` processes fed its samples (1: the given calibrator fed them all, as
-    TensorFlow does), ``fell_back`` says why a sharded attempt was redone sequentially (None when it was not)."""
+    TensorFlow does), ``fell_back`` says why a sharded attempt was redone sequentially (None when it was not),
+    ``phases`` the ``(process, phase, seconds)`` of the run (CPU seconds unless the phase says wall)."""
 
     model: bytes
     shards: int = 1
     fell_back: str | None = None
+    phases: tuple[tuple[str, str, float], ...] = ()
 
 
 def calibrate(calibrator, model: bytes, input_gen: Callable, by_name: list[str]) -> Calibrated:
@@ -91,63 +97,83 @@ def calibrate(calibrator, model: bytes, input_gen: Callable, by_name: list[str])
     """
     shards = _Shards(calibrator, model, input_gen, by_name, worker_count())
     try:
+        cpu = time.process_time()
         mine = calibrator.calibrate(shards.parent_samples)
-        if not shards.workers:
-            return Calibrated(mine)
+        shards.note("feed + Calibrate()", time.process_time() - cpu - shards.own_cpu)
+        if not shards.used:
+            return Calibrated(mine, phases=tuple(shards.phases))
         merged, problem = shards.merge(mine)
     finally:
         shards.close()
     if merged is None:
         from tensorflow.lite.python.optimize import calibrator as _calibrator
 
+        cpu = time.process_time()
         fresh = _calibrator.Calibrator(model, by_name, [])
-        return Calibrated(fresh.calibrate(input_gen), 1, problem)
-    return Calibrated(merged, len(shards.workers) + 1)
+        again = fresh.calibrate(input_gen)
+        shards.note("fallback: one-process calibration", time.process_time() - cpu)
+        return Calibrated(again, 1, problem, tuple(shards.phases))
+    return Calibrated(merged, len(shards.used) + 1, phases=tuple(shards.phases))
 
 
 class _Shards:
-    """The parent's sample stream; it starts the workers after timing the second sample (see the module doc)."""
+    """The parent's sample stream; it starts the workers after the first sample (see the module doc)."""
 
     def __init__(self, calibrator, model: bytes, input_gen: Callable, by_name: list[str], count: int) -> None:
-        self.calibrator, self.model, self.input_gen, self.by_name, self.count = (
-            calibrator,
-            model,
-            input_gen,
-            by_name,
-            count,
-        )
-        self.workers: list[tuple[subprocess.Popen, Path]] = []
+        self.calibrator, self.model, self.input_gen, self.by_name = calibrator, model, input_gen, by_name
+        self.count = count
+        self.workers: list[subprocess.Popen] = []  # started
+        self.used: list[tuple[subprocess.Popen, int]] = []  # given a shard: (process, shard number)
         self.folder: tempfile.TemporaryDirectory | None = None
+        self.phases: list[tuple[str, str, float]] = []
+        self.own_cpu = 0.0  # the parent's CPU seconds in this class's own work during ``calibrate``
+
+    def note(self, phase: str, seconds: float, process: str = "parent") -> None:
+        """Keep one phase's seconds."""
+        self.phases.append((process, phase, round(seconds, 4)))
+
+    def _timed(self, phase: str, func: Callable, *args):
+        cpu = time.process_time()
+        result = func(*args)
+        spent = time.process_time() - cpu
+        self.own_cpu += spent
+        self.note(phase, spent)
+        return result
 
     def parent_samples(self):
         """Yield the parent's samples: all of them, or the first shard when the rest went to workers."""
         it = iter(self.input_gen())
-        head = []
-        for sample in it:
-            head.append(sample)
-            yield sample
-            if len(head) == 1:
-                start = time.perf_counter()
-            elif len(head) == 2:
-                break
-        if len(head) < 2 or self.count < 2 or len(self.model) > MAX_SHARDED_MODEL_BYTES or _stateful(self.model):
-            yield from it
+        first = next(it, None)
+        if first is None:
             return
-        per_sample = time.perf_counter() - start
-        rest = list(it)
-        samples = head + rest
-        shards = min(self.count, int(len(samples) * per_sample / _min_shard_seconds()), len(samples) // 2)
-        arrays = self._positional(samples) if shards >= 2 else None
-        if arrays is None:
-            yield from rest
+        start = time.perf_counter()
+        yield first
+        first_cost = time.perf_counter() - start  # Prepare + one sample: at least one sample's cost
+        samples = [first, *it]
+        planned = self._timed("split decision", self._planned_shards, samples, first_cost)
+        if planned < 2:
+            yield from samples[1:]
             return
-        bounds = [round(i * len(samples) / shards) for i in range(shards + 1)]
-        self._start(arrays, bounds)
+        self._timed("worker start (spawn)", self._start, planned - 1)
+        start = time.perf_counter()
+        yield samples[1]
+        shards = min(planned, self._shards_for(samples, time.perf_counter() - start))
+        written = shards >= 2 and self._timed("samples to shared memory", self._write_samples, samples)
+        bounds = [round(i * len(samples) / shards) for i in range(shards + 1)] if written else [0, len(samples)]
+        self._timed("shards handed out", self._hand_out, bounds)
         yield from samples[2 : bounds[1]]
 
-    def _positional(self, samples: list) -> list[np.ndarray] | None:
-        """The samples as one stacked array per model input (the order ``Calibrator`` feeds them in), or None when
-        they cannot be sharded exactly (signature keys, other shapes or dtypes than the first sample's)."""
+    def _shards_for(self, samples: list, per_sample: float) -> int:
+        return min(self.count, int(len(samples) * per_sample / _min_shard_seconds()), len(samples) // 2)
+
+    def _planned_shards(self, samples: list, first_cost: float) -> int:
+        if self.count < 2 or len(samples) < 4 or len(self.model) > MAX_SHARDED_MODEL_BYTES or _stateful(self.model):
+            return 1
+        return self._shards_for(samples, first_cost)
+
+    def _write_samples(self, samples: list) -> bool:
+        """Write the samples as one memory-mapped array per model input (the order ``Calibrator`` feeds them in);
+        False when they cannot be sharded exactly (signature keys, other shapes or dtypes than the first one's)."""
         rows = []
         for sample in samples:
             if isinstance(sample, dict):
@@ -155,51 +181,79 @@ class _Shards:
             elif isinstance(sample, list):
                 row = sample
             else:
-                return None
+                return False
             rows.append([np.asarray(a) for a in row])
         first = rows[0]
-        same = all(
+        if not all(
             len(r) == len(first) and all(a.shape == b.shape and a.dtype == b.dtype for a, b in zip(r, first))
             for r in rows
-        )
-        return [np.stack([r[i] for r in rows]) for i in range(len(first))] if same else None
+        ):
+            return False
+        for i, a in enumerate(first):
+            out = np.lib.format.open_memmap(
+                Path(self.folder.name) / f"input{i}.npy", "w+", a.dtype, (len(rows), *a.shape)
+            )
+            for j, r in enumerate(rows):
+                out[j] = r[i]
+            out.flush()
+            del out
+        return True
 
-    def _start(self, arrays: list[np.ndarray], bounds: list[int]) -> None:
+    def _start(self, count: int) -> None:
+        """Start ``count`` workers on the model; each waits for its range on stdin."""
         from tensorflow.lite.python.optimize import calibrator as _calibrator
 
         so_path = _calibrator._calibration_wrapper.__file__
-        self.folder = tempfile.TemporaryDirectory(prefix="edgetool-calib-")
+        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        self.folder = tempfile.TemporaryDirectory(prefix="edgetool-calib-", dir=shm)
         folder = Path(self.folder.name)
         (folder / "model.tflite").write_bytes(bytes(self.model))
         (folder / "registerers.txt").write_text("".join(f"{n}\n" for n in self.by_name))
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-        for k in range(1, len(bounds) - 1):
-            lo, hi = bounds[k], bounds[k + 1]
-            np.savez(folder / f"shard-{k}.npz", **{f"input{i}": a[lo:hi] for i, a in enumerate(arrays)})
-            log = (folder / f"log-{k}.txt").open("wb")
-            cmd = [sys.executable, "-m", "edge_tool.tflite_converter.calibration_worker", so_path, str(folder), str(k)]
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
-            log.close()
-            self.workers.append((proc, folder / f"out-{k}.tflite"))
+        for k in range(1, count + 1):
+            with (folder / f"log-{k}.txt").open("wb") as log:
+                cmd = [sys.executable, "-m", _WORKER, so_path, str(folder), str(k)]
+                self.workers.append(
+                    subprocess.Popen(cmd, stdin=subprocess.PIPE, bufsize=0, stdout=log, stderr=log, env=env)
+                )
+
+    def _hand_out(self, bounds: list[int]) -> None:
+        """Give worker k samples ``bounds[k]``..``bounds[k+1]``-1; dismiss the workers not needed."""
+        for k, proc in enumerate(self.workers, 1):
+            try:
+                if k < len(bounds) - 1:
+                    self.used.append((proc, k))  # before writing: a worker that died must fail the merge
+                    proc.stdin.write(f"{bounds[k]} {bounds[k + 1]}\n".encode())
+                proc.stdin.close()
+            except BrokenPipeError:  # it died: merge() reports its exit code
+                pass
 
     def merge(self, mine: bytes) -> tuple[bytes | None, str | None]:
         """(the parent's calibrated model merged with every worker's, None) or (None, why not)."""
-        models = [bytes(mine)]
-        for k, (proc, out) in enumerate(self.workers, 1):
+        models, folder = [bytes(mine)], Path(self.folder.name)
+        waited = time.perf_counter()
+        for proc, k in self.used:
             code = proc.wait()
+            out = folder / f"out-{k}.tflite"
             if code != 0 or not out.is_file():
-                log = (out.parent / f"log-{k}.txt").read_text(errors="replace").strip().splitlines()
+                log = (folder / f"log-{k}.txt").read_text(errors="replace").strip().splitlines()
                 return None, f"calibration worker {k} exited with {code}: {log[-1] if log else 'no output'}"
             models.append(out.read_bytes())
-        merged = merge_ranges(models)
+        self.note("idle wait for workers (wall)", time.perf_counter() - waited)
+        for _, k in self.used:
+            for phase, seconds in json.loads((folder / f"phases-{k}.json").read_text()).items():
+                self.note(phase, seconds, f"worker {k}")
+        merged = self._timed("range merge", merge_ranges, models)
         return merged, None if merged is not None else "the shards' calibrated models differ in layout"
 
     def close(self) -> None:
         """Stop any worker still running and remove the shard files."""
-        for proc, _ in self.workers:
+        for proc in self.workers:
+            if proc.stdin and not proc.stdin.closed:
+                proc.stdin.close()
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+            proc.wait()
         if self.folder is not None:
             self.folder.cleanup()
 
@@ -209,57 +263,3 @@ def _stateful(model: bytes) -> bool:
     which the calibrator does not reset between samples) or resource variables."""
     summary = summarize_tflite(bytes(model))
     return summary.variable_tensors > 0 or any(op in summary.ops for op in _STATE_OPS)
-
-
-def merge_ranges(models: list[bytes]) -> bytes | None:
-    """The first calibrated model with each tensor's min (max) folded over all models in order, keeping the first
-    on ties as ``std::min`` (``std::max``) does; None unless the models are byte-equal outside those floats."""
-    slots = [_range_slots(m) for m in models]
-    if any(len(m) != len(models[0]) or s != slots[0] for m, s in zip(models, slots)):
-        return None
-    mins, maxs = slots[0]
-    if not _equal_outside(models, sorted(mins + maxs)):
-        return None
-    out = bytearray(models[0])
-    for pos in mins:
-        _fold(out, models, pos, lambda new, cur: new < cur)
-    for pos in maxs:
-        _fold(out, models, pos, lambda new, cur: cur < new)
-    return bytes(out)
-
-
-def _fold(out: bytearray, models: list[bytes], pos: int, better: Callable) -> None:
-    best = models[0][pos : pos + 4]
-    for m in models[1:]:
-        candidate = m[pos : pos + 4]
-        if better(struct.unpack("<f", candidate)[0], struct.unpack("<f", best)[0]):
-            best = candidate
-    out[pos : pos + 4] = best
-
-
-def _range_slots(data: bytes) -> tuple[list[int], list[int]]:
-    """Byte offsets of every float of every tensor's quantization min and max vectors."""
-    schema = tflite_schema()
-    model = schema.Model.GetRootAs(data, 0)
-    mins, maxs = [], []
-    for g in range(model.SubgraphsLength()):
-        graph = model.Subgraphs(g)
-        for t in range(graph.TensorsLength()):
-            q = graph.Tensors(t).Quantization()
-            if q is None:
-                continue
-            for field, length, slots in ((4, q.MinLength(), mins), (6, q.MaxLength(), maxs)):
-                if length:
-                    start = q._tab.Vector(q._tab.Offset(field))
-                    slots.extend(start + 4 * j for j in range(length))
-    return mins, maxs
-
-
-def _equal_outside(models: list[bytes], slots: list[int]) -> bool:
-    """True when every model equals the first outside the 4-byte ``slots``."""
-    views = [memoryview(m) for m in models]
-    edges = [0, *[p for s in slots for p in (s, s + 4)], len(models[0])]
-    for lo, hi in zip(edges[0::2], edges[1::2]):
-        if any(v[lo:hi] != views[0][lo:hi] for v in views[1:]):
-            return False
-    return True
