@@ -142,7 +142,7 @@ def main() -> None:
     walls: dict[str, list[float]] = {k: [] for k in variants}
     cpus: dict[str, list[float]] = {k: [] for k in variants}
     load_before = load_line()
-    plain_out, eval_doc, eval_cpu = {}, {}, {}
+    plain_out, eval_doc, eval_cpu, eval_wall = {}, {}, {}, {}
     for rep in range(args.repeats):
         for name, cmd in variants.items():
             wall, cpu, out, err = timed(cmd, envs[name])
@@ -154,7 +154,8 @@ def main() -> None:
             elif name.startswith("edgetool eval (defaults"):
                 eval_doc = json.loads(report.read_text())
                 marker = "edgetool: eval stages CPU s "
-                eval_cpu = next((json.loads(ln[len(marker) :]) for ln in err.splitlines() if ln.startswith(marker)), {})
+                line = next((ln[len(marker) :] for ln in err.splitlines() if ln.startswith(marker)), "{} wall s {}")
+                eval_cpu, eval_wall = (json.loads(part) for part in line.split(" wall s "))
     base = statistics.median(walls["plain script"])
     cpu_base = statistics.median(cpus["plain script"])
     rows = [
@@ -169,8 +170,11 @@ def main() -> None:
         ]
         for name, ws in walls.items()
     ]
-    stage_rows = [["plain script", k, f"{v:.1f}"] for k, v in plain_out.get("_cpu", {}).items()]
-    stage_rows += [["edgetool eval", k, f"{v:.1f}"] for k, v in eval_cpu.items()]
+    stage_rows = [["plain script", k, f"{v:.1f}", "", ""] for k, v in plain_out.get("_cpu", {}).items()]
+    stage_rows += [
+        ["edgetool eval", k, f"{tree:.1f}", f"{own:.1f}", f"{eval_wall[k]:.1f}" if k in eval_wall else ""]
+        for k, (tree, own) in eval_cpu.items()
+    ]
     checks = []
     for r in eval_doc.get("results", []):
         p = plain_out.get(r["artifact"], {})
@@ -236,7 +240,7 @@ def main() -> None:
             "CPU seconds per stage, last round (the plain script's `time.process_time()`, eval's whole process tree "
             "by its own accounting, `EDGETOOL_VERBOSE=1`; robust to load):",
             "",
-            table(["run", "stage", "CPU s"], stage_rows),
+            table(["run", "stage", "CPU s", "of it eval's own process", "wall s (loaded)"], stage_rows),
             "",
             "Same figures on both sides (eval's batched pass vs the plain script):",
             "",

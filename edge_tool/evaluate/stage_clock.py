@@ -28,21 +28,25 @@ def tree_cpu() -> float:
 
 
 class StageClock:
-    """Wall and CPU seconds per stage (``stages``, ``cpu``), each stage closed by :meth:`mark`."""
+    """Wall and CPU seconds per stage (``stages``; ``cpu``: [whole tree, this process alone]), each stage closed by
+    :meth:`mark`."""
 
     def __init__(self) -> None:
-        self._t, self._c = time.perf_counter(), tree_cpu()
+        self._t, self._c, self._s = time.perf_counter(), tree_cpu(), time.process_time()
         self.stages: dict[str, float] = {}
-        self.cpu: dict[str, float] = {"before run_eval (Python start, imports)": round(time.process_time(), 3)}
+        self.cpu: dict[str, list[float]] = {"before run_eval (Python start, imports)": [round(self._s, 3)] * 2}
 
     def mark(self, stage: str) -> None:
         """Close ``stage`` at now."""
-        t, c = time.perf_counter(), tree_cpu()
+        t, c, s = time.perf_counter(), tree_cpu(), time.process_time()
         self.stages[stage] = round(t - self._t, 3)
-        self.cpu[stage] = round(c - self._c, 3)
-        self._t, self._c = t, c
+        self.cpu[stage] = [round(c - self._c, 3), round(s - self._s, 3)]
+        self._t, self._c, self._s = t, c, s
 
     def report(self) -> None:
-        """One stderr line of the CPU seconds per stage, when ``EDGETOOL_VERBOSE`` is set."""
+        """One stderr line of the CPU seconds per stage ([tree, this process]) and the wall seconds, when
+        ``EDGETOOL_VERBOSE`` is set."""
         if os.environ.get("EDGETOOL_VERBOSE", "") not in ("", "0"):
-            print(f"edgetool: eval stages CPU s {json.dumps(self.cpu)}", file=sys.stderr)
+            print(
+                f"edgetool: eval stages CPU s {json.dumps(self.cpu)} wall s {json.dumps(self.stages)}", file=sys.stderr
+            )
