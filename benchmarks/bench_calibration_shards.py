@@ -243,7 +243,9 @@ def section(runs: dict[str, list[Run]], cost: dict, args, load_before: str, dige
             f"load + Prepare {cost['model load']:.2f} s, **{per * 1e3:.1f} ms per sample**, Calibrate() + write "
             f"{cost['calibrate + write']:.2f} s. Projected idle in-process time (the raw converter's CPU outside "
             f"calibration {serial:.1f} s + one worker's start {start:.2f} s + {n} samples / cores × per sample; "
-            f"against the CPU seconds of raw and ORT, i.e. their single-core idle walls): {projected}.",
+            "an upper bound: edgetool's fast path spends less outside calibration than the raw converter, see the "
+            "tree CPU; against the CPU seconds of raw and ORT, i.e. their single-core idle walls — ORT's calibration "
+            f"runs on every core, so its idle wall is lower): {projected}.",
         ]
     )
 
