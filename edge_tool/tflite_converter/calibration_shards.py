@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -154,7 +155,11 @@ class _Shards:
         if planned < 2:
             yield from samples[1:]
             return
-        self._timed("worker start (spawn)", self._start, planned - 1)
+        try:
+            self._timed("worker start (spawn)", self._start, planned - 1, _bytes(first) * len(samples))
+        except OSError:  # no room for the model, or no process to start: the parent feeds every sample
+            yield from samples[1:]
+            return
         start = time.perf_counter()
         yield samples[1]
         shards = min(planned, self._shards_for(samples, time.perf_counter() - start))
@@ -189,22 +194,28 @@ class _Shards:
             for r in rows
         ):
             return False
-        for i, a in enumerate(first):
-            out = np.lib.format.open_memmap(
-                Path(self.folder.name) / f"input{i}.npy", "w+", a.dtype, (len(rows), *a.shape)
-            )
-            for j, r in enumerate(rows):
-                out[j] = r[i]
-            out.flush()
-            del out
+        try:
+            for i, a in enumerate(first):
+                out = np.lib.format.open_memmap(
+                    Path(self.folder.name) / f"input{i}.npy", "w+", a.dtype, (len(rows), *a.shape)
+                )
+                for j, r in enumerate(rows):
+                    out[j] = r[i]
+                out.flush()
+                del out
+        except OSError:  # no room: the parent feeds every sample (close() removes the part written)
+            return False
         return True
 
-    def _start(self, count: int) -> None:
-        """Start ``count`` workers on the model; each waits for its range on stdin."""
+    def _start(self, count: int, sample_bytes: int) -> None:
+        """Start ``count`` workers on the model; each waits for its range on stdin. The model and the samples
+        (``sample_bytes``) go to /dev/shm when it has twice their room (a container's is often 64 MB, and a full
+        tmpfs kills a process writing a memory-mapped file), else to the temp dir."""
         from tensorflow.lite.python.optimize import calibrator as _calibrator
 
         so_path = _calibrator._calibration_wrapper.__file__
-        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        need = 2 * (len(self.model) + sample_bytes)
+        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) and shutil.disk_usage("/dev/shm").free >= need else None
         self.folder = tempfile.TemporaryDirectory(prefix="edgetool-calib-", dir=shm)
         folder = Path(self.folder.name)
         (folder / "model.tflite").write_bytes(bytes(self.model))
@@ -256,6 +267,12 @@ class _Shards:
             proc.wait()
         if self.folder is not None:
             self.folder.cleanup()
+
+
+def _bytes(sample) -> int:
+    """The bytes of one sample's arrays (a dict or list of them)."""
+    values = sample.values() if isinstance(sample, dict) else sample if isinstance(sample, list) else [sample]
+    return sum(np.asarray(v).nbytes for v in values)
 
 
 def _stateful(model: bytes) -> bool:
