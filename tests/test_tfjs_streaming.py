@@ -1,6 +1,7 @@
 """Big weights streamed to the TF.js shards (edge_tool/tfjs_writer/standins.py) write the same bytes as weights
 frozen inline: every file of the graph model, for a Keras MLP (grappler folds its ReadVariableOps) and for a model
-where grappler computes a constant from a weight (a transposed kernel: the writer freezes it inline again). Sizes
+where grappler computes a constant from a weight (a transposed kernel: the writer freezes it inline again), and with
+uint8 weights (the self-check's reference takes the streamed weights' decoded values). Sizes
 are tiny; ``stream_bytes=1`` streams every float32 variable. Memory is measured in benchmarks/bench_big_model.py.
 """
 
@@ -42,13 +43,17 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [_MLP, _TRANSPOSED], ids=["keras-mlp", "weight-folded-by-grappler"])
-def test_streamed_weights_write_the_same_graph_model_bytes(tmp_path, script):
+@pytest.mark.parametrize(
+    ("script", "quant"),
+    [(_MLP, "none"), (_TRANSPOSED, "none"), (_MLP, "uint8")],
+    ids=["keras-mlp", "weight-folded-by-grappler", "keras-mlp-uint8"],
+)
+def test_streamed_weights_write_the_same_graph_model_bytes(tmp_path, script, quant):
     run_script(script, str(tmp_path / "sm"))
     streamed = tfjs_graph.freeze_signature(tmp_path / "sm", "serving_default", 1).streamed
     assert streamed, "the stand-in path was not taken: the test would compare the old path with itself"
-    inline = export_tfjs(tmp_path / "sm", tmp_path / "inline", stream_bytes=standins.NEVER)
-    export_tfjs(tmp_path / "sm", tmp_path / "streamed", stream_bytes=1)
+    inline = export_tfjs(tmp_path / "sm", tmp_path / "inline", quant, stream_bytes=standins.NEVER)
+    export_tfjs(tmp_path / "sm", tmp_path / "streamed", quant, stream_bytes=1)
     assert files(tmp_path / "streamed") == files(tmp_path / "inline")
     assert inline.check.get("checked") in (True, False)  # the self-check ran or said why not, as before
 
