@@ -8,6 +8,8 @@ TensorFlow / the .tflite run natively.
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 
 import pytest
@@ -159,3 +161,31 @@ def test_litert_site_first_visit_fetches_one_build_and_works_offline(
     else:
         tflite = "model-fp32-b1.tflite" if "fp32" in engine else "model-int8-b1.tflite"
         _assert_matches_native_and_tf(probs, _native_litert(litert_site / "model" / tflite, x), probs_tf)
+
+
+def test_first_visit_shows_the_download_and_keeps_every_precached_byte(browser, served, tfjs_site):
+    """The first visit's worker reports its download to the page (ui/dom.js shows it): the last report says done,
+    with every precached byte received, as many as sw.js says (the files' sizes on disk), and they are all cached."""
+    url, _ = served(tfjs_site)
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.add_init_script(
+            "navigator.serviceWorker.addEventListener('message', (e) => (window.__precache ||= []).push(e.data));"
+        )
+        page.goto(url)
+        page.evaluate("window.edgetool.ready")
+        _wait_for(page, "() => (window.__precache || []).some((m) => m.done)", None, 30)
+        reports = page.evaluate("window.__precache")
+        total = int(re.search(r"const PRECACHE_BYTES = (\d+);", (tfjs_site / "sw.js").read_text()).group(1))
+        precached = json.loads(re.search(r"const PRECACHE = (\[.*?\]);", (tfjs_site / "sw.js").read_text(), re.S)[1])
+        assert total == sum((tfjs_site / f).stat().st_size for f in precached if f != "sw.js")
+        assert reports[-1] == {"type": "edgetool-precache", "received": total, "total": total, "done": True}
+        assert [m["received"] for m in reports] == sorted(m["received"] for m in reports)
+        assert "Downloading the model for offline use" in page.evaluate(
+            "import('./ui/dom.js').then((m) => m.precacheText(5e6, 4e8))"
+        )
+        cached = "caches.keys().then((k) => caches.open(k[0])).then((c) => c.keys()).then((r) => r.length)"
+        assert page.evaluate(cached) >= len(precached)
+    finally:
+        context.close()

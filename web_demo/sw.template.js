@@ -12,12 +12,60 @@ const CACHE = PREFIX + VERSION;
 const PRECACHE = __PRECACHE__;
 const ON_DEMAND = new Set(__ON_DEMAND__.map((path) => new URL(path, self.registration.scope).pathname));
 
+const PRECACHE_BYTES = __PRECACHE_BYTES__;
+
+// Every open page (not yet controlled on a first visit) is told how many of the precached bytes have arrived, so it
+// can show the download of a big model instead of waiting in silence (ui/dom.js).
+async function tellPages(message) {
+  const pages = await self.clients.matchAll({ includeUncontrolled: true, type: 'window' });
+  pages.forEach((page) => page.postMessage(message));
+}
+
+// One precached file, fetched and counted as it streams in, kept whole only once it all arrived (as cache.addAll:
+// any failure fails the install, and no half file is kept).
+async function precacheOne(cache, url, progress) {
+  const request = new Request(url, { cache: 'reload' });
+  const response = await fetch(request);
+  if (!response.ok) throw new TypeError(`precache: ${url} answered ${response.status}`);
+  const reader = response.body.getReader();
+  const chunks = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    progress(value.byteLength);
+  }
+  const headers = new Headers(response.headers);
+  headers.delete('Content-Encoding'); // the body is stored decoded
+  headers.delete('Content-Length');
+  await cache.put(request, new Response(new Blob(chunks), { status: response.status, headers }));
+}
+
+async function precache() {
+  const cache = await caches.open(CACHE);
+  let received = 0;
+  let told = 0;
+  const progress = (n) => {
+    received += n;
+    const now = Date.now();
+    if (now - told < 250) return;
+    told = now;
+    tellPages({ type: 'edgetool-precache', received, total: PRECACHE_BYTES });
+  };
+  const queue = [...PRECACHE];
+  const count = (url) => (url === 'sw.js' ? () => {} : progress); // PRECACHE_BYTES: every file but this one
+  const worker = async () => {
+    while (queue.length) {
+      const url = queue.shift();
+      await precacheOne(cache, url, count(url));
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  await tellPages({ type: 'edgetool-precache', received, total: PRECACHE_BYTES, done: true });
+}
+
 self.addEventListener('install', (event) => {
-  event.waitUntil(
-    caches.open(CACHE)
-      .then((cache) => cache.addAll(PRECACHE.map((url) => new Request(url, { cache: 'reload' }))))
-      .then(() => self.skipWaiting()),
-  );
+  event.waitUntil(precache().then(() => self.skipWaiting()));
 });
 
 // VERSION is this site's identity (a hash of every file of the build). A worker of another site (another model's

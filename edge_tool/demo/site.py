@@ -172,7 +172,11 @@ def write_service_worker(site: Path) -> str:
     lazy = sorted(rel for group in on_demand_groups(files) for build in group for rel in build)
     text = (web_demo_dir() / SW_TEMPLATE).read_text()
     text = text.replace("'__VERSION__'", json.dumps(version)).replace("__ON_DEMAND__", json.dumps(lazy, indent=2))
-    text = text.replace("__PRECACHE__", json.dumps([f for f in files if f not in lazy], indent=2))
+    precached = [f for f in files if f not in lazy]
+    text = text.replace(
+        "__PRECACHE_BYTES__", str(sum((Path(site) / f).stat().st_size for f in precached if f != SW_NAME))
+    )
+    text = text.replace("__PRECACHE__", json.dumps(precached, indent=2))
     (Path(site) / SW_NAME).write_text(text)
     return version
 

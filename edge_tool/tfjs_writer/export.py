@@ -18,7 +18,7 @@ from edge_tool.errors import ConversionError, UsageError
 from edge_tool.models.signature_choice import numeric_signature_way_out
 from edge_tool.tfjs_writer import graph as tfjs_graph
 from edge_tool.tfjs_writer import opfix as tfjs_opfix
-from edge_tool.tfjs_writer import refvars
+from edge_tool.tfjs_writer import refvars, standins
 from edge_tool.tfjs_writer import rewrite as tfjs_rewrite
 from edge_tool.tfjs_writer import selfcheck as tfjs_selfcheck
 from edge_tool.tfjs_writer import weights as tfjs_weights
@@ -109,20 +109,20 @@ def export_tfjs(
     weight_quant: str | None = None,
     signature: str = "serving_default",
     user_metadata: dict | None = None,
+    stream_bytes: int = standins.STREAM_BYTES,
 ) -> TfjsExport:
     """Convert a SavedModel signature to a self-checked tfjs graph model (model.json + shards) in ``out_dir``.
 
     ``user_metadata`` (labels, input normalization) lands in model.json's ``userDefinedMetadata``, which tfjs
     exposes as ``GraphModel.metadata``. The file is run in tfjs in Node on seeded probes and compared with
-    TensorFlow (``selfcheck``); a disagreement raises ConversionError and leaves no ``out_dir``.
+    TensorFlow (``selfcheck``); a disagreement raises ConversionError and leaves no ``out_dir``. Float32
+    variables of ``stream_bytes`` or more stay out of the frozen graph and go to the shards one at a time
+    (``standins``): memory in proportion to the model, not to the copies grappler makes.
     """
     quant = weight_quant or "none"
     if quant not in TFJS_WEIGHT_QUANT:
         raise UsageError(f"--tfjs-quant must be one of {', '.join(TFJS_WEIGHT_QUANT)}, got {quant!r}.")
-    frozen = tfjs_graph.freeze_signature(Path(saved_model), signature)
-    graph_def = tfjs_graph.optimize(frozen.graph_def, frozen.inputs, frozen.outputs)
-    if refvars.prune_dead_branches(graph_def):  # a TF1 cond on a constant flag: fold what the live side leaves
-        graph_def = tfjs_graph.optimize(graph_def, frozen.inputs, frozen.outputs)
+    frozen, graph_def = _frozen_and_optimized(Path(saved_model), signature, stream_bytes)
     keep = {t.tensor.split(":")[0] for t in (*frozen.inputs, *frozen.outputs)}
     tfjs_rewrite.rewrite_batch_norms(graph_def, keep)
     tfjs_opfix.rewrite_band_parts(graph_def)
@@ -133,7 +133,7 @@ def export_tfjs(
     reference_graph = type(graph_def)()
     reference_graph.CopyFrom(graph_def)
     tfjs_rewrite.fuse_for_tfjs(graph_def, keep)
-    weights = tfjs_weights.extract_weights(graph_def, quant)
+    weights = tfjs_weights.extract_weights(graph_def, quant, frozen.streamed)
     out_dir = Path(out_dir)
     if out_dir.exists():
         shutil.rmtree(out_dir)
@@ -145,6 +145,18 @@ def export_tfjs(
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
     return TfjsExport(model_json, check)
+
+
+def _frozen_and_optimized(saved_model: Path, signature: str, stream_bytes: int):
+    """(FrozenSignature, grappler's GraphDef); frozen again with every value inlined when grappler computed a
+    constant from a streamed weight's stand-in (``standins``)."""
+    frozen = tfjs_graph.freeze_signature(saved_model, signature, stream_bytes)
+    graph_def = tfjs_graph.optimize(frozen.graph_def, frozen.inputs, frozen.outputs)
+    if refvars.prune_dead_branches(graph_def):  # a TF1 cond on a constant flag: fold what the live side leaves
+        graph_def = tfjs_graph.optimize(graph_def, frozen.inputs, frozen.outputs)
+    if frozen.streamed and not standins.take_stand_ins(graph_def, frozen.streamed):
+        return _frozen_and_optimized(saved_model, signature, standins.NEVER)
+    return frozen, graph_def
 
 
 # the GraphDef's map fields (NodeDef.attr, FunctionDef.ret/attr/arg_attr...): MessageToDict walks them in the map's

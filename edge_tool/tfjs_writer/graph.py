@@ -15,7 +15,7 @@ from pathlib import Path
 
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError
-from edge_tool.tfjs_writer import refvars
+from edge_tool.tfjs_writer import refvars, standins
 
 GRAPPLER_PASSES = ("pruning", "constfold", "arithmetic", "dependency") * 2
 
@@ -33,21 +33,24 @@ class SignatureTensor:
 @dataclass(frozen=True)
 class FrozenSignature:
     """The frozen signature's GraphDef, its inputs and outputs, the TF version that wrote it, and the callable
-    signature function (the reference the written model is checked against)."""
+    signature function (the reference the written model is checked against); ``streamed`` names the big variables
+    left out of the GraphDef as stand-ins (``standins``: node name -> variable)."""
 
     graph_def: object
     inputs: tuple[SignatureTensor, ...]
     outputs: tuple[SignatureTensor, ...]
     tf_version: str
     function: object
+    streamed: dict
 
 
 def _shape(tensor) -> tuple | None:
     return None if tensor.shape.rank is None else tuple(tensor.shape.as_list())
 
 
-def freeze_signature(saved_model: Path, key: str) -> FrozenSignature:
-    """Load ``key`` from the SavedModel and freeze it (variables to constants, control flow kept as functions)."""
+def freeze_signature(saved_model: Path, key: str, stream_bytes: int = standins.STREAM_BYTES) -> FrozenSignature:
+    """Load ``key`` from the SavedModel and freeze it (variables to constants, control flow kept as functions;
+    float32 variables of ``stream_bytes`` or more as stand-ins, ``standins``)."""
     tf = import_tf()
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
@@ -61,8 +64,11 @@ def freeze_signature(saved_model: Path, key: str) -> FrozenSignature:
             "choose one with --signature."
         )
     fn = loaded.signatures[key]
+    streamed = {}
     if refvars.has_ref_variables(fn.graph.as_graph_def()):
         graph_def, graph_inputs, graph_outputs = _freeze_tf1(fn)
+    elif frozen := standins.freeze_with_stand_ins(fn, stream_bytes):
+        graph_def, graph_inputs, graph_outputs, streamed = frozen
     else:
         frozen = convert_variables_to_constants_v2(fn, lower_control_flow=False, aggressive_inlining=True)
         graph_def, graph_inputs, graph_outputs = frozen.graph.as_graph_def(), frozen.inputs, frozen.outputs
@@ -79,7 +85,7 @@ def freeze_signature(saved_model: Path, key: str) -> FrozenSignature:
     outputs = tuple(
         SignatureTensor(k, t.name, t.dtype.as_datatype_enum, _shape(t)) for k, t in zip(out_keys, graph_outputs)
     )
-    return FrozenSignature(graph_def, inputs, outputs, tf.__version__, fn)
+    return FrozenSignature(graph_def, inputs, outputs, tf.__version__, fn, streamed)
 
 
 def _freeze_tf1(fn):

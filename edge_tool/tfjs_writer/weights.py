@@ -27,12 +27,31 @@ _HALF_MAX = 65504.0
 
 @dataclass(frozen=True)
 class Weight:
-    """One constant: its weight name, the values as tfjs will hold them, and the manifest entry written."""
+    """One constant: its weight name, the values as tfjs will hold them, the manifest entry and the bytes written;
+    a streamed weight (a big float32 variable, ``standins``) holds its variable instead of values and bytes."""
 
     name: str
-    values: np.ndarray
+    values: np.ndarray | None
     spec: dict
-    data: bytes
+    data: bytes | None
+    variable: object = None
+
+    @property
+    def size(self) -> int:
+        """The number of bytes this weight takes in the shards."""
+        return len(self.data) if self.data is not None else 4 * int(np.prod(self.spec["shape"], dtype=np.int64))
+
+    def pieces(self):
+        """The bytes written for this weight, in order: a streamed one's read from its variable now, a slice of
+        rows (about ``SHARD_BYTES``) at a time."""
+        if self.data is not None:
+            yield self.data
+            return
+        shape = self.spec["shape"]
+        rows = max(1, SHARD_BYTES // max(1, self.size // max(1, shape[0])))
+        for start in range(0, shape[0], rows):
+            block = np.ascontiguousarray(self.variable[start : start + rows].numpy(), "<f4")
+            yield memoryview(block).cast("B")
 
 
 def _tfjs_dtype(values: np.ndarray) -> tuple[str, np.ndarray]:
@@ -88,13 +107,23 @@ def encode(name: str, values: np.ndarray, quant: str) -> Weight:
     return Weight(name, held, spec, held.tobytes())
 
 
-def _take_consts(nodes, prefix: str | None, quant: str) -> list[Weight]:
+def _streamed(name: str, variable) -> Weight:
+    shape = [int(d) for d in variable.shape]
+    return Weight(name, None, {"name": name, "shape": shape, "dtype": "float32"}, None, variable)
+
+
+def _take_consts(nodes, prefix: str | None, quant: str, streamed: dict) -> list[Weight]:
     """Strip the values of every Const in ``nodes`` (renamed under ``prefix`` in a function) into weights."""
     tf = import_tf()
     consts = {n.name for n in nodes if n.op == "Const"}
     weights = []
     for node in nodes:
-        if node.op == "Const":
+        if node.op == "Const" and not prefix and node.name in streamed:
+            variable = streamed[node.name]
+            weights.append(
+                _streamed(node.name, variable) if quant == "none" else encode(node.name, variable.numpy(), quant)
+            )
+        elif node.op == "Const":
             tensor = node.attr["value"].tensor
             values = tf.make_ndarray(tensor)
             if prefix:
@@ -110,21 +139,30 @@ def _take_consts(nodes, prefix: str | None, quant: str) -> list[Weight]:
     return weights
 
 
-def extract_weights(graph_def, quant: str) -> list[Weight]:
-    """Move every constant of ``graph_def`` (changed in place) into weights, main graph first."""
-    weights = _take_consts(graph_def.node, None, quant)
+def extract_weights(graph_def, quant: str, streamed: dict | None = None) -> list[Weight]:
+    """Move every constant of ``graph_def`` (changed in place) into weights, main graph first; a main-graph Const
+    named in ``streamed`` (name -> variable, ``standins``) is read from its variable."""
+    weights = _take_consts(graph_def.node, None, quant, streamed or {})
     for fn in graph_def.library.function:
-        weights += _take_consts(fn.node_def, fn.signature.name, quant)
+        weights += _take_consts(fn.node_def, fn.signature.name, quant, {})
     return weights
 
 
 def write_shards(weights: list[Weight], out_dir: Path, shard_bytes: int = SHARD_BYTES) -> list[dict]:
-    """Write the weights' bytes as group1-shardKofN.bin files in ``out_dir``; return the weightsManifest."""
-    blob = b"".join(w.data for w in weights)
-    count = max(1, -(-len(blob) // shard_bytes))
-    paths = []
-    for k in range(count):
-        path = f"group1-shard{k + 1}of{count}.bin"
-        (Path(out_dir) / path).write_bytes(blob[k * shard_bytes : (k + 1) * shard_bytes])
-        paths.append(path)
+    """Write the weights' bytes, in order, as group1-shardKofN.bin files of ``shard_bytes`` each (the last one
+    shorter) in ``out_dir``, one weight at a time (never all of them joined); return the weightsManifest."""
+    count = max(1, -(-sum(w.size for w in weights) // shard_bytes))
+    paths = [f"group1-shard{k + 1}of{count}.bin" for k in range(count)]
+    files = iter(paths)
+    out, room = (Path(out_dir) / next(files)).open("wb"), shard_bytes
+    try:
+        for data in (memoryview(piece).cast("B") for weight in weights for piece in weight.pieces()):
+            while len(data):
+                if not room:
+                    out.close()
+                    out, room = (Path(out_dir) / next(files)).open("wb"), shard_bytes
+                out.write(data[:room])
+                data, room = data[room:], room - min(room, len(data))
+    finally:
+        out.close()
     return [{"paths": paths, "weights": [w.spec for w in weights]}]

@@ -17,6 +17,14 @@ export function textElement(tag, className, text) {
   return el;
 }
 
+const MB = 1e6;
+
+// "Downloading for offline use: 12.3 of 404.2 MB (3 %)", the first visit's progress line.
+export function precacheText(received, total) {
+  const part = total > 0 ? ` (${Math.min(100, Math.floor((100 * received) / total))} %)` : '';
+  return `Downloading the model for offline use: ${(received / MB).toFixed(1)} of ${(total / MB).toFixed(1)} MB${part}`;
+}
+
 // How long the page waits for its first service worker to take control before loading the engines without it.
 const SW_WAIT_MS = 20000;
 
@@ -34,7 +42,16 @@ export function startServiceWorker(timeoutMs = SW_WAIT_MS) {
     const done = () => resolve(Boolean(sw.controller));
     if (sw.controller) done(); // a return visit: already served by it (register() still checks for an update)
     sw.addEventListener('controllerchange', done, { once: true });
-    setTimeout(done, timeoutMs);
+    let timer = setTimeout(done, timeoutMs);
+    // A first visit's worker downloads the site (the model's weights) before it controls the page: say how far it
+    // is, and keep waiting while bytes arrive (a 400 MB model takes longer than the bound on a slow link).
+    sw.addEventListener('message', (event) => {
+      const msg = event.data || {};
+      if (msg.type !== 'edgetool-precache' || sw.controller) return;
+      clearTimeout(timer);
+      timer = setTimeout(done, timeoutMs);
+      setStatus(precacheText(msg.received, msg.total));
+    });
     sw.register('sw.js').then((reg) => {
       const coming = reg.installing || reg.waiting;
       if (!coming) { done(); return; } // active but not controlling (a hard reload): it will not claim this page
