@@ -12,8 +12,9 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
+from edge_tool.errors import UsageError
 from edge_tool.lm.contract import read_lm_contract
-from edge_tool.lm.keras_hub import hub_contract, hub_logits, load_hub
+from edge_tool.lm.keras_hub import hub_contract, hub_decoder, hub_logits, load_hub
 from edge_tool.lm.session import LmSession, tflite_call
 from edge_tool.lm_converter.selfcheck import probe_tokens, run_chunked
 from tests.builds import built_once
@@ -95,3 +96,13 @@ def test_inspect_section_of_a_keras_hub_file(tmp_path):
     assert (c.num_layers, c.num_kv_heads, c.head_dim, c.vocab_size) == (2, 2, 8, 264)
     assert c.prefill_lengths == (16, 64) and c.cache_bytes == 2 * 2 * c.max_len * 2 * 8 * 4
     assert c.spec.tokenizer == "byte"
+
+
+def test_a_model_computing_in_bfloat16_is_refused_with_the_way_out():
+    import keras_hub
+
+    backbone = keras_hub.models.GPT2Backbone(
+        vocabulary_size=264, num_heads=2, max_sequence_length=16, dtype="bfloat16", **TINY
+    )
+    with pytest.raises(UsageError, match="computes in bfloat16.*dtype='float32'"):
+        hub_decoder(backbone)

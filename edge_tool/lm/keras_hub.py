@@ -140,6 +140,13 @@ def backbone_of(model):
             f"{', '.join(f + 'CausalLM' for f in FAMILIES)}). Write the prefill/decode endpoints yourself "
             "(docs/lm.md, 'For anything else') and convert that SavedModel."
         )
+    compute = getattr(getattr(backbone, "dtype_policy", None), "compute_dtype", "float32")
+    if compute != "float32":
+        raise UsageError(
+            f"{type(model).__name__} computes in {compute}; edgetool's LM endpoints and caches are float32. Load "
+            "it in float32 (keras_hub.models.….from_preset(..., dtype='float32'), or rebuild the backbone with "
+            "dtype='float32' and copy the weights), save it, and convert that file."
+        )
     return backbone, family
 
 
