@@ -31,7 +31,9 @@ from edge_tool.lm.sampling import Sampler
 from edge_tool.lm.session import LmSession, tflite_call
 
 MODES = ("fp32", "fp16", "dynamic", "weight-int8", "weight-int4")
+EVAL_MODES = ("fp32", "dynamic", "weight-int8", "weight-int4")
 PAGE_MODES = ("fp32", "dynamic", "weight-int8")
+EVAL_BYTES = 4096  # eval's teacher forcing is one decode call per token: the held-out text's first 4 KiB
 PROMPT = "And God said unto Moses, "
 SAMPLED = {"temperature": 0.8, "top_k": 40}
 SEEDS = (0, 1, 2, 3, 4)
@@ -50,9 +52,12 @@ def convert(work: Path) -> dict:
 def evaluate(work: Path) -> dict:
     """``edgetool eval --task lm`` of the quantized files against the exported SavedModel on the held-out text."""
     if not (work / "eval.json").is_file():
-        files = [str(work / "out" / f"hub_gpt2_{m}.tflite") for m in MODES]
+        text = (work / "heldout.txt").read_bytes()[:EVAL_BYTES]
+        (work / "heldout_4k.txt").write_bytes(text[: len(text.decode("utf-8", "ignore").encode("utf-8"))])
+        files = [str(work / "out" / f"hub_gpt2_{m}.tflite") for m in EVAL_MODES]
         cmd = [*EDGETOOL, "eval", *files, "--reference", str(work / "out" / "hub_gpt2"), "--text"]
-        cmd += [str(work / "heldout.txt"), "--task", "lm", "--json", str(work / "eval.json")]
+        cmd += [str(work / "heldout_4k.txt"), "--task", "lm", "--json", str(work / "eval.json")]
+        cmd += ["--markdown", str(work / "eval.md")]
         subprocess.run(cmd, check=True)
     return json.loads((work / "eval.json").read_text())
 
@@ -79,12 +84,27 @@ def sampled_match(tflite: Path, site: Path, tokens: int) -> tuple[int, list]:
     return same, first
 
 
+def page(work: Path, params: int, tokens: int, rounds: int) -> tuple[list, int, list]:
+    """The page-vs-native rows of PAGE_MODES and the seeded-sampling match (kept in WORK/page.json)."""
+    if not (work / "page.json").is_file():
+        rows = []
+        for mode in PAGE_MODES:
+            tflite = work / "out" / f"hub_gpt2_{mode}.tflite"
+            nat, web = measure(tflite, work / f"site-{mode}", tokens, rounds, 1)
+            rows.append(_row("hub GPT2", mode, params, tflite, nat, web))
+            print(table(HEADERS, rows[-1:]), flush=True)
+        same, first = sampled_match(work / "out" / "hub_gpt2_fp32.tflite", work / "site-sampled", tokens)
+        (work / "page.json").write_text(json.dumps({"rows": rows, "same": same, "first": first}))
+    got = json.loads((work / "page.json").read_text())
+    return got["rows"], got["same"], got["first"]
+
+
 def drift_rows(manifest: dict, report: dict) -> list[list[str]]:
     """Per mode: size, self-check drift (× logit scale, against Keras-Hub), held-out perplexity and its drift."""
     checks = {a["quant"]: a for a in manifest["artifacts"]}
     rows = [["Keras-Hub (SavedModel reference)", "—", "—", f"{report['reference']['metrics']['perplexity']:.4f}", "—"]]
     for r in report["results"]:
-        mode = r["artifact"].removesuffix(".tflite").removeprefix("hub_gpt2_")
+        mode = Path(r["artifact"]).stem.removeprefix("hub_gpt2_")
         c = checks[mode]["lm"]["self_check"]
         drift = max(c["prefill_drift"], c["decode_drift"])
         ppl, d = r["metrics"]["perplexity"], r["drift"]["perplexity_drift"]
@@ -106,13 +126,7 @@ def main() -> None:
         train(args.work, args.train_seconds)
     trained = json.loads((args.work / "train.json").read_text())
     manifest, report = convert(args.work), evaluate(args.work)
-    rows = []
-    for mode in PAGE_MODES:
-        tflite = args.work / "out" / f"hub_gpt2_{mode}.tflite"
-        nat, web = measure(tflite, args.work / f"site-{mode}", args.tokens, args.rounds, 1)
-        rows.append(_row("hub GPT2", mode, trained["parameters"], tflite, nat, web))
-        print(table(HEADERS, rows[-1:]), flush=True)
-    same, first = sampled_match(args.work / "out" / "hub_gpt2_fp32.tflite", args.work / "site-sampled", args.tokens)
+    rows, same, first = page(args.work, trained["parameters"], args.tokens, args.rounds)
     body = "\n\n".join(
         [
             "## A Keras-Hub decoder of ~30M parameters (`benchmarks/bench_lm_hub.py`)",
@@ -123,8 +137,10 @@ def main() -> None:
             "with .save() and converted with `edgetool convert hub_gpt2.keras --quant "
             f"{','.join(MODES)}` (--task lm inferred; max_len 256, prefill 16 and 64).",
             "Self-check: chunked prefill (64 + padded 16) + 8 decode steps in LiteRT against the Keras-Hub model's "
-            "own forward pass, max |Δlogit| / logit scale. Perplexity per byte on the held-out text "
-            f"({(args.work / 'heldout.txt').stat().st_size:,} bytes) from `edgetool eval --task lm`.",
+            "own forward pass, max |Δlogit| / logit scale. Perplexity per byte on the first "
+            f"{(args.work / 'heldout_4k.txt').stat().st_size:,} bytes of the held-out text from `edgetool eval "
+            "--task lm --text` (each 256-byte window: 16 tokens through prefill, the rest teacher-forced through "
+            "decode), fp32/dynamic/int8/int4 against the exported SavedModel in TensorFlow.",
             table(["mode", ".tflite", "self-check drift", "held-out ppl", "ppl drift"], drift_rows(manifest, report)),
             f"Page (Chromium {_chromium()}, LiteRT.js in a Web Worker) vs native LiteRT (bench_lm_page.measure: 1 "
             "thread each side, greedy, median of "
