@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from benchmarks._browser_common import CHROMIUM, FLAGS, served
-from benchmarks._results import machine, table, write_section
+from benchmarks._results import machine, simd_flags, table, write_section
 from benchmarks.bench_lm_page import HEADERS, _chromium, _row, measure
 from benchmarks.hub_lm_train import train
 from edge_tool.demo.config import DemoConfig
@@ -84,9 +84,11 @@ def sampled_match(tflite: Path, site: Path, tokens: int) -> tuple[int, list]:
     return same, first
 
 
-def page(work: Path, params: int, tokens: int, rounds: int) -> tuple[list, int, list]:
-    """The page-vs-native rows of PAGE_MODES and the seeded-sampling match (kept in WORK/page.json)."""
+def page(work: Path, params: int, tokens: int, rounds: int) -> tuple[list, int, list, float]:
+    """The page-vs-native rows of PAGE_MODES, the seeded-sampling match and the load average when they were measured
+    (kept in WORK/page.json)."""
     if not (work / "page.json").is_file():
+        load = os.getloadavg()[0]
         rows = []
         for mode in PAGE_MODES:
             tflite = work / "out" / f"hub_gpt2_{mode}.tflite"
@@ -94,9 +96,20 @@ def page(work: Path, params: int, tokens: int, rounds: int) -> tuple[list, int, 
             rows.append(_row("hub GPT2", mode, params, tflite, nat, web))
             print(table(HEADERS, rows[-1:]), flush=True)
         same, first = sampled_match(work / "out" / "hub_gpt2_fp32.tflite", work / "site-sampled", tokens)
-        (work / "page.json").write_text(json.dumps({"rows": rows, "same": same, "first": first}))
+        record = {"rows": rows, "same": same, "first": first, "load": load}
+        (work / "page.json").write_text(json.dumps(record))
     got = json.loads((work / "page.json").read_text())
-    return got["rows"], got["same"], got["first"]
+    return got["rows"], got["same"], got["first"], got["load"]
+
+
+def continuations(report: dict) -> str:
+    """Per mode, eval's greedy and seeded continuation matches against the reference ("fp32 8/8, 8/8; …")."""
+    parts = []
+    for r in report["results"]:
+        g, sd = r["metrics"]["greedy"], r["metrics"]["seeded"]
+        mode = Path(r["artifact"]).stem.removeprefix("hub_gpt2_")
+        parts.append(f"{mode} {g['exact']}/{g['prompts']}, {sd['exact']}/{sd['prompts']}")
+    return "; ".join(parts)
 
 
 def drift_rows(manifest: dict, report: dict) -> list[list[str]]:
@@ -126,12 +139,12 @@ def main() -> None:
         train(args.work, args.train_seconds)
     trained = json.loads((args.work / "train.json").read_text())
     manifest, report = convert(args.work), evaluate(args.work)
-    rows, same, first = page(args.work, trained["parameters"], args.tokens, args.rounds)
+    rows, same, first, page_load = page(args.work, trained["parameters"], args.tokens, args.rounds)
     body = "\n\n".join(
         [
             "## A Keras-Hub decoder of ~30M parameters (`benchmarks/bench_lm_hub.py`)",
-            f"Machine: {machine()}; load average {load:.1f} when it started (several helpers shared the 2 cores: "
-            f"loaded). Model: keras_hub GPT2CausalLM, byte vocabulary 264, {json.dumps(trained['config'])}: "
+            f"Machine: {machine()}; SIMD: {simd_flags()}; load average {load:.1f} when this run started and "
+            f"{page_load:.1f} when the page was measured (several helpers shared the 2 cores: loaded). Model: keras_hub GPT2CausalLM, byte vocabulary 264, {json.dumps(trained['config'])}: "
             f"{trained['parameters']:,} parameters, trained {trained['steps']} steps of {8 * 128} bytes "
             f"({trained['seconds']:.0f} s; loss {trained['loss_first']:.2f} → {trained['loss_last10']:.2f}), saved "
             "with .save() and converted with `edgetool convert hub_gpt2.keras --quant "
@@ -142,10 +155,17 @@ def main() -> None:
             "--task lm --text` (each 256-byte window: 16 tokens through prefill, the rest teacher-forced through "
             "decode), fp32/dynamic/int8/int4 against the exported SavedModel in TensorFlow.",
             table(["mode", ".tflite", "self-check drift", "held-out ppl", "ppl drift"], drift_rows(manifest, report)),
+            "Read with care: the model is barely trained (a few minutes of CPU on a loaded machine: byte perplexity "
+            "~21, letter statistics, no words yet), so its distributions are real and non-uniform but flat; a "
+            "better-trained model's quantization drift is likely larger. Continuations identical to the "
+            f"reference's (eval, greedy / seeded): {continuations(report)}.",
             f"Page (Chromium {_chromium()}, LiteRT.js in a Web Worker) vs native LiteRT (bench_lm_page.measure: 1 "
             "thread each side, greedy, median of "
             f"{args.rounds} rounds after a warm-up):",
             table(HEADERS, rows),
+            "Native decode is edge_tool.lm.generate.stream from Python (the caches copied in and out as numpy arrays "
+            "each call); the page keeps them in the worker, so the page can beat the native Python loop. Both sides "
+            "ran interleaved on the loaded machine: compare within a row, not against other sections.",
             f"Seeded sampling (temperature {SAMPLED['temperature']}, top-k {SAMPLED['top_k']}, seeds "
             f"{list(SEEDS)}, {args.tokens} tokens after {PROMPT!r}): fp32 text identical in the native interpreter "
             f"and the page for {same}/{len(SEEDS)} seeds (seed 0: {bytes(t for t in first[0] if t < 256)!r}).",
