@@ -32,7 +32,10 @@ if [ ! -f "$stamp" ]; then
   echo "==> installing edgetool and the $STACK_ROW stack into ./$VENV (first run downloads ~1.5 GB)"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
   # onnx: the optional --format onnx extra; the test suite exercises it (tests/test_convert_onnx.py)
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c "$STACK_CONSTRAINTS" -e ".[test,onnx,lm]"
+  extras="test,onnx,lm"
+  # keras-hub: only on the rows whose constraints pin it (it needs a tensorflow-text of the same TF minor; pyproject)
+  if grep -q '^keras-hub==' "$STACK_CONSTRAINTS"; then extras="$extras,keras-hub"; fi
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c "$STACK_CONSTRAINTS" -e ".[$extras]"
   # mediapipe (tests/test_metadata.py runs its ImageClassifier) cannot be resolved with tensorflow-model-optimization
   # (absl-py~=2.3 vs ~=1.2); its Python code imports absl only in its own tests, so it goes in without dependencies
   # (the others are in the test extra). pip prints that absl-py conflict; it is expected.

@@ -194,10 +194,14 @@ def command(
 
 
 def _language_model(model: Path, report):
-    """The LM contract (edge_tool.lm) of a model whose signatures are named like one; LmContractError (exit 2) with
-    every problem when they break it; None for any other model."""
+    """The LM contract (edge_tool.lm) of a model whose signatures are named like one, or the one convert would write
+    for a Keras-Hub CausalLM .keras file; LmContractError (exit 2) with every problem when they break it; None for any
+    other model."""
     from edge_tool.lm.contract import looks_like_lm, read_lm_contract
+    from edge_tool.lm.keras_hub import hub_contract, is_hub_lm
 
+    if is_hub_lm(Path(model)):
+        return hub_contract(Path(model))
     return read_lm_contract(Path(model)) if looks_like_lm(report.signatures) else None
 
 

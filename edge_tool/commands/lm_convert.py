@@ -51,15 +51,17 @@ Litertlm = Annotated[
 
 
 def is_lm(model: Path, task: str | None) -> bool:
-    """True for ``--task lm`` or a SavedModel whose signatures are named as the LM contract's."""
+    """True for ``--task lm``, a SavedModel whose signatures are named as the LM contract's, or a Keras-Hub CausalLM
+    ``.keras`` file."""
     if task is not None and task not in TASKS:
         raise UsageError(f"--task takes {', '.join(TASKS)} (other tasks are read from the model), got {task!r}.")
     if task == "lm":
         return True
     from edge_tool.lm.contract import looks_like_lm
+    from edge_tool.lm.keras_hub import is_hub_lm
     from edge_tool.models.signatures import saved_model_signatures
 
-    return (
+    return is_hub_lm(model) or (
         Path(model).is_dir()
         and (Path(model) / "saved_model.pb").is_file()
         and looks_like_lm(saved_model_signatures(Path(model)))

@@ -19,11 +19,13 @@ from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, EdgeToolError, ModelError
 from edge_tool.lm.contract import DECODE, LmContract, read_lm_contract
+from edge_tool.lm.keras_hub import is_hub_lm
 from edge_tool.lm.spec import SPEC_NAME, LmSpec
 from edge_tool.lm_converter.auto import choose
 from edge_tool.lm_converter.build import LmBuilt, build_mode
 from edge_tool.lm_converter.bundle import bundle_all
 from edge_tool.lm_converter.config import LmConvertConfig, memory_problem, plan_lengths
+from edge_tool.lm_converter.hub import export_hub_source
 from edge_tool.lm_converter.litertlm import byte_tokenizer_json, require_extra
 from edge_tool.lm_converter.modes import LM_MODES
 from edge_tool.lm_converter.selfcheck import DECODE_STEPS, Probe, check_file, reference_probe
@@ -54,35 +56,45 @@ def lm_spec(contract: LmContract, lengths: tuple[int, ...]) -> LmSpec:
 
 
 def convert_lm(config: LmConvertConfig) -> ConvertResult:
-    """Build every mode of ``config`` (see the module doc); a mode that fails is recorded with --keep-going."""
+    """Build every mode of ``config`` (see the module doc); a mode that fails is recorded with --keep-going. A
+    Keras-Hub ``.keras`` source is first exported to its contract SavedModel ``<stem>/`` beside the files."""
     check_output_dir(config.output_dir, config.force, config.inputs)
     if config.litertlm:
         require_extra()
-    if not (config.model / "saved_model.pb").is_file():
+    hub = is_hub_lm(config.model)
+    if not hub and not (config.model / "saved_model.pb").is_file():
         raise ModelError(
-            f"convert --task lm takes a contract SavedModel directory; {config.model} is not one. Export the endpoints "
-            "with edge_tool.lm.export (or edgetool train --model lm), then convert that directory."
+            f"convert --task lm takes a contract SavedModel directory or a Keras-Hub CausalLM .keras file; "
+            f"{config.model} is neither. Export the endpoints with edge_tool.lm.export (or edgetool train --model "
+            "lm), then convert that directory."
         )
-    contract = read_lm_contract(config.model)
-    lengths = plan_lengths(config, contract)
-    if problem := memory_problem(config, contract):
-        raise ConversionError(problem)
-    spec = lm_spec(contract, lengths)
-    keys = (*(contract.prefill_key(t) for t in lengths), DECODE)
     t0 = time.perf_counter()
     with quiet_native_stderr(), atomic_dir(config.output_dir, config.force, config.inputs) as tmp:
-        with step("reference: chunked prefill + decode in TensorFlow"):
-            probe = reference_probe(config.model, contract, config.seed)
-        built, failed = _build_all(config, contract, keys, probe, tmp)
+        source, probe = config.model, None
+        if hub:
+            source = tmp / Path(config.model).stem
+            with step("export: Keras-Hub model → prefill/decode SavedModel, checked against its own forward pass"):
+                probe = export_hub_source(config.model, source, config.max_len, config.prefill_lengths, config.seed)
+        run = dataclasses.replace(config, model=source)
+        contract = read_lm_contract(source)
+        lengths = plan_lengths(run, contract)
+        if problem := memory_problem(run, contract):
+            raise ConversionError(problem)
+        spec = lm_spec(contract, lengths)
+        keys = (*(contract.prefill_key(t) for t in lengths), DECODE)
+        if probe is None:
+            with step("reference: chunked prefill + decode in TensorFlow"):
+                probe = reference_probe(source, contract, config.seed)
+        built, failed = _build_all(run, contract, keys, probe, tmp)
         if config.litertlm:
-            built, more = bundle_all(config, contract, spec, keys, built, tmp)
+            built, more = bundle_all(run, contract, spec, keys, built, tmp)
             failed.update(more)
             (tmp / "tokenizer.json").write_text(byte_tokenizer_json(spec), encoding="utf-8")
         choice = None
         if config.auto:
             built, choice = choose(built, tmp, contract, config.text, config.max_drop)
         (tmp / SPEC_NAME).write_text(spec.to_json(), encoding="utf-8")
-        manifest = _manifest(config, spec, built, failed, round(time.perf_counter() - t0, 3), choice)
+        manifest = _manifest(config, source, spec, built, failed, round(time.perf_counter() - t0, 3), choice)
         write_manifest(tmp, manifest)
     return ConvertResult(config.output_dir, manifest, dict(failed))
 
@@ -181,12 +193,16 @@ def _with_ratio(entry: ManifestArtifact, base: int | None) -> ManifestArtifact:
     return dataclasses.replace(entry, lm=dataclasses.replace(entry.lm, size_ratio=ratio))
 
 
-def _source(model: Path) -> SourceRecord:
-    decode = next(s for s in saved_model_signatures(model) if s.key == DECODE)
+def _source(model: Path, saved_model: Path) -> SourceRecord:
+    decode = next(s for s in saved_model_signatures(saved_model) if s.key == DECODE)
+    if model != saved_model:  # a Keras-Hub .keras file, exported to saved_model
+        return SourceRecord(str(model), "keras-file", "keras-hub", content_hash(model), decode, None)
     return SourceRecord(str(model), "saved_model", "tf-saved-model", content_hash(model), decode, None)
 
 
-def _manifest(config, spec: LmSpec, built, failed: dict, total: float, choice: dict | None) -> Manifest:
+def _manifest(
+    config, saved_model: Path, spec: LmSpec, built, failed: dict, total: float, choice: dict | None
+) -> Manifest:
     timings = {a.quant: a.seconds for a in built}
     timings["total"] = total
     versions = {"python": platform.python_version(), **library_versions(())}
@@ -195,7 +211,7 @@ def _manifest(config, spec: LmSpec, built, failed: dict, total: float, choice: d
         schema=SCHEMA,
         tool=ToolInfo("edgetool", __version__),
         created=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        source=_source(config.model),
+        source=_source(config.model, saved_model),
         options=_options(config),
         calibration=None,
         artifacts=tuple(built),
