@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import sys
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -239,6 +240,11 @@ def test_train_ships_the_bpe_it_trained_on_the_training_split(tmp_path):
     s = report["sample"]
     again = generate(open_session(out), tok.encode(s["prompt"]), 96, Sampler(s["temperature"], s["top_k"], s["seed"]))
     assert tok.decode(again) == s["text"]
+    shown = CliRunner().invoke(app, ["inspect", str(out)])
+    assert shown.exit_code == 0 and "bpe (tokenizer.json checked against it)" in " ".join(shown.output.split())
+    (out / "assets" / TOKENIZER_FILE).unlink()
+    refused = CliRunner().invoke(app, ["inspect", str(out)])
+    assert refused.exit_code == 2 and "names the bpe tokenizer but" in " ".join(refused.output.split())
 
 
 @pytest.mark.parametrize(
@@ -252,4 +258,13 @@ def test_tokenizer_options_are_checked_before_any_work(tmp_path, args, said):
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["train", "--model", "lm", *args, "-o", str(out)])
     assert result.exit_code == 2 and said in result.output
+    assert not out.exists()
+
+
+def test_without_the_lm_extra_bpe_is_refused_with_the_install_line(tmp_path, monkeypatch):
+    """``tokenizers`` hidden (a None entry in sys.modules is how Python spells an absent module to find_spec)."""
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["train", "--model", "lm", "--tokenizer", "bpe", "-o", str(out)])
+    assert result.exit_code == 2 and "pip install 'edgetool[lm]'" in " ".join(result.output.split())
     assert not out.exists()
