@@ -24,8 +24,9 @@ from edge_tool.lm.generate import generate
 from edge_tool.lm.sampling import Sampler
 from edge_tool.lm.session import LmSession, open_session, tflite_call
 from edge_tool.lm.spec import SPEC_NAME, LmSpec, parse_spec
-from edge_tool.lm.tokenizer.bpe import SPECIALS, train_bpe, vocab_of
-from edge_tool.lm.tokenizer.registry import TOKENIZER_FILE, load_tokenizer, tokenizer_folder
+from edge_tool.lm.spec import TOKENIZERS as spec_tokenizers
+from edge_tool.lm.tokenizer.bpe import SPECIALS, train_bpe
+from edge_tool.lm.tokenizer.registry import TOKENIZER_FILE, TOKENIZERS, load_tokenizer, tokenizer_folder
 from edge_tool.lm_converter.bundle import greedy_text
 from edge_tool.lm_converter.litertlm import engine_greedy
 from edge_tool.training.lm_data import bundled_text, split_text
@@ -88,7 +89,11 @@ def test_a_trained_bpe_round_trips_text_with_its_specials_first(tokenizer_json, 
     tok = _load(tokenizer_json, tmp_path)
     plain = CORPUS.replace("<bos>", "").replace("<eos>", "").replace("<pad>", "")
     ids = tok.encode(CORPUS)
-    assert vocab_of(tokenizer_json) == VOCAB and [tok.encode(s) for s in SPECIALS] == [[0], [1], [2]]
+    assert len(json.loads(tokenizer_json)["model"]["vocab"]) == VOCAB and [tok.encode(s) for s in SPECIALS] == [
+        [0],
+        [1],
+        [2],
+    ]
     assert tok.decode(ids) == plain and b"".join(tok.token_bytes(i) for i in ids) == plain.encode()
     assert len(ids) < 0.9 * len(CORPUS.encode())  # merges took (multi-byte characters included)
     assert any(len(tok.token_bytes(i)) > 1 and tok.token_bytes(i)[0] >= 0x80 for i in ids)
@@ -268,3 +273,9 @@ def test_without_the_lm_extra_bpe_is_refused_with_the_install_line(tmp_path, mon
     result = CliRunner().invoke(app, ["train", "--model", "lm", "--tokenizer", "bpe", "-o", str(out)])
     assert result.exit_code == 2 and "pip install 'edgetool[lm]'" in " ".join(result.output.split())
     assert not out.exists()
+
+
+def test_the_spec_accepts_exactly_the_registered_tokenizers():
+    assert spec_tokenizers == TOKENIZERS.names() == ("byte", "bpe")
+    with pytest.raises(ValueError, match="registered twice"):
+        TOKENIZERS.register(TOKENIZERS["bpe"])

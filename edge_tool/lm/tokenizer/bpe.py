@@ -20,6 +20,7 @@ from edge_tool.lm.tokenizer.registry import TOKENIZER_FILE, TOKENIZERS, Tokenize
 
 EXTRA = "pip install 'edgetool[lm]'"
 SPECIALS = ("<bos>", "<eos>", "<pad>")  # ids 0, 1, 2 of a trained tokenizer
+FLAGS = ("single_word", "lstrip", "rstrip")  # added-token options the page's JS does not implement
 MIN_VOCAB = 256 + len(SPECIALS)  # every byte, then the specials; the merges come on top
 
 
@@ -46,24 +47,6 @@ def train_bpe(text: str, vocab_size: int) -> str:
     )
     tok.train_from_iterator(text.split("\n\n"), trainer)  # blocks: no merge spans a blank line
     return tok.to_str()
-
-
-def spec_fields(tokenizer_json: str) -> dict:
-    """``LmSpec`` fields a trained tokenizer fixes: the name and its special ids (eos is the stop)."""
-    ids = _added(json.loads(tokenizer_json))
-    return {
-        "tokenizer": "bpe",
-        "bos_id": ids["<bos>"],
-        "eos_id": ids["<eos>"],
-        "pad_id": ids["<pad>"],
-        "stop_ids": (ids["<eos>"],),
-    }
-
-
-def vocab_of(tokenizer_json: str) -> int:
-    """How many ids the tokenizer gives (the model's vocabulary must hold them)."""
-    doc = json.loads(tokenizer_json)
-    return 1 + max([*doc["model"]["vocab"].values(), *(t["id"] for t in doc.get("added_tokens") or ())])
 
 
 def _added(doc: dict) -> dict[str, int]:
@@ -115,6 +98,9 @@ def tokenizer_problems(doc: dict, spec: LmSpec) -> list[str]:
         problems.append("it is not a byte-level BPE (model BPE, pre_tokenizer ByteLevel, no normalizer)")
     if pre.get("add_prefix_space") or not pre.get("use_regex", True):
         problems.append("its ByteLevel pre-tokenizer adds a prefix space or skips the GPT-2 split")
+    extras = ("dropout", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback")
+    if any(model.get(k) for k in extras) or any(t.get(k) for t in doc.get("added_tokens") or () for k in FLAGS):
+        problems.append(f"it uses {', '.join(extras)} or added tokens' {', '.join(FLAGS)} (the page's JS does not)")
     added = _added(doc)
     for name, want in zip(SPECIALS, (spec.bos_id, spec.eos_id, spec.pad_id)):
         if added.get(name) != want:
@@ -137,6 +123,7 @@ def _load(spec: LmSpec, folder: Path | None) -> BpeTokenizer:
     try:
         doc = json.loads(text)
         problems = tokenizer_problems(doc, spec)
+        pieces = _pieces(doc)
     except (ValueError, AttributeError, TypeError, KeyError) as exc:
         problems = [f"it is not a readable tokenizer.json ({exc})"]
     if problems:
@@ -147,7 +134,7 @@ def _load(spec: LmSpec, folder: Path | None) -> BpeTokenizer:
     require_tokenizers(f"the bpe tokenizer of {path}")
     from tokenizers import Tokenizer
 
-    return BpeTokenizer(text, Tokenizer.from_str(text), _pieces(doc))
+    return BpeTokenizer(text, Tokenizer.from_str(text), pieces)
 
 
 TOKENIZERS.register(
