@@ -14,8 +14,9 @@ import pytest
 from edge_tool.lm.contract import read_lm_contract
 from edge_tool.lm.session import LmSession, open_session, tflite_call
 from edge_tool.lm.spec import LmSpec
+from edge_tool.lm.tokenizer.byte import ByteTokenizer, byte_tokenizer_json
 from edge_tool.lm_converter.bundle import greedy_text
-from edge_tool.lm_converter.litertlm import byte_tokenizer_json, engine_greedy
+from edge_tool.lm_converter.litertlm import engine_greedy
 from edge_tool.parsers.tflite_schema import tflite_schema
 from tests.builds import built_once
 from tests.edgetool_runs import run_edgetool
@@ -118,7 +119,13 @@ def test_litertlm_bundles_generate_in_litert_lm_what_tensorflow_generates(lm_con
     for entry in doc["artifacts"]:  # every mode's bundle was checked in the engine by convert itself
         assert entry["lm"]["litertlm"]["greedy_match"] and (out / entry["lm"]["litertlm"]["path"]).is_file()
     contract = read_lm_contract(tiny_lm / "model")
-    reference = greedy_text(tiny_lm / "model", contract, contract.spec, session=open_session(tiny_lm / "model"))
+    reference = greedy_text(
+        tiny_lm / "model",
+        contract,
+        contract.spec,
+        ByteTokenizer(contract.spec),
+        session=open_session(tiny_lm / "model"),
+    )
     assert engine_greedy(out / "model_fp32.litertlm", contract.spec) == reference  # the oracle: TensorFlow
 
 

@@ -199,10 +199,16 @@ def _language_model(model: Path, report):
     other model."""
     from edge_tool.lm.contract import looks_like_lm, read_lm_contract
     from edge_tool.lm.keras_hub import hub_contract, is_hub_lm
+    from edge_tool.lm.tokenizer.registry import TOKENIZERS, load_tokenizer, tokenizer_folder
 
     if is_hub_lm(Path(model)):
         return hub_contract(Path(model))
-    return read_lm_contract(Path(model)) if looks_like_lm(report.signatures) else None
+    if not looks_like_lm(report.signatures):
+        return None
+    lm = read_lm_contract(Path(model))
+    if lm.spec is not None and TOKENIZERS[lm.spec.tokenizer].ships_file:
+        load_tokenizer(lm.spec, tokenizer_folder(Path(model)))  # ModelError (exit 2): missing, or not fitting the spec
+    return lm
 
 
 def _render_lm(lm) -> None:

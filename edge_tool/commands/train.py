@@ -7,10 +7,17 @@ from pathlib import Path
 
 import typer
 
-from edge_tool.training.config import Strategy
+from edge_tool.lm.tokenizer.registry import TOKENIZERS
+from edge_tool.training.config import DEFAULT_BPE_VOCAB, Strategy
 from edge_tool.training.kinds import TRAINABLES
 
 TrainModel = TRAINABLES.choices("TrainModel")
+TokenizerName = TOKENIZERS.choices("TokenizerName")
+_TOKENIZER_HELP = (
+    "--model lm: "
+    + "; ".join(f"{k.name}: {k.summary}" for k in TOKENIZERS.values())
+    + " (bpe needs the lm extra: pip install 'edgetool\\[lm]')."
+)
 _KINDS = tuple(TRAINABLES.values())
 _OUTPUT_HELP = "Directory for the output: " + "; ".join(f"{k.name}: {k.output_help}" for k in _KINDS) + "."
 _MODEL_HELP = "What to train: " + "; ".join(f"{k.name}: {k.summary}" for k in _KINDS) + "."
@@ -63,6 +70,14 @@ def command(
         help="--model lm: train on this UTF-8 text file instead of the bundled one (every 20th blank-line block, or "
         "the last tenth of a short text, is held out and written to heldout.txt).",
     ),
+    tokenizer: TokenizerName = typer.Option("byte", "--tokenizer", help=_TOKENIZER_HELP),
+    vocab_size: int | None = typer.Option(
+        None,
+        "--vocab-size",
+        help=f"--tokenizer bpe: the BPE's ids, specials included (the model's vocabulary is this rounded up to a "
+        f"multiple of 8). \\[default: {DEFAULT_BPE_VOCAB}]",
+        show_default=False,
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed for the data split, shuffling and initialisation."),
     peer_timeout: float = typer.Option(
         120.0,
@@ -75,7 +90,7 @@ def command(
         help="Replace an existing output directory written by an earlier edgetool run (it holds a .edgetool-output marker); a directory edgetool did not write is never replaced, and no output may be or contain an input. Checked again right before the final swap: a folder that appears at -o while the run works is never replaced (exit 2).",
     ),
 ) -> None:
-    """Train a small CNN on bundled real digits (or, with --model lm, a byte-level language model on bundled text)
+    """Train a small CNN on bundled real digits (or, with --model lm, a language model on bundled text: byte-level, or --tokenizer bpe)
     under a distribution strategy and export a SavedModel."""
     from edge_tool.errors import UsageError, collect_and_raise
     from edge_tool.training.config import TrainConfig
@@ -88,6 +103,8 @@ def command(
             output_dir=output,
             model=kind.name,
             text=text,
+            tokenizer=tokenizer.value,
+            vocab_size=vocab_size,
             learning_rate=kind.learning_rate,
             strategy=strategy,
             replicas=2 if replicas is None else replicas,
@@ -111,7 +128,8 @@ def command(
     metric = f"held-out accuracy {result.eval_accuracy:.4f}"
     if result.eval_perplexity is not None:
         metric = (
-            f"held-out perplexity {result.eval_perplexity:.3f} per byte (next-byte accuracy {result.eval_accuracy:.4f})"
+            f"held-out perplexity {result.eval_perplexity:.3f} per token, {result.eval_bits_per_byte:.3f} bits per byte "
+            f"(next-token accuracy {result.eval_accuracy:.4f})"
         )
     typer.echo(
         visible(f"trained {result.model} under {result.strategy} ({how}) in {result.seconds:.1f}s; {metric}; {where}")

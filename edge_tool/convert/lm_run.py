@@ -21,12 +21,13 @@ from edge_tool.errors import ConversionError, EdgeToolError, ModelError
 from edge_tool.lm.contract import DECODE, LmContract, read_lm_contract
 from edge_tool.lm.keras_hub import is_hub_lm
 from edge_tool.lm.spec import SPEC_NAME, LmSpec
+from edge_tool.lm.tokenizer.registry import TOKENIZER_FILE, TOKENIZERS, load_tokenizer, tokenizer_folder
 from edge_tool.lm_converter.auto import choose
 from edge_tool.lm_converter.build import LmBuilt, build_mode
 from edge_tool.lm_converter.bundle import bundle_all
 from edge_tool.lm_converter.config import LmConvertConfig, memory_problem, plan_lengths
 from edge_tool.lm_converter.hub import export_hub_source
-from edge_tool.lm_converter.litertlm import byte_tokenizer_json, require_extra
+from edge_tool.lm_converter.litertlm import require_extra
 from edge_tool.lm_converter.modes import LM_MODES
 from edge_tool.lm_converter.selfcheck import DECODE_STEPS, Probe, check_file, reference_probe
 from edge_tool.models.signatures import saved_model_signatures
@@ -81,18 +82,20 @@ def convert_lm(config: LmConvertConfig) -> ConvertResult:
         if problem := memory_problem(run, contract):
             raise ConversionError(problem)
         spec = lm_spec(contract, lengths)
+        tokenizer = load_tokenizer(spec, tokenizer_folder(source))  # a BPE model without its file: refused here
         keys = (*(contract.prefill_key(t) for t in lengths), DECODE)
         if probe is None:
             with step("reference: chunked prefill + decode in TensorFlow"):
                 probe = reference_probe(source, contract, config.seed)
         built, failed = _build_all(run, contract, keys, probe, tmp)
         if config.litertlm:
-            built, more = bundle_all(run, contract, spec, keys, built, tmp)
+            built, more = bundle_all(run, contract, spec, tokenizer, keys, built, tmp)
             failed.update(more)
-            (tmp / "tokenizer.json").write_text(byte_tokenizer_json(spec), encoding="utf-8")
+        if config.litertlm or TOKENIZERS[spec.tokenizer].ships_file:  # beside the .tflite files, as the page reads it
+            (tmp / TOKENIZER_FILE).write_text(tokenizer.hf_json(), encoding="utf-8")
         choice = None
         if config.auto:
-            built, choice = choose(built, tmp, contract, config.text, config.max_drop)
+            built, choice = choose(built, tmp, contract, tokenizer, config.text, config.max_drop)
         (tmp / SPEC_NAME).write_text(spec.to_json(), encoding="utf-8")
         manifest = _manifest(config, source, spec, built, failed, round(time.perf_counter() - t0, 3), choice)
         write_manifest(tmp, manifest)

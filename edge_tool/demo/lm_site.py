@@ -1,7 +1,7 @@
 """The language-model page of ``edgetool demo`` (``--task lm``, inferred from a .tflite that follows the LM contract):
 an offline, installable site with a prompt box that streams tokens as LiteRT.js generates them in a Web Worker
-(``prefill_<T>`` + ``decode``, the KV cache fed from each call's outputs to the next call's inputs), the byte-level
-tokenizer and the shared seeded sampler in JS (web_demo/lm/), the same service worker, manifest and icons as every
+(``prefill_<T>`` + ``decode``, the KV cache fed from each call's outputs to the next call's inputs), the model's
+tokenizer (byte-level, or a BPE from its tokenizer.json) and the shared seeded sampler in JS (web_demo/lm/), the same service worker, manifest and icons as every
 demo site."""
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from edge_tool.models.signatures import saved_model_signatures
 from edge_tool.trust.guard import require_safe_model
 
 MODEL_FILE = "model/lm.tflite"
+TOKENIZER_URL = "model/tokenizer.json"  # a BPE model's tokenizer.json (lm/bpe.js reads it)
 # web_demo files of the LM page -> where they go in the site (index.html is the LM page's own)
 PAGE_FILES = {
     "lm/index.html": "index.html",
@@ -46,6 +47,7 @@ PAGE_FILES = {
     "lm/generate.js": "lm/generate.js",
     "lm/sampler.js": "lm/sampler.js",
     "lm/tokenizer.js": "lm/tokenizer.js",
+    "lm/bpe.js": "lm/bpe.js",
     "ui/dom.js": "ui/dom.js",
     "engines/litert-build.js": "engines/litert-build.js",
     "engines/litert-log.js": "engines/litert-log.js",
@@ -95,6 +97,9 @@ def _core_for_worker(src: Path) -> str:
 
 
 def _page_config(title: str, lm: dict, data: bytes) -> dict:
+    lm = {k: v for k, v in lm.items() if k != "tokenizerFile"} | {
+        "tokenizerUrl": TOKENIZER_URL if lm["tokenizerFile"] else None
+    }
     return {
         "title": title,
         "generator": f"edgetool {__version__}",
@@ -130,6 +135,8 @@ def build_lm_site(cfg: DemoConfig) -> SiteReport:
     with atomic_dir(Path(cfg.output), cfg.force, cfg.inputs) as tmp:
         (tmp / MODEL_FILE).parent.mkdir(parents=True)
         (tmp / MODEL_FILE).write_bytes(data)
+        if lm["tokenizerFile"]:
+            shutil.copyfile(lm["tokenizerFile"], tmp / TOKENIZER_URL)
         _write_page(tmp, title, files)
         icon_entries = icons_mod.write_icons(tmp / ICON_SUBDIR)
         (tmp / MANIFEST_NAME).write_text(json.dumps(web_manifest(title, icon_entries, "LiteRT.js"), indent=2) + "\n")
@@ -142,6 +149,6 @@ def build_lm_site(cfg: DemoConfig) -> SiteReport:
         f"task: {LM_TASK} ({'--task' if cfg.task else 'the .tflite follows the LM contract'})",
         f"language model: {lm['numLayers']} layers, max length {lm['maxLen']}, vocabulary {lm['vocabSize']}, "
         f"prefill {', '.join(str(s['length']) for s in lm['prefill'])} + decode, KV cache "
-        f"{lm['cacheBytes'] / 1e6:.2f} MB, byte-level tokenizer (bos {lm['bosId']}, stop {lm['stopIds']})",
+        f"{lm['cacheBytes'] / 1e6:.2f} MB, {lm['tokenizer']} tokenizer (bos {lm['bosId']}, stop {lm['stopIds']})",
     )
     return SiteReport(Path(cfg.output), ModelKind.TFLITE, "text", version, names, notes, total, first_visit, first_gzip)

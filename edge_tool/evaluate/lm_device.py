@@ -49,5 +49,5 @@ def board_rows(config, arts, text, req: dict, ref_raw: dict, targets, ref_size: 
                 "device": device_record(url, hello),
                 "latency_note": measured_note(hello),
             }
-            rows.append(artifact_row(art, raw, ref_raw, targets, ref_size, common))
+            rows.append(artifact_row(art, raw, ref_raw, targets, ref_size, common, text.target_bytes))
     return rows

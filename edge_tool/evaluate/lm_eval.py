@@ -20,16 +20,17 @@ from edge_tool.evaluate.machine import machine_info
 from edge_tool.evaluate.outputs import check_outputs
 from edge_tool.evaluate.report import Report
 from edge_tool.lm.contract import LmContract, looks_like_lm, read_lm_contract
-from edge_tool.lm.generate import encode_bytes
 from edge_tool.lm.measure import lm_run, targets_of, windows
 from edge_tool.lm.session import LmSession, saved_model_call, tflite_call
+from edge_tool.lm.spec import LmSpec
+from edge_tool.lm.tokenizer.registry import Tokenizer, load_tokenizer, tokenizer_folder
 from edge_tool.models.readers import ArtifactFormat, describe
 from edge_tool.models.signatures import saved_model_signatures, validate_saved_model_dir
 from edge_tool.tasks import TaskChoice, get_task
 from edge_tool.trust.guard import require_no_side_effects
 
 MAX_TEXT_BYTES = 1 << 20  # a held-out text beyond this is cut (teacher forcing is one decode call per token)
-DEFAULT_PROMPTS, PROMPT_BYTES, NEW_TOKENS = 8, 16, 32
+DEFAULT_PROMPTS, PROMPT_TOKENS, NEW_TOKENS = 8, 16, 32
 SAMPLING = {"temperature": 0.8, "top_k": 40, "seed": 0}
 
 
@@ -43,41 +44,57 @@ def is_lm_reference(reference: Path) -> bool:
 
 @dataclass(frozen=True)
 class LmText:
-    """The held-out text's ids and the prompts (ids), with how they were chosen."""
+    """The held-out text's ids and the prompts (ids), with how they were chosen; ``target_bytes``: the UTF-8 bytes
+    the scored next tokens stand for (bits per byte)."""
 
     ids: tuple[int, ...]
     prompts: tuple[tuple[int, ...], ...]
     summary: str
     warnings: tuple[str, ...]
+    target_bytes: int | None = None
+
+
+def model_tokenizer(reference: Path, contract: LmContract) -> Tokenizer:
+    """The reference's tokenizer (its ``edgetool_lm.json``'s; the byte one when it has none)."""
+    spec = contract.spec or LmSpec(
+        vocab_size=contract.vocab_size,
+        max_len=contract.max_len,
+        prefill_lengths=contract.prefill_lengths,
+        num_layers=contract.num_layers,
+        num_kv_heads=contract.num_kv_heads,
+        head_dim=contract.head_dim,
+    )
+    return load_tokenizer(spec, tokenizer_folder(reference))
 
 
 def read_text(config: EvalConfig, contract: LmContract) -> LmText:
-    """The byte-level ids of --text (cut at MAX_TEXT_BYTES) and of --prompts (one per line; default: DEFAULT_PROMPTS
-    slices of the text); UsageError for a text too short, a BPE model or an empty prompts file."""
+    """The ids of --text (its first MAX_TEXT_BYTES bytes) and of --prompts (one per line; default: DEFAULT_PROMPTS
+    slices of the text), in the reference's tokenizer; UsageError for a text too short or an empty prompts file."""
     spec = contract.spec
-    if spec is not None and spec.tokenizer != "byte":
-        raise UsageError(f"eval --task lm reads byte-level LMs; {config.reference} uses a {spec.tokenizer} tokenizer.")
+    tokenizer = model_tokenizer(config.reference, contract)
     raw = Path(config.text).read_bytes()
     warnings = (
         [f"--text {config.text} was cut to its first {MAX_TEXT_BYTES} bytes."] if len(raw) > MAX_TEXT_BYTES else []
     )
-    ids = tuple(raw[:MAX_TEXT_BYTES])
-    if len(ids) < 2 * PROMPT_BYTES:
-        raise UsageError(f"--text {config.text} holds {len(ids)} bytes; eval needs at least {2 * PROMPT_BYTES}.")
+    ids = tuple(tokenizer.encode(raw[:MAX_TEXT_BYTES].decode("utf-8", errors="replace")))
+    if len(ids) < 2 * PROMPT_TOKENS:
+        raise UsageError(f"--text {config.text} holds {len(ids)} tokens; eval needs at least {2 * PROMPT_TOKENS}.")
     if config.prompts is not None:
         lines = Path(config.prompts).read_text(encoding="utf-8", errors="replace").splitlines()
-        prompts = tuple(tuple(encode_bytes(x)[: contract.max_len // 2]) for x in lines if x.strip())
+        prompts = tuple(tuple(tokenizer.encode(x)[: contract.max_len // 2]) for x in lines if x.strip())
         if not prompts:
             raise UsageError(f"--prompts {config.prompts} has no non-empty line (one prompt per line).")
     else:
-        step = max(1, (len(ids) - PROMPT_BYTES) // DEFAULT_PROMPTS)
-        prompts = tuple(ids[i : i + PROMPT_BYTES] for i in range(0, step * DEFAULT_PROMPTS, step))
-    count = len(windows(ids, contract.max_len, spec.bos_id if spec is not None else None))
+        step = max(1, (len(ids) - PROMPT_TOKENS) // DEFAULT_PROMPTS)
+        prompts = tuple(ids[i : i + PROMPT_TOKENS] for i in range(0, step * DEFAULT_PROMPTS, step))
+    bos = spec.bos_id if spec is not None else None
+    count = len(windows(ids, contract.max_len, bos))
+    scored = sum(len(tokenizer.token_bytes(t)) for t in targets_of(ids, contract.max_len, bos))
     summary = (
-        f"{len(ids)} bytes of {Path(config.text).name} ({count} window(s) of up to {contract.max_len} tokens), "
-        f"{len(prompts)} prompt(s)"
+        f"{min(len(raw), MAX_TEXT_BYTES)} bytes of {Path(config.text).name} = {len(ids)} {tokenizer.name} tokens "
+        f"({count} window(s) of up to {contract.max_len} tokens), {len(prompts)} prompt(s)"
     )
-    return LmText(ids, prompts, summary, tuple(warnings))
+    return LmText(ids, prompts, summary, tuple(warnings), scored)
 
 
 def run_request(config: EvalConfig, contract: LmContract, timing: bool = True) -> dict:
@@ -154,7 +171,7 @@ def run_lm_eval(config: EvalConfig) -> Report:
     stages = {"reference": time.perf_counter() - started}
     ref_size = saved_model_size(config.reference)
     memory = {"model_bytes": ref_size, "cache_bytes": contract.cache_bytes}
-    reference = reference_row(str(config.reference), ref_size, ref_raw, targets, memory)
+    reference = reference_row(str(config.reference), ref_size, ref_raw, targets, memory, text.target_bytes)
     results = []
     for art in arts:
         common = {"label": str(art.given), "cache_bytes": contract.cache_bytes, "threads": config.threads}
@@ -165,7 +182,8 @@ def run_lm_eval(config: EvalConfig) -> Report:
                 failed_row(art, str(art.given), f"does not run in LiteRT: {exc}", ref_size, "litert", config.threads)
             )
             continue
-        row = artifact_row(art, raw, ref_raw, targets, ref_size, {**common, "runtime": "litert", "peak_rss_mb": None})
+        common |= {"runtime": "litert", "peak_rss_mb": None}
+        row = artifact_row(art, raw, ref_raw, targets, ref_size, common, text.target_bytes)
         results.append(row)
     stages["artefacts (host)"] = time.perf_counter() - started - stages["reference"]
     if config.device_urls:

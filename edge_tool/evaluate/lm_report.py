@@ -9,6 +9,7 @@ from edge_tool.core.textsafe import html_text, md_row
 LM_HEADERS = [
     "artifact",
     "ppl",
+    "bits/byte",
     "ppl drift",
     "mean KL",
     "agree",
@@ -54,6 +55,7 @@ def _row(label: str, m: dict | None, d: dict | None) -> list[str]:
     return [
         label,
         _g(m.get("perplexity"), ".5g"),
+        _g(m.get("bits_per_byte"), ".4g"),
         "—" if drift is None else f"{100 * drift:+.3f} %",
         _g(d.get("mean_kl")),
         "—" if d.get("next_token_agreement") is None else f"{100 * d['next_token_agreement']:.1f} %",
@@ -82,7 +84,9 @@ def lm_footer(report) -> list[str]:
     s, m = report.settings, report.machine
     lm = s.get("lm") or {}
     return [
-        f"Text: {report.data.get('summary')}; perplexity = exp(mean next-token NLL) (edge_tool.lm.measure.perplexity).",
+        f"Text: {report.data.get('summary')}; perplexity = exp(mean next-token NLL) per token "
+        "(edge_tool.lm.measure.perplexity); bits/byte = the same NLL in bits per UTF-8 byte of the scored text "
+        "(comparable across tokenizers).",
         f"Timing: {s['threads']} thread(s), {lm.get('warmup')} warm-up calls; TTFT = prefill of T tokens from empty "
         f"caches + argmax ({lm.get('reps')} runs per T, median ms); decode tok/s = 1000 / median step ms over "
         f"{lm.get('steps')} greedy steps (call + argmax, cache fed back) from the shortest prefill's position "

@@ -4,6 +4,8 @@ LiteRT, the reference's TensorFlow, or a board's runner) turned into the report'
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from edge_tool.evaluate.rows import ArtifactResult, LatencyStats, ReferenceResult
@@ -30,11 +32,16 @@ def decode_latency(raw: dict) -> LatencyStats | None:
     )
 
 
-def lm_metrics(raw: dict, targets: np.ndarray, ref_ppl: float | None, ref: dict | None, memory: dict) -> dict:
-    """The ``metrics`` of one row: perplexity, the reference's, continuation matches (None on the reference row),
-    TTFT and decode speed, load time and memory (model + cache)."""
+def lm_metrics(
+    raw: dict, targets: np.ndarray, ref_ppl: float | None, ref: dict | None, memory: dict, nbytes: int | None = None
+) -> dict:
+    """The ``metrics`` of one row: perplexity (per token) and bits per byte (``nbytes``: the UTF-8 bytes the targets
+    stand for), the reference's perplexity, continuation matches (None on the reference row), TTFT and decode speed,
+    load time and memory (model + cache)."""
+    ppl = perplexity(raw["logits"], targets)
     out = {
-        "perplexity": perplexity(raw["logits"], targets),
+        "perplexity": ppl,
+        "bits_per_byte": math.log2(ppl) * len(targets) / nbytes if nbytes else None,
         "reference_perplexity": ref_ppl,
         "greedy": continuation_match(ref["greedy"], raw["greedy"]) if ref else None,
         "seeded": continuation_match(ref["seeded"], raw["seeded"]) if ref else None,
@@ -46,21 +53,25 @@ def lm_metrics(raw: dict, targets: np.ndarray, ref_ppl: float | None, ref: dict 
     return out
 
 
-def reference_row(path: str, size: int, raw: dict, targets: np.ndarray, memory: dict) -> ReferenceResult:
+def reference_row(
+    path: str, size: int, raw: dict, targets: np.ndarray, memory: dict, nbytes: int | None = None
+) -> ReferenceResult:
     """The reference SavedModel's row (TensorFlow, the same loop)."""
-    metrics = lm_metrics(raw, targets, None, None, memory)
+    metrics = lm_metrics(raw, targets, None, None, memory, nbytes)
     metrics["reference_perplexity"] = metrics["perplexity"]
     return ReferenceResult(
         path, size, None, None, decode_latency(raw), "tensorflow (SavedModel signatures)", "logits", metrics
     )
 
 
-def artifact_row(art, raw: dict, ref_raw: dict, targets: np.ndarray, ref_size: int, common: dict) -> ArtifactResult:
+def artifact_row(
+    art, raw: dict, ref_raw: dict, targets: np.ndarray, ref_size: int, common: dict, nbytes: int | None = None
+) -> ArtifactResult:
     """One artefact's row (host or board: ``common`` carries runtime, threads, device, latency note, peak RSS)."""
     drift = logit_drift(ref_raw["logits"], raw["logits"], ref_raw["decode"], targets)
     memory = {"model_bytes": art.size_bytes, "cache_bytes": common.pop("cache_bytes")}
     memory["total_bytes"] = memory["model_bytes"] + memory["cache_bytes"]
-    metrics = lm_metrics(raw, targets, perplexity(ref_raw["logits"], targets), ref_raw, memory)
+    metrics = lm_metrics(raw, targets, perplexity(ref_raw["logits"], targets), ref_raw, memory, nbytes)
     worst = [v for v in (drift["max_abs_logit_prefill"], drift["max_abs_logit_decode"]) if v is not None]
     return ArtifactResult(
         artifact=common.pop("label"),

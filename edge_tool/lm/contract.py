@@ -214,7 +214,11 @@ def describe(c: LmContract) -> list[tuple[str, str]]:
     if c.spec is not None:
         s = c.spec
         rows.append(
-            ("tokenizer", f"{s.tokenizer}; bos {s.bos_id}, eos {s.eos_id}, pad {s.pad_id}, stop {list(s.stop_ids)}")
+            (
+                "tokenizer",
+                f"{s.tokenizer}{' (tokenizer.json checked against it)' if s.tokenizer == 'bpe' else ''}; "
+                f"bos {s.bos_id}, eos {s.eos_id}, pad {s.pad_id}, stop {list(s.stop_ids)}",
+            )
         )
         rows.append(
             ("sampler defaults", f"temperature {s.sampler.temperature}, top-k {s.sampler.top_k}, seed {s.sampler.seed}")

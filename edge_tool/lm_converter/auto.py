@@ -9,22 +9,20 @@ import dataclasses
 from pathlib import Path
 
 from edge_tool.core.steps import step
-from edge_tool.errors import UsageError
 from edge_tool.lm.contract import LmContract
-from edge_tool.lm.generate import encode_bytes
 from edge_tool.lm.measure import perplexity, targets_of, teacher_forced
 from edge_tool.lm.session import LmSession, tflite_call
+from edge_tool.lm.tokenizer.registry import Tokenizer
 from edge_tool.schemas.manifest import ManifestArtifact
 
 MAX_TOKENS = 4096  # held-out tokens scored per file (the first ones)
 
 
-def choose(built: list[ManifestArtifact], out: Path, contract: LmContract, text: Path, max_drop: float):
-    """(the entries with their perplexity, the ``lm_choice`` record); DataError for unreadable text."""
+def choose(built: list[ManifestArtifact], out: Path, contract: LmContract, tokenizer: Tokenizer, text: Path, max_drop):
+    """(the entries with their perplexity, the ``lm_choice`` record); DataError for unreadable text. The text is
+    tokenized with the model's ``tokenizer``."""
     spec = contract.spec
-    if spec is not None and spec.tokenizer != "byte":
-        raise UsageError(f"--quant auto measures perplexity on byte ids; this model's tokenizer is {spec.tokenizer!r}.")
-    ids = encode_bytes(text.read_text(encoding="utf-8"))[:MAX_TOKENS]
+    ids = tokenizer.encode(text.read_text(encoding="utf-8"))[:MAX_TOKENS]
     bos = spec.bos_id if spec is not None else None
     measured = {}
     for entry in built:

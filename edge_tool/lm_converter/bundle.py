@@ -16,6 +16,7 @@ from edge_tool.errors import ConversionError
 from edge_tool.lm.contract import LmContract
 from edge_tool.lm.session import LmSession, tflite_call
 from edge_tool.lm.spec import LmSpec
+from edge_tool.lm.tokenizer.registry import Tokenizer
 from edge_tool.lm_converter.build import build_mode, convert_signatures
 from edge_tool.lm_converter.litertlm import (
     GREEDY_TOKENS,
@@ -29,21 +30,23 @@ from edge_tool.parsers.tree import content_hash
 from edge_tool.schemas.manifest import ManifestArtifact
 
 
-def greedy_text(tflite: Path, contract: LmContract, spec: LmSpec, prompt: str = PROMPT, session=None) -> str:
+def greedy_text(
+    tflite: Path, contract: LmContract, spec: LmSpec, tokenizer: Tokenizer, prompt: str = PROMPT, session=None
+) -> str:
     """edgetool's greedy continuation of ``prompt`` on ``tflite`` (or in ``session``: <bos> first, stop ids end
-    it), as UTF-8 text."""
+    it), as UTF-8 text (``tokenizer``: the model's)."""
     session = session or LmSession(tflite_call(tflite), contract)
-    token = int(np.argmax(session.feed([spec.bos_id, *prompt.encode("utf-8")])[-1]))
+    token = int(np.argmax(session.feed([spec.bos_id, *tokenizer.encode(prompt)])[-1]))
     out = []
     for _ in range(GREEDY_TOKENS):
         if token in spec.stop_ids:
             break
         out.append(token)
         token = int(np.argmax(session.decode(token)))
-    return bytes(t for t in out if t < 256).decode("utf-8", errors="replace")
+    return tokenizer.decode(out)
 
 
-def bundle_all(config, contract: LmContract, spec: LmSpec, keys: tuple[str, ...], built: list, out: Path):
+def bundle_all(config, contract: LmContract, spec: LmSpec, tokenizer: Tokenizer, keys: tuple, built: list, out: Path):
     """(entries with their ``litertlm`` record, failures by ``litertlm-<mode>``); ConversionError without keep_going."""
     entries, failed = [], {}
     with tempfile.TemporaryDirectory(prefix="edgetool-litertlm-") as tmp:
@@ -53,7 +56,7 @@ def bundle_all(config, contract: LmContract, spec: LmSpec, keys: tuple[str, ...]
             fp32 = convert_signatures(work / "layout", keys, "fp32")
         for entry in built:
             try:
-                entries.append(_one(entry, contract, spec, keys, out, work, fp32))
+                entries.append(_one(entry, contract, spec, tokenizer, keys, out, work, fp32))
             except ConversionError as exc:
                 if not config.keep_going:
                     raise
@@ -62,15 +65,15 @@ def bundle_all(config, contract: LmContract, spec: LmSpec, keys: tuple[str, ...]
     return entries, failed
 
 
-def _one(entry: ManifestArtifact, contract, spec, keys, out: Path, work: Path, fp32: bytes) -> ManifestArtifact:
+def _one(entry: ManifestArtifact, contract, spec, tokenizer, keys, out: Path, work: Path, fp32: bytes):
     mode = entry.quant
     data = fp32 if mode == "fp32" else build_mode(mode, work / "layout", keys, fp32, contract.vocab_size).data
     (work / f"{mode}.tflite").write_bytes(data)
     bundle = out / (Path(entry.path).stem + ".litertlm")
     with step(f"pack {bundle.name} and run it in LiteRT-LM"):
-        write_bundle(work / f"{mode}.tflite", spec, bundle, work)
+        write_bundle(work / f"{mode}.tflite", spec, tokenizer.hf_json(), bundle, work)
         engine = engine_greedy(bundle, spec)
-    ours = greedy_text(out / entry.path, contract, spec)
+    ours = greedy_text(out / entry.path, contract, spec, tokenizer)
     if engine != ours:
         bundle.unlink()
         raise ConversionError(

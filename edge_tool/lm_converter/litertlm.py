@@ -1,4 +1,4 @@
-"""``--litertlm``: a converted LM packed for LiteRT-LM (litert-lm-builder 0.18) with a byte-level HF ``tokenizer.json``
+"""``--litertlm``: a converted LM packed for LiteRT-LM (litert-lm-builder 0.18) with the model's HF ``tokenizer.json``
 and LlmMetadata (start/stop tokens, max tokens, sampler defaults), then loaded in LiteRT-LM's own engine
 (litert-lm-api), whose greedy text must equal edgetool's greedy continuation of the same file.
 
@@ -11,7 +11,6 @@ said in the manifest) and is built in the same mode as the contract file beside 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from importlib import metadata
@@ -33,35 +32,6 @@ def require_extra() -> None:
     missing = [m for m in ("litert_lm_builder", "litert_lm", "tokenizers") if find_spec(m) is None]
     if missing:
         raise UsageError(f"--litertlm needs {', '.join(missing)}, which are not installed: {EXTRA}.")
-
-
-def _byte_symbols() -> dict[int, str]:
-    """GPT-2's byte → printable character map (what the HF ByteLevel pre-tokenizer and decoder use)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    chars, extra = {b: chr(b) for b in printable}, 0
-    for b in range(256):
-        if b not in chars:
-            chars[b], extra = chr(256 + extra), extra + 1
-    return chars
-
-
-def byte_tokenizer_json(spec: LmSpec) -> str:
-    """An HF ``tokenizer.json`` giving edgetool's byte ids: UTF-8 bytes 0..255, then the spec's special tokens."""
-    symbols = _byte_symbols()
-    specials = {"<bos>": spec.bos_id, "<eos>": spec.eos_id, "<pad>": spec.pad_id}
-    level = {"add_prefix_space": False, "trim_offsets": False, "use_regex": False}
-    added = [
-        {"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
-        | {"special": True}
-        for c, i in specials.items()
-    ]
-    model = {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None}
-    model |= {"end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False}
-    model |= {"vocab": {symbols[b]: b for b in range(256)} | specials, "merges": []}
-    doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None}
-    doc |= {"pre_tokenizer": {"type": "ByteLevel", **level}, "post_processor": None}
-    doc |= {"decoder": {"type": "ByteLevel", **level}, "model": model}
-    return json.dumps(doc, ensure_ascii=False)
 
 
 def llm_metadata_text(spec: LmSpec) -> str:
@@ -95,13 +65,14 @@ def _protobuf_check_off():
             os.environ[key] = old
 
 
-def write_bundle(tflite: Path, spec: LmSpec, out: Path, work: Path) -> None:
-    """Pack ``tflite`` (LiteRT-LM's cache layout) with the byte tokenizer and ``spec``'s metadata into ``out``."""
+def write_bundle(tflite: Path, spec: LmSpec, tokenizer_json: str, out: Path, work: Path) -> None:
+    """Pack ``tflite`` (LiteRT-LM's cache layout) with ``tokenizer_json`` (the model's tokenizer, as HF's
+    tokenizer.json: edge_tool.lm.tokenizer) and ``spec``'s metadata into ``out``."""
     with _protobuf_check_off():
         from litert_lm_builder import litertlm_builder as lb
         from litert_lm_builder import litertlm_core
 
-    (work / "tokenizer.json").write_text(byte_tokenizer_json(spec), encoding="utf-8")
+    (work / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
     (work / "llm_metadata.textproto").write_text(llm_metadata_text(spec), encoding="utf-8")
     builder = lb.LitertLmFileBuilder()
     builder.add_system_metadata(lb.Metadata(key="Authors", value="edgetool", dtype=lb.DType.STRING))

@@ -9,7 +9,16 @@ from edge_tool.errors import UsageError
 from edge_tool.tasks.base import Accumulator, Task, TaskContext
 from edge_tool.tasks.registry import TASKS
 
-METRIC_KEYS = ("perplexity", "reference_perplexity", "greedy", "seeded", "ttft_ms", "decode_short", "decode_full")
+METRIC_KEYS = (
+    "perplexity",
+    "bits_per_byte",
+    "reference_perplexity",
+    "greedy",
+    "seeded",
+    "ttft_ms",
+    "decode_short",
+    "decode_full",
+)
 DRIFT_KEYS = (
     "next_token_agreement",
     "perplexity_drift",

@@ -47,7 +47,7 @@ def fit_and_evaluate(tf, strategy, config: TrainConfig, split, shard_policy: str
     tf.keras.utils.set_random_seed(config.seed)
     steps = config.epochs * math.ceil(len(split.x_train) / config.batch_size)
     with strategy.scope():
-        model = TRAINABLES[config.model].build(keras, config.learning_rate, steps)
+        model = TRAINABLES[config.model].build(keras, config, steps)
     train_ds = make_dataset(tf, split.x_train, split.y_train, config.batch_size, config.seed, training=True)
     eval_ds = make_dataset(tf, split.x_eval, split.y_eval, config.batch_size, config.seed, training=False)
     train_ds, eval_ds = (_with_shard_policy(tf, d, shard_policy) for d in (train_ds, eval_ds))

@@ -185,5 +185,6 @@ def train_local_cluster(config: TrainConfig) -> TrainResult:
         detail=f"{len(statuses)} worker process{'es' if len(statuses) != 1 else ''}, pids {[s['pid'] for s in statuses]}",
         model=config.model,
         eval_perplexity=report.get("eval_perplexity"),
+        eval_bits_per_byte=report.get("eval_bits_per_byte"),
         sample=report.get("sample"),
     )

@@ -1,6 +1,8 @@
 """Text for ``--model lm``: by default the bundled King James Version Genesis and Exodus (public domain; source and
 licence in data/LM_TEXT_LICENSE.md), or the user's ``--text``. It is split by blank-line blocks (the bundled text's
-chapters) — every 20th block is held out — into byte windows; a text of fewer than 40 blocks holds out its last tenth."""
+chapters) — every 20th block is held out — into windows of token ids (UTF-8 bytes, or with ``--tokenizer bpe`` the
+ids of a byte-level BPE trained on the training part only); a text of fewer than 40 blocks holds out its last
+tenth."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_tool.errors import DataError
+from edge_tool.lm.tokenizer.bpe import train_bpe
 
 TEXT_FILE = "kjv_genesis_exodus.txt"
 HELDOUT_EVERY = 20  # blocks 20, 40, …: never trained on
@@ -19,13 +22,15 @@ BLOCK_BREAK = "\n\n"
 
 @dataclass(frozen=True)
 class TextSplit:
-    """Byte windows (x: ids [n, seq], y: the next ids) of the training and held-out text, and the held-out text."""
+    """Token windows (x: ids [n, seq], y: the next ids) of the training and held-out text, the held-out text, and
+    the trained tokenizer's tokenizer.json (None for bytes)."""
 
     x_train: np.ndarray
     y_train: np.ndarray
     x_eval: np.ndarray
     y_eval: np.ndarray
     heldout_text: str
+    tokenizer_json: str | None = None
 
 
 def bundled_text() -> str:
@@ -46,7 +51,12 @@ def split_text(text: str) -> tuple[str, str]:
 
 def byte_windows(text: str, seq_len: int) -> tuple[np.ndarray, np.ndarray]:
     """Non-overlapping windows of ``seq_len`` byte ids (int32) and the ids one byte later."""
-    ids = np.frombuffer(text.encode("utf-8"), np.uint8).astype(np.int32)
+    return id_windows(np.frombuffer(text.encode("utf-8"), np.uint8), seq_len)
+
+
+def id_windows(ids, seq_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """Non-overlapping windows of ``seq_len`` ids (int32) and the ids one token later."""
+    ids = np.asarray(ids).astype(np.int32)
     n = (len(ids) - 1) // seq_len
     x = ids[: n * seq_len].reshape(n, seq_len)
     y = ids[1 : n * seq_len + 1].reshape(n, seq_len)
@@ -60,17 +70,29 @@ def _read(path: Path) -> str:
         raise DataError(f"--text {path} could not be read as UTF-8 text ({exc}); give a UTF-8 text file.") from None
 
 
-def load_text_split(seq_len: int, text_file: Path | None = None, eval_len: int | None = None) -> TextSplit:
-    """``text_file`` (default: the bundled corpus) as training byte windows of ``seq_len`` and held-out ones of
-    ``eval_len`` (default: ``seq_len``)."""
+def load_text_split(
+    seq_len: int, text_file: Path | None = None, eval_len: int | None = None, bpe_vocab: int | None = None
+) -> TextSplit:
+    """``text_file`` (default: the bundled corpus) as training windows of ``seq_len`` tokens and held-out ones of
+    ``eval_len`` (default: ``seq_len``): bytes, or with ``bpe_vocab`` the ids of a BPE trained on the training
+    part."""
     text = bundled_text() if text_file is None else _read(Path(text_file))
     train, held = split_text(text)
-    x, y = byte_windows(train, seq_len)
-    xe, ye = byte_windows(held, eval_len or seq_len)
+    tokenizer = None
+    if bpe_vocab is None:
+        x, y = byte_windows(train, seq_len)
+        xe, ye = byte_windows(held, eval_len or seq_len)
+    else:
+        from tokenizers import Tokenizer
+
+        tokenizer = train_bpe(train, bpe_vocab)
+        hf = Tokenizer.from_str(tokenizer)
+        x, y = id_windows(hf.encode(train, add_special_tokens=False).ids, seq_len)
+        xe, ye = id_windows(hf.encode(held, add_special_tokens=False).ids, eval_len or seq_len)
     if len(x) < 1 or len(xe) < 1:
         need = 10 * (max(seq_len, eval_len or 0) + 1)
         raise DataError(
             f"--text {text_file} holds {len(text.encode('utf-8')):,} bytes: too little for training and held-out "
-            f"windows of {seq_len} bytes; give at least {need:,} bytes of text."
+            f"windows of {seq_len} tokens; give at least {need:,} bytes of text."
         )
-    return TextSplit(x, y, xe, ye, held)
+    return TextSplit(x, y, xe, ye, held, tokenizer)

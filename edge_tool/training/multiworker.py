@@ -96,7 +96,7 @@ def run_task(config: TrainConfig, save_dir: Path, is_chief: bool, make_callbacks
         shard_policy=SHARD_POLICY,
         extra_callbacks=[counter, *(make_callbacks(keras) if make_callbacks else [])],
     )
-    kind.save(model, save_dir)  # a collective: every worker must take part
+    kind.save(model, save_dir, config)  # a collective: every worker must take part
     seconds = time.perf_counter() - start
     status = {
         "task_type": resolver.task_type,
@@ -152,5 +152,6 @@ def train_joined(config: TrainConfig, tf_config: str) -> TrainResult:
         wrote_output=info["is_chief"],
         model=config.model,
         eval_perplexity=status.get("eval_perplexity"),
+        eval_bits_per_byte=status.get("eval_bits_per_byte"),
         sample=status.get("sample"),
     )

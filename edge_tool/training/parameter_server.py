@@ -49,7 +49,7 @@ def _fit(tf, strategy, config: TrainConfig, split):
     tf.keras.utils.set_random_seed(config.seed)
     steps_per_epoch = math.ceil(len(split.x_train) / config.batch_size)
     with strategy.scope():
-        model = TRAINABLES[config.model].build(keras, config.learning_rate, config.epochs * steps_per_epoch)
+        model = TRAINABLES[config.model].build(keras, config, config.epochs * steps_per_epoch)
 
     def train_fn(input_context):
         batch = input_context.get_per_replica_batch_size(config.batch_size)
@@ -80,7 +80,7 @@ def _plain_copy(model, config: TrainConfig):
     """The same network outside any strategy, holding the trained weights (for a device-free SavedModel)."""
     import tf_keras as keras
 
-    plain = TRAINABLES[config.model].build(keras, config.learning_rate, None)  # no strategy scope: plain variables
+    plain = TRAINABLES[config.model].build(keras, config, None)  # no strategy scope: plain variables
     plain.set_weights(model.get_weights())
     return plain
 
@@ -99,7 +99,7 @@ def train_parameter_server(config: TrainConfig) -> TrainResult:
         eval_ds = make_dataset(tf, split.x_eval, split.y_eval, config.batch_size, config.seed, training=False)
         loss, acc = plain.evaluate(eval_ds, verbose=0)
         metrics = {"loss": float(loss), "accuracy": float(acc)}
-        kind.save(plain, tmp)
+        kind.save(plain, tmp, config)
         seconds = time.perf_counter() - start
         report = {
             "config": config.to_dict(),
@@ -121,5 +121,6 @@ def train_parameter_server(config: TrainConfig) -> TrainResult:
         detail=f"{config.workers} worker(s) + {NUM_PS} ps in-process, asynchronous",
         model=config.model,
         eval_perplexity=facts.get("eval_perplexity"),
+        eval_bits_per_byte=facts.get("eval_bits_per_byte"),
         sample=facts.get("sample"),
     )

@@ -26,7 +26,7 @@ def train_local(config: TrainConfig) -> TrainResult:
     split = kind.load(config)
     with atomic_dir(config.output_dir, config.force) as tmp:
         model, metrics, history = fit_and_evaluate(tf, strategy, config, split)
-        kind.save(model, tmp)
+        kind.save(model, tmp, config)
         seconds = time.perf_counter() - start
         report = {
             "config": config.to_dict(),
@@ -45,6 +45,7 @@ def train_local(config: TrainConfig) -> TrainResult:
         history,
         model=config.model,
         eval_perplexity=facts.get("eval_perplexity"),
+        eval_bits_per_byte=facts.get("eval_bits_per_byte"),
         sample=facts.get("sample"),
     )
 

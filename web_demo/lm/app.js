@@ -2,11 +2,11 @@
 // streams in as LiteRT.js generates it in a Web Worker (lm/worker.js). window.edgetool is its scripting API:
 // {ready, generate({prompt, maxNew, temperature, topK, seed}) -> result, stop(), config}.
 import { $, option, setStatus, startServiceWorker } from '../ui/dom.js';
-import { byteDecoder, encode } from './tokenizer.js';
+import { pageTokenizer } from './tokenizer.js';
 
 const ready = {};
 ready.promise = new Promise((resolve, reject) => Object.assign(ready, { resolve, reject }));
-const page = { config: null, worker: null, engine: null, running: null };
+const page = { config: null, worker: null, engine: null, running: null, tokenizer: null };
 
 // ?threads=N (wasm threads; default 1), ?litert-build=compat|default|threaded, ?accelerator=webgpu
 function pageOptions() {
@@ -41,11 +41,11 @@ function showStats(result) {
 function generate(request) {
   if (page.running) return Promise.reject(new Error('a generation is running; stop it first'));
   const { lm } = page.config;
-  const ids = encode(request.prompt);
+  const ids = page.tokenizer.encode(request.prompt);
   if (!ids.length) return Promise.reject(new Error('type a prompt first (at least one character)'));
   const options = { maxNew: request.maxNew ?? 64, temperature: request.temperature ?? lm.sampler.temperature,
     topK: request.topK ?? lm.sampler.top_k, seed: request.seed ?? lm.sampler.seed };
-  const decoder = byteDecoder();
+  const decoder = page.tokenizer.decoder();
   const out = $('generated');
   $('prompt-echo').textContent = request.prompt;
   out.textContent = '';
@@ -119,6 +119,8 @@ async function main() {
   await startServiceWorker(); // the wasm build the worker fetches goes through it and is kept for offline use
   const config = await (await fetch('demo-config.json')).json();
   page.config = config;
+  const doc = config.lm.tokenizerUrl ? await (await fetch(config.lm.tokenizerUrl)).json() : null;
+  page.tokenizer = pageTokenizer(config.lm, doc);
   fillForm(config.lm);
   const options = pageOptions();
   await fillAccelerators(options.accelerator);

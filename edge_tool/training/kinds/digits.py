@@ -14,6 +14,14 @@ def _load(config):
     return load_digits_split(config.seed)
 
 
+def _build(keras, config, decay_steps: int | None):
+    return build_model(keras, config.learning_rate, decay_steps)
+
+
+def _save(model, out: Path, config) -> None:
+    save_keras_model(model, out)
+
+
 def _sidecars(model, out: Path, split, config, metrics: dict) -> dict:
     """labels.txt, eval.npz, train.npz, calibration.npz (train.json is written by the caller)."""
     write_sidecars(out, split, config.calibration_samples, config.seed)
@@ -28,8 +36,8 @@ TRAINABLES.register(
         batch_size=64,
         learning_rate=3e-3,
         load=_load,
-        build=build_model,
-        save=save_keras_model,
+        build=_build,
+        save=_save,
         sidecars=_sidecars,
         output_help="SavedModel + labels.txt, eval.npz, calibration.npz, train.json",
     )

@@ -1,7 +1,8 @@
 """The models ``edgetool train --model`` can train: one ``Trainable`` spec per model, registered in ``TRAINABLES``.
 
 Every strategy (``training.runner``, ``multiworker``, ``parameter_server``) trains any of them the same way: ``load``
-the seeded split, ``build`` the compiled Keras model under the strategy's scope, ``fit``, then ``save`` the model
+the seeded split, ``build`` the compiled Keras model under the strategy's scope (from the ``TrainConfig``), ``fit``, then ``save`` the
+model
 (every multi-worker task calls it) and, on the chief, ``sidecars`` (what lies beside it; returns facts for
 train.json and the result).
 """
@@ -26,8 +27,8 @@ class Trainable:
     batch_size: int
     learning_rate: float
     load: Callable[[Any], Any]  # TrainConfig -> split with x_train, y_train, x_eval, y_eval (numpy)
-    build: Callable[[Any, float, int | None], Any]  # (tf_keras, learning rate, cosine decay steps) -> compiled model
-    save: Callable[[Any, Path], None]  # (trained model, directory) -> the SavedModel written there
+    build: Callable[[Any, Any, int | None], Any]  # (tf_keras, TrainConfig, cosine decay steps) -> compiled model
+    save: Callable[[Any, Path, Any], None]  # (trained model, directory, TrainConfig) -> the SavedModel written there
     sidecars: Callable[[Any, Path, Any, Any, dict], dict]  # (model, dir, split, TrainConfig, metrics) -> facts
     output_help: str = ""  # what the output directory holds, for --help
 
