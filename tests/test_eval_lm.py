@@ -130,3 +130,16 @@ def test_a_boards_lm_answer_is_checked(over, said):
         checked_answer(_answer(**over), arrays, 1, req, (8,), 264)
     with pytest.raises(BadAnswer, match="finite"):
         checked_answer(_answer(), {**arrays, "logits": np.full((3, 264), np.nan, np.float32)}, 1, req, (8,), 264)
+
+
+def test_text_that_is_not_utf8_is_refused_not_replaced():
+    """A latin-1 held-out text would be measured on U+FFFD bytes that are not in it: refused, naming the byte; a
+    character split by the 1 MiB cut is only dropped."""
+    from edge_tool.errors import UsageError
+    from edge_tool.evaluate.lm_eval import utf8_text
+
+    with pytest.raises(UsageError, match=r"byte 3 \(0xe9\)"):
+        utf8_text(b"abc\xe9def", "--text", "t.txt", cut=False)
+    assert utf8_text("abé".encode()[:3], "--text", "t.txt", cut=True) == "ab"
+    with pytest.raises(UsageError):
+        utf8_text("abé".encode()[:3], "--text", "t.txt", cut=False)

@@ -67,6 +67,20 @@ def model_tokenizer(reference: Path, contract: LmContract) -> Tokenizer:
     return load_tokenizer(spec, tokenizer_folder(reference))
 
 
+def utf8_text(raw: bytes, option: str, path, cut: bool) -> str:
+    """``raw`` decoded as UTF-8 (a character split by the cut at its end dropped); UsageError naming the first byte
+    that is not UTF-8, since a replaced byte would change every figure measured on the text without a word."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if cut and e.start >= len(raw) - 3 and e.reason == "unexpected end of data":
+            return raw[: e.start].decode("utf-8")
+        raise UsageError(
+            f"{option} {path} must be UTF-8 text; byte {e.start} (0x{raw[e.start]:02x}) is not ({e.reason}). Convert "
+            "it first, e.g. iconv -f latin1 -t utf-8 FILE > FILE.utf8, and pass that file."
+        ) from None
+
+
 def read_text(config: EvalConfig, contract: LmContract) -> LmText:
     """The ids of --text (its first MAX_TEXT_BYTES bytes) and of --prompts (one per line; default: DEFAULT_PROMPTS
     slices of the text), in the reference's tokenizer; UsageError for a text too short or an empty prompts file."""
@@ -76,11 +90,11 @@ def read_text(config: EvalConfig, contract: LmContract) -> LmText:
     warnings = (
         [f"--text {config.text} was cut to its first {MAX_TEXT_BYTES} bytes."] if len(raw) > MAX_TEXT_BYTES else []
     )
-    ids = tuple(tokenizer.encode(raw[:MAX_TEXT_BYTES].decode("utf-8", errors="replace")))
+    ids = tuple(tokenizer.encode(utf8_text(raw[:MAX_TEXT_BYTES], "--text", config.text, cut=len(raw) > MAX_TEXT_BYTES)))
     if len(ids) < 2 * PROMPT_TOKENS:
         raise UsageError(f"--text {config.text} holds {len(ids)} tokens; eval needs at least {2 * PROMPT_TOKENS}.")
     if config.prompts is not None:
-        lines = Path(config.prompts).read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = utf8_text(Path(config.prompts).read_bytes(), "--prompts", config.prompts, cut=False).splitlines()
         prompts = tuple(tuple(tokenizer.encode(x)[: contract.max_len // 2]) for x in lines if x.strip())
         if not prompts:
             raise UsageError(f"--prompts {config.prompts} has no non-empty line (one prompt per line).")
