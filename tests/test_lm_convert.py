@@ -170,4 +170,5 @@ def test_a_model_in_litert_lms_cache_layout_is_bundled_without_a_transpose(tiny_
     (entry,) = json.loads((tmp_path / "lm" / "manifest.json").read_text())["artifacts"]
     record = entry["lm"]["litertlm"]
     assert record["greedy_match"] and "no transpose" in record["cache_layout"]
+    assert record["seeded_sampling"].startswith("not compared") and "seeded sampling: not compared" in proc.stdout
     assert entry["lm"]["cache_shape"] == [1, 2, 64, 8]  # [1, kv_heads, max_len, head_dim]

@@ -102,6 +102,13 @@ def _artifacts(config: EvalConfig, contract: LmContract) -> tuple[list, list[str
     arts, problems = [], []
     for path in config.artifacts:
         try:
+            if Path(path).suffix == ".litertlm":
+                raise UsageError(
+                    f"{path}: eval --task lm runs .tflite artefacts; a .litertlm runs in LiteRT-LM, whose Python API "
+                    "(litert-lm-api 0.18) gives neither logits nor token ids, only text, and samples with its own "
+                    "seeded sampler, so perplexity, agreement and seeded continuations cannot be measured there. "
+                    "convert --litertlm checks each bundle's greedy text against edgetool's; eval the .tflite beside it."
+                )
             art = describe(path)
             if art.format is not ArtifactFormat.TFLITE:
                 raise UsageError(f"{path}: eval --task lm runs .tflite artefacts (LiteRT), not {art.format.value}.")

@@ -22,6 +22,7 @@ from edge_tool.lm_converter.litertlm import (
     LAYOUT_NATIVE,
     LAYOUT_TRANSPOSED,
     PROMPT,
+    SEEDED_NOT_COMPARED,
     cache_transposed_saved_model,
     engine_greedy,
     write_bundle,
@@ -93,5 +94,6 @@ def _one(entry: ManifestArtifact, contract, spec, keys, out: Path, work: Path, f
         "prompt": PROMPT,
         "greedy_text": engine,
         "greedy_match": True,
+        "seeded_sampling": SEEDED_NOT_COMPARED,
     }
     return dataclasses.replace(entry, lm=dataclasses.replace(entry.lm, litertlm=record))

@@ -27,6 +27,12 @@ EXTRA = "pip install 'edgetool[lm]'"
 LAYOUT_TRANSPOSED = "[1, kv_heads, max_len, head_dim] (LiteRT-LM's), transposed to the model's at each call's edge"
 LAYOUT_NATIVE = "[1, kv_heads, max_len, head_dim] (LiteRT-LM's), the model's own (cache_layout bhsd): no transpose"
 PROMPT = "The "
+SEEDED_NOT_COMPARED = (
+    "not compared. litert-lm-api 0.18 draws with its own sampler (SamplerConfig top_k/top_p/temperature/seed: "
+    "std::default_random_engine and float32 top-k/top-p probabilities in its C++), not edgetool's documented one, "
+    "and gives back neither logits nor token ids, only detokenized text (a byte that is not valid UTF-8 comes back "
+    "as U+FFFD), so a sampled continuation cannot be matched token for token; greedy text is compared instead."
+)
 GREEDY_TOKENS = 12
 
 
