@@ -4,6 +4,7 @@ aarch64 board (tests/device_board.py; its plain loop is tflite_runtime run there
 section of benchmarks/RESULTS.md.
 
     .venv/bin/python benchmarks/bench_lm.py [--rounds 3] [--no-board]
+    .venv/bin/python benchmarks/bench_lm.py --quick      # host only, 3 rounds, 32 timed runs: a few minutes
     .venv/bin/python benchmarks/bench_lm.py --board-from /tmp/bench-lm-XXXX   # only the board's plain loops again
 
 A mode the board's runtime cannot load (tflite_runtime 2.14 and TF 2.19's dynamic-int8 FULLY_CONNECTED v12) is that
@@ -11,7 +12,9 @@ board row's failure, as eval reports it.
 
 The model: an untrained seeded decoder (edge_tool.lm.model, 4 layers, d=128, max_len 256, prefill 16/64), exported
 with edge_tool.lm.export and converted to fp32, fp16 and dynamic-range int8 with TensorFlow's converter. Rounds
-alternate eval (one process, every mode) and the plain loop (one process, every mode); medians over rounds.
+alternate eval and the plain loop; medians over rounds. Both run each model in a fresh process of its own that
+imports LiteRT and numpy only (eval's host rows: ``edge_tool.evaluate.lm_worker``), so they start in the same state
+(the allocator included) and time the same loop: signature runners, the caches fed back, argmax.
 """
 
 from __future__ import annotations
@@ -72,8 +75,16 @@ def _eval(work: Path, models: list[Path], text: Path, env: dict, device: str | N
 
 
 def _plain(models: list, lm: dict, board=None, tuned: bool = False) -> dict:
-    """The plain loop in a fresh process (``tuned``: glibc's malloc told to keep freed memory, MALLOC_TUNED)."""
-    req = json.dumps({"models": [str(m) for m in models], "lengths": list(PREFILL), **lm})
+    """The plain loop, each model in a fresh process of its own as eval's (``tuned``: glibc's malloc told to keep
+    freed memory, MALLOC_TUNED)."""
+    out = {}
+    for model in models:
+        out.update(_plain_one(model, lm, board, tuned))
+    return out
+
+
+def _plain_one(model, lm: dict, board, tuned: bool) -> dict:
+    req = json.dumps({"models": [str(model)], "lengths": list(PREFILL), **lm})
     if board is None:
         env = {**os.environ, **(MALLOC_TUNED if tuned else {})}
         proc = subprocess.run([sys.executable, "-c", PLAIN, req], capture_output=True, timeout=3600, env=env)
@@ -93,9 +104,13 @@ def main(argv: list[str]) -> None:
     args = argparse.ArgumentParser()
     args.add_argument("--rounds", type=int, default=3)
     args.add_argument("--no-board", action="store_true")
+    args.add_argument("--quick", action="store_true", help="host only, 3 rounds, --runs 32 (a few minutes)")
     args.add_argument("--board-from", type=Path, help="only the board part, for an earlier run's directory")
     args.add_argument("--board-eval", action="store_true", help="with --board-from: run the board's eval again too")
     opts = args.parse_args(argv)
+    runs = 64
+    if opts.quick:
+        opts.rounds, opts.no_board, runs = 3, True, 32
     if opts.board_from:
         _board_only(opts.board_from, opts.board_eval)
         return
@@ -108,7 +123,7 @@ def main(argv: list[str]) -> None:
     text.write_bytes((REPO / "README.md").read_bytes()[:1500])
     evals, plains, tuned = [], [], []
     for _ in range(opts.rounds):
-        evals.append(_eval(work, models, text, env))
+        evals.append(_eval(work, models, text, env, runs=runs))
         lm = evals[-1]["settings"]["lm"]
         lm_plain = {"warmup": lm["warmup"], "reps": lm["reps"], "steps": lm["steps"]}
         r = evals[-1]["results"][0]["metrics"]
@@ -254,8 +269,9 @@ def _section(rows: list, rounds: int, load0: str, load1: str, last: dict, board_
             f"Host: {machine()}; SIMD: {_simd()}; load average {load0} at the start, {load1} at the end (2 cores, "
             "shared with other jobs: loaded). Model: untrained seeded decoder (edge_tool.lm.model: 4 layers, d=128, "
             "4 heads, max_len 256, prefill 16/64), fp32 / fp16 / dynamic-int8 by TensorFlow's converter. 1 thread. "
-            f"eval = `edgetool eval --task lm` (its JSON); plain = ai_edge_litert signature runners with the caches fed "
-            f"back and argmax, nothing else, in a fresh process; host rows: medians of {rounds} alternating rounds "
+            f"eval = `edgetool eval --task lm` (its JSON; its host rows run each model in a fresh LiteRT-only process, "
+            f"edge_tool.evaluate.lm_worker); plain = ai_edge_litert signature runners with the caches fed "
+            f"back and argmax, nothing else, each model in a fresh process; host rows: medians of {rounds} alternating rounds "
             f"(eval, plain, eval, …). TTFT = prefill of T tokens from empty caches + argmax ({lm['reps']} runs); "
             f"decode = {lm['steps']} greedy steps from position {last['results'][0]['metrics']['decode_short']['position']} "
             f"(short) and from {last['results'][0]['metrics']['decode_full']['position']} (near-full: the last "
@@ -263,9 +279,9 @@ def _section(rows: list, rounds: int, load0: str, load1: str, last: dict, board_
             "reads the whole static cache, so short and near-full decode cost the same. Percentages: eval against plain, then against plain tuned. 'plain tuned' is the same loop with glibc's "
             "malloc told to keep freed memory (MALLOC_MMAP_THRESHOLD_=4 MB, MALLOC_TRIM_THRESHOLD_=64 MB): each call's "
             "output caches are fresh numpy arrays (128 KB per layer and kind here), which glibc's defaults mmap and "
-            "munmap every call (page faults on 1 MB per token); eval's process is in the tuned state already after "
-            "TensorFlow ran the reference, so 'plain tuned' is the like-for-like loop; the board's runner is not "
-            "(no TensorFlow there).",
+            "munmap every call (page faults on 1 MB per token). eval and 'plain' start in the same state (a fresh "
+            "process per model, glibc's defaults): 'plain' is the like-for-like loop, 'plain tuned' shows what the "
+            "allocator alone changes.",
             f"The board is **emulated** (qemu-user aarch64 on this host: not a performance figure of any ARM CPU); {board_note}; "
             "its plain loop is the same script run there by hand with the board's tflite_runtime.",
             "",
