@@ -119,7 +119,7 @@ def _artifacts(config: EvalConfig, contract: LmContract) -> tuple[list, list[str
             if art.format is not ArtifactFormat.TFLITE:
                 raise UsageError(f"{path}: eval --task lm runs .tflite artefacts (LiteRT), not {art.format.value}.")
             theirs = read_lm_contract(art.model_file)
-            for name in ("max_len", "vocab_size", "num_layers", "num_kv_heads", "head_dim"):
+            for name in ("max_len", "vocab_size", "num_layers", "num_kv_heads", "head_dim", "cache_layout"):
                 if getattr(theirs, name) != getattr(contract, name):
                     raise UsageError(
                         f"{path}: its {name} is {getattr(theirs, name)}, the reference's {getattr(contract, name)}."
