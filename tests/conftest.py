@@ -187,3 +187,9 @@ def tiny_lm(tmp_path_factory) -> Path:
 def tiny_lm_rope(tmp_path_factory) -> Path:
     """As ``tiny_lm`` with rotary positions, 2 grouped key/value heads and a separate output head."""
     return _tiny_lm(tmp_path_factory, "rope")
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_bhsd(tmp_path_factory) -> Path:
+    """As ``tiny_lm_rope`` with its caches in LiteRT-LM's layout [1, kv_heads, max_len, head_dim] (cache_layout bhsd)."""
+    return _tiny_lm(tmp_path_factory, "rope-bhsd")

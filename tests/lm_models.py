@@ -5,11 +5,12 @@ OUTDIR/model: the contract SavedModel (prefill_8, prefill_16, decode; assets/edg
 2-layer decoder (d=32, 4 heads, max_len 64); OUTDIR/reference.npz: ``tokens`` [1, 48] and ``logits`` [1, 48, V], the
 Keras model's own full forward pass over them (the oracle every runtime is compared with).
 learned: learned positions, Keras MultiHeadAttention, tied embeddings; rope: rotary positions, 2 key/value heads
-(grouped), a separate output head.
+(grouped), a separate output head; rope-bhsd: rope with its caches in LiteRT-LM's layout (cache_layout bhsd).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -34,17 +35,19 @@ def build(out: Path, position: str = "learned") -> None:
     """The tiny LM of ``position`` exported to ``out/model`` with its Keras reference in ``out/reference.npz``."""
     import tf_keras as keras
 
-    rope = position == "rope"
-    config = LmConfig(**TINY, position=position, num_kv_heads=2 if rope else 0, tied_embeddings=not rope)
+    rope = position.startswith("rope")
+    config = LmConfig(**TINY, position=position[:4] if rope else position, num_kv_heads=2 if rope else 0)
+    config = dataclasses.replace(config, tied_embeddings=not rope)
     keras.utils.set_random_seed(0)
     model = build_lm(keras, config)
-    export_lm(model, out / "model", prefill_lengths=PREFILL)
+    layout = "bhsd" if position.endswith("bhsd") else "bshd"
+    export_lm(model, out / "model", prefill_lengths=PREFILL, cache_layout=layout)
     tokens = np.random.default_rng(1).integers(0, 256, size=(1, REFERENCE_TOKENS)).astype(np.int32)
     np.savez(out / "reference.npz", tokens=tokens, logits=model(tokens).numpy())
 
 
 def main(argv: list[str]) -> None:
-    """``OUTDIR [learned|rope|eval]`` (eval: the learned LM, its fp32 .tflite, the forgetful one's .tflite)."""
+    """``OUTDIR [learned|rope|rope-bhsd|eval]`` (eval: the learned LM, its fp32 .tflite, the forgetful one's .tflite)."""
     kind = argv[1] if len(argv) > 1 else "learned"
     out = Path(argv[0])
     if kind != "eval":

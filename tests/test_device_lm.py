@@ -17,6 +17,7 @@ from edge_tool.lm.measure import continuations, perplexity, targets_of
 from edge_tool.lm.sampling import Sampler
 from edge_tool.lm.session import LmSession, tflite_call
 from edge_tool.lm.spec import BYTE_BOS
+from edge_tool.lm_converter.build import convert_signatures
 from tests import device_board
 from tests.builds import built_once, run_script
 from tests.edgetool_runs import edgetool_in_process
@@ -120,3 +121,22 @@ def test_board_row_equals_the_boards_own_loop_and_the_host(board, tmp_path_facto
     session = LmSession(tflite_call(model), read_lm_contract(model))
     host_greedy = continuations(session, [list(p.encode()) for p in PROMPTS], NEW, Sampler())
     assert greedy == host_greedy
+
+
+def test_check_on_the_board_feeds_the_cache_back_or_says_why_the_mode_does_not_load(board, tmp_path_factory, tmp_path):
+    """check --device of an LM: fp32 loads every signature and feeds the cache back on the board's tflite_runtime
+    2.14; dynamic int8 (FULLY_CONNECTED v12) is refused with the op version and the modes that load there."""
+    built = built_once(tmp_path_factory, "tiny-lm-eval", lambda d: run_script(BUILD, d, "eval"))
+    dynamic = tmp_path / "lm_dynamic.tflite"
+    dynamic.write_bytes(convert_signatures(built / "model", ("prefill_8", "prefill_16", "decode"), "dynamic"))
+    env = {"EDGETOOL_SSH_CONFIG": str(board.ssh_config)}
+    ok = edgetool_in_process(
+        "check", str(built / "lm_fp32.tflite"), "-t", "litert-cpu", "--device", board.url, "--json", env=env
+    )
+    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
+    result = json.loads(ok.stdout)["results"][0]
+    assert result["verdict"] == "runs" and "tflite_runtime" in result["method"]
+    bad = edgetool_in_process("check", str(dynamic), "-t", "litert-cpu", "--device", board.url, env=env)
+    assert bad.returncode == 1, bad.stdout[-3000:] + bad.stderr[-3000:]
+    said = " ".join(bad.stdout.split())
+    assert "no FULLY_CONNECTED kernel of version 12" in said and "fp32, fp16 and weight-int8" in said

@@ -87,6 +87,7 @@ def test_fp32_equals_the_reference_and_a_cache_bug_is_decode_only(built, tmp_pat
     speed = fp32["metrics"]
     assert set(speed["ttft_ms"]) == {"8", "16"} and speed["decode_short"]["tokens_per_s"] > 0
     assert speed["memory"]["cache_bytes"] == 2 * 2 * 64 * 4 * 8 * 4
+    assert 10 < fp32["peak_rss_mb"] < 2000  # measured: the host runner's own process (VmHWM), beside model+cache
     assert "### Language model" in out["md"].read_text() and "Language model" in out["html"].read_text()
     md = out["md"].read_text().splitlines()
     head, rule = md[md.index("### Language model") + 2 : md.index("### Language model") + 4]

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from edge_tool.calibration.spec import SignatureInfo, TensorSpec
-from edge_tool.errors import ModelError
+from edge_tool.errors import ModelError, UsageError
 from edge_tool.lm.contract import LmContractError, check_signatures, looks_like_lm, read_lm_contract
 from edge_tool.lm.spec import LmSpec, parse_spec
 from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
@@ -17,12 +17,12 @@ from tests.edgetool_runs import run_edgetool
 CACHE = (1, 64, 2, 8)
 
 
-def _sig(key: str, t: int, layers: int = 2, drop: str = "", dtype: dict | None = None) -> SignatureInfo:
+def _sig(key: str, t: int, layers: int = 2, drop: str = "", dtype: dict | None = None, cache=CACHE) -> SignatureInfo:
     dtype = dtype or {}
     caches = [f"kv_cache_{k}_{i}" for i in range(layers) for k in "kv"]
     ins = [TensorSpec("tokens", dtype.get("tokens", "int32"), (1, t)), TensorSpec("input_pos", "int32", (t,))]
-    ins += [TensorSpec(n, dtype.get(n, "float32"), CACHE) for n in caches if n != drop]
-    outs = [TensorSpec("logits", "float32", (1, t, 264))] + [TensorSpec(n, "float32", CACHE) for n in caches]
+    ins += [TensorSpec(n, dtype.get(n, "float32"), cache) for n in caches if n != drop]
+    outs = [TensorSpec("logits", "float32", (1, t, 264))] + [TensorSpec(n, "float32", cache) for n in caches]
     return SignatureInfo(key, tuple(ins), tuple(outs))
 
 
@@ -82,6 +82,17 @@ def test_every_problem_is_listed_at_once():
 def test_a_spec_that_disagrees_with_the_signatures_is_refused():
     with pytest.raises(LmContractError, match="edgetool_lm.json says max_len 128 but the signatures say 64"):
         check_signatures(GOOD, _spec(max_len=128), "m")
+
+
+def test_the_cache_layout_is_the_specs_and_a_wrong_one_is_refused_with_the_fix():
+    heads_first = tuple(_sig(k, t, cache=(1, 2, 64, 8)) for k, t in (("decode", 1), ("prefill_8", 8)))
+    c = check_signatures(heads_first, _spec(prefill_lengths=(8,), cache_layout="bhsd"), "m")
+    assert (c.cache_layout, c.max_len, c.num_kv_heads, c.cache_shape()) == ("bhsd", 64, 2, (1, 2, 64, 8))
+    assert check_signatures(heads_first, None, "m").cache_layout == "bhsd"  # a .tflite alone: max_len the longer axis
+    with pytest.raises(LmContractError, match='say "cache_layout": "bhsd" in edgetool_lm.json'):
+        check_signatures(heads_first, _spec(prefill_lengths=(8,)), "m")
+    with pytest.raises(UsageError, match="cache_layout is .hbsd.; expected one of bshd, bhsd"):
+        _spec(cache_layout="hbsd")
 
 
 def test_the_spec_round_trips_and_bad_json_names_the_file():

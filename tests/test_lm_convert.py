@@ -168,3 +168,14 @@ def test_check_feeds_the_cache_back_and_finds_one_that_does_not(lm_converted, tm
     _swap_prefill_cache_outputs(out / "model_fp32.tflite", broken)
     bad = run_edgetool("check", broken, "--target", target)
     assert bad.returncode == 1 and "does not feed back" in " ".join(bad.stdout.split()), bad.stdout + bad.stderr
+
+
+@pytest.mark.skipif(not HAS_LM_EXTRA, reason=NO_LM_EXTRA)
+def test_a_model_in_litert_lms_cache_layout_is_bundled_without_a_transpose(tiny_lm_bhsd, tmp_path):
+    proc = run_edgetool("convert", tiny_lm_bhsd / "model", "-o", tmp_path / "lm", "--quant", "fp32", "--litertlm")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (entry,) = json.loads((tmp_path / "lm" / "manifest.json").read_text())["artifacts"]
+    record = entry["lm"]["litertlm"]
+    assert record["greedy_match"] and "no transpose" in record["cache_layout"]
+    assert record["seeded_sampling"].startswith("not compared") and "seeded sampling: not compared" in proc.stdout
+    assert entry["lm"]["cache_shape"] == [1, 2, 64, 8]  # [1, kv_heads, max_len, head_dim]

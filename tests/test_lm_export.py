@@ -34,7 +34,7 @@ def _convert(model, out) -> None:
     out.write_bytes(run_converter(converter, Refusal(model=model, failed=f"The TFLite converter failed on {model}")))
 
 
-@pytest.mark.parametrize("built", ["tiny_lm", "tiny_lm_rope"])
+@pytest.mark.parametrize("built", ["tiny_lm", "tiny_lm_rope", "tiny_lm_bhsd"])
 def test_saved_model_chunked_prefill_and_decode_equal_keras(built, request):
     built = request.getfixturevalue(built)
     tokens, logits = _reference(built)
@@ -46,7 +46,7 @@ def test_saved_model_chunked_prefill_and_decode_equal_keras(built, request):
     assert np.abs(session.feed(tokens) - logits).max() <= 1e-5 * scale  # 16 + 16 + 16: the feeding policy
 
 
-@pytest.mark.parametrize("built", ["tiny_lm", "tiny_lm_rope"])
+@pytest.mark.parametrize("built", ["tiny_lm", "tiny_lm_rope", "tiny_lm_bhsd"])
 def test_tflite_chunked_prefill_and_decode_equal_keras(built, request, tmp_path):
     built = request.getfixturevalue(built)
     tflite = tmp_path / "lm.tflite"

@@ -5,16 +5,22 @@ Micro's interpreter allocating and invoking the int8 model there). The probing i
 
 from __future__ import annotations
 
+from edge_tool.check import lm_cache
 from edge_tool.check.base import Finding, Status, TargetResult, target_result
+from edge_tool.check.lm_device import lm_on_device
 from edge_tool.check.targets.common import Unavailable, conversion_failed
 from edge_tool.device.facts import device_record
 from edge_tool.device.programs import LITERT, TFLM, probe_model
+from edge_tool.device.runtime_refusal import explain
 from edge_tool.device.url import DeviceURL
 from edge_tool.micro.tflm import GENEROUS_ARENA
 
 
-def _findings(answer: dict) -> list[Finding]:
-    return [] if answer["ok"] else [Finding("(model)", Status.UNSUPPORTED, answer["error"].strip()[:800] or "failed")]
+def _findings(answer: dict, runtime: str = "") -> list[Finding]:
+    if answer["ok"]:
+        return []
+    said = explain(answer["error"], runtime) or answer["error"].strip()[:800] or "failed"
+    return [Finding("(model)", Status.UNSUPPORTED, said)]
 
 
 def litert_cpu_on_device(subject, url: DeviceURL) -> TargetResult:
@@ -23,6 +29,8 @@ def litert_cpu_on_device(subject, url: DeviceURL) -> TargetResult:
         path = subject.artefact("fp32")
     except Unavailable as exc:
         return conversion_failed("litert-cpu", subject, exc)
+    if lm_cache.is_lm(path):
+        return lm_on_device(path, url)
     hello, answer = probe_model(url, path, LITERT, {})
     method = (
         f"load + allocate + invoke on {url.name} ({hello.get('machine')}, {hello['runtime']} "
@@ -31,7 +39,7 @@ def litert_cpu_on_device(subject, url: DeviceURL) -> TargetResult:
     return target_result(
         "litert-cpu",
         path,
-        _findings(answer),
+        _findings(answer, f"{hello['runtime']} {hello.get('runtime_version')}"),
         method,
         {"runtime": hello["runtime"], "device": device_record(url, hello)},
     )

@@ -24,6 +24,14 @@ def print_result(result) -> None:
     for entry in result.manifest.artifacts:
         if entry.micro is not None:
             _print_micro(entry.path, entry.micro)
+        bundle = entry.lm.litertlm if entry.lm is not None else None
+        if bundle:
+            print(
+                visible(
+                    f"{bundle['path']}: LiteRT-LM's greedy text equals edgetool's; caches {bundle['cache_layout']}."
+                )
+            )
+            print(visible(f"  seeded sampling: {bundle['seeded_sampling']}"))
     for mode, why in result.failures.items():
         print(visible(f'not built: {mode} ({why}); manifest.json records it under "failed".'))
     print(visible(f"manifest: {result.output_dir / 'manifest.json'}"))

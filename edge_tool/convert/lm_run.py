@@ -162,7 +162,7 @@ def _one(config, contract, keys, probe, out: Path, mode: str, fp32: bytes | None
     summary = summarize_tflite(made.data)
     lm = LmArtifact(
         signatures=keys,
-        cache_shape=(1, contract.max_len, contract.num_kv_heads, contract.head_dim),
+        cache_shape=contract.cache_shape(),
         cache_dtype=contract.cache_dtype,
         cache_bytes=contract.cache_bytes,
         size_ratio=None,

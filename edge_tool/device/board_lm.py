@@ -29,7 +29,14 @@ class BoardContract:
         self.prefill_keys = tuple(str(k) for k in req["prefill_keys"])
         self.num_layers, self.num_kv_heads = int(req["num_layers"]), int(req["num_kv_heads"])
         self.head_dim, self.vocab_size = int(req["head_dim"]), int(req["vocab_size"])
+        self.cache_layout = str(req.get("cache_layout", "bshd"))
         self.spec = None
+
+    def cache_shape(self) -> tuple:
+        """One layer's K (or V) cache as the signatures take it (``LmContract.cache_shape``)."""
+        if self.cache_layout == "bhsd":
+            return (1, self.num_kv_heads, self.max_len, self.head_dim)
+        return (1, self.max_len, self.num_kv_heads, self.head_dim)
 
     def prefill_key(self, length: int) -> str:
         """The signature key of the prefill of ``length`` tokens."""

@@ -12,6 +12,7 @@ import numpy as np
 from edge_tool.device import answers
 from edge_tool.device.answers import BadAnswer
 from edge_tool.device.facts import missing_runtime, runtime_usable
+from edge_tool.device.runtime_refusal import BoardRefusedModel, explain
 from edge_tool.device.session import RunnerSession, model_bytes, sweep
 from edge_tool.device.transport import SshDevice
 from edge_tool.device.url import DeviceURL
@@ -101,7 +102,7 @@ def lm_on_board(url: DeviceURL, path: Path, load: dict, ids, prompts, req: dict,
             if not runtime_usable(hello):
                 raise RuntimeFailure(missing_runtime(hello, url.python))
             session.send({"op": "load", "runtime": PROGRAM, **load}, blob=model_bytes(path))
-            session.receive(_ready, activity=f"loading {path.name} on {url.name}")
+            _load(session, hello, f"loading {path.name} on {url.name}")
             arrays = {
                 "ids": np.asarray(ids, np.int32),
                 **{f"p{i}": np.asarray(p, np.int32) for i, p in enumerate(prompts)},
@@ -125,6 +126,19 @@ def lm_on_board(url: DeviceURL, path: Path, load: dict, ids, prompts, req: dict,
         return hello, answer
     finally:
         device.close()
+
+
+def _load(session: RunnerSession, hello: dict, activity: str) -> None:
+    """The load's answer; BoardRefusedModel when the runtime refused the file (``runtime_refusal`` says why)."""
+    try:
+        session.receive(_ready, activity=activity)
+    except BadAnswer:
+        raise
+    except RuntimeFailure as exc:
+        if session.died:
+            raise
+        said = explain(str(exc), f"{hello.get('runtime')} {hello.get('runtime_version')}")
+        raise BoardRefusedModel(said or str(exc)) from None
 
 
 def _ready(h: dict) -> dict:

@@ -43,6 +43,6 @@ def lm_sources() -> list[str]:
         *(inspect.getsource(o) for o in (sampling.greedy, sampling.sample, generate.stream)),
         *(inspect.getsource(o) for o in (measure.windows, measure.teacher_forced, measure.continuations)),
         inspect.getsource(measure.lm_run),
-        *(inspect.getsource(o) for o in (measure.time_ttft, measure.time_decode, measure.timings)),
+        *(inspect.getsource(o) for o in (measure.zero_caches, measure.time_ttft, measure.time_decode, measure.timings)),
     ]
     return parts

@@ -21,6 +21,7 @@ def load_request(contract: LmContract, threads: int) -> dict:
         "num_layers": contract.num_layers,
         "num_kv_heads": contract.num_kv_heads,
         "head_dim": contract.head_dim,
+        "cache_layout": contract.cache_layout,
         "vocab_size": contract.vocab_size,
     }
 

@@ -7,11 +7,17 @@ on every ``--device`` board (``device.lm_board``: the same loop, sent as source)
 
 from __future__ import annotations
 
+import json
+import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_tool.errors import ModelError, UsageError, collect_and_raise
+import numpy as np
+
+from edge_tool.core.childproc import module_command
+from edge_tool.errors import ModelError, RuntimeFailure, UsageError, collect_and_raise
 from edge_tool.evaluate.artifacts import saved_model_size
 from edge_tool.evaluate.config import EvalConfig
 from edge_tool.evaluate.lm_device import board_rows
@@ -21,7 +27,7 @@ from edge_tool.evaluate.outputs import check_outputs
 from edge_tool.evaluate.report import Report
 from edge_tool.lm.contract import LmContract, looks_like_lm, read_lm_contract
 from edge_tool.lm.measure import lm_run, targets_of, windows
-from edge_tool.lm.session import LmSession, saved_model_call, tflite_call
+from edge_tool.lm.session import LmSession, saved_model_call
 from edge_tool.lm.spec import LmSpec
 from edge_tool.lm.tokenizer.registry import Tokenizer, load_tokenizer, tokenizer_folder
 from edge_tool.models.readers import ArtifactFormat, describe
@@ -133,11 +139,18 @@ def _artifacts(config: EvalConfig, contract: LmContract) -> tuple[list, list[str
     arts, problems = [], []
     for path in config.artifacts:
         try:
+            if Path(path).suffix == ".litertlm":
+                raise UsageError(
+                    f"{path}: eval --task lm runs .tflite artefacts; a .litertlm runs in LiteRT-LM, whose Python API "
+                    "(litert-lm-api 0.18) gives neither logits nor token ids, only text, and samples with its own "
+                    "seeded sampler, so perplexity, agreement and seeded continuations cannot be measured there. "
+                    "convert --litertlm checks each bundle's greedy text against edgetool's; eval the .tflite beside it."
+                )
             art = describe(path)
             if art.format is not ArtifactFormat.TFLITE:
                 raise UsageError(f"{path}: eval --task lm runs .tflite artefacts (LiteRT), not {art.format.value}.")
             theirs = read_lm_contract(art.model_file)
-            for name in ("max_len", "vocab_size", "num_layers", "num_kv_heads", "head_dim"):
+            for name in ("max_len", "vocab_size", "num_layers", "num_kv_heads", "head_dim", "cache_layout"):
                 if getattr(theirs, name) != getattr(contract, name):
                     raise UsageError(
                         f"{path}: its {name} is {getattr(theirs, name)}, the reference's {getattr(contract, name)}."
@@ -149,16 +162,20 @@ def _artifacts(config: EvalConfig, contract: LmContract) -> tuple[list, list[str
 
 
 def host_run(path: Path, threads: int, text: LmText, req: dict) -> dict:
-    """The LM run of one .tflite in LiteRT here (signature runners, caches fed back), with load and cold-start ms."""
-    t0 = time.perf_counter()
-    contract = read_lm_contract(path)
-    call = tflite_call(path, threads)
-    session = LmSession(call, contract)
-    loaded = time.perf_counter()
-    session.decode(0)
-    cold = time.perf_counter()
-    raw = lm_run(session, text.ids, text.prompts, req)
-    return {**raw, "load_ms": (loaded - t0) * 1e3, "cold_start_ms": (cold - t0) * 1e3}
+    """The LM run of one .tflite in a fresh LiteRT process (``lm_worker``), with load, cold-start ms and its peak
+    RSS; RuntimeFailure with the worker's last words when it fails."""
+    with tempfile.TemporaryDirectory(prefix="edgetool-lm-") as tmp:
+        request = {"model": str(path), "threads": threads, "ids": list(text.ids), "prompts": list(text.prompts)}
+        request |= {"req": req, "out": str(Path(tmp) / "arrays.npz")}
+        (Path(tmp) / "request.json").write_text(json.dumps(request), encoding="utf-8")
+        cmd = module_command("edge_tool.evaluate.lm_worker", str(Path(tmp) / "request.json"))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            said = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+            raise RuntimeFailure(said[-1] if said else f"the LiteRT worker exited with {proc.returncode}")
+        with np.load(request["out"]) as arrays:
+            return {**json.loads(lines[-1]), "logits": arrays["logits"], "decode": arrays["decode"]}
 
 
 def run_lm_eval(config: EvalConfig) -> Report:
@@ -196,8 +213,9 @@ def run_lm_eval(config: EvalConfig) -> Report:
                 failed_row(art, str(art.given), f"does not run in LiteRT: {exc}", ref_size, "litert", config.threads)
             )
             continue
-        common |= {"runtime": "litert", "peak_rss_mb": None}
-        row = artifact_row(art, raw, ref_raw, targets, ref_size, common, text.target_bytes)
+        rss = raw.get("peak_rss_mb")
+        common_row = {**common, "runtime": "litert", "peak_rss_mb": rss}
+        row = artifact_row(art, raw, ref_raw, targets, ref_size, common_row, text.target_bytes)
         results.append(row)
     stages["artefacts (host)"] = time.perf_counter() - started - stages["reference"]
     if config.device_urls:
@@ -232,8 +250,9 @@ def _report(config: EvalConfig, reference, results: list, text: LmText, req: dic
         "through prefill, the rest one decode call each); |Δlogit| split into prefill and decode positions; "
         "greedy and seeded continuations (edge_tool.lm.sampling's xorshift32) compared token for token with the "
         "reference's; latency = one decode step (call + argmax, cache fed back) at short context.",
-        "Host LM rows run in eval's own process (LiteRT signature runners): their memory is the model's bytes plus "
-        "the cache's, not a process peak.",
+        "Memory: 'model+cache' is the file's bytes plus the KV cache's at max_len; 'peak RSS' is measured, the "
+        "runner process's VmHWM (host: a fresh LiteRT-only process per artefact, as a board's runner; it includes "
+        "Python, numpy and LiteRT themselves).",
     )
     return Report(
         reference,

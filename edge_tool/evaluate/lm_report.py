@@ -21,6 +21,7 @@ LM_HEADERS = [
     "decode tok/s short / full",
     "load ms",
     "model+cache",
+    "peak RSS (runner)",
 ]
 
 
@@ -46,7 +47,7 @@ def _speed(m: dict) -> tuple[str, str]:
     return ttft, tps
 
 
-def _row(label: str, m: dict | None, d: dict | None) -> list[str]:
+def _row(label: str, m: dict | None, d: dict | None, rss: float | None = None) -> list[str]:
     m, d = m or {}, d or {}
     ttft, tps = _speed(m)
     mem = m.get("memory") or {}
@@ -67,6 +68,7 @@ def _row(label: str, m: dict | None, d: dict | None) -> list[str]:
         tps,
         _g(m.get("load_ms"), ".1f"),
         f"{total / 1e6:.2f} MB" if total else "—",
+        "—" if rss is None else f"{rss:.0f} MB",
     ]
 
 
@@ -75,7 +77,8 @@ def lm_rows(report) -> list[list[str]]:
     rows = [_row(f"{report.reference.path} (reference)", report.reference.metrics, None)]
     for r in report.results:
         where = f" @ {r.device['url']}" if r.device else ""
-        rows.append(_row(r.artifact + where, r.metrics, r.drift) if not r.failed else [r.artifact + where, "✗"])
+        row = _row(r.artifact + where, r.metrics, r.drift, r.peak_rss_mb)
+        rows.append(row if not r.failed else [r.artifact + where, "✗"])
     return rows
 
 

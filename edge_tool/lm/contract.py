@@ -14,7 +14,7 @@ from pathlib import Path
 from edge_tool.calibration.serial import Record
 from edge_tool.calibration.spec import SignatureInfo, TensorSpec
 from edge_tool.errors import ModelError
-from edge_tool.lm.spec import SPEC_NAME, LmSpec, read_spec
+from edge_tool.lm.spec import CACHE_LAYOUTS, SPEC_NAME, LmSpec, cache_shape, read_spec
 from edge_tool.models.signatures import saved_model_signatures, tflite_signatures
 
 DECODE = "decode"
@@ -23,7 +23,7 @@ CACHE = re.compile(r"^kv_cache_([kv])_(\d+)$")
 WAY_OUT = (
     "An LM needs a `decode` signature and one or more `prefill`/`prefill_<T>` signatures, each taking `tokens` "
     "int32 [1, T], `input_pos` int32 [T] and `kv_cache_k_<i>`/`kv_cache_v_<i>` float32 [1, max_len, kv_heads, "
-    "head_dim] for every layer i, and giving `logits` float32 [1, T, vocab] and the same caches; write them with "
+    "head_dim] (or [1, kv_heads, max_len, head_dim], LiteRT-LM's, declared as cache_layout bhsd) for every layer i, and giving `logits` float32 [1, T, vocab] and the same caches; write them with "
     "edge_tool.lm.export or by hand as docs/lm.md shows."
 )
 
@@ -46,6 +46,11 @@ class LmContract(Record):
     cache_dtype: str
     cache_bytes: int  # K and V of every layer, at max_len
     spec: LmSpec | None = None
+    cache_layout: str = "bshd"  # spec.CACHE_LAYOUTS: the spec's, or (a .tflite alone) max_len is the longer axis
+
+    def cache_shape(self) -> tuple[int, int, int, int]:
+        """One layer's K (or V) cache as the signatures take it."""
+        return cache_shape(self.cache_layout, self.max_len, self.num_kv_heads, self.head_dim)
 
     def prefill_key(self, length: int) -> str:
         """The signature key of the prefill of ``length`` tokens."""
@@ -120,7 +125,10 @@ def _check_caches(key: str, ins: dict, outs: dict, say) -> dict:
         spec = ins.get(n) or outs.get(n)
         shape = tuple(spec.shape) if spec.shape is not None else None
         if spec.dtype != "float32" or shape is None or len(shape) != 4 or shape[0] != 1 or None in shape:
-            say(f"`{key}` `{n}` is {spec.dtype} {_fmt(spec.shape)}, expected float32 [1, max_len, kv_heads, head_dim]")
+            say(
+                f"`{key}` `{n}` is {spec.dtype} {_fmt(spec.shape)}, expected float32 [1, max_len, kv_heads, head_dim]"
+                " (or [1, kv_heads, max_len, head_dim])"
+            )
         shapes.add((spec.dtype, shape))
     if len(shapes) > 1:
         say(f"`{key}`'s caches differ in dtype or shape ({', '.join(sorted(f'{d} {_fmt(s)}' for d, s in shapes))})")
@@ -166,8 +174,17 @@ def _named_t(key: str, is_decode: bool) -> int | None:
     return int(m.group(1)) if m and m.group(1) else None
 
 
+def _layout(shape: tuple, spec: LmSpec | None) -> str:
+    """The spec's cache layout; without a spec (a .tflite alone) max_len is the longer of axes 1 and 2."""
+    if spec is not None:
+        return spec.cache_layout
+    return "bhsd" if shape[2] > shape[1] else "bshd"
+
+
 def _contract(facts: dict, prefills: list[str], spec: LmSpec | None) -> LmContract:
-    dtype, (_, max_len, heads, head_dim) = facts[DECODE]["cache"]
+    dtype, shape = facts[DECODE]["cache"]
+    layout = _layout(shape, spec)
+    _, max_len, heads, head_dim = (shape[0], shape[2], shape[1], shape[3]) if layout == "bhsd" else shape
     layers = facts[DECODE]["layers"]
     order = sorted(prefills, key=lambda k: facts[k]["t"])
     return LmContract(
@@ -181,6 +198,7 @@ def _contract(facts: dict, prefills: list[str], spec: LmSpec | None) -> LmContra
         cache_dtype=dtype,
         cache_bytes=2 * layers * max_len * heads * head_dim * 4,
         spec=spec,
+        cache_layout=layout,
     )
 
 
@@ -193,11 +211,19 @@ def _spec_problems(c: LmContract, spec: LmSpec) -> list[str]:
         "head_dim": (spec.head_dim, c.head_dim),
         "prefill_lengths": (tuple(sorted(spec.prefill_lengths)), c.prefill_lengths),
     }
-    return [
+    problems = [
         f"{SPEC_NAME} says {name} {said} but the signatures say {found}"
         for name, (said, found) in pairs.items()
         if said != found
     ]
+    if problems and (spec.max_len, spec.num_kv_heads) == (c.num_kv_heads, c.max_len):
+        other = next(k for k in CACHE_LAYOUTS if k != spec.cache_layout)
+        problems.append(
+            f"the caches are {list(c.cache_shape())} read as cache_layout {spec.cache_layout} "
+            f"({CACHE_LAYOUTS[spec.cache_layout]}); they fit cache_layout {other} ({CACHE_LAYOUTS[other]}): "
+            f'say "cache_layout": "{other}" in {SPEC_NAME}'
+        )
+    return problems
 
 
 def describe(c: LmContract) -> list[tuple[str, str]]:
@@ -207,6 +233,7 @@ def describe(c: LmContract) -> list[tuple[str, str]]:
         ("layers", str(c.num_layers)),
         ("key/value heads × head_dim", f"{c.num_kv_heads} × {c.head_dim}"),
         ("max length", f"{c.max_len} tokens"),
+        ("cache layout", f"{c.cache_layout} {CACHE_LAYOUTS[c.cache_layout]}"),
         ("prefill lengths", ", ".join(f"{t} ({k})" for t, k in zip(c.prefill_lengths, c.prefill_keys))),
         ("vocabulary", f"{c.vocab_size} logits"),
         ("KV cache", f"{c.cache_bytes:,} bytes {c.cache_dtype} at max length ({per_token:,} bytes per token)"),

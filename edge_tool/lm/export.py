@@ -34,13 +34,15 @@ def _parts(attention):
     return attention.query, attention.key, attention.value, attention.out, attention.num_kv_heads, attention.tables
 
 
-def lm_step(tf, model, tokens, input_pos, caches: list):
-    """(logits [1,T,V], new caches) of ``tokens`` [1,T] at ``input_pos`` [T]; ``caches`` = [k0, v0, k1, v1, …]."""
+def lm_step(tf, model, tokens, input_pos, caches: list, layout: str = "bshd"):
+    """(logits [1,T,V], new caches) of ``tokens`` [1,T] at ``input_pos`` [T]; ``caches`` = [k0, v0, k1, v1, …] in
+    ``layout`` (spec.CACHE_LAYOUTS)."""
     x = model.embed_tokens(tokens, input_pos)
-    max_len = caches[0].shape[1]
+    heads_first = layout == "bhsd"
+    max_len = caches[0].shape[2 if heads_first else 1]
     visible = tf.range(max_len)[None, :] <= input_pos[:, None]  # [T, max_len]
     zero = tf.zeros([], tf.int32)
-    start = tf.stack([zero, input_pos[0], zero, zero])
+    start = tf.stack([zero, zero, input_pos[0], zero] if heads_first else [zero, input_pos[0], zero, zero])
     new = []
     for i, block in enumerate(model.blocks):
         query, key, value, out, _, tables = _parts(block.attention)
@@ -48,10 +50,12 @@ def lm_step(tf, model, tokens, input_pos, caches: list):
         q, k, v = query(h), key(h), value(h)
         if tables is not None:
             q, k = rotate(tf, q, input_pos, tables), rotate(tf, k, input_pos, tables)
+        if heads_first:  # the T new rows as [1, kv_heads, T, head_dim]: O(T), the cache itself is never transposed
+            k, v = tf.transpose(k, [0, 2, 1, 3]), tf.transpose(v, [0, 2, 1, 3])
         k_cache = _write(tf, caches[2 * i], k, start)
         v_cache = _write(tf, caches[2 * i + 1], v, start)
         new += [k_cache, v_cache]
-        x = x + out(causal_attention(tf, q, k_cache, v_cache, visible))
+        x = x + out(causal_attention(tf, q, k_cache, v_cache, visible, layout))
         x = x + block.feed_forward(block.norm2(x))
     return model.logits(x), new
 
@@ -85,7 +89,7 @@ def _signature(tf, model, t: int, spec: LmSpec):
 
     @tf.function(input_signature=inputs)
     def endpoint(*args):
-        logits, caches = lm_step(tf, model, args[0], args[1], list(args[2:]))
+        logits, caches = lm_step(tf, model, args[0], args[1], list(args[2:]), spec.cache_layout)
         return {"logits": logits, **dict(zip(names, caches))}
 
     return endpoint.get_concrete_function()

@@ -76,13 +76,19 @@ def continuations(session, prompts, n: int, sampler: Sampler, stop_ids=()) -> li
     return [list(stream(session, list(p)[: room - 1], n, sampler, stop_ids)) for p in prompts]
 
 
-def time_ttft(session, length: int, reps: int) -> list:
-    """ns of each of ``reps`` prefills of ``length`` tokens from empty caches, the first token chosen (greedy)."""
-    tokens = [(7 * i + 3) % 256 for i in range(length)]
+def zero_caches(session) -> dict:
+    """The session reset to position 0; its zero caches (one set, reused by every timed run)."""
     session.reset()
-    zeros, out = dict(session.caches), []  # the same zero caches every run (calls never write their inputs)
+    return dict(session.caches)
+
+
+def time_ttft(session, length: int, reps: int, zeros: dict | None = None) -> list:
+    """ns of each of ``reps`` prefills of ``length`` tokens from empty caches (``zeros``: the same arrays every run,
+    as a plain loop feeds them — calls never write their inputs), the first token chosen (greedy)."""
+    tokens = [(7 * i + 3) % 256 for i in range(length)]
+    zeros, out = zeros or zero_caches(session), []
     for _ in range(reps):
-        session.reset()
+        session.position = 0
         session.caches = dict(zeros)
         t0 = time.perf_counter_ns()
         greedy(session.prefill(tokens, length)[-1])
@@ -90,9 +96,9 @@ def time_ttft(session, length: int, reps: int) -> list:
     return out
 
 
-def time_decode(session, start: int, steps: int) -> list:
+def time_decode(session, start: int, steps: int, zeros: dict | None = None) -> list:
     """ns of each of ``steps`` greedy decode steps (call + argmax, the cache fed back) from position ``start``."""
-    session.reset()
+    session.caches = dict(zeros or zero_caches(session))
     session.position = start
     token, out = 65, []
     for _ in range(steps):
@@ -104,16 +110,19 @@ def time_decode(session, start: int, steps: int) -> list:
 
 def timings(session, warmup: int, reps: int, steps: int) -> dict:
     """TTFT ns per prefill length and decode-step ns at short (after the shortest prefill) and near-full context
-    (the last ``steps`` positions), after ``warmup`` untimed calls of each."""
+    (the last ``steps`` positions), each after ``warmup`` untimed calls; in the order and with the allocations of a
+    plain loop (benchmarks/_lm_scripts.py PLAIN): per length warm-up then timed prefills, then decode warm-up,
+    short, near-full, every run starting from the same zero caches."""
     c = session.contract
     steps = max(1, min(steps, c.max_len // 2))
     short = min(c.prefill_lengths[0], c.max_len - steps)
+    zeros, out = zero_caches(session), {"ttft_ns": {}}
     for length in c.prefill_lengths:
-        time_ttft(session, length, warmup)
-    time_decode(session, short, warmup)
-    out = {"ttft_ns": {str(t): time_ttft(session, t, reps) for t in c.prefill_lengths}}
-    out["decode_short_ns"] = time_decode(session, short, steps)
-    out["decode_full_ns"] = time_decode(session, c.max_len - steps, steps)
+        time_ttft(session, length, warmup, zeros)
+        out["ttft_ns"][str(length)] = time_ttft(session, length, reps, zeros)
+    time_decode(session, short, warmup, zeros)
+    out["decode_short_ns"] = time_decode(session, short, steps, zeros)
+    out["decode_full_ns"] = time_decode(session, c.max_len - steps, steps, zeros)
     out["positions"] = [short, c.max_len - steps]
     return out
 
@@ -121,7 +130,9 @@ def timings(session, warmup: int, reps: int, steps: int) -> dict:
 def lm_run(session, ids, prompts, req: dict) -> dict:
     """Everything eval measures of one runtime: teacher-forced logits over ``ids`` (prefill of ``req['prefill_len']``
     tokens per window, then decode), greedy and seeded (temperature / top_k, seed + prompt index) continuations of
-    ``req['new_tokens']`` tokens per prompt, and with ``req['timing']`` the timings (``timings``)."""
+    ``req['new_tokens']`` tokens per prompt, and with ``req['timing']`` the timings (``timings``) — taken first, right
+    after the load, so the process (its allocator included) is in the state a plain loop times in."""
+    timed = timings(session, int(req["warmup"]), int(req["reps"]), int(req["steps"])) if req.get("timing") else None
     bos = req.get("bos")
     logits, decode = teacher_forced(session, ids, int(req["prefill_len"]), None if bos is None else int(bos))
     n, stops = int(req["new_tokens"]), [int(s) for s in req.get("stop_ids") or ()]
@@ -135,6 +146,6 @@ def lm_run(session, ids, prompts, req: dict) -> dict:
         "greedy": continuations(session, prompts, n, Sampler(), stops),
         "seeded": seeded,
     }
-    if req.get("timing"):
-        out["timed"] = timings(session, int(req["warmup"]), int(req["reps"]), int(req["steps"]))
+    if timed is not None:
+        out["timed"] = timed
     return out

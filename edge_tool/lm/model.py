@@ -61,14 +61,16 @@ class LmConfig(Record):
         return self.num_kv_heads or self.num_heads
 
 
-def causal_attention(tf, q, k, v, visible):
-    """Softmax attention of q [B,T,H,D] over k, v [B,S,Hkv,D] where ``visible`` [T,S] (bool) holds; H = G * Hkv."""
+def causal_attention(tf, q, k, v, visible, layout: str = "bshd"):
+    """Softmax attention of q [B,T,H,D] over k, v [B,S,Hkv,D] (``layout`` "bhsd": [B,Hkv,S,D]) where ``visible``
+    [T,S] (bool) holds; H = G * Hkv."""
     b, t, h, d = (tf.shape(q)[0], tf.shape(q)[1], q.shape[2], q.shape[3])
-    groups = h // k.shape[2]
-    q = tf.reshape(q * (1.0 / float(d) ** 0.5), [b, t, k.shape[2], groups, d])
-    scores = tf.einsum("btkgd,bskd->bkgts", q, k)
+    kv = "bksd" if layout == "bhsd" else "bskd"
+    heads = k.shape[1] if layout == "bhsd" else k.shape[2]
+    q = tf.reshape(q * (1.0 / float(d) ** 0.5), [b, t, heads, h // heads, d])
+    scores = tf.einsum(f"btkgd,{kv}->bkgts", q, k)
     scores = tf.where(visible, scores, tf.constant(NEG_INF, scores.dtype))
-    out = tf.einsum("bkgts,bskd->btkgd", tf.nn.softmax(scores, axis=-1), v)
+    out = tf.einsum(f"bkgts,{kv}->btkgd", tf.nn.softmax(scores, axis=-1), v)
     return tf.reshape(out, [b, t, h, d])
 
 

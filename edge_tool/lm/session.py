@@ -31,7 +31,7 @@ class LmSession:
     def reset(self) -> None:
         """Empty caches (zeros), position 0."""
         c = self.contract
-        shape = (1, c.max_len, c.num_kv_heads, c.head_dim)
+        shape = c.cache_shape()
         self.caches = {f"kv_cache_{k}_{i}": np.zeros(shape, np.float32) for i in range(c.num_layers) for k in "kv"}
         self.position = 0
 

@@ -18,6 +18,9 @@ SPEC_NAME = "edgetool_lm.json"
 TOKENIZERS = ("byte", "bpe")
 BYTE_BOS, BYTE_EOS, BYTE_PAD = 256, 257, 258  # byte-level ids: 0..255 = UTF-8 bytes, then these specials
 BYTE_VOCAB = 264  # 259 ids padded up to a multiple of 8
+# one layer's K (or V) cache: "bshd" [1, max_len, kv_heads, head_dim] (the default), or "bhsd" [1, kv_heads, max_len,
+# head_dim], LiteRT-LM 0.18's, which a .litertlm bundle then uses without transposing the caches at each call
+CACHE_LAYOUTS = {"bshd": "[1, max_len, kv_heads, head_dim]", "bhsd": "[1, kv_heads, max_len, head_dim]"}
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class LmSpec(Record):
     stop_ids: tuple[int, ...] = (BYTE_EOS,)
     sampler: SamplerDefaults = field(default_factory=SamplerDefaults)
     format: int = FORMAT
+    cache_layout: str = "bshd"
 
     json_order = ("format", "tokenizer")
 
@@ -65,6 +69,8 @@ class LmSpec(Record):
         for name, ids in (("bos_id", (self.bos_id,)), ("eos_id", (self.eos_id,)), ("pad_id", (self.pad_id,))):
             problems += _ids_problems(name, ids, self.vocab_size)
         problems += _ids_problems("stop_ids", self.stop_ids, self.vocab_size)
+        if self.cache_layout not in CACHE_LAYOUTS:
+            problems.append(f"cache_layout is {self.cache_layout!r}; expected one of {', '.join(CACHE_LAYOUTS)}.")
         if self.sampler.temperature < 0 or self.sampler.top_k < 0:
             problems.append("sampler temperature and top_k must be >= 0.")
         collect_and_raise(problems, header=f"Invalid {SPEC_NAME}:")
@@ -74,8 +80,13 @@ class LmSpec(Record):
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def cache_shape(self, max_len: int | None = None) -> tuple[int, int, int, int]:
-        """One layer's K (or V) cache: [1, max_len, num_kv_heads, head_dim]."""
-        return (1, max_len or self.max_len, self.num_kv_heads, self.head_dim)
+        """One layer's K (or V) cache in ``cache_layout`` (CACHE_LAYOUTS)."""
+        return cache_shape(self.cache_layout, max_len or self.max_len, self.num_kv_heads, self.head_dim)
+
+
+def cache_shape(layout: str, max_len: int, heads: int, head_dim: int) -> tuple[int, int, int, int]:
+    """One layer's K (or V) cache shape in ``layout`` (CACHE_LAYOUTS)."""
+    return (1, heads, max_len, head_dim) if layout == "bhsd" else (1, max_len, heads, head_dim)
 
 
 def _ids_problems(name: str, ids: tuple[int, ...], vocab: int) -> list[str]:

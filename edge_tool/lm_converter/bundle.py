@@ -20,8 +20,10 @@ from edge_tool.lm.tokenizer.registry import Tokenizer
 from edge_tool.lm_converter.build import build_mode, convert_signatures
 from edge_tool.lm_converter.litertlm import (
     GREEDY_TOKENS,
-    LAYOUT,
+    LAYOUT_NATIVE,
+    LAYOUT_TRANSPOSED,
     PROMPT,
+    SEEDED_NOT_COMPARED,
     cache_transposed_saved_model,
     engine_greedy,
     write_bundle,
@@ -51,9 +53,11 @@ def bundle_all(config, contract: LmContract, spec: LmSpec, tokenizer: Tokenizer,
     entries, failed = [], {}
     with tempfile.TemporaryDirectory(prefix="edgetool-litertlm-") as tmp:
         work = Path(tmp)
-        with step("LiteRT-LM layout: caches [1, kv_heads, max_len, head_dim]"):
-            cache_transposed_saved_model(config.model, keys, contract, work / "layout")
-            fp32 = convert_signatures(work / "layout", keys, "fp32")
+        fp32 = None  # the model has LiteRT-LM's cache layout already (cache_layout bhsd): each mode's file as it is
+        if contract.cache_layout != "bhsd":
+            with step("LiteRT-LM layout: caches [1, kv_heads, max_len, head_dim], transposed at each call's edge"):
+                cache_transposed_saved_model(config.model, keys, contract, work / "layout")
+                fp32 = convert_signatures(work / "layout", keys, "fp32")
         for entry in built:
             try:
                 entries.append(_one(entry, contract, spec, tokenizer, keys, out, work, fp32))
@@ -65,9 +69,13 @@ def bundle_all(config, contract: LmContract, spec: LmSpec, tokenizer: Tokenizer,
     return entries, failed
 
 
-def _one(entry: ManifestArtifact, contract, spec, tokenizer, keys, out: Path, work: Path, fp32: bytes):
+def _one(entry: ManifestArtifact, contract, spec, tokenizer, keys, out: Path, work: Path, fp32) -> ManifestArtifact:
+    """One mode's bundle (``fp32``: the transposed-layout fp32 file, or None when the mode's own file is used)."""
     mode = entry.quant
-    data = fp32 if mode == "fp32" else build_mode(mode, work / "layout", keys, fp32, contract.vocab_size).data
+    if fp32 is None:
+        data = (out / entry.path).read_bytes()
+    else:
+        data = fp32 if mode == "fp32" else build_mode(mode, work / "layout", keys, fp32, contract.vocab_size).data
     (work / f"{mode}.tflite").write_bytes(data)
     bundle = out / (Path(entry.path).stem + ".litertlm")
     with step(f"pack {bundle.name} and run it in LiteRT-LM"):
@@ -85,9 +93,10 @@ def _one(entry: ManifestArtifact, contract, spec, tokenizer, keys, out: Path, wo
         "size_bytes": bundle.stat().st_size,
         "sha256": content_hash(bundle),
         "engine": f"litert-lm-api {installed_version('litert-lm-api')}",
-        "cache_layout": LAYOUT,
+        "cache_layout": LAYOUT_TRANSPOSED if fp32 is not None else LAYOUT_NATIVE,
         "prompt": PROMPT,
         "greedy_text": engine,
         "greedy_match": True,
+        "seeded_sampling": SEEDED_NOT_COMPARED,
     }
     return dataclasses.replace(entry, lm=dataclasses.replace(entry.lm, litertlm=record))

@@ -2,10 +2,11 @@
 and LlmMetadata (start/stop tokens, max tokens, sampler defaults), then loaded in LiteRT-LM's own engine
 (litert-lm-api), whose greedy text must equal edgetool's greedy continuation of the same file.
 
-LiteRT-LM 0.18 reads the sequence length from the caches' third dimension ([1, kv_heads, max_len, head_dim]),
-where edgetool's contract puts it second ([1, max_len, kv_heads, head_dim]). The bundle's .tflite therefore wraps
-the SavedModel's endpoints with caches in LiteRT-LM's layout, transposed at each call's edge (O(max_len) per call:
-said in the manifest) and is built in the same mode as the contract file beside it.
+LiteRT-LM 0.18 reads the sequence length from the caches' third dimension ([1, kv_heads, max_len, head_dim]).
+A model exported in that layout (``cache_layout`` "bhsd" in edgetool_lm.json) is bundled as it is. One in the
+default layout ([1, max_len, kv_heads, head_dim]) is wrapped: its endpoints take LiteRT-LM's layout and transpose
+the caches at each call's edge (O(max_len) per call; measured: LiteRT-LM decodes ~1.7-2.4x slower, docs/lm.md), built
+in the same mode as the contract file beside it; the manifest says which.
 """
 
 from __future__ import annotations
@@ -22,8 +23,15 @@ from edge_tool.lm.contract import LmContract
 from edge_tool.lm.spec import LmSpec
 
 EXTRA = "pip install 'edgetool[lm]'"
-LAYOUT = "[1, kv_heads, max_len, head_dim] (LiteRT-LM's), transposed to the contract's at each call's edge"
+LAYOUT_TRANSPOSED = "[1, kv_heads, max_len, head_dim] (LiteRT-LM's), transposed to the model's at each call's edge"
+LAYOUT_NATIVE = "[1, kv_heads, max_len, head_dim] (LiteRT-LM's), the model's own (cache_layout bhsd): no transpose"
 PROMPT = "The "
+SEEDED_NOT_COMPARED = (
+    "not compared. litert-lm-api 0.18 draws with its own sampler (SamplerConfig top_k/top_p/temperature/seed: "
+    "std::default_random_engine and float32 top-k/top-p probabilities in its C++), not edgetool's documented one, "
+    "and gives back neither logits nor token ids, only detokenized text (a byte that is not valid UTF-8 comes back "
+    "as U+FFFD), so a sampled continuation cannot be matched token for token; greedy text is compared instead."
+)
 GREEDY_TOKENS = 12
 
 
