@@ -26,6 +26,8 @@ class Context:
         self.work = Path(work)
         self.spec = SPECS[self.model_dir.name]
         self.source = self.model_dir / self.spec.model_file if self.spec.model_file else self.model_dir
+        if self.spec.op_library:
+            importlib.import_module(self.spec.op_library)  # registers the graph's custom ops in TensorFlow
         if self.spec.model_file and self.source.is_file():
             self.keras_model, self.fn, self.in_specs = _keras_file(tf, self.source)
             self.loaded = None
