@@ -54,7 +54,7 @@ def test_augmentation_layers_are_left_out_or_refused_with_a_way_out_that_convert
     said = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode == 2 and not (tmp_path / "b" / "manifest.json").exists(), said
     assert all(f"({name})" in said for name in LAYERS) and "identity at inference" in said
-    code = said.split("export it so in Keras 3: ", 1)[1].strip()
+    code = said.split("export it so in Keras 3: ", 1)[1].split(" (the layers, by graph scope:")[0]
     assert "training=False" in code and "shape=(None, 16, 16, 3)" in code
     run_script(WAY_OUT, tmp_path, code, legacy_keras=False)
     proc = edgetool_in_process("convert", tmp_path / "inference", "-o", tmp_path / "c")

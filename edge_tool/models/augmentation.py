@@ -65,13 +65,14 @@ def refuse_training_only_ops(saved_model: Path, signature: str, model: Path) -> 
     layers = augmentation_layers(saved_model, signature)
     if not layers:
         return
+    classes = ", ".join(dict.fromkeys(layer.rsplit(" (", 1)[1][:-1] for layer in layers))
     raise ModelError(
-        f"{model}'s signature {signature!r} runs Keras augmentation layers: {', '.join(layers)}. They are active "
-        "in training only (the identity at inference), but this export calls the model without training=False "
-        "(Keras 3's model.export() does), so every input would be flipped/rotated/zoomed at random by their "
-        "random ops (which also need TF Flex kernels), in the SavedModel and in any converted file. Give edgetool "
-        "the model's .keras file instead (edgetool exports it with training=False and leaves these layers out), "
-        f"or export it so in Keras 3: {_export_code(saved_model, signature)}"
+        f"{model}'s signature {signature!r} runs Keras augmentation layers ({classes}), which are the identity at "
+        "inference: this export calls the model without training=False (Keras 3's model.export() does), so their "
+        "random ops (which also need TF Flex kernels) would flip/rotate/zoom every input at random, in the "
+        "SavedModel and in any converted file. Give edgetool the model's .keras file instead (edgetool exports it "
+        "with training=False and leaves these layers out), or export it so in Keras 3: "
+        f"{_export_code(saved_model, signature)} (the layers, by graph scope: {', '.join(layers)})"
     )
 
 

@@ -79,7 +79,7 @@ def _self_check(ctx, mode: QuantMode, data: bytes):
     sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
     got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
     if not float_mode:
-        return None, QUANTIZED_SKIP
+        return None, fidelity.QUANTIZED_SKIP
     if probes is None:
         return None, "no seeded random input fits its signature (a string input, or a non-batch size left open)"
     if got is None:
@@ -88,9 +88,6 @@ def _self_check(ctx, mode: QuantMode, data: bytes):
     if check is None:
         return None, "the SavedModel refused the seeded random inputs, or no float output could be compared"
     return check, None
-
-
-QUANTIZED_SKIP = "a quantized file's error is expected and data-dependent: edgetool eval measures it on real data"
 
 
 def _notes(ctx, mode) -> dict:
