@@ -230,7 +230,7 @@ SPECS = {
             "jax_export",
             "Keras 3 CNN (BatchNorm, Dropout) trained on the JAX backend, model.export() (XlaCallModule)",
             keras3=True,
-            refusals=(("*", (r"JAX export", r"XlaCallModule", r"\.keras")),),
+            refusals=(("*", (r"JAX export", r"XlaCallModule")),),
         ),
         ModelSpec(
             "jax_keras",
