@@ -82,7 +82,8 @@ def _keras_file(tf, path: Path):
         spec.loader.exec_module(module)
     model = keras.saving.load_model(str(path), compile=False)
     specs = {t.name: tf.TensorSpec(t.shape, t.dtype, name=t.name) for t in model.inputs}
-    names = list(model.output_names)
+    # a Keras 3 Sequential has no output_names: its one output is output_0, as model.export() names it
+    names = list(getattr(model, "output_names", None) or [f"output_{i}" for i in range(len(model.outputs))])
 
     def fn(**inputs):
         out = model([inputs[k] for k in specs] if len(specs) > 1 else next(iter(inputs.values())), training=False)
