@@ -35,7 +35,7 @@ from edge_tool.trust.guard import code_report, keras_code
 
 def _how(flavor: str) -> str:
     return (
-        "Keras 3 loaded it in an isolated child process and exported it (model.export)"
+        "Keras 3 loaded it in an isolated child process and exported it (serving model(x, training=False))"
         if flavor == "keras3-export"
         else "tf_keras (Keras 2) loaded it (tf_keras.models.load_model) and saved it as a SavedModel"
     )

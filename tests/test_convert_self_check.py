@@ -71,6 +71,7 @@ def test_convert_records_the_self_check_of_float_modes(digits_model, tmp_path):
     assert arts["fp32"]["self_check"]["samples"] == probes.PROBES
     assert arts["fp16"]["self_check"]["ok"] and arts["fp16"]["self_check"]["max_abs_error"] < 1e-2
     assert "self_check" not in arts["dynamic"]  # quantized: measured by eval on real data instead
+    assert "edgetool eval measures it" in arts["dynamic"]["self_check_skipped"]
     assert "does not compute" not in proc.stderr
 
 
@@ -127,7 +128,36 @@ def test_a_savedmodel_that_refuses_the_random_probes_is_converted_unchecked(tmp_
     )
     proc = edgetool_in_process("convert", model, "--quant", "fp32", "-o", out)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
-    assert "self_check" not in validated(out / "manifest.json", "manifest")["artifacts"][0]
+    entry = validated(out / "manifest.json", "manifest")["artifacts"][0]
+    assert "self_check" not in entry and "refused the seeded random inputs" in entry["self_check_skipped"]
+    assert "was not self-checked: the SavedModel refused" in " ".join((proc.stdout + proc.stderr).split())
+
+
+_FLEX_MODEL = """
+import sys, tensorflow as tf
+class M(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None, 8, 8, 1], tf.float32, name="x")])
+    def serve(self, x):  # a fixed projective transform: ImageProjectiveTransformV3 has a Flex kernel only
+        t = tf.repeat(tf.constant([[0.9, 0.1, 0.5, -0.1, 0.9, 0.3, 0.0, 0.0]]), tf.shape(x)[0], axis=0)
+        y = tf.raw_ops.ImageProjectiveTransformV3(images=x, transforms=t, output_shape=[8, 8], fill_value=0.0,
+                                                  interpolation="BILINEAR", fill_mode="REFLECT")
+        return {"y": tf.reduce_mean(y, axis=[1, 2]) * 3.0}
+m = M()
+tf.saved_model.save(m, sys.argv[1], signatures={"serving_default": m.serve})
+"""
+
+
+@pytest.mark.slow
+def test_a_flex_file_is_self_checked_through_the_flex_delegate(tmp_path):
+    model, out = tmp_path / "m", tmp_path / "o"
+    subprocess.run(
+        [sys.executable, "-c", _FLEX_MODEL, str(model)], check=True, cwd=REPO, timeout=300, capture_output=True
+    )
+    proc = edgetool_in_process("convert", model, "--allow-select-tf-ops", "-o", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    entry = validated(out / "manifest.json", "manifest")["artifacts"][0]
+    assert entry["tensors"]["flex_ops"] == ["ImageProjectiveTransformV3"]
+    assert entry["self_check"]["ok"] and entry["self_check"]["max_abs_error"] < 1e-5, entry
 
 
 _INT16X8_FAILS = """

@@ -44,6 +44,9 @@ def test_a_jax_export_is_named_and_its_way_out_converts(tmp_path):
     assert proc.returncode == 2, said
     assert "is a JAX export" in said and "XlaCallModule" in said and ".keras file" in said
     assert "pass --batch 1" not in said  # the old hint, which fails the same way
+    proc = edgetool_in_process("convert", tmp_path / "exported", "--format", "tfjs", "-o", tmp_path / "t")
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 2 and "is a JAX export" in said and "no kernel for XlaCallModule" in said, said
     proc = edgetool_in_process("convert", tmp_path / "model.keras", "-o", tmp_path / "b")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     entry = json.loads((tmp_path / "b" / "manifest.json").read_text())["artifacts"][0]

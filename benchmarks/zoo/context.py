@@ -26,6 +26,8 @@ class Context:
         self.work = Path(work)
         self.spec = SPECS[self.model_dir.name]
         self.source = self.model_dir / self.spec.model_file if self.spec.model_file else self.model_dir
+        if self.spec.op_library:
+            importlib.import_module(self.spec.op_library)  # registers the graph's custom ops in TensorFlow
         if self.spec.model_file and self.source.is_file():
             self.keras_model, self.fn, self.in_specs = _keras_file(tf, self.source)
             self.loaded = None
@@ -80,7 +82,8 @@ def _keras_file(tf, path: Path):
         spec.loader.exec_module(module)
     model = keras.saving.load_model(str(path), compile=False)
     specs = {t.name: tf.TensorSpec(t.shape, t.dtype, name=t.name) for t in model.inputs}
-    names = list(model.output_names)
+    # a Keras 3 Sequential has no output_names: its one output is output_0, as model.export() names it
+    names = list(getattr(model, "output_names", None) or [f"output_{i}" for i in range(len(model.outputs))])
 
     def fn(**inputs):
         out = model([inputs[k] for k in specs] if len(specs) > 1 else next(iter(inputs.values())), training=False)

@@ -23,6 +23,7 @@ from benchmarks.zoo.builders import (
     gpu,
     media,
     modern,
+    origins,
     outputs,
     sequence,
     serving,
@@ -34,7 +35,7 @@ from benchmarks.zoo.specs import SPECS
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-FAMILIES = (vision, sequence, tabular, export, tasks, modern, media, attention, gpu, outputs, serving)
+FAMILIES = (vision, sequence, tabular, export, tasks, modern, media, attention, gpu, outputs, serving, origins)
 
 
 def _builders() -> dict:

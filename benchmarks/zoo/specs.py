@@ -23,6 +23,9 @@ class ModelSpec:
     data_signature: str = field(default="serving_default", repr=False)  # out of repr: the cache keys of others hold
     # cell ("*" = every cell) -> regexes a refusal's reason must all match: the real cause (and its way out)
     refusals: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # a Python module whose import registers the graph's custom ops (tensorflow_text): the oracle loads the model with
+    # it, as the user's own script would (edgetool does not load op libraries)
+    op_library: str = field(default="", repr=False)
 
     def expected_refusal(self, cell: str) -> tuple[str, ...]:
         """The patterns a refusal of ``cell`` must match (empty: any refusal is judged by the raw tools only)."""
@@ -209,6 +212,40 @@ SPECS = {
             "tf1_builder_bn",
             "TF1 graph: conv + batch norm on VariableV2 with Assign in a tf.cond on a training flag, SavedModelBuilder",
             refusals=tuple((c, TF1_REF) for c in ("fp32", "fp16", "dynamic", "int8", "int16x8")),
+        ),
+        # issue 42: augmentation layers, JAX-backend exports, op libraries: the refused form and its way out
+        ModelSpec(
+            "keras3_augment",
+            "Keras 3 tutorial CNN with data_augmentation (RandomFlip/Rotation/Zoom/Contrast) inside, model.export()",
+            keras3=True,
+            refusals=(("*", (r"augmentation layers", r"RandomFlip", r"identity\s+at\s+inference", r"training=False")),),
+        ),
+        ModelSpec(
+            "keras3_augment_keras",
+            "the keras3_augment model saved as `.keras` (edgetool exports it with training=False)",
+            keras3=True,
+            model_file="model.keras",
+        ),
+        ModelSpec(
+            "jax_export",
+            "Keras 3 CNN (BatchNorm, Dropout) trained on the JAX backend, model.export() (XlaCallModule)",
+            keras3=True,
+            refusals=(("*", (r"JAX export", r"XlaCallModule")),),
+        ),
+        ModelSpec(
+            "jax_keras",
+            "the jax_export model saved as `.keras` (edgetool exports it on the TensorFlow backend)",
+            keras3=True,
+            model_file="model.keras",
+        ),
+        ModelSpec(
+            "tf_text",
+            "string[N,1] → tensorflow-text WhitespaceTokenizer → vocabulary table → Embedding → softmax, tf.Module",
+            refusals=(("*", (r"tensorflow-text", r"TFText>")),),
+            op_library="tensorflow_text",
+        ),
+        ModelSpec(
+            "tf_text_ids", "the tf_text classifier alone (int64 token ids in), the way out: tokenized in the app"
         ),
         ModelSpec(
             "nms_in_graph",

@@ -25,6 +25,7 @@ from edge_tool.core.signals import deferred
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.errors import ConversionError, EdgeToolError
+from edge_tool.models.augmentation import inference_only_note
 from edge_tool.models.precision import precision_note
 from edge_tool.models.signatures import signature_note
 from edge_tool.schemas.manifest import Manifest, ManifestArtifact
@@ -109,6 +110,8 @@ def _convert_in(config: ConvertConfig, work: Path, tf, workers: dict, t0: float,
         console.print(term(note))
     if source.precision is not None:
         console.print(term(precision_note(source.precision)))
+    if source.inference_only:
+        console.print(term(inference_only_note(source.original.name, source.inference_only)))
     config, failed = drop_string_calibration(config, source)
     failed = {**too_large, **failed}
     config, trained = qat_trained_step(config, source, failed)

@@ -14,6 +14,9 @@ from edge_tool.convert.modes import MODES
 from edge_tool.models.probes import agreement
 from edge_tool.schemas.records import SelfCheck  # the manifest's artifacts[].self_check record
 
+# why a quantized file has no self_check (manifest.json's artifacts[].self_check_skipped)
+QUANTIZED_SKIP = "a quantized file's error is expected and data-dependent: edgetool eval measures it on real data"
+
 
 def tolerance(mode: str) -> float | None:
     """Max |tflite - SavedModel| a ``mode`` file may show, relative to max(1, max |SavedModel output|)

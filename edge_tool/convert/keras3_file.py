@@ -7,6 +7,12 @@ signature afterwards cannot make the shapes saved inside it static, and Keras 3'
 ``tf.while_loop``s on CPU) then fail in the converter on their dynamic TensorList shapes. Recurrent layers of a
 static length of at most ``fixed_batch.MAX_UNROLL`` are unrolled first (checked against the model on a probe
 input, as ``fixed_batch`` does for Keras 2), so they convert to plain builtin ops.
+
+The export serves ``model(x, training=False)``, not ``model.export()``'s ``model.__call__``: called without a
+``training`` argument, layers whose ``call`` defaults to ``training=True`` (Keras 3's random augmentation layers:
+RandomFlip, RandomRotation, ...) run in the exported graph, so the file would flip and rotate every input (and
+needs Flex kernels for it). At inference they are the identity; the child names them (``inference_only``) so
+convert can say they were left out. tf_keras traces its SavedModel with ``training=False`` already.
 """
 
 from __future__ import annotations
@@ -32,8 +38,23 @@ src, out, batch, max_unroll, probe_dim = sys.argv[1], sys.argv[2], int(sys.argv[
 model = keras.models.load_model(
     src, compile=False, safe_mode=sys.argv[6] != "trust", custom_objects=_edgetool_custom_objects(sys.argv[7:])
 )
+import inspect
+def training_only(layer):
+    p = inspect.signature(layer.call).parameters.get("training")
+    return p is not None and p.default is True
+inactive = [f"{l.name} ({type(l).__name__})" for l in model._flatten_layers(include_self=False, recursive=True)
+            if training_only(l)]
+print("EDGETOOL-INACTIVE:" + ",".join(inactive))
+def export(signature):
+    # model.export() serves model.__call__ with no training argument, and layers whose call defaults to
+    # training=True (random augmentation) then run in the exported graph: serve model(x, training=False)
+    from keras.src.export.export_utils import get_input_signature
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serve", lambda *a: model(*a, training=False), signature or get_input_signature(model))
+    archive.write_out(out, verbose=False)
 if not batch:
-    model.export(out, verbose=False)
+    export(None)
     sys.exit(0)
 structure = getattr(model, "_inputs_struct", None)
 structure = model.inputs if structure is None else structure
@@ -69,7 +90,7 @@ if loops:
     else:
         for layer in loops:
             layer.unroll = False
-model.export(out, input_signature=[specs], verbose=False)
+export([specs])
 print("EDGETOOL-UNROLLED:" + ",".join(unrolled))
 """
 )
@@ -77,11 +98,11 @@ print("EDGETOOL-UNROLLED:" + ",".join(unrolled))
 
 def export_keras3_file(
     model: Path, out: Path, batch: int | None, keras2_error: str, trust_model_code: bool = False
-) -> Retrace | None:
-    """Export the Keras-3 file ``model`` to a SavedModel at ``out`` (with ``batch``: inputs fixed to it, loops
-    unrolled where that is exact); returns how the batch was fixed, or None without ``batch``. ModelError when Keras
-    3 cannot load it either (``keras2_error`` says why Keras 2 could not). Keras's safe mode stays on unless
-    ``trust_model_code``."""
+) -> tuple[Retrace | None, tuple[str, ...]]:
+    """Export the Keras-3 file ``model`` to a SavedModel at ``out``, served with ``training=False`` (with ``batch``:
+    inputs fixed to it, loops unrolled where that is exact); returns (how the batch was fixed, or None without
+    ``batch``; the layers left inactive, ``inference_only``). ModelError when Keras 3 cannot load it either
+    (``keras2_error`` says why Keras 2 could not). Keras's safe mode stays on unless ``trust_model_code``."""
     env = {**os.environ, "TF_USE_LEGACY_KERAS": "0", "TF_CPP_MIN_LOG_LEVEL": "3"}
     args = [
         str(model),
@@ -126,8 +147,11 @@ def export_keras3_file(
             f"Expected {model} to be a Keras model file loadable by Keras 2 (tf_keras) or Keras 3, but both failed: "
             f"Keras 2 said {keras2_error[:300]}; Keras 3 said {tail[0][:300]}.{hint}"
         )
-    if not batch:
-        return None
-    marks = [ln for ln in proc.stdout.splitlines() if ln.startswith("EDGETOOL-UNROLLED:")]
-    names = marks[-1].split(":", 1)[1] if marks else ""
-    return Retrace("keras3", tuple(n for n in names.split(",") if n))
+    inactive = _marked(proc.stdout, "EDGETOOL-INACTIVE:")
+    return (Retrace("keras3", _marked(proc.stdout, "EDGETOOL-UNROLLED:")) if batch else None), inactive
+
+
+def _marked(stdout: str, mark: str) -> tuple[str, ...]:
+    """The comma list the child printed after ``mark`` (its last such line), () when none."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith(mark)]
+    return tuple(n for n in (lines[-1].removeprefix(mark) if lines else "").split(",") if n)

@@ -7,6 +7,8 @@ the mode, and so does an exception when every input shape is fixed; with a dynam
 exception may come from that size, so it is not held against the file. String outputs travel as bytes arrays
 (``S`` dtype): numpy never loads a pickled array here. Given probe inputs (an .npz per sample),
 the child also runs each of them (state reset before each) and returns the outputs, for ``convert.fidelity``.
+A file with Flex (TF Select) ops runs in TensorFlow's own ``tf.lite.Interpreter``, which links the Flex delegate
+(ai_edge_litert's does not): such files are run-checked and self-checked like any other.
 Given a sample (one calibration sample, for a model with an open non-batch dimension such as H×W), the child runs
 it instead of the zeros: at a real shape, an exception is held against the file too.
 """
@@ -22,14 +24,21 @@ from pathlib import Path
 from edge_tool.core.childproc import python_command
 from edge_tool.errors import ConversionError
 from edge_tool.litert.isolated import death_reason, last_message
+from edge_tool.parsers.tflite_model import summarize_tflite
 
 TIMEOUT_S = 300
 _CHILD = r"""
 import sys
 import numpy as np
-from ai_edge_litert.interpreter import Interpreter
 
 args = sys.argv[1:]
+if args[0] == "--flex":  # TensorFlow's own interpreter: it links the Flex delegate, which plain LiteRT lacks
+    args = args[1:]
+    import warnings
+    warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated")
+    from tensorflow.lite.python.interpreter import Interpreter
+else:
+    from ai_edge_litert.interpreter import Interpreter
 sample = None
 if len(args) > 2 and args[1] == "--sample":
     with np.load(args[2]) as z:
@@ -123,7 +132,7 @@ def run_in_litert(
     with tempfile.TemporaryDirectory(prefix="edgetool-smoke-") as tmp:
         path = Path(tmp) / "model.tflite"
         path.write_bytes(data)
-        args = [str(path)]
+        args = ["--flex", str(path)] if summarize_tflite(data).flex_ops else [str(path)]
         if sample is not None:
             np.savez(Path(tmp) / "sample.npz", **sample)
             args += ["--sample", str(Path(tmp) / "sample.npz")]

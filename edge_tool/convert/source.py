@@ -13,6 +13,7 @@ from edge_tool.calibration.safe_open import require_regular
 from edge_tool.convert.keras3_file import export_keras3_file
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ModelError
+from edge_tool.models.augmentation import refuse_training_only_ops
 from edge_tool.models.fixed_batch import save_fixed_batch
 from edge_tool.models.precision import cast_saved_model
 from edge_tool.models.signatures import SERVING, SignatureInfo, saved_model_flavor, saved_model_signature
@@ -38,12 +39,20 @@ class PreparedSource:
     sha256: str
     fixed_batch: FixedBatch | None = None  # --batch: the batch, how it was fixed, the re-traced signature
     precision: PrecisionCast | None = None  # a mixed-precision model's float32 recast (edge_tool.models.precision)
+    inference_only: tuple[str, ...] = ()  # a Keras file's layers active in training only, left out of the export
 
     @property
     def record(self) -> SourceRecord:
         """manifest.json's ``source`` (``signature`` is the model's own, before --batch)."""
         return SourceRecord(
-            str(self.original), self.kind, self.flavor, self.sha256, self.signature, self.fixed_batch, self.precision
+            str(self.original),
+            self.kind,
+            self.flavor,
+            self.sha256,
+            self.signature,
+            self.fixed_batch,
+            self.precision,
+            self.inference_only or None,
         )
 
 
@@ -92,8 +101,9 @@ def _keras_file_to_saved_model(model: Path, out: Path, batch: int | None, trust_
 
 def _export_keras_file(model: Path, out: Path, batch: int | None, trust_model_code: bool = False):
     """Load a .keras/.h5 file with tf_keras (Keras 2) and save it; fall back to a Keras 3 export in a subprocess,
-    which fixes the batch itself (returns its ``Retrace``; None otherwise). Keras's safe mode is off only when
-    ``trust_model_code`` (``prepare_source`` has refused code otherwise)."""
+    which fixes the batch itself. Returns (the Keras-3 export's ``Retrace`` with ``batch``, else None; the layers
+    active in training only, which the export leaves out). Keras's safe mode is off only when ``trust_model_code``
+    (``prepare_source`` has refused code otherwise)."""
     import_tf()
     import tf_keras
 
@@ -101,12 +111,25 @@ def _export_keras_file(model: Path, out: Path, batch: int | None, trust_model_co
         keras_model = tf_keras.models.load_model(
             str(model), compile=False, safe_mode=not trust_model_code, custom_objects=custom_objects.active().objects
         )
-        keras_model.save(str(out), save_format="tf", include_optimizer=False)
-        return None
+        keras_model.save(str(out), save_format="tf", include_optimizer=False)  # traced with training=False
+        return None, _training_only(keras_model)
     except Exception as keras2_exc:
         first = f"{type(keras2_exc).__name__}: {keras2_exc}"
 
     return export_keras3_file(model, out, batch, first, trust_model_code)
+
+
+def _training_only(keras_model) -> tuple[str, ...]:
+    """``name (Class)`` of each tf_keras layer whose call defaults to ``training=True`` (random augmentation): the
+    saved graph leaves them out, as Keras 3's export in ``keras3_file`` does."""
+    import inspect  # noqa: PLC0415
+
+    def active(layer) -> bool:
+        param = inspect.signature(layer.call).parameters.get("training")
+        return param is not None and param.default is True
+
+    layers = keras_model._flatten_layers(include_self=False, recursive=True)
+    return tuple(f"{layer.name} ({type(layer).__name__})" for layer in layers if active(layer))
 
 
 def _unbatched(info: SignatureInfo) -> SignatureInfo:
@@ -156,10 +179,11 @@ def prepare_source(
         check_keras_file(model)
         require_no_keras_code(model, trust_model_code, "Exporting it to a SavedModel needs a Keras object")
         saved, sha256 = Path(workdir) / "keras_source_savedmodel", content_hash(model)
-        exported = _keras_file_to_saved_model(model, saved, batch, trust_model_code, sha256)
+        exported, inactive = _keras_file_to_saved_model(model, saved, batch, trust_model_code, sha256)
         kind = "keras-file"
     else:
-        saved, kind, exported, sha256 = _glob_free(model, Path(workdir)), "saved_model", None, None
+        saved, kind, exported, sha256, inactive = _glob_free(model, Path(workdir)), "saved_model", None, None, ()
+        refuse_training_only_ops(saved, signature_key or SERVING, model)
     require_no_side_effects(
         saved, trust_model_code, "Converting it (the self-check and calibration run the graph)", signature_key
     )
@@ -177,7 +201,8 @@ def prepare_source(
     if precision is not None:  # served as serving_default, float16 inputs and outputs now float32
         saved, signature = Path(workdir) / "float32_savedmodel", _float32_io(replace(signature, key=SERVING))
     check_signature(signature, model)  # before any probe, calibration batch, LiteRT arena or TFJS page allocates
-    return PreparedSource(model, saved, kind, flavor, signature, sha256 or content_hash(model), fixed, precision)
+    digest = sha256 or content_hash(model)
+    return PreparedSource(model, saved, kind, flavor, signature, digest, fixed, precision, inactive)
 
 
 def _float32_io(info: SignatureInfo) -> SignatureInfo:

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edge_tool.convert.fidelity import QUANTIZED_SKIP
 from edge_tool.convert.formats.entry import file_entry
 from edge_tool.convert.formats.registry import artifact_name
 from edge_tool.convert.manifest import build_manifest, write_manifest
@@ -142,7 +143,16 @@ def _build(config, source: TfliteSource, mode: str, samples, out_dir: Path) -> M
     state = state_warning(summary.variable_tensors)
     meta = _metadata_record(read_metadata(data))
     return file_entry(
-        path, "tflite", mode, data, timed.seconds, tensors=summary, state_warning=state, metadata=meta, quantizer=note
+        path,
+        "tflite",
+        mode,
+        data,
+        timed.seconds,
+        tensors=summary,
+        state_warning=state,
+        metadata=meta,
+        quantizer=note,
+        self_check_skipped=QUANTIZED_SKIP,  # every mode of a .tflite source is quantized; it was run once above
     )
 
 

@@ -74,6 +74,7 @@ class ManifestArtifact(Record):
     state_warning: str | None = field(default=None, metadata=spec(when=_tflite))
     metadata: MetadataRecord | None = field(default=None, metadata=spec(when=_tflite))
     self_check: SelfCheck | None = field(default=None, metadata=_NONE)
+    self_check_skipped: str | None = field(default=None, metadata=_NONE)  # tflite: why it has no self_check
     qat: dict | None = field(default=None, metadata=_NONE)  # free-form: the decision plus the run's training notes
     int16x8: Int16x8Note | None = field(default=None, metadata=_NONE)
     micro: MicroRecord | None = field(default=None, metadata=_NONE)

@@ -61,6 +61,8 @@ class SourceRecord(Record):
     signature: SignatureInfo
     fixed_batch: FixedBatch | None
     precision: PrecisionCast | None = field(default=None, metadata=spec(omit="none"))
+    # a Keras file's layers active in training only (random augmentation), left out of its export: "name (Class)"
+    inference_only: tuple[str, ...] | None = field(default=None, metadata=spec(omit="none"))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from edge_tool import __version__
 from edge_tool.errors import ConversionError, UsageError
+from edge_tool.models.jax_origin import is_jax_export, jax_way_out
 from edge_tool.models.signature_choice import numeric_signature_way_out
 from edge_tool.tfjs_writer import graph as tfjs_graph
 from edge_tool.tfjs_writer import opfix as tfjs_opfix
@@ -33,7 +34,10 @@ NOT_OPS = {"Placeholder", "PlaceholderWithDefault", "Const", "NoOp"}
 
 
 def tfjs_refusal(source) -> str | None:
-    """Why TensorFlow.js cannot run this prepared source at all (string inputs, Python callbacks), or None."""
+    """Why TensorFlow.js cannot run this prepared source at all (a JAX export's XlaCallModule ops, string inputs,
+    Python callbacks), or None."""
+    if is_jax_export(source.saved_model):  # StableHLO inside an op: TensorFlow.js has no kernel for it
+        return f"TensorFlow.js cannot run {source.original}: it has no kernel for XlaCallModule.{jax_way_out(source.original)}"
     refused = string_input_refusal(source.signature, source.original)
     callbacks = None if refused else python_callbacks(source.saved_model, source.signature.key)
     return refused or (python_callback_refusal(source.original, callbacks) if callbacks else None)

@@ -193,7 +193,8 @@ def refusal_error(exc: Exception, refusal: Refusal, shared: SharedSource, allow_
         )
     if is_jax_export(shared.saved_model):  # no option of convert helps (--batch included): say what it is instead
         detail = describe_failure(str(exc), refusal.batch, allow_select_tf_ops, refusal.retrace, hints=False)
-        return ConversionError(f"{refusal.failed}: {detail}{jax_way_out(refusal.model)}")
+        # what it is and the way out first (a terminal or a log keeps the first lines), the converter's words after
+        return ConversionError(f"{refusal.failed}:{jax_way_out(refusal.model)} The converter said: {detail}")
     detail = describe_failure(str(exc), refusal.batch, allow_select_tf_ops, refusal.retrace, hints=refusal.hints)
     return ConversionError(f"{refusal.failed}: {detail}")
 

@@ -43,16 +43,13 @@ def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
             data = embed_metadata(data, spec)
         summary = summarize_tflite(data)
         check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
-        check = None
-        if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
-            probes = probe_feeds(ctx.source.signature) if fidelity.tolerance(mode) is not None else None
-            sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
-            got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
-            check = got and fidelity.check(ctx, mode.value, probes, got)
+        check, skipped = _self_check(ctx, mode, data)  # Flex files too: run where TensorFlow links the delegate
         path.write_bytes(data)
         timed.outputs.append(path)
     if check is not None and not check.ok:
         console.print(f"[yellow]warning:[/] {term(check.warning(path.name, mode.value))}")
+    if skipped is not None and fidelity.tolerance(mode.value) is not None:
+        console.print(f"[yellow]note:[/] {term(path.name)} was not self-checked: {term(skipped)}")
     for warning in file_warnings(path.name, mode.value, data, summary):
         console.print(f"[yellow]warning:[/] {term(warning)}")
     state = state_warning(summary.variable_tensors)
@@ -68,8 +65,29 @@ def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
         state_warning=state,
         metadata=None if spec is None else spec.record(),
         self_check=check or None,
+        self_check_skipped=skipped,
         **_notes(ctx, mode),
     )
+
+
+def _self_check(ctx, mode: QuantMode, data: bytes):
+    """(the file's ``SelfCheck`` against the SavedModel, or None; why it was not self-checked, or None). Every file
+    is run once in LiteRT first (``smoke``: a file that kills or fails it is refused); a float mode's file is also
+    compared on seeded probes."""
+    float_mode = fidelity.tolerance(mode) is not None
+    probes = probe_feeds(ctx.source.signature) if float_mode else None
+    sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
+    got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
+    if not float_mode:
+        return None, fidelity.QUANTIZED_SKIP
+    if probes is None:
+        return None, "no seeded random input fits its signature (a string input, or a non-batch size left open)"
+    if got is None:
+        return None, "LiteRT did not run the seeded probes (an input size it could not take, or a custom op)"
+    check = fidelity.check(ctx, mode.value, probes, got)
+    if check is None:
+        return None, "the SavedModel refused the seeded random inputs, or no float output could be compared"
+    return check, None
 
 
 def _notes(ctx, mode) -> dict:
