@@ -32,11 +32,15 @@ src, out, batch, max_unroll, probe_dim = sys.argv[1], sys.argv[2], int(sys.argv[
 model = keras.models.load_model(
     src, compile=False, safe_mode=sys.argv[6] != "trust", custom_objects=_edgetool_custom_objects(sys.argv[7:])
 )
-if not batch:
-    model.export(out, verbose=False)
-    sys.exit(0)
 structure = getattr(model, "_inputs_struct", None)
 structure = model.inputs if structure is None else structure
+if not batch:
+    # inputs that all fix their batch (a stateful RNN's batch_shape) keep it: export's free batch breaks their loops
+    sizes = {t.shape[0] if t.shape else None for t in keras.tree.flatten(structure)}
+    if len(sizes) != 1 or not isinstance(next(iter(sizes)), int):
+        model.export(out, verbose=False)
+        sys.exit(0)
+    batch = next(iter(sizes))
 fixed = [t.name for t in keras.tree.flatten(structure) if t.shape and t.shape[0] not in (None, batch)]
 if fixed:
     print(f"EDGETOOL: input {fixed[0]!r} already has a fixed batch other than {batch}", file=sys.stderr)

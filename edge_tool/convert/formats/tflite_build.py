@@ -16,9 +16,10 @@ from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.metadata.writer import embed_metadata
-from edge_tool.models.probes import probe_feeds
+from edge_tool.models.probes import PROBES, STREAM_CALLS, probe_feeds
 from edge_tool.parsers.limits import check_tflite_tensors
 from edge_tool.parsers.tflite_model import state_warning, summarize_tflite
+from edge_tool.parsers.tflite_state import STREAM, read_state, state_line
 from edge_tool.schemas.format_records import QuantizerNote
 from edge_tool.schemas.manifest import ManifestArtifact
 from edge_tool.schemas.records import BatchNote
@@ -43,21 +44,25 @@ def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
             data = embed_metadata(data, spec)
         summary = summarize_tflite(data)
         check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
-        check = None
+        check, state = None, read_state(data)
         if not summary.flex_ops:  # Flex models need the Flex delegate, which plain LiteRT lacks
-            probes = probe_feeds(ctx.source.signature) if fidelity.tolerance(mode) is not None else None
+            calls = STREAM_CALLS if state else PROBES  # with state: one stream of calls, compared call by call
+            checked = fidelity.tolerance(mode) is not None
+            probes = probe_feeds(ctx.source.signature, count=calls) if checked else None
             sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
-            got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
-            check = got and fidelity.check(ctx, mode.value, probes, got)
+            got = refuse_if_it_kills_litert(data, mode.value, probes, sample, stream=state is not None)
+            check = got and fidelity.check(ctx, mode.value, probes, got, stream=state is not None)
         path.write_bytes(data)
         timed.outputs.append(path)
     if check is not None and not check.ok:
         console.print(f"[yellow]warning:[/] {term(check.warning(path.name, mode.value))}")
     for warning in file_warnings(path.name, mode.value, data, summary):
         console.print(f"[yellow]warning:[/] {term(warning)}")
-    state = state_warning(summary.variable_tensors)
-    if state:
-        console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
+    advice = state_line(state) if state else state_warning(summary.variable_tensors)
+    if state and check:
+        advice += f" Self-check: {STREAM.format(calls=check.samples)}; max abs error {check.max_abs_error:.3g}."
+    if advice:
+        console.print(f"[yellow]{'note' if state else 'warning'}:[/] {term(path.name)} {term(advice)}")
     return file_entry(
         path,
         fmt,
@@ -65,7 +70,8 @@ def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
         data,
         timed.seconds,
         tensors=summary,
-        state_warning=state,
+        state_warning=advice,
+        state=state,
         metadata=None if spec is None else spec.record(),
         self_check=check or None,
         **_notes(ctx, mode),
