@@ -75,7 +75,10 @@ def build_fixed(
     out = {}
     with tempfile.TemporaryDirectory(prefix="edgetool-b1-") as work:
         fixed = Path(work) / "batch1"
-        save_fixed_batch(Path(saved_model), fixed, 1, info.key, trust_model_code=trust_model_code)
+        if all(t.shape[0] == 1 for t in info.inputs) and info.key == SERVING:
+            fixed = Path(saved_model)  # already batch 1 (a stateful RNN's batch_shape): nothing to re-trace
+        else:
+            save_fixed_batch(Path(saved_model), fixed, 1, info.key, trust_model_code=trust_model_code)
         if any(t.dtype in INT32_FED for t in info.inputs):
             fixed = _int32_inputs(tf, fixed, Path(work) / "int32")
         shared = SharedSource(fixed, SERVING)  # the batch-1 re-export: its GraphDef is read once for every mode
