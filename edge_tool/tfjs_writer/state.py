@@ -32,6 +32,6 @@ def refuse_stateful(graph_def, model, key: str) -> None:
         f"{'s' if len(writes) != 1 else ''} on each call ({shown}), as a Keras stateful=True layer does. A "
         "TensorFlow.js graph model holds constants only, so it would forget the state and restart the stream on "
         "every call; edgetool does not write one. The TFLite formats carry the state (`edgetool convert "
-        f"{model}`; an app starts each stream in a new LiteRT Interpreter), and so does the page of `edgetool demo "
-        f"{model} --litert`. For TensorFlow.js, {EXPLICIT_STATE}."
+        f"{model}`; an app starts each stream in a new LiteRT Interpreter), and `edgetool demo {model} --litert` "
+        f"builds the page from such a .tflite (LiteRT.js runs its variable ops). For TensorFlow.js, {EXPLICIT_STATE}."
     )
