@@ -63,7 +63,7 @@ def freeze_signature(saved_model: Path, key: str) -> FrozenSignature:
         )
     fn = loaded.signatures[key]
     if not refvars.has_ref_variables(fn.graph.as_graph_def()):
-        refuse_stateful(fn.graph.as_graph_def(), saved_model, key)  # Keras stateful=True: state a graph cannot hold
+        refuse_stateful(fn.graph.as_graph_def(), key, fn)  # Keras stateful=True: state a graph cannot hold
     if refvars.has_ref_variables(fn.graph.as_graph_def()):
         graph_def, graph_inputs, graph_outputs = _freeze_tf1(fn)
     else:

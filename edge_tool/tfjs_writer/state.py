@@ -21,17 +21,49 @@ def resource_writes(graph_def) -> list[str]:
     return sorted({n.name for n in nodes if n.op in RESOURCE_WRITES})
 
 
-def refuse_stateful(graph_def, model, key: str) -> None:
-    """ConversionError (exit 2) when signature ``key`` of ``model`` writes resource variables on each call."""
+def written_variables(fn) -> list[str]:
+    """``name shape dtype`` of each variable the concrete function ``fn`` writes, followed from each write's resource
+    input through the function calls to the captured variable; [] where that path cannot be followed."""
+    graph_def = fn.graph.as_graph_def()
+    library = {f.signature.name: f for f in graph_def.library.function}
+    found: set[str] = set()
+
+    def walk(nodes, origin: dict[str, str], depth: int) -> None:
+        for n in nodes:
+            if n.op in RESOURCE_WRITES and n.input and n.input[0].split(":")[0] in origin:
+                found.add(origin[n.input[0].split(":")[0]])
+            f = n.attr["f"].func.name if "f" in n.attr else ""
+            if f in library and depth < 16:
+                args = [a.name for a in library[f].signature.input_arg]
+                inner = {a: origin[i.split(":")[0]] for a, i in zip(args, n.input) if i.split(":")[0] in origin}
+                walk(library[f].node_def, inner, depth + 1)
+
+    by_handle = {id(v.handle): v for v in fn.graph.variables}
+    roots = {}
+    for external, internal in fn.graph.captures:
+        v = by_handle.get(id(external))
+        if v is not None:
+            roots[internal.name.split(":")[0]] = v
+    named = {
+        k: f"{v.name.split(':')[0]} {'×'.join(map(str, v.shape.as_list()))} {v.dtype.name}" for k, v in roots.items()
+    }
+    walk(graph_def.node, named, 0)
+    return sorted(found)
+
+
+def refuse_stateful(graph_def, key: str, fn=None) -> None:
+    """ConversionError (exit 2) when signature ``key`` (its GraphDef; ``fn``, its concrete function, names the
+    variables) writes resource variables on each call."""
     writes = resource_writes(graph_def)
     if not writes:
         return
+    writes = (written_variables(fn) if fn is not None else []) or writes
     shown = ", ".join(writes[:3]) + (f" and {len(writes) - 3} more" if len(writes) > 3 else "")
     raise ConversionError(
-        f"{model}'s signature {key!r} keeps state between calls: it writes {len(writes)} resource variable"
+        f"The model's signature {key!r} keeps state between calls: it writes {len(writes)} resource variable"
         f"{'s' if len(writes) != 1 else ''} on each call ({shown}), as a Keras stateful=True layer does. A "
         "TensorFlow.js graph model holds constants only, so it would forget the state and restart the stream on "
-        "every call; edgetool does not write one. The TFLite formats carry the state (`edgetool convert "
-        f"{model}`; an app starts each stream in a new LiteRT Interpreter), and `edgetool demo {model} --litert` "
-        f"builds the page from such a .tflite (LiteRT.js runs its variable ops). For TensorFlow.js, {EXPLICIT_STATE}."
+        "every call; edgetool does not write one. The TFLite formats carry the state (convert --format tflite; an "
+        "app starts each stream in a new LiteRT Interpreter), and `edgetool demo MODEL --litert` builds the page "
+        f"from such a .tflite (LiteRT.js runs its variable ops). For TensorFlow.js, {EXPLICIT_STATE}."
     )
