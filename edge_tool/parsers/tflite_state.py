@@ -84,3 +84,13 @@ def state_line(state: ModelState) -> str:
         f"keeps state between calls in {count} resource variable{'s' if count != 1 else ''} ({shown}; "
         f"{state.bytes} bytes): each call continues the stream of the calls before it, and the file {state.reset}."
     )
+
+
+def streaming_loop_refusal(bits: str) -> tuple[str, str]:
+    """(finding, way out) of the refusal to calibrate ``bits`` (int8/int16) activations of a stateful model's loop."""
+    return (
+        f"calibrated {bits} quantization of a streaming model (a Keras stateful=True recurrent layer: state in "
+        "resource variables, its step a WHILE loop edgetool does not unroll) crashes TensorFlow's calibrator (2.19 "
+        "to 2.21: segmentation fault, also with the raw TFLiteConverter), so edgetool refuses it.",
+        "Use --quant dynamic (int8 weights, float activations) or fp16 for this model: both keep the state.",
+    )
