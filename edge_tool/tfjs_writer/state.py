@@ -26,12 +26,13 @@ def written_variables(fn) -> list[str]:
     input through the function calls to the captured variable; [] where that path cannot be followed."""
     graph_def = fn.graph.as_graph_def()
     library = {f.signature.name: f for f in graph_def.library.function}
-    found: set[str] = set()
+    found: dict[str, str] = {}  # by captured placeholder: restored variables may share a name
 
     def walk(nodes, origin: dict[str, str], depth: int) -> None:
         for n in nodes:
             if n.op in RESOURCE_WRITES and n.input and n.input[0].split(":")[0] in origin:
-                found.add(origin[n.input[0].split(":")[0]])
+                root = origin[n.input[0].split(":")[0]]
+                found[root] = labels[root]
             f = n.attr["f"].func.name if "f" in n.attr else ""
             if f in library and depth < 16:
                 args = [a.name for a in library[f].signature.input_arg]
@@ -39,16 +40,14 @@ def written_variables(fn) -> list[str]:
                 walk(library[f].node_def, inner, depth + 1)
 
     by_handle = {id(v.handle): v for v in fn.graph.variables}
-    roots = {}
+    labels = {}
     for external, internal in fn.graph.captures:
         v = by_handle.get(id(external))
         if v is not None:
-            roots[internal.name.split(":")[0]] = v
-    named = {
-        k: f"{v.name.split(':')[0]} {'×'.join(map(str, v.shape.as_list()))} {v.dtype.name}" for k, v in roots.items()
-    }
-    walk(graph_def.node, named, 0)
-    return sorted(found)
+            shape = "×".join(map(str, v.shape.as_list()))
+            labels[internal.name.split(":")[0]] = f"{v.name.split(':')[0]} {shape} {v.dtype.name}"
+    walk(graph_def.node, {k: k for k in labels}, 0)
+    return sorted(found.values())
 
 
 def refuse_stateful(graph_def, key: str, fn=None) -> None:
@@ -60,10 +59,9 @@ def refuse_stateful(graph_def, key: str, fn=None) -> None:
     writes = (written_variables(fn) if fn is not None else []) or writes
     shown = ", ".join(writes[:3]) + (f" and {len(writes) - 3} more" if len(writes) > 3 else "")
     raise ConversionError(
-        f"The model's signature {key!r} keeps state between calls: it writes {len(writes)} resource variable"
-        f"{'s' if len(writes) != 1 else ''} on each call ({shown}), as a Keras stateful=True layer does. A "
-        "TensorFlow.js graph model holds constants only, so it would forget the state and restart the stream on "
-        "every call; edgetool does not write one. The TFLite formats carry the state (convert --format tflite; an "
-        "app starts each stream in a new LiteRT Interpreter), and `edgetool demo MODEL --litert` builds the page "
-        f"from such a .tflite (LiteRT.js runs its variable ops). For TensorFlow.js, {EXPLICIT_STATE}."
+        f"The model keeps state between calls (its signature {key!r} writes {shown} on each call: a Keras "
+        "stateful=True layer). A TensorFlow.js graph model holds constants only and would restart the stream on "
+        "every call, so edgetool writes none; `edgetool demo MODEL --litert` runs the .tflite, which carries the "
+        "state (as convert --format tflite does: an app starts each stream in a new LiteRT Interpreter). For "
+        f"TensorFlow.js, {EXPLICIT_STATE}."
     )
