@@ -58,5 +58,5 @@ def test_tfjs_of_a_stateful_model_is_refused_with_the_ways_out(stateful_gru, tmp
     assert proc.returncode == 2, proc.stdout + proc.stderr
     text = " ".join((proc.stdout + proc.stderr).split())
     assert "keeps state between calls" in text and "stateful=True" in text
-    assert "--litert" in text and "docs/streaming.md" in text
+    assert "edgetool convert" in text and "docs/streaming.md" in text
     assert not (tmp_path / "o").exists()

@@ -15,6 +15,10 @@ EXPLICIT_STATE = (
 )
 
 
+class StatefulRefused(ConversionError):
+    """A signature that keeps state between calls: no TensorFlow.js model, no demo page (``--litert`` included)."""
+
+
 def resource_writes(graph_def) -> list[str]:
     """The resource-variable writes in the signature's graph and the functions it calls (its state updates)."""
     nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
@@ -58,10 +62,11 @@ def refuse_stateful(graph_def, key: str, fn=None) -> None:
         return
     writes = (written_variables(fn) if fn is not None else []) or writes
     shown = ", ".join(writes[:3]) + (f" and {len(writes) - 3} more" if len(writes) > 3 else "")
-    raise ConversionError(
+    raise StatefulRefused(
         f"The model keeps state between calls (its signature {key!r} writes {shown} on each call: a Keras "
         "stateful=True layer). A TensorFlow.js graph model holds constants only and would restart the stream on "
-        "every call, so edgetool writes none; `edgetool demo MODEL --litert` runs the .tflite, which carries the "
-        "state (as convert --format tflite does: an app starts each stream in a new LiteRT Interpreter). For "
-        f"TensorFlow.js, {EXPLICIT_STATE}."
+        "every call, so edgetool writes none, and builds no page for it (the demo page's LiteRT.js engine was "
+        "measured off the model's stream of calls). Convert it for the app: `edgetool convert MODEL` writes .tflite "
+        "files that carry the state (an app starts each stream in a new LiteRT Interpreter). For TensorFlow.js and "
+        f"the page, {EXPLICIT_STATE}."
     )
