@@ -64,9 +64,9 @@ def refuse_stateful(graph_def, key: str, fn=None) -> None:
     shown = ", ".join(writes[:3]) + (f" and {len(writes) - 3} more" if len(writes) > 3 else "")
     raise StatefulRefused(
         f"The model keeps state between calls (its signature {key!r} writes {shown} on each call: a Keras "
-        "stateful=True layer). A TensorFlow.js graph model holds constants only and would restart the stream on "
-        "every call, so edgetool writes none, and builds no page for it (the demo page's LiteRT.js engine was "
-        "measured off the model's stream of calls). Convert it for the app: `edgetool convert MODEL` writes .tflite "
-        "files that carry the state (an app starts each stream in a new LiteRT Interpreter). For TensorFlow.js and "
-        f"the page, {EXPLICIT_STATE}."
+        "stateful=True layer), which a TensorFlow.js graph model cannot hold (constants only), so edgetool writes "
+        "no TF.js model and builds no demo page. Give the model its state as an explicit input and output instead: "
+        f"{EXPLICIT_STATE}. For the app, `edgetool convert MODEL` writes .tflite files that carry the state (an app "
+        "starts each stream in a new LiteRT Interpreter); the page's LiteRT.js engine was measured off the model's "
+        "stream of calls."
     )
