@@ -12,7 +12,9 @@ import pytest
 
 from edge_tool.device.answers import BadAnswer
 from edge_tool.device.lm_run import checked_answer
+from edge_tool.errors import UsageError
 from edge_tool.evaluate.config import EvalConfig
+from edge_tool.evaluate.lm_eval import utf8_text
 from edge_tool.evaluate.lm_report import LM_HEADERS
 from edge_tool.lm.drift import continuation_match, logit_drift
 from edge_tool.lm.measure import perplexity
@@ -136,9 +138,6 @@ def test_a_boards_lm_answer_is_checked(over, said):
 def test_text_that_is_not_utf8_is_refused_not_replaced():
     """A latin-1 held-out text would be measured on U+FFFD bytes that are not in it: refused, naming the byte; a
     character split by the 1 MiB cut is only dropped."""
-    from edge_tool.errors import UsageError
-    from edge_tool.evaluate.lm_eval import utf8_text
-
     with pytest.raises(UsageError, match=r"byte 3 \(0xe9\)"):
         utf8_text(b"abc\xe9def", "--text", "t.txt", cut=False)
     assert utf8_text("abé".encode()[:3], "--text", "t.txt", cut=True) == "ab"

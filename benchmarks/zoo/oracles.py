@@ -121,10 +121,38 @@ def oracle_tflite(ctx: Context, mode: str, batch: int | None) -> tuple[Path | No
 
     try:
         source = saved_model_of(ctx) if batch is None else _fixed_batch_saved_model(ctx, batch)
+        if mode in ("int8", "int16x8"):  # TensorFlow's calibrator can die (a WHILE loop: SIGSEGV): in a child
+            return _calibrated_in_child(ctx, source, mode, dest)
         conv = raw_converter(ctx.tf, source, mode, representative, signature="serving_default")
         dest.write_bytes(conv.convert())
     except Exception as exc:
         return None, _last_line(str(exc).split("\n\n")[0])
+    return dest, ""
+
+
+_RAW_CHILD = """
+import sys, numpy as np, tensorflow as tf
+from tests.oracles.raw_converter import raw_converter
+source, mode, cal, dest = sys.argv[1:5]
+with np.load(cal) as z:
+    data = {k: z[k] for k in z.files}
+def representative():
+    for i in range(len(next(iter(data.values())))):
+        yield {k: v[i : i + 1] for k, v in data.items()}
+conv = raw_converter(tf, source, mode, representative, signature="serving_default")
+open(dest, "wb").write(conv.convert())
+"""
+
+
+def _calibrated_in_child(ctx: Context, source: Path, mode: str, dest: Path) -> tuple[Path | None, str]:
+    """The raw converter's calibrated ``mode`` file, made in a child process (same calibration samples by name)."""
+    cal = ctx.work / f"oracle_{mode}_calibration.npz"
+    np.savez(cal, **ctx.calibration)
+    command = [sys.executable, "-c", _RAW_CHILD, str(source), mode, str(cal), str(dest)]
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=LITERT_TIMEOUT, env=_env())
+    if proc.returncode != 0 or not dest.is_file():
+        dest.unlink(missing_ok=True)
+        return None, f"{_exit(proc.returncode)}: {_last_line(proc.stderr)}"
     return dest, ""
 
 

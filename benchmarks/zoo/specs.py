@@ -155,6 +155,13 @@ SPECS = {
             recurrent=True,
         ),
         ModelSpec("causal_tcn", "causal TCN: Conv1D(padding='causal') with dilations 1-8 and residual adds, tones"),
+        # issue 42: a streaming model, its state kept between calls in resource variables
+        ModelSpec(
+            "stateful_gru",
+            "streaming GRU(32, stateful=True), batch_shape (1, 1, 8): one row of a digit per call, the data one stream",
+            recurrent=True,
+            refusals=(("tfjs", (r"keeps state", r"explicit input")), ("demo", (r"keeps state", r"explicit input"))),
+        ),
         # issue 35: embeddings, image-to-image, keypoint heatmaps, custom Keras classes, labels in the parent folder
         ModelSpec(
             "embedding_metric",

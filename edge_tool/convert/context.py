@@ -84,6 +84,14 @@ class BuildContext:
             )
         return [self._reference(feed) for feed in feeds]
 
+    def stream_outputs(self, feeds: list[dict]) -> list[dict]:
+        """The outputs of ``feeds`` run in order, as one stream, by a freshly loaded SavedModel (a model with
+        state starts from its saved initial state; the cached runner of ``reference_outputs`` is not touched)."""
+        run, _ = signature_runner(
+            self.tf, self.source.saved_model, self.source.signature.key, trust_model_code=self.config.trust_model_code
+        )
+        return [run(feed) for feed in feeds]
+
     def train_data(self):
         """(x, y) from --train-data, matched to the model input."""
         specs = calibration.specs_from(self.source.signature.inputs)

@@ -16,10 +16,12 @@ from pathlib import Path
 
 from edge_tool import calibration
 from edge_tool.core.env import import_tf
+from edge_tool.core.steps import console
 from edge_tool.errors import ModelError, UsageError
 from edge_tool.litert.recipes import configure_full_int8, missing_calibration_message, resolve_calibration
 from edge_tool.models.fixed_batch import save_fixed_batch
 from edge_tool.models.signatures import SERVING, saved_model_signature
+from edge_tool.parsers.tflite_state import read_state
 from edge_tool.tflite_converter.fast_path import SharedSource
 from edge_tool.tflite_converter.run import Refusal, new_converter, run_converter
 
@@ -75,16 +77,28 @@ def build_fixed(
     out = {}
     with tempfile.TemporaryDirectory(prefix="edgetool-b1-") as work:
         fixed = Path(work) / "batch1"
-        save_fixed_batch(Path(saved_model), fixed, 1, info.key, trust_model_code=trust_model_code)
+        if all(t.shape[0] == 1 for t in info.inputs) and info.key == SERVING:
+            fixed = Path(saved_model)  # already batch 1 (a stateful RNN's batch_shape): nothing to re-trace
+        else:
+            save_fixed_batch(Path(saved_model), fixed, 1, info.key, trust_model_code=trust_model_code)
         if any(t.dtype in INT32_FED for t in info.inputs):
             fixed = _int32_inputs(tf, fixed, Path(work) / "int32")
         shared = SharedSource(fixed, SERVING)  # the batch-1 re-export: its GraphDef is read once for every mode
-        for mode in modes:
+        for mode in sorted(modes, key=lambda m: m != "fp32"):  # fp32 first: it says whether the model has state
+            if mode == "int8" and "fp32" in out and read_state(out["fp32"]) is not None:
+                console.print(_STATEFUL_NO_INT8)
+                continue
             conv = new_converter(shared)
             if mode == "int8":
                 configure_full_int8(tf, conv, _as_int32(ds.representative_dataset()), None)
             out[mode] = run_converter(conv, _refusal(saved_model, mode))
-    return out
+    return {mode: out[mode] for mode in modes if mode in out}
+
+
+_STATEFUL_NO_INT8 = (
+    "note: no int8 build: the model keeps state between calls (Keras stateful=True; its loop cannot be calibrated, "
+    "docs/streaming.md); the page runs the fp32 .tflite, which carries the state."
+)
 
 
 def _int32_inputs(tf, fixed: Path, out: Path) -> Path:

@@ -53,11 +53,15 @@ def export(signature):
     archive.track(model)
     archive.add_endpoint("serve", lambda *a: model(*a, training=False), signature or get_input_signature(model))
     archive.write_out(out, verbose=False)
-if not batch:
-    export(None)
-    sys.exit(0)
 structure = getattr(model, "_inputs_struct", None)
 structure = model.inputs if structure is None else structure
+if not batch:
+    # inputs that all fix their batch (a stateful RNN's batch_shape) keep it: export's free batch breaks their loops
+    sizes = {t.shape[0] if t.shape else None for t in keras.tree.flatten(structure)}
+    if len(sizes) != 1 or not isinstance(next(iter(sizes)), int):
+        export(None)
+        sys.exit(0)
+    batch = next(iter(sizes))
 fixed = [t.name for t in keras.tree.flatten(structure) if t.shape and t.shape[0] not in (None, batch)]
 if fixed:
     print(f"EDGETOOL: input {fixed[0]!r} already has a fixed batch other than {batch}", file=sys.stderr)

@@ -6,7 +6,8 @@ child loads the file with the serving signature and runs one all-zeros input. A 
 the mode, and so does an exception when every input shape is fixed; with a dynamic dimension (set to 1 here) the
 exception may come from that size, so it is not held against the file. String outputs travel as bytes arrays
 (``S`` dtype): numpy never loads a pickled array here. Given probe inputs (an .npz per sample),
-the child also runs each of them (state reset before each) and returns the outputs, for ``convert.fidelity``.
+the child also runs each of them (variable tensors reset before each; with ``stream``, for a file with resource-variable
+state, all of them in order in a fresh interpreter) and returns the outputs, for ``convert.fidelity``.
 A file with Flex (TF Select) ops runs in TensorFlow's own ``tf.lite.Interpreter``, which links the Flex delegate
 (ai_edge_litert's does not): such files are run-checked and self-checked like any other.
 Given a sample (one calibration sample, for a model with an open non-batch dimension such as H×W), the child runs
@@ -39,6 +40,8 @@ if args[0] == "--flex":  # TensorFlow's own interpreter: it links the Flex deleg
     from tensorflow.lite.python.interpreter import Interpreter
 else:
     from ai_edge_litert.interpreter import Interpreter
+stream = args[1:2] == ["--stream"]  # the probes are one stream of calls: a fresh interpreter, no reset between
+args = [args[0], *args[2:]] if stream else args
 sample = None
 if len(args) > 2 and args[1] == "--sample":
     with np.load(args[2]) as z:
@@ -67,9 +70,13 @@ except Exception as exc:
     # a custom op this plain LiteRT does not have (the app registers it) says nothing about the file
     sys.exit(4 if dynamic or "custom op" in text.lower() else 3)
 outputs = {}
+if stream:
+    it = Interpreter(model_path=args[0], num_threads=1)
+    runner = it.get_signature_runner(next(iter(signatures)))
 for i, probe in enumerate(args[1:-1]):
     with np.load(probe) as z:
-        it.reset_all_variables()
+        if not stream:
+            it.reset_all_variables()
         got = runner(**{k: z[k] for k in z.files})
     # string outputs (a label lookup) come back as object arrays of bytes: stored as bytes ('S'), never pickled
     outputs.update({f"{i}/{k}": np.asarray(v).astype(bytes) if np.asarray(v).dtype == object else np.asarray(v)
@@ -88,12 +95,12 @@ _FIXED_SHAPE_FAILURE = 3  # LiteRT raised on a model whose input shapes are all 
 
 
 def refuse_if_it_kills_litert(
-    data: bytes, mode: str, probes: list[dict] | None = None, sample: dict | None = None
+    data: bytes, mode: str, probes: list[dict] | None = None, sample: dict | None = None, stream: bool = False
 ) -> list[dict] | None:
     """ConversionError when one zero-input run of ``data`` (``sample`` instead, when given) kills, hangs or (fixed
     shapes, or at the sample's shape) fails LiteRT; returns the outputs (``{name: array}`` per probe) when
     ``probes`` were given and ran, else None."""
-    why, outputs = run_in_litert(data, probes, sample)
+    why, outputs = run_in_litert(data, probes, sample, stream)
     if why is not None:
         error = LiteRTRefused if why.startswith(REFUSES) else ConversionError
         if sample is not None:
@@ -123,7 +130,7 @@ def litert_problem(data: bytes) -> str | None:
 
 
 def run_in_litert(
-    data: bytes, probes: list[dict] | None = None, sample: dict | None = None
+    data: bytes, probes: list[dict] | None = None, sample: dict | None = None, stream: bool = False
 ) -> tuple[str | None, list[dict] | None]:
     """``(why LiteRT cannot run data, or None; the outputs of each probe feed, or None)`` from one child process
     (which runs ``sample``, when given, instead of all-zeros inputs)."""
@@ -132,7 +139,8 @@ def run_in_litert(
     with tempfile.TemporaryDirectory(prefix="edgetool-smoke-") as tmp:
         path = Path(tmp) / "model.tflite"
         path.write_bytes(data)
-        args = ["--flex", str(path)] if summarize_tflite(data).flex_ops else [str(path)]
+        args = ["--flex"] if summarize_tflite(data).flex_ops else []
+        args += [str(path), *(["--stream"] if stream and probes else [])]
         if sample is not None:
             np.savez(Path(tmp) / "sample.npz", **sample)
             args += ["--sample", str(Path(tmp) / "sample.npz")]

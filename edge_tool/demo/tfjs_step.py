@@ -20,6 +20,7 @@ from edge_tool.demo.tflite_model import NO_TFJS
 from edge_tool.errors import ConversionError
 from edge_tool.models.precision import float32_saved_model
 from edge_tool.tfjs_writer.export import export_tfjs, ops_from_refusal
+from edge_tool.tfjs_writer.state import StatefulRefused
 
 # an older converter's words, as check and older logs may carry them: "Unsupported Ops in the model …\nErfc"
 _UNSUPPORTED = re.compile(r"Unsupported Ops in the model[^\n]*\n(?P<ops>[^\n]+)")
@@ -91,6 +92,8 @@ def place_tfjs(cfg: DemoConfig, kind: ModelKind, dest: Path, input_specs: list[d
         try:
             with float32_saved_model(Path(cfg.model), cfg.signature) as (model, key, _):  # mixed precision: recast
                 written = export_tfjs(model, dest, signature=key)
+        except StatefulRefused:
+            raise  # its message is complete: no page, --litert included (docs/streaming.md)
         except ConversionError as exc:
             shutil.rmtree(dest, ignore_errors=True)
             if not cfg.litert:

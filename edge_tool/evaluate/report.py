@@ -143,7 +143,9 @@ class Report(Document):
             f"Accuracy pass: every artefact in its own process, {s.get('accuracy_pass_threads', 1)} LiteRT thread(s) each, "
             "the LiteRT workers taking turns while the reference runs, "
             "batched where the file allows (see each row's accuracy_pass in the JSON); recurrent state reset "
-            "before every sample.",
+            "before every sample, except in a file that keeps state in resource variables (Keras stateful=True): "
+            "there the samples are one stream in file order, each side from its initial state (a fresh interpreter, "
+            "the SavedModel freshly loaded), compared sample by sample.",
             f"Machine: {m.get('cpu')} ({m.get('cores_logical')} logical cores), Python {m.get('python')}, "
             f"TensorFlow {m.get('tensorflow')}, LiteRT {m.get('litert')}.",
         ]

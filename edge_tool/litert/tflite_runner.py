@@ -92,6 +92,8 @@ class TfliteInterpreter:
             return "batched"
         if self.batching == "fixed":
             return f"fixed batch {self.fixed_batch}"
+        if self.facts.state_ops and not self.facts.variable_tensors:
+            return "batch 1, one stream in file order from a fresh interpreter (resource-variable state)"
         why = "stateful" if self.facts.stateful else "fixed batch 1"
         return f"batch 1 ({why})"
 
@@ -204,7 +206,7 @@ class TfliteInterpreter:
         if self.batching == "fixed" and m < self.fixed_batch:
             chunk = {k: np.concatenate([x, np.repeat(x[-1:], self.fixed_batch - m, axis=0)]) for k, x in chunk.items()}
         self.fit(chunk)
-        if self.facts.stateful:
+        if self.facts.variable_tensors:  # resource variables (stateful=True) are a stream: never reset mid-pass
             self.interp.reset_all_variables()
         for idx, x in chunk.items():
             self.interp.set_tensor(idx, x)

@@ -79,7 +79,8 @@ def save_fixed_batch(
     loaded, fn, info = load_serving_fn(Path(saved_model), key, trust_model_code)
     specs = fixed_input_specs(tf, info, batch)
     module, serve, how = tf.Module(), None, Retrace("signature")
-    if saved_model_flavor(Path(saved_model)) == "keras2":
+    already = all(t.shape and t.shape[0] == batch for t in info.inputs)  # a stateful RNN's batch_shape, say
+    if saved_model_flavor(Path(saved_model)) == "keras2" and not already:  # nothing to re-trace when already fixed
         serve, how = _keras_retrace(tf, Path(saved_model), info, specs, fn, module) or (None, how)
     if serve is None:
         module.source = loaded

@@ -28,7 +28,9 @@
 - ``tflite`` (tflite only, else null): ``{"ops": {op: n}, "weight_dtypes": {dtype: tensors},
   "activation_dtypes": {dtype: tensors}, "variable_tensors": n, "state_warning": str | null, "metadata"}``; variable
   tensors hold state across invocations (recurrent h/c of a fixed-batch LSTM): the warning says to call
-  ``reset_all_variables()`` between independent samples. ``metadata`` is null without embedded TFLite model
+  ``reset_all_variables()`` between independent samples. ``state`` (null when none): the resource variables a
+  Keras ``stateful=True`` layer writes on each call, ``{"variables": [{"name", "shape", "dtype", "bytes"}], "bytes",
+  "reset"}`` (docs/streaming.md); then the warning says how an app starts a new stream. ``metadata`` is null without embedded TFLite model
   metadata, else ``{"name", "description", "version", "author", "min_parser_version", "inputs"/"outputs": [{"name",
   "description", "content", "normalization": {"mean", "std"} | null, "labels_file"}], "packed_files",
   "label_count", "labels", "problems"}`` (see docs/metadata.md).
@@ -59,6 +61,7 @@ from edge_tool.models.signatures import (
 from edge_tool.parsers.limits import read_tflite
 from edge_tool.parsers.tflite_model import state_warning, summarize_tflite
 from edge_tool.parsers.tflite_schema import enum_names, is_constant, tflite_schema
+from edge_tool.parsers.tflite_state import read_state, state_line
 from edge_tool.parsers.tree import tree_bytes
 from edge_tool.trust.guard import code_report
 from edge_tool.trust.keras_reload import keras_reloadability
@@ -165,6 +168,7 @@ def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
             raise
         signatures = (flatbuffer_signature(data),)  # LiteRT opens no Flex model; the flatbuffer still says
     by_dtype = _tflite_weight_elements(data)
+    state = read_state(data)  # resource variables a stateful=True layer writes on each call
     params = ParamCount(sum(by_dtype.values()), None, None, by_dtype)
     return InspectReport(
         path=path,
@@ -177,7 +181,8 @@ def inspect_tflite(path: Path, trust_model_code: bool = False) -> InspectReport:
             "weight_dtypes": summary.weight_dtypes,
             "activation_dtypes": summary.activation_dtypes,
             "variable_tensors": summary.variable_tensors,
-            "state_warning": state_warning(summary.variable_tensors),
+            "state_warning": state_line(state) if state else state_warning(summary.variable_tensors),
+            "state": None if state is None else state.to_dict(),
             "metadata": _embedded_metadata(data),
         },
         model_code=code_report(path, trust_model_code),

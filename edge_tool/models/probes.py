@@ -12,9 +12,10 @@ from edge_tool.models.signatures import SignatureInfo
 from edge_tool.schemas.records import SelfCheck  # the manifest's artifacts[].self_check record
 
 PROBES = 4  # seeded random input batches per check
+STREAM_CALLS = 8  # calls in a stream-wise check (a model with state): long enough for the state to matter
 
 
-def probe_feeds(info: SignatureInfo, seed: int = 0) -> list[dict] | None:
+def probe_feeds(info: SignatureInfo, seed: int = 0, count: int = PROBES) -> list[dict] | None:
     """Seeded random feeds ``{input name: array}`` for the signature, or None when a shape or dtype rules it out
     (an unknown non-batch dimension, a string input)."""
     rng = np.random.default_rng(seed)
@@ -29,7 +30,7 @@ def probe_feeds(info: SignatureInfo, seed: int = 0) -> list[dict] | None:
         if dtype.kind not in "fiub":
             return None
         shapes[t.name] = ([t.shape[0] or 1, *t.shape[1:]], dtype)
-    return [{name: _random(rng, shape, dtype) for name, (shape, dtype) in shapes.items()} for _ in range(PROBES)]
+    return [{name: _random(rng, shape, dtype) for name, (shape, dtype) in shapes.items()} for _ in range(count)]
 
 
 def _random(rng, shape: list, dtype: np.dtype) -> np.ndarray:

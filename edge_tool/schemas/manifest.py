@@ -10,6 +10,7 @@ from edge_tool.calibration.contract import ImageContract
 from edge_tool.calibration.dataset import CalibrationSummary
 from edge_tool.calibration.serial import Record, from_dict, spec
 from edge_tool.parsers.tflite_model import TfliteSummary
+from edge_tool.parsers.tflite_state import ModelState
 from edge_tool.schemas.convert_options import ConvertOptions
 from edge_tool.schemas.document import Document
 from edge_tool.schemas.format_records import (
@@ -72,6 +73,7 @@ class ManifestArtifact(Record):
     seconds: float = field(kw_only=True)
     tensors: TfliteSummary | None = field(default=None, metadata=_NONE)
     state_warning: str | None = field(default=None, metadata=spec(when=_tflite))
+    state: ModelState | None = field(default=None, metadata=_NONE)  # resource-variable state kept between calls
     metadata: MetadataRecord | None = field(default=None, metadata=spec(when=_tflite))
     self_check: SelfCheck | None = field(default=None, metadata=_NONE)
     self_check_skipped: str | None = field(default=None, metadata=_NONE)  # tflite: why it has no self_check

@@ -102,10 +102,14 @@ def _null_as_inf(value):
     return math.inf if value is None else value
 
 
+STREAM_INPUTS = "seeded random stream"  # a model with state: the probes as one stream of calls, compared call by call
+
+
 @dataclass(frozen=True)
 class SelfCheck(Record):
     """The float .tflite against the SavedModel on ``samples`` seeded random input batches (``max_abs_error`` is
-    written as null when NaN/Inf, and read back as inf)."""
+    written as null when NaN/Inf, and read back as inf); ``inputs`` is ``STREAM_INPUTS`` for a model with state:
+    the batches are one stream of calls, each side from its initial state, compared call by call."""
 
     inputs: str = field(default="seeded random", kw_only=True)
     samples: int
@@ -116,9 +120,14 @@ class SelfCheck(Record):
     def warning(self, name: str, mode: str) -> str:
         """What the terminal says when the check failed."""
         error = f"max abs error {self.max_abs_error:.3g}" if math.isfinite(self.max_abs_error) else "NaN/Inf outputs"
+        probes = (
+            f"one stream of {self.samples} seeded random calls from the initial state, compared call by call"
+            if self.inputs == STREAM_INPUTS
+            else f"{self.samples} seeded random inputs"
+        )
         return (
             f"{name} does not compute what the SavedModel computes: {error} on "
-            f"{self.samples} seeded random inputs, where float rounding explains at most {self.tolerance:.3g} "
+            f"{probes}, where float rounding explains at most {self.tolerance:.3g} "
             f"({mode}). That is a TensorFlow tflite_converter/LiteRT kernel problem with this model. Measure it on real "
             "data with edgetool eval before shipping it; --batch 1 (fixed shapes) or another --quant mode may "
             "avoid it."

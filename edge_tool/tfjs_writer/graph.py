@@ -16,6 +16,7 @@ from pathlib import Path
 from edge_tool.core.env import import_tf
 from edge_tool.errors import ConversionError
 from edge_tool.tfjs_writer import refvars, standins
+from edge_tool.tfjs_writer.state import refuse_stateful
 
 GRAPPLER_PASSES = ("pruning", "constfold", "arithmetic", "dependency") * 2
 
@@ -65,6 +66,8 @@ def freeze_signature(saved_model: Path, key: str, stream_bytes: int = standins.S
         )
     fn = loaded.signatures[key]
     streamed = {}
+    if not refvars.has_ref_variables(fn.graph.as_graph_def()):
+        refuse_stateful(fn.graph.as_graph_def(), key, fn)  # Keras stateful=True: state a graph cannot hold
     if refvars.has_ref_variables(fn.graph.as_graph_def()):
         graph_def, graph_inputs, graph_outputs = _freeze_tf1(fn)
     elif frozen := standins.freeze_with_stand_ins(fn, stream_bytes):

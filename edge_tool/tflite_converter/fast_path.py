@@ -35,6 +35,7 @@ import numpy as np
 from edge_tool.errors import ConversionError
 from edge_tool.models.fixed_batch import MAX_UNROLL
 from edge_tool.parsers.tflite_model import summarize_tflite
+from edge_tool.parsers.tflite_state import read_state, streaming_loop_refusal
 from edge_tool.tflite_converter import calibration_shards
 
 # The TensorFlow minor versions whose private converter internals the fast path was checked on (byte-identical files in
@@ -179,6 +180,8 @@ def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
     loops = [op for op in ("WHILE",) if op in summarize_tflite(bytes(float_model)).ops]
     if loops:
         bits = "int16" if getattr(activations_type, "name", "") == "int16" else "int8"
+        if read_state(bytes(float_model)) is not None:  # stateful=True: the loop stays, whatever its length
+            raise LoopRefused(*streaming_loop_refusal(bits))
         raise LoopRefused(
             f"calibrated {bits} quantization of a model with a {loops[0]} loop (a Keras recurrent layer edgetool "
             f"could not unroll: a ConvLSTM, or a GRU/SimpleRNN over a sequence of unknown length or longer than "

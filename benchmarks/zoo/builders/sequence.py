@@ -1,4 +1,5 @@
-"""Zoo builders of sequence models: Embedding + LSTM, bidirectional LSTM + GRU, a Transformer block, Conv1D audio."""
+"""Zoo builders of sequence models: Embedding + LSTM, bidirectional LSTM + GRU, a Transformer block, Conv1D audio, a
+streaming (stateful) GRU."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.zoo import data as zdata
-from benchmarks.zoo.builders.common import SEED, seeded_keras, train_classifier
+from benchmarks.zoo.builders.common import SEED, seeded_keras, train_classifier, write_sidecars
 
 
 def _row_split() -> zdata.Split:
@@ -55,3 +56,37 @@ def build_conv1d_audio(out: Path) -> dict:
     x = L.MaxPooling1D(4)(L.Conv1D(32, 5, padding="same", activation="relu")(x))
     x = L.GlobalAveragePooling1D()(L.Conv1D(32, 3, padding="same", activation="relu")(x))
     return train_classifier(keras, inp, x, split, out, "conv1d_audio", epochs=8, classes=len(zdata.TONE_LABELS))
+
+
+def _row_stream(x: np.ndarray, y: np.ndarray, digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``digits`` digits read row by row as one stream: frames (n·8, 1, 8) and each frame's digit label."""
+    rows = x[:digits].reshape(-1, 1, 8)
+    return rows, np.repeat(y[:digits], 8)
+
+
+def build_stateful_gru(out: Path) -> dict:
+    """A streaming reader: one row of 8 pixels per call into GRU(32, stateful=True) → softmax of the digit being read;
+    trained on 8-digit streams (64 rows) with return_sequences, the weights then moved into the batch-1 stateful
+    model (the way keyword-spotting and sensor models are built)."""
+    keras, L = seeded_keras()
+    split = zdata.map_split(zdata.digits(SEED), lambda x: (x / 255.0).astype(np.float32))
+    n = len(split.y_train) // 8 * 8
+    seqs = split.x_train[:n].reshape(-1, 64, 8)
+    labels = np.repeat(split.y_train[:n], 8).reshape(-1, 64)
+    train = keras.Sequential(
+        [keras.Input((64, 8)), L.GRU(32, return_sequences=True), L.Dense(10, activation="softmax")]
+    )
+    train.compile(keras.optimizers.Adam(1e-2), loss="sparse_categorical_crossentropy")
+    train.fit(seqs, labels, epochs=30, batch_size=16, verbose=0)
+    model = keras.Sequential(
+        [keras.Input(batch_shape=(1, 1, 8), name="row"), L.GRU(32, stateful=True), L.Dense(10, activation="softmax")]
+    )
+    model.set_weights(train.get_weights())
+    x_eval, y_eval = _row_stream(split.x_eval, split.y_eval, 60)
+    model.reset_states()
+    got = np.array([model(x_eval[i : i + 1]).numpy()[0] for i in range(len(x_eval))])
+    model.reset_states()
+    model.save(str(out), save_format="tf", include_optimizer=False)
+    x_train, y_train = _row_stream(split.x_train, split.y_train, 200)
+    stream = zdata.Split(x_train, y_train, x_eval, y_eval, split.labels)
+    return write_sidecars(out, stream, "stateful_gru", float((got.argmax(-1) == y_eval).mean()))

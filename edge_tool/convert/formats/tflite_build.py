@@ -16,9 +16,10 @@ from edge_tool.convert.smoke import open_shape_sample, refuse_if_it_kills_litert
 from edge_tool.core.steps import console, step
 from edge_tool.core.textsafe import term
 from edge_tool.metadata.writer import embed_metadata
-from edge_tool.models.probes import probe_feeds
+from edge_tool.models.probes import PROBES, STREAM_CALLS, probe_feeds
 from edge_tool.parsers.limits import check_tflite_tensors
 from edge_tool.parsers.tflite_model import state_warning, summarize_tflite
+from edge_tool.parsers.tflite_state import STREAM, read_state, state_line
 from edge_tool.schemas.format_records import QuantizerNote
 from edge_tool.schemas.manifest import ManifestArtifact
 from edge_tool.schemas.records import BatchNote
@@ -43,7 +44,8 @@ def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
             data = embed_metadata(data, spec)
         summary = summarize_tflite(data)
         check_tflite_tensors(data, path.name)  # before LiteRT allocates its arena in the smoke child
-        check, skipped = _self_check(ctx, mode, data)  # Flex files too: run where TensorFlow links the delegate
+        state = read_state(data)
+        check, skipped = _self_check(ctx, mode, data, state)  # Flex files too: run where TensorFlow links the delegate
         path.write_bytes(data)
         timed.outputs.append(path)
     if check is not None and not check.ok:
@@ -52,9 +54,11 @@ def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
         console.print(f"[yellow]note:[/] {term(path.name)} was not self-checked: {term(skipped)}")
     for warning in file_warnings(path.name, mode.value, data, summary):
         console.print(f"[yellow]warning:[/] {term(warning)}")
-    state = state_warning(summary.variable_tensors)
-    if state:
-        console.print(f"[yellow]warning:[/] {term(path.name)} {term(state)}")
+    advice = state_line(state) if state else state_warning(summary.variable_tensors)
+    if state and check:
+        advice += f" Self-check: {STREAM.format(calls=check.samples)}; max abs error {check.max_abs_error:.3g}."
+    if advice:
+        console.print(f"[yellow]{'note' if state else 'warning'}:[/] {term(path.name)} {term(advice)}")
     return file_entry(
         path,
         fmt,
@@ -62,7 +66,8 @@ def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
         data,
         timed.seconds,
         tensors=summary,
-        state_warning=state,
+        state_warning=advice,
+        state=state,
         metadata=None if spec is None else spec.record(),
         self_check=check or None,
         self_check_skipped=skipped,
@@ -70,21 +75,22 @@ def _build(ctx, mode: QuantMode, out_dir: Path, fmt: str) -> ManifestArtifact:
     )
 
 
-def _self_check(ctx, mode: QuantMode, data: bytes):
+def _self_check(ctx, mode: QuantMode, data: bytes, state):
     """(the file's ``SelfCheck`` against the SavedModel, or None; why it was not self-checked, or None). Every file
     is run once in LiteRT first (``smoke``: a file that kills or fails it is refused); a float mode's file is also
-    compared on seeded probes."""
+    compared on seeded probes — with resource-variable ``state``, one stream of calls compared call by call."""
     float_mode = fidelity.tolerance(mode) is not None
-    probes = probe_feeds(ctx.source.signature) if float_mode else None
+    stream = state is not None
+    probes = probe_feeds(ctx.source.signature, count=STREAM_CALLS if stream else PROBES) if float_mode else None
     sample = open_shape_sample(ctx.source.signature, ctx.representative_dataset)
-    got = refuse_if_it_kills_litert(data, mode.value, probes, sample)
+    got = refuse_if_it_kills_litert(data, mode.value, probes, sample, stream=stream)
     if not float_mode:
         return None, fidelity.QUANTIZED_SKIP
     if probes is None:
         return None, "no seeded random input fits its signature (a string input, or a non-batch size left open)"
     if got is None:
         return None, "LiteRT did not run the seeded probes (an input size it could not take, or a custom op)"
-    check = fidelity.check(ctx, mode.value, probes, got)
+    check = fidelity.check(ctx, mode.value, probes, got, stream=stream)
     if check is None:
         return None, "the SavedModel refused the seeded random inputs, or no float output could be compared"
     return check, None
