@@ -25,7 +25,6 @@ from pathlib import Path
 from edge_tool.core.childproc import python_command
 from edge_tool.errors import ConversionError
 from edge_tool.litert.isolated import death_reason, last_message
-from edge_tool.parsers.tflite_model import summarize_tflite
 
 TIMEOUT_S = 300
 _CHILD = r"""
@@ -135,6 +134,9 @@ def run_in_litert(
     """``(why LiteRT cannot run data, or None; the outputs of each probe feed, or None)`` from one child process
     (which runs ``sample``, when given, instead of all-zeros inputs)."""
     import numpy as np  # noqa: PLC0415
+
+    # numpy-backed, and this module is on --help's import path (the mode registry): imported when a file is run
+    from edge_tool.parsers.tflite_model import summarize_tflite  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="edgetool-smoke-") as tmp:
         path = Path(tmp) / "model.tflite"

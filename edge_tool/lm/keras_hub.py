@@ -10,6 +10,8 @@ the endpoints are checked against). keras_hub is imported only inside these func
 from __future__ import annotations
 
 import json
+import os
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,15 +25,24 @@ from edge_tool.lm.spec import BYTE_VOCAB, LmSpec
 
 FAMILIES = ("GPT2", "Llama")  # the Keras-Hub class-name prefixes the adapter knows
 DEFAULT_ROPE_MAX_LEN = 256  # a rotary model has no position table: its context unless --max-len says otherwise
+MAX_CONFIG = 16 << 20  # bytes of a .keras file's config.json read to recognise a Keras-Hub model
 INSTALL = "pip install 'edgetool[keras-hub]'"
 
 
 def hub_config(path: Path) -> dict | None:
-    """The top-level ``config.json`` of a ``.keras`` file when it is a Keras-Hub object, else None (no TF import)."""
+    """The top-level ``config.json`` of a ``.keras`` file when it is a Keras-Hub object, else None (no TF import).
+    Only a regular file is opened (a FIFO would block the caller) and a config.json of at most MAX_CONFIG bytes read
+    (a hostile zip may declare anything); anything else is not a Keras-Hub file here (the loaders say what it is)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with zipfile.ZipFile(path) as zf:
-            cfg = json.loads(zf.read("config.json"))
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+            info = zf.getinfo("config.json")
+            if info.file_size > MAX_CONFIG:
+                return None
+            with zf.open(info) as f:
+                cfg = json.loads(f.read(MAX_CONFIG + 1))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, RuntimeError, NotImplementedError):
         return None
     return cfg if isinstance(cfg, dict) and str(cfg.get("module", "")).startswith("keras_hub") else None
 

@@ -132,3 +132,14 @@ def integer_only_problem(data: bytes) -> str | None:
         if found
     ]
     return "; ".join(problems) or None
+
+
+def signature_keys(data: bytes) -> tuple[str, ...]:
+    """The signature keys of the flatbuffer ``data``, read without LiteRT (a file whose ops a runtime lacks still
+    names its signatures); empty for a file that has none or that does not parse."""
+    try:
+        model = tflite_schema().Model.GetRootAsModel(bytearray(data), 0)
+        keys = [model.SignatureDefs(i).SignatureKey() for i in range(model.SignatureDefsLength())]
+    except Exception:  # a damaged flatbuffer: the loaders say what it is
+        return ()
+    return tuple(k.decode("utf-8", "replace") for k in keys if k is not None)
