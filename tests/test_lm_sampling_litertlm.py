@@ -4,6 +4,7 @@ validation, and — the proof — LiteRT-LM's own engine drawing, from a bundle,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from importlib.util import find_spec
@@ -20,6 +21,7 @@ from edge_tool.lm.sampling_litertlm import MinstdRand, sample
 from edge_tool.lm.session import LmSession, tflite_call
 from edge_tool.lm.spec import SAMPLER_KINDS, LmSpec, SamplerDefaults, parse_spec
 from edge_tool.lm.tokenizer.byte import ByteTokenizer
+from edge_tool.lm_converter.litertlm import write_bundle
 from tests.edgetool_runs import run_edgetool
 
 HAS_LM_EXTRA = all(find_spec(m) for m in ("litert_lm", "litert_lm_builder", "tokenizers"))
@@ -59,6 +61,20 @@ def test_the_kind_is_registered_validated_and_not_the_default():
     assert parse_spec(json.dumps(old), "old").sampler.kind == "xorshift32"
 
 
+def _engine_text(litert_lm, bundle, max_len: int, config) -> str:
+    """LiteRT-LM's continuation of PROMPT (``config`` None: the bundle's own sampler defaults)."""
+    with tempfile.TemporaryDirectory() as cache:
+        engine = litert_lm.Engine(str(bundle), max_num_tokens=max_len, cache_dir=cache)
+        try:
+            with engine.create_session(
+                apply_prompt_template=False, sampler_config=config, max_output_tokens=TOKENS
+            ) as session:
+                session.run_prefill([PROMPT])
+                return "".join(session.run_decode().texts)
+        finally:
+            engine.close()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_LM_EXTRA, reason="litert-lm-api / litert-lm-builder / tokenizers not installed")
 def test_litert_lm_draws_what_the_litert_lm_kind_draws_natively(tiny_lm_bhsd, tmp_path):
@@ -73,23 +89,24 @@ def test_litert_lm_draws_what_the_litert_lm_kind_draws_natively(tiny_lm_bhsd, tm
     tok = ByteTokenizer(spec)
     hf = tokenizers.Tokenizer.from_str(tok.hf_json())
     prompt = [spec.bos_id, *tok.encode(PROMPT)]
+
+    def ours(sampler: Sampler) -> str:
+        ids = generate(session, prompt, TOKENS, sampler, spec.stop_ids)
+        assert len(ids) == TOKENS
+        # the engine detokenizes with HF tokenizers, specials kept (an untrained model draws <bos> too), and its
+        # text crosses a C API as a NUL-terminated string: an untrained model's byte 0 ends it
+        return hf.decode(ids, skip_special_tokens=False).split("\x00")[0]
+
     compared = 0
-    with tempfile.TemporaryDirectory() as cache:
-        engine = litert_lm.Engine(str(bundle), max_num_tokens=spec.max_len, cache_dir=cache)
-        try:
-            for seed in SEEDS:
-                config = litert_lm.SamplerConfig(top_k=40, top_p=1.0, temperature=0.8, seed=seed)
-                with engine.create_session(
-                    apply_prompt_template=False, sampler_config=config, max_output_tokens=TOKENS
-                ) as s:
-                    s.run_prefill([PROMPT])
-                    theirs = "".join(s.run_decode().texts)
-                ours = generate(session, prompt, TOKENS, Sampler(0.8, 40, seed, "litert-lm"), spec.stop_ids)
-                # the engine detokenizes with HF tokenizers, specials kept (an untrained model draws <bos> too), and
-                # its text crosses a C API as a NUL-terminated string: an untrained model's byte 0 ends it
-                text = hf.decode(ours, skip_special_tokens=False).split("\x00")[0]
-                assert len(ours) == TOKENS and theirs == text, (seed, theirs, text)
-                compared += len(text)
-        finally:
-            engine.close()
+    for seed in SEEDS:
+        config = litert_lm.SamplerConfig(top_k=40, top_p=1.0, temperature=0.8, seed=seed)
+        text = ours(Sampler(0.8, 40, seed, "litert-lm"))
+        assert _engine_text(litert_lm, bundle, spec.max_len, config) == text, seed
+        compared += len(text)
     assert compared >= len(SEEDS) * TOKENS // 2  # most of the text, not only NUL-cut stubs
+    # the bundle's own defaults run (LiteRT-LM 0.18 on CPU implements only TOP_P): greedy here, then a litert-lm kind
+    assert _engine_text(litert_lm, bundle, spec.max_len, None) == ours(Sampler())
+    sampled = dataclasses.replace(spec, sampler=SamplerDefaults(0.8, 40, 5, "litert-lm"))
+    write_bundle(tflite, sampled, tok.hf_json(), tmp_path / "sampled.litertlm", tmp_path)
+    text = ours(Sampler(0.8, 40, 5, "litert-lm"))
+    assert _engine_text(litert_lm, tmp_path / "sampled.litertlm", spec.max_len, None) == text
