@@ -17,7 +17,7 @@ from edge_tool.lm.contract import read_lm_contract
 from edge_tool.lm.generate import generate
 from edge_tool.lm.sampler_kinds import SAMPLERS
 from edge_tool.lm.sampling import Sampler
-from edge_tool.lm.sampling_litertlm import MinstdRand, sample
+from edge_tool.lm.sampling_litertlm import MinstdRand, sample, tie_risk
 from edge_tool.lm.session import LmSession, tflite_call
 from edge_tool.lm.spec import SAMPLER_KINDS, LmSpec, SamplerDefaults, parse_spec
 from edge_tool.lm.tokenizer.byte import ByteTokenizer
@@ -46,6 +46,7 @@ def test_a_draw_follows_the_float32_softmax_and_top_k():
     assert {sample(logits, 2, 1.0, 1.0, rng) for _ in range(300)} == {1, 2}
     state = rng.state
     assert sample(logits, 1, 1.0, 1.0, rng) == 1 and rng.state == state  # k 1: greedy, nothing drawn
+    assert not tie_risk(logits, 2, 0.8) and tie_risk(np.array([3.0, 1.0, 1.0], np.float32), 2, 0.8)  # k-th place
 
 
 def test_the_kind_is_registered_validated_and_not_the_default():
