@@ -25,7 +25,11 @@ from tests.test_browser_phone import PHONE
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 PROMPTS = ("Hello there", "The quick brown fox jumps over the lazy dog, and then")  # 11 and 52 tokens
-SAMPLED = ({"temperature": 0.8, "topK": 0, "seed": 7}, {"temperature": 1.3, "topK": 12, "seed": 123456789})
+SAMPLED = (
+    {"temperature": 0.8, "topK": 0, "seed": 7},
+    {"temperature": 1.3, "topK": 12, "seed": 123456789},
+    {"temperature": 0.8, "topK": 40, "seed": 3, "kind": "litert-lm"},  # LiteRT-LM's sampler (sampling_litertlm)
+)
 
 
 def convert_lm(saved_model: Path, out: Path) -> Path:
@@ -112,7 +116,8 @@ def test_greedy_continuation_equals_native_litert(lm_page, native, prompt):
 def test_seeded_sampling_equals_native_litert(lm_page, native, sampler):
     run, _ = native
     got = _page_generate(lm_page, PROMPTS[0], 48, **sampler)
-    assert got["tokens"] == run(PROMPTS[0], 48, Sampler(sampler["temperature"], sampler["topK"], sampler["seed"]))
+    kind = sampler.get("kind", "xorshift32")
+    assert got["tokens"] == run(PROMPTS[0], 48, Sampler(sampler["temperature"], sampler["topK"], sampler["seed"], kind))
     assert got["tokens"] != run(PROMPTS[0], 48)  # the draws were used
 
 

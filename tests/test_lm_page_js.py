@@ -11,6 +11,7 @@ import numpy as np
 
 from edge_tool.lm.contract import LmContract
 from edge_tool.lm.generate import decode_bytes, encode_bytes
+from edge_tool.lm.sampler_kinds import SAMPLERS
 from edge_tool.lm.sampling import Sampler, Xorshift32, mix32, sample
 from edge_tool.lm.session import LmSession
 from tests.edgetool_runs import REPO, edgetool_in_process
@@ -18,7 +19,7 @@ from tests.test_page_js import _node
 
 LM = REPO / "web_demo" / "lm"
 TEXTS = ("", "Hello there", "naïve café – 東京 🚀", "a\nb\tc\u0000")
-SEEDS = (0, 1, 7, 42, 2**32 - 1, 2**32 + 5, 123456789)
+SEEDS = (0, 1, 7, 42, 2**32 - 1, 2**32 + 5, 123456789, -7)
 # docs/lm.md's known answers: seed -> first state, then the next three states
 KNOWN = {0: (0x92CA2F0E, 844830715, 1143974537, 2661586166), 42: (0x3805EA2C, 759511308, 3338370046, 2568554684)}
 DRIVER = """
@@ -26,6 +27,7 @@ import fs from 'node:fs';
 import { mix32, xorshift32, sample } from '%(lm)s/sampler.js';
 import { encode, byteDecoder } from '%(lm)s/tokenizer.js';
 import { planChunk } from '%(lm)s/generate.js';
+import { minstdRand, sampleLitertLm } from '%(lm)s/sampler_litertlm.js';
 const q = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const streams = q.seeds.map((s) => { const r = xorshift32(s); return Array.from({ length: 5 }, () => r.uniform()); });
 const states = q.seeds.map((s) => { const r = xorshift32(s); return [mix32(s), r.next(), r.next(), r.next()]; });
@@ -40,7 +42,12 @@ const plans = q.plans.map(({ n, pos, prefill, maxLen }) => {
   while (n > 0) { const p = planChunk(n, pos, prefill, maxLen); calls.push(p.name); n -= p.count; pos += p.count; }
   return calls;
 });
-fs.writeFileSync(process.argv[3], JSON.stringify({ streams, states, picks, texts, plans }));
+const minstd = q.seeds.map((s) => { const r = minstdRand(s); return [r.next(), r.next(), r.uniform(0.75)]; });
+const litert = q.samples.map(({ logits, temperature, topK, seed }) => {
+  const r = minstdRand(seed);
+  return Array.from({ length: 4 }, () => sampleLitertLm(Float32Array.from(logits), { temperature, topK }, r));
+});
+fs.writeFileSync(process.argv[3], JSON.stringify({ streams, states, picks, texts, plans, minstd, litert }));
 """
 
 
@@ -109,10 +116,24 @@ def test_tokenizer_prng_sampler_and_chunking_equal_python(tmp_path):
         logits = np.asarray(case["logits"], np.float32)
         sampler = Sampler(case["temperature"], case["topK"], case["seed"])
         assert picks == [sample(logits, sampler, r) for _ in range(4)], case["temperature"]
+    _litert_lm_kind_equals_python(query, got)
     for text, js in zip(TEXTS, got["texts"]):
         assert js["ids"] == [*encode_bytes(text), 256, 257] and js["back"] == decode_bytes(js["ids"]) == text
     for (n, pos, lengths, m), calls in zip(plans, got["plans"]):
         assert calls == _feed_calls(n, pos, lengths, m), (n, pos, lengths)
+
+
+def _litert_lm_kind_equals_python(query: dict, got: dict) -> None:
+    """lm/sampler_litertlm.js against edge_tool.lm.sampling_litertlm: the generator's numbers and the picks."""
+    kind = SAMPLERS["litert-lm"]
+    for seed, js in zip(SEEDS, got["minstd"]):
+        r = kind.rng(seed)
+        assert js == [r.next_u32(), r.next_u32(), r.uniform(0.75)], seed
+    for case, picks in zip(query["samples"], got["litert"]):
+        r = kind.rng(case["seed"])
+        logits = np.asarray(case["logits"], np.float32)
+        sampler = Sampler(case["temperature"], case["topK"], case["seed"], "litert-lm")
+        assert picks == [kind.pick(logits, sampler, r) for _ in range(4)], (case["temperature"], case["topK"])
 
 
 def test_demo_lm_refuses_what_the_page_cannot_run(tmp_path):

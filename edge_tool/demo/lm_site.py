@@ -46,6 +46,7 @@ PAGE_FILES = {
     "lm/worker.js": "lm/worker.js",
     "lm/generate.js": "lm/generate.js",
     "lm/sampler.js": "lm/sampler.js",
+    "lm/sampler_litertlm.js": "lm/sampler_litertlm.js",
     "lm/tokenizer.js": "lm/tokenizer.js",
     "lm/bpe.js": "lm/bpe.js",
     "ui/dom.js": "ui/dom.js",

@@ -82,6 +82,11 @@ def read_lm(path: Path) -> dict:
         "eosId": spec.eos_id,
         "padId": spec.pad_id,
         "stopIds": list(spec.stop_ids),
-        "sampler": {"temperature": spec.sampler.temperature, "top_k": spec.sampler.top_k, "seed": spec.sampler.seed},
+        "sampler": {
+            "temperature": spec.sampler.temperature,
+            "top_k": spec.sampler.top_k,
+            "seed": spec.sampler.seed,
+            "kind": spec.sampler.kind,
+        },
         "described": given is not None,
     }

@@ -31,6 +31,18 @@ def runner_source() -> str:
     return "\n".join(parts)
 
 
+# generate.stream draws through lm.sampler_kinds.sampler_kind; the board has the default kind only (eval's)
+BOARD_SAMPLER_KIND = """
+class BoardXorshift32:
+    rng = staticmethod(lambda seed: Xorshift32(seed))
+    pick = staticmethod(lambda logits, sampler, rng: sample(logits, sampler, rng))
+
+
+def sampler_kind(sampler):
+    return BoardXorshift32
+"""
+
+
 def lm_sources() -> list[str]:
     """The LM loop the board runs (``board_lm`` + the host's own LmSession, sampler, generate.stream and
     edge_tool.lm.measure's run), numpy imported only when the board has it (a board without says hello);
@@ -41,6 +53,7 @@ def lm_sources() -> list[str]:
         f"MASK = {sampling.MASK}\n",
         *(inspect.getsource(o) for o in (lm_session.LmSession, sampling.mix32, sampling.Xorshift32)),
         *(inspect.getsource(o) for o in (sampling.greedy, sampling.sample, generate.stream)),
+        BOARD_SAMPLER_KIND,
         *(inspect.getsource(o) for o in (measure.windows, measure.teacher_forced, measure.continuations)),
         inspect.getsource(measure.lm_run),
         *(inspect.getsource(o) for o in (measure.zero_caches, measure.time_ttft, measure.time_decode, measure.timings)),

@@ -247,9 +247,8 @@ def describe(c: LmContract) -> list[tuple[str, str]]:
                 f"bos {s.bos_id}, eos {s.eos_id}, pad {s.pad_id}, stop {list(s.stop_ids)}",
             )
         )
-        rows.append(
-            ("sampler defaults", f"temperature {s.sampler.temperature}, top-k {s.sampler.top_k}, seed {s.sampler.seed}")
-        )
+        d = s.sampler
+        rows.append(("sampler defaults", f"temperature {d.temperature}, top-k {d.top_k}, seed {d.seed}, kind {d.kind}"))
     else:
         rows.append(("edgetool_lm.json", "none (a .tflite carries it in convert's manifest; docs/lm.md)"))
     return rows

@@ -1,14 +1,15 @@
 """Generate text with a contract LM over any runtime (``session.LmSession``), byte-level tokenizer included.
 
 ``generate(session, prompt_ids, n, sampler)`` feeds the prompt (chunked prefill), then decodes one token at a time,
-choosing each with ``sampling.sample``, until ``n`` tokens, a stop id, or max_len.
+choosing each by the sampler's kind (``sampler_kinds``), until ``n`` tokens, a stop id, or max_len.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from edge_tool.lm.sampling import Sampler, Xorshift32, sample
+from edge_tool.lm.sampler_kinds import sampler_kind
+from edge_tool.lm.sampling import Sampler
 from edge_tool.lm.session import LmSession
 
 
@@ -30,9 +31,10 @@ def stream(
         raise ValueError("the prompt needs at least one token")
     session.reset()
     logits = session.feed(prompt)[-1]
-    rng = Xorshift32(sampler.seed)
+    kind = sampler_kind(sampler)
+    rng = kind.rng(sampler.seed)
     for i in range(max_new_tokens):
-        token = sample(logits, sampler, rng)
+        token = kind.pick(logits, sampler, rng)
         yield token
         if token in stop_ids or session.position >= session.contract.max_len or i + 1 == max_new_tokens:
             return

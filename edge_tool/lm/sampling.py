@@ -52,11 +52,13 @@ class Xorshift32:
 
 @dataclass(frozen=True)
 class Sampler:
-    """How the next token is chosen: temperature 0 is greedy; top_k 0 is the whole vocabulary."""
+    """How the next token is chosen: temperature 0 is greedy; top_k 0 is the whole vocabulary; ``kind`` names the
+    rule that draws (``lm.sampler_kinds``: "xorshift32", this module's, or "litert-lm")."""
 
     temperature: float = 0.0
     top_k: int = 0
     seed: int = 0
+    kind: str = "xorshift32"
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or self.top_k < 0:

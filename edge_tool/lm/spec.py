@@ -16,6 +16,8 @@ from edge_tool.errors import ModelError, collect_and_raise
 FORMAT = 1
 SPEC_NAME = "edgetool_lm.json"
 TOKENIZERS = ("byte", "bpe")
+SAMPLER_KINDS = ("xorshift32", "litert-lm")  # lm.sampler_kinds.SAMPLERS' names (tests/test_lm_sampling.py)
+LITERT_LM_MAX_K = 1024  # lm.sampling_litertlm.MAX_K
 BYTE_BOS, BYTE_EOS, BYTE_PAD = 256, 257, 258  # byte-level ids: 0..255 = UTF-8 bytes, then these specials
 BYTE_VOCAB = 264  # 259 ids padded up to a multiple of 8
 # one layer's K (or V) cache: "bshd" [1, max_len, kv_heads, head_dim] (the default), or "bhsd" [1, kv_heads, max_len,
@@ -25,11 +27,13 @@ CACHE_LAYOUTS = {"bshd": "[1, max_len, kv_heads, head_dim]", "bhsd": "[1, kv_hea
 
 @dataclass(frozen=True)
 class SamplerDefaults(Record):
-    """Default sampling: temperature 0 means greedy (argmax, lowest id on ties); top_k 0 means the whole vocabulary."""
+    """Default sampling: temperature 0 means greedy (argmax, lowest id on ties); top_k 0 means the whole vocabulary;
+    ``kind`` the rule that draws (SAMPLER_KINDS; docs/lm.md "Sampling")."""
 
     temperature: float = 0.0
     top_k: int = 0
     seed: int = 0
+    kind: str = "xorshift32"
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class LmSpec(Record):
             problems.append(f"cache_layout is {self.cache_layout!r}; expected one of {', '.join(CACHE_LAYOUTS)}.")
         if self.sampler.temperature < 0 or self.sampler.top_k < 0:
             problems.append("sampler temperature and top_k must be >= 0.")
+        problems += _sampler_problems(self.sampler, self.vocab_size)
         collect_and_raise(problems, header=f"Invalid {SPEC_NAME}:")
 
     def to_json(self) -> str:
@@ -87,6 +92,17 @@ class LmSpec(Record):
 def cache_shape(layout: str, max_len: int, heads: int, head_dim: int) -> tuple[int, int, int, int]:
     """One layer's K (or V) cache shape in ``layout`` (CACHE_LAYOUTS)."""
     return (1, heads, max_len, head_dim) if layout == "bhsd" else (1, max_len, heads, head_dim)
+
+
+def _sampler_problems(s: SamplerDefaults, vocab: int) -> list[str]:
+    if s.kind not in SAMPLER_KINDS:
+        return [f"sampler kind is {s.kind!r}; expected one of {', '.join(SAMPLER_KINDS)}."]
+    if s.kind == "litert-lm" and (s.top_k or vocab) > LITERT_LM_MAX_K:
+        return [
+            f"sampler kind litert-lm draws from at most {LITERT_LM_MAX_K} candidates (top_k {s.top_k}, vocabulary "
+            f"{vocab}); set sampler.top_k to 1..{LITERT_LM_MAX_K}, or use kind xorshift32."
+        ]
+    return []
 
 
 def _ids_problems(name: str, ids: tuple[int, ...], vocab: int) -> list[str]:

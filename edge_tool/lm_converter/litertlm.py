@@ -27,10 +27,10 @@ LAYOUT_TRANSPOSED = "[1, kv_heads, max_len, head_dim] (LiteRT-LM's), transposed 
 LAYOUT_NATIVE = "[1, kv_heads, max_len, head_dim] (LiteRT-LM's), the model's own (cache_layout bhsd): no transpose"
 PROMPT = "The "
 SEEDED_NOT_COMPARED = (
-    "not compared. litert-lm-api 0.18 draws with its own sampler (SamplerConfig top_k/top_p/temperature/seed: "
-    "std::default_random_engine and float32 top-k/top-p probabilities in its C++), not edgetool's documented one, "
-    "and gives back neither logits nor token ids, only detokenized text (a byte that is not valid UTF-8 comes back "
-    "as U+FFFD), so a sampled continuation cannot be matched token for token; greedy text is compared instead."
+    "not compared here. litert-lm-api 0.18 gives back neither logits nor token ids, only detokenized text, and draws "
+    "with its own C++ sampler; edgetool's sampler kind litert-lm (edgetool_lm.json sampler.kind, docs/lm.md "
+    '"Sampling") draws the same tokens in the native interpreter and the page (tests/test_lm_sampling_litertlm.py), '
+    "the default kind xorshift32 does not; greedy text is compared instead."
 )
 GREEDY_TOKENS = 12
 
@@ -43,9 +43,14 @@ def require_extra() -> None:
 
 
 def llm_metadata_text(spec: LmSpec) -> str:
-    """LiteRT-LM's LlmMetadata (textproto): start/stop tokens, the context length, the sampler defaults."""
+    """LiteRT-LM's LlmMetadata (textproto): start/stop tokens, the context length, the sampler defaults.
+
+    The sampler is always TOP_P (p 1.0: top-k only): litert-lm-api 0.18's CPU session refuses GREEDY and TOP_K
+    ("Sampler type: 3 / 1 not implemented yet") when no SamplerConfig overrides them. Greedy is k 1; the
+    ``litert-lm`` kind keeps its k at temperature 0 too, as edgetool's copy of that sampler does."""
     s = spec.sampler
-    sampler = "type: GREEDY k: 1" if s.temperature == 0 else f"type: TOP_K k: {s.top_k or spec.vocab_size}"
+    k = 1 if s.temperature == 0 and s.kind != "litert-lm" else (s.top_k or spec.vocab_size)
+    sampler = f"type: TOP_P k: {k} p: 1.0"
     stops = "".join(f"stop_tokens {{ token_ids {{ ids: {i} }} }}\n" for i in spec.stop_ids)
     return (
         f"start_token {{ token_ids {{ ids: {spec.bos_id} }} }}\n{stops}max_num_tokens: {spec.max_len}\n"

@@ -44,7 +44,7 @@ function generate(request) {
   const ids = page.tokenizer.encode(request.prompt);
   if (!ids.length) return Promise.reject(new Error('type a prompt first (at least one character)'));
   const options = { maxNew: request.maxNew ?? 64, temperature: request.temperature ?? lm.sampler.temperature,
-    topK: request.topK ?? lm.sampler.top_k, seed: request.seed ?? lm.sampler.seed };
+    topK: request.topK ?? lm.sampler.top_k, seed: request.seed ?? lm.sampler.seed, kind: request.kind ?? lm.sampler.kind };
   const decoder = page.tokenizer.decoder();
   const out = $('generated');
   $('prompt-echo').textContent = request.prompt;

@@ -4,6 +4,13 @@
 // edge_tool.lm.session's, the loop edge_tool.lm.generate.stream's and the sampler the shared one (lm/sampler.js), so
 // the page's tokens are the native ones.
 import { sample, xorshift32 } from './sampler.js';
+import { minstdRand, sampleLitertLm } from './sampler_litertlm.js';
+
+// The sampler kinds (edge_tool.lm.sampler_kinds): {rng(seed), pick(logits, sampler, rng)} by edgetool_lm.json's name.
+export const SAMPLERS = {
+  xorshift32: { rng: xorshift32, pick: sample },
+  'litert-lm': { rng: minstdRand, pick: sampleLitertLm },
+};
 
 // The next call for `remaining` prompt tokens at position `pos` (edge_tool.lm.session.LmSession.feed's rule):
 // the longest prefill the tokens fill that fits below maxLen; else the shortest that holds them all, padded; else
@@ -55,7 +62,9 @@ export async function generate(model, Tensor, lm, ids, options, hooks = {}) {
   const size = lm.cacheShape.reduce((a, b) => a * b, 1);
   const state = { model, Tensor, lm, pos: 0, caches: {} };
   for (const name of lm.caches) state.caches[name] = new Tensor(new Float32Array(size), lm.cacheShape);
-  const rng = xorshift32(options.seed || 0);
+  const kind = SAMPLERS[options.kind || 'xorshift32'];
+  if (!kind) throw new Error(`sampler kind ${options.kind} is not one of ${Object.keys(SAMPLERS).join(', ')}`);
+  const rng = kind.rng(options.seed || 0);
   const sampler = { temperature: options.temperature || 0, topK: options.topK || 0 };
   const start = performance.now();
   const result = { tokens: [], reason: 'max tokens', ttftMs: 0, prefillMs: 0, decodeMs: 0, decodeSteps: 0, stepMs: [] };
@@ -67,7 +76,7 @@ export async function generate(model, Tensor, lm, ids, options, hooks = {}) {
     }
     result.prefillMs = performance.now() - start;
     while (result.tokens.length < options.maxNew) {
-      const id = sample(logits, sampler, rng);
+      const id = kind.pick(logits, sampler, rng);
       result.tokens.push(id);
       if (result.tokens.length === 1) result.ttftMs = performance.now() - start;
       if (hooks.onToken) hooks.onToken(id);
