@@ -5,6 +5,7 @@ viewport shows the prompt box and the output without horizontal scrolling."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -139,14 +140,17 @@ def test_every_wasm_build_in_the_worker_gives_the_same_tokens(browser, lm_url, n
 
 
 def test_stop_button_stops_the_generation(lm_page):
-    """Stop pressed while the prompt is prefilled: the worker takes the stop in at its first pause between tokens
-    (its messages arrive in order), so exactly one token is generated of the 60 the context has room for."""
+    """Stop pressed while the prompt is prefilled: the worker takes the stop in at a pause between tokens, so the run
+    ends 'stopped' long before the 60 tokens asked for. Usually after the first token; the HTML spec does not order
+    the page's message against the worker's own MessageChannel turns (different task sources), and on a loaded
+    machine a few tokens were measured to pass first (5 of 60 once), so the bound is 'well before the end'."""
     page = lm_page
     page.fill("#prompt", "Stop")
     page.fill("#max-new", "60")
     page.evaluate("document.getElementById('generate').click(); document.getElementById('stop').click()")
     page.wait_for_function("document.getElementById('status').textContent.startsWith('Done')")
-    assert page.text_content("#status") == "Done (1 tokens, stopped)."
+    said = re.fullmatch(r"Done \((\d+) tokens, stopped\)\.", page.text_content("#status") or "")
+    assert said and 1 <= int(said.group(1)) <= 20, page.text_content("#status")
     assert page.is_disabled("#stop") and not page.is_disabled("#generate")
 
 
