@@ -88,7 +88,9 @@ def test_the_cache_layout_is_the_specs_and_a_wrong_one_is_refused_with_the_fix()
     heads_first = tuple(_sig(k, t, cache=(1, 2, 64, 8)) for k, t in (("decode", 1), ("prefill_8", 8)))
     c = check_signatures(heads_first, _spec(prefill_lengths=(8,), cache_layout="bhsd"), "m")
     assert (c.cache_layout, c.max_len, c.num_kv_heads, c.cache_shape()) == ("bhsd", 64, 2, (1, 2, 64, 8))
-    assert check_signatures(heads_first, None, "m").cache_layout == "bhsd"  # a .tflite alone: max_len the longer axis
+    alone = check_signatures(heads_first, None, "m")
+    assert alone.cache_layout == "bhsd"  # a .tflite alone: max_len the longer axis
+    assert alone.described().cache_shape() == (1, 2, 64, 8)  # the defaults the page and convert write keep it
     with pytest.raises(LmContractError, match='say "cache_layout": "bhsd" in edgetool_lm.json'):
         check_signatures(heads_first, _spec(prefill_lengths=(8,)), "m")
     with pytest.raises(UsageError, match="cache_layout is .hbsd.; expected one of bshd, bhsd"):

@@ -44,16 +44,7 @@ QUANTIZER_LIBS = ("ai-edge-quantizer",)
 
 def lm_spec(contract: LmContract, lengths: tuple[int, ...]) -> LmSpec:
     """The model's ``edgetool_lm.json`` (a byte tokenizer assumed when it has none) for the lengths converted."""
-    if contract.spec is not None:
-        return dataclasses.replace(contract.spec, prefill_lengths=lengths)
-    return LmSpec(
-        vocab_size=contract.vocab_size,
-        max_len=contract.max_len,
-        prefill_lengths=lengths,
-        num_layers=contract.num_layers,
-        num_kv_heads=contract.num_kv_heads,
-        head_dim=contract.head_dim,
-    )
+    return dataclasses.replace(contract.described(), prefill_lengths=lengths)
 
 
 def convert_lm(config: LmConvertConfig) -> ConvertResult:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.lm.contract import DECODE, LmContract, check_signatures, looks_like_lm
+from edge_tool.lm.contract import DECODE, check_signatures, looks_like_lm
 from edge_tool.lm.spec import SPEC_NAME, LmSpec, parse_spec
 from edge_tool.lm.tokenizer.registry import TOKENIZER_FILE, TOKENIZERS, load_tokenizer, tokenizer_folder
 from edge_tool.models.signatures import tflite_signatures
@@ -29,18 +29,6 @@ def _beside_spec(path: Path) -> LmSpec | None:
     return parse_spec(file.read_text(encoding="utf-8", errors="replace"), str(file)) if file.is_file() else None
 
 
-def _default_spec(c: LmContract) -> LmSpec:
-    """The contract's byte-level defaults (bos 256, eos 257 = the stop, pad 258) for a .tflite without a description."""
-    return LmSpec(
-        vocab_size=c.vocab_size,
-        max_len=c.max_len,
-        prefill_lengths=c.prefill_lengths,
-        num_layers=c.num_layers,
-        num_kv_heads=c.num_kv_heads,
-        head_dim=c.head_dim,
-    )
-
-
 def _tokenizer_problems(spec: LmSpec) -> list[str]:
     if spec.tokenizer != "byte":
         return []  # a shipped tokenizer.json: checked against the spec by load_tokenizer
@@ -55,7 +43,7 @@ def read_lm(path: Path) -> dict:
     path = Path(path)
     given = _beside_spec(path)
     contract = check_signatures(tflite_signatures(path), given, str(path))
-    spec = given or _default_spec(contract)
+    spec = given or contract.described()
     problems = _tokenizer_problems(spec)
     if problems:
         raise ModelError(

@@ -28,7 +28,6 @@ from edge_tool.evaluate.report import Report
 from edge_tool.lm.contract import LmContract, looks_like_lm, read_lm_contract
 from edge_tool.lm.measure import lm_run, targets_of, windows
 from edge_tool.lm.session import LmSession, saved_model_call
-from edge_tool.lm.spec import LmSpec
 from edge_tool.lm.tokenizer.registry import Tokenizer, load_tokenizer, tokenizer_folder
 from edge_tool.models.readers import ArtifactFormat, describe
 from edge_tool.models.signatures import saved_model_signatures, validate_saved_model_dir
@@ -62,15 +61,7 @@ class LmText:
 
 def model_tokenizer(reference: Path, contract: LmContract) -> Tokenizer:
     """The reference's tokenizer (its ``edgetool_lm.json``'s; the byte one when it has none)."""
-    spec = contract.spec or LmSpec(
-        vocab_size=contract.vocab_size,
-        max_len=contract.max_len,
-        prefill_lengths=contract.prefill_lengths,
-        num_layers=contract.num_layers,
-        num_kv_heads=contract.num_kv_heads,
-        head_dim=contract.head_dim,
-    )
-    return load_tokenizer(spec, tokenizer_folder(reference))
+    return load_tokenizer(contract.described(), tokenizer_folder(reference))
 
 
 def utf8_text(raw: bytes, option: str, path, cut: bool) -> str:

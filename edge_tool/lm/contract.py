@@ -52,6 +52,19 @@ class LmContract(Record):
         """One layer's K (or V) cache as the signatures take it."""
         return cache_shape(self.cache_layout, self.max_len, self.num_kv_heads, self.head_dim)
 
+    def described(self) -> LmSpec:
+        """Its ``edgetool_lm.json``: the model's own, or for a model without one the byte-level defaults (bos 256, eos
+        257 = the stop, pad 258) in the layout its caches have."""
+        return self.spec or LmSpec(
+            vocab_size=self.vocab_size,
+            max_len=self.max_len,
+            prefill_lengths=self.prefill_lengths,
+            num_layers=self.num_layers,
+            num_kv_heads=self.num_kv_heads,
+            head_dim=self.head_dim,
+            cache_layout=self.cache_layout,
+        )
+
     def prefill_key(self, length: int) -> str:
         """The signature key of the prefill of ``length`` tokens."""
         return self.prefill_keys[self.prefill_lengths.index(length)]
