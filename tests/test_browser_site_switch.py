@@ -5,12 +5,16 @@ over. Then A's server stops and site B (`edgetool demo --litert`, another build)
 old worker answered B's URL from A's cache (cache-first), so B used to appear only on the second visit (issue 34:
 B's worker then reloaded the page, ~15 s later on a loaded machine; issue 40). Now A's worker asks the server which
 site it serves (its sw.js VERSION) at each navigation: another one, and A's worker retires (its cache deleted, it
-unregisters, it passes requests through), so the first load already shows B: no reload at all.
+unregisters, it passes requests through), so the first load already shows B: no reload at all. And that first page
+waits for B's own worker before it loads an engine (the retired one controls it at load), so B's engine was fetched
+through B's worker and B works offline after that one visit (CI once caught the page ready, under A's retired
+worker, with no cache of B's yet).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -47,6 +51,11 @@ def _stop(server, thread) -> None:
     thread.join(5)
 
 
+def _version(site) -> str:
+    """The site's identity, as its service worker states it (sw.js's VERSION)."""
+    return re.search(r'const VERSION = "([^"]*)"', (site / "sw.js").read_text()).group(1)
+
+
 def test_a_new_site_on_the_same_port_shows_on_the_first_visit(digits_demo_site, digits_litert_site):
     _require_chromium()
     from playwright.sync_api import sync_playwright
@@ -78,9 +87,22 @@ def test_a_new_site_on_the_same_port_shows_on_the_first_visit(digits_demo_site, 
             _poll(page, "() => window.edgetool.ready.then(() => true)", None)
             time.sleep(3)
             assert len(loads) == 1, loads  # the first load showed B: no reload was needed
+            assert page.evaluate("navigator.serviceWorker.controller.scriptURL").endswith("/sw.js")
             keys = page.evaluate("caches.keys()")
-            assert len(keys) == 1, keys  # A's cache went
+            assert [k.rsplit(":", 1)[-1] for k in keys] == [_version(digits_litert_site)], keys  # only B's cache
             assert page.evaluate(SHOWS, b_litert)
+            context.set_offline(True)
+            try:  # B's engine came through B's worker on that first visit: B works offline now
+                failed: list[str] = []
+                page.on("requestfailed", lambda r: failed.append(r.url))
+                page.reload()
+                _poll(page, "() => window.edgetool.ready.then(() => true)", None, 60)
+                assert not failed, failed  # nothing the page needs was left to the network
+                probe = "fetch('offline-probe.txt', {cache: 'no-store'}).then(() => 'network', () => 'offline')"
+                assert page.evaluate(probe) == "offline"
+                assert page.evaluate(SHOWS, b_litert)
+            finally:
+                context.set_offline(False)
         finally:
             _stop(server, thread)
             browser.close()

@@ -128,18 +128,25 @@ async function servedVersion() {
 }
 
 // Another site on this origin now (another demo served on the same port, or a new build): this worker retires at
-// the first navigation — its cache goes, it unregisters, and from then on it only passes requests to the network,
-// so the first visit shows the site being served (its own worker takes over from the page's registration).
+// the first navigation — its cache goes, it asks the browser to update its registration to the site being served
+// (whose worker installs, skips waiting and claims the pages), and until then it only passes requests to the
+// network, so the first visit shows the site being served. The page asks whether its controller retired
+// (ui/dom.js), and then waits for the new worker before it loads an engine, so the engine is kept for offline use.
 let retired = false;
 async function navigate(request, url) {
   const served = retired ? null : await servedVersion();
   if (served !== null && served !== VERSION) {
     retired = true;
     await caches.delete(CACHE);
-    await self.registration.unregister();
+    self.registration.update().catch(() => null); // the page's register() is answered once this update is done
   }
   return retired ? fetch(request) : cacheFirst(request, url);
 }
+
+self.addEventListener('message', (event) => {
+  const msg = event.data || {};
+  if (msg.type === 'edgetool-retired?' && event.ports[0]) event.ports[0].postMessage({ retired });
+});
 
 self.addEventListener('fetch', (event) => {
   const { request } = event;
