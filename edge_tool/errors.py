@@ -19,6 +19,7 @@ __all__ = [
     "ModelError",
     "ModesNotBuilt",
     "RuntimeFailure",
+    "SelfCheckFailed",
     "UsageError",
     "below_minimum",
     "collect_and_raise",
@@ -66,6 +67,13 @@ class ModesNotBuilt(BudgetExceeded):
     """Some requested modes could not be built; the others were written (exit code 1, like a budget failure)."""
 
     heading = "not every mode built"
+
+
+class SelfCheckFailed(BudgetExceeded):
+    """A float file was written but does not compute what the SavedModel computes (its self-check failed): exit code
+    1, so that a run whose file is wrong never reads as success."""
+
+    heading = "self-check failed"
 
 
 class NotReproduced(BudgetExceeded):

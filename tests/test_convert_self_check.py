@@ -90,7 +90,7 @@ main()
 
 
 @pytest.mark.slow
-def test_a_float_file_that_drifts_from_the_savedmodel_is_written_with_a_warning(digits_model, tmp_path):
+def test_a_float_file_that_drifts_from_the_savedmodel_is_written_but_the_run_exits_1(digits_model, tmp_path):
     out = tmp_path / "o"
     proc = subprocess.run(
         [sys.executable, "-c", _WRONG_REFERENCE, "convert", str(digits_model), "--quant", "fp32,fp16", "-o", str(out)],
@@ -99,10 +99,12 @@ def test_a_float_file_that_drifts_from_the_savedmodel_is_written_with_a_warning(
         cwd=REPO,
         timeout=900,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # written, but a wrong file never reads as success
     text = " ".join(proc.stderr.split())
     assert "model_fp32.tflite does not compute what the SavedModel computes: max abs error 0.02" in text
-    assert text.count("does not compute") == 1
+    assert "self-check failed" in text and "model_fp32.tflite does not compute what the SavedModel computes on" in text
+    assert "model_fp16" not in text.split("self-check failed")[1]  # only the file that failed is named
+    assert (out / "model_fp32.tflite").is_file() and (out / "model_fp16.tflite").is_file()
     arts = {a["quant"]: a for a in validated(out / "manifest.json", "manifest")["artifacts"]}
     assert not arts["fp32"]["self_check"]["ok"] and arts["fp32"]["self_check"]["max_abs_error"] > 0.019
     assert arts["fp16"]["self_check"]["ok"]  # 0.02 is within fp16's 5e-2 of a scale-1 output

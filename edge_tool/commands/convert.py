@@ -13,7 +13,7 @@ from edge_tool.commands.options import CUSTOM_OBJECTS, trust_model_code_option, 
 from edge_tool.commands.quant_options import Quant, Require
 from edge_tool.convert.enums import IOType, Objective
 from edge_tool.convert.formats import FORMATS, OutputFormat, format_options, option_owners, parse_modes
-from edge_tool.errors import ModesNotBuilt, UsageError
+from edge_tool.errors import ModesNotBuilt, SelfCheckFailed, UsageError
 from edge_tool.qat.enums import QatStrategy
 
 FORMAT_HELP = "; ".join(f"{name} = {spec.summary}" for name, spec in FORMATS.items()) + (
@@ -266,7 +266,8 @@ def _config(own: dict, **shared):
 
 
 def _run(config, quant: list[str] | None) -> None:
-    """Convert, print the table, and exit 1 when a requested mode could not be built."""
+    """Convert, print the table, and exit 1 when a requested mode could not be built or a written file failed its
+    self-check."""
     from edge_tool.convert.api import convert
 
     result = convert(config)
@@ -276,4 +277,13 @@ def _run(config, quant: list[str] | None) -> None:
             f"{len(result.failures)} of the requested modes could not be built "
             f"({', '.join(result.failures)}); the others are written to {result.output_dir}, and "
             'manifest.json lists the missing ones with their reason under "failed".'
+        )
+    wrong = [a.path for a in result.artifacts if a.self_check is not None and not a.self_check.ok]
+    if wrong:
+        raise SelfCheckFailed(
+            f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not compute what the SavedModel computes on "
+            f"the seeded self-check inputs (the warning above gives the error and the tolerance). "
+            f"{'It is' if len(wrong) == 1 else 'They are'} written to {result.output_dir} for inspection, with "
+            "artifacts[].self_check in manifest.json, but this run does not count as a success: measure the file on "
+            "real data with edgetool eval, or try --batch 1 (fixed shapes) or another --quant mode."
         )
