@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 from typer.testing import CliRunner
 
@@ -325,6 +328,29 @@ def test_timing_loop_matches_a_plain_invoke_loop(heavier_tflite):
     assert 5 < rss < 1000
     budget = measure_tflite(heavier_tflite, {0: x}, [_out_index(heavier_tflite)], 1, 2, None, 0.2)
     assert budget.runs > 1
+
+
+_AHEAD_PARENT = """
+from edge_tool.evaluate.latency import LatencyProcess
+LatencyProcess.start_ahead(2)
+started = [p._proc.pid for p in LatencyProcess._ahead]
+print(LatencyProcess.take()._proc.pid, *started, flush=True)
+"""
+
+
+def test_latency_processes_started_ahead_are_handed_out_and_never_outlive_eval(tmp_path):
+    """eval starts its latency processes before TensorFlow's import; one never taken (an eval that ended early)
+    must not outlive the process that started it."""
+    proc = subprocess.run([sys.executable, "-c", _AHEAD_PARENT], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    taken, *pids = (int(p) for p in proc.stdout.split())
+    assert len(set(pids)) == 2 and taken in pids  # the one taken was one of the two started, not a third
+    deadline = time.monotonic() + 60  # an emulated or loaded machine imports LiteRT slowly; they exit after it
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.2)
+    assert not alive, f"latency processes {alive} outlived their parent"
 
 
 def _out_index(path: Path) -> int:

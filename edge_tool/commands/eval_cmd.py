@@ -206,6 +206,7 @@ def command(
         prompts=prompts,
     )
     check_outputs(config)  # the report paths, before any import of TensorFlow or of the user's modules
+    _start_latency_processes(config)
     use_custom_objects(custom_objects, trust_model_code)
     from edge_tool.core.textsafe import visible
     from edge_tool.errors import ArtifactsFailed, BudgetExceeded
@@ -273,3 +274,20 @@ def _print_table(report, failing: set[str]) -> None:
             console.print(text(f"worst quantized layers of {r.artifact} (rmse/scale):"), highlight=False)
             for e in r.per_layer:
                 console.print(text(f"  {e.rmse_over_scale:7.3f}  {e.op_name:<16} {e.tensor_name}"), highlight=False)
+
+
+def _start_latency_processes(config) -> None:
+    """Start the .tflite latency processes before TensorFlow's import (see ``LatencyProcess.start_ahead``)."""
+    from edge_tool.evaluate.latency import LatencyProcess
+
+    timed = config.effective_runs or config.time_budget_s
+    if (
+        config.runtime == "litert"
+        and config.text is None
+        and config.task != "lm"
+        and timed
+        and config.latency_in_subprocess
+    ):
+        LatencyProcess.start_ahead(
+            sum(Path(a).suffix.lower() == ".tflite" and Path(a).is_file() for a in config.artifacts)
+        )

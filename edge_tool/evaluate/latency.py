@@ -77,6 +77,20 @@ class LatencyProcess:
     request on stdin, so the timed part and its peak RSS are still the model's alone.
     """
 
+    _ahead: list[LatencyProcess] = []  # started by start_ahead, before the caller knew it would need them
+
+    @classmethod
+    def start_ahead(cls, count: int) -> None:
+        """Start ``count`` processes now, for ``take`` to hand out: eval starts them before it imports TensorFlow
+        (one core, seconds), so their imports run on a core that would idle instead of during the accuracy pass.
+        One never taken reads the end of its stdin when this process ends, and exits."""
+        cls._ahead.extend(cls() for _ in range(count - len(cls._ahead)))
+
+    @classmethod
+    def take(cls) -> LatencyProcess:
+        """A process started ahead, else a new one."""
+        return cls._ahead.pop(0) if cls._ahead else cls()
+
     def __init__(self):
         self._proc = subprocess.Popen(
             module_command("edge_tool.evaluate.latency_worker", "-"),

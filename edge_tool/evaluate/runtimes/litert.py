@@ -42,7 +42,7 @@ class TfliteRunner(FileWorkerRunner):
             scratch,
         )
         timed = config.effective_runs or config.time_budget_s
-        self.latency_proc = LatencyProcess() if timed and config.latency_in_subprocess else None
+        self.latency_proc = LatencyProcess.take() if timed and config.latency_in_subprocess else None
 
     def _answered(self, doc: dict) -> None:
         """The first answer names the file with the first sample's prepared feeds (what the latency loop feeds)."""
