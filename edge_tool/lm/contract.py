@@ -65,9 +65,31 @@ class LmContract(Record):
             cache_layout=self.cache_layout,
         )
 
+    @classmethod
+    def of_spec(cls, spec: LmSpec) -> LmContract:
+        """The contract the endpoints written from ``spec`` will have (before they are traced: what inspect shows)."""
+        return cls(
+            num_layers=spec.num_layers,
+            num_kv_heads=spec.num_kv_heads,
+            head_dim=spec.head_dim,
+            max_len=spec.max_len,
+            prefill_lengths=spec.prefill_lengths,
+            prefill_keys=tuple(f"prefill_{t}" for t in spec.prefill_lengths),
+            vocab_size=spec.vocab_size,
+            cache_dtype="float32",
+            cache_bytes=kv_cache_bytes(spec.num_layers, spec.max_len, spec.num_kv_heads, spec.head_dim),
+            spec=spec,
+            cache_layout=spec.cache_layout,
+        )
+
     def prefill_key(self, length: int) -> str:
         """The signature key of the prefill of ``length`` tokens."""
         return self.prefill_keys[self.prefill_lengths.index(length)]
+
+
+def kv_cache_bytes(layers: int, max_len: int, kv_heads: int, head_dim: int) -> int:
+    """Bytes of every layer's K and V cache at ``max_len`` (float32: the contract's cache dtype)."""
+    return 2 * layers * max_len * kv_heads * head_dim * 4
 
 
 def looks_like_lm(signatures: tuple[SignatureInfo, ...]) -> bool:
@@ -209,7 +231,7 @@ def _contract(facts: dict, prefills: list[str], spec: LmSpec | None) -> LmContra
         prefill_keys=tuple(order),
         vocab_size=facts[DECODE]["vocab"],
         cache_dtype=dtype,
-        cache_bytes=2 * layers * max_len * heads * head_dim * 4,
+        cache_bytes=kv_cache_bytes(layers, max_len, heads, head_dim),
         spec=spec,
         cache_layout=layout,
     )

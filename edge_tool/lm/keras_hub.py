@@ -207,19 +207,7 @@ def hub_contract(path: Path) -> LmContract:
     decoder = hub_decoder(model)
     if problem := tokenizer_problem(model, decoder.backbone):
         raise ModelError(f"{path} is a Keras-Hub language model edgetool cannot convert as it is: {problem}")
-    s = hub_spec(decoder)
-    return LmContract(
-        num_layers=s.num_layers,
-        num_kv_heads=s.num_kv_heads,
-        head_dim=s.head_dim,
-        max_len=s.max_len,
-        prefill_lengths=s.prefill_lengths,
-        prefill_keys=tuple(f"prefill_{t}" for t in s.prefill_lengths),
-        vocab_size=s.vocab_size,
-        cache_dtype="float32",
-        cache_bytes=2 * s.num_layers * s.max_len * s.num_kv_heads * s.head_dim * 4,
-        spec=s,
-    )
+    return LmContract.of_spec(hub_spec(decoder))
 
 
 def export_hub_lm(model, out: Path, prefill_lengths=DEFAULT_PREFILL, max_len=None, spec_fields=None) -> LmSpec:
