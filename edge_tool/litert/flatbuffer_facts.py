@@ -11,6 +11,8 @@ from edge_tool.parsers.limits import read_tflite
 from edge_tool.parsers.tflite_schema import enum_names, is_constant, tflite_schema
 
 _STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
+_ITEM_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "float16": 2, "int16": 2, "bfloat16": 2, "int8": 1}
+_ITEM_BYTES |= {"uint8": 1, "bool": 1, "int4": 1}  # anything else: 4 bytes
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class FlatbufferFacts:
     state_ops: int
     float_ops: tuple = ()  # int8/int16x8: ops computing in float32 (QUANTIZE/DEQUANTIZE at the edges aside)
     flex: bool = False  # has TF Select (Flex) ops: needs an interpreter with the Flex delegate
+    activation_bytes: int = 0  # the largest operator output of the main graph, for one sample (batch dim 1)
 
     @property
     def label(self) -> str:
@@ -92,7 +95,26 @@ def _facts(schema, model) -> FlatbufferFacts:
     else:
         quant = "fp32"
     float_ops = tuple(sorted(on_float)) if quant in ("int8", "int16x8") else ()
-    return FlatbufferFacts(quant, variables, state_ops, float_ops, flex)
+    return FlatbufferFacts(quant, variables, state_ops, float_ops, flex, _largest_output(model, types))
+
+
+def _largest_output(model, types: dict) -> int:
+    """Bytes of the main graph's largest operator output for one sample (its first dimension taken as 1)."""
+    if not model.SubgraphsLength():
+        return 0
+    sg, largest = model.Subgraphs(0), 0
+    count = sg.TensorsLength()
+    for k in range(sg.OperatorsLength()):
+        for i in _vector(sg.Operators(k).OutputsAsNumpy()):
+            if not 0 <= i < count:
+                continue
+            tensor = sg.Tensors(int(i))
+            dims = [max(1, int(d)) for d in _vector(tensor.ShapeAsNumpy())[1:]]
+            size = _ITEM_BYTES.get(types.get(tensor.Type(), "").lower(), 4)
+            for d in dims:
+                size *= d
+            largest = max(largest, size)
+    return largest
 
 
 def _vector(indices) -> tuple:
