@@ -278,7 +278,7 @@ def _run(config, quant: list[str] | None) -> None:
             f"({', '.join(result.failures)}); the others are written to {result.output_dir}, and "
             'manifest.json lists the missing ones with their reason under "failed".'
         )
-    wrong = [a.path for a in result.artifacts if a.self_check is not None and not a.self_check.ok]
+    wrong = [a.path for a in result.artifacts if _self_check_failed(a)]
     if wrong:
         raise SelfCheckFailed(
             f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not compute what the SavedModel computes on "
@@ -287,3 +287,9 @@ def _run(config, quant: list[str] | None) -> None:
             "artifacts[].self_check in manifest.json, but this run does not count as a success: measure the file on "
             "real data with edgetool eval, or try --batch 1 (fixed shapes) or another --quant mode."
         )
+
+
+def _self_check_failed(entry) -> bool:
+    """A float file (.tflite fp32/fp16, .onnx fp32) whose seeded self-check against the SavedModel failed."""
+    onnx = getattr(entry.agreement, "ok", None) is False  # int8's agreement is a measurement (ok None), not a check
+    return onnx or (entry.self_check is not None and not entry.self_check.ok)
