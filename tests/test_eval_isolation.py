@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from edge_tool.cli import app
 from edge_tool.core.env import import_tf
+from edge_tool.device import board_model, board_runner
 from edge_tool.errors import ModelError, RuntimeFailure, UsageError
 from edge_tool.evaluate import EvalConfig, run_eval
 from edge_tool.litert import tflite_runner
@@ -427,6 +428,23 @@ def test_a_batch_is_invoked_in_chunks_that_keep_its_largest_activation_small(cnn
     assert chunked.batching == "dynamic"
     assert len(calls) == 3 + -(-len(cnn["x"]) // 7)  # the batching check (2 samples batched, then each), then chunks
     np.testing.assert_array_equal(got, fp32.predict(fp32.prepare({"input_1": cnn["x"]}))[b.index])
+
+
+def test_the_board_runner_invokes_in_the_hosts_chunks(cnn, monkeypatch):
+    """The board's model (device/board_model, run here on the host's LiteRT, with board_runner's ``bindings`` beside
+    it as in the program sent to a device) takes the host's samples per invoke."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    monkeypatch.setattr(board_model, "bindings", board_runner.bindings, raising=False)
+    BoardModel = board_model.BoardModel
+    whole = BoardModel(Interpreter, str(cnn["fp32"]), 1, False)
+    chunked = BoardModel(Interpreter, str(cnn["fp32"]), 1, False, chunk=7)
+    calls, invoke = [], chunked.interp.invoke
+    chunked.interp.invoke = lambda: (calls.append(1), invoke())[1]
+    index, out = whole.inputs[0][1], [whole.outputs[0][1]]
+    got = chunked.predict({index: cnn["x"]}, out)[0]
+    assert chunked.describe() == "batched" and len(calls) == 3 + -(-len(cnn["x"]) // 7)
+    np.testing.assert_array_equal(got, whole.predict({index: cnn["x"]}, out)[0])
 
 
 def test_run_eval_batched_matches_batch_1_oracle(cnn):

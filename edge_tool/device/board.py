@@ -21,7 +21,7 @@ from edge_tool.device.transport import SshDevice
 from edge_tool.device.url import DeviceURL
 from edge_tool.errors import ModelError, RuntimeFailure
 from edge_tool.litert.flatbuffer_facts import read_flatbuffer
-from edge_tool.litert.tflite_runner import TensorBinding, TfliteInterpreter
+from edge_tool.litert.tflite_runner import TensorBinding, TfliteInterpreter, samples_per_invoke
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,8 @@ class BoardRun:
         self.batching = ""
         self._flight: list = []  # (output indices, feeds) of the batches sent and not yet answered
         self._produced = self._single = False
-        self.stateful = read_flatbuffer(self.model_file).stateful
+        facts = read_flatbuffer(self.model_file)
+        self.stateful, self.chunk = facts.stateful, samples_per_invoke(facts)
 
     @property
     def name(self) -> str:
@@ -100,7 +101,8 @@ class BoardRun:
         why = self.program.missing(self.hello, self.board.url.python)
         if why:
             raise RuntimeFailure(why)
-        request = {"op": "load", **self._runtime(), "stateful": self.stateful, "single": single, **self.load}
+        request = {"op": "load", **self._runtime(), "stateful": self.stateful, "single": single, "chunk": self.chunk}
+        request.update(self.load)
         self.session.send(request, blob=model_bytes(self.model_file))
 
     def _runtime(self) -> dict:

@@ -1,6 +1,7 @@
 """The device side's model and request loop, sent with ``board_runner`` (see there; no edgetool import here either).
 
-Inference follows ``tflite_runner.TfliteInterpreter``: the whole batch per invoke when every input's batch dimension
+Inference follows ``tflite_runner.TfliteInterpreter``: the whole batch (at most ``chunk`` samples, the host's
+``samples_per_invoke``) per invoke when every input's batch dimension
 is dynamic and the model carries no state (checked once against per-sample results), the file's own batch B when
 it has one (the last chunk padded), else one sample at a time; recurrent state reset before every invoke. The
 feeds arrive prepared by the host (quantized with the model's own scale), the raw output goes back: the host
@@ -18,8 +19,9 @@ import tempfile
 class BoardModel:
     """One .tflite on the device's runtime."""
 
-    def __init__(self, cls, path: str, threads: int, stateful: bool, single: bool = False):
+    def __init__(self, cls, path: str, threads: int, stateful: bool, single: bool = False, chunk: int = 0):
         self.interp = cls(model_path=path, num_threads=threads)
+        self.chunk = chunk  # samples per batched invoke (0: the whole batch)
         self.inputs, self.outputs = bindings(self.interp)
         self.stateful = stateful
         firsts = set(b[3][0] if b[3] else 1 for b in self.inputs)
@@ -86,7 +88,7 @@ class BoardModel:
             self.check(feeds, indices)
         outs, start = [], 0
         while start < n:
-            step = n if self.batching == "dynamic" else self.fixed
+            step = min(n, self.chunk or n) if self.batching == "dynamic" else self.fixed
             try:
                 outs.append(self.invoke({k: x[start : start + step] for k, x in feeds.items()}, indices))
             except (RuntimeError, ValueError):
@@ -164,7 +166,8 @@ def _litert_load(cls, path: str, req: dict) -> tuple:
     """(model, ready answer) of the board's LiteRT (its ai-edge-litert, tflite-runtime or tf.lite)."""
     if cls is None:
         raise RuntimeError("no TFLite runtime on the device")
-    model = BoardModel(cls, path, int(req["threads"]), bool(req["stateful"]), bool(req.get("single")))
+    args = int(req["threads"]), bool(req["stateful"]), bool(req.get("single")), int(req.get("chunk") or 0)
+    model = BoardModel(cls, path, *args)
     return model, {"ready": True, "inputs": model.inputs, "outputs": model.outputs, "batching": model.describe()}
 
 

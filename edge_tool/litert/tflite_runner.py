@@ -23,7 +23,12 @@ BATCH_CHECK_SAMPLES = 2
 # activations leaves the cache, and XNNPACK then spends 9.1 ms of CPU per sample at batch 64 against 7.4 at batch 1
 # (the same bits); a small model still runs the whole batch in one invoke.
 CHUNK_BYTES = 2 << 20
-__all__ = ["BATCH_CHECK_RTOL", "BATCH_CHECK_SAMPLES", "TensorBinding", "TfliteInterpreter"]
+__all__ = ["BATCH_CHECK_RTOL", "BATCH_CHECK_SAMPLES", "TensorBinding", "TfliteInterpreter", "samples_per_invoke"]
+
+
+def samples_per_invoke(facts) -> int:
+    """How many samples one batched invoke takes: as many as keep the largest activation under ``CHUNK_BYTES``."""
+    return max(1, CHUNK_BYTES // max(1, facts.activation_bytes))
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ class TfliteInterpreter:
             raise ModelError(f"{self.path} is not a loadable TFLite model: {exc}") from None
         self.inputs, self.outputs = self._bindings()
         self.batching = self._batch_policy()
-        self.chunk = max(1, CHUNK_BYTES // max(1, self.facts.activation_bytes))  # samples per batched invoke
+        self.chunk = samples_per_invoke(self.facts)
         self._checked = self.batching != "dynamic"
         self._shapes: dict[int, tuple] | None = None
         self._allocated = False
