@@ -1,22 +1,29 @@
 """Big weights streamed to the TF.js shards (edge_tool/tfjs_writer/standins.py) write the same bytes as weights
 frozen inline: every file of the graph model, for a Keras MLP (grappler folds its ReadVariableOps) and for a model
 where grappler computes a constant from a weight (a transposed kernel: the writer freezes it inline again), and with
-uint8 weights (the self-check's reference takes the streamed weights' decoded values). Sizes
-are tiny; ``stream_bytes=1`` streams every float32 variable. Memory is measured in benchmarks/bench_big_model.py.
+uint8 weights (the self-check's reference takes the streamed weights' decoded values); the SavedModel is let go
+while grappler runs and loaded again after, so these also prove the reload finds the same variables. Node's self-check
+reads the weights one at a time (edge_tool/nodejs/tfjs_run.js): across shard boundaries it gives what tfjs' own
+loader gives (tests/oracles/tfjs_check.js). Sizes are tiny; ``stream_bytes=1`` streams every float32 variable.
+Memory is measured in benchmarks/bench_big_model.py.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from edge_tool.nodejs.tfjs_session import TfjsSession
 from edge_tool.tfjs_writer import graph as tfjs_graph
 from edge_tool.tfjs_writer import standins
 from edge_tool.tfjs_writer.export import export_tfjs
 from edge_tool.tfjs_writer.weights import Weight, encode, write_shards
 from tests.builds import run_script
+from tests.edgetool_runs import REPO
 
 _MLP = """
 import sys, tf_keras as keras
@@ -71,3 +78,45 @@ def test_shards_stream_across_weight_and_shard_boundaries(tmp_path):
     assert got == want
     assert len(manifest[0]["paths"]) == -(-len(want) // 24)
     assert [w["name"] for w in manifest[0]["weights"]] == ["a", "v", "b"]
+
+
+def resharded(model_dir: Path, dest: Path, size: int) -> Path:
+    """A copy of ``model_dir``'s graph model with its weight bytes cut into shards of ``size`` bytes (weights span
+    shards, a shard ends inside a weight); its model.json."""
+    doc = json.loads((model_dir / "model.json").read_text())
+    data = b"".join((model_dir / p).read_bytes() for group in doc["weightsManifest"] for p in group["paths"])
+    dest.mkdir()
+    paths = [f"s{k // size}.bin" for k in range(0, len(data), size)]
+    for k, name in zip(range(0, len(data), size), paths):
+        (dest / name).write_bytes(data[k : k + size])
+    weights = [w for group in doc["weightsManifest"] for w in group["weights"]]
+    doc["weightsManifest"] = [{"paths": paths, "weights": weights}]
+    (dest / "model.json").write_text(json.dumps(doc))
+    return dest / "model.json"
+
+
+def tfjs_loader_outputs(model_json: Path, x: np.ndarray, tmp: Path) -> np.ndarray:
+    """The graph model's output for ``x`` with the weights loaded by tfjs' own loadGraphModel (cpu backend)."""
+    (tmp / "in.json").write_text(
+        json.dumps({"image": {"dtype": "float32", "shape": list(x.shape), "data": x.ravel().tolist()}})
+    )
+    oracle, bundle = REPO / "tests" / "oracles" / "tfjs_check.js", REPO / "web_demo" / "vendor" / "tf.min.js"
+    argv = ["node", str(oracle), str(bundle), str(model_json.parent), str(tmp / "in.json"), str(tmp / "out.json")]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads((tmp / "out.json").read_text())["probs"]
+    return np.asarray(out["data"], np.float64).reshape(out["shape"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quant", ["none", "uint8"])
+def test_node_reads_weights_across_shards_as_tfjs_loader_does(tmp_path, quant):
+    run_script(_MLP, str(tmp_path / "sm"))
+    export_tfjs(tmp_path / "sm", tmp_path / "written", quant)
+    model_json = resharded(tmp_path / "written", tmp_path / "resharded", 7)
+    x = np.random.default_rng(4).uniform(0, 1, (3, 4, 4, 3)).astype(np.float32)
+    want = tfjs_loader_outputs(model_json, x, tmp_path)
+    with TfjsSession(model_json, backend="cpu") as session:
+        np.testing.assert_array_equal(session.predict({"image": x})["probs"], want)  # same kernels: same bits
+    with TfjsSession(model_json, backend="wasm") as session:
+        np.testing.assert_allclose(session.predict({"image": x})["probs"], want, rtol=0, atol=1e-6)
