@@ -95,17 +95,28 @@ def resharded(model_dir: Path, dest: Path, size: int) -> Path:
     return dest / "model.json"
 
 
-def tfjs_loader_outputs(model_json: Path, x: np.ndarray, tmp: Path) -> np.ndarray:
-    """The graph model's output for ``x`` with the weights loaded by tfjs' own loadGraphModel (cpu backend)."""
+def tfjs_loader_outputs(model_json: Path, name: str, x: np.ndarray, out: str, tmp: Path) -> np.ndarray:
+    """The graph model's output ``out`` for input ``name`` = ``x``, its weights loaded by tfjs' own loadGraphModel
+    (tests/oracles/tfjs_check.js, cpu backend)."""
     (tmp / "in.json").write_text(
-        json.dumps({"image": {"dtype": "float32", "shape": list(x.shape), "data": x.ravel().tolist()}})
+        json.dumps({name: {"dtype": "float32", "shape": list(x.shape), "data": x.ravel().tolist()}})
     )
     oracle, bundle = REPO / "tests" / "oracles" / "tfjs_check.js", REPO / "web_demo" / "vendor" / "tf.min.js"
     argv = ["node", str(oracle), str(bundle), str(model_json.parent), str(tmp / "in.json"), str(tmp / "out.json")]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads((tmp / "out.json").read_text())["probs"]
-    return np.asarray(out["data"], np.float64).reshape(out["shape"])
+    got = json.loads((tmp / "out.json").read_text())[out]
+    return np.asarray(got["data"], np.float64).reshape(got["shape"])
+
+
+def assert_node_reads_as_tfjs_loader(model_json: Path, name: str, x: np.ndarray, out: str, tmp: Path) -> None:
+    """edgetool's Node session (edge_tool/nodejs/tfjs_run.js, its own weight reader) gives what tfjs' loader gives:
+    the same bits on the same cpu kernels, float rounding on wasm."""
+    want = tfjs_loader_outputs(model_json, name, x, out, tmp)
+    with TfjsSession(model_json, backend="cpu") as session:
+        np.testing.assert_array_equal(session.predict({name: x})[out], want)
+    with TfjsSession(model_json, backend="wasm") as session:
+        np.testing.assert_allclose(session.predict({name: x})[out], want, rtol=0, atol=1e-6)
 
 
 @pytest.mark.slow
@@ -115,8 +126,44 @@ def test_node_reads_weights_across_shards_as_tfjs_loader_does(tmp_path, quant):
     export_tfjs(tmp_path / "sm", tmp_path / "written", quant)
     model_json = resharded(tmp_path / "written", tmp_path / "resharded", 7)
     x = np.random.default_rng(4).uniform(0, 1, (3, 4, 4, 3)).astype(np.float32)
-    want = tfjs_loader_outputs(model_json, x, tmp_path)
-    with TfjsSession(model_json, backend="cpu") as session:
-        np.testing.assert_array_equal(session.predict({"image": x})["probs"], want)  # same kernels: same bits
-    with TfjsSession(model_json, backend="wasm") as session:
-        np.testing.assert_allclose(session.predict({"image": x})["probs"], want, rtol=0, atol=1e-6)
+    assert_node_reads_as_tfjs_loader(model_json, "image", x, "probs", tmp_path)
+
+
+def _node(name: str, op: str, dtype: str, inputs=(), shape=(2,)) -> dict:
+    dims = {"dim": [{"size": str(d)} for d in shape]}
+    if op == "Const":
+        attr = {"dtype": {"type": dtype}, "value": {"tensor": {"dtype": dtype, "tensorShape": dims}}}
+    else:
+        attr = {"dtype": {"type": dtype}, "shape": {"shape": dims}} if op == "Placeholder" else {"T": {"type": dtype}}
+    return {"name": name, "op": op, "input": list(inputs), "attr": attr}
+
+
+@pytest.mark.slow
+def test_a_string_weight_before_a_float_one_is_counted_as_tfjs_counts_it(tmp_path):
+    """A string weight's bytes (uint32 length + bytes, per element) are counted as tfjs counts them: the float weight
+    after it, read across 5-byte shards, adds to the input as tfjs' own loader has it."""
+    nodes = [_node("x", "Placeholder", "DT_FLOAT"), _node("s", "Const", "DT_STRING"), _node("w", "Const", "DT_FLOAT")]
+    nodes.append(_node("y", "AddV2", "DT_FLOAT", ("x", "w")))
+    sig = {"dtype": "DT_FLOAT", "tensorShape": {"dim": [{"size": "2"}]}}
+    doc = {
+        "format": "graph-model",
+        "modelTopology": {"node": nodes, "versions": {"producer": 1}},
+        "signature": {"inputs": {"x": {"name": "x:0", **sig}}, "outputs": {"y": {"name": "y:0", **sig}}},
+        "weightsManifest": [
+            {
+                "paths": ["w.bin"],
+                "weights": [
+                    {"name": "s", "shape": [2], "dtype": "string"},
+                    {"name": "w", "shape": [2], "dtype": "float32"},
+                ],
+            }
+        ],
+    }
+    (tmp_path / "w").mkdir()
+    strings = b"".join(np.uint32(len(t)).astype("<u4").tobytes() + t for t in (b"abc", b"z"))
+    (tmp_path / "w" / "w.bin").write_bytes(strings + np.array([0.5, -2.0], "<f4").tobytes())
+    (tmp_path / "w" / "model.json").write_text(json.dumps(doc))
+    model_json = resharded(tmp_path / "w", tmp_path / "resharded", 5)
+    x = np.array([1.0, 2.0], np.float32)
+    assert_node_reads_as_tfjs_loader(model_json, "x", x, "y", tmp_path)
+    np.testing.assert_array_equal(tfjs_loader_outputs(model_json, "x", x, "y", tmp_path), [1.5, 0.0])
