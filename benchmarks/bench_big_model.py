@@ -45,7 +45,11 @@ NOTES = (
     "reads the shards one weight at a time into a buffer of that weight's size and makes it a tensor (tfjs' "
     "loadGraphModel joined every shard into one buffer and copied each weight out of it: three copies, 1.26 GB for "
     "this model); its peak is the wasm heap plus the biggest weight's buffer (0.87 GB). Python waits while Node "
-    "runs, so the tree's sum is both. The TFLite converter by itself needs more than the budget (rows 1-2: fp32, "
+    "runs, so the tree's sum is both. With `--tfjs-quant float16` (or uint8/uint16) a big weight is encoded a block "
+    "of rows at a time and the self-check's reference graph is fed its decoded values (one array, aligned so "
+    "TensorFlow does not copy it) instead of holding them as a Const TensorFlow copies several times: 7.44 GB, 27 s "
+    "before (GNU time, the same model; uint8 7.43 GB), the same bytes; the decoded array beside the loaded "
+    "variables is what remains above 3x there. The TFLite converter by itself needs more than the budget (rows 1-2: fp32, "
     "and int8 with 64 calibration samples); `convert --quant fp32,int8` peaks near the raw int8 run's figure. `eval` stays below a plain script's peak; its extra wall time is the latency loops (100 timed "
     "calls per model in fresh processes) the plain script does not run."
 )
@@ -154,6 +158,17 @@ def commands(work: Path) -> dict[str, list[str]]:
             str(work / "conv"),
         ],
         "edgetool convert --format tfjs": [*EDGETOOL, "convert", sm, "--format", "tfjs", "-o", str(work / "tfjs")],
+        "edgetool convert --format tfjs --tfjs-quant float16": [
+            *EDGETOOL,
+            "convert",
+            sm,
+            "--format",
+            "tfjs",
+            "--tfjs-quant",
+            "float16",
+            "-o",
+            str(work / "tfjs16"),
+        ],
         "edgetool demo": [*EDGETOOL, "demo", sm, "-o", str(work / "site")],
         "edgetool eval (fp32 + int8 .tflite)": [
             *EDGETOOL,
@@ -178,12 +193,16 @@ def commands(work: Path) -> dict[str, list[str]]:
     }
 
 
+def _section() -> str:
+    """The big-model section of RESULTS.md as the last run wrote it ("" when there is none)."""
+    text = RESULTS.read_text() if RESULTS.exists() else ""
+    return text.partition("<!-- big-model:start -->")[2].partition("<!-- big-model:end -->")[0]
+
+
 def merged(rows: list[list]) -> list[list]:
     """The RESULTS.md section's rows with ``rows`` (an ``--only`` run) in place of theirs by command name, each
     rerun row marked "(rerun)"; the others stay as the last full run measured them."""
-    text = RESULTS.read_text() if RESULTS.exists() else ""
-    section = text.partition("<!-- big-model:start -->")[2].partition("<!-- big-model:end -->")[0]
-    old = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()]
+    old = [[c.strip() for c in line.strip().strip("|").split("|")] for line in _section().splitlines()]
     old = [r for r in old if len(r) == len(rows[0]) and r[0] not in ("command", "---") and not r[0].startswith("-")]
     new = {r[0]: [f"{r[0]} (rerun)", *r[1:]] for r in rows}
     kept = [new.pop(r[0].removesuffix(" (rerun)"), r) for r in old]
@@ -218,6 +237,8 @@ def main() -> None:
             cells = [f"{peak / 1e9:.2f}", largest, f"{tree_sum / 1e9:.2f}", f"{wall:.0f}", f"{peak / size:.1f}x", met]
             rows.append([name, *cells])
             print(rows[-1], flush=True)
+        previous = re.search(r"load [\d.]+ / [\d.]+ / [\d.]+ on \d+ CPUs", _section()) if opts.only else None
+        full_load = previous[0] if previous else load_line()
         if opts.only:
             rows = merged(rows)
         headers = ["command", "peak RSS (GB)", "largest process", "tree sum (GB)", "wall (s)", "peak / SavedModel"]
@@ -228,11 +249,11 @@ def main() -> None:
             "Peak RSS is GNU time's maximum resident set of the largest process in the command's tree (a Node "
             "self-check beside Python counts separately, not summed); the largest process and the tree's sum (every "
             "process at once, Node beside Python included) come from /proc samples every 50 ms; one run each. "
-            f"Machine: {machine()}; SIMD: {simd_flags()}; {load_line()} at the end: the machine was shared with "
+            f"Machine: {machine()}; SIMD: {simd_flags()}; {full_load} at the end: the machine was shared with "
             "other helpers' work, so wall times are indicative only (memory figures are not affected by load)."
         )
         if opts.only:
-            head += f" Rows marked (rerun) were measured again alone (`--only {opts.only}`); the load is that run's."
+            head += f" Rows marked (rerun) were measured again alone (`--only {opts.only}`, {load_line()} at its end)."
         print(body)
         text = "## Big model: peak memory and time (issue 43)\n\n" + head + "\n\n" + body + "\n\n" + NOTES
         write_section("big-model", text)

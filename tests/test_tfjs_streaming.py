@@ -1,11 +1,12 @@
 """Big weights streamed to the TF.js shards (edge_tool/tfjs_writer/standins.py) write the same bytes as weights
 frozen inline: every file of the graph model, for a Keras MLP (grappler folds its ReadVariableOps) and for a model
 where grappler computes a constant from a weight (a transposed kernel: the writer freezes it inline again), and with
-uint8 weights (the self-check's reference takes the streamed weights' decoded values); the SavedModel is let go
-while grappler runs and loaded again after, so these also prove the reload finds the same variables. Node's self-check
-reads the weights one at a time (edge_tool/nodejs/tfjs_run.js): across shard boundaries it gives what tfjs' own
-loader gives (tests/oracles/tfjs_check.js). Sizes are tiny; ``stream_bytes=1`` streams every float32 variable.
-Memory is measured in benchmarks/bench_big_model.py.
+uint8 and float16 weights (encoded a block of rows at a time; the self-check's reference is fed the streamed
+weights' decoded values); the SavedModel is let go while grappler runs and loaded again after, so these also prove
+the reload finds the same variables. Node's self-check reads the weights one at a time (edge_tool/nodejs/
+tfjs_run.js): across shard boundaries, a string weight included, it gives what tfjs' own loader gives
+(tests/oracles/tfjs_check.js). Sizes are tiny; ``stream_bytes=1`` streams every float32 variable. Memory is
+measured in benchmarks/bench_big_model.py.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def files(root: Path) -> dict[str, bytes]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("script", "quant"),
-    [(_MLP, "none"), (_TRANSPOSED, "none"), (_MLP, "uint8")],
-    ids=["keras-mlp", "weight-folded-by-grappler", "keras-mlp-uint8"],
+    [(_MLP, "none"), (_TRANSPOSED, "none"), (_MLP, "uint8"), (_MLP, "float16")],
+    ids=["keras-mlp", "weight-folded-by-grappler", "keras-mlp-uint8", "keras-mlp-float16"],
 )
 def test_streamed_weights_write_the_same_graph_model_bytes(tmp_path, script, quant):
     run_script(script, str(tmp_path / "sm"))
