@@ -49,7 +49,8 @@ NOTES = (
     "of rows at a time and the self-check's reference graph is fed its decoded values (one array, aligned so "
     "TensorFlow does not copy it) instead of holding them as a Const TensorFlow copies several times: 7.44 GB, 27 s "
     "before (GNU time, the same model; uint8 7.43 GB), the same bytes; the decoded array beside the loaded "
-    "variables is what remains above 3x there. The TFLite converter by itself needs more than the budget (rows 1-2: fp32, "
+    "variables is what remains above 3x there. Node decodes such a weight with tfjs' decodeWeights a block of rows "
+    "at a time into one array (1.24 GB -> 0.91 GB sampled for float16). The TFLite converter by itself needs more than the budget (rows 1-2: fp32, "
     "and int8 with 64 calibration samples); `convert --quant fp32,int8` peaks near the raw int8 run's figure. `eval` stays below a plain script's peak; its extra wall time is the latency loops (100 timed "
     "calls per model in fresh processes) the plain script does not run."
 )

@@ -104,17 +104,44 @@ function weightBytes(reader, spec) {
   return reader.read(size * bytes);
 }
 
+const BLOCK_BYTES = 4 << 20; // a quantized weight is decoded this many bytes of codes at a time
+
+// A quantized float32/int32 weight decoded by tfjs' decodeWeights a block of rows at a time (its dequantization is
+// element by element, so the values are the ones it gives for the whole weight) into one array, then made a tensor:
+// its codes and their copy are never whole in memory beside the values.
+function decodedInBlocks(reader, spec) {
+  const [rows, ...rest] = spec.shape;
+  const perRow = rest.reduce((a, b) => a * b, 1);
+  const bytesPerRow = perRow * BYTES[spec.quantization.dtype];
+  const step = Math.max(1, Math.floor(BLOCK_BYTES / Math.max(1, bytesPerRow)));
+  const values = new PLAIN[spec.dtype](rows * perRow);
+  for (let row = 0; row < rows; row += step) {
+    const n = Math.min(step, rows - row);
+    const block = tf.io.decodeWeights(reader.read(n * bytesPerRow), [{ ...spec, shape: [n, ...rest] }])[spec.name];
+    values.set(block.dataSync(), row * perRow);
+    block.dispose();
+  }
+  return tf.tensor(values, spec.shape, spec.dtype);
+}
+
 // The weight map tfjs' loadGraphModel would build, one weight at a time: each read from the shards into a buffer
 // of its own and made a tensor before the next is read (a plain float32/int32/bool weight as tfjs' decodeWeight
-// makes it, the others by tfjs' decodeWeights itself). tfjs' own path takes every shard joined into one buffer and
-// then copies each weight out of it: a big model three times in memory at once.
+// makes it, a quantized one by tfjs' decodeWeights a block of rows at a time, the others by it whole). tfjs' own
+// path takes every shard joined into one buffer and then copies each weight out of it: a big model three times in
+// memory at once.
 function readWeightMap(modelDir, manifest) {
   const reader = shardReader(modelDir, manifest);
   const map = {};
   try {
     for (const spec of manifest.flatMap((group) => group.weights)) {
-      const data = weightBytes(reader, spec);
       const Plain = !spec.quantization && PLAIN[spec.dtype];
+      const blocks = spec.quantization && spec.shape.length > 1 && ['float32', 'int32'].includes(spec.dtype)
+        && BYTES[spec.quantization.dtype] !== undefined;
+      if (blocks) {
+        map[spec.name] = decodedInBlocks(reader, spec);
+        continue;
+      }
+      const data = weightBytes(reader, spec);
       map[spec.name] = Plain ? tf.tensor(new Plain(data), spec.shape, spec.dtype) : tf.io.decodeWeights(data, [spec])[spec.name];
     }
   } finally {
