@@ -35,8 +35,8 @@ class SignatureTensor:
 class FrozenSignature:
     """The frozen signature's GraphDef, its inputs and outputs, the TF version that wrote it, and the callable
     signature function (the reference the written model is checked against); ``streamed`` names the big variables
-    left out of the GraphDef as stand-ins (``standins``: node name -> variable; node name -> capture name and no
-    function while ``released``)."""
+    left out of the GraphDef as stand-ins (``standins``: node name -> variable; while ``released``, no function and
+    node name -> (capture name, shape))."""
 
     graph_def: object
     inputs: tuple[SignatureTensor, ...]
