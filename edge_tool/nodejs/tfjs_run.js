@@ -58,15 +58,96 @@ function oneLine(err) {
   return msg.slice(0, 400);
 }
 
-function readWeights(modelDir, manifest) {
-  const specs = [];
-  const buffers = [];
-  for (const group of manifest) {
-    for (const p of group.paths) buffers.push(fs.readFileSync(shardPath(modelDir, p)));
-    specs.push(...group.weights);
+// The weight shards as one stream of bytes, in manifest order (groups, then paths), read on demand.
+function shardReader(modelDir, manifest) {
+  const files = manifest.flatMap((group) => group.paths.map((p) => shardPath(modelDir, p)));
+  let next = 0;
+  let fd = null;
+  let left = 0;
+  const read = (n) => { // the next n bytes, in a buffer of their own
+    const out = new Uint8Array(n);
+    for (let got = 0; got < n;) {
+      if (left === 0) {
+        if (fd !== null) fs.closeSync(fd);
+        if (next === files.length) throw new Error(`the weight shards end ${n - got} bytes before the weights do`);
+        fd = fs.openSync(files[next++], 'r');
+        left = fs.fstatSync(fd).size;
+        continue;
+      }
+      const k = fs.readSync(fd, out, got, Math.min(n - got, left, 1 << 30), null);
+      if (k <= 0) throw new Error(`weight shard ${files[next - 1]} ended early`);
+      got += k;
+      left -= k;
+    }
+    return out.buffer;
+  };
+  return { read, close: () => fd !== null && fs.closeSync(fd) };
+}
+
+const BYTES = { float32: 4, float16: 2, int32: 4, uint16: 2, uint8: 1, bool: 1, complex64: 8 }; // tfjs' sizes
+const PLAIN = { float32: Float32Array, int32: Int32Array, bool: Uint8Array }; // as tfjs' decodeWeight views them
+
+// One weight's bytes, counted as tfjs' getWeightBytelength counts them (a string: uint32 length + bytes each).
+function weightBytes(reader, spec) {
+  const size = spec.shape.reduce((a, b) => a * b, 1);
+  if (spec.dtype === 'string' && !spec.quantization) {
+    const parts = [];
+    for (let i = 0; i < size; i++) {
+      const length = reader.read(4);
+      parts.push(Buffer.from(length), Buffer.from(reader.read(new Uint32Array(length)[0])));
+    }
+    const all = Buffer.concat(parts);
+    return all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength);
   }
-  const all = Buffer.concat(buffers);
-  return { specs, data: all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength) };
+  const bytes = BYTES[spec.quantization ? spec.quantization.dtype : spec.dtype];
+  if (bytes === undefined) throw new Error(`weight ${spec.name} has a dtype tfjs cannot decode (${spec.dtype})`);
+  return reader.read(size * bytes);
+}
+
+const BLOCK_BYTES = 4 << 20; // a quantized weight is decoded this many bytes of codes at a time
+
+// A quantized float32/int32 weight decoded by tfjs' decodeWeights a block of rows at a time (its dequantization is
+// element by element, so the values are the ones it gives for the whole weight) into one array, then made a tensor:
+// its codes and their copy are never whole in memory beside the values.
+function decodedInBlocks(reader, spec) {
+  const [rows, ...rest] = spec.shape;
+  const perRow = rest.reduce((a, b) => a * b, 1);
+  const bytesPerRow = perRow * BYTES[spec.quantization.dtype];
+  const step = Math.max(1, Math.floor(BLOCK_BYTES / Math.max(1, bytesPerRow)));
+  const values = new PLAIN[spec.dtype](rows * perRow);
+  for (let row = 0; row < rows; row += step) {
+    const n = Math.min(step, rows - row);
+    const block = tf.io.decodeWeights(reader.read(n * bytesPerRow), [{ ...spec, shape: [n, ...rest] }])[spec.name];
+    values.set(block.dataSync(), row * perRow);
+    block.dispose();
+  }
+  return tf.tensor(values, spec.shape, spec.dtype);
+}
+
+// The weight map tfjs' loadGraphModel would build, one weight at a time: each read from the shards into a buffer
+// of its own and made a tensor before the next is read (a plain float32/int32/bool weight as tfjs' decodeWeight
+// makes it, a quantized one by tfjs' decodeWeights a block of rows at a time, the others by it whole). tfjs' own
+// path takes every shard joined into one buffer and then copies each weight out of it: a big model three times in
+// memory at once.
+function readWeightMap(modelDir, manifest) {
+  const reader = shardReader(modelDir, manifest);
+  const map = {};
+  try {
+    for (const spec of manifest.flatMap((group) => group.weights)) {
+      const Plain = !spec.quantization && PLAIN[spec.dtype];
+      const blocks = spec.quantization && spec.shape.length > 1 && ['float32', 'int32'].includes(spec.dtype)
+        && BYTES[spec.quantization.dtype] !== undefined;
+      if (blocks) {
+        map[spec.name] = decodedInBlocks(reader, spec);
+        continue;
+      }
+      const data = weightBytes(reader, spec);
+      map[spec.name] = Plain ? tf.tensor(new Plain(data), spec.shape, spec.dtype) : tf.io.decodeWeights(data, [spec])[spec.name];
+    }
+  } finally {
+    reader.close();
+  }
+  return map;
 }
 
 function typedArray(dtype, buf) {
@@ -84,13 +165,17 @@ function answer(obj) {
 async function main() {
   await useBackend(backendName);
   const modelJson = JSON.parse(fs.readFileSync(modelJsonPath, 'utf8'));
-  const { specs, data } = readWeights(path.dirname(modelJsonPath), modelJson.weightsManifest || []);
-  const model = await tf.loadGraphModel(tf.io.fromMemory({
-    modelTopology: modelJson.modelTopology, weightSpecs: specs, weightData: data,
-    format: modelJson.format, generatedBy: modelJson.generatedBy, convertedBy: modelJson.convertedBy,
-    signature: modelJson.signature, userDefinedMetadata: modelJson.userDefinedMetadata,
-    modelInitializer: modelJson.modelInitializer,
-  }));
+  const manifest = modelJson.weightsManifest || [];
+  const weightMap = readWeightMap(path.dirname(modelJsonPath), manifest);
+  // GraphModel takes its io functions as a constructor argument: hand it the weight map built above
+  const io = Object.assign({}, tf.io, { decodeWeights: () => weightMap });
+  const model = new tf.GraphModel(tf.io.fromMemory({
+    modelTopology: modelJson.modelTopology, weightSpecs: manifest.flatMap((group) => group.weights),
+    weightData: new ArrayBuffer(0), format: modelJson.format, generatedBy: modelJson.generatedBy,
+    convertedBy: modelJson.convertedBy, signature: modelJson.signature,
+    userDefinedMetadata: modelJson.userDefinedMetadata, modelInitializer: modelJson.modelInitializer,
+  }), {}, io);
+  await model.load();
   const sig = modelJson.signature || {};
   const sigIn = sig.inputs || {};
   const sigOut = sig.outputs || {};

@@ -8,6 +8,7 @@ the file in tfjs in Node against TensorFlow (``selfcheck``): a file that disagre
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 from dataclasses import dataclass
@@ -153,13 +154,21 @@ def export_tfjs(
 
 def _frozen_and_optimized(saved_model: Path, signature: str, stream_bytes: int):
     """(FrozenSignature, grappler's GraphDef); frozen again with every value inlined when grappler computed a
-    constant from a streamed weight's stand-in (``standins``)."""
+    constant from a streamed weight's stand-in (``standins``). With stand-ins, the loaded SavedModel is let go
+    while grappler runs and loaded again after (``graph.released``): its variables and grappler's expanded
+    stand-in never take memory at the same time."""
     frozen = tfjs_graph.freeze_signature(saved_model, signature, stream_bytes)
+    if frozen.streamed:
+        frozen = tfjs_graph.released(frozen)
+        gc.collect()  # the loaded SavedModel's objects hold cycles: free its variables now, not at some later GC
     graph_def = tfjs_graph.optimize(frozen.graph_def, frozen.inputs, frozen.outputs)
     if refvars.prune_dead_branches(graph_def):  # a TF1 cond on a constant flag: fold what the live side leaves
         graph_def = tfjs_graph.optimize(graph_def, frozen.inputs, frozen.outputs)
-    if frozen.streamed and not standins.take_stand_ins(graph_def, frozen.streamed):
-        return _frozen_and_optimized(saved_model, signature, standins.NEVER)
+    if frozen.streamed:
+        taken = standins.take_stand_ins(graph_def, frozen.streamed)
+        frozen = tfjs_graph.reloaded(saved_model, signature, frozen) if taken else None
+        if frozen is None:
+            return _frozen_and_optimized(saved_model, signature, standins.NEVER)
     return frozen, graph_def
 
 

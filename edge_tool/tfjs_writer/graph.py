@@ -10,7 +10,7 @@ does run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edge_tool.core.env import import_tf
@@ -35,7 +35,8 @@ class SignatureTensor:
 class FrozenSignature:
     """The frozen signature's GraphDef, its inputs and outputs, the TF version that wrote it, and the callable
     signature function (the reference the written model is checked against); ``streamed`` names the big variables
-    left out of the GraphDef as stand-ins (``standins``: node name -> variable)."""
+    left out of the GraphDef as stand-ins (``standins``: node name -> variable; while ``released``, no function and
+    node name -> (capture name, shape))."""
 
     graph_def: object
     inputs: tuple[SignatureTensor, ...]
@@ -55,16 +56,7 @@ def freeze_signature(saved_model: Path, key: str, stream_bytes: int = standins.S
     tf = import_tf()
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
-    try:
-        loaded = tf.saved_model.load(str(saved_model), tags=["serve"])
-    except (OSError, ValueError, RuntimeError, tf.errors.OpError) as exc:
-        raise ConversionError(f"TensorFlow cannot load {saved_model} with tags 'serve': {exc}") from None
-    if key not in loaded.signatures:
-        raise ConversionError(
-            f"{saved_model} has no signature {key!r} (it has: {', '.join(sorted(loaded.signatures)) or 'none'}); "
-            "choose one with --signature."
-        )
-    fn = loaded.signatures[key]
+    loaded, fn = load_signature(saved_model, key)  # ``loaded`` holds the variables while they are frozen
     streamed = {}
     if not refvars.has_ref_variables(fn.graph.as_graph_def()):
         refuse_stateful(fn.graph.as_graph_def(), key, fn)  # Keras stateful=True: state a graph cannot hold
@@ -89,6 +81,39 @@ def freeze_signature(saved_model: Path, key: str, stream_bytes: int = standins.S
         SignatureTensor(k, t.name, t.dtype.as_datatype_enum, _shape(t)) for k, t in zip(out_keys, graph_outputs)
     )
     return FrozenSignature(graph_def, inputs, outputs, tf.__version__, fn, streamed)
+
+
+def load_signature(saved_model: Path, key: str):
+    """(the loaded SavedModel (tags ``serve``), the concrete function of its signature ``key``); the function alone
+    runs, but its ``graph.variables`` are weak references the loaded object keeps alive."""
+    tf = import_tf()
+    try:
+        loaded = tf.saved_model.load(str(saved_model), tags=["serve"])
+    except (OSError, ValueError, RuntimeError, tf.errors.OpError) as exc:
+        raise ConversionError(f"TensorFlow cannot load {saved_model} with tags 'serve': {exc}") from None
+    if key not in loaded.signatures:
+        raise ConversionError(
+            f"{saved_model} has no signature {key!r} (it has: {', '.join(sorted(loaded.signatures)) or 'none'}); "
+            "choose one with --signature."
+        )
+    return loaded, loaded.signatures[key]
+
+
+def released(frozen: FrozenSignature) -> FrozenSignature:
+    """``frozen`` without the loaded SavedModel: no function, and ``streamed`` naming each stand-in's variable by
+    its capture (``standins.capture_names``). Dropping the last reference to the old one frees the variables, so
+    grappler's constant folding (which expands a stand-in's splat into a tensor of the variable's size to test it
+    for zeros and ones) reuses their memory instead of adding to it; ``reloaded`` brings them back."""
+    return replace(frozen, function=None, streamed=standins.capture_names(frozen.function, frozen.streamed))
+
+
+def reloaded(saved_model: Path, key: str, frozen: FrozenSignature) -> FrozenSignature | None:
+    """A ``released`` signature with the SavedModel loaded again: its function (the self-check's reference) and
+    each stand-in's variable; None when a capture no longer names a variable of the stand-in's shape."""
+    loaded, fn = load_signature(saved_model, key)
+    streamed = standins.variables_named(fn, frozen.streamed)
+    del loaded  # as after ``freeze_signature``: the function and the streamed variables hold what runs
+    return None if streamed is None else replace(frozen, function=fn, streamed=streamed)
 
 
 def _freeze_tf1(fn):

@@ -75,10 +75,12 @@ def _reference(frozen, reference_graph, weights, quant: str, feeds: list[dict]) 
             {k: np.asarray(v) for k, v in frozen.function(**{n: tf.constant(x) for n, x in f.items()}).items()}
             for f in feeds
         ]
-    values = {w.name: w.values for w in weights}
+    values = {w.name: w.values for w in weights if w.variable is None}
+    streamed = {w.name: w for w in weights if w.variable is not None}
     graph_def = type(reference_graph)()
     graph_def.CopyFrom(reference_graph)
     _substitute(graph_def.node, "", values)
+    _feed_streamed(graph_def.node, streamed)
     for fn in graph_def.library.function:
         _substitute(fn.node_def, fn.signature.name + "/", values)
     graph = tf.Graph()
@@ -86,11 +88,26 @@ def _reference(frozen, reference_graph, weights, quant: str, feeds: list[dict]) 
         tf.graph_util.import_graph_def(graph_def, name="")
     fetch = {t.key: graph.get_tensor_by_name(t.tensor) for t in frozen.outputs}
     names = {t.key: t.tensor for t in frozen.inputs}
+    decoded = {f"{name}:0": w.decoded() for name, w in streamed.items()}
     with tf.compat.v1.Session(graph=graph) as session:
         return [
-            {k: np.asarray(v) for k, v in session.run(fetch, {names[k]: x for k, x in f.items()}).items()}
+            {
+                k: np.asarray(v)
+                for k, v in session.run(fetch, {**decoded, **{names[k]: x for k, x in f.items()}}).items()
+            }
             for f in feeds
         ]
+
+
+def _feed_streamed(nodes, streamed: dict) -> None:
+    """Each streamed weight's Const becomes a Placeholder of its shape, fed with the values tfjs decodes: a big
+    weight's values go into the session once, not into a GraphDef that TensorFlow copies several times over."""
+    tf = import_tf()
+    for node in nodes:
+        if node.op == "Const" and node.name in streamed:
+            node.op = "Placeholder"
+            del node.attr["value"]
+            node.attr["shape"].shape.CopyFrom(tf.TensorShape(streamed[node.name].spec["shape"]).as_proto())
 
 
 def _substitute(nodes, prefix: str, values: dict) -> None:

@@ -112,6 +112,35 @@ def add_readers(graph_def, variables: dict) -> None:
             node.attr["value"].CopyFrom(source.attr["value"])
 
 
+def _capture_names(fn) -> dict:
+    """{id(captured tensor): the name of the placeholder that captures it in ``fn``'s graph}."""
+    return {id(outside): inside.name.split(":")[0] for outside, inside in fn.graph.captures}
+
+
+def captured_variables(fn) -> dict:
+    """{capture placeholder name: variable} of a concrete function, paired as convert_variables_to_constants pairs
+    them (the variable whose handle is that capture); the SavedModel's loaded object must still be alive."""
+    names = _capture_names(fn)
+    return {names[id(v.handle)]: v for v in fn.graph.variables if id(v.handle) in names}
+
+
+def capture_names(fn, streamed: dict) -> dict:
+    """{stand-in node name: (the capture name of its variable in ``fn``, its shape)}: names that hold across loads."""
+    names = _capture_names(fn)
+    return {node: (names[id(variable.handle)], tuple(variable.shape)) for node, variable in streamed.items()}
+
+
+def variables_named(fn, captures: dict) -> dict | None:
+    """{stand-in node name: variable of ``fn``} for ``capture_names``' answer; None when a capture is not a float32
+    variable of the same shape (the SavedModel changed between the loads)."""
+    variables = captured_variables(fn)
+    found = {node: variables.get(name) for node, (name, _) in captures.items()}
+    for node, variable in found.items():
+        if variable is None or variable.dtype.name != "float32" or tuple(variable.shape) != captures[node][1]:
+            return None
+    return found
+
+
 def _is_splat_nan(node) -> bool:
     if node.op != "Const" or "value" not in node.attr:  # reading a missing map key would add it
         return False

@@ -28,7 +28,8 @@ _HALF_MAX = 65504.0
 @dataclass(frozen=True)
 class Weight:
     """One constant: its weight name, the values as tfjs will hold them, the manifest entry and the bytes written;
-    a streamed weight (a big float32 variable, ``standins``) holds its variable instead of values and bytes."""
+    a streamed weight (a big float32 variable, ``standins``) holds its variable instead of values and bytes, and
+    encodes it (``spec``'s quantization) a block of rows at a time whenever its bytes or values are asked for."""
 
     name: str
     values: np.ndarray | None
@@ -39,19 +40,62 @@ class Weight:
     @property
     def size(self) -> int:
         """The number of bytes this weight takes in the shards."""
-        return len(self.data) if self.data is not None else 4 * int(np.prod(self.spec["shape"], dtype=np.int64))
+        if self.data is not None:
+            return len(self.data)
+        coded = self.spec.get("quantization", {}).get("dtype")
+        return _BYTES.get(coded, 4) * int(np.prod(self.spec["shape"], dtype=np.int64))
 
     def pieces(self):
-        """The bytes written for this weight, in order: a streamed one's read from its variable now, a slice of
-        rows (about ``SHARD_BYTES``) at a time."""
+        """The bytes written for this weight, in order: a streamed one's read from its variable and encoded now, a
+        slice of rows (about ``SHARD_BYTES`` of float32) at a time."""
         if self.data is not None:
             yield self.data
             return
-        shape = self.spec["shape"]
-        rows = max(1, SHARD_BYTES // max(1, self.size // max(1, shape[0])))
-        for start in range(0, shape[0], rows):
-            block = np.ascontiguousarray(self.variable[start : start + rows].numpy(), "<f4")
-            yield memoryview(block).cast("B")
+        for block in blocks(self.variable):
+            yield memoryview(_encoded(block, self.spec.get("quantization"))[0]).cast("B")
+
+    def decoded(self) -> np.ndarray:
+        """The values tfjs will hold (a streamed weight's decoded into one array, a block of rows at a time)."""
+        if self.values is not None:
+            return self.values
+        out = aligned_empty(self.spec["shape"])
+        start = 0
+        for block in blocks(self.variable):
+            out[start : start + len(block)] = _encoded(block, self.spec.get("quantization"))[1]
+            start += len(block)
+        return out
+
+
+_BYTES = {"float16": 2, "uint16": 2, "uint8": 1}
+_ALIGN = 64  # TensorFlow feeds a numpy array aligned to this without copying it (EIGEN_MAX_ALIGN_BYTES)
+
+
+def aligned_empty(shape: list[int]) -> np.ndarray:
+    """An uninitialised float32 array of ``shape`` whose data starts on a ``_ALIGN``-byte boundary."""
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(4 * count + _ALIGN, np.uint8)
+    start = -raw.ctypes.data % _ALIGN
+    return raw[start : start + 4 * count].view(np.float32).reshape(shape)
+
+
+def blocks(variable):
+    """``variable``'s values as little-endian float32 arrays of consecutive rows, about ``SHARD_BYTES`` each."""
+    shape = [int(d) for d in variable.shape]
+    rows = max(1, SHARD_BYTES // max(1, 4 * int(np.prod(shape[1:], dtype=np.int64))))
+    for start in range(0, shape[0], rows):
+        yield np.ascontiguousarray(variable[start : start + rows].numpy(), "<f4")
+
+
+def _encoded(block: np.ndarray, quantization: dict | None) -> tuple[np.ndarray, np.ndarray]:
+    """(the bytes' array, the values tfjs decodes) of float32 ``block`` under a weight's ``quantization``."""
+    if quantization is None:
+        return block, block
+    if quantization["dtype"] == "float16":
+        half = block.astype("<f2")
+        return half, half.astype(np.float32)
+    levels = QUANT_LEVELS[quantization["dtype"]]
+    codes, back = _affine_codes(block, quantization["scale"], quantization["min"], levels)
+    return codes.astype("<u1" if levels == 255 else "<u2"), back
 
 
 def _tfjs_dtype(values: np.ndarray) -> tuple[str, np.ndarray]:
@@ -79,15 +123,26 @@ def _string_bytes(values: np.ndarray) -> bytes:
     return bytes(out)
 
 
-def _affine(values: np.ndarray, levels: int) -> tuple[np.ndarray, float, float, np.ndarray]:
-    """(codes, scale, min, dequantized) with 0.0 exactly representable."""
-    lo, hi = min(float(values.min()), 0.0), max(float(values.max()), 0.0)
+def _affine_params(low: float, high: float, levels: int) -> tuple[float, float]:
+    """(scale, min) of the affine codes for values in [low, high], min nudged so 0.0 is exactly representable."""
+    lo, hi = min(low, 0.0), max(high, 0.0)
     scale = (hi - lo) / levels if hi > lo else 1.0
     zero = round(-lo / scale)
-    lo = -zero * scale
+    return scale, -zero * scale
+
+
+def _affine_codes(values: np.ndarray, scale: float, lo: float, levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, dequantized values) of ``values``, element by element."""
     codes = np.clip(np.round((values.astype(np.float64) - lo) / scale), 0, levels)
+    return codes, (codes * scale + lo).astype(np.float32)
+
+
+def _affine(values: np.ndarray, levels: int) -> tuple[np.ndarray, float, float, np.ndarray]:
+    """(codes, scale, min, dequantized) with 0.0 exactly representable."""
+    scale, lo = _affine_params(float(values.min()), float(values.max()), levels)
+    codes, back = _affine_codes(values, scale, lo, levels)
     dtype = np.uint8 if levels == 255 else np.uint16
-    return codes.astype(dtype), float(scale), float(lo), (codes * scale + lo).astype(np.float32)
+    return codes.astype(dtype), float(scale), float(lo), back
 
 
 def encode(name: str, values: np.ndarray, quant: str) -> Weight:
@@ -107,9 +162,24 @@ def encode(name: str, values: np.ndarray, quant: str) -> Weight:
     return Weight(name, held, spec, held.tobytes())
 
 
-def _streamed(name: str, variable) -> Weight:
-    shape = [int(d) for d in variable.shape]
-    return Weight(name, None, {"name": name, "shape": shape, "dtype": "float32"}, None, variable)
+def _streamed(name: str, variable, quant: str) -> Weight:
+    """A big float32 variable's weight, its bytes encoded as ``encode`` encodes them (one pass over its blocks
+    finds the range ``--tfjs-quant`` needs); one holding NaN is encoded whole, as ``encode`` does."""
+    spec = {"name": name, "shape": [int(d) for d in variable.shape], "dtype": "float32"}
+    if quant == "none":
+        return Weight(name, None, spec, None, variable)
+    low, high, peak = np.inf, -np.inf, 0.0
+    for block in blocks(variable):
+        if np.isnan(block).any():
+            return encode(name, variable.numpy(), quant)
+        low, high = min(low, float(block.min())), max(high, float(block.max()))
+        peak = max(peak, float(np.abs(block).max()))
+    if quant == "float16" and peak <= _HALF_MAX:
+        spec["quantization"] = {"dtype": "float16", "original_dtype": "float32"}
+    elif quant in QUANT_LEVELS:
+        scale, lo = _affine_params(low, high, QUANT_LEVELS[quant])
+        spec["quantization"] = {"dtype": quant, "scale": float(scale), "min": float(lo), "original_dtype": "float32"}
+    return Weight(name, None, spec, None, variable)
 
 
 def _take_consts(nodes, prefix: str | None, quant: str, streamed: dict) -> list[Weight]:
@@ -119,10 +189,7 @@ def _take_consts(nodes, prefix: str | None, quant: str, streamed: dict) -> list[
     weights = []
     for node in nodes:
         if node.op == "Const" and not prefix and node.name in streamed:
-            variable = streamed[node.name]
-            weights.append(
-                _streamed(node.name, variable) if quant == "none" else encode(node.name, variable.numpy(), quant)
-            )
+            weights.append(_streamed(node.name, streamed[node.name], quant))
         elif node.op == "Const":
             tensor = node.attr["value"].tensor
             values = tf.make_ndarray(tensor)
