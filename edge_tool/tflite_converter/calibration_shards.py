@@ -7,8 +7,9 @@ thread) and keeps a running min/max per tensor, which merges exactly over contig
 1. the parent feeds the first sample itself (through TensorFlow's own ``Calibrator``); when all samples at that
    pace would pay for a process start (``MIN_SHARD_SECONDS`` per shard), it starts the ``calibration_worker``
    processes at once — they load TensorFlow's compiled calibration wrapper (not TensorFlow) while it feeds on;
-2. it times the second sample, chooses the number of shards (at most the CPUs: one interpreter thread each),
-   writes every sample once to a memory-mapped file (in shared memory where there is some), gives each worker its
+2. it times the second sample, chooses the number of shards (at most the CPUs: one interpreter thread each), splits
+   the samples not yet fed evenly (so the parent, which fed two already, and each worker finish together), writes
+   the workers' samples once to a memory-mapped file (in shared memory where there is some), gives each worker its
    contiguous range and feeds the first range itself;
 3. it merges the calibrated models: same bytes everywhere but the min/max floats, folded in shard order.
 
