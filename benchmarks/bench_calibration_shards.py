@@ -11,7 +11,9 @@ Alternating rounds, each a fresh process:
 
 Every int8 file's sha256 must equal the raw converter's (the script stops otherwise). Then the per-shard cost: one
 ``calibration_worker`` process on every sample, its own CPU seconds per phase (start, wrapper import, model load,
-per sample, Calibrate), from which the in-process time at 2, 8 and 16 cores is projected. CPU seconds are recorded
+per sample, Calibrate), edgetool's own CPU outside calibration (``_calibration_probes.serial_cpu``), from which the
+in-process time at 1 to 16 cores is projected, and the probes of ``_calibration_probes`` (where a sample's cost goes,
+batched feeding, another interpreter's ranges: the ways around it, measured and refused). CPU seconds are recorded
 beside every wall (in-process ``time.process_time()``, and the whole process tree's): they stay judgeable when the
 machine is loaded. Writes the ``calibration-shards`` section of benchmarks/RESULTS.md.
 
@@ -41,11 +43,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _calibration_probes as probes
 from _calibration_only import calibration_only, phase_table
 from _results import load_line, machine, simd_flags, table, write_section
 from bench_peer import _ORT_QUANTIZE, build
 
 ENV = {**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+# ORT's median in-process wall from this script on an idle machine (the projections' yardstick when this run is loaded:
+# ORT's own walls then grow more than 2x, its threads competing with the load)
+ORT_IDLE, ORT_IDLE_WHERE = 3.68, "this script at commit e1bc06a on this 2-core EPYC, load 1.1"
 RAW = r"""
 import sys, time, numpy as np, tensorflow as tf
 saved, cal, out = sys.argv[1:]
@@ -189,6 +195,10 @@ def full(saved: Path, tmp: Path, args, load_before: str) -> str:
     if len(digests) != 1:
         raise SystemExit(f"int8 files differ: {digests}")
     cost = shard_cost(saved, cal, tmp / "shard", args.samples)
+    cost["serial"], cost["serial feed"] = probes.serial_cpu(saved, cal, ENV)
+    model, few = (tmp / "shard" / "model.tflite").read_bytes(), x[:16]
+    cost["batched"], cost["logging"] = probes.batched(model, few), probes.logging_share(model, few)
+    cost["outside"] = probes.outside_ranges(model, x[:4])
     return section(runs, cost, args, load_before, digests.pop())
 
 
@@ -209,13 +219,25 @@ def section(runs: dict[str, list[Run]], cost: dict, args, load_before: str, dige
     ]
     per, n = cost["per sample"], args.samples
     start = cost["process start + numpy"] + cost["wrapper import"] + cost["model load"]
-    serial = cpu["raw converter"] - n * per  # the raw converter's CPU outside calibration: SavedModel → MLIR, quantize
-    proj = {c: serial + (start if c > 1 else 0) + n * per / c for c in (1, 2, 8, 16)}
+    serial = cost["serial"] - cost["serial feed"]  # edgetool's parent outside calibration: SavedModel → MLIR, quantize
+    proj = {c: serial + (start if c > 1 else 0) + n * per / c for c in (1, 2, 4, 8, 16)}
+    # ORT against an idle wall only: its fastest round here, or (the machine loaded) the idle reference above
+    ort, ort_is = (
+        (ORT_IDLE, f"ORT's idle wall ({ORT_IDLE_WHERE})")
+        if loaded()
+        else (min(r.wall for r in runs["ORT quantize_static"]), "ORT's fastest round here")
+    )
     projected = "; ".join(
-        f"{c} core{'s' if c > 1 else ''}: {proj[c]:.1f} s ({proj[c] / cpu['raw converter']:.2f}× raw, "
-        f"{proj[c] / cpu['ORT quantize_static']:.2f}× ORT's CPU)"
+        f"{c} core{'s' if c > 1 else ''}: {proj[c]:.2f} s ({proj[c] / cpu['raw converter']:.2f}× raw's CPU, "
+        f"{proj[c] / ort:.2f}× ORT's)"
         for c in proj
     )
+    wrapped, plain = cost["logging"]
+    batches = ", ".join(
+        f"batch {b}: {s * 1e3:.1f} ms ({'identical' if same else 'bytes differ'})"
+        for b, (s, same) in cost["batched"].items()
+    )
+    differ, logged = cost["outside"]
     two = next((v[-1].phases for k, v in runs.items() if k.startswith("edgetool, 2")), [])
     return "\n".join(
         [
@@ -241,11 +263,20 @@ def section(runs: dict[str, list[Run]], cost: dict, args, load_before: str, dige
             f"One calibration worker alone on {n} samples (CPU, medians of 3): process start + numpy "
             f"{cost['process start + numpy']:.2f} s, calibration wrapper import {cost['wrapper import']:.2f} s, model "
             f"load + Prepare {cost['model load']:.2f} s, **{per * 1e3:.1f} ms per sample**, Calibrate() + write "
-            f"{cost['calibrate + write']:.2f} s. Projected idle in-process time (the raw converter's CPU outside "
-            f"calibration {serial:.1f} s + one worker's start {start:.2f} s + {n} samples / cores × per sample; "
-            "an upper bound: edgetool's fast path spends less outside calibration than the raw converter, see the "
-            "tree CPU; against the CPU seconds of raw and ORT, i.e. their single-core idle walls — ORT's calibration "
-            f"runs on every core, so its idle wall is lower): {projected}.",
+            f"{cost['calibrate + write']:.2f} s. edgetool's parent outside calibration (in-process CPU of one int8 "
+            f"conversion in one calibration process, {cost['serial']:.2f} s, minus its feed {cost['serial feed']:.2f} "
+            f"s; medians of 3): **{serial:.2f} s** that no number of cores shortens. Projected idle in-process time "
+            f"(that + one worker's start {start:.2f} s + {n} samples / cores × per sample): {projected}. The floor on "
+            f"2 cores is {proj[2]:.2f} s = {proj[2] / ort:.2f}× {ort_is}, {ort:.2f} s.",
+            "",
+            f"Where a sample's {wrapped * 1e3:.1f} ms go (16 samples, CPU): the same float model in `tf.lite.Interpreter` "
+            f"(builtin kernels, no delegate, one thread) takes {plain * 1e3:.1f} ms — {1 - plain / wrapped:.0%} of a "
+            "calibrated sample is the wrapper's logging (a scalar min/max scan of every float tensor, three times), "
+            "compiled into TensorFlow's wrapper, which exposes no thread count and runs one thread. Refused, with their "
+            f"numbers: feeding batched samples ({batches}; CPU per sample); ranges from another interpreter's tensors "
+            f"(numpy min/max over `experimental_preserve_all_tensors`, 4 samples): {differ} of {logged} logged "
+            "tensors' ranges differ from the wrapper's (in-place ops share an input's buffer in its arena, so it logs "
+            "the output into the input's range; the other kernels' binary differs in the last bits).",
         ]
     )
 

@@ -7,8 +7,9 @@ thread) and keeps a running min/max per tensor, which merges exactly over contig
 1. the parent feeds the first sample itself (through TensorFlow's own ``Calibrator``); when all samples at that
    pace would pay for a process start (``MIN_SHARD_SECONDS`` per shard), it starts the ``calibration_worker``
    processes at once — they load TensorFlow's compiled calibration wrapper (not TensorFlow) while it feeds on;
-2. it times the second sample, chooses the number of shards (at most the CPUs: one interpreter thread each),
-   writes every sample once to a memory-mapped file (in shared memory where there is some), gives each worker its
+2. it times the second sample, chooses the number of shards (at most the CPUs: one interpreter thread each), splits
+   the samples not yet fed evenly (so the parent, which fed two already, and each worker finish together), writes
+   the workers' samples once to a memory-mapped file (in shared memory where there is some), gives each worker its
    contiguous range and feeds the first range itself;
 3. it merges the calibrated models: same bytes everywhere but the min/max floats, folded in shard order.
 
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.parsers.tflite_model import summarize_tflite
+from edge_tool.parsers.tflite_schema import enum_names, tflite_schema
 from edge_tool.tflite_converter.calibration_merge import merge_ranges
 
 MIN_SHARD_SECONDS = 1.0  # work per shard below which a worker's start (~0.3 s) and the merge do not pay
@@ -163,8 +164,9 @@ class _Shards:
         start = time.perf_counter()
         yield samples[1]
         shards = min(planned, self._shards_for(samples, time.perf_counter() - start))
-        written = shards >= 2 and self._timed("samples to shared memory", self._write_samples, samples)
-        bounds = [round(i * len(samples) / shards) for i in range(shards + 1)] if written else [0, len(samples)]
+        bounds = _bounds(len(samples), 2, shards)
+        written = shards >= 2 and self._timed("samples to shared memory", self._write_samples, samples, bounds[1])
+        bounds = bounds if written else [0, len(samples)]
         self._timed("shards handed out", self._hand_out, bounds)
         yield from samples[2 : bounds[1]]
 
@@ -176,9 +178,10 @@ class _Shards:
             return 1
         return self._shards_for(samples, first_cost)
 
-    def _write_samples(self, samples: list) -> bool:
-        """Write the samples as one memory-mapped array per model input (the order ``Calibrator`` feeds them in);
-        False when they cannot be sharded exactly (signature keys, other shapes or dtypes than the first one's)."""
+    def _write_samples(self, samples: list, start: int) -> bool:
+        """Write samples ``start``.. (the workers' ones; the rows before stay unwritten holes) as one memory-mapped
+        array per model input (the order ``Calibrator`` feeds them in); False when they cannot be sharded exactly
+        (signature keys, other shapes or dtypes than the first one's)."""
         rows = []
         for sample in samples:
             if isinstance(sample, dict):
@@ -199,8 +202,8 @@ class _Shards:
                 out = np.lib.format.open_memmap(
                     Path(self.folder.name) / f"input{i}.npy", "w+", a.dtype, (len(rows), *a.shape)
                 )
-                for j, r in enumerate(rows):
-                    out[j] = r[i]
+                for j in range(start, len(rows)):
+                    out[j] = rows[j][i]
                 out.flush()
                 del out
         except OSError:  # no room: the parent feeds every sample (close() removes the part written)
@@ -275,8 +278,22 @@ def _bytes(sample) -> int:
     return sum(np.asarray(v).nbytes for v in values)
 
 
+def _bounds(count: int, fed: int, shards: int) -> list[int]:
+    """Contiguous shard bounds over ``count`` samples of which the parent (shard 0) fed ``fed`` already: the rest
+    split evenly, so that the parent and each worker finish together."""
+    rest = count - fed
+    return [0, *(fed + round(i * rest / shards) for i in range(1, shards + 1))]
+
+
 def _stateful(model: bytes) -> bool:
-    """True when a sample's ranges may depend on the samples before it: variable tensors (a fused LSTM's state,
-    which the calibrator does not reset between samples) or resource variables."""
-    summary = summarize_tflite(bytes(model))
-    return summary.variable_tensors > 0 or any(op in summary.ops for op in _STATE_OPS)
+    """True when a sample's ranges may depend on the samples before it: variable tensors (a fused LSTM's state, which
+    the calibrator does not reset between samples) or a resource-variable op code (read in place, nothing unpacked)."""
+    schema = tflite_schema()
+    root = schema.Model.GetRootAs(bytes(model), 0)
+    names = enum_names(schema.BuiltinOperator)
+    for i in range(root.OperatorCodesLength()):
+        code = root.OperatorCodes(i)
+        if names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode())) in _STATE_OPS:
+            return True
+    graphs = (root.Subgraphs(g) for g in range(root.SubgraphsLength()))
+    return any(graph.Tensors(t).IsVariable() for graph in graphs for t in range(graph.TensorsLength()))

@@ -5,7 +5,7 @@
 fraction of a second — while the parent is still feeding its first samples, then waits for one line on stdin:
 ``LO HI`` (its shard: samples LO..HI-1) or nothing (end of input: not needed, exit 0). It builds the wrapper on
 ``DIR/model.tflite`` with the custom op registerers named in ``DIR/registerers.txt``, feeds rows LO..HI-1 of
-``DIR/input{i}.npy`` (memory-mapped: the parent wrote every sample once, in shared memory where there is some) in
+``DIR/input{i}.npy`` (memory-mapped: the parent wrote the workers' samples once, in shared memory where there is some) in
 order exactly as ``Calibrator._feed_tensors`` does for positional samples (one ``Prepare`` with the first sample's
 shapes, then one ``FeedTensor`` per sample) and writes the model ``Calibrate()`` returns (the float model with each
 tensor's min/max) to ``DIR/out-K.tflite`` (beside, then renamed: a file there is complete), and its CPU seconds per

@@ -8,7 +8,8 @@ dataset through its own calibration interpreter. For a run of five modes that is
 calibrations of the same model.
 
 ``SharedSource`` holds what is the same for every mode of one run — the signature-checked SavedModel, its
-GraphDef (read once), and the calibration results keyed by the float model they were made on — and
+GraphDef (read once, as stored: the base class imports it into a ``tf.Graph`` only to find signature tensors that
+the SavedModel importer path never uses), and the calibration results keyed by the float model they were made on — and
 ``make_converter`` returns a ``TFLiteSavedModelConverterV2`` subclass that reads from it. Everything that
 decides the artefact (converter flags, the MLIR conversion, the quantizers and their arguments, buffer
 deduplication, conversion metadata) is TensorFlow's own code path, so each .tflite is the one the raw
@@ -32,11 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_tool.errors import ConversionError
-from edge_tool.models.fixed_batch import MAX_UNROLL
-from edge_tool.parsers.tflite_model import summarize_tflite
-from edge_tool.parsers.tflite_state import read_state, streaming_loop_refusal
 from edge_tool.tflite_converter import calibration_shards
+from edge_tool.tflite_converter.loop_guard import refuse_unsafe_loops
 
 # The TensorFlow minor versions whose private converter internals the fast path was checked on (byte-identical files in
 # every mode: tests/test_converter_fast_path.py, run on each row CI installs); any other version uses the public path.
@@ -78,6 +76,7 @@ class SharedSource:
     signature_key: str
     tags: frozenset = frozenset({"serve"})
     _graph: tuple | None = None
+    _graph_def: object = None
     _calibrations: dict = field(default_factory=dict)
     float_models: dict = field(default_factory=dict)  # allow_select_tf_ops -> float .tflite (the public path's guard)
     callbacks: dict = field(default_factory=dict)  # id(edgetool callback) -> (it, its guarded wrapper), made once
@@ -91,6 +90,20 @@ class SharedSource:
                 converter, str(self.saved_model), set(self.tags)
             )
         return self._graph
+
+    def graph_def(self):
+        """The SavedModel's GraphDef as stored, read once (no import into a ``tf.Graph``).
+
+        The MLIR path of ``convert()`` uses it for statistics and the quantization-aware-training check only, which
+        read node ``op`` names: the same answer as ``graph()``'s (whose import adds default attributes in place)."""
+        if self._graph is not None:
+            return self._graph[0]
+        if self._graph_def is None:
+            from tensorflow.python.saved_model import loader_impl
+
+            meta = loader_impl.SavedModelLoader(str(self.saved_model)).get_meta_graph_def_from_tags(set(self.tags))
+            self._graph_def = meta.graph_def
+        return self._graph_def
 
     def calibration(self, float_model: bytes, dataset, registerers: tuple[list, list]) -> _Calibration:
         """Calibrate ``float_model`` on ``dataset`` once; later calls with the same model bytes and data reuse it."""
@@ -121,6 +134,7 @@ def fast_path_problem() -> str | None:
     import tensorflow as tf
     from tensorflow.lite.python import lite
     from tensorflow.lite.python.optimize import calibrator
+    from tensorflow.python.saved_model import loader_impl
 
     if ".".join(tf.__version__.split(".")[:2]) not in TESTED_TF:
         return f"TensorFlow {tf.__version__} is not one the fast path was checked on ({', '.join(TESTED_TF)})"
@@ -137,6 +151,9 @@ def fast_path_problem() -> str | None:
         ),
         "_mlir_quantize(...)": set(_MLIR_QUANTIZE_KWARGS) <= set(_params(getattr(lite, "_mlir_quantize", None))),
         "TFLiteConverterBase._set_original_model_type": hasattr(lite.TFLiteConverterBase, "_set_original_model_type"),
+        "SavedModelLoader.get_meta_graph_def_from_tags": hasattr(
+            getattr(loader_impl, "SavedModelLoader", None), "get_meta_graph_def_from_tags"
+        ),
         "calibrator": all(hasattr(calibrator, n) for n in ("add_intermediate_tensors", "Calibrator")),
         "Calibrator._create_input_array_from_dict": hasattr(
             getattr(calibrator, "Calibrator", None), "_create_input_array_from_dict"
@@ -160,37 +177,6 @@ def _params(func) -> tuple[str, ...]:
         return tuple(inspect.signature(func).parameters)
     except (TypeError, ValueError):
         return ()
-
-
-class LoopRefused(ConversionError):
-    """The WHILE-loop guard's refusal; ``finding`` is it without the way out, which each command words its own."""
-
-    def __init__(self, finding: str, way_out: str) -> None:
-        super().__init__(f"{finding} {way_out}")
-        self.finding = finding
-
-
-def refuse_unsafe_loops(float_model: bytes, activations_type) -> None:
-    """LoopRefused for a model whose calibration would crash TensorFlow's quantizer (SIGSEGV on 2.19 to 2.21).
-
-    Calibrating a builtin WHILE loop (a Keras GRU / SimpleRNN that ``--batch`` could not unroll; LSTM becomes a
-    fused op and is fine) kills the process in ``Calibrator``, for the raw converter too; refusing keeps the run
-    alive. The way out it names is convert's.
-    """
-    loops = [op for op in ("WHILE",) if op in summarize_tflite(bytes(float_model)).ops]
-    if loops:
-        bits = "int16" if getattr(activations_type, "name", "") == "int16" else "int8"
-        if read_state(bytes(float_model)) is not None:  # stateful=True: the loop stays, whatever its length
-            raise LoopRefused(*streaming_loop_refusal(bits))
-        raise LoopRefused(
-            f"calibrated {bits} quantization of a model with a {loops[0]} loop (a Keras recurrent layer edgetool "
-            f"could not unroll: a ConvLSTM, or a GRU/SimpleRNN over a sequence of unknown length or longer than "
-            f"{MAX_UNROLL} steps; or a tf.while_loop) crashes TensorFlow's calibrator (2.19 to 2.21: segmentation "
-            "fault, also with the raw TFLiteConverter), so edgetool refuses it.",
-            "Use --quant dynamic (int8 weights, float activations) or fp16 for this model, or give the Keras model a "
-            f"fixed sequence length of at most {MAX_UNROLL}: with --batch edgetool then unrolls the loop into plain "
-            "ops, which calibrate. LSTM layers (fused UNIDIRECTIONAL_SEQUENCE_LSTM) calibrate as they are.",
-        )
 
 
 def make_converter(shared: SharedSource):
@@ -238,13 +224,10 @@ def _converter_class(lite):
         @lite._export_metrics
         def convert(self):
             """Convert through the SavedModel importer; no ``tf.saved_model.load`` (its debug info is unused there)."""
-            graph_def, input_tensors, output_tensors = self._load_saved_model(
-                self.saved_model_dir, self._saved_model_tags
-            )
             if self.saved_model_dir is None or not self.experimental_new_converter:
                 return lite.TFLiteSavedModelConverterV2.convert.__wrapped__(self)
             self._debug_info = None
-            return self._convert_from_saved_model(graph_def)
+            return self._convert_from_saved_model(self._shared.graph_def())
 
         def _quantize(
             self,

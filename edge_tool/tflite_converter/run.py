@@ -33,13 +33,8 @@ from edge_tool.errors import ConversionError, EdgeToolError
 from edge_tool.models.jax_origin import is_jax_export, jax_way_out
 from edge_tool.models.signatures import SERVING
 from edge_tool.tflite_converter.diagnose import describe_failure, python_callbacks, string_way_out, table_way_out
-from edge_tool.tflite_converter.fast_path import (
-    LoopRefused,
-    SharedSource,
-    checks_loops_itself,
-    make_converter,
-    refuse_unsafe_loops,
-)
+from edge_tool.tflite_converter.fast_path import SharedSource, checks_loops_itself, make_converter
+from edge_tool.tflite_converter.loop_guard import LoopRefused, refuse_unsafe_loops
 from edge_tool.trust.side_effects import python_callback_refusal
 
 SELECT_ADVICE = (
