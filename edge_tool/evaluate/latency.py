@@ -88,8 +88,12 @@ class LatencyProcess:
 
     @classmethod
     def take(cls) -> LatencyProcess:
-        """A process started ahead, else a new one."""
-        return cls._ahead.pop(0) if cls._ahead else cls()
+        """A process started ahead (and still waiting), else a new one."""
+        while cls._ahead:
+            proc = cls._ahead.pop(0)
+            if proc._proc.poll() is None:
+                return proc
+        return cls()
 
     def __init__(self):
         self._proc = subprocess.Popen(
@@ -115,7 +119,7 @@ class LatencyProcess:
             feeds_path = Path(tmp) / "feeds.npz"
             np.savez(feeds_path, **{f"t{i}": v for i, v in feeds.items()})
             request = {
-                "model": str(model_path),
+                "model": str(Path(model_path).resolve()),  # a process started ahead may have another cwd
                 "feeds": str(feeds_path),
                 "outputs": list(output_indices),
                 "threads": threads,
