@@ -32,7 +32,7 @@ TABLES = {
 }
 EXEMPT = {  # "path:line": why
     "edge_tool/demo/litert_site.py:82": "the two builds a --litert page ships (its own choice, not a view of MODES)",
-    "edge_tool/litert/flatbuffer_facts.py:97": "read from a file's tensors, below convert's floor (no mode table)",
+    "edge_tool/litert/flatbuffer_facts.py:95": "read from a file's tensors, below convert's floor (no mode table)",
 }
 
 

@@ -280,12 +280,11 @@ def _start_latency_processes(config) -> None:
     """Start the .tflite latency processes before TensorFlow's import (see ``LatencyProcess.start_ahead``)."""
     from edge_tool.evaluate.latency import LatencyProcess
 
-    timed = config.effective_runs or config.time_budget_s
     if (
         config.runtime == "litert"
         and config.text is None
         and config.task != "lm"
-        and timed
+        and config.timed
         and config.latency_in_subprocess
     ):
         LatencyProcess.start_ahead(

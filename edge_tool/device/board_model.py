@@ -1,11 +1,10 @@
 """The device side's model and request loop, sent with ``board_runner`` (see there; no edgetool import here either).
 
 Inference follows ``tflite_runner.TfliteInterpreter``: the whole batch (at most ``chunk`` samples, the host's
-``samples_per_invoke``) per invoke when every input's batch dimension
-is dynamic and the model carries no state (checked once against per-sample results), the file's own batch B when
-it has one (the last chunk padded), else one sample at a time; recurrent state reset before every invoke. The
-feeds arrive prepared by the host (quantized with the model's own scale), the raw output goes back: the host
-dequantizes, exactly as for a host row.
+``samples_per_invoke``) per invoke when every input's batch dimension is dynamic and the model carries no state
+(checked once against per-sample results), the file's own batch B when it has one (the last chunk padded), else one
+sample at a time; recurrent state reset before every invoke. The feeds arrive prepared by the host (quantized with
+the model's own scale), the raw output goes back: the host dequantizes, exactly as for a host row.
 """
 
 from __future__ import annotations

@@ -135,6 +135,11 @@ class EvalConfig:
             return None
         return self.runs if self.runs is not None else DEFAULT_RUNS
 
+    @property
+    def timed(self) -> bool:
+        """Whether latency is measured at all (timed runs, or a time budget)."""
+        return bool(self.effective_runs or self.time_budget_s)
+
     def accuracy_threads(self, workers: int = 1) -> int:
         """LiteRT threads of each of ``workers`` accuracy-pass processes: ``pass_threads`` if set, else the usable
         cores the reference leaves (the workers take turns on them, see ``tflite_worker.CoreLock``)."""

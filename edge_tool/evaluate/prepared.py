@@ -104,7 +104,7 @@ class PreparedRunner(_Runner):
     # latency
     def wants_latency(self, config: EvalConfig) -> bool:
         """Whether this row's latency is measured (it ran the pass, and timing is on)."""
-        return not self.failed and self.first is not None and bool(config.effective_runs or config.time_budget_s)
+        return not self.failed and self.first is not None and config.timed
 
     def measure_latency(self):
         """(LatencyStats, peak RSS MB) of the executor's timed loop on the first sample; None when not wanted."""

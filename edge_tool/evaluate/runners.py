@@ -171,7 +171,7 @@ class SessionRunner(_Runner):
     def _session_latency(self, config: EvalConfig, measure, failure: str):
         """``measure()`` unless the runner failed or timing is off (a failure there says ``failure``); closes."""
         lat = None
-        if not self.failed and (config.effective_runs or config.time_budget_s):
+        if not self.failed and config.timed:
             try:
                 lat = measure()
             except RuntimeFailure as exc:

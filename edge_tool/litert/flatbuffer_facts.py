@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_tool.errors import ModelError
-from edge_tool.parsers.limits import read_tflite
+from edge_tool.parsers.limits import read_tflite, tensor_bytes
 from edge_tool.parsers.tflite_schema import enum_names, is_constant, tflite_schema
 
 _STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE"}
-_ITEM_BYTES = {"float64": 8, "int64": 8, "complex64": 8, "float16": 2, "int16": 2, "bfloat16": 2, "int8": 1}
-_ITEM_BYTES |= {"uint8": 1, "bool": 1, "int4": 1}  # anything else: 4 bytes
 
 
 @dataclass(frozen=True)
@@ -109,11 +107,8 @@ def _largest_output(model, types: dict) -> int:
             if not 0 <= i < count:
                 continue
             tensor = sg.Tensors(int(i))
-            dims = [max(1, int(d)) for d in _vector(tensor.ShapeAsNumpy())[1:]]
-            size = _ITEM_BYTES.get(types.get(tensor.Type(), "").lower(), 4)
-            for d in dims:
-                size *= d
-            largest = max(largest, size)
+            shape = (1, *(int(d) for d in _vector(tensor.ShapeAsNumpy())[1:]))
+            largest = max(largest, tensor_bytes(shape, types.get(tensor.Type(), "float32").lower()))
     return largest
 
 

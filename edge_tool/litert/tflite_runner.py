@@ -58,8 +58,9 @@ class TfliteInterpreter:
     """One .tflite model; inputs/outputs keyed by the reference's signature names where the model has them.
 
     ``predict`` runs as many samples per invoke as the file allows: the whole batch (up to ``CHUNK_BYTES`` of its
-    largest activation per invoke) when every input's batch dimension is dynamic and the model carries no recurrent state (checked once against per-sample results on
-    the first samples: any difference, or a resize LiteRT refuses, falls back to batch 1); exactly B when the file
+    largest activation per invoke) when every input's batch dimension is dynamic and the model carries no recurrent
+    state (checked once against per-sample results on the first samples: any difference, or a resize LiteRT refuses,
+    falls back to batch 1); exactly B when the file
     has a fixed batch B (the last chunk padded); otherwise one sample at a time. Dynamic non-batch dimensions
     (height, width, sequence length) are resized to the data's. Stateful models get their variable tensors reset
     before every invoke, so each sample is independent, as in the reference.

@@ -41,8 +41,7 @@ class TfliteRunner(FileWorkerRunner):
             "LiteRT",
             scratch,
         )
-        timed = config.effective_runs or config.time_budget_s
-        self.latency_proc = LatencyProcess.take() if timed and config.latency_in_subprocess else None
+        self.latency_proc = LatencyProcess.take() if config.timed and config.latency_in_subprocess else None
 
     def _answered(self, doc: dict) -> None:
         """The first answer names the file with the first sample's prepared feeds (what the latency loop feeds)."""
@@ -60,7 +59,7 @@ class TfliteRunner(FileWorkerRunner):
     def result(self, label: str, config: EvalConfig, reference: ReferenceResult, fields: dict) -> ArtifactResult:
         """Latency (fresh process unless configured otherwise) and the artefact's row."""
         lat, rss = None, None
-        if not self.failed and (config.effective_runs or config.time_budget_s):
+        if not self.failed and config.timed:
             args = (
                 self.art.model_file,
                 self.first_feeds,

@@ -32,8 +32,7 @@ class OrtRunner(FileWorkerRunner):
         self._start(art, config, scratch, slot)
         self.runtime = "onnxruntime"
         self.proc = self._worker(threads, "pass", scratch)
-        timed = config.effective_runs or config.time_budget_s
-        self.latency_proc = self._worker(config.threads, "latency", scratch) if timed else None
+        self.latency_proc = self._worker(config.threads, "latency", scratch) if config.timed else None
 
     def _worker(self, threads: int, mode: str, scratch: Path) -> WorkerProcess:
         argv = module_command(
